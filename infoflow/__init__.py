@@ -1,0 +1,46 @@
+"""infoflow: predict what a transformer needs for a task, then check it by experiment.
+
+The public API is small and loads lazily, so that ``infoflow --help`` pays for no import it
+does not use::
+
+    import infoflow
+    spec = infoflow.load_spec("specs/looped_kv/ouro-1.4b.json")
+    result = infoflow.predict(spec)
+    print(result.predictions["kv_bytes_per_token"].value)
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "load_spec": "infoflow.spec",
+    "spec_schema": "infoflow.spec",
+    "SpecError": "infoflow.errors",
+    "predict": "infoflow.predict",
+    "Prediction": "infoflow.results",
+    "Result": "infoflow.results",
+}
+
+__all__ = [
+    "Prediction",
+    "Result",
+    "SpecError",
+    "__version__",
+    "load_spec",
+    "predict",
+    "spec_schema",
+]
+
+if TYPE_CHECKING:
+    from infoflow.errors import SpecError
+    from infoflow.predict import predict
+    from infoflow.results import Prediction, Result
+    from infoflow.spec import load_spec, spec_schema
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'infoflow' has no attribute {name!r}")

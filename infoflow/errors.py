@@ -1,0 +1,37 @@
+"""Errors that are the user's to fix: a bad spec file, field or override (exit code 2)."""
+
+from __future__ import annotations
+
+
+class SpecError(Exception):
+    """A spec that cannot be used: the file, and each problem with the field it is about.
+
+    ``source`` is the spec file (``<dict>`` for a spec given as a Python dict); ``problems``
+    pairs a dotted field path (``None`` when the whole spec is at fault) with a message.
+    """
+
+    def __init__(self, source: str, problems: list[tuple[str | None, str]]):
+        self.source = source
+        self.problems = problems
+        super().__init__(str(self))
+
+    @property
+    def field(self) -> str | None:
+        """The field of the first problem."""
+        return self.problems[0][0]
+
+    def __str__(self) -> str:
+        parts = [f"field '{field}': {msg}" if field else msg for field, msg in self.problems]
+        return f"{self.source}: " + "; ".join(parts)
+
+
+class FieldError(ValueError):
+    """Raised inside a spec validator to blame one field by its dotted path.
+
+    Pydantic reports errors of whole-model validators at the model's root; the loader reads
+    this exception back from the error's context and names ``field`` instead.
+    """
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(message)

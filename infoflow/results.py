@@ -1,0 +1,74 @@
+"""Typed results: one :class:`Prediction` per quantity, gathered in a :class:`Result`.
+
+The JSON form is the contract of ``infoflow predict --format json`` (design.md)::
+
+    {"infoflow_version", "kind", "spec", "predictions": {NAME: {"value", "unit", "bound",
+     "provenance", "note", "expression", "latex"}}}
+
+``expression`` and ``latex`` appear only for predictions that are formulas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import sympy
+from pydantic import BaseModel
+
+Bound = Literal["exact", "upper", "lower", "estimate"]
+Value = int | float | bool | str | list[Any] | None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One predicted quantity.
+
+    ``provenance`` is a tag (``paper:summary``, ``paper:figure``, ``derived``,
+    ``reconstruction:<option>``, ...) saying where the rule comes from; ``note`` says it in
+    a sentence. ``expression`` is the sympy formula the value was computed from, if any.
+    """
+
+    value: Value
+    unit: str
+    bound: Bound
+    provenance: str
+    note: str = ""
+    expression: sympy.Expr | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "value": self.value,
+            "unit": self.unit,
+            "bound": self.bound,
+            "provenance": self.provenance,
+            "note": self.note,
+        }
+        if self.expression is not None:
+            out["expression"] = str(self.expression)
+            out["latex"] = sympy.latex(self.expression)
+        return out
+
+
+@dataclass(frozen=True)
+class Result:
+    """All predictions for one spec."""
+
+    kind: str
+    spec: BaseModel
+    predictions: dict[str, Prediction] = field(default_factory=dict)
+    source: str | None = None
+
+    def __getitem__(self, name: str) -> Prediction:
+        return self.predictions[name]
+
+    def to_json(self) -> dict[str, Any]:
+        from infoflow import __version__
+
+        return {
+            "infoflow_version": __version__,
+            "kind": self.kind,
+            "source": self.source,
+            "spec": self.spec.model_dump(mode="json"),
+            "predictions": {name: p.to_json() for name, p in self.predictions.items()},
+        }
