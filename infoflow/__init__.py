@@ -18,7 +18,7 @@ _EXPORTS = {
     "load_spec": "infoflow.spec",
     "spec_schema": "infoflow.spec",
     "SpecError": "infoflow.errors",
-    "predict": "infoflow.predict",
+    "predict": "infoflow.predictor",
     "Prediction": "infoflow.results",
     "Result": "infoflow.results",
 }
@@ -35,7 +35,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from infoflow.errors import SpecError
-    from infoflow.predict import predict
+    from infoflow.predictor import predict
     from infoflow.results import Prediction, Result
     from infoflow.spec import load_spec, spec_schema
 

@@ -78,7 +78,7 @@ def predict(
 ) -> None:
     """Predict, symbolically, what each spec's task needs."""
     from infoflow import render
-    from infoflow.predict import predict as run_predict
+    from infoflow.predictor import predict as run_predict
     from infoflow.spec import load_spec
 
     with _user_errors():

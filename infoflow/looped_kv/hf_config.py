@@ -51,7 +51,8 @@ def read_hf_config(path: Path) -> dict[str, Any]:
             )
     except KeyError as exc:
         raise FieldError("hf_config", f"{path} lacks the key {exc.args[0]!r}") from None
-    fields.setdefault("name", config.get("_name_or_path") or path.parent.name or path.stem)
+    folder_name = path.parent.resolve().name if path.stem == "config" else path.stem
+    fields.setdefault("name", config.get("_name_or_path") or folder_name)
     dtype = _TORCH_DTYPES.get(str(config.get("torch_dtype") or config.get("dtype")))
     if dtype:
         fields["dtype"] = dtype

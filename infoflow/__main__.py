@@ -1,0 +1,5 @@
+"""``python -m infoflow``: the same as the ``infoflow`` command."""
+
+from infoflow.cli import main
+
+main()

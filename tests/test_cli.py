@@ -1,0 +1,104 @@
+"""The CLI through its real entry point: output contracts, formats, overrides, start-up."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import LOOPED_KV, SPECS, run_cli
+
+REQUIRED = {
+    "kv_bytes_per_token",
+    "kv_bytes_per_token_compressed",
+    "compression_ratio",
+    "whole_cache_ratio",
+    "kv_cache_bytes",
+    "kv_cache_bytes_compressed",
+    "model_parameters",
+    "weight_bytes",
+    "codec_parameters",
+    "max_batch",
+    "max_batch_compressed",
+}
+
+
+def test_predict_json_contract_on_every_bundled_spec() -> None:
+    paths = sorted(SPECS.glob("*/*.json"))
+    proc = run_cli("predict", "--format", "json", *map(str, paths))
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)
+    assert isinstance(results, list) and len(results) == len(paths)
+    for result in results:
+        assert {"infoflow_version", "kind", "spec", "predictions"} <= result.keys()
+        assert result["spec"]["kind"] == result["kind"]
+        if result["kind"] == "looped_kv":
+            assert REQUIRED <= result["predictions"].keys()
+        for name, prediction in result["predictions"].items():
+            assert name.isidentifier() and name == name.lower()
+            assert {"value", "unit", "bound", "provenance"} <= prediction.keys()
+            assert prediction["bound"] in {"exact", "upper", "lower", "estimate"}
+            assert prediction["provenance"]
+            if "expression" in prediction:
+                assert prediction["latex"]
+
+
+def test_one_spec_gives_one_object() -> None:
+    proc = run_cli("predict", "-f", "json", str(LOOPED_KV / "ouro-1.4b.json"))
+    result = json.loads(proc.stdout)
+    assert result["predictions"]["kv_bytes_per_token"]["value"] == 786432
+    assert result["predictions"]["kv_bytes_per_token"]["expression"] == (
+        "2*bytes*d_head*n_kv*(C + P + R*T)"
+    )
+
+
+def test_set_overrides_scan_ratios() -> None:
+    spec = str(LOOPED_KV / "ouro-1.4b-h200.json")
+    values = []
+    for total in (256, 512):
+        proc = run_cli(
+            "predict",
+            "-f",
+            "json",
+            spec,
+            "--set",
+            f"codec.r_k={total // 2}",
+            "--set",
+            f"codec.r_v={total // 2}",
+        )
+        assert proc.returncode == 0, proc.stderr
+        values.append(json.loads(proc.stdout)["predictions"]["compression_ratio"]["value"])
+    assert values == [4, 2]
+
+
+def test_table_uses_binary_units() -> None:
+    proc = run_cli("predict", str(LOOPED_KV / "ouro-1.4b-h200.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert "768 KiB/token" in proc.stdout and "3 GiB" in proc.stdout
+    assert "21.33x" in proc.stdout and "768 sequences" in proc.stdout
+
+
+def test_markdown_table() -> None:
+    proc = run_cli("predict", "-f", "markdown", str(LOOPED_KV / "ouro-1.4b.json"))
+    assert proc.returncode == 0
+    assert "| `kv_cache_bytes` | 3 GiB (3,221,225,472 B) | exact | derived |" in proc.stdout
+
+
+def test_schema_lists_kinds_and_forbids_extra_fields() -> None:
+    proc = run_cli("schema")
+    schema = json.loads(proc.stdout)
+    assert "looped_kv" in schema["discriminator"]["mapping"]
+    one = json.loads(run_cli("schema", "looped_kv").stdout)
+    assert one["additionalProperties"] is False
+    assert {"model", "codec", "serving"} <= one["properties"].keys()
+
+
+def test_help_imports_neither_sympy_nor_torch() -> None:
+    proc = run_cli("--help", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0 and "predict" in proc.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+    assert "typer" in imported  # the import log is really there
+    assert not {m for m in imported if m.split(".")[0] in {"sympy", "torch", "pydantic"}}
+
+
+def test_version() -> None:
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("infoflow ")

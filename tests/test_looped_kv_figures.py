@@ -1,0 +1,155 @@
+"""The looped_kv calculator against the paper's figures and published parameter counts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sympy
+from conftest import LOOPED_KV
+
+import infoflow
+from infoflow.looped_kv import formulas as F
+
+KIB, GIB = 2**10, 2**30
+OURO_14B = LOOPED_KV / "ouro-1.4b.json"
+
+
+def test_ouro_1_4b_full_cache_matches_paper() -> None:
+    result = infoflow.predict(OURO_14B)
+    assert result["kv_bytes_per_token"].value == 768 * KIB
+    assert result["kv_cache_bytes"].value == 3 * GIB  # one 4,096-token sequence
+
+
+def test_ouro_1_4b_cache_at_one_million_tokens() -> None:
+    spec = infoflow.load_spec(OURO_14B, ["serving.context_tokens=1048576"])
+    assert infoflow.predict(spec)["kv_cache_bytes"].value == 768 * GIB
+
+
+@pytest.mark.parametrize("path", sorted(LOOPED_KV.glob("ouro-*-*x.json")), ids=lambda p: p.stem)
+def test_bundled_ratio_specs_give_paper_rho(path) -> None:
+    """rho = 1024/(r_k + r_v) per head, 16x that for 2D; the file name states the ratio."""
+    result = infoflow.predict(path)
+    codec = result.spec.codec
+    per_head = sympy.Rational(1024, codec.r_k + codec.r_v)
+    expected = per_head if codec.variant == "per_head" else 16 * per_head
+    assert result["compression_ratio"].value == pytest.approx(float(expected), rel=1e-12)
+    stated = float(path.stem.rsplit("-", 1)[1].rstrip("x"))
+    assert result["compression_ratio"].value == pytest.approx(stated, rel=0.005)  # 3 digits
+
+
+def test_h200_capacity_setting() -> None:
+    """108 GiB of cache in steps of 32: 32 sequences uncompressed, 768 at 21.3x."""
+    result = infoflow.predict(LOOPED_KV / "ouro-1.4b-h200.json")
+    assert result["compression_ratio"].value == pytest.approx(1024 / 48)
+    assert result["max_batch"].value == 32
+    assert result["max_batch_compressed"].value == 768
+
+
+def test_final_loop_reuse_is_4x_on_ouro() -> None:
+    result = infoflow.predict(LOOPED_KV / "ouro-1.4b-final-loop.json")
+    assert result["compression_ratio"].value == 4
+    assert result["codec_parameters"].value == 0
+
+
+def test_ouro_parameter_count_is_exact() -> None:
+    """24 layers of (attention 4*2048^2, SwiGLU 3*2048*5632, 4 RMSNorms), two 49,152-row
+    embeddings, a final norm and the early-exit gate Linear(2048, 1)."""
+    layer = 4 * 2048**2 + 3 * 2048 * 5632 + 4 * 2048
+    expected = 24 * layer + 2 * 49152 * 2048 + 2048 + 2049
+    result = infoflow.predict(OURO_14B)
+    assert result["model_parameters"].value == expected == 1_434_652_673
+    assert result["weight_bytes"].value == 2 * expected
+
+
+def test_ouro_hf_config_reads_like_the_explicit_spec() -> None:
+    from_config = infoflow.load_spec(LOOPED_KV / "ouro-1.4b-hf-config.json").model
+    explicit = infoflow.load_spec(OURO_14B).model
+    assert from_config.model_dump(exclude={"hf_config"}) == explicit.model_dump(
+        exclude={"hf_config"}
+    )
+
+
+def test_huginn_config_layout() -> None:
+    result = infoflow.predict(LOOPED_KV / "huginn-3.5b.json")
+    model = result.spec.model
+    assert (model.prelude_layers, model.layers, model.coda_layers, model.loops) == (2, 4, 2, 32)
+    assert (model.kv_heads, model.head_dim) == (55, 96)
+    # 2 bytes * 2 (K, V) * 55 heads * 96 * (2 + 32*4 + 2) layers' worth of cache
+    assert result["kv_bytes_per_token"].value == 2 * 2 * 55 * 96 * 132
+    # prelude and coda stay uncompressed, so the whole cache shrinks less than the loop part
+    assert result["compression_ratio"].value == 32
+    assert result["whole_cache_ratio"].value == pytest.approx(132 / (4 + 4))
+
+
+@pytest.mark.parametrize(
+    ("config", "params", "kv_per_token"),
+    [
+        # Llama-2-7B: 6,738,415,616 parameters and 512 KiB of fp16 cache per token, as published.
+        (
+            {
+                "model_type": "llama",
+                "hidden_size": 4096,
+                "intermediate_size": 11008,
+                "num_attention_heads": 32,
+                "num_hidden_layers": 32,
+                "num_key_value_heads": 32,
+                "vocab_size": 32000,
+                "tie_word_embeddings": False,
+                "torch_dtype": "float16",
+            },
+            6_738_415_616,
+            512 * KIB,
+        ),
+        # Qwen2-0.5B: 494,032,768 parameters (tied embeddings, q/k/v biases, 2 KV heads).
+        (
+            {
+                "model_type": "qwen2",
+                "hidden_size": 896,
+                "intermediate_size": 4864,
+                "num_attention_heads": 14,
+                "num_hidden_layers": 24,
+                "num_key_value_heads": 2,
+                "vocab_size": 151936,
+                "tie_word_embeddings": True,
+                "torch_dtype": "bfloat16",
+            },
+            494_032_768,
+            12 * KIB,
+        ),
+    ],
+    ids=["llama-2-7b", "qwen2-0.5b"],
+)
+def test_plain_decoder_configs_match_published_counts(tmp_path, config, params, kv_per_token):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": str(tmp_path / "config.json")},
+        "serving": {"context_tokens": 1},
+    }
+    result = infoflow.predict(spec)
+    assert result.spec.model.loops == 1
+    assert result["model_parameters"].value == params
+    assert result["kv_bytes_per_token"].value == kv_per_token
+    assert result["compression_ratio"].value == 1
+
+
+def test_values_are_the_formulas_evaluated() -> None:
+    """The expression a prediction carries is the one its value came from."""
+    result = infoflow.predict(LOOPED_KV / "ouro-1.4b-per-head-4x.json")
+    rho = result["compression_ratio"].expression
+    assert sympy.simplify(rho - 2 * F.T * F.d_head / (F.r_k + F.r_v)) == 0
+    at = {F.T: 4, F.d_head: 128, F.r_k: 96, F.r_v: 160}
+    assert float(rho.subs(at)) == result["compression_ratio"].value == 4
+
+
+def test_device_memory_budget_subtracts_weights_and_codec() -> None:
+    result = infoflow.predict(LOOPED_KV / "ouro-1.4b-hf-config.json")
+    usable = sympy.Rational("131.3") * sympy.Rational("0.9") * GIB
+    full_budget = int(sympy.floor(usable - result["weight_bytes"].value))
+    assert result["cache_budget_bytes"].value == full_budget
+    assert (
+        result["cache_budget_bytes_compressed"].value
+        == full_budget - result["codec_weight_bytes"].value
+    )
+    assert result["max_batch"].value == full_budget // (3 * GIB)
