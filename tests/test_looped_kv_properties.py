@@ -12,13 +12,13 @@ from infoflow.looped_kv.spec import DTYPE_BYTES
 
 
 @st.composite
-def looped_specs(draw, variant=st.sampled_from(["per_head", "2d"])):
+def looped_specs(draw):
     """A valid looped_kv spec with a rank codec."""
     kv_heads = draw(st.integers(1, 8))
     heads = kv_heads * draw(st.integers(1, 4))
     head_dim = draw(st.sampled_from([16, 32, 64, 128]))
     loops = draw(st.integers(1, 8))
-    codec_variant = draw(variant)
+    codec_variant = draw(st.sampled_from(["per_head", "2d"]))
     limit = loops * head_dim * (kv_heads if codec_variant == "2d" else 1)
     return {
         "kind": "looped_kv",
