@@ -90,8 +90,8 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
             "params",
             "exact",
             "derived",
-            f"{PAPER}'s codec as defined: W_down and the T maps W_up,t (2*T*d_head*r per K or "
-            "V, per core layer and KV head; 2d folds in the heads) plus the mean mu_t.",
+            f"The codec as {PAPER} defines it: W_down and the T maps W_up,t (2*T*d_head*r per "
+            "K or V, per core layer and KV head; 2d folds in the heads) plus the mean mu_t.",
         ),
         "codec_weight_bytes": formula(
             codec_expr * weight_dtype_bytes,
