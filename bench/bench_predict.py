@@ -43,8 +43,10 @@ def main() -> None:
         infoflow.predict(spec)
     in_process = (time.perf_counter() - start) / len(specs)
 
-    print(f"{len(specs)} bundled specs; median of {REPEATS} runs each; baseline = "
-          f"'python -c \"import sympy\"' ({sympy * 1e3:.0f} ms here)")
+    print(
+        f"{len(specs)} bundled specs; median of {REPEATS} runs each; baseline = "
+        f"'python -c \"import sympy\"' ({sympy * 1e3:.0f} ms here)"
+    )
     print(f"{'command':<44} {'ms':>8} {'/ import sympy':>15}")
     rows = [
         ("python -c pass", python),

@@ -11,6 +11,14 @@ from infoflow.results import Prediction, Result
 PAPER = "O'Neill & Reid 2026 (Looped Latent Attention)"
 GIB = 2**30
 
+#: What each codec variant keeps of the looped part, in words.
+VARIANTS = {
+    "none": "no codec: every loop's K/V are kept",
+    "per_head": "LLA: one (r_k, r_v) latent per token, core layer and KV head",
+    "2d": "LLA-2D: one (r_k, r_v) latent per token and core layer for all KV heads",
+    "final_loop": "final-loop reuse: only the last loop's K/V are kept",
+}
+
 
 def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     """Every ``looped_kv`` prediction for ``spec``."""
@@ -19,104 +27,65 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     values[F.N] = serving.sequence_tokens
     if codec.r_k is not None and codec.r_v is not None:
         values[F.r_k], values[F.r_v] = codec.r_k, codec.r_v
-    variant = codec.variant
-    weight_dtype_bytes = DTYPE_BYTES[model.dtype]
+    kept = VARIANTS[codec.variant]
+    weight_bytes = DTYPE_BYTES[model.dtype]
+    full, compressed = F.FULL_PER_TOKEN, F.compressed_per_token(codec.variant)
+    params, codec_params = F.model_parameters(model), F.codec_parameters(codec.variant)
+    tokens = f"one sequence of N = {serving.sequence_tokens:,} tokens (context + generated)"
 
-    def formula(expr: sympy.Expr, unit: str, bound: str, provenance: str, note: str):
-        return Prediction(_number(expr.subs(values)), unit, bound, provenance, note, expr)
-
-    full, compressed = F.FULL_PER_TOKEN, F.compressed_per_token(variant)
-    params_expr, codec_expr = F.model_parameters(model), F.codec_parameters(variant)
-    out = {
-        "kv_bytes_per_token": formula(
-            full,
-            "B/token",
-            "exact",
-            "paper:summary",
+    formulas = {  # name: (expression, unit, provenance, note); all exact
+        "kv_bytes_per_token": (
+            full, "B/token", "paper:summary",
             f"{PAPER}: every loop keeps its own K/V, 2*bytes*n_kv*d_head*(P + T*R + C).",
         ),
-        "kv_bytes_per_token_compressed": formula(
-            compressed,
-            "B/token",
-            "exact",
-            "paper:summary",
-            f"{PAPER}: the {variant} codec on the looped part; prelude and coda stay full.",
+        "kv_bytes_per_token_compressed": (
+            compressed, "B/token", "paper:summary",
+            f"{PAPER}: {kept}; prelude and coda stay full.",
         ),
-        "compression_ratio": formula(
-            F.compression_ratio(variant),
-            "x",
-            "exact",
-            "paper:summary",
-            f"{PAPER}: rho of the looped part, full bytes over {variant} bytes.",
+        "compression_ratio": (
+            F.compression_ratio(codec.variant), "x", "paper:summary",
+            f"{PAPER}: rho of the looped part, full bytes over compressed bytes ({kept}).",
         ),
-        "whole_cache_ratio": formula(
-            F.whole_cache_ratio(variant),
-            "x",
-            "exact",
-            "derived",
-            "Whole cache, prelude and coda included: full bytes over compressed bytes.",
+        "whole_cache_ratio": (
+            F.whole_cache_ratio(codec.variant), "x", "derived",
+            "The whole cache, prelude and coda included: full bytes over compressed bytes.",
         ),
-        "kv_cache_bytes": formula(
-            F.N * full,
-            "B",
-            "exact",
-            "derived",
-            f"One sequence of N = {serving.sequence_tokens} tokens (context + generated).",
+        "kv_cache_bytes": (F.N * full, "B", "derived", f"Full cache of {tokens}."),
+        "kv_cache_bytes_compressed": (
+            F.N * compressed, "B", "derived", f"Compressed cache of {tokens}.",
         ),
-        "kv_cache_bytes_compressed": formula(
-            F.N * compressed,
-            "B",
-            "exact",
-            "derived",
-            f"One sequence of N = {serving.sequence_tokens} tokens with the {variant} codec.",
+        "model_parameters": (
+            params, "params", "derived",
+            "Counted from the architecture: embeddings, attention, MLP, norms, head, loop "
+            "adapter and exit gate where present; weight tying saves weights, not cache.",
         ),
-        "model_parameters": formula(
-            params_expr,
-            "params",
-            "exact",
-            "derived",
-            "Counted from the architecture: embeddings, attention, MLP, norms, head "
-            "(and loop adapter, exit gate); weight tying shares parameters, not cache.",
+        "weight_bytes": (params * weight_bytes, "B", "derived", f"Parameters in {model.dtype}."),
+        "codec_parameters": (
+            codec_params, "params", "derived",
+            f"The codec as {PAPER} defines it: per K or V, W_down and the T maps W_up,t "
+            "(2*D*r) plus the mean mu (D), D = T*d_head per core layer and KV head "
+            "(per_head) or T*d_head*n_kv per core layer (2d); none for the other variants.",
         ),
-        "weight_bytes": formula(
-            params_expr * weight_dtype_bytes,
-            "B",
-            "exact",
-            "derived",
-            f"Parameters in {model.dtype}.",
+        "codec_weight_bytes": (
+            codec_params * weight_bytes, "B", "derived", f"Codec parameters in {model.dtype}.",
         ),
-        "codec_parameters": formula(
-            codec_expr,
-            "params",
-            "exact",
-            "derived",
-            f"The codec as {PAPER} defines it: W_down and the T maps W_up,t (2*T*d_head*r per "
-            "K or V, per core layer and KV head; 2d folds in the heads) plus the mean mu_t.",
-        ),
-        "codec_weight_bytes": formula(
-            codec_expr * weight_dtype_bytes,
-            "B",
-            "exact",
-            "derived",
-            f"Codec parameters in {model.dtype}.",
-        ),
+    }  # fmt: skip
+    out = {
+        name: Prediction(_number(expr.subs(values)), unit, "exact", provenance, note, expr)
+        for name, (expr, unit, provenance, note) in formulas.items()
     }
-    out.update(_capacity(spec, out, full, compressed, values))
+    out.update(_capacity(spec, out, values))
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
 
 
 def _capacity(
-    spec: LoopedKVSpec,
-    out: dict[str, Prediction],
-    full: sympy.Expr,
-    compressed: sympy.Expr,
-    values: dict[sympy.Symbol, int],
+    spec: LoopedKVSpec, out: dict[str, Prediction], values: dict[sympy.Symbol, int]
 ) -> dict[str, Prediction]:
-    """Cache budgets and maximal batch, when the spec gives a memory budget."""
+    """Cache budgets, maximal batch and maximal context, when the spec gives a budget."""
     serving = spec.serving
     if serving.memory_budget_gib is not None:
         budget_full = budget_compressed = _exact(serving.memory_budget_gib) * GIB
-        where = "the spec's memory_budget_gib, all for the cache"
+        where = "the spec's memory_budget_gib, all of it for the cache"
     elif serving.device_memory_gib is not None:
         usable = _exact(serving.device_memory_gib) * _exact(serving.usable_fraction) * GIB
         budget_full = usable - out["weight_bytes"].value - _exact(serving.overhead_gib) * GIB
@@ -125,28 +94,30 @@ def _capacity(
     else:
         return {}
     stepped = serving.batch_step is not None
-    step_note = f", rounded down to a multiple of {serving.batch_step}" if stepped else ""
+    rounding = f", rounded down to a multiple of {serving.batch_step}" if stepped else ""
     at = {**values, F.step: serving.batch_step or 1}
     result = {}
     for suffix, budget, per_token in (
-        ("", budget_full, full),
-        ("_compressed", budget_compressed, compressed),
+        ("", budget_full, F.FULL_PER_TOKEN),
+        ("_compressed", budget_compressed, F.compressed_per_token(spec.codec.variant)),
     ):
         budget_bytes = max(0, int(sympy.floor(budget)))
+        at[F.budget] = budget_bytes
+        batch, context = F.max_batch(per_token, stepped), sympy.floor(F.budget / per_token)
         result[f"cache_budget_bytes{suffix}"] = Prediction(
             budget_bytes, "B", "exact", "derived", f"Memory for the cache: {where}."
         )
-        expr = F.max_batch(per_token, stepped)
-        batch = int(expr.subs({**at, F.budget: budget_bytes}))
         result[f"max_batch{suffix}"] = Prediction(
-            batch,
-            "sequences",
-            "upper",
-            "paper:summary",
-            f"{PAPER}: floor(budget / (N * cache bytes per token)){step_note}; an upper bound "
+            int(batch.subs(at)), "sequences", "upper", "paper:summary",
+            f"{PAPER}: floor(budget / (N * cache bytes per token)){rounding}; an upper bound "
             "(paging, fragmentation and activations take their share).",
-            expr,
-        )
+            batch,
+        )  # fmt: skip
+        result[f"max_context_tokens{suffix}"] = Prediction(
+            int(context.subs(at)), "tokens", "upper", "derived",
+            "The longest single sequence whose cache fits in the budget.",
+            context,
+        )  # fmt: skip
     return result
 
 
@@ -156,6 +127,4 @@ def _exact(number: float) -> sympy.Rational:
 
 
 def _number(value: sympy.Expr) -> int | float:
-    if value.is_Integer:
-        return int(value)
-    return float(value)
+    return int(value) if value.is_Integer else float(value)
