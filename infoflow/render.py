@@ -48,7 +48,7 @@ def format_value(prediction: Prediction) -> str:
 
 def to_table(result: Result) -> Table:
     """A rich table of one result: name, value, bound, provenance."""
-    table = Table(title=_title(result), caption=getattr(result.spec, "description", None))
+    table = Table(title=_title(result), caption=result.spec.description)
     table.add_column("prediction", style="bold")
     table.add_column("value", justify="right")
     table.add_column("bound")
@@ -61,9 +61,8 @@ def to_table(result: Result) -> Table:
 def to_markdown(result: Result) -> str:
     """A Markdown section of one result, notes included."""
     lines = [f"### {_title(result)}", ""]
-    description = getattr(result.spec, "description", None)
-    if description:
-        lines += [description, ""]
+    if result.spec.description:
+        lines += [result.spec.description, ""]
     lines += ["| prediction | value | bound | provenance | note |", "|---|--:|---|---|---|"]
     for name, p in result.predictions.items():
         note = p.note.replace("|", "\\|")

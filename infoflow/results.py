@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import sympy
-from pydantic import BaseModel
+
+from infoflow import __version__
+from infoflow.spec_base import SpecBase
 
 Bound = Literal["exact", "upper", "lower", "estimate"]
 Value = int | float | bool | str | list[Any] | None
@@ -55,7 +57,7 @@ class Result:
     """All predictions for one spec."""
 
     kind: str
-    spec: BaseModel
+    spec: SpecBase
     predictions: dict[str, Prediction] = field(default_factory=dict)
     source: str | None = None
 
@@ -63,8 +65,6 @@ class Result:
         return self.predictions[name]
 
     def to_json(self) -> dict[str, Any]:
-        from infoflow import __version__
-
         return {
             "infoflow_version": __version__,
             "kind": self.kind,

@@ -131,7 +131,7 @@ def _describe(err: Mapping[str, Any], model: type[BaseModel]) -> tuple[str | Non
         return field, f"unknown field; {hint}"
     msg = err["msg"].removeprefix("Value error, ")
     value = err.get("input")
-    if isinstance(value, str | int | float | bool) and value is not None:
+    if isinstance(value, str | int | float):
         msg += f" (got {json.dumps(value)})"
     return field, msg
 

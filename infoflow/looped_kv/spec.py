@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     NonNegativeFloat,
     NonNegativeInt,
@@ -25,17 +23,12 @@ from pydantic import (
 
 from infoflow.errors import FieldError
 from infoflow.looped_kv.hf_config import read_hf_config
+from infoflow.spec_base import SpecBase, StrictModel
 
 DType = Literal["bfloat16", "float16", "float32", "float8"]
 
 #: Bytes per element of each dtype.
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2, "float8": 1}
-
-
-class StrictModel(BaseModel):
-    """A spec section: unknown fields are errors, so a typo cannot pass silently."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 class LoopedModel(StrictModel):
@@ -155,11 +148,10 @@ class Serving(StrictModel):
         return self.context_tokens + self.generated_tokens
 
 
-class LoopedKVSpec(StrictModel):
+class LoopedKVSpec(SpecBase):
     """KV cache of a looped model and its cross-loop latent compression."""
 
     kind: Literal["looped_kv"]
-    description: str | None = Field(None, description="Free text: what this spec is and why.")
     model: LoopedModel
     codec: Codec = Codec()
     serving: Serving
