@@ -24,4 +24,8 @@ def predict(spec: Spec | str | Path | Mapping[str, Any], source: str | None = No
         from infoflow.looped_kv.predict import predict_looped_kv
 
         return predict_looped_kv(spec, source)
+    if spec.kind == "retrieval":
+        from infoflow.retrieval.predict import predict_retrieval
+
+        return predict_retrieval(spec, source)
     raise ValueError(f"no predictor for kind {spec.kind!r}")

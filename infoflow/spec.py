@@ -21,12 +21,13 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from infoflow.errors import FieldError, SpecError
 from infoflow.looped_kv.spec import LoopedKVSpec
+from infoflow.retrieval.spec import RetrievalSpec
 
 #: Every spec family, by its ``kind``.
-SPEC_KINDS: dict[str, type[BaseModel]] = {"looped_kv": LoopedKVSpec}
+SPEC_KINDS: dict[str, type[BaseModel]] = {"looped_kv": LoopedKVSpec, "retrieval": RetrievalSpec}
 
 AnySpec = Annotated[Union[tuple(SPEC_KINDS.values())], Field(discriminator="kind")]  # noqa: UP007
-Spec = LoopedKVSpec  # the union of the spec models, for type hints
+Spec = LoopedKVSpec | RetrievalSpec  # the union of the spec models, for type hints
 
 _ADAPTER = TypeAdapter(AnySpec)
 

@@ -1,0 +1,344 @@
+"""Target text -> the engine's expression tree, by whitelist. Nothing is ever executed.
+
+The language is Python expression syntax read by :func:`ast.parse`; only these forms pass:
+
+- ``x[s]`` (token s, s bound by a generator ``for s in T``), ``x[3]`` (the fixed position 3,
+  1-based), ``x[s][0]`` (a coordinate); other free names are fixed parameters (``q``,
+  ``A[i]``) or integer ``params`` of the spec (``D``).
+- Reductions over generators: ``min``, ``max``, ``sum``, ``argmin``, ``argmax``,
+  ``kth_largest(gen, k=K)``, ``kth_smallest(gen, k=K)``; generators run over ``T`` or
+  ``range(n)`` with a constant n, with optional ``if`` conditions comparing indices.
+- Functions: ``dot``, ``bilinear``, ``norm``, ``sqnorm``, ``abs``, ``exp``, ``log``, ``sqrt``,
+  ``relu``, ``tanh``, and pointwise ``min``/``max`` of several arguments.
+- Arithmetic ``+ - * /``, and ``**`` with a small constant exponent.
+
+Anything else is a :class:`TargetError` that names the column of the offending part. Size
+limits keep parsing fast on any input.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+MAX_CHARS = 2000
+MAX_NODES = 400
+MAX_DEPTH = 24
+MAX_EXPONENT = 16
+MAX_CONSTANT = 10**6
+MAX_RANGE = 10**4
+
+TOKENS = "x"
+SEQUENCE = "T"
+REDUCTIONS = {"min", "max", "sum", "argmin", "argmax", "kth_largest", "kth_smallest"}
+FUNCTIONS = {
+    "dot": 2,
+    "bilinear": 3,
+    "norm": 1,
+    "sqnorm": 1,
+    "abs": 1,
+    "exp": 1,
+    "log": 1,
+    "sqrt": 1,
+    "relu": 1,
+    "tanh": 1,
+}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_COMPARE = {ast.NotEq: "!=", ast.Eq: "==", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,15}")
+
+
+class TargetError(ValueError):
+    """A target the engine does not accept; ``column`` is 1-based (0 when unknown)."""
+
+    def __init__(self, message: str, column: int = 0):
+        self.column = column
+        super().__init__(f"at column {column}: {message}" if column else message)
+
+
+# ---- the expression tree ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Token:
+    """``x[index]``: index is a bound token variable or a fixed 1-based position."""
+
+    index: str | int
+    component: tuple[str | int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Param:
+    """A fixed parameter (independent of the tokens), maybe indexed: ``q``, ``A[i]``."""
+
+    name: str
+    index: tuple[str | int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Const:
+    value: int | float
+
+
+@dataclass(frozen=True)
+class Apply:
+    """A function or operator applied to arguments (``+``, ``dot``, ``norm``, ...)."""
+
+    fn: str
+    args: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A bound index: over the tokens (``size`` None) or over ``range(size)``."""
+
+    name: str
+    size: int | None = None
+
+    @property
+    def is_token(self) -> bool:
+        return self.size is None
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``left op right`` between indices or an index and a constant."""
+
+    left: str | int
+    op: str
+    right: str | int
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """A reduction over a generator: ``op(body for variables if conditions)``."""
+
+    op: str
+    variables: tuple[Variable, ...]
+    body: Node
+    conditions: tuple[Condition, ...] = ()
+    k: int | None = None
+
+
+Node = Token | Param | Const | Apply | Reduce
+
+
+def parse_target(text: str, params: tuple[tuple[str, int], ...] = ()) -> Node:
+    """Parse ``text`` into the engine's tree; ``params`` are the spec's integer constants."""
+    return _parse_cached(text, params)
+
+
+@lru_cache(maxsize=1024)
+def _parse_cached(text: str, params: tuple[tuple[str, int], ...]) -> Node:
+    if not isinstance(text, str) or not text.strip():
+        raise TargetError("the target is empty")
+    if len(text) > MAX_CHARS:
+        raise TargetError(f"the target is longer than {MAX_CHARS} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise TargetError(f"not a valid expression ({exc.msg})", exc.offset or 0) from None
+    except (RecursionError, MemoryError, ValueError):
+        raise TargetError("the target is nested too deeply or is not text") from None
+    count = sum(1 for _ in ast.walk(tree))
+    if count > MAX_NODES:
+        raise TargetError(f"the target has {count} syntax nodes; the limit is {MAX_NODES}")
+    return _Reader(dict(params)).read(tree.body, frozenset(), 0)
+
+
+class _Reader:
+    """Turns whitelisted ``ast`` nodes into the engine's tree."""
+
+    def __init__(self, params: dict[str, int]):
+        self.params = params
+
+    def read(self, node: ast.AST, bound: frozenset[Variable], depth: int) -> Node:
+        if depth > MAX_DEPTH:
+            raise TargetError(f"nested deeper than {MAX_DEPTH} levels", _col(node))
+        depth += 1
+        if isinstance(node, ast.Constant):
+            return Const(self._number(node))
+        if isinstance(node, ast.Name):
+            return self._name(node, bound)
+        if isinstance(node, ast.Subscript):
+            return self._subscript(node, bound)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            operand = self.read(node.operand, bound, depth)
+            return Apply("neg", (operand,)) if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            op = _BINOPS[type(node.op)]
+            if op == "**":
+                exponent = node.right
+                if not isinstance(exponent, ast.Constant):
+                    raise TargetError("an exponent must be a number", _col(exponent))
+                value = self._number(exponent)
+                if abs(value) > MAX_EXPONENT:
+                    raise TargetError(f"exponent {value} is above {MAX_EXPONENT}", _col(exponent))
+            left, right = self.read(node.left, bound, depth), self.read(node.right, bound, depth)
+            return Apply(op, (left, right))
+        if isinstance(node, ast.Call):
+            return self._call(node, bound, depth)
+        raise TargetError(_refusal(node), _col(node))
+
+    def _number(self, node: ast.Constant) -> int | float:
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TargetError(f"only numbers are allowed, not {value!r}", _col(node))
+        if abs(value) > MAX_CONSTANT:
+            raise TargetError(f"the constant {value} is above {MAX_CONSTANT}", _col(node))
+        return value
+
+    def _identifier(self, node: ast.Name) -> str:
+        name = node.id
+        if "__" in name or not _NAME.fullmatch(name):
+            raise TargetError(f"the name {name!r} is not allowed", _col(node))
+        return name
+
+    def _name(self, node: ast.Name, bound: frozenset[Variable]) -> Node:
+        name = self._identifier(node)
+        if name in self.params:
+            return Const(self.params[name])
+        if name == TOKENS:
+            raise TargetError("x needs an index: x[t]", _col(node))
+        if name == SEQUENCE or any(v.name == name for v in bound):
+            raise TargetError(f"the index {name!r} can only subscript x or a parameter", _col(node))
+        if name in FUNCTIONS or name in REDUCTIONS:
+            raise TargetError(f"{name!r} is a function: call it", _col(node))
+        return Param(name)
+
+    def _subscript(self, node: ast.Subscript, bound: frozenset[Variable]) -> Node:
+        indices: list[str | int] = []
+        while isinstance(node, ast.Subscript):
+            indices.insert(0, self._index(node.slice, bound))
+            node = node.value
+        if not isinstance(node, ast.Name):
+            raise TargetError("only x[...] and parameters can be indexed", _col(node))
+        name = self._identifier(node)
+        if name == TOKENS:
+            position = indices[0]
+            if isinstance(position, str) and not _is_token_variable(position, bound):
+                raise TargetError(f"x is indexed by {position!r}, not a token index", _col(node))
+            if isinstance(position, int) and position < 1:
+                raise TargetError("positions are 1-based: x[1] is the first token", _col(node))
+            return Token(position, tuple(indices[1:]))
+        if name in self.params or name == SEQUENCE or name in FUNCTIONS or name in REDUCTIONS:
+            raise TargetError(f"{name!r} cannot be indexed", _col(node))
+        if any(_is_token_variable(i, bound) for i in indices if isinstance(i, str)):
+            raise TargetError(f"parameter {name!r} cannot depend on a token index", _col(node))
+        return Param(name, tuple(indices))
+
+    def _index(self, node: ast.AST, bound: frozenset[Variable]) -> str | int:
+        if isinstance(node, ast.Constant):
+            value = self._number(node)
+            if not isinstance(value, int):
+                raise TargetError("an index must be an integer", _col(node))
+            return value
+        if isinstance(node, ast.Name):
+            name = self._identifier(node)
+            if name in self.params:
+                return self.params[name]
+            if any(v.name == name for v in bound):
+                return name
+            raise TargetError(f"the index {name!r} is not bound by a generator", _col(node))
+        raise TargetError("an index must be a bound name or an integer", _col(node))
+
+    def _call(self, node: ast.Call, bound: frozenset[Variable], depth: int) -> Node:
+        if not isinstance(node.func, ast.Name):
+            raise TargetError(_refusal(node.func), _col(node.func))
+        fn = self._identifier(node.func)
+        generators = [a for a in node.args if isinstance(a, ast.GeneratorExp)]
+        if fn in REDUCTIONS and generators:
+            return self._reduce(fn, node, bound, depth)
+        if node.keywords:
+            raise TargetError(f"{fn}() takes no keyword arguments", _col(node))
+        if fn in ("min", "max") and len(node.args) >= 2:
+            return Apply(fn, tuple(self.read(a, bound, depth) for a in node.args))
+        if fn not in FUNCTIONS:
+            known = ", ".join(sorted(FUNCTIONS | REDUCTIONS))
+            raise TargetError(f"unknown function {fn!r}; known: {known}", _col(node.func))
+        if len(node.args) != FUNCTIONS[fn]:
+            raise TargetError(f"{fn}() takes {FUNCTIONS[fn]} arguments", _col(node))
+        return Apply(fn, tuple(self.read(a, bound, depth) for a in node.args))
+
+    def _reduce(self, fn: str, node: ast.Call, bound: frozenset[Variable], depth: int) -> Node:
+        kth = fn.startswith("kth_")
+        if len(node.args) != 1:
+            raise TargetError(f"{fn}() takes one generator", _col(node))
+        k = None
+        for keyword in node.keywords:
+            if not kth or keyword.arg != "k" or not isinstance(keyword.value, ast.Constant):
+                raise TargetError(f"{fn}() takes no such keyword argument", _col(keyword.value))
+            k = self._number(keyword.value)
+            if not isinstance(k, int) or k < 1:
+                raise TargetError("k must be a positive integer", _col(keyword.value))
+        if kth and k is None:
+            raise TargetError(f"{fn}() needs k=...", _col(node))
+        gen = node.args[0]
+        variables: list[Variable] = []
+        conditions: list[Condition] = []
+        scope = set(bound)
+        for comp in gen.generators:
+            if comp.is_async or not isinstance(comp.target, ast.Name):
+                raise TargetError("a generator binds one plain name", _col(comp.target))
+            name = self._identifier(comp.target)
+            taken = {v.name for v in scope} | set(self.params) | {TOKENS, SEQUENCE}
+            if name in taken or name in FUNCTIONS or name in REDUCTIONS:
+                raise TargetError(f"the index {name!r} is already taken", _col(comp.target))
+            variable = Variable(name, self._domain(comp.iter))
+            variables.append(variable)
+            scope.add(variable)
+            for test in comp.ifs:
+                conditions.extend(self._conditions(test, frozenset(scope)))
+        body = self.read(gen.elt, frozenset(scope), depth)
+        return Reduce(fn, tuple(variables), body, tuple(conditions), k)
+
+    def _domain(self, node: ast.AST) -> int | None:
+        if isinstance(node, ast.Name) and node.id == SEQUENCE:
+            return None
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "range"
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            arg = node.args[0]
+            if isinstance(arg, ast.Name) and arg.id in self.params:
+                size = self.params[arg.id]
+            elif isinstance(arg, ast.Constant):
+                size = self._number(arg)
+            else:
+                raise TargetError("range() takes a constant or a spec param", _col(arg))
+            if not isinstance(size, int) or not 1 <= size <= MAX_RANGE:
+                raise TargetError(f"range size must be an integer in 1..{MAX_RANGE}", _col(arg))
+            return size
+        raise TargetError("a generator runs over T or range(n)", _col(node))
+
+    def _conditions(self, node: ast.AST, scope: frozenset[Variable]) -> list[Condition]:
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            return [c for value in node.values for c in self._conditions(value, scope)]
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+            left = self._index(node.left, scope)
+            right = self._index(node.comparators[0], scope)
+            return [Condition(left, _COMPARE[type(node.ops[0])], right)]
+        raise TargetError("a condition compares two indices (s != t)", _col(node))
+
+
+def _is_token_variable(name: str, bound: frozenset[Variable]) -> bool:
+    return any(v.name == name and v.is_token for v in bound)
+
+
+def _col(node: ast.AST) -> int:
+    return getattr(node, "col_offset", -1) + 1
+
+
+def _refusal(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return "attribute access is not allowed"
+    if isinstance(node, ast.Lambda):
+        return "lambdas are not allowed"
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp):
+        return "write reductions as generators: min(f for t in T)"
+    return f"{type(node).__name__} is not part of the target language"

@@ -1,0 +1,174 @@
+"""``retrieval`` spec -> predictions: order, dimension, layers, heads, cost exponent.
+
+The symbolic work (parse, comparison tree, plan, exponent) depends only on the target, the
+params, the architecture's shape and the options; it is derived once per such key and
+cached, and each spec (or sweep point) only substitutes its numbers (T, d, E, eps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy
+
+from infoflow.results import Prediction, Result
+from infoflow.retrieval import cost
+from infoflow.retrieval.flow import Architecture, Plan, minimal_architecture, plan, readout_sets
+from infoflow.retrieval.parse import parse_target
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.tree import ComparisonTree, build_tree
+
+PLANNER = "reconstruction:variable_elimination"
+EPS = sympy.Symbol("epsilon", positive=True)
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """Everything symbolic about one (target, architecture, options)."""
+
+    tree: ComparisonTree
+    plan: Plan
+    terms: list[cost.Term]
+    exponent: sympy.Expr
+    minimal: Architecture
+    minimal_exponent: sympy.Expr
+
+
+def derive(spec: RetrievalSpec) -> Derivation:
+    """The cached symbolic derivation for ``spec`` (numbers are not part of the key)."""
+    arch = spec.architecture
+    return _derive(
+        spec.target,
+        tuple(sorted(spec.params.items())),
+        Architecture(arch.layers, tuple(arch.heads), arch.positional_encoding),
+        spec.options.separable_sum,
+        cost.CostOptions(
+            spec.options.decode_offset, spec.options.exponent_floor, spec.options.kth_cost
+        ),
+    )
+
+
+@lru_cache(maxsize=4096)
+def _derive(
+    target: str,
+    params: tuple[tuple[str, int], ...],
+    arch: Architecture,
+    separable_sum: str,
+    options: cost.CostOptions,
+) -> Derivation:
+    tree = build_tree(parse_target(target, params), separable_sum)
+    the_plan = plan(tree, arch)
+    terms = cost.terms(the_plan, options)
+    minimal = minimal_architecture(tree)
+    minimal_terms = cost.terms(plan(tree, minimal), options)
+    return Derivation(
+        tree, the_plan, terms, cost.exponent(terms), minimal, cost.exponent(minimal_terms)
+    )
+
+
+def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
+    """Every ``retrieval`` prediction for ``spec``."""
+    der = derive(spec)
+    numbers = _numbers(spec, der.plan)
+    alpha = der.exponent
+    alpha_value = _value(alpha, numbers)
+    bottleneck = _bottleneck(der, numbers)
+    bound = "lower" if bottleneck.provenance == "paper:theorem-2" else "estimate"
+    efficient = der.plan.feasible and not alpha.has(cost.T)
+    tree = der.tree
+    comparisons = tree.dimension * cost.T**tree.order
+    param_cost = EPS**-alpha
+    out = {
+        "comparison_order": Prediction(
+            tree.order, "indices", "exact", PLANNER,
+            "beta': the largest number of token indices one score couples once the "
+            "reductions are read as variable elimination.",
+        ),
+        "comparison_dimension": Prediction(
+            tree.dimension, "comparisons", "exact", PLANNER,
+            "beta1: comparisons resolved side by side at one level.",
+        ),
+        "num_comparisons": Prediction(
+            _value(comparisons, numbers), "tuples", "estimate", "paper:summary",
+            "About beta1 * T^beta' candidate tuples.", comparisons,
+        ),
+        "min_layers": Prediction(
+            der.minimal.layers, "layers", "exact", PLANNER,
+            "Layers of the smallest architecture that reaches the best exponent.",
+        ),
+        "min_heads": Prediction(
+            list(der.minimal.heads), "heads per layer", "exact", PLANNER,
+            "One head per retrieval in every layer that serves it.",
+        ),
+        "requires_positional_encoding": Prediction(
+            der.minimal.positional_encoding, "", "exact", "paper:summary",
+            "Fixed positions can only be singled out with positional encoding.",
+        ),
+        "min_cost_exponent": Prediction(
+            _value(der.minimal_exponent, numbers), "", "estimate", PLANNER,
+            "The exponent on the minimal architecture.", der.minimal_exponent,
+        ),
+        "feasible": Prediction(
+            der.plan.feasible, "", "exact", PLANNER,
+            "Whether the spec's architecture can represent the target at all.",
+        ),
+        "cost_exponent": Prediction(
+            alpha_value, "", bound, bottleneck.provenance,
+            "alpha with parameters ~ eps^-alpha on the spec's architecture: the largest of "
+            "the plan's terms.", alpha,
+        ),
+        "param_cost": Prediction(
+            _value(param_cost, {**numbers, EPS: spec.epsilon}), "params (order)", bound,
+            bottleneck.provenance, f"eps^-alpha at eps = {spec.epsilon}.", param_cost,
+        ),
+        "efficient": Prediction(
+            efficient, "", "exact", PLANNER,
+            "True when the exponent on the spec's architecture does not grow with T.",
+        ),
+        "bottleneck": Prediction(
+            bottleneck.what, "", "exact", bottleneck.provenance,
+            "The part of the plan that sets the exponent.",
+        ),
+        "information_sets": Prediction(
+            readout_sets(der.plan), "per layer", "exact", PLANNER,
+            "The readout token's information set after each layer.",
+        ),
+    }  # fmt: skip
+    return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
+
+
+def _numbers(spec: RetrievalSpec, the_plan: Plan) -> dict[sympy.Symbol, sympy.Expr]:
+    numbers: dict[sympy.Symbol, sympy.Expr] = {}
+    if spec.seq_len is not None:
+        numbers[cost.T] = sympy.Integer(spec.seq_len)
+    if spec.input_dim is not None:
+        numbers[cost.d] = sympy.Integer(spec.input_dim)
+    if spec.architecture.embed_dim is not None:
+        numbers[cost.E] = sympy.Integer(spec.architecture.embed_dim)
+        numbers[cost.n] = cost.n_value(the_plan).subs(cost.E, numbers[cost.E])
+    return numbers
+
+
+def _value(expr: sympy.Expr, numbers: dict) -> int | float | str | None:
+    """A number when the spec fixes every symbol, else the expression as text."""
+    value = sympy.sympify(expr).subs(numbers)
+    if value == sympy.oo:
+        return None
+    if value.is_number:
+        return int(value) if value.is_Integer else float(value)
+    return str(value)
+
+
+def _bottleneck(der: Derivation, numbers: dict) -> cost.Term:
+    """The term that sets the exponent: infinite first, then one growing with T, then the
+    largest at the spec's numbers."""
+    for term in der.terms:
+        if term.expression == sympy.oo:
+            return term
+    growing = [t for t in der.terms if t.expression.has(cost.T)]
+    candidates = growing or der.terms
+    numeric = [t for t in candidates if t.expression.subs(numbers).is_number]
+    if len(numeric) == len(candidates):
+        return max(candidates, key=lambda t: float(t.expression.subs(numbers)))
+    return candidates[-1]

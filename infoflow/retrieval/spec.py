@@ -1,0 +1,103 @@
+"""The ``retrieval`` spec: a target expression over tokens and an architecture to plan it on.
+
+Options are the theory note's reconstructions ([R]) that have a plausible alternative; each
+default is documented in docs/retrieval.md.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+
+from infoflow.errors import FieldError
+from infoflow.retrieval.parse import TargetError, parse_target
+from infoflow.retrieval.tree import build_tree
+from infoflow.spec_base import SpecBase, StrictModel
+
+
+class Architecture(StrictModel):
+    """The transformer to plan on: ``heads`` per layer, embedding width E, PE or not."""
+
+    layers: PositiveInt
+    heads: list[PositiveInt] | PositiveInt = Field(
+        description="Heads per layer (a list, one entry per layer), or one number for all."
+    )
+    embed_dim: PositiveInt | None = Field(None, description="E; per-head width n = E / heads.")
+    positional_encoding: bool = False
+
+    @model_validator(mode="after")
+    def _heads_per_layer(self) -> Architecture:
+        if isinstance(self.heads, int):
+            self.heads = [self.heads] * self.layers
+        if len(self.heads) != self.layers:
+            raise FieldError(
+                "heads", f"{len(self.heads)} entries for {self.layers} layers: give one per layer"
+            )
+        return self
+
+
+class RetrievalOptions(StrictModel):
+    """Readings of the theory that the papers leave open (all [R] but kth_cost)."""
+
+    decode_offset: Literal[0, 1] = Field(
+        1, description="c in alpha_decode(T0) = T0*d/E - c (one summary writes c = 0)."
+    )
+    exponent_floor: Literal[0, 1] = Field(
+        1, description="alpha never drops below this (the cheapest construction is eps^-1)."
+    )
+    kth_cost: Literal["theorem2", "summary"] = Field(
+        "theorem2",
+        description="Single-head k-th largest retrieval: (T-k-1)/(n+1) (Theorem 2, as the "
+        "abstract's 'exponential in length' implies) or (k-1)/n (a summary).",
+    )
+    separable_sum: Literal["pool", "global"] = Field(
+        "pool",
+        description="A sum over tokens of a score of one token: pooled by one averaging head "
+        "(decodes one position) or treated as a global aggregation (decodes T).",
+    )
+    squared_norm: bool = Field(
+        False,
+        description="Read norm() as the squared norm (one summary squares the triangle "
+        "center's norm); the plan is the same, the validators' data differ.",
+    )
+
+
+class RetrievalSpec(SpecBase):
+    """A retrieval target and the architecture to plan it on."""
+
+    kind: Literal["retrieval"]
+    target: str = Field(description="Nested reductions over tokens, in Python syntax.")
+    params: dict[str, int] = Field(
+        default_factory=dict, description="Integer constants the target names (D: 4)."
+    )
+    input_dim: PositiveInt | None = Field(None, description="d: the width of a token.")
+    seq_len: PositiveInt | None = Field(None, description="T; omit to keep T symbolic.")
+    architecture: Architecture
+    epsilon: PositiveFloat = Field(0.01, lt=1, description="Target sup-norm precision.")
+    options: RetrievalOptions = RetrievalOptions()
+
+    @field_validator("params")
+    @classmethod
+    def _param_names(cls, params: dict[str, int]) -> dict[str, int]:
+        for name in params:
+            if not name.isidentifier() or name in ("x", "T") or "__" in name:
+                raise ValueError(f"{name!r} cannot name a parameter")
+        return params
+
+    @model_validator(mode="after")
+    def _parse(self) -> RetrievalSpec:
+        try:
+            tree = build_tree(
+                parse_target(self.target, tuple(sorted(self.params.items()))),
+                self.options.separable_sum,
+            )
+        except TargetError as exc:
+            raise FieldError("target", str(exc)) from None
+        if self.seq_len is not None:
+            for position in tree.positions:
+                if position > self.seq_len:
+                    raise FieldError(
+                        "target", f"x[{position}] lies beyond the sequence (seq_len {self.seq_len})"
+                    )
+        return self
