@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "load_spec": "infoflow.spec",
+    "expand": "infoflow.spec",
     "spec_schema": "infoflow.spec",
     "SpecError": "infoflow.errors",
     "predict": "infoflow.predictor",
@@ -28,6 +29,7 @@ __all__ = [
     "Result",
     "SpecError",
     "__version__",
+    "expand",
     "load_spec",
     "predict",
     "spec_schema",
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from infoflow.errors import SpecError
     from infoflow.predictor import predict
     from infoflow.results import Prediction, Result
-    from infoflow.spec import load_spec, spec_schema
+    from infoflow.spec import expand, load_spec, spec_schema
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,12 +26,22 @@ app = typer.Typer(
 )
 
 BAD_INPUT = 2
+SET_HELP = (
+    "Override a spec field before validation: key.path=value (value read as JSON when it "
+    "parses). Repeatable; applies to every spec."
+)
 
 
 class Format(StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
+    latex = "latex"
+
+
+class GraphFormat(StrEnum):
+    dot = "dot"
+    json = "json"
 
 
 @contextmanager
@@ -67,33 +77,88 @@ def _main(
 def predict(
     specs: Annotated[list[Path], typer.Argument(help="Spec files (JSON).", show_default=False)],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            help="Override a spec field before validation: key.path=value (value read as "
-            "JSON when it parses). Repeatable; applies to every spec.",
-        ),
-    ] = None,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
 ) -> None:
-    """Predict, symbolically, what each spec's task needs."""
+    """Predict, symbolically, what each spec's task needs (a spec with a sweep: each point)."""
     from infoflow import render
     from infoflow.predictor import predict as run_predict
-    from infoflow.spec import load_spec
 
-    with _user_errors():
-        loaded = [(str(path), load_spec(path, overrides or ())) for path in specs]
-    results = [run_predict(spec, source) for source, spec in loaded]
+    results = [run_predict(spec, source) for source, spec in _load(specs, overrides)]
     if format is Format.json:
         typer.echo(render.to_json(results))
     elif format is Format.markdown:
         typer.echo("\n".join(render.to_markdown(r) for r in results))
+    elif format is Format.latex:
+        typer.echo("\n".join(render.to_latex(r) for r in results))
     else:
         from rich.console import Console
 
         console = Console(width=None if sys.stdout.isatty() else 120)
         for result in results:
             console.print(render.to_table(result))
+
+
+@app.command()
+def explain(
+    spec: Annotated[Path, typer.Argument(help="A retrieval spec (JSON).", show_default=False)],
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+) -> None:
+    """Show the derivation step by step: tree, plan per layer, rules, exponent."""
+    from infoflow.retrieval.explain import explain as run_explain
+
+    source, loaded = _load_retrieval(spec, overrides)
+    typer.echo(run_explain(loaded, source), nl=False)
+
+
+@app.command()
+def graph(
+    spec: Annotated[Path, typer.Argument(help="A retrieval spec (JSON).", show_default=False)],
+    format: Annotated[
+        GraphFormat, typer.Option("--format", "-f", help="dot (Graphviz) or json (networkx).")
+    ] = GraphFormat.dot,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+) -> None:
+    """Print the information-set DAG: nodes (role, layer), edges by propagation mode."""
+    import networkx as nx
+
+    from infoflow.retrieval import cost
+    from infoflow.retrieval.flow import information_dag, to_dot
+    from infoflow.retrieval.predict import derive
+
+    _, loaded = _load_retrieval(spec, overrides)
+    derivation = derive(loaded)
+    dag = information_dag(derivation.plan)
+    cost.annotate_edges(dag, derivation.plan, derivation.options)
+    if format is GraphFormat.json:
+        typer.echo(json.dumps(nx.node_link_data(dag, edges="edges"), indent=2))
+    else:
+        typer.echo(to_dot(dag), nl=False)
+
+
+def _load(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any]]:
+    """Load every spec and expand sweeps, exiting 2 on the first bad one."""
+    from infoflow.spec import expand, load_spec
+
+    loaded = []
+    with _user_errors():
+        for path in paths:
+            spec = load_spec(path, overrides or ())
+            for point, at in expand(spec, path.parent, str(path)):
+                where = ", ".join(f"{k}={v}" for k, v in point.items())
+                loaded.append((f"{path} [{where}]" if where else str(path), at))
+    return loaded
+
+
+def _load_retrieval(path: Path, overrides: list[str] | None):
+    from infoflow.spec import load_spec
+
+    with _user_errors():
+        spec = load_spec(path, overrides or ())
+    if spec.kind != "retrieval":
+        typer.echo(f"error: {path}: field 'kind': this command needs a retrieval spec, "
+                   f"not {spec.kind}", err=True)  # fmt: skip
+        raise typer.Exit(BAD_INPUT)
+    return str(path), spec
 
 
 @app.command()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import sympy
 from rich.table import Table
 
 from infoflow.results import Prediction, Result
@@ -68,6 +69,33 @@ def to_markdown(result: Result) -> str:
         note = p.note.replace("|", "\\|")
         lines.append(f"| `{name}` | {format_value(p)} | {p.bound} | {p.provenance} | {note} |")
     return "\n".join(lines) + "\n"
+
+
+def to_latex(result: Result) -> str:
+    """A LaTeX table of one result: each prediction with its value and, for formulas, the
+    expression in maths mode (for a paper)."""
+    lines = [
+        f"% {_title(result)}",
+        r"\begin{tabular}{lll}",
+        r"\hline",
+        r"prediction & value & expression \\",
+        r"\hline",
+    ]
+    for name, p in result.predictions.items():
+        expression = f"${sympy.latex(p.expression)}$" if p.expression is not None else ""
+        lines.append(rf"\texttt{{{_tex(name)}}} & {_tex(format_value(p))} & {expression} \\")
+    lines += [r"\hline", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+_TEX_ESCAPES = {
+    "\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#",
+    "{": r"\{", "}": r"\}", "^": r"\^{}", "~": r"\~{}", "$": r"\$",
+}  # fmt: skip
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX_ESCAPES.get(char, char) for char in text)
 
 
 def _title(result: Result) -> str:

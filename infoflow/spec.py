@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import json
+import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -30,6 +32,7 @@ AnySpec = Annotated[Union[tuple(SPEC_KINDS.values())], Field(discriminator="kind
 Spec = LoopedKVSpec | RetrievalSpec  # the union of the spec models, for type hints
 
 _ADAPTER = TypeAdapter(AnySpec)
+MAX_SWEEP_POINTS = 100_000
 
 
 def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] = ()) -> Spec:
@@ -58,6 +61,36 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     except ValidationError as exc:
         model = SPEC_KINDS[data["kind"]]
         raise SpecError(name, [_describe(err, model) for err in exc.errors()]) from None
+
+
+def expand(
+    spec: Spec, base_dir: str | Path | None = None, name: str = "<spec>"
+) -> list[tuple[dict[str, Any], Spec]]:
+    """The points of a spec's ``sweep`` as (the point's values, the spec at that point); a
+    spec without a sweep is its own single point. ``base_dir`` resolves relative paths."""
+    if not spec.sweep:
+        return [({}, spec)]
+    keys, grids = list(spec.sweep), list(spec.sweep.values())
+    if any(not grid for grid in grids):
+        raise SpecError(name, [("sweep", "every sweep entry needs at least one value")])
+    if math.prod(len(grid) for grid in grids) > MAX_SWEEP_POINTS:
+        raise SpecError(name, [("sweep", f"more than {MAX_SWEEP_POINTS} points")])
+    base = spec.model_dump(mode="json", exclude={"sweep"}, exclude_none=True)
+    context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
+    points = []
+    for values in itertools.product(*grids):
+        point = dict(zip(keys, values, strict=True))
+        data = copy.deepcopy(base)
+        for key, value in point.items():
+            _set_path(data, key, value, name, f"sweep.{key}")
+        try:
+            points.append((point, _ADAPTER.validate_python(data, context=context)))
+        except ValidationError as exc:
+            model = SPEC_KINDS[data["kind"]]
+            problems = [_describe(err, model) for err in exc.errors()]
+            where = ", ".join(f"{k}={v}" for k, v in point.items())
+            raise SpecError(f"{name} (sweep point {where})", problems) from None
+    return points
 
 
 def spec_schema(kind: str | None = None) -> dict[str, Any]:
@@ -94,21 +127,24 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
     key, sep, raw = override.partition("=")
-    parts = key.strip().split(".")
-    if not sep or not all(parts):
-        msg = f"--set {override!r}: expected key.path=value"
-        raise SpecError(name, [(None, msg)])
+    if not sep or not all(key.strip().split(".")):
+        raise SpecError(name, [(None, f"--set {override!r}: expected key.path=value")])
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
+    _set_path(data, key.strip(), value, name, f"--set {override!r}")
+
+
+def _set_path(data: dict[str, Any], key: str, value: Any, name: str, what: str) -> None:
+    """Set the dotted field ``key`` of a raw spec, creating objects on the way."""
+    parts = key.split(".")
     node = data
     for i, part in enumerate(parts[:-1]):
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
             field = ".".join(parts[: i + 1])
-            msg = f"--set {override!r}: this field is not an object"
-            raise SpecError(name, [(field, msg)])
+            raise SpecError(name, [(field, f"{what}: this field is not an object")])
         node = child
     node[parts[-1]] = value
 

@@ -254,6 +254,27 @@ def readout_sets(p: Plan) -> list[list[str]]:
     return sets
 
 
+def token_sets(p: Plan) -> list[list[str]]:
+    """A generic token's information set before the first layer and after each: itself (t)
+    and, for each retrieval it makes, the best partner it found (``s*(t)``)."""
+    gained: dict[int, list[str]] = {}
+    for placement in p.placements:
+        c = placement.comparison
+        if c is None or placement.mode in ("global", "k-th") or placement.kth_left is not None:
+            continue
+        sub = f"_{placement.tag}" if placement.tag else ""
+        for j, rnd in enumerate(c.rounds):
+            for m in rnd:
+                if m.holder:
+                    label = f"{m.variable}*{sub}({m.holder})"
+                    gained.setdefault(placement.offset + j + 1, []).append(label)
+    sets, current = [["t"]], ["t"]
+    for layer in range(1, p.architecture.layers + 1):
+        current = current + gained.get(layer, [])
+        sets.append(current)
+    return sets
+
+
 def _labels(placement: Placement) -> list[str]:
     """Positions the readout holds from one part: ``t*`` is the best t, ``s*(t*)`` the best
     s for it; ``_c2.3`` names the comparison and copy, `` x4`` counts unsplit copies."""
@@ -289,24 +310,46 @@ def _own_rounds(c: Comparison) -> int:
 
 
 def information_dag(p: Plan) -> nx.MultiDiGraph:
-    """Nodes (role, layer) with their information sets; edges labelled by propagation mode."""
+    """Nodes ``role@layer`` (a generic token t, the readout, each fixed position) with their
+    information sets; edges labelled by propagation mode. Its size does not depend on T."""
     graph = nx.MultiDiGraph()
     roles = ["token", "readout"] + [f"x[{q}]" for q in sorted(p.positions)]
     readout = [[], *readout_sets(p)]
+    token = token_sets(p)
     for layer in range(p.architecture.layers + 1):
         for role in roles:
-            info = readout[layer] if role == "readout" else [role if role != "token" else "t"]
-            graph.add_node((role, layer), role=role, layer=layer, info=info)
+            info = {"readout": readout[layer], "token": token[layer]}.get(role, [role])
+            graph.add_node(f"{role}@{layer}", role=role, layer=layer, info=info)
         if layer:
             for role in roles:
-                graph.add_edge((role, layer - 1), (role, layer), mode="residual")
+                graph.add_edge(f"{role}@{layer - 1}", f"{role}@{layer}", mode="residual")
     for placement in p.placements:
         for layer, mode, source, target, heads in _edges(placement, p.architecture.layers):
             graph.add_edge(
-                (source, layer - 1), (target, layer),
+                f"{source}@{layer - 1}", f"{target}@{layer}",
                 mode=mode, part=placement.label, heads=heads,
             )  # fmt: skip
     return graph
+
+
+def to_dot(graph: nx.MultiDiGraph) -> str:
+    """The DAG in Graphviz's DOT language, layers from bottom to top."""
+    lines = ["digraph infoflow {", "  rankdir=BT;", "  node [shape=box, fontsize=10];"]
+    for node, data in graph.nodes(data=True):
+        info = ", ".join(data["info"]) or "empty"
+        lines.append(f'  "{node}" [label="{node}\\n{{{_quote(info)}}}"];')
+    for source, target, data in graph.edges(data=True):
+        if data["mode"] == "residual":
+            lines.append(f'  "{source}" -> "{target}" [label="residual", style=dotted];')
+            continue
+        label = f"{data['mode']}, {data['heads']} head(s): {data['part']}"
+        label += f"\\nalpha {data['cost']}" if "cost" in data else ""
+        lines.append(f'  "{source}" -> "{target}" [label="{_quote(label)}"];')
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+def _quote(text: str) -> str:
+    return text.replace('"', '\\"')
 
 
 def _edges(placement: Placement, layers: int):

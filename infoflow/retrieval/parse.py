@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -137,7 +138,9 @@ def _parse_cached(text: str, params: tuple[tuple[str, int], ...]) -> Node:
     if len(text) > MAX_CHARS:
         raise TargetError(f"the target is longer than {MAX_CHARS} characters")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        with warnings.catch_warnings():  # e.g. SyntaxWarning on '1 is 1': refused anyway
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise TargetError(f"not a valid expression ({exc.msg})", exc.offset or 0) from None
     except (RecursionError, MemoryError, ValueError):
@@ -255,8 +258,12 @@ class _Reader:
             raise TargetError(f"{fn}() takes no keyword arguments", _col(node))
         if fn in ("min", "max") and len(node.args) >= 2:
             return Apply(fn, tuple(self.read(a, bound, depth) for a in node.args))
+        if fn in REDUCTIONS:
+            for arg in node.args:
+                self.read(arg, bound, depth)  # refuses list comprehensions with a hint
+            raise TargetError(f"{fn}() reduces a generator: {fn}(f for t in T)", _col(node))
         if fn not in FUNCTIONS:
-            known = ", ".join(sorted(FUNCTIONS | REDUCTIONS))
+            known = ", ".join(sorted(set(FUNCTIONS) | REDUCTIONS))
             raise TargetError(f"unknown function {fn!r}; known: {known}", _col(node.func))
         if len(node.args) != FUNCTIONS[fn]:
             raise TargetError(f"{fn}() takes {FUNCTIONS[fn]} arguments", _col(node))

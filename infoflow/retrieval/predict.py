@@ -33,6 +33,7 @@ class Derivation:
     exponent: sympy.Expr
     minimal: Architecture
     minimal_exponent: sympy.Expr
+    options: cost.CostOptions
 
 
 def derive(spec: RetrievalSpec) -> Derivation:
@@ -41,7 +42,7 @@ def derive(spec: RetrievalSpec) -> Derivation:
     return _derive(
         spec.target,
         tuple(sorted(spec.params.items())),
-        Architecture(arch.layers, tuple(arch.heads), arch.positional_encoding),
+        Architecture(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding),
         spec.options.separable_sum,
         cost.CostOptions(
             spec.options.decode_offset, spec.options.exponent_floor, spec.options.kth_cost
@@ -63,7 +64,13 @@ def _derive(
     minimal = minimal_architecture(tree)
     minimal_terms = cost.terms(plan(tree, minimal), options)
     return Derivation(
-        tree, the_plan, terms, cost.exponent(terms), minimal, cost.exponent(minimal_terms)
+        tree,
+        the_plan,
+        terms,
+        cost.exponent(terms),
+        minimal,
+        cost.exponent(minimal_terms),
+        options,
     )
 
 

@@ -28,13 +28,16 @@ class Architecture(StrictModel):
 
     @model_validator(mode="after")
     def _heads_per_layer(self) -> Architecture:
-        if isinstance(self.heads, int):
-            self.heads = [self.heads] * self.layers
-        if len(self.heads) != self.layers:
+        if len(self.heads_per_layer) != self.layers:
             raise FieldError(
                 "heads", f"{len(self.heads)} entries for {self.layers} layers: give one per layer"
             )
         return self
+
+    @property
+    def heads_per_layer(self) -> list[int]:
+        """``heads`` as a list, one entry per layer (a single number is every layer's)."""
+        return [self.heads] * self.layers if isinstance(self.heads, int) else list(self.heads)
 
 
 class RetrievalOptions(StrictModel):

@@ -1,0 +1,133 @@
+"""The target parser: the language's examples pass, hostile input is refused, nothing runs."""
+
+from __future__ import annotations
+
+import builtins
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infoflow.retrieval.parse import (
+    Apply,
+    Reduce,
+    TargetError,
+    Token,
+    Variable,
+    parse_target,
+)
+
+EXAMPLES = [
+    "min(dot(x[s], x[t]) for s in T for t in T if s != t)",
+    "sum(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(D))",
+    "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)",
+    "kth_largest((dot(q, x[t]) for t in T), k=2)",
+    "x[1] + x[2] + x[3]",
+]
+
+
+@pytest.mark.parametrize("target", EXAMPLES)
+def test_examples_parse(target) -> None:
+    assert parse_target(target, (("D", 4),)) is not None
+
+
+def test_tree_shape() -> None:
+    tree = parse_target(EXAMPLES[0])
+    assert isinstance(tree, Reduce) and tree.op == "min"
+    assert tree.variables == (Variable("s"), Variable("t"))
+    assert tree.body == Apply("dot", (Token("s"), Token("t")))
+    assert [(c.left, c.op, c.right) for c in tree.conditions] == [("s", "!=", "t")]
+    nested = parse_target(EXAMPLES[1], (("D", 4),))
+    assert nested.variables == (Variable("i", 4),)
+
+
+HOSTILE = {
+    "attribute": ("x.__class__", "not allowed"),
+    "dunder call": ("__import__('os').system('touch /tmp/infoflow-pwned')", "not allowed"),
+    "dunder name": ("__builtins__", "not allowed"),
+    "lambda": ("(lambda: 1)()", "lambda"),
+    "import": ("import os", "not a valid expression"),
+    "unknown function": ("evil(x[1])", "unknown function 'evil'"),
+    "open": ("open('/etc/passwd')", "unknown function 'open'"),
+    "huge exponent": ("x[1] ** 100000", "above 16"),
+    "symbolic exponent": ("x[1] ** x[2]", "exponent must be a number"),
+    "huge constant": ("x[1] * 10**100", "above"),
+    "deep nesting": ("(" * 300 + "x[1]" + ")" * 300, ""),
+    "deep calls": ("abs(" * 40 + "x[1]" + ")" * 40, "nested deeper"),
+    "too long": ("x[1] + " * 400 + "x[1]", "longer than"),
+    "string": ("'hello'", "only numbers"),
+    "f-string": ("f'{x[1]}'", "not part of the target language"),
+    "list comprehension": ("min([x[t] for t in T])", "generators"),
+    "walrus": ("(y := x[1])", "not part of the target language"),
+    "unbound index": ("x[s]", "not bound"),
+    "position zero": ("x[0]", "1-based"),
+    "huge range": ("sum(x[1] for i in range(10**9))", ""),
+    "generator over list": ("min(x[t] for t in [1, 2])", "runs over T or range"),
+    "keyword": ("dot(x[1], x[2], axis=0)", "keyword"),
+    "shadowing": ("min(x[x] for x in T)", "taken"),
+    "empty": ("   ", "empty"),
+    "fixed position in a reduction": ("max(dot(x[1], x[t]) for t in T)", "not supported"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_input_is_refused(name, monkeypatch) -> None:
+    text, words = HOSTILE[name]
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the parser executed something")
+
+    from infoflow.retrieval.tree import build_tree
+
+    monkeypatch.setattr(builtins, "eval", forbidden)
+    monkeypatch.setattr(builtins, "exec", forbidden)
+    with pytest.raises(TargetError) as caught:
+        build_tree(parse_target(text))
+    assert words in str(caught.value)
+    assert not Path("/tmp/infoflow-pwned").exists()
+
+
+def test_hostile_target_exits_2_naming_the_field(tmp_path) -> None:
+    spec = {
+        "kind": "retrieval",
+        "target": "max(dot(x[s], x[t]).real for s in T for t in T)",
+        "architecture": {"layers": 2, "heads": [1, 1]},
+    }
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(spec))
+    proc = run_cli("predict", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{path}: field 'target': at column" in proc.stderr
+    assert "attribute access is not allowed" in proc.stderr
+
+
+LANGUAGE = st.sampled_from(
+    ["x", "[", "]", "(", ")", "s", "t", "1", "2", " for ", " in ", "T", "range", "min", "max",
+     "sum", "dot", "norm", "+", "-", "*", "**", ",", " if ", "!=", "k=", "kth_largest", "q",
+     "__", ".", "lambda", ":", "'", "9" * 8]
+)  # fmt: skip
+
+
+def _outcome(text: str) -> str:
+    from infoflow.retrieval.tree import build_tree
+
+    try:
+        build_tree(parse_target(text))
+    except TargetError:
+        return "refused"
+    return "tree"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_random_text_gives_a_tree_or_a_refusal(text) -> None:
+    assert _outcome(text) in ("tree", "refused")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(LANGUAGE, max_size=40).map("".join))
+def test_random_language_fragments_give_a_tree_or_a_refusal(text) -> None:
+    assert _outcome(text) in ("tree", "refused")
