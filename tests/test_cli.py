@@ -6,6 +6,8 @@ import json
 
 from conftest import LOOPED_KV, SPECS, run_cli
 
+import infoflow
+
 REQUIRED = {
     "kv_bytes_per_token",
     "kv_bytes_per_token_compressed",
@@ -26,7 +28,8 @@ def test_predict_json_contract_on_every_bundled_spec() -> None:
     proc = run_cli("predict", "--format", "json", *map(str, paths))
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout)
-    assert isinstance(results, list) and len(results) == len(paths)
+    points = sum(len(infoflow.expand(infoflow.load_spec(p), p.parent)) for p in paths)
+    assert isinstance(results, list) and len(results) == points > len(paths)
     for result in results:
         assert {"infoflow_version", "kind", "spec", "predictions"} <= result.keys()
         assert result["spec"]["kind"] == result["kind"]
@@ -85,7 +88,7 @@ def test_markdown_table() -> None:
 def test_schema_lists_kinds_and_forbids_extra_fields() -> None:
     proc = run_cli("schema")
     schema = json.loads(proc.stdout)
-    assert "looped_kv" in schema["discriminator"]["mapping"]
+    assert {"looped_kv", "retrieval"} <= schema["discriminator"]["mapping"].keys()
     one = json.loads(run_cli("schema", "looped_kv").stdout)
     assert one["additionalProperties"] is False
     assert {"model", "codec", "serving"} <= one["properties"].keys()

@@ -48,7 +48,7 @@ def test_depth_separation_for_the_pairwise_minimum() -> None:
     assert not value(one, "efficient")
     # linear in T: each further 2048 tokens add 2048 * d / E to the exponent
     alpha = one["cost_exponent"].expression.subs({d: 4, E: 64})
-    assert alpha.subs(T, 4096) - alpha.subs(T, 2048) == 2048 * 4 / 64
+    assert alpha.subs(T, 4096) - alpha.subs(T, 2048) == 2048 * 4 // 64
     two = predict(PAIRWISE_MIN, [1, 1])
     assert value(two, "efficient") and value(two, "cost_exponent") == 1
     assert not two["cost_exponent"].expression.has(T)
@@ -103,7 +103,9 @@ def test_specific_positions_need_positional_encoding() -> None:
     assert value(with_pe, "information_sets") == [["x[1]", "x[2]", "x[3]"]]
     without = predict("x[1] + x[2] + x[3]", [1], pe=False, seq_len=10)
     assert not value(without, "feasible") and not value(without, "efficient")
-    assert value(without, "cost_exponent") is None and without["cost_exponent"].expression == sympy.oo
+    assert (
+        value(without, "cost_exponent") is None and without["cost_exponent"].expression == sympy.oo
+    )
 
 
 def test_decode_offset_option() -> None:
@@ -154,14 +156,17 @@ def test_efficient_targets_outside_the_paper(name) -> None:
     for layer, h in enumerate(heads):
         fewer = list(heads)
         fewer[layer] = h - 1
-        if h > 1 and sum(min_heads[layer:layer + 1]) == h:
+        if h > 1 and sum(min_heads[layer : layer + 1]) == h:
             assert not value(predict(target, fewer), "efficient"), (name, fewer)
 
 
 @pytest.mark.parametrize(
     ("target", "order"),
     [
-        ("max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[a]) for a in T for b in T for c in T)", 3),
+        (
+            "max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[a]) for a in T for b in T for c in T)",
+            3,
+        ),
         ("min(norm(x[a] - x[b]) * norm(x[b] - x[c]) for a in T for b in T for c in T)", 3),
         ("sum(dot(x[s], x[t]) for s in T for t in T)", 2),
         ("max(min(dot(x[s], x[t]) + dot(x[t], x[u]) for t in T) for s in T for u in T)", 3),
