@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import sympy
 from conftest import SPECS
@@ -164,7 +166,8 @@ def test_efficient_targets_outside_the_paper(name) -> None:
     ("target", "order"),
     [
         (
-            "max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[a]) for a in T for b in T for c in T)",
+            "max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[a]) "
+            "for a in T for b in T for c in T)",
             3,
         ),
         ("min(norm(x[a] - x[b]) * norm(x[b] - x[c]) for a in T for b in T for c in T)", 3),
@@ -185,7 +188,7 @@ def test_information_sets_grow_layer_by_layer() -> None:
                      "for a in T for b in T for c in T for e in T)", [2, 1, 1])  # fmt: skip
     sets = value(result, "information_sets")
     assert sets[0] == [] and len(sets[-1]) == 4
-    for before, after in zip(sets, sets[1:], strict=False):
+    for before, after in itertools.pairwise(sets):
         assert set(before) <= set(after)
 
 

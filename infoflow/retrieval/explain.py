@@ -38,8 +38,8 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
     pe = "with" if arch.positional_encoding else "without"
     lines += [
         "",
-        f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, E = {arch.embed_dim or 'E'}, "
-        f"{pe} positional encoding",
+        f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, "
+        f"E = {arch.embed_dim or 'E'}, {pe} positional encoding",
     ]
     steps = _steps(der.plan.placements, arch.layers)
     sets = readout_sets(der.plan)
