@@ -153,13 +153,13 @@ def _numbers(spec: RetrievalSpec, the_plan: Plan) -> dict[sympy.Symbol, sympy.Ex
         numbers[cost.d] = sympy.Integer(spec.input_dim)
     if spec.architecture.embed_dim is not None:
         numbers[cost.E] = sympy.Integer(spec.architecture.embed_dim)
-        numbers[cost.n] = cost.n_value(the_plan).subs(cost.E, numbers[cost.E])
+        numbers[cost.n] = cost.n_value(the_plan).xreplace({cost.E: numbers[cost.E]})
     return numbers
 
 
 def _value(expr: sympy.Expr, numbers: dict) -> int | float | str | None:
     """A number when the spec fixes every symbol, else the expression as text."""
-    value = sympy.sympify(expr).subs(numbers)
+    value = sympy.sympify(expr).xreplace(numbers)
     if value == sympy.oo:
         return None
     if value.is_number:
@@ -175,7 +175,7 @@ def _bottleneck(der: Derivation, numbers: dict) -> cost.Term:
             return term
     growing = [t for t in der.terms if t.expression.has(cost.T)]
     candidates = growing or der.terms
-    numeric = [t for t in candidates if t.expression.subs(numbers).is_number]
+    numeric = [t for t in candidates if t.expression.xreplace(numbers).is_number]
     if len(numeric) == len(candidates):
-        return max(candidates, key=lambda t: float(t.expression.subs(numbers)))
+        return max(candidates, key=lambda t: float(t.expression.xreplace(numbers)))
     return candidates[-1]

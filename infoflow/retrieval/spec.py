@@ -6,6 +6,7 @@ default is documented in docs/retrieval.md.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
@@ -90,17 +91,21 @@ class RetrievalSpec(SpecBase):
 
     @model_validator(mode="after")
     def _parse(self) -> RetrievalSpec:
+        params = tuple(sorted(self.params.items()))
         try:
-            tree = build_tree(
-                parse_target(self.target, tuple(sorted(self.params.items()))),
-                self.options.separable_sum,
-            )
+            positions = _fixed_positions(self.target, params, self.options.separable_sum)
         except TargetError as exc:
             raise FieldError("target", str(exc)) from None
         if self.seq_len is not None:
-            for position in tree.positions:
+            for position in positions:
                 if position > self.seq_len:
                     raise FieldError(
                         "target", f"x[{position}] lies beyond the sequence (seq_len {self.seq_len})"
                     )
         return self
+
+
+@lru_cache(maxsize=1024)
+def _fixed_positions(target: str, params: tuple, separable_sum: str) -> frozenset[int]:
+    """Check that the target parses and plans; return the fixed positions it reads."""
+    return build_tree(parse_target(target, params), separable_sum).positions
