@@ -106,5 +106,8 @@ def _title(result: Result) -> str:
 
 
 def _trim(value: float) -> str:
-    """At most two decimals, no trailing zeros: 768.0 -> 768, 21.333 -> 21.33."""
+    """At most two decimals, no trailing zeros: 768.0 -> 768, 21.333 -> 21.33; three
+    significant digits for very large or small values: 1e+06."""
+    if value and not 1e-3 <= abs(value) < 1e5:
+        return f"{value:.3g}"
     return f"{value:.2f}".rstrip("0").rstrip(".")

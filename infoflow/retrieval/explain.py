@@ -132,8 +132,7 @@ def _steps(placements: list[Placement], last_layer: int) -> dict[int, list[str]]
                 heads = m.count * p.copies // c.multiplicity
                 what = "pools" if p.mode == "pooled" else "retrieves the best"
                 steps.setdefault(p.offset + j + 1, []).append(
-                    f"{heads} head(s): {who} {what} {m.variable} for {m.comparison}"
-                    f"{' (' + p.tag + ')' if p.tag else ''} [{PLANNER}]"
+                    f"{heads} head(s): {who} {what} {m.variable} for {p.label} [{PLANNER}]"
                 )
     return steps
 
