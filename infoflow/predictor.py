@@ -14,7 +14,8 @@ def predict(spec: Spec | str | Path | Mapping[str, Any], source: str | None = No
     """Predict everything the theory of ``spec``'s family says about it.
 
     ``spec`` is a loaded spec, or a path or dict that is loaded first (see
-    :func:`infoflow.load_spec`).
+    :func:`infoflow.load_spec`). A spec with a ``sweep`` is predicted at its base values;
+    :func:`infoflow.expand` gives its points.
     """
     if isinstance(spec, str | Path):
         spec, source = load_spec(spec), str(spec)
