@@ -97,7 +97,7 @@ def _steps(placements: list[Placement], last_layer: int) -> dict[int, list[str]]
     steps: dict[int, list[str]] = {}
     for p in placements:
         if p.mode == "specific-position":
-            steps.setdefault(p.offset + 1, []).append(
+            steps.setdefault(p.layers[0], []).append(
                 f"1 head: the readout attends to {p.label.removeprefix('fixed positions ')} "
                 "[paper:summary, specific-position]"
             )
@@ -114,7 +114,7 @@ def _steps(placements: list[Placement], last_layer: int) -> dict[int, list[str]]
         if p.kth_left is not None:
             peels = len(p.heads)
             for j in range(peels):
-                layer = p.offset + j + 1
+                layer = p.layers[j]
                 rank = ordinal(j + 1) if j < peels - 1 else ordinal(p.kth_left)
                 tag = (
                     "[reconstruction:kth_layers]"
@@ -131,7 +131,7 @@ def _steps(placements: list[Placement], last_layer: int) -> dict[int, list[str]]
                 who = f"every token {m.holder}" if m.holder else "the readout"
                 heads = m.count * p.copies // c.multiplicity
                 what = "pools" if p.mode == "pooled" else "retrieves the best"
-                steps.setdefault(p.offset + j + 1, []).append(
+                steps.setdefault(p.layers[j], []).append(
                     f"{heads} head(s): {who} {what} {m.variable} for {p.label} [{PLANNER}]"
                 )
     return steps

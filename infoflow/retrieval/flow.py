@@ -12,6 +12,7 @@ layer never makes the plan worse.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -19,6 +20,7 @@ import networkx as nx
 from infoflow.retrieval.tree import Comparison, ComparisonTree
 
 MAX_SEARCH = 200_000
+MAX_CHOICES = 256
 SPLIT = 16
 
 
@@ -31,14 +33,15 @@ class Architecture:
 
 @dataclass
 class Placement:
-    """Where one part runs. ``mode``: max-position, pooled, k-th, specific-position, global
-    (fallback or by nature) or impossible. ``kth_left`` is k minus the layers that peeled off
-    the larger values (k-th parts only)."""
+    """Where one part runs: its steps in increasing (not necessarily adjacent) layers, since
+    what a token retrieved stays in its residual stream. ``mode``: max-position, pooled,
+    k-th, specific-position, global (fallback or by nature) or impossible. ``kth_left`` is k
+    minus the layers that peeled off the larger values (k-th parts only)."""
 
     label: str
     mode: str
-    offset: int = 0
-    heads: tuple[int, ...] = ()
+    layers: tuple[int, ...] = ()  # 1-based layer of each step, increasing
+    heads: tuple[int, ...] = ()  # heads each step takes
     positions: int = 0
     copies: int = 1
     kth_left: int | None = None
@@ -49,7 +52,7 @@ class Placement:
     @property
     def last_layer(self) -> int:
         """1-based layer of the part's final step (0 when it uses no layer)."""
-        return self.offset + len(self.heads)
+        return self.layers[-1] if self.layers else 0
 
 
 @dataclass
@@ -76,44 +79,55 @@ class Plan:
     def heads_used(self) -> list[int]:
         used = [0] * self.architecture.layers
         for p in self.placements:
-            for j, h in enumerate(p.heads):
-                used[p.offset + j] += h
+            for layer, h in zip(p.layers, p.heads, strict=True):
+                used[layer - 1] += h
         return used
 
 
 def plan(tree: ComparisonTree, arch: Architecture) -> Plan:
-    """Place every part of ``tree`` on ``arch`` as well as the heads and layers allow."""
+    """Place every part of ``tree`` on ``arch`` as well as the heads and layers allow.
+
+    A depth-first search over each part's options (cheapest first) keeps the best by
+    :func:`_score`. Copies of one comparison are interchangeable, so their option indices
+    are taken in non-decreasing order; the search stops early once nothing can be better.
+    """
     many = len(tree.comparisons) > 1
-    parts = [
-        _options(c, arch, copies, _tag(many and i + 1, copies < c.multiplicity and j + 1))
+    parts: list[tuple[int, list[Placement]]] = [
+        (i, _options(c, arch, copies, _tag(many and i + 1, copies < c.multiplicity and j + 1)))
         for i, c in enumerate(tree.comparisons)
         for copies, j in _split(c)
     ]
     if tree.positions:
-        parts.append(_position_options(tree.positions, arch))
-    best: list[Placement] | None = None
-    best_score = None
+        parts.append((-1, _position_options(tree.positions, arch)))
+    floor = _score([options[-1] for _, options in parts if len(options) == 1])[:3]
+    best: list[Placement] = []
+    best_score: tuple | None = None
     budget = [MAX_SEARCH]
     free = list(arch.heads)
 
-    def search(i: int, chosen: list[Placement]) -> None:
+    def search(i: int, chosen: list[Placement], first: int) -> bool:
+        """True when the search can stop: the best possible plan is found."""
         nonlocal best, best_score
-        if budget[0] <= 0:
-            return
+        if best_score and _score(chosen)[:2] > best_score[:2]:
+            return False  # already worse than the best: the prefix only grows
         budget[0] -= 1
         if i == len(parts):
             score = _score(chosen)
             if best_score is None or score < best_score:
                 best, best_score = list(chosen), score
-            return
-        for option in parts[i]:
-            if _fits(option, free):
-                _take(option, free, -1)
-                search(i + 1, [*chosen, option])
-                _take(option, free, +1)
+            return score[:3] == floor or budget[0] <= 0
+        group, options = parts[i]
+        same = i > 0 and parts[i - 1][0] == group and group >= 0
+        for k in range(first if same else 0, len(options)):
+            if _fits(options[k], free):
+                _take(options[k], free, -1)
+                done = search(i + 1, [*chosen, options[k]], k)
+                _take(options[k], free, +1)
+                if done:
+                    return True
+        return budget[0] <= 0
 
-    search(0, [])
-    assert best is not None  # every part has a fallback that always fits
+    search(0, [], 0)
     return Plan(arch, best, tree.positions)
 
 
@@ -171,24 +185,29 @@ def _options(c: Comparison, arch: Architecture, copies: int, tag: str) -> list[P
     per_round = [sum(m.count for m in rnd) * copies // c.multiplicity for rnd in c.rounds]
     if c.mode == "k-th":
         before = per_round[:-1]
-        for layers in range(min(c.k or 1, arch.layers - len(before)), 0, -1):
-            heads = tuple(before + [copies] * layers)
-            left = (c.k or 1) - (layers - 1)
+        for peels in range(min(c.k or 1, arch.layers - len(before)), 0, -1):
+            heads = tuple(before + [copies] * peels)
+            left = (c.k or 1) - (peels - 1)
             mode = "max-position" if left == 1 else "k-th"
-            for offset in range(arch.layers - len(heads) + 1):
+            for layers in _increasing(arch.layers, len(heads)):
                 options.append(
-                    Placement(mode=mode, offset=offset, heads=heads, positions=1,
+                    Placement(mode=mode, layers=layers, heads=heads, positions=1,
                               kth_left=left, **common)
                 )  # fmt: skip
     elif c.mode != "global":
         heads = tuple(per_round)
-        for offset in range(arch.layers - len(heads) + 1):
+        for layers in _increasing(arch.layers, len(heads)):
             options.append(
-                Placement(mode=c.mode, offset=offset, heads=heads, positions=c.positions, **common)
+                Placement(mode=c.mode, layers=layers, heads=heads, positions=c.positions, **common)
             )
     reason = _fallback_reason(c, arch, per_round)
     options.append(Placement(mode="global", reason=reason, positions=0, **common))
     return options
+
+
+def _increasing(layers: int, steps: int) -> list[tuple[int, ...]]:
+    """Choices of ``steps`` increasing layers out of 1..``layers``, earliest first."""
+    return list(itertools.islice(itertools.combinations(range(1, layers + 1), steps), MAX_CHOICES))
 
 
 def _fallback_reason(c: Comparison, arch: Architecture, heads: list[int]) -> str:
@@ -199,7 +218,7 @@ def _fallback_reason(c: Comparison, arch: Architecture, heads: list[int]) -> str
     need = len(c.rounds)
     if need > arch.layers:
         return f"too few layers: it needs {need}, the architecture has {arch.layers}"
-    return f"too few heads: it needs {heads} in consecutive layers beside the other parts"
+    return f"too few heads: it needs {heads} in increasing layers beside the other parts"
 
 
 def _position_options(positions: frozenset[int], arch: Architecture) -> list[Placement]:
@@ -209,20 +228,20 @@ def _position_options(positions: frozenset[int], arch: Architecture) -> list[Pla
         reason = "without positional encoding no head can single out a fixed position"
         return [Placement(mode="impossible", reason=reason, **common)]
     options = [
-        Placement(mode="specific-position", offset=o, heads=(1,), **common)
-        for o in range(arch.layers)
+        Placement(mode="specific-position", layers=(layer,), heads=(1,), **common)
+        for layer in range(1, arch.layers + 1)
     ]
     reason = "no head left for a specific-position head"
     return [*options, Placement(mode="global", reason=reason, **{**common, "positions": 0})]
 
 
 def _fits(option: Placement, free: list[int]) -> bool:
-    return all(free[option.offset + j] >= h for j, h in enumerate(option.heads))
+    return all(free[layer - 1] >= h for layer, h in zip(option.layers, option.heads, strict=True))
 
 
 def _take(option: Placement, free: list[int], sign: int) -> None:
-    for j, h in enumerate(option.heads):
-        free[option.offset + j] += sign * h
+    for layer, h in zip(option.layers, option.heads, strict=True):
+        free[layer - 1] += sign * h
 
 
 def _score(chosen: list[Placement]) -> tuple:
@@ -267,7 +286,7 @@ def token_sets(p: Plan) -> list[list[str]]:
             for m in rnd:
                 if m.holder:
                     label = f"{m.variable}*{sub}({m.holder})"
-                    gained.setdefault(placement.offset + j + 1, []).append(label)
+                    gained.setdefault(placement.layers[j], []).append(label)
     sets, current = [["t"]], ["t"]
     for layer in range(1, p.architecture.layers + 1):
         current = current + gained.get(layer, [])
@@ -361,7 +380,7 @@ def _edges(placement: Placement, layers: int):
         return
     if placement.mode == "specific-position":
         for q in placement.label.removeprefix("fixed positions ").split(", "):
-            yield placement.offset + 1, "specific-position", q, "readout", 1
+            yield placement.layers[0], "specific-position", q, "readout", 1
         return
     last = len(placement.heads) - 1
     for j, heads in enumerate(placement.heads):
@@ -370,4 +389,4 @@ def _edges(placement: Placement, layers: int):
             mode = "k-th largest" if j == last and placement.kth_left > 1 else "max-position"
         else:
             mode = "global" if placement.mode == "pooled" else "max-position"
-        yield placement.offset + j + 1, mode, "token", target, heads
+        yield placement.layers[j], mode, "token", target, heads
