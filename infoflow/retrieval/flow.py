@@ -2,12 +2,12 @@
 and the information-set DAG.
 
 Each top-level part of the target (a comparison, or the fixed positions read directly) is
-placed on the layers: an efficient comparison needs its elimination rounds in consecutive
-layers with one head per retrieval; k-th largest retrieval takes one head in each of up to k
-layers; fixed positions take one head and need positional encoding. A part that cannot be
-placed falls back to global aggregation (a head averaging the whole sequence; [R] it may
-share a head already in use). The search maximises what is placed, so adding a head or a
-layer never makes the plan worse.
+placed on the layers. An efficient comparison needs its elimination rounds in increasing
+layers (what a token retrieved stays in its residual stream), one head per retrieval;
+k-th largest retrieval takes one head in each of up to k layers; fixed positions take one
+head and need positional encoding. A part that cannot be placed falls back to global
+aggregation (a head averaging the whole sequence; [R] it may share a head already in use).
+The search maximises what is placed, so a head or a layer more never makes the plan worse.
 """
 
 from __future__ import annotations
