@@ -67,6 +67,15 @@ class RetrievalOptions(StrictModel):
     )
 
 
+class InputData(StrictModel):
+    """How the validators draw tokens: x ~ N(0, std^2 I), norms clamped to a range."""
+
+    std: PositiveFloat = 1.0
+    norm_clamp: tuple[PositiveFloat, PositiveFloat] | None = Field(
+        None, description="Rescale each token so its norm lies in [low, high]."
+    )
+
+
 class RetrievalSpec(SpecBase):
     """A retrieval target and the architecture to plan it on."""
 
@@ -80,6 +89,7 @@ class RetrievalSpec(SpecBase):
     architecture: Architecture
     epsilon: PositiveFloat = Field(0.01, lt=1, description="Target sup-norm precision.")
     options: RetrievalOptions = RetrievalOptions()
+    data: InputData = InputData()
 
     @field_validator("params")
     @classmethod

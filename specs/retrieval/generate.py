@@ -41,6 +41,7 @@ def main() -> None:
         "description": "Triangle center: d = 2, x ~ N(0, 2I) clamped to norm [0.2, 4], "
         "T in {3, 8, 16, 32, 64}, heads (2, 2) and (4, 4), E in {24, 48}, as in the paper.",
         "target": TRIANGLE, "input_dim": 2, "seq_len": 64,
+        "data": {"std": 1.4142135623730951, "norm_clamp": [0.2, 4.0]},
         "architecture": {"layers": 2, "heads": [2, 2], "embed_dim": 24},
         "sweep": {"seq_len": [3, 8, 16, 32, 64], "architecture.heads": [[2, 2], [4, 4]],
                   "architecture.embed_dim": [24, 48]},

@@ -1,0 +1,213 @@
+"""A parsed retrieval target -> a batched torch function, and the data it is trained on.
+
+The engine's expression tree is evaluated on tensors, never as text: every bound index gets
+its own tensor axis, reductions reduce those axes, conditions become masks. Fixed
+parameters (``q``, ``A[i]``) are drawn once from the seed: vectors for ``dot``, matrices for
+the middle argument of ``bilinear``, scalars elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from infoflow.retrieval.parse import Apply, Const, Node, Param, Reduce, Token, parse_target
+from infoflow.retrieval.spec import RetrievalSpec
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A bound index and its tensor axis: over the tokens (positions 1..T) or a range."""
+
+    name: str
+    size: int
+    is_token: bool
+
+
+_ELEMENTWISE = {
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "exp": torch.exp,
+    "log": torch.log,
+    "sqrt": torch.sqrt,
+    "relu": torch.relu,
+    "tanh": torch.tanh,
+}
+
+
+class TargetFunction:
+    """``f(x)`` for x of shape [batch, T, d]; returns [batch] or [batch, d]."""
+
+    def __init__(self, spec: RetrievalSpec, seed: int):
+        self.tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
+        self.d = spec.input_dim or 4
+        self.squared_norm = spec.options.squared_norm
+        self._generator = torch.Generator().manual_seed(seed)
+        self._params: dict[str, Tensor] = {}
+
+    def __call__(self, x: Tensor) -> Tensor:
+        self._x = x
+        value, _ = self._eval(self.tree, [])
+        return value.reshape(x.shape[0], *value.shape[1:])
+
+    def output_dim(self, seq_len: int) -> int:
+        """1 for a scalar target, d for a vector one."""
+        out = self(torch.zeros(1, seq_len, self.d))
+        return 1 if out.dim() == 1 else out.shape[-1]
+
+    # each value is (tensor, vdims): shape [B or 1, *one axis per bound index, *value dims]
+
+    def _eval(self, node: Node, axes: list[Axis]) -> tuple[Tensor, int]:
+        if isinstance(node, Const):
+            return self._lift(torch.tensor(float(node.value)), axes, 0), 0
+        if isinstance(node, Token):
+            return self._token(node, axes)
+        if isinstance(node, Param):
+            return self._param(node, axes, 0)
+        if isinstance(node, Reduce):
+            return self._reduce(node, axes)
+        if isinstance(node, Apply):
+            return self._apply(node, axes)
+        raise TypeError(f"cannot evaluate {node!r}")  # pragma: no cover
+
+    def _lift(self, t: Tensor, axes: list[Axis], vdims: int) -> Tensor:
+        """Reshape a value without index axes to [1, 1 per axis, *value dims]."""
+        return t.reshape((1,) + (1,) * len(axes) + tuple(t.shape[t.dim() - vdims :]))
+
+    def _token(self, node: Token, axes: list[Axis]) -> tuple[Tensor, int]:
+        x = self._x
+        shape = [x.shape[0]] + [1] * len(axes) + [self.d]
+        if isinstance(node.index, int):
+            t = x[:, node.index - 1, :].reshape(shape)
+        else:
+            shape[1 + [a.name for a in axes].index(node.index)] = x.shape[1]
+            t = x.reshape(shape)
+        if not node.component:
+            return t, 1
+        if len(node.component) > 1 or not isinstance(node.component[0], int):
+            raise NotImplementedError("a coordinate must be one integer: x[t][0]")
+        return t[..., node.component[0]], 0
+
+    def _param(self, node: Param, axes: list[Axis], vdims: int) -> tuple[Tensor, int]:
+        by_name = {a.name: a for a in axes}
+        sizes = [i + 1 if isinstance(i, int) else by_name[i].size for i in node.index]
+        key = f"{node.name}/{vdims}"
+        if key not in self._params:
+            scale = 1 / math.sqrt(self.d) if vdims else 1.0
+            shape = (*sizes, *([self.d] * vdims))
+            self._params[key] = torch.randn(shape, generator=self._generator) * scale
+        family = self._params[key]
+        if list(family.shape[: len(sizes)]) != sizes and any(
+            s > f for s, f in zip(sizes, family.shape, strict=False)
+        ):
+            raise NotImplementedError(f"parameter {node.name} used with different sizes")
+        picked = family[tuple(i if isinstance(i, int) else slice(None) for i in node.index)]
+        positions = [[a.name for a in axes].index(i) for i in node.index if isinstance(i, str)]
+        if positions != sorted(positions):
+            raise NotImplementedError("parameters indexed out of binding order")
+        shape = [1] + [1] * len(axes) + [self.d] * vdims
+        for dim, axis in enumerate(positions):
+            shape[1 + axis] = picked.shape[dim]
+        return picked.reshape(shape), vdims
+
+    def _apply(self, node: Apply, axes: list[Axis]) -> tuple[Tensor, int]:
+        fn = node.fn
+        if fn == "bilinear":
+            (a, _), (b, _) = self._eval(node.args[0], axes), self._eval(node.args[2], axes)
+            m = self._matrix(node.args[1], axes)
+            return (a.unsqueeze(-1) * m * b.unsqueeze(-2)).sum((-2, -1)), 0
+        if fn == "dot":
+            (a, _), (b, _) = (self._vector(arg, axes) for arg in node.args)
+            return (a * b).sum(-1), 0
+        args = [self._eval(arg, axes) for arg in node.args]
+        vdims = max(v for _, v in args)
+        values = [t for t, _ in args]
+        if fn in ("norm", "sqnorm"):
+            squared = (values[0] ** 2).sum(-1)
+            return (squared if fn == "sqnorm" or self.squared_norm else squared.sqrt()), 0
+        if fn in _ELEMENTWISE:
+            return _ELEMENTWISE[fn](values[0]), vdims
+        if fn in ("min", "max"):
+            op = torch.minimum if fn == "min" else torch.maximum
+            out = values[0]
+            for v in values[1:]:
+                out = op(out, v)
+            return out, vdims
+        a, b = values
+        if fn == "**":
+            return a ** node.args[1].value, vdims
+        return {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div}[fn](a, b), vdims
+
+    def _vector(self, node: Node, axes) -> tuple[Tensor, int]:
+        if isinstance(node, Param):
+            return self._param(node, axes, 1)
+        return self._eval(node, axes)
+
+    def _matrix(self, node: Node, axes) -> Tensor:
+        if not isinstance(node, Param):
+            raise NotImplementedError("the middle argument of bilinear must be a parameter")
+        return self._param(node, axes, 2)[0]
+
+    def _reduce(self, node: Reduce, axes: list[Axis]) -> tuple[Tensor, int]:
+        seq = self._x.shape[1]
+        inner = axes + [Axis(v.name, v.size or seq, v.is_token) for v in node.variables]
+        body, vdims = self._eval(node.body, inner)
+        value_shape = list(body.shape[body.dim() - vdims :])
+        body = body.expand([self._x.shape[0]] + [a.size for a in inner] + value_shape)
+        dims = tuple(range(1 + len(axes), 1 + len(inner)))
+        mask = self._mask(node, inner)
+        op = node.op
+        if op == "sum":
+            return (body * mask.reshape(mask.shape + (1,) * vdims)).sum(dims), vdims
+        if vdims:
+            raise NotImplementedError(f"{op} of a vector")
+        if op in ("min", "max", "argmin", "argmax"):
+            fill = math.inf if op.endswith("min") else -math.inf
+            body = body.masked_fill(~mask.expand(body.shape), fill)
+            if op in ("min", "max"):
+                return (body.amin(dims) if op == "min" else body.amax(dims)), 0
+            if len(dims) != 1:
+                raise NotImplementedError(f"{op} over several indices")
+            best = body.argmin(dims[0]) if op == "argmin" else body.argmax(dims[0])
+            return (best + 1).to(body.dtype), 0
+        if len(dims) != 1:  # pragma: no cover - the engine refuses these
+            raise NotImplementedError(f"{op} over several indices")
+        largest = op == "kth_largest"
+        body = body.masked_fill(~mask.expand(body.shape), -math.inf if largest else math.inf)
+        kth = body.topk(node.k, dim=dims[0], largest=largest).values
+        return kth.select(dims[0], node.k - 1), 0
+
+    def _mask(self, node: Reduce, inner: list[Axis]) -> Tensor:
+        """Where the reduction's conditions hold; token indices count positions from 1."""
+        shape = [1] + [a.size for a in inner]
+        names = [a.name for a in inner]
+
+        def index(value: str | int) -> Tensor:
+            if isinstance(value, int):
+                return torch.tensor(value)
+            axis = inner[names.index(value)]
+            view = [1] * len(shape)
+            view[1 + names.index(value)] = axis.size
+            return (torch.arange(axis.size) + int(axis.is_token)).reshape(view)
+
+        compare = {"!=": torch.ne, "==": torch.eq, "<": torch.lt, "<=": torch.le, ">": torch.gt,
+                   ">=": torch.ge}  # fmt: skip
+        mask = torch.ones(shape, dtype=torch.bool)
+        for condition in node.conditions:
+            mask = mask & compare[condition.op](index(condition.left), index(condition.right))
+        return mask
+
+
+def sample_inputs(spec: RetrievalSpec, batch: int, seq_len: int, generator) -> Tensor:
+    """Tokens x ~ N(0, std^2 I), norms clamped as the spec's ``data`` says."""
+    d = spec.input_dim or 4
+    x = torch.randn(batch, seq_len, d, generator=generator) * spec.data.std
+    if spec.data.norm_clamp:
+        low, high = spec.data.norm_clamp
+        norms = x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        x = x * (norms.clamp(low, high) / norms)
+    return x
