@@ -161,6 +161,84 @@ def _load_retrieval(path: Path, overrides: list[str] | None):
     return str(path), spec
 
 
+class Scale(StrEnum):
+    smoke = "smoke"
+    paper = "paper"
+
+
+class Device(StrEnum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+@app.command()
+def validate(
+    specs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Spec files; every bundled spec under specs/ when omitted.", show_default=False
+        ),
+    ] = None,
+    scale: Annotated[
+        Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings, for a GPU.")
+    ] = Scale.smoke,
+    out: Annotated[
+        Path, typer.Option(help="Results folder (database, reports, plots, checkpoints).")
+    ] = Path("runs/validate"),
+    resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
+    gpu: Annotated[
+        bool, typer.Option(help="Use CUDA (bf16 autocast, TF32); exit 2 without a CUDA device.")
+    ] = False,
+    device: Annotated[Device | None, typer.Option(help="Force a device.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Override the scale's training steps.")] = None,
+    seeds: Annotated[int | None, typer.Option(help="Override the scale's seeds.")] = None,
+    quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
+    strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
+) -> None:
+    """Train real models and check every prediction that can be tested (needs torch)."""
+    try:
+        from infoflow.validators.run import pick_device, summary_line
+        from infoflow.validators.run import validate as run_validate
+    except ModuleNotFoundError as exc:
+        typer.echo(f"error: validate needs torch: pip install 'infoflow[validate]' ({exc})",
+                   err=True)  # fmt: skip
+        raise typer.Exit(BAD_INPUT) from None
+    with _user_errors():
+        chosen = pick_device(gpu, device.value if device else None)
+        with _progress(quiet) as progress:
+            report = run_validate(list(specs or []), out, scale.value, chosen, resume, steps,
+                                  seeds, progress)  # fmt: skip
+    typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
+    if strict and report["summary"]["refuted"]:
+        raise typer.Exit(1)
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator:
+    """A rich progress bar over all training steps (group, step, loss, ETA), or nothing."""
+    if quiet:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[loss]}"),
+               TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, transient=False) as bar:
+        task = bar.add_task("training", total=1, loss="")
+        last: dict[str, int] = {}
+
+        def update(group: str, step: int, total: int, loss: float) -> None:
+            if group == "start":
+                bar.update(task, total=total)
+                return
+            advance = step - last.get(group, 0)
+            last[group] = step
+            bar.update(task, advance=advance, description=f"{group} step {step}/{total}",
+                       loss=f"loss {loss:.4f}")  # fmt: skip
+
+        yield update
+
+
 @app.command()
 def schema(
     kind: Annotated[

@@ -1,0 +1,158 @@
+"""``infoflow validate``: plan the experiments of every spec, train them, judge the claims,
+and write the database, ``report.json``, ``report.md`` and the plots."""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import torch
+from infoflow.validators import retrieval
+from infoflow.validators.plots import plot_experiments
+from infoflow.validators.report import write_reports
+from infoflow.validators.store import Store
+from infoflow.validators.train import train_group
+
+import infoflow
+from infoflow.errors import SpecError
+from infoflow.retrieval.spec import RetrievalSpec
+
+DATABASE = "results.sqlite"
+
+
+def pick_device(gpu: bool, device: str | None) -> torch.device:
+    """``--gpu`` insists on CUDA; ``--device`` forces one; else the best there is."""
+    if gpu or device == "cuda":
+        if not torch.cuda.is_available():
+            raise SpecError("--gpu", [(None, "no CUDA device is available on this machine")])
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        return torch.device("cuda")
+    if device == "cpu":
+        return torch.device("cpu")
+    return pick_device(False, "cuda" if torch.cuda.is_available() else "cpu")
+
+
+def bundled_specs() -> list[Path]:
+    """specs/*/*.json of the working directory, else of the source checkout."""
+    for root in (Path.cwd() / "specs", Path(infoflow.__file__).resolve().parent.parent / "specs"):
+        if root.is_dir():
+            return sorted(root.glob("*/*.json"))
+    raise SpecError("specs/", [(None, "no bundled specs here: pass spec files to validate")])
+
+
+def validate(
+    paths: list[Path],
+    out: Path,
+    scale_name: str = "smoke",
+    device: torch.device | None = None,
+    resume: bool = False,
+    steps: int | None = None,
+    seeds: int | None = None,
+    progress: Callable | None = None,
+) -> dict:
+    """Validate ``paths`` (all bundled specs when empty) and write the results to ``out``."""
+    device = device or pick_device(False, None)
+    scale = retrieval.SCALES[scale_name]
+    if steps:
+        settings = replace(
+            scale.settings,
+            steps=steps,
+            eval_every=max(1, min(scale.settings.eval_every, steps // 4)),
+        )
+        scale = replace(scale, settings=settings)
+    if seeds:
+        scale = replace(scale, seeds=seeds)
+    database = out / DATABASE
+    if database.exists() and not resume:
+        raise SpecError(
+            str(out), [(None, "already holds a run: add --resume, or pick another --out")]
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    checkpoints = out / "checkpoints"
+    checkpoints.mkdir(exist_ok=True)
+
+    experiments, skipped = [], []
+    for path in paths or bundled_specs():
+        spec = infoflow.load_spec(path)
+        if not isinstance(spec, RetrievalSpec):
+            skipped.append({"spec": str(path), "reason": f"no validator for kind {spec.kind} yet"})
+            continue
+        experiments.append(retrieval.plan(path.stem, spec, scale, path.parent))
+
+    store = Store(database)
+    started = _now()
+    settings = {
+        "scale": asdict(scale),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+    store.start_run(started, scale.name, str(device), settings)
+    groups = [
+        (experiment, group) for experiment in experiments for group in experiment.groups(scale)
+    ]
+    for experiment, group in groups:
+        store.add_group(group.name, experiment.name, group.describe(), group.member_rows())
+    if progress:
+        progress("start", 0, sum(scale.settings.steps for _ in groups), 0.0)
+
+    results = []
+    for experiment in experiments:
+        nmse: dict[retrieval.Model, list[float]] = {}
+        attention: dict[retrieval.Model, dict[int, float]] = {}
+        for group in experiment.groups(scale):
+            final, model, x_eval = train_group(
+                group, scale.settings, device, store, checkpoints, progress
+            )
+            for i, value in enumerate(final):
+                nmse.setdefault(_model_of(experiment, group, i), []).append(value)
+            attention.update(_attention(experiment, group, model, x_eval))
+        claims = retrieval.claims(experiment, nmse, scale, attention)
+        for claim in claims:
+            store.record_claim(experiment.name, claim)
+        results.append((experiment, nmse, claims))
+    finished = _now()
+    store.finish_run(finished)
+    store.close()
+    report = write_reports(out, results, skipped, scale, device, started, finished)
+    plot_experiments(out, results)
+    return report
+
+
+def _model_of(experiment, group, index: int) -> retrieval.Model:
+    member = group.members[index]
+    return retrieval.Model(group.seq_len, group.embed_dim, member.heads, member.positional_encoding)
+
+
+@torch.no_grad()
+def _attention(experiment, group, model, x_eval) -> dict:
+    """For targets that read fixed positions: the readout's mean first-layer attention on
+    each of them, over the heads in use, averaged over seeds."""
+    from infoflow.retrieval.predict import derive
+
+    positions = sorted(derive(experiment.base).tree.positions)
+    if not positions:
+        return {}
+    model.eval()
+    _, probs = model(x_eval[:512], return_attention=True)  # [members, batch, heads, T + 1]
+    seeds: dict = {}
+    for i, member in enumerate(group.members):
+        if member.positional_encoding:
+            active = probs[i, :, : member.heads[0]].float().mean((0, 1))
+            seeds.setdefault(_model_of(experiment, group, i), []).append(active)
+    return {
+        key: {p: float(torch.stack(values).mean(0)[p - 1]) for p in positions}
+        for key, values in seeds.items()
+    }
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def summary_line(report: dict) -> str:
+    counts = report["summary"]
+    return ", ".join(f"{counts[k]} {k}" for k in ("confirmed", "refuted", "inconclusive"))

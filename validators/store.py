@@ -1,0 +1,123 @@
+"""The results database: one SQLite file per output folder, readable with any SQL tool.
+
+Tables: ``runs`` (settings, device, times), ``groups`` (ensembles trained together and
+whether they finished), ``members`` (each model's config), ``curves`` (its metrics over
+steps), ``claims`` (what was predicted, what was measured, the verdict). Writes are keyed,
+so a resumed run that records a step again replaces the row with the same values.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, started TEXT, finished TEXT, scale TEXT, device TEXT,
+    settings TEXT
+);
+CREATE TABLE IF NOT EXISTS groups (
+    name TEXT PRIMARY KEY, spec TEXT, settings TEXT, done INTEGER DEFAULT 0, seconds REAL
+);
+CREATE TABLE IF NOT EXISTS members (
+    group_name TEXT, member INTEGER, label TEXT, config TEXT, final_nmse REAL,
+    PRIMARY KEY (group_name, member)
+);
+CREATE TABLE IF NOT EXISTS curves (
+    group_name TEXT, member INTEGER, step INTEGER, train_loss REAL, eval_nmse REAL,
+    PRIMARY KEY (group_name, member, step)
+);
+CREATE TABLE IF NOT EXISTS claims (
+    spec TEXT, claim TEXT, predicted TEXT, measured TEXT, tolerance TEXT, verdict TEXT,
+    reason TEXT, PRIMARY KEY (spec, claim)
+);
+"""
+
+
+class Store:
+    """A thin wrapper over the run's SQLite database."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.db = sqlite3.connect(path)
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def start_run(self, started: str, scale: str, device: str, settings: dict[str, Any]) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO runs (started, scale, device, settings) VALUES (?, ?, ?, ?)",
+                (started, scale, device, json.dumps(settings)),
+            )
+
+    def finish_run(self, finished: str) -> None:
+        with self.db:
+            self.db.execute(
+                "UPDATE runs SET finished = ? WHERE id = (SELECT MAX(id) FROM runs)", (finished,)
+            )
+
+    def add_group(self, name: str, spec: str, settings: dict, members: list[dict]) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT OR IGNORE INTO groups (name, spec, settings) VALUES (?, ?, ?)",
+                (name, spec, json.dumps(settings)),
+            )
+            for i, member in enumerate(members):
+                self.db.execute(
+                    "INSERT OR IGNORE INTO members (group_name, member, label, config) "
+                    "VALUES (?, ?, ?, ?)",
+                    (name, i, member["label"], json.dumps(member)),
+                )
+
+    def group_done(self, name: str) -> bool:
+        row = self.db.execute("SELECT done FROM groups WHERE name = ?", (name,)).fetchone()
+        return bool(row and row[0])
+
+    def record_curves(self, name: str, step: int, losses: list[float], nmse: list[float]) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO curves VALUES (?, ?, ?, ?, ?)",
+                [
+                    (name, i, step, loss, value)
+                    for i, (loss, value) in enumerate(zip(losses, nmse, strict=True))
+                ],
+            )
+
+    def finish_group(self, name: str, final: list[float], seconds: float) -> None:
+        with self.db:
+            for i, value in enumerate(final):
+                self.db.execute(
+                    "UPDATE members SET final_nmse = ? WHERE group_name = ? AND member = ?",
+                    (value, name, i),
+                )
+            self.db.execute(
+                "UPDATE groups SET done = 1, seconds = ? WHERE name = ?", (seconds, name)
+            )
+
+    def final_nmse(self, name: str) -> list[float]:
+        rows = self.db.execute(
+            "SELECT final_nmse FROM members WHERE group_name = ? ORDER BY member", (name,)
+        )
+        return [row[0] for row in rows]
+
+    def curves(self, name: str) -> dict[int, list[tuple[int, float]]]:
+        out: dict[int, list[tuple[int, float]]] = {}
+        rows = self.db.execute(
+            "SELECT member, step, eval_nmse FROM curves WHERE group_name = ? ORDER BY step",
+            (name,),
+        )
+        for member, step, value in rows:
+            out.setdefault(member, []).append((step, value))
+        return out
+
+    def record_claim(self, spec: str, claim: dict[str, Any]) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (spec, claim["claim"], claim["predicted"], json.dumps(claim["measured"]),
+                 claim["tolerance"], claim["verdict"], claim["reason"]),
+            )  # fmt: skip
