@@ -15,17 +15,19 @@ from infoflow.validators.targets import TargetFunction, sample_inputs
 
 import infoflow
 
-MEMBERS, STEPS, BATCH, SEQ, EMBED = 32, 30, 64, 16, 32
+MEMBERS, STEPS = 32, 30
+SIZES = {"small (T=8, E=16, batch 32)": (8, 16, 32), "smoke (T=16, E=32, batch 64)": (16, 32, 64)}
 
 
-def train(members: list[Member], device: torch.device, spec, target) -> None:
-    model = EnsembleTransformer(members, EMBED, SEQ, 4, 1).to(device)
+def train(members: list[Member], device, spec, size: tuple[int, int, int]) -> None:
+    seq, embed, batch = size
+    target = TargetFunction(spec, 0, device)
+    model = EnsembleTransformer(members, embed, seq, 4, 1).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    data = torch.Generator().manual_seed(0)
+    data = torch.Generator(device=device).manual_seed(0)
     for _ in range(STEPS):
-        x = sample_inputs(spec, BATCH, SEQ, data)
-        y = target(x)[:, None].to(device)
-        loss = ((model(x.to(device)) - y) ** 2).mean((1, 2)).sum()
+        x = sample_inputs(spec, batch, seq, data)
+        loss = ((model(x) - target(x)[:, None]) ** 2).mean((1, 2)).sum()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -36,23 +38,20 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     device = torch.device(parser.parse_args().device)
     spec = infoflow.load_spec("specs/retrieval/pairwise-min.json", ["sweep=null"])
-    target = TargetFunction(spec, 0)
     members = [Member((2, 2), True, seed) for seed in range(MEMBERS)]
-    train(members[:2], device, spec, target)  # warm up
-
-    start = time.perf_counter()
-    train(members, device, spec, target)
-    ensemble = time.perf_counter() - start
-    start = time.perf_counter()
-    for member in members:
-        train([member], device, spec, target)
-    loop = time.perf_counter() - start
-
-    print(f"{MEMBERS} members, {STEPS} steps, batch {BATCH}, T={SEQ}, E={EMBED}, on {device} "
-          f"({torch.get_num_threads()} threads)")  # fmt: skip
-    print(f"{'ensemble (stacked weights)':<30} {ensemble:>7.2f} s")
-    print(f"{'one model at a time':<30} {loop:>7.2f} s")
-    print(f"ratio: {loop / ensemble:.1f}x")
+    print(f"{MEMBERS} two-layer members, {STEPS} steps each, pairwise-minimum target, on "
+          f"{device} ({torch.get_num_threads()} threads)")  # fmt: skip
+    print(f"{'size':<30} {'ensemble s':>10} {'one by one s':>13} {'ratio':>7}")
+    for name, size in SIZES.items():
+        train(members[:2], device, spec, size)  # warm up
+        start = time.perf_counter()
+        train(members, device, spec, size)
+        ensemble = time.perf_counter() - start
+        start = time.perf_counter()
+        for member in members:
+            train([member], device, spec, size)
+        loop = time.perf_counter() - start
+        print(f"{name:<30} {ensemble:>10.2f} {loop:>13.2f} {loop / ensemble:>6.1f}x")
 
 
 if __name__ == "__main__":

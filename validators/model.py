@@ -120,7 +120,7 @@ class EnsembleTransformer(nn.Module):
             h = h + keep * a
             z = _norm(h, self.ln2[layer])
             z = torch.einsum("mbse,mef->mbsf", z, self.W_1[layer]) + self.b_1[layer][:, None, None]
-            z = torch.einsum("mbsf,mfe->mbse", F.gelu(z), self.W_2[layer])
+            z = torch.einsum("mbsf,mfe->mbse", F.relu(z), self.W_2[layer])
             h = h + keep * (z + self.b_2[layer][:, None, None])
         out = _norm(h[:, :, -1], self.ln_f)
         y = torch.einsum("mbe,meo->mbo", out, self.W_out) + self.b_out[:, None]

@@ -42,11 +42,12 @@ _ELEMENTWISE = {
 class TargetFunction:
     """``f(x)`` for x of shape [batch, T, d]; returns [batch] or [batch, d]."""
 
-    def __init__(self, spec: RetrievalSpec, seed: int):
+    def __init__(self, spec: RetrievalSpec, seed: int, device: torch.device | str = "cpu"):
         self.tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
         self.d = spec.input_dim or 4
         self.squared_norm = spec.options.squared_norm
-        self._generator = torch.Generator().manual_seed(seed)
+        self.device = torch.device(device)
+        self._generator = torch.Generator().manual_seed(seed)  # parameters: the same anywhere
         self._params: dict[str, Tensor] = {}
 
     def __call__(self, x: Tensor) -> Tensor:
@@ -56,14 +57,15 @@ class TargetFunction:
 
     def output_dim(self, seq_len: int) -> int:
         """1 for a scalar target, d for a vector one."""
-        out = self(torch.zeros(1, seq_len, self.d))
+        out = self(torch.zeros(1, seq_len, self.d, device=self.device))
         return 1 if out.dim() == 1 else out.shape[-1]
 
     # each value is (tensor, vdims): shape [B or 1, *one axis per bound index, *value dims]
 
     def _eval(self, node: Node, axes: list[Axis]) -> tuple[Tensor, int]:
         if isinstance(node, Const):
-            return self._lift(torch.tensor(float(node.value)), axes, 0), 0
+            value = torch.tensor(float(node.value), device=self.device)
+            return self._lift(value, axes, 0), 0
         if isinstance(node, Token):
             return self._token(node, axes)
         if isinstance(node, Param):
@@ -99,7 +101,8 @@ class TargetFunction:
         if key not in self._params:
             scale = 1 / math.sqrt(self.d) if vdims else 1.0
             shape = (*sizes, *([self.d] * vdims))
-            self._params[key] = torch.randn(shape, generator=self._generator) * scale
+            drawn = torch.randn(shape, generator=self._generator) * scale
+            self._params[key] = drawn.to(self.device)
         family = self._params[key]
         if list(family.shape[: len(sizes)]) != sizes and any(
             s > f for s, f in zip(sizes, family.shape, strict=False)
@@ -188,24 +191,27 @@ class TargetFunction:
 
         def index(value: str | int) -> Tensor:
             if isinstance(value, int):
-                return torch.tensor(value)
+                return torch.tensor(value, device=self.device)
             axis = inner[names.index(value)]
             view = [1] * len(shape)
             view[1 + names.index(value)] = axis.size
-            return (torch.arange(axis.size) + int(axis.is_token)).reshape(view)
+            positions = torch.arange(axis.size, device=self.device) + int(axis.is_token)
+            return positions.reshape(view)
 
         compare = {"!=": torch.ne, "==": torch.eq, "<": torch.lt, "<=": torch.le, ">": torch.gt,
                    ">=": torch.ge}  # fmt: skip
-        mask = torch.ones(shape, dtype=torch.bool)
+        mask = torch.ones(shape, dtype=torch.bool, device=self.device)
         for condition in node.conditions:
             mask = mask & compare[condition.op](index(condition.left), index(condition.right))
         return mask
 
 
 def sample_inputs(spec: RetrievalSpec, batch: int, seq_len: int, generator) -> Tensor:
-    """Tokens x ~ N(0, std^2 I), norms clamped as the spec's ``data`` says."""
+    """Tokens x ~ N(0, std^2 I), norms clamped as the spec's ``data`` says, drawn on the
+    generator's device (so a GPU run makes its data on the GPU)."""
     d = spec.input_dim or 4
-    x = torch.randn(batch, seq_len, d, generator=generator) * spec.data.std
+    x = torch.randn(batch, seq_len, d, generator=generator, device=generator.device)
+    x = x * spec.data.std
     if spec.data.norm_clamp:
         low, high = spec.data.norm_clamp
         norms = x.norm(dim=-1, keepdim=True).clamp_min(1e-12)

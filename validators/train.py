@@ -72,12 +72,13 @@ def train_group(
     """Train ``group`` to the end, resuming from its checkpoint (a finished group only
     evaluates). Returns the final NMSE per member, the model and the held-out inputs."""
     started = time.perf_counter()
-    target = TargetFunction(group.spec, seed=group.data_seed)
-    eval_generator = torch.Generator().manual_seed(group.data_seed + 1)
+    target = TargetFunction(group.spec, seed=group.data_seed, device=device)
+    eval_generator = torch.Generator().manual_seed(group.data_seed + 1)  # on the CPU, so
     x_eval = sample_inputs(group.spec, settings.eval_size, group.seq_len, eval_generator)
+    x_eval = x_eval.to(device)  # the held-out set is the same on every device
     y_eval = _as_matrix(target(x_eval))
     mean, std = y_eval.mean(0), y_eval.std(0).clamp_min(1e-8)
-    x_eval, y_eval = x_eval.to(device), ((y_eval - mean) / std).to(device)
+    y_eval = (y_eval - mean) / std
 
     model = EnsembleTransformer(
         group.members, group.embed_dim, group.seq_len, x_eval.shape[-1], y_eval.shape[-1]
@@ -87,7 +88,7 @@ def train_group(
         fused=device.type == "cuda",
     )  # fmt: skip
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine(settings))
-    data = torch.Generator().manual_seed(group.data_seed + 2)
+    data = torch.Generator(device=device).manual_seed(group.data_seed + 2)
     path = checkpoints / f"{group.name}.pt"
     start = 0
     if path.exists():
@@ -103,7 +104,6 @@ def train_group(
     for step in range(start, settings.steps):
         x = sample_inputs(group.spec, settings.batch, group.seq_len, data)
         y = (_as_matrix(target(x)) - mean) / std
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with autocast:
             prediction = model(x)
         per_member = ((prediction.float() - y) ** 2).mean((1, 2))
