@@ -96,11 +96,14 @@ class Experiment:
 def plan(name: str, spec: RetrievalSpec, scale: Scale, base_dir=None) -> Experiment:
     """Every model the claims about ``spec`` need, with its prediction."""
     experiment = Experiment(name, spec)
-    for _, point in infoflow.expand(spec, base_dir):
-        if scale.max_seq_len and point.seq_len and point.seq_len > scale.max_seq_len:
-            if any(p.seq_len <= scale.max_seq_len for _, p in infoflow.expand(spec, base_dir)):
-                continue  # the sweep has smaller T: keep those
-            point = point.model_copy(update={"seq_len": scale.max_seq_len})
+    points = [point for _, point in infoflow.expand(spec, base_dir)]
+    cap = scale.max_seq_len
+    has_short = cap and any(p.seq_len and p.seq_len <= cap for p in points)
+    for point in points:
+        if cap and point.seq_len and point.seq_len > cap:
+            if has_short:
+                continue  # the sweep has points within the cap: keep those
+            point = point.model_copy(update={"seq_len": cap})
         model = _add(experiment, point)
         if model not in experiment.points:
             experiment.points.append(model)

@@ -66,22 +66,21 @@ def validate(
         scale = replace(scale, settings=settings)
     if seeds:
         scale = replace(scale, seeds=seeds)
-    database = out / DATABASE
-    if database.exists() and not resume:
-        raise SpecError(
-            str(out), [(None, "already holds a run: add --resume, or pick another --out")]
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    checkpoints = out / "checkpoints"
-    checkpoints.mkdir(exist_ok=True)
-
-    experiments, skipped = [], []
+    plans, skipped = [], []
     for path in paths or bundled_specs():
         spec = infoflow.load_spec(path)
         if not isinstance(spec, RetrievalSpec):
             skipped.append({"spec": str(path), "reason": f"no validator for kind {spec.kind} yet"})
             continue
-        experiments.append(retrieval.plan(path.stem, spec, scale, path.parent))
+        experiment = retrieval.plan(path.stem, spec, scale, path.parent)
+        plans.append((experiment, experiment.groups(scale)))
+    database = out / DATABASE
+    if database.exists() and not resume:
+        raise SpecError(
+            str(out), [(None, "already holds a run: add --resume, or pick another --out")]
+        )
+    checkpoints = out / "checkpoints"
+    checkpoints.mkdir(parents=True, exist_ok=True)
 
     store = Store(database)
     started = _now()
@@ -91,24 +90,23 @@ def validate(
         "python": platform.python_version(),
     }
     store.start_run(started, scale.name, str(device), settings)
-    groups = [
-        (experiment, group) for experiment in experiments for group in experiment.groups(scale)
-    ]
-    for experiment, group in groups:
-        store.add_group(group.name, experiment.name, group.describe(), group.member_rows())
+    for experiment, groups in plans:
+        for group in groups:
+            store.add_group(group.name, experiment.name, group.describe(), group.member_rows())
     if progress:
-        progress("start", 0, sum(scale.settings.steps for _ in groups), 0.0)
+        total = sum(len(groups) for _, groups in plans) * scale.settings.steps
+        progress("start", 0, total, 0.0)
 
     results = []
-    for experiment in experiments:
+    for experiment, groups in plans:
         nmse: dict[retrieval.Model, list[float]] = {}
         attention: dict[retrieval.Model, dict[int, float]] = {}
-        for group in experiment.groups(scale):
+        for group in groups:
             final, model, x_eval = train_group(
                 group, scale.settings, device, store, checkpoints, progress
             )
             for i, value in enumerate(final):
-                nmse.setdefault(_model_of(experiment, group, i), []).append(value)
+                nmse.setdefault(_model_of(group, i), []).append(value)
             attention.update(_attention(experiment, group, model, x_eval))
         claims = retrieval.claims(experiment, nmse, scale, attention)
         for claim in claims:
@@ -122,7 +120,7 @@ def validate(
     return report
 
 
-def _model_of(experiment, group, index: int) -> retrieval.Model:
+def _model_of(group, index: int) -> retrieval.Model:
     member = group.members[index]
     return retrieval.Model(group.seq_len, group.embed_dim, member.heads, member.positional_encoding)
 
@@ -142,7 +140,7 @@ def _attention(experiment, group, model, x_eval) -> dict:
     for i, member in enumerate(group.members):
         if member.positional_encoding:
             active = probs[i, :, : member.heads[0]].float().mean((0, 1))
-            seeds.setdefault(_model_of(experiment, group, i), []).append(active)
+            seeds.setdefault(_model_of(group, i), []).append(active)
     return {
         key: {p: float(torch.stack(values).mean(0)[p - 1]) for p in positions}
         for key, values in seeds.items()
