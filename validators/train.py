@@ -96,7 +96,7 @@ def train_group(
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
-        data.set_state(state["data"])
+        data.set_state(state["data"].cpu())  # generator states live on the CPU
         start = int(state["step"])
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
