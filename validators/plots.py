@@ -23,9 +23,13 @@ def plot_experiments(out: Path, results) -> list[Path]:
     ):
         if not panels:
             continue
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
-        for ax, (experiment, nmse) in zip(axes[0], panels, strict=True):
+        cols = min(3, len(panels))
+        rows = -(-len(panels) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 3.8 * rows), squeeze=False)
+        for ax, (experiment, nmse) in zip(axes.flat, panels, strict=False):
             draw(ax, experiment, nmse)
+        for ax in axes.flat[len(panels) :]:
+            ax.axis("off")
         fig.tight_layout()
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
@@ -40,9 +44,8 @@ def _draw_vs_T(ax, experiment, nmse) -> None:
         series.setdefault(key, []).append((model.seq_len, min(nmse[model])))
     for (heads, embed_dim, pe), points in sorted(series.items()):
         points.sort()
-        efficient = experiment.models[
-            next(m for m in experiment.points if m.heads == heads and m.embed_dim == embed_dim)
-        ]["efficient"].value
+        first = next(m for m in experiment.points if (m.heads, m.embed_dim) == (heads, embed_dim))
+        efficient = experiment.models[first]["efficient"].value
         ax.plot([t for t, _ in points], [v for _, v in points], marker="o",
                 linestyle="-" if efficient else "--",
                 label=f"heads {list(heads)}, E={embed_dim}" + (" PE" if pe else ""))  # fmt: skip
@@ -57,6 +60,5 @@ def _draw_by_arch(ax, experiment, nmse) -> None:
     colors = ["tab:green" if experiment.models[m]["efficient"].value else "tab:red" for m in models]
     ax.bar(range(len(models)), values, color=colors)
     ax.set_xticks(range(len(models)), labels, rotation=30, fontsize=7)
-    ax.set(
-        yscale="log", ylabel="best NMSE", title=f"{experiment.name} (green: predicted efficient)"
-    )
+    ax.set(yscale="log", ylabel="best NMSE", title=experiment.name)
+    ax.set_xlabel("heads per layer (green: predicted efficient)", fontsize=8)

@@ -83,13 +83,13 @@ def validate(
     checkpoints.mkdir(parents=True, exist_ok=True)
 
     store = Store(database)
-    started = _now()
     settings = {
         "scale": asdict(scale),
         "torch": torch.__version__,
         "python": platform.python_version(),
     }
-    store.start_run(started, scale.name, str(device), settings)
+    store.start_run(_now(), scale.name, str(device), settings)
+    started = store.first_started()
     for experiment, groups in plans:
         for group in groups:
             store.add_group(group.name, experiment.name, group.describe(), group.member_rows())

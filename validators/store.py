@@ -54,6 +54,10 @@ class Store:
                 (started, scale, device, json.dumps(settings)),
             )
 
+    def first_started(self) -> str:
+        """When the run began (the first start, for a resumed run)."""
+        return self.db.execute("SELECT started FROM runs ORDER BY id LIMIT 1").fetchone()[0]
+
     def finish_run(self, finished: str) -> None:
         with self.db:
             self.db.execute(
