@@ -63,7 +63,7 @@ def validate(
             steps=steps,
             eval_every=max(1, min(scale.settings.eval_every, steps // 4)),
         )
-        scale = replace(scale, settings=settings)
+        scale = replace(scale, settings=settings, name=f"{scale.name} ({steps} steps)")
     if seeds:
         scale = replace(scale, seeds=seeds)
     plans, skipped = [], []

@@ -50,7 +50,11 @@ class TargetFunction:
         self._generator = torch.Generator().manual_seed(seed)  # parameters: the same anywhere
         self._params: dict[str, Tensor] = {}
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def __call__(self, x: Tensor, chunk: int = 256) -> Tensor:
+        """The target on x, ``chunk`` sequences at a time (pairs and triples grow as T^k)."""
+        return torch.cat([self._evaluate(x[i : i + chunk]) for i in range(0, x.shape[0], chunk)])
+
+    def _evaluate(self, x: Tensor) -> Tensor:
         self._x = x
         value, _ = self._eval(self.tree, [])
         return value.reshape(x.shape[0], *value.shape[1:])
@@ -122,7 +126,8 @@ class TargetFunction:
         if fn == "bilinear":
             (a, _), (b, _) = self._eval(node.args[0], axes), self._eval(node.args[2], axes)
             m = self._matrix(node.args[1], axes)
-            return (a.unsqueeze(-1) * m * b.unsqueeze(-2)).sum((-2, -1)), 0
+            a, b = torch.broadcast_tensors(a, b)  # no [..., d, d] intermediate
+            return torch.einsum("...i,...ij,...j->...", a, m, b), 0
         if fn == "dot":
             (a, _), (b, _) = (self._vector(arg, axes) for arg in node.args)
             return (a * b).sum(-1), 0
