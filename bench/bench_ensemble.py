@@ -22,7 +22,9 @@ SIZES = {"small (T=8, E=16, batch 32)": (8, 16, 32), "smoke (T=16, E=32, batch 6
 def train(members: list[Member], device, spec, size: tuple[int, int, int]) -> None:
     seq, embed, batch = size
     target = TargetFunction(spec, 0, device)
-    model = EnsembleTransformer(members, embed, seq, 4, 1).to(device)
+    model = EnsembleTransformer(
+        [Member(m.heads, m.positional_encoding, m.seed, embed) for m in members], seq, 4, 1
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     data = torch.Generator(device=device).manual_seed(0)
     for _ in range(STEPS):

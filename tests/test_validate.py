@@ -37,25 +37,39 @@ def _spec(target: str, d: int = 3, **params):
 
 def test_members_do_not_see_each_other() -> None:
     """A member computes the same alone as beside others, and its loss moves only its weights."""
-    a, b = Member((2, 2), True, seed=0), Member((1, 2), False, seed=1)
+    a, b = Member((2, 2), True, seed=0, embed_dim=16), Member((1, 2), False, 1, embed_dim=16)
     x = torch.randn(5, 7, 3, generator=torch.Generator().manual_seed(0))
-    both = EnsembleTransformer([a, b], embed_dim=16, seq_len=7, input_dim=3, output_dim=2)
-    alone = EnsembleTransformer([a, Member((2, 2), True, seed=0)], 16, 7, 3, 2)
+    both = EnsembleTransformer([a, b], seq_len=7, input_dim=3, output_dim=2)
+    alone = EnsembleTransformer([a, Member((1, 2), True, seed=0, embed_dim=16)], 7, 3, 2)
     assert torch.allclose(both(x)[0], alone(x)[0], atol=1e-6)
     both(x)[1].sum().backward()
     assert both.W_QKV.grad[:, 0].abs().sum() == 0 and both.W_QKV.grad[:, 1].abs().sum() > 0
 
 
-def test_masked_heads_and_layers_change_nothing() -> None:
-    """A member with one head of two in use equals one whose second head has other weights."""
-    member = Member((1,), False, seed=3)
+def test_masked_channels_heads_and_layers_change_nothing() -> None:
+    """Weights a member does not use (a narrower width, fewer heads, fewer layers) can be
+    anything: its output stays the same."""
+    member = Member((1,), False, seed=3, embed_dim=8)
     x = torch.randn(4, 6, 3, generator=torch.Generator().manual_seed(1))
-    model = EnsembleTransformer([member, Member((2, 2), False, seed=4)], 16, 6, 3, 1)
+    model = EnsembleTransformer([member, Member((2, 2), False, seed=4, embed_dim=16)], 6, 3, 1)
+    w = model.head_width  # 8: the member's one head of width 8 fills slot 0
     before = model(x)[0]
     with torch.no_grad():
-        model.W_QKV[0, 0, :, 8:16] += 1.0  # the masked head's queries
-        model.W_QKV[1, 0] += 1.0  # the masked second layer
+        model.W_QKV[0, 0, :, w : 2 * w] += 1.0  # the unused second head's queries
+        model.W_QKV[1, 0] += 1.0  # the unused second layer
+        model.W_in[0, :, 8:] += 1.0  # channels beyond the member's width
+        model.W_1[0, 0, :, 32:] += 1.0  # MLP units beyond 4 x its width
     assert torch.allclose(model(x)[0], before, atol=1e-6)
+
+
+def test_a_narrow_member_equals_its_own_model() -> None:
+    """Stacked beside a wider, deeper member, a member computes what it computes alone."""
+    small = Member((2,), True, seed=5, embed_dim=8)
+    x = torch.randn(3, 5, 3, generator=torch.Generator().manual_seed(2))
+    alone = EnsembleTransformer([small], 5, 3, 1)
+    mixed = EnsembleTransformer([small, Member((4, 4), True, seed=6, embed_dim=32)], 5, 3, 1)
+    assert mixed.embed_dim == 32 and mixed.layers == 2
+    assert torch.allclose(mixed(x)[0], alone(x)[0], atol=1e-5)
 
 
 # ---- the target evaluator --------------------------------------------------------------

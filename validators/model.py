@@ -1,12 +1,13 @@
 """Many small pre-LN transformers with a readout token, trained at once.
 
-Weights are stacked on a leading member axis ``m`` (and a layer axis ``l``), so one forward
-pass runs every member: ``W_Q`` etc. have shape [l, m, E, E]. Members of one ensemble share
-the embedding width E, the sequence length and the largest layer and head counts; a member
-with fewer heads or layers has the rest masked (a masked head adds nothing, a masked layer
-leaves the residual stream untouched), and learned positional encoding is switched per
-member. Attention runs through ``scaled_dot_product_attention`` with members folded into
-the batch.
+Weights are stacked on a leading member axis ``m`` (and a layer axis ``l``): ``W_QKV`` has
+shape [l, m, E, 3 * H * w]. Members of one ensemble share the sequence length; they differ
+in seed, embedding width E, heads per layer, layer count and positional encoding. The
+stack is as wide as its widest member (E channels, H head slots of width w); each member
+uses the first E_m channels, the first h slots of a layer with n = E_m / h of their w
+dimensions, and its own layers. Everything else is masked: a masked channel, head or layer
+adds nothing, so a member computes what a transformer of its own size would. Attention runs
+through ``scaled_dot_product_attention`` with members folded into the batch.
 """
 
 from __future__ import annotations
@@ -21,25 +22,29 @@ from torch import Tensor, nn
 
 @dataclass(frozen=True)
 class Member:
-    """One model of an ensemble: heads per layer (its layer count is their number), PE, seed."""
+    """One model: heads per layer (its layer count is their number), width E, PE, seed."""
 
     heads: tuple[int, ...]
     positional_encoding: bool
     seed: int
+    embed_dim: int = 32
 
     @property
     def layers(self) -> int:
         return len(self.heads)
 
+    def head_width(self, layer: int) -> int:
+        """n = E / h for the layer (rounded down)."""
+        return self.embed_dim // self.heads[layer]
+
 
 class EnsembleTransformer(nn.Module):
-    """``members`` pre-LN transformers of width ``embed_dim`` on sequences of ``seq_len``
-    tokens of width ``input_dim``, each read out at an extra trainable token."""
+    """``members`` pre-LN transformers on sequences of ``seq_len`` tokens of width
+    ``input_dim``, each read out at an extra trainable token."""
 
     def __init__(
         self,
         members: list[Member],
-        embed_dim: int,
         seq_len: int,
         input_dim: int,
         output_dim: int,
@@ -47,20 +52,21 @@ class EnsembleTransformer(nn.Module):
     ):
         super().__init__()
         self.members = members
-        m, e = len(members), embed_dim
-        self.layers = max(member.layers for member in members)
-        self.heads = max(max(member.heads) for member in members)
-        if e % self.heads:
-            raise ValueError(f"embed_dim {e} is not a multiple of {self.heads} heads")
-        self.head_dim = e // self.heads
-        L, h, f = self.layers, self.heads, mlp_ratio * e
+        m = len(members)
+        L = self.layers = max(member.layers for member in members)
+        e = self.embed_dim = max(member.embed_dim for member in members)
+        h = self.heads = max(max(member.heads) for member in members)
+        w = self.head_width = max(
+            member.head_width(layer) for member in members for layer in range(member.layers)
+        )
+        f = mlp_ratio * e
         self.W_in = nn.Parameter(torch.empty(m, input_dim, e))
         self.b_in = nn.Parameter(torch.zeros(m, e))
         self.readout = nn.Parameter(torch.empty(m, e))
         self.W_pos = nn.Parameter(torch.empty(m, seq_len + 1, e))
         self.ln1 = nn.Parameter(torch.ones(L, m, 2, e))  # gain, bias
-        self.W_QKV = nn.Parameter(torch.empty(L, m, e, 3 * e))
-        self.W_O = nn.Parameter(torch.empty(L, m, e, e))
+        self.W_QKV = nn.Parameter(torch.empty(L, m, e, 3 * h * w))
+        self.W_O = nn.Parameter(torch.empty(L, m, h * w, e))
         self.ln2 = nn.Parameter(torch.ones(L, m, 2, e))
         self.W_1 = nn.Parameter(torch.empty(L, m, e, f))
         self.b_1 = nn.Parameter(torch.zeros(L, m, f))
@@ -69,37 +75,59 @@ class EnsembleTransformer(nn.Module):
         self.ln_f = nn.Parameter(torch.ones(m, 2, e))
         self.W_out = nn.Parameter(torch.empty(m, e, output_dim))
         self.b_out = nn.Parameter(torch.zeros(m, output_dim))
-        head_mask = torch.zeros(L, m, h)
-        layer_mask = torch.zeros(L, m)
+
+        channels, hidden = torch.zeros(m, e), torch.zeros(m, f)
+        head_dims, layer_mask = torch.zeros(L, m, h, w), torch.zeros(L, m)
+        q_scale = torch.ones(L, m)
         for i, member in enumerate(members):
+            channels[i, : member.embed_dim] = 1
+            hidden[i, : mlp_ratio * member.embed_dim] = 1
             for layer, count in enumerate(member.heads):
-                head_mask[layer, i, :count] = 1
+                n = member.head_width(layer)
+                head_dims[layer, i, :count, :n] = 1
                 layer_mask[layer, i] = 1
-        self.register_buffer("head_mask", head_mask)
+                q_scale[layer, i] = math.sqrt(w / n)  # SDPA scales by 1/sqrt(w); we want n
+        self.register_buffer("channels", channels)
+        self.register_buffer("hidden", hidden)
+        self.register_buffer("head_dims", head_dims)
         self.register_buffer("layer_mask", layer_mask)
+        self.register_buffer("q_scale", q_scale)
         pe = torch.tensor([float(member.positional_encoding) for member in members])
         self.register_buffer("pe_mask", pe)
         self._init_weights()
 
     def _init_weights(self) -> None:
-        """Each member from its own seed, so a member's start does not depend on the others."""
+        """Each member drawn from its own seed in its own shapes (N(0, 0.02), the output
+        projections scaled by 1/sqrt(2 L)), the rest of the stack zero: a member starts the
+        same whatever it is stacked with."""
+        h, w, e = self.heads, self.head_width, self.embed_dim
         with torch.no_grad():
-            for norm in (self.ln1, self.ln2):
-                norm[..., 1, :] = 0
-            self.ln_f[..., 1, :] = 0
+            for param in self.parameters():
+                param.zero_()
+            for norm in (self.ln1, self.ln2, self.ln_f):
+                norm[..., 0, :] = 1
             for i, member in enumerate(self.members):
                 g = torch.Generator().manual_seed(member.seed)
+                em, fm = member.embed_dim, 4 * member.embed_dim
+                out_std = 0.02 / math.sqrt(2 * member.layers)
 
-                def normal(param: Tensor, std: float, index, g=g) -> None:
-                    target = param[index]
-                    target.copy_(torch.randn(target.shape, generator=g) * std)
+                def draw(*shape: int, std: float = 0.02, g=g) -> Tensor:
+                    return torch.randn(shape, generator=g) * std
 
-                for param in (self.W_in, self.readout, self.W_pos, self.W_out):
-                    normal(param, 0.02, i)
-                for param in (self.W_QKV, self.W_1):
-                    normal(param, 0.02, (slice(None), i))
-                for param in (self.W_O, self.W_2):
-                    normal(param, 0.02 / math.sqrt(2 * self.layers), (slice(None), i))
+                self.W_in[i, :, :em] = draw(self.W_in.shape[1], em)
+                self.readout[i, :em] = draw(em)
+                self.W_pos[i, :, :em] = draw(self.W_pos.shape[1], em)
+                self.W_out[i, :em] = draw(em, self.W_out.shape[-1])
+                for layer, heads in enumerate(member.heads):
+                    n = member.head_width(layer)
+                    self.W_QKV[layer, i].view(e, 3, h, w)[:em, :, :heads, :n] = draw(
+                        em, 3, heads, n
+                    )
+                    self.W_O[layer, i].view(h, w, e)[:heads, :n, :em] = draw(
+                        heads, n, em, std=out_std
+                    )
+                    self.W_1[layer, i, :em, :fm] = draw(em, fm)
+                    self.W_2[layer, i, :fm, :em] = draw(fm, em, std=out_std)
 
     def forward(self, x: Tensor, return_attention: bool = False):
         """x: [batch, T, input_dim] (shared by every member) -> [members, batch, output_dim].
@@ -107,45 +135,51 @@ class EnsembleTransformer(nn.Module):
         With ``return_attention``, also the first layer's attention of the readout token:
         [members, batch, heads, T + 1] (computed explicitly, for analysis)."""
         m, b = len(self.members), x.shape[0]
+        c = self.channels[:, None, None]  # [m, 1, 1, e]
         h = torch.einsum("btd,mde->mbte", x, self.W_in) + self.b_in[:, None, None]
         readout = self.readout[:, None, None].expand(m, b, 1, -1)
         h = torch.cat([h, readout], dim=2)  # [m, b, t + 1, e]
-        h = h + self.pe_mask[:, None, None, None] * self.W_pos[:, None]
+        h = (h + self.pe_mask[:, None, None, None] * self.W_pos[:, None]) * c
         attention = None
         for layer in range(self.layers):
             keep = self.layer_mask[layer][:, None, None, None]
-            a, probs = self._attention(_norm(h, self.ln1[layer]), layer, return_attention)
-            if attention is None and probs is not None:
-                attention = probs
-            h = h + keep * a
-            z = _norm(h, self.ln2[layer])
+            a, probs = self._attention(self._norm(h, self.ln1[layer]), layer, return_attention)
+            attention = probs if attention is None else attention
+            h = h + keep * a * c
+            z = self._norm(h, self.ln2[layer])
             z = torch.einsum("mbse,mef->mbsf", z, self.W_1[layer]) + self.b_1[layer][:, None, None]
-            z = torch.einsum("mbsf,mfe->mbse", F.relu(z), self.W_2[layer])
-            h = h + keep * (z + self.b_2[layer][:, None, None])
-        out = _norm(h[:, :, -1], self.ln_f)
+            z = F.relu(z) * self.hidden[:, None, None]
+            z = torch.einsum("mbsf,mfe->mbse", z, self.W_2[layer]) + self.b_2[layer][:, None, None]
+            h = h + keep * z * c
+        out = self._norm(h[:, :, -1:], self.ln_f)[:, :, 0]
         y = torch.einsum("mbe,meo->mbo", out, self.W_out) + self.b_out[:, None]
         return (y, attention) if return_attention else y
 
     def _attention(self, z: Tensor, layer: int, want_probs: bool):
-        m, b, s, e = z.shape
-        h, dh = self.heads, self.head_dim
+        m, b, s, _ = z.shape
+        h, w = self.heads, self.head_width
         qkv = torch.einsum("mbse,mef->mbsf", z, self.W_QKV[layer])
-        q, k, v = (part.reshape(m * b, s, h, dh).transpose(1, 2) for part in qkv.split(e, dim=-1))
+        dims = self.head_dims[layer][:, None, None]  # [m, 1, 1, h, w]
+        q, k, v = (part.reshape(m, b, s, h, w) * dims for part in qkv.split(h * w, dim=-1))
+        q = q * self.q_scale[layer][:, None, None, None, None]
+        q, k, v = (t.reshape(m * b, s, h, w).transpose(1, 2) for t in (q, k, v))
         probs = None
         if want_probs:
-            scores = q @ k.transpose(-1, -2) / math.sqrt(dh)
-            weights = scores.softmax(-1)
+            weights = (q @ k.transpose(-1, -2) / math.sqrt(w)).softmax(-1)
             out = weights @ v
             probs = weights.reshape(m, b, h, s, s)[:, :, :, -1]
         else:
             out = F.scaled_dot_product_attention(q, k, v)
-        out = out.reshape(m, b, h, s, dh) * self.head_mask[layer][:, None, :, None, None]
-        out = out.transpose(2, 3).reshape(m, b, s, e)
-        return torch.einsum("mbse,mef->mbsf", out, self.W_O[layer]), probs
+        out = out.transpose(1, 2).reshape(m, b, s, h, w) * dims
+        return torch.einsum("mbsf,mfe->mbse", out.reshape(m, b, s, h * w), self.W_O[layer]), probs
 
-
-def _norm(x: Tensor, gain_bias: Tensor) -> Tensor:
-    """LayerNorm with per-member gain and bias ([m, 2, e]) on x of shape [m, ..., e]."""
-    shape = (gain_bias.shape[0],) + (1,) * (x.dim() - 2) + (x.shape[-1],)
-    gain, bias = gain_bias[:, 0].reshape(shape), gain_bias[:, 1].reshape(shape)
-    return F.layer_norm(x, x.shape[-1:]) * gain + bias
+    def _norm(self, x: Tensor, gain_bias: Tensor) -> Tensor:
+        """LayerNorm over each member's own channels, with its gain and bias ([m, 2, e]);
+        x is [m, b, s, e]."""
+        c = self.channels[:, None, None]
+        count = c.sum(-1, keepdim=True)
+        mean = (x * c).sum(-1, keepdim=True) / count
+        centred = (x - mean) * c
+        variance = (centred**2).sum(-1, keepdim=True) / count
+        gain, bias = gain_bias[:, None, None, 0], gain_bias[:, None, None, 1]
+        return (centred * torch.rsqrt(variance + 1e-5) * gain + bias) * c

@@ -77,20 +77,26 @@ class Experiment:
     points: list[Model] = field(default_factory=list)  # the spec's own points
 
     def groups(self, scale: Scale) -> list[Group]:
+        """One ensemble per sequence length: every width, architecture and seed in it."""
         groups = []
-        key = lambda m: (m.seq_len, m.embed_dim)  # noqa: E731
-        for (seq_len, embed_dim), models in groupby(sorted(self.models, key=key), key=key):
+        key = lambda m: m.seq_len  # noqa: E731
+        for seq_len, models in groupby(sorted(self.models, key=_order), key=key):
             models = list(models)
             members, labels = [], []
             for model in models:
                 for seed in range(scale.seeds):
-                    members.append(Member(model.heads, model.positional_encoding, seed))
+                    members.append(
+                        Member(model.heads, model.positional_encoding, seed, model.embed_dim)
+                    )
                     labels.append(f"{model.label()}, seed {seed}")
             spec = self.models[models[0]].spec
             digest = hashlib.sha1(repr((self.name, models)).encode()).hexdigest()[:8]
-            name = f"{self.name}-T{seq_len}-E{embed_dim}-{digest}"
-            groups.append(Group(name, spec, seq_len, embed_dim, members, labels))
+            groups.append(Group(f"{self.name}-T{seq_len}-{digest}", spec, seq_len, members, labels))
         return groups
+
+
+def _order(model: Model) -> tuple:
+    return (model.seq_len, model.embed_dim, model.heads, model.positional_encoding)
 
 
 def plan(name: str, spec: RetrievalSpec, scale: Scale, base_dir=None) -> Experiment:

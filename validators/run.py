@@ -122,7 +122,9 @@ def validate(
 
 def _model_of(group, index: int) -> retrieval.Model:
     member = group.members[index]
-    return retrieval.Model(group.seq_len, group.embed_dim, member.heads, member.positional_encoding)
+    return retrieval.Model(
+        group.seq_len, member.embed_dim, member.heads, member.positional_encoding
+    )
 
 
 @torch.no_grad()

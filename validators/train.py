@@ -38,18 +38,18 @@ class TrainSettings:
 
 @dataclass
 class Group:
-    """Members that train together, with the data they share."""
+    """Members that train together (one target, one sequence length), with the data they
+    share."""
 
     name: str
     spec: RetrievalSpec
     seq_len: int
-    embed_dim: int
     members: list[Member]
     labels: list[str]
     data_seed: int = 0
 
     def describe(self) -> dict:
-        return {"seq_len": self.seq_len, "embed_dim": self.embed_dim, "data_seed": self.data_seed}
+        return {"seq_len": self.seq_len, "data_seed": self.data_seed}
 
     def member_rows(self) -> list[dict]:
         return [
@@ -81,7 +81,7 @@ def train_group(
     y_eval = (y_eval - mean) / std
 
     model = EnsembleTransformer(
-        group.members, group.embed_dim, group.seq_len, x_eval.shape[-1], y_eval.shape[-1]
+        group.members, group.seq_len, x_eval.shape[-1], y_eval.shape[-1]
     ).to(device)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay,
