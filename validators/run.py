@@ -27,7 +27,7 @@ def pick_device(gpu: bool, device: str | None) -> torch.device:
     """``--gpu`` insists on CUDA; ``--device`` forces one; else the best there is."""
     if gpu or device == "cuda":
         if not torch.cuda.is_available():
-            raise SpecError("--gpu", [(None, "no CUDA device is available on this machine")])
+            raise SpecError("--gpu / --device cuda", [(None, "no CUDA device is available here")])
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
         return torch.device("cuda")
