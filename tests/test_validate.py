@@ -197,3 +197,11 @@ def test_gpu_flag_without_cuda_exits_2(tmp_path) -> None:
     proc = run_cli("validate", str(POSITIONS), "--gpu", "--out", str(tmp_path / "x"))
     assert proc.returncode == 2 and "no CUDA device" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_targets_the_evaluator_cannot_compute_are_listed_not_crashed() -> None:
+    from infoflow.validators.run import _cannot_evaluate
+
+    spec = _spec("argmax(dot(x[s], x[t]) for s in T for t in T)")
+    assert "argmax over several indices" in _cannot_evaluate(spec)
+    assert _cannot_evaluate(_spec("min(dot(x[s], x[t]) for s in T for t in T)")) is None
