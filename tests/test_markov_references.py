@@ -1,0 +1,85 @@
+"""The four reference predictors of the icl_markov family, against direct computations."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from infoflow.validators import markov  # noqa: E402
+
+C, ALPHA = 3, 1.0
+
+
+@pytest.fixture
+def setting():
+    P = markov.sample_chains(chains=4, states=C, alpha=ALPHA, seed=0)
+    weights = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
+    x, _chain = markov.sample_sequences(P, weights, batch=5, length=7,
+                                       generator=torch.Generator().manual_seed(1))  # fmt: skip
+    return P, weights, x
+
+
+def test_stationary_distribution_is_stationary(setting) -> None:
+    P, _, _ = setting
+    pi = markov.stationary(P)
+    assert torch.allclose(pi.sum(-1), torch.ones(4, dtype=torch.float64))
+    assert torch.allclose(torch.einsum("kc,kcd->kd", pi, P), pi)
+
+
+def test_in_context_predictors_match_counting(setting) -> None:
+    _, _, x = setting
+    g1, g2 = markov.unigram(x, C, ALPHA), markov.bigram(x, C, ALPHA)
+    park = markov.unigram_park(x, C, ALPHA)
+    for b in range(x.shape[0]):
+        seq = x[b].tolist()
+        for t in range(len(seq)):
+            prefix = seq[: t + 1]
+            counts = [prefix.count(j) for j in range(C)]
+            expected = [(n + ALPHA) / (len(prefix) + C * ALPHA) for n in counts]
+            assert g1[b, t].tolist() == pytest.approx(expected)
+            pairs = list(itertools.pairwise(prefix))
+            matrix = np.array([[sum(p == (i, j) for p in pairs) + ALPHA for j in range(C)]
+                               for i in range(C)])  # fmt: skip
+            row = matrix[seq[t]]
+            assert g2[b, t].tolist() == pytest.approx((row / row.sum()).tolist())
+            transition = matrix / matrix.sum(1, keepdims=True)
+            values, vectors = np.linalg.eig(transition.T)
+            pi = np.real(vectors[:, np.argmin(abs(values - 1))])
+            assert park[b, t].tolist() == pytest.approx((pi / pi.sum()).tolist())
+
+
+def test_memorizing_predictors_match_bayes(setting) -> None:
+    P, weights, x = setting
+    pi = markov.stationary(P)
+    m1, m2 = markov.memorize_unigram(x, P, weights), markov.memorize_bigram(x, P, weights)
+    for b in range(x.shape[0]):
+        seq = x[b].tolist()
+        for t in range(len(seq)):
+            w1 = [weights[k] * math.prod(pi[k, s] for s in seq[: t + 1]) for k in range(4)]
+            w2 = [weights[k] * pi[k, seq[0]]
+                  * math.prod(P[k, a, c] for a, c in itertools.pairwise(seq))
+                  for k in range(4)]  # fmt: skip
+            expect1 = sum(w * pi[k] for k, w in enumerate(w1)) / sum(w1)
+            expect2 = sum(w * P[k, seq[t]] for k, w in enumerate(w2)) / sum(w2)
+            assert torch.allclose(m1[b, t], expect1) and torch.allclose(m2[b, t], expect2)
+
+
+def test_m2_posterior_concentrates_on_the_true_chain() -> None:
+    P = markov.sample_chains(chains=8, states=5, alpha=1.0, seed=3)
+    true = 5
+    only = torch.zeros(8, dtype=torch.float64)
+    only[true] = 1
+    x, chain = markov.sample_sequences(P, only, batch=16, length=200,
+                                       generator=torch.Generator().manual_seed(4))  # fmt: skip
+    assert (chain == true).all()
+    uniform = torch.full((8,), 1 / 8, dtype=torch.float64)
+    prediction = markov.memorize_bigram(x, P, uniform)[:, -1]
+    assert torch.allclose(prediction, P[true][x[:, -1]], atol=1e-6)
+    assert markov.kl(P[true][x[:, -1]], prediction).max() < 1e-6
+    # while the in-context bigram estimate is still noisy after 200 steps
+    assert markov.kl(P[true][x[:, -1]], markov.bigram(x, 5, 1.0)[:, -1]).mean() > 1e-3

@@ -1,0 +1,114 @@
+"""In-context learning of Markov chains: the data and the four reference predictors.
+
+Theory note ``icl_markov.md``: K chains over C states, each row of each transition matrix
+drawn once from Dirichlet(alpha); sequences start from the chain's stationary distribution.
+A trained model's phase is the reference predictor it is closest to:
+
+- G1, in-context unigram (Laplace-smoothed counts), or Park et al.'s variant: the
+  stationary distribution of the smoothed in-context bigram estimate;
+- G2, in-context bigram (statistical induction head);
+- M1, posterior over the K training chains from unigram evidence;
+- M2, posterior over the K training chains from bigram evidence (task recognition).
+
+Every predictor returns, for sequences x of shape [B, L], the predictive distribution of the
+next state after each prefix x_1..x_t: a tensor [B, L, C], computed exactly and vectorised.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+def sample_chains(chains: int, states: int, alpha: float, seed: int) -> Tensor:
+    """K transition matrices [K, C, C], each row from Dirichlet(alpha), fixed by ``seed``."""
+    rng = np.random.default_rng(seed)
+    rows = rng.dirichlet(np.full(states, alpha), size=(chains, states))
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+def stationary(P: Tensor) -> Tensor:
+    """The stationary distributions [..., C] of transition matrices [..., C, C]: pi P = pi."""
+    c = P.shape[-1]
+    A = P.transpose(-1, -2) - torch.eye(c, dtype=P.dtype)
+    A = torch.cat([A[..., :-1, :], torch.ones_like(A[..., :1, :])], dim=-2)  # sum(pi) = 1
+    b = torch.zeros(*P.shape[:-2], c, dtype=P.dtype)
+    b[..., -1] = 1
+    return torch.linalg.solve(A, b)
+
+
+def sample_sequences(
+    P: Tensor, weights: Tensor, batch: int, length: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """``batch`` sequences of ``length`` states: a chain drawn from ``weights`` per sequence,
+    the first state from its stationary distribution. Returns (states [B, L], chains [B])."""
+    chain = torch.multinomial(weights.float(), batch, replacement=True, generator=generator)
+    pi = stationary(P)[chain].float()
+    x = torch.empty(batch, length, dtype=torch.long)
+    x[:, 0] = torch.multinomial(pi, 1, generator=generator)[:, 0]
+    rows = P.float()
+    for t in range(1, length):
+        x[:, t] = torch.multinomial(rows[chain, x[:, t - 1]], 1, generator=generator)[:, 0]
+    return x, chain
+
+
+def _one_hot(x: Tensor, states: int) -> Tensor:
+    return torch.nn.functional.one_hot(x, states).to(torch.float64)
+
+
+def unigram(x: Tensor, states: int, alpha: float) -> Tensor:
+    """G1: p(j) = (n_j + alpha) / (t + C alpha) over the prefix x_1..x_t."""
+    counts = _one_hot(x, states).cumsum(1)
+    t = torch.arange(1, x.shape[1] + 1, dtype=torch.float64)[None, :, None]
+    return (counts + alpha) / (t + states * alpha)
+
+
+def _bigram_counts(x: Tensor, states: int) -> Tensor:
+    """n_{ij} over the prefix: transitions x_{s-1} -> x_s with s <= t, [B, L, C, C]."""
+    hot = _one_hot(x, states)
+    pairs = hot[:, :-1, :, None] * hot[:, 1:, None, :]
+    zero = torch.zeros_like(pairs[:, :1])
+    return torch.cat([zero, pairs], dim=1).cumsum(1)
+
+
+def bigram(x: Tensor, states: int, alpha: float) -> Tensor:
+    """G2: p(j | x_t) = (n_{x_t j} + alpha) / (n_{x_t} + C alpha)."""
+    counts = _bigram_counts(x, states)
+    rows = counts.gather(2, x[:, :, None, None].expand(-1, -1, 1, states))[:, :, 0]
+    return (rows + alpha) / (rows.sum(-1, keepdim=True) + states * alpha)
+
+
+def unigram_park(x: Tensor, states: int, alpha: float) -> Tensor:
+    """G1 as Park et al. compute it: the stationary distribution of the smoothed in-context
+    bigram estimate."""
+    counts = _bigram_counts(x, states) + alpha
+    return stationary(counts / counts.sum(-1, keepdim=True))
+
+
+def _posterior(log_evidence: Tensor, weights: Tensor) -> Tensor:
+    """Posterior over chains [B, L, K] from cumulative log evidence [B, L, K]."""
+    return torch.softmax(log_evidence + weights.log()[None, None], dim=-1)
+
+
+def memorize_unigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
+    """M1: w_k ∝ prior_k prod_s pi_k(x_s); predict sum_k w_k pi_k."""
+    pi = stationary(P)  # [K, C]
+    evidence = pi.log().T[x].cumsum(1)  # [B, L, K]
+    return _posterior(evidence, weights) @ pi
+
+
+def memorize_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
+    """M2: w_k ∝ prior_k pi_k(x_1) prod_s P_k(x_{s-1}, x_s); predict sum_k w_k P_k[x_t]."""
+    pi = stationary(P)
+    first = pi.log().T[x[:, :1]]  # [B, 1, K]
+    steps = P.log().permute(1, 2, 0)[x[:, :-1], x[:, 1:]]  # [B, L-1, K]
+    evidence = torch.cat([first, first + steps.cumsum(1)], dim=1)
+    w = _posterior(evidence, weights)  # [B, L, K]
+    rows = P.permute(1, 0, 2)[x]  # [B, L, K, C]: P_k[x_t, :]
+    return (w[..., None] * rows).sum(2)
+
+
+def kl(p: Tensor, q: Tensor, eps: float = 1e-12) -> Tensor:
+    """KL(p || q) over the last axis."""
+    return (p * ((p + eps).log() - (q + eps).log())).sum(-1)
