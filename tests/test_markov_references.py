@@ -62,7 +62,7 @@ def test_memorizing_predictors_match_bayes(setting) -> None:
         for t in range(len(seq)):
             w1 = [weights[k] * math.prod(pi[k, s] for s in seq[: t + 1]) for k in range(4)]
             w2 = [weights[k] * pi[k, seq[0]]
-                  * math.prod(P[k, a, c] for a, c in itertools.pairwise(seq))
+                  * math.prod(P[k, a, c] for a, c in itertools.pairwise(seq[: t + 1]))
                   for k in range(4)]  # fmt: skip
             expect1 = sum(w * pi[k] for k, w in enumerate(w1)) / sum(w1)
             expect2 = sum(w * P[k, seq[t]] for k, w in enumerate(w2)) / sum(w2)
