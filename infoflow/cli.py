@@ -150,14 +150,14 @@ def _load(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any
 
 
 def _load_retrieval(path: Path, overrides: list[str] | None):
+    from infoflow.errors import SpecError
     from infoflow.spec import load_spec
 
     with _user_errors():
         spec = load_spec(path, overrides or ())
-    if spec.kind != "retrieval":
-        typer.echo(f"error: {path}: field 'kind': this command needs a retrieval spec, "
-                   f"not {spec.kind}", err=True)  # fmt: skip
-        raise typer.Exit(BAD_INPUT)
+        if spec.kind != "retrieval":
+            message = f"this command needs a retrieval spec, not {spec.kind}"
+            raise SpecError(str(path), [("kind", message)])
     return str(path), spec
 
 

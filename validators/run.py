@@ -26,15 +26,13 @@ DATABASE = "results.sqlite"
 
 def pick_device(gpu: bool, device: str | None) -> torch.device:
     """``--gpu`` insists on CUDA; ``--device`` forces one; else the best there is."""
-    if gpu or device == "cuda":
-        if not torch.cuda.is_available():
-            raise SpecError("--gpu / --device cuda", [(None, "no CUDA device is available here")])
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-        return torch.device("cuda")
-    if device == "cpu":
+    if not (gpu or device == "cuda" or (device is None and torch.cuda.is_available())):
         return torch.device("cpu")
-    return pick_device(False, "cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        raise SpecError("--gpu / --device cuda", [(None, "no CUDA device is available here")])
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    return torch.device("cuda")
 
 
 def bundled_specs() -> list[Path]:

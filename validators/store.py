@@ -40,7 +40,6 @@ class Store:
     """A thin wrapper over the run's SQLite database."""
 
     def __init__(self, path: Path):
-        self.path = path
         self.db = sqlite3.connect(path)
         self.db.executescript(SCHEMA)
 
@@ -77,10 +76,6 @@ class Store:
                     (name, i, member["label"], json.dumps(member)),
                 )
 
-    def group_done(self, name: str) -> bool:
-        row = self.db.execute("SELECT done FROM groups WHERE name = ?", (name,)).fetchone()
-        return bool(row and row[0])
-
     def record_curves(self, name: str, step: int, losses: list[float], nmse: list[float]) -> None:
         with self.db:
             self.db.executemany(
@@ -101,22 +96,6 @@ class Store:
             self.db.execute(
                 "UPDATE groups SET done = 1, seconds = ? WHERE name = ?", (seconds, name)
             )
-
-    def final_nmse(self, name: str) -> list[float]:
-        rows = self.db.execute(
-            "SELECT final_nmse FROM members WHERE group_name = ? ORDER BY member", (name,)
-        )
-        return [row[0] for row in rows]
-
-    def curves(self, name: str) -> dict[int, list[tuple[int, float]]]:
-        out: dict[int, list[tuple[int, float]]] = {}
-        rows = self.db.execute(
-            "SELECT member, step, eval_nmse FROM curves WHERE group_name = ? ORDER BY step",
-            (name,),
-        )
-        for member, step, value in rows:
-            out.setdefault(member, []).append((step, value))
-        return out
 
     def record_claim(self, spec: str, claim: dict[str, Any]) -> None:
         with self.db:

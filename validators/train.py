@@ -100,7 +100,7 @@ def train_group(
         start = int(state["step"])
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
-    losses = torch.zeros(len(group.members), device=device)
+    losses, window = torch.zeros(len(group.members), device=device), 0
     for step in range(start, settings.steps):
         x = sample_inputs(group.spec, settings.batch, group.seq_len, data)
         y = (_as_matrix(target(x)) - mean) / std
@@ -112,11 +112,12 @@ def train_group(
         optimizer.step()
         schedule.step()
         losses += per_member.detach()
+        window += 1
         done = step + 1
         if done % settings.eval_every == 0 or done == settings.steps:
-            seen = done - (done - 1) // settings.eval_every * settings.eval_every
-            mean_loss = (losses / seen).tolist()
+            mean_loss = (losses / window).tolist()
             losses.zero_()
+            window = 0
             nmse = evaluate(model, x_eval, y_eval)
             store.record_curves(group.name, done, mean_loss, nmse)
             _save(path, model, optimizer, schedule, data, done)

@@ -25,7 +25,6 @@ class Message:
     """One retrieval: every token holding ``holder`` (the readout when None) takes the
     position of the best ``variable``; ``count`` copies run side by side (one head each)."""
 
-    comparison: str
     variable: str
     holder: str | None
     count: int
@@ -187,19 +186,19 @@ def _schedule(c: Comparison, separable_sum: str) -> None:
         c.mode = "k-th"
         (v,) = c.variables
         holder = next(iter(c.free), None)
-        c.rounds = [*child_rounds, [Message(c.label, v, holder, c.multiplicity)]]
+        c.rounds = [*child_rounds, [Message(v, holder, c.multiplicity)]]
         return
     if c.op == "sum":
         c.order = max((len(f | own) for f in c.factors), default=1)
         separable = len(own) == 1 and all(f <= own for f in c.factors)
         c.mode = "pooled" if separable and separable_sum == "pool" else "global"
-        message = Message(c.label, c.variables[0], None, c.multiplicity)
+        message = Message(c.variables[0], None, c.multiplicity)
         c.rounds = (child_rounds if c.mode == "pooled" else []) + [[message]]
         return
     c.order = _elimination_order(own, c.factors)
     if c.order > 2 or any(not child.efficient for child in c.children):
         c.mode = "global"  # one averaging step over everything; the children's work is moot
-        c.rounds = [[Message(c.label, c.variables[0], None, c.multiplicity)]]
+        c.rounds = [[Message(c.variables[0], None, c.multiplicity)]]
         return
     c.rounds = child_rounds + _rounds(c)
 
@@ -223,7 +222,7 @@ def _rounds(c: Comparison) -> list[list[Message]]:
             merged = set().union(*[f for f in factors if v in f]) - {v}
             factors = [f for f in factors if v not in f] + [merged]
             remaining.remove(v)
-        rounds.append([Message(c.label, v, h, c.multiplicity) for v, h in chosen])
+        rounds.append([Message(v, h, c.multiplicity) for v, h in chosen])
     return rounds
 
 
