@@ -83,7 +83,9 @@ def predict(
     from infoflow import render
     from infoflow.predictor import predict as run_predict
 
-    results = [run_predict(spec, source) for source, spec in _load(specs, overrides)]
+    loaded = _load(specs, overrides)
+    with _user_errors():  # a family's own inputs (a calibration file) can be bad too
+        results = [run_predict(spec, source) for source, spec in loaded]
     if format is Format.json:
         typer.echo(render.to_json(results))
     elif format is Format.markdown:
@@ -237,6 +239,43 @@ def _progress(quiet: bool) -> Iterator:
                        loss=f"loss {loss:.4f}")  # fmt: skip
 
         yield update
+
+
+@app.command()
+def calibrate(
+    kind: Annotated[str, typer.Argument(help="The spec kind to calibrate: icl_markov.")],
+    results: Annotated[
+        list[Path],
+        typer.Argument(help="validate output folders or report.json files.", show_default=False),
+    ],
+    base: Annotated[
+        Path | None, typer.Option(help="Calibration to start from; default: the shipped one.")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Where to write the new calibration file.")] = Path(
+        "calibration.json"
+    ),
+) -> None:
+    """Fit the constants of a family's working forms from validation results and write a
+    calibration file (point a spec's ``calibration`` field at it)."""
+    from infoflow.errors import SpecError
+
+    with _user_errors():
+        if kind != "icl_markov":
+            raise SpecError(kind, [(None, "only icl_markov has constants to calibrate")])
+        from rich.console import Console
+        from rich.table import Table
+
+        from infoflow.icl_markov.calibration import load_calibration, write_calibration
+        from infoflow.icl_markov.fit import fit, read_reports
+
+        found = fit(read_reports(results), load_calibration(base))
+    table = Table(title=f"icl_markov calibration -> {out}")
+    for column in ("quantity", "value", "note"):
+        table.add_column(column)
+    for row in found.lines:
+        table.add_row(*row)
+    Console(width=None if sys.stdout.isatty() else 120).print(table)
+    write_calibration(found.calibration, out)
 
 
 @app.command()

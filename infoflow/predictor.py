@@ -29,4 +29,8 @@ def predict(spec: Spec | str | Path | Mapping[str, Any], source: str | None = No
         from infoflow.retrieval.predict import predict_retrieval
 
         return predict_retrieval(spec, source)
+    if spec.kind == "icl_markov":
+        from infoflow.icl_markov.predict import predict_icl_markov
+
+        return predict_icl_markov(spec, source)
     raise ValueError(f"no predictor for kind {spec.kind!r}")

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 
 import sympy
+from rich.markup import escape
 from rich.table import Table
 
 from infoflow.results import Prediction, Result
@@ -49,13 +50,15 @@ def format_value(prediction: Prediction) -> str:
 
 def to_table(result: Result) -> Table:
     """A rich table of one result: name, value, bound, provenance."""
-    table = Table(title=_title(result), caption=result.spec.description)
+    caption = escape(result.spec.description) if result.spec.description else None
+    table = Table(title=escape(_title(result)), caption=caption)
     table.add_column("prediction", style="bold")
     table.add_column("value", justify="right")
     table.add_column("bound")
     table.add_column("provenance")
     for name, prediction in result.predictions.items():
-        table.add_row(name, format_value(prediction), prediction.bound, prediction.provenance)
+        cells = (name, format_value(prediction), prediction.bound, prediction.provenance)
+        table.add_row(*map(escape, cells))
     return table
 
 

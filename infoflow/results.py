@@ -5,7 +5,8 @@ The JSON form is the contract of ``infoflow predict --format json`` (design.md):
     {"infoflow_version", "kind", "spec", "predictions": {NAME: {"value", "unit", "bound",
      "provenance", "note", "expression", "latex"}}}
 
-``expression`` and ``latex`` appear only for predictions that are formulas.
+``expression`` and ``latex`` appear only for predictions that are formulas; ``interval``
+(low, high) only for estimates that carry one.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Prediction:
     provenance: str
     note: str = ""
     expression: sympy.Expr | None = None
+    interval: tuple[float, float] | None = None  # where the value is known to lie
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -46,6 +48,8 @@ class Prediction:
             "provenance": self.provenance,
             "note": self.note,
         }
+        if self.interval is not None:
+            out["interval"] = list(self.interval)
         if self.expression is not None:
             out["expression"] = str(self.expression)
             out["latex"] = sympy.latex(self.expression)

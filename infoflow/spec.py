@@ -22,14 +22,19 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from infoflow.errors import FieldError, SpecError
+from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.looped_kv.spec import LoopedKVSpec
 from infoflow.retrieval.spec import RetrievalSpec
 
 #: Every spec family, by its ``kind``.
-SPEC_KINDS: dict[str, type[BaseModel]] = {"looped_kv": LoopedKVSpec, "retrieval": RetrievalSpec}
+SPEC_KINDS: dict[str, type[BaseModel]] = {
+    "looped_kv": LoopedKVSpec,
+    "retrieval": RetrievalSpec,
+    "icl_markov": IclMarkovSpec,
+}
 
 AnySpec = Annotated[Union[tuple(SPEC_KINDS.values())], Field(discriminator="kind")]  # noqa: UP007
-Spec = LoopedKVSpec | RetrievalSpec  # the union of the spec models, for type hints
+Spec = LoopedKVSpec | RetrievalSpec | IclMarkovSpec  # the union of the spec models, for type hints
 
 _ADAPTER = TypeAdapter(AnySpec)
 MAX_SWEEP_POINTS = 100_000

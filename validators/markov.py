@@ -38,19 +38,34 @@ def stationary(P: Tensor) -> Tensor:
     return torch.linalg.solve(A, b)
 
 
+class ChainSampler:
+    """Draws sequences from a fixed set of chains [K, C, C], on any device: the first state
+    from the chain's stationary distribution, then one transition per position, all rows at
+    once (inverse CDF on uniforms from ``generator``)."""
+
+    def __init__(self, P: Tensor, device: torch.device | str = "cpu"):
+        self.states = P.shape[-1]
+        self.cdf = P.float().cumsum(-1).to(device)  # [K, C, C]
+        self.start = stationary(P).float().cumsum(-1).to(device)  # [K, C]
+
+    def sample(self, chain: Tensor, length: int, generator: torch.Generator) -> Tensor:
+        """States [R, length], row r from chain ``chain[r]``."""
+        u = torch.rand(chain.shape[0], length, 1, generator=generator, device=self.cdf.device)
+        last = self.states - 1
+        x = torch.empty(chain.shape[0], length, dtype=torch.long, device=self.cdf.device)
+        x[:, 0] = (self.start[chain] < u[:, 0]).sum(-1).clamp_max(last)
+        for t in range(1, length):
+            x[:, t] = (self.cdf[chain, x[:, t - 1]] < u[:, t]).sum(-1).clamp_max(last)
+        return x
+
+
 def sample_sequences(
     P: Tensor, weights: Tensor, batch: int, length: int, generator: torch.Generator
 ) -> tuple[Tensor, Tensor]:
     """``batch`` sequences of ``length`` states: a chain drawn from ``weights`` per sequence,
     the first state from its stationary distribution. Returns (states [B, L], chains [B])."""
     chain = torch.multinomial(weights.float(), batch, replacement=True, generator=generator)
-    pi = stationary(P)[chain].float()
-    x = torch.empty(batch, length, dtype=torch.long)
-    x[:, 0] = torch.multinomial(pi, 1, generator=generator)[:, 0]
-    rows = P.float()
-    for t in range(1, length):
-        x[:, t] = torch.multinomial(rows[chain, x[:, t - 1]], 1, generator=generator)[:, 0]
-    return x, chain
+    return ChainSampler(P).sample(chain, length, generator), chain
 
 
 def _one_hot(x: Tensor, states: int) -> Tensor:
@@ -101,12 +116,38 @@ def memorize_unigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
 def memorize_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
     """M2: w_k ∝ prior_k pi_k(x_1) prod_s P_k(x_{s-1}, x_s); predict sum_k w_k P_k[x_t]."""
     pi = stationary(P)
+    k, c = P.shape[0], P.shape[-1]
     first = pi.log().T[x[:, :1]]  # [B, 1, K]
     steps = P.log().permute(1, 2, 0)[x[:, :-1], x[:, 1:]]  # [B, L-1, K]
     evidence = torch.cat([first, first + steps.cumsum(1)], dim=1)
     w = _posterior(evidence, weights)  # [B, L, K]
-    rows = P.permute(1, 0, 2)[x]  # [B, L, K, C]: P_k[x_t, :]
-    return (w[..., None] * rows).sum(2)
+    mixed = (w @ P.reshape(k, c * c)).unflatten(-1, (c, c))  # [B, L, C, C]: sum_k w_k P_k
+    return mixed.gather(2, x[:, :, None, None].expand(-1, -1, 1, c))[:, :, 0]
+
+
+def references(
+    x: Tensor, P: Tensor, weights: Tensor, alpha: float, chunk: int = 32
+) -> dict[str, Tensor]:
+    """Every reference's predictions on sequences x [B, L] for the training chains P with
+    mixture ``weights``: {G1, G1_park, G2, M1, M2} -> [B, L, C] (float32), computed in
+    float64 a ``chunk`` of sequences at a time (the posteriors are [chunk, L, K])."""
+    c = P.shape[-1]
+    parts: dict[str, list[Tensor]] = {name: [] for name in REFERENCES}
+    for i in range(0, x.shape[0], chunk):
+        xs = x[i : i + chunk]
+        for name, value in (
+            ("G1", unigram(xs, c, alpha)),
+            ("G1_park", unigram_park(xs, c, alpha)),
+            ("G2", bigram(xs, c, alpha)),
+            ("M1", memorize_unigram(xs, P, weights)),
+            ("M2", memorize_bigram(xs, P, weights)),
+        ):
+            parts[name].append(value.float())
+    return {name: torch.cat(values) for name, values in parts.items()}
+
+
+#: The reference predictors, by the name the theory note gives them.
+REFERENCES = ("G1", "G1_park", "G2", "M1", "M2")
 
 
 def kl(p: Tensor, q: Tensor, eps: float = 1e-12) -> Tensor:

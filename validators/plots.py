@@ -1,4 +1,5 @@
-"""Plots: NMSE against T per architecture, and NMSE per architecture (head configuration)."""
+"""Plots: for retrieval, NMSE against T per architecture and NMSE per architecture (head
+configuration); for icl_markov, the phase diagram and the KL curves per reference."""
 
 from __future__ import annotations
 
@@ -62,3 +63,87 @@ def _draw_by_arch(ax, experiment, nmse) -> None:
     ax.set_xticks(range(len(models)), labels, rotation=30, fontsize=7)
     ax.set(yscale="log", ylabel="best NMSE", title=experiment.name)
     ax.set_xlabel("heads per layer (green: predicted efficient)", fontsize=8)
+
+
+PHASE_COLOURS = {"G1": "#bdbdbd", "G2": "#2b8cbe", "M1": "#fdae6b", "M2": "#d94801"}
+
+
+def plot_icl(out: Path, section: dict) -> list[Path]:
+    """Per group of an icl_markov spec: ``NAME-phases.png`` (phase diagram: K across, step
+    up, colour = nearest reference; beside it, final ID and OOD KL to the truth against K)
+    and ``NAME-kl.png`` (KL to each reference over training, a line per K)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    written = []
+    for group in section["groups"]:
+        members = [m for m in group["members"] if m["seed"] == group["seeds"][0]]
+        members.sort(key=lambda m: m["chains"])
+        chains = [m["chains"] for m in members]
+        steps = members[0]["steps"]
+        names = list(PHASE_COLOURS)
+        grid = [[names.index(p) for p in m["phases"]] for m in members]  # [K, checkpoint]
+
+        fig, (ax, side) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=[1.4, 1])
+        ax.pcolormesh(range(len(chains) + 1), range(len(steps) + 1), list(zip(*grid, strict=True)),
+                      cmap=ListedColormap(list(PHASE_COLOURS.values())), vmin=-0.5,
+                      vmax=len(names) - 0.5)  # fmt: skip
+        ax.set_xticks([i + 0.5 for i in range(len(chains))], [str(k) for k in chains], fontsize=7)
+        ticks = range(0, len(steps), max(1, len(steps) // 8))
+        ax.set_yticks([i + 0.5 for i in ticks], [f"{steps[i]:,}" for i in ticks], fontsize=7)
+        ax.set(xlabel="K (training chains)", ylabel="training step (log-spaced checkpoints)",
+               title=f"{section['name']}: nearest reference")  # fmt: skip
+        k1 = group["predictions"][str(chains[0])]["k1_star"]["value"]
+        if k1:
+            position = _grid_position(chains, k1)
+            ax.axvline(position, color="black", linestyle="--", linewidth=1)
+            ax.text(position, len(steps) * 0.97, " predicted K*_1", fontsize=7, va="top")
+        ax.legend(handles=[Patch(color=c, label=p) for p, c in PHASE_COLOURS.items()],
+                  fontsize=7, loc="lower right")  # fmt: skip
+
+        side.plot(chains, [m["final"]["ood:truth"] for m in members], "o-", label="OOD")
+        side.plot(chains, [m["final"]["id:truth"] for m in members], "s-", label="ID")
+        g2 = sum(m["levels"]["ood"]["G2"] for m in members) / len(members)
+        side.axhline(g2, color=PHASE_COLOURS["G2"], linestyle=":", label="in-context bigram (G2)")
+        side.set(xscale="log", yscale="log", xlabel="K", ylabel="final KL(truth || model)",
+                 title="end of training")  # fmt: skip
+        side.legend(fontsize=7)
+        fig.tight_layout()
+        path = out / f"{group['name']}-phases.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+        fig, axes = plt.subplots(1, 4, figsize=(15, 3.6), sharey=True)
+        colours = plt.cm.viridis([i / max(1, len(members) - 1) for i in range(len(members))])
+        for ax, name in zip(axes, names, strict=True):
+            for member, colour in zip(members, colours, strict=True):
+                ax.plot(member["steps"], member["kl"][name], color=colour,
+                        label=f"K={member['chains']}")  # fmt: skip
+            ax.set(xscale="log", yscale="log", xlabel="step", title=f"KL({name} || model)")
+        axes[0].set_ylabel("mean of ID and OOD")
+        axes[-1].legend(fontsize=6, ncol=2)
+        fig.tight_layout()
+        path = out / f"{group['name']}-kl.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _grid_position(chains: list[int], value: float) -> float:
+    """Where ``value`` falls on the categorical K axis (cell i spans i..i+1, centred at K_i),
+    interpolating in log K."""
+    import math
+
+    if value <= chains[0]:
+        return 0.5
+    for i in range(len(chains) - 1):
+        if chains[i] <= value <= chains[i + 1]:
+            span = math.log(chains[i + 1] / chains[i])
+            return i + 0.5 + math.log(value / chains[i]) / span
+    return len(chains) - 0.5

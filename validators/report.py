@@ -8,8 +8,11 @@ from pathlib import Path
 import infoflow
 
 
-def write_reports(out: Path, results, skipped, scale, device, started, finished) -> dict:
-    """Write both reports; return the JSON one."""
+def write_reports(
+    out: Path, results, skipped, scale, device, started, finished, icl_sections=()
+) -> dict:
+    """Write both reports; return the JSON one. ``results`` are the retrieval experiments;
+    ``icl_sections`` the icl_markov ones, already in their report form."""
     specs = []
     for experiment, nmse, claims in results:
         models = []
@@ -23,8 +26,10 @@ def write_reports(out: Path, results, skipped, scale, device, started, finished)
                 "predicted_exponent": str(prediction["cost_exponent"].expression),
                 "nmse_per_seed": values, "best_nmse": min(values) if values else None,
             })  # fmt: skip
-        specs.append({"name": experiment.name, "target": experiment.base.target,
-                      "models": models, "claims": claims})  # fmt: skip
+        specs.append({"kind": "retrieval", "name": experiment.name,
+                      "target": experiment.base.target, "models": models,
+                      "claims": claims})  # fmt: skip
+    specs += icl_sections
     verdicts = [c["verdict"] for spec in specs for c in spec["claims"]]
     report = {
         "infoflow_version": infoflow.__version__,
@@ -44,18 +49,26 @@ def write_reports(out: Path, results, skipped, scale, device, started, finished)
 
 def _markdown(report: dict) -> str:
     s = report["settings"]
+    kinds = {spec["kind"] for spec in report["specs"]}
     lines = [
         "# infoflow validate",
         "",
         f"Scale `{report['scale']}` on `{report['device']}`, {report['started']} to "
-        f"{report['finished']}: {s['steps']} steps, batch {s['batch']}, {s['seeds']} seeds, "
-        f"AdamW lr {s['lr']}, weight decay {s['weight_decay']}, cosine schedule.",
+        f"{report['finished']}."
+        + (f" Retrieval: {s['steps']} steps, batch {s['batch']}, {s['seeds']} seeds, AdamW lr "
+           f"{s['lr']}, weight decay {s['weight_decay']}, cosine schedule." if "retrieval" in kinds
+           else "")
+        + (" In-context learning: each group's own settings, below (AdamW betas (0.9, 0.95), "
+           "warmup then a constant rate)." if "icl_markov" in kinds else ""),
         "",
         "Verdicts: "
         + ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items())
         + ".",
     ]
     for spec in report["specs"]:
+        if spec["kind"] == "icl_markov":
+            lines += _icl_markdown(spec)
+            continue
         lines += ["", f"## {spec['name']}", "", f"Target: `{spec['target']}`", "",
                   "| model | predicted | exponent | best NMSE | NMSE per seed |",
                   "|---|---|---|--:|---|"]  # fmt: skip
@@ -66,18 +79,75 @@ def _markdown(report: dict) -> str:
             lines.append(
                 f"| {m['label']} | {predicted} | `{m['predicted_exponent']}` | {best} | {seeds} |"
             )
-        lines += ["", "| claim | verdict | measured | tolerance | why |", "|---|---|---|---|---|"]
-        for c in spec["claims"]:
-            measured = json.dumps(c["measured"], default=str)
-            cells = [
-                c["claim"],
-                f"**{c['verdict']}**",
-                f"`{measured}`",
-                c["tolerance"],
-                c["reason"],
-            ]
-            lines.append("| " + " | ".join(cells) + " |")
+        lines += _claims_markdown(spec["claims"])
     if report["skipped"]:
         lines += ["", "## Not validated", ""]
         lines += [f"- {s['spec']}: {s['reason']}" for s in report["skipped"]]
     return "\n".join(lines) + "\n"
+
+
+def _claims_markdown(claims: list[dict]) -> list[str]:
+    lines = ["", "| claim | verdict | measured | tolerance | why |", "|---|---|---|---|---|"]
+    for c in claims:
+        measured = json.dumps(c["measured"], default=str)
+        cells = [c["claim"], f"**{c['verdict']}**", f"`{measured}`", c["tolerance"], c["reason"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _icl_markdown(spec: dict) -> list[str]:
+    """One icl_markov spec: per group, the setting, a row per K, the thresholds, the claims."""
+    lines = ["", f"## {spec['name']}"]
+    if spec["capped"]:
+        lines += ["", "Capped for this scale: " + "; ".join(spec["capped"]) + "."]
+    for group in spec["groups"]:
+        s = group["setting"]
+        model, training = s["model"], s["training"]
+        lines += [
+            "", f"### {group['name']}", "",
+            f"C = {s['states']}, context {s['context_len']}, Dirichlet({s['dirichlet_alpha']}), "
+            f"{s['mixture']} mixture; {model['layers']} layers, d_model {model['d_model']}, "
+            f"{model['heads']} heads, MLP {model['mlp_width']}; {training['steps']:,} steps of "
+            f"batch {training['batch_size']}, lr {training['lr']}, weight decay "
+            f"{training['weight_decay']}; seeds {group['seeds']}; plots "
+            f"`{group['name']}-phases.png`, `{group['name']}-kl.png`.",
+            "",
+            "| K | trajectory | first | first G2 | tau_1Mem | final | predicted final | ID KL | "
+            "OOD KL | G2 level (OOD) |",
+            "|--:|---|---|--:|--:|---|---|--:|--:|--:|",
+        ]  # fmt: skip
+        for member in group["members"]:
+            k = member["chains"]
+            predicted = group["predictions"][str(k)]["final_phase"]["value"]
+            lines.append(
+                f"| {k} | {' -> '.join(member['trajectory'])} | {member['outcome']} | "
+                f"{_maybe(member['first_g2'])} | {_maybe(member['memorized_at'])} | "
+                f"{member['phases'][-1]} | {predicted} | {member['final']['id:truth']:.3f} | "
+                f"{member['final']['ood:truth']:.3f} | {member['levels']['ood']['G2']:.3f} |"
+            )
+        m = group["measurement"]
+        k1, k2, tau = m["k1_star"], m["k2_star"], m["tau_2gen"]
+        if k1["low"] and k1["high"]:
+            where = f"between K = {k1['low']} and {k1['high']}"
+        elif k1["low"]:
+            where = f"above K = {k1['low']}: generalization never came first on this grid"
+        elif k1["high"]:
+            where = f"at or below K = {k1['high']}: generalization came first at every K"
+        else:
+            where = "not measured: no K decided"
+        undecided = f"; undecided at K = {k1['undecided']}" if k1["undecided"] else ""
+        k2_text = (f"above K = {k2['low']} (G2 gave way to M2 there)" if k2["low"]
+                   else "not placed (no transient G2 observed)")  # fmt: skip
+        lines += [
+            "",
+            f"Measured K*_1 {where}{'' if k1['monotone'] else ' (not monotone in K)'}"
+            f"{undecided}. K*_2 {k2_text}; G2 persists at this budget from K = "
+            f"{_maybe(k2['g2_persists_from'])}. tau_2Gen {_maybe(tau['value'])} steps "
+            f"(checkpoints {tau['checkpoint_ratio']:.2f}x apart).",
+        ]
+        lines += _claims_markdown(group["claims"])
+    return lines
+
+
+def _maybe(value) -> str:
+    return "-" if value is None else (f"{value:,}" if isinstance(value, int) else f"{value:.4g}")

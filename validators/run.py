@@ -10,8 +10,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
-from infoflow.validators import retrieval
-from infoflow.validators.plots import plot_experiments
+from infoflow.validators import icl_markov, retrieval
+from infoflow.validators.icl_markov import IclExperiment, MemberHistory
+from infoflow.validators.icl_train import train_icl_group
+from infoflow.validators.plots import plot_experiments, plot_icl
 from infoflow.validators.report import write_reports
 from infoflow.validators.store import Store
 from infoflow.validators.targets import TargetFunction
@@ -19,6 +21,7 @@ from infoflow.validators.train import train_group
 
 import infoflow
 from infoflow.errors import SpecError
+from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.retrieval.spec import RetrievalSpec
 
 DATABASE = "results.sqlite"
@@ -63,11 +66,17 @@ def validate(
             eval_every=max(1, min(scale.settings.eval_every, steps // 4)),
         )
         scale = replace(scale, settings=settings, name=f"{scale.name} ({steps} steps)")
+    icl_scale = replace(icl_markov.SCALES[scale_name], seeds=seeds or 1)
     if seeds:
         scale = replace(scale, seeds=seeds)
-    plans, skipped = [], []
+    if steps:
+        icl_scale = replace(icl_scale, max_steps=steps, name=scale.name)
+    plans, icl_plans, skipped = [], [], []
     for path in paths or bundled_specs():
         spec = infoflow.load_spec(path)
+        if isinstance(spec, IclMarkovSpec):
+            icl_plans.append(icl_markov.plan(path.stem, spec, icl_scale, path.parent))
+            continue
         if not isinstance(spec, RetrievalSpec):
             skipped.append({"spec": str(path), "reason": f"no validator for kind {spec.kind} yet"})
             continue
@@ -96,8 +105,12 @@ def validate(
     for experiment, groups in plans:
         for group in groups:
             store.add_group(group.name, experiment.name, group.describe(), group.member_rows())
+    for icl in icl_plans:
+        for group in icl.groups:
+            store.add_group(group.name, icl.name, group.describe(), group.member_rows())
     if progress:
         total = sum(len(groups) for _, groups in plans) * scale.settings.steps
+        total += sum(g.spec.training.steps for icl in icl_plans for g in icl.groups)
         progress("start", 0, total, 0.0)
 
     results = []
@@ -115,12 +128,38 @@ def validate(
         for claim in claims:
             store.record_claim(experiment.name, claim)
         results.append((experiment, nmse, claims))
+    icl_sections = [_run_icl(icl, device, store, checkpoints, progress) for icl in icl_plans]
     finished = _now()
     store.finish_run(finished)
     store.close()
-    report = write_reports(out, results, skipped, scale, device, started, finished)
+    report = write_reports(out, results, skipped, scale, device, started, finished, icl_sections)
     plot_experiments(out, results)
+    for section in icl_sections:
+        plot_icl(out, section)
     return report
+
+
+def _run_icl(experiment: IclExperiment, device, store: Store, checkpoints, progress) -> dict:
+    """Train every group of an icl_markov experiment; measure, judge, and return its report
+    section."""
+    groups = []
+    for group in experiment.groups:
+        levels = train_icl_group(group, device, store, checkpoints, progress)
+        metrics = store.metrics(group.name)
+        variant = group.spec.options.g1_variant
+        histories = [MemberHistory.from_metrics(k, seed, metrics[i], variant)
+                     for i, (k, seed) in enumerate(group.members)]  # fmt: skip
+        measurement = icl_markov.measure(histories)
+        claims = icl_markov.claims(experiment, group, measurement)
+        if len(experiment.groups) > 1:
+            for claim in claims:
+                claim["claim"] = f"[{group.name}] {claim['claim']}"
+        for claim in claims:
+            store.record_claim(experiment.name, claim)
+        groups.append(icl_markov.group_section(experiment, group, histories, measurement,
+                                               levels, metrics, claims))  # fmt: skip
+    return {"kind": "icl_markov", "name": experiment.name, "capped": experiment.capped,
+            "groups": groups, "claims": [c for g in groups for c in g["claims"]]}  # fmt: skip
 
 
 def _cannot_evaluate(spec: RetrievalSpec) -> str | None:

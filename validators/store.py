@@ -1,9 +1,10 @@
 """The results database: one SQLite file per output folder, readable with any SQL tool.
 
 Tables: ``runs`` (settings, device, times), ``groups`` (ensembles trained together and
-whether they finished), ``members`` (each model's config), ``curves`` (its metrics over
-steps), ``claims`` (what was predicted, what was measured, the verdict). Writes are keyed,
-so a resumed run that records a step again replaces the row with the same values.
+whether they finished), ``members`` (each model's config), ``curves`` (its loss and NMSE over
+steps), ``metrics`` (any named metric over steps), ``claims`` (what was predicted, what was
+measured, the verdict). Writes are keyed, so a resumed run that records a step again
+replaces the row with the same values.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ CREATE TABLE IF NOT EXISTS members (
 CREATE TABLE IF NOT EXISTS curves (
     group_name TEXT, member INTEGER, step INTEGER, train_loss REAL, eval_nmse REAL,
     PRIMARY KEY (group_name, member, step)
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    group_name TEXT, member INTEGER, step INTEGER, metric TEXT, value REAL,
+    PRIMARY KEY (group_name, member, step, metric)
 );
 CREATE TABLE IF NOT EXISTS claims (
     spec TEXT, claim TEXT, predicted TEXT, measured TEXT, tolerance TEXT, verdict TEXT,
@@ -85,6 +90,30 @@ class Store:
                     for i, (loss, value) in enumerate(zip(losses, nmse, strict=True))
                 ],
             )
+
+    def record_metrics(self, name: str, step: int, metrics: list[dict[str, float]]) -> None:
+        """Named metrics of every member of group ``name`` at ``step``."""
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO metrics VALUES (?, ?, ?, ?, ?)",
+                [(name, i, step, key, value)
+                 for i, row in enumerate(metrics) for key, value in row.items()],
+            )  # fmt: skip
+
+    def metrics(self, name: str) -> dict[int, dict[int, dict[str, float]]]:
+        """Group ``name``'s metrics as {member: {step: {metric: value}}}."""
+        out: dict[int, dict[int, dict[str, float]]] = {}
+        rows = self.db.execute(
+            "SELECT member, step, metric, value FROM metrics WHERE group_name = ? "
+            "ORDER BY member, step", (name,),
+        )  # fmt: skip
+        for member, step, metric, value in rows:
+            out.setdefault(member, {}).setdefault(step, {})[metric] = value
+        return out
+
+    def group_done(self, name: str) -> bool:
+        row = self.db.execute("SELECT done FROM groups WHERE name = ?", (name,)).fetchone()
+        return bool(row and row[0])
 
     def finish_group(self, name: str, final: list[float], seconds: float) -> None:
         with self.db:

@@ -90,14 +90,7 @@ def train_group(
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine(settings))
     data = torch.Generator(device=device).manual_seed(group.data_seed + 2)
     path = checkpoints / f"{group.name}.pt"
-    start = 0
-    if path.exists():
-        state = torch.load(path, map_location=device, weights_only=True)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        schedule.load_state_dict(state["schedule"])
-        data.set_state(state["data"].cpu())  # generator states live on the CPU
-        start = int(state["step"])
+    start = load_checkpoint(path, model, optimizer, schedule, data, device)
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     losses, window = torch.zeros(len(group.members), device=device), 0
@@ -120,7 +113,7 @@ def train_group(
             window = 0
             nmse = evaluate(model, x_eval, y_eval)
             store.record_curves(group.name, done, mean_loss, nmse)
-            _save(path, model, optimizer, schedule, data, done)
+            save_checkpoint(path, model, optimizer, schedule, data, done)
             if progress:
                 progress(group.name, done, settings.steps, sum(mean_loss) / len(mean_loss))
     final = evaluate(model, x_eval, y_eval)
@@ -157,7 +150,8 @@ def _cosine(settings: TrainSettings) -> Callable[[int], float]:
     return factor
 
 
-def _save(path: Path, model, optimizer, schedule, data: torch.Generator, step: int) -> None:
+def save_checkpoint(path: Path, model, optimizer, schedule, data: torch.Generator, step: int):
+    """Write the training state atomically: a temporary file, then a rename."""
     state = {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
@@ -168,3 +162,16 @@ def _save(path: Path, model, optimizer, schedule, data: torch.Generator, step: i
     temporary = path.with_suffix(".tmp")
     torch.save(state, temporary)
     os.replace(temporary, path)
+
+
+def load_checkpoint(path: Path, model, optimizer, schedule, data: torch.Generator, device) -> int:
+    """Restore the state saved at ``path`` (tensors only: ``weights_only``) and return its
+    step; 0 when there is none."""
+    if not path.exists():
+        return 0
+    state = torch.load(path, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    schedule.load_state_dict(state["schedule"])
+    data.set_state(state["data"].cpu())  # generator states live on the CPU
+    return int(state["step"])

@@ -1,0 +1,127 @@
+"""Calibration files: the constants of the icl_markov working forms, each with provenance.
+
+The theory gives functional forms only (theory note ``icl_markov.md``); every constant
+comes from a file like ``calibration.json`` (shipped) or one written by ``infoflow calibrate
+icl_markov``. A file holds
+
+- ``exponents``: a, the memorization exponent (tau_1Mem ∝ K^a) and gamma, the transient
+  exponent (Delta tau_K ∝ (K*_2 - K)^-gamma);
+- ``capacity``: K*_2 = capacity * 2 d_model mlp_width / (C (C - 1)) where no anchor
+  measured K*_2;
+- ``transient_scale``: Delta tau_K = transient_scale * tau_2Gen * (1 - K/K*_2)^-gamma;
+- ``anchors``: settings where K*_1, tau_2Gen or K*_2 were measured (a published figure or
+  validation runs), each with its source, device and date. A prediction scales the nearest
+  anchor that measured the quantity to the spec's settings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from infoflow.errors import SpecError
+
+SHIPPED = Path(__file__).with_name("calibration.json")
+
+#: The settings an anchor records; numeric ones are compared in log ratio.
+NUMERIC_SETTINGS = ("states", "context_len", "dirichlet_alpha", "layers", "d_model", "heads",
+                    "mlp_width", "batch_size", "lr", "weight_decay")  # fmt: skip
+CATEGORICAL_SETTINGS = ("mixture",)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Constant(_Strict):
+    value: float
+    stderr: float | None = None
+    provenance: str = Field(description="A tag: paper:summary, prior:<work>, fit:<runs>, ...")
+    source: str = Field(description="Where the number comes from, in a sentence.")
+
+
+class Bracket(_Strict):
+    """A measured value with the interval it is known to lie in (the grid resolution)."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+
+
+class Exponents(_Strict):
+    memorization: Constant = Field(description="a in tau_1Mem ∝ K^a.")
+    transient: Constant = Field(description="gamma in Delta tau_K ∝ (K*_2 - K)^-gamma.")
+
+
+class Anchor(_Strict):
+    name: str
+    settings: dict[str, Any]
+    provenance: str
+    source: str
+    device: str
+    date: str
+    k1_star: Bracket | None = None
+    k2_star: Bracket | None = None
+    tau_2gen: Bracket | None = None
+
+
+class Calibration(_Strict):
+    format: int = 1
+    description: str = ""
+    exponents: Exponents
+    capacity: Constant
+    transient_scale: Constant
+    anchors: list[Anchor] = []
+
+    def nearest(self, quantity: str, settings: dict[str, Any]) -> Anchor | None:
+        """The anchor that measured ``quantity`` at the settings closest to ``settings``."""
+        found = [a for a in self.anchors if getattr(a, quantity) is not None]
+        return min(found, key=lambda a: distance(a.settings, settings), default=None)
+
+
+def settings_of(spec) -> dict[str, Any]:
+    """The settings of an ``icl_markov`` spec that an anchor is compared on."""
+    return {
+        "states": spec.states, "context_len": spec.context_len,
+        "dirichlet_alpha": spec.dirichlet_alpha, "mixture": spec.mixture,
+        **spec.model.model_dump(), "batch_size": spec.training.batch_size,
+        "lr": spec.training.lr, "weight_decay": spec.training.weight_decay,
+    }  # fmt: skip
+
+
+def distance(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """Sum of |log ratio| over the numeric settings plus 1 per differing category."""
+    total = sum(abs(math.log(a[k] / b[k])) for k in NUMERIC_SETTINGS if k in a and k in b)
+    return total + sum(a.get(k) != b.get(k) for k in CATEGORICAL_SETTINGS)
+
+
+def differences(anchor: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """``name spec-value vs anchor-value`` for every setting that differs."""
+    keys = (*NUMERIC_SETTINGS, *CATEGORICAL_SETTINGS)
+    return [f"{k} {settings[k]} vs {anchor[k]}" for k in keys
+            if k in anchor and k in settings and anchor[k] != settings[k]]  # fmt: skip
+
+
+def load_calibration(path: str | Path | None = None) -> Calibration:
+    """Read a calibration file (the shipped one when ``path`` is None); a bad file is a
+    :class:`SpecError` naming it and the field."""
+    path = Path(path) if path else SHIPPED
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(str(path), [(None, "calibration file not found")]) from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SpecError(str(path), [(None, f"cannot read the calibration file ({exc})")]) from None
+    try:
+        return Calibration.model_validate(data)
+    except ValidationError as exc:
+        problems = [(".".join(map(str, e["loc"])) or None, e["msg"]) for e in exc.errors()]
+        raise SpecError(str(path), problems) from None
+
+
+def write_calibration(calibration: Calibration, path: Path) -> None:
+    path.write_text(calibration.model_dump_json(indent=2, exclude_none=True) + "\n")

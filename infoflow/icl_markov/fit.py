@@ -1,0 +1,151 @@
+"""Validation results -> a new calibration file (``infoflow calibrate icl_markov``).
+
+From every icl_markov group of every ``report.json`` given:
+
+- an anchor at the group's settings with the measured K*_1 bracket (when both sides were
+  found on the grid) and tau_2Gen (the first-G2 checkpoint, known to lie between the
+  checkpoint before it and it);
+- the memorization exponent a: the least-squares slope of log tau_1Mem against log K over
+  the K where memorization won, pooled over groups by inverse variance, with its standard
+  error (at least three K per group).
+
+K*_2, gamma and transient_scale need a K*_2 bracket, which one budget cannot give (a G2
+that persists may still give way later): the fit reports the lower bound on K*_2 and
+leaves those constants as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infoflow.errors import SpecError
+from infoflow.icl_markov.calibration import Anchor, Bracket, Calibration, Constant
+
+
+@dataclass
+class Fit:
+    """The new calibration and what the fit found, line by line, for people."""
+
+    calibration: Calibration
+    lines: list[tuple[str, str, str]] = field(default_factory=list)  # quantity, value, note
+
+
+def read_reports(paths: list[Path]) -> list[tuple[Path, dict]]:
+    """``report.json`` files, or folders that hold one; exit-2 errors name the file."""
+    reports = []
+    for path in paths:
+        file = path / "report.json" if path.is_dir() else path
+        try:
+            report = json.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SpecError(str(file), [(None, "no report.json here")]) from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SpecError(str(file), [(None, f"not a readable report ({exc})")]) from None
+        if not isinstance(report, dict) or not isinstance(report.get("specs"), list):
+            raise SpecError(str(file), [("specs", "not an infoflow validate report")])
+        reports.append((file, report))
+    return reports
+
+
+def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
+    """Anchors and exponent from ``reports``, on top of ``base`` (same-named anchors are
+    replaced)."""
+    anchors = {a.name: a for a in base.anchors}
+    slopes: list[tuple[float, float]] = []  # (slope, variance)
+    out = Fit(base)
+    groups = [(file, report, group) for file, report in reports
+              for spec in report["specs"] if spec.get("kind") == "icl_markov"
+              for group in spec["groups"]]  # fmt: skip
+    if not groups:
+        files = ", ".join(str(file) for file, _ in reports)
+        raise SpecError(files, [("specs", "no icl_markov results to calibrate from")])
+    for file, report, group in groups:
+        anchor, notes = _anchor(file, report, group)
+        out.lines += notes
+        if anchor.k1_star or anchor.tau_2gen:
+            anchors[anchor.name] = anchor
+        times = {int(k): v["memorized_at"] for k, v in group["measurement"]["per_k"].items()
+                 if v["outcome"] == "memorization" and v["memorized_at"]}  # fmt: skip
+        if len(times) >= 3:
+            slope, stderr = regression([math.log(k) for k in times],
+                                       [math.log(t) for t in times.values()])  # fmt: skip
+            slopes.append((slope, max(stderr, 1e-6) ** 2))
+            out.lines.append((f"{group['name']}: a", f"{slope:.3g} ± {stderr:.2g}",
+                              f"slope over K = {sorted(times)}"))  # fmt: skip
+        else:
+            out.lines.append((f"{group['name']}: a", "-",
+                              f"memorization won at {len(times)} K; 3 needed"))  # fmt: skip
+    exponents = base.exponents
+    if slopes:
+        weights = [1 / var for _, var in slopes]
+        value = sum(w * s for w, (s, _) in zip(weights, slopes, strict=True)) / sum(weights)
+        stderr = math.sqrt(1 / sum(weights))
+        runs = ", ".join(sorted({str(file) for file, _, _ in groups}))
+        memorization = Constant(value=value, stderr=stderr, provenance="fit:validate",
+                                source=f"slope of log tau_1Mem against log K, {len(slopes)} "
+                                f"group(s), from {runs}")  # fmt: skip
+        exponents = exponents.model_copy(update={"memorization": memorization})
+        out.lines.append(("a (memorization exponent)", f"{value:.3g} ± {stderr:.2g}",
+                          f"was {base.exponents.memorization.value:g}"))  # fmt: skip
+    else:
+        out.lines.append(("a (memorization exponent)", f"{exponents.memorization.value:g}",
+                          "kept: not identifiable from these results"))  # fmt: skip
+    out.lines.append(("gamma, transient_scale, capacity", "kept",
+                      "need a K*_2 bracket; one budget gives only a lower bound"))  # fmt: skip
+    out.calibration = base.model_copy(update={
+        "exponents": exponents, "anchors": list(anchors.values()),
+        "description": base.description + " Refitted by infoflow calibrate icl_markov.",
+    })  # fmt: skip
+    return out
+
+
+def _anchor(file: Path, report: dict, group: dict) -> tuple[Anchor, list]:
+    setting, m = group["setting"], group["measurement"]
+    settings: dict[str, Any] = {
+        "states": setting["states"], "context_len": setting["context_len"],
+        "dirichlet_alpha": setting["dirichlet_alpha"], "mixture": setting["mixture"],
+        **setting["model"], "batch_size": setting["training"]["batch_size"],
+        "lr": setting["training"]["lr"], "weight_decay": setting["training"]["weight_decay"],
+    }  # fmt: skip
+    k1, tau, k2 = m["k1_star"], m["tau_2gen"], m["k2_star"]
+    notes = []
+    bracket = None
+    if k1["low"] and k1["high"] and k1["monotone"]:
+        bracket = Bracket(value=math.sqrt(k1["low"] * k1["high"]), low=k1["low"], high=k1["high"])
+        notes.append((f"{group['name']}: K*_1", f"{bracket.value:.3g}",
+                      f"between {k1['low']} and {k1['high']} (grid)"))  # fmt: skip
+    else:
+        notes.append((f"{group['name']}: K*_1", "-", "no two-sided monotone bracket on the grid"))
+    timing = None
+    if tau["value"]:
+        low = tau["min"] / tau["checkpoint_ratio"]
+        timing = Bracket(value=tau["value"], low=low, high=tau["max"])
+        notes.append((f"{group['name']}: tau_2Gen", f"{tau['value']:.4g} steps",
+                      f"first-G2 checkpoints {tau['min']}..{tau['max']}"))  # fmt: skip
+    if k2["low"]:
+        notes.append((f"{group['name']}: K*_2", f"> {k2['low']}", "a lower bound only"))
+    steps = setting["training"]["steps"]
+    anchor = Anchor(
+        name=f"{group['name']}@{report['started'][:10]}", settings=settings,
+        provenance=f"validate:{report['scale']}",
+        source=f"infoflow validate, K = {group['chains']}, seeds {group['seeds']}, {steps:,} "
+        f"steps ({file})",
+        device=report["device"], date=report["started"], k1_star=bracket, tau_2gen=timing,
+    )  # fmt: skip
+    return anchor, notes
+
+
+def regression(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least-squares slope of y on x and its standard error (0 with two points)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        raise ValueError("all x equal: no slope")
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    residual = sum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
+    return slope, math.sqrt(residual / (n - 2) / sxx) if n > 2 else 0.0

@@ -1,0 +1,177 @@
+"""``icl_markov`` spec -> predictions: the thresholds K*_1 and K*_2, the timescales, and the
+phases a model passes through at this K.
+
+Working forms (theory note, [R] unless marked), each constant from the calibration file:
+
+- tau_2Gen = tau_anchor * g(N) / g(N_anchor), g(N) = N / ln N (the G2 circuit's formation
+  time does not depend on K: paper; its N / log N law: [R]);
+- tau_1Mem(K) = A K^a, so K*_1, where tau_1Mem = tau_2Gen, scales as
+  K*_1 = K*_1,anchor * (g(N) / g(N_anchor))^(1/a) at equal A;
+- K*_2 ∝ 2 d_model mlp_width / (C (C - 1)) (MLP2 capacity over the numbers of one task);
+- Delta tau_K = transient_scale * tau_2Gen * (1 - K/K*_2)^-gamma for K*_1 < K < K*_2.
+
+Phases (paper): K < K*_1: G1 -> M1 -> M2; K*_1 <= K < K*_2: G1 -> G2 -> M2 (G2 transient);
+K >= K*_2: G1 -> G2.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from infoflow.icl_markov.calibration import (
+    Calibration,
+    differences,
+    load_calibration,
+    settings_of,
+)
+from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.results import Prediction, Result
+
+PAPER = "Gibson, Cui, Reddy 2026"
+N, K, C, d, m, a, gamma = sympy.symbols("N K C d_model mlp_width a gamma", positive=True)
+
+
+def g(n: sympy.Expr) -> sympy.Expr:
+    """N / ln N: the context dependence of tau_2Gen [R]."""
+    return n / sympy.log(n)
+
+
+def predict_icl_markov(spec: IclMarkovSpec, source: str | None = None) -> Result:
+    """Every ``icl_markov`` prediction for ``spec``."""
+    calibration = load_calibration(spec.calibration)
+    settings = settings_of(spec)
+    exponent = calibration.exponents.memorization.value
+    values = {N: spec.context_len, K: spec.chains, C: spec.states, d: spec.model.d_model,
+              m: spec.model.mlp_width, a: exponent,
+              gamma: calibration.exponents.transient.value}  # fmt: skip
+    predictions: dict[str, Prediction] = {}
+
+    context = lambda at: g(N) / g(at["context_len"])  # noqa: E731
+    tau, tau_value = _scaled(calibration, "tau_2gen", settings, context, values, "context_len")
+    k1, k1_value = _scaled(calibration, "k1_star", settings,
+                           lambda at: context(at) ** (1 / a), values, "context_len")  # fmt: skip
+    k2, k2_value = _k2_star(calibration, settings, values)
+    predictions.update(k1_star=k1, k2_star=k2, tau_2gen=tau)
+
+    sequence = _sequence(spec.chains, k1_value, k2_value)
+    regime = "below K*_1" if sequence[1] == "M1" else (
+        "between K*_1 and K*_2" if sequence[-1] == "M2" else "above K*_2")  # fmt: skip
+    predictions["phase_sequence"] = Prediction(
+        sequence, "", "estimate", "paper:summary",
+        f"{PAPER}: small K goes G1 -> M1 -> M2, large K G1 -> G2, and between K*_1 and K*_2 "
+        f"G2 gives way to M2; K = {spec.chains} is {regime} (K*_1 = {_fmt(k1_value)}, "
+        f"K*_2 = {_fmt(k2_value)}).",
+    )  # fmt: skip
+
+    transient = None
+    if sequence == ["G1", "G2", "M2"] and tau_value is not None:
+        expression = (calibration.transient_scale.value * sympy.Symbol("tau_2gen")
+                      * (1 - K / sympy.Symbol("K2")) ** (-gamma))  # fmt: skip
+        transient = float(calibration.transient_scale.value * tau_value
+                          * (1 - spec.chains / k2_value) ** -values[gamma])  # fmt: skip
+        predictions["transient_g2_duration"] = Prediction(
+            round(transient), "steps", "estimate",
+            f"reconstruction:transient_scale ({calibration.transient_scale.provenance})",
+            f"{PAPER} give Delta tau_K ∝ (K*_2 - K)^-gamma, gamma = {values[gamma]:g}; the "
+            f"scale is {calibration.transient_scale.source}",
+            expression,
+        )  # fmt: skip
+    else:
+        why = ("no tau_2Gen calibration" if tau_value is None
+               else f"G2 is not transient at K = {spec.chains} ({regime})")  # fmt: skip
+        predictions["transient_g2_duration"] = Prediction(
+            None, "steps", "estimate", "paper:summary", f"None: {why}."
+        )
+
+    predictions["final_phase"] = _final_phase(spec, sequence, k1_value, tau_value, transient,
+                                              exponent)  # fmt: skip
+    predictions["task_vector_generalizes"] = _task_vector(spec)
+    return Result("icl_markov", spec, predictions, source)
+
+
+def _scaled(calibration: Calibration, quantity: str, settings, law, values, scales: str):
+    """(Prediction, value) of ``quantity``: its nearest anchor's measurement times
+    ``law(anchor settings)``, the working form's ratio between the spec and the anchor."""
+    anchor = calibration.nearest(quantity, settings)
+    unit = "steps" if quantity == "tau_2gen" else "chains"
+    if anchor is None:
+        return Prediction(None, unit, "estimate", "uncalibrated",
+                          f"None: the calibration file has no {quantity} measurement."), None  # fmt: skip
+    measured = getattr(anchor, quantity)
+    ratio = law(anchor.settings)
+    factor = float(ratio.subs(values))
+    value = measured.value * factor
+    spread, interval = "", None
+    if measured.low is not None and measured.high is not None:
+        interval = (measured.low * factor, measured.high * factor)
+        spread = f"; range {_fmt(interval[0])} to {_fmt(interval[1])}"
+    diff = differences(anchor.settings, settings)
+    where = (f"Calibrated on other settings ({'; '.join(diff)}): the working form scales "
+             f"{scales}; the other differences are not modelled." if diff
+             else "Calibrated at these settings.")  # fmt: skip
+    note = (f"{_fmt(measured.value)} measured at {anchor.name} ({anchor.source}; {anchor.device}, "
+            f"{anchor.date}), scaled by {_fmt(factor)}{spread}. {where}")
+    rounded = round(value) if unit == "steps" else round(value, 1)
+    provenance = f"calibrated:{anchor.name} ({anchor.provenance})"
+    expression = sympy.Symbol(f"{quantity}_anchor") * ratio
+    prediction = Prediction(rounded, unit, "estimate", provenance, note, expression, interval)
+    return prediction, value
+
+
+def _k2_star(calibration: Calibration, settings, values):
+    """K*_2 from the nearest anchor that measured it, else from the capacity constant."""
+    capacity = 2 * d * m / (C * (C - 1))
+    if calibration.nearest("k2_star", settings) is not None:
+        at = lambda s: capacity / capacity.subs({C: s["states"], d: s["d_model"],  # noqa: E731
+                                                 m: s["mlp_width"]})  # fmt: skip
+        return _scaled(calibration, "k2_star", settings, at, values, "states, d_model, mlp_width")
+    constant = calibration.capacity
+    value = float(constant.value * capacity.subs(values))
+    note = (f"K*_2 = {constant.value:g} x 2 d_model mlp_width / (C (C - 1)): the capacity of the "
+            f"second MLP over the C (C - 1) numbers of one transition matrix; {constant.source}")
+    prediction = Prediction(round(value, 1), "chains", "estimate",
+                            f"reconstruction:capacity ({constant.provenance})", note,
+                            constant.value * capacity)  # fmt: skip
+    return prediction, value
+
+
+def _sequence(k: int, k1: float | None, k2: float | None) -> list[str]:
+    if k1 is None or k < k1:
+        return ["G1", "M1", "M2"] if k1 is not None else ["G1", "G2"]
+    return ["G1", "G2", "M2"] if k2 is not None and k < k2 else ["G1", "G2"]
+
+
+def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
+    steps = spec.training.steps
+    if tau is None:
+        return Prediction(sequence[-1], "", "estimate", "uncalibrated",
+                          "The end of the phase sequence: no tau_2Gen calibration to say "
+                          "whether the budget reaches it.")  # fmt: skip
+    if sequence[1] == "M1":
+        memorize = tau * (spec.chains / k1) ** exponent  # tau_1Mem(K), equal to tau at K*_1
+        phase = "M2" if steps >= memorize else "G1"
+        note = (f"tau_1Mem(K) = tau_2Gen (K/K*_1)^a = {_fmt(memorize)} steps against a budget of "
+                f"{steps:,}; the M1 -> M2 step is not timed, M2 is taken as the end state.")
+    else:
+        end = tau + (transient if transient is not None else float("inf"))
+        phase = "G1" if steps < tau else ("G2" if steps < end else "M2")
+        note = (f"G2 forms at tau_2Gen = {_fmt(tau)} steps"
+                + (f" and gives way to M2 after {_fmt(transient)} more" if transient else "")
+                + f"; the budget is {steps:,} steps.")  # fmt: skip
+    return Prediction(phase, "", "estimate", "reconstruction:timescales", note)
+
+
+def _task_vector(spec: IclMarkovSpec) -> Prediction:
+    dim = getattr(spec.model, spec.options.task_vector_dim)
+    needed = spec.states**2
+    return Prediction(
+        dim >= needed, "", "estimate", "paper:summary",
+        f"{PAPER}: the task-recognition head generalizes when D_phi >~ C^2; D_phi is taken to "
+        f"be {spec.options.task_vector_dim} = {dim} [R, option task_vector_dim], C^2 = {needed}.",
+    )  # fmt: skip
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"

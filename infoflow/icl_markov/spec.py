@@ -1,0 +1,105 @@
+"""The ``icl_markov`` spec: in-context learning of K Markov chains by a small transformer.
+
+Fields follow the theory note ``icl_markov.md``: C ``states``, K ``chains`` (the data
+diversity), sequences of ``context_len`` states, transition rows from Dirichlet(alpha), a
+``mixture`` over the chains, and the model and training budget that set the timescales.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from infoflow.errors import FieldError
+from infoflow.spec_base import SpecBase, StrictModel
+
+
+class MarkovModel(StrictModel):
+    """The transformer: pre-LN blocks (attention + MLP), learned absolute positions."""
+
+    layers: PositiveInt = 2
+    d_model: PositiveInt = 64
+    heads: PositiveInt = 4
+    mlp_width: PositiveInt = Field(256, description="Hidden units of each MLP.")
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> MarkovModel:
+        if self.d_model % self.heads:
+            raise FieldError("heads", f"{self.heads} heads do not divide d_model {self.d_model}")
+        return self
+
+
+class Training(StrictModel):
+    """AdamW with betas (0.9, 0.95), linear warmup then a constant rate (see docs)."""
+
+    steps: PositiveInt
+    batch_size: PositiveInt = 128
+    lr: PositiveFloat = 6e-4
+    weight_decay: NonNegativeFloat = 0.1
+
+
+class MarkovOptions(StrictModel):
+    """Readings the theory leaves open ([R]); defaults are documented in docs/icl_markov.md."""
+
+    g1_variant: Literal["laplace", "park"] = Field(
+        "laplace",
+        description="The G1 reference: Laplace-smoothed in-context unigram counts, or Park et "
+        "al.'s stationary distribution of the smoothed in-context bigram estimate.",
+    )
+    task_vector_dim: Literal["d_model", "mlp_width"] = Field(
+        "d_model",
+        description="What D_phi, the task-vector dimension compared with C^2, is taken to be.",
+    )
+
+
+class IclMarkovSpec(SpecBase):
+    """K Markov chains over C states, a transformer trained on them, a training budget."""
+
+    kind: Literal["icl_markov"]
+    states: PositiveInt = Field(description="C: number of states.")
+    chains: PositiveInt = Field(description="K: number of training chains (data diversity).")
+    context_len: PositiveInt = Field(description="N: states per training sequence.")
+    dirichlet_alpha: PositiveFloat = Field(1.0, description="Each transition row ~ Dir(alpha).")
+    mixture: Literal["uniform", "random"] = Field(
+        "random",
+        description="Weights of the K chains: equal, or drawn once from Dirichlet(1) "
+        "(Park et al. use non-uniform weights).",
+    )
+    model: MarkovModel = Field(default_factory=MarkovModel)
+    training: Training
+    seed: NonNegativeInt = Field(0, description="Fixes the chains, the mixture and the runs.")
+    options: MarkovOptions = Field(default_factory=MarkovOptions)
+    calibration: str | None = Field(
+        None,
+        description="A calibration file written by `infoflow calibrate icl_markov`, relative "
+        "to the spec file; default: the one shipped with infoflow.",
+    )
+
+    @field_validator("calibration")
+    @classmethod
+    def _resolve_calibration(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        path = Path((info.context or {}).get("base_dir", ".")) / value
+        if not path.is_file():
+            raise ValueError(f"calibration file not found: {path}")
+        return str(path.resolve())
+
+    @model_validator(mode="after")
+    def _sizes(self) -> IclMarkovSpec:
+        if self.states < 2:
+            raise FieldError("states", "a Markov chain needs at least 2 states")
+        if self.context_len < 2:
+            raise FieldError("context_len", "a sequence needs at least 2 states")
+        return self

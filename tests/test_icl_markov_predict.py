@@ -1,0 +1,188 @@
+"""icl_markov predictions: the published anchor, the working forms as symbolic identities,
+the phase logic, calibration files (shipped, bad, refitted) and `infoflow calibrate`."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from conftest import SPECS, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import infoflow
+from infoflow.icl_markov.calibration import SHIPPED, load_calibration
+from infoflow.icl_markov.fit import fit, regression
+
+PARK = SPECS / "icl_markov" / "park2025.json"
+SMOKE = SPECS / "icl_markov" / "smoke-c3.json"
+
+
+def _spec(**fields):
+    base = {"kind": "icl_markov", "states": 10, "chains": 64, "context_len": 512,
+            "model": {"layers": 2, "d_model": 64, "heads": 4, "mlp_width": 256},
+            "training": {"steps": 108000, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1}}
+    base.update(fields)
+    return infoflow.load_spec(base)
+
+
+def test_park_setting_puts_k1_between_2_5_and_2_6() -> None:
+    result = infoflow.predict(PARK)
+    k1 = result["k1_star"]
+    assert 2**5 < k1.value < 2**6
+    assert k1.interval == (32, 64)
+    assert k1.provenance.startswith("calibrated:park2025")
+    assert "Figure 1(a)" in k1.note and "Calibrated at these settings." in k1.note
+    assert result["task_vector_generalizes"].value is False  # d_model 64 < C^2 = 100
+
+
+def test_k1_scales_as_the_working_form_between_context_lengths() -> None:
+    """K*_1(N) / K*_1(512) = (g(N) / g(512))^(1/a), g(N) = N / ln N, a from the file."""
+    a = load_calibration().exponents.memorization.value
+    g = lambda n: n / math.log(n)  # noqa: E731
+    for n in (64, 128, 1024, 4096):
+        k1 = infoflow.predict(_spec(context_len=n))["k1_star"]
+        expected = 45.25 * (g(n) / g(512)) ** (1 / a)
+        assert k1.value == pytest.approx(expected, abs=0.05)
+        assert "context_len" in k1.note and "Calibrated on other settings" in k1.note
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=2, max_value=12), st.integers(min_value=1, max_value=64),
+       st.integers(min_value=1, max_value=512))  # fmt: skip
+def test_k2_is_the_capacity_form(states, d_heads, mlp) -> None:
+    spec = _spec(states=states, model={"layers": 2, "d_model": 4 * d_heads, "heads": 4,
+                                       "mlp_width": mlp})  # fmt: skip
+    k2 = infoflow.predict(spec)["k2_star"].value
+    assert k2 == pytest.approx(2 * 4 * d_heads * mlp / (states * (states - 1)), abs=0.05)
+
+
+def test_uncalibrated_timescales_say_so() -> None:
+    result = infoflow.predict(_spec(chains=2))
+    assert result["tau_2gen"].value is None and result["tau_2gen"].provenance == "uncalibrated"
+    assert result["phase_sequence"].value == ["G1", "M1", "M2"]
+    assert result["final_phase"].provenance == "uncalibrated"
+
+
+def _calibration_with_timescales(tmp_path, tau=1000.0, k2=500.0):
+    data = json.loads(SHIPPED.read_text())
+    park = data["anchors"][0]
+    park["tau_2gen"] = {"value": tau}
+    park["k2_star"] = {"value": k2}
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(("chains", "steps", "sequence", "final"), [
+    (4, 100_000, ["G1", "M1", "M2"], "M2"),
+    (4, 50, ["G1", "M1", "M2"], "G1"),  # before tau_1Mem(4) = 1000 (4/45.25)^0.7 = 183
+    (100, 500, ["G1", "G2", "M2"], "G1"),  # before tau_2Gen
+    (100, 2000, ["G1", "G2", "M2"], "G2"),  # tau_2Gen + transient = 1000 + 1000/0.8^2
+    (100, 3000, ["G1", "G2", "M2"], "M2"),
+    (600, 10**6, ["G1", "G2"], "G2"),
+])  # fmt: skip
+def test_phases_follow_the_timescales(tmp_path, chains, steps, sequence, final) -> None:
+    path = _calibration_with_timescales(tmp_path)
+    training = {"steps": steps, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1}
+    result = infoflow.predict(_spec(chains=chains, training=training, calibration=str(path)))
+    assert result["phase_sequence"].value == sequence
+    assert result["final_phase"].value == final
+    assert result["tau_2gen"].value == 1000
+    duration = result["transient_g2_duration"].value
+    if sequence == ["G1", "G2", "M2"]:
+        assert duration == round(1000 * (1 - chains / 500) ** -2)  # gamma = 2
+    else:
+        assert duration is None
+
+
+def test_task_vector_criterion_is_d_model_against_c_squared() -> None:
+    assert infoflow.predict(_spec(states=8))["task_vector_generalizes"].value is True  # 64 >= 64
+    assert infoflow.predict(_spec(states=9))["task_vector_generalizes"].value is False
+    option = _spec(states=9, options={"task_vector_dim": "mlp_width"})
+    assert infoflow.predict(option)["task_vector_generalizes"].value is True
+
+
+def test_bad_calibration_files_exit_2_naming_file_and_field(tmp_path) -> None:
+    missing = run_cli("predict", str(PARK), "--set", "calibration=nope.json")
+    assert missing.returncode == 2 and "calibration" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bad = tmp_path / "bad.json"
+    data = json.loads(SHIPPED.read_text())
+    del data["exponents"]["transient"]
+    bad.write_text(json.dumps(data))
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({**json.loads(PARK.read_text()), "calibration": "bad.json"}))
+    proc = run_cli("predict", str(spec))
+    assert proc.returncode == 2 and "bad.json" in proc.stderr
+    assert "exponents.transient" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---- refitting ---------------------------------------------------------------------------
+
+
+def _report(slope: float, low=8, high=16, first_g2=(300, 320, 300)) -> dict:
+    """A report as `infoflow validate` writes it, with tau_1Mem = 20 K^slope."""
+    chains = [1, 2, 4, 8, 16, 32, 64]
+    per_k = {}
+    for k in chains:
+        memorizes = k <= low
+        per_k[str(k)] = {"outcome": "memorization" if memorizes else "generalization",
+                         "memorized_at": 20 * k**slope if memorizes else None}  # fmt: skip
+    setting = infoflow.load_spec(SMOKE).model_dump(
+        mode="json", exclude={"chains", "sweep", "description"}
+    )  # as IclGroup.describe() writes it
+    group = {"name": "smoke-c3-abc", "setting": setting, "chains": chains, "seeds": [0],
+             "measurement": {
+                 "per_k": per_k,
+                 "k1_star": {"low": low, "high": high, "monotone": True, "undecided": []},
+                 "k2_star": {"low": None, "g2_persists_from": high},
+                 "tau_2gen": {"value": sorted(first_g2)[1], "min": min(first_g2),
+                              "max": max(first_g2), "checkpoint_ratio": 1.25}}}  # fmt: skip
+    return {"scale": "smoke", "device": "cpu", "started": "2026-11-29T19:00:00+00:00",
+            "specs": [{"kind": "icl_markov", "name": "smoke-c3", "groups": [group]}]}  # fmt: skip
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(min_value=0.2, max_value=2.0))
+def test_fit_recovers_the_memorization_exponent(slope) -> None:
+    found = fit([("report.json", _report(slope))], load_calibration())
+    memorization = found.calibration.exponents.memorization
+    assert memorization.value == pytest.approx(slope, rel=1e-9)
+    assert memorization.stderr <= 1e-6 and memorization.provenance == "fit:validate"
+
+
+def test_regression_reports_its_uncertainty() -> None:
+    slope, stderr = regression([0, 1, 2, 3], [0, 1.1, 1.9, 3.2])
+    assert slope == pytest.approx(1.04) and 0 < stderr < 0.1
+
+
+def test_calibrate_writes_a_file_that_predictions_use(tmp_path) -> None:
+    report = tmp_path / "run" / "report.json"
+    report.parent.mkdir()
+    report.write_text(json.dumps(_report(0.8)))
+    out = tmp_path / "refit.json"
+    proc = run_cli("calibrate", "icl_markov", str(report.parent), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "a (memorization exponent)" in proc.stdout
+    calibration = load_calibration(out)
+    names = [a.name for a in calibration.anchors]
+    assert names == ["park2025", "smoke-c3-abc@2026-11-29"]
+    spec = json.loads(SMOKE.read_text())
+    spec["calibration"] = str(out)
+    spec.pop("sweep")
+    result = infoflow.predict(spec)
+    assert result["k1_star"].value == pytest.approx(math.sqrt(8 * 16), abs=0.05)
+    assert result["k1_star"].provenance.startswith("calibrated:smoke-c3-abc@2026-11-29")
+    assert "Calibrated at these settings." in result["k1_star"].note
+    assert result["tau_2gen"].value == 300
+    assert result["tau_2gen"].interval == (pytest.approx(300 / 1.25), 320)
+
+
+def test_calibrate_rejects_what_it_cannot_use(tmp_path) -> None:
+    assert run_cli("calibrate", "retrieval", str(tmp_path)).returncode == 2
+    empty = tmp_path / "report.json"
+    empty.write_text(json.dumps({"specs": []}))
+    proc = run_cli("calibrate", "icl_markov", str(empty))
+    assert proc.returncode == 2 and "no icl_markov results" in proc.stderr

@@ -1,0 +1,109 @@
+"""Many small GPTs of one shape, trained at once on next-state prediction.
+
+Weights are stacked on a leading member axis ``m`` (and a layer axis ``l``): ``W_QKV`` has
+shape [l, m, d, 3 d]. Unlike :mod:`~infoflow.validators.model`, every member has the same
+shape and reads its own batch (the members of a K sweep see different chains). Blocks are
+pre-LN (attention, then a GELU MLP), positions are learned and absolute, attention is causal
+through ``scaled_dot_product_attention`` with members folded into the batch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+#: Parameters with a layer axis before the member axis.
+_PER_LAYER = {"ln1", "W_QKV", "W_O", "ln2", "W_1", "b_1", "W_2", "b_2"}
+
+
+class StackedGPT(nn.Module):
+    """``members`` decoders over ``states`` tokens and sequences of up to ``context_len``;
+    member i is initialised from ``seeds[i]``, whatever it is stacked with."""
+
+    def __init__(
+        self,
+        seeds: list[int],
+        states: int,
+        context_len: int,
+        layers: int,
+        d_model: int,
+        heads: int,
+        mlp_width: int,
+    ):
+        super().__init__()
+        self.seeds, self.heads = list(seeds), heads
+        m, L, d, f = len(seeds), layers, d_model, mlp_width
+        self.W_E = nn.Parameter(torch.empty(m, states, d))
+        self.W_pos = nn.Parameter(torch.empty(m, context_len, d))
+        self.ln1 = nn.Parameter(torch.empty(L, m, 2, d))  # gain, bias
+        self.W_QKV = nn.Parameter(torch.empty(L, m, d, 3 * d))
+        self.W_O = nn.Parameter(torch.empty(L, m, d, d))
+        self.ln2 = nn.Parameter(torch.empty(L, m, 2, d))
+        self.W_1 = nn.Parameter(torch.empty(L, m, d, f))
+        self.b_1 = nn.Parameter(torch.empty(L, m, f))
+        self.W_2 = nn.Parameter(torch.empty(L, m, f, d))
+        self.b_2 = nn.Parameter(torch.empty(L, m, d))
+        self.ln_f = nn.Parameter(torch.empty(m, 2, d))
+        self.W_U = nn.Parameter(torch.empty(m, d, states))
+        self.b_U = nn.Parameter(torch.empty(m, states))
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """N(0, 0.02) per member from its own seed, output projections scaled by
+        1/sqrt(2 layers) (GPT-2); norms start at gain 1, bias 0; biases at 0."""
+        layers = self.W_QKV.shape[0]
+        with torch.no_grad():
+            for i, seed in enumerate(self.seeds):
+                g = torch.Generator().manual_seed(seed)
+                for name, param in self.named_parameters():
+                    member = param.select(1 if name in _PER_LAYER else 0, i)
+                    if name.startswith("W_"):
+                        std = 0.02 / math.sqrt(2 * layers) if name in ("W_O", "W_2") else 0.02
+                        member.copy_(torch.randn(member.shape, generator=g) * std)
+                    elif name.startswith("ln"):
+                        member[..., 0, :] = 1
+                        member[..., 1, :] = 0
+                    else:
+                        member.zero_()
+
+    def parameter_groups(self, weight_decay: float) -> list[dict]:
+        """Weight decay on the matrices, none on norms and biases (nanoGPT's split)."""
+        decay = [p for name, p in self.named_parameters() if name.startswith("W_")]
+        rest = [p for name, p in self.named_parameters() if not name.startswith("W_")]
+        return [{"params": decay, "weight_decay": weight_decay},
+                {"params": rest, "weight_decay": 0.0}]  # fmt: skip
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: states [members, batch, t] (t <= context_len) -> logits [members, batch, t, C]."""
+        m, b, t = x.shape
+        members = torch.arange(m, device=x.device)[:, None, None]
+        h = self.W_E[members, x] + self.W_pos[:, None, :t]
+        for layer in range(self.W_QKV.shape[0]):
+            h = h + self._attention(_norm(h, self.ln1[layer]), layer)
+            z = _norm(h, self.ln2[layer])
+            z = torch.einsum("mbte,mef->mbtf", z, self.W_1[layer]) + self.b_1[layer][:, None, None]
+            z = torch.einsum("mbtf,mfe->mbte", F.gelu(z), self.W_2[layer])
+            h = h + z + self.b_2[layer][:, None, None]
+        h = _norm(h, self.ln_f)
+        return torch.einsum("mbte,mec->mbtc", h, self.W_U) + self.b_U[:, None, None]
+
+    def _attention(self, z: Tensor, layer: int) -> Tensor:
+        m, b, t, d = z.shape
+        qkv = torch.einsum("mbte,mef->mbtf", z, self.W_QKV[layer])
+        q, k, v = (
+            part.reshape(m * b, t, self.heads, d // self.heads).transpose(1, 2)
+            for part in qkv.split(d, dim=-1)
+        )
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out = out.transpose(1, 2).reshape(m, b, t, d)
+        return torch.einsum("mbte,mef->mbtf", out, self.W_O[layer])
+
+
+def _norm(x: Tensor, gain_bias: Tensor) -> Tensor:
+    """LayerNorm with each member's gain and bias; ``gain_bias`` is [m, 2, d]."""
+    gain, bias = gain_bias[:, None, None, 0], gain_bias[:, None, None, 1]
+    return F.layer_norm(x, x.shape[-1:]) * gain + bias

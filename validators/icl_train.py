@@ -1,0 +1,202 @@
+"""Train a K sweep of next-state predictors as one ensemble and record, at log-spaced
+checkpoints, each member's KL to the truth and to the four reference predictors.
+
+A group is every member (K, seed) of one setting: the same C, context, model and budget.
+Member (K, s) trains on the first K chains of seed s's pool (so the chain sets are nested
+in K) with mixture weights that are Dirichlet(1) for every K (normalised i.i.d. Exp(1)
+draws) or uniform. Test sets: ID, fresh sequences of the member's own chains; OOD, one
+freshly drawn chain per sequence. Every checkpoint writes the metrics to the database and
+the training state atomically; a killed run resumes from the last one with the same data
+stream.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from infoflow.validators import markov
+from infoflow.validators.gpt import StackedGPT
+from infoflow.validators.store import Store
+from infoflow.validators.train import load_checkpoint, save_checkpoint
+from torch import Tensor
+
+from infoflow.icl_markov.spec import IclMarkovSpec
+
+#: What each member is compared with: the generating chain, then the references.
+TARGETS = ("truth", *markov.REFERENCES)
+SPLITS = ("id", "ood")
+
+
+@dataclass
+class IclGroup:
+    """Members (K, seed) of one setting, trained together."""
+
+    name: str
+    spec: IclMarkovSpec  # the setting; its ``chains`` is ignored
+    chains: list[int]
+    seeds: list[int]
+    checkpoints: list[int]  # steps at which to evaluate and save
+    eval_sequences: int
+
+    @property
+    def members(self) -> list[tuple[int, int]]:
+        return [(k, s) for s in self.seeds for k in self.chains]
+
+    def describe(self) -> dict:
+        spec = self.spec.model_dump(mode="json", exclude={"chains", "sweep", "description"})
+        return {"setting": spec, "chains": self.chains, "seeds": self.seeds,
+                "checkpoints": self.checkpoints, "eval_sequences": self.eval_sequences}  # fmt: skip
+
+    def member_rows(self) -> list[dict]:
+        return [{"label": f"K={k}, seed {s}", "chains": k, "seed": s} for k, s in self.members]
+
+
+def log_spaced(steps: int, count: int, first: int = 10) -> list[int]:
+    """About ``count`` distinct steps from ``first`` to ``steps``, evenly spaced in log."""
+    grid = np.geomspace(min(first, steps), steps, count)
+    return sorted({int(round(v)) for v in grid})
+
+
+class MemberData:
+    """The chains, mixture weights and test sets of every member, on ``device``."""
+
+    def __init__(self, group: IclGroup, device: torch.device):
+        spec = group.spec
+        c, alpha, n, length = spec.states, spec.dirichlet_alpha, group.eval_sequences, spec.context_len
+        P, weights = [], []
+        for k, seed in group.members:
+            pool = markov.sample_chains(max(group.chains), c, alpha, seed)
+            P.append(pool[:k])
+            weights.append(_mixture(k, max(group.chains), spec.mixture, seed))
+        self.P, self.weights = P, weights
+        self.offsets = torch.tensor(np.cumsum([0] + [len(p) for p in P[:-1]]), device=device)
+        padded = torch.zeros(len(P), max(group.chains))
+        for i, w in enumerate(weights):
+            padded[i, : len(w)] = w.float()
+        self.padded = padded.to(device)
+        self.sampler = markov.ChainSampler(torch.cat(P), device)
+
+        cpu = torch.Generator().manual_seed(spec.seed + 1)
+        ood_chains = markov.sample_chains(n, c, alpha, seed=spec.seed + 1_000_003)
+        ood_x = markov.ChainSampler(ood_chains).sample(torch.arange(n), length, cpu)
+        ood_truth = ood_chains[torch.arange(n)[:, None], ood_x]
+        self.x = {"id": [], "ood": []}
+        refs: dict[str, list[Tensor]] = {"id": [], "ood": []}
+        for P_k, w in zip(P, weights, strict=True):
+            chain = torch.multinomial(w.float(), n, replacement=True, generator=cpu)
+            x = markov.ChainSampler(P_k).sample(chain, length, cpu)
+            for split, xs, truth in (("id", x, P_k[chain[:, None], x]), ("ood", ood_x, ood_truth)):
+                found = markov.references(xs, P_k, w, alpha)
+                refs[split].append(torch.stack([truth.float(), *found.values()]))
+                self.x[split].append(xs)
+        self.x = {split: torch.stack(xs).to(device) for split, xs in self.x.items()}  # [M, n, L]
+        self.refs = {split: torch.stack(r).to(device) for split, r in refs.items()}  # [M, T, n, L, C]
+
+    def batch(self, size: int, length: int, generator: torch.Generator) -> Tensor:
+        """Training sequences [members, size, length], fresh from each member's chains."""
+        local = torch.multinomial(self.padded, size, replacement=True, generator=generator)
+        chain = (local + self.offsets[:, None]).flatten()
+        return self.sampler.sample(chain, length, generator).view(len(self.P), size, length)
+
+    def levels(self) -> dict[str, list[dict[str, float]]]:
+        """KL(truth || reference) per member and split: where each reference sits."""
+        out = {}
+        for split, refs in self.refs.items():
+            truth = refs[:, :1]
+            kl = markov.kl(truth, refs[:, 1:]).mean((-1, -2))  # [M, refs]
+            out[split] = [dict(zip(markov.REFERENCES, row.tolist(), strict=True)) for row in kl]
+        return out
+
+
+def _mixture(k: int, pool: int, mixture: str, seed: int) -> Tensor:
+    if mixture == "uniform":
+        return torch.full((k,), 1 / k, dtype=torch.float64)
+    draws = np.random.default_rng(seed + 7).exponential(size=pool)[:k]
+    return torch.tensor(draws / draws.sum())
+
+
+Progress = Callable[[str, int, int, float], None]
+
+
+def train_icl_group(
+    group: IclGroup,
+    device: torch.device,
+    store: Store,
+    checkpoints: Path,
+    progress: Progress | None = None,
+) -> dict[str, list[dict[str, float]]]:
+    """Train ``group`` to the end (resuming from its checkpoint) and return the reference
+    levels; the metrics per checkpoint are in the database."""
+    started = time.perf_counter()
+    spec, training = group.spec, group.spec.training
+    torch.manual_seed(spec.seed)
+    data = MemberData(group, device)
+    levels = data.levels()
+    if store.group_done(group.name):
+        return levels
+    model_spec = spec.model
+    model = StackedGPT([seed * 1000 + k for k, seed in group.members], spec.states,
+                       spec.context_len, model_spec.layers, model_spec.d_model, model_spec.heads,
+                       model_spec.mlp_width).to(device)  # fmt: skip
+    optimizer = torch.optim.AdamW(model.parameter_groups(training.weight_decay), lr=training.lr,
+                                  betas=(0.9, 0.95), fused=device.type == "cuda")  # fmt: skip
+    warmup = max(1, training.steps // 50)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    generator = torch.Generator(device=device).manual_seed(spec.seed + 2)
+    path = checkpoints / f"{group.name}.pt"
+    start = load_checkpoint(path, model, optimizer, schedule, generator, device)
+
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+    losses, window = torch.zeros(len(group.members), device=device), 0
+    for step in range(start, training.steps):
+        x = data.batch(training.batch_size, spec.context_len, generator)
+        with autocast:
+            logits = model(x[:, :, :-1])
+        per_member = F.cross_entropy(
+            logits.float().flatten(1, 2).transpose(1, 2), x[:, :, 1:].flatten(1), reduction="none"
+        ).mean(-1)
+        optimizer.zero_grad(set_to_none=True)
+        per_member.sum().backward()  # members are independent: their gradients do not mix
+        optimizer.step()
+        schedule.step()
+        losses += per_member.detach()
+        window += 1
+        done = step + 1
+        if done in group.checkpoints or done == training.steps:
+            metrics = evaluate(model, data)
+            for i, loss in enumerate((losses / window).tolist()):
+                metrics[i]["train:loss"] = loss
+            losses.zero_()
+            window = 0
+            store.record_metrics(group.name, done, metrics)
+            save_checkpoint(path, model, optimizer, schedule, generator, done)
+            if progress:
+                progress(group.name, done, training.steps, float(per_member.mean()))
+    store.finish_group(group.name, [], time.perf_counter() - started)
+    return levels
+
+
+@torch.no_grad()
+def evaluate(model: StackedGPT, data: MemberData, chunk: int = 64) -> list[dict[str, float]]:
+    """Mean KL(target || model) over sequences and positions, per member, for every target
+    (truth and references) on both splits: ``{"id:truth": ..., "ood:G2": ...}``."""
+    model.eval()
+    out: list[dict[str, float]] = [{} for _ in range(data.x["id"].shape[0])]
+    for split in SPLITS:
+        x, refs = data.x[split][..., :-1], data.refs[split][..., :-1, :]  # as in training
+        total = torch.zeros(refs.shape[:2], device=x.device)
+        for i in range(0, x.shape[1], chunk):
+            logp = F.log_softmax(model(x[:, i : i + chunk]).float(), -1)[:, None]
+            target = refs[:, :, i : i + chunk]
+            total += (target * ((target + 1e-12).log() - logp)).sum(-1).sum((-1, -2))
+        mean = total / (x.shape[1] * x.shape[2])
+        for member, row in enumerate(mean.tolist()):
+            out[member].update({f"{split}:{t}": v for t, v in zip(TARGETS, row, strict=True)})
+    model.train()
+    return out
