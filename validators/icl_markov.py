@@ -347,3 +347,36 @@ def _memorization_slows(measurement: dict) -> dict:
     if slope == 0:
         return _claim(claim, "rises", shown, tolerance, "inconclusive", "flat on this grid")
     return _claim(claim, "rises", shown, tolerance, "confirmed" if slope > 0 else "refuted")
+
+
+
+
+# ---- report ----------------------------------------------------------------------------
+
+
+def group_section(experiment, group: IclGroup, histories: list[MemberHistory], measurement,
+                  levels, metrics, claims) -> dict:  # fmt: skip
+    """The report's record of one group: enough to redraw its plots and to refit the
+    calibration from ``report.json`` alone."""
+    members = []
+    for i, h in enumerate(histories):
+        rows = metrics[i]
+        kl = {p: [(rows[s][f"id:{p}"] + rows[s][f"ood:{p}"]) / 2 for s in h.steps]
+              for p in (*PHASES, "G1_park")}  # fmt: skip
+        members.append({
+            "chains": h.chains, "seed": h.seed, "steps": h.steps, "phases": h.phases,
+            "trajectory": h.trajectory, "outcome": h.outcome, "first_g2": h.first_g2,
+            "memorized_at": h.memorized_at, "transient_duration": h.transient_duration,
+            "final": h.final, "kl": kl,
+            "id_truth": [rows[s]["id:truth"] for s in h.steps],
+            "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
+            "levels": {split: levels[split][i] for split in levels},
+        })  # fmt: skip
+    predictions = {
+        k: {name: {"value": p.value, "provenance": p.provenance, "interval": p.interval}
+            for name, p in experiment.predictions[(group.name, k)].predictions.items()}
+        for k in group.chains
+    }  # fmt: skip
+    section = {"name": group.name, **group.describe(), "predictions": predictions,
+               "members": members, "measurement": measurement, "claims": claims}  # fmt: skip
+    return json.loads(json.dumps(section))  # as report.json will hold it: string keys
