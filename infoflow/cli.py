@@ -196,6 +196,7 @@ def validate(
     seeds: Annotated[int | None, typer.Option(help="Override the scale's seeds.")] = None,
     quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
 ) -> None:
     """Train real models and check every prediction that can be tested (needs torch)."""
     try:
@@ -209,7 +210,7 @@ def validate(
         chosen = pick_device(gpu, device.value if device else None)
         with _progress(quiet) as progress:
             report = run_validate(list(specs or []), out, scale.value, chosen, resume, steps,
-                                  seeds, progress)  # fmt: skip
+                                  seeds, progress, overrides or ())  # fmt: skip
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -55,8 +55,10 @@ def validate(
     steps: int | None = None,
     seeds: int | None = None,
     progress: Callable | None = None,
+    overrides: Sequence[str] = (),
 ) -> dict:
-    """Validate ``paths`` (all bundled specs when empty) and write the results to ``out``."""
+    """Validate ``paths`` (all bundled specs when empty) and write the results to ``out``;
+    ``overrides`` (``key.path=value``) apply to every spec, as ``--set`` does."""
     device = device or pick_device(False, None)
     scale = retrieval.SCALES[scale_name]
     if steps:
@@ -73,7 +75,7 @@ def validate(
         icl_scale = replace(icl_scale, max_steps=steps, name=scale.name)
     plans, icl_plans, skipped = [], [], []
     for path in paths or bundled_specs():
-        spec = infoflow.load_spec(path)
+        spec = infoflow.load_spec(path, overrides)
         if isinstance(spec, IclMarkovSpec):
             icl_plans.append(icl_markov.plan(path.stem, spec, icl_scale, path.parent))
             continue
