@@ -20,9 +20,14 @@ SMOKE = SPECS / "icl_markov" / "smoke-c3.json"
 
 
 def _spec(**fields):
-    base = {"kind": "icl_markov", "states": 10, "chains": 64, "context_len": 512,
-            "model": {"layers": 2, "d_model": 64, "heads": 4, "mlp_width": 256},
-            "training": {"steps": 108000, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1}}
+    base = {
+        "kind": "icl_markov",
+        "states": 10,
+        "chains": 64,
+        "context_len": 512,
+        "model": {"layers": 2, "d_model": 64, "heads": 4, "mlp_width": 256},
+        "training": {"steps": 108000, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1},
+    }
     base.update(fields)
     return infoflow.load_spec(base)
 

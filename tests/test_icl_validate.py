@@ -18,6 +18,7 @@ from conftest import infoflow_cmd, run_cli  # noqa: E402
 from infoflow.validators import icl_markov, markov  # noqa: E402
 from infoflow.validators.gpt import StackedGPT  # noqa: E402
 from infoflow.validators.icl_markov import MemberHistory, measure  # noqa: E402
+from infoflow.validators.icl_train import IclGroup, MemberData, Prefetched  # noqa: E402
 
 import infoflow  # noqa: E402
 
@@ -48,6 +49,22 @@ def test_a_stacked_member_is_its_own_causal_model() -> None:
     changed[:, :, 7:] = (changed[:, :, 7:] + 1) % 3
     assert torch.allclose(model(x)[:, :, :7], model(changed)[:, :, :7], atol=1e-6)
     assert not torch.allclose(model(x)[:, :, 7:], model(changed)[:, :, 7:])
+
+
+@pytest.mark.parametrize("resume_at", [21, 32])
+def test_prefetched_batches_resume_to_the_same_stream(resume_at) -> None:
+    spec = infoflow.load_spec({**TINY, "sweep": None})
+    group = IclGroup("g", spec, [1, 4], [0], [], eval_sequences=4)
+    data = MemberData(group, torch.device("cpu"))
+    whole = Prefetched(data, 3, 8, torch.Generator().manual_seed(9))
+    batches = [whole.at(step) for step in range(40)]
+    again = Prefetched(data, 3, 8, torch.Generator().manual_seed(9))
+    for step in range(resume_at):
+        again.at(step)
+    state = again.state(resume_at)
+    resumed = Prefetched(data, 3, 8, torch.Generator().manual_seed(0))
+    resumed.generator.set_state(state)
+    assert all(torch.equal(resumed.at(s), batches[s]) for s in range(resume_at, 40))
 
 
 # ---- phase rules -------------------------------------------------------------------------
@@ -121,7 +138,8 @@ def _verdict(claims: list[dict], start: str) -> str:
 
 def test_k1_claim_is_confirmed_inside_and_refuted_outside_the_bracket() -> None:
     experiment, group = _experiment()
-    assert _verdict(icl_markov.claims(experiment, group, _measurement(4, 64)), "K*_1") == "confirmed"
+    confirmed = icl_markov.claims(experiment, group, _measurement(4, 64))
+    assert _verdict(confirmed, "K*_1") == "confirmed"
     refuted = icl_markov.claims(experiment, group, _measurement(1, 4))
     assert _verdict(refuted, "K*_1") == "refuted"
 

@@ -15,7 +15,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-
 #: Parameters with a layer axis before the member axis.
 _PER_LAYER = {"ln1", "W_QKV", "W_O", "ln2", "W_1", "b_1", "W_2", "b_2"}
 
@@ -79,7 +78,7 @@ class StackedGPT(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x: states [members, batch, t] (t <= context_len) -> logits [members, batch, t, C]."""
-        m, b, t = x.shape
+        m, _, t = x.shape
         members = torch.arange(m, device=x.device)[:, None, None]
         h = self.W_E[members, x] + self.W_pos[:, None, :t]
         for layer in range(self.W_QKV.shape[0]):

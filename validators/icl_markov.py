@@ -22,6 +22,7 @@ reason, when the measurement cannot decide it.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import statistics
@@ -205,15 +206,11 @@ def measure(histories: list[MemberHistory]) -> dict:
     persists = [k for k in winners if k2_low is None or k > k2_low]
     times = [per_k[k]["first_g2"] for k in winners]
     steps = histories[0].steps
-    spacing = max((b / a for a, b in zip(steps, steps[1:], strict=False)), default=1.0)
-    return {
-        "per_k": per_k,
-        "k1_star": k1,
-        "k2_star": {"low": k2_low, "g2_persists_from": min(persists, default=None)},
-        "tau_2gen": {"value": statistics.median(times) if times else None,
-                     "min": min(times, default=None), "max": max(times, default=None),
-                     "checkpoint_ratio": spacing},  # fmt: skip
-    }
+    spacing = max((b / a for a, b in itertools.pairwise(steps)), default=1.0)
+    tau = {"value": statistics.median(times) if times else None, "min": min(times, default=None),
+           "max": max(times, default=None), "checkpoint_ratio": spacing}  # fmt: skip
+    k2 = {"low": k2_low, "g2_persists_from": min(persists, default=None)}
+    return {"per_k": per_k, "k1_star": k1, "k2_star": k2, "tau_2gen": tau}
 
 
 def _median(values):
@@ -265,8 +262,10 @@ def _final_phase(k: int, result: infoflow.Result, measured: dict) -> dict:
                       "the model has not left its first phase, and without a tau_2Gen "
                       "calibration the prediction does not say when it should")  # fmt: skip
     same = _kind(measured["final_phase"]) == _kind(predicted)
-    if same and predicted in MEMORIZING and not _memorizing(
-        {"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]}
+    if (
+        same
+        and predicted in MEMORIZING
+        and not _memorizing({"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]})
     ):
         return _claim(claim, predicted, shown, tolerance, "refuted",
                       f"nearest reference {measured['final_phase']}, but ID KL is not below "
@@ -347,8 +346,6 @@ def _memorization_slows(measurement: dict) -> dict:
     if slope == 0:
         return _claim(claim, "rises", shown, tolerance, "inconclusive", "flat on this grid")
     return _claim(claim, "rises", shown, tolerance, "confirmed" if slope > 0 else "refuted")
-
-
 
 
 # ---- report ----------------------------------------------------------------------------

@@ -60,7 +60,7 @@ class IclGroup:
 def log_spaced(steps: int, count: int, first: int = 10) -> list[int]:
     """About ``count`` distinct steps from ``first`` to ``steps``, evenly spaced in log."""
     grid = np.geomspace(min(first, steps), steps, count)
-    return sorted({int(round(v)) for v in grid})
+    return sorted({round(float(v)) for v in grid})
 
 
 class MemberData:
@@ -68,7 +68,8 @@ class MemberData:
 
     def __init__(self, group: IclGroup, device: torch.device):
         spec = group.spec
-        c, alpha, n, length = spec.states, spec.dirichlet_alpha, group.eval_sequences, spec.context_len
+        c, alpha, length = spec.states, spec.dirichlet_alpha, spec.context_len
+        n = group.eval_sequences
         P, weights = [], []
         for k, seed in group.members:
             pool = markov.sample_chains(max(group.chains), c, alpha, seed)
@@ -95,14 +96,39 @@ class MemberData:
                 found = markov.references(xs, P_k, w, alpha)
                 refs[split].append(torch.stack([truth.float(), *found.values()]))
                 self.x[split].append(xs)
-        self.x = {split: torch.stack(xs).to(device) for split, xs in self.x.items()}  # [M, n, L]
-        self.refs = {split: torch.stack(r).to(device) for split, r in refs.items()}  # [M, T, n, L, C]
+        # states [M, n, L]; targets (truth, then the references) [M, targets, n, L, C]
+        self.x = {split: torch.stack(xs).to(device) for split, xs in self.x.items()}
+        self.refs = {split: torch.stack(r).to(device) for split, r in refs.items()}
 
-    def batch(self, size: int, length: int, generator: torch.Generator) -> Tensor:
-        """Training sequences [members, size, length], fresh from each member's chains."""
-        local = torch.multinomial(self.padded, size, replacement=True, generator=generator)
+    def batches(self, count: int, size: int, length: int, generator: torch.Generator) -> Tensor:
+        """``count`` steps' training sequences [count, members, size, length], fresh from each
+        member's chains."""
+        local = torch.multinomial(self.padded, count * size, replacement=True, generator=generator)
         chain = (local + self.offsets[:, None]).flatten()
-        return self.sampler.sample(chain, length, generator).view(len(self.P), size, length)
+        x = self.sampler.sample(chain, length, generator).view(len(self.P), count, size, length)
+        return x.transpose(0, 1)
+
+
+class Prefetched:
+    """Training batches drawn ``count`` steps at a time: the sampler loops over positions, so
+    one draw for many steps saves launches on a GPU. ``state(step)`` is the generator state
+    from which the batch of ``step`` is drawn again, so a resumed run sees the same data."""
+
+    def __init__(self, data: MemberData, size: int, length: int, generator, count: int = 16):
+        self.data, self.size, self.length, self.count = data, size, length, count
+        self.generator = generator
+        self.buffer, self.index, self.start = None, -1, None
+
+    def at(self, step: int) -> Tensor:
+        if step // self.count != self.index:  # buffers are drawn in order, from the state
+            self.start = self.generator.get_state()
+            self.buffer = self.data.batches(self.count, self.size, self.length, self.generator)
+            self.index = step // self.count
+        return self.buffer[step % self.count]
+
+    def state(self, step: int) -> Tensor:
+        """The generator state to save when ``step`` is the next step to train."""
+        return self.start if step % self.count else self.generator.get_state()
 
     def levels(self) -> dict[str, list[dict[str, float]]]:
         """KL(truth || reference) per member and split: where each reference sits."""
@@ -154,8 +180,9 @@ def train_icl_group(
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     losses, window = torch.zeros(len(group.members), device=device), 0
+    stream = Prefetched(data, training.batch_size, spec.context_len, generator)
     for step in range(start, training.steps):
-        x = data.batch(training.batch_size, spec.context_len, generator)
+        x = stream.at(step)
         with autocast:
             logits = model(x[:, :, :-1])
         per_member = F.cross_entropy(
@@ -170,14 +197,15 @@ def train_icl_group(
         done = step + 1
         if done in group.checkpoints or done == training.steps:
             metrics = evaluate(model, data)
-            for i, loss in enumerate((losses / window).tolist()):
+            mean_losses = (losses / window).tolist()
+            for i, loss in enumerate(mean_losses):
                 metrics[i]["train:loss"] = loss
             losses.zero_()
             window = 0
             store.record_metrics(group.name, done, metrics)
-            save_checkpoint(path, model, optimizer, schedule, generator, done)
+            save_checkpoint(path, model, optimizer, schedule, stream.state(done), done)
             if progress:
-                progress(group.name, done, training.steps, float(per_member.mean()))
+                progress(group.name, done, training.steps, sum(mean_losses) / len(mean_losses))
     store.finish_group(group.name, [], time.perf_counter() - started)
     return levels
 

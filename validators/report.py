@@ -55,11 +55,18 @@ def _markdown(report: dict) -> str:
         "",
         f"Scale `{report['scale']}` on `{report['device']}`, {report['started']} to "
         f"{report['finished']}."
-        + (f" Retrieval: {s['steps']} steps, batch {s['batch']}, {s['seeds']} seeds, AdamW lr "
-           f"{s['lr']}, weight decay {s['weight_decay']}, cosine schedule." if "retrieval" in kinds
-           else "")
-        + (" In-context learning: each group's own settings, below (AdamW betas (0.9, 0.95), "
-           "warmup then a constant rate)." if "icl_markov" in kinds else ""),
+        + (
+            f" Retrieval: {s['steps']} steps, batch {s['batch']}, {s['seeds']} seeds, AdamW lr "
+            f"{s['lr']}, weight decay {s['weight_decay']}, cosine schedule."
+            if "retrieval" in kinds
+            else ""
+        )
+        + (
+            " In-context learning: each group's own settings, below (AdamW betas (0.9, 0.95), "
+            "warmup then a constant rate)."
+            if "icl_markov" in kinds
+            else ""
+        ),
         "",
         "Verdicts: "
         + ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items())

@@ -113,7 +113,7 @@ def train_group(
             window = 0
             nmse = evaluate(model, x_eval, y_eval)
             store.record_curves(group.name, done, mean_loss, nmse)
-            save_checkpoint(path, model, optimizer, schedule, data, done)
+            save_checkpoint(path, model, optimizer, schedule, data.get_state(), done)
             if progress:
                 progress(group.name, done, settings.steps, sum(mean_loss) / len(mean_loss))
     final = evaluate(model, x_eval, y_eval)
@@ -150,13 +150,14 @@ def _cosine(settings: TrainSettings) -> Callable[[int], float]:
     return factor
 
 
-def save_checkpoint(path: Path, model, optimizer, schedule, data: torch.Generator, step: int):
-    """Write the training state atomically: a temporary file, then a rename."""
+def save_checkpoint(path: Path, model, optimizer, schedule, data_state: torch.Tensor, step: int):
+    """Write the training state atomically (a temporary file, then a rename); ``data_state``
+    is the state of the data generator that the next step's batch comes from."""
     state = {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict(),
-        "data": data.get_state(),
+        "data": data_state,
         "step": step,
     }
     temporary = path.with_suffix(".tmp")

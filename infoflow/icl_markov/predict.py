@@ -95,8 +95,8 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
     anchor = calibration.nearest(quantity, settings)
     unit = "steps" if quantity == "tau_2gen" else "chains"
     if anchor is None:
-        return Prediction(None, unit, "estimate", "uncalibrated",
-                          f"None: the calibration file has no {quantity} measurement."), None  # fmt: skip
+        missing = f"None: the calibration file has no {quantity} measurement."
+        return Prediction(None, unit, "estimate", "uncalibrated", missing), None
     measured = getattr(anchor, quantity)
     ratio = law(anchor.settings)
     factor = float(ratio.subs(values))
@@ -109,8 +109,10 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
     where = (f"Calibrated on other settings ({'; '.join(diff)}): the working form scales "
              f"{scales}; the other differences are not modelled." if diff
              else "Calibrated at these settings.")  # fmt: skip
-    note = (f"{_fmt(measured.value)} measured at {anchor.name} ({anchor.source}; {anchor.device}, "
-            f"{anchor.date}), scaled by {_fmt(factor)}{spread}. {where}")
+    note = (
+        f"{_fmt(measured.value)} measured at {anchor.name} ({anchor.source}; {anchor.device}, "
+        f"{anchor.date}), scaled by {_fmt(factor)}{spread}. {where}"
+    )
     rounded = round(value) if unit == "steps" else round(value, 1)
     provenance = f"calibrated:{anchor.name} ({anchor.provenance})"
     expression = sympy.Symbol(f"{quantity}_anchor") * ratio
@@ -127,8 +129,10 @@ def _k2_star(calibration: Calibration, settings, values):
         return _scaled(calibration, "k2_star", settings, at, values, "states, d_model, mlp_width")
     constant = calibration.capacity
     value = float(constant.value * capacity.subs(values))
-    note = (f"K*_2 = {constant.value:g} x 2 d_model mlp_width / (C (C - 1)): the capacity of the "
-            f"second MLP over the C (C - 1) numbers of one transition matrix; {constant.source}")
+    note = (
+        f"K*_2 = {constant.value:g} x 2 d_model mlp_width / (C (C - 1)): the capacity of the "
+        f"second MLP over the C (C - 1) numbers of one transition matrix; {constant.source}"
+    )
     prediction = Prediction(round(value, 1), "chains", "estimate",
                             f"reconstruction:capacity ({constant.provenance})", note,
                             constant.value * capacity)  # fmt: skip
@@ -150,8 +154,10 @@ def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
     if sequence[1] == "M1":
         memorize = tau * (spec.chains / k1) ** exponent  # tau_1Mem(K), equal to tau at K*_1
         phase = "M2" if steps >= memorize else "G1"
-        note = (f"tau_1Mem(K) = tau_2Gen (K/K*_1)^a = {_fmt(memorize)} steps against a budget of "
-                f"{steps:,}; the M1 -> M2 step is not timed, M2 is taken as the end state.")
+        note = (
+            f"tau_1Mem(K) = tau_2Gen (K/K*_1)^a = {_fmt(memorize)} steps against a budget of "
+            f"{steps:,}; the M1 -> M2 step is not timed, M2 is taken as the end state."
+        )
     else:
         end = tau + (transient if transient is not None else float("inf"))
         phase = "G1" if steps < tau else ("G2" if steps < end else "M2")
