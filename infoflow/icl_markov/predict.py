@@ -53,18 +53,17 @@ def predict_icl_markov(spec: IclMarkovSpec, source: str | None = None) -> Result
     k2, k2_value = _k2_star(calibration, settings, values)
     predictions.update(k1_star=k1, k2_star=k2, tau_2gen=tau)
 
-    sequence = _sequence(spec.chains, k1_value, k2_value)
-    regime = "below K*_1" if sequence[1] == "M1" else (
-        "between K*_1 and K*_2" if sequence[-1] == "M2" else "above K*_2")  # fmt: skip
+    regime = _regime(spec.chains, k1_value, k2_value)
+    sequence = SEQUENCES.get(regime)
     predictions["phase_sequence"] = Prediction(
-        sequence, "", "estimate", "paper:summary",
+        sequence, "", "estimate", "paper:summary" if sequence else "uncalibrated",
         f"{PAPER}: small K goes G1 -> M1 -> M2, large K G1 -> G2, and between K*_1 and K*_2 "
-        f"G2 gives way to M2; K = {spec.chains} is {regime} (K*_1 = {_fmt(k1_value)}, "
-        f"K*_2 = {_fmt(k2_value)}).",
+        f"G2 gives way to M2; K = {spec.chains} is {regime or 'unplaced: no K*_1'} "
+        f"(K*_1 = {_fmt(k1_value)}, K*_2 = {_fmt(k2_value)}).",
     )  # fmt: skip
 
     transient = None
-    if sequence == ["G1", "G2", "M2"] and tau_value is not None:
+    if regime == "between K*_1 and K*_2" and tau_value is not None:
         expression = (calibration.transient_scale.value * sympy.Symbol("tau_2gen")
                       * (1 - K / sympy.Symbol("K2")) ** (-gamma))  # fmt: skip
         transient = float(calibration.transient_scale.value * tau_value
@@ -77,8 +76,9 @@ def predict_icl_markov(spec: IclMarkovSpec, source: str | None = None) -> Result
             expression,
         )  # fmt: skip
     else:
-        why = ("no tau_2Gen calibration" if tau_value is None
-               else f"G2 is not transient at K = {spec.chains} ({regime})")  # fmt: skip
+        why = f"G2 is not transient at K = {spec.chains} ({regime or 'unplaced'})"
+        if tau_value is None:
+            why = "no tau_2Gen calibration"
         predictions["transient_g2_duration"] = Prediction(
             None, "steps", "estimate", "paper:summary", f"None: {why}."
         )
@@ -139,14 +139,24 @@ def _k2_star(calibration: Calibration, settings, values):
     return prediction, value
 
 
-def _sequence(k: int, k1: float | None, k2: float | None) -> list[str]:
-    if k1 is None or k < k1:
-        return ["G1", "M1", "M2"] if k1 is not None else ["G1", "G2"]
-    return ["G1", "G2", "M2"] if k2 is not None and k < k2 else ["G1", "G2"]
+#: The phases each regime passes through (paper).
+SEQUENCES = {
+    "below K*_1": ["G1", "M1", "M2"],
+    "between K*_1 and K*_2": ["G1", "G2", "M2"],
+    "above K*_2": ["G1", "G2"],
+}
+
+
+def _regime(k: int, k1: float | None, k2: float) -> str | None:
+    if k1 is None:
+        return None
+    return "below K*_1" if k < k1 else ("between K*_1 and K*_2" if k < k2 else "above K*_2")
 
 
 def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
     steps = spec.training.steps
+    if sequence is None:
+        return Prediction(None, "", "estimate", "uncalibrated", "None: no K*_1 calibration.")
     if tau is None:
         return Prediction(sequence[-1], "", "estimate", "uncalibrated",
                           "The end of the phase sequence: no tau_2Gen calibration to say "
