@@ -108,6 +108,15 @@ class MemberData:
         x = self.sampler.sample(chain, length, generator).view(len(self.P), count, size, length)
         return x.transpose(0, 1)
 
+    def levels(self) -> dict[str, list[dict[str, float]]]:
+        """KL(truth || reference) per member and split: where each reference sits."""
+        out = {}
+        for split, refs in self.refs.items():
+            truth = refs[:, :1]
+            kl = markov.kl(truth, refs[:, 1:]).mean((-1, -2))  # [M, refs]
+            out[split] = [dict(zip(markov.REFERENCES, row.tolist(), strict=True)) for row in kl]
+        return out
+
 
 class Prefetched:
     """Training batches drawn ``count`` steps at a time: the sampler loops over positions, so
@@ -129,15 +138,6 @@ class Prefetched:
     def state(self, step: int) -> Tensor:
         """The generator state to save when ``step`` is the next step to train."""
         return self.start if step % self.count else self.generator.get_state()
-
-    def levels(self) -> dict[str, list[dict[str, float]]]:
-        """KL(truth || reference) per member and split: where each reference sits."""
-        out = {}
-        for split, refs in self.refs.items():
-            truth = refs[:, :1]
-            kl = markov.kl(truth, refs[:, 1:]).mean((-1, -2))  # [M, refs]
-            out[split] = [dict(zip(markov.REFERENCES, row.tolist(), strict=True)) for row in kl]
-        return out
 
 
 def _mixture(k: int, pool: int, mixture: str, seed: int) -> Tensor:
