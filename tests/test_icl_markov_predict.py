@@ -63,21 +63,35 @@ def test_k2_is_the_capacity_form(states, d_heads, mlp) -> None:
     assert k2 == pytest.approx(2 * 4 * d_heads * mlp / (states * (states - 1)), abs=0.05)
 
 
-def test_uncalibrated_timescales_say_so() -> None:
-    result = infoflow.predict(_spec(chains=2))
+def _park_only(tmp_path, **anchor):
+    """The shipped file as it was before any run: the Park anchor, a = 0.7, scale 1."""
+    data = json.loads(SHIPPED.read_text())
+    data["anchors"] = [a for a in data["anchors"] if a["name"] == "park2025"]
+    data["anchors"][0].update(anchor)
+    data["exponents"]["memorization"] = {"value": 0.7, "provenance": "prior", "source": "-"}
+    data["transient_scale"] = {"value": 1.0, "provenance": "default", "source": "-"}
+    path = tmp_path / "park-only.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_uncalibrated_timescales_say_so(tmp_path) -> None:
+    path = _park_only(tmp_path)
+    result = infoflow.predict(_spec(chains=2, calibration=str(path)))
     assert result["tau_2gen"].value is None and result["tau_2gen"].provenance == "uncalibrated"
     assert result["phase_sequence"].value == ["G1", "M1", "M2"]
     assert result["final_phase"].provenance == "uncalibrated"
 
 
-def _calibration_with_timescales(tmp_path, tau=1000.0, k2=500.0):
-    data = json.loads(SHIPPED.read_text())
-    park = data["anchors"][0]
-    park["tau_2gen"] = {"value": tau}
-    park["k2_star"] = {"value": k2}
-    path = tmp_path / "calibration.json"
-    path.write_text(json.dumps(data))
-    return path
+def test_a_constant_from_other_settings_says_which_differ() -> None:
+    """The shipped tau_2Gen comes from the CPU smoke runs (C = 3, N = 64): at Park's setting
+    it is scaled by g(512) / g(64) and the note lists what the working form ignores."""
+    tau = infoflow.predict(_spec())["tau_2gen"]
+    assert tau.provenance.startswith("calibrated:smoke-c3")
+    assert "Calibrated on other settings (states 10 vs 3; context_len 512 vs 64" in tau.note
+    g = lambda n: n / math.log(n)  # noqa: E731
+    smoke = next(a for a in load_calibration().anchors if a.tau_2gen)
+    assert tau.value == round(smoke.tau_2gen.value * g(512) / g(64))
 
 
 @pytest.mark.parametrize(("chains", "steps", "sequence", "final"), [
@@ -89,7 +103,7 @@ def _calibration_with_timescales(tmp_path, tau=1000.0, k2=500.0):
     (600, 10**6, ["G1", "G2"], "G2"),
 ])  # fmt: skip
 def test_phases_follow_the_timescales(tmp_path, chains, steps, sequence, final) -> None:
-    path = _calibration_with_timescales(tmp_path)
+    path = _park_only(tmp_path, tau_2gen={"value": 1000.0}, k2_star={"value": 500.0})
     training = {"steps": steps, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1}
     result = infoflow.predict(_spec(chains=chains, training=training, calibration=str(path)))
     assert result["phase_sequence"].value == sequence
@@ -134,7 +148,8 @@ def _report(slope: float, low=8, high=16, first_g2=(300, 320, 300)) -> dict:
     for k in chains:
         memorizes = k <= low
         per_k[str(k)] = {"outcome": "memorization" if memorizes else "generalization",
-                         "memorized_at": 20 * k**slope if memorizes else None}  # fmt: skip
+                         "memorized_at": 20 * k**slope if memorizes else None,
+                         "transient_duration": None if memorizes else 100}  # fmt: skip
     setting = infoflow.load_spec(SMOKE).model_dump(
         mode="json", exclude={"chains", "sweep", "description"}
     )  # as IclGroup.describe() writes it
@@ -158,6 +173,20 @@ def test_fit_recovers_the_memorization_exponent(slope) -> None:
     assert memorization.stderr <= 1e-6 and memorization.provenance == "fit:validate"
 
 
+def test_a_persisting_g2_bounds_the_transient_scale_from_below(tmp_path) -> None:
+    """G2 persisted from tau_2Gen = 300 to step 1,500 at K = 16: with K*_2 = 3072 (capacity
+    1 at C = 3, d_model 48, MLP 192) and gamma 2, transient_scale >= 1200 / (300 / (1 -
+    16/3072)^2)."""
+    report = _report(0.8)
+    per_k = report["specs"][0]["groups"][0]["measurement"]["per_k"]
+    for k in ("16", "32", "64"):
+        per_k[k].update(transient_duration=None)
+    found = fit([("report.json", report)], load_calibration(_park_only(tmp_path)))
+    expected = 1200 / (300 * (1 - 16 / 3072) ** -2)
+    assert found.calibration.transient_scale.value == pytest.approx(expected)
+    assert found.calibration.transient_scale.provenance == "fit:lower-bound"
+
+
 def test_regression_reports_its_uncertainty() -> None:
     slope, stderr = regression([0, 1, 2, 3], [0, 1.1, 1.9, 3.2])
     assert slope == pytest.approx(1.04) and 0 < stderr < 0.1
@@ -168,7 +197,9 @@ def test_calibrate_writes_a_file_that_predictions_use(tmp_path) -> None:
     report.parent.mkdir()
     report.write_text(json.dumps(_report(0.8)))
     out = tmp_path / "refit.json"
-    proc = run_cli("calibrate", "icl_markov", str(report.parent), "--out", str(out))
+    base = _park_only(tmp_path)
+    proc = run_cli("calibrate", "icl_markov", str(report.parent), "--base", str(base), "--out",
+                   str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "a (memorization exponent)" in proc.stdout
     calibration = load_calibration(out)

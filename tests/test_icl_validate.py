@@ -155,12 +155,14 @@ def test_k2_and_timescale_claims_can_be_refuted() -> None:
     assert slows == "inconclusive"  # one K memorizes
 
 
-def test_final_phase_claim_refutes_a_memorizer_where_g2_was_predicted() -> None:
+def test_per_k_claims_check_which_mechanism_comes_first() -> None:
+    """Without a tau_2Gen calibration the prediction is the phase sequence: memorization
+    first below K*_1 (~45 here), G2 first above it."""
     experiment, group = _experiment()
-    measurement = _measurement(64, None)  # everything memorizes, K = 64 included
-    claims = icl_markov.claims(experiment, group, measurement)
-    assert _verdict(claims, "K=1 ends") == "confirmed"
-    assert _verdict(claims, "K=64 ends") == "inconclusive"  # inside the predicted K*_1 range
+    claims = icl_markov.claims(experiment, group, _measurement(1, 4))  # G2 first from K = 4
+    assert _verdict(claims, "K=1 follows G1 -> M1 -> M2") == "confirmed"
+    assert _verdict(claims, "K=4 follows G1 -> M1 -> M2") == "refuted"
+    assert _verdict(claims, "K=64") == "inconclusive"  # inside the predicted K*_1 range
 
 
 # ---- end to end --------------------------------------------------------------------------

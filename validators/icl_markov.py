@@ -233,7 +233,7 @@ def _claim(claim, predicted, measured, tolerance, verdict, reason="") -> dict:
 def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> list[dict]:
     """Every claim the predictions make about ``group``'s measurements."""
     first = experiment.predictions[(group.name, group.chains[0])]
-    out = [_final_phase(k, experiment.predictions[(group.name, k)], measurement["per_k"][k])
+    out = [_per_k(k, experiment.predictions[(group.name, k)], measurement["per_k"][k])
            for k in group.chains]  # fmt: skip
     out.append(_k1_star(first["k1_star"], measurement["k1_star"]))
     out.append(_k2_star(first["k2_star"].value, measurement["k2_star"]))
@@ -247,30 +247,40 @@ def _kind(phase: str) -> str:
     return "memorizing" if phase in MEMORIZING else phase
 
 
-def _final_phase(k: int, result: infoflow.Result, measured: dict) -> dict:
-    predicted = result["final_phase"].value
-    claim = f"K={k} ends in phase {predicted}"
-    tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
+def _per_k(k: int, result: infoflow.Result, measured: dict) -> dict:
+    """The phase at the end of training when the prediction times the phases; otherwise which
+    mechanism comes first (the phase sequence)."""
     shown = {"final_phase": measured["final_phase"], "trajectory": measured["trajectory"],
-             "id_kl": measured["id_kl"], "ood_kl": measured["ood_kl"]}  # fmt: skip
+             "outcome": measured["outcome"], "id_kl": measured["id_kl"],
+             "ood_kl": measured["ood_kl"]}  # fmt: skip
+    final, sequence = result["final_phase"], result["phase_sequence"].value
     low, high = result["k1_star"].interval or (None, None)
-    if low is not None and low <= k <= high:
-        return _claim(claim, predicted, shown, tolerance, "inconclusive",
-                      f"K lies within the predicted K*_1 range {low:.3g}..{high:.3g}")  # fmt: skip
-    if measured["outcome"] == "undecided" and result["final_phase"].provenance == "uncalibrated":
-        return _claim(claim, predicted, shown, tolerance, "inconclusive",
-                      "the model has not left its first phase, and without a tau_2Gen "
-                      "calibration the prediction does not say when it should")  # fmt: skip
-    same = _kind(measured["final_phase"]) == _kind(predicted)
+    near = low is not None and low <= k <= high
+    near_reason = f"K lies within the predicted K*_1 range {low:.3g}..{high:.3g}" if near else ""
+    if final.provenance == "uncalibrated":
+        expected = "memorization" if sequence and "M1" in sequence else "generalization"
+        path = " -> ".join(sequence or ["?"])
+        claim = f"K={k} follows {path}: {expected} comes first"
+        tolerance = "memorization wins when the model memorizes before G2 appears"
+        if near or measured["outcome"] == "undecided" or not sequence:
+            reason = near_reason or "the model has not left its first phase"
+            return _claim(claim, path, shown, tolerance, "inconclusive", reason)
+        verdict = "confirmed" if measured["outcome"] == expected else "refuted"
+        return _claim(claim, path, shown, tolerance, verdict)
+    claim = f"K={k} ends in phase {final.value}"
+    tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
+    if near:
+        return _claim(claim, final.value, shown, tolerance, "inconclusive", near_reason)
+    same = _kind(measured["final_phase"]) == _kind(final.value)
     if (
         same
-        and predicted in MEMORIZING
+        and final.value in MEMORIZING
         and not _memorizing({"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]})
     ):
-        return _claim(claim, predicted, shown, tolerance, "refuted",
+        return _claim(claim, final.value, shown, tolerance, "refuted",
                       f"nearest reference {measured['final_phase']}, but ID KL is not below "
                       f"{GAP} x OOD KL")  # fmt: skip
-    return _claim(claim, predicted, shown, tolerance, "confirmed" if same else "refuted")
+    return _claim(claim, final.value, shown, tolerance, "confirmed" if same else "refuted")
 
 
 def _k1_star(prediction, measured: dict) -> dict:

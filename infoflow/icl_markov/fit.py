@@ -9,9 +9,10 @@ From every icl_markov group of every ``report.json`` given:
   the K where memorization won, pooled over groups by inverse variance, with its standard
   error (at least three K per group).
 
-K*_2, gamma and transient_scale need a K*_2 bracket, which one budget cannot give (a G2
-that persists may still give way later): the fit reports the lower bound on K*_2 and
-leaves those constants as they were.
+K*_2 and gamma need a K*_2 bracket, which one budget cannot give (a G2 that persists may
+still give way later): the fit reports the lower bound on K*_2 and keeps them. A G2 that
+persists to the end of the budget does bound transient_scale from below; when the current
+value is under that bound, the bound replaces it (provenance ``fit:lower-bound``).
 """
 
 from __future__ import annotations
@@ -94,13 +95,41 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
     else:
         out.lines.append(("a (memorization exponent)", f"{exponents.memorization.value:g}",
                           "kept: not identifiable from these results"))  # fmt: skip
-    out.lines.append(("gamma, transient_scale, capacity", "kept",
+    transient = _transient_bound(groups, base)
+    if transient is not None:
+        out.lines.append(("transient_scale", f">= {transient.value:.3g}", transient.source))
+        if transient.value <= base.transient_scale.value:
+            transient = None
+    out.lines.append(("gamma, capacity", "kept",
                       "need a K*_2 bracket; one budget gives only a lower bound"))  # fmt: skip
     out.calibration = base.model_copy(update={
         "exponents": exponents, "anchors": list(anchors.values()),
+        "transient_scale": transient or base.transient_scale,
         "description": base.description + " Refitted by infoflow calibrate icl_markov.",
     })  # fmt: skip
     return out
+
+
+def _transient_bound(groups, base: Calibration) -> Constant | None:
+    """The smallest transient_scale that keeps G2 to the end of the budget at every K where
+    it persisted, with the measured tau_2Gen and K*_2 from ``base``'s capacity: a lower
+    bound (None when no G2 persisted below K*_2)."""
+    gamma, bounds = base.exponents.transient.value, []
+    for _, _, group in groups:
+        setting, m = group["setting"], group["measurement"]
+        tau, steps = m["tau_2gen"]["value"], setting["training"]["steps"]
+        model, c = setting["model"], setting["states"]
+        k2 = base.capacity.value * 2 * model["d_model"] * model["mlp_width"] / (c * (c - 1))
+        for k, row in m["per_k"].items():
+            persisted = row["outcome"] == "generalization" and row["transient_duration"] is None
+            if tau and persisted and int(k) < k2:
+                bounds.append(((steps - tau) / (tau * (1 - int(k) / k2) ** -gamma), k))
+    if not bounds:
+        return None
+    value, k = max(bounds)
+    return Constant(value=value, provenance="fit:lower-bound",
+                    source=f"a lower bound: G2 persisted to the end of the budget at K = {k} "
+                    f"(K*_2 from capacity {base.capacity.value:g}, gamma {gamma:g})")  # fmt: skip
 
 
 def _anchor(file: Path, report: dict, group: dict) -> tuple[Anchor, list]:

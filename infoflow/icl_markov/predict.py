@@ -170,7 +170,7 @@ def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
         )
     else:
         end = tau + (transient if transient is not None else float("inf"))
-        phase = "G1" if steps < tau else ("G2" if steps < end else "M2")
+        phase = "G1" if steps < tau else ("G2" if steps <= end else "M2")
         note = (f"G2 forms at tau_2Gen = {_fmt(tau)} steps"
                 + (f" and gives way to M2 after {_fmt(transient)} more" if transient else "")
                 + f"; the budget is {steps:,} steps.")  # fmt: skip
