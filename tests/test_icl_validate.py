@@ -183,6 +183,10 @@ def test_validate_icl_end_to_end_killed_and_resumed(tmp_path) -> None:
     assert sum(report["summary"].values()) == len(section["claims"]) >= 8
     assert (whole / f"{group['name']}-phases.png").stat().st_size > 1000
     assert (whole / f"{group['name']}-kl.png").stat().st_size > 1000
+    assert (whole / f"{group['name']}-positions.png").stat().st_size > 1000
+    positions = group["members"][0]["positions"]
+    assert set(positions) == {"id:truth", "ood:truth", *markov.REFERENCES}
+    assert all(len(v) == TINY["context_len"] - 1 for v in positions.values())
     assert "| K | trajectory |" in (whole / "report.md").read_text()
 
     killed = tmp_path / "killed"

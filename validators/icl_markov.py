@@ -28,7 +28,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from infoflow.validators.icl_train import IclGroup, log_spaced
+from infoflow.validators.icl_train import TARGETS, IclGroup, log_spaced
 
 import infoflow
 from infoflow.icl_markov.fit import regression
@@ -82,7 +82,8 @@ def plan(name: str, spec: IclMarkovSpec, scale: IclScale, base_dir=None) -> IclE
         if scale.max_chains and point.chains > scale.max_chains:
             experiment.capped.append(f"K={point.chains} left out (more than {scale.max_chains})")
             continue
-        key = point.model_dump_json(exclude={"chains", "sweep", "description"})
+        training_only = point.model_copy(update={"calibration": None})  # predictions only
+        key = training_only.model_dump_json(exclude={"chains", "sweep", "description"})
         settings.setdefault(key, (point, []))[1].append(point.chains)
         experiment.predictions[(key, point.chains)] = infoflow.predict(point)
     for key, (point, chains) in settings.items():
@@ -362,7 +363,7 @@ def _memorization_slows(measurement: dict) -> dict:
 
 
 def group_section(experiment, group: IclGroup, histories: list[MemberHistory], measurement,
-                  levels, metrics, claims) -> dict:  # fmt: skip
+                  levels, metrics, positions, claims) -> dict:  # fmt: skip
     """The report's record of one group: enough to redraw its plots and to refit the
     calibration from ``report.json`` alone."""
     members = []
@@ -378,6 +379,7 @@ def group_section(experiment, group: IclGroup, histories: list[MemberHistory], m
             "id_truth": [rows[s]["id:truth"] for s in h.steps],
             "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
             "levels": {split: levels[split][i] for split in levels},
+            "positions": _positions(positions, i),
         })  # fmt: skip
     predictions = {
         k: {name: {"value": p.value, "provenance": p.provenance, "interval": p.interval}
@@ -387,3 +389,13 @@ def group_section(experiment, group: IclGroup, histories: list[MemberHistory], m
     section = {"name": group.name, **group.describe(), "predictions": predictions,
                "members": members, "measurement": measurement, "claims": claims}  # fmt: skip
     return json.loads(json.dumps(section))  # as report.json will hold it: string keys
+
+
+def _positions(positions: dict, member: int) -> dict[str, list[float]]:
+    """The final model's KL per position: to the truth on each split, and to each reference
+    as the mean of the two splits (as the phase rule weighs them)."""
+    out = {f"{split}:truth": positions[split][member, 0].tolist() for split in positions}
+    for i, target in enumerate(TARGETS[1:], start=1):
+        both = (positions["id"][member, i] + positions["ood"][member, i]) / 2
+        out[target] = both.tolist()
+    return out

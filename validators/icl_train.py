@@ -156,26 +156,28 @@ def train_icl_group(
     store: Store,
     checkpoints: Path,
     progress: Progress | None = None,
-) -> dict[str, list[dict[str, float]]]:
-    """Train ``group`` to the end (resuming from its checkpoint) and return the reference
-    levels; the metrics per checkpoint are in the database."""
+) -> tuple[MemberData, StackedGPT]:
+    """Train ``group`` to the end (resuming from its checkpoint; a finished group only loads
+    its final weights) and return its data and the trained model; the metrics per
+    checkpoint are in the database."""
     started = time.perf_counter()
     spec, training = group.spec, group.spec.training
     torch.manual_seed(spec.seed)
     data = MemberData(group, device)
-    levels = data.levels()
-    if store.group_done(group.name):
-        return levels
     model_spec = spec.model
     model = StackedGPT([seed * 1000 + k for k, seed in group.members], spec.states,
                        spec.context_len, model_spec.layers, model_spec.d_model, model_spec.heads,
                        model_spec.mlp_width).to(device)  # fmt: skip
+    path = checkpoints / f"{group.name}.pt"
+    if store.group_done(group.name):
+        state = torch.load(path, map_location=device, weights_only=True)
+        model.load_state_dict(state["model"])
+        return data, model
     optimizer = torch.optim.AdamW(model.parameter_groups(training.weight_decay), lr=training.lr,
                                   betas=(0.9, 0.95), fused=device.type == "cuda")  # fmt: skip
     warmup = max(1, training.steps // 50)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     generator = torch.Generator(device=device).manual_seed(spec.seed + 2)
-    path = checkpoints / f"{group.name}.pt"
     start = load_checkpoint(path, model, optimizer, schedule, generator, device)
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
@@ -207,24 +209,32 @@ def train_icl_group(
             if progress:
                 progress(group.name, done, training.steps, sum(mean_losses) / len(mean_losses))
     store.finish_group(group.name, [], time.perf_counter() - started)
-    return levels
+    return data, model
 
 
 @torch.no_grad()
-def evaluate(model: StackedGPT, data: MemberData, chunk: int = 64) -> list[dict[str, float]]:
-    """Mean KL(target || model) over sequences and positions, per member, for every target
-    (truth and references) on both splits: ``{"id:truth": ..., "ood:G2": ...}``."""
+def position_kl(model: StackedGPT, data: MemberData, chunk: int = 64) -> dict[str, Tensor]:
+    """KL(target || model) per member, target (truth, then the references) and position,
+    averaged over the test sequences: {split: [members, targets, positions]}."""
     model.eval()
-    out: list[dict[str, float]] = [{} for _ in range(data.x["id"].shape[0])]
+    out = {}
     for split in SPLITS:
         x, refs = data.x[split][..., :-1], data.refs[split][..., :-1, :]  # as in training
-        total = torch.zeros(refs.shape[:2], device=x.device)
+        total = torch.zeros(refs.shape[:2] + refs.shape[-2:-1], device=x.device)
         for i in range(0, x.shape[1], chunk):
             logp = F.log_softmax(model(x[:, i : i + chunk]).float(), -1)[:, None]
             target = refs[:, :, i : i + chunk]
-            total += (target * ((target + 1e-12).log() - logp)).sum(-1).sum((-1, -2))
-        mean = total / (x.shape[1] * x.shape[2])
-        for member, row in enumerate(mean.tolist()):
-            out[member].update({f"{split}:{t}": v for t, v in zip(TARGETS, row, strict=True)})
+            total += (target * ((target + 1e-12).log() - logp)).sum(-1).sum(2)
+        out[split] = total / x.shape[1]
     model.train()
+    return out
+
+
+def evaluate(model: StackedGPT, data: MemberData) -> list[dict[str, float]]:
+    """Mean KL(target || model) over sequences and positions, per member, for every target
+    on both splits: ``{"id:truth": ..., "ood:G2": ...}``."""
+    out: list[dict[str, float]] = [{} for _ in range(data.x["id"].shape[0])]
+    for split, kl in position_kl(model, data).items():
+        for member, row in enumerate(kl.mean(-1).tolist()):
+            out[member].update({f"{split}:{t}": v for t, v in zip(TARGETS, row, strict=True)})
     return out

@@ -147,3 +147,36 @@ def _grid_position(chains: list[int], value: float) -> float:
             span = math.log(chains[i + 1] / chains[i])
             return i + 0.5 + math.log(value / chains[i]) / span
     return len(chains) - 0.5
+
+
+def plot_positions(out: Path, section: dict) -> list[Path]:
+    """Per group: ``NAME-positions.png``, the final model's KL to the truth (ID, OOD) and to
+    each reference against the position in the context, a line per K."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    panels = ["id:truth", "ood:truth", *PHASE_COLOURS]
+    for group in section["groups"]:
+        members = sorted((m for m in group["members"] if m["seed"] == group["seeds"][0]),
+                         key=lambda m: m["chains"])  # fmt: skip
+        fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.4), sharey=True)
+        colours = plt.cm.viridis([i / max(1, len(members) - 1) for i in range(len(members))])
+        for ax, name in zip(axes, panels, strict=True):
+            for member, colour in zip(members, colours, strict=True):
+                values = member["positions"][name]
+                ax.plot(range(1, len(values) + 1), values, color=colour,
+                        label=f"K={member['chains']}")  # fmt: skip
+            split = name.split(":")[0].upper()
+            title = f"KL(truth || model), {split}" if ":" in name else f"KL({name} || model)"
+            ax.set(yscale="log", xlabel="position t", title=title)
+        axes[0].set_ylabel("final model, mean over sequences")
+        axes[-1].legend(fontsize=6, ncol=2)
+        fig.tight_layout()
+        path = out / f"{group['name']}-positions.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written

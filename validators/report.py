@@ -117,7 +117,8 @@ def _icl_markdown(spec: dict) -> list[str]:
             f"{model['heads']} heads, MLP {model['mlp_width']}; {training['steps']:,} steps of "
             f"batch {training['batch_size']}, lr {training['lr']}, weight decay "
             f"{training['weight_decay']}; seeds {group['seeds']}; plots "
-            f"`{group['name']}-phases.png`, `{group['name']}-kl.png`.",
+            f"`{group['name']}-phases.png`, `{group['name']}-kl.png`, "
+            f"`{group['name']}-positions.png`.",
             "",
             "| K | trajectory | first | first G2 | tau_1Mem | final | predicted final | ID KL | "
             "OOD KL | G2 level (OOD) |",

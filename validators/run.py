@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 from infoflow.validators import icl_markov, retrieval
 from infoflow.validators.icl_markov import IclExperiment, MemberHistory
-from infoflow.validators.icl_train import train_icl_group
-from infoflow.validators.plots import plot_experiments, plot_icl
+from infoflow.validators.icl_train import position_kl, train_icl_group
+from infoflow.validators.plots import plot_experiments, plot_icl, plot_positions
 from infoflow.validators.report import write_reports
 from infoflow.validators.store import Store
 from infoflow.validators.targets import TargetFunction
@@ -138,6 +138,7 @@ def validate(
     plot_experiments(out, results)
     for section in icl_sections:
         plot_icl(out, section)
+        plot_positions(out, section)
     return report
 
 
@@ -146,7 +147,8 @@ def _run_icl(experiment: IclExperiment, device, store: Store, checkpoints, progr
     section."""
     groups = []
     for group in experiment.groups:
-        levels = train_icl_group(group, device, store, checkpoints, progress)
+        data, model = train_icl_group(group, device, store, checkpoints, progress)
+        levels, positions = data.levels(), position_kl(model, data)
         metrics = store.metrics(group.name)
         variant = group.spec.options.g1_variant
         histories = [MemberHistory.from_metrics(k, seed, metrics[i], variant)
@@ -159,7 +161,7 @@ def _run_icl(experiment: IclExperiment, device, store: Store, checkpoints, progr
         for claim in claims:
             store.record_claim(experiment.name, claim)
         groups.append(icl_markov.group_section(experiment, group, histories, measurement,
-                                               levels, metrics, claims))  # fmt: skip
+                                               levels, metrics, positions, claims))  # fmt: skip
     return {"kind": "icl_markov", "name": experiment.name, "capped": experiment.capped,
             "groups": groups, "claims": [c for g in groups for c in g["claims"]]}  # fmt: skip
 
