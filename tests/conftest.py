@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,3 +31,19 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         env={**os.environ, **(env or {})},
         timeout=120,
     )
+
+
+def park_only_calibration(folder: Path, **anchor) -> Path:
+    """The icl_markov calibration as shipped before any run (the Park et al. anchor, a = 0.7,
+    transient_scale 1), with ``anchor`` fields added to the Park anchor; tests that must not
+    depend on the constants of the day use it."""
+    from infoflow.icl_markov.calibration import SHIPPED
+
+    data = json.loads(SHIPPED.read_text())
+    data["anchors"] = [a for a in data["anchors"] if a["name"] == "park2025"]
+    data["anchors"][0].update(anchor)
+    data["exponents"]["memorization"] = {"value": 0.7, "provenance": "prior", "source": "-"}
+    data["transient_scale"] = {"value": 1.0, "provenance": "default", "source": "-"}
+    path = folder / "park-only.json"
+    path.write_text(json.dumps(data))
+    return path

@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from conftest import SPECS, run_cli
+from conftest import SPECS, park_only_calibration, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,20 +63,8 @@ def test_k2_is_the_capacity_form(states, d_heads, mlp) -> None:
     assert k2 == pytest.approx(2 * 4 * d_heads * mlp / (states * (states - 1)), abs=0.05)
 
 
-def _park_only(tmp_path, **anchor):
-    """The shipped file as it was before any run: the Park anchor, a = 0.7, scale 1."""
-    data = json.loads(SHIPPED.read_text())
-    data["anchors"] = [a for a in data["anchors"] if a["name"] == "park2025"]
-    data["anchors"][0].update(anchor)
-    data["exponents"]["memorization"] = {"value": 0.7, "provenance": "prior", "source": "-"}
-    data["transient_scale"] = {"value": 1.0, "provenance": "default", "source": "-"}
-    path = tmp_path / "park-only.json"
-    path.write_text(json.dumps(data))
-    return path
-
-
 def test_uncalibrated_timescales_say_so(tmp_path) -> None:
-    path = _park_only(tmp_path)
+    path = park_only_calibration(tmp_path)
     result = infoflow.predict(_spec(chains=2, calibration=str(path)))
     assert result["tau_2gen"].value is None and result["tau_2gen"].provenance == "uncalibrated"
     assert result["phase_sequence"].value == ["G1", "M1", "M2"]
@@ -103,7 +91,7 @@ def test_a_constant_from_other_settings_says_which_differ() -> None:
     (600, 10**6, ["G1", "G2"], "G2"),
 ])  # fmt: skip
 def test_phases_follow_the_timescales(tmp_path, chains, steps, sequence, final) -> None:
-    path = _park_only(tmp_path, tau_2gen={"value": 1000.0}, k2_star={"value": 500.0})
+    path = park_only_calibration(tmp_path, tau_2gen={"value": 1000.0}, k2_star={"value": 500.0})
     training = {"steps": steps, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1}
     result = infoflow.predict(_spec(chains=chains, training=training, calibration=str(path)))
     assert result["phase_sequence"].value == sequence
@@ -181,7 +169,7 @@ def test_a_persisting_g2_bounds_the_transient_scale_from_below(tmp_path) -> None
     per_k = report["specs"][0]["groups"][0]["measurement"]["per_k"]
     for k in ("16", "32", "64"):
         per_k[k].update(transient_duration=None)
-    found = fit([("report.json", report)], load_calibration(_park_only(tmp_path)))
+    found = fit([("report.json", report)], load_calibration(park_only_calibration(tmp_path)))
     expected = 1200 / (300 * (1 - 16 / 3072) ** -2)
     assert found.calibration.transient_scale.value == pytest.approx(expected)
     assert found.calibration.transient_scale.provenance == "fit:lower-bound"
@@ -197,7 +185,7 @@ def test_calibrate_writes_a_file_that_predictions_use(tmp_path) -> None:
     report.parent.mkdir()
     report.write_text(json.dumps(_report(0.8)))
     out = tmp_path / "refit.json"
-    base = _park_only(tmp_path)
+    base = park_only_calibration(tmp_path)
     proc = run_cli("calibrate", "icl_markov", str(report.parent), "--base", str(base), "--out",
                    str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import infoflow_cmd, run_cli  # noqa: E402
+from conftest import infoflow_cmd, park_only_calibration, run_cli  # noqa: E402
 from infoflow.validators import icl_markov, markov  # noqa: E402
 from infoflow.validators.gpt import StackedGPT  # noqa: E402
 from infoflow.validators.icl_markov import MemberHistory, measure  # noqa: E402
@@ -113,8 +113,11 @@ def test_k1_bracket_and_monotonicity() -> None:
 # ---- claims ------------------------------------------------------------------------------
 
 
-def _experiment():
-    spec = infoflow.load_spec({**TINY, "states": 10, "context_len": 512})  # K*_1 ~ 45
+def _experiment(folder):
+    calibration = str(park_only_calibration(folder))  # no timescales: sequence claims
+    spec = infoflow.load_spec(
+        {**TINY, "states": 10, "context_len": 512, "calibration": calibration}
+    )  # K*_1 ~ 45
     experiment = icl_markov.plan("t", spec, icl_markov.SCALES["paper"])
     return experiment, experiment.groups[0]
 
@@ -136,16 +139,16 @@ def _verdict(claims: list[dict], start: str) -> str:
     return next(c["verdict"] for c in claims if c["claim"].startswith(start))
 
 
-def test_k1_claim_is_confirmed_inside_and_refuted_outside_the_bracket() -> None:
-    experiment, group = _experiment()
+def test_k1_claim_is_confirmed_inside_and_refuted_outside_the_bracket(tmp_path) -> None:
+    experiment, group = _experiment(tmp_path)
     confirmed = icl_markov.claims(experiment, group, _measurement(4, 64))
     assert _verdict(confirmed, "K*_1") == "confirmed"
     refuted = icl_markov.claims(experiment, group, _measurement(1, 4))
     assert _verdict(refuted, "K*_1") == "refuted"
 
 
-def test_k2_and_timescale_claims_can_be_refuted() -> None:
-    experiment, group = _experiment()
+def test_k2_and_timescale_claims_can_be_refuted(tmp_path) -> None:
+    experiment, group = _experiment(tmp_path)
     k2 = experiment.predictions[(group.name, 1)]["k2_star"].value  # 2 16 32 / 90 = 11.4
     claims = icl_markov.claims(experiment, group, _measurement(1, 4, k2_low=int(k2) + 1,
                                                                first_g2=(100, 1000)))  # fmt: skip
@@ -155,14 +158,32 @@ def test_k2_and_timescale_claims_can_be_refuted() -> None:
     assert slows == "inconclusive"  # one K memorizes
 
 
-def test_per_k_claims_check_which_mechanism_comes_first() -> None:
+def test_per_k_claims_check_which_mechanism_comes_first(tmp_path) -> None:
     """Without a tau_2Gen calibration the prediction is the phase sequence: memorization
     first below K*_1 (~45 here), G2 first above it."""
-    experiment, group = _experiment()
+    experiment, group = _experiment(tmp_path)
     claims = icl_markov.claims(experiment, group, _measurement(1, 4))  # G2 first from K = 4
     assert _verdict(claims, "K=1 follows G1 -> M1 -> M2") == "confirmed"
     assert _verdict(claims, "K=4 follows G1 -> M1 -> M2") == "refuted"
     assert _verdict(claims, "K=64") == "inconclusive"  # inside the predicted K*_1 range
+
+
+def test_timed_predictions_are_judged_on_the_final_phase_and_tau(tmp_path) -> None:
+    """With tau_2Gen calibrated (10 steps at Park's setting) the prediction times the phases:
+    at K = 1 the model has memorized long before step 120, so it must end memorizing."""
+    calibration = str(park_only_calibration(tmp_path, tau_2gen={"value": 10.0}))
+    spec = infoflow.load_spec({**TINY, "states": 10, "context_len": 512,
+                               "calibration": calibration})  # fmt: skip
+    experiment = icl_markov.plan("t", spec, icl_markov.SCALES["paper"])
+    group = experiment.groups[0]
+    assert experiment.predictions[(group.name, 1)]["final_phase"].value == "M2"
+    measurement = _measurement(1, 4, first_g2=(100, 100))
+    claims = icl_markov.claims(experiment, group, measurement)
+    assert _verdict(claims, "K=1 ends in phase M2") == "confirmed"
+    assert _verdict(claims, "tau_2Gen, the steps") == "refuted"  # 100 against 10
+    measurement["per_k"][1].update(final_phase="G2", id_kl=0.09, ood_kl=0.09)
+    claims = icl_markov.claims(experiment, group, measurement)
+    assert _verdict(claims, "K=1 ends in phase M2") == "refuted"
 
 
 # ---- end to end --------------------------------------------------------------------------
