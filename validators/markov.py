@@ -11,7 +11,9 @@ A trained model's phase is the reference predictor it is closest to:
 - M2, posterior over the K training chains from bigram evidence (task recognition).
 
 Every predictor returns, for sequences x of shape [B, L], the predictive distribution of the
-next state after each prefix x_1..x_t: a tensor [B, L, C], computed exactly and vectorised.
+next state after each prefix x_1..x_t: a tensor [B, L, C], computed exactly and vectorised;
+:func:`references` gives all of them at once. :class:`ChainSampler` draws the sequences, on
+any device, every row from its own chain.
 """
 
 from __future__ import annotations
