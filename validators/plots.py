@@ -180,3 +180,57 @@ def plot_positions(out: Path, section: dict) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+CODEC_STYLES = {"lla": "o-", "lla_2d": "s-", "head_axis": "^--", "quantize": "v:",
+                "final_loop": "X"}  # fmt: skip
+
+
+def plot_codec(out: Path, section: dict) -> list[Path]:
+    """A looped_kv section: ``NAME-codec.png`` (attention-output error and next-token KL to
+    the teacher against rho, a line per method) and ``NAME-spectra.png`` (energy captured
+    against rho when the loop, head or layer axis is folded into the vector)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measured, name = section["measured"], section["name"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, metric in zip(axes, ("attention_error", "kl"), strict=True):
+        for method, rows in measured["methods"].items():
+            rhos = [float(r) for r in rows]
+            values = [max(row[metric], 1e-9) for row in rows.values()]
+            ax.plot(rhos, values, CODEC_STYLES[method], label=method)
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="rho (full bytes / compressed bytes)",
+            ylabel=metric.replace("_", " "),
+            title=f"{name}: {metric.replace('_', ' ')}",
+        )
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    codec = out / f"{name}-codec.png"
+    fig.savefig(codec, dpi=110)
+    plt.close(fig)
+
+    config = measured["config"]
+    d = config["d_model"] // config["heads"]
+    dims = {"loop": config["loops"] * d, "head": config["heads"] * d, "layer": config["core"] * d}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, which in zip(axes, ("K", "V"), strict=True):
+        for how, energy in measured["spectra"][which].items():
+            ax.plot([dims[how] / r for r in range(1, len(energy) + 1)], energy, label=f"{how} axis")
+        ax.set(
+            xscale="log",
+            xlabel="rho = dim / rank",
+            ylabel="energy captured",
+            title=f"{which}: the {which} vectors with one axis folded in",
+        )
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    spectra = out / f"{name}-spectra.png"
+    fig.savefig(spectra, dpi=110)
+    plt.close(fig)
+    return [codec, spectra]

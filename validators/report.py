@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import infoflow
@@ -66,6 +67,12 @@ def _markdown(report: dict) -> str:
             "warmup then a constant rate)."
             if "icl_markov" in kinds
             else ""
+        )
+        + (
+            " Looped KV: the spec's own model, trained on a Markov-mixture corpus (AdamW, "
+            "one-cycle schedule)."
+            if "looped_kv" in kinds
+            else ""
         ),
         "",
         "Verdicts: "
@@ -75,6 +82,9 @@ def _markdown(report: dict) -> str:
     for spec in report["specs"]:
         if spec["kind"] == "icl_markov":
             lines += _icl_markdown(spec)
+            continue
+        if spec["kind"] == "looped_kv":
+            lines += _looped_markdown(spec)
             continue
         lines += ["", f"## {spec['name']}", "", f"Target: `{spec['target']}`", "",
                   "| model | predicted | exponent | best NMSE | NMSE per seed |",
@@ -155,6 +165,34 @@ def _icl_markdown(spec: dict) -> list[str]:
         ]
         lines += _claims_markdown(group["claims"])
     return lines
+
+
+def _looped_markdown(spec: dict) -> list[str]:
+    """One looped_kv spec: the model, the error of every method against rho, the stores."""
+    m, name = spec["measured"], spec["name"]
+    c = m["config"]
+    rhos = list(m["methods"]["lla"])
+    lines = [
+        "", f"## {name}", "",
+        f"Prelude {c['prelude']}, core {c['core']} layers x {c['loops']} loops, coda {c['coda']}; "
+        f"d_model {c['d_model']}, {c['heads']} heads; teacher loss {m['teacher_loss']:.3f} nats "
+        f"(uniform: ln {c['vocab']} = {math.log(c['vocab']):.3f}); {m['seconds']:.0f} s. Plots "
+        f"`{name}-codec.png`, `{name}-spectra.png`.", "",
+        "Attention-output error (relative, mean over core slots) / next-token KL to the teacher:",
+        "", "| method | " + " | ".join(f"rho {r}" for r in rhos) + " |",
+        "|---|" + "--:|" * len(rhos),
+    ]  # fmt: skip
+    for method, rows in m["methods"].items():
+        cells = [f"{rows[r]['attention_error']:.3g} / {rows[r]['kl']:.3g}" if r in rows else "-"
+                 for r in rhos]  # fmt: skip
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    lines += ["", "| store | r_k, r_v | tokens | measured bytes | calculator bytes |",
+              "|---|---|--:|--:|--:|"]  # fmt: skip
+    for s in m["stores"]:
+        ranks = f"{s['r_k']}, {s['r_v']}" if "r_k" in s else "-"
+        lines.append(f"| {s['variant']} | {ranks} | {s['tokens']} | {s['measured_bytes']:,} | "
+                     f"{s['predicted_bytes']:,} |")  # fmt: skip
+    return lines + _claims_markdown(spec["claims"])
 
 
 def _maybe(value) -> str:

@@ -10,10 +10,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
-from infoflow.validators import icl_markov, retrieval
+from infoflow.validators import icl_markov, looped_kv, retrieval
 from infoflow.validators.icl_markov import IclExperiment, MemberHistory
 from infoflow.validators.icl_train import position_kl, train_icl_group
-from infoflow.validators.plots import plot_experiments, plot_icl, plot_positions
+from infoflow.validators.plots import plot_codec, plot_experiments, plot_icl, plot_positions
 from infoflow.validators.report import write_reports
 from infoflow.validators.store import Store
 from infoflow.validators.targets import TargetFunction
@@ -22,6 +22,7 @@ from infoflow.validators.train import train_group
 import infoflow
 from infoflow.errors import SpecError
 from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.looped_kv.spec import LoopedKVSpec
 from infoflow.retrieval.spec import RetrievalSpec
 
 DATABASE = "results.sqlite"
@@ -73,14 +74,21 @@ def validate(
         scale = replace(scale, seeds=seeds)
     if steps:
         icl_scale = replace(icl_scale, max_steps=steps, name=scale.name)
-    plans, icl_plans, skipped = [], [], []
+    looped_scale = looped_kv.SCALES[scale_name]
+    if steps:
+        looped_scale = replace(looped_scale, steps=steps)
+    plans, icl_plans, looped_plans, skipped = [], [], [], []
     for path in paths or bundled_specs():
         spec = infoflow.load_spec(path, overrides)
         if isinstance(spec, IclMarkovSpec):
             icl_plans.append(icl_markov.plan(path.stem, spec, icl_scale, path.parent))
             continue
-        if not isinstance(spec, RetrievalSpec):
-            skipped.append({"spec": str(path), "reason": f"no validator for kind {spec.kind} yet"})
+        if isinstance(spec, LoopedKVSpec):
+            reason = looped_kv.cannot_train(spec)
+            if reason:
+                skipped.append({"spec": str(path), "reason": reason})
+            else:
+                looped_plans.append((path.stem, spec))
             continue
         problem = _cannot_evaluate(spec)
         if problem:
@@ -113,6 +121,7 @@ def validate(
     if progress:
         total = sum(len(groups) for _, groups in plans) * scale.settings.steps
         total += sum(g.spec.training.steps for icl in icl_plans for g in icl.groups)
+        total += len(looped_plans) * looped_scale.steps
         progress("start", 0, total, 0.0)
 
     results = []
@@ -131,15 +140,32 @@ def validate(
             store.record_claim(experiment.name, claim)
         results.append((experiment, nmse, claims))
     icl_sections = [_run_icl(icl, device, store, checkpoints, progress) for icl in icl_plans]
+    for name, spec in looped_plans:
+        measured = looped_kv.run(spec, looped_scale, checkpoints / f"{name}-looped.pt",
+                                 _looped_progress(name, progress))  # fmt: skip
+        claims = looped_kv.claims(measured)
+        for claim in claims:
+            store.record_claim(name, claim)
+        icl_sections.append({"kind": "looped_kv", "name": name, "measured": measured,
+                             "claims": claims})  # fmt: skip
     finished = _now()
     store.finish_run(finished)
     store.close()
     report = write_reports(out, results, skipped, scale, device, started, finished, icl_sections)
     plot_experiments(out, results)
     for section in icl_sections:
+        if section["kind"] == "looped_kv":
+            plot_codec(out, section)
+            continue
         plot_icl(out, section)
         plot_positions(out, section)
     return report
+
+
+def _looped_progress(name: str, progress):
+    if progress is None:
+        return None
+    return lambda step, steps, loss: progress(name, step, steps, loss)
 
 
 def _run_icl(experiment: IclExperiment, device, store: Store, checkpoints, progress) -> dict:

@@ -1,0 +1,146 @@
+"""A small looped (weight-tied) decoder whose K/V cache is laid out as the big models lay it
+out, trained on a language-like corpus generated in code.
+
+Layout: ``prelude`` layers run once, a core block of ``R`` layers runs ``T`` times with the
+same weights, ``coda`` layers run once; every run of a layer is an attention *slot* with its
+own K/V (the per-loop cache of Ouro and Huginn): ("prelude", i), ("core", t, r), ("coda", i).
+Pre-norm blocks (RMSNorm, attention with RoPE, GELU MLP), untied embeddings.
+
+Attention goes through a *cache* object, so the same forward serves the teacher (exact
+causal attention), capture of every slot's K/V and attention output, and evaluation with
+reconstructed K/V (:mod:`~infoflow.validators.kv_codec`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+Slot = tuple  # ("prelude", i) | ("core", t, r) | ("coda", i)
+
+
+@dataclass(frozen=True)
+class LoopedConfig:
+    vocab: int = 16
+    d_model: int = 64
+    heads: int = 4
+    prelude: int = 1
+    core: int = 2  # R
+    loops: int = 4  # T
+    coda: int = 1
+    mlp_width: int = 256
+    max_len: int = 128
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.heads
+
+    def slots(self) -> list[Slot]:
+        """Every attention slot in the order the forward runs them."""
+        return ([("prelude", i) for i in range(self.prelude)]
+                + [("core", t, r) for t in range(self.loops) for r in range(self.core)]
+                + [("coda", i) for i in range(self.coda)])  # fmt: skip
+
+
+class ExactAttention:
+    """The teacher: causal attention over the slot's own K/V; optionally records them."""
+
+    def __init__(self, record: bool = False):
+        self.record = record
+        self.kv: dict[Slot, tuple[Tensor, Tensor]] = {}
+        self.outputs: dict[Slot, Tensor] = {}
+
+    def attend(self, slot: Slot, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.record:
+            self.kv[slot], self.outputs[slot] = (k, v), out
+        return out
+
+
+class Block(nn.Module):
+    def __init__(self, config: LoopedConfig):
+        super().__init__()
+        d = config.d_model
+        self.heads = config.heads
+        self.norm1, self.norm2 = nn.RMSNorm(d), nn.RMSNorm(d)
+        self.W_QKV = nn.Linear(d, 3 * d, bias=False)
+        self.W_O = nn.Linear(d, d, bias=False)
+        self.mlp = nn.Sequential(nn.Linear(d, config.mlp_width), nn.GELU(),
+                                 nn.Linear(config.mlp_width, d))  # fmt: skip
+
+    def forward(self, h: Tensor, slot: Slot, cache, rope: tuple[Tensor, Tensor]) -> Tensor:
+        b, n, d = h.shape
+        q, k, v = self.W_QKV(self.norm1(h)).split(d, dim=-1)
+        q, k, v = (x.view(b, n, self.heads, -1).transpose(1, 2) for x in (q, k, v))
+        q, k = _rotate(q, *rope), _rotate(k, *rope)
+        out = cache.attend(slot, q, k, v).transpose(1, 2).reshape(b, n, d)
+        h = h + self.W_O(out)
+        return h + self.mlp(self.norm2(h))
+
+
+class LoopedDecoder(nn.Module):
+    def __init__(self, config: LoopedConfig):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab, config.d_model)
+        self.prelude = nn.ModuleList(Block(config) for _ in range(config.prelude))
+        self.core = nn.ModuleList(Block(config) for _ in range(config.core))
+        self.coda = nn.ModuleList(Block(config) for _ in range(config.coda))
+        self.norm = nn.RMSNorm(config.d_model)
+        self.unembed = nn.Linear(config.d_model, config.vocab, bias=False)
+
+    def forward(self, x: Tensor, cache=None, offset: int = 0) -> Tensor:
+        """Logits [B, n, vocab] for tokens x [B, n] at positions offset.. offset + n - 1."""
+        cache = cache or ExactAttention()
+        rope = _rope(self.config.head_dim, offset, x.shape[1], x.device)
+        h = self.embed(x)
+        for i, block in enumerate(self.prelude):
+            h = block(h, ("prelude", i), cache, rope)
+        for t in range(self.config.loops):
+            for r, block in enumerate(self.core):
+                h = block(h, ("core", t, r), cache, rope)
+        for i, block in enumerate(self.coda):
+            h = block(h, ("coda", i), cache, rope)
+        return self.unembed(self.norm(h))
+
+
+def _rope(dim: int, offset: int, n: int, device) -> tuple[Tensor, Tensor]:
+    inv = 1.0 / (10000 ** (torch.arange(0, dim, 2, device=device).float() / dim))
+    angles = torch.arange(offset, offset + n, device=device).float()[:, None] * inv[None]
+    return angles.cos(), angles.sin()
+
+
+def _rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+
+
+def train_looped(
+    config: LoopedConfig, corpus, steps: int, batch: int, length: int, seed: int = 0,
+    lr: float = 3e-3, progress=None,
+) -> LoopedDecoder:  # fmt: skip
+    """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences."""
+    torch.manual_seed(seed)
+    model = LoopedDecoder(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps)
+    generator = torch.Generator().manual_seed(seed + 1)
+    for step in range(steps):
+        x = corpus(batch, length, generator)
+        logits = model(x[:, :-1])
+        loss = F.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        if progress and (step + 1) % 50 == 0:
+            progress(step + 1, steps, loss.item())
+    return model.eval()
+
+
+def attention_scale(head_dim: int) -> float:
+    return 1 / math.sqrt(head_dim)
