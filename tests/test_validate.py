@@ -152,8 +152,9 @@ def test_validate_smoke_end_to_end(tmp_path) -> None:
     claims = {c["claim"]: c for c in report["specs"][0]["claims"]}
     pe = next(c for name, c in claims.items() if "only with positional encoding" in name)
     assert pe["verdict"] == "confirmed", pe
-    assert report["skipped"] == [{"spec": str(LOOPED_KV / "ouro-1.4b.json"),
-                                  "reason": "no validator for kind looped_kv yet"}]  # fmt: skip
+    (skipped,) = report["skipped"]
+    assert skipped["spec"] == str(LOOPED_KV / "ouro-1.4b.json")
+    assert "parameters: the looped_kv validator trains models up to" in skipped["reason"]
     assert (out / "report.md").read_text().startswith("# infoflow validate")
     assert (out / "nmse_by_architecture.png").stat().st_size > 1000
     db = sqlite3.connect(out / "results.sqlite")
