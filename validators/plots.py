@@ -209,6 +209,9 @@ def plot_codec(out: Path, section: dict) -> list[Path]:
             ylabel=metric.replace("_", " "),
             title=f"{name}: {metric.replace('_', ' ')}",
         )
+        grid = [float(r) for r in measured["methods"]["lla"]]
+        ax.set_xticks(grid, [f"{r:.3g}" for r in grid])
+        ax.minorticks_off()
         ax.legend(fontsize=7)
     fig.tight_layout()
     codec = out / f"{name}-codec.png"
