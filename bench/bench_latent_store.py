@@ -25,8 +25,10 @@ def main() -> None:
         model(x, record)
     k, v = kv_codec.core_kv(record, config)
     codecs = (kv_codec.SVDCodec.fit(k, "loop", 12), kv_codec.SVDCodec.fit(v, "loop", 20))
-    print(f"decode {TOKENS} tokens x batch {BATCH}, {config.prelude} + {config.core} x "
-          f"{config.loops} loops + {config.coda} layers, on cpu ({torch.get_num_threads()} threads)")
+    print(
+        f"decode {TOKENS} tokens x batch {BATCH}, {config.prelude} + {config.core} x "
+        f"{config.loops} loops + {config.coda} layers, on cpu ({torch.get_num_threads()} threads)"
+    )
     rows = {}
     for name, chosen in (("full cache", None), ("latent store, rho 4", codecs)):
         store = kv_codec.LatentStore(model, BATCH, TOKENS, chosen)
@@ -36,8 +38,10 @@ def main() -> None:
         rows[name] = (BATCH * TOKENS / seconds, store.nbytes())
         print(f"{name:<22} {rows[name][0]:8.0f} tokens/s  {rows[name][1]:>10,} cache bytes")
     (full_speed, full_bytes), (latent_speed, latent_bytes) = rows.values()
-    print(f"latent / full: speed {latent_speed / full_speed:.2f}x, "
-          f"cache bytes {latent_bytes / full_bytes:.3f}x")
+    print(
+        f"latent / full: speed {latent_speed / full_speed:.2f}x, "
+        f"cache bytes {latent_bytes / full_bytes:.3f}x"
+    )
 
 
 if __name__ == "__main__":
