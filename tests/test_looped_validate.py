@@ -11,7 +11,12 @@ torch = pytest.importorskip("torch")
 
 from conftest import LOOPED_KV, run_cli  # noqa: E402
 from infoflow.validators import kv_codec, looped_kv  # noqa: E402
-from infoflow.validators.looped import ExactAttention, LoopedConfig, LoopedDecoder  # noqa: E402
+from infoflow.validators.looped import (  # noqa: E402
+    ExactAttention,
+    LoopedConfig,
+    LoopedDecoder,
+    train_looped,
+)
 
 import infoflow  # noqa: E402
 
@@ -84,6 +89,35 @@ def test_store_bytes_equal_the_calculator_exactly(teacher) -> None:
     assert two_d == 4 * 2 * 128 + 4 * 2 * 4 * 16 * 2  # (48 + 80) per layer
 
 
+def test_distillation_moves_the_codec_not_the_teacher(teacher) -> None:
+    model, x, _, k, v = teacher
+    before = [p.clone() for p in model.parameters()]
+    codecs = (kv_codec.SVDCodec.fit(k, "loop", 6), kv_codec.SVDCodec.fit(v, "loop", 10))
+    learned = kv_codec.distill(model, codecs, x, steps=5)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    assert not torch.equal(learned[0].W_down, codecs[0].basis)
+
+
+def test_a_killed_training_resumes_to_the_same_weights(tmp_path) -> None:
+    config = LoopedConfig(d_model=16, heads=2, mlp_width=32)
+    draw = looped_kv.corpus(config.vocab, seed=0)
+    whole = train_looped(config, draw, 30, 4, 9, tmp_path / "whole.pt", every=10)
+    calls = 0
+
+    def dies_after_15(batch, length, generator):
+        nonlocal calls
+        calls += 1
+        if calls > 15:
+            raise KeyboardInterrupt
+        return draw(batch, length, generator)
+
+    with pytest.raises(KeyboardInterrupt):
+        train_looped(config, dies_after_15, 30, 4, 9, tmp_path / "killed.pt", every=10)
+    resumed = train_looped(config, draw, 30, 4, 9, tmp_path / "killed.pt", every=10)
+    for a, b in zip(whole.parameters(), resumed.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
 def _measured(**changes) -> dict:
     """Measurements shaped as `run` returns them, where every claim holds."""
     methods = {name: {f"{r:.3g}": {"attention_error": e * r, "kl": e * r / 10}
@@ -95,7 +129,7 @@ def _measured(**changes) -> dict:
     stores = [{"variant": "per_head", "measured_bytes": 100, "predicted_bytes": 100}]
     config = {"loops": 4, "d_model": 64, "heads": 4, "core": 2}
     return {"methods": methods, "spectra": spectra, "stores": stores, "config": config,
-            "full_rank_relative_error": 1e-7, **changes}  # fmt: skip
+            "full_rank_relative_error": 1e-7, "teacher_frozen": True, **changes}  # fmt: skip
 
 
 def _verdicts(measured: dict) -> dict[str, str]:
@@ -114,24 +148,27 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
     m["methods"]["lla"]["8"]["attention_error"] = 10.0  # error rises again at rho 8 -> 16
     m["methods"]["final_loop"]["4"] = {"attention_error": 0.0, "kl": 0.0}
     m["methods"]["head_axis"]["2"]["kl"] = 0.0
+    m["methods"]["lla_distilled"] = {"4": {"attention_error": 0.0, "kl": 0.0}}
+    m["teacher_frozen"] = False
     verdicts = _verdicts(m)
     for claim in ("the per_head store holds the calculator's bytes",
                   "full rank reconstructs the cache exactly",
                   "K: the loop axis is the most compressible at matched bytes",
                   "lla: error falls as rank rises", "LLA beats final-loop reuse at rho = 4",
-                  "LLA beats head-axis compression at matched bytes"):  # fmt: skip
+                  "LLA beats head-axis compression at matched bytes",
+                  "distillation (teacher frozen) lowers LLA's KL"):  # fmt: skip
         assert verdicts[claim] == "refuted", claim
     assert verdicts["V: the loop axis is the most compressible at matched bytes"] == "confirmed"
 
 
 def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = run_cli("validate", str(TINY), str(LOOPED_KV / "ouro-1.4b.json"), "--steps", "30",
+    proc = run_cli("validate", str(TINY), str(LOOPED_KV / "ouro-1.4b.json"), "--steps", "10",
                    "--quiet", "--device", "cpu", "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     (section,) = report["specs"]
-    assert section["kind"] == "looped_kv" and len(section["claims"]) == 10
+    assert section["kind"] == "looped_kv" and len(section["claims"]) == 11
     stores = section["measured"]["stores"]
     assert all(s["measured_bytes"] == s["predicted_bytes"] for s in stores)
     assert "Ouro-1.4B has 1," in report["skipped"][0]["reason"]

@@ -238,3 +238,52 @@ def decode(model: LoopedDecoder, tokens: Tensor, store: LatentStore) -> Tensor:
         logits.append(model(tokens[:, i : i + 1], store, offset=i))
         store.commit()
     return torch.cat(logits, 1)
+
+
+# ---- distillation ----------------------------------------------------------------------
+
+
+class LearnedCodec(torch.nn.Module):
+    """An SVD codec whose maps are trainable: W_down and W_up start as the SVD basis (then
+    differ), mu as the calibration mean."""
+
+    def __init__(self, codec: SVDCodec):
+        super().__init__()
+        self.how = codec.how
+        self.mu = torch.nn.Parameter(codec.mu.clone())
+        self.W_down = torch.nn.Parameter(codec.basis.clone())
+        self.W_up = torch.nn.Parameter(codec.basis.clone())
+
+    def reconstruct(self, x: Tensor) -> Tensor:
+        folded = fold(x, self.how)
+        latent = (folded - self.mu[:, None]) @ self.W_down
+        return unfold(latent @ self.W_up.transpose(1, 2) + self.mu[:, None], self.how, x.shape)
+
+
+def distill(
+    model: LoopedDecoder, codecs: tuple[SVDCodec, SVDCodec], tokens: Tensor, steps: int,
+    lr: float = 1e-3, match: float = 1.0,
+) -> tuple[LearnedCodec, ...]:  # fmt: skip
+    """Refine a K and a V codec on ``tokens`` with the model frozen: forward KL from the
+    teacher's next-token distribution plus ``match`` times the relative attention-output
+    error of the core slots."""
+    model.requires_grad_(False)
+    teacher = ExactAttention(record=True)
+    with torch.no_grad():
+        target = model(tokens, teacher).log_softmax(-1)
+    k, v = core_kv(teacher, model.config)
+    learned = tuple(LearnedCodec(codec) for codec in codecs)
+    optimizer = torch.optim.Adam([p for c in learned for p in c.parameters()], lr=lr)
+    for _ in range(steps):
+        student = Reconstructed(learned[0].reconstruct(k), learned[1].reconstruct(v))
+        logits = model(tokens, student).log_softmax(-1)
+        kl = torch.nn.functional.kl_div(logits, target, log_target=True, reduction="none")
+        loss = kl.sum(-1).mean()
+        for slot, out in student.outputs.items():
+            if slot[0] == "core":
+                reference = teacher.outputs[slot]
+                loss = loss + match * ((out - reference) ** 2).sum() / (reference**2).sum()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return tuple(c.requires_grad_(False) for c in learned)

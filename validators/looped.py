@@ -13,11 +13,12 @@ reconstructed K/V (:mod:`~infoflow.validators.kv_codec`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from infoflow.validators.train import load_checkpoint, save_checkpoint
 from torch import Tensor, nn
 
 Slot = tuple  # ("prelude", i) | ("core", t, r) | ("coda", i)
@@ -120,16 +121,19 @@ def _rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
 
 def train_looped(
-    config: LoopedConfig, corpus, steps: int, batch: int, length: int, seed: int = 0,
-    lr: float = 3e-3, progress=None,
+    config: LoopedConfig, corpus, steps: int, batch: int, length: int, checkpoint: Path,
+    seed: int = 0, lr: float = 3e-3, progress=None, every: int = 100,
 ) -> LoopedDecoder:  # fmt: skip
-    """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences."""
+    """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences,
+    saving the training state to ``checkpoint`` every ``every`` steps and resuming from it
+    (a finished run only loads its weights)."""
     torch.manual_seed(seed)
     model = LoopedDecoder(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps)
     generator = torch.Generator().manual_seed(seed + 1)
-    for step in range(steps):
+    start = load_checkpoint(checkpoint, model, optimizer, schedule, generator, "cpu")
+    for step in range(start, steps):
         x = corpus(batch, length, generator)
         logits = model(x[:, :-1])
         loss = F.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten())
@@ -137,10 +141,9 @@ def train_looped(
         loss.backward()
         optimizer.step()
         schedule.step()
-        if progress and (step + 1) % 50 == 0:
-            progress(step + 1, steps, loss.item())
+        done = step + 1
+        if done % every == 0 or done == steps:
+            save_checkpoint(checkpoint, model, optimizer, schedule, generator.get_state(), done)
+            if progress:
+                progress(done, steps, loss.item())
     return model.eval()
-
-
-def attention_scale(head_dim: int) -> float:
-    return 1 / math.sqrt(head_dim)

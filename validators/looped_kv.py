@@ -15,7 +15,6 @@ sequences of a mixture of Markov chains over its vocabulary. Claims:
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,11 +40,12 @@ class LoopedScale:
     length: int
     calibration: int  # sequences
     evaluation: int
+    distill_steps: int  # refinement of the LLA codec, teacher frozen
 
 
 SCALES = {
-    "smoke": LoopedScale("smoke", 600, 32, 64, 64, 32),
-    "paper": LoopedScale("paper", 4000, 64, 128, 256, 128),
+    "smoke": LoopedScale("smoke", 600, 32, 64, 64, 32, distill_steps=60),
+    "paper": LoopedScale("paper", 4000, 64, 128, 256, 128, distill_steps=500),
 }
 
 
@@ -94,21 +94,14 @@ def ranks(total: int) -> tuple[int, int]:
 
 @torch.no_grad()
 def run(spec: LoopedKVSpec, scale: LoopedScale, checkpoint: Path, progress=None) -> dict:
-    """Train (or load the model a previous run trained and saved at ``checkpoint``),
-    measure, and return the measurements."""
+    """Train (resuming from ``checkpoint``; a finished training only loads), measure, and
+    return the measurements."""
     started = time.perf_counter()
     config = config_of(spec, scale.length)
     draw = corpus(config.vocab, seed=0)
-    if checkpoint.exists():
-        model = LoopedDecoder(config).eval()
-        model.load_state_dict(torch.load(checkpoint, weights_only=True))
-    else:
-        with torch.enable_grad():
-            model = train_looped(config, draw, scale.steps, scale.batch, scale.length + 1,
-                                 progress=progress)  # fmt: skip
-        temporary = checkpoint.with_suffix(".tmp")
-        torch.save(model.state_dict(), temporary)
-        os.replace(temporary, checkpoint)
+    with torch.enable_grad():
+        model = train_looped(config, draw, scale.steps, scale.batch, scale.length + 1,
+                             checkpoint, progress=progress)  # fmt: skip
     calibration = draw(scale.calibration, scale.length, torch.Generator().manual_seed(10))
     evaluation = draw(scale.evaluation, scale.length, torch.Generator().manual_seed(11))
     k_cal, v_cal = _capture(model, calibration)
@@ -133,8 +126,10 @@ def run(spec: LoopedKVSpec, scale: LoopedScale, checkpoint: Path, progress=None)
                       reduction="none").sum(-1).mean()  # fmt: skip
         return {"attention_error": float(torch.stack(errors).mean()), "kl": float(kl)}
 
-    methods: dict[str, dict[str, dict]] = {"lla": {}, "lla_2d": {}, "head_axis": {},
-                                            "quantize": {}, "final_loop": {}}  # fmt: skip
+    methods: dict[str, dict[str, dict]] = {"lla": {}, "lla_distilled": {}, "lla_2d": {},
+                                            "head_axis": {}, "quantize": {},
+                                            "final_loop": {}}  # fmt: skip
+    weights = [p.detach().clone() for p in model.parameters()]
     for rho in RHOS:
         key = f"{rho:.3g}"
         for name, how, dim in (("lla", "loop", T * d), ("lla_2d", "loop_head", T * H * d),
@@ -146,6 +141,11 @@ def run(spec: LoopedKVSpec, scale: LoopedScale, checkpoint: Path, progress=None)
             )
             result = judge(codecs[0].reconstruct(k_eval), codecs[1].reconstruct(v_eval))
             methods[name][key] = {"r_k": r_k, "r_v": r_v, **result}
+            if name == "lla" and scale.distill_steps:
+                with torch.enable_grad():
+                    learned = kv_codec.distill(model, codecs, calibration, scale.distill_steps)
+                refined = judge(learned[0].reconstruct(k_eval), learned[1].reconstruct(v_eval))
+                methods["lla_distilled"][key] = {"r_k": r_k, "r_v": r_v, **refined}
         bits = round(32 / rho)
         quantized = judge(kv_codec.quantize(k_eval, bits), kv_codec.quantize(v_eval, bits))
         methods["quantize"][key] = {"bits": bits, **quantized}
@@ -160,7 +160,9 @@ def run(spec: LoopedKVSpec, scale: LoopedScale, checkpoint: Path, progress=None)
         for codec, x in zip(full_rank, (k_eval, k_eval, v_eval, v_eval), strict=True)
     )
     stores = _store_bytes(spec, model, k_cal, v_cal, evaluation[:2])
+    frozen = all(torch.equal(a, b) for a, b in zip(weights, model.parameters(), strict=True))
     return {"config": config.__dict__, "spectra": spectra, "methods": methods,
+            "teacher_frozen": frozen,
             "full_rank_relative_error": exact, "stores": stores,
             "teacher_loss": float(F.cross_entropy(teacher_logits[:, :-1].flatten(0, 1),
                                                   evaluation[:, 1:].flatten())),
@@ -253,6 +255,16 @@ def claims(measured: dict) -> list[dict]:
     out.append(_claim(f"LLA beats final-loop reuse at rho = {T}", "LLA better",
                       {"lla": lla, "final_loop": final}, "lower KL and attention error",
                       "confirmed" if better else "refuted"))  # fmt: skip
+    if methods.get("lla_distilled"):
+        gains = {rho: (methods["lla"][rho]["kl"], methods["lla_distilled"][rho]["kl"])
+                 for rho in methods["lla_distilled"]}  # fmt: skip
+        worse = [rho for rho, (svd, tuned) in gains.items() if tuned > svd]
+        reason = f"not at rho = {', '.join(worse)}" if worse else ""
+        if not measured["teacher_frozen"]:
+            reason = "the teacher's weights changed"
+        out.append(_claim("distillation (teacher frozen) lowers LLA's KL", "lower", gains,
+                          "distilled KL <= SVD KL at every rho; the teacher's weights unchanged",
+                          "refuted" if reason else "confirmed", reason))  # fmt: skip
     head = {rho: (methods["lla"][rho]["kl"], methods["head_axis"][rho]["kl"])
             for rho in methods["lla"]}  # fmt: skip
     losses = [rho for rho, (a, b) in head.items() if a >= b]

@@ -182,8 +182,8 @@ def plot_positions(out: Path, section: dict) -> list[Path]:
     return written
 
 
-CODEC_STYLES = {"lla": "o-", "lla_2d": "s-", "head_axis": "^--", "quantize": "v:",
-                "final_loop": "X"}  # fmt: skip
+CODEC_STYLES = {"lla": "o-", "lla_distilled": "o--", "lla_2d": "s-", "head_axis": "^--",
+                "quantize": "v:", "final_loop": "X"}  # fmt: skip
 
 
 def plot_codec(out: Path, section: dict) -> list[Path]:

@@ -76,7 +76,8 @@ def validate(
         icl_scale = replace(icl_scale, max_steps=steps, name=scale.name)
     looped_scale = looped_kv.SCALES[scale_name]
     if steps:
-        looped_scale = replace(looped_scale, steps=steps)
+        distill = min(looped_scale.distill_steps, steps)
+        looped_scale = replace(looped_scale, steps=steps, distill_steps=distill)
     plans, icl_plans, looped_plans, skipped = [], [], [], []
     for path in paths or bundled_specs():
         spec = infoflow.load_spec(path, overrides)
