@@ -127,9 +127,11 @@ def _measured(**changes) -> dict:
     methods["final_loop"] = {"4": {"attention_error": 0.5, "kl": 0.1}}
     spectra = {w: {"loop": [1.0] * 64, "head": [0.5] * 64, "layer": [0.4] * 32} for w in "KV"}
     stores = [{"variant": "per_head", "measured_bytes": 100, "predicted_bytes": 100}]
-    config = {"loops": 4, "d_model": 64, "heads": 4, "core": 2}
+    config = {"loops": 4}
+    dims = {"loop": 64, "head": 64, "layer": 32}
     return {"methods": methods, "spectra": spectra, "stores": stores, "config": config,
-            "full_rank_relative_error": 1e-7, "teacher_frozen": True, **changes}  # fmt: skip
+            "dims": dims, "full_rank_relative_error": 1e-7, "teacher_frozen": True,
+            **changes}  # fmt: skip
 
 
 def _verdicts(measured: dict) -> dict[str, str]:
@@ -175,3 +177,73 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert (out / "tiny-looped-codec.png").stat().st_size > 1000
     assert (out / "tiny-looped-spectra.png").stat().st_size > 1000
     assert (out / "checkpoints" / "tiny-looped-looped.pt").exists()  # reused by --resume
+
+
+# ---- an Ouro-style checkpoint from a local folder -----------------------------------------
+
+
+def _tiny_ouro(folder):
+    from infoflow.validators.ouro import save_ouro
+
+    torch.manual_seed(1)
+    config = LoopedConfig(vocab=32, d_model=32, heads=4, kv_heads=2, prelude=0, core=2,
+                          loops=3, coda=0, mlp_width=48, style="ouro")  # fmt: skip
+    model = LoopedDecoder(config).eval()
+    save_ouro(model, folder)
+    return model
+
+
+def test_an_ouro_checkpoint_loads_to_the_same_model(tmp_path) -> None:
+    pytest.importorskip("safetensors")
+    from infoflow.validators.ouro import load_ouro
+
+    model = _tiny_ouro(tmp_path / "ouro")
+    loaded = load_ouro(tmp_path / "ouro")
+    x = torch.randint(0, 32, (2, 10))
+    with torch.no_grad():
+        assert torch.equal(model(x), loaded(x))
+    assert loaded.config.kv == 2 and loaded.config.loops == 3
+
+
+def test_a_grouped_query_cache_decodes_and_holds_the_calculators_bytes(tmp_path) -> None:
+    """GQA (4 query heads over 2 KV heads): the latent store keeps K/V of the KV heads only,
+    and its bytes are still the calculator's for the config.json the spec reads."""
+    pytest.importorskip("safetensors")
+    model = _tiny_ouro(tmp_path / "ouro")
+    spec = infoflow.load_spec({
+        "kind": "looped_kv",
+        "model": {"hf_config": str(tmp_path / "ouro" / "config.json"),
+                  "checkpoint": str(tmp_path / "ouro")},
+        "serving": {"context_tokens": 10},
+    })  # fmt: skip
+    assert spec.model.kv_heads == 2 and spec.model.loops == 3 and spec.model.dtype == "float32"
+    x = torch.randint(0, 32, (2, 10))
+    record = ExactAttention(record=True)
+    with torch.no_grad():
+        logits = model(x, record)
+    k, v = kv_codec.core_kv(record, model.config)
+    assert k.shape[3] == 2  # the cache holds the KV heads
+    full = kv_codec.SVDCodec.fit(k, "loop", 3 * 8), kv_codec.SVDCodec.fit(v, "loop", 3 * 8)
+    store = kv_codec.LatentStore(model, 2, 10, full)
+    assert torch.allclose(kv_codec.decode(model, x, store), logits, atol=1e-4)
+    rows = looped_kv._store_bytes(spec, model, k, v, x)
+    assert all(r["measured_bytes"] == r["predicted_bytes"] for r in rows)
+
+
+def test_validate_measures_a_local_checkpoint_without_training(tmp_path) -> None:
+    pytest.importorskip("safetensors")
+    _tiny_ouro(tmp_path / "ouro")
+    spec = tmp_path / "ouro.json"
+    spec.write_text(json.dumps({"kind": "looped_kv", "serving": {"context_tokens": 64},
+                                "model": {"hf_config": "ouro/config.json",
+                                          "checkpoint": "ouro"}}))  # fmt: skip
+    out = tmp_path / "run"
+    proc = run_cli("validate", str(spec), "--steps", "5", "--quiet", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (section,) = json.loads((out / "report.json").read_text())["specs"]
+    assert section["measured"]["config"]["style"] == "ouro"
+    assert not (out / "checkpoints" / "ouro-looped.pt").exists()  # nothing was trained
+    stores = section["measured"]["stores"]
+    assert all(s["measured_bytes"] == s["predicted_bytes"] for s in stores)
+    missing = run_cli("predict", str(spec), "--set", "model.checkpoint=nowhere")
+    assert missing.returncode == 2 and "model.checkpoint" in missing.stderr

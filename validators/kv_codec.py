@@ -18,7 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from infoflow.validators.looped import ExactAttention, LoopedConfig, LoopedDecoder, Slot
+from infoflow.validators.looped import (
+    ExactAttention,
+    LoopedConfig,
+    LoopedDecoder,
+    Slot,
+    expand_kv,
+)
 from torch import Tensor
 
 FOLDS = ("loop", "loop_head", "head", "layer")
@@ -134,7 +140,8 @@ class Reconstructed:
 def mixed_attention(q: Tensor, k: Tensor, v: Tensor, k_past: Tensor, v_past: Tensor) -> Tensor:
     """Causal attention with the diagonal (each position's own key and value) taken from
     the live k, v and every earlier position from k_past, v_past."""
-    n, d = q.shape[-2], q.shape[-1]
+    heads, n, d = q.shape[1], q.shape[-2], q.shape[-1]
+    k, v, k_past, v_past = (expand_kv(x, heads) for x in (k, v, k_past, v_past))
     scores = q @ k_past.transpose(-1, -2) / d**0.5
     own = (q * k).sum(-1) / d**0.5
     scores = torch.diagonal_scatter(scores, own, dim1=-2, dim2=-1)
@@ -156,12 +163,12 @@ class LatentStore:
                  codecs: tuple[SVDCodec, SVDCodec] | None, dtype=torch.float32):  # fmt: skip
         c = model.config
         self.config, self.codecs, self.length = c, codecs, 0
-        full = lambda: torch.zeros(batch, c.heads, capacity, c.head_dim, dtype=dtype)  # noqa: E731
+        full = lambda: torch.zeros(batch, c.kv, capacity, c.head_dim, dtype=dtype)  # noqa: E731
         self.full = {slot: (full(), full()) for slot in c.slots()
                      if slot[0] != "core" or codecs is None}  # fmt: skip
         self.latent = None
         if codecs is not None:
-            groups = c.heads if codecs[0].how == "loop" else 1
+            groups = c.kv if codecs[0].how == "loop" else 1
             self.latent = [
                 torch.zeros(c.core, batch, groups, capacity, codec.rank, dtype=dtype)
                 for codec in codecs
@@ -188,7 +195,7 @@ class LatentStore:
         """K (which = 0) or V of core layer r at loop t for the stored tokens [B, H, n, d]."""
         c, codec = self.config, self.codecs[which]
         latent = self.latent[which][r, :, :, : self.length]  # [B, G, n, rank]
-        d, H = c.head_dim, c.heads
+        d, H = c.head_dim, c.kv
         if codec.how == "loop":
             basis = codec.basis.view(c.core, H, c.loops, d, -1)[r, :, t]  # [H, d, rank]
             mu = codec.mu.view(c.core, H, c.loops, d)[r, :, t]  # [H, d]
@@ -201,8 +208,9 @@ class LatentStore:
     def attend(self, slot: Slot, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         """One new token (q, k, v: [B, H, 1, d]) against the stored ones and itself."""
         k_past, v_past = self._read(slot)
-        keys, values = torch.cat([k_past, k.to(k_past.dtype)], 2), torch.cat([v_past, v], 2)
-        out = torch.nn.functional.scaled_dot_product_attention(q, keys, values.to(q.dtype))
+        keys = expand_kv(torch.cat([k_past.to(k.dtype), k], 2), q.shape[1])
+        values = expand_kv(torch.cat([v_past.to(v.dtype), v], 2), q.shape[1])
+        out = torch.nn.functional.scaled_dot_product_attention(q, keys, values)
         self.pending[slot] = (k, v)
         return out
 
@@ -223,7 +231,7 @@ class LatentStore:
                     ]
                 )
                 latent = codec.encode(fold(x, codec.how))  # [groups, B, rank]
-                groups = c.heads if codec.how == "loop" else 1
+                groups = c.kv if codec.how == "loop" else 1
                 latent = latent.view(c.core, groups, x.shape[2], -1).transpose(1, 2)
                 self.latent[which][:, :, :, n] = latent  # [R, B, groups, rank]
         self.pending.clear()

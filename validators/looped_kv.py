@@ -2,7 +2,9 @@
 codec against its controls at matched bytes, the latent store's bytes -> claims.
 
 The model is the spec's own architecture (the bundled ``tiny-looped.json``), trained on
-sequences of a mixture of Markov chains over its vocabulary. Claims:
+sequences of a mixture of Markov chains over its vocabulary, or an Ouro-style checkpoint
+the spec names in ``model.checkpoint`` (then nothing is trained, and the same corpus is the
+calibration and evaluation data). Claims:
 
 - the latent store's measured bytes equal the calculator's ``kv_bytes_per_token_compressed``
   times the tokens stored, exactly; full rank reconstructs the cache exactly;
@@ -23,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from infoflow.validators import kv_codec, markov
 from infoflow.validators.looped import ExactAttention, LoopedConfig, LoopedDecoder, train_looped
+from infoflow.validators.ouro import load_ouro
 
 import infoflow
 from infoflow.looped_kv.spec import LoopedKVSpec
@@ -50,8 +53,12 @@ SCALES = {
 
 
 def cannot_train(spec: LoopedKVSpec) -> str | None:
-    """Why this spec's model is not trained here (None when it is)."""
+    """Why this spec's model is neither loaded nor trained here (None when it is)."""
     model = spec.model
+    if (spec.serving.cache_dtype or model.dtype) not in TORCH_DTYPES:
+        return "float8 caches are not simulated"
+    if model.checkpoint:
+        return None
     params = infoflow.predict(spec)["model_parameters"].value
     if params > MAX_PARAMETERS:
         return (f"{model.name} has {params:,} parameters: the looped_kv validator trains models "
@@ -59,8 +66,6 @@ def cannot_train(spec: LoopedKVSpec) -> str | None:
                 "pretrained checkpoint is not built yet")  # fmt: skip
     if model.kv_heads != model.heads or model.hidden_size != model.heads * model.head_dim:
         return "the validator's model has as many KV heads as heads, of width hidden / heads"
-    if (spec.serving.cache_dtype or model.dtype) not in TORCH_DTYPES:
-        return "float8 caches are not simulated"
     return None
 
 
@@ -94,21 +99,26 @@ def ranks(total: int) -> tuple[int, int]:
 
 @torch.no_grad()
 def run(spec: LoopedKVSpec, scale: LoopedScale, checkpoint: Path, progress=None) -> dict:
-    """Train (resuming from ``checkpoint``; a finished training only loads), measure, and
-    return the measurements."""
+    """Load the spec's checkpoint, or train its model (resuming from ``checkpoint``; a
+    finished training only loads); measure; return the measurements."""
     started = time.perf_counter()
-    config = config_of(spec, scale.length)
-    draw = corpus(config.vocab, seed=0)
-    with torch.enable_grad():
-        model = train_looped(config, draw, scale.steps, scale.batch, scale.length + 1,
-                             checkpoint, progress=progress)  # fmt: skip
+    if spec.model.checkpoint:
+        model = load_ouro(spec.model.checkpoint)
+        config = model.config
+        draw = corpus(config.vocab, seed=0)
+    else:
+        config = config_of(spec, scale.length)
+        draw = corpus(config.vocab, seed=0)
+        with torch.enable_grad():
+            model = train_looped(config, draw, scale.steps, scale.batch, scale.length + 1,
+                                 checkpoint, progress=progress)  # fmt: skip
     calibration = draw(scale.calibration, scale.length, torch.Generator().manual_seed(10))
     evaluation = draw(scale.evaluation, scale.length, torch.Generator().manual_seed(11))
     k_cal, v_cal = _capture(model, calibration)
     teacher = ExactAttention(record=True)
     teacher_logits = model(evaluation, teacher)
     k_eval, v_eval = kv_codec.core_kv(teacher, config)
-    T, d, H = config.loops, config.head_dim, config.heads
+    T, d, H = config.loops, config.head_dim, config.kv
 
     spectra = {name: {how: kv_codec.energy_captured(x, how).tolist()
                       for how in ("loop", "head", "layer")}
@@ -130,7 +140,7 @@ def run(spec: LoopedKVSpec, scale: LoopedScale, checkpoint: Path, progress=None)
                                             "head_axis": {}, "quantize": {},
                                             "final_loop": {}}  # fmt: skip
     weights = [p.detach().clone() for p in model.parameters()]
-    for rho in RHOS:
+    for rho in sorted({*RHOS, float(T)}):  # final-loop reuse exists at rho = T only
         key = f"{rho:.3g}"
         for name, how, dim in (("lla", "loop", T * d), ("lla_2d", "loop_head", T * H * d),
                                ("head_axis", "head", H * d)):  # fmt: skip
@@ -161,7 +171,8 @@ def run(spec: LoopedKVSpec, scale: LoopedScale, checkpoint: Path, progress=None)
     )
     stores = _store_bytes(spec, model, k_cal, v_cal, evaluation[:2])
     frozen = all(torch.equal(a, b) for a, b in zip(weights, model.parameters(), strict=True))
-    return {"config": config.__dict__, "spectra": spectra, "methods": methods,
+    dims = {"loop": T * d, "head": H * d, "layer": config.core * d}  # the folds' vector sizes
+    return {"config": config.__dict__, "dims": dims, "spectra": spectra, "methods": methods,
             "teacher_frozen": frozen,
             "full_rank_relative_error": exact, "stores": stores,
             "teacher_loss": float(F.cross_entropy(teacher_logits[:, :-1].flatten(0, 1),
@@ -180,7 +191,7 @@ def _store_bytes(spec: LoopedKVSpec, model, k_cal, v_cal, tokens) -> list[dict]:
     the bytes they hold with the calculator's."""
     config, out = model.config, []
     dtype_name = spec.serving.cache_dtype or spec.model.dtype
-    T, d, H = config.loops, config.head_dim, config.heads
+    T, d, H = config.loops, config.head_dim, config.kv
     cases = [("none", None)]
     for variant, how, dim in (("per_head", "loop", T * d), ("2d", "loop_head", T * H * d)):
         r_k, r_v = ranks(round(2 * dim / 4))
@@ -227,14 +238,12 @@ def claims(measured: dict) -> list[dict]:
         )
     )
     for name in ("K", "V"):
-        spectra, T = measured["spectra"][name], measured["config"]["loops"]
-        d, H, R = (measured["config"][k] for k in ("d_model", "heads", "core"))
-        d //= H
+        spectra, dims = measured["spectra"][name], measured["dims"]
         wins = {}
         for rho in RHOS:
             energy = {
-                how: spectra[how][max(1, round(dim / rho)) - 1]
-                for how, dim in (("loop", T * d), ("head", H * d), ("layer", R * d))
+                how: spectra[how][min(max(1, round(dim / rho)), len(spectra[how])) - 1]
+                for how, dim in dims.items()
             }
             wins[f"{rho:.3g}"] = energy
         loses = [rho for rho, e in wins.items() if e["loop"] < max(e["head"], e["layer"])]
@@ -244,7 +253,8 @@ def claims(measured: dict) -> list[dict]:
                           f"not at rho = {', '.join(loses)}" if loses else ""))  # fmt: skip
     methods = measured["methods"]
     for name in ("lla", "lla_2d"):
-        errors = [methods[name][f"{rho:.3g}"]["attention_error"] for rho in RHOS]
+        rows = sorted(methods[name].items(), key=lambda item: float(item[0]))
+        errors = [row["attention_error"] for _, row in rows]
         falls = all(a <= b for a, b in itertools.pairwise(errors))
         out.append(_claim(f"{name}: error falls as rank rises", "monotone", errors,
                           "attention-output error non-decreasing in rho",

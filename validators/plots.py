@@ -218,9 +218,7 @@ def plot_codec(out: Path, section: dict) -> list[Path]:
     fig.savefig(codec, dpi=110)
     plt.close(fig)
 
-    config = measured["config"]
-    d = config["d_model"] // config["heads"]
-    dims = {"loop": config["loops"] * d, "head": config["heads"] * d, "layer": config["core"] * d}
+    dims = measured["dims"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, which in zip(axes, ("K", "V"), strict=True):
         for how, energy in measured["spectra"][which].items():

@@ -18,6 +18,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -71,6 +72,22 @@ class LoopedModel(StrictModel):
     exit_gate: bool = Field(
         False, description="A Linear(hidden, 1) with bias deciding early exit (Ouro)."
     )
+    checkpoint: str | None = Field(
+        None,
+        description="A local folder with an Ouro-style checkpoint (config.json and "
+        "*.safetensors), relative to the spec file: `infoflow validate` measures it instead "
+        "of training a small model (needs the hf extra). Predictions do not read it.",
+    )
+
+    @field_validator("checkpoint")
+    @classmethod
+    def _resolve_checkpoint(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        path = Path((info.context or {}).get("base_dir", ".")) / value
+        if not path.is_dir():
+            raise ValueError(f"checkpoint folder not found: {path}")
+        return str(path.resolve())
 
     @model_validator(mode="before")
     @classmethod
