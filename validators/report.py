@@ -10,10 +10,10 @@ import infoflow
 
 
 def write_reports(
-    out: Path, results, skipped, scale, device, started, finished, icl_sections=()
+    out: Path, results, skipped, scale, device, started, finished, sections=()
 ) -> dict:
     """Write both reports; return the JSON one. ``results`` are the retrieval experiments;
-    ``icl_sections`` the icl_markov ones, already in their report form."""
+    ``sections`` the icl_markov and looped_kv ones, already in their report form."""
     specs = []
     for experiment, nmse, claims in results:
         models = []
@@ -30,7 +30,7 @@ def write_reports(
         specs.append({"kind": "retrieval", "name": experiment.name,
                       "target": experiment.base.target, "models": models,
                       "claims": claims})  # fmt: skip
-    specs += icl_sections
+    specs += sections
     verdicts = [c["verdict"] for spec in specs for c in spec["claims"]]
     report = {
         "infoflow_version": infoflow.__version__,

@@ -61,23 +61,7 @@ def validate(
     """Validate ``paths`` (all bundled specs when empty) and write the results to ``out``;
     ``overrides`` (``key.path=value``) apply to every spec, as ``--set`` does."""
     device = device or pick_device(False, None)
-    scale = retrieval.SCALES[scale_name]
-    if steps:
-        settings = replace(
-            scale.settings,
-            steps=steps,
-            eval_every=max(1, min(scale.settings.eval_every, steps // 4)),
-        )
-        scale = replace(scale, settings=settings, name=f"{scale.name} ({steps} steps)")
-    icl_scale = replace(icl_markov.SCALES[scale_name], seeds=seeds or 1)
-    if seeds:
-        scale = replace(scale, seeds=seeds)
-    if steps:
-        icl_scale = replace(icl_scale, max_steps=steps, name=scale.name)
-    looped_scale = looped_kv.SCALES[scale_name]
-    if steps:
-        distill = min(looped_scale.distill_steps, steps)
-        looped_scale = replace(looped_scale, steps=steps, distill_steps=distill)
+    scale, icl_scale, looped_scale = _scales(scale_name, steps, seeds)
     plans, icl_plans, looped_plans, skipped = [], [], [], []
     for path in paths or bundled_specs():
         spec = infoflow.load_spec(path, overrides)
@@ -140,27 +124,49 @@ def validate(
         for claim in claims:
             store.record_claim(experiment.name, claim)
         results.append((experiment, nmse, claims))
-    icl_sections = [_run_icl(icl, device, store, checkpoints, progress) for icl in icl_plans]
+    # icl_markov and looped_kv results, already in their report form
+    sections = [_run_icl(icl, device, store, checkpoints, progress) for icl in icl_plans]
     for name, spec in looped_plans:
         measured = looped_kv.run(spec, looped_scale, checkpoints / f"{name}-looped.pt",
                                  _looped_progress(name, progress))  # fmt: skip
         claims = looped_kv.claims(measured)
         for claim in claims:
             store.record_claim(name, claim)
-        icl_sections.append({"kind": "looped_kv", "name": name, "measured": measured,
+        sections.append({"kind": "looped_kv", "name": name, "measured": measured,
                              "claims": claims})  # fmt: skip
     finished = _now()
     store.finish_run(finished)
     store.close()
-    report = write_reports(out, results, skipped, scale, device, started, finished, icl_sections)
+    report = write_reports(out, results, skipped, scale, device, started, finished, sections)
     plot_experiments(out, results)
-    for section in icl_sections:
+    for section in sections:
         if section["kind"] == "looped_kv":
             plot_codec(out, section)
             continue
         plot_icl(out, section)
         plot_positions(out, section)
     return report
+
+
+def _scales(name: str, steps: int | None, seeds: int | None):
+    """The retrieval, icl_markov and looped_kv scales called ``name``, with ``--steps`` and
+    ``--seeds`` applied."""
+    scale = retrieval.SCALES[name]
+    icl_scale = replace(icl_markov.SCALES[name], seeds=seeds or 1)
+    looped_scale = looped_kv.SCALES[name]
+    if steps:
+        settings = replace(
+            scale.settings,
+            steps=steps,
+            eval_every=max(1, min(scale.settings.eval_every, steps // 4)),
+        )
+        scale = replace(scale, settings=settings, name=f"{scale.name} ({steps} steps)")
+        icl_scale = replace(icl_scale, max_steps=steps, name=scale.name)
+        distill = min(looped_scale.distill_steps, steps)
+        looped_scale = replace(looped_scale, steps=steps, distill_steps=distill)
+    if seeds:
+        scale = replace(scale, seeds=seeds)
+    return scale, icl_scale, looped_scale
 
 
 def _looped_progress(name: str, progress):
