@@ -168,6 +168,11 @@ class Scale(StrEnum):
     paper = "paper"
 
 
+class Executor(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
 class Device(StrEnum):
     cpu = "cpu"
     cuda = "cuda"
@@ -197,6 +202,15 @@ def validate(
     quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
     overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+    executor: Annotated[
+        Executor, typer.Option(help="local: in this process; ray: one Ray task per group.")
+    ] = Executor.local,
+    address: Annotated[
+        str | None, typer.Option(help="A Ray cluster to join (default: start a local one).")
+    ] = None,
+    gpus_per_group: Annotated[
+        float, typer.Option(help="GPUs each Ray task asks for with --gpu (a fraction shares one).")
+    ] = 1.0,
 ) -> None:
     """Train real models and check every prediction that can be tested (needs torch)."""
     try:
@@ -206,11 +220,16 @@ def validate(
         typer.echo(f"error: validate needs torch: pip install 'infoflow[validate]' ({exc})",
                    err=True)  # fmt: skip
         raise typer.Exit(BAD_INPUT) from None
+    from infoflow.errors import SpecError
+
     with _user_errors():
+        if address and executor is not Executor.ray:
+            raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
         chosen = pick_device(gpu, device.value if device else None)
         with _progress(quiet) as progress:
             report = run_validate(list(specs or []), out, scale.value, chosen, resume, steps,
-                                  seeds, progress, overrides or ())  # fmt: skip
+                                  seeds, progress, overrides or (), executor.value, address,
+                                  gpus_per_group)  # fmt: skip
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)

@@ -178,7 +178,8 @@ def train_icl_group(
     warmup = max(1, training.steps // 50)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     generator = torch.Generator(device=device).manual_seed(spec.seed + 2)
-    start = load_checkpoint(path, model, optimizer, schedule, generator, device)
+    start, records = load_checkpoint(path, model, optimizer, schedule, generator, device)
+    store.restore(records)
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     losses, window = torch.zeros(len(group.members), device=device), 0
@@ -205,7 +206,7 @@ def train_icl_group(
             losses.zero_()
             window = 0
             store.record_metrics(group.name, done, metrics)
-            save_checkpoint(path, model, optimizer, schedule, stream.state(done), done)
+            save_checkpoint(path, model, optimizer, schedule, stream.state(done), done, store.rows)
             if progress:
                 progress(group.name, done, training.steps, sum(mean_losses) / len(mean_losses))
     store.finish_group(group.name, [], time.perf_counter() - started)

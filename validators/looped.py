@@ -202,7 +202,7 @@ def train_looped(
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps)
     generator = torch.Generator().manual_seed(seed + 1)
-    start = load_checkpoint(checkpoint, model, optimizer, schedule, generator, "cpu")
+    start, _ = load_checkpoint(checkpoint, model, optimizer, schedule, generator, "cpu")
     for step in range(start, steps):
         x = corpus(batch, length, generator)
         logits = model(x[:, :-1])

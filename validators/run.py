@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 from infoflow.validators import icl_markov, looped_kv, retrieval
+from infoflow.validators.executor import train_on_ray
 from infoflow.validators.icl_markov import IclExperiment, MemberHistory
 from infoflow.validators.icl_train import position_kl, train_icl_group
 from infoflow.validators.plots import plot_codec, plot_experiments, plot_icl, plot_positions
@@ -57,9 +58,14 @@ def validate(
     seeds: int | None = None,
     progress: Callable | None = None,
     overrides: Sequence[str] = (),
+    executor: str = "local",
+    address: str | None = None,
+    gpus_per_group: float = 1.0,
 ) -> dict:
     """Validate ``paths`` (all bundled specs when empty) and write the results to ``out``;
-    ``overrides`` (``key.path=value``) apply to every spec, as ``--set`` does."""
+    ``overrides`` (``key.path=value``) apply to every spec, as ``--set`` does. With
+    ``executor="ray"`` the groups train as Ray tasks (at ``address``, else on a local
+    cluster) before the usual pipeline evaluates and reports them."""
     device = device or pick_device(False, None)
     scale, icl_scale, looped_scale = _scales(scale_name, steps, seeds)
     plans, icl_plans, looped_plans, skipped = [], [], [], []
@@ -108,6 +114,12 @@ def validate(
         total += sum(g.spec.training.steps for icl in icl_plans for g in icl.groups)
         total += len(looped_plans) * looped_scale.steps
         progress("start", 0, total, 0.0)
+
+    if executor == "ray":
+        jobs = [("retrieval", g, scale.settings) for _, groups in plans for g in groups]
+        jobs += [("icl_markov", g) for icl in icl_plans for g in icl.groups]
+        jobs = [job for job in jobs if not store.group_done(job[1].name)]
+        train_on_ray(jobs, device, checkpoints, store, address, gpus_per_group, progress)
 
     results = []
     for experiment, groups in plans:

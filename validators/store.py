@@ -44,9 +44,14 @@ CREATE TABLE IF NOT EXISTS claims (
 class Store:
     """A thin wrapper over the run's SQLite database."""
 
+    rows: tuple = ()  # the database keeps what is recorded: checkpoints need not
+
     def __init__(self, path: Path):
         self.db = sqlite3.connect(path)
         self.db.executescript(SCHEMA)
+
+    def restore(self, rows) -> None:
+        """Nothing to restore: the database already holds what was recorded."""
 
     def close(self) -> None:
         self.db.close()
@@ -133,3 +138,32 @@ class Store:
                 (spec, claim["claim"], claim["predicted"], json.dumps(claim["measured"]),
                  claim["tolerance"], claim["verdict"], claim["reason"]),
             )  # fmt: skip
+
+
+class Recorder:
+    """Stands in for the :class:`Store` where a group trains away from the database (a Ray
+    worker): it keeps what the training records, as rows that travel inside the group's
+    checkpoints (a retried worker restores them) and back to the driver, which alone
+    writes the database (:meth:`replay`)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, tuple]] = []
+
+    def record_curves(self, *args) -> None:
+        self.rows.append(("record_curves", args))
+
+    def record_metrics(self, *args) -> None:
+        self.rows.append(("record_metrics", args))
+
+    def finish_group(self, *args) -> None:
+        self.rows.append(("finish_group", args))
+
+    def group_done(self, name: str) -> bool:
+        return False
+
+    def restore(self, rows) -> None:
+        self.rows = [(method, tuple(args)) for method, args in rows]
+
+    def replay(self, store: Store) -> None:
+        for method, args in self.rows:
+            getattr(store, method)(*args)

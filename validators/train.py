@@ -90,7 +90,8 @@ def train_group(
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine(settings))
     data = torch.Generator(device=device).manual_seed(group.data_seed + 2)
     path = checkpoints / f"{group.name}.pt"
-    start = load_checkpoint(path, model, optimizer, schedule, data, device)
+    start, records = load_checkpoint(path, model, optimizer, schedule, data, device)
+    store.restore(records)
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     losses, window = torch.zeros(len(group.members), device=device), 0
@@ -113,7 +114,7 @@ def train_group(
             window = 0
             nmse = evaluate(model, x_eval, y_eval)
             store.record_curves(group.name, done, mean_loss, nmse)
-            save_checkpoint(path, model, optimizer, schedule, data.get_state(), done)
+            save_checkpoint(path, model, optimizer, schedule, data.get_state(), done, store.rows)
             if progress:
                 progress(group.name, done, settings.steps, sum(mean_loss) / len(mean_loss))
     final = evaluate(model, x_eval, y_eval)
@@ -150,29 +151,35 @@ def _cosine(settings: TrainSettings) -> Callable[[int], float]:
     return factor
 
 
-def save_checkpoint(path: Path, model, optimizer, schedule, data_state: torch.Tensor, step: int):
+def save_checkpoint(
+    path: Path, model, optimizer, schedule, data_state: torch.Tensor, step: int, records=()
+):
     """Write the training state atomically (a temporary file, then a rename); ``data_state``
-    is the state of the data generator that the next step's batch comes from."""
+    is the state of the data generator that the next step's batch comes from; ``records``
+    what a worker recorded so far (see :class:`~infoflow.validators.store.Recorder`)."""
     state = {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict(),
         "data": data_state,
         "step": step,
+        "records": list(records),
     }
     temporary = path.with_suffix(".tmp")
     torch.save(state, temporary)
     os.replace(temporary, path)
 
 
-def load_checkpoint(path: Path, model, optimizer, schedule, data: torch.Generator, device) -> int:
-    """Restore the state saved at ``path`` (tensors only: ``weights_only``) and return its
-    step; 0 when there is none."""
+def load_checkpoint(
+    path: Path, model, optimizer, schedule, data: torch.Generator, device
+) -> tuple[int, list]:
+    """Restore the state saved at ``path`` (plain data only: ``weights_only``) and return
+    its step and records; (0, []) when there is none."""
     if not path.exists():
-        return 0
+        return 0, []
     state = torch.load(path, map_location=device, weights_only=True)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     schedule.load_state_dict(state["schedule"])
     data.set_state(state["data"].cpu())  # generator states live on the CPU
-    return int(state["step"])
+    return int(state["step"]), state.get("records", [])
