@@ -206,3 +206,9 @@ def test_targets_the_evaluator_cannot_compute_are_listed_not_crashed() -> None:
     spec = _spec("argmax(dot(x[s], x[t]) for s in T for t in T)")
     assert "argmax over several indices" in _cannot_evaluate(spec)
     assert _cannot_evaluate(_spec("min(dot(x[s], x[t]) for s in T for t in T)")) is None
+
+
+def test_address_without_the_ray_executor_exits_2(tmp_path) -> None:
+    proc = run_cli("validate", str(POSITIONS), "--address", "head:6379", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "--executor ray" in proc.stderr
+    assert "Traceback" not in proc.stderr
