@@ -9,7 +9,9 @@ import math
 import os
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +84,26 @@ def test_a_killed_worker_is_retried_from_the_checkpoint(tmp_path) -> None:
     assert process.wait(timeout=300) == 0
     assert int(pid_file.read_text()) != victim  # another worker finished the group
     _assert_same(_report(whole)["specs"], _report(killed)["specs"])
+
+
+def test_validate_joins_a_running_cluster_and_leaves_it_running(tmp_path) -> None:
+    ray = [str(Path(infoflow_cmd()[0]).parent / "ray")]
+    started = subprocess.run([*ray, "start", "--head", "--num-cpus", "2",
+                              "--include-dashboard", "false"], capture_output=True, text=True,
+                             timeout=120)  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    try:
+        spec = tmp_path / "tiny-icl.json"
+        spec.write_text(json.dumps({**TINY_ICL, "training": {**TINY_ICL["training"], "steps": 50}}))
+        args = [str(spec), "--quiet", "--device", "cpu"]
+        assert run_cli("validate", *args, "--out", str(tmp_path / "local")).returncode == 0
+        proc = run_cli("validate", *args, "--out", str(tmp_path / "joined"), "--executor", "ray",
+                       "--address", "auto")  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        _assert_same(_report(tmp_path / "local")["specs"], _report(tmp_path / "joined")["specs"])
+        probe = "import ray; ray.init(address='auto'); print(ray.cluster_resources()['CPU'])"
+        alive = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                               timeout=120)  # fmt: skip
+        assert alive.stdout.strip() == "2.0"  # a cluster validate joined is not its to stop
+    finally:
+        subprocess.run([*ray, "stop"], capture_output=True, timeout=120)
