@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
 
-from infoflow.validators.icl_train import TARGETS, IclGroup, log_spaced
+from infoflow.validators.icl_train import IclGroup, log_spaced
 
 import infoflow
 from infoflow.icl_markov.fit import regression
@@ -357,45 +356,3 @@ def _memorization_slows(measurement: dict) -> dict:
     if slope == 0:
         return _claim(claim, "rises", shown, tolerance, "inconclusive", "flat on this grid")
     return _claim(claim, "rises", shown, tolerance, "confirmed" if slope > 0 else "refuted")
-
-
-# ---- report ----------------------------------------------------------------------------
-
-
-def group_section(experiment, group: IclGroup, histories: list[MemberHistory], measurement,
-                  levels, metrics, positions, claims) -> dict:  # fmt: skip
-    """The report's record of one group: enough to redraw its plots and to refit the
-    calibration from ``report.json`` alone."""
-    members = []
-    for i, h in enumerate(histories):
-        rows = metrics[i]
-        kl = {p: [(rows[s][f"id:{p}"] + rows[s][f"ood:{p}"]) / 2 for s in h.steps]
-              for p in (*PHASES, "G1_park")}  # fmt: skip
-        members.append({
-            "chains": h.chains, "seed": h.seed, "steps": h.steps, "phases": h.phases,
-            "trajectory": h.trajectory, "outcome": h.outcome, "first_g2": h.first_g2,
-            "memorized_at": h.memorized_at, "transient_duration": h.transient_duration,
-            "final": h.final, "kl": kl,
-            "id_truth": [rows[s]["id:truth"] for s in h.steps],
-            "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
-            "levels": {split: levels[split][i] for split in levels},
-            "positions": _positions(positions, i),
-        })  # fmt: skip
-    predictions = {
-        k: {name: {"value": p.value, "provenance": p.provenance, "interval": p.interval}
-            for name, p in experiment.predictions[(group.name, k)].predictions.items()}
-        for k in group.chains
-    }  # fmt: skip
-    section = {"name": group.name, **group.describe(), "predictions": predictions,
-               "members": members, "measurement": measurement, "claims": claims}  # fmt: skip
-    return json.loads(json.dumps(section))  # as report.json will hold it: string keys
-
-
-def _positions(positions: dict, member: int) -> dict[str, list[float]]:
-    """The final model's KL per position: to the truth on each split, and to each reference
-    as the mean of the two splits (as the phase rule weighs them)."""
-    out = {f"{split}:truth": positions[split][member, 0].tolist() for split in positions}
-    for i, target in enumerate(TARGETS[1:], start=1):
-        both = (positions["id"][member, i] + positions["ood"][member, i]) / 2
-        out[target] = both.tolist()
-    return out

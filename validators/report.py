@@ -6,6 +6,9 @@ import json
 import math
 from pathlib import Path
 
+from infoflow.validators.icl_markov import PHASES
+from infoflow.validators.icl_train import TARGETS
+
 import infoflow
 
 
@@ -197,3 +200,43 @@ def _looped_markdown(spec: dict) -> list[str]:
 
 def _maybe(value) -> str:
     return "-" if value is None else (f"{value:,}" if isinstance(value, int) else f"{value:.4g}")
+
+
+def icl_group_section(
+    experiment, group, histories, measurement, levels, metrics, positions, claims
+) -> dict:
+    """The report's record of one group: enough to redraw its plots and to refit the
+    calibration from ``report.json`` alone."""
+    members = []
+    for i, h in enumerate(histories):
+        rows = metrics[i]
+        kl = {p: [(rows[s][f"id:{p}"] + rows[s][f"ood:{p}"]) / 2 for s in h.steps]
+              for p in (*PHASES, "G1_park")}  # fmt: skip
+        members.append({
+            "chains": h.chains, "seed": h.seed, "steps": h.steps, "phases": h.phases,
+            "trajectory": h.trajectory, "outcome": h.outcome, "first_g2": h.first_g2,
+            "memorized_at": h.memorized_at, "transient_duration": h.transient_duration,
+            "final": h.final, "kl": kl,
+            "id_truth": [rows[s]["id:truth"] for s in h.steps],
+            "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
+            "levels": {split: levels[split][i] for split in levels},
+            "positions": _positions(positions, i),
+        })  # fmt: skip
+    predictions = {
+        k: {name: {"value": p.value, "provenance": p.provenance, "interval": p.interval}
+            for name, p in experiment.predictions[(group.name, k)].predictions.items()}
+        for k in group.chains
+    }  # fmt: skip
+    section = {"name": group.name, **group.describe(), "predictions": predictions,
+               "members": members, "measurement": measurement, "claims": claims}  # fmt: skip
+    return json.loads(json.dumps(section))  # as report.json will hold it: string keys
+
+
+def _positions(positions: dict, member: int) -> dict[str, list[float]]:
+    """The final model's KL per position: to the truth on each split, and to each reference
+    as the mean of the two splits (as the phase rule weighs them)."""
+    out = {f"{split}:truth": positions[split][member, 0].tolist() for split in positions}
+    for i, target in enumerate(TARGETS[1:], start=1):
+        both = (positions["id"][member, i] + positions["ood"][member, i]) / 2
+        out[target] = both.tolist()
+    return out

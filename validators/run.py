@@ -15,7 +15,7 @@ from infoflow.validators.executor import train_on_ray
 from infoflow.validators.icl_markov import IclExperiment, MemberHistory
 from infoflow.validators.icl_train import position_kl, train_icl_group
 from infoflow.validators.plots import plot_codec, plot_experiments, plot_icl, plot_positions
-from infoflow.validators.report import write_reports
+from infoflow.validators.report import icl_group_section, write_reports
 from infoflow.validators.store import Store
 from infoflow.validators.targets import TargetFunction
 from infoflow.validators.train import train_group
@@ -205,8 +205,10 @@ def _run_icl(experiment: IclExperiment, device, store: Store, checkpoints, progr
                 claim["claim"] = f"[{group.name}] {claim['claim']}"
         for claim in claims:
             store.record_claim(experiment.name, claim)
-        groups.append(icl_markov.group_section(experiment, group, histories, measurement,
-                                               levels, metrics, positions, claims))  # fmt: skip
+        section = icl_group_section(
+            experiment, group, histories, measurement, levels, metrics, positions, claims
+        )
+        groups.append(section)
     return {"kind": "icl_markov", "name": experiment.name, "capped": experiment.capped,
             "groups": groups, "claims": [c for g in groups for c in g["claims"]]}  # fmt: skip
 

@@ -7,7 +7,6 @@ diversity), sequences of ``context_len`` states, transition rows from Dirichlet(
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import (
@@ -22,7 +21,7 @@ from pydantic import (
 )
 
 from infoflow.errors import FieldError
-from infoflow.spec_base import SpecBase, StrictModel
+from infoflow.spec_base import SpecBase, StrictModel, existing_path
 
 
 class MarkovModel(StrictModel):
@@ -89,12 +88,7 @@ class IclMarkovSpec(SpecBase):
     @field_validator("calibration")
     @classmethod
     def _resolve_calibration(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is None:
-            return None
-        path = Path((info.context or {}).get("base_dir", ".")) / value
-        if not path.is_file():
-            raise ValueError(f"calibration file not found: {path}")
-        return str(path.resolve())
+        return existing_path(value, info, "calibration file", folder=False)
 
     @model_validator(mode="after")
     def _sizes(self) -> IclMarkovSpec:

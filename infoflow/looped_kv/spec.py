@@ -24,7 +24,7 @@ from pydantic import (
 
 from infoflow.errors import FieldError
 from infoflow.looped_kv.hf_config import read_hf_config
-from infoflow.spec_base import SpecBase, StrictModel
+from infoflow.spec_base import SpecBase, StrictModel, existing_path
 
 DType = Literal["bfloat16", "float16", "float32", "float8"]
 
@@ -82,12 +82,7 @@ class LoopedModel(StrictModel):
     @field_validator("checkpoint")
     @classmethod
     def _resolve_checkpoint(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is None:
-            return None
-        path = Path((info.context or {}).get("base_dir", ".")) / value
-        if not path.is_dir():
-            raise ValueError(f"checkpoint folder not found: {path}")
-        return str(path.resolve())
+        return existing_path(value, info, "checkpoint folder", folder=True)
 
     @model_validator(mode="before")
     @classmethod
