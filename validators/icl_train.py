@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from infoflow.validators import markov
 from infoflow.validators.gpt import StackedGPT
 from infoflow.validators.store import Store
-from infoflow.validators.train import load_checkpoint, save_checkpoint
+from infoflow.validators.train import ensemble_step, load_checkpoint, save_checkpoint
 from torch import Tensor
 
 from infoflow.icl_markov.spec import IclMarkovSpec
@@ -191,11 +191,7 @@ def train_icl_group(
         per_member = F.cross_entropy(
             logits.float().flatten(1, 2).transpose(1, 2), x[:, :, 1:].flatten(1), reduction="none"
         ).mean(-1)
-        optimizer.zero_grad(set_to_none=True)
-        per_member.sum().backward()  # members are independent: their gradients do not mix
-        optimizer.step()
-        schedule.step()
-        losses += per_member.detach()
+        losses += ensemble_step(optimizer, schedule, per_member)
         window += 1
         done = step + 1
         if done in group.checkpoints or done == training.steps:

@@ -31,10 +31,7 @@ def plot_experiments(out: Path, results) -> list[Path]:
             draw(ax, experiment, nmse)
         for ax in axes.flat[len(panels) :]:
             ax.axis("off")
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
-        written.append(out / name)
+        written.append(_save(fig, out / name))
     return written
 
 
@@ -112,27 +109,36 @@ def plot_icl(out: Path, section: dict) -> list[Path]:
         side.set(xscale="log", yscale="log", xlabel="K", ylabel="final KL(truth || model)",
                  title="end of training")  # fmt: skip
         side.legend(fontsize=7)
-        fig.tight_layout()
-        path = out / f"{group['name']}-phases.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, out / f"{group['name']}-phases.png"))
 
         fig, axes = plt.subplots(1, 4, figsize=(15, 3.6), sharey=True)
-        colours = plt.cm.viridis([i / max(1, len(members) - 1) for i in range(len(members))])
         for ax, name in zip(axes, names, strict=True):
-            for member, colour in zip(members, colours, strict=True):
-                ax.plot(member["steps"], member["kl"][name], color=colour,
-                        label=f"K={member['chains']}")  # fmt: skip
+            _line_per_k(ax, members, lambda m, name=name: (m["steps"], m["kl"][name]))
             ax.set(xscale="log", yscale="log", xlabel="step", title=f"KL({name} || model)")
         axes[0].set_ylabel("mean of ID and OOD")
         axes[-1].legend(fontsize=6, ncol=2)
-        fig.tight_layout()
-        path = out / f"{group['name']}-kl.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, out / f"{group['name']}-kl.png"))
     return written
+
+
+def _line_per_k(ax, members: list[dict], curve) -> None:
+    """One line per member, coloured by its place in the K sweep; ``curve(member)`` gives
+    the line's (x, y)."""
+    import matplotlib.pyplot as plt
+
+    colours = plt.cm.viridis([i / max(1, len(members) - 1) for i in range(len(members))])
+    for member, colour in zip(members, colours, strict=True):
+        ax.plot(*curve(member), color=colour, label=f"K={member['chains']}")
+
+
+def _save(fig, path: Path) -> Path:
+    """Lay out, write at 110 dpi and close ``fig``."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _grid_position(chains: list[int], value: float) -> float:
@@ -163,22 +169,16 @@ def plot_positions(out: Path, section: dict) -> list[Path]:
         members = sorted((m for m in group["members"] if m["seed"] == group["seeds"][0]),
                          key=lambda m: m["chains"])  # fmt: skip
         fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.4), sharey=True)
-        colours = plt.cm.viridis([i / max(1, len(members) - 1) for i in range(len(members))])
         for ax, name in zip(axes, panels, strict=True):
-            for member, colour in zip(members, colours, strict=True):
-                values = member["positions"][name]
-                ax.plot(range(1, len(values) + 1), values, color=colour,
-                        label=f"K={member['chains']}")  # fmt: skip
+            positions = lambda m, name=name: (range(1, len(m["positions"][name]) + 1),  # noqa: E731
+                                              m["positions"][name])  # fmt: skip
+            _line_per_k(ax, members, positions)
             split = name.split(":")[0].upper()
             title = f"KL(truth || model), {split}" if ":" in name else f"KL({name} || model)"
             ax.set(yscale="log", xlabel="position t", title=title)
         axes[0].set_ylabel("final model, mean over sequences")
         axes[-1].legend(fontsize=6, ncol=2)
-        fig.tight_layout()
-        path = out / f"{group['name']}-positions.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, out / f"{group['name']}-positions.png"))
     return written
 
 
@@ -213,10 +213,7 @@ def plot_codec(out: Path, section: dict) -> list[Path]:
         ax.set_xticks(grid, [f"{r:.3g}" for r in grid])
         ax.minorticks_off()
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    codec = out / f"{name}-codec.png"
-    fig.savefig(codec, dpi=110)
-    plt.close(fig)
+    codec = _save(fig, out / f"{name}-codec.png")
 
     dims = measured["dims"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
@@ -230,8 +227,4 @@ def plot_codec(out: Path, section: dict) -> list[Path]:
             title=f"{which}: the {which} vectors with one axis folded in",
         )
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    spectra = out / f"{name}-spectra.png"
-    fig.savefig(spectra, dpi=110)
-    plt.close(fig)
-    return [codec, spectra]
+    return [codec, _save(fig, out / f"{name}-spectra.png")]

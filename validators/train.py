@@ -101,11 +101,7 @@ def train_group(
         with autocast:
             prediction = model(x)
         per_member = ((prediction.float() - y) ** 2).mean((1, 2))
-        optimizer.zero_grad(set_to_none=True)
-        per_member.sum().backward()  # members are independent: their gradients do not mix
-        optimizer.step()
-        schedule.step()
-        losses += per_member.detach()
+        losses += ensemble_step(optimizer, schedule, per_member)
         window += 1
         done = step + 1
         if done % settings.eval_every == 0 or done == settings.steps:
@@ -149,6 +145,16 @@ def _cosine(settings: TrainSettings) -> Callable[[int], float]:
         return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
     return factor
+
+
+def ensemble_step(optimizer, schedule, per_member: torch.Tensor) -> torch.Tensor:
+    """One optimiser step on the sum of the members' losses (members are independent: their
+    gradients do not mix); returns the detached losses."""
+    optimizer.zero_grad(set_to_none=True)
+    per_member.sum().backward()
+    optimizer.step()
+    schedule.step()
+    return per_member.detach()
 
 
 def save_checkpoint(
