@@ -10,10 +10,10 @@ import argparse
 import time
 
 import torch
-from infoflow.validators.model import EnsembleTransformer, Member
-from infoflow.validators.targets import TargetFunction, sample_inputs
 
 import infoflow
+from infoflow.validators.retrieval.model import EnsembleTransformer, Member
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
 MEMBERS, STEPS = 32, 30
 SIZES = {"small (T=8, E=16, batch 32)": (8, 16, 32), "smoke (T=16, E=32, batch 64)": (16, 32, 64)}

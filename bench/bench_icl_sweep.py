@@ -12,10 +12,10 @@ import time
 
 import torch
 import torch.nn.functional as F
-from infoflow.validators.gpt import StackedGPT
-from infoflow.validators.icl_train import IclGroup, MemberData
 
 import infoflow
+from infoflow.validators.icl_markov.data import IclGroup, MemberData
+from infoflow.validators.icl_markov.model import StackedGPT
 
 STEPS = 20
 CHAINS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]

@@ -9,8 +9,9 @@ from __future__ import annotations
 import time
 
 import torch
-from infoflow.validators import kv_codec
-from infoflow.validators.looped import ExactAttention, LoopedConfig, LoopedDecoder
+
+from infoflow.validators.looped_kv import codec as kv_codec
+from infoflow.validators.looped_kv.model import ExactAttention, LoopedConfig, LoopedDecoder
 
 BATCH, TOKENS = 8, 128
 

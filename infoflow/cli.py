@@ -106,10 +106,9 @@ def explain(
     overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
 ) -> None:
     """Show the derivation step by step: tree, plan per layer, rules, exponent."""
-    from infoflow.retrieval.explain import explain as run_explain
-
-    source, loaded = _load_retrieval(spec, overrides)
-    typer.echo(run_explain(loaded, source), nl=False)
+    with _user_errors():
+        loaded, run_explain = _load_for("explain", spec, overrides)
+    typer.echo(run_explain(loaded, str(spec)), nl=False)
 
 
 @app.command()
@@ -121,20 +120,9 @@ def graph(
     overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
 ) -> None:
     """Print the information-set DAG: nodes (role, layer), edges by propagation mode."""
-    import networkx as nx
-
-    from infoflow.retrieval import cost
-    from infoflow.retrieval.flow import information_dag, to_dot
-    from infoflow.retrieval.predict import derive
-
-    _, loaded = _load_retrieval(spec, overrides)
-    derivation = derive(loaded)
-    dag = information_dag(derivation.plan)
-    cost.annotate_edges(dag, derivation.plan, derivation.options)
-    if format is GraphFormat.json:
-        typer.echo(json.dumps(nx.node_link_data(dag, edges="edges"), indent=2))
-    else:
-        typer.echo(to_dot(dag), nl=False)
+    with _user_errors():
+        loaded, run_graph = _load_for("graph", spec, overrides)
+    typer.echo(run_graph(loaded, format.value), nl=False)
 
 
 def _load(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any]]:
@@ -151,16 +139,14 @@ def _load(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any
     return loaded
 
 
-def _load_retrieval(path: Path, overrides: list[str] | None):
-    from infoflow.errors import SpecError
+def _load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any, Any]:
+    """The spec at ``path`` and its family's implementation of ``command`` (a SpecError
+    when the family has none)."""
+    from infoflow.families import family
     from infoflow.spec import load_spec
 
-    with _user_errors():
-        spec = load_spec(path, overrides or ())
-        if spec.kind != "retrieval":
-            message = f"this command needs a retrieval spec, not {spec.kind}"
-            raise SpecError(str(path), [("kind", message)])
-    return str(path), spec
+    spec = load_spec(path, overrides or ())
+    return spec, family(spec.kind, str(path)).command(command, str(path))
 
 
 class Scale(StrEnum):
@@ -214,22 +200,19 @@ def validate(
 ) -> None:
     """Train real models and check every prediction that can be tested (needs torch)."""
     try:
-        from infoflow.validators.run import pick_device, summary_line
+        from infoflow.validators.run import Options, summary_line
         from infoflow.validators.run import validate as run_validate
     except ModuleNotFoundError as exc:
         typer.echo(f"error: validate needs torch: pip install 'infoflow[validate]' ({exc})",
                    err=True)  # fmt: skip
         raise typer.Exit(BAD_INPUT) from None
-    from infoflow.errors import SpecError
 
-    with _user_errors():
-        if address and executor is not Executor.ray:
-            raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
-        chosen = pick_device(gpu, device.value if device else None)
-        with _progress(quiet) as progress:
-            report = run_validate(list(specs or []), out, scale.value, chosen, resume, steps,
-                                  seeds, progress, overrides or (), executor.value, address,
-                                  gpus_per_group)  # fmt: skip
+    options = Options(out=out, scale=scale.value, gpu=gpu, device=device.value if device else None,
+                      resume=resume, steps=steps, seeds=seeds, overrides=tuple(overrides or ()),
+                      executor=executor.value, address=address,
+                      gpus_per_group=gpus_per_group)  # fmt: skip
+    with _user_errors(), _progress(quiet) as progress:
+        report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)
@@ -277,25 +260,19 @@ def calibrate(
 ) -> None:
     """Fit the constants of a family's working forms from validation results and write a
     calibration file (point a spec's ``calibration`` field at it)."""
-    from infoflow.errors import SpecError
+    from infoflow.families import family
 
     with _user_errors():
-        if kind != "icl_markov":
-            raise SpecError(kind, [(None, "only icl_markov has constants to calibrate")])
-        from rich.console import Console
-        from rich.table import Table
+        rows = family(kind, kind).command("calibrate", kind)(results, base, out)
+    from rich.console import Console
+    from rich.table import Table
 
-        from infoflow.icl_markov.calibration import load_calibration, write_calibration
-        from infoflow.icl_markov.fit import fit, read_reports
-
-        found = fit(read_reports(results), load_calibration(base))
-    table = Table(title=f"icl_markov calibration -> {out}")
+    table = Table(title=f"{kind} calibration -> {out}")
     for column in ("quantity", "value", "note"):
         table.add_column(column)
-    for row in found.lines:
+    for row in rows:
         table.add_row(*row)
     Console(width=None if sys.stdout.isatty() else 120).print(table)
-    write_calibration(found.calibration, out)
 
 
 @app.command()

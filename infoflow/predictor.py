@@ -1,4 +1,4 @@
-"""Spec -> predictions, dispatched on the spec's kind."""
+"""Spec -> predictions, by the predict function its family registers."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from infoflow.families import family
 from infoflow.results import Result
 from infoflow.spec import Spec, load_spec
 
@@ -21,16 +22,4 @@ def predict(spec: Spec | str | Path | Mapping[str, Any], source: str | None = No
         spec, source = load_spec(spec), str(spec)
     elif isinstance(spec, Mapping):
         spec = load_spec(spec)
-    if spec.kind == "looped_kv":
-        from infoflow.looped_kv.predict import predict_looped_kv
-
-        return predict_looped_kv(spec, source)
-    if spec.kind == "retrieval":
-        from infoflow.retrieval.predict import predict_retrieval
-
-        return predict_retrieval(spec, source)
-    if spec.kind == "icl_markov":
-        from infoflow.icl_markov.predict import predict_icl_markov
-
-        return predict_icl_markov(spec, source)
-    raise ValueError(f"no predictor for kind {spec.kind!r}")
+    return family(spec.kind, source or "<spec>").predictor()(spec, source)

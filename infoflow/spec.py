@@ -1,9 +1,10 @@
 """Specs: read a JSON task spec, apply ``--set`` overrides, validate it into a typed model.
 
-A spec is one JSON object whose ``kind`` field picks its family. Every family's model lives
-in its own subpackage; this module joins them in one discriminated union and turns every
-failure (file, JSON, schema, override) into a :class:`~infoflow.errors.SpecError` that
-names the file and the field.
+A spec is one JSON object whose ``kind`` field picks its family in the registry
+(:mod:`infoflow.families`). Every family's model lives in its own subpackage; this module
+joins the registered ones in one discriminated union and turns every failure (file, JSON,
+schema, override) into a :class:`~infoflow.errors.SpecError` that names the file and the
+field.
 """
 
 from __future__ import annotations
@@ -16,28 +17,35 @@ import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from infoflow.errors import FieldError, SpecError
-from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.looped_kv.spec import LoopedKVSpec
-from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.families import FAMILIES, family
+from infoflow.spec_base import SpecBase
 
-#: Every spec family, by its ``kind``.
-SPEC_KINDS: dict[str, type[BaseModel]] = {
-    "looped_kv": LoopedKVSpec,
-    "retrieval": RetrievalSpec,
-    "icl_markov": IclMarkovSpec,
-}
-
-AnySpec = Annotated[Union[tuple(SPEC_KINDS.values())], Field(discriminator="kind")]  # noqa: UP007
-Spec = LoopedKVSpec | RetrievalSpec | IclMarkovSpec  # the union of the spec models, for type hints
-
-_ADAPTER = TypeAdapter(AnySpec)
+#: A loaded spec of any family (each family's model subclasses SpecBase and adds ``kind``).
+Spec = SpecBase
 MAX_SWEEP_POINTS = 100_000
+
+
+def spec_models() -> dict[str, type[BaseModel]]:
+    """Every registered family's spec model, by its ``kind``."""
+    return {kind: f.spec_model() for kind, f in FAMILIES.items()}
+
+
+def _adapter() -> TypeAdapter:
+    return _adapter_for(tuple(f.spec for f in FAMILIES.values()))
+
+
+@lru_cache(maxsize=8)
+def _adapter_for(references: tuple[str, ...]) -> TypeAdapter:
+    """The discriminated union of the registered models (rebuilt if the registry changes)."""
+    models = tuple(f.spec_model() for f in FAMILIES.values())
+    return TypeAdapter(Annotated[Union[models], Field(discriminator="kind")])  # noqa: UP007
 
 
 def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] = ()) -> Spec:
@@ -56,15 +64,11 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     for override in overrides:
         _apply_override(data, override, name)
     if "kind" not in data:
-        raise SpecError(name, [("kind", f"missing; expected one of {_kinds()}")])
-    if data["kind"] not in SPEC_KINDS:
-        raise SpecError(
-            name, [("kind", f"unknown kind {data['kind']!r}; expected one of {_kinds()}")]
-        )
+        raise SpecError(name, [("kind", f"missing; expected one of {', '.join(FAMILIES)}")])
+    model = family(data["kind"], name).spec_model()
     try:
-        return _ADAPTER.validate_python(data, context={"base_dir": base_dir})
+        return _adapter().validate_python(data, context={"base_dir": base_dir})
     except ValidationError as exc:
-        model = SPEC_KINDS[data["kind"]]
         raise SpecError(name, [_describe(err, model) for err in exc.errors()]) from None
 
 
@@ -89,9 +93,9 @@ def expand(
         for key, value in point.items():
             _set_path(data, key, value, name, f"sweep.{key}")
         try:
-            points.append((point, _ADAPTER.validate_python(data, context=context)))
+            points.append((point, _adapter().validate_python(data, context=context)))
         except ValidationError as exc:
-            model = SPEC_KINDS[data["kind"]]
+            model = family(data["kind"], name).spec_model()
             problems = [_describe(err, model) for err in exc.errors()]
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise SpecError(f"{name} (sweep point {where})", problems) from None
@@ -101,14 +105,8 @@ def expand(
 def spec_schema(kind: str | None = None) -> dict[str, Any]:
     """JSON Schema of one spec kind, or of the union of all kinds when ``kind`` is None."""
     if kind is None:
-        return _ADAPTER.json_schema()
-    if kind not in SPEC_KINDS:
-        raise SpecError("schema", [("kind", f"unknown kind {kind!r}; expected one of {_kinds()}")])
-    return SPEC_KINDS[kind].model_json_schema()
-
-
-def _kinds() -> str:
-    return ", ".join(SPEC_KINDS)
+        return _adapter().json_schema()
+    return family(kind, "schema").spec_model().model_json_schema()
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -157,7 +155,7 @@ def _set_path(data: dict[str, Any], key: str, value: Any, name: str, what: str) 
 def _describe(err: Mapping[str, Any], model: type[BaseModel]) -> tuple[str | None, str]:
     """One pydantic error as (dotted field, message a person can act on)."""
     loc = [str(part) for part in err["loc"]]
-    if loc and loc[0] in SPEC_KINDS:
+    if loc and loc[0] in FAMILIES:
         loc = loc[1:]  # the discriminated union puts the tag first
     cause = err.get("ctx", {}).get("error")
     if isinstance(cause, FieldError):

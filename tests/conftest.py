@@ -29,7 +29,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
-        timeout=120,
+        timeout=600,
     )
 
 

@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from infoflow.errors import SpecError
-from infoflow.icl_markov.calibration import Anchor, Bracket, Calibration, Constant
+from infoflow.icl_markov.calibration import (
+    Anchor,
+    Bracket,
+    Calibration,
+    Constant,
+    load_calibration,
+    write_calibration,
+)
 
 
 @dataclass
@@ -33,6 +40,15 @@ class Fit:
 
     calibration: Calibration
     lines: list[tuple[str, str, str]] = field(default_factory=list)  # quantity, value, note
+
+
+def calibrate(results: list[Path], base: Path | None, out: Path) -> list[tuple[str, str, str]]:
+    """``infoflow calibrate icl_markov``: fit ``results`` (validate folders or report.json
+    files) on top of ``base`` (default: the shipped calibration), write the new calibration
+    to ``out`` and return what the fit found, as (quantity, value, note) rows."""
+    found = fit(read_reports(results), load_calibration(base))
+    write_calibration(found.calibration, out)
+    return found.lines
 
 
 def read_reports(paths: list[Path]) -> list[tuple[Path, dict]]:

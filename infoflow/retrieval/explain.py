@@ -1,10 +1,16 @@
-"""A derivation a person reads: the comparison tree, the plan layer by layer, the exponent."""
+"""A derivation a person reads (``infoflow explain``: the comparison tree, the plan layer by
+layer, the exponent) and the information-set DAG as text (``infoflow graph``: Graphviz dot or
+networkx's node-link JSON)."""
 
 from __future__ import annotations
 
+import json
+
+import networkx as nx
 import sympy
 
-from infoflow.retrieval.flow import Placement, ordinal, readout_sets
+from infoflow.retrieval import cost
+from infoflow.retrieval.flow import Placement, information_dag, ordinal, readout_sets, to_dot
 from infoflow.retrieval.predict import PLANNER, derive, predict_retrieval
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.tree import Comparison
@@ -76,6 +82,17 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
         + f"; alpha = {_show(der.minimal_exponent)}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def graph(spec: RetrievalSpec, format: str = "dot") -> str:
+    """The information-set DAG of ``spec``'s plan, its edges annotated with their cost
+    terms: ``dot`` (Graphviz) or ``json`` (networkx node-link data)."""
+    derivation = derive(spec)
+    dag = information_dag(derivation.plan)
+    cost.annotate_edges(dag, derivation.plan, derivation.options)
+    if format == "json":
+        return json.dumps(nx.node_link_data(dag, edges="edges"), indent=2) + "\n"
+    return to_dot(dag)
 
 
 def _tree(c: Comparison, indent: str) -> list[str]:

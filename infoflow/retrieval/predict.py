@@ -83,23 +83,9 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
     bottleneck = _bottleneck(der, numbers)
     bound = "lower" if bottleneck.provenance == "paper:theorem-2" else "estimate"
     efficient = der.plan.feasible and not alpha.has(cost.T)
-    tree = der.tree
-    comparisons = tree.dimension * cost.T**tree.order
     param_cost = EPS**-alpha
     out = {
-        "comparison_order": Prediction(
-            tree.order, "indices", "exact", PLANNER,
-            "beta': the largest number of token indices one score couples once the "
-            "reductions are read as variable elimination.",
-        ),
-        "comparison_dimension": Prediction(
-            tree.dimension, "comparisons", "exact", PLANNER,
-            "beta1: comparisons resolved side by side at one level.",
-        ),
-        "num_comparisons": Prediction(
-            _value(comparisons, numbers), "tuples", "estimate", "paper:summary",
-            "About beta1 * T^beta' candidate tuples.", comparisons,
-        ),
+        **_tree_predictions(der.tree, numbers),
         "min_layers": Prediction(
             der.minimal.layers, "layers", "exact", PLANNER,
             "Layers of the smallest architecture that reaches the best exponent.",
@@ -143,6 +129,26 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
         ),
     }  # fmt: skip
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
+
+
+def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Prediction]:
+    """What the comparison tree says: order, dimension, number of candidate tuples."""
+    comparisons = tree.dimension * cost.T**tree.order
+    return {
+        "comparison_order": Prediction(
+            tree.order, "indices", "exact", PLANNER,
+            "beta': the largest number of token indices one score couples once the "
+            "reductions are read as variable elimination.",
+        ),
+        "comparison_dimension": Prediction(
+            tree.dimension, "comparisons", "exact", PLANNER,
+            "beta1: comparisons resolved side by side at one level.",
+        ),
+        "num_comparisons": Prediction(
+            _value(comparisons, numbers), "tuples", "estimate", "paper:summary",
+            "About beta1 * T^beta' candidate tuples.", comparisons,
+        ),
+    }  # fmt: skip
 
 
 def _numbers(spec: RetrievalSpec, the_plan: Plan) -> dict[sympy.Symbol, sympy.Expr]:

@@ -1,0 +1,80 @@
+"""What a validator concludes: typed claims, gathered in one report section per spec.
+
+A :class:`Claim` is one prediction put to the test: what was predicted, what was measured,
+the tolerance used, and a verdict from a closed set (``confirmed``, ``refuted``,
+``inconclusive`` with the reason). A :class:`Section` is one spec's part of the report: its
+claims and the family's own record of what was trained and measured (``body``, plain JSON
+data, so that ``report.json`` alone can redraw the plots or refit a calibration). Their
+``to_json`` forms are the shapes ``report.json`` holds (docs/validate.md).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+Verdict = Literal["confirmed", "refuted", "inconclusive"]
+VERDICTS: tuple[Verdict, ...] = ("confirmed", "refuted", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One prediction against one measurement."""
+
+    statement: str
+    predicted: Any
+    measured: Any
+    tolerance: str
+    verdict: Verdict
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+
+    @classmethod
+    def judged(
+        cls, statement: str, predicted: Any, measured: Any, tolerance: str, holds: bool,
+        reason: str = "",
+    ) -> Claim:  # fmt: skip
+        """Confirmed when ``holds``, else refuted."""
+        verdict: Verdict = "confirmed" if holds else "refuted"
+        return cls(statement, predicted, measured, tolerance, verdict, reason)
+
+    @classmethod
+    def undecided(
+        cls, statement: str, predicted: Any, measured: Any, tolerance: str, reason: str
+    ) -> Claim:
+        """Inconclusive: the measurement cannot decide the claim, for ``reason``."""
+        return cls(statement, predicted, measured, tolerance, "inconclusive", reason)
+
+    def prefixed(self, prefix: str) -> Claim:
+        """The same claim, its statement starting ``[prefix]`` (a claim about one group of
+        several)."""
+        return replace(self, statement=f"[{prefix}] {self.statement}")
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain({"claim": self.statement, "predicted": self.predicted,
+                       "measured": self.measured, "tolerance": self.tolerance,
+                       "verdict": self.verdict, "reason": self.reason})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Section:
+    """One spec's part of the report: ``kind`` and ``name`` (the spec's), the family's
+    record ``body`` (JSON data) and the claims."""
+
+    kind: str
+    name: str
+    body: dict[str, Any] = field(default_factory=dict)
+    claims: tuple[Claim, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        claims = [claim.to_json() for claim in self.claims]
+        return _plain({"kind": self.kind, "name": self.name, **self.body, "claims": claims})
+
+
+def _plain(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as report.json will hold it (string keys, lists for tuples)."""
+    return json.loads(json.dumps(data, default=str))

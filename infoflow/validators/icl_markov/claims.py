@@ -1,0 +1,144 @@
+"""An icl_markov group's measurements (:mod:`~infoflow.validators.icl_markov.phases`) ->
+claims: the phase (or the mechanism that comes first) at each K, K*_1, K*_2, tau_2Gen,
+tau_2Gen flat in K, memorization slowing with K.
+
+Each claim compares a prediction at the group's own setting with the measurements and is
+inconclusive, with a reason, when the measurement cannot decide it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import infoflow
+from infoflow.icl_markov.fit import regression
+from infoflow.validators.claims import Claim
+from infoflow.validators.icl_markov.data import IclGroup
+from infoflow.validators.icl_markov.experiment import IclExperiment
+from infoflow.validators.icl_markov.phases import GAP, MEMORIZING, memorizing
+
+TIME_TOLERANCE = 2.0  # a predicted time is confirmed within this factor
+
+
+def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> list[Claim]:
+    """Every claim the predictions make about ``group``'s measurements."""
+    first = experiment.predictions[(group.name, group.chains[0])]
+    out = [_per_k(k, experiment.predictions[(group.name, k)], measurement["per_k"][k])
+           for k in group.chains]  # fmt: skip
+    out.append(_k1_star(first["k1_star"], measurement["k1_star"]))
+    out.append(_k2_star(first["k2_star"].value, measurement["k2_star"]))
+    out.append(_tau_2gen(first["tau_2gen"].value, measurement["tau_2gen"]))
+    out.append(_tau_2gen_flat(measurement))
+    out.append(_memorization_slows(measurement))
+    return out
+
+
+def _kind(phase: str) -> str:
+    return "memorizing" if phase in MEMORIZING else phase
+
+
+def _per_k(k: int, result: infoflow.Result, measured: dict) -> Claim:
+    """The phase at the end of training when the prediction times the phases; otherwise which
+    mechanism comes first (the phase sequence)."""
+    shown = {"final_phase": measured["final_phase"], "trajectory": measured["trajectory"],
+             "outcome": measured["outcome"], "id_kl": measured["id_kl"],
+             "ood_kl": measured["ood_kl"]}  # fmt: skip
+    final, sequence = result["final_phase"], result["phase_sequence"].value
+    low, high = result["k1_star"].interval or (None, None)
+    near = low is not None and low <= k <= high
+    near_reason = f"K lies within the predicted K*_1 range {low:.3g}..{high:.3g}" if near else ""
+    if final.provenance == "uncalibrated":
+        expected = "memorization" if sequence and "M1" in sequence else "generalization"
+        path = " -> ".join(sequence or ["?"])
+        claim = f"K={k} follows {path}: {expected} comes first"
+        tolerance = "memorization wins when the model memorizes before G2 appears"
+        if near or measured["outcome"] == "undecided" or not sequence:
+            reason = near_reason or "the model has not left its first phase"
+            return Claim.undecided(claim, path, shown, tolerance, reason)
+        return Claim.judged(claim, path, shown, tolerance, measured["outcome"] == expected)
+    claim = f"K={k} ends in phase {final.value}"
+    tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
+    if near:
+        return Claim.undecided(claim, final.value, shown, tolerance, near_reason)
+    same = _kind(measured["final_phase"]) == _kind(final.value)
+    if (
+        same
+        and final.value in MEMORIZING
+        and not memorizing({"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]})
+    ):
+        return Claim.judged(claim, final.value, shown, tolerance, False,
+                            f"nearest reference {measured['final_phase']}, but ID KL is not "
+                            f"below {GAP} x OOD KL")  # fmt: skip
+    return Claim.judged(claim, final.value, shown, tolerance, same)
+
+
+def _k1_star(prediction, measured: dict) -> Claim:
+    predicted, low, high = prediction.value, measured["low"], measured["high"]
+    claim = "K*_1: below it memorization wins, above it G2 forms first"
+    tolerance = "the prediction lies in the measured bracket (one grid step)"
+    if predicted is None:
+        return Claim.undecided(claim, None, measured, tolerance, "no prediction")
+    if not measured["monotone"] and low and high:
+        reason = "which mechanism wins is not monotone in K on this grid"
+        return Claim.undecided(claim, predicted, measured, tolerance, reason)
+    if low is not None and predicted < low:
+        return Claim.judged(claim, predicted, measured, tolerance, False,
+                            f"memorization still wins at K={low}")  # fmt: skip
+    if high is not None and predicted > high:
+        return Claim.judged(claim, predicted, measured, tolerance, False,
+                            f"generalization already wins at K={high}")  # fmt: skip
+    if low is None or high is None:
+        return Claim.undecided(claim, predicted, measured, tolerance,
+                               "the grid does not reach the transition on that side")  # fmt: skip
+    return Claim.judged(claim, predicted, measured, tolerance, True)
+
+
+def _k2_star(predicted: float | None, measured: dict) -> Claim:
+    claim = "K*_2: below it G2 gives way to M2, above it G2 persists"
+    tolerance = "no transient G2 at K above the prediction"
+    low = measured["low"]
+    if predicted is None:
+        return Claim.undecided(claim, None, measured, tolerance, "no prediction")
+    if low is not None and low >= predicted:
+        return Claim.judged(claim, predicted, measured, tolerance, False,
+                            f"G2 gave way to M2 at K={low}")  # fmt: skip
+    return Claim.undecided(claim, predicted, measured, tolerance,
+                           "consistent, but a persisting G2 within the budget does not place "
+                           "K*_2: it may give way later")  # fmt: skip
+
+
+def _tau_2gen(predicted: float | None, measured: dict) -> Claim:
+    claim = "tau_2Gen, the steps until the G2 phase first appears"
+    tolerance = f"within a factor {TIME_TOLERANCE}"
+    value = measured["value"]
+    if predicted is None or value is None:
+        why = "no calibrated prediction" if predicted is None else "no K reached G2"
+        return Claim.undecided(claim, predicted, measured, tolerance, why)
+    ratio = max(value / predicted, predicted / value)
+    return Claim.judged(claim, predicted, measured, tolerance, ratio <= TIME_TOLERANCE)
+
+
+def _tau_2gen_flat(measurement: dict) -> Claim:
+    claim = "tau_2Gen does not depend on K (the K that generalize)"
+    per_k = measurement["per_k"]
+    times = {k: v["first_g2"] for k, v in per_k.items() if v["outcome"] == "generalization"}
+    allowed = TIME_TOLERANCE * measurement["tau_2gen"]["checkpoint_ratio"]
+    tolerance = f"largest / smallest first-G2 step <= {allowed:.2f} ({TIME_TOLERANCE} x spacing)"
+    if len(times) < 2:
+        return Claim.undecided(claim, "flat", times, tolerance, "fewer than two K generalize")
+    ratio = max(times.values()) / min(times.values())
+    return Claim.judged(claim, "flat", times, tolerance, ratio <= allowed)
+
+
+def _memorization_slows(measurement: dict) -> Claim:
+    claim = "memorization slows as K grows (tau_1Mem rises with K)"
+    times = {k: v["memorized_at"] for k, v in measurement["per_k"].items()
+             if v["outcome"] == "memorization"}  # fmt: skip
+    tolerance = "least-squares slope of log tau_1Mem against log K > 0"
+    if len(times) < 3:
+        return Claim.undecided(claim, "rises", times, tolerance, "fewer than three K memorize")
+    slope, _ = regression([math.log(k) for k in times], [math.log(t) for t in times.values()])
+    shown = {"tau_1mem": times, "slope": slope}
+    if slope == 0:
+        return Claim.undecided(claim, "rises", shown, tolerance, "flat on this grid")
+    return Claim.judged(claim, "rises", shown, tolerance, slope > 0)

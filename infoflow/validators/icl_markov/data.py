@@ -1,0 +1,132 @@
+"""The data of an icl_markov group: its members (K, seed), each member's chains, mixture
+weights and ID / OOD test sets with every reference's predictions on them, and the training
+batches, drawn many steps at a time and resumable to the same stream.
+
+Member (K, s) trains on the first K chains of seed s's pool (so the chain sets are nested
+in K) with mixture weights that are Dirichlet(1) for every K (normalised i.i.d. Exp(1)
+draws) or uniform. Test sets: ID, fresh sequences of the member's own chains; OOD, one
+freshly drawn chain per sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.validators import markov
+
+#: What each member is compared with: the generating chain, then the references.
+TARGETS = ("truth", *markov.REFERENCES)
+SPLITS = ("id", "ood")
+
+
+@dataclass
+class IclGroup:
+    """Members (K, seed) of one setting, trained together."""
+
+    name: str
+    spec: IclMarkovSpec  # the setting; its ``chains`` is ignored
+    chains: list[int]
+    seeds: list[int]
+    checkpoints: list[int]  # steps at which to evaluate and save
+    eval_sequences: int
+
+    @property
+    def members(self) -> list[tuple[int, int]]:
+        return [(k, s) for s in self.seeds for k in self.chains]
+
+    def describe(self) -> dict:
+        spec = self.spec.model_dump(mode="json", exclude={"chains", "sweep", "description"})
+        return {"setting": spec, "chains": self.chains, "seeds": self.seeds,
+                "checkpoints": self.checkpoints, "eval_sequences": self.eval_sequences}  # fmt: skip
+
+    def member_rows(self) -> list[dict]:
+        return [{"label": f"K={k}, seed {s}", "chains": k, "seed": s} for k, s in self.members]
+
+
+class MemberData:
+    """The chains, mixture weights and test sets of every member, on ``device``."""
+
+    def __init__(self, group: IclGroup, device: torch.device):
+        spec = group.spec
+        c, alpha, length = spec.states, spec.dirichlet_alpha, spec.context_len
+        n = group.eval_sequences
+        P, weights = [], []
+        for k, seed in group.members:
+            pool = markov.sample_chains(max(group.chains), c, alpha, seed)
+            P.append(pool[:k])
+            weights.append(_mixture(k, max(group.chains), spec.mixture, seed))
+        self.P, self.weights = P, weights
+        self.offsets = torch.tensor(np.cumsum([0] + [len(p) for p in P[:-1]]), device=device)
+        padded = torch.zeros(len(P), max(group.chains))
+        for i, w in enumerate(weights):
+            padded[i, : len(w)] = w.float()
+        self.padded = padded.to(device)
+        self.sampler = markov.ChainSampler(torch.cat(P), device)
+
+        cpu = torch.Generator().manual_seed(spec.seed + 1)
+        ood_chains = markov.sample_chains(n, c, alpha, seed=spec.seed + 1_000_003)
+        ood_x = markov.ChainSampler(ood_chains).sample(torch.arange(n), length, cpu)
+        ood_truth = ood_chains[torch.arange(n)[:, None], ood_x]
+        self.x = {"id": [], "ood": []}
+        refs: dict[str, list[Tensor]] = {"id": [], "ood": []}
+        for P_k, w in zip(P, weights, strict=True):
+            chain = torch.multinomial(w.float(), n, replacement=True, generator=cpu)
+            x = markov.ChainSampler(P_k).sample(chain, length, cpu)
+            for split, xs, truth in (("id", x, P_k[chain[:, None], x]), ("ood", ood_x, ood_truth)):
+                found = markov.references(xs, P_k, w, alpha)
+                refs[split].append(torch.stack([truth.float(), *found.values()]))
+                self.x[split].append(xs)
+        # states [M, n, L]; targets (truth, then the references) [M, targets, n, L, C]
+        self.x = {split: torch.stack(xs).to(device) for split, xs in self.x.items()}
+        self.refs = {split: torch.stack(r).to(device) for split, r in refs.items()}
+
+    def batches(self, count: int, size: int, length: int, generator: torch.Generator) -> Tensor:
+        """``count`` steps' training sequences [count, members, size, length], fresh from each
+        member's chains."""
+        local = torch.multinomial(self.padded, count * size, replacement=True, generator=generator)
+        chain = (local + self.offsets[:, None]).flatten()
+        x = self.sampler.sample(chain, length, generator).view(len(self.P), count, size, length)
+        return x.transpose(0, 1)
+
+    def levels(self) -> dict[str, list[dict[str, float]]]:
+        """KL(truth || reference) per member and split: where each reference sits."""
+        out = {}
+        for split, refs in self.refs.items():
+            truth = refs[:, :1]
+            kl = markov.kl(truth, refs[:, 1:]).mean((-1, -2))  # [M, refs]
+            out[split] = [dict(zip(markov.REFERENCES, row.tolist(), strict=True)) for row in kl]
+        return out
+
+
+class Prefetched:
+    """Training batches drawn ``count`` steps at a time: the sampler loops over positions, so
+    one draw for many steps saves launches on a GPU. ``state(step)`` is the generator state
+    from which the batch of ``step`` is drawn again, so a resumed run sees the same data."""
+
+    def __init__(self, data: MemberData, size: int, length: int, generator, count: int = 16):
+        self.data, self.size, self.length, self.count = data, size, length, count
+        self.generator = generator
+        self.buffer, self.index, self.start = None, -1, None
+
+    def at(self, step: int) -> Tensor:
+        if step // self.count != self.index:  # buffers are drawn in order, from the state
+            self.start = self.generator.get_state()
+            self.buffer = self.data.batches(self.count, self.size, self.length, self.generator)
+            self.index = step // self.count
+        return self.buffer[step % self.count]
+
+    def state(self, step: int) -> Tensor:
+        """The generator state to save when ``step`` is the next step to train."""
+        return self.start if step % self.count else self.generator.get_state()
+
+
+def _mixture(k: int, pool: int, mixture: str, seed: int) -> Tensor:
+    if mixture == "uniform":
+        return torch.full((k,), 1 / k, dtype=torch.float64)
+    draws = np.random.default_rng(seed + 7).exponential(size=pool)[:k]
+    return torch.tensor(draws / draws.sum())

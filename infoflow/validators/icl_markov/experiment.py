@@ -1,0 +1,104 @@
+"""An icl_markov spec -> an experiment: its sweep's settings, each a group whose members are
+the K values and seeds, capped to the scale, with the prediction at every (group, K)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import infoflow
+from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.validators.icl_markov.data import IclGroup
+from infoflow.validators.protocol import Job
+
+
+@dataclass(frozen=True)
+class IclScale:
+    """Caps that make a spec fit a budget (None: the spec's own value) and how densely
+    to measure."""
+
+    name: str
+    max_steps: int | None
+    max_context: int | None
+    max_batch: int | None
+    max_chains: int | None
+    eval_sequences: int
+    checkpoints: int
+    seeds: int = 1
+
+
+SCALES = {
+    "smoke": IclScale("smoke", 1500, 64, 64, 1024, eval_sequences=128, checkpoints=24),
+    "paper": IclScale("paper", None, None, None, None, eval_sequences=256, checkpoints=32),
+}
+
+
+@dataclass
+class IclExperiment:
+    """One spec's groups (a group per setting; its members are the K values and seeds) and
+    the prediction at every (group, K)."""
+
+    name: str
+    base: IclMarkovSpec
+    capped: list[str] = field(default_factory=list)
+    groups: list[IclGroup] = field(default_factory=list)
+    predictions: dict[tuple[str, int], infoflow.Result] = field(default_factory=dict)
+
+    @property
+    def jobs(self) -> list[Job]:
+        return [Job("icl_markov", self.name, g, g.spec.training.steps) for g in self.groups]
+
+
+def plan(
+    name: str, spec: IclMarkovSpec, scale: IclScale, base_dir: Path | None = None
+) -> IclExperiment:
+    """Every group the spec's sweep needs, capped to ``scale``."""
+    experiment = IclExperiment(name, spec)
+    settings: dict[str, tuple[IclMarkovSpec, list[int]]] = {}
+    for _, point in infoflow.expand(spec, base_dir):
+        point = _cap(point, scale, experiment.capped)
+        if scale.max_chains and point.chains > scale.max_chains:
+            experiment.capped.append(f"K={point.chains} left out (more than {scale.max_chains})")
+            continue
+        training_only = point.model_copy(update={"calibration": None})  # predictions only
+        key = training_only.model_dump_json(exclude={"chains", "sweep", "description"})
+        settings.setdefault(key, (point, []))[1].append(point.chains)
+        experiment.predictions[(key, point.chains)] = infoflow.predict(point)
+    for key, (point, chains) in settings.items():
+        digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+        group = IclGroup(f"{name}-{digest}", point, sorted(set(chains)),
+                         [point.seed + s for s in range(scale.seeds)],
+                         log_spaced(point.training.steps, scale.checkpoints),
+                         scale.eval_sequences)  # fmt: skip
+        experiment.groups.append(group)
+        for k in group.chains:
+            experiment.predictions[(group.name, k)] = experiment.predictions.pop((key, k))
+    experiment.capped = sorted(set(experiment.capped))
+    return experiment
+
+
+def _cap(point: IclMarkovSpec, scale: IclScale, notes: list[str]) -> IclMarkovSpec:
+    training = point.training
+    updates = {}
+    for limit, value, where in ((scale.max_steps, training.steps, "training.steps"),
+                                (scale.max_batch, training.batch_size, "training.batch_size"),
+                                (scale.max_context, point.context_len, "context_len")):  # fmt: skip
+        if limit and value > limit:
+            updates[where] = limit
+            notes.append(f"{where} {value:,} capped to {limit:,} at the {scale.name} scale")
+    if not updates:
+        return point
+    steps = updates.get("training.steps", training.steps)
+    batch = updates.get("training.batch_size", training.batch_size)
+    training = training.model_copy(update={"steps": steps, "batch_size": batch})
+    context = updates.get("context_len", point.context_len)
+    return point.model_copy(update={"training": training, "context_len": context})
+
+
+def log_spaced(steps: int, count: int, first: int = 10) -> list[int]:
+    """About ``count`` distinct steps from ``first`` to ``steps``, evenly spaced in log."""
+    grid = np.geomspace(min(first, steps), steps, count)
+    return sorted({round(float(v)) for v in grid})

@@ -1,0 +1,109 @@
+"""icl_markov plots, from report.json's sections, per group: ``NAME-phases.png`` (the phase
+diagram: K across, step up, colour = nearest reference; beside it, final ID and OOD KL to
+the truth against K), ``NAME-kl.png`` (KL to each reference over training, a line per K)
+and ``NAME-positions.png`` (the final model's KL against the position in the context)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from infoflow.validators.plots import pyplot, save
+
+PHASE_COLOURS = {"G1": "#bdbdbd", "G2": "#2b8cbe", "M1": "#fdae6b", "M2": "#d94801"}
+
+
+def plot_phases(out: Path, section: dict) -> list[Path]:
+    """Per group of an icl_markov spec: ``NAME-phases.png`` (phase diagram: K across, step
+    up, colour = nearest reference; beside it, final ID and OOD KL to the truth against K)
+    and ``NAME-kl.png`` (KL to each reference over training, a line per K)."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    plt = pyplot()
+    written = []
+    for group in section["groups"]:
+        members = [m for m in group["members"] if m["seed"] == group["seeds"][0]]
+        members.sort(key=lambda m: m["chains"])
+        chains = [m["chains"] for m in members]
+        steps = members[0]["steps"]
+        names = list(PHASE_COLOURS)
+        grid = [[names.index(p) for p in m["phases"]] for m in members]  # [K, checkpoint]
+
+        fig, (ax, side) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=[1.4, 1])
+        ax.pcolormesh(range(len(chains) + 1), range(len(steps) + 1), list(zip(*grid, strict=True)),
+                      cmap=ListedColormap(list(PHASE_COLOURS.values())), vmin=-0.5,
+                      vmax=len(names) - 0.5)  # fmt: skip
+        ax.set_xticks([i + 0.5 for i in range(len(chains))], [str(k) for k in chains], fontsize=7)
+        ticks = range(0, len(steps), max(1, len(steps) // 8))
+        ax.set_yticks([i + 0.5 for i in ticks], [f"{steps[i]:,}" for i in ticks], fontsize=7)
+        ax.set(xlabel="K (training chains)", ylabel="training step (log-spaced checkpoints)",
+               title=f"{section['name']}: nearest reference")  # fmt: skip
+        k1 = group["predictions"][str(chains[0])]["k1_star"]["value"]
+        if k1:
+            position = _grid_position(chains, k1)
+            ax.axvline(position, color="black", linestyle="--", linewidth=1)
+            ax.text(position, len(steps) * 0.97, " predicted K*_1", fontsize=7, va="top")
+        ax.legend(handles=[Patch(color=c, label=p) for p, c in PHASE_COLOURS.items()],
+                  fontsize=7, loc="lower right")  # fmt: skip
+
+        side.plot(chains, [m["final"]["ood:truth"] for m in members], "o-", label="OOD")
+        side.plot(chains, [m["final"]["id:truth"] for m in members], "s-", label="ID")
+        g2 = sum(m["levels"]["ood"]["G2"] for m in members) / len(members)
+        side.axhline(g2, color=PHASE_COLOURS["G2"], linestyle=":", label="in-context bigram (G2)")
+        side.set(xscale="log", yscale="log", xlabel="K", ylabel="final KL(truth || model)",
+                 title="end of training")  # fmt: skip
+        side.legend(fontsize=7)
+        written.append(save(fig, out / f"{group['name']}-phases.png"))
+
+        fig, axes = plt.subplots(1, 4, figsize=(15, 3.6), sharey=True)
+        for ax, name in zip(axes, names, strict=True):
+            _line_per_k(ax, members, lambda m, name=name: (m["steps"], m["kl"][name]))
+            ax.set(xscale="log", yscale="log", xlabel="step", title=f"KL({name} || model)")
+        axes[0].set_ylabel("mean of ID and OOD")
+        axes[-1].legend(fontsize=6, ncol=2)
+        written.append(save(fig, out / f"{group['name']}-kl.png"))
+    return written
+
+
+def _line_per_k(ax, members: list[dict], curve) -> None:
+    """One line per member, coloured by its place in the K sweep; ``curve(member)`` gives
+    the line's (x, y)."""
+    colours = pyplot().cm.viridis([i / max(1, len(members) - 1) for i in range(len(members))])
+    for member, colour in zip(members, colours, strict=True):
+        ax.plot(*curve(member), color=colour, label=f"K={member['chains']}")
+
+
+def _grid_position(chains: list[int], value: float) -> float:
+    """Where ``value`` falls on the categorical K axis (cell i spans i..i+1, centred at K_i),
+    interpolating in log K."""
+    if value <= chains[0]:
+        return 0.5
+    for i in range(len(chains) - 1):
+        if chains[i] <= value <= chains[i + 1]:
+            span = math.log(chains[i + 1] / chains[i])
+            return i + 0.5 + math.log(value / chains[i]) / span
+    return len(chains) - 0.5
+
+
+def plot_positions(out: Path, section: dict) -> list[Path]:
+    """Per group: ``NAME-positions.png``, the final model's KL to the truth (ID, OOD) and to
+    each reference against the position in the context, a line per K."""
+    plt = pyplot()
+    written = []
+    panels = ["id:truth", "ood:truth", *PHASE_COLOURS]
+    for group in section["groups"]:
+        members = sorted((m for m in group["members"] if m["seed"] == group["seeds"][0]),
+                         key=lambda m: m["chains"])  # fmt: skip
+        fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.4), sharey=True)
+        for ax, name in zip(axes, panels, strict=True):
+            positions = lambda m, name=name: (range(1, len(m["positions"][name]) + 1),  # noqa: E731
+                                              m["positions"][name])  # fmt: skip
+            _line_per_k(ax, members, positions)
+            split = name.split(":")[0].upper()
+            title = f"KL(truth || model), {split}" if ":" in name else f"KL({name} || model)"
+            ax.set(yscale="log", xlabel="position t", title=title)
+        axes[0].set_ylabel("final model, mean over sequences")
+        axes[-1].legend(fontsize=6, ncol=2)
+        written.append(save(fig, out / f"{group['name']}-positions.png"))
+    return written

@@ -1,0 +1,122 @@
+"""An icl_markov experiment's report: each group's record (enough to redraw its plots and to
+refit the calibration from report.json alone), the header sentence and the Markdown
+section (per group: the setting, a row per K, the thresholds, the claims)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from infoflow.validators.claims import Claim
+from infoflow.validators.icl_markov.data import TARGETS
+from infoflow.validators.icl_markov.phases import PHASES
+from infoflow.validators.report import claims_markdown
+
+
+def group_section(
+    experiment, group, histories, measurement, levels, metrics, positions, claims: list[Claim]
+) -> dict:
+    """The report's record of one group."""
+    members = []
+    for i, h in enumerate(histories):
+        rows = metrics[i]
+        kl = {p: [(rows[s][f"id:{p}"] + rows[s][f"ood:{p}"]) / 2 for s in h.steps]
+              for p in (*PHASES, "G1_park")}  # fmt: skip
+        members.append({
+            "chains": h.chains, "seed": h.seed, "steps": h.steps, "phases": h.phases,
+            "trajectory": h.trajectory, "outcome": h.outcome, "first_g2": h.first_g2,
+            "memorized_at": h.memorized_at, "transient_duration": h.transient_duration,
+            "final": h.final, "kl": kl,
+            "id_truth": [rows[s]["id:truth"] for s in h.steps],
+            "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
+            "levels": {split: levels[split][i] for split in levels},
+            "positions": _positions(positions, i),
+        })  # fmt: skip
+    predictions = {
+        k: {name: {"value": p.value, "provenance": p.provenance, "interval": p.interval}
+            for name, p in experiment.predictions[(group.name, k)].predictions.items()}
+        for k in group.chains
+    }  # fmt: skip
+    section = {"name": group.name, **group.describe(), "predictions": predictions,
+               "members": members, "measurement": measurement,
+               "claims": [c.to_json() for c in claims]}  # fmt: skip
+    return json.loads(json.dumps(section))  # as report.json will hold it: string keys
+
+
+def _positions(positions: dict, member: int) -> dict[str, list[float]]:
+    """The final model's KL per position: to the truth on each split, and to each reference
+    as the mean of the two splits (as the phase rule weighs them)."""
+    out = {f"{split}:truth": positions[split][member, 0].tolist() for split in positions}
+    for i, target in enumerate(TARGETS[1:], start=1):
+        both = (positions["id"][member, i] + positions["ood"][member, i]) / 2
+        out[target] = both.tolist()
+    return out
+
+
+def describe(settings: dict[str, Any]) -> str:
+    return (
+        "In-context learning: each group's own settings, below (AdamW betas (0.9, 0.95), "
+        "warmup then a constant rate)."
+    )
+
+
+def markdown(spec: dict[str, Any]) -> list[str]:
+    """One icl_markov spec: per group, the setting, a row per K, the thresholds, the claims."""
+    lines = ["", f"## {spec['name']}"]
+    if spec["capped"]:
+        lines += ["", "Capped for this scale: " + "; ".join(spec["capped"]) + "."]
+    for group in spec["groups"]:
+        s = group["setting"]
+        model, training = s["model"], s["training"]
+        lines += [
+            "", f"### {group['name']}", "",
+            f"C = {s['states']}, context {s['context_len']}, Dirichlet({s['dirichlet_alpha']}), "
+            f"{s['mixture']} mixture; {model['layers']} layers, d_model {model['d_model']}, "
+            f"{model['heads']} heads, MLP {model['mlp_width']}; {training['steps']:,} steps of "
+            f"batch {training['batch_size']}, lr {training['lr']}, weight decay "
+            f"{training['weight_decay']}; seeds {group['seeds']}; plots "
+            f"`{group['name']}-phases.png`, `{group['name']}-kl.png`, "
+            f"`{group['name']}-positions.png`.",
+            "",
+            "| K | trajectory | first | first G2 | tau_1Mem | final | predicted final | ID KL | "
+            "OOD KL | G2 level (OOD) |",
+            "|--:|---|---|--:|--:|---|---|--:|--:|--:|",
+        ]  # fmt: skip
+        for member in group["members"]:
+            k = member["chains"]
+            predicted = group["predictions"][str(k)]["final_phase"]["value"]
+            lines.append(
+                f"| {k} | {' -> '.join(member['trajectory'])} | {member['outcome']} | "
+                f"{_maybe(member['first_g2'])} | {_maybe(member['memorized_at'])} | "
+                f"{member['phases'][-1]} | {predicted} | {member['final']['id:truth']:.3f} | "
+                f"{member['final']['ood:truth']:.3f} | {member['levels']['ood']['G2']:.3f} |"
+            )
+        lines += ["", _thresholds(group["measurement"])]
+        lines += claims_markdown(group["claims"])
+    return lines
+
+
+def _thresholds(m: dict[str, Any]) -> str:
+    """The measured K*_1, K*_2 and tau_2Gen of a group, in a sentence."""
+    k1, k2, tau = m["k1_star"], m["k2_star"], m["tau_2gen"]
+    if k1["low"] and k1["high"]:
+        where = f"between K = {k1['low']} and {k1['high']}"
+    elif k1["low"]:
+        where = f"above K = {k1['low']}: generalization never came first on this grid"
+    elif k1["high"]:
+        where = f"at or below K = {k1['high']}: generalization came first at every K"
+    else:
+        where = "not measured: no K decided"
+    undecided = f"; undecided at K = {k1['undecided']}" if k1["undecided"] else ""
+    k2_text = (f"above K = {k2['low']} (G2 gave way to M2 there)" if k2["low"]
+               else "not placed (no transient G2 observed)")  # fmt: skip
+    return (
+        f"Measured K*_1 {where}{'' if k1['monotone'] else ' (not monotone in K)'}{undecided}. "
+        f"K*_2 {k2_text}; G2 persists at this budget from K = "
+        f"{_maybe(k2['g2_persists_from'])}. tau_2Gen {_maybe(tau['value'])} steps "
+        f"(checkpoints {tau['checkpoint_ratio']:.2f}x apart)."
+    )
+
+
+def _maybe(value) -> str:
+    return "-" if value is None else (f"{value:,}" if isinstance(value, int) else f"{value:.4g}")

@@ -1,0 +1,115 @@
+"""Train an icl_markov group (a K sweep of next-state predictors, one ensemble) and record,
+at log-spaced checkpoints, each member's KL to the truth and to the reference predictors.
+
+Every checkpoint writes the metrics to the store and the training state atomically
+(:mod:`~infoflow.validators.ensemble`); a killed run resumes from the last one with the
+same data stream. :func:`load_trained` gives a finished group's model back, and
+:func:`position_kl` measures it position by position.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from infoflow.validators.ensemble import (
+    ensemble_step,
+    load_weights,
+    resume,
+    save_checkpoint,
+)
+from infoflow.validators.icl_markov.data import SPLITS, TARGETS, IclGroup, MemberData, Prefetched
+from infoflow.validators.icl_markov.model import StackedGPT
+from infoflow.validators.protocol import Context
+
+
+def build_model(group: IclGroup, device: torch.device) -> StackedGPT:
+    """The group's stacked model, member (K, s) initialised from seed 1000 s + K."""
+    spec = group.spec
+    m = spec.model
+    return StackedGPT([seed * 1000 + k for k, seed in group.members], spec.states,
+                      spec.context_len, m.layers, m.d_model, m.heads,
+                      m.mlp_width).to(device)  # fmt: skip
+
+
+def train_icl_group(group: IclGroup, context: Context) -> None:
+    """Train ``group`` to the end, resuming from its checkpoint; the metrics of every
+    checkpoint go to the store."""
+    started, device, store = time.perf_counter(), context.device, context.store
+    spec, training = group.spec, group.spec.training
+    torch.manual_seed(spec.seed)
+    data = MemberData(group, device)
+    model = build_model(group, device)
+    optimizer = torch.optim.AdamW(model.parameter_groups(training.weight_decay), lr=training.lr,
+                                  betas=(0.9, 0.95), fused=device.type == "cuda")  # fmt: skip
+    warmup = max(1, training.steps // 50)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    generator = torch.Generator(device=device).manual_seed(spec.seed + 2)
+    path, start = resume(context, group.name, model, optimizer, schedule, generator)
+
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+    losses, window = torch.zeros(len(group.members), device=device), 0
+    stream = Prefetched(data, training.batch_size, spec.context_len, generator)
+    for step in range(start, training.steps):
+        x = stream.at(step)
+        with autocast:
+            logits = model(x[:, :, :-1])
+        per_member = F.cross_entropy(
+            logits.float().flatten(1, 2).transpose(1, 2), x[:, :, 1:].flatten(1), reduction="none"
+        ).mean(-1)
+        losses += ensemble_step(optimizer, schedule, per_member)
+        window += 1
+        done = step + 1
+        if done in group.checkpoints or done == training.steps:
+            metrics = evaluate(model, data)
+            mean_losses = (losses / window).tolist()
+            for i, loss in enumerate(mean_losses):
+                metrics[i]["train:loss"] = loss
+            losses.zero_()
+            window = 0
+            store.record_metrics(group.name, done, metrics)
+            save_checkpoint(path, model, optimizer, schedule, stream.state(done), done, store.rows)
+            if context.progress:
+                mean = sum(mean_losses) / len(mean_losses)
+                context.progress(group.name, done, training.steps, mean)
+    store.finish_group(group.name, [], time.perf_counter() - started)
+
+
+def load_trained(group: IclGroup, context: Context) -> tuple[MemberData, StackedGPT]:
+    """A finished group's data and model (its final weights)."""
+    torch.manual_seed(group.spec.seed)
+    data = MemberData(group, context.device)
+    model = build_model(group, context.device)
+    load_weights(context.checkpoints / f"{group.name}.pt", model, context.device)
+    return data, model
+
+
+@torch.no_grad()
+def position_kl(model: StackedGPT, data: MemberData, chunk: int = 64) -> dict[str, Tensor]:
+    """KL(target || model) per member, target (truth, then the references) and position,
+    averaged over the test sequences: {split: [members, targets, positions]}."""
+    model.eval()
+    out = {}
+    for split in SPLITS:
+        x, refs = data.x[split][..., :-1], data.refs[split][..., :-1, :]  # as in training
+        total = torch.zeros(refs.shape[:2] + refs.shape[-2:-1], device=x.device)
+        for i in range(0, x.shape[1], chunk):
+            logp = F.log_softmax(model(x[:, i : i + chunk]).float(), -1)[:, None]
+            target = refs[:, :, i : i + chunk]
+            total += (target * ((target + 1e-12).log() - logp)).sum(-1).sum(2)
+        out[split] = total / x.shape[1]
+    model.train()
+    return out
+
+
+def evaluate(model: StackedGPT, data: MemberData) -> list[dict[str, float]]:
+    """Mean KL(target || model) over sequences and positions, per member, for every target
+    on both splits: ``{"id:truth": ..., "ood:G2": ...}``."""
+    out: list[dict[str, float]] = [{} for _ in range(data.x["id"].shape[0])]
+    for split, kl in position_kl(model, data).items():
+        for member, row in enumerate(kl.mean(-1).tolist()):
+            out[member].update({f"{split}:{t}": v for t, v in zip(TARGETS, row, strict=True)})
+    return out

@@ -1,0 +1,66 @@
+"""The icl_markov validator: a spec -> its K sweep trained as one stacked ensemble per
+setting -> each member's phases over training, the thresholds and timescales across K ->
+claims (:mod:`~infoflow.validators.icl_markov.claims`), a report section and plots."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.validators.claims import Section
+from infoflow.validators.icl_markov import plots, report
+from infoflow.validators.icl_markov.claims import claims
+from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
+from infoflow.validators.icl_markov.phases import MemberHistory, measure
+from infoflow.validators.icl_markov.train import load_trained, position_kl, train_icl_group
+from infoflow.validators.protocol import Context, Job
+
+
+class IclMarkovValidator:
+    kind = "icl_markov"
+
+    def scale(self, name: str, steps: int | None, seeds: int | None) -> IclScale:
+        scale = replace(SCALES[name], seeds=seeds or 1)
+        return replace(scale, max_steps=steps, name=f"{name} ({steps} steps)") if steps else scale
+
+    def plan(self, name: str, spec: IclMarkovSpec, scale: IclScale, base_dir: Path):
+        return plan(name, spec, scale, base_dir)
+
+    def train(self, job: Job, context: Context) -> None:
+        train_icl_group(job.group, context)
+
+    def judge(self, experiment: IclExperiment, context: Context) -> Section:
+        groups, found = [], []
+        for group in experiment.groups:
+            data, model = load_trained(group, context)
+            levels, positions = data.levels(), position_kl(model, data)
+            metrics = context.store.metrics(group.name)
+            variant = group.spec.options.g1_variant
+            histories = [MemberHistory.from_metrics(k, seed, metrics[i], variant)
+                         for i, (k, seed) in enumerate(group.members)]  # fmt: skip
+            measurement = measure(histories)
+            mine = claims(experiment, group, measurement)
+            if len(experiment.groups) > 1:
+                mine = [claim.prefixed(group.name) for claim in mine]
+            groups.append(report.group_section(experiment, group, histories, measurement, levels,
+                                               metrics, positions, mine))  # fmt: skip
+            found += mine
+        body = {"capped": experiment.capped, "groups": groups}
+        return Section("icl_markov", experiment.name, body, tuple(found))
+
+    def describe(self, settings: dict[str, Any]) -> str:
+        return report.describe(settings)
+
+    def markdown(self, section: dict[str, Any]) -> list[str]:
+        return report.markdown(section)
+
+    def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
+        written = []
+        for section in sections:
+            written += plots.plot_phases(out, section) + plots.plot_positions(out, section)
+        return written
+
+
+VALIDATOR = IclMarkovValidator()

@@ -1,0 +1,117 @@
+"""A looped_kv spec -> an experiment: the looped model to measure, trained here (a spec small
+enough: the bundled ``tiny-looped.json``) or loaded from the Ouro-style checkpoint the spec
+names in ``model.checkpoint`` (then nothing is trained). The corpus is sequences of a
+mixture of Markov chains over the model's vocabulary: language-like and cheap to generate;
+it is the training, calibration and evaluation data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+import infoflow
+from infoflow.looped_kv.spec import LoopedKVSpec
+from infoflow.validators import markov
+from infoflow.validators.looped_kv.model import LoopedConfig
+from infoflow.validators.protocol import CannotValidate, Job
+
+MAX_PARAMETERS = 5_000_000
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class LoopedScale:
+    name: str
+    steps: int
+    batch: int
+    length: int
+    calibration: int  # sequences
+    evaluation: int
+    distill_steps: int  # refinement of the LLA codec, teacher frozen
+
+
+SCALES = {
+    "smoke": LoopedScale("smoke", 600, 32, 64, 64, 32, distill_steps=60),
+    "paper": LoopedScale("paper", 4000, 64, 128, 256, 128, distill_steps=500),
+}
+
+
+@dataclass(frozen=True)
+class LoopedGroup:
+    """The one model a looped_kv spec trains (on the CPU)."""
+
+    name: str
+    config: LoopedConfig
+    scale: LoopedScale
+
+    def describe(self) -> dict:
+        return {"config": asdict(self.config), "steps": self.scale.steps,
+                "batch": self.scale.batch, "length": self.scale.length}  # fmt: skip
+
+    def member_rows(self) -> list[dict]:
+        return [{"label": f"looped {self.config.core} x {self.config.loops}"}]
+
+
+@dataclass(frozen=True)
+class LoopedExperiment:
+    name: str
+    spec: LoopedKVSpec
+    scale: LoopedScale
+    group: LoopedGroup | None  # None: the model is loaded from ``spec.model.checkpoint``
+
+    @property
+    def jobs(self) -> list[Job]:
+        if self.group is None:
+            return []
+        return [Job("looped_kv", self.name, self.group, self.scale.steps)]
+
+
+def plan(name: str, spec: LoopedKVSpec, scale: LoopedScale) -> LoopedExperiment:
+    """The model to measure: trained here, or loaded; CannotValidate when it is neither."""
+    reason = cannot_train(spec)
+    if reason:
+        raise CannotValidate(reason)
+    if spec.model.checkpoint:
+        return LoopedExperiment(name, spec, scale, None)
+    group = LoopedGroup(f"{name}-looped", config_of(spec, scale.length), scale)
+    return LoopedExperiment(name, spec, scale, group)
+
+
+def cannot_train(spec: LoopedKVSpec) -> str | None:
+    """Why this spec's model is neither loaded nor trained here (None when it is)."""
+    model = spec.model
+    if (spec.serving.cache_dtype or model.dtype) not in TORCH_DTYPES:
+        return "float8 caches are not simulated"
+    if model.checkpoint:
+        return None
+    params = infoflow.predict(spec)["model_parameters"].value
+    if params > MAX_PARAMETERS:
+        return (f"{model.name} has {params:,} parameters: the looped_kv validator trains models "
+                f"up to {MAX_PARAMETERS:,} (specs/looped_kv/tiny-looped.json); loading a "
+                "pretrained checkpoint is not built yet")  # fmt: skip
+    if model.kv_heads != model.heads or model.hidden_size != model.heads * model.head_dim:
+        return "the validator's model has as many KV heads as heads, of width hidden / heads"
+    return None
+
+
+def config_of(spec: LoopedKVSpec, length: int) -> LoopedConfig:
+    m = spec.model
+    return LoopedConfig(vocab=m.vocab_size, d_model=m.hidden_size, heads=m.heads,
+                        prelude=m.prelude_layers, core=m.layers, loops=m.loops,
+                        coda=m.coda_layers, mlp_width=m.intermediate_size,
+                        max_len=length)  # fmt: skip
+
+
+def corpus(vocab: int, seed: int):
+    """Sequences of a mixture of 8 Markov chains over the vocabulary (Dirichlet(0.3) rows,
+    so each chain is fairly predictable): language-like, and cheap to generate."""
+    chains = markov.sample_chains(8, vocab, 0.3, seed)
+    sampler = markov.ChainSampler(chains)
+
+    def draw(batch: int, length: int, generator: torch.Generator) -> torch.Tensor:
+        chain = torch.randint(0, len(chains), (batch,), generator=generator)
+        return sampler.sample(chain, length, generator)
+
+    return draw

@@ -1,0 +1,228 @@
+"""A small looped (weight-tied) decoder whose K/V cache is laid out as the big models lay it
+out, trained on a language-like corpus generated in code.
+
+Layout: ``prelude`` layers run once, a core block of ``R`` layers runs ``T`` times with the
+same weights, ``coda`` layers run once; every run of a layer is an attention *slot* with its
+own K/V (the per-loop cache of Ouro and Huginn): ("prelude", i), ("core", t, r), ("coda", i).
+Pre-norm blocks (RMSNorm, attention with RoPE, GELU MLP), untied embeddings.
+
+Attention goes through a *cache* object, so the same forward serves the teacher (exact
+causal attention), capture of every slot's K/V and attention output, and evaluation with
+reconstructed K/V (:mod:`~infoflow.validators.looped_kv.codec`). :func:`train_looped`
+trains one on the CPU, resumably; :func:`load_looped` reads a finished one back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from infoflow.validators.ensemble import load_checkpoint, load_weights, save_checkpoint
+
+Slot = tuple  # ("prelude", i) | ("core", t, r) | ("coda", i)
+
+
+@dataclass(frozen=True)
+class LoopedConfig:
+    vocab: int = 16
+    d_model: int = 64
+    heads: int = 4
+    prelude: int = 1
+    core: int = 2  # R
+    loops: int = 4  # T
+    coda: int = 1
+    mlp_width: int = 256
+    max_len: int = 128
+    kv_heads: int | None = None  # grouped-query attention when fewer than heads
+    style: str = "gelu"  # "gelu": the blocks above; "ouro": Ouro's (see OuroBlock)
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-6
+    head_size: int | None = None  # default d_model / heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.head_size or self.d_model // self.heads
+
+    @property
+    def kv(self) -> int:
+        """KV heads: the heads the cache holds."""
+        return self.kv_heads or self.heads
+
+    def slots(self) -> list[Slot]:
+        """Every attention slot in the order the forward runs them."""
+        return ([("prelude", i) for i in range(self.prelude)]
+                + [("core", t, r) for t in range(self.loops) for r in range(self.core)]
+                + [("coda", i) for i in range(self.coda)])  # fmt: skip
+
+
+def expand_kv(x: Tensor, heads: int) -> Tensor:
+    """K or V [B, n_kv, L, d] repeated to the query heads (grouped-query attention)."""
+    return x if x.shape[1] == heads else x.repeat_interleave(heads // x.shape[1], dim=1)
+
+
+class ExactAttention:
+    """The teacher: causal attention over the slot's own K/V; optionally records them."""
+
+    def __init__(self, record: bool = False):
+        self.record = record
+        self.kv: dict[Slot, tuple[Tensor, Tensor]] = {}
+        self.outputs: dict[Slot, Tensor] = {}
+
+    def attend(self, slot: Slot, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        heads = q.shape[1]
+        out = F.scaled_dot_product_attention(q, expand_kv(k, heads), expand_kv(v, heads),
+                                             is_causal=True)  # fmt: skip
+        if self.record:
+            self.kv[slot], self.outputs[slot] = (k, v), out
+        return out
+
+
+class Block(nn.Module):
+    def __init__(self, config: LoopedConfig):
+        super().__init__()
+        d = config.d_model
+        self.heads = config.heads
+        self.norm1, self.norm2 = nn.RMSNorm(d), nn.RMSNorm(d)
+        self.W_QKV = nn.Linear(d, 3 * d, bias=False)
+        self.W_O = nn.Linear(d, d, bias=False)
+        self.mlp = nn.Sequential(nn.Linear(d, config.mlp_width), nn.GELU(),
+                                 nn.Linear(config.mlp_width, d))  # fmt: skip
+
+    def forward(self, h: Tensor, slot: Slot, cache, rope: tuple[Tensor, Tensor]) -> Tensor:
+        b, n, d = h.shape
+        q, k, v = self.W_QKV(self.norm1(h)).split(d, dim=-1)
+        q, k, v = (x.view(b, n, self.heads, -1).transpose(1, 2) for x in (q, k, v))
+        q, k = _rotate(q, *rope), _rotate(k, *rope)
+        out = cache.attend(slot, q, k, v).transpose(1, 2).reshape(b, n, d)
+        h = h + self.W_O(out)
+        return h + self.mlp(self.norm2(h))
+
+
+class OuroBlock(nn.Module):
+    """Ouro's layer (modeling_ouro.py): sandwich RMSNorms around attention and around the
+    SwiGLU MLP, separate q/k/v/o projections without bias, grouped-query attention and
+    rotate-half RoPE."""
+
+    def __init__(self, config: LoopedConfig):
+        super().__init__()
+        d, hd, eps = config.d_model, config.head_dim, config.norm_eps
+        self.heads, self.kv_heads = config.heads, config.kv
+        self.input_layernorm, self.input_layernorm_2 = nn.RMSNorm(d, eps), nn.RMSNorm(d, eps)
+        self.post_attention_layernorm = nn.RMSNorm(d, eps)
+        self.post_attention_layernorm_2 = nn.RMSNorm(d, eps)
+        self.q_proj = nn.Linear(d, config.heads * hd, bias=False)
+        self.k_proj = nn.Linear(d, config.kv * hd, bias=False)
+        self.v_proj = nn.Linear(d, config.kv * hd, bias=False)
+        self.o_proj = nn.Linear(config.heads * hd, d, bias=False)
+        self.gate_proj = nn.Linear(d, config.mlp_width, bias=False)
+        self.up_proj = nn.Linear(d, config.mlp_width, bias=False)
+        self.down_proj = nn.Linear(config.mlp_width, d, bias=False)
+
+    def forward(self, h: Tensor, slot: Slot, cache, rope: tuple[Tensor, Tensor]) -> Tensor:
+        b, n, _ = h.shape
+        z = self.input_layernorm(h)
+        q = self.q_proj(z).view(b, n, self.heads, -1).transpose(1, 2)
+        k = self.k_proj(z).view(b, n, self.kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(z).view(b, n, self.kv_heads, -1).transpose(1, 2)
+        q, k = _rotate_half(q, *rope), _rotate_half(k, *rope)
+        out = cache.attend(slot, q, k, v).transpose(1, 2).reshape(b, n, -1)
+        h = h + self.input_layernorm_2(self.o_proj(out))
+        z = self.post_attention_layernorm(h)
+        z = self.down_proj(F.silu(self.gate_proj(z)) * self.up_proj(z))
+        return h + self.post_attention_layernorm_2(z)
+
+
+class LoopedDecoder(nn.Module):
+    def __init__(self, config: LoopedConfig):
+        super().__init__()
+        self.config = config
+        block = OuroBlock if config.style == "ouro" else Block
+        self.embed = nn.Embedding(config.vocab, config.d_model)
+        self.prelude = nn.ModuleList(block(config) for _ in range(config.prelude))
+        self.core = nn.ModuleList(block(config) for _ in range(config.core))
+        self.coda = nn.ModuleList(block(config) for _ in range(config.coda))
+        self.norm = nn.RMSNorm(config.d_model, config.norm_eps)
+        self.unembed = nn.Linear(config.d_model, config.vocab, bias=False)
+
+    def forward(self, x: Tensor, cache=None, offset: int = 0) -> Tensor:
+        """Logits [B, n, vocab] for tokens x [B, n] at positions offset.. offset + n - 1.
+        Ouro applies the final norm after every loop; the other style once, at the end."""
+        cache = cache or ExactAttention()
+        c = self.config
+        ouro = c.style == "ouro"
+        rope = (_rope_half if ouro else _rope)(c.head_dim, offset, x.shape[1], x.device,
+                                               c.rope_theta)  # fmt: skip
+        h = self.embed(x)
+        for i, block in enumerate(self.prelude):
+            h = block(h, ("prelude", i), cache, rope)
+        for t in range(c.loops):
+            for r, block in enumerate(self.core):
+                h = block(h, ("core", t, r), cache, rope)
+            if ouro:
+                h = self.norm(h)
+        for i, block in enumerate(self.coda):
+            h = block(h, ("coda", i), cache, rope)
+        return self.unembed(h if ouro and not c.coda else self.norm(h))
+
+
+def _rope(dim: int, offset: int, n: int, device, theta: float) -> tuple[Tensor, Tensor]:
+    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, device=device).float() / dim))
+    angles = torch.arange(offset, offset + n, device=device).float()[:, None] * inv[None]
+    return angles.cos(), angles.sin()
+
+
+def _rope_half(dim: int, offset: int, n: int, device, theta: float) -> tuple[Tensor, Tensor]:
+    """Hugging Face's layout: the angles repeated over both halves of the head."""
+    cos, sin = _rope(dim, offset, n, device, theta)
+    return torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+
+
+def _rotate_half(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+def _rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+
+
+def train_looped(
+    config: LoopedConfig, corpus, steps: int, batch: int, length: int, checkpoint: Path,
+    seed: int = 0, lr: float = 3e-3, progress=None, every: int = 100,
+) -> LoopedDecoder:  # fmt: skip
+    """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences,
+    saving the training state to ``checkpoint`` every ``every`` steps and resuming from it
+    (a finished run only loads its weights)."""
+    torch.manual_seed(seed)
+    model = LoopedDecoder(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps)
+    generator = torch.Generator().manual_seed(seed + 1)
+    start, _ = load_checkpoint(checkpoint, model, optimizer, schedule, generator, "cpu")
+    for step in range(start, steps):
+        x = corpus(batch, length, generator)
+        logits = model(x[:, :-1])
+        loss = F.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        done = step + 1
+        if done % every == 0 or done == steps:
+            save_checkpoint(checkpoint, model, optimizer, schedule, generator.get_state(), done)
+            if progress:
+                progress(done, steps, loss.item())
+    return model.eval()
+
+
+def load_looped(config: LoopedConfig, checkpoint: Path) -> LoopedDecoder:
+    """The model :func:`train_looped` finished at ``checkpoint``."""
+    model = LoopedDecoder(config)
+    load_weights(checkpoint, model, "cpu")
+    return model.eval()

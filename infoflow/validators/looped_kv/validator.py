@@ -1,0 +1,76 @@
+"""The looped_kv validator: a spec small enough to train (or with a local checkpoint) -> a
+looped model -> axis spectra, every codec against its controls at matched bytes, the latent
+store's bytes (:mod:`~infoflow.validators.looped_kv.measure`) -> claims, a report section
+and two plots. Its one job trains on the CPU (locally, or as a Ray task)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from infoflow.looped_kv.spec import LoopedKVSpec
+from infoflow.validators.claims import Section
+from infoflow.validators.looped_kv import plots, report
+from infoflow.validators.looped_kv.claims import claims
+from infoflow.validators.looped_kv.experiment import (
+    SCALES,
+    LoopedExperiment,
+    LoopedScale,
+    corpus,
+    plan,
+)
+from infoflow.validators.looped_kv.measure import measure
+from infoflow.validators.looped_kv.model import load_looped, train_looped
+from infoflow.validators.looped_kv.ouro import load_ouro
+from infoflow.validators.protocol import Context, Job
+
+
+class LoopedKVValidator:
+    kind = "looped_kv"
+
+    def scale(self, name: str, steps: int | None, seeds: int | None) -> LoopedScale:
+        scale = SCALES[name]
+        if steps:
+            scale = replace(scale, name=f"{name} ({steps} steps)", steps=steps,
+                            distill_steps=min(scale.distill_steps, steps))  # fmt: skip
+        return scale
+
+    def plan(self, name: str, spec: LoopedKVSpec, scale: LoopedScale, base_dir: Path):
+        return plan(name, spec, scale)
+
+    def train(self, job: Job, context: Context) -> None:
+        group, started = job.group, time.perf_counter()
+        progress = context.progress
+        report_step = None if progress is None else (
+            lambda step, steps, loss: progress(group.name, step, steps, loss)
+        )  # fmt: skip
+        scale = group.scale
+        train_looped(group.config, corpus(group.config.vocab, seed=0), scale.steps, scale.batch,
+                     scale.length + 1, context.checkpoints / f"{group.name}.pt",
+                     progress=report_step)  # fmt: skip
+        context.store.finish_group(group.name, [], time.perf_counter() - started)
+
+    def judge(self, experiment: LoopedExperiment, context: Context) -> Section:
+        spec, group = experiment.spec, experiment.group
+        if group is None:
+            model, trained = load_ouro(spec.model.checkpoint), None
+        else:
+            model = load_looped(group.config, context.checkpoints / f"{group.name}.pt")
+            trained = context.store.seconds(group.name)
+        measured = {**measure(spec, model, experiment.scale), "training_seconds": trained}
+        return Section("looped_kv", experiment.name, {"measured": measured},
+                       tuple(claims(measured)))  # fmt: skip
+
+    def describe(self, settings: dict[str, Any]) -> str:
+        return report.describe(settings)
+
+    def markdown(self, section: dict[str, Any]) -> list[str]:
+        return report.markdown(section)
+
+    def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
+        return [path for section in sections for path in plots.plot(out, section)]
+
+
+VALIDATOR = LoopedKVValidator()

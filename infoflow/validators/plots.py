@@ -1,0 +1,26 @@
+"""What every family's plots share: matplotlib without a screen, and one way to save a
+figure. The plots themselves live with their family (``<family>/plots.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend (no screen needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, path: Path) -> Path:
+    """Lay out, write at 110 dpi and close ``fig``."""
+    plt = pyplot()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

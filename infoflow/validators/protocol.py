@@ -1,0 +1,95 @@
+"""The protocol every family's validator implements, and what flows between its stages.
+
+``infoflow validate`` runs plan -> register -> train -> judge -> write (:mod:`run`). A
+family takes part by implementing :class:`Validator`:
+
+- ``scale(name, steps, seeds)``: its settings at a named scale (a frozen dataclass, recorded
+  in the report), with ``--steps`` and ``--seeds`` applied;
+- ``plan(name, spec, scale, base_dir)``: the experiment for one spec, whose ``jobs`` are the
+  groups to train (a group: members that train together in one process on one device); it
+  raises :class:`CannotValidate` for a spec it cannot train or measure;
+- ``train(job, context)``: train one job to the end, resuming from its checkpoint, recording
+  through ``context.store`` (the database, or a Recorder in a Ray worker);
+- ``judge(experiment, context)``: load what was trained, measure, and turn the predictions
+  into claims: a :class:`~infoflow.validators.claims.Section`;
+- ``describe(settings)``, ``markdown(section)``, ``plot(out, sections)``: its sentence in the
+  report's header, its part of ``report.md`` and its plots, all from report.json's data.
+
+The registry (:mod:`infoflow.families`) names each family's validator object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import torch
+
+    from infoflow.spec_base import SpecBase
+    from infoflow.validators.claims import Section
+    from infoflow.validators.store import Recorder, Store
+
+#: A progress report: (group, step, total steps, mean loss); group "start" gives the total.
+Progress = Callable[[str, int, int, float], None]
+
+
+class CannotValidate(Exception):
+    """A spec this family's validator cannot train or measure; the message says why and
+    goes to the report's "not validated" list."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One group to train: ``group`` is the family's own object (it has a unique ``name``,
+    ``describe()`` for its settings and ``member_rows()`` for its members); ``steps`` is its
+    length, for progress."""
+
+    kind: str
+    experiment: str
+    group: Any
+    steps: int
+
+    @property
+    def name(self) -> str:
+        return self.group.name
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where a stage runs and records: the device, the store, the checkpoints folder, and an
+    optional progress callback."""
+
+    device: torch.device
+    store: Store | Recorder
+    checkpoints: Path
+    progress: Progress | None = None
+
+
+class Experiment(Protocol):
+    """One spec's plan: its name and the jobs it needs trained."""
+
+    name: str
+
+    @property
+    def jobs(self) -> list[Job]: ...
+
+
+class Validator(Protocol):
+    kind: str
+
+    def scale(self, name: str, steps: int | None, seeds: int | None) -> Any: ...
+
+    def plan(self, name: str, spec: SpecBase, scale: Any, base_dir: Path) -> Experiment: ...
+
+    def train(self, job: Job, context: Context) -> None: ...
+
+    def judge(self, experiment: Any, context: Context) -> Section: ...
+
+    def describe(self, settings: dict[str, Any]) -> str: ...
+
+    def markdown(self, section: dict[str, Any]) -> list[str]: ...
+
+    def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]: ...

@@ -1,0 +1,3 @@
+"""The retrieval validator: ``experiment`` (which models a spec needs), ``targets`` (the
+target as a batched torch function), ``model`` (the stacked ensemble transformer),
+``train``, ``claims``, ``report`` and ``plots``, tied together in ``validator``."""

@@ -1,0 +1,47 @@
+"""A retrieval experiment's report: the section's body (every model with its prediction and
+NMSE per seed), the header sentence and the Markdown section."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infoflow.validators.report import claims_markdown
+from infoflow.validators.retrieval.experiment import Experiment, Model
+
+
+def body(experiment: Experiment, nmse: dict[Model, list[float]]) -> dict[str, Any]:
+    """What report.json keeps of a retrieval experiment besides its claims."""
+    models = []
+    for model, prediction in experiment.models.items():
+        values = nmse.get(model, [])
+        models.append({
+            "label": model.label(), "seq_len": model.seq_len, "embed_dim": model.embed_dim,
+            "heads": list(model.heads), "positional_encoding": model.positional_encoding,
+            "spec_point": model in experiment.points,
+            "predicted_efficient": prediction["efficient"].value,
+            "predicted_exponent": str(prediction["cost_exponent"].expression),
+            "nmse_per_seed": values, "best_nmse": min(values) if values else None,
+        })  # fmt: skip
+    return {"target": experiment.base.target, "models": models}
+
+
+def describe(settings: dict[str, Any]) -> str:
+    s = settings["settings"]
+    return (
+        f"Retrieval: {s['steps']} steps, batch {s['batch']}, {settings['seeds']} seeds, AdamW "
+        f"lr {s['lr']}, weight decay {s['weight_decay']}, cosine schedule."
+    )
+
+
+def markdown(spec: dict[str, Any]) -> list[str]:
+    lines = ["", f"## {spec['name']}", "", f"Target: `{spec['target']}`", "",
+             "| model | predicted | exponent | best NMSE | NMSE per seed |",
+             "|---|---|---|--:|---|"]  # fmt: skip
+    for m in spec["models"]:
+        predicted = "efficient" if m["predicted_efficient"] else "inefficient"
+        seeds = ", ".join(f"{v:.3g}" for v in m["nmse_per_seed"])
+        best = f"{m['best_nmse']:.3g}" if m["best_nmse"] is not None else "-"
+        lines.append(
+            f"| {m['label']} | {predicted} | `{m['predicted_exponent']}` | {best} | {seeds} |"
+        )
+    return lines + claims_markdown(spec["claims"])

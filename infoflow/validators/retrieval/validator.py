@@ -1,0 +1,80 @@
+"""The retrieval validator: a spec -> ensembles of small transformers trained on the target
+-> best NMSE per model and the readout's attention on fixed positions -> claims
+(:mod:`~infoflow.validators.retrieval.claims`), a report section and two plots."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from infoflow.retrieval.predict import derive
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators.claims import Section
+from infoflow.validators.protocol import Context, Job
+from infoflow.validators.retrieval import plots, report
+from infoflow.validators.retrieval.claims import claims
+from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, Scale, plan
+from infoflow.validators.retrieval.train import Group, load_trained, train_group
+
+
+class RetrievalValidator:
+    kind = "retrieval"
+
+    def scale(self, name: str, steps: int | None, seeds: int | None) -> Scale:
+        scale = SCALES[name]
+        if steps:
+            every = max(1, min(scale.settings.eval_every, steps // 4))
+            settings = replace(scale.settings, steps=steps, eval_every=every)
+            scale = replace(scale, settings=settings, name=f"{scale.name} ({steps} steps)")
+        return replace(scale, seeds=seeds) if seeds else scale
+
+    def plan(self, name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path) -> Experiment:
+        return plan(name, spec, scale, base_dir)
+
+    def train(self, job: Job, context: Context) -> None:
+        train_group(job.group, context)
+
+    def judge(self, experiment: Experiment, context: Context) -> Section:
+        nmse: dict[Model, list[float]] = {}
+        attention: dict[Model, dict[int, float]] = {}
+        for group in experiment.groups:
+            for i, value in enumerate(context.store.final_values(group.name)):
+                nmse.setdefault(experiment.model_of(group, i), []).append(value)
+            attention.update(_attention(experiment, group, context))
+        found = claims(experiment, nmse, experiment.scale, attention)
+        return Section("retrieval", experiment.name, report.body(experiment, nmse), tuple(found))
+
+    def describe(self, settings: dict[str, Any]) -> str:
+        return report.describe(settings)
+
+    def markdown(self, section: dict[str, Any]) -> list[str]:
+        return report.markdown(section)
+
+    def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
+        return plots.plot(out, sections)
+
+
+@torch.no_grad()
+def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
+    """For targets that read fixed positions: the readout's mean first-layer attention on
+    each of them, over the heads in use, averaged over seeds."""
+    positions = sorted(derive(experiment.base).tree.positions)
+    if not positions:
+        return {}
+    model, x_eval = load_trained(group, context.device, context.checkpoints)
+    _, probs = model(x_eval[:512], return_attention=True)  # [members, batch, heads, T + 1]
+    seeds: dict = {}
+    for i, member in enumerate(group.members):
+        if member.positional_encoding:
+            active = probs[i, :, : member.heads[0]].float().mean((0, 1))
+            seeds.setdefault(experiment.model_of(group, i), []).append(active)
+    return {
+        key: {p: float(torch.stack(values).mean(0)[p - 1]) for p in positions}
+        for key, values in seeds.items()
+    }
+
+
+VALIDATOR = RetrievalValidator()

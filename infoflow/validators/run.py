@@ -1,0 +1,203 @@
+"""``infoflow validate``: spec files and :class:`Options` in; the database, ``report.json``,
+``report.md`` and the plots out.
+
+The pipeline reads as its stages, each family taking part through its validator
+(:mod:`~infoflow.validators.protocol`), found in the registry by the spec's kind:
+
+1. plan: every spec into its family's experiment (jobs to train) or a "not validated" entry;
+2. register: the run and every job's group in the database (``--resume`` continues it);
+3. train: the unfinished jobs, here or as Ray tasks (:mod:`~infoflow.validators.executor`);
+4. judge: each experiment's trained models into measurements and claims;
+5. write: the reports (:mod:`~infoflow.validators.report`) and each family's plots.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import infoflow
+from infoflow.errors import SpecError
+from infoflow.families import FAMILIES, family
+from infoflow.validators.claims import Section
+from infoflow.validators.executor import train_local, train_on_ray
+from infoflow.validators.protocol import CannotValidate, Context, Experiment, Job, Progress
+from infoflow.validators.report import write_reports
+from infoflow.validators.store import Store
+
+DATABASE = "results.sqlite"
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything ``infoflow validate`` takes besides the spec files."""
+
+    out: Path = Path("runs/validate")
+    scale: str = "smoke"  # smoke: minutes on a CPU; paper: the papers' settings
+    gpu: bool = False  # insist on CUDA
+    device: str | None = None  # force "cpu" or "cuda"; None: the best there is
+    resume: bool = False  # continue the run in ``out``
+    steps: int | None = None  # override every family's training steps
+    seeds: int | None = None  # override every family's seeds
+    overrides: tuple[str, ...] = ()  # ``key.path=value``, applied to every spec
+    executor: str = "local"  # or "ray": one Ray task per job
+    address: str | None = None  # a Ray cluster to join (default: start a local one)
+    gpus_per_group: float = 1.0  # GPUs each Ray task asks for on CUDA
+
+
+@dataclass
+class Plan:
+    """What the specs need: each experiment with its family's validator, each family's
+    scale, and the specs that cannot be validated, with the reason."""
+
+    experiments: list[tuple[Any, Experiment]] = field(default_factory=list)
+    scales: dict[str, Any] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def jobs(self) -> list[Job]:
+        return [job for _, experiment in self.experiments for job in experiment.jobs]
+
+
+def validate(paths: list[Path], options: Options, progress: Progress | None = None) -> dict:
+    """Validate ``paths`` (every bundled spec when empty) into ``options.out``; return the
+    report (report.json's content)."""
+    if options.address and options.executor != "ray":
+        raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
+    device = pick_device(options.gpu, options.device)
+    planned = plan(paths or bundled_specs(), options)
+    store = register(planned, options, device)
+    context = Context(device, store, options.out / "checkpoints", progress)
+    train(planned, context, options)
+    sections = judge(planned, context)
+    finished = _now()
+    store.finish_run(finished)
+    report = _report(planned, sections, options, device, (store.first_started(), finished))
+    store.close()
+    write_reports(options.out, report)
+    for kind in FAMILIES:
+        mine = [spec for spec in report["specs"] if spec["kind"] == kind]
+        if mine:
+            family(kind).load_validator().plot(options.out, mine)
+    return report
+
+
+def plan(paths: list[Path], options: Options) -> Plan:
+    """Each spec into its family's experiment at the family's scale, or a skipped entry."""
+    planned = Plan()
+    for path in paths:
+        spec = infoflow.load_spec(path, options.overrides)
+        kind = family(spec.kind, str(path))
+        if kind.validator is None:
+            planned.skipped.append({"spec": str(path), "reason": kind.not_validated or ""})
+            continue
+        validator = kind.load_validator()
+        if spec.kind not in planned.scales:
+            planned.scales[spec.kind] = validator.scale(options.scale, options.steps,
+                                                        options.seeds)  # fmt: skip
+        try:
+            experiment = validator.plan(path.stem, spec, planned.scales[spec.kind], path.parent)
+        except CannotValidate as exc:
+            planned.skipped.append({"spec": str(path), "reason": str(exc)})
+            continue
+        planned.experiments.append((validator, experiment))
+    return planned
+
+
+def register(planned: Plan, options: Options, device: torch.device) -> Store:
+    """Open the run's database (a new one, or the one ``--resume`` continues) and record the
+    run's settings and every job's group."""
+    database = options.out / DATABASE
+    if database.exists() and not options.resume:
+        raise SpecError(
+            str(options.out), [(None, "already holds a run: add --resume, or pick another --out")]
+        )
+    (options.out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    store = Store(database)
+    settings = {"families": _settings(planned), "torch": torch.__version__,
+                "python": platform.python_version()}  # fmt: skip
+    store.start_run(_now(), _scale_name(options), str(device), settings)
+    for _, experiment in planned.experiments:
+        for job in experiment.jobs:
+            store.add_group(job.name, experiment.name, job.group.describe(),
+                            job.group.member_rows())  # fmt: skip
+    return store
+
+
+def train(planned: Plan, context: Context, options: Options) -> None:
+    """Train every job the database does not hold as finished."""
+    pending = [job for job in planned.jobs if not context.store.group_done(job.name)]
+    if context.progress:
+        context.progress("start", 0, sum(job.steps for job in pending), 0.0)
+    if options.executor == "ray":
+        train_on_ray(pending, context, options.address, options.gpus_per_group)
+    else:
+        train_local(pending, context)
+
+
+def judge(planned: Plan, context: Context) -> list[Section]:
+    """Each experiment's measurements and claims; the claims also go to the database."""
+    sections = []
+    for validator, experiment in planned.experiments:
+        section = validator.judge(experiment, context)
+        for claim in section.claims:
+            context.store.record_claim(experiment.name, claim)
+        sections.append(section)
+    return sections
+
+
+def _report(planned: Plan, sections: list[Section], options: Options, device, times) -> dict:
+    """report.json's content; ``times`` is (started, finished) (the first start, for a
+    resumed run)."""
+    specs = [section.to_json() for section in sections]
+    verdicts = [claim["verdict"] for spec in specs for claim in spec["claims"]]
+    return {
+        "infoflow_version": infoflow.__version__, "scale": _scale_name(options),
+        "settings": _settings(planned), "device": str(device),
+        "started": times[0], "finished": times[1],
+        "summary": {v: verdicts.count(v) for v in ("confirmed", "refuted", "inconclusive")},
+        "specs": specs, "skipped": planned.skipped,
+    }  # fmt: skip
+
+
+def _settings(planned: Plan) -> dict[str, dict]:
+    """Each family's scale, for the families that have experiments in this run."""
+    ran = {validator.kind for validator, _ in planned.experiments}
+    return {kind: asdict(scale) for kind, scale in planned.scales.items() if kind in ran}
+
+
+def _scale_name(options: Options) -> str:
+    return f"{options.scale} ({options.steps} steps)" if options.steps else options.scale
+
+
+def pick_device(gpu: bool, device: str | None) -> torch.device:
+    """``--gpu`` insists on CUDA; ``--device`` forces one; else the best there is."""
+    if not (gpu or device == "cuda" or (device is None and torch.cuda.is_available())):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise SpecError("--gpu / --device cuda", [(None, "no CUDA device is available here")])
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    return torch.device("cuda")
+
+
+def bundled_specs() -> list[Path]:
+    """specs/*/*.json of the working directory, else of the source checkout."""
+    for root in (Path.cwd() / "specs", Path(infoflow.__file__).resolve().parent.parent / "specs"):
+        if root.is_dir():
+            return sorted(root.glob("*/*.json"))
+    raise SpecError("specs/", [(None, "no bundled specs here: pass spec files to validate")])
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def summary_line(report: dict) -> str:
+    counts = report["summary"]
+    return ", ".join(f"{counts[k]} {k}" for k in ("confirmed", "refuted", "inconclusive"))

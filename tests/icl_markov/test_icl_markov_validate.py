@@ -1,0 +1,230 @@
+"""The icl_markov validator: data, the stacked model, the phase rules, the thresholds, claims
+that can be refuted, and `infoflow validate` end to end, killed and resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import infoflow_cmd, park_only_calibration, run_cli  # noqa: E402
+
+import infoflow  # noqa: E402
+from infoflow.validators import markov  # noqa: E402
+from infoflow.validators.icl_markov.claims import claims  # noqa: E402
+from infoflow.validators.icl_markov.data import IclGroup, MemberData, Prefetched  # noqa: E402
+from infoflow.validators.icl_markov.experiment import SCALES, plan  # noqa: E402
+from infoflow.validators.icl_markov.model import StackedGPT  # noqa: E402
+from infoflow.validators.icl_markov.phases import MemberHistory, measure  # noqa: E402
+
+TINY = {"kind": "icl_markov", "states": 3, "chains": 1, "context_len": 16,
+        "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
+        "training": {"steps": 120, "batch_size": 16, "lr": 0.003},
+        "sweep": {"chains": [1, 4, 64]}}  # fmt: skip
+
+
+def test_sampler_draws_from_the_chain_and_starts_stationary() -> None:
+    P = markov.sample_chains(2, 3, 1.0, seed=5)
+    x = markov.ChainSampler(P).sample(torch.ones(40_000, dtype=torch.long), 6,
+                                      torch.Generator().manual_seed(0))  # fmt: skip
+    first = torch.bincount(x[:, 0], minlength=3) / x.shape[0]
+    assert torch.allclose(first.double(), markov.stationary(P)[1], atol=0.01)
+    pairs = torch.zeros(3, 3)
+    pairs.index_put_((x[:, :-1].flatten(), x[:, 1:].flatten()), torch.tensor(1.0), accumulate=True)
+    assert torch.allclose((pairs / pairs.sum(1, keepdim=True)).double(), P[1], atol=0.01)
+
+
+def test_a_stacked_member_is_its_own_causal_model() -> None:
+    model = StackedGPT([3, 4, 5], states=3, context_len=12, layers=2, d_model=16, heads=2,
+                       mlp_width=24)  # fmt: skip
+    alone = StackedGPT([4], states=3, context_len=12, layers=2, d_model=16, heads=2, mlp_width=24)
+    x = torch.randint(0, 3, (3, 5, 12))
+    assert torch.allclose(model(x)[1], alone(x[1:2])[0], atol=1e-6)
+    changed = x.clone()
+    changed[:, :, 7:] = (changed[:, :, 7:] + 1) % 3
+    assert torch.allclose(model(x)[:, :, :7], model(changed)[:, :, :7], atol=1e-6)
+    assert not torch.allclose(model(x)[:, :, 7:], model(changed)[:, :, 7:])
+
+
+@pytest.mark.parametrize("resume_at", [21, 32])
+def test_prefetched_batches_resume_to_the_same_stream(resume_at) -> None:
+    spec = infoflow.load_spec({**TINY, "sweep": None})
+    group = IclGroup("g", spec, [1, 4], [0], [], eval_sequences=4)
+    data = MemberData(group, torch.device("cpu"))
+    whole = Prefetched(data, 3, 8, torch.Generator().manual_seed(9))
+    batches = [whole.at(step) for step in range(40)]
+    again = Prefetched(data, 3, 8, torch.Generator().manual_seed(9))
+    for step in range(resume_at):
+        again.at(step)
+    state = again.state(resume_at)
+    resumed = Prefetched(data, 3, 8, torch.Generator().manual_seed(0))
+    resumed.generator.set_state(state)
+    assert all(torch.equal(resumed.at(s), batches[s]) for s in range(resume_at, 40))
+
+
+# ---- phase rules -------------------------------------------------------------------------
+
+
+def _row(nearest: str, id_truth: float = 0.2, ood_truth: float = 0.2) -> dict[str, float]:
+    row = {"id:truth": id_truth, "ood:truth": ood_truth}
+    for ref in markov.REFERENCES:
+        for split in ("id", "ood"):
+            row[f"{split}:{ref}"] = 0.05 if ref == nearest else 0.5
+    return row
+
+
+def _history(k: int, rows: list[dict]) -> MemberHistory:
+    return MemberHistory.from_metrics(k, 0, {10 * (i + 1): r for i, r in enumerate(rows)},
+                                      "laplace")  # fmt: skip
+
+
+def test_a_transient_g2_is_measured_from_g2_to_memorizing_m2() -> None:
+    h = _history(64, [_row("G1"), _row("G2"), _row("G2"), _row("M2", 0.02, 0.3)])
+    assert (h.outcome, h.first_g2, h.transient_duration) == ("generalization", 20, 20)
+    assert h.trajectory == ["G1", "G2", "M2"]
+
+
+def test_memorization_needs_the_id_ood_gap_not_just_the_nearest_label() -> None:
+    """At large K, M2 nears G2: a model labelled M2 without an ID/OOD gap has not memorized."""
+    small = _history(2, [_row("G1"), _row("M1", 0.1, 0.3), _row("M2", 0.01, 0.4)])
+    assert (small.outcome, small.memorized_at) == ("memorization", 20)
+    large = _history(512, [_row("G1"), _row("M2"), _row("G2")])
+    assert (large.outcome, large.memorized_at) == ("generalization", None)
+    stuck = _history(64, [_row("G1"), _row("M1")])
+    assert stuck.outcome == "undecided"
+
+
+def test_k1_bracket_and_monotonicity() -> None:
+    mem, gen = [_row("G1"), _row("M2", 0.01, 0.4)], [_row("G1"), _row("G2")]
+    histories = [_history(k, mem if k <= 8 else gen) for k in (1, 2, 4, 8, 16, 32)]
+    m = measure(histories)
+    assert (m["k1_star"]["low"], m["k1_star"]["high"], m["k1_star"]["monotone"]) == (8, 16, True)
+    assert m["tau_2gen"]["value"] == 20
+    flipped = [_history(k, gen if k in (2, 16, 32) else mem) for k in (1, 2, 4, 8, 16, 32)]
+    m = measure(flipped)
+    assert (m["k1_star"]["low"], m["k1_star"]["high"], m["k1_star"]["monotone"]) == (8, 16, False)
+
+
+# ---- claims ------------------------------------------------------------------------------
+
+
+def _experiment(folder):
+    calibration = str(park_only_calibration(folder))  # no timescales: sequence claims
+    spec = infoflow.load_spec(
+        {**TINY, "states": 10, "context_len": 512, "calibration": calibration}
+    )  # K*_1 ~ 45
+    experiment = plan("t", spec, SCALES["paper"])
+    return experiment, experiment.groups[0]
+
+
+def _measurement(low, high, k2_low=None, first_g2=(100, 100)) -> dict:
+    per_k = {k: {"outcome": "memorization" if k <= low else "generalization",
+                 "trajectory": ["G1"], "final_phase": "M2" if k <= low else "G2",
+                 "first_g2": None if k <= low else first_g2[k > 4], "memorized_at": 10 * k,
+                 "transient_duration": None, "id_kl": 0.01, "ood_kl": 0.4}
+             for k in (1, 4, 64)}  # fmt: skip
+    return {"per_k": per_k,
+            "k1_star": {"low": low, "high": high, "monotone": True, "undecided": []},
+            "k2_star": {"low": k2_low, "g2_persists_from": None},
+            "tau_2gen": {"value": first_g2[0], "min": min(first_g2), "max": max(first_g2),
+                         "checkpoint_ratio": 1.2}}  # fmt: skip
+
+
+def _verdict(found: list, start: str) -> str:
+    return next(c.verdict for c in found if c.statement.startswith(start))
+
+
+def test_k1_claim_is_confirmed_inside_and_refuted_outside_the_bracket(tmp_path) -> None:
+    experiment, group = _experiment(tmp_path)
+    confirmed = claims(experiment, group, _measurement(4, 64))
+    assert _verdict(confirmed, "K*_1") == "confirmed"
+    refuted = claims(experiment, group, _measurement(1, 4))
+    assert _verdict(refuted, "K*_1") == "refuted"
+
+
+def test_k2_and_timescale_claims_can_be_refuted(tmp_path) -> None:
+    experiment, group = _experiment(tmp_path)
+    k2 = experiment.predictions[(group.name, 1)]["k2_star"].value  # 2 16 32 / 90 = 11.4
+    found = claims(experiment, group, _measurement(1, 4, k2_low=int(k2) + 1, first_g2=(100, 1000)))
+    assert _verdict(found, "K*_2") == "refuted"
+    assert _verdict(found, "tau_2Gen does not depend on K") == "refuted"
+    slows = _verdict(found, "memorization slows")
+    assert slows == "inconclusive"  # one K memorizes
+
+
+def test_per_k_claims_check_which_mechanism_comes_first(tmp_path) -> None:
+    """Without a tau_2Gen calibration the prediction is the phase sequence: memorization
+    first below K*_1 (~45 here), G2 first above it."""
+    experiment, group = _experiment(tmp_path)
+    found = claims(experiment, group, _measurement(1, 4))  # G2 first from K = 4
+    assert _verdict(found, "K=1 follows G1 -> M1 -> M2") == "confirmed"
+    assert _verdict(found, "K=4 follows G1 -> M1 -> M2") == "refuted"
+    assert _verdict(found, "K=64") == "inconclusive"  # inside the predicted K*_1 range
+
+
+def test_timed_predictions_are_judged_on_the_final_phase_and_tau(tmp_path) -> None:
+    """With tau_2Gen calibrated (10 steps at Park's setting) the prediction times the phases:
+    at K = 1 the model has memorized long before step 120, so it must end memorizing."""
+    calibration = str(park_only_calibration(tmp_path, tau_2gen={"value": 10.0}))
+    spec = infoflow.load_spec({**TINY, "states": 10, "context_len": 512,
+                               "calibration": calibration})  # fmt: skip
+    experiment = plan("t", spec, SCALES["paper"])
+    group = experiment.groups[0]
+    assert experiment.predictions[(group.name, 1)]["final_phase"].value == "M2"
+    measurement = _measurement(1, 4, first_g2=(100, 100))
+    found = claims(experiment, group, measurement)
+    assert _verdict(found, "K=1 ends in phase M2") == "confirmed"
+    assert _verdict(found, "tau_2Gen, the steps") == "refuted"  # 100 against 10
+    measurement["per_k"][1].update(final_phase="G2", id_kl=0.09, ood_kl=0.09)
+    found = claims(experiment, group, measurement)
+    assert _verdict(found, "K=1 ends in phase M2") == "refuted"
+
+
+# ---- end to end --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_validate_icl_end_to_end_killed_and_resumed(tmp_path) -> None:
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps(TINY))
+    args = [str(spec), "--quiet", "--device", "cpu"]
+    whole = tmp_path / "whole"
+    proc = run_cli("validate", *args, "--out", str(whole))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((whole / "report.json").read_text())
+    (section,) = report["specs"]
+    (group,) = section["groups"]
+    assert [m["chains"] for m in group["members"]] == [1, 4, 64]
+    assert all(len(m["phases"]) == len(m["steps"]) > 5 for m in group["members"])
+    assert sum(report["summary"].values()) == len(section["claims"]) >= 8
+    assert (whole / f"{group['name']}-phases.png").stat().st_size > 1000
+    assert (whole / f"{group['name']}-kl.png").stat().st_size > 1000
+    assert (whole / f"{group['name']}-positions.png").stat().st_size > 1000
+    positions = group["members"][0]["positions"]
+    assert set(positions) == {"id:truth", "ood:truth", *markov.REFERENCES}
+    assert all(len(v) == TINY["context_len"] - 1 for v in positions.values())
+    assert "| K | trajectory |" in (whole / "report.md").read_text()
+
+    killed = tmp_path / "killed"
+    process = subprocess.Popen([*infoflow_cmd(), "validate", *args, "--out", str(killed)],
+                               start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while not list((killed / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (killed / "report.json").exists(), "the run ended before it could be killed"
+    resumed = run_cli("validate", *args, "--out", str(killed), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    again = json.loads((killed / "report.json").read_text())
+    assert again["specs"] == report["specs"] and again["summary"] == report["summary"]
+    count = "SELECT COUNT(*) FROM metrics"
+    assert (sqlite3.connect(killed / "results.sqlite").execute(count).fetchone()
+            == sqlite3.connect(whole / "results.sqlite").execute(count).fetchone())  # fmt: skip

@@ -1,0 +1,255 @@
+"""The looped_kv validator: the per-loop cache layout, folds, the codec, the latent store's
+bytes against the calculator, claims that can be refuted, and `validate` end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import LOOPED_KV, run_cli  # noqa: E402
+
+import infoflow  # noqa: E402
+from infoflow.validators.looped_kv import codec as kv_codec  # noqa: E402
+from infoflow.validators.looped_kv.claims import claims  # noqa: E402
+from infoflow.validators.looped_kv.experiment import corpus  # noqa: E402
+from infoflow.validators.looped_kv.measure import RHOS, _store_bytes  # noqa: E402
+from infoflow.validators.looped_kv.model import (  # noqa: E402
+    ExactAttention,
+    LoopedConfig,
+    LoopedDecoder,
+    train_looped,
+)
+
+TINY = LOOPED_KV / "tiny-looped.json"
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    torch.manual_seed(0)
+    model = LoopedDecoder(LoopedConfig()).eval()
+    x = torch.randint(0, 16, (3, 12))
+    record = ExactAttention(record=True)
+    with torch.no_grad():
+        logits = model(x, record)
+    return model, x, logits, *kv_codec.core_kv(record, model.config)
+
+
+def test_every_loop_has_its_own_cache_slot(teacher) -> None:
+    model, _, _, k, v = teacher
+    c = model.config
+    assert k.shape == (c.core, c.loops, 3, c.heads, 12, c.head_dim) == v.shape
+    assert len(c.slots()) == c.prelude + c.loops * c.core + c.coda
+    assert not torch.allclose(k[0, 0], k[0, 1])  # the same weights, other inputs per loop
+
+
+@pytest.mark.parametrize("how", kv_codec.FOLDS)
+def test_fold_and_unfold_are_inverse(teacher, how) -> None:
+    k = teacher[3]
+    assert torch.equal(kv_codec.unfold(kv_codec.fold(k, how), how, k.shape), k)
+
+
+def test_full_rank_reconstructs_and_the_error_falls_with_rank(teacher) -> None:
+    k = teacher[3]
+    c = teacher[0].config
+    full = kv_codec.SVDCodec.fit(k, "loop", c.loops * c.head_dim)
+    assert (full.reconstruct(k) - k).abs().max() < 1e-5 * k.abs().max()
+    errors = [float(((kv_codec.SVDCodec.fit(k, "loop", r).reconstruct(k) - k) ** 2).sum())
+              for r in (4, 8, 16, 32)]  # fmt: skip
+    assert errors == sorted(errors, reverse=True)
+
+
+def test_mixed_attention_with_the_live_cache_is_exact(teacher) -> None:
+    model, x, logits, k, v = teacher
+    with torch.no_grad():
+        assert torch.allclose(model(x, kv_codec.Reconstructed(k, v)), logits, atol=1e-5)
+
+
+@pytest.mark.parametrize("how", ["loop", "loop_head"])
+def test_full_rank_latent_store_decodes_like_the_teacher(teacher, how) -> None:
+    model, x, logits, k, v = teacher
+    c = model.config
+    rank = c.loops * c.head_dim * (c.heads if how == "loop_head" else 1)
+    codecs = (kv_codec.SVDCodec.fit(k, how, rank), kv_codec.SVDCodec.fit(v, how, rank))
+    store = kv_codec.LatentStore(model, 3, 12, codecs)
+    assert torch.allclose(kv_codec.decode(model, x, store), logits, atol=1e-4)
+
+
+def test_store_bytes_equal_the_calculator_exactly(teacher) -> None:
+    """The tiny spec's model: the latent store keeps bytes * R * n_kv * (r_k + r_v) per
+    token for the core block (per head), bytes * R * (r_k + r_v) (2D), plus the full
+    prelude and coda, as `infoflow predict` says."""
+    spec = infoflow.load_spec(TINY)
+    model, x, _, k, v = teacher
+    rows = _store_bytes(spec, model, k, v, x)
+    assert [r["variant"] for r in rows] == ["none", "per_head", "2d"]
+    assert all(r["measured_bytes"] == r["predicted_bytes"] for r in rows)
+    none, per_head, two_d = (r["measured_bytes"] / r["tokens"] for r in rows)
+    assert none == 4 * 2 * 4 * 16 * (1 + 4 * 2 + 1)  # fp32, K and V, 4 heads x 16, 10 slots
+    assert per_head == 4 * 2 * 4 * 32 + 4 * 2 * 4 * 16 * 2  # (12 + 20) per head, + prelude, coda
+    assert two_d == 4 * 2 * 128 + 4 * 2 * 4 * 16 * 2  # (48 + 80) per layer
+
+
+def test_distillation_moves_the_codec_not_the_teacher(teacher) -> None:
+    model, x, _, k, v = teacher
+    before = [p.clone() for p in model.parameters()]
+    codecs = (kv_codec.SVDCodec.fit(k, "loop", 6), kv_codec.SVDCodec.fit(v, "loop", 10))
+    learned = kv_codec.distill(model, codecs, x, steps=5)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    assert not torch.equal(learned[0].W_down, codecs[0].basis)
+
+
+@pytest.mark.slow
+def test_a_killed_training_resumes_to_the_same_weights(tmp_path) -> None:
+    config = LoopedConfig(d_model=16, heads=2, mlp_width=32)
+    draw = corpus(config.vocab, seed=0)
+    whole = train_looped(config, draw, 30, 4, 9, tmp_path / "whole.pt", every=10)
+    calls = 0
+
+    def dies_after_15(batch, length, generator):
+        nonlocal calls
+        calls += 1
+        if calls > 15:
+            raise KeyboardInterrupt
+        return draw(batch, length, generator)
+
+    with pytest.raises(KeyboardInterrupt):
+        train_looped(config, dies_after_15, 30, 4, 9, tmp_path / "killed.pt", every=10)
+    resumed = train_looped(config, draw, 30, 4, 9, tmp_path / "killed.pt", every=10)
+    for a, b in zip(whole.parameters(), resumed.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def _measured(**changes) -> dict:
+    """Measurements shaped as `run` returns them, where every claim holds."""
+    methods = {name: {f"{r:.3g}": {"attention_error": e * r, "kl": e * r / 10}
+                      for r in RHOS}
+               for name, e in (("lla", 0.01), ("lla_2d", 0.005), ("head_axis", 0.05),
+                               ("quantize", 0.001))}  # fmt: skip
+    methods["final_loop"] = {"4": {"attention_error": 0.5, "kl": 0.1}}
+    spectra = {w: {"loop": [1.0] * 64, "head": [0.5] * 64, "layer": [0.4] * 32} for w in "KV"}
+    stores = [{"variant": "per_head", "measured_bytes": 100, "predicted_bytes": 100}]
+    config = {"loops": 4}
+    dims = {"loop": 64, "head": 64, "layer": 32}
+    return {"methods": methods, "spectra": spectra, "stores": stores, "config": config,
+            "dims": dims, "full_rank_relative_error": 1e-7, "teacher_frozen": True,
+            **changes}  # fmt: skip
+
+
+def _verdicts(measured: dict) -> dict[str, str]:
+    return {c.statement: c.verdict for c in claims(measured)}
+
+
+def test_claims_hold_on_agreeing_measurements() -> None:
+    assert set(_verdicts(_measured()).values()) == {"confirmed"}
+
+
+def test_claims_are_refuted_by_contradicting_measurements() -> None:
+    m = _measured()
+    m["stores"][0]["measured_bytes"] = 101
+    m["full_rank_relative_error"] = 0.01
+    m["spectra"]["K"]["head"] = [1.5] * 64
+    m["methods"]["lla"]["8"]["attention_error"] = 10.0  # error rises again at rho 8 -> 16
+    m["methods"]["final_loop"]["4"] = {"attention_error": 0.0, "kl": 0.0}
+    m["methods"]["head_axis"]["2"]["kl"] = 0.0
+    m["methods"]["lla_distilled"] = {"4": {"attention_error": 0.0, "kl": 0.0}}
+    m["teacher_frozen"] = False
+    verdicts = _verdicts(m)
+    for claim in ("the per_head store holds the calculator's bytes",
+                  "full rank reconstructs the cache exactly",
+                  "K: the loop axis is the most compressible at matched bytes",
+                  "lla: error falls as rank rises", "LLA beats final-loop reuse at rho = 4",
+                  "LLA beats head-axis compression at matched bytes",
+                  "distillation (teacher frozen) lowers LLA's KL"):  # fmt: skip
+        assert verdicts[claim] == "refuted", claim
+    assert verdicts["V: the loop axis is the most compressible at matched bytes"] == "confirmed"
+
+
+@pytest.mark.slow
+def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> None:
+    out = tmp_path / "run"
+    proc = run_cli("validate", str(TINY), str(LOOPED_KV / "ouro-1.4b.json"), "--steps", "10",
+                   "--quiet", "--device", "cpu", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    (section,) = report["specs"]
+    assert section["kind"] == "looped_kv" and len(section["claims"]) == 11
+    stores = section["measured"]["stores"]
+    assert all(s["measured_bytes"] == s["predicted_bytes"] for s in stores)
+    assert "Ouro-1.4B has 1," in report["skipped"][0]["reason"]
+    assert (out / "tiny-looped-codec.png").stat().st_size > 1000
+    assert (out / "tiny-looped-spectra.png").stat().st_size > 1000
+    assert (out / "checkpoints" / "tiny-looped-looped.pt").exists()  # reused by --resume
+
+
+# ---- an Ouro-style checkpoint from a local folder -----------------------------------------
+
+
+def _tiny_ouro(folder):
+    from infoflow.validators.looped_kv.ouro import save_ouro
+
+    torch.manual_seed(1)
+    config = LoopedConfig(vocab=32, d_model=32, heads=4, kv_heads=2, prelude=0, core=2,
+                          loops=3, coda=0, mlp_width=48, style="ouro")  # fmt: skip
+    model = LoopedDecoder(config).eval()
+    save_ouro(model, folder)
+    return model
+
+
+def test_an_ouro_checkpoint_loads_to_the_same_model(tmp_path) -> None:
+    pytest.importorskip("safetensors")
+    from infoflow.validators.looped_kv.ouro import load_ouro
+
+    model = _tiny_ouro(tmp_path / "ouro")
+    loaded = load_ouro(tmp_path / "ouro")
+    x = torch.randint(0, 32, (2, 10))
+    with torch.no_grad():
+        assert torch.equal(model(x), loaded(x))
+    assert loaded.config.kv == 2 and loaded.config.loops == 3
+
+
+def test_a_grouped_query_cache_decodes_and_holds_the_calculators_bytes(tmp_path) -> None:
+    """GQA (4 query heads over 2 KV heads): the latent store keeps K/V of the KV heads only,
+    and its bytes are still the calculator's for the config.json the spec reads."""
+    pytest.importorskip("safetensors")
+    model = _tiny_ouro(tmp_path / "ouro")
+    spec = infoflow.load_spec({
+        "kind": "looped_kv",
+        "model": {"hf_config": str(tmp_path / "ouro" / "config.json"),
+                  "checkpoint": str(tmp_path / "ouro")},
+        "serving": {"context_tokens": 10},
+    })  # fmt: skip
+    assert spec.model.kv_heads == 2 and spec.model.loops == 3 and spec.model.dtype == "float32"
+    x = torch.randint(0, 32, (2, 10))
+    record = ExactAttention(record=True)
+    with torch.no_grad():
+        logits = model(x, record)
+    k, v = kv_codec.core_kv(record, model.config)
+    assert k.shape[3] == 2  # the cache holds the KV heads
+    full = kv_codec.SVDCodec.fit(k, "loop", 3 * 8), kv_codec.SVDCodec.fit(v, "loop", 3 * 8)
+    store = kv_codec.LatentStore(model, 2, 10, full)
+    assert torch.allclose(kv_codec.decode(model, x, store), logits, atol=1e-4)
+    rows = _store_bytes(spec, model, k, v, x)
+    assert all(r["measured_bytes"] == r["predicted_bytes"] for r in rows)
+
+
+@pytest.mark.slow
+def test_validate_measures_a_local_checkpoint_without_training(tmp_path) -> None:
+    pytest.importorskip("safetensors")
+    _tiny_ouro(tmp_path / "ouro")
+    spec = tmp_path / "ouro.json"
+    spec.write_text(json.dumps({"kind": "looped_kv", "serving": {"context_tokens": 64},
+                                "model": {"hf_config": "ouro/config.json",
+                                          "checkpoint": "ouro"}}))  # fmt: skip
+    out = tmp_path / "run"
+    proc = run_cli("validate", str(spec), "--steps", "5", "--quiet", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (section,) = json.loads((out / "report.json").read_text())["specs"]
+    assert section["measured"]["config"]["style"] == "ouro"
+    assert not (out / "checkpoints" / "ouro-looped.pt").exists()  # nothing was trained
+    stores = section["measured"]["stores"]
+    assert all(s["measured_bytes"] == s["predicted_bytes"] for s in stores)
+    missing = run_cli("predict", str(spec), "--set", "model.checkpoint=nowhere")
+    assert missing.returncode == 2 and "model.checkpoint" in missing.stderr

@@ -1,0 +1,86 @@
+"""explain, graph, --format latex and sweeps through the real entry point."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+from conftest import LOOPED_KV, SPECS, run_cli
+
+import infoflow
+
+RETRIEVAL = SPECS / "retrieval"
+
+
+def test_explain_walks_through_the_derivation() -> None:
+    proc = run_cli(
+        "explain", str(RETRIEVAL / "pairwise-min.json"), "--set", "architecture.layers=1"
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for section in ("1. Comparison tree", "2. Plan on 1 layer(s)", "3. Cost exponent",
+                    "4. Minimal architecture: 2 layer(s), heads [1, 1]"):  # fmt: skip
+        assert section in out
+    assert "too few layers: it needs 2" in out and "[paper:theorem-3]" in out
+    assert "not efficient: alpha grows with T" in out
+
+
+def test_graph_json_loads_into_networkx() -> None:
+    proc = run_cli("graph", "-f", "json", str(RETRIEVAL / "intrinsic-dimension-D3.json"))
+    assert proc.returncode == 0, proc.stderr
+    dag = nx.node_link_graph(json.loads(proc.stdout), edges="edges")
+    assert nx.is_directed_acyclic_graph(dag)
+    modes = {data["mode"] for _, _, data in dag.edges(data=True)}
+    assert modes == {"residual", "max-position"}
+    retrievals = [d for _, v, d in dag.edges(data=True) if d["mode"] == "max-position"]
+    assert sum(d["heads"] for d in retrievals) == 6  # D = 3 heads in each of two layers
+    assert len(dag.nodes["readout@2"]["info"]) == 6
+
+
+def test_graph_dot() -> None:
+    proc = run_cli("graph", str(RETRIEVAL / "specific-position.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("digraph infoflow {") and proc.stdout.rstrip().endswith("}")
+    assert '"x[1]@0" -> "readout@1" [label="specific-position' in proc.stdout
+
+
+def test_graph_needs_a_retrieval_spec() -> None:
+    proc = run_cli("graph", str(LOOPED_KV / "ouro-1.4b.json"))
+    assert proc.returncode == 2 and "'graph' is not available for looped_kv" in proc.stderr
+    assert "it is for: retrieval" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_latex_format() -> None:
+    proc = run_cli("predict", "-f", "latex", str(RETRIEVAL / "kth-largest.json"),
+                   "--set", "sweep=null")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert r"\begin{tabular}" in proc.stdout and r"\texttt{cost\_exponent}" in proc.stdout
+    assert r"\frac{T - 3}{n + 1}" in proc.stdout
+
+
+def test_sweep_expands_to_every_point() -> None:
+    proc = run_cli("predict", "-f", "json", str(RETRIEVAL / "triangle-center.json"))
+    results = json.loads(proc.stdout)
+    assert len(results) == 5 * 2 * 2
+    seq_lens = sorted({r["spec"]["seq_len"] for r in results})
+    assert seq_lens == [3, 8, 16, 32, 64]
+    assert all(r["spec"]["sweep"] is None for r in results)
+    assert all(not r["predictions"]["efficient"]["value"] for r in results)
+
+
+def test_bad_sweep_point_names_the_point(tmp_path) -> None:
+    spec = json.loads((RETRIEVAL / "kth-largest.json").read_text())
+    spec["sweep"] = {"architecture.heads": [[1], [1, 1]]}
+    path = tmp_path / "bad-sweep.json"
+    path.write_text(json.dumps(spec))
+    proc = run_cli("predict", str(path))
+    assert proc.returncode == 2
+    assert "sweep point architecture.heads=[1, 1]" in proc.stderr
+    assert "field 'architecture.heads'" in proc.stderr
+
+
+def test_position_beyond_the_sequence_is_refused() -> None:
+    spec = infoflow.load_spec(RETRIEVAL / "specific-position.json")
+    assert spec.seq_len == 10
+    proc = run_cli("predict", str(RETRIEVAL / "specific-position.json"), "--set", "seq_len=2")
+    assert proc.returncode == 2 and "x[3] lies beyond the sequence" in proc.stderr

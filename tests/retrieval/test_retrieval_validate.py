@@ -1,0 +1,216 @@
+"""The validation framework: the ensemble model, the target evaluator, claims that can be
+refuted, and `infoflow validate` end to end, killed and resumed."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import LOOPED_KV, SPECS, infoflow_cmd, run_cli  # noqa: E402
+
+import infoflow  # noqa: E402
+from infoflow.validators.protocol import CannotValidate  # noqa: E402
+from infoflow.validators.retrieval import experiment  # noqa: E402
+from infoflow.validators.retrieval.claims import claims  # noqa: E402
+from infoflow.validators.retrieval.experiment import SCALES, plan  # noqa: E402
+from infoflow.validators.retrieval.model import EnsembleTransformer, Member  # noqa: E402
+from infoflow.validators.retrieval.targets import TargetFunction  # noqa: E402
+
+POSITIONS = SPECS / "retrieval" / "specific-position.json"
+
+
+def _spec(target: str, d: int = 3, **params):
+    return infoflow.load_spec({
+        "kind": "retrieval", "target": target, "input_dim": d, "params": params,
+        "architecture": {"layers": 1, "heads": 1},
+    })  # fmt: skip
+
+
+# ---- the ensemble ----------------------------------------------------------------------
+
+
+def test_members_do_not_see_each_other() -> None:
+    """A member computes the same alone as beside others, and its loss moves only its weights."""
+    a, b = Member((2, 2), True, seed=0, embed_dim=16), Member((1, 2), False, 1, embed_dim=16)
+    x = torch.randn(5, 7, 3, generator=torch.Generator().manual_seed(0))
+    both = EnsembleTransformer([a, b], seq_len=7, input_dim=3, output_dim=2)
+    alone = EnsembleTransformer([a, Member((1, 2), True, seed=0, embed_dim=16)], 7, 3, 2)
+    assert torch.allclose(both(x)[0], alone(x)[0], atol=1e-6)
+    both(x)[1].sum().backward()
+    assert both.W_QKV.grad[:, 0].abs().sum() == 0 and both.W_QKV.grad[:, 1].abs().sum() > 0
+
+
+def test_masked_channels_heads_and_layers_change_nothing() -> None:
+    """Weights a member does not use (a narrower width, fewer heads, fewer layers) can be
+    anything: its output stays the same."""
+    member = Member((1,), False, seed=3, embed_dim=8)
+    x = torch.randn(4, 6, 3, generator=torch.Generator().manual_seed(1))
+    model = EnsembleTransformer([member, Member((2, 2), False, seed=4, embed_dim=16)], 6, 3, 1)
+    w = model.head_width  # 8: the member's one head of width 8 fills slot 0
+    before = model(x)[0]
+    with torch.no_grad():
+        model.W_QKV[0, 0, :, w : 2 * w] += 1.0  # the unused second head's queries
+        model.W_QKV[1, 0] += 1.0  # the unused second layer
+        model.W_in[0, :, 8:] += 1.0  # channels beyond the member's width
+        model.W_1[0, 0, :, 32:] += 1.0  # MLP units beyond 4 x its width
+    assert torch.allclose(model(x)[0], before, atol=1e-6)
+
+
+def test_a_narrow_member_equals_its_own_model() -> None:
+    """Stacked beside a wider, deeper member, a member computes what it computes alone."""
+    small = Member((2,), True, seed=5, embed_dim=8)
+    x = torch.randn(3, 5, 3, generator=torch.Generator().manual_seed(2))
+    alone = EnsembleTransformer([small], 5, 3, 1)
+    mixed = EnsembleTransformer([small, Member((4, 4), True, seed=6, embed_dim=32)], 5, 3, 1)
+    assert mixed.embed_dim == 32 and mixed.layers == 2
+    assert torch.allclose(mixed(x)[0], alone(x)[0], atol=1e-5)
+
+
+# ---- the target evaluator --------------------------------------------------------------
+
+
+def test_target_evaluator_matches_a_direct_computation() -> None:
+    x = torch.randn(4, 5, 3, generator=torch.Generator().manual_seed(2))
+    pairs = list(itertools.product(range(5), repeat=2))
+    f = TargetFunction(_spec("min(dot(x[s], x[t]) for s in T for t in T if s != t)"), 0)
+    direct = [min(float(x[b, s] @ x[b, t]) for s, t in pairs if s != t) for b in range(4)]
+    assert torch.allclose(f(x), torch.tensor(direct))
+
+    f = TargetFunction(_spec("min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)"), 0)
+    triples = list(itertools.product(range(5), repeat=3))
+    direct = [
+        min(float((x[i, a] + x[i, b] + x[i, c]).norm()) for a, b, c in triples) for i in range(4)
+    ]
+    assert torch.allclose(f(x), torch.tensor(direct))
+
+    target = "sum(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(D))"
+    f = TargetFunction(_spec(target, D=3), 0)
+    y, A = f(x), f._params["A/2"]
+    direct = [sum(max(float(x[b, s] @ A[i] @ x[b, t]) for s, t in pairs) for i in range(3))
+              for b in range(4)]  # fmt: skip
+    assert torch.allclose(y, torch.tensor(direct), atol=1e-5)
+
+    f = TargetFunction(_spec("kth_largest((dot(q, x[t]) for t in T), k=2)"), 0)
+    y, q = f(x), f._params["q/1"]
+    assert torch.allclose(y, (x @ q).topk(2, dim=1).values[:, 1])
+
+    f = TargetFunction(_spec("x[1] + x[2] + x[3]"), 0)
+    assert torch.allclose(f(x), x[:, 0] + x[:, 1] + x[:, 2]) and f.output_dim(5) == 3
+
+
+# ---- claims can be refuted ---------------------------------------------------------------
+
+
+def _fake(planned, values: dict) -> dict:
+    """NMSE per model from a rule on its (heads, PE)."""
+    return {m: [values(m)] * 2 for m in planned.models}
+
+
+def test_claims_are_refuted_when_the_measurements_say_so() -> None:
+    smoke = SCALES["smoke"]
+    planned = plan("positions", infoflow.load_spec(POSITIONS), smoke)
+    learned_anyway = _fake(planned, lambda m: 0.001)  # without PE it learned too
+    verdicts = {c.statement: c.verdict for c in claims(planned, learned_anyway, smoke)}
+    assert "refuted" in verdicts.values()
+    honest = _fake(planned, lambda m: 0.001 if m.positional_encoding else 0.9)
+    assert {c.verdict for c in claims(planned, honest, smoke)} == {"confirmed"}
+
+
+def test_unconverged_smoke_runs_are_inconclusive_not_refuted() -> None:
+    smoke, paper = SCALES["smoke"], SCALES["paper"]
+    spec = infoflow.load_spec(SPECS / "retrieval" / "intrinsic-dimension-D2.json")
+    planned = plan("id2", spec, smoke)
+    stuck = _fake(planned, lambda m: 0.02 if m.heads == (2, 2) else 0.03)
+    out = claims(planned, stuck, smoke)
+    neighbours = [c for c in out if "clearly worse" in c.statement]
+    assert len(neighbours) == 3  # (1, 2), (2, 1) and one layer fewer
+    assert {c.verdict for c in neighbours} == {"refuted"}  # converged at 0.02 <= 0.05
+    stuck = _fake(planned, lambda m: 0.2)
+    assert {c.verdict for c in claims(planned, stuck, smoke)} == {"inconclusive"}
+    refuted = claims(planned, stuck, paper)
+    assert [c.verdict for c in refuted if "learns" in c.statement] == ["refuted"]
+
+
+# ---- end to end --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_validate_smoke_end_to_end(tmp_path) -> None:
+    out = tmp_path / "run"
+    proc = run_cli("validate", str(POSITIONS), str(LOOPED_KV / "ouro-1.4b.json"), "--out",
+                   str(out), "--steps", "400", "--quiet", "--device", "cpu")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    claims = {c["claim"]: c for c in report["specs"][0]["claims"]}
+    pe = next(c for name, c in claims.items() if "only with positional encoding" in name)
+    assert pe["verdict"] == "confirmed", pe
+    (skipped,) = report["skipped"]
+    assert skipped["spec"] == str(LOOPED_KV / "ouro-1.4b.json")
+    assert "parameters: the looped_kv validator trains models up to" in skipped["reason"]
+    assert (out / "report.md").read_text().startswith("# infoflow validate")
+    assert (out / "nmse_by_architecture.png").stat().st_size > 1000
+    db = sqlite3.connect(out / "results.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM curves").fetchone()[0] == 4 * 4  # members x evals
+    assert db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == len(claims)
+    again = run_cli("validate", str(POSITIONS), "--out", str(out), "--steps", "400", "--quiet")
+    assert again.returncode == 2 and "--resume" in again.stderr
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_same_report(tmp_path) -> None:
+    args = [str(POSITIONS), "--steps", "800", "--quiet", "--device", "cpu"]
+    whole = tmp_path / "whole"
+    assert run_cli("validate", *args, "--out", str(whole)).returncode == 0
+
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([*infoflow_cmd(), "validate", *args, "--out", str(killed)],
+                            start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while not list((killed / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "report.json").exists(), "the run ended before it could be killed"
+    curves_before = sqlite3.connect(killed / "results.sqlite").execute(
+        "SELECT COUNT(*) FROM curves").fetchone()[0]  # fmt: skip
+    assert curves_before > 0
+
+    resumed = run_cli("validate", *args, "--out", str(killed), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    a = json.loads((whole / "report.json").read_text())
+    b = json.loads((killed / "report.json").read_text())
+    assert a["specs"] == b["specs"] and a["summary"] == b["summary"]
+    count = "SELECT COUNT(*) FROM curves"
+    assert (sqlite3.connect(killed / "results.sqlite").execute(count).fetchone()
+            == sqlite3.connect(whole / "results.sqlite").execute(count).fetchone())  # fmt: skip
+
+
+def test_gpu_flag_without_cuda_exits_2(tmp_path) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    proc = run_cli("validate", str(POSITIONS), "--gpu", "--out", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "no CUDA device" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_targets_the_evaluator_cannot_compute_are_listed_not_crashed() -> None:
+    spec = _spec("argmax(dot(x[s], x[t]) for s in T for t in T)")
+    assert "argmax over several indices" in experiment._cannot_evaluate(spec)
+    assert experiment._cannot_evaluate(_spec("min(dot(x[s], x[t]) for s in T for t in T)")) is None
+    with pytest.raises(CannotValidate, match="argmax over several indices"):
+        plan("argmax", spec, SCALES["smoke"])
+
+
+def test_address_without_the_ray_executor_exits_2(tmp_path) -> None:
+    proc = run_cli("validate", str(POSITIONS), "--address", "head:6379", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "--executor ray" in proc.stderr
+    assert "Traceback" not in proc.stderr
