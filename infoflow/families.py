@@ -28,7 +28,6 @@ class Family:
     """One spec family. Every reference is a ``"module:attribute"`` string."""
 
     kind: str
-    question: str  # what the family answers, one line
     spec: str  # the pydantic spec model
     predict: str  # (spec, source) -> Result
     commands: dict[str, str] = field(default_factory=dict)  # name in EXTRA_COMMANDS -> callable
@@ -38,10 +37,10 @@ class Family:
     specs: str = ""  # the folder of its bundled specs, relative to the repository root
 
     def spec_model(self) -> type:
-        return _resolve(self.spec)
+        return resolve(self.spec)
 
     def predictor(self) -> Any:
-        return _resolve(self.predict)
+        return resolve(self.predict)
 
     def command(self, name: str, source: str = "<spec>") -> Any:
         """The callable behind ``infoflow NAME`` for this family; a SpecError (exit 2) naming
@@ -52,7 +51,7 @@ class Family:
             having = ", ".join(k for k, f in FAMILIES.items() if name in f.commands) or "none"
             message = f"'{name}' is not available for {self.kind} specs (it is for: {having})"
             raise SpecError(source, [("kind", message)])
-        return _resolve(self.commands[name])
+        return resolve(self.commands[name])
 
     def load_validator(self) -> Any:
         """The family's validator; a SpecError (exit 2) with the reason when it has none."""
@@ -61,7 +60,7 @@ class Family:
 
             reason = self.not_validated or "no validator is registered"
             raise SpecError(self.kind, [("kind", f"{self.kind} specs are not validated: {reason}")])
-        return _resolve(self.validator)
+        return resolve(self.validator)
 
 
 FAMILIES: dict[str, Family] = {
@@ -69,7 +68,6 @@ FAMILIES: dict[str, Family] = {
     for family in (
         Family(
             kind="looped_kv",
-            question="KV cache of looped models and its cross-loop latent compression",
             spec="infoflow.looped_kv.spec:LoopedKVSpec",
             predict="infoflow.looped_kv.predict:predict_looped_kv",
             validator="infoflow.validators.looped_kv.validator:VALIDATOR",
@@ -78,7 +76,6 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(
             kind="retrieval",
-            question="layers, heads and cost exponents for retrieval targets (InfoFlow)",
             spec="infoflow.retrieval.spec:RetrievalSpec",
             predict="infoflow.retrieval.predict:predict_retrieval",
             commands={
@@ -91,7 +88,6 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(
             kind="icl_markov",
-            question="memorization and generalization phases of ICL on K Markov chains",
             spec="infoflow.icl_markov.spec:IclMarkovSpec",
             predict="infoflow.icl_markov.predict:predict_icl_markov",
             commands={"calibrate": "infoflow.icl_markov.fit:calibrate"},
@@ -118,6 +114,7 @@ def kinds() -> str:
     return ", ".join(FAMILIES)
 
 
-def _resolve(reference: str) -> Any:
+def resolve(reference: str) -> Any:
+    """The object a ``"module:attribute"`` reference names (imported now)."""
     module, _, attribute = reference.partition(":")
     return getattr(import_module(module), attribute)

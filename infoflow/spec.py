@@ -24,17 +24,12 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from infoflow.errors import FieldError, SpecError
-from infoflow.families import FAMILIES, family
+from infoflow.families import FAMILIES, family, resolve
 from infoflow.spec_base import SpecBase
 
 #: A loaded spec of any family (each family's model subclasses SpecBase and adds ``kind``).
 Spec = SpecBase
 MAX_SWEEP_POINTS = 100_000
-
-
-def spec_models() -> dict[str, type[BaseModel]]:
-    """Every registered family's spec model, by its ``kind``."""
-    return {kind: f.spec_model() for kind, f in FAMILIES.items()}
 
 
 def _adapter() -> TypeAdapter:
@@ -43,8 +38,9 @@ def _adapter() -> TypeAdapter:
 
 @lru_cache(maxsize=8)
 def _adapter_for(references: tuple[str, ...]) -> TypeAdapter:
-    """The discriminated union of the registered models (rebuilt if the registry changes)."""
-    models = tuple(f.spec_model() for f in FAMILIES.values())
+    """The discriminated union of the spec models named by ``references`` (the registry's,
+    so the union is rebuilt when the registry changes)."""
+    models = tuple(resolve(reference) for reference in references)
     return TypeAdapter(Annotated[Union[models], Field(discriminator="kind")])  # noqa: UP007
 
 

@@ -77,4 +77,4 @@ class Section:
 
 def _plain(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` as report.json will hold it (string keys, lists for tuples)."""
-    return json.loads(json.dumps(data, default=str))
+    return json.loads(json.dumps(data))

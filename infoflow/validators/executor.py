@@ -22,8 +22,6 @@ from infoflow.families import family
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.store import Recorder
 
-EXECUTORS = ("local", "ray")
-
 
 def train_local(jobs: list[Job], context: Context) -> None:
     """Train ``jobs`` one after another in this process."""
@@ -58,11 +56,15 @@ def train_on_ray(
     ray.init(address=address, ignore_reinit_error=True, include_dashboard=False,
              log_to_driver=False)  # fmt: skip
     gpu = context.device.type == "cuda"
-    resources = {"num_gpus": gpus_per_group} if gpu else {"num_cpus": 1}
-    remote = ray.remote(max_retries=3)(train_one).options(**resources)
+    remote = ray.remote(max_retries=3)(train_one)
     try:
         device, folder = str(context.device), str(context.checkpoints)
-        pending = {remote.remote(job, device, folder): job for job in jobs}
+        pending = {}
+        for job in jobs:
+            resources = (
+                {"num_gpus": gpus_per_group} if gpu and not job.cpu_only else {"num_cpus": 1}
+            )
+            pending[remote.options(**resources).remote(job, device, folder)] = job
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             job = pending.pop(done[0])

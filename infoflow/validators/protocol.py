@@ -45,12 +45,14 @@ class CannotValidate(Exception):
 class Job:
     """One group to train: ``group`` is the family's own object (it has a unique ``name``,
     ``describe()`` for its settings and ``member_rows()`` for its members); ``steps`` is its
-    length, for progress."""
+    length, for progress; ``cpu_only`` a job that trains on the CPU whatever the run's
+    device (as a Ray task it asks for a CPU, not a GPU)."""
 
     kind: str
     experiment: str
     group: Any
     steps: int
+    cpu_only: bool = False
 
     @property
     def name(self) -> str:

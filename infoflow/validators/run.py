@@ -94,7 +94,8 @@ def plan(paths: list[Path], options: Options) -> Plan:
         spec = infoflow.load_spec(path, options.overrides)
         kind = family(spec.kind, str(path))
         if kind.validator is None:
-            planned.skipped.append({"spec": str(path), "reason": kind.not_validated or ""})
+            reason = kind.not_validated or "no validator is registered"
+            planned.skipped.append({"spec": str(path), "reason": reason})
             continue
         validator = kind.load_validator()
         if spec.kind not in planned.scales:
@@ -168,7 +169,7 @@ def _report(planned: Plan, sections: list[Section], options: Options, device, ti
 def _settings(planned: Plan) -> dict[str, dict]:
     """Each family's scale, for the families that have experiments in this run."""
     ran = {validator.kind for validator, _ in planned.experiments}
-    return {kind: asdict(scale) for kind, scale in planned.scales.items() if kind in ran}
+    return {kind: asdict(planned.scales[kind]) for kind in FAMILIES if kind in ran}
 
 
 def _scale_name(options: Options) -> str:

@@ -181,7 +181,16 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert "Ouro-1.4B has 1," in report["skipped"][0]["reason"]
     assert (out / "tiny-looped-codec.png").stat().st_size > 1000
     assert (out / "tiny-looped-spectra.png").stat().st_size > 1000
-    assert (out / "checkpoints" / "tiny-looped-looped.pt").exists()  # reused by --resume
+    checkpoint = out / "checkpoints" / "tiny-looped-looped.pt"
+    trained_at = checkpoint.stat().st_mtime_ns
+    again = run_cli("validate", str(TINY), "--steps", "10", "--quiet", "--device", "cpu",
+                    "--out", str(out), "--resume")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert checkpoint.stat().st_mtime_ns == trained_at  # judged from the checkpoint, not retrained
+    (resumed,) = json.loads((out / "report.json").read_text())["specs"]
+    for record in (section, resumed):
+        del record["measured"]["seconds"]
+    assert resumed == section
 
 
 # ---- an Ouro-style checkpoint from a local folder -----------------------------------------

@@ -120,7 +120,7 @@ def test_a_family_without_a_validator_is_listed_with_its_reason(monkeypatch, tmp
 
     entry = FAMILIES["looped_kv"]
     monkeypatch.setitem(FAMILIES, "looped_kv", Family(
-        kind=entry.kind, question=entry.question, spec=entry.spec, predict=entry.predict,
+        kind=entry.kind, spec=entry.spec, predict=entry.predict,
         not_validated="switched off in this test",
     ))  # fmt: skip
     with pytest.raises(SpecError, match="not validated: switched off in this test"):
@@ -230,7 +230,7 @@ def toy(monkeypatch, tmp_path):
     (tmp_path / "toy_family.py").write_text(textwrap.dedent(TOY))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(FAMILIES, "toy", Family(
-        kind="toy", question="twice a number", spec="toy_family:ToySpec",
+        kind="toy", spec="toy_family:ToySpec",
         predict="toy_family:predict", validator="toy_family:VALIDATOR",
     ))  # fmt: skip
     for name, spec in (("right", {"n": 3}), ("wrong", {"n": 4, "off_by_one": True}),

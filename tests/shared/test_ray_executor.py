@@ -109,3 +109,15 @@ def test_validate_joins_a_running_cluster_and_leaves_it_running(tmp_path) -> Non
         assert alive.stdout.strip() == "2.0"  # a cluster validate joined is not its to stop
     finally:
         subprocess.run([*ray, "stop"], capture_output=True, timeout=300)
+
+
+def test_a_looped_kv_job_trains_as_a_ray_task(tmp_path) -> None:
+    tiny = SPECS / "looped_kv" / "tiny-looped.json"
+    out = tmp_path / "ray"
+    proc = run_cli("validate", str(tiny), "--steps", "20", "--quiet", "--device", "cpu",
+                   "--executor", "ray", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "checkpoints" / "tiny-looped-looped.pid").exists()  # a Ray worker trained it
+    (section,) = _report(out)["specs"]
+    assert section["kind"] == "looped_kv" and len(section["claims"]) == 11
+    assert all(s["measured_bytes"] == s["predicted_bytes"] for s in section["measured"]["stores"])

@@ -1,7 +1,7 @@
 """Many small GPTs of one shape, trained at once on next-state prediction.
 
 Weights are stacked on a leading member axis ``m`` (and a layer axis ``l``): ``W_QKV`` has
-shape [l, m, d, 3 d]. Unlike :mod:`~infoflow.validators.model`, every member has the same
+shape [l, m, d, 3 d]. Unlike :mod:`~infoflow.validators.retrieval.model`, every member has the same
 shape and reads its own batch (the members of a K sweep see different chains). Blocks are
 pre-LN (attention, then a GELU MLP), positions are learned and absolute, attention is causal
 through ``scaled_dot_product_attention`` with members folded into the batch.

@@ -48,7 +48,7 @@ class IclMarkovValidator:
                                                metrics, positions, mine))  # fmt: skip
             found += mine
         body = {"capped": experiment.capped, "groups": groups}
-        return Section("icl_markov", experiment.name, body, tuple(found))
+        return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
         return report.describe(settings)

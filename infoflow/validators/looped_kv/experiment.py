@@ -65,7 +65,7 @@ class LoopedExperiment:
     def jobs(self) -> list[Job]:
         if self.group is None:
             return []
-        return [Job("looped_kv", self.name, self.group, self.scale.steps)]
+        return [Job("looped_kv", self.name, self.group, self.scale.steps, cpu_only=True)]
 
 
 def plan(name: str, spec: LoopedKVSpec, scale: LoopedScale) -> LoopedExperiment:

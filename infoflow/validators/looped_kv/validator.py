@@ -60,7 +60,7 @@ class LoopedKVValidator:
             model = load_looped(group.config, context.checkpoints / f"{group.name}.pt")
             trained = context.store.seconds(group.name)
         measured = {**measure(spec, model, experiment.scale), "training_seconds": trained}
-        return Section("looped_kv", experiment.name, {"measured": measured},
+        return Section(self.kind, experiment.name, {"measured": measured},
                        tuple(claims(measured)))  # fmt: skip
 
     def describe(self, settings: dict[str, Any]) -> str:

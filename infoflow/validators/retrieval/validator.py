@@ -45,7 +45,7 @@ class RetrievalValidator:
                 nmse.setdefault(experiment.model_of(group, i), []).append(value)
             attention.update(_attention(experiment, group, context))
         found = claims(experiment, nmse, experiment.scale, attention)
-        return Section("retrieval", experiment.name, report.body(experiment, nmse), tuple(found))
+        return Section(self.kind, experiment.name, report.body(experiment, nmse), tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
         return report.describe(settings)
