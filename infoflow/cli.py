@@ -207,12 +207,13 @@ def validate(
                    err=True)  # fmt: skip
         raise typer.Exit(BAD_INPUT) from None
 
-    options = Options(out=out, scale=scale.value, gpu=gpu, device=device.value if device else None,
-                      resume=resume, steps=steps, seeds=seeds, overrides=tuple(overrides or ()),
-                      executor=executor.value, address=address,
-                      gpus_per_group=gpus_per_group)  # fmt: skip
-    with _user_errors(), _progress(quiet) as progress:
-        report = run_validate(list(specs or []), options, progress)
+    with _user_errors():
+        options = Options(out=out, scale=scale.value, gpu=gpu,
+                          device=device.value if device else None, resume=resume, steps=steps,
+                          seeds=seeds, overrides=tuple(overrides or ()), executor=executor.value,
+                          address=address, gpus_per_group=gpus_per_group)  # fmt: skip
+        with _progress(quiet) as progress:
+            report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)

@@ -21,8 +21,16 @@ class SpecError(Exception):
         return self.problems[0][0]
 
     def __str__(self) -> str:
-        parts = [f"field '{field}': {msg}" if field else msg for field, msg in self.problems]
-        return f"{self.source}: " + "; ".join(parts)
+        parts = [f"field '{one_line(field, 80)}': {one_line(msg)}" if field else one_line(msg)
+                 for field, msg in self.problems]  # fmt: skip
+        return f"{one_line(self.source, 200)}: " + "; ".join(parts)
+
+
+def one_line(text: object, limit: int = 400) -> str:
+    """``text`` on one line (control characters escaped), cut to ``limit`` characters: what
+    a user wrote cannot break an error message over lines or flood the terminal."""
+    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 class FieldError(ValueError):

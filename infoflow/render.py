@@ -7,12 +7,14 @@ tools get the exact numbers alone.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 import sympy
 from rich.markup import escape
 from rich.table import Table
 
+from infoflow.errors import one_line
 from infoflow.results import Prediction, Result
 
 _BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -21,7 +23,7 @@ _BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 def to_json(results: Sequence[Result]) -> str:
     """One JSON object for one result, an array for several (the CLI contract)."""
     data = [r.to_json() for r in results]
-    return json.dumps(data[0] if len(data) == 1 else data, indent=2)
+    return json.dumps(data[0] if len(data) == 1 else data, indent=2, allow_nan=False)
 
 
 def format_bytes(count: int | float) -> str:
@@ -64,21 +66,36 @@ def to_table(result: Result) -> Table:
 
 def to_markdown(result: Result) -> str:
     """A Markdown section of one result, notes included."""
-    lines = [f"### {_title(result)}", ""]
+    lines = [f"### {markdown_text(_title(result))}", ""]
     if result.spec.description:
-        lines += [result.spec.description, ""]
+        lines += [markdown_text(result.spec.description, starts_line=True), ""]
     lines += ["| prediction | value | bound | provenance | note |", "|---|--:|---|---|---|"]
     for name, p in result.predictions.items():
-        note = p.note.replace("|", "\\|")
-        lines.append(f"| `{name}` | {format_value(p)} | {p.bound} | {p.provenance} | {note} |")
+        cells = [format_value(p), p.bound, p.provenance, p.note]
+        lines.append(f"| `{name}` | " + " | ".join(map(markdown_text, cells)) + " |")
     return "\n".join(lines) + "\n"
+
+
+def markdown_text(text: object, starts_line: bool = False) -> str:
+    """A string as Markdown shows it, on one line, literally: no table cell, HTML tag or
+    code span (and, for text that ``starts_line``, no heading, list or quote) can start
+    from what a user wrote."""
+    flat = one_line(text, 2000).replace("|", "\\|").replace("`", "\\`")
+    flat = re.sub(r"<(?=[A-Za-z/!?])", "&lt;", flat)
+    return re.sub(r"^([#>+*=-]|\d+[.)])", r"\\\1", flat) if starts_line else flat
+
+
+def markdown_code(text: object) -> str:
+    """A string as a Markdown code span, on one line (backticks inside kept literal)."""
+    flat = one_line(text, 2000).replace("|", "\\|")
+    return f"`` {flat} ``" if "`" in flat else f"`{flat}`"
 
 
 def to_latex(result: Result) -> str:
     """A LaTeX table of one result: each prediction with its value and, for formulas, the
     expression in maths mode (for a paper)."""
     lines = [
-        f"% {_title(result)}",
+        f"% {one_line(_title(result))}",
         r"\begin{tabular}{lll}",
         r"\hline",
         r"prediction & value & expression \\",
@@ -98,7 +115,9 @@ _TEX_ESCAPES = {
 
 
 def _tex(text: str) -> str:
-    return "".join(_TEX_ESCAPES.get(char, char) for char in text)
+    """``text`` as literal LaTeX on one line: a user's string cannot end the line or run a
+    command."""
+    return "".join(_TEX_ESCAPES.get(char, char) for char in one_line(text, 2000))
 
 
 def _title(result: Result) -> str:

@@ -11,6 +11,7 @@ The JSON form is the contract of ``infoflow predict --format json`` (design.md):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,15 +42,20 @@ class Prediction:
     interval: tuple[float, float] | None = None  # where the value is known to lie
 
     def to_json(self) -> dict[str, Any]:
+        """The prediction as strict JSON: a value that is not a finite number is null, and
+        the note says what it was."""
+        value, note = self.value, self.note
+        if isinstance(value, float) and not math.isfinite(value):
+            value, note = None, f"{note} (not a finite number: {value})".strip()
         out: dict[str, Any] = {
-            "value": self.value,
+            "value": value,
             "unit": self.unit,
             "bound": self.bound,
             "provenance": self.provenance,
-            "note": self.note,
+            "note": note,
         }
         if self.interval is not None:
-            out["interval"] = list(self.interval)
+            out["interval"] = [v if math.isfinite(v) else None for v in self.interval]
         if self.expression is not None:
             out["expression"] = str(self.expression)
             out["latex"] = sympy.latex(self.expression)

@@ -23,8 +23,9 @@ from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from infoflow.errors import FieldError, SpecError
+from infoflow.errors import FieldError, SpecError, one_line
 from infoflow.families import FAMILIES, family, resolve
+from infoflow.files import parse_json, read_json
 from infoflow.spec_base import SpecBase
 
 #: A loaded spec of any family (each family's model subclasses SpecBase and adds ``kind``).
@@ -106,19 +107,7 @@ def spec_schema(kind: str | None = None) -> dict[str, Any]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(str(path), [(None, "file not found")]) from None
-    except IsADirectoryError:
-        raise SpecError(str(path), [(None, "is a directory, not a spec file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(path), [(None, f"cannot read the file ({exc})")]) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        raise SpecError(str(path), [(None, msg)]) from None
+    data = read_json(path, "spec file")
     if not isinstance(data, dict):
         raise SpecError(str(path), [(None, "a spec must be a JSON object with a 'kind' field")])
     return data
@@ -129,9 +118,11 @@ def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
     if not sep or not all(key.strip().split(".")):
         raise SpecError(name, [(None, f"--set {override!r}: expected key.path=value")])
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw
+        value = parse_json(raw, name, key.strip())
+    except SpecError as exc:
+        if not exc.problems[0][1].startswith("invalid JSON"):
+            raise  # JSON, but out of bounds
+        value = raw  # not JSON: a string
     _set_path(data, key.strip(), value, name, f"--set {override!r}")
 
 
@@ -168,7 +159,7 @@ def _describe(err: Mapping[str, Any], model: type[BaseModel]) -> tuple[str | Non
     msg = err["msg"].removeprefix("Value error, ")
     value = err.get("input")
     if isinstance(value, str | int | float):
-        msg += f" (got {json.dumps(value)})"
+        msg += f" (got {one_line(json.dumps(value), 80)})"
     return field, msg
 
 

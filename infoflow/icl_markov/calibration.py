@@ -16,14 +16,14 @@ icl_markov``. A file holds
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from infoflow.errors import SpecError
+from infoflow.files import read_json, write_text
 
 SHIPPED = Path(__file__).with_name("calibration.json")
 
@@ -38,8 +38,8 @@ class _Strict(BaseModel):
 
 
 class Constant(_Strict):
-    value: float
-    stderr: float | None = None
+    value: float = Field(gt=0, allow_inf_nan=False, description="Every constant is positive.")
+    stderr: float | None = Field(None, ge=0, allow_inf_nan=False)
     provenance: str = Field(description="A tag: paper:summary, prior:<work>, fit:<runs>, ...")
     source: str = Field(description="Where the number comes from, in a sentence.")
 
@@ -47,9 +47,15 @@ class Constant(_Strict):
 class Bracket(_Strict):
     """A measured value with the interval it is known to lie in (the grid resolution)."""
 
-    value: float
-    low: float | None = None
-    high: float | None = None
+    value: float = Field(gt=0, allow_inf_nan=False)
+    low: float | None = Field(None, gt=0, allow_inf_nan=False)
+    high: float | None = Field(None, gt=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Bracket:
+        if (self.low or self.value) > self.value or (self.high or self.value) < self.value:
+            raise ValueError("needs low <= value <= high")
+        return self
 
 
 class Exponents(_Strict):
@@ -59,7 +65,7 @@ class Exponents(_Strict):
 
 class Anchor(_Strict):
     name: str
-    settings: dict[str, Any]
+    settings: dict[str, Any] = Field(description="Numeric settings are positive numbers.")
     provenance: str
     source: str
     device: str
@@ -67,6 +73,17 @@ class Anchor(_Strict):
     k1_star: Bracket | None = None
     k2_star: Bracket | None = None
     tau_2gen: Bracket | None = None
+
+    @field_validator("settings")
+    @classmethod
+    def _positive(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        for key in NUMERIC_SETTINGS:
+            value = settings.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            ):
+                raise ValueError(f"settings.{key} must be a positive number (got {value!r})")
+        return settings
 
 
 class Calibration(_Strict):
@@ -110,12 +127,7 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
     """Read a calibration file (the shipped one when ``path`` is None); a bad file is a
     :class:`SpecError` naming it and the field."""
     path = Path(path) if path else SHIPPED
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(str(path), [(None, "calibration file not found")]) from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SpecError(str(path), [(None, f"cannot read the calibration file ({exc})")]) from None
+    data = read_json(path, "calibration file")
     try:
         return Calibration.model_validate(data)
     except ValidationError as exc:
@@ -124,4 +136,4 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
 
 
 def write_calibration(calibration: Calibration, path: Path) -> None:
-    path.write_text(calibration.model_dump_json(indent=2, exclude_none=True) + "\n")
+    write_text(path, calibration.model_dump_json(indent=2, exclude_none=True) + "\n")

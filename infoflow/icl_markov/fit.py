@@ -17,13 +17,13 @@ value is under that bound, the bound replaces it (provenance ``fit:lower-bound``
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from infoflow.errors import SpecError
+from infoflow.files import read_json
 from infoflow.icl_markov.calibration import (
     Anchor,
     Bracket,
@@ -32,6 +32,8 @@ from infoflow.icl_markov.calibration import (
     load_calibration,
     write_calibration,
 )
+
+MAX_REPORT_BYTES = 256 * 2**20  # a paper-scale report with every curve
 
 
 @dataclass
@@ -46,7 +48,14 @@ def calibrate(results: list[Path], base: Path | None, out: Path) -> list[tuple[s
     """``infoflow calibrate icl_markov``: fit ``results`` (validate folders or report.json
     files) on top of ``base`` (default: the shipped calibration), write the new calibration
     to ``out`` and return what the fit found, as (quantity, value, note) rows."""
-    found = fit(read_reports(results), load_calibration(base))
+    reports = read_reports(results)
+    try:
+        found = fit(reports, load_calibration(base))
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        files = ", ".join(str(file) for file, _ in reports)
+        what = f"missing {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        message = f"not a report of an icl_markov validation this version can read ({what})"
+        raise SpecError(files, [("specs", message)]) from None
     write_calibration(found.calibration, out)
     return found.lines
 
@@ -56,12 +65,7 @@ def read_reports(paths: list[Path]) -> list[tuple[Path, dict]]:
     reports = []
     for path in paths:
         file = path / "report.json" if path.is_dir() else path
-        try:
-            report = json.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise SpecError(str(file), [(None, "no report.json here")]) from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise SpecError(str(file), [(None, f"not a readable report ({exc})")]) from None
+        report = read_json(file, "report", max_bytes=MAX_REPORT_BYTES)
         if not isinstance(report, dict) or not isinstance(report.get("specs"), list):
             raise SpecError(str(file), [("specs", "not an infoflow validate report")])
         reports.append((file, report))

@@ -15,11 +15,11 @@ reading them is the point of this module.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from infoflow.errors import FieldError
+from infoflow.errors import FieldError, SpecError
+from infoflow.files import read_json
 
 _TORCH_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
@@ -27,15 +27,9 @@ _TORCH_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float
 def read_hf_config(path: Path) -> dict[str, Any]:
     """Model fields read from a Hugging Face config file (raises FieldError on hf_config)."""
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FieldError("hf_config", f"file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FieldError("hf_config", f"cannot read {path} ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise FieldError(
-            "hf_config", f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})"
-        ) from None
+        config = read_json(path, "config file")
+    except SpecError as exc:
+        raise FieldError("hf_config", str(exc)) from None
     if not isinstance(config, dict):
         raise FieldError("hf_config", f"{path} is not a JSON object")
     try:

@@ -2,18 +2,25 @@
 killed run resumes from.
 
 Members of an ensemble are stacked on a leading axis and trained by one optimiser on the sum
-of their losses (their gradients do not mix). Checkpoints hold the model, the optimiser, the
-schedule, the data generator's state, the step and what a worker recorded; they are written
-atomically (a temporary file unique to the writer, then a rename) and loaded with
-``torch.load(weights_only=True)``, so a results folder from elsewhere cannot run code.
+of their losses (their gradients do not mix). A :class:`Checkpoint` holds the model, the
+optimiser, the schedule, the data generator's state, the step, what a worker recorded and
+the digest of the group's identity; it is written whole or not at all (a temporary file
+unique to the writer, then a rename) and loaded with ``torch.load(weights_only=True)``, so
+a results folder from elsewhere cannot run code. A checkpoint written for another group, or
+one that cannot be read, is a SpecError naming the file (exit code 2), never trained on.
 """
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
+
+from infoflow.errors import SpecError
+from infoflow.files import write_with
+from infoflow.validators.protocol import digest
 
 
 def ensemble_step(optimizer, schedule, per_member: torch.Tensor) -> torch.Tensor:
@@ -26,52 +33,75 @@ def ensemble_step(optimizer, schedule, per_member: torch.Tensor) -> torch.Tensor
     return per_member.detach()
 
 
-def save_checkpoint(
-    path: Path, model, optimizer, schedule, data_state: torch.Tensor, step: int, records=()
-) -> None:
-    """Write the training state atomically; ``data_state`` is the state of the generator that
-    the next step's batch comes from; ``records`` what a worker recorded so far (see
-    :class:`~infoflow.validators.store.Recorder`)."""
-    state = {
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "schedule": schedule.state_dict(),
-        "data": data_state,
-        "step": step,
-        "records": list(records),
-    }
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    torch.save(state, temporary)
-    os.replace(temporary, path)
+@dataclass(frozen=True)
+class Checkpoint:
+    """A group's checkpoint file and the digest of the identity it must carry (None: any)."""
+
+    path: Path
+    identity: str | None = None
+
+    @classmethod
+    def of(cls, group: Any, folder: Path) -> Checkpoint:
+        """``folder/NAME.pt`` for ``group`` (it has ``name`` and ``identity()``)."""
+        return cls(folder / f"{group.name}.pt", digest(group.identity()))
+
+    def save(self, model, optimizer, schedule, data_state: torch.Tensor, step: int,
+             records=()) -> None:  # fmt: skip
+        """Write the training state; ``data_state`` is the state of the generator that the
+        next step's batch comes from; ``records`` what a worker recorded so far (see
+        :class:`~infoflow.validators.store.Recorder`)."""
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                 "schedule": schedule.state_dict(), "data": data_state, "step": step,
+                 "records": list(records), "identity": self.identity}  # fmt: skip
+        write_with(self.path, lambda temporary: torch.save(state, temporary))
+
+    def load(self, model, optimizer, schedule, data: torch.Generator, device) -> tuple[int, list]:
+        """Restore the saved state and return its step and records; (0, []) when there is
+        no checkpoint yet."""
+        if not self.path.exists():
+            return 0, []
+        state = self._read(device)
+        try:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            schedule.load_state_dict(state["schedule"])
+            data.set_state(state["data"].cpu())  # generator states live on the CPU
+            return int(state["step"]), list(state.get("records", []))
+        except Exception as exc:
+            raise self._damaged(exc) from None
+
+    def load_weights(self, model, device) -> None:
+        """Only the model's weights (a finished group, to measure)."""
+        state = self._read(device)
+        try:
+            model.load_state_dict(state["model"])
+        except Exception as exc:
+            raise self._damaged(exc) from None
+
+    def _read(self, device) -> dict:
+        try:
+            state = torch.load(self.path, map_location=device, weights_only=True)
+        except Exception as exc:
+            raise self._damaged(exc) from None
+        if not isinstance(state, dict) or "model" not in state:
+            raise self._damaged(ValueError("no model state in it"))
+        if self.identity is not None and state.get("identity") != self.identity:
+            raise SpecError(str(self.path), [(None, "was written for another group (another "
+                                                    "identity): delete it, or pick another "
+                                                    "--out")])  # fmt: skip
+        return state
+
+    def _damaged(self, exc: Exception) -> SpecError:
+        reason = f"{type(exc).__name__}: {exc}"
+        return SpecError(str(self.path), [(None, f"damaged checkpoint ({reason}); delete it to "
+                                                 "train the group from the start")])  # fmt: skip
 
 
-def load_checkpoint(
-    path: Path, model, optimizer, schedule, data: torch.Generator, device
-) -> tuple[int, list]:
-    """Restore the state saved at ``path`` (plain data only: ``weights_only``) and return
-    its step and records; (0, []) when there is none."""
-    if not path.exists():
-        return 0, []
-    state = torch.load(path, map_location=device, weights_only=True)
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    schedule.load_state_dict(state["schedule"])
-    data.set_state(state["data"].cpu())  # generator states live on the CPU
-    return int(state["step"]), state.get("records", [])
-
-
-def resume(context, name: str, model, optimizer, schedule, data: torch.Generator):
-    """Group ``name``'s checkpoint path in ``context.checkpoints`` and the step to continue
-    from (0 for a new group), its state restored into the model, optimiser, schedule and
-    data generator, and what it had recorded into ``context.store``."""
-    path = context.checkpoints / f"{name}.pt"
-    start, records = load_checkpoint(path, model, optimizer, schedule, data, context.device)
+def resume(context, group, model, optimizer, schedule, data: torch.Generator):
+    """``group``'s checkpoint in ``context.checkpoints`` and the step to continue from (0 for
+    a new group), its state restored into the model, optimiser, schedule and data generator,
+    and what it had recorded into ``context.store``."""
+    checkpoint = Checkpoint.of(group, context.checkpoints)
+    start, records = checkpoint.load(model, optimizer, schedule, data, context.device)
     context.store.restore(records)
-    return path, start
-
-
-def load_weights(path: Path, model, device) -> None:
-    """Only the model's weights from the checkpoint at ``path`` (a finished group, to
-    measure)."""
-    state = torch.load(path, map_location=device, weights_only=True)
-    model.load_state_dict(state["model"])
+    return checkpoint, start

@@ -69,10 +69,22 @@ def train_on_ray(
             done, _ = ray.wait(list(pending), num_returns=1)
             job = pending.pop(done[0])
             recorder = Recorder()
-            recorder.restore(ray.get(done[0]))
+            recorder.restore(_result(ray, done[0]))
             recorder.replay(context.store)
             if context.progress:
                 context.progress(job.name, job.steps, job.steps, 0.0)
     finally:
         if address is None:  # the cluster this run started
             ray.shutdown()
+
+
+def _result(ray, reference) -> list:
+    """A finished task's records; a task that refused its input (a SpecError: a damaged
+    checkpoint, say) is that SpecError here, not Ray's wrapping of it."""
+    try:
+        return ray.get(reference)
+    except Exception as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, SpecError):
+            raise SpecError(cause.source, cause.problems) from None
+        raise

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from infoflow.files import write_with
+
 
 def pyplot() -> Any:
     """matplotlib.pyplot on the Agg backend (no screen needed)."""
@@ -18,9 +20,9 @@ def pyplot() -> Any:
 
 
 def save(fig, path: Path) -> Path:
-    """Lay out, write at 110 dpi and close ``fig``."""
+    """Lay out, write at 110 dpi (whole or not at all) and close ``fig``."""
     plt = pyplot()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_with(path, lambda temporary: fig.savefig(temporary, dpi=110))
     plt.close(fig)
     return path

@@ -20,6 +20,8 @@ The registry (:mod:`infoflow.families`) names each family's validator object.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,30 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int, float], None]
 
 
+def digest(identity: dict[str, Any]) -> str:
+    """12 hex digits of the hash of ``identity`` (a JSON-able dict)."""
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def content_name(prefix: str, identity: dict[str, Any]) -> str:
+    """A group's name, ``prefix-DIGEST``: two groups share a name only when their identities
+    (everything that determines the models they train) are equal."""
+    return f"{prefix}-{digest(identity)}"
+
+
+def differences(old: Any, new: Any, path: str = "") -> list[str]:
+    """``field: old -> new`` for every leaf that differs between two JSON-like values."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        lines = []
+        for key in sorted(old.keys() | new.keys(), key=str):
+            lines += differences(old.get(key), new.get(key), f"{path}.{key}".lstrip("."))
+        return lines
+    if old == new:
+        return []
+    return [f"{path or 'value'}: {json.dumps(old, default=str)} -> {json.dumps(new, default=str)}"]
+
+
 class CannotValidate(Exception):
     """A spec this family's validator cannot train or measure; the message says why and
     goes to the report's "not validated" list."""
@@ -43,10 +69,13 @@ class CannotValidate(Exception):
 
 @dataclass(frozen=True)
 class Job:
-    """One group to train: ``group`` is the family's own object (it has a unique ``name``,
-    ``describe()`` for its settings and ``member_rows()`` for its members); ``steps`` is its
-    length, for progress; ``cpu_only`` a job that trains on the CPU whatever the run's
-    device (as a Ray task it asks for a CPU, not a GPU)."""
+    """One group to train: ``group`` is the family's own object, with ``identity()`` (a dict
+    of everything that determines its trained models: the spec's fields that reach
+    training, the scale, steps, seeds, the training code's version), a ``name`` made from
+    its ``prefix`` and the identity by :func:`content_name`, ``describe()`` for its settings
+    and ``member_rows()`` for its members; ``steps`` is its length, for progress;
+    ``cpu_only`` a job that trains on the CPU whatever the run's device (as a Ray task it
+    asks for a CPU, not a GPU)."""
 
     kind: str
     experiment: str

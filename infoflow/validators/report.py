@@ -9,15 +9,34 @@ report.json alone.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 from infoflow.families import family
+from infoflow.files import write_text
+from infoflow.render import markdown_code, markdown_text
 
 
 def write_reports(out: Path, report: dict) -> None:
-    """Write ``report.json`` and ``report.md`` into ``out``."""
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / "report.md").write_text(markdown(report))
+    """Write ``report.json`` (strict JSON) and ``report.md`` into ``out``, each whole or not
+    at all."""
+    write_text(out / "report.json", json.dumps(report, indent=2, allow_nan=False) + "\n")
+    write_text(out / "report.md", markdown(report))
+
+
+def finite(data: Any, path: str = "") -> tuple[Any, list[str]]:
+    """``data`` with every float that is not a finite number (a diverged loss, say) made
+    None, and the dotted paths where that happened."""
+    if isinstance(data, dict):
+        pairs = [(key, finite(value, f"{path}.{key}")) for key, value in data.items()]
+        return {k: v for k, (v, _) in pairs}, [p for _, (_, found) in pairs for p in found]
+    if isinstance(data, list):
+        pairs = [finite(value, f"{path}[{i}]") for i, value in enumerate(data)]
+        return [v for v, _ in pairs], [p for _, found in pairs for p in found]
+    if isinstance(data, float) and not math.isfinite(data):
+        return None, [path]
+    return data, []
 
 
 def markdown(report: dict) -> str:
@@ -39,15 +58,30 @@ def markdown(report: dict) -> str:
         lines += family(spec["kind"]).load_validator().markdown(spec)
     if report["skipped"]:
         lines += ["", "## Not validated", ""]
-        lines += [f"- {s['spec']}: {s['reason']}" for s in report["skipped"]]
+        lines += [f"- {markdown_text(s['spec'])}: {markdown_text(s['reason'])}"
+                  for s in report["skipped"]]  # fmt: skip
+    if report["superseded"]:
+        lines += ["", "## Trained earlier for other settings (not used)", ""]
+        lines += [f"- {markdown_text(s['group'])}, replaced by {markdown_text(s['replaced_by'])}: "
+                  + markdown_text("; ".join(s["differs"][:5]) or "its identity")
+                  for s in report["superseded"]]  # fmt: skip
+    if report["non_finite"]:
+        where = ", ".join(report["non_finite"][:10])
+        lines += ["", f"Not finite, so null in report.json: {markdown_text(where)}."]
     return "\n".join(lines) + "\n"
+
+
+def number(value: float | None, spec: str = ".3g") -> str:
+    """A measured number for a table; ``-`` for a missing (or non-finite) one."""
+    return "-" if value is None else format(value, spec)
 
 
 def claims_markdown(claims: list[dict]) -> list[str]:
     """A table of claims (their JSON form): claim, verdict, measured, tolerance, why."""
     lines = ["", "| claim | verdict | measured | tolerance | why |", "|---|---|---|---|---|"]
     for c in claims:
-        measured = json.dumps(c["measured"], default=str)
-        cells = [c["claim"], f"**{c['verdict']}**", f"`{measured}`", c["tolerance"], c["reason"]]
+        cells = [markdown_text(c["claim"]), f"**{c['verdict']}**",
+                 markdown_code(json.dumps(c["measured"])), markdown_text(c["tolerance"]),
+                 markdown_text(c["reason"])]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return lines

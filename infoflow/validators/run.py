@@ -26,9 +26,16 @@ from infoflow.errors import SpecError
 from infoflow.families import FAMILIES, family
 from infoflow.validators.claims import Section
 from infoflow.validators.executor import train_local, train_on_ray
-from infoflow.validators.protocol import CannotValidate, Context, Experiment, Job, Progress
-from infoflow.validators.report import write_reports
-from infoflow.validators.store import Store
+from infoflow.validators.protocol import (
+    CannotValidate,
+    Context,
+    Experiment,
+    Job,
+    Progress,
+    differences,
+)
+from infoflow.validators.report import finite, write_reports
+from infoflow.validators.store import Store, locked
 
 DATABASE = "results.sqlite"
 
@@ -49,6 +56,17 @@ class Options:
     address: str | None = None  # a Ray cluster to join (default: start a local one)
     gpus_per_group: float = 1.0  # GPUs each Ray task asks for on CUDA
 
+    def __post_init__(self) -> None:
+        """Refuse options no run can use (a SpecError naming the option)."""
+        for option, value in (("--steps", self.steps), ("--seeds", self.seeds)):
+            if value is not None and value < 1:
+                raise SpecError(option, [(None, f"must be at least 1 (got {value})")])
+        if not 0 < self.gpus_per_group <= 1024:
+            raise SpecError("--gpus-per-group", [(None, f"must be in (0, 1024] (got "
+                                                        f"{self.gpus_per_group})")])  # fmt: skip
+        if self.address and self.executor != "ray":
+            raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
+
 
 @dataclass
 class Plan:
@@ -65,33 +83,36 @@ class Plan:
 
 
 def validate(paths: list[Path], options: Options, progress: Progress | None = None) -> dict:
-    """Validate ``paths`` (every bundled spec when empty) into ``options.out``; return the
-    report (report.json's content)."""
-    if options.address and options.executor != "ray":
-        raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
+    """Validate ``paths`` (every bundled spec when empty) into ``options.out``, which this
+    process holds locked meanwhile; return the report (report.json's content)."""
     device = pick_device(options.gpu, options.device)
     planned = plan(paths or bundled_specs(), options)
-    store = register(planned, options, device)
-    context = Context(device, store, options.out / "checkpoints", progress)
-    train(planned, context, options)
-    sections = judge(planned, context)
-    finished = _now()
-    store.finish_run(finished)
-    report = _report(planned, sections, options, device, (store.first_started(), finished))
-    store.close()
-    write_reports(options.out, report)
-    for kind in FAMILIES:
-        mine = [spec for spec in report["specs"] if spec["kind"] == kind]
-        if mine:
-            family(kind).load_validator().plot(options.out, mine)
+    with locked(options.out):
+        store = register(planned, options, device)
+        try:
+            context = Context(device, store, options.out / "checkpoints", progress)
+            train(planned, context, options)
+            sections = [section.to_json() for section in judge(planned, context)]
+            finished = _now()
+            store.finish_run(finished)
+            times = (store.first_started(), finished)
+            report = _report(planned, sections, options, device, times, superseded(planned, store))
+        finally:
+            store.close()
+        write_reports(options.out, report)
+        for kind in FAMILIES:  # the plots draw NaN as gaps: they read the sections as measured
+            mine = [section for section in sections if section["kind"] == kind]
+            if mine:
+                family(kind).load_validator().plot(options.out, mine)
     return report
 
 
 def plan(paths: list[Path], options: Options) -> Plan:
     """Each spec into its family's experiment at the family's scale, or a skipped entry."""
-    planned = Plan()
+    planned, names = Plan(), set()
     for path in paths:
         spec = infoflow.load_spec(path, options.overrides)
+        name = _unique(path.stem, names)
         kind = family(spec.kind, str(path))
         if kind.validator is None:
             reason = kind.not_validated or "no validator is registered"
@@ -102,7 +123,7 @@ def plan(paths: list[Path], options: Options) -> Plan:
             planned.scales[spec.kind] = validator.scale(options.scale, options.steps,
                                                         options.seeds)  # fmt: skip
         try:
-            experiment = validator.plan(path.stem, spec, planned.scales[spec.kind], path.parent)
+            experiment = validator.plan(name, spec, planned.scales[spec.kind], path.parent)
         except CannotValidate as exc:
             planned.skipped.append({"spec": str(path), "reason": str(exc)})
             continue
@@ -110,24 +131,62 @@ def plan(paths: list[Path], options: Options) -> Plan:
     return planned
 
 
+def _unique(stem: str, names: set[str]) -> str:
+    """``stem``, or ``stem-2``, ``stem-3``, ...: the first not in ``names`` (which it joins),
+    so that two spec files of one name are two experiments."""
+    name, n = stem, 1
+    while name in names:
+        n += 1
+        name = f"{stem}-{n}"
+    names.add(name)
+    return name
+
+
 def register(planned: Plan, options: Options, device: torch.device) -> Store:
-    """Open the run's database (a new one, or the one ``--resume`` continues) and record the
-    run's settings and every job's group."""
+    """Open the run's database (a new one, or the one ``--resume`` continues), record the
+    run's settings and every job's group (a group recorded with another identity is refused),
+    and clear temporary files a killed run left."""
     database = options.out / DATABASE
     if database.exists() and not options.resume:
         raise SpecError(
             str(options.out), [(None, "already holds a run: add --resume, or pick another --out")]
         )
-    (options.out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    checkpoints = options.out / "checkpoints"
+    try:
+        checkpoints.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(str(checkpoints), [(None, f"cannot create it ({exc.strerror})")]) from None
+    for stale in [*checkpoints.glob(".*.tmp*"), *options.out.glob(".*.tmp*")]:
+        stale.unlink(missing_ok=True)
     store = Store(database)
     settings = {"families": _settings(planned), "torch": torch.__version__,
                 "python": platform.python_version()}  # fmt: skip
     store.start_run(_now(), _scale_name(options), str(device), settings)
     for _, experiment in planned.experiments:
         for job in experiment.jobs:
-            store.add_group(job.name, experiment.name, job.group.describe(),
-                            job.group.member_rows())  # fmt: skip
+            group = job.group
+            store.add_group(job.name, experiment.name, group.describe(), group.member_rows(),
+                            group.identity())  # fmt: skip
     return store
+
+
+def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
+    """Groups an earlier run in this folder trained for other settings, each with the group
+    of this run that replaces it (of the same prefix, the closest) and what differs: they
+    were not used."""
+    jobs: dict[str, list[Job]] = {}
+    for job in planned.jobs:
+        jobs.setdefault(job.group.prefix, []).append(job)
+    current = {job.name for job in planned.jobs}
+    out = []
+    for name, identity in store.identities().items():
+        candidates = jobs.get(name.rsplit("-", 1)[0], [])
+        if name in current or not candidates:
+            continue
+        changes = {job.name: differences(identity, job.group.identity()) for job in candidates}
+        closest = min(changes, key=lambda job: len(changes[job]))
+        out.append({"group": name, "replaced_by": closest, "differs": changes[closest]})
+    return out
 
 
 def train(planned: Plan, context: Context, options: Options) -> None:
@@ -152,17 +211,19 @@ def judge(planned: Plan, context: Context) -> list[Section]:
     return sections
 
 
-def _report(planned: Plan, sections: list[Section], options: Options, device, times) -> dict:
-    """report.json's content; ``times`` is (started, finished) (the first start, for a
-    resumed run)."""
-    specs = [section.to_json() for section in sections]
+def _report(planned: Plan, sections: list[dict], options: Options, device, times, replaced) -> dict:
+    """report.json's content from the sections' JSON; ``times`` is (started, finished) (the
+    first start, for a resumed run); a value that is not a finite number is null, its place
+    listed in ``non_finite``."""
+    specs, non_finite = finite(sections, "specs")
     verdicts = [claim["verdict"] for spec in specs for claim in spec["claims"]]
     return {
         "infoflow_version": infoflow.__version__, "scale": _scale_name(options),
         "settings": _settings(planned), "device": str(device),
         "started": times[0], "finished": times[1],
         "summary": {v: verdicts.count(v) for v in ("confirmed", "refuted", "inconclusive")},
-        "specs": specs, "skipped": planned.skipped,
+        "specs": specs, "skipped": planned.skipped, "superseded": replaced,
+        "non_finite": non_finite,
     }  # fmt: skip
 
 

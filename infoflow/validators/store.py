@@ -1,20 +1,29 @@
-"""The results database: one SQLite file per output folder, readable with any SQL tool.
+"""The results folder: one SQLite database, readable with any SQL tool, and the lock that
+keeps a second process out of the folder while a run writes it.
 
-Tables: ``runs`` (settings, device, times), ``groups`` (ensembles trained together and
-whether they finished), ``members`` (each model's config), ``curves`` (its loss and NMSE over
-steps), ``metrics`` (any named metric over steps), ``claims`` (what was predicted, what was
-measured, the verdict). Writes are keyed, so a resumed run that records a step again
-replaces the row with the same values.
+Tables: ``runs`` (settings, device, times), ``groups`` (ensembles trained together, the
+identity that names each, whether they finished), ``members`` (each model's config),
+``curves`` (its loss and NMSE over steps), ``metrics`` (any named metric over steps),
+``claims`` (what was predicted, what was measured, the verdict). Writes are keyed, so a
+resumed run that records a step again replaces the row with the same values.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import fcntl
 import json
+import os
+import socket
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from infoflow.errors import SpecError
 from infoflow.validators.claims import Claim
+from infoflow.validators.protocol import differences
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -22,7 +31,8 @@ CREATE TABLE IF NOT EXISTS runs (
     settings TEXT
 );
 CREATE TABLE IF NOT EXISTS groups (
-    name TEXT PRIMARY KEY, spec TEXT, settings TEXT, done INTEGER DEFAULT 0, seconds REAL
+    name TEXT PRIMARY KEY, spec TEXT, settings TEXT, identity TEXT, done INTEGER DEFAULT 0,
+    seconds REAL
 );
 CREATE TABLE IF NOT EXISTS members (
     group_name TEXT, member INTEGER, label TEXT, config TEXT, final_nmse REAL,
@@ -49,8 +59,21 @@ class Store:
     rows: tuple = ()  # the database keeps what is recorded: checkpoints need not
 
     def __init__(self, path: Path):
-        self.db = sqlite3.connect(path)
-        self.db.executescript(SCHEMA)
+        """Open (or create) the database at ``path``; a damaged one, or one from an older
+        infoflow, is a SpecError naming it."""
+        try:
+            self.db = sqlite3.connect(path)
+            (check,) = self.db.execute("PRAGMA quick_check").fetchone()
+            if check != "ok":
+                raise sqlite3.DatabaseError(check)
+            self.db.executescript(SCHEMA)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(groups)")}
+        except sqlite3.Error as exc:
+            message = f"damaged results database ({exc}): move it away, or pick another --out"
+            raise SpecError(str(path), [(None, message)]) from None
+        if "identity" not in columns:
+            raise SpecError(str(path), [(None, "written by an older infoflow (its groups carry "
+                                               "no identity): pick another --out")])  # fmt: skip
 
     def restore(self, rows) -> None:
         """Nothing to restore: the database already holds what was recorded."""
@@ -75,18 +98,35 @@ class Store:
                 "UPDATE runs SET finished = ? WHERE id = (SELECT MAX(id) FROM runs)", (finished,)
             )
 
-    def add_group(self, name: str, spec: str, settings: dict, members: list[dict]) -> None:
+    def add_group(
+        self, name: str, spec: str, settings: dict, members: list[dict], identity: dict
+    ) -> None:
+        """Record a group (once); a group of that name recorded with another identity is a
+        SpecError that says what differs: it is never trained on."""
+        text = json.dumps(identity, sort_keys=True, default=str)
         with self.db:
             self.db.execute(
-                "INSERT OR IGNORE INTO groups (name, spec, settings) VALUES (?, ?, ?)",
-                (name, spec, json.dumps(settings)),
+                "INSERT OR IGNORE INTO groups (name, spec, settings, identity) VALUES (?, ?, ?, ?)",
+                (name, spec, json.dumps(settings), text),
             )
+            (stored,) = self.db.execute(
+                "SELECT identity FROM groups WHERE name = ?", (name,)
+            ).fetchone()
+            if stored != text:
+                differs = "; ".join(differences(json.loads(stored), identity)) or "its identity"
+                raise SpecError(name, [(None, f"this group was trained for other settings "
+                                              f"({differs}): pick another --out")])  # fmt: skip
             for i, member in enumerate(members):
                 self.db.execute(
                     "INSERT OR IGNORE INTO members (group_name, member, label, config) "
                     "VALUES (?, ?, ?, ?)",
                     (name, i, member["label"], json.dumps(member)),
                 )
+
+    def identities(self) -> dict[str, dict]:
+        """Every recorded group's identity, by name."""
+        rows = self.db.execute("SELECT name, identity FROM groups")
+        return {name: json.loads(identity) for name, identity in rows}
 
     def record_curves(self, name: str, step: int, losses: list[float], nmse: list[float]) -> None:
         with self.db:
@@ -179,3 +219,33 @@ class Recorder:
     def replay(self, store: Store) -> None:
         for method, args in self.rows:
             getattr(store, method)(*args)
+
+
+@contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold ``folder/.lock`` for the duration: a second process that asks for it gets a
+    SpecError naming the holder. The lock dies with its process (even with SIGKILL), so a
+    killed run leaves nothing to clean up."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / ".lock", "a+")  # noqa: SIM115 - held until the run ends
+    except OSError as exc:
+        raise SpecError(str(folder), [(None, f"cannot use it as --out ({exc.strerror})")]) from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise SpecError(str(folder), [(None, f"in use by {holder}: wait for it to end, or "
+                                             "pick another --out")]) from None  # fmt: skip
+    handle.seek(0)
+    handle.truncate()
+    since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    handle.write(f"process {os.getpid()} on {socket.gethostname()} since {since}\n")
+    handle.flush()
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()

@@ -143,7 +143,7 @@ import infoflow
 from infoflow.results import Prediction, Result
 from infoflow.spec_base import SpecBase
 from infoflow.validators.claims import Claim, Section
-from infoflow.validators.protocol import CannotValidate, Job
+from infoflow.validators.protocol import CannotValidate, Job, content_name
 
 
 class ToySpec(SpecBase):
@@ -165,8 +165,15 @@ class ToyScale:
 
 @dataclass(frozen=True)
 class ToyGroup:
-    name: str
+    prefix: str
     spec: ToySpec
+
+    @property
+    def name(self):
+        return content_name(self.prefix, self.identity())
+
+    def identity(self):
+        return {"kind": "toy", "code": 1, "n": self.spec.n, "off_by_one": self.spec.off_by_one}
 
     def describe(self):
         return {"n": self.spec.n}
@@ -182,7 +189,7 @@ class ToyExperiment:
 
     @property
     def jobs(self):
-        return [Job("toy", self.name, ToyGroup(self.name + "-toy", self.spec), 1)]
+        return [Job("toy", self.name, ToyGroup(self.name, self.spec), 1)]
 
 
 class ToyValidator:

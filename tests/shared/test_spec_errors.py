@@ -86,7 +86,7 @@ def test_bad_spec_file_exits_2_naming_file_and_field(tmp_path, name) -> None:
 def test_missing_file_exits_2(tmp_path) -> None:
     proc = run_cli("predict", str(tmp_path / "absent.json"))
     assert proc.returncode == 2
-    assert "absent.json: file not found" in proc.stderr and "Traceback" not in proc.stderr
+    assert "absent.json: spec file not found" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_bad_override_exits_2() -> None:

@@ -10,7 +10,7 @@ freshly drawn chain per sequence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -18,6 +18,11 @@ from torch import Tensor
 
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators import markov
+from infoflow.validators.protocol import content_name
+
+#: The version of the model, data and training code: part of every group's identity, so a
+#: change here (bump it) never resumes a checkpoint trained by the code before.
+TRAINING_VERSION = 1
 
 #: What each member is compared with: the generating chain, then the references.
 TARGETS = ("truth", *markov.REFERENCES)
@@ -26,14 +31,26 @@ SPLITS = ("id", "ood")
 
 @dataclass
 class IclGroup:
-    """Members (K, seed) of one setting, trained together."""
+    """Members (K, seed) of one setting, trained together; its ``name`` is ``prefix`` and
+    the digest of its identity."""
 
-    name: str
+    prefix: str
     spec: IclMarkovSpec  # the setting; its ``chains`` is ignored
     chains: list[int]
     seeds: list[int]
     checkpoints: list[int]  # steps at which to evaluate and save
     eval_sequences: int
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = content_name(self.prefix, self.identity())
+
+    def identity(self) -> dict:
+        """Everything that determines the trained members and the metrics they record (the
+        calibration file changes predictions only)."""
+        described = self.describe()
+        described["setting"].pop("calibration", None)
+        return {"kind": "icl_markov", "code": TRAINING_VERSION, **described}
 
     @property
     def members(self) -> list[tuple[int, int]]:

@@ -3,7 +3,6 @@ the K values and seeds, capped to the scale, with the prediction at every (group
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,8 +67,7 @@ def plan(
         settings.setdefault(key, (point, []))[1].append(point.chains)
         experiment.predictions[(key, point.chains)] = infoflow.predict(point)
     for key, (point, chains) in settings.items():
-        digest = hashlib.sha1(key.encode()).hexdigest()[:8]
-        group = IclGroup(f"{name}-{digest}", point, sorted(set(chains)),
+        group = IclGroup(name, point, sorted(set(chains)),
                          [point.seed + s for s in range(scale.seeds)],
                          log_spaced(point.training.steps, scale.checkpoints),
                          scale.eval_sequences)  # fmt: skip

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from infoflow.render import markdown_code, markdown_text
 from infoflow.validators.claims import Claim
 from infoflow.validators.icl_markov.data import TARGETS
 from infoflow.validators.icl_markov.phases import PHASES
-from infoflow.validators.report import claims_markdown
+from infoflow.validators.report import claims_markdown, number
 
 
 def group_section(
@@ -62,21 +63,22 @@ def describe(settings: dict[str, Any]) -> str:
 
 def markdown(spec: dict[str, Any]) -> list[str]:
     """One icl_markov spec: per group, the setting, a row per K, the thresholds, the claims."""
-    lines = ["", f"## {spec['name']}"]
+    lines = ["", f"## {markdown_text(spec['name'])}"]
     if spec["capped"]:
         lines += ["", "Capped for this scale: " + "; ".join(spec["capped"]) + "."]
     for group in spec["groups"]:
         s = group["setting"]
         model, training = s["model"], s["training"]
         lines += [
-            "", f"### {group['name']}", "",
+            "", f"### {markdown_text(group['name'])}", "",
             f"C = {s['states']}, context {s['context_len']}, Dirichlet({s['dirichlet_alpha']}), "
             f"{s['mixture']} mixture; {model['layers']} layers, d_model {model['d_model']}, "
             f"{model['heads']} heads, MLP {model['mlp_width']}; {training['steps']:,} steps of "
             f"batch {training['batch_size']}, lr {training['lr']}, weight decay "
             f"{training['weight_decay']}; seeds {group['seeds']}; plots "
-            f"`{group['name']}-phases.png`, `{group['name']}-kl.png`, "
-            f"`{group['name']}-positions.png`.",
+            f"{markdown_code(group['name'] + '-phases.png')}, "
+            f"{markdown_code(group['name'] + '-kl.png')}, "
+            f"{markdown_code(group['name'] + '-positions.png')}.",
             "",
             "| K | trajectory | first | first G2 | tau_1Mem | final | predicted final | ID KL | "
             "OOD KL | G2 level (OOD) |",
@@ -85,12 +87,13 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         for member in group["members"]:
             k = member["chains"]
             predicted = group["predictions"][str(k)]["final_phase"]["value"]
-            lines.append(
-                f"| {k} | {' -> '.join(member['trajectory'])} | {member['outcome']} | "
-                f"{_maybe(member['first_g2'])} | {_maybe(member['memorized_at'])} | "
-                f"{member['phases'][-1]} | {predicted} | {member['final']['id:truth']:.3f} | "
-                f"{member['final']['ood:truth']:.3f} | {member['levels']['ood']['G2']:.3f} |"
-            )
+            final = (member["final"]["id:truth"], member["final"]["ood:truth"],
+                     member["levels"]["ood"]["G2"])  # fmt: skip
+            cells = [str(k), " -> ".join(member["trajectory"]), member["outcome"],
+                     _maybe(member["first_g2"]), _maybe(member["memorized_at"]),
+                     member["phases"][-1], str(predicted)]  # fmt: skip
+            cells += [number(v, ".3f") for v in final]
+            lines.append("| " + " | ".join(cells) + " |")
         lines += ["", _thresholds(group["measurement"])]
         lines += claims_markdown(group["claims"])
     return lines
@@ -119,4 +122,4 @@ def _thresholds(m: dict[str, Any]) -> str:
 
 
 def _maybe(value) -> str:
-    return "-" if value is None else (f"{value:,}" if isinstance(value, int) else f"{value:.4g}")
+    return number(value, "," if isinstance(value, int) else ".4g")

@@ -15,12 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from infoflow.validators.ensemble import (
-    ensemble_step,
-    load_weights,
-    resume,
-    save_checkpoint,
-)
+from infoflow.validators.ensemble import Checkpoint, ensemble_step, resume
 from infoflow.validators.icl_markov.data import SPLITS, TARGETS, IclGroup, MemberData, Prefetched
 from infoflow.validators.icl_markov.model import StackedGPT
 from infoflow.validators.protocol import Context
@@ -48,7 +43,7 @@ def train_icl_group(group: IclGroup, context: Context) -> None:
     warmup = max(1, training.steps // 50)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     generator = torch.Generator(device=device).manual_seed(spec.seed + 2)
-    path, start = resume(context, group.name, model, optimizer, schedule, generator)
+    checkpoint, start = resume(context, group, model, optimizer, schedule, generator)
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     losses, window = torch.zeros(len(group.members), device=device), 0
@@ -71,7 +66,7 @@ def train_icl_group(group: IclGroup, context: Context) -> None:
             losses.zero_()
             window = 0
             store.record_metrics(group.name, done, metrics)
-            save_checkpoint(path, model, optimizer, schedule, stream.state(done), done, store.rows)
+            checkpoint.save(model, optimizer, schedule, stream.state(done), done, store.rows)
             if context.progress:
                 mean = sum(mean_losses) / len(mean_losses)
                 context.progress(group.name, done, training.steps, mean)
@@ -83,7 +78,7 @@ def load_trained(group: IclGroup, context: Context) -> tuple[MemberData, Stacked
     torch.manual_seed(group.spec.seed)
     data = MemberData(group, context.device)
     model = build_model(group, context.device)
-    load_weights(context.checkpoints / f"{group.name}.pt", model, context.device)
+    Checkpoint.of(group, context.checkpoints).load_weights(model, context.device)
     return data, model
 
 

@@ -7,7 +7,7 @@ it is the training, calibration and evaluation data.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 
@@ -15,9 +15,12 @@ import infoflow
 from infoflow.looped_kv.spec import LoopedKVSpec
 from infoflow.validators import markov
 from infoflow.validators.looped_kv.model import LoopedConfig
-from infoflow.validators.protocol import CannotValidate, Job
+from infoflow.validators.protocol import CannotValidate, Job, content_name
 
 MAX_PARAMETERS = 5_000_000
+#: The version of the model, corpus and training code: part of the group's identity, so a
+#: change here (bump it) never resumes a checkpoint trained by the code before.
+TRAINING_VERSION = 1
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -38,13 +41,23 @@ SCALES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass
 class LoopedGroup:
-    """The one model a looped_kv spec trains (on the CPU)."""
+    """The one model a looped_kv spec trains (on the CPU); its ``name`` is ``prefix`` and
+    the digest of its identity."""
 
-    name: str
+    prefix: str
     config: LoopedConfig
     scale: LoopedScale
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = content_name(self.prefix, self.identity())
+
+    def identity(self) -> dict:
+        """Everything that determines the trained model (the corpus and the seeds are fixed
+        in the code, whose version this names)."""
+        return {"kind": "looped_kv", "code": TRAINING_VERSION, **self.describe()}
 
     def describe(self) -> dict:
         return {"config": asdict(self.config), "steps": self.scale.steps,

@@ -15,13 +15,12 @@ trains one on the CPU, resumably; :func:`load_looped` reads a finished one back.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from infoflow.validators.ensemble import load_checkpoint, load_weights, save_checkpoint
+from infoflow.validators.ensemble import Checkpoint
 
 Slot = tuple  # ("prelude", i) | ("core", t, r) | ("coda", i)
 
@@ -193,7 +192,7 @@ def _rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
 
 def train_looped(
-    config: LoopedConfig, corpus, steps: int, batch: int, length: int, checkpoint: Path,
+    config: LoopedConfig, corpus, steps: int, batch: int, length: int, checkpoint: Checkpoint,
     seed: int = 0, lr: float = 3e-3, progress=None, every: int = 100,
 ) -> LoopedDecoder:  # fmt: skip
     """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences,
@@ -204,7 +203,7 @@ def train_looped(
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps)
     generator = torch.Generator().manual_seed(seed + 1)
-    start, _ = load_checkpoint(checkpoint, model, optimizer, schedule, generator, "cpu")
+    start, _ = checkpoint.load(model, optimizer, schedule, generator, "cpu")
     for step in range(start, steps):
         x = corpus(batch, length, generator)
         logits = model(x[:, :-1])
@@ -215,14 +214,14 @@ def train_looped(
         schedule.step()
         done = step + 1
         if done % every == 0 or done == steps:
-            save_checkpoint(checkpoint, model, optimizer, schedule, generator.get_state(), done)
+            checkpoint.save(model, optimizer, schedule, generator.get_state(), done)
             if progress:
                 progress(done, steps, loss.item())
     return model.eval()
 
 
-def load_looped(config: LoopedConfig, checkpoint: Path) -> LoopedDecoder:
+def load_looped(config: LoopedConfig, checkpoint: Checkpoint) -> LoopedDecoder:
     """The model :func:`train_looped` finished at ``checkpoint``."""
     model = LoopedDecoder(config)
-    load_weights(checkpoint, model, "cpu")
+    checkpoint.load_weights(model, "cpu")
     return model.eval()

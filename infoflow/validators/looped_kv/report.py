@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infoflow.validators.report import claims_markdown
+from infoflow.render import markdown_code, markdown_text
+from infoflow.validators.report import claims_markdown, number
 
 
 def describe(settings: dict[str, Any]) -> str:
@@ -21,22 +22,23 @@ def markdown(spec: dict[str, Any]) -> list[str]:
     c = m["config"]
     rhos = list(m["methods"]["lla"])
     trained = m.get("training_seconds")
-    timing = f"{m['seconds']:.0f} s to measure" + (
+    timing = f"{number(m['seconds'], '.0f')} s to measure" + (
         f" after {trained:.0f} s of training" if trained is not None else ""
     )
     lines = [
-        "", f"## {name}", "",
+        "", f"## {markdown_text(name)}", "",
         f"Prelude {c['prelude']}, core {c['core']} layers x {c['loops']} loops, coda {c['coda']}; "
-        f"d_model {c['d_model']}, {c['heads']} heads; teacher loss {m['teacher_loss']:.3f} nats "
+        f"d_model {c['d_model']}, {c['heads']} heads; teacher loss "
+        f"{number(m['teacher_loss'], '.3f')} nats "
         f"(uniform: ln {c['vocab']} = {math.log(c['vocab']):.3f}); {timing}. Plots "
-        f"`{name}-codec.png`, `{name}-spectra.png`.", "",
+        f"{markdown_code(name + '-codec.png')}, {markdown_code(name + '-spectra.png')}.", "",
         "Attention-output error (relative, mean over core slots) / next-token KL to the teacher:",
         "", "| method | " + " | ".join(f"rho {r}" for r in rhos) + " |",
         "|---|" + "--:|" * len(rhos),
     ]  # fmt: skip
     for method, rows in m["methods"].items():
-        cells = [f"{rows[r]['attention_error']:.3g} / {rows[r]['kl']:.3g}" if r in rows else "-"
-                 for r in rhos]  # fmt: skip
+        cells = [f"{number(rows[r]['attention_error'])} / {number(rows[r]['kl'])}"
+                 if r in rows else "-" for r in rhos]  # fmt: skip
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     lines += ["", "| store | r_k, r_v | tokens | measured bytes | calculator bytes |",
               "|---|---|--:|--:|--:|"]  # fmt: skip

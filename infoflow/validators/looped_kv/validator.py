@@ -12,6 +12,7 @@ from typing import Any
 
 from infoflow.looped_kv.spec import LoopedKVSpec
 from infoflow.validators.claims import Section
+from infoflow.validators.ensemble import Checkpoint
 from infoflow.validators.looped_kv import plots, report
 from infoflow.validators.looped_kv.claims import claims
 from infoflow.validators.looped_kv.experiment import (
@@ -48,7 +49,7 @@ class LoopedKVValidator:
         )  # fmt: skip
         scale = group.scale
         train_looped(group.config, corpus(group.config.vocab, seed=0), scale.steps, scale.batch,
-                     scale.length + 1, context.checkpoints / f"{group.name}.pt",
+                     scale.length + 1, Checkpoint.of(group, context.checkpoints),
                      progress=report_step)  # fmt: skip
         context.store.finish_group(group.name, [], time.perf_counter() - started)
 
@@ -57,7 +58,7 @@ class LoopedKVValidator:
         if group is None:
             model, trained = load_ouro(spec.model.checkpoint), None
         else:
-            model = load_looped(group.config, context.checkpoints / f"{group.name}.pt")
+            model = load_looped(group.config, Checkpoint.of(group, context.checkpoints))
             trained = context.store.seconds(group.name)
         measured = {**measure(spec, model, experiment.scale), "training_seconds": trained}
         return Section(self.kind, experiment.name, {"measured": measured},

@@ -9,7 +9,6 @@ not from the spec's name, so a target nobody wrote a validator for is still chec
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -17,11 +16,14 @@ from pathlib import Path
 import torch
 
 import infoflow
+from infoflow.retrieval.parse import parse_target
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate, Job
 from infoflow.validators.retrieval.model import Member
-from infoflow.validators.retrieval.targets import TargetFunction
+from infoflow.validators.retrieval.targets import CHUNK, TargetFunction, fixed_positions, footprint
 from infoflow.validators.retrieval.train import Group, TrainSettings
+
+MAX_TARGET_BYTES = 2 * 2**30  # the largest tensor the target's evaluator may build
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,8 @@ def _groups(experiment: Experiment) -> list[Group]:
                 )
                 labels.append(f"{model.label()}, seed {seed}")
         spec = experiment.models[models[0]].spec
-        digest = hashlib.sha1(repr((experiment.name, models)).encode()).hexdigest()[:8]
-        name = f"{experiment.name}-T{seq_len}-{digest}"
-        groups.append(Group(name, spec, seq_len, members, labels, scale.settings))
+        prefix = f"{experiment.name}-T{seq_len}"
+        groups.append(Group(prefix, spec, seq_len, members, labels, scale.settings))
     return groups
 
 
@@ -113,10 +114,7 @@ def _order(model: Model) -> tuple:
 
 def plan(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None = None) -> Experiment:
     """Every model the claims about ``spec`` need, with its prediction, grouped for training;
-    CannotValidate when the target cannot be evaluated on tensors."""
-    problem = _cannot_evaluate(spec)
-    if problem:
-        raise CannotValidate(problem)
+    CannotValidate when the target cannot be evaluated on tensors at a trained point."""
     experiment = Experiment(name, spec, scale)
     points = [point for _, point in infoflow.expand(spec, base_dir)]
     cap = scale.max_seq_len
@@ -126,6 +124,9 @@ def plan(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None = N
             if has_short:
                 continue  # the sweep has points within the cap: keep those
             point = point.model_copy(update={"seq_len": cap})
+        problem = _cannot_evaluate(point)
+        if problem:
+            raise CannotValidate(problem)
         model = _add(experiment, point)
         if model not in experiment.points:
             experiment.points.append(model)
@@ -137,15 +138,6 @@ def plan(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None = N
             _add(experiment, _with(point, positional_encoding=False))
     experiment.groups = _groups(experiment)
     return experiment
-
-
-def _cannot_evaluate(spec: RetrievalSpec) -> str | None:
-    """Why the validator cannot compute this target on tensors (None when it can)."""
-    try:
-        TargetFunction(spec, seed=0)(torch.zeros(2, spec.seq_len or 8, spec.input_dim or 4))
-    except NotImplementedError as exc:
-        return f"the validator cannot evaluate this target yet: {exc}"
-    return None
 
 
 def _add(experiment: Experiment, point: RetrievalSpec) -> Model:
@@ -175,3 +167,25 @@ def _neighbours(point: RetrievalSpec) -> list[RetrievalSpec]:
     if len(heads) > 1:
         out.append(_with(point, layers=len(heads) - 1, heads=heads[:-1]))
     return out
+
+
+def _cannot_evaluate(spec: RetrievalSpec) -> str | None:
+    """Why the validator cannot compute this target on tensors at the spec's size (None when
+    it can): an operation it does not evaluate, a position beyond the sequence, or tensors
+    beyond MAX_TARGET_BYTES."""
+    seq_len, d = spec.seq_len or 16, spec.input_dim or 4
+    tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
+    beyond = sorted(p for p in fixed_positions(tree) if p > seq_len)
+    if beyond:
+        return f"the target reads x[{beyond[0]}], beyond the T = {seq_len} trained at this scale"
+    needed = footprint(tree, seq_len, d)
+    if needed > MAX_TARGET_BYTES:
+        return (
+            f"evaluating the target at T = {seq_len} needs about {needed / 2**30:,.1f} GiB per "
+            f"chunk of {CHUNK} sequences (the limit is {MAX_TARGET_BYTES / 2**30:g} GiB)"
+        )
+    try:
+        TargetFunction(spec, seed=0)(torch.zeros(2, seq_len, d))
+    except NotImplementedError as exc:
+        return f"the validator cannot evaluate this target yet: {exc}"
+    return None

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from infoflow.validators.report import claims_markdown
+from infoflow.render import markdown_code, markdown_text
+from infoflow.validators.report import claims_markdown, number
 from infoflow.validators.retrieval.experiment import Experiment, Model
 
 
@@ -34,14 +35,14 @@ def describe(settings: dict[str, Any]) -> str:
 
 
 def markdown(spec: dict[str, Any]) -> list[str]:
-    lines = ["", f"## {spec['name']}", "", f"Target: `{spec['target']}`", "",
+    lines = ["", f"## {markdown_text(spec['name'])}", "",
+             f"Target: {markdown_code(spec['target'])}", "",
              "| model | predicted | exponent | best NMSE | NMSE per seed |",
              "|---|---|---|--:|---|"]  # fmt: skip
     for m in spec["models"]:
         predicted = "efficient" if m["predicted_efficient"] else "inefficient"
-        seeds = ", ".join(f"{v:.3g}" for v in m["nmse_per_seed"])
-        best = f"{m['best_nmse']:.3g}" if m["best_nmse"] is not None else "-"
-        lines.append(
-            f"| {m['label']} | {predicted} | `{m['predicted_exponent']}` | {best} | {seeds} |"
-        )
+        seeds = ", ".join(number(v) for v in m["nmse_per_seed"])
+        lines.append(f"| {markdown_text(m['label'])} | {predicted} | "
+                     f"{markdown_code(m['predicted_exponent'])} | {number(m['best_nmse'])} | "
+                     f"{seeds} |")  # fmt: skip
     return lines + claims_markdown(spec["claims"])

@@ -17,6 +17,34 @@ from infoflow.retrieval.parse import Apply, Const, Node, Param, Reduce, Token, p
 from infoflow.retrieval.spec import RetrievalSpec
 
 Tensor = torch.Tensor
+CHUNK = 256  # sequences evaluated at once
+
+
+def footprint(tree: Node, seq_len: int, input_dim: int, chunk: int = CHUNK) -> int:
+    """About the bytes of the largest tensor the evaluator builds for a chunk of sequences:
+    one axis per index bound at that depth (T for tokens, the range for the others) and the
+    vector's d, in float32."""
+
+    def largest(node: Node, axes: int) -> int:
+        if isinstance(node, Reduce):
+            axes *= math.prod(seq_len if v.is_token else v.size for v in node.variables)
+            return max(axes, largest(node.body, axes))
+        if isinstance(node, Apply):
+            return max([axes, *(largest(arg, axes) for arg in node.args)])
+        return axes
+
+    return chunk * largest(tree, 1) * input_dim * 4
+
+
+def fixed_positions(tree: Node) -> set[int]:
+    """The positions the target reads directly (``x[3]``), 1-based."""
+    if isinstance(tree, Token):
+        return {tree.index} if isinstance(tree.index, int) else set()
+    if isinstance(tree, Reduce):
+        return fixed_positions(tree.body)
+    if isinstance(tree, Apply):
+        return set().union(*(fixed_positions(arg) for arg in tree.args))
+    return set()
 
 
 @dataclass(frozen=True)
@@ -50,7 +78,7 @@ class TargetFunction:
         self._generator = torch.Generator().manual_seed(seed)  # parameters: the same anywhere
         self._params: dict[str, Tensor] = {}
 
-    def __call__(self, x: Tensor, chunk: int = 256) -> Tensor:
+    def __call__(self, x: Tensor, chunk: int = CHUNK) -> Tensor:
         """The target on x, ``chunk`` sequences at a time (pairs and triples grow as T^k)."""
         return torch.cat([self._evaluate(x[i : i + chunk]) for i in range(0, x.shape[0], chunk)])
 

@@ -14,21 +14,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.validators.ensemble import (
-    ensemble_step,
-    load_weights,
-    resume,
-    save_checkpoint,
-)
-from infoflow.validators.protocol import Context
+from infoflow.validators.ensemble import Checkpoint, ensemble_step, resume
+from infoflow.validators.protocol import Context, content_name
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+
+#: The version of the model and training code: part of every group's identity, so a change
+#: here (bump it) never resumes a checkpoint trained by the code before.
+TRAINING_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -45,15 +44,26 @@ class TrainSettings:
 @dataclass
 class Group:
     """Members that train together (one target, one sequence length), with the data they
-    share and how they train."""
+    share and how they train; its ``name`` is ``prefix`` and the digest of its identity."""
 
-    name: str
+    prefix: str
     spec: RetrievalSpec
     seq_len: int
     members: list[Member]
     labels: list[str]
     settings: TrainSettings
     data_seed: int = 0
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = content_name(self.prefix, self.identity())
+
+    def identity(self) -> dict:
+        """Everything that determines the trained members."""
+        spec = self.spec.model_dump(mode="json", exclude={"description", "sweep"})
+        return {"kind": "retrieval", "code": TRAINING_VERSION, "spec": spec,
+                "seq_len": self.seq_len, "members": [asdict(m) for m in self.members],
+                "settings": asdict(self.settings), "data_seed": self.data_seed}  # fmt: skip
 
     def describe(self) -> dict:
         return {"seq_len": self.seq_len, "data_seed": self.data_seed}
@@ -104,7 +114,7 @@ def train_group(group: Group, context: Context) -> None:
     )  # fmt: skip
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine(settings))
     generator = torch.Generator(device=device).manual_seed(group.data_seed + 2)
-    path, start = resume(context, group.name, model, optimizer, schedule, generator)
+    checkpoint, start = resume(context, group, model, optimizer, schedule, generator)
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     losses, window = torch.zeros(len(group.members), device=device), 0
@@ -122,9 +132,7 @@ def train_group(group: Group, context: Context) -> None:
             losses.zero_()
             window = 0
             store.record_curves(group.name, done, mean_loss, evaluate(model, data.x, data.y))
-            save_checkpoint(
-                path, model, optimizer, schedule, generator.get_state(), done, store.rows
-            )
+            checkpoint.save(model, optimizer, schedule, generator.get_state(), done, store.rows)
             if context.progress:
                 mean = sum(mean_loss) / len(mean_loss)
                 context.progress(group.name, done, settings.steps, mean)
@@ -139,7 +147,7 @@ def load_trained(
     target = TargetFunction(group.spec, seed=group.data_seed, device=device)
     data = held_out(group, target, device)
     model = build_model(group, data, device)
-    load_weights(checkpoints / f"{group.name}.pt", model, device)
+    Checkpoint.of(group, checkpoints).load_weights(model, device)
     return model.eval(), data.x
 
 

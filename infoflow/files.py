@@ -1,0 +1,110 @@
+"""Files in and out, with bounds: JSON that a person or another tool wrote is read only from
+a regular file of sensible size, with sensible nesting and numbers; what infoflow writes
+appears whole or not at all (a temporary file, then a rename).
+
+Every refusal is a :class:`~infoflow.errors.SpecError` naming the file (exit code 2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from infoflow.errors import SpecError
+
+MAX_BYTES = 16 * 2**20  # a spec, config or report larger than this is not one
+MAX_DEPTH = 32  # nesting of objects and arrays
+MAX_INTEGER = 2**53  # beyond exact float arithmetic: no count infoflow reads is this large
+
+
+def read_json(path: Path, what: str = "file", max_bytes: int = MAX_BYTES) -> Any:
+    """The JSON value in ``path``; ``what`` names it in messages (``spec``, ``config``).
+
+    Refused promptly, never read forever: a missing file, a directory, anything that is not
+    a regular file (a FIFO, a device), a file over ``max_bytes``; then invalid UTF-8 or
+    JSON, NaN and Infinity, nesting deeper than MAX_DEPTH, integers beyond MAX_INTEGER."""
+    source = str(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise SpecError(source, [(None, f"{what} not found")]) from None
+    except OSError as exc:
+        raise SpecError(source, [(None, f"cannot read the {what} ({exc.strerror})")]) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise SpecError(source, [(None, f"is a directory, not a {what}")])
+    if not stat.S_ISREG(info.st_mode):
+        raise SpecError(source, [(None, f"not a regular file: cannot be a {what}")])
+    if info.st_size > max_bytes:
+        limit = f"{max_bytes // 2**20} MiB"
+        raise SpecError(source, [(None, f"{info.st_size:,} bytes: a {what} is at most {limit}")])
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(source, [(None, f"cannot read the {what} ({exc})")]) from None
+    return parse_json(text, source)
+
+
+def parse_json(text: str, source: str, where: str | None = None) -> Any:
+    """``text`` as JSON, held to the same bounds as :func:`read_json`; ``where`` names the
+    field the text is the value of (an override)."""
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        message = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        raise SpecError(source, [(where, message)]) from None
+    except RecursionError:
+        raise SpecError(source, [(where, f"nested deeper than {MAX_DEPTH} levels")]) from None
+    except ValueError as exc:  # NaN / Infinity, or an integer of thousands of digits
+        message = str(exc)
+        if "integer string conversion" in message:
+            message = "an integer of thousands of digits is beyond any sensible size"
+        raise SpecError(source, [(where, f"unreadable number: {message}")]) from None
+    check_values(data, source, where)
+    return data
+
+
+def check_values(data: Any, source: str, where: str | None = None) -> None:
+    """Refuse nesting deeper than MAX_DEPTH, non-finite floats and integers beyond
+    MAX_INTEGER in ``data``, naming the dotted path of the first offender."""
+    stack: list[tuple[Any, list[str]]] = [(data, [where] if where else [])]
+    while stack:
+        value, path = stack.pop()
+        field = ".".join(path) or None
+        if len(path) > MAX_DEPTH:
+            raise SpecError(source, [(field, f"nested deeper than {MAX_DEPTH} levels")])
+        if isinstance(value, dict):
+            stack += [(v, [*path, str(k)]) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(v, [*path, str(i)]) for i, v in enumerate(value)]
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise SpecError(source, [(field, f"{value} is not a finite number")])
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+            raise SpecError(source, [(field, f"{value:.3g} is beyond any sensible size")])
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all."""
+    write_with(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_with(path: Path, write: Callable[[Path], Any]) -> None:
+    """Have ``write`` fill a temporary file beside ``path`` (same suffix, unique to this
+    process), then rename it over ``path``; a file in the way that cannot be replaced (a
+    directory) is a SpecError."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise SpecError(str(path), [(None, f"cannot write it ({exc.strerror or exc})")]) from None
