@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,3 +51,152 @@ def park_only_calibration(folder: Path, **anchor) -> Path:
     path = folder / "park-only.json"
     path.write_text(json.dumps(data))
     return path
+
+
+@contextmanager
+def no_hang(seconds: int = 120) -> Iterator[None]:
+    """Fail (TimeoutError) instead of hanging when the block runs longer than ``seconds``: a
+    guard against reading forever, not a measure of speed."""
+
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def refused(*args: str) -> str:
+    """Run ``infoflow ARGS`` in-process; it must exit 2 with one line on stderr, no
+    traceback. Returns that line."""
+    from typer.testing import CliRunner
+
+    from infoflow.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+TOY = '''
+"""A toy family: it predicts twice a number; its validator "trains" by recording a number
+(twice the spec's, or one more when the spec says so) and judges the prediction by it."""
+
+from dataclasses import dataclass
+from typing import Literal
+
+import infoflow
+from infoflow.results import Prediction, Result
+from infoflow.spec_base import SpecBase
+from infoflow.validators.claims import Claim, Section
+from infoflow.validators.protocol import CannotValidate, Job, content_name
+
+
+class ToySpec(SpecBase):
+    kind: Literal["toy"]
+    n: int
+    off_by_one: bool = False
+
+
+def predict(spec, source=None):
+    double = Prediction(2 * spec.n, "", "exact", "derived", "twice n")
+    return Result("toy", spec, {"double": double}, source)
+
+
+@dataclass(frozen=True)
+class ToyScale:
+    name: str
+    steps: int
+
+
+@dataclass(frozen=True)
+class ToyGroup:
+    prefix: str
+    spec: ToySpec
+
+    @property
+    def name(self):
+        return content_name(self.prefix, self.identity())
+
+    def identity(self):
+        return {"kind": "toy", "code": 1, "n": self.spec.n, "off_by_one": self.spec.off_by_one}
+
+    def describe(self):
+        return {"n": self.spec.n}
+
+    def member_rows(self):
+        return [{"label": "the toy"}]
+
+
+@dataclass(frozen=True)
+class ToyExperiment:
+    name: str
+    spec: ToySpec
+
+    @property
+    def jobs(self):
+        return [Job("toy", self.name, ToyGroup(self.name, self.spec), 1)]
+
+
+class ToyValidator:
+    kind = "toy"
+
+    def scale(self, name, steps, seeds):
+        return ToyScale(name, steps or 1)
+
+    def plan(self, name, spec, scale, base_dir):
+        if spec.n < 0:
+            raise CannotValidate("n must not be negative here")
+        return ToyExperiment(name, spec)
+
+    def train(self, job, context):
+        spec = job.group.spec
+        context.store.finish_group(job.name, [2 * spec.n + spec.off_by_one], 0.0)
+
+    def judge(self, experiment, context):
+        (job,) = experiment.jobs
+        (measured,) = context.store.final_values(job.name)
+        predicted = infoflow.predict(experiment.spec)["double"].value
+        claim = Claim.judged("the toy doubles n", predicted, measured, "equal",
+                             measured == predicted)
+        return Section("toy", experiment.name, {"n": experiment.spec.n}, (claim,))
+
+    def describe(self, settings):
+        return f"Toy: {settings['steps']} step."
+
+    def markdown(self, section):
+        return ["", "## " + section["name"], "", "n = " + str(section["n"])]
+
+    def plot(self, out, sections):
+        path = out / "toy.txt"
+        path.write_text(str(len(sections)))
+        return [path]
+
+
+VALIDATOR = ToyValidator()
+'''
+
+
+@pytest.fixture
+def toy(monkeypatch, tmp_path):
+    """The toy family's module on the path and its one registry entry; spec files
+    ``right.json`` (n = 3), ``wrong.json`` (off by one) and ``negative.json`` (refused by
+    its validator) in the returned folder."""
+    from infoflow.families import FAMILIES, Family
+
+    (tmp_path / "toy_family.py").write_text(textwrap.dedent(TOY))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(FAMILIES, "toy", Family(
+        kind="toy", spec="toy_family:ToySpec",
+        predict="toy_family:predict", validator="toy_family:VALIDATOR",
+    ))  # fmt: skip
+    for name, spec in (("right", {"n": 3}), ("wrong", {"n": 4, "off_by_one": True}),
+                       ("negative", {"n": -1})):  # fmt: skip
+        (tmp_path / f"{name}.json").write_text(json.dumps({"kind": "toy", **spec}))
+    return tmp_path

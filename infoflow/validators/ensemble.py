@@ -67,7 +67,7 @@ class Checkpoint:
             schedule.load_state_dict(state["schedule"])
             data.set_state(state["data"].cpu())  # generator states live on the CPU
             return int(state["step"]), list(state.get("records", []))
-        except Exception as exc:
+        except Exception as exc:  # whatever is wrong with the file's content
             raise self._damaged(exc) from None
 
     def load_weights(self, model, device) -> None:
@@ -75,13 +75,13 @@ class Checkpoint:
         state = self._read(device)
         try:
             model.load_state_dict(state["model"])
-        except Exception as exc:
+        except Exception as exc:  # weights of another shape
             raise self._damaged(exc) from None
 
     def _read(self, device) -> dict:
         try:
             state = torch.load(self.path, map_location=device, weights_only=True)
-        except Exception as exc:
+        except Exception as exc:  # truncated, not a checkpoint, a directory
             raise self._damaged(exc) from None
         if not isinstance(state, dict) or "model" not in state:
             raise self._damaged(ValueError("no model state in it"))

@@ -263,3 +263,27 @@ def test_validate_measures_a_local_checkpoint_without_training(tmp_path) -> None
     assert all(s["measured_bytes"] == s["predicted_bytes"] for s in stores)
     missing = run_cli("predict", str(spec), "--set", "model.checkpoint=nowhere")
     assert missing.returncode == 2 and "model.checkpoint" in missing.stderr
+
+
+def test_a_damaged_checkpoint_folder_is_refused_naming_it(tmp_path) -> None:
+    pytest.importorskip("safetensors")
+    from infoflow.errors import SpecError
+    from infoflow.validators.looped_kv.ouro import load_ouro
+
+    folder = tmp_path / "ouro"
+    _tiny_ouro(folder)
+    weights = folder / "model.safetensors"
+    whole, config = weights.read_bytes(), json.loads((folder / "config.json").read_text())
+    weights.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(SpecError, match="not a readable Ouro checkpoint"):
+        load_ouro(folder)
+    weights.write_bytes(whole)
+    (folder / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 3}))
+    with pytest.raises(SpecError, match=r"no 'model\.layers\.2\.self_attn\.q_proj\.weight'"):
+        load_ouro(folder)
+    (folder / "config.json").write_text(json.dumps({**config, "hidden_size": 48}))
+    with pytest.raises(SpecError, match="not a readable Ouro checkpoint"):
+        load_ouro(folder)
+    (folder / "config.json").write_text("{")
+    with pytest.raises(SpecError, match="invalid JSON"):
+        load_ouro(folder)

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from infoflow.errors import SpecError
+from infoflow.files import read_json
 from infoflow.validators.looped_kv.model import LoopedConfig, LoopedDecoder
 
 #: Ouro's per-layer weight names -> ours (the layer index is inserted).
@@ -49,8 +50,9 @@ def config_from(data: dict, max_len: int = 4096) -> LoopedConfig:
 
 
 def load_ouro(folder: str | Path) -> LoopedDecoder:
-    """The checkpoint in ``folder`` as a LoopedDecoder; errors name the folder and what is
-    wrong (exit code 2 from the CLI)."""
+    """The checkpoint in ``folder`` as a LoopedDecoder; whatever is wrong with the folder
+    (a missing or unreadable config or weights file, missing or unknown weights, shapes
+    that do not fit the config) is a SpecError naming it (exit code 2 from the CLI)."""
     folder = Path(folder)
     try:
         from safetensors.torch import load_file
@@ -60,23 +62,38 @@ def load_ouro(folder: str | Path) -> LoopedDecoder:
     config_file, shards = folder / "config.json", sorted(folder.glob("*.safetensors"))
     if not config_file.is_file() or not shards:
         raise SpecError(str(folder), [(None, "expected config.json and *.safetensors here")])
-    data = json.loads(config_file.read_text())
-    model = LoopedDecoder(config_from(data))
-    state = {}
-    for shard in shards:
-        state.update(load_file(shard))
+    data = read_json(config_file, "config file")
+    try:
+        model = LoopedDecoder(config_from(data))
+        state = {}
+        for shard in shards:
+            state.update(load_file(shard))
+        model.load_state_dict(_ours(state, model.config.core))
+    except KeyError as exc:
+        raise SpecError(
+            str(folder), [(None, f"no {exc.args[0]!r} in its config or weights")]
+        ) from None
+    except Exception as exc:  # a damaged file, a shape that does not fit the config
+        reason = f"{type(exc).__name__}: {exc}"
+        raise SpecError(
+            str(folder), [(None, f"not a readable Ouro checkpoint ({reason})")]
+        ) from None
+    return model.eval()
+
+
+def _ours(state: dict, layers: int) -> dict:
+    """Ouro's weight names -> ours (KeyError for a missing one, ValueError for extras)."""
     ours = {"embed.weight": state.pop("model.embed_tokens.weight"),
             "norm.weight": state.pop("model.norm.weight")}  # fmt: skip
     head = state.pop("lm_head.weight", None)
     ours["unembed.weight"] = head if head is not None else ours["embed.weight"]  # tied
-    for i in range(model.config.core):
+    for i in range(layers):
         for theirs, mine in LAYER_WEIGHTS.items():
             ours[f"core.{i}.{mine}"] = state.pop(f"model.layers.{i}.{theirs}")
     unused = sorted(set(state) - set(IGNORED))
     if unused:
-        raise SpecError(str(folder), [(None, f"weights this loader does not know: {unused[:5]}")])
-    model.load_state_dict(ours)
-    return model.eval()
+        raise ValueError(f"weights this loader does not know: {unused[:5]}")
+    return ours
 
 
 def save_ouro(model: LoopedDecoder, folder: str | Path) -> None:

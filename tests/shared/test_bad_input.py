@@ -1,0 +1,257 @@
+"""Bad input is exit 2 and one line, never a traceback and never a hang: files that are not
+specs, JSON beyond the bounds, bad options, bad inputs of each family's readers; outputs
+that parse and cannot be hijacked."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import LOOPED_KV, SPECS, no_hang, refused
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from infoflow.cli import app
+from infoflow.errors import SpecError
+from infoflow.files import MAX_DEPTH, write_text, write_with
+
+OURO = str(LOOPED_KV / "ouro-1.4b.json")
+
+
+def test_files_that_are_not_specs_are_refused_promptly(tmp_path) -> None:
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # opening it would wait for a writer forever
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:
+        handle.truncate(17 * 2**20)  # sparse: no disk used
+    cases = {fifo: "not a regular file", Path("/dev/zero"): "not a regular file",
+             tmp_path: "is a directory", big: "a spec file is at most 16 MiB",
+             tmp_path / "absent.json": "spec file not found"}  # fmt: skip
+    with no_hang(60):
+        for path, message in cases.items():
+            assert message in refused("predict", str(path)), path
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100_000, "nested deeper than"),
+        ('{"kind": "looped_kv", "a": ' + "[" * 40 + "]" * 40 + "}", f"deeper than {MAX_DEPTH}"),
+        ('{"kind": "looped_kv", "x": NaN}', "NaN is not a number JSON allows"),
+        ('{"kind": "looped_kv", "x": -Infinity}', "-Infinity is not a number JSON allows"),
+        ('{"kind": "looped_kv", "x": ' + "9" * 5000 + "}", "beyond any sensible size"),
+        ('{"kind": "looped_kv", "serving": {"context_tokens": 99999999999999999999}}',
+         "field 'serving.context_tokens': 1e+20 is beyond any sensible size"),
+        ('{"kind": "looped_kv", "serving": {"context_tokens": 1e999}}', "not a finite number"),
+        ('{"kind": "looped_kv", "a\\nb": 1}', "field 'a\\nb': unknown field"),
+        ('{"kind": "retrieval", "architecture": {"layers": 1, "heads": 1}, "target": "'
+         + "y" * 100_000 + '"}', "field 'target'"),
+        ('["not", "an", "object"]', "a spec must be a JSON object"),
+    ],
+    ids=["deep", "depth-bound", "nan", "infinity", "digits", "huge-int", "overflow",
+         "newline-key", "long-string", "array"],
+)  # fmt: skip
+def test_json_beyond_the_bounds_is_refused_in_one_line(tmp_path, text, message) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text(text)
+    line = refused("predict", str(spec))
+    assert message in line and len(line) < 1000
+
+
+def test_undecodable_bytes_are_refused(tmp_path) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_bytes(b'{"kind": "\xff\xfe"}')
+    assert "cannot read the spec file" in refused("predict", str(spec))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("serving.context_tokens=NaN", "field 'serving.context_tokens': unreadable number"),
+        ("serving.context_tokens=1e400", "inf is not a finite number"),
+        ("serving.context_tokens=" + "9" * 30, "beyond any sensible size"),
+        ("serving.context_tokens=[" + "[" * 50 + "]" * 51, "nested deeper"),
+        ("noequals", "expected key.path=value"),
+        ("serving..x=1", "expected key.path=value"),
+    ],
+)
+def test_overrides_beyond_the_bounds_are_refused(override, message) -> None:
+    assert message in refused("predict", OURO, "--set", override)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [("--steps", "0", "--steps: must be at least 1 (got 0)"),
+     ("--seeds", "-2", "--seeds: must be at least 1 (got -2)"),
+     ("--gpus-per-group", "0", "--gpus-per-group: must be in (0, 1024]")],
+)  # fmt: skip
+def test_validate_options_are_checked_before_anything_runs(tmp_path, option, value, message):
+    out = tmp_path / "out"
+    assert message in refused("validate", OURO, option, value, "--out", str(out), "--quiet")
+    assert not out.exists()
+
+
+def test_an_hf_config_that_is_not_a_file_names_the_field(tmp_path) -> None:
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"kind": "looped_kv", "model": {"hf_config": "config.json"}}))
+    with no_hang(60):
+        line = refused("predict", str(spec))
+    assert "field 'model.hf_config'" in line and "not a regular file" in line
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: c["exponents"]["memorization"].update(value=-0.7),
+         "exponents.memorization.value"),
+        (lambda c: c["capacity"].update(value=0), "capacity.value"),
+        (lambda c: c["anchors"][0]["k1_star"].update(low=100.0), "low <= value <= high"),
+        (lambda c: c["anchors"][0]["settings"].update(context_len=0),
+         "settings.context_len must be a positive number"),
+        (lambda c: c["transient_scale"].update(stderr=-1.0), "transient_scale.stderr"),
+    ],
+    ids=["negative-exponent", "zero-capacity", "bracket", "zero-setting", "negative-stderr"],
+)  # fmt: skip
+def test_absurd_calibration_constants_are_refused_where_read(tmp_path, change, message) -> None:
+    from infoflow.icl_markov.calibration import SHIPPED
+
+    data = json.loads(SHIPPED.read_text())
+    change(data)
+    (tmp_path / "calibration.json").write_text(json.dumps(data))
+    park = json.loads((SPECS / "icl_markov" / "park2025.json").read_text())
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({**park, "calibration": "calibration.json"}))
+    line = refused("predict", str(spec), "--set", "sweep=null")
+    assert message in line and "calibration.json" in line
+
+
+def test_calibrate_refuses_reports_it_cannot_read(tmp_path) -> None:
+    assert "report not found" in refused("calibrate", "icl_markov", str(tmp_path))
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"specs": [{"kind": "icl_markov", "groups": [{"name": "g"}]}]}))
+    line = refused("calibrate", "icl_markov", str(report))
+    assert "not a report of an icl_markov validation" in line and "missing 'setting'" in line
+    report.write_text("{")
+    assert "invalid JSON" in refused("calibrate", "icl_markov", str(report))
+
+
+# ---- outputs -----------------------------------------------------------------------------
+
+
+def _strict(text: str):
+    def refuse(name):
+        raise AssertionError(f"{name} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_output_is_strict_a_non_finite_value_is_null_with_a_reason() -> None:
+    triangle = str(SPECS / "retrieval" / "triangle-center.json")
+    result = CliRunner().invoke(app, ["predict", "-f", "json", triangle, "--set", "sweep=null",
+                                      "--set", f"seq_len={2**50}"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cost = _strict(result.stdout)["predictions"]["param_cost"]
+    assert cost["value"] is None and "not a finite number: inf" in cost["note"]
+
+
+def test_latex_and_markdown_escape_what_a_user_wrote(tmp_path) -> None:
+    spec = json.loads(Path(OURO).read_text())
+    spec["model"]["name"] = "Evil\n\\input{/etc/passwd}\n# heading | <script>"
+    spec["description"] = "# not a heading\n| not a row"
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(spec))
+    for format in ("latex", "markdown"):
+        result = CliRunner().invoke(app, ["predict", "-f", format, str(path)])
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert not any(line.startswith(("\\input", "# ", "| not")) for line in lines), format
+        assert format == "latex" or "<script>" not in result.stdout
+
+
+def test_a_write_that_fails_leaves_the_old_file_whole(tmp_path) -> None:
+    path = tmp_path / "report.json"
+    write_text(path, "old\n")
+
+    def half(temporary: Path) -> None:
+        temporary.write_text("half a rep")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(SpecError, match="No space left on device"):
+        write_with(path, half)
+    assert path.read_text() == "old\n" and sorted(tmp_path.iterdir()) == [path]
+    with pytest.raises(SpecError, match="cannot write it"):
+        write_text(tmp_path, "a directory is in the way")
+
+
+# ---- the contract under fuzzing ----------------------------------------------------------
+
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=30),
+    st.sampled_from(["x[1]", "min(dot(x[s], x[t]) for s in T for t in T)", "bfloat16",
+                     "per_head", "uniform", "nope.json", "../../etc/passwd"]),
+)  # fmt: skip
+FIELDS = st.sampled_from(["seq_len", "input_dim", "target", "architecture", "params", "sweep",
+                          "model", "codec", "serving", "states", "chains", "context_len",
+                          "training", "options", "epsilon", "heads", "layers", "r_k",
+                          "hf_config", "calibration", "unknown"])  # fmt: skip
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(FIELDS, inner, max_size=4), max_leaves=12)  # fmt: skip
+
+
+SLOW_IS_FINE = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=SLOW_IS_FINE)
+@given(kind=st.sampled_from(["looped_kv", "retrieval", "icl_markov", "nope", 3]),
+       fields=st.dictionaries(FIELDS, VALUES, max_size=6),
+       override=st.one_of(st.none(), st.tuples(FIELDS, st.text(max_size=20))))  # fmt: skip
+def test_the_loader_and_cli_answer_0_or_2_never_a_traceback(tmp_path, kind, fields, override):
+    spec = tmp_path / "fuzz.json"
+    spec.write_text(json.dumps({"kind": kind, **fields}))
+    args = ["predict", "-f", "json", str(spec)]
+    if override:
+        args += ["--set", f"{override[0]}={override[1]}"]
+    with no_hang(120):
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 2), (result.exit_code, result.exception, args, fields)
+    if result.exit_code == 2:
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    else:
+        _strict(result.stdout)
+
+
+BUNDLED = sorted(SPECS.glob("*/*.json"))
+PATHS = st.sampled_from([
+    "seq_len", "input_dim", "epsilon", "target", "params.D", "architecture.layers",
+    "architecture.heads", "architecture.embed_dim", "data.std", "data.norm_clamp",
+    "options.kth_cost", "model.layers", "model.loops", "model.heads", "model.kv_heads",
+    "model.head_dim", "model.hidden_size", "model.vocab_size", "codec.variant", "codec.r_k",
+    "codec.r_v", "serving.context_tokens", "serving.batch", "serving.memory_budget_gib",
+    "serving.cache_dtype", "states", "chains", "context_len", "dirichlet_alpha",
+    "model.d_model", "model.mlp_width", "training.steps", "training.lr", "seed", "sweep",
+])  # fmt: skip
+RAW = st.one_of(st.integers(min_value=-(2**60), max_value=2**60).map(str),
+                st.floats(allow_nan=False).map(repr), st.sampled_from(["0", "-1", "1e308",
+                "[]", "[0]", "{}", "null", "true", '"x"', "[1, 2, 3]", "1.5", "2**10"]),
+                st.text(max_size=12))  # fmt: skip
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=SLOW_IS_FINE)
+@given(spec=st.sampled_from(BUNDLED), overrides=st.lists(st.tuples(PATHS, RAW), max_size=3))
+def test_bundled_specs_with_any_overrides_answer_0_or_2(spec, overrides) -> None:
+    args = ["predict", "-f", "json", str(spec), "--set", "sweep=null"]
+    for path, raw in overrides:
+        args += ["--set", f"{path}={raw}"]
+    with no_hang(120):
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 2), (result.exit_code, result.exception, args)
+    if result.exit_code == 2:
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    else:
+        _strict(result.stdout)

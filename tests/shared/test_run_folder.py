@@ -1,0 +1,210 @@
+"""A run's identity is its content, and its folder is guarded: a group is named by what
+determines its trained models, a resumed run never uses a model trained for something else,
+one process at a time writes a folder, and whatever is damaged in it is exit 2 and one
+line."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import LOOPED_KV, SPECS, refused, run_cli  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+import infoflow  # noqa: E402
+from infoflow.cli import app  # noqa: E402
+from infoflow.errors import SpecError  # noqa: E402
+from infoflow.validators.ensemble import Checkpoint  # noqa: E402
+from infoflow.validators.protocol import CannotValidate  # noqa: E402
+from infoflow.validators.retrieval.experiment import SCALES  # noqa: E402
+from infoflow.validators.retrieval.experiment import plan as plan_retrieval  # noqa: E402
+from infoflow.validators.run import Options, plan  # noqa: E402
+from infoflow.validators.store import Store, locked  # noqa: E402
+
+
+def _validate(*args: str):
+    return CliRunner().invoke(app, ["validate", *args, "--quiet", "--device", "cpu"])
+
+
+# ---- identity ------------------------------------------------------------------------------
+
+SPECS_OF = {"retrieval": SPECS / "retrieval" / "specific-position.json",
+            "icl_markov": SPECS / "icl_markov" / "smoke-c3.json",
+            "looped_kv": LOOPED_KV / "tiny-looped.json"}  # fmt: skip
+
+
+def _names(spec, tmp_path, **options) -> list[str]:
+    planned = plan([spec], Options(out=tmp_path, **options))
+    return [job.name for job in planned.jobs]
+
+
+@pytest.mark.parametrize("kind", sorted(SPECS_OF))
+def test_a_group_is_named_by_what_determines_its_models(kind, tmp_path) -> None:
+    spec = SPECS_OF[kind]
+    base = _names(spec, tmp_path)
+    assert base and base == _names(spec, tmp_path)  # the same content, the same names
+    assert set(base).isdisjoint(_names(spec, tmp_path, steps=7))
+    changed = {"retrieval": "data.std=2.0", "icl_markov": "training.lr=0.002",
+               "looped_kv": "model.intermediate_size=128"}[kind]  # fmt: skip
+    assert set(base).isdisjoint(_names(spec, tmp_path, overrides=(changed,)))
+    if kind != "looped_kv":  # one model, no seeds
+        assert set(base).isdisjoint(_names(spec, tmp_path, seeds=3))
+
+
+def test_two_specs_of_one_file_name_are_two_experiments(tmp_path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder, lr in ((a, 0.003), (b, 0.001)):
+        folder.mkdir()
+        data = json.loads(SPECS_OF["icl_markov"].read_text())
+        data["training"]["lr"] = lr
+        (folder / "tiny.json").write_text(json.dumps(data))
+    planned = plan([a / "tiny.json", b / "tiny.json"], Options(out=tmp_path))
+    assert [e.name for _, e in planned.experiments] == ["tiny", "tiny-2"]
+    assert len({job.name for job in planned.jobs}) == len(planned.jobs) == 2
+
+
+def test_a_group_recorded_with_another_identity_is_refused(tmp_path) -> None:
+    store = Store(tmp_path / "results.sqlite")
+    store.add_group("g-1", "spec", {}, [{"label": "m"}], {"steps": 100, "lr": 0.1})
+    store.add_group("g-1", "spec", {}, [{"label": "m"}], {"steps": 100, "lr": 0.1})  # again
+    with pytest.raises(SpecError, match="steps: 100 -> 200"):
+        store.add_group("g-1", "spec", {}, [{"label": "m"}], {"steps": 200, "lr": 0.1})
+
+
+def test_a_checkpoint_is_read_only_for_its_own_group(tmp_path) -> None:
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    data = torch.Generator()
+    mine = Checkpoint(tmp_path / "g.pt", "abc")
+    mine.save(model, optimizer, schedule, data.get_state(), 5, [("record_curves", (1,))])
+    assert mine.load(model, optimizer, schedule, data, "cpu") == (5, [("record_curves", (1,))])
+    assert not list(tmp_path.glob("*.tmp*"))
+    with pytest.raises(SpecError, match="written for another group"):
+        Checkpoint(mine.path, "other").load_weights(model, "cpu")
+    with pytest.raises(SpecError, match="damaged checkpoint"):
+        Checkpoint(mine.path, "abc").load_weights(torch.nn.Linear(4, 2), "cpu")  # wrong shapes
+    raw = mine.path.read_bytes()
+    for damage in (raw[: len(raw) // 2], b"not a checkpoint", b""):
+        mine.path.write_bytes(damage)
+        with pytest.raises(SpecError, match="damaged checkpoint"):
+            mine.load(model, optimizer, schedule, data, "cpu")
+    mine.path.unlink()
+    mine.path.mkdir()  # a directory where the file belongs
+    with pytest.raises(SpecError, match="damaged checkpoint"):
+        mine.load(model, optimizer, schedule, data, "cpu")
+
+
+def test_targets_the_validator_cannot_evaluate_are_refused_before_training() -> None:
+    def spec(target: str, seq_len: int):
+        architecture = {"layers": 1, "heads": 1}
+        return infoflow.load_spec({"kind": "retrieval", "target": target, "seq_len": seq_len,
+                                   "input_dim": 4, "architecture": architecture})  # fmt: skip
+
+    with pytest.raises(CannotValidate, match=r"reads x\[20\], beyond the T = 16"):
+        plan_retrieval("p", spec("x[20] + x[1]", 32), SCALES["smoke"])  # capped to T = 16
+    quadruple = "min(norm(x[a] + x[b] + x[c] + x[e]) for a in T for b in T for c in T for e in T)"
+    with pytest.raises(CannotValidate, match=r"needs about 64.0 GiB per chunk of 256"):
+        plan_retrieval("q", spec(quadruple, 64), SCALES["paper"])
+
+
+# ---- the folder ----------------------------------------------------------------------------
+
+
+def test_a_second_process_is_kept_out_of_a_running_folder(toy) -> None:
+    out = toy / "run"
+    with locked(out):
+        line = refused("validate", str(toy / "right.json"), "--out", str(out), "--quiet")
+    assert "in use by process" in line and "pick another --out" in line
+    assert _validate(str(toy / "right.json"), "--out", str(out)).exit_code == 0  # released
+
+
+def test_a_lock_held_by_another_process_names_it(toy, tmp_path) -> None:
+    out = tmp_path / "held"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path; from infoflow.validators.store import "
+         "locked\nwith locked(Path(sys.argv[1])):\n    print('held', flush=True); "
+         "time.sleep(600)", str(out)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        line = refused("validate", str(toy / "right.json"), "--out", str(out), "--quiet")
+        assert f"in use by process {holder.pid} on " in line
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
+    assert _validate(str(toy / "right.json"), "--out", str(out)).exit_code == 0  # a dead holder
+
+
+def test_a_damaged_folder_is_refused_in_one_line(toy) -> None:
+    spec = str(toy / "right.json")
+    out = toy / "run"
+    assert _validate(spec, "--out", str(out)).exit_code == 0
+    database = out / "results.sqlite"
+    whole = database.read_bytes()
+    database.write_bytes(whole[: len(whole) // 2])  # truncated
+    assert "damaged results database" in refused("validate", spec, "--out", str(out), "--resume")
+    database.write_bytes(b"garbage " * 100)
+    assert "damaged results database" in refused("validate", spec, "--out", str(out), "--resume")
+    database.unlink()
+    database.mkdir()  # a directory where the file belongs
+    assert "damaged results database" in refused("validate", spec, "--out", str(out), "--resume")
+    database.rmdir()
+    old = sqlite3.connect(database)
+    old.execute("CREATE TABLE groups (name TEXT PRIMARY KEY, spec TEXT, settings TEXT, "
+                "done INTEGER DEFAULT 0, seconds REAL)")  # fmt: skip
+    old.commit()
+    old.close()
+    assert "written by an older infoflow" in refused("validate", spec, "--out", str(out),
+                                                     "--resume")  # fmt: skip
+    file = toy / "a-file"
+    file.write_text("")
+    assert "cannot use it as --out" in refused("validate", spec, "--out", str(file))
+
+
+def test_resume_after_a_change_trains_anew_and_says_what_changed(toy) -> None:
+    out = toy / "run"
+    spec = toy / "right.json"
+    assert _validate(str(spec), "--out", str(out)).exit_code == 0
+    (out / "checkpoints" / ".right-toy.123.tmp.pt").write_text("left by a killed run")
+    spec.write_text(json.dumps({"kind": "toy", "n": 5}))
+    assert _validate(str(spec), "--out", str(out), "--resume").exit_code == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["specs"][0]["claims"][0]["measured"] == 10  # trained for n = 5
+    (old,) = report["superseded"]
+    assert old["differs"] == ["n: 3 -> 5"] and old["replaced_by"] != old["group"]
+    assert "Trained earlier for other settings" in (out / "report.md").read_text()
+    assert not list((out / "checkpoints").glob(".*.tmp*"))
+
+
+@pytest.mark.slow
+def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
+    data = json.loads(SPECS_OF["icl_markov"].read_text())
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps({**data, "states": 3, "context_len": 16,
+                                "model": {"layers": 1, "d_model": 16, "heads": 2,
+                                          "mlp_width": 32},
+                                "training": {"steps": 30, "batch_size": 8, "lr": 0.003},
+                                "sweep": {"chains": [1, 4]}}))  # fmt: skip
+    out = tmp_path / "run"
+    args = [str(spec), "--quiet", "--device", "cpu", "--out", str(out)]
+    assert run_cli("validate", *args).returncode == 0
+    resumed = run_cli("validate", *args, "--resume", "--steps", "20")  # another budget
+    assert resumed.returncode == 0, resumed.stderr
+    (old,) = json.loads((out / "report.json").read_text())["superseded"]
+    assert "setting.training.steps: 30 -> 20" in old["differs"]
+    (checkpoint,) = [p for p in (out / "checkpoints").glob("*.pt") if old["group"] not in p.name]
+    checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
+    damaged = run_cli("validate", *args, "--resume", "--steps", "20")
+    assert damaged.returncode == 2 and "Traceback" not in damaged.stderr
+    assert damaged.stderr.count("\n") == 1 and "damaged checkpoint" in damaged.stderr
