@@ -17,6 +17,8 @@ from typing import Annotated, Any
 
 import typer
 
+from infoflow.errors import one_line
+
 app = typer.Typer(
     name="infoflow",
     help="Predict what a transformer needs for a task, symbolically; check it by experiment.",
@@ -140,13 +142,16 @@ def _load(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any
 
 
 def _load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any, Any]:
-    """The spec at ``path`` and its family's implementation of ``command`` (a SpecError
-    when the family has none)."""
+    """The spec at ``path`` (its base values: a sweep is checked, point by point, but not
+    expanded) and its family's implementation of ``command`` (a SpecError when the family
+    has none)."""
     from infoflow.families import family
-    from infoflow.spec import load_spec
+    from infoflow.spec import expand, load_spec
 
     spec = load_spec(path, overrides or ())
-    return spec, family(spec.kind, str(path)).command(command, str(path))
+    run = family(spec.kind, str(path)).command(command, str(path))
+    expand(spec, path.parent, str(path))
+    return spec, run
 
 
 class Scale(StrEnum):
@@ -290,5 +295,17 @@ def schema(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: a usage error (a missing argument, an unknown option, a
+    bad choice) is one line on stderr and exit code 2, like every other bad input."""
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+    try:
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        exc.show()  # the help, when infoflow is run with no arguments
+        code = 0
+    except UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "infoflow"
+        typer.echo(f"error: {one_line(exc.format_message())} (see {command} --help)", err=True)
+        code = exc.exit_code
+    sys.exit(code if isinstance(code, int) else 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from infoflow.errors import SpecError
 MAX_BYTES = 16 * 2**20  # a spec, config or report larger than this is not one
 MAX_DEPTH = 32  # nesting of objects and arrays
 MAX_INTEGER = 2**53  # beyond exact float arithmetic: no count infoflow reads is this large
+TEMPORARY = ".infoflow-"  # how the name of a temporary file starts (a killed writer's are removed)
 
 
 def read_json(path: Path, what: str = "file", max_bytes: int = MAX_BYTES) -> Any:
@@ -98,13 +100,21 @@ def write_text(path: Path, text: str) -> None:
 
 def write_with(path: Path, write: Callable[[Path], Any]) -> None:
     """Have ``write`` fill a temporary file beside ``path`` (same suffix, unique to this
-    process), then rename it over ``path``; a file in the way that cannot be replaced (a
-    directory) is a SpecError."""
+    process), flush it to disk, then rename it over ``path``: the file appears whole or not
+    at all. A link is written through (its target replaced); anything at ``path`` that is
+    not a regular file (a directory, a device, a FIFO) is a SpecError, never replaced."""
     path = Path(path)
-    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not path.is_file():
+        raise SpecError(str(path), [(None, "not a regular file: will not write over it")])
+    temporary = path.with_name(f"{TEMPORARY}{os.getpid()}-{secrets.token_hex(4)}.tmp{path.suffix}")
     try:
         write(temporary)
+        with open(temporary, "rb") as handle:
+            os.fsync(handle.fileno())
         os.replace(temporary, path)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
         raise SpecError(str(path), [(None, f"cannot write it ({exc.strerror or exc})")]) from None
+    finally:
+        temporary.unlink(missing_ok=True)

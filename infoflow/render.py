@@ -52,15 +52,16 @@ def format_value(prediction: Prediction) -> str:
 
 def to_table(result: Result) -> Table:
     """A rich table of one result: name, value, bound, provenance."""
-    caption = escape(result.spec.description) if result.spec.description else None
-    table = Table(title=escape(_title(result)), caption=caption)
+    description = result.spec.description
+    caption = escape(one_line(description, 2000)) if description else None
+    table = Table(title=escape(one_line(_title(result), 400)), caption=caption)
     table.add_column("prediction", style="bold")
     table.add_column("value", justify="right")
     table.add_column("bound")
     table.add_column("provenance")
     for name, prediction in result.predictions.items():
         cells = (name, format_value(prediction), prediction.bound, prediction.provenance)
-        table.add_row(*map(escape, cells))
+        table.add_row(*(escape(one_line(cell, 2000)) for cell in cells))
     return table
 
 
@@ -77,10 +78,14 @@ def to_markdown(result: Result) -> str:
 
 
 def markdown_text(text: object, starts_line: bool = False) -> str:
-    """A string as Markdown shows it, on one line, literally: no table cell, HTML tag or
-    code span (and, for text that ``starts_line``, no heading, list or quote) can start
-    from what a user wrote."""
-    flat = one_line(text, 2000).replace("|", "\\|").replace("`", "\\`")
+    """A string as Markdown shows it, on one line, literally: no table cell, link, image,
+    HTML tag, entity or code span (and, for text that ``starts_line``, no heading, list or
+    quote) can start from what a user wrote."""
+    flat = one_line(text, 2000)
+    for char in "\\|`":
+        flat = flat.replace(char, "\\" + char)
+    flat = re.sub(r"\](?=[(\[])", r"\\]", flat)  # no [text](link), ![image](src), [a][ref]
+    flat = re.sub(r"&(?=#?\w+;)", "&amp;", flat)
     flat = re.sub(r"<(?=[A-Za-z/!?])", "&lt;", flat)
     return re.sub(r"^([#>+*=-]|\d+[.)])", r"\\\1", flat) if starts_line else flat
 

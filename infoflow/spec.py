@@ -77,6 +77,9 @@ def expand(
     if not spec.sweep:
         return [({}, spec)]
     keys, grids = list(spec.sweep), list(spec.sweep.values())
+    fixed = [key for key in keys if key.split(".")[0] in ("kind", "sweep")]
+    if fixed:
+        raise SpecError(name, [(f"sweep.{fixed[0]}", "a sweep cannot vary the kind or the sweep")])
     if any(not grid for grid in grids):
         raise SpecError(name, [("sweep", "every sweep entry needs at least one value")])
     if math.prod(len(grid) for grid in grids) > MAX_SWEEP_POINTS:

@@ -31,6 +31,7 @@ SHIPPED = Path(__file__).with_name("calibration.json")
 NUMERIC_SETTINGS = ("states", "context_len", "dirichlet_alpha", "layers", "d_model", "heads",
                     "mlp_width", "batch_size", "lr", "weight_decay")  # fmt: skip
 CATEGORICAL_SETTINGS = ("mixture",)
+MAX_EXPONENT = 20.0
 
 
 class _Strict(BaseModel):
@@ -38,7 +39,8 @@ class _Strict(BaseModel):
 
 
 class Constant(_Strict):
-    value: float = Field(gt=0, allow_inf_nan=False, description="Every constant is positive.")
+    value: float = Field(gt=0, le=1e6, allow_inf_nan=False,
+                         description="Every constant is positive (and at most 1e6).")  # fmt: skip
     stderr: float | None = Field(None, ge=0, allow_inf_nan=False)
     provenance: str = Field(description="A tag: paper:summary, prior:<work>, fit:<runs>, ...")
     source: str = Field(description="Where the number comes from, in a sentence.")
@@ -47,9 +49,9 @@ class Constant(_Strict):
 class Bracket(_Strict):
     """A measured value with the interval it is known to lie in (the grid resolution)."""
 
-    value: float = Field(gt=0, allow_inf_nan=False)
-    low: float | None = Field(None, gt=0, allow_inf_nan=False)
-    high: float | None = Field(None, gt=0, allow_inf_nan=False)
+    value: float = Field(gt=0, le=1e12, allow_inf_nan=False)
+    low: float | None = Field(None, gt=0, le=1e12, allow_inf_nan=False)
+    high: float | None = Field(None, gt=0, le=1e12, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _ordered(self) -> Bracket:
@@ -61,6 +63,13 @@ class Bracket(_Strict):
 class Exponents(_Strict):
     memorization: Constant = Field(description="a in tau_1Mem ∝ K^a.")
     transient: Constant = Field(description="gamma in Delta tau_K ∝ (K*_2 - K)^-gamma.")
+
+    @model_validator(mode="after")
+    def _moderate(self) -> Exponents:
+        for name in ("memorization", "transient"):
+            if getattr(self, name).value > MAX_EXPONENT:
+                raise ValueError(f"{name}.value: an exponent is at most {MAX_EXPONENT}")
+        return self
 
 
 class Anchor(_Strict):
@@ -76,13 +85,18 @@ class Anchor(_Strict):
 
     @field_validator("settings")
     @classmethod
-    def _positive(cls, settings: dict[str, Any]) -> dict[str, Any]:
+    def _complete(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """Every setting an anchor is compared on, the numeric ones positive (context_len
+        over 1 and states at least 2, as the working forms need)."""
+        missing = [k for k in (*NUMERIC_SETTINGS, *CATEGORICAL_SETTINGS) if k not in settings]
+        if missing:
+            raise ValueError(f"settings lacks {', '.join(missing)}")
         for key in NUMERIC_SETTINGS:
-            value = settings.get(key)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
-            ):
+            value = settings[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"settings.{key} must be a positive number (got {value!r})")
+        if settings["context_len"] <= 1 or settings["states"] < 2:
+            raise ValueError("settings.context_len must be over 1 and settings.states at least 2")
         return settings
 
 

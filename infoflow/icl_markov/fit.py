@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from infoflow.errors import SpecError
 from infoflow.files import read_json
 from infoflow.icl_markov.calibration import (
@@ -49,15 +51,25 @@ def calibrate(results: list[Path], base: Path | None, out: Path) -> list[tuple[s
     files) on top of ``base`` (default: the shipped calibration), write the new calibration
     to ``out`` and return what the fit found, as (quantity, value, note) rows."""
     reports = read_reports(results)
+    base_calibration = load_calibration(base)
     try:
-        found = fit(reports, load_calibration(base))
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        found = fit(reports, base_calibration)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         files = ", ".join(str(file) for file, _ in reports)
-        what = f"missing {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
-        message = f"not a report of an icl_markov validation this version can read ({what})"
+        message = f"not a report of an icl_markov validation this version can read ({_why(exc)})"
         raise SpecError(files, [("specs", message)]) from None
     write_calibration(found.calibration, out)
     return found.lines
+
+
+def _why(exc: Exception) -> str:
+    """What is wrong with a report, in a few words."""
+    if isinstance(exc, KeyError):
+        return f"missing {exc}"
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def read_reports(paths: list[Path]) -> list[tuple[Path, dict]]:

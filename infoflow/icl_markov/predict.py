@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sympy
 
+from infoflow.errors import SpecError
 from infoflow.icl_markov.calibration import (
     Calibration,
     differences,
@@ -37,7 +38,18 @@ def g(n: sympy.Expr) -> sympy.Expr:
 
 
 def predict_icl_markov(spec: IclMarkovSpec, source: str | None = None) -> Result:
-    """Every ``icl_markov`` prediction for ``spec``."""
+    """Every ``icl_markov`` prediction for ``spec``; a SpecError when the calibration's
+    constants and the spec's sizes give no finite number."""
+    try:
+        return _predict(spec, source)
+    except (OverflowError, ZeroDivisionError) as exc:
+        where = spec.calibration or "the shipped calibration"
+        message = (f"the working forms give no finite number for this spec with {where} "
+                   f"({type(exc).__name__}: {exc})")  # fmt: skip
+        raise SpecError(source or "<spec>", [(None, message)]) from None
+
+
+def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     calibration = load_calibration(spec.calibration)
     settings = settings_of(spec)
     exponent = calibration.exponents.memorization.value

@@ -29,6 +29,7 @@ MAX_NODES = 400
 MAX_DEPTH = 24
 MAX_EXPONENT = 16
 MAX_CONSTANT = 10**6
+MAX_K = 1024
 MAX_RANGE = 10**4
 
 TOKENS = "x"
@@ -278,8 +279,9 @@ class _Reader:
             if not kth or keyword.arg != "k" or not isinstance(keyword.value, ast.Constant):
                 raise TargetError(f"{fn}() takes no such keyword argument", _col(keyword.value))
             k = self._number(keyword.value)
-            if not isinstance(k, int) or k < 1:
-                raise TargetError("k must be a positive integer", _col(keyword.value))
+            if not isinstance(k, int) or not 1 <= k <= MAX_K:
+                message = f"k must be an integer from 1 to {MAX_K} (the plan gives it k layers)"
+                raise TargetError(message, _col(keyword.value))
         if kth and k is None:
             raise TargetError(f"{fn}() needs k=...", _col(node))
         gen = node.args[0]

@@ -20,9 +20,10 @@ from infoflow.spec_base import SpecBase, StrictModel
 class Architecture(StrictModel):
     """The transformer to plan on: ``heads`` per layer, embedding width E, PE or not."""
 
-    layers: PositiveInt
+    layers: PositiveInt = Field(le=1024, description="Layers (at most 1024).")
     heads: list[PositiveInt] | PositiveInt = Field(
-        description="Heads per layer (a list, one entry per layer), or one number for all."
+        description="Heads per layer (a list, one entry per layer), or one number for all "
+        "(at most 4096 a layer)."
     )
     embed_dim: PositiveInt | None = Field(None, description="E; per-head width n = E / heads.")
     positional_encoding: bool = False
@@ -33,6 +34,8 @@ class Architecture(StrictModel):
             raise FieldError(
                 "heads", f"{len(self.heads)} entries for {self.layers} layers: give one per layer"
             )
+        if max(self.heads_per_layer) > 4096:
+            raise FieldError("heads", "at most 4096 heads in a layer")
         return self
 
     @property

@@ -14,7 +14,9 @@ The pipeline reads as its stages, each family taking part through its validator
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import platform
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ import torch
 import infoflow
 from infoflow.errors import SpecError
 from infoflow.families import FAMILIES, family
+from infoflow.files import TEMPORARY
 from infoflow.validators.claims import Section
 from infoflow.validators.executor import train_local, train_on_ray
 from infoflow.validators.protocol import (
@@ -58,9 +61,9 @@ class Options:
 
     def __post_init__(self) -> None:
         """Refuse options no run can use (a SpecError naming the option)."""
-        for option, value in (("--steps", self.steps), ("--seeds", self.seeds)):
-            if value is not None and value < 1:
-                raise SpecError(option, [(None, f"must be at least 1 (got {value})")])
+        for option, value, most in (("--steps", self.steps, 10**9), ("--seeds", self.seeds, 1000)):
+            if value is not None and (isinstance(value, bool) or not 1 <= value <= most):
+                raise SpecError(option, [(None, f"must be from 1 to {most:,} (got {value})")])
         if not 0 < self.gpus_per_group <= 1024:
             raise SpecError("--gpus-per-group", [(None, f"must be in (0, 1024] (got "
                                                         f"{self.gpus_per_group})")])  # fmt: skip
@@ -109,10 +112,12 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
 
 def plan(paths: list[Path], options: Options) -> Plan:
     """Each spec into its family's experiment at the family's scale, or a skipped entry."""
-    planned, names = Plan(), set()
+    planned = Plan()
+    paths = list({path.resolve(): path for path in paths}.values())  # each file once
+    stems = Counter(path.stem for path in paths)
     for path in paths:
         spec = infoflow.load_spec(path, options.overrides)
-        name = _unique(path.stem, names)
+        name = path.stem if stems[path.stem] == 1 else f"{path.stem}-{_tag(path)}"
         kind = family(spec.kind, str(path))
         if kind.validator is None:
             reason = kind.not_validated or "no validator is registered"
@@ -131,15 +136,10 @@ def plan(paths: list[Path], options: Options) -> Plan:
     return planned
 
 
-def _unique(stem: str, names: set[str]) -> str:
-    """``stem``, or ``stem-2``, ``stem-3``, ...: the first not in ``names`` (which it joins),
-    so that two spec files of one name are two experiments."""
-    name, n = stem, 1
-    while name in names:
-        n += 1
-        name = f"{stem}-{n}"
-    names.add(name)
-    return name
+def _tag(path: Path) -> str:
+    """Six hex digits of the hash of ``path`` (resolved): what tells apart the experiments
+    of two spec files of one name, whatever order they are given in."""
+    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:6]
 
 
 def register(planned: Plan, options: Options, device: torch.device) -> Store:
@@ -156,7 +156,7 @@ def register(planned: Plan, options: Options, device: torch.device) -> Store:
         checkpoints.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SpecError(str(checkpoints), [(None, f"cannot create it ({exc.strerror})")]) from None
-    for stale in [*checkpoints.glob(".*.tmp*"), *options.out.glob(".*.tmp*")]:
+    for stale in [*checkpoints.glob(f"{TEMPORARY}*"), *options.out.glob(f"{TEMPORARY}*")]:
         stale.unlink(missing_ok=True)
     store = Store(database)
     settings = {"families": _settings(planned), "torch": torch.__version__,
@@ -164,26 +164,26 @@ def register(planned: Plan, options: Options, device: torch.device) -> Store:
     store.start_run(_now(), _scale_name(options), str(device), settings)
     for _, experiment in planned.experiments:
         for job in experiment.jobs:
-            group = job.group
+            group, trains_on = job.group, "cpu" if job.cpu_only else device.type
             store.add_group(job.name, experiment.name, group.describe(), group.member_rows(),
-                            group.identity())  # fmt: skip
+                            group.identity(), trains_on)  # fmt: skip
     return store
 
 
 def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
-    """Groups an earlier run in this folder trained for other settings, each with the group
-    of this run that replaces it (of the same prefix, the closest) and what differs: they
-    were not used."""
+    """Groups an earlier run in this folder trained for a spec of this run with other
+    settings, each with the group of this run that replaces it (of that spec, the closest)
+    and what differs: they were not used."""
     jobs: dict[str, list[Job]] = {}
     for job in planned.jobs:
-        jobs.setdefault(job.group.prefix, []).append(job)
+        jobs.setdefault(job.experiment, []).append(job)
     current = {job.name for job in planned.jobs}
     out = []
-    for name, identity in store.identities().items():
-        candidates = jobs.get(name.rsplit("-", 1)[0], [])
-        if name in current or not candidates:
+    for name, (experiment, identity) in store.identities().items():
+        if name in current or experiment not in jobs:
             continue
-        changes = {job.name: differences(identity, job.group.identity()) for job in candidates}
+        changes = {job.name: differences(identity, job.group.identity())
+                   for job in jobs[experiment]}  # fmt: skip
         closest = min(changes, key=lambda job: len(changes[job]))
         out.append({"group": name, "replaced_by": closest, "differs": changes[closest]})
     return out

@@ -31,8 +31,8 @@ CREATE TABLE IF NOT EXISTS runs (
     settings TEXT
 );
 CREATE TABLE IF NOT EXISTS groups (
-    name TEXT PRIMARY KEY, spec TEXT, settings TEXT, identity TEXT, done INTEGER DEFAULT 0,
-    seconds REAL
+    name TEXT PRIMARY KEY, spec TEXT, settings TEXT, identity TEXT, device TEXT,
+    done INTEGER DEFAULT 0, seconds REAL
 );
 CREATE TABLE IF NOT EXISTS members (
     group_name TEXT, member INTEGER, label TEXT, config TEXT, final_nmse REAL,
@@ -53,6 +53,24 @@ CREATE TABLE IF NOT EXISTS claims (
 """
 
 
+#: The columns this version reads, by table: a database that lacks one is refused.
+COLUMNS = {
+    "runs": {"id", "started", "finished", "scale", "device", "settings"},
+    "groups": {"name", "spec", "settings", "identity", "device", "done", "seconds"},
+    "members": {"group_name", "member", "label", "config", "final_nmse"},
+    "curves": {"group_name", "member", "step", "train_loss", "eval_nmse"},
+    "metrics": {"group_name", "member", "step", "metric", "value"},
+    "claims": {"spec", "claim", "predicted", "measured", "tolerance", "verdict", "reason"},
+}
+
+
+def _loads(text: object) -> object:
+    try:
+        return json.loads(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
 class Store:
     """A thin wrapper over the run's SQLite database."""
 
@@ -67,13 +85,17 @@ class Store:
             if check != "ok":
                 raise sqlite3.DatabaseError(check)
             self.db.executescript(SCHEMA)
-            columns = {row[1] for row in self.db.execute("PRAGMA table_info(groups)")}
+            tables = {table: {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+                      for table in COLUMNS}  # fmt: skip
         except sqlite3.Error as exc:
             message = f"damaged results database ({exc}): move it away, or pick another --out"
             raise SpecError(str(path), [(None, message)]) from None
-        if "identity" not in columns:
-            raise SpecError(str(path), [(None, "written by an older infoflow (its groups carry "
-                                               "no identity): pick another --out")])  # fmt: skip
+        for table, columns in COLUMNS.items():
+            if not columns <= tables[table]:
+                missing = ", ".join(sorted(columns - tables[table]))
+                message = (f"not a results database of this infoflow (table {table} lacks "
+                           f"{missing}): pick another --out")  # fmt: skip
+                raise SpecError(str(path), [(None, message)])
 
     def restore(self, rows) -> None:
         """Nothing to restore: the database already holds what was recorded."""
@@ -99,23 +121,30 @@ class Store:
             )
 
     def add_group(
-        self, name: str, spec: str, settings: dict, members: list[dict], identity: dict
-    ) -> None:
-        """Record a group (once); a group of that name recorded with another identity is a
-        SpecError that says what differs: it is never trained on."""
+        self, name: str, spec: str, settings: dict, members: list[dict], identity: dict,
+        device: str = "cpu",
+    ) -> None:  # fmt: skip
+        """Record a group (once) and the device type it trains on. A group of that name
+        recorded with another identity, or unfinished and training on another device type,
+        is a SpecError that says what differs: it is never trained on."""
         text = json.dumps(identity, sort_keys=True, default=str)
         with self.db:
             self.db.execute(
-                "INSERT OR IGNORE INTO groups (name, spec, settings, identity) VALUES (?, ?, ?, ?)",
-                (name, spec, json.dumps(settings), text),
+                "INSERT OR IGNORE INTO groups (name, spec, settings, identity, device) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (name, spec, json.dumps(settings), text, device),
             )
-            (stored,) = self.db.execute(
-                "SELECT identity FROM groups WHERE name = ?", (name,)
+            stored, trained_on, done = self.db.execute(
+                "SELECT identity, device, done FROM groups WHERE name = ?", (name,)
             ).fetchone()
             if stored != text:
-                differs = "; ".join(differences(json.loads(stored), identity)) or "its identity"
+                differs = "; ".join(differences(_loads(stored), identity)) or "its identity"
                 raise SpecError(name, [(None, f"this group was trained for other settings "
                                               f"({differs}): pick another --out")])  # fmt: skip
+            if not done and trained_on != device:
+                raise SpecError(name, [(None, f"this group has trained on {trained_on} so far: "
+                                              f"resume it with --device {trained_on}, or pick "
+                                              "another --out")])  # fmt: skip
             for i, member in enumerate(members):
                 self.db.execute(
                     "INSERT OR IGNORE INTO members (group_name, member, label, config) "
@@ -123,10 +152,17 @@ class Store:
                     (name, i, member["label"], json.dumps(member)),
                 )
 
-    def identities(self) -> dict[str, dict]:
-        """Every recorded group's identity, by name."""
-        rows = self.db.execute("SELECT name, identity FROM groups")
-        return {name: json.loads(identity) for name, identity in rows}
+    def identities(self) -> dict[str, tuple[str, dict]]:
+        """Every recorded group's experiment and identity, by name (a group whose identity
+        cannot be read is a SpecError)."""
+        out = {}
+        for name, spec, identity in self.db.execute("SELECT name, spec, identity FROM groups"):
+            try:
+                out[name] = (spec, json.loads(identity))
+            except (TypeError, ValueError):
+                raise SpecError(name, [(None, "its recorded identity is unreadable: pick "
+                                              "another --out")]) from None  # fmt: skip
+        return out
 
     def record_curves(self, name: str, step: int, losses: list[float], nmse: list[float]) -> None:
         with self.db:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import LOOPED_KV, SPECS, no_hang, refused
+from conftest import LOOPED_KV, ROOT, SPECS, no_hang, refused, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -76,6 +76,7 @@ def test_undecodable_bytes_are_refused(tmp_path) -> None:
         ("serving.context_tokens=[" + "[" * 50 + "]" * 51, "nested deeper"),
         ("noequals", "expected key.path=value"),
         ("serving..x=1", "expected key.path=value"),
+        ("sweep.sweep=[1]", "field 'sweep.sweep': a sweep cannot vary the kind or the sweep"),
     ],
 )
 def test_overrides_beyond_the_bounds_are_refused(override, message) -> None:
@@ -83,9 +84,32 @@ def test_overrides_beyond_the_bounds_are_refused(override, message) -> None:
 
 
 @pytest.mark.parametrize(
+    ("override", "message"),
+    [("target=kth_largest((dot(q, x[t]) for t in T), k=10000)", "k must be an integer from 1 "
+      "to 1024"),
+     ("architecture.layers=1000000", "field 'architecture.layers': Input should be less than"),
+     ("architecture.heads=[5000]", "field 'architecture.heads': at most 4096 heads in a layer"),
+     ('sweep={"target": ["garbage("]}', "sweep point target=garbage(")],
+)  # fmt: skip
+def test_sizes_no_planner_can_handle_are_refused_by_every_command(override, message) -> None:
+    kth = str(SPECS / "retrieval" / "kth-largest.json")
+    with no_hang(120):
+        for command in ("predict", "explain", "graph"):
+            assert message in refused(command, kth, "--set", "sweep=null", "--set", override)
+
+
+def test_usage_errors_are_one_line_too() -> None:
+    for args in (["predict"], ["predict", "-f", "bogus", OURO], ["--bogus"]):
+        proc = run_cli(*args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, args
+        assert proc.stderr.startswith("error: ") and "--help)" in proc.stderr
+
+
+@pytest.mark.parametrize(
     ("option", "value", "message"),
-    [("--steps", "0", "--steps: must be at least 1 (got 0)"),
-     ("--seeds", "-2", "--seeds: must be at least 1 (got -2)"),
+    [("--steps", "0", "--steps: must be from 1 to 1,000,000,000 (got 0)"),
+     ("--seeds", "-2", "--seeds: must be from 1 to 1,000 (got -2)"),
+     ("--seeds", str(10**12), "--seeds: must be from 1 to 1,000"),
      ("--gpus-per-group", "0", "--gpus-per-group: must be in (0, 1024]")],
 )  # fmt: skip
 def test_validate_options_are_checked_before_anything_runs(tmp_path, option, value, message):
@@ -114,8 +138,13 @@ def test_an_hf_config_that_is_not_a_file_names_the_field(tmp_path) -> None:
         (lambda c: c["anchors"][0]["settings"].update(context_len=0),
          "settings.context_len must be a positive number"),
         (lambda c: c["transient_scale"].update(stderr=-1.0), "transient_scale.stderr"),
+        (lambda c: c["exponents"]["transient"].update(value=25.0), "an exponent is at most 20"),
+        (lambda c: next(a for a in c["anchors"] if a.get("tau_2gen"))["tau_2gen"].update(
+            value=1e308), "less than or equal to"),
+        (lambda c: c["anchors"][0]["settings"].pop("context_len"), "settings lacks context_len"),
     ],
-    ids=["negative-exponent", "zero-capacity", "bracket", "zero-setting", "negative-stderr"],
+    ids=["negative-exponent", "zero-capacity", "bracket", "zero-setting", "negative-stderr",
+         "huge-exponent", "huge-time", "missing-setting"],
 )  # fmt: skip
 def test_absurd_calibration_constants_are_refused_where_read(tmp_path, change, message) -> None:
     from infoflow.icl_markov.calibration import SHIPPED
@@ -126,8 +155,19 @@ def test_absurd_calibration_constants_are_refused_where_read(tmp_path, change, m
     park = json.loads((SPECS / "icl_markov" / "park2025.json").read_text())
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({**park, "calibration": "calibration.json"}))
-    line = refused("predict", str(spec), "--set", "sweep=null")
+    line = refused("predict", str(spec), "--set", "sweep=null", "--set", f"chains={2**50}")
     assert message in line and "calibration.json" in line
+
+
+def test_a_prediction_that_overflows_is_refused_naming_the_spec(monkeypatch) -> None:
+    from infoflow.icl_markov import predict
+
+    def overflows(spec, source):
+        raise OverflowError("(34, 'Numerical result out of range')")
+
+    monkeypatch.setattr(predict, "_predict", overflows)
+    line = refused("predict", str(SPECS / "icl_markov" / "park2025.json"), "--set", "sweep=null")
+    assert "park2025.json: the working forms give no finite number" in line
 
 
 def test_calibrate_refuses_reports_it_cannot_read(tmp_path) -> None:
@@ -138,6 +178,11 @@ def test_calibrate_refuses_reports_it_cannot_read(tmp_path) -> None:
     assert "not a report of an icl_markov validation" in line and "missing 'setting'" in line
     report.write_text("{")
     assert "invalid JSON" in refused("calibrate", "icl_markov", str(report))
+    real = ROOT / "docs" / "results" / "2026-11-29-icl-smoke-cpu-seed0" / "report.json"
+    damaged = json.loads(real.read_text())
+    damaged["specs"][0]["groups"][0]["measurement"]["tau_2gen"]["checkpoint_ratio"] = 0
+    report.write_text(json.dumps(damaged))
+    assert "ZeroDivisionError" in refused("calibrate", "icl_markov", str(report))
 
 
 # ---- outputs -----------------------------------------------------------------------------
@@ -157,6 +202,28 @@ def test_json_output_is_strict_a_non_finite_value_is_null_with_a_reason() -> Non
     assert result.exit_code == 0, result.output
     cost = _strict(result.stdout)["predictions"]["param_cost"]
     assert cost["value"] is None and "not a finite number: inf" in cost["note"]
+
+
+def test_markdown_text_is_literal() -> None:
+    from infoflow.render import markdown_code, markdown_text
+
+    assert markdown_text("a | b \\| c") == "a \\| b \\\\\\| c"  # no cell can end early
+    assert markdown_text("![x](http://evil/t.png) [a][b]") == "![x\\](http://evil/t.png) [a\\][b]"
+    assert markdown_text("&lt;b&gt; <img src=x> a & b, K <= 5") == (
+        "&amp;lt;b&amp;gt; &lt;img src=x> a & b, K <= 5"
+    )
+    assert markdown_text("# title", starts_line=True) == "\\# title"
+    assert "\n" not in markdown_text("x\n# y")
+    assert markdown_code("a`b") == "`` a`b ``"
+
+
+def test_the_terminal_table_prints_no_control_characters(tmp_path) -> None:
+    spec = json.loads(Path(OURO).read_text())
+    spec["model"]["name"] = "Evil\x1b]0;pwned\x07\x1b[2J"
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(spec))
+    result = CliRunner().invoke(app, ["predict", str(path)])
+    assert result.exit_code == 0 and "\x1b" not in result.stdout and "\x07" not in result.stdout
 
 
 def test_latex_and_markdown_escape_what_a_user_wrote(tmp_path) -> None:
@@ -184,8 +251,18 @@ def test_a_write_that_fails_leaves_the_old_file_whole(tmp_path) -> None:
     with pytest.raises(SpecError, match="No space left on device"):
         write_with(path, half)
     assert path.read_text() == "old\n" and sorted(tmp_path.iterdir()) == [path]
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for in_the_way in (tmp_path, fifo):  # never replaced, never opened
+        with pytest.raises(SpecError, match="not a regular file: will not write over it"):
+            write_text(in_the_way, "x")
+    assert fifo.is_fifo()
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    write_text(link, "through the link\n")
+    assert link.is_symlink() and path.read_text() == "through the link\n"
     with pytest.raises(SpecError, match="cannot write it"):
-        write_text(tmp_path, "a directory is in the way")
+        write_text(tmp_path / "no-such-folder" / "x.json", "x")
 
 
 # ---- the contract under fuzzing ----------------------------------------------------------

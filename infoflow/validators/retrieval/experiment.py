@@ -20,7 +20,13 @@ from infoflow.retrieval.parse import parse_target
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate, Job
 from infoflow.validators.retrieval.model import Member
-from infoflow.validators.retrieval.targets import CHUNK, TargetFunction, fixed_positions, footprint
+from infoflow.validators.retrieval.targets import (
+    CHUNK,
+    TargetFunction,
+    fixed_positions,
+    footprint,
+    sample_inputs,
+)
 from infoflow.validators.retrieval.train import Group, TrainSettings
 
 MAX_TARGET_BYTES = 2 * 2**30  # the largest tensor the target's evaluator may build
@@ -170,9 +176,9 @@ def _neighbours(point: RetrievalSpec) -> list[RetrievalSpec]:
 
 
 def _cannot_evaluate(spec: RetrievalSpec) -> str | None:
-    """Why the validator cannot compute this target on tensors at the spec's size (None when
-    it can): an operation it does not evaluate, a position beyond the sequence, or tensors
-    beyond MAX_TARGET_BYTES."""
+    """Why the validator cannot learn this target at the spec's size (None when it can): an
+    operation it does not evaluate, a position or coordinate beyond the input, tensors beyond
+    MAX_TARGET_BYTES, or values that are not finite numbers on sampled inputs."""
     seq_len, d = spec.seq_len or 16, spec.input_dim or 4
     tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
     beyond = sorted(p for p in fixed_positions(tree) if p > seq_len)
@@ -184,8 +190,16 @@ def _cannot_evaluate(spec: RetrievalSpec) -> str | None:
             f"evaluating the target at T = {seq_len} needs about {needed / 2**30:,.1f} GiB per "
             f"chunk of {CHUNK} sequences (the limit is {MAX_TARGET_BYTES / 2**30:g} GiB)"
         )
+    x = sample_inputs(spec, 64, seq_len, torch.Generator().manual_seed(0))
     try:
-        TargetFunction(spec, seed=0)(torch.zeros(2, seq_len, d))
+        y = TargetFunction(spec, seed=0)(x)
     except NotImplementedError as exc:
         return f"the validator cannot evaluate this target yet: {exc}"
+    except (RuntimeError, IndexError, ValueError) as exc:  # k beyond T, a coordinate beyond d
+        return f"the target cannot be evaluated at T = {seq_len}, d = {d} ({exc})"
+    finite = float(torch.isfinite(y).float().mean())
+    if finite < 1:
+        return (f"the target is not a finite number on {1 - finite:.0%} of sampled inputs "
+                "(a logarithm or root of a negative number, a division by zero, an empty "
+                "reduction?): there is nothing to regress on")  # fmt: skip
     return None
