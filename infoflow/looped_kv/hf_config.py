@@ -10,7 +10,9 @@ Three styles are read:
 - A plain decoder (``num_hidden_layers`` without a loop key): T = 1.
 
 Config-driven memory calculators ignore the loop keys and count Ouro's cache 4x too low;
-reading them is the point of this module.
+reading them is the point of this module. A config that turns on something the formulas do
+not count (experts, latent attention, sliding windows, state-space layers, cross attention,
+...; :data:`UNMODELLED`) is refused with the key named, never counted as if it were dense.
 """
 
 from __future__ import annotations
@@ -23,6 +25,26 @@ from infoflow.files import read_json
 
 _TORCH_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
+#: Config keys that change the cache or the parameter count in ways the formulas do not model
+#: (yet), with what they are. Present with a value that turns them on (not null, 0, false or
+#: empty), they make the config refused.
+UNMODELLED = {
+    "num_local_experts": "mixture of experts", "n_routed_experts": "mixture of experts",
+    "num_experts": "mixture of experts", "moe_intermediate_size": "mixture of experts",
+    "n_shared_experts": "mixture of experts", "num_experts_per_tok": "mixture of experts",
+    "kv_lora_rank": "multi-head latent attention", "q_lora_rank": "multi-head latent attention",
+    "qk_rope_head_dim": "multi-head latent attention",
+    "attention_chunk_size": "chunked attention", "layer_types": "per-layer attention types",
+    "sliding_window": "sliding-window attention", "sliding_window_pattern": "sliding windows",
+    "state_size": "state-space layers", "ssm_cfg": "state-space layers",
+    "mamba_d_state": "state-space layers", "layers_block_type": "hybrid layers",
+    "hybrid_override_pattern": "hybrid layers", "attn_layer_period": "hybrid layers",
+    "cross_attention_layers": "cross attention", "add_cross_attention": "cross attention",
+    "is_encoder_decoder": "an encoder-decoder", "num_nextn_predict_layers": "extra MTP layers",
+    "multi_query": "multi-query attention (give kv_heads: 1 in the spec)",
+    "kv_cache_dtype": "a cache dtype (give serving.cache_dtype in the spec)",
+}  # fmt: skip
+
 
 def read_hf_config(path: Path) -> dict[str, Any]:
     """Model fields read from a Hugging Face config file (raises FieldError on hf_config)."""
@@ -32,6 +54,13 @@ def read_hf_config(path: Path) -> dict[str, Any]:
         raise FieldError("hf_config", str(exc)) from None
     if not isinstance(config, dict):
         raise FieldError("hf_config", f"{path} is not a JSON object")
+    for key, what in UNMODELLED.items():
+        if _turned_on(config, key):
+            message = (
+                f"{path}: '{key}' ({what}) changes the cache or the parameter count in a way "
+                "the calculator does not count yet: refused, not counted as dense"
+            )
+            raise FieldError("hf_config", message)
     try:
         if "n_layers_in_recurrent_block" in config:
             fields = _huginn(config)
@@ -100,3 +129,13 @@ def _huginn(config: dict[str, Any]) -> dict[str, Any]:
         "norms_per_layer": 4,
         "loop_adapter": config.get("injection_type", "linear") == "linear",
     }
+
+
+def _turned_on(config: dict[str, Any], key: str) -> bool:
+    """Whether ``key`` is in ``config`` with a value that turns its feature on."""
+    value = config.get(key)
+    if key == "sliding_window" and config.get("use_sliding_window") is False:
+        return False  # Qwen2 keeps a window size it does not use
+    if key == "layer_types" and isinstance(value, list):
+        return any(kind != "full_attention" for kind in value)
+    return value not in (None, 0, False, [], {}, "")

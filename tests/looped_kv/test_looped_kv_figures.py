@@ -6,7 +6,7 @@ import json
 
 import pytest
 import sympy
-from conftest import LOOPED_KV
+from conftest import LOOPED_KV, refused
 
 import infoflow
 from infoflow.looped_kv import formulas as F
@@ -153,3 +153,43 @@ def test_device_memory_budget_subtracts_weights_and_codec() -> None:
         == full_budget - result["codec_weight_bytes"].value
     )
     assert result["max_batch"].value == full_budget // (3 * GIB)
+
+
+DENSE = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+         "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+         "vocab_size": 32000}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ({"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2},
+         "num_local_experts"),
+        ({"model_type": "deepseek_v2", "kv_lora_rank": 512, "qk_rope_head_dim": 64},
+         "kv_lora_rank"),
+        ({"model_type": "mistral", "sliding_window": 4096}, "sliding_window"),
+        ({"layer_types": ["sliding_attention", "full_attention"] * 16}, "layer_types"),
+        ({"model_type": "jamba", "attn_layer_period": 8, "state_size": 16}, "state_size"),
+        ({"model_type": "mllama", "cross_attention_layers": [3, 8, 13]}, "cross_attention"),
+    ],
+    ids=["moe", "mla", "sliding-window", "hybrid-layers", "state-space", "cross-attention"],
+)  # fmt: skip
+def test_configs_the_calculator_cannot_count_are_refused_by_key(tmp_path, extra, key) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({**DENSE, **extra}))
+    spec = {"kind": "looped_kv", "model": {"hf_config": "config.json"}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    line = refused("predict", str(tmp_path / "spec.json"))
+    assert "field 'model.hf_config'" in line and f"'{key}" in line
+    assert "refused, not counted as dense" in line
+
+
+def test_keys_that_turn_nothing_on_are_counted(tmp_path) -> None:
+    """Qwen2 keeps a window size it does not use; all-full layer types are dense."""
+    config = {**DENSE, "model_type": "qwen2", "sliding_window": 32768, "use_sliding_window": False,
+              "layer_types": ["full_attention"] * 32, "num_local_experts": 0}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "plain.json").write_text(json.dumps(DENSE))
+    counted = [infoflow.predict({"kind": "looped_kv", "model": {"hf_config": str(path)},
+                                 "serving": {"context_tokens": 1}})
+               for path in (tmp_path / "config.json", tmp_path / "plain.json")]  # fmt: skip
+    assert counted[0]["kv_bytes_per_token"].value == counted[1]["kv_bytes_per_token"].value
