@@ -1,18 +1,21 @@
 """Hugging Face ``config.json`` -> ``looped_kv`` model fields.
 
-Three styles are read:
+The layouts read (by ``model_type``; a config without one is read by its keys):
 
-- Ouro-style (``total_ut_steps``): a Llama-like decoder whose ``num_hidden_layers`` all loop.
-  Ouro's public modelling code has four RMSNorms per layer and an early-exit gate.
-- Huginn-style (``n_layers_in_recurrent_block``): prelude, recurrent block and coda, with
-  non-standard keys (``n_embd``, ``n_heads``, ``mean_recurrence``), sandwich norms, a
-  ``qk_bias`` and a linear adapter that injects the embedding at every loop.
-- A plain decoder (``num_hidden_layers`` without a loop key): T = 1.
+- Ouro-style (``ouro``, ``total_ut_steps``): a Llama-like decoder whose ``num_hidden_layers``
+  all loop. Ouro's public modelling code has four RMSNorms per layer and an early-exit gate.
+- Huginn-style (``huginn_raven``, ``n_layers_in_recurrent_block``): prelude, recurrent block
+  and coda, with non-standard keys (``n_embd``, ``n_heads``, ``mean_recurrence``), sandwich
+  norms, a ``qk_bias`` and a linear adapter that injects the embedding at every loop.
+- Plain decoders (``llama``, ``mistral``, ``qwen2``; T = 1), with grouped-query attention and
+  sliding windows (``sliding_window``, or per layer ``layer_types``); mixtures of experts
+  (``mixtral``; ``deepseek_v2``, ``deepseek_v3`` with shared experts, dense first layers and
+  multi-head latent attention).
 
 Config-driven memory calculators ignore the loop keys and count Ouro's cache 4x too low;
-reading them is the point of this module. A config that turns on something the formulas do
-not count (experts, latent attention, sliding windows, state-space layers, cross attention,
-...; :data:`UNMODELLED`) is refused with the key named, never counted as if it were dense.
+reading them is the point of this module. Another ``model_type``, or a key that turns on
+something these layouts do not count (:data:`UNMODELLED`), is refused with the key named,
+never counted as if it were a dense decoder.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from infoflow.files import read_json
 
 _TORCH_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
-#: Config keys that change the cache or the parameter count in ways the formulas do not model
-#: (yet), with what they are. Present with a value that turns them on (not null, 0, false or
-#: empty), they make the config refused.
+#: Config keys that change the cache or the parameter count in ways the layouts below do not
+#: model, with what they are. Present with a value that turns them on (not null, 0, false or
+#: empty) in a config whose layout does not read them, they make the config refused.
 UNMODELLED = {
     "num_local_experts": "mixture of experts", "n_routed_experts": "mixture of experts",
     "num_experts": "mixture of experts", "moe_intermediate_size": "mixture of experts",
     "n_shared_experts": "mixture of experts", "num_experts_per_tok": "mixture of experts",
+    "shared_expert_intermediate_size": "shared experts", "mlp_only_layers": "mixed MLP layers",
     "kv_lora_rank": "multi-head latent attention", "q_lora_rank": "multi-head latent attention",
     "qk_rope_head_dim": "multi-head latent attention",
     "attention_chunk_size": "chunked attention", "layer_types": "per-layer attention types",
@@ -54,24 +58,16 @@ def read_hf_config(path: Path) -> dict[str, Any]:
         raise FieldError("hf_config", str(exc)) from None
     if not isinstance(config, dict):
         raise FieldError("hf_config", f"{path} is not a JSON object")
+    reader, reads = _layout(config, path)
     for key, what in UNMODELLED.items():
-        if _turned_on(config, key):
+        if key not in reads and _turned_on(config, key):
             message = (
                 f"{path}: '{key}' ({what}) changes the cache or the parameter count in a way "
                 "the calculator does not count yet: refused, not counted as dense"
             )
             raise FieldError("hf_config", message)
     try:
-        if "n_layers_in_recurrent_block" in config:
-            fields = _huginn(config)
-        elif "num_hidden_layers" in config:
-            fields = _llama_like(config)
-        else:
-            raise FieldError(
-                "hf_config",
-                f"{path}: neither a Huginn-style (n_layers_in_recurrent_block) nor a "
-                "Llama-style (num_hidden_layers) config",
-            )
+        fields = reader(config)
     except KeyError as exc:
         raise FieldError("hf_config", f"{path} lacks the key {exc.args[0]!r}") from None
     folder_name = path.parent.resolve().name if path.stem == "config" else path.stem
@@ -80,6 +76,24 @@ def read_hf_config(path: Path) -> dict[str, Any]:
     if dtype:
         fields["dtype"] = dtype
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def _layout(config: dict[str, Any], path: Path):
+    """The reader of the config's layout and the UNMODELLED keys it reads."""
+    kind = config.get("model_type")
+    if kind in LAYOUTS:
+        return LAYOUTS[kind]
+    if kind is not None:
+        known = ", ".join(sorted(LAYOUTS))
+        raise FieldError("hf_config", f"{path}: model_type {kind!r} has a layout the calculator "
+                                      f"does not know (it reads {known}): give the model's "
+                                      "fields in the spec instead")  # fmt: skip
+    if "n_layers_in_recurrent_block" in config:
+        return LAYOUTS["huginn_raven"]
+    if "num_hidden_layers" in config:
+        return LAYOUTS["llama"]
+    raise FieldError("hf_config", f"{path}: neither a Huginn-style (n_layers_in_recurrent_block) "
+                                  "nor a Llama-style (num_hidden_layers) config")  # fmt: skip
 
 
 def _llama_like(config: dict[str, Any]) -> dict[str, Any]:
@@ -129,6 +143,70 @@ def _huginn(config: dict[str, Any]) -> dict[str, Any]:
         "norms_per_layer": 4,
         "loop_adapter": config.get("injection_type", "linear") == "linear",
     }
+
+
+def _windowed(config: dict[str, Any]) -> dict[str, Any]:
+    """Llama-like fields plus the sliding window: every layer (Mistral's ``sliding_window``),
+    the layers ``layer_types`` marks, or Qwen2's layers from ``max_window_layers`` on."""
+    fields = _llama_like(config)
+    window, layers = config.get("sliding_window"), config["num_hidden_layers"]
+    types = config.get("layer_types")
+    if config.get("use_sliding_window") is False or not window:
+        unused = not types or all(kind == "full_attention" for kind in types)
+        if not unused:
+            raise FieldError("hf_config", "layer_types has windowed layers but no sliding_window")
+        return fields
+    if types:
+        unknown = sorted(set(types) - {"full_attention", "sliding_attention"})
+        if unknown:
+            raise FieldError("hf_config", f"layer_types holds {unknown[0]!r}, a kind of "
+                                          "attention the calculator does not count")  # fmt: skip
+        marks = [kind == "sliding_attention" for kind in types]
+    elif config.get("model_type") == "qwen2":
+        marks = [i >= config.get("max_window_layers", 0) for i in range(layers)]
+    else:
+        marks = [True] * layers
+    return {**fields, "sliding_window": window, "window_layers": marks}
+
+
+def _mixtral(config: dict[str, Any]) -> dict[str, Any]:
+    """Mixtral: every layer's MLP is a mixture of SwiGLU experts of intermediate_size."""
+    experts = {"routed": config["num_local_experts"], "per_token": config["num_experts_per_tok"]}
+    return {**_windowed(config), "experts": experts}
+
+
+def _deepseek(config: dict[str, Any]) -> dict[str, Any]:
+    """DeepSeek-V2/V3: routed and shared experts after dense first layers, and multi-head
+    latent attention; V3's router carries a correction bias per expert (a stored tensor)."""
+    experts = {
+        "routed": config["n_routed_experts"], "per_token": config["num_experts_per_tok"],
+        "shared": config.get("n_shared_experts") or 0, "width": config["moe_intermediate_size"],
+        "dense_layers": config.get("first_k_dense_replace", 0),
+        "every": config.get("moe_layer_freq", 1),
+        "router_bias": config.get("model_type") == "deepseek_v3",
+    }  # fmt: skip
+    latent = {"kv_rank": config["kv_lora_rank"], "q_rank": config.get("q_lora_rank"),
+              "rope_dim": config["qk_rope_head_dim"], "nope_dim": config["qk_nope_head_dim"],
+              "v_dim": config["v_head_dim"]}  # fmt: skip
+    return {**_llama_like(config), "experts": experts, "latent_attention": latent}
+
+
+_WINDOW_KEYS = {"sliding_window", "layer_types"}
+_DEEPSEEK_KEYS = {
+    "n_routed_experts", "n_shared_experts", "num_experts_per_tok", "moe_intermediate_size",
+    "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+}  # fmt: skip
+#: The layouts read, by model_type: the reader and the UNMODELLED keys it reads.
+LAYOUTS = {
+    "llama": (_llama_like, set()),
+    "ouro": (_llama_like, set()),
+    "mistral": (_windowed, _WINDOW_KEYS),
+    "qwen2": (_windowed, _WINDOW_KEYS),
+    "mixtral": (_mixtral, {"num_local_experts", "num_experts_per_tok", *_WINDOW_KEYS}),
+    "deepseek_v2": (_deepseek, _DEEPSEEK_KEYS),
+    "deepseek_v3": (_deepseek, _DEEPSEEK_KEYS),
+    "huginn_raven": (_huginn, set()),
+}
 
 
 def _turned_on(config: dict[str, Any], key: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy
 
 from infoflow.looped_kv import formulas as F
-from infoflow.looped_kv.spec import DTYPE_BYTES, LoopedKVSpec
+from infoflow.looped_kv.spec import DTYPE_BYTES, QUANTIZED, LoopedKVSpec
 from infoflow.results import Prediction, Result
 
 PAPER = "O'Neill & Reid 2026 (Looped Latent Attention)"
@@ -23,24 +23,20 @@ VARIANTS = {
 def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     """Every ``looped_kv`` prediction for ``spec``."""
     model, codec, serving = spec.model, spec.codec, spec.serving
-    values = F.model_values(model, DTYPE_BYTES[serving.cache_dtype or model.dtype])
+    values = F.model_values(model, spec.cache_element_bytes)
     values[F.N] = serving.sequence_tokens
     if codec.r_k is not None and codec.r_v is not None:
         values[F.r_k], values[F.r_v] = codec.r_k, codec.r_v
     kept = VARIANTS[codec.variant]
     weight_bytes = DTYPE_BYTES[model.dtype]
-    full, compressed = F.FULL_PER_TOKEN, F.compressed_per_token(codec.variant)
+    full, compressed, full_sequence, compressed_sequence = _cache_forms(spec)
     params, codec_params = F.model_parameters(model), F.codec_parameters(codec.variant)
     tokens = f"one sequence of N = {serving.sequence_tokens:,} tokens (context + generated)"
 
     formulas = {  # name: (expression, unit, provenance, note); all exact
-        "kv_bytes_per_token": (
-            full, "B/token", "paper:summary",
-            f"{PAPER}: every loop keeps its own K/V, 2*bytes*n_kv*d_head*(P + T*R + C).",
-        ),
+        "kv_bytes_per_token": (full, "B/token", *_cache_source(spec)),
         "kv_bytes_per_token_compressed": (
-            compressed, "B/token", "paper:summary",
-            f"{PAPER}: {kept}; prelude and coda stay full.",
+            compressed, "B/token", *_compressed_source(spec, kept),
         ),
         "compression_ratio": (
             F.compression_ratio(codec.variant), "x", "paper:summary",
@@ -50,9 +46,9 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
             F.whole_cache_ratio(codec.variant), "x", "derived",
             "The whole cache, prelude and coda included: full bytes over compressed bytes.",
         ),
-        "kv_cache_bytes": (F.N * full, "B", "derived", f"Full cache of {tokens}."),
+        "kv_cache_bytes": (full_sequence, "B", "derived", f"Full cache of {tokens}."),
         "kv_cache_bytes_compressed": (
-            F.N * compressed, "B", "derived", f"Compressed cache of {tokens}.",
+            compressed_sequence, "B", "derived", f"Compressed cache of {tokens}.",
         ),
         "model_parameters": (
             params, "params", "derived",
@@ -70,55 +66,122 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
             codec_params * weight_bytes, "B", "derived", f"Codec parameters in {model.dtype}.",
         ),
     }  # fmt: skip
+    if model.experts:
+        formulas["active_parameters"] = (
+            F.active_parameters(model), "params", "derived",
+            "Parameters one token uses: every parameter but the routed experts it is not sent "
+            f"to ({model.experts.per_token} of {model.experts.routed} in each MoE layer).",
+        )  # fmt: skip
     out = {
         name: Prediction(_number(expr.subs(values)), unit, "exact", provenance, note, expr)
         for name, (expr, unit, provenance, note) in formulas.items()
     }
-    out.update(_capacity(spec, out, values))
+    out.update(_capacity(spec, out, values, (full_sequence, compressed_sequence)))
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
 
 
-def _capacity(
-    spec: LoopedKVSpec, out: dict[str, Prediction], values: dict[sympy.Symbol, int]
-) -> dict[str, Prediction]:
+def _cache_forms(spec: LoopedKVSpec) -> tuple[sympy.Expr, ...]:
+    """Cache bytes per token and per sequence, full and compressed. Latent attention and
+    windowed layers take no codec (the spec checks), so theirs are the full forms."""
+    model = spec.model
+    if model.latent_attention or model.sliding_window:
+        per_token, per_sequence = F.cache_per_token(model), F.cache_per_sequence(model)
+        return per_token, per_token, per_sequence, per_sequence
+    full, compressed = F.FULL_PER_TOKEN, F.compressed_per_token(spec.codec.variant)
+    return full, compressed, F.N * full, F.N * compressed
+
+
+def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
+    """Provenance and note of the cache bytes per token."""
+    model, dtype = spec.model, spec.serving.cache_dtype or spec.model.dtype
+    scales = ""
+    if dtype in QUANTIZED:
+        group = spec.serving.cache_group_size
+        scales = (f"; {dtype} with an fp16 scale and zero point per group of {group} numbers: "
+                  f"bytes = {spec.cache_element_bytes}")  # fmt: skip
+    if model.latent_attention:
+        return "standard:deepseek-v2", (
+            "Multi-head latent attention: per layer the compressed latent (c_kv numbers) and "
+            "the decoupled RoPE key (d_rope), shared by all heads, as a serving engine that "
+            f"caches the latent keeps them{scales}."
+        )
+    if model.sliding_window:
+        return "standard:sliding-window", (
+            f"A token cached by every layer: 2*bytes*n_kv*d_head*R; the L_w windowed layers "
+            f"keep only the last W = {model.sliding_window:,} tokens{scales}."
+        )
+    return "paper:summary", (
+        f"{PAPER}: every loop keeps its own K/V, 2*bytes*n_kv*d_head*(P + T*R + C){scales}."
+    )
+
+
+def _compressed_source(spec: LoopedKVSpec, kept: str) -> tuple[str, str]:
+    """Provenance and note of the compressed cache bytes per token."""
+    if spec.model.latent_attention or spec.model.sliding_window:
+        provenance, note = _cache_source(spec)
+        return provenance, f"No codec: the same as kv_bytes_per_token. {note}"
+    return "paper:summary", f"{PAPER}: {kept}; prelude and coda stay full."
+
+
+def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, sequences) -> dict:
     """Cache budgets, maximal batch and maximal context, when the spec gives a budget."""
-    serving = spec.serving
-    if serving.memory_budget_gib is not None:
-        budget_full = budget_compressed = _exact(serving.memory_budget_gib) * GIB
-        where = "the spec's memory_budget_gib, all of it for the cache"
-    elif serving.device_memory_gib is not None:
-        usable = _exact(serving.device_memory_gib) * _exact(serving.usable_fraction) * GIB
-        budget_full = usable - out["weight_bytes"].value - _exact(serving.overhead_gib) * GIB
-        budget_compressed = budget_full - out["codec_weight_bytes"].value
-        where = "device memory * usable_fraction - weights - overhead (- codec weights)"
-    else:
+    budgets = _budgets(spec, out)
+    if budgets is None:
         return {}
+    where, budget_full, budget_compressed = budgets
+    serving, model = spec.serving, spec.model
     stepped = serving.batch_step is not None
     rounding = f", rounded down to a multiple of {serving.batch_step}" if stepped else ""
     at = {**values, F.step: serving.batch_step or 1}
+    per_tokens = (out["kv_bytes_per_token"].expression,
+                  out["kv_bytes_per_token_compressed"].expression)  # fmt: skip
+    divisor = ("cache bytes of one sequence, windows capped" if model.sliding_window
+               else "(N * cache bytes per token)")  # fmt: skip
+    source = "paper:summary" if model.loops > 1 else "derived"  # the paper's rule is for loops
     result = {}
-    for suffix, budget, per_token in (
-        ("", budget_full, F.FULL_PER_TOKEN),
-        ("_compressed", budget_compressed, F.compressed_per_token(spec.codec.variant)),
+    for suffix, budget, per_token, per_sequence in zip(
+        ("", "_compressed"), (budget_full, budget_compressed), per_tokens, sequences, strict=True
     ):
         budget_bytes = max(0, int(sympy.floor(budget)))
         at[F.budget] = budget_bytes
-        batch, context = F.max_batch(per_token, stepped), sympy.floor(F.budget / per_token)
+        batch, context = F.max_batch(per_sequence, stepped), F.max_context(model, per_token)
         result[f"cache_budget_bytes{suffix}"] = Prediction(
             budget_bytes, "B", "exact", "derived", f"Memory for the cache: {where}."
         )
         result[f"max_batch{suffix}"] = Prediction(
-            int(batch.subs(at)), "sequences", "upper", "paper:summary",
-            f"{PAPER}: floor(budget / (N * cache bytes per token)){rounding}; an upper bound "
-            "(paging, fragmentation and activations take their share).",
+            int(batch.subs(at)), "sequences", "upper", source,
+            f"{PAPER}: floor(budget / {divisor}){rounding}; an upper bound (paging, "
+            "fragmentation and activations take their share).",
             batch,
         )  # fmt: skip
-        result[f"max_context_tokens{suffix}"] = Prediction(
-            int(context.subs(at)), "tokens", "upper", "derived",
-            "The longest single sequence whose cache fits in the budget.",
-            context,
-        )  # fmt: skip
+        result[f"max_context_tokens{suffix}"] = _max_context(model, context, at)
     return result
+
+
+def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
+    """(where the budget comes from, full budget, compressed budget) in bytes, or None."""
+    serving = spec.serving
+    if serving.memory_budget_gib is not None:
+        budget = _exact(serving.memory_budget_gib) * GIB
+        return "the spec's memory_budget_gib, all of it for the cache", budget, budget
+    if serving.device_memory_gib is not None:
+        usable = _exact(serving.device_memory_gib) * _exact(serving.usable_fraction) * GIB
+        budget_full = usable - out["weight_bytes"].value - _exact(serving.overhead_gib) * GIB
+        budget_compressed = budget_full - out["codec_weight_bytes"].value
+        where = "device memory * usable_fraction - weights - overhead (- codec weights)"
+        return where, budget_full, budget_compressed
+    return None
+
+
+def _max_context(model, context: sympy.Expr, at: dict) -> Prediction:
+    note = "The longest single sequence whose cache fits in the budget."
+    if model.sliding_window and at[F.L_w] == at[F.R]:
+        windowed = at[F.W] * F.cache_per_token(model).subs(at)
+        if windowed <= at[F.budget]:
+            return Prediction(None, "tokens", "upper", "derived",
+                              f"Unbounded: every layer is windowed, and a full window "
+                              f"({int(windowed):,} B) fits in the budget.", context)  # fmt: skip
+    return Prediction(int(context.subs(at)), "tokens", "upper", "derived", note, context)
 
 
 def _exact(number: float) -> sympy.Rational:

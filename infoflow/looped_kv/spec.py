@@ -8,6 +8,7 @@ next to it override what the file says.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 from typing import Literal
 
@@ -27,9 +28,54 @@ from infoflow.looped_kv.hf_config import read_hf_config
 from infoflow.spec_base import SpecBase, StrictModel, existing_path
 
 DType = Literal["bfloat16", "float16", "float32", "float8"]
+CacheDType = Literal["bfloat16", "float16", "float32", "float8", "int8", "int4"]
+#: Integer cache dtypes and their bits; each group of numbers carries an fp16 scale and zero
+#: point (4 bytes).
+QUANTIZED = {"int8": 8, "int4": 4}
 
 #: Bytes per element of each dtype.
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2, "float8": 1}
+
+
+class Experts(StrictModel):
+    """A mixture of experts in place of the MLP (Mixtral, DeepSeek): SwiGLU experts."""
+
+    routed: PositiveInt = Field(description="Routed experts in an MoE layer.")
+    per_token: PositiveInt = Field(description="Routed experts each token uses (top-k).")
+    shared: NonNegativeInt = Field(0, description="Shared experts every token uses.")
+    width: PositiveInt | None = Field(
+        None, description="An expert's intermediate size; default: the model's."
+    )
+    dense_layers: NonNegativeInt = Field(
+        0, description="The first layers keep a dense MLP (first_k_dense_replace)."
+    )
+    every: PositiveInt = Field(1, description="After those, every n-th layer is MoE.")
+    router_bias: bool = Field(
+        False, description="A bias per expert in the router (DeepSeek-V3's correction bias)."
+    )
+
+    @model_validator(mode="after")
+    def _top_k(self) -> Experts:
+        if self.per_token > self.routed:
+            raise FieldError("per_token", f"{self.per_token} of only {self.routed} experts")
+        return self
+
+    def moe_layers(self, layers: int) -> int:
+        """How many of ``layers`` layers are MoE layers."""
+        return sum(1 for i in range(self.dense_layers, layers) if i % self.every == 0)
+
+
+class LatentAttention(StrictModel):
+    """Multi-head latent attention (DeepSeek-V2/V3): keys and values come from a compressed
+    latent, which the cache holds with the decoupled RoPE key, shared by all heads."""
+
+    kv_rank: PositiveInt = Field(description="The latent's size (kv_lora_rank).")
+    q_rank: PositiveInt | None = Field(
+        None, description="The query's low rank (q_lora_rank); none: a full query projection."
+    )
+    rope_dim: PositiveInt = Field(description="The decoupled RoPE key (qk_rope_head_dim).")
+    nope_dim: PositiveInt = Field(description="Per head, the key without RoPE (qk_nope_head_dim).")
+    v_dim: PositiveInt = Field(description="Per head, the value (v_head_dim).")
 
 
 class LoopedModel(StrictModel):
@@ -72,6 +118,16 @@ class LoopedModel(StrictModel):
     exit_gate: bool = Field(
         False, description="A Linear(hidden, 1) with bias deciding early exit (Ouro)."
     )
+    experts: Experts | None = Field(None, description="A mixture of experts (not looped).")
+    latent_attention: LatentAttention | None = Field(
+        None, description="Multi-head latent attention (not looped)."
+    )
+    sliding_window: PositiveInt | None = Field(
+        None, description="Tokens a windowed layer attends to and caches (not looped)."
+    )
+    window_layers: list[bool] | None = Field(
+        None, description="Per layer, whether it is windowed; default: every layer."
+    )
     checkpoint: str | None = Field(
         None,
         description="A local folder with an Ouro-style checkpoint (config.json and "
@@ -108,7 +164,28 @@ class LoopedModel(StrictModel):
                     f"heads {self.heads}: give head_dim",
                 )
             self.head_dim = self.hidden_size // self.heads
+        self._check_extensions()
         return self
+
+    def _check_extensions(self) -> None:
+        """Experts, latent attention and windows are modelled for plain decoders only."""
+        extensions = {"experts": self.experts, "latent_attention": self.latent_attention,
+                      "sliding_window": self.sliding_window}  # fmt: skip
+        looped = self.loops > 1 or self.prelude_layers or self.coda_layers
+        for name, value in extensions.items():
+            if value is not None and looped:
+                raise FieldError(name, "modelled for plain decoders only (loops 1, no prelude "
+                                       "or coda)")  # fmt: skip
+        if self.experts and (self.mlp != "swiglu" or self.mlp_bias):
+            raise FieldError("experts", "experts are modelled as SwiGLU MLPs without bias")
+        if self.latent_attention and self.attention_bias != "none":
+            raise FieldError("latent_attention", "modelled without attention biases")
+        if self.window_layers is not None:
+            if self.sliding_window is None:
+                raise FieldError("window_layers", "needs sliding_window")
+            if len(self.window_layers) != self.layers:
+                raise FieldError("window_layers", f"{len(self.window_layers)} entries for "
+                                                  f"{self.layers} layers")  # fmt: skip
 
 
 class Codec(StrictModel):
@@ -129,7 +206,14 @@ class Serving(StrictModel):
 
     context_tokens: PositiveInt
     generated_tokens: NonNegativeInt = 0
-    cache_dtype: DType | None = Field(None, description="KV-cache dtype; default: model.dtype.")
+    cache_dtype: CacheDType | None = Field(
+        None,
+        description="KV-cache dtype; default: model.dtype. int8 and int4 carry an fp16 "
+        "scale and zero point per group of cache_group_size numbers.",
+    )
+    cache_group_size: PositiveInt = Field(
+        64, description="Numbers per quantization group of an int8 or int4 cache."
+    )
     memory_budget_gib: PositiveFloat | None = Field(
         None, description="Memory for the KV cache, given directly (GiB)."
     )
@@ -167,6 +251,35 @@ class LoopedKVSpec(SpecBase):
     model: LoopedModel
     codec: Codec = Codec()
     serving: Serving
+
+    @property
+    def cache_element_bytes(self) -> Fraction:
+        """Bytes per cached number, quantization scales included (9/16 for int4 in groups of
+        64: half a byte, plus 4 bytes per 64 numbers)."""
+        dtype = self.serving.cache_dtype or self.model.dtype
+        if dtype in QUANTIZED:
+            return Fraction(QUANTIZED[dtype], 8) + Fraction(4, self.serving.cache_group_size)
+        return Fraction(DTYPE_BYTES[dtype])
+
+    @model_validator(mode="after")
+    def _check_cache(self) -> LoopedKVSpec:
+        """A codec is modelled on per-head caches only; an integer cache needs vectors made of
+        whole groups and no codec."""
+        model, dtype = self.model, self.serving.cache_dtype or self.model.dtype
+        if self.codec.variant != "none" and (model.latent_attention or model.sliding_window):
+            raise FieldError("codec.variant", "a codec on latent attention or windowed layers "
+                                              "is not modelled")  # fmt: skip
+        if dtype in QUANTIZED:
+            group = self.serving.cache_group_size
+            if self.codec.variant != "none":
+                raise FieldError("serving.cache_dtype", f"{dtype} with a codec is not modelled")
+            vector = model.head_dim
+            if model.latent_attention:
+                vector = model.latent_attention.kv_rank + model.latent_attention.rope_dim
+            if vector % group:
+                message = f"{group} does not divide the cached vector ({vector})"
+                raise FieldError("serving.cache_group_size", message)
+        return self
 
     @model_validator(mode="after")
     def _check_ranks(self) -> LoopedKVSpec:

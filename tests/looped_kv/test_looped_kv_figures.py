@@ -161,26 +161,29 @@ DENSE = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
 
 
 @pytest.mark.parametrize(
-    ("extra", "key"),
+    ("extra", "words"),
     [
-        ({"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2},
-         "num_local_experts"),
-        ({"model_type": "deepseek_v2", "kv_lora_rank": 512, "qk_rope_head_dim": 64},
-         "kv_lora_rank"),
-        ({"model_type": "mistral", "sliding_window": 4096}, "sliding_window"),
-        ({"layer_types": ["sliding_attention", "full_attention"] * 16}, "layer_types"),
-        ({"model_type": "jamba", "attn_layer_period": 8, "state_size": 16}, "state_size"),
-        ({"model_type": "mllama", "cross_attention_layers": [3, 8, 13]}, "cross_attention"),
+        ({"model_type": "qwen2_moe", "num_experts": 60}, "model_type 'qwen2_moe' has a layout"),
+        ({"model_type": "jamba", "attn_layer_period": 8}, "model_type 'jamba' has a layout"),
+        ({"model_type": "gemma2"}, "model_type 'gemma2' has a layout the calculator does not"),
+        ({"num_local_experts": 8}, "'num_local_experts' (mixture of experts)"),
+        ({"sliding_window": 4096}, "'sliding_window' (sliding-window attention)"),
+        ({"model_type": "mistral", "sliding_window": 4096,
+          "layer_types": ["chunked_attention"] * 32}, "'chunked_attention', a kind of"),
+        ({"model_type": "deepseek_v3", "num_nextn_predict_layers": 1}, "'num_nextn_predict"),
+        ({"state_size": 16}, "'state_size' (state-space layers)"),
+        ({"cross_attention_layers": [3, 8, 13]}, "'cross_attention_layers' (cross attention)"),
     ],
-    ids=["moe", "mla", "sliding-window", "hybrid-layers", "state-space", "cross-attention"],
+    ids=["qwen-moe", "jamba", "gemma2", "llama-experts", "llama-window", "chunked", "mtp",
+         "state-space", "cross-attention"],
 )  # fmt: skip
-def test_configs_the_calculator_cannot_count_are_refused_by_key(tmp_path, extra, key) -> None:
+def test_configs_the_calculator_cannot_count_are_refused_by_key(tmp_path, extra, words) -> None:
     (tmp_path / "config.json").write_text(json.dumps({**DENSE, **extra}))
-    spec = {"kind": "looped_kv", "model": {"hf_config": "config.json"}}
+    spec = {"kind": "looped_kv", "model": {"hf_config": "config.json"},
+            "serving": {"context_tokens": 1}}  # fmt: skip
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     line = refused("predict", str(tmp_path / "spec.json"))
-    assert "field 'model.hf_config'" in line and f"'{key}" in line
-    assert "refused, not counted as dense" in line
+    assert "field 'model.hf_config'" in line and words in line
 
 
 def test_keys_that_turn_nothing_on_are_counted(tmp_path) -> None:
@@ -188,8 +191,9 @@ def test_keys_that_turn_nothing_on_are_counted(tmp_path) -> None:
     config = {**DENSE, "model_type": "qwen2", "sliding_window": 32768, "use_sliding_window": False,
               "layer_types": ["full_attention"] * 32, "num_local_experts": 0}  # fmt: skip
     (tmp_path / "config.json").write_text(json.dumps(config))
-    (tmp_path / "plain.json").write_text(json.dumps(DENSE))
+    (tmp_path / "plain.json").write_text(json.dumps({**DENSE, "model_type": "qwen2"}))
     counted = [infoflow.predict({"kind": "looped_kv", "model": {"hf_config": str(path)},
                                  "serving": {"context_tokens": 1}})
                for path in (tmp_path / "config.json", tmp_path / "plain.json")]  # fmt: skip
     assert counted[0]["kv_bytes_per_token"].value == counted[1]["kv_bytes_per_token"].value
+    assert counted[0]["model_parameters"].value == counted[1]["model_parameters"].value

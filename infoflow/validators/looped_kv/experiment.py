@@ -95,8 +95,11 @@ def plan(name: str, spec: LoopedKVSpec, scale: LoopedScale) -> LoopedExperiment:
 def cannot_train(spec: LoopedKVSpec) -> str | None:
     """Why this spec's model is neither loaded nor trained here (None when it is)."""
     model = spec.model
-    if (spec.serving.cache_dtype or model.dtype) not in TORCH_DTYPES:
-        return "float8 caches are not simulated"
+    dtype = spec.serving.cache_dtype or model.dtype
+    if dtype not in TORCH_DTYPES:
+        return f"{dtype} caches are not simulated"
+    if model.experts or model.latent_attention or model.sliding_window:
+        return "the validator's model is a dense decoder: no experts, latent attention or windows"
     if model.checkpoint:
         return None
     params = infoflow.predict(spec)["model_parameters"].value

@@ -1,0 +1,160 @@
+"""The calculator on the decoders people serve: dense (MHA, GQA), sliding windows, mixtures of
+experts and multi-head latent attention, read from config.json files written from the
+published configs (specs/looped_kv/hf_configs), against plain numbers here and, where
+transformers is installed, against its own count on the meta device."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import LOOPED_KV, refused
+
+import infoflow
+
+CONFIGS = LOOPED_KV / "hf_configs"
+MIB = 2**20
+
+#: Parameters (transformers' count on the meta device, 2026-11-30, transformers 5.24) and
+#: bf16/fp16 cache bytes per token (the latent and the RoPE key for latent attention).
+EXPECTED = {
+    "llama-2-7b": (6_738_415_616, 524_288),
+    "llama-3-8b": (8_030_261_248, 131_072),
+    "tinyllama-1.1b": (1_100_048_384, 22_528),
+    "mistral-7b-v0.1": (7_241_732_096, 131_072),
+    "qwen2-0.5b": (494_032_768, 12_288),
+    "qwen2-7b": (7_615_616_512, 57_344),
+    "mixtral-8x7b": (46_702_792_704, 131_072),
+    "mixtral-8x22b": (140_630_071_296, 229_376),
+    "deepseek-v2-lite": (15_706_484_224, 31_104),
+    "deepseek-v2": (235_741_434_880, 69_120),
+    "deepseek-v3": (671_026_419_200, 70_272),
+}
+#: Active parameters per token as the model cards give them (rounded there).
+PUBLISHED_ACTIVE = {"mixtral-8x7b": 12.9e9, "mixtral-8x22b": 39e9, "deepseek-v2": 21e9,
+                    "deepseek-v3": 37e9}  # fmt: skip
+
+
+def _predict(name: str, **serving):
+    spec = {"kind": "looped_kv", "model": {"hf_config": str(CONFIGS / f"{name}.json")},
+            "serving": {"context_tokens": 1, **serving}}  # fmt: skip
+    return infoflow.predict(spec)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_counts_match_the_published_models(name) -> None:
+    params, per_token = EXPECTED[name]
+    result = _predict(name)
+    assert result["model_parameters"].value == params
+    assert result["kv_bytes_per_token"].value == per_token
+    if name in PUBLISHED_ACTIVE:
+        assert result["active_parameters"].value == pytest.approx(PUBLISHED_ACTIVE[name], rel=0.02)
+
+
+def test_latent_attention_caches_the_latent_and_the_rope_key() -> None:
+    """DeepSeek-V2 (paper, section 2.1): (d_c + d_h^R) l = (512 + 64) * 60 numbers a token."""
+    result = _predict("deepseek-v2")
+    assert result["kv_bytes_per_token"].value == (512 + 64) * 60 * 2
+    assert str(result["kv_bytes_per_token"].expression) == "R*bytes*(c_kv + d_rope)"
+    assert result["kv_bytes_per_token"].provenance == "standard:deepseek-v2"
+
+
+def test_a_window_caps_what_a_layer_keeps() -> None:
+    """Mistral-7B-v0.1: every layer keeps the last 4,096 tokens, 4 KiB a token and layer."""
+    short, long = _predict("mistral-7b-v0.1"), _predict("mistral-7b-v0.1", context_tokens=8192)
+    assert short["kv_cache_bytes"].value == 32 * 4096
+    assert long["kv_cache_bytes"].value == 32 * 4096 * 4096 == 512 * MIB
+    roomy = _predict("mistral-7b-v0.1", context_tokens=8192, memory_budget_gib=1)
+    assert roomy["max_context_tokens"].value is None  # every layer windowed: unbounded
+    assert roomy["max_batch"].value == 2
+    tight = _predict("mistral-7b-v0.1", context_tokens=8192, memory_budget_gib=0.25)
+    assert tight["max_context_tokens"].value == 2048
+
+
+def test_windows_on_some_layers_cap_only_those(tmp_path) -> None:
+    data = json.loads((CONFIGS / "qwen2-7b.json").read_text())
+    data.update(use_sliding_window=True, sliding_window=4096, max_window_layers=14)
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    spec = {"kind": "looped_kv", "model": {"hf_config": str(tmp_path / "config.json")},
+            "serving": {"context_tokens": 10_000, "memory_budget_gib": 4}}  # fmt: skip
+    result = infoflow.predict(spec)
+    per_layer = 2 * 2 * 4 * 128  # K and V, bf16, 4 KV heads of 128
+    assert result.spec.model.window_layers == [False] * 14 + [True] * 14
+    assert result["kv_cache_bytes"].value == per_layer * (14 * 10_000 + 14 * 4096)
+    budget = 4 * 2**30  # 14 full layers grow with N, 14 windowed ones stop at 4,096
+    assert result["max_context_tokens"].value == (budget - 14 * per_layer * 4096) // (
+        14 * per_layer
+    )
+
+
+@pytest.mark.parametrize(
+    ("dtype", "per_token"),
+    [("int8", 524_288 // 2 * (1 + 4 / 64)), ("int4", 524_288 // 2 * (0.5 + 4 / 64))],
+)
+def test_integer_caches_count_their_scales(dtype, per_token) -> None:
+    """Llama-2-7B, 2 * 32 heads * 128 * 32 layers numbers a token, an fp16 scale and zero
+    point per group of 64."""
+    result = _predict("llama-2-7b", cache_dtype=dtype)
+    assert result["kv_bytes_per_token"].value == per_token
+    assert f"{dtype} with an fp16 scale" in result["kv_bytes_per_token"].note
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"serving": {"context_tokens": 1, "cache_dtype": "int4", "cache_group_size": 48}},
+      "field 'serving.cache_group_size': 48 does not divide the cached vector (128)"),
+     ({"codec": {"variant": "per_head", "r_k": 32, "r_v": 32}},
+      "field 'codec.variant': a codec on latent attention or windowed layers"),
+     ({"model": {"hf_config": str(CONFIGS / "mixtral-8x7b.json"), "loops": 4}},
+      "field 'model.experts': modelled for plain decoders only")],
+    ids=["group", "codec-on-latents", "looped-experts"],
+)  # fmt: skip
+def test_what_is_not_modelled_is_refused(tmp_path, change, message) -> None:
+    name = "llama-2-7b" if "cache_group_size" in json.dumps(change) else "deepseek-v2"
+    spec = {"kind": "looped_kv", "model": {"hf_config": str(CONFIGS / f"{name}.json")},
+            "serving": {"context_tokens": 1}, **change}  # fmt: skip
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    assert message in refused("predict", str(tmp_path / "spec.json"))
+
+
+def _meta_model(transformers, torch, model_type: str, fields: dict):
+    config = transformers.AutoConfig.for_model(model_type, **fields)
+    with torch.device("meta"):
+        return transformers.AutoModelForCausalLM.from_config(config)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_transformers_counts_the_same(name) -> None:
+    """transformers' own model, built on the meta device: the same parameters (its stored
+    buffers included: DeepSeek-V3's router bias); for models whose cache transformers keeps
+    as we count it (not latent attention, whose latent it expands per head), the same cache
+    after a prefill of 6,000 tokens (Mixtral's attention is Mistral's: its experts route by
+    data, which the meta device cannot run)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    data = json.loads((CONFIGS / f"{name}.json").read_text())
+    fields = {k: v for k, v in data.items() if k not in ("model_type", "torch_dtype")}
+    model = _meta_model(transformers, torch, data["model_type"], fields)
+    stored = model.state_dict()
+    counted = sum(p.numel() for p in model.parameters())
+    counted += sum(b.numel() for key, b in model.named_buffers() if key in stored)
+    assert counted == EXPECTED[name][0]
+    if "kv_lora_rank" in data:
+        return
+    if "num_local_experts" in data:
+        del fields["num_local_experts"], fields["num_experts_per_tok"]
+        model = _meta_model(transformers, torch, "mistral", fields)
+    tokens = 6000
+    ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        cache = model(input_ids=ids).past_key_values
+    numbers = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+    result = _predict(name, context_tokens=tokens)
+    spec = result.spec.model
+    if spec.sliding_window and tokens >= spec.sliding_window:
+        # transformers keeps W - 1 tokens of a windowed layer between steps and W during one;
+        # the calculator counts the peak: one token more in every windowed layer
+        windowed = sum(spec.window_layers or [True] * spec.layers)
+        numbers += result["kv_bytes_per_token"].value // 2 * windowed // spec.layers  # bf16
+    assert 2 * numbers == result["kv_cache_bytes"].value
