@@ -127,6 +127,29 @@ def graph(
     typer.echo(run_graph(loaded, format.value), nl=False)
 
 
+class CompareFormat(StrEnum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command()
+def compare(
+    spec: Annotated[
+        Path, typer.Argument(help="A looped_kv spec with codec ranks.", show_default=False)
+    ],
+    format: Annotated[
+        CompareFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = CompareFormat.table,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+) -> None:
+    """Compare every way of storing a looped cache side by side (full, final-loop reuse,
+    MLA-style head-axis latent, LLA per head, LLA-2D) at the spec's ranks."""
+    with _user_errors():
+        loaded, run_compare = _load_for("compare", spec, overrides)
+        typer.echo(run_compare(loaded, format.value, str(spec)), nl=False)
+
+
 def _load(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any]]:
     """Load every spec and expand sweeps, exiting 2 on the first bad one."""
     from infoflow.spec import expand, load_spec

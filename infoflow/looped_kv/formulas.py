@@ -40,6 +40,7 @@ LOOPED_COMPRESSED: dict[str, sympy.Expr] = {
     "none": _LOOPED_FULL,
     "per_head": bytes_ * R * n_kv * (r_k + r_v),
     "2d": bytes_ * R * (r_k + r_v),
+    "head_axis": bytes_ * T * R * (r_k + r_v),
     "final_loop": _KV_PER_LAYER * R,
 }
 
@@ -59,13 +60,16 @@ def whole_cache_ratio(variant: str) -> sympy.Expr:
 
 
 def codec_parameters(variant: str) -> sympy.Expr:
-    """Codec weights: per K (rank r_k) and V (rank r_v), W_down and the T maps W_up,t,
-    2*D*r together, plus the calibration mean mu (D), with D = T*d_head (per_head, one codec
-    per core layer and KV head) or T*d_head*n_kv (2d, one codec per core layer)."""
+    """Codec weights: per K (rank r_k) and V (rank r_v), W_down and W_up, 2*D*r together,
+    plus the calibration mean mu (D), with D = T*d_head (per_head, one codec per core layer
+    and KV head), T*d_head*n_kv (2d, one codec per core layer) or n_kv*d_head (head_axis, one
+    codec per core layer and loop, as the validator fits it: a reconstruction)."""
     if variant == "per_head":
         dim, codecs = T * d_head, R * n_kv
     elif variant == "2d":
         dim, codecs = T * d_head * n_kv, R
+    elif variant == "head_axis":
+        dim, codecs = n_kv * d_head, R * T
     else:
         return sympy.Integer(0)
     return codecs * (2 * dim * (r_k + r_v) + 2 * dim)

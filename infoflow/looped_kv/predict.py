@@ -15,7 +15,8 @@ GIB = 2**30
 VARIANTS = {
     "none": "no codec: every loop's K/V are kept",
     "per_head": "LLA: one (r_k, r_v) latent per token, core layer and KV head",
-    "2d": "LLA-2D: one (r_k, r_v) latent per token and core layer for all KV heads",
+    "2d": "LLA-2D: one (r_k, r_v) latent per token and core layer for all KV heads and loops",
+    "head_axis": "MLA-style: one (r_k, r_v) latent per token, core layer and loop for all KV heads",
     "final_loop": "final-loop reuse: only the last loop's K/V are kept",
 }
 
@@ -39,7 +40,8 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
             compressed, "B/token", *_compressed_source(spec, kept),
         ),
         "compression_ratio": (
-            F.compression_ratio(codec.variant), "x", "paper:summary",
+            F.compression_ratio(codec.variant), "x",
+            "derived" if codec.variant == "head_axis" else "paper:summary",
             f"{PAPER}: rho of the looped part, full bytes over compressed bytes ({kept}).",
         ),
         "whole_cache_ratio": (
@@ -60,7 +62,8 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
             codec_params, "params", "derived",
             f"The codec as {PAPER} defines it: per K or V, W_down and the T maps W_up,t "
             "(2*D*r) plus the mean mu (D), D = T*d_head per core layer and KV head "
-            "(per_head) or T*d_head*n_kv per core layer (2d); none for the other variants.",
+            "(per_head) or T*d_head*n_kv per core layer (2d); for head_axis, D = n_kv*d_head "
+            "per core layer and loop (reconstruction); none for the other variants.",
         ),
         "codec_weight_bytes": (
             codec_params * weight_bytes, "B", "derived", f"Codec parameters in {model.dtype}.",
@@ -120,6 +123,9 @@ def _compressed_source(spec: LoopedKVSpec, kept: str) -> tuple[str, str]:
     if spec.model.latent_attention or spec.model.sliding_window:
         provenance, note = _cache_source(spec)
         return provenance, f"No codec: the same as kv_bytes_per_token. {note}"
+    if spec.codec.variant == "head_axis":
+        return "derived", (f"{kept} (the control {PAPER} compares with; its bytes follow from "
+                           "the layout); prelude and coda stay full.")  # fmt: skip
     return "paper:summary", f"{PAPER}: {kept}; prelude and coda stay full."
 
 

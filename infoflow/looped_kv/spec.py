@@ -32,6 +32,8 @@ CacheDType = Literal["bfloat16", "float16", "float32", "float8", "int8", "int4"]
 #: Integer cache dtypes and their bits; each group of numbers carries an fp16 scale and zero
 #: point (4 bytes).
 QUANTIZED = {"int8": 8, "int4": 4}
+#: The codecs that keep latents, with ranks r_k and r_v.
+RANKED = ("per_head", "2d", "head_axis")
 
 #: Bytes per element of each dtype.
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2, "float8": 1}
@@ -191,14 +193,16 @@ class LoopedModel(StrictModel):
 class Codec(StrictModel):
     """How the looped part of the cache is stored."""
 
-    variant: Literal["none", "per_head", "2d", "final_loop"] = Field(
+    variant: Literal["none", "per_head", "2d", "head_axis", "final_loop"] = Field(
         "none",
         description="none: full cache; per_head: one latent per token, core layer and KV head "
-        "(LLA); 2d: one latent per token and core layer for all KV heads (LLA-2D); "
-        "final_loop: keep only the last loop's K/V (a control).",
+        "(LLA); 2d: one latent per token and core layer for all KV heads and loops (LLA-2D, "
+        "LLA and MLA combined); head_axis: one latent per token, core layer and loop for all "
+        "KV heads (MLA-style, the paper's control); final_loop: keep only the last loop's "
+        "K/V (a control).",
     )
-    r_k: PositiveInt | None = Field(None, description="Key latent rank (per_head and 2d).")
-    r_v: PositiveInt | None = Field(None, description="Value latent rank (per_head and 2d).")
+    r_k: PositiveInt | None = Field(None, description="Key latent rank (latent codecs).")
+    r_v: PositiveInt | None = Field(None, description="Value latent rank (latent codecs).")
 
 
 class Serving(StrictModel):
@@ -244,6 +248,15 @@ class Serving(StrictModel):
         return self.context_tokens + self.generated_tokens
 
 
+def rank_limit(model: LoopedModel, variant: str) -> tuple[int, str]:
+    """The dimension a latent codec compresses (its largest rank), and its formula."""
+    if variant == "2d":
+        return model.loops * model.head_dim * model.kv_heads, "T*head_dim*kv_heads"
+    if variant == "head_axis":
+        return model.kv_heads * model.head_dim, "kv_heads*head_dim"
+    return model.loops * model.head_dim, "T*head_dim"
+
+
 class LoopedKVSpec(SpecBase):
     """KV cache of a looped model and its cross-loop latent compression."""
 
@@ -284,7 +297,7 @@ class LoopedKVSpec(SpecBase):
     @model_validator(mode="after")
     def _check_ranks(self) -> LoopedKVSpec:
         codec, model = self.codec, self.model
-        uses_ranks = codec.variant in ("per_head", "2d")
+        uses_ranks = codec.variant in RANKED
         for name in ("r_k", "r_v"):
             rank = getattr(codec, name)
             if uses_ranks and rank is None:
@@ -292,13 +305,11 @@ class LoopedKVSpec(SpecBase):
             if not uses_ranks and rank is not None:
                 raise FieldError(
                     f"codec.{name}",
-                    f"only the per_head and 2d codecs take ranks, not {codec.variant}",
+                    f"only the latent codecs ({', '.join(RANKED)}) take ranks, not {codec.variant}",
                 )
             if rank is None:
                 continue
-            limit, formula = model.loops * model.head_dim, "T*head_dim"
-            if codec.variant == "2d":
-                limit, formula = limit * model.kv_heads, "T*head_dim*kv_heads"
+            limit, formula = rank_limit(model, codec.variant)
             if rank > limit:
                 raise FieldError(
                     f"codec.{name}",

@@ -197,3 +197,40 @@ def test_keys_that_turn_nothing_on_are_counted(tmp_path) -> None:
                for path in (tmp_path / "config.json", tmp_path / "plain.json")]  # fmt: skip
     assert counted[0]["kv_bytes_per_token"].value == counted[1]["kv_bytes_per_token"].value
     assert counted[0]["model_parameters"].value == counted[1]["model_parameters"].value
+
+
+def test_the_head_axis_latent_keeps_one_latent_per_loop() -> None:
+    """MLA-style across heads: per token, core layer and loop, (r_k + r_v) numbers; rho =
+    2 n_kv d_head / (r_k + r_v), 4x at 1,024 on Ouro-1.4B (16 heads of 128)."""
+    overrides = ["codec.variant=head_axis", "codec.r_k=512", "codec.r_v=512"]
+    spec = infoflow.load_spec(LOOPED_KV / "ouro-1.4b.json", overrides)
+    result = infoflow.predict(spec)
+    assert result["compression_ratio"].value == 4
+    assert result["kv_bytes_per_token_compressed"].value == 2 * 4 * 24 * 1024
+    assert str(result["compression_ratio"].expression) == "2*d_head*n_kv/(r_k + r_v)"
+    too_big = ["codec.variant=head_axis", "codec.r_k=4096", "codec.r_v=16"]
+    line = refused("predict", str(LOOPED_KV / "ouro-1.4b.json"), *[f"--set={s}" for s in too_big])
+    assert "rank 4096 exceeds the dimension of what it compresses, kv_heads*head_dim = 2048" in line
+
+
+def test_compare_lists_every_codec_at_the_spec_ranks() -> None:
+    from typer.testing import CliRunner
+
+    from infoflow.cli import app
+
+    result = CliRunner().invoke(
+        app, ["compare", "-f", "json", str(LOOPED_KV / "ouro-1.4b-h200.json")]
+    )
+    assert result.exit_code == 0, result.output
+    rows = {row["variant"]: row for row in json.loads(result.stdout)}
+    assert list(rows) == ["none", "final_loop", "head_axis", "per_head", "2d"]
+    assert rows["per_head"]["compression_ratio"] == pytest.approx(1024 / 48)
+    assert rows["head_axis"]["kv_bytes_per_token_compressed"] == 2 * 4 * 24 * 48  # T loops
+    assert rows["2d"]["kv_bytes_per_token_compressed"] == 2 * 24 * 48  # one for all
+    assert (
+        rows["none"]["max_batch_compressed"] == 32
+        and rows["per_head"]["max_batch_compressed"] == 768
+    )
+    assert refused("compare", str(LOOPED_KV / "ouro-1.4b.json")).endswith(
+        "--set codec.r_k=96 --set codec.r_v=160, say"
+    )
