@@ -62,8 +62,9 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
             codec_params, "params", "derived",
             f"The codec as {PAPER} defines it: per K or V, W_down and the T maps W_up,t "
             "(2*D*r) plus the mean mu (D), D = T*d_head per core layer and KV head "
-            "(per_head) or T*d_head*n_kv per core layer (2d); for head_axis, D = n_kv*d_head "
-            "per core layer and loop (reconstruction); none for the other variants.",
+            "(per_head) or T*d_head*n_kv per core layer (2d); none for the other variants."
+            + (" head_axis: D = n_kv*d_head per core layer and loop (reconstruction)."
+               if codec.variant == "head_axis" else ""),
         ),
         "codec_weight_bytes": (
             codec_params * weight_bytes, "B", "derived", f"Codec parameters in {model.dtype}.",
