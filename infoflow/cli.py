@@ -150,6 +150,20 @@ def compare(
         typer.echo(run_compare(loaded, format.value, str(spec)), nl=False)
 
 
+@app.command()
+def plot(
+    spec: Annotated[
+        Path, typer.Argument(help="A looped_kv spec with a budget.", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option(help="The PNG to write.")] = Path("capacity.png"),
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+) -> None:
+    """Plot serving capacity against context, one line per way of storing the cache."""
+    with _user_errors():
+        loaded, run_plot = _load_for("plot", spec, overrides)
+        typer.echo(run_plot(loaded, str(out), str(spec)), nl=False)
+
+
 def _load(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any]]:
     """Load every spec and expand sweeps, exiting 2 on the first bad one."""
     from infoflow.spec import expand, load_spec

@@ -20,7 +20,7 @@ from importlib import import_module
 from typing import Any
 
 #: Commands beyond predict and validate that a family may support.
-EXTRA_COMMANDS = ("explain", "graph", "calibrate", "compare")
+EXTRA_COMMANDS = ("explain", "graph", "calibrate", "compare", "plot")
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,10 @@ FAMILIES: dict[str, Family] = {
             kind="looped_kv",
             spec="infoflow.looped_kv.spec:LoopedKVSpec",
             predict="infoflow.looped_kv.predict:predict_looped_kv",
-            commands={"compare": "infoflow.looped_kv.compare:compare"},
+            commands={
+                "compare": "infoflow.looped_kv.compare:compare",
+                "plot": "infoflow.looped_kv.capacity:plot",
+            },
             validator="infoflow.validators.looped_kv.validator:VALIDATOR",
             docs="docs/looped_kv.md",
             specs="specs/looped_kv",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy
 
 from infoflow.looped_kv import formulas as F
-from infoflow.looped_kv.spec import DTYPE_BYTES, QUANTIZED, LoopedKVSpec
+from infoflow.looped_kv.spec import DEVICES, DTYPE_BYTES, QUANTIZED, LoopedKVSpec
 from infoflow.results import Prediction, Result
 
 PAPER = "O'Neill & Reid 2026 (Looped Latent Attention)"
@@ -29,9 +29,7 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     if codec.r_k is not None and codec.r_v is not None:
         values[F.r_k], values[F.r_v] = codec.r_k, codec.r_v
     kept = VARIANTS[codec.variant]
-    weight_bytes = DTYPE_BYTES[model.dtype]
     full, compressed, full_sequence, compressed_sequence = _cache_forms(spec)
-    params, codec_params = F.model_parameters(model), F.codec_parameters(codec.variant)
     tokens = f"one sequence of N = {serving.sequence_tokens:,} tokens (context + generated)"
 
     formulas = {  # name: (expression, unit, provenance, note); all exact
@@ -52,6 +50,23 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
         "kv_cache_bytes_compressed": (
             compressed_sequence, "B", "derived", f"Compressed cache of {tokens}.",
         ),
+        **_weights(spec),
+    }  # fmt: skip
+    out = {
+        name: Prediction(_number(expr.subs(values)), unit, "exact", provenance, note, expr)
+        for name, (expr, unit, provenance, note) in formulas.items()
+    }
+    out.update(_capacity(spec, out, values, (full_sequence, compressed_sequence)))
+    return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
+
+
+def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
+    """The formulas of the model's and the codec's parameters and bytes."""
+    model, variant = spec.model, spec.codec.variant
+    params, codec_params = F.model_parameters(model), F.codec_parameters(variant)
+    weight_bytes = DTYPE_BYTES[model.dtype]
+    head_axis = " head_axis: D = n_kv*d_head per core layer and loop (reconstruction)."
+    out = {
         "model_parameters": (
             params, "params", "derived",
             "Counted from the architecture: embeddings, attention, MLP, norms, head, loop "
@@ -63,25 +78,19 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
             f"The codec as {PAPER} defines it: per K or V, W_down and the T maps W_up,t "
             "(2*D*r) plus the mean mu (D), D = T*d_head per core layer and KV head "
             "(per_head) or T*d_head*n_kv per core layer (2d); none for the other variants."
-            + (" head_axis: D = n_kv*d_head per core layer and loop (reconstruction)."
-               if codec.variant == "head_axis" else ""),
+            + (head_axis if variant == "head_axis" else ""),
         ),
         "codec_weight_bytes": (
             codec_params * weight_bytes, "B", "derived", f"Codec parameters in {model.dtype}.",
         ),
     }  # fmt: skip
     if model.experts:
-        formulas["active_parameters"] = (
+        out["active_parameters"] = (
             F.active_parameters(model), "params", "derived",
             "Parameters one token uses: every parameter but the routed experts it is not sent "
             f"to ({model.experts.per_token} of {model.experts.routed} in each MoE layer).",
         )  # fmt: skip
-    out = {
-        name: Prediction(_number(expr.subs(values)), unit, "exact", provenance, note, expr)
-        for name, (expr, unit, provenance, note) in formulas.items()
-    }
-    out.update(_capacity(spec, out, values, (full_sequence, compressed_sequence)))
-    return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
+    return out
 
 
 def _cache_forms(spec: LoopedKVSpec) -> tuple[sympy.Expr, ...]:
@@ -151,13 +160,18 @@ def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, sequences)
     ):
         budget_bytes = max(0, int(sympy.floor(budget)))
         at[F.budget] = budget_bytes
-        batch, context = F.max_batch(per_sequence, stepped), F.max_context(model, per_token)
+        copies = _replicas(spec, compressed=bool(suffix))
+        batch = F.max_batch(copies * per_sequence, stepped)
+        context = F.max_context(model, copies * per_token)
         result[f"cache_budget_bytes{suffix}"] = Prediction(
             budget_bytes, "B", "exact", "derived", f"Memory for the cache: {where}."
         )
+        copied = (f"; kept {copies} times over {serving.tensor_parallel} devices (a cache "
+                  "shared by all heads, or fewer heads than devices: a reconstruction)"
+                  if copies > 1 else "")  # fmt: skip
         result[f"max_batch{suffix}"] = Prediction(
             int(batch.subs(at)), "sequences", "upper", source,
-            f"{PAPER}: floor(budget / {divisor}){rounding}; an upper bound (paging, "
+            f"{PAPER}: floor(budget / {divisor}){rounding}{copied}; an upper bound (paging, "
             "fragmentation and activations take their share).",
             batch,
         )  # fmt: skip
@@ -171,13 +185,28 @@ def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
     if serving.memory_budget_gib is not None:
         budget = _exact(serving.memory_budget_gib) * GIB
         return "the spec's memory_budget_gib, all of it for the cache", budget, budget
-    if serving.device_memory_gib is not None:
-        usable = _exact(serving.device_memory_gib) * _exact(serving.usable_fraction) * GIB
-        budget_full = usable - out["weight_bytes"].value - _exact(serving.overhead_gib) * GIB
-        budget_compressed = budget_full - out["codec_weight_bytes"].value
-        where = "device memory * usable_fraction - weights - overhead (- codec weights)"
-        return where, budget_full, budget_compressed
-    return None
+    device = serving.device_bytes
+    if device is None:
+        return None
+    tp = serving.tensor_parallel
+    usable = sympy.Rational(device) * tp * _exact(serving.usable_fraction)
+    budget_full = usable - out["weight_bytes"].value - tp * _exact(serving.overhead_gib) * GIB
+    budget_compressed = budget_full - out["codec_weight_bytes"].value
+    memory = f"{serving.device} ({DEVICES[serving.device]} GB)" if serving.device else "device"
+    devices = f"{tp} x " if tp > 1 else ""
+    where = (f"{devices}{memory} memory * usable_fraction - weights - {devices}overhead (- codec "
+             "weights)")  # fmt: skip
+    return where, budget_full, budget_compressed
+
+
+def _replicas(spec: LoopedKVSpec, compressed: bool) -> int:
+    """Copies of the cache across ``tensor_parallel`` devices (a reconstruction of how
+    serving engines split it): K/V heads are split over the devices, and each is copied when
+    there are more devices than heads; a latent shared by all heads (latent attention, LLA-2D,
+    the head-axis latent) is kept on every device."""
+    tp, model = spec.serving.tensor_parallel, spec.model
+    shared = model.latent_attention or (compressed and spec.codec.variant in ("2d", "head_axis"))
+    return tp if shared else max(1, tp // model.kv_heads)
 
 
 def _max_context(model, context: sympy.Expr, at: dict) -> Prediction:

@@ -32,6 +32,16 @@ CacheDType = Literal["bfloat16", "float16", "float32", "float8", "int8", "int4"]
 #: Integer cache dtypes and their bits; each group of numbers carries an fp16 scale and zero
 #: point (4 bytes).
 QUANTIZED = {"int8": 8, "int4": 4}
+#: GPU presets: memory per device as the vendor publishes it, in GB (10^9 bytes).
+DEVICES = {
+    "h200": 141, "h100-sxm": 80, "h100-nvl": 94, "h20": 96, "a100-80gb": 80, "a100-40gb": 40,
+    "l40s": 48, "l4": 24, "a10g": 24, "rtx-4090": 24, "rtx-5090": 32, "rtx-6000-ada": 48,
+    "b200": 180, "mi300x": 192, "mi325x": 256,
+}  # fmt: skip
+DeviceName = Literal[
+    "h200", "h100-sxm", "h100-nvl", "h20", "a100-80gb", "a100-40gb", "l40s", "l4", "a10g",
+    "rtx-4090", "rtx-5090", "rtx-6000-ada", "b200", "mi300x", "mi325x",
+]  # fmt: skip
 #: The codecs that keep latents, with ranks r_k and r_v.
 RANKED = ("per_head", "2d", "head_axis")
 
@@ -221,6 +231,14 @@ class Serving(StrictModel):
     memory_budget_gib: PositiveFloat | None = Field(
         None, description="Memory for the KV cache, given directly (GiB)."
     )
+    device: DeviceName | None = Field(
+        None, description="A GPU preset: its memory as the vendor publishes it (GB) per device."
+    )
+    tensor_parallel: PositiveInt = Field(
+        1,
+        description="Devices the model is split over (tensor parallel): their memory adds "
+        "up, the weights are split, and a cache shared by all heads is kept on every device.",
+    )
     device_memory_gib: PositiveFloat | None = Field(
         None,
         description="Device memory (GiB); the cache gets device * usable_fraction - weights - "
@@ -236,11 +254,22 @@ class Serving(StrictModel):
 
     @model_validator(mode="after")
     def _one_budget(self) -> Serving:
-        if self.memory_budget_gib is not None and self.device_memory_gib is not None:
-            raise FieldError(
-                "memory_budget_gib", "give either memory_budget_gib or device_memory_gib, not both"
-            )
+        given = [name for name in ("memory_budget_gib", "device_memory_gib", "device")
+                 if getattr(self, name) is not None]  # fmt: skip
+        if len(given) > 1:
+            raise FieldError(given[0], f"give one of memory_budget_gib, device_memory_gib and "
+                                       f"device, not {' and '.join(given)} (set one to null: "
+                                       f"--set serving.{given[0]}=null)")  # fmt: skip
         return self
+
+    @property
+    def device_bytes(self) -> Fraction | None:
+        """Memory of one device in bytes (exact), from the preset or device_memory_gib."""
+        if self.device is not None:
+            return Fraction(DEVICES[self.device] * 10**9)
+        if self.device_memory_gib is not None:
+            return Fraction(str(self.device_memory_gib)) * 2**30
+        return None
 
     @property
     def sequence_tokens(self) -> int:
@@ -292,6 +321,15 @@ class LoopedKVSpec(SpecBase):
             if vector % group:
                 message = f"{group} does not divide the cached vector ({vector})"
                 raise FieldError("serving.cache_group_size", message)
+        return self
+
+    @model_validator(mode="after")
+    def _check_parallel(self) -> LoopedKVSpec:
+        """Tensor parallelism splits the KV heads: one number must divide the other."""
+        tp, heads = self.serving.tensor_parallel, self.model.kv_heads
+        if tp > 1 and tp % heads and heads % tp:
+            message = f"{tp} devices cannot split {heads} KV heads evenly"
+            raise FieldError("serving.tensor_parallel", message)
         return self
 
     @model_validator(mode="after")

@@ -234,3 +234,67 @@ def test_compare_lists_every_codec_at_the_spec_ranks() -> None:
     assert refused("compare", str(LOOPED_KV / "ouro-1.4b.json")).endswith(
         "--set codec.r_k=96 --set codec.r_v=160, say"
     )
+
+
+def test_device_presets_and_tensor_parallel_set_the_budget() -> None:
+    """An H200 is 141 GB as NVIDIA publishes it; two of them hold twice that, less the
+    weights once; 2 devices split Ouro's 16 KV heads, so the cache is not copied."""
+    base = ["serving.memory_budget_gib=null", "serving.device=h200"]
+    one = infoflow.predict(infoflow.load_spec(LOOPED_KV / "ouro-1.4b.json", base))
+    two = infoflow.predict(infoflow.load_spec(LOOPED_KV / "ouro-1.4b.json",
+                                              [*base, "serving.tensor_parallel=2"]))  # fmt: skip
+    weights = one["weight_bytes"].value
+    assert one["cache_budget_bytes"].value == int(141 * 10**9 * 0.9) - weights
+    assert two["cache_budget_bytes"].value == int(2 * 141 * 10**9 * 0.9) - weights
+    assert "2 x h200 (141 GB) memory" in two["cache_budget_bytes"].note
+    per_sequence = one["kv_cache_bytes"].value
+    assert two["max_batch"].value == (two["cache_budget_bytes"].value // per_sequence) // 32 * 32
+
+
+def test_a_cache_shared_by_all_heads_is_kept_on_every_device() -> None:
+    """LLA-2D keeps one latent for all heads: with 4 devices each keeps it, so capacity is a
+    quarter of what the pooled memory would give; per-head LLA splits like the heads."""
+    spec = LOOPED_KV / "ouro-1.4b-2d-4x.json"
+    base = ["serving.memory_budget_gib=null", "serving.device=h200", "serving.batch_step=null",
+            "serving.tensor_parallel=4"]  # fmt: skip
+    result = infoflow.predict(infoflow.load_spec(spec, base))
+    budget = result["cache_budget_bytes_compressed"].value
+    per_sequence = result["kv_cache_bytes_compressed"].value
+    assert result["max_batch_compressed"].value == budget // (4 * per_sequence)
+    assert result["max_batch"].value == result["cache_budget_bytes"].value // (
+        result["kv_cache_bytes"].value
+    )  # the full cache is per head: split, not copied
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [(["serving.device=h200"], "give one of memory_budget_gib, device_memory_gib and device, "
+                               "not memory_budget_gib and device"),
+     (["serving.tensor_parallel=3"], "3 devices cannot split 16 KV heads evenly")],
+)  # fmt: skip
+def test_serving_settings_that_contradict_are_refused(overrides, message) -> None:
+    sets = [f"--set={o}" for o in overrides]
+    assert message in refused("predict", str(LOOPED_KV / "ouro-1.4b.json"), *sets)
+
+
+def test_the_capacity_plot_draws_what_predict_says(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from infoflow.looped_kv.capacity import CONTEXTS, capacities
+
+    spec = infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json")
+    lines = capacities(spec)
+    assert list(lines) == ["none", "final_loop", "head_axis", "per_head", "2d"]
+    at_4k = infoflow.predict(spec)  # the spec's own context is 4,096 tokens
+    assert lines["per_head"][CONTEXTS.index(4096)] == at_4k["max_batch_compressed"].value == 768
+    assert lines["none"][CONTEXTS.index(4096)] == at_4k["max_batch"].value == 32
+    from typer.testing import CliRunner
+
+    from infoflow.cli import app
+
+    out = tmp_path / "capacity.png"
+    result = CliRunner().invoke(app, ["plot", str(LOOPED_KV / "ouro-1.4b-h200.json"), "--out",
+                                      str(out)])  # fmt: skip
+    assert result.exit_code == 0 and out.read_bytes()[:4] == b"\x89PNG"
+    no_budget = ["--set", "serving.memory_budget_gib=null"]
+    assert "a capacity needs a budget" in refused("plot", str(LOOPED_KV / "ouro-1.4b.json"),
+                                                  *no_budget)  # fmt: skip

@@ -57,7 +57,7 @@ CASES = {
     "two-budgets": (
         _with(["serving", "device_memory_gib"], 80),
         "serving.memory_budget_gib",
-        "not both",
+        "not memory_budget_gib and device_memory_gib",
     ),
     "bad-hf-config": (
         _with(["model"], {"hf_config": "nowhere/config.json"}),

@@ -1,0 +1,77 @@
+"""``infoflow plot``: a looped_kv spec's serving capacity (the largest batch that fits the
+budget) against the context length, one line per way of storing the cache (the rows of
+``infoflow compare``, at the spec's ranks), written as a PNG (matplotlib, the validate
+extra)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from infoflow.errors import SpecError
+from infoflow.files import write_with
+from infoflow.looped_kv.compare import ROWS
+from infoflow.looped_kv.predict import predict_looped_kv
+from infoflow.looped_kv.spec import RANKED, Codec, LoopedKVSpec, rank_limit
+
+CONTEXTS = [2**k for k in range(10, 21)]  # 1k to 1M tokens
+
+
+def capacities(spec: LoopedKVSpec) -> dict[str, list[int]]:
+    """Max batch at every context of CONTEXTS, per codec that the spec's ranks fit."""
+    out = {}
+    for variant in _variants(spec):
+        ranks = {"r_k": spec.codec.r_k, "r_v": spec.codec.r_v} if variant in RANKED else {}
+        point = spec.model_copy(update={"codec": Codec(variant=variant, **ranks)})
+        out[variant] = [_max_batch(point, tokens) for tokens in CONTEXTS]
+    return out
+
+
+def plot(spec: LoopedKVSpec, out: str = "capacity.png", source: str = "<spec>") -> str:
+    """Draw the capacities into ``out``; return what was written, in a line."""
+    if spec.serving.memory_budget_gib is None and spec.serving.device_bytes is None:
+        raise SpecError(source, [("serving", "a capacity needs a budget: memory_budget_gib, "
+                                             "device_memory_gib or device")])  # fmt: skip
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ModuleNotFoundError:
+        raise SpecError(source, [(None, "plot needs matplotlib: pip install "
+                                        "'infoflow[validate]'")]) from None  # fmt: skip
+    lines = capacities(spec)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for variant, batches in lines.items():
+        shown = [b if b > 0 else math.nan for b in batches]  # log axis: no zeros
+        ax.plot(CONTEXTS, shown, marker="o", markersize=3, label=variant)
+    title = f"{spec.model.name}: serving capacity"
+    ax.set(xscale="log", yscale="log", xlabel="context (tokens per sequence)",
+           ylabel="max batch (sequences)", title=title)  # fmt: skip
+    ax.legend(fontsize=8, title=_ranks(spec), title_fontsize=8)
+    fig.tight_layout()
+    write_with(Path(out), lambda temporary: fig.savefig(temporary, dpi=110))
+    plt.close(fig)
+    return f"wrote {out}: {len(lines)} codecs, contexts {CONTEXTS[0]:,} to {CONTEXTS[-1]:,}\n"
+
+
+def _variants(spec: LoopedKVSpec) -> list[str]:
+    """The rows of ``compare`` that the spec's ranks fit (just the full cache for latent
+    attention and windows, or without ranks)."""
+    model, codec = spec.model, spec.codec
+    if model.latent_attention or model.sliding_window or codec.r_k is None or codec.r_v is None:
+        return ["none"] if codec.variant == "none" else ["none", codec.variant]
+    ranks = max(codec.r_k, codec.r_v)
+    return [v for v in ROWS if v not in RANKED or ranks <= rank_limit(model, v)[0]]
+
+
+def _max_batch(spec: LoopedKVSpec, tokens: int) -> int:
+    serving = spec.serving.model_copy(update={"context_tokens": tokens, "generated_tokens": 0})
+    return predict_looped_kv(spec.model_copy(update={"serving": serving}))[
+        "max_batch_compressed"
+    ].value
+
+
+def _ranks(spec: LoopedKVSpec) -> str:
+    codec = spec.codec
+    return f"ranks ({codec.r_k}, {codec.r_v})" if codec.r_k else "codec"
