@@ -1,6 +1,6 @@
 """Rewrite every ``$ infoflow ...`` console block in README.md and docs/*.md with the
 command's real output. Run from the repository root after a change that alters output;
-tests/test_docs.py fails until the pages match again.
+tests/shared/test_docs.py fails until the pages match again.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ INFOFLOW = str(Path(sys.executable).parent / "infoflow")
 
 def run(command: str) -> str:
     argv = [INFOFLOW, *shlex.split(command)[1:]]
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
     return (proc.stdout + proc.stderr).rstrip("\n") + "\n"
 
 

@@ -55,16 +55,11 @@ def train_on_ray(
         return
     ray.init(address=address, ignore_reinit_error=True, include_dashboard=False,
              log_to_driver=False)  # fmt: skip
-    gpu = context.device.type == "cuda"
-    remote = ray.remote(max_retries=3)(train_one)
+    resources = {"num_gpus": gpus_per_group} if context.device.type == "cuda" else {"num_cpus": 1}
+    remote = ray.remote(max_retries=3)(train_one).options(**resources)
     try:
         device, folder = str(context.device), str(context.checkpoints)
-        pending = {}
-        for job in jobs:
-            resources = (
-                {"num_gpus": gpus_per_group} if gpu and not job.cpu_only else {"num_cpus": 1}
-            )
-            pending[remote.options(**resources).remote(job, device, folder)] = job
+        pending = {remote.remote(job, device, folder): job for job in jobs}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             job = pending.pop(done[0])

@@ -73,15 +73,12 @@ class Job:
     of everything that determines its trained models: the spec's fields that reach
     training, the scale, steps, seeds, the training code's version), a ``name`` made from
     its ``prefix`` and the identity by :func:`content_name`, ``describe()`` for its settings
-    and ``member_rows()`` for its members; ``steps`` is its length, for progress;
-    ``cpu_only`` a job that trains on the CPU whatever the run's device (as a Ray task it
-    asks for a CPU, not a GPU)."""
+    and ``member_rows()`` for its members; ``steps`` is its length, for progress."""
 
     kind: str
     experiment: str
     group: Any
     steps: int
-    cpu_only: bool = False
 
     @property
     def name(self) -> str:

@@ -164,9 +164,9 @@ def register(planned: Plan, options: Options, device: torch.device) -> Store:
     store.start_run(_now(), _scale_name(options), str(device), settings)
     for _, experiment in planned.experiments:
         for job in experiment.jobs:
-            group, trains_on = job.group, "cpu" if job.cpu_only else device.type
+            group = job.group
             store.add_group(job.name, experiment.name, group.describe(), group.member_rows(),
-                            group.identity(), trains_on)  # fmt: skip
+                            group.identity(), device.type)  # fmt: skip
     return store
 
 

@@ -287,3 +287,57 @@ def test_a_damaged_checkpoint_folder_is_refused_naming_it(tmp_path) -> None:
     (folder / "config.json").write_text("{")
     with pytest.raises(SpecError, match="invalid JSON"):
         load_ouro(folder)
+
+
+def test_quantization_is_compared_at_truly_matched_bytes() -> None:
+    """The bits a quantized cache keeps at 1/rho of the cache's bytes, its per-vector scale and
+    offset (two fp16 numbers) counted."""
+    assert kv_codec.matched_bits(32, 4, 16) == 6  # 8 bits a number, 2 of them for the scales
+    assert kv_codec.matched_bits(16, 4, 128) == 3  # bf16 at 4x: 4 bits, a quarter to scales
+    assert kv_codec.matched_bits(32, 16, 16) == 0  # nothing left: no point at this rho
+
+
+def test_grouped_query_prelude_and_coda_read_their_kv_heads() -> None:
+    """With GQA, the exact cache put back through every slot (prelude and coda included)
+    gives the teacher's logits."""
+    torch.manual_seed(3)
+    model = LoopedDecoder(LoopedConfig(heads=4, kv_heads=2, prelude=1, coda=1)).eval()
+    x = torch.randint(0, 16, (2, 9))
+    record = ExactAttention(record=True)
+    with torch.no_grad():
+        logits = model(x, record)
+        k, v = kv_codec.core_kv(record, model.config)
+        assert torch.allclose(model(x, kv_codec.Reconstructed(k, v)), logits, atol=1e-5)
+
+
+def test_linear_rope_scaling_is_read_and_others_refused(tmp_path) -> None:
+    pytest.importorskip("safetensors")
+    from infoflow.errors import SpecError
+    from infoflow.validators.looped_kv.ouro import load_ouro, save_ouro
+
+    torch.manual_seed(2)
+    config = LoopedConfig(vocab=32, d_model=32, heads=4, kv_heads=2, prelude=0, core=1,
+                          loops=2, coda=0, mlp_width=48, style="ouro", rope_scale=4.0)  # fmt: skip
+    model = LoopedDecoder(config).eval()
+    save_ouro(model, tmp_path / "scaled")
+    loaded = load_ouro(tmp_path / "scaled")
+    x = torch.randint(0, 32, (1, 12))
+    with torch.no_grad():
+        assert loaded.config.rope_scale == 4.0 and torch.equal(model(x), loaded(x))
+    data = json.loads((tmp_path / "scaled" / "config.json").read_text())
+    data["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}
+    (tmp_path / "scaled" / "config.json").write_text(json.dumps(data))
+    with pytest.raises(SpecError, match="rope_scaling of type 'yarn' is not modelled"):
+        load_ouro(tmp_path / "scaled")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_the_measurements_run_on_the_gpu(teacher) -> None:
+    from infoflow.validators.looped_kv.experiment import SCALES
+    from infoflow.validators.looped_kv.measure import measure
+
+    spec = infoflow.load_spec(TINY)
+    model = LoopedDecoder(LoopedConfig()).eval()
+    measured = measure(spec, model, SCALES["smoke"], torch.device("cuda"))
+    assert all(s["measured_bytes"] == s["predicted_bytes"] for s in measured["stores"])
+    assert len(claims(measured)) == 11

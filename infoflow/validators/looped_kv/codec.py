@@ -15,6 +15,7 @@ calibration vectors) and rebuilds x_hat = c W^T + mu on read.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -111,9 +112,20 @@ def energy_captured(x: Tensor, how: str) -> Tensor:
     return energy.mean(0).float()
 
 
+#: Bits of the per-vector scale and offset of a quantized cache (two fp16 numbers).
+SCALE_BITS = 32
+
+
+def matched_bits(cache_bits: int, rho: float, dim: int) -> int:
+    """Bits per number of a cache quantized to 1/rho of ``cache_bits`` per number, the
+    per-vector scale and offset (SCALE_BITS per ``dim`` numbers) counted: 0 when nothing is
+    left for the numbers."""
+    return max(0, math.floor(cache_bits / rho - SCALE_BITS / dim))
+
+
 def quantize(x: Tensor, bits: int) -> Tensor:
-    """Uniform quantization of each d-vector to 2^bits levels between its min and max (the
-    per-vector scale and offset are not counted in the bytes)."""
+    """Uniform quantization of each d-vector to 2^bits levels between its min and max, the
+    scale and offset kept per vector (they are counted by :func:`matched_bits`)."""
     low, high = x.amin(-1, keepdim=True), x.amax(-1, keepdim=True)
     scale = (high - low).clamp_min(1e-12) / (2**bits - 1)
     return torch.round((x - low) / scale) * scale + low
@@ -130,7 +142,10 @@ class Reconstructed:
 
     def attend(self, slot: Slot, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         if slot[0] != "core":
-            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            heads = q.shape[1]  # grouped-query slots read their KV heads' K/V
+            out = torch.nn.functional.scaled_dot_product_attention(
+                q, expand_kv(k, heads), expand_kv(v, heads), is_causal=True
+            )
         else:
             _, t, r = slot
             out = mixed_attention(q, k, v, self.k_hat[r, t], self.v_hat[r, t])
@@ -164,14 +179,16 @@ class LatentStore:
                  codecs: tuple[SVDCodec, SVDCodec] | None, dtype=torch.float32):  # fmt: skip
         c = model.config
         self.config, self.codecs, self.length = c, codecs, 0
-        full = lambda: torch.zeros(batch, c.kv, capacity, c.head_dim, dtype=dtype)  # noqa: E731
+        device = next(model.parameters()).device  # the buffers live beside the model
+        full = lambda: torch.zeros(batch, c.kv, capacity, c.head_dim, dtype=dtype,  # noqa: E731
+                                   device=device)  # fmt: skip
         self.full = {slot: (full(), full()) for slot in c.slots()
                      if slot[0] != "core" or codecs is None}  # fmt: skip
         self.latent = None
         if codecs is not None:
             groups = c.kv if codecs[0].how == "loop" else 1
             self.latent = [
-                torch.zeros(c.core, batch, groups, capacity, codec.rank, dtype=dtype)
+                torch.zeros(c.core, batch, groups, capacity, codec.rank, dtype=dtype, device=device)
                 for codec in codecs
             ]
         self.pending: dict[Slot, tuple[Tensor, Tensor]] = {}

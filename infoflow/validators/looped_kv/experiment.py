@@ -43,8 +43,8 @@ SCALES = {
 
 @dataclass
 class LoopedGroup:
-    """The one model a looped_kv spec trains (on the CPU); its ``name`` is ``prefix`` and
-    the digest of its identity."""
+    """The one model a looped_kv spec trains; its ``name`` is ``prefix`` and the digest of
+    its identity."""
 
     prefix: str
     config: LoopedConfig
@@ -78,7 +78,7 @@ class LoopedExperiment:
     def jobs(self) -> list[Job]:
         if self.group is None:
             return []
-        return [Job("looped_kv", self.name, self.group, self.scale.steps, cpu_only=True)]
+        return [Job("looped_kv", self.name, self.group, self.scale.steps)]
 
 
 def plan(name: str, spec: LoopedKVSpec, scale: LoopedScale) -> LoopedExperiment:

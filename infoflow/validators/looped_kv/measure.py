@@ -52,21 +52,24 @@ class Scorer:
 
 
 @torch.no_grad()
-def measure(spec: LoopedKVSpec, model: LoopedDecoder, scale: LoopedScale) -> dict:
-    """Every measurement of ``model`` at ``scale`` (calibration and evaluation sequences
-    from the corpus, seeds 10 and 11)."""
+def measure(spec: LoopedKVSpec, model: LoopedDecoder, scale: LoopedScale, device="cpu") -> dict:
+    """Every measurement of ``model`` at ``scale`` on ``device`` (calibration and evaluation
+    sequences from the corpus, seeds 10 and 11, drawn on the CPU: the same on any device)."""
     started = time.perf_counter()
+    model = model.to(device)
     config = model.config
     draw = corpus(config.vocab, seed=0)
     calibration = draw(scale.calibration, scale.length, torch.Generator().manual_seed(10))
     evaluation = draw(scale.evaluation, scale.length, torch.Generator().manual_seed(11))
+    calibration, evaluation = calibration.to(device), evaluation.to(device)
     k_cal, v_cal = _capture(model, calibration)
     score = Scorer(model, evaluation)
     spectra = {name: {how: kv_codec.energy_captured(x, how).tolist()
                       for how in ("loop", "head", "layer")}
                for name, x in (("K", k_cal), ("V", v_cal))}  # fmt: skip
     weights = [p.detach().clone() for p in model.parameters()]
-    methods = _methods(model, (k_cal, v_cal), calibration, score, scale)
+    cache_bits = 8 * TORCH_DTYPES[spec.serving.cache_dtype or spec.model.dtype].itemsize
+    methods = _methods(model, (k_cal, v_cal), calibration, score, scale, cache_bits)
     T, d, H = config.loops, config.head_dim, config.kv
     full = {"loop": T * d, "loop_head": T * H * d}
     full_rank = [kv_codec.SVDCodec.fit(x, how, full[how])
@@ -84,8 +87,9 @@ def measure(spec: LoopedKVSpec, model: LoopedDecoder, scale: LoopedScale) -> dic
             "teacher_loss": float(loss), "seconds": time.perf_counter() - started}  # fmt: skip
 
 
-def _methods(model, calibrated, tokens, score: Scorer, scale: LoopedScale) -> dict:
-    """Every method's scores at every rho of the grid (and rho = T for final-loop reuse)."""
+def _methods(model, calibrated, tokens, score: Scorer, scale: LoopedScale, cache_bits) -> dict:
+    """Every method's scores at every rho of the grid (and rho = T for final-loop reuse);
+    quantization at the bits the cache's dtype leaves at that rho, scales counted."""
     k_cal, v_cal = calibrated
     config = model.config
     T, d, H = config.loops, config.head_dim, config.kv
@@ -106,9 +110,10 @@ def _methods(model, calibrated, tokens, score: Scorer, scale: LoopedScale) -> di
                     learned = kv_codec.distill(model, codecs, tokens, scale.distill_steps)
                 refined = score(learned[0].reconstruct(score.k), learned[1].reconstruct(score.v))
                 methods["lla_distilled"][key] = {"r_k": r_k, "r_v": r_v, **refined}
-        bits = round(32 / rho)
-        quantized = score(kv_codec.quantize(score.k, bits), kv_codec.quantize(score.v, bits))
-        methods["quantize"][key] = {"bits": bits, **quantized}
+        bits = kv_codec.matched_bits(cache_bits, rho, d)
+        if bits:  # at matched bytes, the scales included
+            quantized = score(kv_codec.quantize(score.k, bits), kv_codec.quantize(score.v, bits))
+            methods["quantize"][key] = {"bits": bits, **quantized}
     last = lambda x: x[:, -1:].expand_as(x)  # noqa: E731
     methods["final_loop"][f"{float(T):.3g}"] = score(last(score.k), last(score.v))
     return methods

@@ -9,7 +9,7 @@ Pre-norm blocks (RMSNorm, attention with RoPE, GELU MLP), untied embeddings.
 Attention goes through a *cache* object, so the same forward serves the teacher (exact
 causal attention), capture of every slot's K/V and attention output, and evaluation with
 reconstructed K/V (:mod:`~infoflow.validators.looped_kv.codec`). :func:`train_looped`
-trains one on the CPU, resumably; :func:`load_looped` reads a finished one back.
+trains one on any device, resumably; :func:`load_looped` reads a finished one back.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class LoopedConfig:
     kv_heads: int | None = None  # grouped-query attention when fewer than heads
     style: str = "gelu"  # "gelu": the blocks above; "ouro": Ouro's (see OuroBlock)
     rope_theta: float = 10000.0
+    rope_scale: float = 1.0  # linear RoPE scaling: positions divided by this factor
     norm_eps: float = 1e-6
     head_size: int | None = None  # default d_model / heads
 
@@ -154,7 +155,7 @@ class LoopedDecoder(nn.Module):
         c = self.config
         ouro = c.style == "ouro"
         rope = (_rope_half if ouro else _rope)(c.head_dim, offset, x.shape[1], x.device,
-                                               c.rope_theta)  # fmt: skip
+                                               c.rope_theta, c.rope_scale)  # fmt: skip
         h = self.embed(x)
         for i, block in enumerate(self.prelude):
             h = block(h, ("prelude", i), cache, rope)
@@ -168,15 +169,18 @@ class LoopedDecoder(nn.Module):
         return self.unembed(h if ouro and not c.coda else self.norm(h))
 
 
-def _rope(dim: int, offset: int, n: int, device, theta: float) -> tuple[Tensor, Tensor]:
+def _rope(dim: int, offset: int, n: int, device, theta: float, scale: float = 1.0):
+    """cos and sin of the RoPE angles at positions offset.. offset + n - 1 (divided by
+    ``scale``: linear scaling)."""
     inv = 1.0 / (theta ** (torch.arange(0, dim, 2, device=device).float() / dim))
-    angles = torch.arange(offset, offset + n, device=device).float()[:, None] * inv[None]
+    positions = torch.arange(offset, offset + n, device=device).float() / scale
+    angles = positions[:, None] * inv[None]
     return angles.cos(), angles.sin()
 
 
-def _rope_half(dim: int, offset: int, n: int, device, theta: float) -> tuple[Tensor, Tensor]:
+def _rope_half(dim: int, offset: int, n: int, device, theta: float, scale: float = 1.0):
     """Hugging Face's layout: the angles repeated over both halves of the head."""
-    cos, sin = _rope(dim, offset, n, device, theta)
+    cos, sin = _rope(dim, offset, n, device, theta, scale)
     return torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
 
 
@@ -193,19 +197,19 @@ def _rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
 def train_looped(
     config: LoopedConfig, corpus, steps: int, batch: int, length: int, checkpoint: Checkpoint,
-    seed: int = 0, lr: float = 3e-3, progress=None, every: int = 100,
+    seed: int = 0, lr: float = 3e-3, progress=None, every: int = 100, device="cpu",
 ) -> LoopedDecoder:  # fmt: skip
-    """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences,
-    saving the training state to ``checkpoint`` every ``every`` steps and resuming from it
-    (a finished run only loads its weights)."""
+    """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences
+    (drawn on the CPU, trained on ``device``), saving the training state to ``checkpoint``
+    every ``every`` steps and resuming from it (a finished run only loads its weights)."""
     torch.manual_seed(seed)
-    model = LoopedDecoder(config)
+    model = LoopedDecoder(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps)
     generator = torch.Generator().manual_seed(seed + 1)
-    start, _ = checkpoint.load(model, optimizer, schedule, generator, "cpu")
+    start, _ = checkpoint.load(model, optimizer, schedule, generator, device)
     for step in range(start, steps):
-        x = corpus(batch, length, generator)
+        x = corpus(batch, length, generator).to(device)
         logits = model(x[:, :-1])
         loss = F.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten())
         optimizer.zero_grad(set_to_none=True)
@@ -220,8 +224,8 @@ def train_looped(
     return model.eval()
 
 
-def load_looped(config: LoopedConfig, checkpoint: Checkpoint) -> LoopedDecoder:
-    """The model :func:`train_looped` finished at ``checkpoint``."""
-    model = LoopedDecoder(config)
-    checkpoint.load_weights(model, "cpu")
+def load_looped(config: LoopedConfig, checkpoint: Checkpoint, device="cpu") -> LoopedDecoder:
+    """The model :func:`train_looped` finished at ``checkpoint``, on ``device``."""
+    model = LoopedDecoder(config).to(device)
+    checkpoint.load_weights(model, device)
     return model.eval()

@@ -37,15 +37,20 @@ IGNORED = ("model.early_exit_gate.weight", "model.early_exit_gate.bias")
 
 
 def config_from(data: dict, max_len: int = 4096) -> LoopedConfig:
-    """A looped config from an Ouro config.json."""
+    """A looped config from an Ouro config.json (RoPE scaling: linear only; another kind is a
+    ValueError, never ignored)."""
     heads = data["num_attention_heads"]
+    scaling = data.get("rope_scaling") or {}
+    kind = scaling.get("rope_type", scaling.get("type", "linear")) if scaling else "linear"
+    if kind != "linear":
+        raise ValueError(f"rope_scaling of type {kind!r} is not modelled (linear only)")
     return LoopedConfig(
         vocab=data["vocab_size"], d_model=data["hidden_size"], heads=heads, prelude=0,
         core=data["num_hidden_layers"], loops=data.get("total_ut_steps", 4), coda=0,
         mlp_width=data["intermediate_size"], max_len=max_len,
         kv_heads=data.get("num_key_value_heads", heads), style="ouro",
         rope_theta=data.get("rope_theta", 10000.0), norm_eps=data.get("rms_norm_eps", 1e-6),
-        head_size=data.get("head_dim"),
+        head_size=data.get("head_dim"), rope_scale=float(scaling.get("factor", 1.0)),
     )  # fmt: skip
 
 
@@ -118,6 +123,8 @@ def save_ouro(model: LoopedDecoder, folder: str | Path) -> None:
               "num_attention_heads": c.heads, "num_key_value_heads": c.kv,
               "head_dim": c.head_dim, "intermediate_size": c.mlp_width, "vocab_size": c.vocab,
               "total_ut_steps": c.loops, "rope_theta": c.rope_theta, "rms_norm_eps": c.norm_eps,
+              "rope_scaling": ({"rope_type": "linear", "factor": c.rope_scale}
+                               if c.rope_scale != 1.0 else None),
               "tie_word_embeddings": False, "hidden_act": "silu",
               "torch_dtype": "float32"}  # fmt: skip
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")

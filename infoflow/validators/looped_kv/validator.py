@@ -1,7 +1,8 @@
 """The looped_kv validator: a spec small enough to train (or with a local checkpoint) -> a
 looped model -> axis spectra, every codec against its controls at matched bytes, the latent
 store's bytes (:mod:`~infoflow.validators.looped_kv.measure`) -> claims, a report section
-and two plots. Its one job trains on the CPU (locally, or as a Ray task)."""
+and two plots. Its one job trains on the run's device (locally, or as a Ray task), and the
+measurements run there too."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ class LoopedKVValidator:
         scale = group.scale
         train_looped(group.config, corpus(group.config.vocab, seed=0), scale.steps, scale.batch,
                      scale.length + 1, Checkpoint.of(group, context.checkpoints),
-                     progress=report_step)  # fmt: skip
+                     progress=report_step, device=context.device)  # fmt: skip
         context.store.finish_group(group.name, [], time.perf_counter() - started)
 
     def judge(self, experiment: LoopedExperiment, context: Context) -> Section:
@@ -58,9 +59,11 @@ class LoopedKVValidator:
         if group is None:
             model, trained = load_ouro(spec.model.checkpoint), None
         else:
-            model = load_looped(group.config, Checkpoint.of(group, context.checkpoints))
+            checkpoint = Checkpoint.of(group, context.checkpoints)
+            model = load_looped(group.config, checkpoint, context.device)
             trained = context.store.seconds(group.name)
-        measured = {**measure(spec, model, experiment.scale), "training_seconds": trained}
+        measured = {**measure(spec, model, experiment.scale, context.device),
+                    "training_seconds": trained}  # fmt: skip
         return Section(self.kind, experiment.name, {"measured": measured},
                        tuple(claims(measured)))  # fmt: skip
 
