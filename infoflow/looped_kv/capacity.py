@@ -56,11 +56,13 @@ def plot(spec: LoopedKVSpec, out: str = "capacity.png", source: str = "<spec>") 
 
 
 def _variants(spec: LoopedKVSpec) -> list[str]:
-    """The rows of ``compare`` that the spec's ranks fit (just the full cache for latent
-    attention and windows, or without ranks)."""
+    """The rows of ``compare`` that the spec's ranks fit (without ranks, the full cache and
+    final-loop reuse; for latent attention and windows, the full cache alone)."""
     model, codec = spec.model, spec.codec
-    if model.latent_attention or model.sliding_window or codec.r_k is None or codec.r_v is None:
-        return ["none"] if codec.variant == "none" else ["none", codec.variant]
+    if model.latent_attention or model.sliding_window:
+        return ["none"]
+    if codec.r_k is None or codec.r_v is None:
+        return ["none", "final_loop"]
     ranks = max(codec.r_k, codec.r_v)
     return [v for v in ROWS if v not in RANKED or ranks <= rank_limit(model, v)[0]]
 

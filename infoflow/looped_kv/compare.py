@@ -31,7 +31,8 @@ def compare(spec: LoopedKVSpec, format: str = "table", source: str = "<spec>") -
         raise SpecError(source, [("model", "codecs are compared on per-head caches only")])
     if codec.r_k is None or codec.r_v is None:
         raise SpecError(source, [("codec", "compare needs the latents' ranks: --set "
-                                           "codec.r_k=96 --set codec.r_v=160, say")])  # fmt: skip
+                                           "codec.variant=per_head --set codec.r_k=96 --set "
+                                           "codec.r_v=160, say")])  # fmt: skip
     rows = [_row(spec, variant) for variant in ROWS]
     if format == "json":
         return json.dumps(rows, indent=2, allow_nan=False) + "\n"
@@ -77,7 +78,7 @@ def _cells(row: dict) -> list[str]:
 
 def _title(spec: LoopedKVSpec) -> str:
     n = spec.serving.sequence_tokens
-    return (f"{spec.model.name}: the looped cache stored five ways, ranks (r_k, r_v) = "
+    return (f"{spec.model.name}: the looped cache stored every way, ranks (r_k, r_v) = "
             f"({spec.codec.r_k}, {spec.codec.r_v}), sequences of {n:,} tokens")  # fmt: skip
 
 

@@ -33,7 +33,7 @@ _KV_PER_LAYER = 2 * bytes_ * n_kv * d_head
 #: Full cache per token: every loop keeps its own K/V (paper).
 FULL_PER_TOKEN = _KV_PER_LAYER * (P + T * R + C)
 _LOOPED_FULL = _KV_PER_LAYER * T * R
-_UNLOOPED = _KV_PER_LAYER * (P + C)
+UNLOOPED = _KV_PER_LAYER * (P + C)
 
 #: The looped part of the cache per token, by codec variant (paper); prelude and coda stay full.
 LOOPED_COMPRESSED: dict[str, sympy.Expr] = {
@@ -47,7 +47,7 @@ LOOPED_COMPRESSED: dict[str, sympy.Expr] = {
 
 def compressed_per_token(variant: str) -> sympy.Expr:
     """Cache bytes per token with the codec: compressed looped part plus full prelude/coda."""
-    return LOOPED_COMPRESSED[variant] + _UNLOOPED
+    return LOOPED_COMPRESSED[variant] + UNLOOPED
 
 
 def compression_ratio(variant: str) -> sympy.Expr:

@@ -12,10 +12,12 @@ The layouts read (by ``model_type``; a config without one is read by its keys):
   (``mixtral``; ``deepseek_v2``, ``deepseek_v3`` with shared experts, dense first layers and
   multi-head latent attention).
 
-Config-driven memory calculators ignore the loop keys and count Ouro's cache 4x too low;
-reading them is the point of this module. Another ``model_type``, or a key that turns on
-something these layouts do not count (:data:`UNMODELLED`), is refused with the key named,
-never counted as if it were a dense decoder.
+A key a config leaves out takes transformers' default for that model type (:data:`DEFAULTS`
+for the keys whose absence changes a count). Config-driven memory calculators ignore the
+loop keys and count Ouro's cache 4x too low; reading them is the point of this module.
+Another ``model_type``, or a key that turns on something these layouts do not count
+(:data:`UNMODELLED`), is refused with the key named, never counted as if it were a dense
+decoder; fp8 weights (``quantization_config``) are read, other quantized weights refused.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ UNMODELLED = {
     "mamba_d_state": "state-space layers", "layers_block_type": "hybrid layers",
     "hybrid_override_pattern": "hybrid layers", "attn_layer_period": "hybrid layers",
     "cross_attention_layers": "cross attention", "add_cross_attention": "cross attention",
-    "is_encoder_decoder": "an encoder-decoder", "num_nextn_predict_layers": "extra MTP layers",
+    "is_encoder_decoder": "an encoder-decoder",
+    "num_nextn_predict_layers": "multi-token-prediction layers, which transformers does not "
+    "build either: a copy of the config without the key counts the rest",
     "multi_query": "multi-query attention (give kv_heads: 1 in the spec)",
     "kv_cache_dtype": "a cache dtype (give serving.cache_dtype in the spec)",
 }  # fmt: skip
@@ -59,6 +63,7 @@ def read_hf_config(path: Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise FieldError("hf_config", f"{path} is not a JSON object")
     reader, reads = _layout(config, path)
+    config = {**DEFAULTS.get(config.get("model_type"), {}), **config}
     for key, what in UNMODELLED.items():
         if key not in reads and _turned_on(config, key):
             message = (
@@ -75,6 +80,13 @@ def read_hf_config(path: Path) -> dict[str, Any]:
     dtype = _TORCH_DTYPES.get(str(config.get("torch_dtype") or config.get("dtype")))
     if dtype:
         fields["dtype"] = dtype
+    quantized = config.get("quantization_config")
+    if quantized:
+        method = quantized.get("quant_method") if isinstance(quantized, dict) else quantized
+        if method != "fp8":
+            message = f"{path}: weights quantized by {method!r} are not counted (fp8 is): give "
+            raise FieldError("hf_config", message + "model.dtype in the spec")
+        fields["dtype"] = "float8"  # DeepSeek-V3's released weights
     return {key: value for key, value in fields.items() if value is not None}
 
 
@@ -99,7 +111,6 @@ def _layout(config: dict[str, Any], path: Path):
 def _llama_like(config: dict[str, Any]) -> dict[str, Any]:
     """Ouro-style (total_ut_steps) or a plain decoder (T = 1)."""
     looped = "total_ut_steps" in config
-    act = str(config.get("hidden_act", "silu"))
     if config.get("attention_bias"):
         bias = "qkvo"  # Llama's attention_bias puts a bias on all four projections
     elif config.get("model_type") == "qwen2":
@@ -116,7 +127,7 @@ def _llama_like(config: dict[str, Any]) -> dict[str, Any]:
         "intermediate_size": config["intermediate_size"],
         "vocab_size": config["vocab_size"],
         "tie_embeddings": bool(config.get("tie_word_embeddings", False)),
-        "mlp": "gelu" if act.startswith("gelu") else "swiglu",
+        "mlp": "swiglu",  # gated whatever the activation: gate, up and down projections
         "attention_bias": bias,
         "mlp_bias": bool(config.get("mlp_bias", False)),
         "norms_per_layer": 4 if looped else 2,
@@ -146,26 +157,29 @@ def _huginn(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _windowed(config: dict[str, Any]) -> dict[str, Any]:
-    """Llama-like fields plus the sliding window: every layer (Mistral's ``sliding_window``),
-    the layers ``layer_types`` marks, or Qwen2's layers from ``max_window_layers`` on."""
-    fields = _llama_like(config)
-    window, layers = config.get("sliding_window"), config["num_hidden_layers"]
-    types = config.get("layer_types")
-    if config.get("use_sliding_window") is False or not window:
-        unused = not types or all(kind == "full_attention" for kind in types)
-        if not unused:
-            raise FieldError("hf_config", "layer_types has windowed layers but no sliding_window")
-        return fields
-    if types:
+    """Llama-like fields plus the sliding window, as transformers reads it: Mistral's and
+    Mixtral's ``sliding_window`` on every layer; Qwen2's only with ``use_sliding_window``,
+    on the layers ``layer_types`` marks or else from ``max_window_layers`` on."""
+    fields, layers = _llama_like(config), config["num_hidden_layers"]
+    window, types = config.get("sliding_window"), config.get("layer_types")
+    qwen = config.get("model_type") == "qwen2"
+    if qwen and not config.get("use_sliding_window"):
+        window = None
+    if types is not None:
         unknown = sorted(set(types) - {"full_attention", "sliding_attention"})
         if unknown:
             raise FieldError("hf_config", f"layer_types holds {unknown[0]!r}, a kind of "
                                           "attention the calculator does not count")  # fmt: skip
+        windowed = any(kind == "sliding_attention" for kind in types)
+        if windowed and (window is None or not qwen):
+            raise FieldError("hf_config", "layer_types marks windowed layers that this layout "
+                                          "does not window as marked: refused")  # fmt: skip
         marks = [kind == "sliding_attention" for kind in types]
-    elif config.get("model_type") == "qwen2":
-        marks = [i >= config.get("max_window_layers", 0) for i in range(layers)]
     else:
-        marks = [True] * layers
+        start = config.get("max_window_layers", 0) if qwen else 0
+        marks = [i >= start for i in range(layers)]
+    if window is None or not any(marks):
+        return fields
     return {**fields, "sliding_window": window, "window_layers": marks}
 
 
@@ -180,12 +194,11 @@ def _deepseek(config: dict[str, Any]) -> dict[str, Any]:
     latent attention; V3's router carries a correction bias per expert (a stored tensor)."""
     experts = {
         "routed": config["n_routed_experts"], "per_token": config["num_experts_per_tok"],
-        "shared": config.get("n_shared_experts") or 0, "width": config["moe_intermediate_size"],
-        "dense_layers": config.get("first_k_dense_replace", 0),
-        "every": config.get("moe_layer_freq", 1),
+        "shared": config["n_shared_experts"] or 0, "width": config["moe_intermediate_size"],
+        "dense_layers": config["first_k_dense_replace"], "every": config["moe_layer_freq"],
         "router_bias": config.get("model_type") == "deepseek_v3",
     }  # fmt: skip
-    latent = {"kv_rank": config["kv_lora_rank"], "q_rank": config.get("q_lora_rank"),
+    latent = {"kv_rank": config["kv_lora_rank"], "q_rank": config["q_lora_rank"],
               "rope_dim": config["qk_rope_head_dim"], "nope_dim": config["qk_nope_head_dim"],
               "v_dim": config["v_head_dim"]}  # fmt: skip
     return {**_llama_like(config), "experts": experts, "latent_attention": latent}
@@ -207,6 +220,18 @@ LAYOUTS = {
     "deepseek_v3": (_deepseek, _DEEPSEEK_KEYS),
     "huginn_raven": (_huginn, set()),
 }
+#: What transformers takes for a key the config leaves out (its config classes' defaults,
+#: transformers 5.24), for the keys whose absence changes a count.
+DEFAULTS = {
+    "mistral": {"sliding_window": 4096},
+    "qwen2": {"use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 28},
+    "deepseek_v2": {"q_lora_rank": 1536, "n_shared_experts": 2, "first_k_dense_replace": 0,
+                    "moe_layer_freq": 1, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                    "v_head_dim": 128, "kv_lora_rank": 512},
+    "deepseek_v3": {"q_lora_rank": 1536, "n_shared_experts": 1, "first_k_dense_replace": 3,
+                    "moe_layer_freq": 1, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                    "v_head_dim": 128, "kv_lora_rank": 512},
+}  # fmt: skip
 
 
 def _turned_on(config: dict[str, Any], key: str) -> bool:

@@ -160,22 +160,19 @@ def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, sequences)
     ):
         budget_bytes = max(0, int(sympy.floor(budget)))
         at[F.budget] = budget_bytes
-        copies = _replicas(spec, compressed=bool(suffix))
-        batch = F.max_batch(copies * per_sequence, stepped)
-        context = F.max_context(model, copies * per_token)
+        per_token, per_sequence, copied = _stored(spec, bool(suffix), per_token, per_sequence)
+        batch = F.max_batch(per_sequence, stepped)
+        context = F.max_context(model, per_token)
         result[f"cache_budget_bytes{suffix}"] = Prediction(
             budget_bytes, "B", "exact", "derived", f"Memory for the cache: {where}."
         )
-        copied = (f"; kept {copies} times over {serving.tensor_parallel} devices (a cache "
-                  "shared by all heads, or fewer heads than devices: a reconstruction)"
-                  if copies > 1 else "")  # fmt: skip
         result[f"max_batch{suffix}"] = Prediction(
             int(batch.subs(at)), "sequences", "upper", source,
             f"{PAPER}: floor(budget / {divisor}){rounding}{copied}; an upper bound (paging, "
             "fragmentation and activations take their share).",
             batch,
         )  # fmt: skip
-        result[f"max_context_tokens{suffix}"] = _max_context(model, context, at)
+        result[f"max_context_tokens{suffix}"] = _max_context(model, context, at, per_token)
     return result
 
 
@@ -199,20 +196,31 @@ def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
     return where, budget_full, budget_compressed
 
 
-def _replicas(spec: LoopedKVSpec, compressed: bool) -> int:
-    """Copies of the cache across ``tensor_parallel`` devices (a reconstruction of how
-    serving engines split it): K/V heads are split over the devices, and each is copied when
-    there are more devices than heads; a latent shared by all heads (latent attention, LLA-2D,
-    the head-axis latent) is kept on every device."""
+def _stored(spec: LoopedKVSpec, compressed: bool, per_token, per_sequence):
+    """The bytes all ``tensor_parallel`` devices hold together for one token and for one
+    sequence, and a note (a reconstruction of how serving engines place a cache): K/V heads
+    are split over the devices, each copied when there are more devices than heads; a latent
+    shared by all heads (latent attention, LLA-2D, the head-axis latent) is kept on every
+    device, while the prelude and coda K/V beside it split like heads."""
     tp, model = spec.serving.tensor_parallel, spec.model
-    shared = model.latent_attention or (compressed and spec.codec.variant in ("2d", "head_axis"))
-    return tp if shared else max(1, tp // model.kv_heads)
+    head_copies = max(1, tp // model.kv_heads)
+    heads = f"; each KV head kept {head_copies} times" if head_copies > 1 else ""
+    if model.latent_attention:
+        note = f"; the latent kept on each of the {tp} devices" if tp > 1 else ""
+        return tp * per_token, tp * per_sequence, note
+    if compressed and spec.codec.variant in ("2d", "head_axis") and tp > 1:
+        token = tp * F.LOOPED_COMPRESSED[spec.codec.variant] + head_copies * F.UNLOOPED
+        note = f"; the shared latents kept on each of the {tp} devices{heads}"
+        return token, F.N * token, note
+    return head_copies * per_token, head_copies * per_sequence, heads
 
 
-def _max_context(model, context: sympy.Expr, at: dict) -> Prediction:
+def _max_context(model, context: sympy.Expr, at: dict, per_token: sympy.Expr) -> Prediction:
+    """The longest sequence; unbounded when every layer is windowed and a full window of
+    ``per_token`` bytes (as the devices hold it) fits."""
     note = "The longest single sequence whose cache fits in the budget."
     if model.sliding_window and at[F.L_w] == at[F.R]:
-        windowed = at[F.W] * F.cache_per_token(model).subs(at)
+        windowed = at[F.W] * per_token.subs(at)
         if windowed <= at[F.budget]:
             return Prediction(None, "tokens", "upper", "derived",
                               f"Unbounded: every layer is windowed, and a full window "

@@ -158,3 +158,59 @@ def test_transformers_counts_the_same(name) -> None:
         windowed = sum(spec.window_layers or [True] * spec.layers)
         numbers += result["kv_bytes_per_token"].value // 2 * windowed // spec.layers  # bf16
     assert 2 * numbers == result["kv_cache_bytes"].value
+
+
+def _counted(tmp_path, config: dict, **serving):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    spec = {"kind": "looped_kv", "model": {"hf_config": str(tmp_path / "config.json")},
+            "serving": {"context_tokens": 8192, **serving}}  # fmt: skip
+    return infoflow.predict(spec)
+
+
+def test_keys_a_config_leaves_out_take_transformers_defaults(tmp_path) -> None:
+    """Qwen2 windows nothing unless use_sliding_window, then 4,096 tokens from layer 28 on
+    (none of Qwen2-7B's 28); Mistral windows 4,096 tokens; DeepSeek-V2's query rank is 1,536
+    and it has 2 shared experts."""
+    qwen = json.loads((CONFIGS / "qwen2-7b.json").read_text())
+    for key in ("use_sliding_window", "sliding_window", "max_window_layers"):
+        del qwen[key]
+    assert _counted(tmp_path, {**qwen, "max_window_layers": 14}).spec.model.sliding_window is None
+    assert (
+        _counted(tmp_path, {**qwen, "use_sliding_window": True}).spec.model.sliding_window is None
+    )
+    half = _counted(tmp_path, {**qwen, "use_sliding_window": True, "max_window_layers": 14})
+    assert half.spec.model.sliding_window == 4096
+    assert half.spec.model.window_layers == [False] * 14 + [True] * 14
+    mistral = json.loads((CONFIGS / "mistral-7b-v0.1.json").read_text())
+    del mistral["sliding_window"]
+    assert _counted(tmp_path, mistral).spec.model.sliding_window == 4096
+    deepseek = json.loads((CONFIGS / "deepseek-v2.json").read_text())
+    del deepseek["q_lora_rank"], deepseek["n_shared_experts"]
+    assert _counted(tmp_path, deepseek)["model_parameters"].value == EXPECTED["deepseek-v2"][0]
+
+
+def test_fp8_weights_are_read_and_other_quantized_weights_refused(tmp_path) -> None:
+    config = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    fp8 = {**config, "quantization_config": {"quant_method": "fp8", "fmt": "e4m3"}}
+    result = _counted(tmp_path, fp8)
+    assert result.spec.model.dtype == "float8"
+    assert result["weight_bytes"].value == result["model_parameters"].value
+    (tmp_path / "spec.json").write_text(json.dumps(
+        {"kind": "looped_kv", "model": {"hf_config": "config.json"},
+         "serving": {"context_tokens": 1}}))  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(
+        {**config, "quantization_config": {"quant_method": "gptq", "bits": 4}}))  # fmt: skip
+    assert "weights quantized by 'gptq' are not counted" in refused(
+        "predict", str(tmp_path / "spec.json")
+    )
+
+
+def test_tensor_parallel_copies_only_what_cannot_be_split(tmp_path) -> None:
+    """Mistral-7B has 8 KV heads: on 16 devices each is kept twice, so a full window no longer
+    fits 0.75 GiB, and the context is bounded again."""
+    one = _predict("mistral-7b-v0.1", context_tokens=8192, memory_budget_gib=0.75)
+    assert one["max_context_tokens"].value is None  # a 512 MiB window fits
+    sixteen = _predict("mistral-7b-v0.1", context_tokens=8192, memory_budget_gib=0.75,
+                       tensor_parallel=16)  # fmt: skip
+    assert sixteen["max_batch"].value == 0 and sixteen["max_context_tokens"].value == 3072
+    assert "each KV head kept 2 times" in sixteen["max_batch"].note

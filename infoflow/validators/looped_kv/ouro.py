@@ -40,17 +40,20 @@ def config_from(data: dict, max_len: int = 4096) -> LoopedConfig:
     """A looped config from an Ouro config.json (RoPE scaling: linear only; another kind is a
     ValueError, never ignored)."""
     heads = data["num_attention_heads"]
-    scaling = data.get("rope_scaling") or {}
-    kind = scaling.get("rope_type", scaling.get("type", "linear")) if scaling else "linear"
-    if kind != "linear":
+    rope = data.get("rope_parameters") or {}  # transformers 5 writes RoPE settings here
+    scaling = data.get("rope_scaling") or rope
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind not in ("default", "linear"):
         raise ValueError(f"rope_scaling of type {kind!r} is not modelled (linear only)")
+    theta = rope.get("rope_theta", data.get("rope_theta", 10000.0))
     return LoopedConfig(
         vocab=data["vocab_size"], d_model=data["hidden_size"], heads=heads, prelude=0,
         core=data["num_hidden_layers"], loops=data.get("total_ut_steps", 4), coda=0,
         mlp_width=data["intermediate_size"], max_len=max_len,
         kv_heads=data.get("num_key_value_heads", heads), style="ouro",
-        rope_theta=data.get("rope_theta", 10000.0), norm_eps=data.get("rms_norm_eps", 1e-6),
-        head_size=data.get("head_dim"), rope_scale=float(scaling.get("factor", 1.0)),
+        rope_theta=theta, norm_eps=data.get("rms_norm_eps", 1e-6),
+        head_size=data.get("head_dim"),
+        rope_scale=float(scaling.get("factor", 1.0)) if kind == "linear" else 1.0,
     )  # fmt: skip
 
 
