@@ -3,10 +3,12 @@
 The parts of a plan cost side by side, so the total exponent is the largest of:
 
 - decoding the readout's state, which couples T0 positions: alpha_decode(T0) = T0*d/E - c
-  (Theorem 3 as summarised; c is the option ``decode_offset``, default 1); T0 = T after a
-  global aggregation, which is why that exponent grows with T;
-- single-head k-th largest retrieval, k' >= 2: (T - k' - 1)/(n + 1) (Theorem 2, a lower bound;
-  option ``kth_cost``: ``theorem2``, or ``summary`` for (k' - 1)/n);
+  (Theorem 3 as summarised; c is the option ``decode_offset``, default 1). After a global
+  aggregation T0 = T ([R] ``global_aggregation``), which is why that exponent grows with T;
+  on one layer this linear growth is Theorem 1's depth separation;
+- each single-head k-th retrieval of rank r >= 2: (T - r - 1)/(n + 1) (Theorem 2, a lower
+  bound; option ``kth_cost``: ``theorem2``, or ``summary`` for (r - 1)/n), with n = E/h the
+  head width of the layer it runs in (``n_l`` when layers differ in heads);
 - the floor: alpha never drops below ``exponent_floor`` (default 1, [R]);
 - infinity when the architecture cannot represent the target at all.
 """
@@ -18,7 +20,9 @@ from dataclasses import dataclass
 import networkx as nx
 import sympy
 
-from infoflow.retrieval.flow import Placement, Plan, ordinal
+from infoflow.retrieval.flow import ordinal
+from infoflow.retrieval.schedule import Placement, Plan
+from infoflow.retrieval.tree import order
 
 T, d, E, n = sympy.symbols("T d E n", positive=True)
 
@@ -43,66 +47,103 @@ def decode_exponent(positions: sympy.Expr | int, options: CostOptions) -> sympy.
     return positions * d / E - options.decode_offset
 
 
-def kth_exponent(k_left: int, options: CostOptions) -> sympy.Expr:
+def kth_exponent(r: int, width: sympy.Symbol, options: CostOptions) -> sympy.Expr:
+    """Theorem 2's exponent for a single head retrieving the r-th largest (head width
+    ``width``)."""
     if options.kth_cost == "summary":
-        return sympy.Integer(k_left - 1) / n
-    return (T - k_left - 1) / (n + 1)
+        return sympy.Integer(r - 1) / width
+    return (T - r - 1) / (width + 1)
+
+
+def head_width(p: Plan, layer: int) -> sympy.Symbol:
+    """n for the layer a step runs in: ``n`` when every layer has as many heads, else
+    ``n_<layer>``."""
+    return n if len(set(p.architecture.heads)) == 1 else sympy.Symbol(f"n_{layer}", positive=True)
+
+
+def widths(p: Plan) -> dict[sympy.Symbol, sympy.Expr]:
+    """Each head-width symbol the plan's terms can use, as E / heads of its layer."""
+    heads = p.architecture.heads
+    if len(set(heads)) == 1:
+        return {n: E / heads[0]}
+    return {head_width(p, layer): E / h for layer, h in enumerate(heads, 1)}
 
 
 def terms(p: Plan, options: CostOptions) -> list[Term]:
     """Every contribution to the exponent of plan ``p``."""
     out = [
-        Term(
-            sympy.Integer(options.exponent_floor),
-            "the floor: the cheapest construction costs eps^-1",
-            "reconstruction:exponent_floor",
-        )
-    ]
+        Term(sympy.Integer(options.exponent_floor),
+             "the floor: the cheapest construction costs eps^-1", "reconstruction:exponent_floor")
+    ]  # fmt: skip
     for placement in p.placements:
         if placement.mode == "impossible":
             out.append(Term(sympy.oo, f"{placement.label}: {placement.reason}", "paper:summary"))
-        elif placement.mode == "k-th" and placement.kth_left and placement.kth_left > 1:
-            layer = placement.last_layer
-            what = (
-                f"{placement.label}: single-head retrieval of the "
-                f"{ordinal(placement.kth_left)} largest in layer {layer}"
-            )
-            tag = "paper:theorem-2" if options.kth_cost == "theorem2" else "reconstruction:kth_cost"
-            out.append(Term(kth_exponent(placement.kth_left, options), what, tag))
+        out += _kth_terms(p, placement, options)
     positions = p.decoded_positions
     if positions is None:
         fallen = [q for q in p.placements if q.mode == "global"]
         what = "; ".join(f"global aggregation for {q.label} ({q.reason})" for q in fallen)
-        out.append(Term(decode_exponent(T, options), what, "paper:theorem-3"))
+        out.append(Term(decode_exponent(T, options), what, _global_provenance(p, fallen)))
     elif positions:
         what = f"decoding the readout's state, which couples {positions} positions"
         out.append(Term(decode_exponent(positions, options), what, "paper:theorem-3"))
     return out
 
 
+def _kth_terms(p: Plan, placement: Placement, options: CostOptions) -> list[Term]:
+    if placement.mode != "scheduled" or not placement.fragment:
+        return []
+    out = []
+    for step, layers in zip(placement.fragment.steps, placement.layers, strict=True):
+        if step.kind != "kth":
+            continue
+        layer = layers[-1]
+        c = step.comparison
+        what = (f"{placement.label}: {c.label if c else ''} as one head retrieving the "
+                f"{ordinal(step.rank)} largest in layer {layer}")  # fmt: skip
+        if options.kth_cost == "summary":
+            tag = "reconstruction:kth_cost"
+        elif c is not None and step.rank != c.k:
+            tag = "reconstruction:kth_symmetry"
+            what += f" (k = {c.k}, counted from the other end)"
+        else:
+            tag = "paper:theorem-2"
+        out.append(Term(kth_exponent(step.rank, head_width(p, layer), options), what, tag))
+    return out
+
+
+def _global_provenance(p: Plan, fallen: list[Placement]) -> str:
+    """Theorem 1 when an order-2 min or max falls back on one layer (the paper's depth
+    separation); otherwise the reconstruction T0 = T in Theorem 3's cost law."""
+    for q in fallen:
+        c = q.comparison
+        if p.architecture.layers == 1 and c is not None and c.kind == "extremum" and order(c) == 2:
+            return "paper:theorem-1"
+    return "reconstruction:global_aggregation"
+
+
 def exponent(all_terms: list[Term]) -> sympy.Expr:
     return sympy.Max(*(t.expression for t in all_terms))
-
-
-def n_value(p: Plan) -> sympy.Expr:
-    """n = E / heads in the layer of the first k-th retrieval (or of the last layer)."""
-    kth = [q for q in p.placements if q.mode == "k-th"]
-    layer = kth[0].last_layer if kth else p.architecture.layers
-    return E / p.architecture.heads[max(layer, 1) - 1]
 
 
 def annotate_edges(graph: nx.MultiDiGraph, p: Plan, options: CostOptions) -> None:
     """Give every edge of the information DAG the exponent of its propagation mode."""
     by_label: dict[str, Placement] = {q.label: q for q in p.placements}
-    for _, _, data in graph.edges(data=True):
+    for _, target, data in graph.edges(data=True):
         mode = data["mode"]
         if mode in ("residual", "max-position"):
             cost = sympy.Integer(0)
         elif mode == "k-th largest":
-            cost = kth_exponent(by_label[data["part"]].kth_left or 2, options)
-        elif mode == "specific-position":
-            cost = decode_exponent(by_label[data["part"]].positions, options)
-        else:  # global: a pooled feature decodes one position, anything else all T
-            pooled = by_label[data["part"]].mode == "pooled"
-            cost = decode_exponent(1 if pooled else T, options)
+            cost = _kth_edge(by_label[data["part"]], int(target.rsplit("@", 1)[1]), p, options)
+        elif mode in ("specific-position", "relative-position", "pooled"):
+            cost = decode_exponent(1, options)
+        else:  # global: the readout's state couples all T positions
+            cost = decode_exponent(T, options)
         data["cost"] = str(cost)
+
+
+def _kth_edge(placement: Placement, layer: int, p: Plan, options: CostOptions) -> sympy.Expr:
+    for step, layers in zip(placement.fragment.steps, placement.layers, strict=True):
+        if step.kind == "kth" and layer in layers:
+            return kth_exponent(step.rank, head_width(p, layer), options)
+    raise AssertionError("a k-th edge without its step")  # pragma: no cover

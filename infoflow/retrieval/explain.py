@@ -10,11 +10,15 @@ import networkx as nx
 import sympy
 
 from infoflow.retrieval import cost
-from infoflow.retrieval.flow import Placement, information_dag, ordinal, readout_sets, to_dot
+from infoflow.retrieval.canonical import Comparison
+from infoflow.retrieval.flow import information_dag, ordinal, readout_sets, to_dot
 from infoflow.retrieval.predict import PLANNER, derive, predict_retrieval
+from infoflow.retrieval.schedule import Placement, Plan
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.tree import Comparison
+from infoflow.retrieval.steps import EVERY, FETCH, Step
+from infoflow.retrieval.tree import ComparisonTree
 
+CANONICAL = "reconstruction:canonical_form"
 MODES = {
     "max-position": "max-position retrieval",
     "pooled": "pooled by one averaging head (a score of one token)",
@@ -31,34 +35,20 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
     lines = [f"Target: {spec.target}"]
     if spec.params:
         lines.append("Params: " + ", ".join(f"{k} = {v}" for k, v in spec.params.items()))
-    lines += ["", f"1. Comparison tree  [{PLANNER}]"]
-    for c in der.tree.comparisons:
-        lines += _tree(c, "   ")
+    lines += ["", f"1. Canonical form and comparison tree  [{CANONICAL}, {PLANNER}]"]
+    for c in der.tree.parts:
+        lines += _tree(c, der.tree, "   ")
     if der.tree.positions:
-        fixed = ", ".join(f"x[{p}]" for p in sorted(der.tree.positions))
+        fixed = ", ".join(sorted(der.tree.positions))
         lines.append(f"   fixed positions {fixed}: read directly, need positional encoding")
     lines.append(
         f"   order beta' = {der.tree.order}, dimension beta1 = {der.tree.dimension}, "
         f"about {result['num_comparisons'].expression} candidate tuples"
     )
     pe = "with" if arch.positional_encoding else "without"
-    lines += [
-        "",
-        f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, "
-        f"E = {arch.embed_dim or 'E'}, {pe} positional encoding",
-    ]
-    steps = _steps(der.plan.placements, arch.layers)
-    sets = readout_sets(der.plan)
-    for layer in range(1, arch.layers + 1):
-        used = der.plan.heads_used()[layer - 1]
-        heads = arch.heads_per_layer[layer - 1]
-        lines.append(f"   layer {layer} ({used} of {heads} heads in use)")
-        lines += [f"     - {step}" for step in steps.get(layer, [])] or ["     - residual only"]
-        readout = ", ".join(sets[layer - 1]) or "nothing yet"
-        lines.append(f"     readout holds: {{{readout}}}")
-    for p in der.plan.placements:
-        if p.mode in ("global", "impossible"):
-            lines.append(f"   ! {p.label}: {MODES.get(p.mode, p.mode)}, because {p.reason}")
+    lines += ["", f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, "
+              f"E = {arch.embed_dim or 'E'}, {pe} positional encoding"]  # fmt: skip
+    lines += _plan_lines(der.plan)
     lines += ["", "3. Cost exponent (parameters ~ eps^-alpha; the largest term wins)"]
     for term in der.terms:
         lines.append(f"   {_show(term.expression):<26} {term.what}  [{term.provenance}]")
@@ -74,13 +64,12 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
     lines.append(f"   {verdict}; bottleneck: {result['bottleneck'].value}")
     cost_value = _fmt(result["param_cost"].value)
     lines.append(f"   param cost ~ eps^-alpha = {cost_value} at eps = {spec.epsilon}")
-    mini = der.minimal
-    lines += [
-        "",
-        f"4. Minimal architecture: {mini.layers} layer(s), heads {list(mini.heads)}"
-        + (", positional encoding" if mini.positional_encoding else "")
-        + f"; alpha = {_show(der.minimal_exponent)}",
-    ]
+    lines += ["", "4. Minimal architectures (the same, best exponent: "
+              f"alpha = {_show(der.minimal_exponent)})"]  # fmt: skip
+    names = ["fewest layers", "narrowest"]
+    for name, a in zip(names, der.alternatives, strict=False):
+        pe = ", positional encoding" if a.positional_encoding else ""
+        lines.append(f"   {name}: {a.layers} layer(s), heads {_heads(list(a.heads))}{pe}")
     return "\n".join(lines) + "\n"
 
 
@@ -95,63 +84,102 @@ def graph(spec: RetrievalSpec, format: str = "dot") -> str:
     return to_dot(dag)
 
 
-def _tree(c: Comparison, indent: str) -> list[str]:
-    copies = f", {c.multiplicity} copies" if c.multiplicity > 1 else ""
-    factors = ", ".join("{" + ", ".join(sorted(f)) + "}" for f in c.factors if f) or "none"
+def _tree(c: Comparison, tree: ComparisonTree, indent: str) -> list[str]:
+    copies = f", {c.copies} copies" if c.copies > 1 else ""
+    factors = ", ".join("{" + ", ".join(sorted(f.scope)) + "}" for f in c.factors) or "none"
     free = f", enclosing indices {sorted(c.free)}" if c.free else ""
     k = f", k = {c.k}" if c.k else ""
+    reads = [f"reads {', '.join(sorted(f.fixed))}" for f in c.factors if f.fixed]
+    reads += [f"reads x[{v}{o:+d}]" for f in c.factors for v, o in sorted(f.shifts)]
+    reads += [f"condition {text}" for f in c.factors for text in f.conditions]
+    extra = f"; {'; '.join(reads)}" if reads else ""
     lines = [
-        f"{indent}{c.label}{k}: factors {factors}{free}; order {c.order}{copies}; "
-        f"resolved by {MODES[c.mode]}"
+        f"{indent}{c.label}{k}: factors {factors}{free}; order {_order(c)}{copies}{extra}; "
+        f"resolved by {MODES[tree.mode(c)]}"
     ]
     for child in c.children:
-        lines += _tree(child, indent + "  └ ")
+        lines += _tree(child, tree, indent + "  └ ")
     return lines
 
 
-def _steps(placements: list[Placement], last_layer: int) -> dict[int, list[str]]:
+def _order(c: Comparison) -> int:
+    from infoflow.retrieval.tree import order
+
+    return order(c)
+
+
+def _plan_lines(p: Plan) -> list[str]:
+    steps = _steps(p)
+    sets = readout_sets(p)
+    lines = []
+    for layer in range(1, p.architecture.layers + 1):
+        used = p.heads_used()[layer - 1]
+        heads = p.architecture.heads[layer - 1]
+        lines.append(f"   layer {layer} ({used} of {heads} heads in use)")
+        lines += [f"     - {step}" for step in steps.get(layer, [])] or ["     - residual only"]
+        readout = ", ".join(sets[layer - 1]) or "nothing yet"
+        lines.append(f"     readout holds: {{{readout}}}")
+    for q in p.placements:
+        if q.mode in ("global", "impossible"):
+            lines.append(f"   ! {q.label}: {MODES.get(q.mode, q.mode)}, because {q.reason}")
+    return lines
+
+
+def _steps(p: Plan) -> dict[int, list[str]]:
     """What runs in each layer, part by part (global fallbacks in the last layer)."""
-    steps: dict[int, list[str]] = {}
-    for p in placements:
-        if p.mode == "specific-position":
-            steps.setdefault(p.layers[0], []).append(
-                f"1 head: the readout attends to {p.label.removeprefix('fixed positions ')} "
-                "[paper:summary, specific-position]"
-            )
-            continue
-        c = p.comparison
-        if p.mode == "global":
-            steps.setdefault(last_layer, []).append(
-                f"global aggregation: the readout averages all T positions for {p.label} "
+    out: dict[int, list[str]] = {}
+    last = p.architecture.layers
+    for q in p.placements:
+        if q.mode == "global":
+            out.setdefault(last, []).append(
+                f"global aggregation: the readout averages all T positions for {q.label} "
                 "(a fallback; it may share a head) [paper:summary]"
             )
+        if q.mode != "scheduled" or not q.fragment:
             continue
-        if c is None:
-            continue
-        if p.kth_left is not None:
-            peels = len(p.heads)
-            for j in range(peels):
-                layer = p.layers[j]
-                rank = ordinal(j + 1) if j < peels - 1 else ordinal(p.kth_left)
-                tag = (
-                    "[reconstruction:kth_layers]"
-                    if j < peels - 1
-                    else ("[paper:theorem-2]" if p.kth_left > 1 else "[paper:summary]")
-                )
-                steps.setdefault(layer, []).append(
-                    f"{p.heads[j]} head(s): every token learns the {rank} largest of "
-                    f"{c.label} {tag}"
-                )
-            continue
-        for j, rnd in enumerate(c.rounds):
-            for m in rnd:
-                who = f"every token {m.holder}" if m.holder else "the readout"
-                heads = m.count * p.copies // c.multiplicity
-                what = "pools" if p.mode == "pooled" else "retrieves the best"
-                steps.setdefault(p.layers[j], []).append(
-                    f"{heads} head(s): {who} {what} {m.variable} for {p.label} [{PLANNER}]"
-                )
-    return steps
+        for step, layers in zip(q.fragment.steps, q.layers, strict=True):
+            for j, layer in enumerate(layers, 1):
+                out.setdefault(layer, []).append(_step_text(step, q, j))
+    for key, (step, layer) in sorted(p.shared.items()):
+        if key == FETCH:
+            text = ("1 head: every token and the readout attend to the fixed positions "
+                    f"{', '.join(sorted(_fixed(p)))} [paper:summary, specific-position]")  # fmt: skip
+        else:
+            text = (f"1 head: every token t copies its neighbour x[t{step.offset:+d}] "
+                    "[reconstruction:relative_position]")  # fmt: skip
+        out.setdefault(layer, []).append(text)
+    return out
+
+
+def _fixed(p: Plan) -> list[str]:
+    from infoflow.retrieval.schedule import fetch_positions
+
+    return fetch_positions(p)
+
+
+def _step_text(step: Step, q: Placement, j: int) -> str:
+    """One step of a part in words, with its provenance."""
+    heads = step.heads * q.copies
+    who = {None: "the readout", EVERY: "every token"}.get(step.holder, f"every token {step.holder}")
+    label = q.label
+    if step.kind == "pool":
+        return f"{heads} head(s): {who} pools {step.variable} for {label} [reconstruction:separable_sum]"
+    if step.kind == "peel":
+        return (f"{heads} head(s): {who} learns the {ordinal(j)} largest {step.variable} "
+                f"(of {step.rank}) for {label} [reconstruction:kth_layers]")  # fmt: skip
+    if step.kind == "kth":
+        tag = "paper:theorem-2" if step.comparison and step.rank == step.comparison.k else (
+            "reconstruction:kth_symmetry")
+        return (f"{heads} head(s): {who} retrieves the {ordinal(step.rank)} largest "
+                f"{step.variable} with one head for {label} [{tag}]")  # fmt: skip
+    tag = "reconstruction:sequential_schedule" if q.sequential else PLANNER
+    return f"{heads} head(s): {who} retrieves the best {step.variable} for {label} [{tag}]"
+
+
+def _heads(heads: list[int]) -> str:
+    if len(heads) <= 16:
+        return str(heads)
+    return f"[{heads[0]}, {heads[1]}, ..., {heads[-1]}] ({len(heads):,} layers)"
 
 
 def _numbers_text(spec: RetrievalSpec) -> str:

@@ -2,8 +2,9 @@
 
 The language is Python expression syntax read by :func:`ast.parse`; only these forms pass:
 
-- ``x[s]`` (token s, s bound by a generator ``for s in T``), ``x[3]`` (the fixed position 3,
-  1-based), ``x[s][0]`` (a coordinate); other free names are fixed parameters (``q``,
+- ``x[s]`` (token s, s bound by a generator ``for s in T``), ``x[s - 1]`` (its neighbour, a
+  constant offset), ``x[3]`` (the fixed position 3, 1-based), ``x[T]`` and ``x[T - 1]`` (the
+  last positions), ``x[s][0]`` (a coordinate); other free names are fixed parameters (``q``,
   ``A[i]``) or integer ``params`` of the spec (``D``).
 - Reductions over generators: ``min``, ``max``, ``sum``, ``argmin``, ``argmax``,
   ``kth_largest(gen, k=K)``, ``kth_smallest(gen, k=K)``; generators run over ``T`` or
@@ -24,12 +25,13 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
-MAX_CHARS = 2000
-MAX_NODES = 400
+MAX_CHARS = 4000
+MAX_NODES = 1000
 MAX_DEPTH = 24
 MAX_EXPONENT = 16
 MAX_CONSTANT = 10**6
-MAX_K = 1024
+MAX_K = 10**9
+MAX_OFFSET = 64
 MAX_RANGE = 10**4
 
 TOKENS = "x"
@@ -65,10 +67,22 @@ class TargetError(ValueError):
 
 @dataclass(frozen=True)
 class Token:
-    """``x[index]``: index is a bound token variable or a fixed 1-based position."""
+    """``x[index + offset]``: index is a bound token variable, a fixed 1-based position, or
+    ``T`` (the last position; offset <= 0)."""
 
     index: str | int
     component: tuple[str | int, ...] = ()
+    offset: int = 0
+
+    @property
+    def is_fixed(self) -> bool:
+        """A position that does not move with a bound index (``x[3]``, ``x[T - 1]``)."""
+        return isinstance(self.index, int) or self.index == SEQUENCE
+
+    def text(self) -> str:
+        """``x[t-1]``, ``x[3]``, ``x[T]`` (without the coordinate)."""
+        shift = f"{self.offset:+d}" if self.offset else ""
+        return f"x[{self.index}{shift}]"
 
 
 @dataclass(frozen=True)
@@ -213,25 +227,48 @@ class _Reader:
         return Param(name)
 
     def _subscript(self, node: ast.Subscript, bound: frozenset[Variable]) -> Node:
-        indices: list[str | int] = []
+        slices: list[ast.AST] = []
         while isinstance(node, ast.Subscript):
-            indices.insert(0, self._index(node.slice, bound))
+            slices.insert(0, node.slice)
             node = node.value
+        if isinstance(node, ast.Name) and node.id == TOKENS:
+            index, offset = self._position(slices[0], bound)
+            component = tuple(self._index(s, bound) for s in slices[1:])
+            return Token(index, component, offset)
+        indices = [self._index(s, bound) for s in slices]
         if not isinstance(node, ast.Name):
             raise TargetError("only x[...] and parameters can be indexed", _col(node))
         name = self._identifier(node)
-        if name == TOKENS:
-            position = indices[0]
-            if isinstance(position, str) and not _is_token_variable(position, bound):
-                raise TargetError(f"x is indexed by {position!r}, not a token index", _col(node))
-            if isinstance(position, int) and position < 1:
-                raise TargetError("positions are 1-based: x[1] is the first token", _col(node))
-            return Token(position, tuple(indices[1:]))
         if name in self.params or name == SEQUENCE or name in FUNCTIONS or name in REDUCTIONS:
             raise TargetError(f"{name!r} cannot be indexed", _col(node))
         if any(_is_token_variable(i, bound) for i in indices if isinstance(i, str)):
             raise TargetError(f"parameter {name!r} cannot depend on a token index", _col(node))
         return Param(name, tuple(indices))
+
+    def _position(self, node: ast.AST, bound: frozenset[Variable]) -> tuple[str | int, int]:
+        """The index of x: a token variable, a fixed position or T, plus a constant offset."""
+        offset = 0
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+            if not isinstance(node.right, ast.Constant):
+                raise TargetError("x[...] takes an index plus or minus a number", _col(node))
+            value = self._number(node.right)
+            if not isinstance(value, int) or not 1 <= value <= MAX_OFFSET:
+                raise TargetError(f"an offset must be an integer in 1..{MAX_OFFSET}", _col(node))
+            offset = value if isinstance(node.op, ast.Add) else -value
+            node = node.left
+        if isinstance(node, ast.Name) and node.id == SEQUENCE:
+            if offset > 0:
+                raise TargetError("x[T + c] lies beyond the sequence", _col(node))
+            return SEQUENCE, offset
+        index = self._index(node, bound)
+        if isinstance(index, str) and not _is_token_variable(index, bound):
+            raise TargetError(f"x is indexed by {index!r}, not a token index", _col(node))
+        if isinstance(index, int):
+            if offset:
+                raise TargetError(f"write x[{index + offset}], not an offset", _col(node))
+            if index < 1:
+                raise TargetError("positions are 1-based: x[1] is the first token", _col(node))
+        return index, offset
 
     def _index(self, node: ast.AST, bound: frozenset[Variable]) -> str | int:
         if isinstance(node, ast.Constant):
@@ -278,9 +315,9 @@ class _Reader:
         for keyword in node.keywords:
             if not kth or keyword.arg != "k" or not isinstance(keyword.value, ast.Constant):
                 raise TargetError(f"{fn}() takes no such keyword argument", _col(keyword.value))
-            k = self._number(keyword.value)
-            if not isinstance(k, int) or not 1 <= k <= MAX_K:
-                message = f"k must be an integer from 1 to {MAX_K} (the plan gives it k layers)"
+            k = keyword.value.value
+            if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+                message = f"k must be an integer from 1 to {MAX_K:,}"
                 raise TargetError(message, _col(keyword.value))
         if kth and k is None:
             raise TargetError(f"{fn}() needs k=...", _col(node))

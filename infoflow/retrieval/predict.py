@@ -14,12 +14,14 @@ import sympy
 
 from infoflow.results import Prediction, Result
 from infoflow.retrieval import cost
-from infoflow.retrieval.flow import Architecture, Plan, minimal_architecture, plan, readout_sets
+from infoflow.retrieval.flow import minimal, readout_sets
 from infoflow.retrieval.parse import parse_target
+from infoflow.retrieval.schedule import Architecture, Plan, plan
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.tree import ComparisonTree, build_tree
+from infoflow.retrieval.tree import ComparisonTree, build_tree, rank
 
 PLANNER = "reconstruction:variable_elimination"
+SCHEDULES = "reconstruction:sequential_schedule"
 EPS = sympy.Symbol("epsilon", positive=True)
 
 
@@ -32,22 +34,33 @@ class Derivation:
     terms: list[cost.Term]
     exponent: sympy.Expr
     minimal: Architecture
+    alternatives: list[Architecture]
     minimal_exponent: sympy.Expr
     options: cost.CostOptions
 
 
 def derive(spec: RetrievalSpec) -> Derivation:
-    """The cached symbolic derivation for ``spec`` (numbers are not part of the key)."""
+    """The cached symbolic derivation for ``spec`` (numbers are not part of the key; T is,
+    only through the ranks of k-th steps near the end of the sequence)."""
     arch = spec.architecture
+    params = tuple(sorted(spec.params.items()))
+    tree = comparison_tree(spec.target, params, spec.options.separable_sum)
+    ranks = tuple(sorted({k: rank(k, spec.seq_len) for k in tree.kth_values()}.items()))
     return _derive(
         spec.target,
-        tuple(sorted(spec.params.items())),
+        params,
         Architecture(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding),
         spec.options.separable_sum,
         cost.CostOptions(
             spec.options.decode_offset, spec.options.exponent_floor, spec.options.kth_cost
         ),
+        ranks,
     )
+
+
+@lru_cache(maxsize=1024)
+def comparison_tree(target: str, params: tuple[tuple[str, int], ...], separable_sum: str):
+    return build_tree(parse_target(target, params), separable_sum)
 
 
 @lru_cache(maxsize=4096)
@@ -57,19 +70,20 @@ def _derive(
     arch: Architecture,
     separable_sum: str,
     options: cost.CostOptions,
+    ranks: tuple[tuple[int, int], ...],
 ) -> Derivation:
-    tree = build_tree(parse_target(target, params), separable_sum)
-    the_plan = plan(tree, arch)
+    tree = comparison_tree(target, params, separable_sum)
+    the_plan = plan(tree, arch, dict(ranks))
     terms = cost.terms(the_plan, options)
-    minimal = minimal_architecture(tree)
-    minimal_terms = cost.terms(plan(tree, minimal), options)
+    ideal, alternatives = minimal(tree, dict(ranks))
     return Derivation(
         tree,
         the_plan,
         terms,
         cost.exponent(terms),
-        minimal,
-        cost.exponent(minimal_terms),
+        alternatives[0],
+        alternatives,
+        cost.exponent(cost.terms(ideal, options)),
         options,
     )
 
@@ -92,7 +106,12 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
         ),
         "min_heads": Prediction(
             list(der.minimal.heads), "heads per layer", "exact", PLANNER,
-            "One head per retrieval in every layer that serves it.",
+            "One head per retrieval in every layer that serves it, on the fewest layers.",
+        ),
+        "min_architectures": Prediction(
+            [list(a.heads) for a in der.alternatives], "heads per layer", "exact", SCHEDULES,
+            "Architectures with the same, best exponent: the fewest layers, and the narrowest "
+            "(one head per layer, the retrievals one after another).",
         ),
         "requires_positional_encoding": Prediction(
             der.minimal.positional_encoding, "", "exact", "paper:summary",
@@ -145,7 +164,7 @@ def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Predicti
             "beta1: comparisons resolved side by side at one level.",
         ),
         "num_comparisons": Prediction(
-            _value(comparisons, numbers), "tuples", "estimate", "paper:summary",
+            _value(comparisons, numbers), "tuples", "estimate", "reconstruction:comparison_count",
             "About beta1 * T^beta' candidate tuples.", comparisons,
         ),
     }  # fmt: skip
@@ -159,7 +178,8 @@ def _numbers(spec: RetrievalSpec, the_plan: Plan) -> dict[sympy.Symbol, sympy.Ex
         numbers[cost.d] = sympy.Integer(spec.input_dim)
     if spec.architecture.embed_dim is not None:
         numbers[cost.E] = sympy.Integer(spec.architecture.embed_dim)
-        numbers[cost.n] = cost.n_value(the_plan).xreplace({cost.E: numbers[cost.E]})
+        for width, value in cost.widths(the_plan).items():
+            numbers[width] = value.xreplace({cost.E: numbers[cost.E]})
     return numbers
 
 

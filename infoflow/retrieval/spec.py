@@ -6,14 +6,13 @@ default is documented in docs/retrieval.md.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from infoflow.errors import FieldError
-from infoflow.retrieval.parse import TargetError, parse_target
-from infoflow.retrieval.tree import build_tree
+from infoflow.retrieval.parse import TargetError
+from infoflow.retrieval.tree import fixed_positions, position_number
 from infoflow.spec_base import SpecBase, StrictModel
 
 
@@ -103,22 +102,26 @@ class RetrievalSpec(SpecBase):
         return params
 
     @model_validator(mode="after")
-    def _parse(self) -> RetrievalSpec:
+    def _plan(self) -> RetrievalSpec:
+        """The target parses, reads no position beyond the sequence, and plans."""
+        from infoflow.retrieval.predict import comparison_tree, derive
+        from infoflow.retrieval.layers import PlanTooLarge
+
         params = tuple(sorted(self.params.items()))
         try:
-            positions = _fixed_positions(self.target, params, self.options.separable_sum)
+            tree = comparison_tree(self.target, params, self.options.separable_sum)
+            if self.seq_len is not None:
+                _check_positions(tree, self.seq_len)
+            derive(self)
         except TargetError as exc:
             raise FieldError("target", str(exc)) from None
-        if self.seq_len is not None:
-            for position in positions:
-                if position > self.seq_len:
-                    raise FieldError(
-                        "target", f"x[{position}] lies beyond the sequence (seq_len {self.seq_len})"
-                    )
+        except PlanTooLarge as exc:
+            raise FieldError("architecture", str(exc)) from None
         return self
 
 
-@lru_cache(maxsize=1024)
-def _fixed_positions(target: str, params: tuple, separable_sum: str) -> frozenset[int]:
-    """Check that the target parses and plans; return the fixed positions it reads."""
-    return build_tree(parse_target(target, params), separable_sum).positions
+def _check_positions(tree, seq_len: int) -> None:
+    """Every fixed position the target reads lies in 1..seq_len."""
+    for text in sorted(fixed_positions(tree)):
+        if not 1 <= position_number(text, seq_len) <= seq_len:
+            raise TargetError(f"{text} lies beyond the sequence (seq_len {seq_len})")

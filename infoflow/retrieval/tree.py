@@ -1,77 +1,37 @@
-"""Expression tree -> comparison tree: the reductions over tokens and how to resolve them.
+"""Canonical form -> comparison tree: how each reduction over tokens can be resolved.
 
-Every reduction over token indices becomes a :class:`Comparison`. Its score is split into
-additive factors, each with its scope (the token indices it couples). Resolving a min/max is
-read as variable elimination in a min-sum problem (theory note, [R]): eliminating index v is
-one max-position retrieval, done by every token holding the one other index its factors touch
-(or by the readout when none is left). Eliminations that do not wait on each other share a
-round; each round is one layer. The largest factor an elimination creates is the real order
-beta'; above 2 no chain of retrievals resolves the comparison.
+Resolving a min/max is read as variable elimination in a min-sum problem (theory note, [R]):
+eliminating index v is one max-position retrieval made by every token holding the one other
+index v's factors touch (or by the readout when none is left). The largest factor an
+elimination creates is the order beta'; above 2 no chain of retrievals resolves the
+comparison and it needs global aggregation. A sum over one token of a score of that token is
+pooled by one averaging head; a k-th largest retrieval is a step of its own (Theorem 2).
+Index conditions, neighbours (x[t-1]) and fixed positions inside a score read positions.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 
-from infoflow.retrieval.parse import Apply, Const, Node, Param, Reduce, TargetError, Token
-
-COMPARISONS = {"min", "max", "argmin", "argmax"}
-KTH = {"kth_largest", "kth_smallest"}
+from infoflow.retrieval.canonical import Canonical, Comparison, canonical
+from infoflow.retrieval.parse import Node, TargetError
 
 
 @dataclass(frozen=True)
-class Message:
-    """One retrieval: every token holding ``holder`` (the readout when None) takes the
-    position of the best ``variable``; ``count`` copies run side by side (one head each)."""
-
-    variable: str
-    holder: str | None
-    count: int
-
-
-@dataclass
-class Comparison:
-    """A reduction over token indices, with its elimination schedule."""
-
-    label: str
-    op: str
-    variables: tuple[str, ...]
-    free: frozenset[str]
-    factors: tuple[frozenset[str], ...]
-    children: list[Comparison]
-    multiplicity: int
-    k: int | None = None
-    order: int = 1
-    rounds: list[list[Message]] = field(default_factory=list)
-    mode: str = "max-position"  # how it is resolved: max-position, k-th, pooled, global
-
-    @property
-    def efficient(self) -> bool:
-        return self.mode in ("max-position", "pooled")
-
-    @property
-    def positions(self) -> int:
-        """Token positions the readout ends up holding for this comparison (per copy)."""
-        return len(self.variables) + sum(c.positions for c in self.children)
-
-    def walk(self):
-        yield self
-        for child in self.children:
-            yield from child.walk()
-
-
-@dataclass
 class ComparisonTree:
-    """The target's comparisons (top level), fixed positions read directly, and counts."""
+    """The target's comparisons (top level), the fixed positions it reads directly, and the
+    option that decides how a one-token sum is resolved."""
 
-    comparisons: list[Comparison]
-    positions: frozenset[int]
+    parts: tuple[Comparison, ...]
+    positions: frozenset[str]
+    separable_sum: str = "pool"
 
     @property
     def order(self) -> int:
         """beta': the largest number of token indices one score couples after elimination."""
-        orders = [c.order for top in self.comparisons for c in top.walk()]
+        orders = [order(c) for top in self.parts for c in top.walk()]
         return max(orders, default=1 if self.positions else 0)
 
     @property
@@ -80,181 +40,121 @@ class ComparisonTree:
         levels: dict[int, int] = {}
 
         def visit(c: Comparison, level: int, copies: int) -> None:
-            copies *= c.multiplicity
+            copies *= c.copies
             levels[level] = levels.get(level, 0) + copies
             for child in c.children:
                 visit(child, level + 1, copies)
 
-        for top in self.comparisons:
+        for top in self.parts:
             visit(top, 0, 1)
         return max(levels.values(), default=1 if self.positions else 0)
+
+    def mode(self, c: Comparison) -> str:
+        return mode(c, self.separable_sum)
+
+    def kth_values(self) -> list[int]:
+        """Every k of the target's k-th reductions."""
+        return [c.k for top in self.parts for c in top.walk() if c.kind == "kth" and c.k]
 
 
 def build_tree(target: Node, separable_sum: str = "pool") -> ComparisonTree:
     """The comparison tree of a parsed target (raises TargetError for what it cannot plan)."""
-    builder = _Builder(separable_sum)
-    builder.top(target, 1)
-    return ComparisonTree(builder.comparisons, frozenset(builder.positions))
+    form: Canonical = canonical(target)
+    return ComparisonTree(form.parts, form.positions, separable_sum)
 
 
-class _Builder:
-    def __init__(self, separable_sum: str):
-        self.separable_sum = separable_sum
-        self.comparisons: list[Comparison] = []
-        self.positions: set[int] = set()
-
-    def top(self, node: Node, copies: int) -> None:
-        """Walk the part of the target outside every token reduction."""
-        if isinstance(node, Token):
-            if isinstance(node.index, str):  # pragma: no cover - the parser binds indices
-                raise TargetError(f"index {node.index!r} is unbound")
-            self.positions.add(node.index)
-        elif isinstance(node, Apply):
-            for arg in node.args:
-                self.top(arg, copies)
-        elif isinstance(node, Reduce):
-            token_vars = [v for v in node.variables if v.is_token]
-            copies *= _range_copies(node)
-            if token_vars:
-                self.comparisons.append(self.comparison(node, frozenset(), copies))
-            else:
-                self.top(node.body, copies)
-
-    def comparison(self, node: Reduce, bound: frozenset[str], copies: int) -> Comparison:
-        own = tuple(v.name for v in node.variables if v.is_token)
-        scope = bound | set(own)
-        children: list[Comparison] = []
-        factors = []
-        for term in _terms(node.body):
-            factors.append(self._scope(term, scope, children, 1))
-        used_free = frozenset().union(*factors) - set(own) if factors else frozenset()
-        label = f"{node.op} over {', '.join(own)}"
-        comparison = Comparison(
-            label, node.op, own, used_free, tuple(factors), children, copies, node.k
-        )
-        _schedule(comparison, self.separable_sum)
-        return comparison
-
-    def _scope(self, node: Node, scope: frozenset[str], children: list, copies: int) -> frozenset:
-        """Token indices a term couples; nested comparisons become children."""
-        if isinstance(node, Token):
-            if isinstance(node.index, int):
-                raise TargetError(
-                    f"the fixed position x[{node.index}] inside a reduction over tokens is not "
-                    "supported yet; write fixed positions outside reductions"
-                )
-            return frozenset([node.index])
-        if isinstance(node, Param | Const):
-            return frozenset()
-        if isinstance(node, Apply):
-            return frozenset().union(*(self._scope(a, scope, children, copies) for a in node.args))
-        if any(v.is_token for v in node.variables):
-            child = self.comparison(node, scope, copies * _range_copies(node))
-            children.append(child)
-            return child.free
-        return self._scope(node.body, scope, children, copies * _range_copies(node))
+@lru_cache(maxsize=4096)
+def order(c: Comparison) -> int:
+    """The largest factor eliminating ``c``'s own indices creates (enclosing indices are held
+    throughout): 1 for a score of one token, 2 for chains and stars, 3 for a triangle."""
+    scopes = [f.scope for f in c.factors]
+    if c.kind != "extremum":
+        return max((len(s) for s in scopes), default=1)
+    return _elimination_width(c.variables, scopes)
 
 
-def _range_copies(node: Reduce) -> int:
-    copies = 1
-    for v in node.variables:
-        if not v.is_token:
-            copies *= v.size
-    return copies
+@lru_cache(maxsize=4096)
+def mode(c: Comparison, separable_sum: str = "pool") -> str:
+    """max-position, k-th, pooled, or global (nothing cheaper resolves it)."""
+    if global_reason(c, separable_sum):
+        return "global"
+    return {"extremum": "max-position", "kth": "k-th", "sum": "pooled"}[c.kind]
 
 
-def _terms(node: Node) -> list[Node]:
-    """The additive terms of a score: a + b - c -> [a, b, c]."""
-    if isinstance(node, Apply) and node.fn in ("+", "-"):
-        return [t for arg in node.args for t in _terms(arg)]
-    if isinstance(node, Apply) and node.fn == "neg":
-        return _terms(node.args[0])
-    return [node]
+def global_reason(c: Comparison, separable_sum: str = "pool") -> str:
+    """Why ``c`` needs global aggregation whatever the architecture ('' when it does not)."""
+    if c.kind == "sum":
+        if len(c.variables) > 1:
+            return "a sum over several tokens of a score coupling them needs every position"
+        if c.free:
+            return (f"a sum over {c.variables[0]} of a score that depends on "
+                    f"{', '.join(sorted(c.free))} needs every position in every token")  # fmt: skip
+        if separable_sum == "global":
+            return "option separable_sum=global: a one-token sum is a global aggregation"
+    elif order(c) > 2:
+        return f"order {order(c)}: no chain of max-position retrievals resolves it"
+    for child in c.children:
+        reason = global_reason(child, separable_sum)
+        if reason:
+            return f"{child.label} inside it: {reason}"
+    return ""
 
 
-def _schedule(c: Comparison, separable_sum: str) -> None:
-    """Fill in order, mode and rounds of one comparison (its children are done)."""
-    own = set(c.variables)
-    child_rounds = _merge([child.rounds for child in c.children])
-    if c.op in KTH:
-        c.order = max((len(f | own) for f in c.factors), default=1)
-        if len(own) != 1 or c.order > 1 + (len(c.free) > 0) or len(c.free) > 1:
-            raise TargetError(
-                f"{c.op} is supported over one token index with a score of that index (and at "
-                "most one enclosing index)"
-            )
-        c.mode = "k-th"
-        (v,) = c.variables
-        holder = next(iter(c.free), None)
-        c.rounds = [*child_rounds, [Message(v, holder, c.multiplicity)]]
-        return
-    if c.op == "sum":
-        c.order = max((len(f | own) for f in c.factors), default=1)
-        separable = len(own) == 1 and all(f <= own for f in c.factors)
-        c.mode = "pooled" if separable and separable_sum == "pool" else "global"
-        message = Message(c.variables[0], None, c.multiplicity)
-        c.rounds = (child_rounds if c.mode == "pooled" else []) + [[message]]
-        return
-    c.order = _elimination_order(own, c.factors)
-    if c.order > 2 or any(not child.efficient for child in c.children):
-        c.mode = "global"  # one averaging step over everything; the children's work is moot
-        c.rounds = [[Message(c.variables[0], None, c.multiplicity)]]
-        return
-    c.rounds = child_rounds + _rounds(c)
+def position_reads(c: Comparison) -> list[str]:
+    """What ``c`` (or anything nested in it) reads by position, in words."""
+    reads = []
+    for comparison in c.walk():
+        for f in comparison.factors:
+            reads += [f"the condition {text}" for text in f.conditions]
+            reads += [f"the neighbour x[{v}{o:+d}]" for v, o in sorted(f.shifts)]
+            reads += [f"the fixed position {p}" for p in sorted(f.fixed)]
+    return list(dict.fromkeys(reads))
 
 
-def _rounds(c: Comparison) -> list[list[Message]]:
-    """Greedy parallel elimination of a comparison whose order is at most 2."""
-    factors = [set(f) for f in c.factors]
-    remaining = list(c.variables)
-    rounds = []
-    while remaining:
-        chosen: list[tuple[str, str | None]] = []
-        for v in remaining:
-            scope = set().union(*[f for f in factors if v in f]) | {v}
-            others = scope - {v}
-            busy = {u for u, _ in chosen} | {h for _, h in chosen if h}
-            if len(others) <= 1 and v not in busy and not (others & {u for u, _ in chosen}):
-                chosen.append((v, next(iter(others), None)))
-        if not chosen:  # pragma: no cover - order <= 2 guarantees progress
-            raise AssertionError(f"no elimination possible for {c.label}")
-        for v, _ in chosen:
-            merged = set().union(*[f for f in factors if v in f]) - {v}
-            factors = [f for f in factors if v not in f] + [merged]
-            remaining.remove(v)
-        rounds.append([Message(v, h, c.multiplicity) for v, h in chosen])
-    return rounds
+def rank(k: int, seq_len: int | None) -> int:
+    """The rank a k-th step retrieves, from the nearer end: the k-th largest of T values is
+    the (T + 1 - k)-th smallest, and negating a score is free ([R] kth_symmetry); rank 1 is
+    the max or the min. With T symbolic, k counts from its own end (T >= 2k - 1 assumed)."""
+    if seq_len is None:
+        return k
+    if k > seq_len:
+        raise TargetError(f"k = {k} exceeds T = {seq_len}: there is no {k}-th value of {seq_len}")
+    return min(k, seq_len + 1 - k)
 
 
-def _elimination_order(own: set[str], factors: tuple[frozenset[str], ...]) -> int:
+def position_number(text: str, seq_len: int) -> int:
+    """The 1-based position a fixed-position label names: ``x[3]`` -> 3, ``x[T-1]`` -> T - 1."""
+    inside = text[2:-1]
+    return seq_len + int(inside[1:] or 0) if inside.startswith("T") else int(inside)
+
+
+def fixed_positions(tree: ComparisonTree) -> set[str]:
+    """Every fixed position the target reads, directly or inside a score."""
+    inside = {q for top in tree.parts for c in top.walk() for f in c.factors for q in f.fixed}
+    return set(tree.positions) | inside
+
+
+def _elimination_width(own: tuple[str, ...], scopes: list[frozenset[str]]) -> int:
     """The smallest possible largest factor created when eliminating ``own`` (exact for up
     to 7 indices, min-degree greedy above)."""
 
-    def run(order) -> int:
-        scopes = [set(f) for f in factors]
-        worst = max((len(f) for f in scopes), default=1)
-        for v in order:
-            touching = [f for f in scopes if v in f]
-            merged = set().union(*touching) | {v}
+    def run(sequence) -> int:
+        current = [set(s) for s in scopes]
+        worst = max((len(s) for s in current), default=1)
+        for v in sequence:
+            merged = set().union(*[s for s in current if v in s]) | {v}
             worst = max(worst, len(merged))
-            scopes = [f for f in scopes if v not in f] + [merged - {v}]
+            current = [s for s in current if v not in s] + [merged - {v}]
         return worst
 
     names = sorted(own)
     if len(names) <= 7:
-        return min(run(order) for order in itertools.permutations(names))
-    greedy, scopes = [], [set(f) for f in factors]
-    left = set(names)
+        return min(run(sequence) for sequence in itertools.permutations(names))
+    sequence, current, left = [], [set(s) for s in scopes], set(names)
     while left:
-        v = min(sorted(left), key=lambda u: len(set().union(*[f for f in scopes if u in f])))
-        greedy.append(v)
-        merged = set().union(*[f for f in scopes if v in f]) - {v}
-        scopes = [f for f in scopes if v not in f] + [merged]
+        v = min(sorted(left), key=lambda u: len(set().union(*[s for s in current if u in s])))
+        sequence.append(v)
+        merged = set().union(*[s for s in current if v in s]) - {v}
+        current = [s for s in current if v not in s] + [merged]
         left.remove(v)
-    return run(greedy)
-
-
-def _merge(schedules: list[list[list[Message]]]) -> list[list[Message]]:
-    """Run schedules side by side from the first round."""
-    depth = max((len(s) for s in schedules), default=0)
-    return [[m for s in schedules if r < len(s) for m in s[r]] for r in range(depth)]
+    return run(sequence)

@@ -18,10 +18,10 @@ def test_explain_walks_through_the_derivation() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    for section in ("1. Comparison tree", "2. Plan on 1 layer(s)", "3. Cost exponent",
-                    "4. Minimal architecture: 2 layer(s), heads [1, 1]"):  # fmt: skip
+    for section in ("1. Canonical form and comparison tree", "2. Plan on 1 layer(s)",
+                    "3. Cost exponent", "fewest layers: 2 layer(s), heads [1, 1]"):  # fmt: skip
         assert section in out
-    assert "too few layers: it needs 2" in out and "[paper:theorem-3]" in out
+    assert "too few layers: it needs 2" in out and "[paper:theorem-1]" in out
     assert "not efficient: alpha grows with T" in out
 
 

@@ -57,7 +57,7 @@ HOSTILE = {
     "huge constant": ("x[1] * 10**100", "above"),
     "deep nesting": ("(" * 300 + "x[1]" + ")" * 300, ""),
     "deep calls": ("abs(" * 40 + "x[1]" + ")" * 40, "nested deeper"),
-    "too long": ("x[1] + " * 400 + "x[1]", "longer than"),
+    "too long": ("x[1] + " * 600 + "x[1]", "longer than"),
     "string": ("'hello'", "only numbers"),
     "f-string": ("f'{x[1]}'", "not part of the target language"),
     "list comprehension": ("min([x[t] for t in T])", "generators"),
@@ -69,7 +69,13 @@ HOSTILE = {
     "keyword": ("dot(x[1], x[2], axis=0)", "keyword"),
     "shadowing": ("min(x[x] for x in T)", "taken"),
     "empty": ("   ", "empty"),
-    "fixed position in a reduction": ("max(dot(x[1], x[t]) for t in T)", "not supported"),
+    "far neighbour": ("max(x[t - 100][0] for t in T)", "offset must be an integer in 1..64"),
+    "beyond the end": ("x[T + 1]", "beyond the sequence"),
+    "offset on a position": ("x[3 - 1]", "write x[2]"),
+    "k zero": ("kth_largest((x[t][0] for t in T), k=0)", "k must be an integer"),
+    "k huge": ("kth_largest((x[t][0] for t in T), k=10000000000)", "k must be an integer"),
+    "kth over pairs": ("kth_largest((dot(x[s], x[t]) for s in T for t in T), k=2)",
+                       "over one token index"),
 }
 
 

@@ -85,8 +85,9 @@ def test_overrides_beyond_the_bounds_are_refused(override, message) -> None:
 
 @pytest.mark.parametrize(
     ("override", "message"),
-    [("target=kth_largest((dot(q, x[t]) for t in T), k=10000)", "k must be an integer from 1 "
-      "to 1024"),
+    [("target=kth_largest((dot(q, x[t]) for t in T), k=17)", "k = 17 exceeds T = 16"),
+     ("target=kth_largest((dot(q, x[t]) for t in T), k=10000000000)", "k must be an integer "
+      "from 1 to 1,000,000,000"),
      ("architecture.layers=1000000", "field 'architecture.layers': Input should be less than"),
      ("architecture.heads=[5000]", "field 'architecture.heads': at most 4096 heads in a layer"),
      ('sweep={"target": ["garbage("]}', "sweep point target=garbage(")],

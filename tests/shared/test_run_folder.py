@@ -121,8 +121,8 @@ def test_targets_the_validator_cannot_evaluate_are_refused_before_training() -> 
     with pytest.raises(CannotValidate, match=r"needs about 64.0 GiB per chunk of 256"):
         plan_retrieval("q", spec(quadruple, 64), SCALES["paper"])
     with pytest.raises(CannotValidate, match="cannot be evaluated at T = 16, d = 4"):
-        plan_retrieval("k", spec("kth_largest((dot(q, x[t]) for t in T), k=20)", 16),
-                       SCALES["smoke"])  # fmt: skip
+        plan_retrieval("k", spec("kth_largest((dot(q, x[t]) for t in T), k=20)", 32),
+                       SCALES["smoke"])  # capped to T = 16  # fmt: skip
     with pytest.raises(CannotValidate, match="not a finite number on 100% of sampled inputs"):
         plan_retrieval("e", spec("max(x[t][0] for t in T if t < 0)", 16), SCALES["smoke"])
 

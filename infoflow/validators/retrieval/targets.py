@@ -37,7 +37,7 @@ def footprint(tree: Node, seq_len: int, input_dim: int, chunk: int = CHUNK) -> i
 
 
 def fixed_positions(tree: Node) -> set[int]:
-    """The positions the target reads directly (``x[3]``), 1-based."""
+    """The positions counted from the start that the target reads (``x[3]``), 1-based."""
     if isinstance(tree, Token):
         return {tree.index} if isinstance(tree.index, int) else set()
     if isinstance(tree, Reduce):
@@ -115,11 +115,12 @@ class TargetFunction:
     def _token(self, node: Token, axes: list[Axis]) -> tuple[Tensor, int]:
         x = self._x
         shape = [x.shape[0]] + [1] * len(axes) + [self.d]
-        if isinstance(node.index, int):
-            t = x[:, node.index - 1, :].reshape(shape)
+        if node.is_fixed:
+            position = node.index if isinstance(node.index, int) else x.shape[1] + node.offset
+            t = x[:, position - 1, :].reshape(shape)
         else:
             shape[1 + [a.name for a in axes].index(node.index)] = x.shape[1]
-            t = x.reshape(shape)
+            t = _shifted(x, node.offset).reshape(shape)
         if not node.component:
             return t, 1
         if len(node.component) > 1 or not isinstance(node.component[0], int):
@@ -234,7 +235,35 @@ class TargetFunction:
         mask = torch.ones(shape, dtype=torch.bool, device=self.device)
         for condition in node.conditions:
             mask = mask & compare[condition.op](index(condition.left), index(condition.right))
+        seq = self._x.shape[1]
+        for name, offset in _offsets(node.body):  # x[t-1] exists from t = 2 on
+            if name in [v.name for v in node.variables]:
+                position = index(name) + offset
+                mask = mask & (position >= 1) & (position <= seq)
         return mask
+
+
+def _shifted(x: Tensor, offset: int) -> Tensor:
+    """x[:, p + offset] at position p, zero where that lies outside the sequence."""
+    if offset == 0:
+        return x
+    out = torch.zeros_like(x)
+    if offset < 0:
+        out[:, -offset:] = x[:, : x.shape[1] + offset]
+    else:
+        out[:, : x.shape[1] - offset] = x[:, offset:]
+    return out
+
+
+def _offsets(node: Node) -> set[tuple[str, int]]:
+    """(index, offset) of every neighbour ``x[t + offset]`` read in ``node``."""
+    if isinstance(node, Token):
+        return {(node.index, node.offset)} if node.offset and not node.is_fixed else set()
+    if isinstance(node, Reduce):
+        return _offsets(node.body)
+    if isinstance(node, Apply):
+        return set().union(*(_offsets(arg) for arg in node.args))
+    return set()
 
 
 def sample_inputs(spec: RetrievalSpec, batch: int, seq_len: int, generator) -> Tensor:

@@ -12,6 +12,7 @@ import torch
 
 from infoflow.retrieval.predict import derive
 from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.tree import position_number
 from infoflow.validators.claims import Section
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.retrieval import plots, report
@@ -61,7 +62,8 @@ class RetrievalValidator:
 def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
     """For targets that read fixed positions: the readout's mean first-layer attention on
     each of them, over the heads in use, averaged over seeds."""
-    positions = sorted(derive(experiment.base).tree.positions)
+    tree = derive(experiment.base).tree
+    positions = sorted(position_number(p, group.seq_len) for p in tree.positions)
     if not positions:
         return {}
     model, x_eval = load_trained(group, context.device, context.checkpoints)

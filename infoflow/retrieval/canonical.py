@@ -1,0 +1,373 @@
+"""Parsed target -> canonical form: the reductions the planner places, whatever the spelling.
+
+The rules (theory note, "Canonical form and schedules"; all ``reconstruction:canonical_form``):
+
+- an additive term that does not involve a reduction's indices leaves it: max over t of
+  f(s) + g(s, t) is f(s) + max over t of g(s, t) (for sums and k-th reductions too);
+- a reduction inside another of the same kind is flattened into it: a max inside a max, a
+  min subtracted inside a max, a sum inside a sum;
+- a max, min or sum over several indices splits into one reduction per connected group of
+  indices: max over s, t of f(s) + g(t) is max f + max g; a sum splits at every ``+``;
+- a sum distributes over products (``*``, ``dot``, ``bilinear``) of factors with disjoint
+  indices: the sum over s, t of dot(x[s], x[t]) is dot(sum x[s], sum x[t]);
+- a range index (``for i in range(D)``) reduced together with token indices joins the score
+  (a score is any function of the tokens it couples); reduced on its own, around token
+  reductions of another kind, it makes D copies of them;
+- names and the order of generators and terms do not matter: only the structure is kept
+  (which indices each score couples, what it reads, what is nested in what).
+
+Every bound index gets a name unique in the target (``t``, then ``t2`` for a second ``t``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from infoflow.retrieval.parse import Apply, Const, Node, Param, Reduce, TargetError, Token, Variable
+from infoflow.retrieval.terms import UnionFind, additive, flattens, signed
+
+KTH = {"kth_largest", "kth_smallest"}
+PRODUCTS = {"*", "dot", "bilinear"}
+ORDER_TESTS = {"<", "<=", ">", ">="}
+
+
+@dataclass(frozen=True)
+class Factor:
+    """Terms of a score that couple the same token indices, and what they need first."""
+
+    scope: frozenset[str]
+    children: tuple[Comparison, ...] = ()
+    shifts: frozenset[tuple[str, int]] = frozenset()  # neighbours read: x[t-1] -> ("t", -1)
+    fixed: frozenset[str] = frozenset()  # fixed positions read: "x[1]", "x[T]"
+    conditions: tuple[str, ...] = ()  # index conditions that read positions ("s < t")
+
+    @property
+    def reads_positions(self) -> bool:
+        return bool(self.shifts or self.fixed or self.conditions)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A reduction over token indices: ``op`` as written, its own indices, its score's
+    factors (over its own and enclosing indices), and how many copies run side by side."""
+
+    op: str
+    variables: tuple[str, ...]
+    factors: tuple[Factor, ...]
+    copies: int = 1
+    k: int | None = None
+    ranges: frozenset[str] = frozenset()  # enclosing range indices (construction only)
+
+    @property
+    def kind(self) -> str:
+        """extremum (min, max, argmin, argmax), sum, or kth."""
+        return "kth" if self.op in KTH else ("sum" if self.op == "sum" else "extremum")
+
+    @property
+    def free(self) -> frozenset[str]:
+        """Enclosing token indices its value depends on."""
+        scopes = frozenset().union(*(f.scope for f in self.factors))
+        return scopes - set(self.variables)
+
+    @property
+    def children(self) -> tuple[Comparison, ...]:
+        return tuple(child for f in self.factors for child in f.children)
+
+    @property
+    def label(self) -> str:
+        return f"{self.op} over {', '.join(self.variables)}"
+
+    def walk(self):
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+
+@dataclass(frozen=True)
+class Canonical:
+    """The target's top-level comparisons and the fixed positions it reads directly."""
+
+    parts: tuple[Comparison, ...]
+    positions: frozenset[str]
+
+
+def canonical(target: Node) -> Canonical:
+    """The canonical form of a parsed target (TargetError for what cannot be planned)."""
+    summary = _Canonicalizer().summary(target, {})
+    parts = tuple(sorted(_merge_pools(summary.children), key=structure_key))
+    return Canonical(parts, frozenset(summary.fixed))
+
+
+def structure_key(c: Comparison) -> tuple:
+    """Orders comparisons by structure, never by names."""
+    factors = sorted((len(f.scope), tuple(sorted(map(structure_key, f.children))),
+                      tuple(sorted(f.shifts)), tuple(sorted(f.fixed)), len(f.conditions))
+                     for f in c.factors)  # fmt: skip
+    return (c.kind, len(c.variables), c.copies, c.k or 0, tuple(factors))
+
+
+# ---- construction ----------------------------------------------------------------------
+
+
+@dataclass
+class _Summary:
+    """What an expression depends on: token and range indices, the comparisons inside it,
+    and the positions it reads."""
+
+    tokens: set[str] = field(default_factory=set)
+    ranges: set[str] = field(default_factory=set)
+    children: list[Comparison] = field(default_factory=list)
+    shifts: set[tuple[str, int]] = field(default_factory=set)
+    fixed: set[str] = field(default_factory=set)
+    conditions: list[str] = field(default_factory=list)
+
+    def merge(self, other: _Summary) -> _Summary:
+        self.tokens |= other.tokens
+        self.ranges |= other.ranges
+        self.children += other.children
+        self.shifts |= other.shifts
+        self.fixed |= other.fixed
+        self.conditions += other.conditions
+        return self
+
+    def token_indices(self) -> frozenset[str]:
+        """Token indices it couples, directly or through its nested comparisons."""
+        return frozenset(self.tokens).union(*(c.free for c in self.children))
+
+    def range_indices(self) -> frozenset[str]:
+        return frozenset(self.ranges).union(*(c.ranges for c in self.children))
+
+    def indices(self) -> frozenset[str]:
+        return self.token_indices() | self.range_indices()
+
+
+@dataclass(frozen=True)
+class _Test:
+    """An index condition: the indices it compares, its text, whether it reads positions
+    (an order test, a constant, a range index: anything but s != t between tokens)."""
+
+    tokens: frozenset[str]
+    ranges: frozenset[str]
+    text: str
+    reads_positions: bool
+
+    @property
+    def indices(self) -> frozenset[str]:
+        return self.tokens | self.ranges
+
+
+Env = dict[str, Variable]  # user name -> the bound variable (with its unique name)
+
+
+class _Canonicalizer:
+    def __init__(self, used: set[str] | None = None):
+        self.used: set[str] = set(used or ())
+
+    def bind(self, variables: tuple[Variable, ...], env: Env) -> tuple[Env, list[Variable]]:
+        """Give each variable a name unique in the target."""
+        env, bound = dict(env), []
+        for v in variables:
+            name, n = v.name, 1
+            while name in self.used:
+                n += 1
+                name = f"{v.name}{n}"
+            self.used.add(name)
+            env[v.name] = Variable(name, v.size)
+            bound.append(env[v.name])
+        return env, bound
+
+    def summary(self, node: Node, env: Env) -> _Summary:
+        if isinstance(node, Token):
+            return self._token(node, env)
+        if isinstance(node, Param):
+            return _Summary(ranges={env[i].name for i in node.index if isinstance(i, str)})
+        if isinstance(node, Const):
+            return _Summary()
+        if isinstance(node, Apply):
+            out = _Summary()
+            for arg in node.args:
+                out.merge(self.summary(arg, env))
+            return out
+        return self.reduce(node, env)
+
+    def _token(self, node: Token, env: Env) -> _Summary:
+        out = _Summary(ranges={env[i].name for i in node.component if isinstance(i, str)})
+        if node.is_fixed:
+            out.fixed.add(node.text())
+        else:
+            out.tokens.add(env[node.index].name)
+            if node.offset:
+                out.shifts.add((env[node.index].name, node.offset))
+        return out
+
+    def reduce(self, node: Reduce, env: Env) -> _Summary:
+        inner, variables = self.bind(node.variables, env)
+        terms, conditions = [], [(c, inner) for c in node.conditions]
+        queue = [(node.body, inner)]
+        while queue:
+            body, scope = queue.pop()
+            for sign, term in additive(body):
+                if flattens(node.op, sign, term):
+                    deeper, more = self.bind(term.variables, scope)
+                    variables += more
+                    conditions += [(c, deeper) for c in term.conditions]
+                    queue.append((signed(term.body, sign), deeper))
+                else:
+                    terms.append((term, scope))
+        if node.op in KTH and (len(variables) != 1 or not variables[0].is_token):
+            raise TargetError(f"{node.op} is supported over one token index")
+        tests = [_condition(c, scope) for c, scope in conditions]
+        own = {v.name: v for v in variables}
+        if node.op == "sum" and not tests:
+            summaries = self._distribute(terms, own)
+        else:
+            summaries = [(self.summary(term, scope), None) for term, scope in terms]
+        return self._components(node.op, node.k, own, summaries, tests)
+
+    def _distribute(self, terms, own: dict[str, Variable]) -> list:
+        """The terms of a sum without conditions, each product of factors that share no
+        summed index taken apart: (summary, the summed indices it is summed over)."""
+        out = []
+        for term, scope in terms:
+            pieces = self._product(term, scope, own) or [term]
+            for piece in pieces:
+                summary = self.summary(piece, scope)
+                out.append((summary, summary.indices() & own.keys()))
+        return out
+
+    def _product(self, term: Node, env: Env, own: dict[str, Variable]) -> list[Node] | None:
+        """A product (``*``, ``dot``, ``bilinear``) as factors that share no summed index;
+        None when it does not come apart."""
+        if not (isinstance(term, Apply) and term.fn in PRODUCTS):
+            return None
+        uses = [_Canonicalizer(self.used).summary(a, env).indices() & own.keys() for a in term.args]
+        if any(a & b for i, a in enumerate(uses) for b in uses[:i]):
+            return None
+        pieces = []
+        for arg, names in zip(term.args, uses, strict=True):
+            pieces += (self._product(arg, env, own) if names else None) or [arg]
+        return pieces
+
+    def _components(self, op, k, own: dict[str, Variable], summaries, tests) -> _Summary:
+        """Pull out what does not involve the reduction's indices, split the rest into
+        connected groups, and make each group a comparison (or, over range indices only,
+        copies of the comparisons inside)."""
+        out = _Summary()
+        groups = UnionFind(own)
+        kept = []
+        for summary, summed in summaries:
+            touched = (summary.indices() if summed is None else summed) & own.keys()
+            if not touched:
+                out.merge(summary)  # pulled out of the reduction
+                continue
+            groups.join(touched)
+            kept.append((touched, summary))
+        for test in tests:
+            if not test.indices & own.keys():
+                raise TargetError(f"the condition {test.text} does not involve its generator")
+            groups.join(test.indices & own.keys())
+        for root in groups.roots():
+            members = groups.members(root)
+            parts = [s for touched, s in kept if touched & members]
+            mine = [t for t in tests if t.indices & members]
+            if parts or mine:
+                variables = [v for name, v in own.items() if name in members]
+                out.merge(_group(op, k, variables, parts, mine))
+        out.children = _merge_pools(out.children)
+        return out
+
+
+def _group(op, k, variables: list[Variable], parts: list[_Summary], tests) -> _Summary:
+    """One connected group of a reduction's indices -> a comparison (or copies)."""
+    tokens = tuple(v.name for v in variables if v.is_token)
+    folded = {v.name: v.size for v in variables if not v.is_token}
+    if not tokens:  # over range indices only: the comparisons inside run once per value
+        out = _Summary()
+        for summary in parts:
+            out.merge(_with_copies(summary, folded))
+        out.ranges -= folded.keys()
+        return out
+    ranges = frozenset().union(*(s.range_indices() for s in parts), *(t.ranges for t in tests))
+    factors = _factors(folded, parts, tests)
+    return _Summary(children=[Comparison(op, tokens, factors, 1, k, frozenset(ranges - set(folded)))])
+
+
+def _factors(folded: dict[str, int], parts, tests) -> tuple[Factor, ...]:
+    """A comparison's terms as factors: terms that couple the same token indices, or share
+    a range index folded into the score, are one factor."""
+    indices = [(s.token_indices(), s.range_indices()) for s in parts]
+    indices += [(t.tokens, t.ranges) for t in tests]
+    groups = UnionFind([str(i) for i in range(len(indices))])
+    for i, (tokens, ranges) in enumerate(indices):
+        for j in range(i):
+            if tokens == indices[j][0] or ranges & indices[j][1] & folded.keys():
+                groups.join({str(i), str(j)})
+    factors = []
+    for root in groups.roots():
+        members = sorted(int(m) for m in groups.members(root))
+        summary, texts = _Summary(), []
+        for m in members:
+            if m < len(parts):
+                summary.merge(_with_copies(parts[m], folded))
+            elif tests[m - len(parts)].reads_positions:
+                texts.append(tests[m - len(parts)].text)
+        scope = frozenset().union(*(indices[m][0] for m in members))
+        children = tuple(sorted(_merge_pools(summary.children), key=structure_key))
+        factors.append(Factor(scope, children, frozenset(summary.shifts),
+                              frozenset(summary.fixed), tuple(sorted(texts + summary.conditions))))  # fmt: skip
+    return tuple(sorted(factors, key=lambda f: (len(f.scope), sorted(f.scope))))
+
+
+def _with_copies(summary: _Summary, folded: dict[str, int]) -> _Summary:
+    """Comparisons that depend on a reduced range index run once per value of it."""
+    children = []
+    for child in summary.children:
+        copies = 1
+        for name, size in folded.items():
+            if name in child.ranges:
+                copies *= size
+        children.append(replace(child, copies=child.copies * copies,
+                                ranges=frozenset(child.ranges - set(folded))))  # fmt: skip
+    return replace(summary, children=children, ranges=summary.ranges - folded.keys())
+
+
+def _merge_pools(children: list[Comparison]) -> list[Comparison]:
+    """Sums over one token index that read only that token (nothing nested, no enclosing
+    index, the same copies) are one averaging head: ``sum f + sum g`` is ``sum (f + g)``."""
+    pools: dict[int, Comparison] = {}
+    out = []
+    for child in children:
+        poolable = (
+            child.kind == "sum" and len(child.variables) == 1 and not child.free
+            and not child.children and not child.ranges
+        )  # fmt: skip
+        if not poolable:
+            out.append(child)
+            continue
+        if child.copies not in pools:
+            pools[child.copies] = child
+            out.append(child)
+            continue
+        first = pools[child.copies]
+        (mine,) = first.variables
+        merged = _Summary()
+        for f in (*first.factors, *child.factors):
+            merged.shifts |= {(mine, offset) for _, offset in f.shifts}
+            merged.fixed |= f.fixed
+            merged.conditions += list(f.conditions)
+        factor = Factor(frozenset({mine}), (), frozenset(merged.shifts), frozenset(merged.fixed),
+                        tuple(sorted(merged.conditions)))  # fmt: skip
+        pools[child.copies] = replace(first, factors=(factor,))
+        out[out.index(first)] = pools[child.copies]
+    return out
+
+
+def _condition(c, env: Env) -> _Test:
+    sides = [env[s] if isinstance(s, str) else s for s in (c.left, c.right)]
+    variables = [s for s in sides if isinstance(s, Variable)]
+    tokens = frozenset(v.name for v in variables if v.is_token)
+    ranges = frozenset(v.name for v in variables if not v.is_token)
+    text = " ".join(str(s.name if isinstance(s, Variable) else s) for s in sides)
+    text = text.replace(" ", f" {c.op} ", 1)
+    invariant = c.op in ("!=", "==") and len(tokens) == 2
+    return _Test(tokens, ranges, text, not invariant)
