@@ -8,7 +8,9 @@ The parts of a plan cost side by side, so the total exponent is the largest of:
   on one layer this linear growth is Theorem 1's depth separation;
 - each single-head k-th retrieval of rank r >= 2: (T - r - 1)/(n + 1) (Theorem 2, a lower
   bound; option ``kth_cost``: ``theorem2``, or ``summary`` for (r - 1)/n), with n = E/h the
-  head width of the layer it runs in (``n_l`` when layers differ in heads);
+  head width. On layers of different widths n is the widest head the architecture has
+  (E / the fewest heads in a layer; [R] ``kth_width``): the term stays a lower bound
+  wherever the step runs, and the plan does not depend on which layer that is;
 - the floor: alpha never drops below ``exponent_floor`` (default 1, [R]);
 - infinity when the architecture cannot represent the target at all.
 """
@@ -55,18 +57,9 @@ def kth_exponent(r: int, width: sympy.Symbol, options: CostOptions) -> sympy.Exp
     return (T - r - 1) / (width + 1)
 
 
-def head_width(p: Plan, layer: int) -> sympy.Symbol:
-    """n for the layer a step runs in: ``n`` when every layer has as many heads, else
-    ``n_<layer>``."""
-    return n if len(set(p.architecture.heads)) == 1 else sympy.Symbol(f"n_{layer}", positive=True)
-
-
-def widths(p: Plan) -> dict[sympy.Symbol, sympy.Expr]:
-    """Each head-width symbol the plan's terms can use, as E / heads of its layer."""
-    heads = p.architecture.heads
-    if len(set(heads)) == 1:
-        return {n: E / heads[0]}
-    return {head_width(p, layer): E / h for layer, h in enumerate(heads, 1)}
+def head_width(p: Plan) -> sympy.Expr:
+    """n = E / h: the widest head of the architecture (its layer with the fewest heads)."""
+    return E / min(p.architecture.heads)
 
 
 def terms(p: Plan, options: CostOptions) -> list[Term]:
@@ -108,7 +101,7 @@ def _kth_terms(p: Plan, placement: Placement, options: CostOptions) -> list[Term
             what += f" (k = {c.k}, counted from the other end)"
         else:
             tag = "paper:theorem-2"
-        out.append(Term(kth_exponent(step.rank, head_width(p, layer), options), what, tag))
+        out.append(Term(kth_exponent(step.rank, n, options), what, tag))
     return out
 
 
@@ -145,5 +138,5 @@ def annotate_edges(graph: nx.MultiDiGraph, p: Plan, options: CostOptions) -> Non
 def _kth_edge(placement: Placement, layer: int, p: Plan, options: CostOptions) -> sympy.Expr:
     for step, layers in zip(placement.fragment.steps, placement.layers, strict=True):
         if step.kind == "kth" and layer in layers:
-            return kth_exponent(step.rank, head_width(p, layer), options)
+            return kth_exponent(step.rank, n, options)
     raise AssertionError("a k-th edge without its step")  # pragma: no cover

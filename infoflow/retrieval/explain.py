@@ -52,6 +52,9 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
     lines += ["", "3. Cost exponent (parameters ~ eps^-alpha; the largest term wins)"]
     for term in der.terms:
         lines.append(f"   {_show(term.expression):<26} {term.what}  [{term.provenance}]")
+    if der.fallback_terms:
+        lines.append("   or, where that is smaller, global aggregation in place of the single-head "
+                     f"k-th retrievals: {_show(cost.exponent(der.fallback_terms))}")  # fmt: skip
     alpha = result["cost_exponent"]
     at = _numbers_text(spec)
     value = f" = {_fmt(alpha.value)} at {at}" if at else ""

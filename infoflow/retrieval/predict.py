@@ -16,7 +16,7 @@ from infoflow.results import Prediction, Result
 from infoflow.retrieval import cost
 from infoflow.retrieval.flow import minimal, readout_sets
 from infoflow.retrieval.parse import parse_target
-from infoflow.retrieval.schedule import Architecture, Plan, plan
+from infoflow.retrieval.schedule import Architecture, Plan, plan, without_theorem2
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.tree import ComparisonTree, build_tree, rank
 
@@ -32,6 +32,7 @@ class Derivation:
     tree: ComparisonTree
     plan: Plan
     terms: list[cost.Term]
+    fallback_terms: list[cost.Term]  # the all-global alternative to Theorem-2 steps, if any
     exponent: sympy.Expr
     minimal: Architecture
     alternatives: list[Architecture]
@@ -75,12 +76,18 @@ def _derive(
     tree = comparison_tree(target, params, separable_sum)
     the_plan = plan(tree, arch, dict(ranks))
     terms = cost.terms(the_plan, options)
+    alpha = cost.exponent(terms)
+    fallback_terms = []
+    if the_plan.theorem2:  # the smaller of the two exponents, whatever T is
+        fallback_terms = cost.terms(without_theorem2(the_plan), options)
+        alpha = sympy.Min(alpha, cost.exponent(fallback_terms))
     ideal, alternatives = minimal(tree, dict(ranks))
     return Derivation(
         tree,
         the_plan,
         terms,
-        cost.exponent(terms),
+        fallback_terms,
+        alpha,
         alternatives[0],
         alternatives,
         cost.exponent(cost.terms(ideal, options)),
@@ -96,7 +103,10 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
     alpha_value = _value(alpha, numbers)
     bottleneck = _bottleneck(der, numbers)
     bound = "lower" if bottleneck.provenance == "paper:theorem-2" else "estimate"
-    efficient = der.plan.feasible and not alpha.has(cost.T)
+    candidates = [der.terms] + ([der.fallback_terms] if der.fallback_terms else [])
+    efficient = der.plan.feasible and any(
+        not cost.exponent(terms).has(cost.T) for terms in candidates
+    )
     param_cost = EPS**-alpha
     out = {
         **_tree_predictions(der.tree, numbers),
@@ -178,8 +188,7 @@ def _numbers(spec: RetrievalSpec, the_plan: Plan) -> dict[sympy.Symbol, sympy.Ex
         numbers[cost.d] = sympy.Integer(spec.input_dim)
     if spec.architecture.embed_dim is not None:
         numbers[cost.E] = sympy.Integer(spec.architecture.embed_dim)
-        for width, value in cost.widths(the_plan).items():
-            numbers[width] = value.xreplace({cost.E: numbers[cost.E]})
+        numbers[cost.n] = cost.head_width(the_plan).xreplace({cost.E: numbers[cost.E]})
     return numbers
 
 
@@ -195,12 +204,19 @@ def _value(expr: sympy.Expr, numbers: dict) -> int | float | str | None:
 
 def _bottleneck(der: Derivation, numbers: dict) -> cost.Term:
     """The term that sets the exponent: infinite first, then one growing with T, then the
-    largest at the spec's numbers."""
-    for term in der.terms:
+    largest at the spec's numbers (of the all-global alternative when that is smaller
+    there)."""
+    terms = der.terms
+    if der.fallback_terms:
+        mine = cost.exponent(der.terms).xreplace(numbers)
+        other = cost.exponent(der.fallback_terms).xreplace(numbers)
+        if mine.is_number and other.is_number and other < mine:
+            terms = der.fallback_terms
+    for term in terms:
         if term.expression == sympy.oo:
             return term
-    growing = [t for t in der.terms if t.expression.has(cost.T)]
-    candidates = growing or der.terms
+    growing = [t for t in terms if t.expression.has(cost.T)]
+    candidates = growing or terms
     numeric = [t for t in candidates if t.expression.xreplace(numbers).is_number]
     if len(numeric) == len(candidates):
         return max(candidates, key=lambda t: float(t.expression.xreplace(numbers)))

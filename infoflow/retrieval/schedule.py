@@ -19,6 +19,7 @@ from infoflow.retrieval.steps import FETCH, Fragment, Step, fragments
 from infoflow.retrieval.tree import ComparisonTree, global_reason, position_reads
 
 SPLIT = 16  # copies of a top-level comparison placed one by one (more: as one block)
+NO_THEOREM2 = -(10**18)  # the score of a plan without single-head k-th retrievals
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,14 @@ class Option:
     fragment: Fragment | None = None
     reason: str = ""
 
-    def score(self, copies: int) -> tuple[int, int, int]:
-        """(impossible, global aggregations, Theorem-2 steps) this option costs."""
-        t2 = len(self.fragment.theorem2) * copies if self.fragment else 0
-        return (int(self.mode == "impossible"), copies * (self.mode == "global"), t2)
+    def score(self, copies: int) -> tuple[int, int, int, int]:
+        """What this option costs, smaller first: impossible parts, global aggregations,
+        minus the smallest rank left to a single-head k-th retrieval (its Theorem-2 term
+        grows the most), the number of such retrievals."""
+        ranks = self.fragment.theorem2 if self.fragment else ()
+        worst = -min(ranks) if ranks else NO_THEOREM2
+        return (int(self.mode == "impossible"), copies * (self.mode == "global"), worst,
+                len(ranks) * copies)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,11 @@ class Plan:
     @property
     def uses_global(self) -> bool:
         return any(p.mode == "global" for p in self.placements)
+
+    @property
+    def theorem2(self) -> bool:
+        """Whether some part makes a single-head k-th retrieval."""
+        return any(q.fragment and q.fragment.theorem2 for q in self.placements)
 
     @property
     def decoded_positions(self) -> int | None:
@@ -203,7 +213,27 @@ def plan(tree: ComparisonTree, arch: Architecture, ranks: dict) -> Plan:
             )
             k += 1
         placements.append(placement)
-    return Plan(arch, placements, shared, tree.positions)
+    found_plan = Plan(arch, placements, shared, tree.positions)
+    if found_plan.uses_global and found_plan.theorem2:
+        return without_theorem2(found_plan)  # the global term is paid anyway: it is cheaper
+    return found_plan
+
+
+def without_theorem2(p: Plan) -> Plan:
+    """``p`` with every part that makes a single-head k-th retrieval falling back to global
+    aggregation instead: the other candidate for the cheapest plan, since both exponents
+    grow with T and either may be the smaller one at a given T, E and d."""
+    reason = ("its single-head k-th retrieval costs more than the global aggregation "
+              "the plan falls back to")  # fmt: skip
+    placements = [
+        replace(q, mode="global", fragment=None, layers=(), reason=reason)
+        if q.fragment and q.fragment.theorem2 else q
+        for q in p.placements
+    ]
+    needed = {k for q in placements if q.fragment for ks in (*q.fragment.shared, q.fragment.needs)
+              for k in ks}  # fmt: skip
+    shared = {k: v for k, v in p.shared.items() if k in needed}
+    return Plan(p.architecture, placements, shared, p.positions)
 
 
 def _search(found: list[Part], caps: list[int]) -> list[int]:
@@ -211,23 +241,22 @@ def _search(found: list[Part], caps: list[int]) -> list[int]:
     copies of one comparison take option indices in non-decreasing order)."""
     scores = [[o.score(p.copies) for o in p.options] for p in found]
     costs = [[o.fragment.heads * p.copies if o.fragment else 0 for o in p.options] for p in found]
-    lowest = (*_total(s[0] for s in scores), _ranks([p.options[0] for p in found], found))
-    best: list = [None, None]  # key, choice
+    lowest = _total(s[0] for s in scores)
+    best: list = [None, None]  # score, choice
     capacity = sum(caps)
 
     def dfs(i: int, choice: list[int], acc: tuple, used: int) -> bool:
         if i == len(found):
-            key = (*acc, _ranks([found[k].options[j] for k, j in enumerate(choice)], found))
-            if best[0] is None or key < best[0]:
-                best[0], best[1] = key, list(choice)
-            return key == lowest
+            if best[0] is None or acc < best[0]:
+                best[0], best[1] = acc, list(choice)
+            return acc == lowest
         part = found[i]
         start = choice[-1] if i and found[i - 1].group == part.group >= 0 else 0
         for j in range(start, len(part.options)):
             total, spent = _add(acc, scores[i][j]), used + costs[i][j]
             if best[0] is not None:
                 bound = _add(total, _rest_bound(scores[i + 1 :], costs[i + 1 :], capacity - spent))
-                if bound > best[0][:3]:
+                if bound >= best[0]:
                     continue
             option = part.options[j]
             if option.fragment and not _fits_choice(found, [*choice, j], caps):
@@ -236,12 +265,17 @@ def _search(found: list[Part], caps: list[int]) -> list[int]:
                 return True
         return False
 
-    dfs(0, [], (0, 0, 0), 0)
+    dfs(0, [], (0, 0, NO_THEOREM2, 0), 0)
     return best[1]
 
 
+def _add(a: tuple, b: tuple) -> tuple:
+    """Two scores together: counts add, the worst Theorem-2 rank is the worse one."""
+    return (a[0] + b[0], a[1] + b[1], max(a[2], b[2]), a[3] + b[3])
+
+
 def _total(scores) -> tuple:
-    out = (0, 0, 0)
+    out = (0, 0, NO_THEOREM2, 0)
     for score in scores:
         out = _add(out, score)
     return out
@@ -258,7 +292,8 @@ def _rest_bound(scores: list, costs: list, room: int) -> tuple:
     first = sorted((cs[0] for cs in costs), reverse=True)
     deficit = sum(first) - room - sum(first[:fallbacks])
     savings = sorted((cs[0] - low for cs, low in zip(costs, cheapest, strict=True)), reverse=True)
-    return _add(base, (0, fallbacks, _needed(savings, deficit) if fallbacks == 0 else 0))
+    more = _needed(savings, deficit) if fallbacks == 0 else 0
+    return _add(base, (0, fallbacks, NO_THEOREM2, more))
 
 
 def _needed(savings: list[int], deficit: int) -> int:
@@ -270,17 +305,6 @@ def _needed(savings: list[int], deficit: int) -> int:
         deficit -= saving
         count += 1
     return count
-
-
-def _add(a: tuple, b: tuple) -> tuple:
-    return tuple(x + y for x, y in zip(a, b, strict=True))
-
-
-def _ranks(options: list[Option], found: list[Part]) -> tuple:
-    """Theorem-2 ranks, smallest first, negated: larger ranks left to Theorem 2 are better."""
-    ranks = sorted(r for o, p in zip(options, found, strict=False) if o.fragment
-                   for r in o.fragment.theorem2 * p.copies)  # fmt: skip
-    return tuple(-r for r in ranks)
 
 
 def _fits_choice(found: list[Part], choice: list[int], caps: list[int]) -> bool:

@@ -1,0 +1,175 @@
+"""The verdict depends on the function, not on its spelling (issue 13, item 1).
+
+A hypothesis property writes random targets (factor graphs of unary, pairwise and three-way
+scores inside a min or a max, sometimes with a k-th retrieval or another reduction beside)
+and rewrites them without changing their meaning: generators reordered, variables renamed,
+terms and arguments commuted, reductions nested or flattened, separable terms split, max
+written as a negated min. Every prediction about the architecture must stay the same.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import infoflow
+from infoflow.retrieval.canonical import canonical
+from infoflow.retrieval.parse import parse_target
+
+NAMES = ["a", "b", "c", "e"]
+FRESH = ["p", "r", "u", "v", "w", "y", "z", "m"]
+COMPARED = ("comparison_order", "comparison_dimension", "min_layers", "min_heads",
+            "min_architectures", "efficient", "feasible", "cost_exponent")  # fmt: skip
+
+
+class Term:
+    """A term of a score: ``template`` with {0}, {1}, ... for the free indices it couples
+    and {i0}, {i1} for indices bound inside it (renamed like the others)."""
+
+    def __init__(self, template: str, free: list[str], bound: list[str]):
+        self.template, self.free, self.bound = template, free, bound
+
+    def text(self, names: dict[str, str], swap: bool) -> str:
+        template = self.template
+        if swap and template.startswith("dot(x[{0}], x[{1}])"):
+            template = "dot(x[{1}], x[{0}])"
+        inner = {f"i{j}": names[b] for j, b in enumerate(self.bound)}
+        return template.format(*[names[v] for v in self.free], **inner)
+
+
+@st.composite
+def problems(draw):
+    """(op, variables, terms): a min or max over variables of a sum of terms."""
+    size = draw(st.integers(1, 4))
+    variables = NAMES[:size]
+    terms = []
+    for n in range(draw(st.integers(1, 4))):
+        scope = draw(st.lists(st.sampled_from(variables), min_size=1, max_size=3, unique=True))
+        if len(scope) == 1:
+            shape = draw(st.sampled_from(["unary", "kth", "pool"]))
+            template = {
+                "unary": f"dot(q{n}, x[{{0}}])",
+                "kth": f"kth_largest((dot(x[{{0}}], x[{{i0}}]) for {{i0}} in T), k={n + 2})",
+                "pool": f"dot(x[{{0}}], sum(x[{{i0}}] for {{i0}} in T))",
+            }[shape]
+            bound = [] if shape == "unary" else [f"k{n}"]
+            terms.append(Term(template, scope, bound))
+        elif len(scope) == 2:
+            template = draw(st.sampled_from(["dot(x[{0}], x[{1}])", "norm(x[{0}] - x[{1}])"]))
+            terms.append(Term(template, scope, []))
+        else:
+            terms.append(Term("norm(x[{0}] + x[{1}] + x[{2}])", scope, []))
+    return draw(st.sampled_from(["max", "min"])), variables, terms
+
+
+def spell(problem, rng: random.Random, rewrites: set[str]) -> str:
+    """One spelling of ``problem``, with the given meaning-preserving rewrites."""
+    op, variables, terms = problem
+    names = {v: v for v in variables} | {b: b for t in terms for b in t.bound}
+    if "rename" in rewrites:
+        pool = list(FRESH)
+        rng.shuffle(pool)
+        names = {v: pool.pop() for v in names}
+    terms = list(terms)
+    if "commute" in rewrites:
+        rng.shuffle(terms)
+    used = [v for v in variables if any(v in t.free for t in terms)]
+    swap = "commute" in rewrites
+    if "split" in rewrites:
+        parts = [_reduce(op, group, [t for t in terms if set(t.free) <= set(group)], names,
+                         rng, rewrites, swap) for group in _components(used, terms)]  # fmt: skip
+        return " + ".join(parts)
+    return _reduce(op, used, terms, names, rng, rewrites, swap)
+
+
+def _reduce(op, variables, terms, names, rng, rewrites, swap) -> str:
+    loops = [f"for {names[v]} in T" for v in variables]
+    if "reorder" in rewrites:
+        rng.shuffle(loops)
+    if "nest" in rewrites and len(variables) > 1:
+        cut = rng.randint(1, len(variables) - 1)
+        outer, inner = variables[:cut], variables[cut:]
+        inside = [t for t in terms if set(t.free) & set(inner)]
+        outside = [t for t in terms if not set(t.free) & set(inner)]
+        nested = _reduce(op, inner, inside, names, rng, rewrites - {"negate"}, swap)
+        body = " + ".join([t.text(names, swap) for t in outside] + [nested])
+        return f"{op}({body} {' '.join(f'for {names[v]} in T' for v in outer)})"
+    body = " + ".join(t.text(names, swap) for t in terms)
+    if "negate" in rewrites:
+        other = "min" if op == "max" else "max"
+        return f"(-{other}(-({body}) {' '.join(loops)}))"
+    return f"{op}({body} {' '.join(loops)})"
+
+
+def _components(variables, terms) -> list[list[str]]:
+    groups = [{v} for v in variables]
+    for t in terms:
+        touched = [g for g in groups if g & set(t.free)]
+        merged = set().union(*touched)
+        groups = [g for g in groups if g not in touched] + [merged]
+    return [sorted(g, key=variables.index) for g in groups if g]
+
+
+def predictions(target: str, heads: list[int], seq_len: int) -> dict:
+    spec = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": seq_len,
+            "architecture": {"layers": len(heads), "heads": heads, "embed_dim": 64}}  # fmt: skip
+    result = infoflow.predict(spec)
+    return {name: result[name].value for name in COMPARED}
+
+
+REWRITES = ["reorder", "rename", "commute", "nest", "split", "negate"]
+
+
+@settings(max_examples=120, deadline=None)
+@given(problems(), st.sets(st.sampled_from(REWRITES), min_size=1), st.randoms(use_true_random=False),
+       st.lists(st.integers(1, 3), min_size=1, max_size=4), st.sampled_from([8, 64]))  # fmt: skip
+def test_meaning_preserving_rewrites_keep_every_verdict(problem, rewrites, rng, heads, T) -> None:
+    plain = spell(problem, random.Random(0), set())
+    rewritten = spell(problem, rng, rewrites)
+    assert predictions(rewritten, heads, T) == predictions(plain, heads, T), (plain, rewritten)
+
+
+SAME = [
+    # pull-out: a term without the inner index leaves the inner max
+    ("max(dot(q, x[s]) + max(dot(x[s], x[t]) for t in T) for s in T)",
+     "max(dot(q, x[s]) + dot(x[s], x[t]) for s in T for t in T)"),
+    # separable: max over s, t of f(s) + g(t) is max f + max g, nested or flat
+    ("max(dot(q, x[s]) + dot(w, x[t]) for s in T for t in T)",
+     "max(dot(q, x[s]) for s in T) + max(dot(w, x[t]) for t in T)"),
+    ("max(dot(q, x[s]) + max(dot(w, x[t]) for t in T) for s in T)",
+     "max(dot(w, x[t]) for t in T) + max(dot(q, x[s]) for s in T)"),
+    # a min subtracted inside a max is a max
+    ("max(dot(q, x[s]) - min(dot(x[s], x[t]) for t in T) for s in T)",
+     "max(dot(q, x[s]) - dot(x[s], x[t]) for s in T for t in T)"),
+    # a sum distributes over a product of factors with disjoint indices
+    ("sum(dot(x[s], x[t]) for s in T for t in T)",
+     "sqnorm(sum(x[t] for t in T))"),
+    ("sum(relu(dot(w, x[t])) + x[t][0] for t in T)",
+     "sum(relu(dot(w, x[t])) for t in T) + sum(x[s][0] for s in T)"),
+    # a max over a range index joins the score; a sum over it makes copies
+    ("max(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(3))",
+     "max(bilinear(x[s], A[i], x[t]) for s in T for t in T for i in range(3))"),
+    # k-th largest of T values is the (T + 1 - k)-th smallest
+    ("kth_largest((dot(q, x[t]) for t in T), k=63)", "kth_smallest((dot(q, x[t]) for t in T), k=2)"),
+    ("kth_largest((dot(q, x[t]) for t in T), k=64)", "min(dot(q, x[t]) for t in T)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("one", "other"), SAME)
+def test_spellings_of_one_function_get_one_verdict(one, other) -> None:
+    for heads in ([1], [2], [1, 1], [2, 1], [3, 3]):
+        assert predictions(one, heads, 64) == predictions(other, heads, 64), heads
+
+
+def test_the_canonical_form_names_what_each_score_couples() -> None:
+    form = canonical(parse_target(
+        "max(dot(x[s], x[t]) + max(dot(x[t], x[t2]) for t2 in T) for s in T for t in T) "
+        "+ sum(max(bilinear(x[a], A[i], x[b]) for a in T for b in T) for i in range(3))"
+    ))  # fmt: skip
+    summary = sorted((p.op, p.variables, p.copies, sorted(sorted(f.scope) for f in p.factors))
+                     for p in form.parts)  # fmt: skip
+    assert summary == [("max", ("a", "b"), 3, [["a", "b"]]),
+                       ("max", ("s", "t", "t2"), 1, [["s", "t"], ["t", "t2"]])]  # fmt: skip
