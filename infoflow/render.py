@@ -38,7 +38,7 @@ def format_value(prediction: Prediction) -> str:
     """A prediction's value as a person reads it."""
     value, unit = prediction.value, prediction.unit
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return json.dumps(value) if isinstance(value, list) else str(value)
+        return _list_text(value) if isinstance(value, list) else str(value)
     if unit in ("B", "B/token"):
         human = format_bytes(value)
         per = "/token" if unit == "B/token" else ""
@@ -48,6 +48,16 @@ def format_value(prediction: Prediction) -> str:
     if isinstance(value, int):
         return f"{value:,} {unit}".rstrip()
     return f"{_trim(value)} {unit}".rstrip()
+
+
+def _list_text(value: list, limit: int = 16) -> str:
+    """A list as JSON, a long one cut to its first and last entries with its length."""
+    if len(value) <= limit:
+        return "[" + ", ".join(_list_text(v) if isinstance(v, list) else json.dumps(v)
+                               for v in value) + "]"  # fmt: skip
+    head = ", ".join(json.dumps(v) if not isinstance(v, list) else _list_text(v)
+                     for v in value[:3])  # fmt: skip
+    return f"[{head}, ..., {json.dumps(value[-1])}] ({len(value):,} entries)"
 
 
 def to_table(result: Result) -> Table:

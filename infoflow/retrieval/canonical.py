@@ -289,7 +289,9 @@ def _group(op, k, variables: list[Variable], parts: list[_Summary], tests) -> _S
         return out
     ranges = frozenset().union(*(s.range_indices() for s in parts), *(t.ranges for t in tests))
     factors = _factors(folded, parts, tests)
-    return _Summary(children=[Comparison(op, tokens, factors, 1, k, frozenset(ranges - set(folded)))])
+    return _Summary(
+        children=[Comparison(op, tokens, factors, 1, k, frozenset(ranges - set(folded)))]
+    )
 
 
 def _factors(folded: dict[str, int], parts, tests) -> tuple[Factor, ...]:
@@ -313,8 +315,9 @@ def _factors(folded: dict[str, int], parts, tests) -> tuple[Factor, ...]:
                 texts.append(tests[m - len(parts)].text)
         scope = frozenset().union(*(indices[m][0] for m in members))
         children = tuple(sorted(_merge_pools(summary.children), key=structure_key))
-        factors.append(Factor(scope, children, frozenset(summary.shifts),
-                              frozenset(summary.fixed), tuple(sorted(texts + summary.conditions))))  # fmt: skip
+        conditions = tuple(sorted(texts + summary.conditions))
+        shifts, fixed = frozenset(summary.shifts), frozenset(summary.fixed)
+        factors.append(Factor(scope, children, shifts, fixed, conditions))
     return tuple(sorted(factors, key=lambda f: (len(f.scope), sorted(f.scope))))
 
 

@@ -78,7 +78,9 @@ def terms(p: Plan, options: CostOptions) -> list[Term]:
         what = "; ".join(f"global aggregation for {q.label} ({q.reason})" for q in fallen)
         out.append(Term(decode_exponent(T, options), what, _global_provenance(p, fallen)))
     elif positions:
-        what = f"decoding the readout's state, which couples {positions} positions"
+        what = f"decoding the readout's state, which couples {positions} position" + (
+            "s" if positions > 1 else ""
+        )
         out.append(Term(decode_exponent(positions, options), what, "paper:theorem-3"))
     return out
 

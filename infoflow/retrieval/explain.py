@@ -13,10 +13,10 @@ from infoflow.retrieval import cost
 from infoflow.retrieval.canonical import Comparison
 from infoflow.retrieval.flow import information_dag, ordinal, readout_sets, to_dot
 from infoflow.retrieval.predict import PLANNER, derive, predict_retrieval
-from infoflow.retrieval.schedule import Placement, Plan
+from infoflow.retrieval.schedule import Placement, Plan, fetch_positions
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.steps import EVERY, FETCH, Step
-from infoflow.retrieval.tree import ComparisonTree
+from infoflow.retrieval.tree import ComparisonTree, order
 
 CANONICAL = "reconstruction:canonical_form"
 MODES = {
@@ -97,18 +97,12 @@ def _tree(c: Comparison, tree: ComparisonTree, indent: str) -> list[str]:
     reads += [f"condition {text}" for f in c.factors for text in f.conditions]
     extra = f"; {'; '.join(reads)}" if reads else ""
     lines = [
-        f"{indent}{c.label}{k}: factors {factors}{free}; order {_order(c)}{copies}{extra}; "
+        f"{indent}{c.label}{k}: factors {factors}{free}; order {order(c)}{copies}{extra}; "
         f"resolved by {MODES[tree.mode(c)]}"
     ]
     for child in c.children:
         lines += _tree(child, tree, indent + "  └ ")
     return lines
-
-
-def _order(c: Comparison) -> int:
-    from infoflow.retrieval.tree import order
-
-    return order(c)
 
 
 def _plan_lines(p: Plan) -> list[str]:
@@ -145,19 +139,14 @@ def _steps(p: Plan) -> dict[int, list[str]]:
                 out.setdefault(layer, []).append(_step_text(step, q, j))
     for key, (step, layer) in sorted(p.shared.items()):
         if key == FETCH:
-            text = ("1 head: every token and the readout attend to the fixed positions "
-                    f"{', '.join(sorted(_fixed(p)))} [paper:summary, specific-position]")  # fmt: skip
+            fixed = ", ".join(fetch_positions(p))
+            text = (f"1 head: every token and the readout attend to the fixed positions {fixed} "
+                    "[paper:summary, specific-position]")  # fmt: skip
         else:
             text = (f"1 head: every token t copies its neighbour x[t{step.offset:+d}] "
                     "[reconstruction:relative_position]")  # fmt: skip
         out.setdefault(layer, []).append(text)
     return out
-
-
-def _fixed(p: Plan) -> list[str]:
-    from infoflow.retrieval.schedule import fetch_positions
-
-    return fetch_positions(p)
 
 
 def _step_text(step: Step, q: Placement, j: int) -> str:
@@ -166,13 +155,17 @@ def _step_text(step: Step, q: Placement, j: int) -> str:
     who = {None: "the readout", EVERY: "every token"}.get(step.holder, f"every token {step.holder}")
     label = q.label
     if step.kind == "pool":
-        return f"{heads} head(s): {who} pools {step.variable} for {label} [reconstruction:separable_sum]"
+        tag = "reconstruction:separable_sum"
+        return f"{heads} head(s): {who} pools {step.variable} for {label} [{tag}]"
     if step.kind == "peel":
         return (f"{heads} head(s): {who} learns the {ordinal(j)} largest {step.variable} "
                 f"(of {step.rank}) for {label} [reconstruction:kth_layers]")  # fmt: skip
     if step.kind == "kth":
-        tag = "paper:theorem-2" if step.comparison and step.rank == step.comparison.k else (
-            "reconstruction:kth_symmetry")
+        tag = (
+            "paper:theorem-2"
+            if step.comparison and step.rank == step.comparison.k
+            else ("reconstruction:kth_symmetry")
+        )
         return (f"{heads} head(s): {who} retrieves the {ordinal(step.rank)} largest "
                 f"{step.variable} with one head for {label} [{tag}]")  # fmt: skip
     tag = "reconstruction:sequential_schedule" if q.sequential else PLANNER

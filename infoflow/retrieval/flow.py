@@ -3,8 +3,6 @@ and of a generic token after each layer, and the information-set DAG."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import networkx as nx
 
 from infoflow.retrieval.schedule import (
@@ -34,7 +32,9 @@ def minimal(tree: ComparisonTree, ranks: dict) -> tuple[Plan, list[Architecture]
         placements.append(Placement(c.label, "scheduled", 1, c, best, layers))
         frags.append(best)
     pe = bool(tree.positions) or any(position_reads(c) for c in tree.parts)
-    keys = sorted({k for f in frags for ks in f.shared for k in ks} | ({FETCH} if tree.positions else set()))
+    keys = sorted(
+        {k for f in frags for ks in f.shared for k in ks} | ({FETCH} if tree.positions else set())
+    )
     profile = _sum_profiles([f.profile() for f in frags] + [[len(keys)]] if keys else
                             [f.profile() for f in frags])  # fmt: skip
     heads = tuple(max(h, 1) for h in profile) or (1,)
@@ -70,11 +70,11 @@ def step_labels(step: Step, placement: Placement, k: int | None = None) -> list[
     v = f"{step.variable}*{sub}"
     if step.kind == "pool":
         return [f"mean over {step.variable}{sub}{copies}"]
+    holder = f"({step.holder}*{sub})" if step.holder not in (None, EVERY) else ""
     if step.kind in ("peel", "kth"):
         end = _end(step, k)
         ranks = range(1, step.rank + 1) if step.kind == "peel" else [step.rank]
-        return [f"{v} ({ordinal(j)} {end}){copies}" for j in ranks]
-    holder = f"({step.holder}*{sub})" if step.holder not in (None, EVERY) else ""
+        return [f"{v}{holder} ({ordinal(j)} {end}){copies}" for j in ranks]
     return [f"{v}{holder}{copies}"]
 
 
@@ -108,14 +108,19 @@ def _held(placement: Placement, layer: int) -> list[str]:
     is done; before that, the peels it made itself."""
     frag = placement.fragment
     done = placement.last_layer <= layer
+    sub = f"_{placement.tag}" if placement.tag else ""
     labels = []
     for i in _top_down(frag):
         step = frag.steps[i]
         every = step_labels(step, placement, _k(step))
         if done:
             labels += every
+            c = step.comparison
+            labels += [f"x[{v}*{sub}{o:+d}]" for f in (c.factors if c else ()) for v, o in
+                       sorted(f.shifts) if v == step.variable]  # fmt: skip
         elif step.kind == "peel" and step.holder is None:
-            labels += [lab for lab, l in zip(every, placement.layers[i], strict=True) if l <= layer]
+            arrived = zip(every, placement.layers[i], strict=True)
+            labels += [label for label, at in arrived if at <= layer]
     return labels
 
 
@@ -241,7 +246,9 @@ def to_dot(graph: nx.MultiDiGraph) -> str:
         lines.append(f'  "{_quote(node)}" [label="{_quote(node)}\\n{{{_quote(info)}}}"];')
     for source, target, data in graph.edges(data=True):
         if data["mode"] == "residual":
-            lines.append(f'  "{_quote(source)}" -> "{_quote(target)}" [label="residual", style=dotted];')
+            lines.append(
+                f'  "{_quote(source)}" -> "{_quote(target)}" [label="residual", style=dotted];'
+            )
             continue
         label = f"{data['mode']}, {data['heads']} head(s): {data['part']}"
         label += f"\\nalpha {data['cost']}" if "cost" in data else ""
@@ -250,8 +257,4 @@ def to_dot(graph: nx.MultiDiGraph) -> str:
 
 
 def _quote(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
-__all__ = ["Architecture", "Plan", "information_dag", "minimal", "ordinal", "readout_sets",
-           "replace", "to_dot", "token_sets"]  # fmt: skip
+    return text.replace('"', '\\"')

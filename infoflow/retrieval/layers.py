@@ -13,7 +13,6 @@ class PlanTooLarge(ValueError):
     """The exact layer search would take more than MAX_STATES states."""
 
 
-
 def fits(heads: list[int], preds: list[list[int]], caps: list[int]) -> list[int] | None:
     """Layers (1-based) for nodes with ``heads`` and predecessors (which must run in
     strictly earlier layers), at most ``caps[l - 1]`` heads in layer l; None when no such

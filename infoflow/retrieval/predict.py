@@ -110,27 +110,7 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
     param_cost = EPS**-alpha
     out = {
         **_tree_predictions(der.tree, numbers),
-        "min_layers": Prediction(
-            der.minimal.layers, "layers", "exact", PLANNER,
-            "Layers of the smallest architecture that reaches the best exponent.",
-        ),
-        "min_heads": Prediction(
-            list(der.minimal.heads), "heads per layer", "exact", PLANNER,
-            "One head per retrieval in every layer that serves it, on the fewest layers.",
-        ),
-        "min_architectures": Prediction(
-            [list(a.heads) for a in der.alternatives], "heads per layer", "exact", SCHEDULES,
-            "Architectures with the same, best exponent: the fewest layers, and the narrowest "
-            "(one head per layer, the retrievals one after another).",
-        ),
-        "requires_positional_encoding": Prediction(
-            der.minimal.positional_encoding, "", "exact", "paper:summary",
-            "Fixed positions can only be singled out with positional encoding.",
-        ),
-        "min_cost_exponent": Prediction(
-            _value(der.minimal_exponent, numbers), "", "estimate", PLANNER,
-            "The exponent on the minimal architecture.", der.minimal_exponent,
-        ),
+        **_minimal_predictions(der, numbers),
         "feasible": Prediction(
             der.plan.feasible, "", "exact", PLANNER,
             "Whether the spec's architecture can represent the target at all.",
@@ -158,6 +138,33 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
         ),
     }  # fmt: skip
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
+
+
+def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction]:
+    """What the smallest architectures that reach the best exponent look like."""
+    return {
+        "min_layers": Prediction(
+            der.minimal.layers, "layers", "exact", PLANNER,
+            "Layers of the smallest architecture that reaches the best exponent.",
+        ),
+        "min_heads": Prediction(
+            list(der.minimal.heads), "heads per layer", "exact", PLANNER,
+            "One head per retrieval in every layer that serves it, on the fewest layers.",
+        ),
+        "min_architectures": Prediction(
+            [list(a.heads) for a in der.alternatives], "heads per layer", "exact", SCHEDULES,
+            "Architectures with the same, best exponent: the fewest layers, and the narrowest "
+            "(one head per layer, the retrievals one after another).",
+        ),
+        "requires_positional_encoding": Prediction(
+            der.minimal.positional_encoding, "", "exact", "paper:summary",
+            "Fixed positions, neighbours and index conditions need positional encoding.",
+        ),
+        "min_cost_exponent": Prediction(
+            _value(der.minimal_exponent, numbers), "", "estimate", PLANNER,
+            "The exponent on the minimal architecture.", der.minimal_exponent,
+        ),
+    }  # fmt: skip
 
 
 def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Prediction]:

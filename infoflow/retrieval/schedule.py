@@ -20,6 +20,10 @@ from infoflow.retrieval.tree import ComparisonTree, global_reason, position_read
 
 SPLIT = 16  # copies of a top-level comparison placed one by one (more: as one block)
 NO_THEOREM2 = -(10**18)  # the score of a plan without single-head k-th retrievals
+ALREADY_GLOBAL = (
+    "another part needs global aggregation, which costs less than a single-head k-th retrieval"
+)
+INSTEAD = "in place of its single-head k-th retrieval, where that costs more"
 
 
 @dataclass(frozen=True)
@@ -151,8 +155,9 @@ def parts(tree: ComparisonTree, arch: Architecture, ranks: dict) -> list[Part]:
     if tree.positions:
         label = "fixed positions " + ", ".join(sorted(tree.positions))
         if arch.positional_encoding:
-            options = (Option("scheduled", Fragment((), (), (), -1, (FETCH,))),
-                       Option("global", reason="no head left for a specific-position head"))  # fmt: skip
+            reason = "no head left for a specific-position head"
+            fetch = Fragment((), (), (), -1, (FETCH,))
+            options = (Option("scheduled", fetch), Option("global", reason=reason))
         else:
             reason = "without positional encoding no head can single out a fixed position"
             options = (Option("impossible", reason=reason),)
@@ -179,7 +184,9 @@ def _fallback(every: list[Fragment], arch: Architecture) -> str:
     need = min(f.depth for f in every)
     if need > arch.layers:
         return f"too few layers: it needs {need}, the architecture has {arch.layers}"
-    return f"too few heads: it needs {every[0].profile()} in increasing layers beside the other parts"
+    return (
+        f"too few heads: it needs {every[0].profile()} in increasing layers beside the other parts"
+    )
 
 
 def _tag_words(tag: str, copies_of: int) -> str:
@@ -207,27 +214,31 @@ def plan(tree: ComparisonTree, arch: Architecture, ranks: dict) -> Plan:
                               option.fragment, reason=option.reason, tag=part.tag)  # fmt: skip
         if option.fragment:
             placement.layers = layers[k]
-            placement.sequential = option.fragment.depth > part.options[0].fragment.depth or (
-                option.fragment is not part.options[0].fragment
-                and option.fragment.theorem2 == part.options[0].fragment.theorem2
-            )
+            placement.sequential = _spread(layers[k]) > min(
+                o.fragment.depth for o in part.options
+                if o.fragment and o.fragment.theorem2 == option.fragment.theorem2
+            )  # fmt: skip
             k += 1
         placements.append(placement)
     found_plan = Plan(arch, placements, shared, tree.positions)
-    if found_plan.uses_global and found_plan.theorem2:
-        return without_theorem2(found_plan)  # the global term is paid anyway: it is cheaper
+    if found_plan.uses_global and found_plan.theorem2:  # the global term is paid anyway
+        return without_theorem2(found_plan, ALREADY_GLOBAL)
     return found_plan
 
 
-def without_theorem2(p: Plan) -> Plan:
+def _spread(layers: tuple) -> int:
+    """How many layers a part's steps run in."""
+    return len({layer for used in layers for layer in used})
+
+
+def without_theorem2(p: Plan, reason: str = INSTEAD) -> Plan:
     """``p`` with every part that makes a single-head k-th retrieval falling back to global
     aggregation instead: the other candidate for the cheapest plan, since both exponents
     grow with T and either may be the smaller one at a given T, E and d."""
-    reason = ("its single-head k-th retrieval costs more than the global aggregation "
-              "the plan falls back to")  # fmt: skip
     placements = [
         replace(q, mode="global", fragment=None, layers=(), reason=reason)
-        if q.fragment and q.fragment.theorem2 else q
+        if q.fragment and q.fragment.theorem2
+        else q
         for q in p.placements
     ]
     needed = {k for q in placements if q.fragment for ks in (*q.fragment.shared, q.fragment.needs)

@@ -104,8 +104,8 @@ class RetrievalSpec(SpecBase):
     @model_validator(mode="after")
     def _plan(self) -> RetrievalSpec:
         """The target parses, reads no position beyond the sequence, and plans."""
-        from infoflow.retrieval.predict import comparison_tree, derive
         from infoflow.retrieval.layers import PlanTooLarge
+        from infoflow.retrieval.predict import comparison_tree, derive
 
         params = tuple(sorted(self.params.items()))
         try:

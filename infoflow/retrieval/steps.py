@@ -212,4 +212,3 @@ def fragment_cost(frag: Fragment) -> tuple:
     t2 = frag.theorem2
     profile = frag.profile()
     return (len(t2), tuple(-r for r in t2), frag.depth, max(profile, default=0), profile)
-

@@ -53,7 +53,7 @@ def problems(draw):
             template = {
                 "unary": f"dot(q{n}, x[{{0}}])",
                 "kth": f"kth_largest((dot(x[{{0}}], x[{{i0}}]) for {{i0}} in T), k={n + 2})",
-                "pool": f"dot(x[{{0}}], sum(x[{{i0}}] for {{i0}} in T))",
+                "pool": "dot(x[{0}], sum(x[{i0}] for {i0} in T))",
             }[shape]
             bound = [] if shape == "unary" else [f"k{n}"]
             terms.append(Term(template, scope, bound))
@@ -124,8 +124,9 @@ REWRITES = ["reorder", "rename", "commute", "nest", "split", "negate"]
 
 
 @settings(max_examples=120, deadline=None)
-@given(problems(), st.sets(st.sampled_from(REWRITES), min_size=1), st.randoms(use_true_random=False),
-       st.lists(st.integers(1, 3), min_size=1, max_size=4), st.sampled_from([8, 64]))  # fmt: skip
+@given(problems(), st.sets(st.sampled_from(REWRITES), min_size=1),
+       st.randoms(use_true_random=False), st.lists(st.integers(1, 3), min_size=1, max_size=4),
+       st.sampled_from([8, 64]))  # fmt: skip
 def test_meaning_preserving_rewrites_keep_every_verdict(problem, rewrites, rng, heads, T) -> None:
     plain = spell(problem, random.Random(0), set())
     rewritten = spell(problem, rng, rewrites)
@@ -153,7 +154,8 @@ SAME = [
     ("max(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(3))",
      "max(bilinear(x[s], A[i], x[t]) for s in T for t in T for i in range(3))"),
     # k-th largest of T values is the (T + 1 - k)-th smallest
-    ("kth_largest((dot(q, x[t]) for t in T), k=63)", "kth_smallest((dot(q, x[t]) for t in T), k=2)"),
+    ("kth_largest((dot(q, x[t]) for t in T), k=63)",
+     "kth_smallest((dot(q, x[t]) for t in T), k=2)"),
     ("kth_largest((dot(q, x[t]) for t in T), k=64)", "min(dot(q, x[t]) for t in T)"),
 ]  # fmt: skip
 

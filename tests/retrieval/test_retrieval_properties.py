@@ -10,7 +10,7 @@ fewest heads shrinks n = E/h, and Theorem 2's (T-k-1)/(n+1) rises.
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
+from functools import cache
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -118,7 +118,7 @@ def test_information_sets_only_grow_along_residual_edges(target, heads) -> None:
         assert set(dag.nodes[u]["info"]) <= set(dag.nodes[v]["info"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def brute_force_fits(heads: tuple, preds: tuple, caps: tuple) -> bool:
     """Every way to fill the layers from the first, tried."""
 
@@ -163,4 +163,6 @@ def test_the_layer_test_is_exact(graph) -> None:
         assert all(1 <= layer <= len(caps) for layer in found)
         assert all(found[p] < found[v] for v in range(len(heads)) for p in preds[v])
         for layer in range(1, len(caps) + 1):
-            assert sum(h for h, at in zip(heads, found, strict=True) if at == layer) <= caps[layer - 1]
+            assert (
+                sum(h for h, at in zip(heads, found, strict=True) if at == layer) <= caps[layer - 1]
+            )

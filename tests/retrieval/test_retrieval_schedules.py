@@ -1,0 +1,197 @@
+"""Schedules, k-th retrieval as a step, positions, large sizes and provenance (issue 13,
+items 2-6)."""
+
+from __future__ import annotations
+
+import sympy
+from conftest import SPECS, run_cli
+
+import infoflow
+from infoflow.retrieval.cost import T, d, n
+from infoflow.retrieval.explain import explain
+from infoflow.retrieval.flow import information_dag
+from infoflow.retrieval.predict import derive
+
+CHAIN = "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)"
+STAR = ("min(dot(x[h], x[a]) + dot(x[h], x[b]) + dot(x[h], x[c]) "
+        "for h in T for a in T for b in T for c in T)")  # fmt: skip
+MAX_OF_KTH = "max(kth_largest((dot(x[s], x[t]) for t in T), k=2) for s in T)"
+
+
+def spec(target: str, heads, pe=False, seq_len=64, embed=64, **options):
+    return infoflow.load_spec({
+        "kind": "retrieval", "target": target, "input_dim": 4, "seq_len": seq_len,
+        "architecture": {"layers": len(heads), "heads": list(heads), "embed_dim": embed,
+                         "positional_encoding": pe},
+        "options": options,
+    })  # fmt: skip
+
+
+def predict(target: str, heads, **kwargs):
+    return infoflow.predict(spec(target, heads, **kwargs))
+
+
+def value(target: str, heads, name: str, **kwargs):
+    return predict(target, heads, **kwargs)[name].value
+
+
+# ---- item 2: any valid elimination schedule --------------------------------------------
+
+
+def test_chains_and_stars_run_in_sequence_as_well_as_in_parallel() -> None:
+    for target, wide, narrow in ((CHAIN, [2, 1], [1, 1, 1]), (STAR, [3, 1], [1, 1, 1, 1])):
+        for heads in (wide, narrow):
+            assert value(target, heads, "efficient"), (target, heads)
+        assert value(target, [1], "min_architectures") == [wide, narrow]
+        assert value(target, [1], "min_heads") == wide
+        assert not value(target, narrow[:-1], "efficient")  # one head a layer, a layer short
+    text = explain(spec(CHAIN, [1, 1, 1]))
+    assert "every token b retrieves the best a" in text
+    assert "[reconstruction:sequential_schedule]" in text
+    assert "sequential_schedule" not in explain(spec(CHAIN, [2, 1]))
+
+
+def test_a_layer_between_steps_is_fine() -> None:
+    """What a token retrieved stays in its residual stream: steps need not be adjacent."""
+    assert value(CHAIN, [2, 0 + 1, 1], "efficient")
+    plan = derive(spec("min(dot(x[s], x[t]) for s in T for t in T)", [1, 1, 1])).plan
+    assert plan.heads_used() in ([1, 1, 0], [1, 0, 1], [0, 1, 1])
+
+
+# ---- item 3: k-th retrieval is a step like any other -------------------------------------
+
+
+def test_kth_inside_a_max_needs_its_rounds_and_then_the_max() -> None:
+    assert value(MAX_OF_KTH, [1, 1, 1], "efficient")
+    assert value(MAX_OF_KTH, [1, 1, 1], "min_architectures") == [[1, 1, 1]]
+    short = predict(MAX_OF_KTH, [1, 1], embed=32)
+    alpha = short["cost_exponent"]
+    assert not short["efficient"].value and alpha.expression.has((T - 3) / (n + 1))
+    assert alpha.provenance == "paper:theorem-2" and alpha.bound == "lower"
+    assert abs(alpha.value - 61 / 33) < 1e-12
+
+
+def test_kth_inside_a_sum_keeps_its_theorem_2_cost() -> None:
+    target = "sum(kth_largest((dot(x[s], x[t]) for t in T), k=2) for s in T)"
+    assert value(target, [1, 1, 1], "efficient")
+    short = predict(target, [1, 1], embed=32)
+    assert short["cost_exponent"].expression.has((T - 3) / (n + 1))
+    assert short["cost_exponent"].provenance == "paper:theorem-2"
+
+
+def test_global_aggregation_is_taken_where_it_is_cheaper() -> None:
+    """Both exponents grow with T; the exponent is the smaller at every T."""
+    alpha = predict(MAX_OF_KTH, [4, 4])["cost_exponent"]  # n = 16: (T-3)/17 vs T/16 - 1
+    assert alpha.value == 3 and alpha.provenance == "reconstruction:global_aggregation"
+    at = {d: 4, sympy.Symbol("E", positive=True): 64, n: 16}
+    for seq_len, expected in ((64, 3), (10**6, (10**6 - 3) / 17)):
+        assert float(alpha.expression.subs(at).subs(T, seq_len)) == expected
+
+
+def test_theorem_2_range() -> None:
+    kth = "kth_largest((dot(q, x[t]) for t in T), k={k})"
+    for k in (1, 64):  # the max and the min: one head
+        assert value(kth.format(k=k), [1], "efficient")
+    second_smallest = predict(kth.format(k=63), [1], embed=32)  # k = T - 1
+    alpha = second_smallest["cost_exponent"]
+    assert alpha.expression.has((T - 3) / (n + 1))
+    assert alpha.provenance == "reconstruction:kth_symmetry"
+    assert second_smallest["min_layers"].value == 2
+    third = predict(kth.format(k=3), [1], embed=32)["cost_exponent"]
+    assert third.expression.has((T - 4) / (n + 1)) and third.provenance == "paper:theorem-2"
+    proc = run_cli("predict", str(SPECS / "retrieval" / "kth-largest.json"), "--set", "sweep=null",
+                   "--set", "target=kth_largest((dot(q, x[t]) for t in T), k=17)")  # fmt: skip
+    assert proc.returncode == 2 and "k = 17 exceeds T = 16" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_a_kth_step_is_peeled_whole_or_not_at_all() -> None:
+    """Peeling p < r layers leaves the (r-p)-th of T-p candidates: Theorem 2 prices it as
+    the r-th of T, so a second layer never makes a third-largest retrieval dearer."""
+    target = "kth_largest((dot(q, x[t]) for t in T), k=3)"
+    one, two = (predict(target, heads, embed=32)["cost_exponent"] for heads in ([1], [1, 1]))
+    assert one.expression == two.expression and one.expression.has((T - 4) / (n + 1))
+    assert value(target, [1, 1, 1], "efficient")
+
+
+# ---- item 4: positions where the target needs them ---------------------------------------
+
+
+def test_index_conditions_read_positions() -> None:
+    for target in ("max(dot(x[s], x[t]) for s in T for t in T if s < t)",
+                   "max(dot(q, x[t]) for t in T if t <= 3)",
+                   "max(dot(q, x[t]) for t in T if t != 1)"):  # fmt: skip
+        without = predict(target, [1, 1])
+        assert not without["feasible"].value and not without["efficient"].value
+        assert "reads positions" in without["bottleneck"].value
+        assert "without positional encoding" in without["bottleneck"].value
+        assert value(target, [1, 1], "efficient", pe=True)
+        assert value(target, [1], "requires_positional_encoding")
+    # s != t between two tokens keeps the target permutation invariant
+    assert value("min(dot(x[s], x[t]) for s in T for t in T if s != t)", [1, 1], "efficient")
+
+
+def test_neighbours_and_fixed_queries_cost_a_layer() -> None:
+    previous = "max(dot(q, x[t-1]) for t in T)"
+    assert value(previous, [1], "min_architectures") == [[1, 1]]
+    assert not value(previous, [1], "efficient", pe=True)
+    assert value(previous, [1, 1], "efficient", pe=True)
+    fixed_query = "max(dot(x[1], x[t]) for t in T)"
+    assert value(fixed_query, [1], "min_architectures") == [[1, 1]]
+    assert value(fixed_query, [1, 1], "efficient", pe=True)
+    assert not value(fixed_query, [1, 1], "feasible")
+
+
+def test_the_induction_head_needs_two_layers() -> None:
+    """Find the earlier token whose predecessor matches the current (last) token: a
+    previous-token head and the current token in layer 1, the match in layer 2."""
+    induction = "argmax(dot(x[t-1], x[T]) for t in T)"
+    result = predict(induction, [2, 1], pe=True)
+    assert result["efficient"].value and result["min_layers"].value == 2
+    assert result["min_heads"].value == [2, 1]
+    assert result["requires_positional_encoding"].value
+    assert not value(induction, [3], "efficient", pe=True)
+    assert result["information_sets"].value[-1] == ["t*", "x[t*-1]", "x[T]"]
+
+
+# ---- item 5: fast at any size -------------------------------------------------------------
+
+
+def test_large_k_and_large_architectures_are_answered_in_closed_form() -> None:
+    big = predict("kth_largest((dot(q, x[t]) for t in T), k=100000)", [16] * 16,
+                  seq_len=10**6)  # fmt: skip
+    assert big["cost_exponent"].expression.has((T - 100001) / (n + 1))
+    assert big["min_layers"].value == 100000 and set(big["min_heads"].value) == {1}
+    terms = " + ".join(f"kth_largest((dot(q{i}, x[t]) for t in T), k={i + 2})" for i in range(20))
+    many = predict(terms, [16] * 16, seq_len=1000)
+    assert many["comparison_dimension"].value == 20
+    assert many["min_layers"].value == 21  # the 21st largest takes 21 peels
+    assert many["cost_exponent"].expression.has((T - 18) / (n + 1))  # ranks 17..21 are not peeled
+
+
+# ---- item 6: explain, graph and provenance tell the truth ---------------------------------
+
+
+def test_provenance_separates_the_paper_from_reconstructions() -> None:
+    pairwise = "min(dot(x[s], x[t]) for s in T for t in T if s != t)"
+    assert predict(pairwise, [1])["cost_exponent"].provenance == "paper:theorem-1"
+    triangle = "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)"
+    assert predict(triangle, [2, 2])["cost_exponent"].provenance == (
+        "reconstruction:global_aggregation"
+    )
+    assert predict(pairwise, [1, 1])["num_comparisons"].provenance == (
+        "reconstruction:comparison_count"
+    )
+
+
+def test_explain_describes_each_step_as_what_it_does() -> None:
+    text = explain(spec("max(dot(x[s], sum(x[t] for t in T)) for s in T)", [1, 1]))
+    assert "every token pools t" in text and "the readout retrieves the best s" in text
+    assert "pools s" not in text
+
+
+def test_the_first_peeled_token_appears_in_the_graph() -> None:
+    plan = derive(spec("kth_largest((dot(q, x[t]) for t in T), k=3)", [1, 1, 1])).plan
+    dag = information_dag(plan)
+    assert dag.nodes["readout@1"]["info"] == ["t* (1st largest)"]
+    assert "t* (3rd largest)" in dag.nodes["readout@3"]["info"]
