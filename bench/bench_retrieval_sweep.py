@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 import infoflow
-from infoflow.retrieval import parse, spec
-from infoflow.retrieval.predict import _derive
+from infoflow.retrieval import parse
+from infoflow.retrieval.predict import _derive, comparison_tree
 
 SPEC = {
     "kind": "retrieval",
@@ -31,7 +31,7 @@ SPEC = {
 def clear_caches() -> None:
     _derive.cache_clear()
     parse._parse_cached.cache_clear()
-    spec._fixed_positions.cache_clear()
+    comparison_tree.cache_clear()
 
 
 def run(from_scratch: bool) -> tuple[float, list]:

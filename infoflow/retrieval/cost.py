@@ -23,7 +23,7 @@ import networkx as nx
 import sympy
 
 from infoflow.retrieval.flow import ordinal
-from infoflow.retrieval.schedule import Placement, Plan
+from infoflow.retrieval.schedule import Placement, Plan, fetch_positions
 from infoflow.retrieval.tree import order
 
 T, d, E, n = sympy.symbols("T d E n", positive=True)
@@ -94,7 +94,8 @@ def _kth_terms(p: Plan, placement: Placement, options: CostOptions) -> list[Term
             continue
         layer = layers[-1]
         c = step.comparison
-        what = (f"{placement.label}: {c.label if c else ''} as one head retrieving the "
+        inner = f": {c.label}" if c is not None and c is not placement.comparison else ""
+        what = (f"{placement.label}{inner} as one head retrieving the "
                 f"{ordinal(step.rank)} largest in layer {layer}")  # fmt: skip
         if options.kth_cost == "summary":
             tag = "reconstruction:kth_cost"
@@ -130,7 +131,9 @@ def annotate_edges(graph: nx.MultiDiGraph, p: Plan, options: CostOptions) -> Non
             cost = sympy.Integer(0)
         elif mode == "k-th largest":
             cost = _kth_edge(by_label[data["part"]], int(target.rsplit("@", 1)[1]), p, options)
-        elif mode in ("specific-position", "relative-position", "pooled"):
+        elif mode == "specific-position":
+            cost = decode_exponent(len(fetch_positions(p)), options)
+        elif mode in ("relative-position", "pooled"):
             cost = decode_exponent(1, options)
         else:  # global: the readout's state couples all T positions
             cost = decode_exponent(T, options)

@@ -151,7 +151,7 @@ def _steps(p: Plan) -> dict[int, list[str]]:
 
 def _step_text(step: Step, q: Placement, j: int) -> str:
     """One step of a part in words, with its provenance."""
-    heads = step.heads * q.copies
+    heads = step.heads
     who = {None: "the readout", EVERY: "every token"}.get(step.holder, f"every token {step.holder}")
     label = q.label
     if step.kind == "pool":

@@ -29,7 +29,7 @@ def minimal(tree: ComparisonTree, ranks: dict) -> tuple[Plan, list[Architecture]
         best = min(whole, key=lambda f: (f.depth, max(f.profile()), f.profile()))
         layers = tuple(range(end - step.length + 1, end + 1)
                        for step, end in zip(best.steps, best.finish(), strict=True))  # fmt: skip
-        placements.append(Placement(c.label, "scheduled", 1, c, best, layers))
+        placements.append(Placement(c.label, "scheduled", c.copies, c, best, layers))
         frags.append(best)
     pe = bool(tree.positions) or any(position_reads(c) for c in tree.parts)
     keys = sorted(
@@ -66,7 +66,7 @@ def _shared_step(key: str) -> Step:
 def step_labels(step: Step, placement: Placement, k: int | None = None) -> list[str]:
     """What a step brings to whoever holds its result, one label per position."""
     sub = f"_{placement.tag}" if placement.tag else ""
-    copies = f" x{placement.copies * step.heads}" if placement.copies * step.heads > 1 else ""
+    copies = f" x{step.heads}" if step.heads > 1 else ""
     v = f"{step.variable}*{sub}"
     if step.kind == "pool":
         return [f"mean over {step.variable}{sub}{copies}"]
@@ -218,7 +218,8 @@ def information_dag(p: Plan) -> nx.MultiDiGraph:
                            part=placement.label, heads=heads)  # fmt: skip
     for key, (step, layer) in sorted(p.shared.items()):
         mode = EDGE_MODES[step.kind]
-        what = "fixed positions" if key == FETCH else f"the neighbour x[t{step.offset:+d}]"
+        what = (f"fixed positions {', '.join(positions)}" if key == FETCH
+                else f"the neighbour x[t{step.offset:+d}]")  # fmt: skip
         pairs = [(q, "token") for q in positions] + [(q, "readout") for q in positions]
         for source, target in pairs if key == FETCH else [("token", "token")]:
             graph.add_edge(f"{source}@{layer - 1}", f"{target}@{layer}", mode=mode, part=what,
@@ -235,7 +236,7 @@ def _edges(placement: Placement, layers: int):
     for step, used in zip(placement.fragment.steps, placement.layers, strict=True):
         target = "readout" if step.holder is None else "token"
         for layer in used:
-            yield layer, EDGE_MODES[step.kind], "token", target, step.heads * placement.copies
+            yield layer, EDGE_MODES[step.kind], "token", target, step.heads
 
 
 def to_dot(graph: nx.MultiDiGraph) -> str:

@@ -34,6 +34,7 @@ class Derivation:
     terms: list[cost.Term]
     fallback_terms: list[cost.Term]  # the all-global alternative to Theorem-2 steps, if any
     exponent: sympy.Expr
+    efficient: bool  # feasible, and some candidate's exponent does not grow with T
     minimal: Architecture
     alternatives: list[Architecture]
     minimal_exponent: sympy.Expr
@@ -77,9 +78,11 @@ def _derive(
     the_plan = plan(tree, arch, dict(ranks))
     terms = cost.terms(the_plan, options)
     alpha = cost.exponent(terms)
+    efficient = not alpha.has(cost.T)
     fallback_terms = []
     if the_plan.theorem2:  # the smaller of the two exponents, whatever T is
         fallback_terms = cost.terms(without_theorem2(the_plan), options)
+        efficient = efficient or not cost.exponent(fallback_terms).has(cost.T)
         alpha = sympy.Min(alpha, cost.exponent(fallback_terms))
     ideal, alternatives = minimal(tree, dict(ranks))
     return Derivation(
@@ -88,6 +91,7 @@ def _derive(
         terms,
         fallback_terms,
         alpha,
+        efficient and the_plan.feasible,
         alternatives[0],
         alternatives,
         cost.exponent(cost.terms(ideal, options)),
@@ -103,10 +107,6 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
     alpha_value = _value(alpha, numbers)
     bottleneck = _bottleneck(der, numbers)
     bound = "lower" if bottleneck.provenance == "paper:theorem-2" else "estimate"
-    candidates = [der.terms] + ([der.fallback_terms] if der.fallback_terms else [])
-    efficient = der.plan.feasible and any(
-        not cost.exponent(terms).has(cost.T) for terms in candidates
-    )
     param_cost = EPS**-alpha
     out = {
         **_tree_predictions(der.tree, numbers),
@@ -125,7 +125,7 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
             bottleneck.provenance, f"eps^-alpha at eps = {spec.epsilon}.", param_cost,
         ),
         "efficient": Prediction(
-            efficient, "", "exact", PLANNER,
+            der.efficient, "", "exact", PLANNER,
             "True when the exponent on the spec's architecture does not grow with T.",
         ),
         "bottleneck": Prediction(

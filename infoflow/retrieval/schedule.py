@@ -48,7 +48,7 @@ class Option:
         ranks = self.fragment.theorem2 if self.fragment else ()
         worst = -min(ranks) if ranks else NO_THEOREM2
         return (int(self.mode == "impossible"), copies * (self.mode == "global"), worst,
-                len(ranks) * copies)  # fmt: skip
+                len(ranks))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ def _search(found: list[Part], caps: list[int]) -> list[int]:
     """The option index per part of the best plan (depth first, best options first;
     copies of one comparison take option indices in non-decreasing order)."""
     scores = [[o.score(p.copies) for o in p.options] for p in found]
-    costs = [[o.fragment.heads * p.copies if o.fragment else 0 for o in p.options] for p in found]
+    costs = [[o.fragment.heads if o.fragment else 0 for o in p.options] for p in found]
     lowest = _total(s[0] for s in scores)
     best: list = [None, None]  # score, choice
     capacity = sum(caps)
