@@ -106,6 +106,14 @@ def test_target_evaluator_matches_a_direct_computation() -> None:
     f = TargetFunction(_spec("x[1] + x[2] + x[3]"), 0)
     assert torch.allclose(f(x), x[:, 0] + x[:, 1] + x[:, 2]) and f.output_dim(5) == 3
 
+    # neighbours exist from the second position on; x[T] is the last token
+    f = TargetFunction(_spec("max(dot(x[t-1], x[T]) for t in T)"), 0)
+    direct = [max(float(x[b, t - 1] @ x[b, 4]) for t in range(1, 5)) for b in range(4)]
+    assert torch.allclose(f(x), torch.tensor(direct))
+    f = TargetFunction(_spec("sum(dot(x[t], x[t+2]) for t in T)"), 0)
+    direct = [sum(float(x[b, t] @ x[b, t + 2]) for t in range(3)) for b in range(4)]
+    assert torch.allclose(f(x), torch.tensor(direct), atol=1e-5)
+
 
 # ---- claims can be refuted ---------------------------------------------------------------
 

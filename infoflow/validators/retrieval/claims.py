@@ -7,8 +7,8 @@ The claims come from the engine's predictions for each point of the spec:
   T grows; every neighbour with one head fewer in a layer, or one layer fewer, that the
   engine predicts inefficient ends clearly worse;
 - predicted inefficient (exponent grows with T): NMSE rises with T at fixed size;
-- positional encoding required: learned with PE, not without; the readout's attention then
-  rests on the fixed positions.
+- positional encoding required (fixed positions, neighbours, index conditions): learned with
+  PE, not without; for positions read directly, the readout's attention rests on them.
 
 A claim is confirmed or refuted only when its preconditions hold (the model predicted to
 succeed converged; its seeds agree); otherwise it is inconclusive and says why.
@@ -99,7 +99,7 @@ def _clearly_worse(model: Model, neighbour: Model, nmse, scale: Scale) -> Claim:
 
 
 def _needs_pe(model: Model, twin: Model, best, scale: Scale) -> Claim:
-    claim = f"{model.label()} learns the fixed positions only with positional encoding"
+    claim = f"{model.label()} learns the target only with positional encoding"
     tolerance = f"with PE NMSE <= {scale.converged}; without PE NMSE >= {scale.not_learned}"
     measured = {"with_pe": best[model], "without_pe": best[twin]}
     if best[model] > scale.converged:
