@@ -336,33 +336,26 @@ def _with_copies(summary: _Summary, folded: dict[str, int]) -> _Summary:
 
 def _merge_pools(children: list[Comparison]) -> list[Comparison]:
     """Sums over one token index that read only that token (nothing nested, no enclosing
-    index, the same copies) are one averaging head: ``sum f + sum g`` is ``sum (f + g)``."""
-    pools: dict[int, Comparison] = {}
-    out = []
-    for child in children:
-        poolable = (
-            child.kind == "sum" and len(child.variables) == 1 and not child.free
-            and not child.children and not child.ranges
-        )  # fmt: skip
-        if not poolable:
-            out.append(child)
-            continue
-        if child.copies not in pools:
-            pools[child.copies] = child
-            out.append(child)
-            continue
-        first = pools[child.copies]
-        (mine,) = first.variables
-        merged = _Summary()
-        for f in (*first.factors, *child.factors):
-            merged.shifts |= {(mine, offset) for _, offset in f.shifts}
-            merged.fixed |= f.fixed
-            merged.conditions += list(f.conditions)
-        factor = Factor(frozenset({mine}), (), frozenset(merged.shifts), frozenset(merged.fixed),
-                        tuple(sorted(merged.conditions)))  # fmt: skip
-        pools[child.copies] = replace(first, factors=(factor,))
-        out[out.index(first)] = pools[child.copies]
-    return out
+    index) are one averaging head however many there are: ``sum f + sum g`` is
+    ``sum (f + g)``, and D copies of such a sum are one head averaging D features."""
+    pools = [c for c in children if _poolable(c)]
+    if not pools:
+        return children
+    (mine,) = pools[0].variables
+    shifts, fixed, conditions = set(), set(), []
+    for f in (f for pool in pools for f in pool.factors):
+        shifts |= {(mine, offset) for _, offset in f.shifts}
+        fixed |= f.fixed
+        conditions += list(f.conditions)
+    factor = Factor(frozenset({mine}), (), frozenset(shifts), frozenset(fixed),
+                    tuple(sorted(conditions)))  # fmt: skip
+    merged = replace(pools[0], factors=(factor,), copies=1)
+    return [merged if c is pools[0] else c for c in children if c is pools[0] or not _poolable(c)]
+
+
+def _poolable(c: Comparison) -> bool:
+    return (c.kind == "sum" and len(c.variables) == 1 and not c.free and not c.children
+            and not c.ranges)  # fmt: skip
 
 
 def _condition(c, env: Env) -> _Test:
