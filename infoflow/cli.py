@@ -207,6 +207,45 @@ class Device(StrEnum):
 
 
 @app.command()
+def plan(
+    specs: Annotated[list[Path], typer.Argument(help="Retrieval spec files.", show_default=False)],
+    scale: Annotated[
+        Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings.")
+    ] = Scale.smoke,
+    device: Annotated[
+        Device, typer.Option(help="The device to estimate for (cuda without one: an assumed H200).")
+    ] = Device.cpu,
+    budget: Annotated[
+        str | None, typer.Option(help="Time per spec: 90s, 10m, 1h30m (default: the scale's).")
+    ] = None,
+    steps: Annotated[
+        int | None, typer.Option(min=1, max=10**9, help="Override the scale's training steps.")
+    ] = None,
+    seeds: Annotated[int | None, typer.Option(min=1, max=1000, help="Override the seeds.")] = None,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+) -> None:
+    """Design the experiments validate would run: sizes, predicted exponents, the claims
+    they test and the estimated time on the device (needs torch)."""
+    total = 0.0
+    with _user_errors():
+        for path in specs:
+            try:
+                from infoflow.validators.run import parse_duration
+
+                seconds = parse_duration("--budget", budget)
+                loaded, run_plan = _load_for("plan", path, overrides)
+                text, estimate = run_plan(loaded, str(path), scale.value, device.value, seconds,
+                                          steps, seeds)  # fmt: skip
+            except ModuleNotFoundError as exc:
+                typer.echo(f"error: plan needs torch: pip install 'infoflow[validate]' ({exc})",
+                           err=True)  # fmt: skip
+                raise typer.Exit(BAD_INPUT) from None
+            typer.echo(text)
+            total += estimate
+    typer.echo(f"estimated total: {total / 60:.1f} min on {device.value}")
+
+
+@app.command()
 def validate(
     specs: Annotated[
         list[Path] | None,
@@ -227,6 +266,10 @@ def validate(
     device: Annotated[Device | None, typer.Option(help="Force a device.")] = None,
     steps: Annotated[int | None, typer.Option(help="Override the scale's training steps.")] = None,
     seeds: Annotated[int | None, typer.Option(help="Override the scale's seeds.")] = None,
+    budget: Annotated[
+        str | None,
+        typer.Option(help="Time per retrieval spec the design may use: 90s, 10m, 1h30m."),
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
     overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
@@ -242,7 +285,7 @@ def validate(
 ) -> None:
     """Train real models and check every prediction that can be tested (needs torch)."""
     try:
-        from infoflow.validators.run import Options, summary_line
+        from infoflow.validators.run import Options, parse_duration, summary_line
         from infoflow.validators.run import validate as run_validate
     except ModuleNotFoundError as exc:
         typer.echo(f"error: validate needs torch: pip install 'infoflow[validate]' ({exc})",
@@ -252,7 +295,8 @@ def validate(
     with _user_errors():
         options = Options(out=out, scale=scale.value, gpu=gpu,
                           device=device.value if device else None, resume=resume, steps=steps,
-                          seeds=seeds, overrides=tuple(overrides or ()), executor=executor.value,
+                          seeds=seeds, budget=parse_duration("--budget", budget),
+                          overrides=tuple(overrides or ()), executor=executor.value,
                           address=address, gpus_per_group=gpus_per_group)  # fmt: skip
         with _progress(quiet) as progress:
             report = run_validate(list(specs or []), options, progress)

@@ -2,8 +2,8 @@
 serves it.
 
 A :class:`Family` names, as ``module:attribute`` strings imported only when used, the spec
-model, the predict function, the extra commands the family supports (``explain``,
-``graph``, ``calibrate``) and its validator (or why it has none), plus its docs page and
+model, the predict function, the extra commands the family supports (those in
+:data:`EXTRA_COMMANDS`) and its validator (or why it has none), plus its docs page and
 specs folder. Everything that dispatches on a kind (the spec loader, ``predict``, the CLI,
 the validate pipeline, the report, the plots, the executor) asks :func:`family`; an unknown
 kind is a :class:`~infoflow.errors.SpecError` (exit code 2), never another family's code.
@@ -20,7 +20,7 @@ from importlib import import_module
 from typing import Any
 
 #: Commands beyond predict and validate that a family may support.
-EXTRA_COMMANDS = ("explain", "graph", "calibrate", "compare", "plot")
+EXTRA_COMMANDS = ("explain", "graph", "calibrate", "compare", "plot", "plan")
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ FAMILIES: dict[str, Family] = {
             commands={
                 "explain": "infoflow.retrieval.explain:explain",
                 "graph": "infoflow.retrieval.explain:graph",
+                "plan": "infoflow.validators.retrieval.design:plan_command",
             },
             validator="infoflow.validators.retrieval.validator:VALIDATOR",
             docs="docs/retrieval.md",

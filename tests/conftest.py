@@ -147,7 +147,7 @@ class ToyExperiment:
 class ToyValidator:
     kind = "toy"
 
-    def scale(self, name, steps, seeds):
+    def scale(self, name, steps, seeds, device, budget=None):
         return ToyScale(name, steps or 1)
 
     def plan(self, name, spec, scale, base_dir):
@@ -200,3 +200,29 @@ def toy(monkeypatch, tmp_path):
                        ("negative", {"n": -1})):  # fmt: skip
         (tmp_path / f"{name}.json").write_text(json.dumps({"kind": "toy", **spec}))
     return tmp_path
+
+
+#: The step-time model every test's retrieval design uses (written to the cache, so that no
+#: test spends seconds measuring and every design is the same on every machine): 10 ms a
+#: step and 1 GFLOP/s. tests/retrieval/test_retrieval_design.py measures a real one.
+TEST_STEP_TIME = {"overhead": 0.01, "per_flop": 1e-9, "source": "fixed for the tests"}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def step_time_cache(tmp_path_factory) -> Iterator[Path]:
+    """``$INFOFLOW_CACHE`` for the whole session, holding :data:`TEST_STEP_TIME` for the CPU."""
+    folder = tmp_path_factory.mktemp("cache")
+    before = os.environ.get("INFOFLOW_CACHE")
+    os.environ["INFOFLOW_CACHE"] = str(folder)
+    try:
+        from infoflow.validators.retrieval import steptime
+    except ModuleNotFoundError:  # no torch: nothing designs experiments
+        steptime = None
+    if steptime is not None:
+        model = {"device_type": "cpu", "name": "test", **TEST_STEP_TIME}
+        steptime.cache_file("cpu").write_text(json.dumps(model))
+    yield folder
+    if before is None:
+        os.environ.pop("INFOFLOW_CACHE", None)
+    else:
+        os.environ["INFOFLOW_CACHE"] = before

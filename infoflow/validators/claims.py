@@ -2,10 +2,12 @@
 
 A :class:`Claim` is one prediction put to the test: what was predicted, what was measured,
 the tolerance used, and a verdict from a closed set (``confirmed``, ``refuted``,
-``inconclusive`` with the reason). A :class:`Section` is one spec's part of the report: its
-claims and the family's own record of what was trained and measured (``body``, plain JSON
-data, so that ``report.json`` alone can redraw the plots or refit a calibration). Their
-``to_json`` forms are the shapes ``report.json`` holds (docs/validate.md).
+``inconclusive`` with the reason) and, where it comes from the theory's numbers, which
+numbers (``derived_from``, e.g. the predicted exponents of the models it compares). A
+:class:`Section` is one spec's part of the report: its claims and the family's own record
+of what was trained and measured (``body``, plain JSON data, so that ``report.json`` alone
+can redraw the plots or refit a calibration). Their ``to_json`` forms are the shapes
+``report.json`` holds (docs/validate.md).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class Claim:
     tolerance: str
     verdict: Verdict
     reason: str = ""
+    derived_from: Any = None  # the predictions the claim was derived from (JSON data)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -36,18 +39,20 @@ class Claim:
     @classmethod
     def judged(
         cls, statement: str, predicted: Any, measured: Any, tolerance: str, holds: bool,
-        reason: str = "",
+        reason: str = "", derived_from: Any = None,
     ) -> Claim:  # fmt: skip
         """Confirmed when ``holds``, else refuted."""
         verdict: Verdict = "confirmed" if holds else "refuted"
-        return cls(statement, predicted, measured, tolerance, verdict, reason)
+        return cls(statement, predicted, measured, tolerance, verdict, reason, derived_from)
 
     @classmethod
     def undecided(
-        cls, statement: str, predicted: Any, measured: Any, tolerance: str, reason: str
-    ) -> Claim:
+        cls, statement: str, predicted: Any, measured: Any, tolerance: str, reason: str,
+        derived_from: Any = None,
+    ) -> Claim:  # fmt: skip
         """Inconclusive: the measurement cannot decide the claim, for ``reason``."""
-        return cls(statement, predicted, measured, tolerance, "inconclusive", reason)
+        return cls(statement, predicted, measured, tolerance, "inconclusive", reason,
+                   derived_from)  # fmt: skip
 
     def prefixed(self, prefix: str) -> Claim:
         """The same claim, its statement starting ``[prefix]`` (a claim about one group of
@@ -55,9 +60,17 @@ class Claim:
         return replace(self, statement=f"[{prefix}] {self.statement}")
 
     def to_json(self) -> dict[str, Any]:
-        return _plain({"claim": self.statement, "predicted": self.predicted,
-                       "measured": self.measured, "tolerance": self.tolerance,
-                       "verdict": self.verdict, "reason": self.reason})  # fmt: skip
+        data = {
+            "claim": self.statement,
+            "predicted": self.predicted,
+            "measured": self.measured,
+            "tolerance": self.tolerance,
+            "verdict": self.verdict,
+            "reason": self.reason,
+        }
+        if self.derived_from is not None:
+            data["derived_from"] = self.derived_from
+        return _plain(data)
 
 
 @dataclass(frozen=True)

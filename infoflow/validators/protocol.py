@@ -3,8 +3,10 @@
 ``infoflow validate`` runs plan -> register -> train -> judge -> write (:mod:`run`). A
 family takes part by implementing :class:`Validator`:
 
-- ``scale(name, steps, seeds)``: its settings at a named scale (a frozen dataclass, recorded
-  in the report), with ``--steps`` and ``--seeds`` applied;
+- ``scale(name, steps, seeds, device, budget)``: its settings at a named scale (a frozen
+  dataclass, recorded in the report), with ``--steps`` and ``--seeds`` applied, for the device
+  type the run trains on ("cpu" or "cuda"); ``budget`` (``--budget``, seconds per spec) is
+  for a family that sizes its experiments to the time at hand, and ignored by the others;
 - ``plan(name, spec, scale, base_dir)``: the experiment for one spec, whose ``jobs`` are the
   groups to train (a group: members that train together in one process on one device); it
   raises :class:`CannotValidate` for a spec it cannot train or measure;
@@ -108,7 +110,10 @@ class Experiment(Protocol):
 class Validator(Protocol):
     kind: str
 
-    def scale(self, name: str, steps: int | None, seeds: int | None) -> Any: ...
+    def scale(
+        self, name: str, steps: int | None, seeds: int | None, device: str,
+        budget: float | None = None,
+    ) -> Any: ...  # fmt: skip
 
     def plan(self, name: str, spec: SpecBase, scale: Any, base_dir: Path) -> Experiment: ...
 

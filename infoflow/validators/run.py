@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import platform
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ class Options:
     resume: bool = False  # continue the run in ``out``
     steps: int | None = None  # override every family's training steps
     seeds: int | None = None  # override every family's seeds
+    budget: float | None = None  # seconds per spec for families that size their experiments
     overrides: tuple[str, ...] = ()  # ``key.path=value``, applied to every spec
     executor: str = "local"  # or "ray": one Ray task per job
     address: str | None = None  # a Ray cluster to join (default: start a local one)
@@ -61,7 +63,8 @@ class Options:
 
     def __post_init__(self) -> None:
         """Refuse options no run can use (a SpecError naming the option)."""
-        for option, value, most in (("--steps", self.steps, 10**9), ("--seeds", self.seeds, 1000)):
+        for option, value, most in (("--steps", self.steps, 10**9), ("--seeds", self.seeds, 1000),
+                                    ("--budget", self.budget, 10**7)):  # fmt: skip
             if value is not None and (isinstance(value, bool) or not 1 <= value <= most):
                 raise SpecError(option, [(None, f"must be from 1 to {most:,} (got {value})")])
         if not 0 < self.gpus_per_group <= 1024:
@@ -69,6 +72,21 @@ class Options:
                                                         f"{self.gpus_per_group})")])  # fmt: skip
         if self.address and self.executor != "ray":
             raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
+
+
+def parse_duration(option: str, text: str | None) -> float | None:
+    """Seconds from ``90s``, ``10m``, ``1h30m`` or a plain number of seconds."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?",
+                         text.strip())  # fmt: skip
+    if not text.strip() or not match:
+        raise SpecError(option, [(None, f"not a duration: {text!r} (write 90s, 10m or 1h30m)")])
+    hours, minutes, secs = (float(part or 0) for part in match.groups())
+    seconds = hours * 3600 + minutes * 60 + secs
+    if not 1 <= seconds <= 10**7:
+        raise SpecError(option, [(None, f"must be from 1 s to 10^7 s (got {text!r})")])
+    return seconds
 
 
 @dataclass
@@ -89,7 +107,7 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     """Validate ``paths`` (every bundled spec when empty) into ``options.out``, which this
     process holds locked meanwhile; return the report (report.json's content)."""
     device = pick_device(options.gpu, options.device)
-    planned = plan(paths or bundled_specs(), options)
+    planned = plan(paths or bundled_specs(), options, device.type)
     with locked(options.out):
         store = register(planned, options, device)
         try:
@@ -110,8 +128,9 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     return report
 
 
-def plan(paths: list[Path], options: Options) -> Plan:
-    """Each spec into its family's experiment at the family's scale, or a skipped entry."""
+def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
+    """Each spec into its family's experiment at the family's scale on ``device`` (a device
+    type), or a skipped entry."""
     planned = Plan()
     paths = list({path.resolve(): path for path in paths}.values())  # each file once
     stems = Counter(path.stem for path in paths)
@@ -125,8 +144,9 @@ def plan(paths: list[Path], options: Options) -> Plan:
             continue
         validator = kind.load_validator()
         if spec.kind not in planned.scales:
-            planned.scales[spec.kind] = validator.scale(options.scale, options.steps,
-                                                        options.seeds)  # fmt: skip
+            planned.scales[spec.kind] = validator.scale(
+                options.scale, options.steps, options.seeds, device, options.budget
+            )
         try:
             experiment = validator.plan(name, spec, planned.scales[spec.kind], path.parent)
         except CannotValidate as exc:

@@ -21,7 +21,8 @@ from infoflow.validators.protocol import Context, Job
 class IclMarkovValidator:
     kind = "icl_markov"
 
-    def scale(self, name: str, steps: int | None, seeds: int | None) -> IclScale:
+    def scale(self, name: str, steps: int | None, seeds: int | None, device: str,
+              budget: float | None = None) -> IclScale:  # fmt: skip
         scale = replace(SCALES[name], seeds=seeds or 1)
         return replace(scale, max_steps=steps, name=f"{name} ({steps} steps)") if steps else scale
 

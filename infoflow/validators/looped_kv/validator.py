@@ -32,7 +32,8 @@ from infoflow.validators.protocol import Context, Job
 class LoopedKVValidator:
     kind = "looped_kv"
 
-    def scale(self, name: str, steps: int | None, seeds: int | None) -> LoopedScale:
+    def scale(self, name: str, steps: int | None, seeds: int | None, device: str,
+              budget: float | None = None) -> LoopedScale:  # fmt: skip
         scale = SCALES[name]
         if steps:
             scale = replace(scale, name=f"{name} ({steps} steps)", steps=steps,

@@ -1,16 +1,18 @@
-"""A retrieval spec -> an experiment: every model its claims need (the spec's points, the
-neighbours of the ones predicted efficient, the twins without positional encoding), each
-with the engine's prediction at its own size, gathered in one ensemble group per sequence
-length.
+"""A retrieval spec and a design -> an experiment: every model its claims need (the spec's
+points sized by the design, the neighbours of the ones predicted efficient, an efficient
+reference for the ones predicted inefficient, the twins without positional encoding), each
+with the engine's prediction at its own size, the pairs of models whose exponents the claims
+compare, and one ensemble group per sequence length.
 
 Which models are trained comes from the engine's predictions for each point of the spec,
-not from the spec's name, so a target nobody wrote a validator for is still checked.
+not from the spec's name, so a target nobody wrote a validator for is still checked. Which
+sizes are trained (the design) is chosen by :mod:`~infoflow.validators.retrieval.design`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import combinations, groupby
 from pathlib import Path
 
 import torch
@@ -34,28 +36,41 @@ MAX_TARGET_BYTES = 2 * 2**30  # the largest tensor the target's evaluator may bu
 
 @dataclass(frozen=True)
 class Scale:
-    """How big the experiments are; thresholds for the claims."""
+    """How big the experiments are, how long each spec may train on ``device``, and the
+    NMSE thresholds for learning."""
 
     name: str
     settings: TrainSettings
     seeds: int
-    max_seq_len: int | None  # smoke runs cap T
+    budget_seconds: float | None  # per spec; None: train the spec's own sizes
     converged: float  # NMSE under which a model counts as having learned the target
-    worse: float  # "clearly worse": at least this many times the NMSE
-    rise: float  # "rises with T": the largest T at least this many times the smallest
     not_learned: float = 0.5  # NMSE above which a model has not learned the target
+    device: str = "cpu"  # the device type the budget is spent on
 
 
 SCALES = {
     "smoke": Scale(
         "smoke", TrainSettings(steps=1500, batch=64, eval_every=100, eval_size=1024),
-        seeds=2, max_seq_len=16, converged=0.05, worse=3.0, rise=2.0,
+        seeds=2, budget_seconds=150, converged=0.05,
     ),
     "paper": Scale(
         "paper", TrainSettings(steps=20000, batch=256, eval_every=500, eval_size=4096),
-        seeds=3, max_seq_len=None, converged=0.01, worse=10.0, rise=2.0,
+        seeds=3, budget_seconds=None, converged=0.01,
     ),
 }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Design:
+    """The sizes a spec is trained at: its points with T up to ``max_seq_len`` (when none
+    is that short, every point at ``max_seq_len``) and width ``embed_dim``; None keeps the
+    spec's own."""
+
+    max_seq_len: int | None = None
+    embed_dim: int | None = None
+
+    def describe(self) -> dict:
+        return {"max_seq_len": self.max_seq_len, "embed_dim": self.embed_dim}
 
 
 @dataclass(frozen=True)
@@ -80,9 +95,13 @@ class Experiment:
     name: str
     base: RetrievalSpec
     scale: Scale
+    design: Design = Design()
     models: dict[Model, infoflow.Result] = field(default_factory=dict)
-    points: list[Model] = field(default_factory=list)  # the spec's own points
+    points: list[Model] = field(default_factory=list)  # the spec's own points, as designed
+    pairs: list[tuple[Model, Model]] = field(default_factory=list)  # what the claims compare
     groups: list[Group] = field(default_factory=list)
+    estimates: dict[str, float] = field(default_factory=dict)  # group name -> seconds
+    step_time: str = ""  # where the estimates' step-time model comes from
 
     @property
     def jobs(self) -> list[Job]:
@@ -93,6 +112,16 @@ class Experiment:
         """The model member ``index`` of ``group`` is a seed of."""
         member = group.members[index]
         return Model(group.seq_len, member.embed_dim, member.heads, member.positional_encoding)
+
+    def exponent(self, model: Model) -> float:
+        """The engine's cost exponent alpha at ``model``'s own T, d, E and heads."""
+        return float(self.models[model]["cost_exponent"].value)
+
+    def derived(self, model: Model) -> dict:
+        """What a claim about ``model`` is derived from: its exponent, value and formula."""
+        prediction = self.models[model]["cost_exponent"]
+        return {model.label(): {"exponent": self.exponent(model),
+                                "expression": str(prediction.expression)}}  # fmt: skip
 
 
 def _groups(experiment: Experiment) -> list[Group]:
@@ -118,32 +147,66 @@ def _order(model: Model) -> tuple:
     return (model.seq_len, model.embed_dim, model.heads, model.positional_encoding)
 
 
-def plan(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None = None) -> Experiment:
-    """Every model the claims about ``spec`` need, with its prediction, grouped for training;
-    CannotValidate when the target cannot be evaluated on tensors at a trained point."""
-    experiment = Experiment(name, spec, scale)
-    points = [point for _, point in infoflow.expand(spec, base_dir)]
-    cap = scale.max_seq_len
-    has_short = cap and any(p.seq_len and p.seq_len <= cap for p in points)
-    for point in points:
-        if cap and point.seq_len and point.seq_len > cap:
-            if has_short:
-                continue  # the sweep has points within the cap: keep those
-            point = point.model_copy(update={"seq_len": cap})
-        problem = _cannot_evaluate(point)
+def plan(
+    name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None = None,
+    design: Design = Design(),
+) -> Experiment:  # fmt: skip
+    """Every model the claims about ``spec`` need at ``design``'s sizes, with its prediction,
+    the pairs the claims compare, grouped for training; CannotValidate when the target
+    cannot be evaluated on tensors at a trained point."""
+    experiment = Experiment(name, spec, scale, design)
+    for point in _sized([point for _, point in infoflow.expand(spec, base_dir)], design):
+        problem = _problem(point)
         if problem:
             raise CannotValidate(problem)
         model = _add(experiment, point)
         if model not in experiment.points:
             experiment.points.append(model)
         result = experiment.models[model]
-        if result["efficient"].value:
-            for neighbour in _neighbours(point):
-                _add(experiment, neighbour)
+        partners = _neighbours(point) if result["efficient"].value else _reference(point, result)
+        for partner in partners:
+            _pair(experiment, model, _add(experiment, partner))
         if result["requires_positional_encoding"].value and model.positional_encoding:
             _add(experiment, _with(point, positional_encoding=False))
+    for a, b in combinations(experiment.points, 2):
+        if _setting(a) == _setting(b):
+            _pair(experiment, a, b)
+    for a, b in _series(experiment.points):
+        _pair(experiment, a, b)
     experiment.groups = _groups(experiment)
     return experiment
+
+
+def _sized(points: list[RetrievalSpec], design: Design) -> list[RetrievalSpec]:
+    """The points at the design's sizes, each once."""
+    if design.embed_dim:
+        points = [_with(p, embed_dim=design.embed_dim) for p in points]
+    cap = design.max_seq_len
+    if cap:
+        short = [p for p in points if (p.seq_len or 16) <= cap]
+        points = short or [p.model_copy(update={"seq_len": cap}) for p in points]
+    unique = {p.model_dump_json(): p for p in points}
+    return list(unique.values())
+
+
+def _setting(model: Model) -> tuple:
+    return (model.seq_len, model.embed_dim, model.positional_encoding)
+
+
+def _series(points: list[Model]) -> list[tuple[Model, Model]]:
+    """For each architecture trained at several T: its shortest and longest."""
+    key = lambda m: (m.embed_dim, m.heads, m.positional_encoding)  # noqa: E731
+    out = []
+    for _, models in groupby(sorted(points, key=lambda m: (key(m), m.seq_len)), key=key):
+        models = list(models)
+        if len(models) > 1:
+            out.append((models[0], models[-1]))
+    return out
+
+
+def _pair(experiment: Experiment, a: Model, b: Model) -> None:
+    if a != b and (a, b) not in experiment.pairs and (b, a) not in experiment.pairs:
+        experiment.pairs.append((a, b))
 
 
 def _add(experiment: Experiment, point: RetrievalSpec) -> Model:
@@ -162,6 +225,15 @@ def _with(point: RetrievalSpec, **architecture) -> RetrievalSpec:
     return point.model_copy(update={"architecture": arch})
 
 
+def _reference(point: RetrievalSpec, result: infoflow.Result) -> list[RetrievalSpec]:
+    """The engine's minimal architecture with the fewest layers, when it is not ``point``'s
+    own: the reference a point predicted inefficient is compared with."""
+    heads = result["min_architectures"].value[0]
+    if list(heads) == list(point.architecture.heads_per_layer):
+        return []
+    return [_with(point, layers=len(heads), heads=list(heads))]
+
+
 def _neighbours(point: RetrievalSpec) -> list[RetrievalSpec]:
     """One head fewer in a layer, or the last layer dropped."""
     heads = point.architecture.heads_per_layer
@@ -173,6 +245,17 @@ def _neighbours(point: RetrievalSpec) -> list[RetrievalSpec]:
     if len(heads) > 1:
         out.append(_with(point, layers=len(heads) - 1, heads=heads[:-1]))
     return out
+
+
+_PROBLEMS: dict[str, str | None] = {}
+
+
+def _problem(point: RetrievalSpec) -> str | None:
+    """:func:`_cannot_evaluate`, once per target and size (the architecture plays no part)."""
+    key = point.model_dump_json(exclude={"architecture", "description", "sweep", "epsilon"})
+    if key not in _PROBLEMS:
+        _PROBLEMS[key] = _cannot_evaluate(point)
+    return _PROBLEMS[key]
 
 
 def _cannot_evaluate(spec: RetrievalSpec) -> str | None:

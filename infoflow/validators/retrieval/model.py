@@ -38,6 +38,30 @@ class Member:
         return self.embed_dim // self.heads[layer]
 
 
+def stack_size(members: list[Member]) -> tuple[int, int, int, int]:
+    """The stack's layers, width E, head slots and slot width: the largest of any member."""
+    layers = max(member.layers for member in members)
+    embed_dim = max(member.embed_dim for member in members)
+    heads = max(max(member.heads) for member in members)
+    width = max(m.head_width(layer) for m in members for layer in range(m.layers))
+    return layers, embed_dim, heads, width
+
+
+def parameter_shapes(
+    members: list[Member], seq_len: int, input_dim: int, output_dim: int, mlp_ratio: int = 4
+) -> dict[str, tuple[int, ...]]:
+    """Every parameter of the stack by name, with its shape (layer norms: gain and bias)."""
+    m, (L, e, h, w) = len(members), stack_size(members)
+    f = mlp_ratio * e
+    return {
+        "W_in": (m, input_dim, e), "b_in": (m, e), "readout": (m, e),
+        "W_pos": (m, seq_len + 1, e), "ln1": (L, m, 2, e), "W_QKV": (L, m, e, 3 * h * w),
+        "W_O": (L, m, h * w, e), "ln2": (L, m, 2, e), "W_1": (L, m, e, f), "b_1": (L, m, f),
+        "W_2": (L, m, f, e), "b_2": (L, m, e), "ln_f": (m, 2, e), "W_out": (m, e, output_dim),
+        "b_out": (m, output_dim),
+    }  # fmt: skip
+
+
 class EnsembleTransformer(nn.Module):
     """``members`` pre-LN transformers on sequences of ``seq_len`` tokens of width
     ``input_dim``, each read out at an extra trainable token."""
@@ -53,28 +77,13 @@ class EnsembleTransformer(nn.Module):
         super().__init__()
         self.members = members
         m = len(members)
-        L = self.layers = max(member.layers for member in members)
-        e = self.embed_dim = max(member.embed_dim for member in members)
-        h = self.heads = max(max(member.heads) for member in members)
-        w = self.head_width = max(
-            member.head_width(layer) for member in members for layer in range(member.layers)
-        )
+        L, e, h, w = stack_size(members)
+        self.layers, self.embed_dim, self.heads, self.head_width = L, e, h, w
         f = mlp_ratio * e
-        self.W_in = nn.Parameter(torch.empty(m, input_dim, e))
-        self.b_in = nn.Parameter(torch.zeros(m, e))
-        self.readout = nn.Parameter(torch.empty(m, e))
-        self.W_pos = nn.Parameter(torch.empty(m, seq_len + 1, e))
-        self.ln1 = nn.Parameter(torch.ones(L, m, 2, e))  # gain, bias
-        self.W_QKV = nn.Parameter(torch.empty(L, m, e, 3 * h * w))
-        self.W_O = nn.Parameter(torch.empty(L, m, h * w, e))
-        self.ln2 = nn.Parameter(torch.ones(L, m, 2, e))
-        self.W_1 = nn.Parameter(torch.empty(L, m, e, f))
-        self.b_1 = nn.Parameter(torch.zeros(L, m, f))
-        self.W_2 = nn.Parameter(torch.empty(L, m, f, e))
-        self.b_2 = nn.Parameter(torch.zeros(L, m, e))
-        self.ln_f = nn.Parameter(torch.ones(m, 2, e))
-        self.W_out = nn.Parameter(torch.empty(m, e, output_dim))
-        self.b_out = nn.Parameter(torch.zeros(m, output_dim))
+        for name, shape in parameter_shapes(members, seq_len, input_dim, output_dim,
+                                            mlp_ratio).items():  # fmt: skip
+            init = torch.ones if name.startswith("ln") else torch.empty
+            setattr(self, name, nn.Parameter(init(shape)))
 
         channels, hidden = torch.zeros(m, e), torch.zeros(m, f)
         head_dims, layer_mask = torch.zeros(L, m, h, w), torch.zeros(L, m)

@@ -10,8 +10,15 @@ from infoflow.validators.report import claims_markdown, number
 from infoflow.validators.retrieval.experiment import Experiment, Model
 
 
-def body(experiment: Experiment, nmse: dict[Model, list[float]]) -> dict[str, Any]:
-    """What report.json keeps of a retrieval experiment besides its claims."""
+def body(
+    experiment: Experiment, nmse: dict[Model, list[float]], seconds: dict[str, float | None]
+) -> dict[str, Any]:
+    """What report.json keeps of a retrieval experiment besides its claims: the design with
+    each group's estimated and measured training time, and every model."""
+    groups = [{"name": g.name, "seq_len": g.seq_len, "members": len(g.members),
+               "estimated_seconds": experiment.estimates.get(g.name),
+               "seconds": seconds.get(g.name)} for g in experiment.groups]  # fmt: skip
+    design = {**experiment.design.describe(), "step_time": experiment.step_time, "groups": groups}
     models = []
     for model, prediction in experiment.models.items():
         values = nmse.get(model, [])
@@ -21,9 +28,10 @@ def body(experiment: Experiment, nmse: dict[Model, list[float]]) -> dict[str, An
             "spec_point": model in experiment.points,
             "predicted_efficient": prediction["efficient"].value,
             "predicted_exponent": str(prediction["cost_exponent"].expression),
+            "predicted_alpha": experiment.exponent(model),
             "nmse_per_seed": values, "best_nmse": min(values) if values else None,
         })  # fmt: skip
-    return {"target": experiment.base.target, "models": models}
+    return {"target": experiment.base.target, "design": design, "models": models}
 
 
 def describe(settings: dict[str, Any]) -> str:
@@ -36,13 +44,29 @@ def describe(settings: dict[str, Any]) -> str:
 
 def markdown(spec: dict[str, Any]) -> list[str]:
     lines = ["", f"## {markdown_text(spec['name'])}", "",
-             f"Target: {markdown_code(spec['target'])}", "",
-             "| model | predicted | exponent | best NMSE | NMSE per seed |",
-             "|---|---|---|--:|---|"]  # fmt: skip
+             f"Target: {markdown_code(spec['target'])}", "", _design(spec.get("design")), "",
+             "| model | predicted | alpha | exponent | best NMSE | NMSE per seed |",
+             "|---|---|--:|---|--:|---|"]  # fmt: skip
     for m in spec["models"]:
         predicted = "efficient" if m["predicted_efficient"] else "inefficient"
         seeds = ", ".join(number(v) for v in m["nmse_per_seed"])
         lines.append(f"| {markdown_text(m['label'])} | {predicted} | "
+                     f"{number(m.get('predicted_alpha'))} | "
                      f"{markdown_code(m['predicted_exponent'])} | {number(m['best_nmse'])} | "
                      f"{seeds} |")  # fmt: skip
     return lines + claims_markdown(spec["claims"])
+
+
+def _design(design: dict[str, Any] | None) -> str:
+    """The design in a sentence: sizes, and each group's estimated and measured time."""
+    if not design:
+        return "Design: the spec's own sizes."
+    sizes = [f"T up to {design['max_seq_len']}" if design["max_seq_len"] else "the spec's T",
+             f"E = {design['embed_dim']}" if design["embed_dim"] else "the spec's E"]  # fmt: skip
+    times = "; ".join(
+        f"T={g['seq_len']}: {g['members']} members, estimated {number(g['estimated_seconds'])} s,"
+        f" took {number(g['seconds'])} s"
+        for g in design["groups"]
+    )
+    return (f"Design: {', '.join(sizes)} ({markdown_text(design['step_time'] or 'no estimate')})."
+            f" {times}.")  # fmt: skip

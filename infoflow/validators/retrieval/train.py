@@ -100,6 +100,14 @@ def build_model(group: Group, data: HeldOut, device: torch.device) -> EnsembleTr
     )
 
 
+def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torch.device):
+    """AdamW, fused on a GPU."""
+    fused = device.type == "cuda"
+    return torch.optim.AdamW(
+        model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay, fused=fused
+    )
+
+
 def train_group(group: Group, context: Context) -> None:
     """Train ``group`` to the end, resuming from its checkpoint; record the NMSE curves and
     each member's final NMSE."""
@@ -108,10 +116,7 @@ def train_group(group: Group, context: Context) -> None:
     target = TargetFunction(group.spec, seed=group.data_seed, device=device)
     data = held_out(group, target, device)
     model = build_model(group, data, device)
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay,
-        fused=device.type == "cuda",
-    )  # fmt: skip
+    optimizer = make_optimizer(model, settings, device)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine(settings))
     generator = torch.Generator(device=device).manual_seed(group.data_seed + 2)
     checkpoint, start = resume(context, group, model, optimizer, schedule, generator)

@@ -17,15 +17,21 @@ from infoflow.validators.claims import Section
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.retrieval import plots, report
 from infoflow.validators.retrieval.claims import claims
-from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, Scale, plan
+from infoflow.validators.retrieval.design import choose
+from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, Scale
 from infoflow.validators.retrieval.train import Group, load_trained, train_group
 
 
 class RetrievalValidator:
     kind = "retrieval"
 
-    def scale(self, name: str, steps: int | None, seeds: int | None) -> Scale:
-        scale = SCALES[name]
+    def scale(
+        self, name: str, steps: int | None, seeds: int | None, device: str,
+        budget: float | None = None,
+    ) -> Scale:  # fmt: skip
+        scale = replace(SCALES[name], device=device)
+        if budget:
+            scale = replace(scale, budget_seconds=budget)
         if steps:
             every = max(1, min(scale.settings.eval_every, steps // 4))
             settings = replace(scale.settings, steps=steps, eval_every=every)
@@ -33,7 +39,7 @@ class RetrievalValidator:
         return replace(scale, seeds=seeds) if seeds else scale
 
     def plan(self, name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path) -> Experiment:
-        return plan(name, spec, scale, base_dir)
+        return choose(name, spec, scale, base_dir)
 
     def train(self, job: Job, context: Context) -> None:
         train_group(job.group, context)
@@ -46,7 +52,9 @@ class RetrievalValidator:
                 nmse.setdefault(experiment.model_of(group, i), []).append(value)
             attention.update(_attention(experiment, group, context))
         found = claims(experiment, nmse, experiment.scale, attention)
-        return Section(self.kind, experiment.name, report.body(experiment, nmse), tuple(found))
+        seconds = {group.name: context.store.seconds(group.name) for group in experiment.groups}
+        body = report.body(experiment, nmse, seconds)
+        return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
         return report.describe(settings)

@@ -1,0 +1,193 @@
+"""A retrieval spec, a scale and a device -> the experiment the theory says is worth running.
+
+Candidate designs size the spec's points (the sequence lengths kept, the width E); each is
+planned (:func:`~infoflow.validators.retrieval.experiment.plan`), the engine predicts the
+exponent of every model, and each pair the claims will compare is a predicted separation,
+a predicted equality, or a difference too small to test (:func:`claims.predicted_outcome`).
+The chosen design tests the most separations, then the largest ones (each counted up to
+:data:`DELTA_CAP`), within the scale's time budget on the device, estimated with the
+device's step-time model (:mod:`~infoflow.validators.retrieval.steptime`) and the target's
+own evaluation time, measured. Without a budget (the paper scale) the spec's own sizes are
+the design: only the estimate is added.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import torch
+
+import infoflow
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators.protocol import CannotValidate
+from infoflow.validators.retrieval.claims import MARGIN, predicted_outcome
+from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
+from infoflow.validators.retrieval.steptime import StepTime, group_flops, step_time
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+from infoflow.validators.retrieval.train import Group
+
+#: Sequence lengths and widths a design may choose (within the spec's own largest T).
+SEQ_LENS = (8, 16, 32, 64)
+WIDTHS = (16, 24, 32, 48, 64)
+#: A separation counts for the score up to this exponent difference.
+DELTA_CAP = 3.0
+
+
+def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) -> Experiment:
+    """The experiment for ``spec`` at ``scale``: the best design within the budget (the
+    cheapest when none fits), its groups' times estimated."""
+    steptime = step_time(scale.device)
+    if scale.budget_seconds is None:
+        return estimate(plan(name, spec, scale, base_dir), steptime)
+    candidates, refused = [], None
+    for design in designs(spec, base_dir):
+        try:
+            candidates.append(estimate(plan(name, spec, scale, base_dir, design), steptime))
+        except CannotValidate as exc:
+            refused = refused or exc
+    if not candidates:
+        raise refused or CannotValidate("no design of this spec can be trained")
+    fits = [e for e in candidates if seconds(e) <= scale.budget_seconds]
+    if not fits:
+        return min(candidates, key=seconds)
+    longest = max(p.seq_len or 16 for _, p in infoflow.expand(spec, base_dir))
+    return max(fits, key=lambda e: score(e, spec, longest))
+
+
+def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
+    """Every (largest T, E) worth trying: T among the spec's own and :data:`SEQ_LENS` up to
+    the spec's largest; E the spec's own, or, for a spec of one width, any of
+    :data:`WIDTHS` that every architecture divides with heads at least d wide."""
+    points = [point for _, point in infoflow.expand(spec, base_dir)]
+    lengths = {p.seq_len or 16 for p in points}
+    caps = sorted(lengths | {t for t in SEQ_LENS if t < max(lengths)})
+    widths: list[int | None] = [None]
+    if len({p.architecture.embed_dim for p in points}) == 1:
+        heads = {h for p in points for h in p.architecture.heads_per_layer}
+        d = spec.input_dim or 4
+        widths += [e for e in WIDTHS if all(e % h == 0 and e // h >= d for h in heads)]
+    return [Design(cap, width) for cap in caps for width in widths]
+
+
+def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
+    """More separations, then larger ones, then the spec's own width and lengths, then less
+    work (FLOPs, not seconds: the choice must not depend on the machine's load)."""
+    deltas = [abs(experiment.exponent(a) - experiment.exponent(b)) for a, b in experiment.pairs]
+    separations = [min(d, DELTA_CAP) for d in deltas if d >= MARGIN]
+    design = experiment.design
+    own_width = design.embed_dim in (None, spec.architecture.embed_dim)
+    own_lengths = design.max_seq_len is None or design.max_seq_len >= longest
+    work = sum(group_flops(g.members, g.seq_len, spec.input_dim or 4, g.settings.batch)
+               for g in experiment.groups)  # fmt: skip
+    return (len(separations), round(sum(separations), 9), own_width, own_lengths, -work)
+
+
+def seconds(experiment: Experiment) -> float:
+    return sum(experiment.estimates.values())
+
+
+def estimate(experiment: Experiment, steptime: StepTime) -> Experiment:
+    """Fill ``experiment.estimates``: each group's training time on the step-time model."""
+    for group in experiment.groups:
+        experiment.estimates[group.name] = group_seconds(group, steptime)
+    experiment.step_time = steptime.source
+    return experiment
+
+
+def group_seconds(group: Group, steptime: StepTime) -> float:
+    """Training steps, the evaluations every ``eval_every`` steps and the target's own time."""
+    s, d = group.settings, group.spec.input_dim or 4
+    train = steptime.step(group_flops(group.members, group.seq_len, d, s.batch))
+    chunks = math.ceil(s.eval_size / 512)
+    evaluation = chunks * steptime.step(group_flops(group.members, group.seq_len, d, 512) / 3)
+    evaluations = math.ceil(s.steps / s.eval_every) + 1
+    target = 0.0 if steptime.assumed else target_seconds(group.spec, group.seq_len, s.batch,
+                                                         steptime.device_type)  # fmt: skip
+    return s.steps * (train + target) + evaluations * evaluation
+
+
+_TARGET_SECONDS: dict[tuple, float] = {}
+
+
+def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -> float:
+    """Seconds to draw a batch and evaluate the target on it on ``device`` (measured once
+    per process)."""
+    key = (spec.target, tuple(sorted(spec.params.items())), spec.input_dim, seq_len, batch,
+           device)  # fmt: skip
+    if key not in _TARGET_SECONDS:
+        target = TargetFunction(spec, seed=0, device=device)
+        generator = torch.Generator(device=device).manual_seed(0)
+        target(sample_inputs(spec, batch, seq_len, generator))  # warm-up
+        start = time.perf_counter()
+        for _ in range(3):
+            target(sample_inputs(spec, batch, seq_len, generator))
+        if device == "cuda":
+            torch.cuda.synchronize()
+        _TARGET_SECONDS[key] = (time.perf_counter() - start) / 3
+    return _TARGET_SECONDS[key]
+
+
+def outcomes(experiment: Experiment) -> list[tuple]:
+    """Each pair the claims compare, with its exponents and predicted outcome."""
+    rows = []
+    for a, b in experiment.pairs:
+        alpha_a, alpha_b = experiment.exponent(a), experiment.exponent(b)
+        rows.append((a, b, alpha_a, alpha_b, predicted_outcome(alpha_a, alpha_b)))
+    return rows
+
+
+def describe(experiment: Experiment, source: str, steptime: StepTime) -> str:
+    """What ``infoflow plan`` prints for one spec: the design, each group with its models'
+    exponents and estimated time, and the comparisons the claims will make."""
+    scale, design = experiment.scale, experiment.design
+    budget = f"budget {_duration(scale.budget_seconds)}" if scale.budget_seconds else "no budget"
+    sized = (f"T up to {design.max_seq_len or 'the spec’s'}, "
+             f"E = {design.embed_dim or 'the spec’s'}")  # fmt: skip
+    lines = [
+        f"{source}: retrieval at scale {scale.name} on {scale.device}, {budget}",
+        f"  step time: {steptime.source}",
+        f"  design: {sized}; {len(experiment.models)} models x {scale.seeds} seeds",
+    ]
+    for group in experiment.groups:
+        lines.append(f"  group T={group.seq_len}: {len(group.members)} members, "
+                     f"{group.settings.steps:,} steps, about "
+                     f"{_duration(experiment.estimates[group.name])}")  # fmt: skip
+    lines.append("  models (alpha at their own T, d, E, heads):")
+    for model, result in experiment.models.items():
+        alpha = experiment.exponent(model)
+        lines.append(f"    {model.label():<36} {alpha:>7.3g}  {result['cost_exponent'].expression}")
+    lines.append("  comparisons the claims make:")
+    for a, b, alpha_a, alpha_b, outcome in outcomes(experiment):
+        pair = f"{a.label()} ({alpha_a:.3g}) vs {b.label()} ({alpha_b:.3g})"
+        lines.append(f"    {outcome:<14} {pair}")
+    if not experiment.pairs:
+        lines.append("    none: no two models trained here differ in one thing only")
+    fits = scale.budget_seconds is None or seconds(experiment) <= scale.budget_seconds
+    verdict = "" if fits else " (over the budget: no design fits, this is the cheapest)"
+    lines.append(f"  estimated time: {_duration(seconds(experiment))}{verdict}")
+    return "\n".join(lines) + "\n"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def plan_command(
+    spec: RetrievalSpec, source: str, scale: str, device: str, budget: float | None,
+    steps: int | None, seeds: int | None,
+) -> tuple[str, float]:  # fmt: skip
+    """``infoflow plan`` for one retrieval spec: its description and estimated seconds; a
+    SpecError (exit 2) when the validator cannot train it."""
+    from infoflow.errors import SpecError
+    from infoflow.validators.retrieval.validator import VALIDATOR
+
+    sized = VALIDATOR.scale(scale, steps, seeds, device, budget)
+    try:
+        experiment = choose(Path(source).stem, spec, sized, Path(source).parent)
+    except CannotValidate as exc:
+        raise SpecError(source, [("target", f"cannot be validated: {exc}")]) from None
+    return describe(experiment, source, step_time(device)), seconds(experiment)
