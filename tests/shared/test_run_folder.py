@@ -116,13 +116,13 @@ def test_targets_the_validator_cannot_evaluate_are_refused_before_training() -> 
                                    "input_dim": 4, "architecture": architecture})  # fmt: skip
 
     with pytest.raises(CannotValidate, match=r"reads x\[20\], beyond the T = 16"):
-        plan_retrieval("p", spec("x[20] + x[1]", 32), SCALES["smoke"], None, Design(16))
+        plan_retrieval("p", spec("x[20] + x[1]", 32), SCALES["smoke"], None, Design((16,)))
     quadruple = "min(norm(x[a] + x[b] + x[c] + x[e]) for a in T for b in T for c in T for e in T)"
     with pytest.raises(CannotValidate, match=r"needs about 64.0 GiB per chunk of 256"):
         plan_retrieval("q", spec(quadruple, 64), SCALES["paper"])
     with pytest.raises(CannotValidate, match="cannot be evaluated at T = 16, d = 4"):
         plan_retrieval("k", spec("kth_largest((dot(q, x[t]) for t in T), k=20)", 32),
-                       SCALES["smoke"], None, Design(16))  # fmt: skip
+                       SCALES["smoke"], None, Design((16,)))  # fmt: skip
     with pytest.raises(CannotValidate, match="not a finite number on 100% of sampled inputs"):
         plan_retrieval("e", spec("max(x[t][0] for t in T if t < 0)", 16), SCALES["smoke"])
 

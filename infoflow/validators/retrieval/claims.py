@@ -62,7 +62,7 @@ def claims(
 def predicted_outcome(alpha_a: float, alpha_b: float) -> str:
     """What the exponents of two models predict: ``separation``, ``no separation`` or
     ``below margin``."""
-    delta = abs(alpha_b - alpha_a)
+    delta = 0.0 if alpha_a == alpha_b else abs(alpha_b - alpha_a)  # inf == inf: both infeasible
     if delta < EQUAL:
         return "no separation"
     return "separation" if delta >= MARGIN else "below margin"

@@ -28,9 +28,10 @@ from infoflow.validators.retrieval.steptime import StepTime, group_flops, step_t
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 from infoflow.validators.retrieval.train import Group
 
-#: Sequence lengths and widths a design may choose (within the spec's own largest T).
+#: Sequence lengths a design may choose (within the spec's own largest T), and the range of
+#: widths: multiples of every head count (of 8 when that is smaller).
 SEQ_LENS = (8, 16, 32, 64)
-WIDTHS = (16, 24, 32, 48, 64)
+WIDTHS = range(16, 65)
 #: A separation counts for the score up to this exponent difference.
 DELTA_CAP = 3.0
 
@@ -57,18 +58,24 @@ def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) 
 
 
 def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
-    """Every (largest T, E) worth trying: T among the spec's own and :data:`SEQ_LENS` up to
-    the spec's largest; E the spec's own, or, for a spec of one width, any of
-    :data:`WIDTHS` that every architecture divides with heads at least d wide."""
+    """Every (lengths, E) worth trying. Lengths: for a spec of one T, that T or any shorter
+    one in :data:`SEQ_LENS`; for a sweep over T, its lengths up to each of them, or the
+    shortest and that one. E: the spec's own, or, for a spec of one width, any in
+    :data:`WIDTHS` that is a multiple of every head count (of 8 at least) with heads at least
+    d wide."""
     points = [point for _, point in infoflow.expand(spec, base_dir)]
-    lengths = {p.seq_len or 16 for p in points}
-    caps = sorted(lengths | {t for t in SEQ_LENS if t < max(lengths)})
+    lengths = sorted({p.seq_len or 16 for p in points})
+    if len(lengths) == 1:
+        choices = {(t,) for t in {*lengths, *(t for t in SEQ_LENS if t < lengths[0])}}
+    else:
+        choices = {tuple(lengths[: i + 1]) for i in range(len(lengths))}
+        choices |= {(lengths[0], t) for t in lengths[1:]}
     widths: list[int | None] = [None]
     if len({p.architecture.embed_dim for p in points}) == 1:
         heads = {h for p in points for h in p.architecture.heads_per_layer}
-        d = spec.input_dim or 4
-        widths += [e for e in WIDTHS if all(e % h == 0 and e // h >= d for h in heads)]
-    return [Design(cap, width) for cap in caps for width in widths]
+        step, d = max(math.lcm(*heads), 8), spec.input_dim or 4
+        widths += [e for e in WIDTHS if e % step == 0 and all(e // h >= d for h in heads)]
+    return [Design(seq_lens, width) for seq_lens in sorted(choices) for width in widths]
 
 
 def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
@@ -78,7 +85,7 @@ def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
     separations = [min(d, DELTA_CAP) for d in deltas if d >= MARGIN]
     design = experiment.design
     own_width = design.embed_dim in (None, spec.architecture.embed_dim)
-    own_lengths = design.max_seq_len is None or design.max_seq_len >= longest
+    own_lengths = design.seq_lens is None or max(design.seq_lens) >= longest
     work = sum(group_flops(g.members, g.seq_len, spec.input_dim or 4, g.settings.batch)
                for g in experiment.groups)  # fmt: skip
     return (len(separations), round(sum(separations), 9), own_width, own_lengths, -work)
@@ -143,8 +150,9 @@ def describe(experiment: Experiment, source: str, steptime: StepTime) -> str:
     exponents and estimated time, and the comparisons the claims will make."""
     scale, design = experiment.scale, experiment.design
     budget = f"budget {_duration(scale.budget_seconds)}" if scale.budget_seconds else "no budget"
-    sized = (f"T up to {design.max_seq_len or 'the spec’s'}, "
-             f"E = {design.embed_dim or 'the spec’s'}")  # fmt: skip
+    lengths = ", ".join(map(str, design.seq_lens)) if design.seq_lens else "the spec's"
+    width = design.embed_dim or "the spec's"
+    sized = f"T = {lengths}, E = {width}"
     lines = [
         f"{source}: retrieval at scale {scale.name} on {scale.device}, {budget}",
         f"  step time: {steptime.source}",

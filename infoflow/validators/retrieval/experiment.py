@@ -11,6 +11,7 @@ sizes are trained (the design) is chosen by :mod:`~infoflow.validators.retrieval
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from itertools import combinations, groupby
 from pathlib import Path
@@ -62,15 +63,16 @@ SCALES = {
 
 @dataclass(frozen=True)
 class Design:
-    """The sizes a spec is trained at: its points with T up to ``max_seq_len`` (when none
-    is that short, every point at ``max_seq_len``) and width ``embed_dim``; None keeps the
-    spec's own."""
+    """The sizes a spec is trained at: its points whose T is in ``seq_lens`` (a spec of one
+    T: every point at the one length given) and width ``embed_dim``; None keeps the spec's
+    own."""
 
-    max_seq_len: int | None = None
+    seq_lens: tuple[int, ...] | None = None
     embed_dim: int | None = None
 
     def describe(self) -> dict:
-        return {"max_seq_len": self.max_seq_len, "embed_dim": self.embed_dim}
+        lengths = list(self.seq_lens) if self.seq_lens else None
+        return {"seq_lens": lengths, "embed_dim": self.embed_dim}
 
 
 @dataclass(frozen=True)
@@ -114,13 +116,16 @@ class Experiment:
         return Model(group.seq_len, member.embed_dim, member.heads, member.positional_encoding)
 
     def exponent(self, model: Model) -> float:
-        """The engine's cost exponent alpha at ``model``'s own T, d, E and heads."""
-        return float(self.models[model]["cost_exponent"].value)
+        """The engine's cost exponent alpha at ``model``'s own T, d, E and heads; infinite
+        where the architecture cannot represent the target at all (infeasible)."""
+        value = self.models[model]["cost_exponent"].value
+        return math.inf if value is None else float(value)
 
     def derived(self, model: Model) -> dict:
         """What a claim about ``model`` is derived from: its exponent, value and formula."""
         prediction = self.models[model]["cost_exponent"]
-        return {model.label(): {"exponent": self.exponent(model),
+        alpha = self.exponent(model)  # JSON has no infinity: an infeasible model is null
+        return {model.label(): {"exponent": alpha if math.isfinite(alpha) else None,
                                 "expression": str(prediction.expression)}}  # fmt: skip
 
 
@@ -181,10 +186,10 @@ def _sized(points: list[RetrievalSpec], design: Design) -> list[RetrievalSpec]:
     """The points at the design's sizes, each once."""
     if design.embed_dim:
         points = [_with(p, embed_dim=design.embed_dim) for p in points]
-    cap = design.max_seq_len
-    if cap:
-        short = [p for p in points if (p.seq_len or 16) <= cap]
-        points = short or [p.model_copy(update={"seq_len": cap}) for p in points]
+    if design.seq_lens:
+        kept = [p for p in points if (p.seq_len or 16) in design.seq_lens]
+        (only, *_) = design.seq_lens
+        points = kept or [p.model_copy(update={"seq_len": only}) for p in points]
     unique = {p.model_dump_json(): p for p in points}
     return list(unique.values())
 

@@ -61,7 +61,8 @@ def _design(design: dict[str, Any] | None) -> str:
     """The design in a sentence: sizes, and each group's estimated and measured time."""
     if not design:
         return "Design: the spec's own sizes."
-    sizes = [f"T up to {design['max_seq_len']}" if design["max_seq_len"] else "the spec's T",
+    lengths = design["seq_lens"]
+    sizes = [f"T = {', '.join(map(str, lengths))}" if lengths else "the spec's T",
              f"E = {design['embed_dim']}" if design["embed_dim"] else "the spec's E"]  # fmt: skip
     times = "; ".join(
         f"T={g['seq_len']}: {g['members']} members, estimated {number(g['estimated_seconds'])} s,"
