@@ -223,3 +223,15 @@ def test_the_gpu_path_trains_in_bf16_with_a_fused_optimiser_on_device_data(tmp_p
     optimizer = make_optimizer(model, TrainSettings(steps=1, batch=1), cuda)
     assert optimizer.param_groups[0]["fused"]
     assert not step_time("cuda").assumed
+
+
+def test_a_single_inefficient_point_is_compared_with_itself_at_half_the_length() -> None:
+    spec = infoflow.load_spec({
+        "kind": "retrieval", "input_dim": 2, "seq_len": 16,
+        "target": "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)",
+        "architecture": {"layers": 1, "heads": 1, "embed_dim": 8}})  # fmt: skip
+    planned = plan("triangle", spec, SMOKE)
+    assert planned.pairs == [(Model(16, 8, (1,), False), Model(8, 8, (1,), False))]
+    learned = {m: [0.01, 0.011] for m in planned.models}
+    (claim,) = claims(planned, learned, SMOKE)
+    assert claim.predicted.startswith("separation") and claim.verdict == "refuted"

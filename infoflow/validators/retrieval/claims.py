@@ -56,6 +56,11 @@ def claims(
                 out.append(_needs_pe(model, twin, best, scale))
             if attention and model in attention:
                 out.append(_attends_to_positions(model, attention[model], best[model], scale))
+    if not out:
+        reason = ("no two models trained here differ in one thing, and none is predicted "
+                  "efficient: there is nothing the exponents say about them")  # fmt: skip
+        out.append(Claim.undecided("the theory makes no testable statement here", "-", {}, "-",
+                                   reason))  # fmt: skip
     return out
 
 

@@ -1,6 +1,7 @@
 """A retrieval spec and a design -> an experiment: every model its claims need (the spec's
 points sized by the design, the neighbours of the ones predicted efficient, an efficient
-reference for the ones predicted inefficient, the twins without positional encoding), each
+reference for the ones predicted inefficient (or, when they are minimal already, themselves
+at half the length), the twins without positional encoding), each
 with the engine's prediction at its own size, the pairs of models whose exponents the claims
 compare, and one ensemble group per sequence length.
 
@@ -169,6 +170,8 @@ def plan(
             experiment.points.append(model)
         result = experiment.models[model]
         partners = _neighbours(point) if result["efficient"].value else _reference(point, result)
+        if not partners and not result["efficient"].value:
+            partners = _shorter(point)  # its own architecture at half the length
         for partner in partners:
             _pair(experiment, model, _add(experiment, partner))
         if result["requires_positional_encoding"].value and model.positional_encoding:
@@ -237,6 +240,13 @@ def _reference(point: RetrievalSpec, result: infoflow.Result) -> list[RetrievalS
     if list(heads) == list(point.architecture.heads_per_layer):
         return []
     return [_with(point, layers=len(heads), heads=list(heads))]
+
+
+def _shorter(point: RetrievalSpec) -> list[RetrievalSpec]:
+    """``point`` at half its length, when the target can be trained there: the companion of
+    a point predicted inefficient that has no better architecture to be compared with."""
+    shorter = point.model_copy(update={"seq_len": max(2, (point.seq_len or 16) // 2)})
+    return [] if _problem(shorter) else [shorter]
 
 
 def _neighbours(point: RetrievalSpec) -> list[RetrievalSpec]:
