@@ -213,8 +213,8 @@ def plan(
         Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings.")
     ] = Scale.smoke,
     device: Annotated[
-        Device, typer.Option(help="The device to estimate for (cuda without one: an assumed H200).")
-    ] = Device.cpu,
+        Device | None, typer.Option(help="Estimate for it (default: validate's device).")
+    ] = None,
     budget: Annotated[
         str | None, typer.Option(help="Time per spec: 90s, 10m, 1h30m (default: the scale's).")
     ] = None,
@@ -226,23 +226,31 @@ def plan(
 ) -> None:
     """Design the experiments validate would run: sizes, predicted exponents, the claims
     they test and the estimated time on the device (needs torch)."""
-    total = 0.0
-    with _user_errors():
-        for path in specs:
-            try:
-                from infoflow.validators.run import parse_duration
+    from infoflow.units import parse_duration
 
-                seconds = parse_duration("--budget", budget)
-                loaded, run_plan = _load_for("plan", path, overrides)
-                text, estimate = run_plan(loaded, str(path), scale.value, device.value, seconds,
-                                          steps, seeds)  # fmt: skip
-            except ModuleNotFoundError as exc:
-                typer.echo(f"error: plan needs torch: pip install 'infoflow[validate]' ({exc})",
-                           err=True)  # fmt: skip
-                raise typer.Exit(BAD_INPUT) from None
+    total = 0.0
+    with _user_errors(), _needs_torch("plan"):
+        seconds = parse_duration("--budget", budget)
+        for path in specs:
+            loaded, run_plan = _load_for("plan", path, overrides)
+            chosen = device.value if device else None
+            text, estimate = run_plan(loaded, str(path), scale.value, chosen, seconds, steps, seeds)
             typer.echo(text)
             total += estimate
-    typer.echo(f"estimated total: {total / 60:.1f} min on {device.value}")
+    typer.echo(f"estimated total: {total / 60:.1f} min")
+
+
+@contextmanager
+def _needs_torch(command: str) -> Iterator[None]:
+    """Exit 2 with an install hint when torch is missing."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        typer.echo(f"error: {command} needs torch: pip install 'infoflow[validate]' ({exc})",
+                   err=True)  # fmt: skip
+        raise typer.Exit(BAD_INPUT) from None
 
 
 @app.command()
@@ -284,13 +292,11 @@ def validate(
     ] = 1.0,
 ) -> None:
     """Train real models and check every prediction that can be tested (needs torch)."""
-    try:
-        from infoflow.validators.run import Options, parse_duration, summary_line
+    from infoflow.units import parse_duration
+
+    with _needs_torch("validate"):
+        from infoflow.validators.run import Options, summary_line
         from infoflow.validators.run import validate as run_validate
-    except ModuleNotFoundError as exc:
-        typer.echo(f"error: validate needs torch: pip install 'infoflow[validate]' ({exc})",
-                   err=True)  # fmt: skip
-        raise typer.Exit(BAD_INPUT) from None
 
     with _user_errors():
         options = Options(out=out, scale=scale.value, gpu=gpu,

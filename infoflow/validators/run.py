@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import platform
-import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -72,21 +71,6 @@ class Options:
                                                         f"{self.gpus_per_group})")])  # fmt: skip
         if self.address and self.executor != "ray":
             raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
-
-
-def parse_duration(option: str, text: str | None) -> float | None:
-    """Seconds from ``90s``, ``10m``, ``1h30m`` or a plain number of seconds."""
-    if text is None:
-        return None
-    match = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?",
-                         text.strip())  # fmt: skip
-    if not text.strip() or not match:
-        raise SpecError(option, [(None, f"not a duration: {text!r} (write 90s, 10m or 1h30m)")])
-    hours, minutes, secs = (float(part or 0) for part in match.groups())
-    seconds = hours * 3600 + minutes * 60 + secs
-    if not 1 <= seconds <= 10**7:
-        raise SpecError(option, [(None, f"must be from 1 s to 10^7 s (got {text!r})")])
-    return seconds
 
 
 @dataclass

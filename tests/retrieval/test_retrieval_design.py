@@ -18,7 +18,8 @@ from conftest import SPECS, run_cli  # noqa: E402
 
 import infoflow  # noqa: E402
 from infoflow.validators.retrieval import design as design_module  # noqa: E402
-from infoflow.validators.retrieval.claims import BAND, MARGIN, claims  # noqa: E402
+from infoflow.validators.retrieval import steptime  # noqa: E402
+from infoflow.validators.retrieval.claims import BAND, MARGIN, claims, untested  # noqa: E402
 from infoflow.validators.retrieval.design import choose, designs, outcomes, seconds  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design, Model, plan  # noqa: E402
 from infoflow.validators.retrieval.steptime import ASSUMED_H200, measure, step_time  # noqa: E402
@@ -37,20 +38,27 @@ def test_every_comparison_says_what_the_exponents_at_its_models_say(path) -> Non
     for candidate in designs(spec, path.parent)[::3]:
         planned = plan(path.stem, spec, SMOKE, path.parent, candidate)
         nmse = {m: [0.01, 0.012] for m in planned.models}
-        found = _comparisons(claims(planned, nmse, SMOKE))
-        assert len(found) == len(planned.pairs)
-        for (a, b), claim in zip(planned.pairs, found, strict=True):
+        every = claims(planned, nmse, SMOKE)
+        found = _comparisons(every)
+        tested = [(a, b) for a, b in planned.pairs if not _below_margin(planned, a, b)]
+        assert len(found) == len(tested)
+        small = [line for line in untested(planned, every) if "differ by less" in line]
+        assert len(small) == len(planned.pairs) - len(tested)
+        for (a, b), claim in zip(tested, found, strict=True):
             alpha_a = infoflow.predict(_point(spec, a))["cost_exponent"].value
             alpha_b = infoflow.predict(_point(spec, b))["cost_exponent"].value
             assert claim.derived_from[a.label()]["exponent"] == pytest.approx(alpha_a)
             assert claim.derived_from[b.label()]["exponent"] == pytest.approx(alpha_b)
             alpha_a, alpha_b = (math.inf if v is None else float(v) for v in (alpha_a, alpha_b))
             delta = 0 if alpha_a == alpha_b else abs(alpha_a - alpha_b)
-            if delta == 0:
-                assert claim.predicted.startswith("no separation")
-            else:
-                assert claim.predicted.startswith("separation")
-                assert (claim.verdict == "inconclusive") == (delta < MARGIN)
+            assert delta == 0 or delta >= MARGIN
+            kind = "no separation" if delta == 0 else "separation"
+            assert claim.predicted.startswith(kind)
+
+
+def _below_margin(planned, a: Model, b: Model) -> bool:
+    delta = abs(planned.exponent(a) - planned.exponent(b))
+    return 0 < delta < MARGIN
 
 
 def _point(spec, model: Model):
@@ -82,7 +90,8 @@ def test_separation_and_equality_split_the_measurements() -> None:
 def _claim_for(planned, nmse, a: Model, b: Model):
     """The comparison claim about the pair {a, b}."""
     found = _comparisons(claims(planned, nmse, SMOKE))
-    by_pair = {frozenset(pair): c for pair, c in zip(planned.pairs, found, strict=True)}
+    tested = [pair for pair in planned.pairs if not _below_margin(planned, *pair)]
+    by_pair = {frozenset(pair): c for pair, c in zip(tested, found, strict=True)}
     return by_pair[frozenset((a, b))]
 
 
@@ -142,10 +151,22 @@ def test_the_paper_scale_trains_the_spec_as_written(fast_device) -> None:
     assert {m.embed_dim for m in chosen.models} == {60}
 
 
-def test_step_time_is_measured_on_this_machine() -> None:
+def test_step_time_is_measured_on_this_machine(monkeypatch) -> None:
     model = measure(torch.device("cpu"))
     assert model.overhead >= 0 and model.per_flop > 0 and "measured" in model.source
-    assert step_time("cuda") is ASSUMED_H200 or torch.cuda.is_available()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert step_time("cuda") is ASSUMED_H200
+
+
+def test_a_target_is_timed_once_then_read_from_the_cache(monkeypatch) -> None:
+    spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
+    first = steptime.target_seconds(spec, 12, 64, "cpu")
+
+    def measure_again(*args):
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr(steptime, "_time_target", measure_again)
+    assert steptime.target_seconds(spec, 12, 64, "cpu") == first > 0
 
 
 def test_plan_prints_exponents_claims_and_estimates() -> None:
@@ -213,12 +234,12 @@ def test_the_device_path_runs_on_the_cpu(tmp_path) -> None:
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_the_gpu_path_trains_in_bf16_with_a_fused_optimiser_on_device_data(tmp_path) -> None:
-    from infoflow.validators.retrieval.train import TrainSettings, make_optimizer
+    from infoflow.validators.retrieval.train import TrainSettings, make_optimizer, precision
 
     cuda = torch.device("cuda")
     model, x = _train_briefly(cuda, tmp_path)
     assert x.device.type == "cuda" and next(model.parameters()).device.type == "cuda"
-    with torch.autocast("cuda", dtype=torch.bfloat16):
+    with precision(cuda):  # what train_group trains under
         assert model(x[:8]).dtype == torch.bfloat16
     optimizer = make_optimizer(model, TrainSettings(steps=1, batch=1), cuda)
     assert optimizer.param_groups[0]["fused"]
@@ -235,3 +256,50 @@ def test_a_single_inefficient_point_is_compared_with_itself_at_half_the_length()
     learned = {m: [0.01, 0.011] for m in planned.models}
     (claim,) = claims(planned, learned, SMOKE)
     assert claim.predicted.startswith("separation") and claim.verdict == "refuted"
+
+
+def test_a_spec_that_leaves_sizes_open_is_planned_at_the_defaults(fast_device) -> None:
+    spec = infoflow.load_spec({"kind": "retrieval", "architecture": {"layers": 1, "heads": 1},
+                               "target": "min(dot(x[s], x[t]) for s in T for t in T)"})  # fmt: skip
+    for candidate in designs(spec, None):
+        planned = plan("open", spec, SMOKE, None, candidate)
+        assert all(math.isfinite(planned.exponent(m)) for m in planned.models)
+    chosen = choose("open", spec, SMOKE, None)
+    assert {m.seq_len for m in chosen.models} <= {8, 16} and chosen.pairs
+
+
+def test_infeasible_models_are_never_compared_with_each_other() -> None:
+    spec = infoflow.load_spec(SPECS / "retrieval" / "specific-position.json")
+    for candidate in designs(spec, None):
+        planned = plan("positions", spec, SMOKE, None, candidate)
+        assert all(math.isfinite(planned.exponent(a)) or math.isfinite(planned.exponent(b))
+                   for a, b in planned.pairs)  # fmt: skip
+        assert {m.seq_len for m in planned.models} == set(candidate.seq_lens)
+
+
+def test_candidate_widths_are_multiples_of_every_head_count() -> None:
+    for path in RETRIEVAL:
+        spec = infoflow.load_spec(path)
+        heads = {h for _, p in infoflow.expand(spec, path.parent)
+                 for h in p.architecture.heads_per_layer}  # fmt: skip
+        for candidate in designs(spec, path.parent):
+            assert candidate.embed_dim is None or all(candidate.embed_dim % h == 0 for h in heads)
+
+
+def test_a_separation_the_other_way_round_is_refuted() -> None:
+    spec = infoflow.load_spec(SPECS / "retrieval" / "kth-largest.json")
+    planned = plan("kth", spec, SMOKE, None, Design((64,), 16))
+    one, two = Model(64, 16, (1,), False), Model(64, 16, (1, 1), False)
+    nmse = {one: [0.01, 0.012], two: [0.2, 0.21]}  # the one predicted worse learned
+    claim = _claim_for(planned, nmse, one, two)
+    assert claim.verdict == "refuted" and "predicted worse, converged" in claim.reason
+
+
+def test_differences_under_the_margin_are_listed_as_untested_not_claimed() -> None:
+    spec = infoflow.load_spec(SPECS / "retrieval" / "kth-largest.json")
+    planned = plan("kth", spec, SMOKE, None, Design((24,), 16))  # one layer: 21/17 = 1.24
+    small = [(a, b) for a, b in planned.pairs if _below_margin(planned, a, b)]
+    nmse = {m: [0.01, 0.011] for m in planned.models}
+    listed = [line for line in untested(planned, claims(planned, nmse, SMOKE))
+              if "differ by less than the margin" in line]  # fmt: skip
+    assert small and len(listed) == len(small)

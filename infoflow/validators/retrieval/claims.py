@@ -8,8 +8,8 @@ exponents alpha of its two models, evaluated at each model's own T, d, E and hea
 - they differ by at least :data:`MARGIN`: a separation, in the predicted direction: the
   model with the larger exponent ends at least :data:`BAND` times worse (NMSE ratio);
 - they are equal: no separation: the NMSE ratio stays within [1/BAND, BAND];
-- they differ by less than the margin: too small to test; the claim is inconclusive and
-  says so.
+- they differ by less than the margin: too small to test; no claim (the report lists the
+  pair under ``untested``).
 
 Besides: a model predicted efficient learns the target at the budget (only the paper scale
 may refute that); a target that needs positional encoding is learned with it, not without;
@@ -18,7 +18,8 @@ margin have these values: docs/validate.md, "Retrieval claims".
 
 A claim is confirmed or refuted only when its preconditions hold (the model predicted to do
 better converged, or for an equality either one; its seeds agree); otherwise it is
-inconclusive and says why.
+inconclusive and says why. A separation the other way round (the model predicted worse
+converged, the other ends at least BAND times worse) is refuted.
 """
 
 from __future__ import annotations
@@ -48,19 +49,33 @@ def claims(
         result = experiment.models[model]
         if result["efficient"].value:
             out.append(_converges(model, nmse[model], scale, experiment.derived(model)))
-    out += [_compare(experiment, a, b, nmse, scale) for a, b in experiment.pairs]
+    for a, b in experiment.pairs:
+        if predicted_outcome(experiment.exponent(a), experiment.exponent(b)) != "below margin":
+            out.append(_compare(experiment, a, b, nmse, scale))
     for model in experiment.points:
         if experiment.models[model]["requires_positional_encoding"].value:
             twin = Model(model.seq_len, model.embed_dim, model.heads, False)
             if model.positional_encoding and twin in best:
-                out.append(_needs_pe(model, twin, best, scale))
+                derived = {**experiment.derived(model), **experiment.derived(twin),
+                           "requires_positional_encoding": True}  # fmt: skip
+                out.append(_needs_pe(model, twin, best, scale, derived))
             if attention and model in attention:
                 out.append(_attends_to_positions(model, attention[model], best[model], scale))
-    if not out:
-        reason = ("no two models trained here differ in one thing, and none is predicted "
-                  "efficient: there is nothing the exponents say about them")  # fmt: skip
-        out.append(Claim.undecided("the theory makes no testable statement here", "-", {}, "-",
-                                   reason))  # fmt: skip
+    return out
+
+
+def untested(experiment: Experiment, found: list[Claim]) -> list[str]:
+    """What the theory does not let this experiment test, and why: the comparisons whose
+    exponents differ by less than the margin, or, when nothing is claimed, the reason."""
+    out = []
+    for a, b in experiment.pairs:
+        alpha_a, alpha_b = experiment.exponent(a), experiment.exponent(b)
+        if predicted_outcome(alpha_a, alpha_b) == "below margin":
+            out.append(f"{a.label()} ({alpha_a:.3g}) against {b.label()} ({alpha_b:.3g}): the "
+                       f"exponents differ by less than the margin {MARGIN}")  # fmt: skip
+    if not found:
+        out.append("no claim: no model is predicted efficient, and no two models trained "
+                   "here have exponents the margin can tell apart or equal ones")  # fmt: skip
     return out
 
 
@@ -109,10 +124,11 @@ def _compare(experiment: Experiment, a: Model, b: Model, nmse, scale: Scale) -> 
     )
     predicted = f"separation: exponent {alpha[worse]:.3g} > {alpha[better]:.3g}"
     tolerance = f"NMSE ratio >= {BAND:g}"
-    if outcome == "below margin":
-        reason = (f"the exponents differ by {abs(alpha[b] - alpha[a]):.3g}, less than the "
-                  f"margin {MARGIN}: too small a difference to test")  # fmt: skip
-        return Claim.undecided(claim, predicted, measured, tolerance, reason, derived)
+    if best[better] > scale.converged and best[worse] <= scale.converged:
+        reversed_ = best[better] >= BAND * best[worse]  # the other way round, and clearly
+        if reversed_ and _agree(nmse[worse]):
+            reason = f"{_name(worse, better)}, predicted worse, converged and the other did not"
+            return Claim.judged(claim, predicted, measured, tolerance, False, reason, derived)
     if best[better] > scale.converged:
         reason = f"{_name(better, worse)} did not converge (NMSE {best[better]:.3g})"
         return Claim.undecided(claim, predicted, measured, tolerance, reason, derived)
@@ -154,11 +170,10 @@ def _context(a: Model, b: Model) -> str:
     return f" (T={a.seq_len}, E={a.embed_dim})"
 
 
-def _needs_pe(model: Model, twin: Model, best, scale: Scale) -> Claim:
+def _needs_pe(model: Model, twin: Model, best, scale: Scale, derived: dict) -> Claim:
     claim = f"{model.label()} learns the target only with positional encoding"
     tolerance = f"with PE NMSE <= {scale.converged}; without PE NMSE >= {scale.not_learned}"
     measured = {"with_pe": best[model], "without_pe": best[twin]}
-    derived = {"requires_positional_encoding": True}
     if best[model] > scale.converged:
         return Claim.undecided(claim, "PE required", measured, tolerance,
                                f"not converged even with PE (NMSE {best[model]:.3g})",

@@ -14,7 +14,6 @@ the design: only the estimate is added.
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import torch
@@ -22,14 +21,18 @@ import torch
 import infoflow
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
-from infoflow.validators.retrieval.claims import MARGIN, predicted_outcome
+from infoflow.validators.retrieval.claims import predicted_outcome
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
-from infoflow.validators.retrieval.steptime import StepTime, group_flops, step_time
-from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+from infoflow.validators.retrieval.steptime import (
+    StepTime,
+    group_flops,
+    step_time,
+    target_seconds,
+)
 from infoflow.validators.retrieval.train import Group
 
 #: Sequence lengths a design may choose (within the spec's own largest T), and the range of
-#: widths: multiples of every head count (of 8 when that is smaller).
+#: widths (multiples of every head count).
 SEQ_LENS = (8, 16, 32, 64)
 WIDTHS = range(16, 65)
 #: A separation counts for the score up to this exponent difference.
@@ -61,8 +64,8 @@ def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
     """Every (lengths, E) worth trying. Lengths: for a spec of one T, that T or any shorter
     one in :data:`SEQ_LENS`; for a sweep over T, its lengths up to each of them, or the
     shortest and that one. E: the spec's own, or, for a spec of one width, any in
-    :data:`WIDTHS` that is a multiple of every head count (of 8 at least) with heads at least
-    d wide."""
+    :data:`WIDTHS` that is a multiple of every head count (the least such multiple of at
+    least 8 being the step) with heads at least d wide."""
     points = [point for _, point in infoflow.expand(spec, base_dir)]
     lengths = sorted({p.seq_len or 16 for p in points})
     if len(lengths) == 1:
@@ -71,18 +74,22 @@ def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
         choices = {tuple(lengths[: i + 1]) for i in range(len(lengths))}
         choices |= {(lengths[0], t) for t in lengths[1:]}
     widths: list[int | None] = [None]
-    if len({p.architecture.embed_dim for p in points}) == 1:
+    own = {p.architecture.embed_dim for p in points}
+    if len(own) == 1:
         heads = {h for p in points for h in p.architecture.heads_per_layer}
-        step, d = max(math.lcm(*heads), 8), spec.input_dim or 4
-        widths += [e for e in WIDTHS if e % step == 0 and all(e // h >= d for h in heads)]
+        step = math.lcm(*heads) * math.ceil(8 / math.lcm(*heads))
+        d = spec.input_dim or 4
+        fits = lambda e: all(e // h >= d for h in heads)  # noqa: E731
+        widths += [e for e in WIDTHS if e % step == 0 and e not in own and fits(e)]
     return [Design(seq_lens, width) for seq_lens in sorted(choices) for width in widths]
 
 
 def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
     """More separations, then larger ones, then the spec's own width and lengths, then less
     work (FLOPs, not seconds: the choice must not depend on the machine's load)."""
-    deltas = [abs(experiment.exponent(a) - experiment.exponent(b)) for a, b in experiment.pairs]
-    separations = [min(d, DELTA_CAP) for d in deltas if d >= MARGIN]
+    separations = [min(abs(alpha_a - alpha_b), DELTA_CAP)
+                   for _, _, alpha_a, alpha_b, outcome in outcomes(experiment)
+                   if outcome == "separation"]  # fmt: skip
     design = experiment.design
     own_width = design.embed_dim in (None, spec.architecture.embed_dim)
     own_lengths = design.seq_lens is None or max(design.seq_lens) >= longest
@@ -113,27 +120,6 @@ def group_seconds(group: Group, steptime: StepTime) -> float:
     target = 0.0 if steptime.assumed else target_seconds(group.spec, group.seq_len, s.batch,
                                                          steptime.device_type)  # fmt: skip
     return s.steps * (train + target) + evaluations * evaluation
-
-
-_TARGET_SECONDS: dict[tuple, float] = {}
-
-
-def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -> float:
-    """Seconds to draw a batch and evaluate the target on it on ``device`` (measured once
-    per process)."""
-    key = (spec.target, tuple(sorted(spec.params.items())), spec.input_dim, seq_len, batch,
-           device)  # fmt: skip
-    if key not in _TARGET_SECONDS:
-        target = TargetFunction(spec, seed=0, device=device)
-        generator = torch.Generator(device=device).manual_seed(0)
-        target(sample_inputs(spec, batch, seq_len, generator))  # warm-up
-        start = time.perf_counter()
-        for _ in range(3):
-            target(sample_inputs(spec, batch, seq_len, generator))
-        if device == "cuda":
-            torch.cuda.synchronize()
-        _TARGET_SECONDS[key] = (time.perf_counter() - start) / 3
-    return _TARGET_SECONDS[key]
 
 
 def outcomes(experiment: Experiment) -> list[tuple]:
@@ -185,14 +171,16 @@ def _duration(seconds: float) -> str:
 
 
 def plan_command(
-    spec: RetrievalSpec, source: str, scale: str, device: str, budget: float | None,
+    spec: RetrievalSpec, source: str, scale: str, device: str | None, budget: float | None,
     steps: int | None, seeds: int | None,
 ) -> tuple[str, float]:  # fmt: skip
-    """``infoflow plan`` for one retrieval spec: its description and estimated seconds; a
-    SpecError (exit 2) when the validator cannot train it."""
+    """``infoflow plan`` for one retrieval spec on ``device`` (None: the one validate would
+    use, CUDA where there is one): its description and estimated seconds; a SpecError (exit
+    2) when the validator cannot train it."""
     from infoflow.errors import SpecError
     from infoflow.validators.retrieval.validator import VALIDATOR
 
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     sized = VALIDATOR.scale(scale, steps, seeds, device, budget)
     try:
         experiment = choose(Path(source).stem, spec, sized, Path(source).parent)

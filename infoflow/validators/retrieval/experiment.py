@@ -1,9 +1,9 @@
 """A retrieval spec and a design -> an experiment: every model its claims need (the spec's
 points sized by the design, the neighbours of the ones predicted efficient, an efficient
-reference for the ones predicted inefficient (or, when they are minimal already, themselves
-at half the length), the twins without positional encoding), each
-with the engine's prediction at its own size, the pairs of models whose exponents the claims
-compare, and one ensemble group per sequence length.
+reference for the ones predicted inefficient, or themselves at half the length when they
+are minimal already, and the twins without positional encoding), each with the engine's
+prediction at its own size; the pairs of models whose exponents the claims compare; and one
+ensemble group per sequence length.
 
 Which models are trained comes from the engine's predictions for each point of the spec,
 not from the spec's name, so a target nobody wrote a validator for is still checked. Which
@@ -170,7 +170,7 @@ def plan(
             experiment.points.append(model)
         result = experiment.models[model]
         partners = _neighbours(point) if result["efficient"].value else _reference(point, result)
-        if not partners and not result["efficient"].value:
+        if not partners and result["feasible"].value and not result["efficient"].value:
             partners = _shorter(point)  # its own architecture at half the length
         for partner in partners:
             _pair(experiment, model, _add(experiment, partner))
@@ -186,7 +186,9 @@ def plan(
 
 
 def _sized(points: list[RetrievalSpec], design: Design) -> list[RetrievalSpec]:
-    """The points at the design's sizes, each once."""
+    """The points at the design's sizes, each once, with every size a number (T = 16,
+    E = 32 and d = 4 where the spec leaves them open)."""
+    points = [_filled(p) for p in points]
     if design.embed_dim:
         points = [_with(p, embed_dim=design.embed_dim) for p in points]
     if design.seq_lens:
@@ -195,6 +197,12 @@ def _sized(points: list[RetrievalSpec], design: Design) -> list[RetrievalSpec]:
         points = kept or [p.model_copy(update={"seq_len": only}) for p in points]
     unique = {p.model_dump_json(): p for p in points}
     return list(unique.values())
+
+
+def _filled(point: RetrievalSpec) -> RetrievalSpec:
+    filled = _with(point, embed_dim=point.architecture.embed_dim or 32)
+    return filled.model_copy(update={"seq_len": point.seq_len or 16,
+                                     "input_dim": point.input_dim or 4})  # fmt: skip
 
 
 def _setting(model: Model) -> tuple:
@@ -213,7 +221,9 @@ def _series(points: list[Model]) -> list[tuple[Model, Model]]:
 
 
 def _pair(experiment: Experiment, a: Model, b: Model) -> None:
-    if a != b and (a, b) not in experiment.pairs and (b, a) not in experiment.pairs:
+    """Compare ``a`` with ``b`` (once), unless neither can represent the target at all."""
+    both_infeasible = math.isinf(experiment.exponent(a)) and math.isinf(experiment.exponent(b))
+    if a != b and not both_infeasible and {(a, b), (b, a)}.isdisjoint(experiment.pairs):
         experiment.pairs.append((a, b))
 
 

@@ -28,7 +28,7 @@ def body(
             "spec_point": model in experiment.points,
             "predicted_efficient": prediction["efficient"].value,
             "predicted_exponent": str(prediction["cost_exponent"].expression),
-            "predicted_alpha": experiment.exponent(model),
+            "predicted_alpha": experiment.derived(model)[model.label()]["exponent"],
             "nmse_per_seed": values, "best_nmse": min(values) if values else None,
         })  # fmt: skip
     return {"target": experiment.base.target, "design": design, "models": models}
@@ -54,7 +54,11 @@ def markdown(spec: dict[str, Any]) -> list[str]:
                      f"{number(m.get('predicted_alpha'))} | "
                      f"{markdown_code(m['predicted_exponent'])} | {number(m['best_nmse'])} | "
                      f"{seeds} |")  # fmt: skip
-    return lines + claims_markdown(spec["claims"])
+    lines += claims_markdown(spec["claims"])
+    untested = spec.get("untested") or []
+    if untested:
+        lines += ["", *(f"- not tested: {markdown_text(line)}" for line in untested)]
+    return lines
 
 
 def _design(design: dict[str, Any] | None) -> str:

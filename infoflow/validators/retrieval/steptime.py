@@ -6,7 +6,8 @@ step's floating-point work. Both constants are measured on the machine at hand, 
 timed steps of two ensembles of different sizes, and cached per device, thread count and
 torch version (``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). For a CUDA device on a
 machine without one, the model is an assumption stated in :data:`ASSUMED_H200` (docs say
-so wherever an estimate uses it). The FLOPs of a step follow nanoGPT's count: 6 per
+so wherever an estimate uses it). A target's own evaluation time is measured and cached the
+same way (:func:`target_seconds`). The FLOPs of a step follow nanoGPT's count: 6 per
 parameter per token for the forward and backward passes, plus the attention scores.
 """
 
@@ -23,6 +24,7 @@ from pathlib import Path
 import torch
 
 from infoflow.files import write_with
+from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.ensemble import ensemble_step
 from infoflow.validators.retrieval.model import (
     EnsembleTransformer,
@@ -30,6 +32,7 @@ from infoflow.validators.retrieval.model import (
     parameter_shapes,
     stack_size,
 )
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
 #: Timed steps per size (after two untimed ones).
 TIMED_STEPS = 6
@@ -123,6 +126,36 @@ def _seconds_per_step(members: list[Member], seq_len: int, device: torch.device)
     start = time.perf_counter()
     steps(TIMED_STEPS)
     return (time.perf_counter() - start) / TIMED_STEPS
+
+
+def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -> float:
+    """Seconds to draw a batch and evaluate the target on it on ``device``: measured once,
+    then read from the cache beside the device's step-time model (so that a resumed run
+    designs the same experiment)."""
+    path = cache_file(device).with_name(cache_file(device).stem + "-targets.json")
+    key = json.dumps([spec.target, sorted(spec.params.items()), spec.input_dim,
+                      spec.data.model_dump(mode="json"), seq_len, batch])  # fmt: skip
+    try:
+        known = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        known = {}  # a damaged cache is measured anew
+    if not isinstance(known.get(key), float):
+        known[key] = _time_target(spec, seq_len, batch, torch.device(device))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_with(path, lambda temporary: temporary.write_text(json.dumps(known)))
+    return known[key]
+
+
+def _time_target(spec: RetrievalSpec, seq_len: int, batch: int, device: torch.device) -> float:
+    target = TargetFunction(spec, seed=0, device=device)
+    generator = torch.Generator(device=device).manual_seed(0)
+    target(sample_inputs(spec, batch, seq_len, generator))  # warm-up
+    start = time.perf_counter()
+    for _ in range(3):
+        target(sample_inputs(spec, batch, seq_len, generator))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - start) / 3
 
 
 def cache_file(device: str) -> Path:

@@ -108,6 +108,11 @@ def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torc
     )
 
 
+def precision(device: torch.device) -> torch.autocast:
+    """bf16 autocast on a GPU; full precision elsewhere."""
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
 def train_group(group: Group, context: Context) -> None:
     """Train ``group`` to the end, resuming from its checkpoint; record the NMSE curves and
     each member's final NMSE."""
@@ -121,7 +126,7 @@ def train_group(group: Group, context: Context) -> None:
     generator = torch.Generator(device=device).manual_seed(group.data_seed + 2)
     checkpoint, start = resume(context, group, model, optimizer, schedule, generator)
 
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+    autocast = precision(device)
     losses, window = torch.zeros(len(group.members), device=device), 0
     for step in range(start, settings.steps):
         x = sample_inputs(group.spec, settings.batch, group.seq_len, generator)

@@ -16,7 +16,7 @@ from infoflow.retrieval.tree import position_number
 from infoflow.validators.claims import Section
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.retrieval import plots, report
-from infoflow.validators.retrieval.claims import claims
+from infoflow.validators.retrieval.claims import claims, untested
 from infoflow.validators.retrieval.design import choose
 from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, Scale
 from infoflow.validators.retrieval.train import Group, load_trained, train_group
@@ -53,7 +53,7 @@ class RetrievalValidator:
             attention.update(_attention(experiment, group, context))
         found = claims(experiment, nmse, experiment.scale, attention)
         seconds = {group.name: context.store.seconds(group.name) for group in experiment.groups}
-        body = report.body(experiment, nmse, seconds)
+        body = {**report.body(experiment, nmse, seconds), "untested": untested(experiment, found)}
         return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
