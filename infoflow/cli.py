@@ -299,19 +299,19 @@ def _progress(quiet: bool) -> Iterator:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[loss]}"),
-               TimeRemainingColumn())  # fmt: skip
+               TextColumn("{task.fields[speed]}"), TimeRemainingColumn())  # fmt: skip
     with Progress(*columns, transient=False) as bar:
-        task = bar.add_task("training", total=1, loss="")
+        task = bar.add_task("training", total=1, loss="", speed="")
         last: dict[str, int] = {}
 
-        def update(group: str, step: int, total: int, loss: float) -> None:
+        def update(group: str, step: int, total: int, loss: float, speed: str = "") -> None:
             if group == "start":
                 bar.update(task, total=total)
                 return
             advance = step - last.get(group, 0)
             last[group] = step
             bar.update(task, advance=advance, description=f"{group} step {step}/{total}",
-                       loss=f"loss {loss:.4f}")  # fmt: skip
+                       loss=f"loss {loss:.4f}", speed=speed)  # fmt: skip
 
         yield update
 

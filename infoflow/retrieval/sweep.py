@@ -116,7 +116,7 @@ def _columns(der: Derivation, at: dict[str, np.ndarray], heads: int) -> dict[str
             at["architecture.embed_dim"] / heads)  # fmt: skip
     alpha = _compiled(der.exponent)(*args)
     with np.errstate(over="ignore"):  # eps^-alpha beyond float64 is inf, as predict says
-        param_cost = at["epsilon"] ** -alpha
+        param_cost = (1 / at["epsilon"]) ** alpha
     return {
         "cost_exponent": alpha,
         "param_cost": param_cost,
