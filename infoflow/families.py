@@ -20,7 +20,7 @@ from importlib import import_module
 from typing import Any
 
 #: Commands beyond predict and validate that a family may support.
-EXTRA_COMMANDS = ("explain", "graph", "calibrate", "compare", "plot", "plan")
+EXTRA_COMMANDS = ("explain", "graph", "calibrate", "compare", "plot", "sweep", "plan")
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ FAMILIES: dict[str, Family] = {
             commands={
                 "explain": "infoflow.retrieval.explain:explain",
                 "graph": "infoflow.retrieval.explain:graph",
+                "sweep": "infoflow.retrieval.sweep:sweep_lines",
                 "plan": "infoflow.validators.retrieval.design:plan_command",
             },
             validator="infoflow.validators.retrieval.validator:VALIDATOR",

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-
-import sympy
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from infoflow.errors import one_line
 from infoflow.results import Prediction, Result
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 _BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -62,6 +62,9 @@ def _list_text(value: list, limit: int = 16) -> str:
 
 def to_table(result: Result) -> Table:
     """A rich table of one result: name, value, bound, provenance."""
+    from rich.markup import escape
+    from rich.table import Table
+
     description = result.spec.description
     caption = escape(one_line(description, 2000)) if description else None
     table = Table(title=escape(one_line(_title(result), 400)), caption=caption)
@@ -109,6 +112,8 @@ def markdown_code(text: object) -> str:
 def to_latex(result: Result) -> str:
     """A LaTeX table of one result: each prediction with its value and, for formulas, the
     expression in maths mode (for a paper)."""
+    import sympy
+
     lines = [
         f"% {one_line(_title(result))}",
         r"\begin{tabular}{lll}",

@@ -6,19 +6,28 @@ The JSON form is the contract of ``infoflow predict --format json`` (design.md):
      "provenance", "note", "expression", "latex"}}}
 
 ``expression`` and ``latex`` appear only for predictions that are formulas; ``interval``
-(low, high) only for estimates that carry one.
+(low, high) only for estimates that carry one. Values are computed with plain arithmetic; a
+formula is built as a sympy expression only when something asks for it (``expression``, the
+JSON form), so a table of numbers never imports sympy.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import sympy
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
 from infoflow import __version__
 from infoflow.spec_base import SpecBase
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import sympy
+
+    #: A sympy expression, or a function of no arguments that builds one when first asked for.
+    Formula = sympy.Expr | Callable[[], sympy.Expr] | None
 
 Bound = Literal["exact", "upper", "lower", "estimate"]
 Value = int | float | bool | str | list[Any] | None
@@ -30,7 +39,8 @@ class Prediction:
 
     ``provenance`` is a tag (``paper:summary``, ``paper:figure``, ``derived``,
     ``reconstruction:<option>``, ...) saying where the rule comes from; ``note`` says it in
-    a sentence. ``expression`` is the sympy formula the value was computed from, if any.
+    a sentence. ``formula`` is the sympy formula the value follows from, if any, or a function
+    that builds it; ``expression`` is that formula, built on first use.
     """
 
     value: Value
@@ -38,8 +48,15 @@ class Prediction:
     bound: Bound
     provenance: str
     note: str = ""
-    expression: sympy.Expr | None = None
+    formula: Formula = field(default=None, compare=False, repr=False)
     interval: tuple[float, float] | None = None  # where the value is known to lie
+
+    @cached_property
+    def expression(self) -> sympy.Expr | None:
+        """The sympy formula (built now if it was given as a function)."""
+        formula = self.formula
+        lazy = callable(formula) and not hasattr(formula, "free_symbols")
+        return formula() if lazy else formula
 
     def to_json(self) -> dict[str, Any]:
         """The prediction as strict JSON: a value that is not a finite number is null, and
@@ -56,7 +73,9 @@ class Prediction:
         }
         if self.interval is not None:
             out["interval"] = [v if math.isfinite(v) else None for v in self.interval]
-        if self.expression is not None:
+        if self.formula is not None:
+            import sympy
+
             out["expression"] = str(self.expression)
             out["latex"] = sympy.latex(self.expression)
         return out

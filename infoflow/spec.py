@@ -63,8 +63,8 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     if "kind" not in data:
         raise SpecError(name, [("kind", f"missing; expected one of {', '.join(FAMILIES)}")])
     model = family(data["kind"], name).spec_model()
-    try:
-        return _adapter().validate_python(data, context={"base_dir": base_dir})
+    try:  # by the family's own model: the other families are not even imported
+        return model.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
         raise SpecError(name, [_describe(err, model) for err in exc.errors()]) from None
 
@@ -86,6 +86,7 @@ def expand(
         raise SpecError(name, [("sweep", f"more than {MAX_SWEEP_POINTS} points")])
     base = spec.model_dump(mode="json", exclude={"sweep"}, exclude_none=True)
     context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
+    model = family(spec.kind, name).spec_model()
     points = []
     for values in itertools.product(*grids):
         point = dict(zip(keys, values, strict=True))
@@ -93,9 +94,8 @@ def expand(
         for key, value in point.items():
             _set_path(data, key, value, name, f"sweep.{key}")
         try:
-            points.append((point, _adapter().validate_python(data, context=context)))
+            points.append((point, model.model_validate(data, context=context)))
         except ValidationError as exc:
-            model = family(data["kind"], name).spec_model()
             problems = [_describe(err, model) for err in exc.errors()]
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise SpecError(f"{name} (sweep point {where})", problems) from None

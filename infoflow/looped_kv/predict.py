@@ -1,8 +1,12 @@
-"""``looped_kv`` spec -> predictions: cache bytes, compression ratios, weights, capacity."""
+"""``looped_kv`` spec -> predictions: cache bytes, compression ratios, weights, capacity.
+
+Values are exact integer and rational arithmetic on the formulas of :mod:`formulas`; each
+prediction's sympy expression is built from the same formula only when asked for.
+"""
 
 from __future__ import annotations
 
-import sympy
+from fractions import Fraction
 
 from infoflow.looped_kv import formulas as F
 from infoflow.looped_kv.spec import DEVICES, DTYPE_BYTES, QUANTIZED, LoopedKVSpec
@@ -25,25 +29,26 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     """Every ``looped_kv`` prediction for ``spec``."""
     model, codec, serving = spec.model, spec.codec, spec.serving
     values = F.model_values(model, spec.cache_element_bytes)
-    values[F.N] = serving.sequence_tokens
+    values.N = serving.sequence_tokens
     if codec.r_k is not None and codec.r_v is not None:
-        values[F.r_k], values[F.r_v] = codec.r_k, codec.r_v
+        values.r_k, values.r_v = codec.r_k, codec.r_v
+    variant = codec.variant
     kept = VARIANTS[codec.variant]
     full, compressed, full_sequence, compressed_sequence = _cache_forms(spec)
     tokens = f"one sequence of N = {serving.sequence_tokens:,} tokens (context + generated)"
 
-    formulas = {  # name: (expression, unit, provenance, note); all exact
+    formulas = {  # name: (formula, unit, provenance, note); all exact
         "kv_bytes_per_token": (full, "B/token", *_cache_source(spec)),
         "kv_bytes_per_token_compressed": (
             compressed, "B/token", *_compressed_source(spec, kept),
         ),
         "compression_ratio": (
-            F.compression_ratio(codec.variant), "x",
+            lambda s: F.compression_ratio(s, variant), "x",
             "derived" if codec.variant == "head_axis" else "paper:summary",
             f"{PAPER}: rho of the looped part, full bytes over compressed bytes ({kept}).",
         ),
         "whole_cache_ratio": (
-            F.whole_cache_ratio(codec.variant), "x", "derived",
+            lambda s: F.whole_cache_ratio(s, variant), "x", "derived",
             "The whole cache, prelude and coda included: full bytes over compressed bytes.",
         ),
         "kv_cache_bytes": (full_sequence, "B", "derived", f"Full cache of {tokens}."),
@@ -53,18 +58,26 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
         **_weights(spec),
     }  # fmt: skip
     out = {
-        name: Prediction(_number(expr.subs(values)), unit, "exact", provenance, note, expr)
-        for name, (expr, unit, provenance, note) in formulas.items()
-    }
-    out.update(_capacity(spec, out, values, (full_sequence, compressed_sequence)))
+        name: Prediction(_number(form(values)), unit, "exact", provenance, note,
+                         F.expression(form))
+        for name, (form, unit, provenance, note) in formulas.items()
+    }  # fmt: skip
+    forms = (full, compressed), (full_sequence, compressed_sequence)
+    out.update(_capacity(spec, out, values, forms))
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
 
 
 def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
     """The formulas of the model's and the codec's parameters and bytes."""
     model, variant = spec.model, spec.codec.variant
-    params, codec_params = F.model_parameters(model), F.codec_parameters(variant)
     weight_bytes = DTYPE_BYTES[model.dtype]
+
+    def params(s):
+        return F.model_parameters(s, model)
+
+    def codec_params(s):
+        return F.codec_parameters(s, variant)
+
     head_axis = " head_axis: D = n_kv*d_head per core layer and loop (reconstruction)."
     out = {
         "model_parameters": (
@@ -72,7 +85,9 @@ def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
             "Counted from the architecture: embeddings, attention, MLP, norms, head, loop "
             "adapter and exit gate where present; weight tying saves weights, not cache.",
         ),
-        "weight_bytes": (params * weight_bytes, "B", "derived", f"Parameters in {model.dtype}."),
+        "weight_bytes": (
+            lambda s: params(s) * weight_bytes, "B", "derived", f"Parameters in {model.dtype}.",
+        ),
         "codec_parameters": (
             codec_params, "params", "derived",
             f"The codec as {PAPER} defines it: per K or V, W_down and the T maps W_up,t "
@@ -81,27 +96,38 @@ def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
             + (head_axis if variant == "head_axis" else ""),
         ),
         "codec_weight_bytes": (
-            codec_params * weight_bytes, "B", "derived", f"Codec parameters in {model.dtype}.",
+            lambda s: codec_params(s) * weight_bytes, "B", "derived",
+            f"Codec parameters in {model.dtype}.",
         ),
     }  # fmt: skip
     if model.experts:
         out["active_parameters"] = (
-            F.active_parameters(model), "params", "derived",
+            lambda s: F.active_parameters(s, model), "params", "derived",
             "Parameters one token uses: every parameter but the routed experts it is not sent "
             f"to ({model.experts.per_token} of {model.experts.routed} in each MoE layer).",
         )  # fmt: skip
     return out
 
 
-def _cache_forms(spec: LoopedKVSpec) -> tuple[sympy.Expr, ...]:
+def _cache_forms(spec: LoopedKVSpec) -> tuple[F.Form, ...]:
     """Cache bytes per token and per sequence, full and compressed. Latent attention and
     windowed layers take no codec (the spec checks), so theirs are the full forms."""
-    model = spec.model
+    model, variant = spec.model, spec.codec.variant
     if model.latent_attention or model.sliding_window:
-        per_token, per_sequence = F.cache_per_token(model), F.cache_per_sequence(model)
+
+        def per_token(s):
+            return F.cache_per_token(s, model)
+
+        def per_sequence(s):
+            return F.cache_per_sequence(s, model)
+
         return per_token, per_token, per_sequence, per_sequence
-    full, compressed = F.FULL_PER_TOKEN, F.compressed_per_token(spec.codec.variant)
-    return full, compressed, F.N * full, F.N * compressed
+
+    def compressed(s):
+        return F.compressed_per_token(s, variant)
+
+    return (F.full_per_token, compressed, lambda s: s.N * F.full_per_token(s),
+            lambda s: s.N * compressed(s))  # fmt: skip
 
 
 def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
@@ -139,7 +165,7 @@ def _compressed_source(spec: LoopedKVSpec, kept: str) -> tuple[str, str]:
     return "paper:summary", f"{PAPER}: {kept}; prelude and coda stay full."
 
 
-def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, sequences) -> dict:
+def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> dict:
     """Cache budgets, maximal batch and maximal context, when the spec gives a budget."""
     budgets = _budgets(spec, out)
     if budgets is None:
@@ -148,29 +174,31 @@ def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, sequences)
     serving, model = spec.serving, spec.model
     stepped = serving.batch_step is not None
     rounding = f", rounded down to a multiple of {serving.batch_step}" if stepped else ""
-    at = {**values, F.step: serving.batch_step or 1}
-    per_tokens = (out["kv_bytes_per_token"].expression,
-                  out["kv_bytes_per_token_compressed"].expression)  # fmt: skip
+    at = F.Numbers(**vars(values), step=serving.batch_step or 1)
     divisor = ("cache bytes of one sequence, windows capped" if model.sliding_window
                else "(N * cache bytes per token)")  # fmt: skip
     source = "paper:summary" if model.loops > 1 else "derived"  # the paper's rule is for loops
     result = {}
     for suffix, budget, per_token, per_sequence in zip(
-        ("", "_compressed"), (budget_full, budget_compressed), per_tokens, sequences, strict=True
+        ("", "_compressed"), (budget_full, budget_compressed), *forms, strict=True
     ):
-        budget_bytes = max(0, int(sympy.floor(budget)))
-        at[F.budget] = budget_bytes
+        at.budget = max(0, F.Numbers.floor(budget))
         per_token, per_sequence, copied = _stored(spec, bool(suffix), per_token, per_sequence)
-        batch = F.max_batch(per_sequence, stepped)
-        context = F.max_context(model, per_token)
+
+        def batch(s, per_sequence=per_sequence):
+            return F.max_batch(s, per_sequence(s), stepped)
+
+        def context(s, per_token=per_token):
+            return F.max_context(s, model, per_token(s))
+
         result[f"cache_budget_bytes{suffix}"] = Prediction(
-            budget_bytes, "B", "exact", "derived", f"Memory for the cache: {where}."
+            at.budget, "B", "exact", "derived", f"Memory for the cache: {where}."
         )
         result[f"max_batch{suffix}"] = Prediction(
-            int(batch.subs(at)), "sequences", "upper", source,
+            int(batch(at)), "sequences", "upper", source,
             f"{PAPER}: floor(budget / {divisor}){rounding}{copied}; an upper bound (paging, "
             "fragmentation and activations take their share).",
-            batch,
+            F.expression(batch),
         )  # fmt: skip
         result[f"max_context_tokens{suffix}"] = _max_context(model, context, at, per_token)
     return result
@@ -186,7 +214,7 @@ def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
     if device is None:
         return None
     tp = serving.tensor_parallel
-    usable = sympy.Rational(device) * tp * _exact(serving.usable_fraction)
+    usable = Fraction(device) * tp * _exact(serving.usable_fraction)
     budget_full = usable - out["weight_bytes"].value - tp * _exact(serving.overhead_gib) * GIB
     budget_compressed = budget_full - out["codec_weight_bytes"].value
     memory = f"{serving.device} ({DEVICES[serving.device]} GB)" if serving.device else "device"
@@ -196,42 +224,48 @@ def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
     return where, budget_full, budget_compressed
 
 
-def _stored(spec: LoopedKVSpec, compressed: bool, per_token, per_sequence):
+def _stored(spec: LoopedKVSpec, compressed: bool, per_token: F.Form, per_sequence: F.Form):
     """The bytes all ``tensor_parallel`` devices hold together for one token and for one
     sequence, and a note (a reconstruction of how serving engines place a cache): K/V heads
     are split over the devices, each copied when there are more devices than heads; a latent
     shared by all heads (latent attention, LLA-2D, the head-axis latent) is kept on every
     device, while the prelude and coda K/V beside it split like heads."""
-    tp, model = spec.serving.tensor_parallel, spec.model
+    tp, model, variant = spec.serving.tensor_parallel, spec.model, spec.codec.variant
     head_copies = max(1, tp // model.kv_heads)
     heads = f"; each KV head kept {head_copies} times" if head_copies > 1 else ""
     if model.latent_attention:
         note = f"; the latent kept on each of the {tp} devices" if tp > 1 else ""
-        return tp * per_token, tp * per_sequence, note
-    if compressed and spec.codec.variant in ("2d", "head_axis") and tp > 1:
-        token = tp * F.LOOPED_COMPRESSED[spec.codec.variant] + head_copies * F.UNLOOPED
+        return lambda s: tp * per_token(s), lambda s: tp * per_sequence(s), note
+    if compressed and variant in ("2d", "head_axis") and tp > 1:
+
+        def token(s):
+            return tp * F.looped_compressed(s, variant) + head_copies * F.unlooped(s)
+
         note = f"; the shared latents kept on each of the {tp} devices{heads}"
-        return token, F.N * token, note
-    return head_copies * per_token, head_copies * per_sequence, heads
+        return token, lambda s: s.N * token(s), note
+    return (lambda s: head_copies * per_token(s), lambda s: head_copies * per_sequence(s),
+            heads)  # fmt: skip
 
 
-def _max_context(model, context: sympy.Expr, at: dict, per_token: sympy.Expr) -> Prediction:
+def _max_context(model, context: F.Form, at: F.Numbers, per_token: F.Form) -> Prediction:
     """The longest sequence; unbounded when every layer is windowed and a full window of
     ``per_token`` bytes (as the devices hold it) fits."""
     note = "The longest single sequence whose cache fits in the budget."
-    if model.sliding_window and at[F.L_w] == at[F.R]:
-        windowed = at[F.W] * per_token.subs(at)
-        if windowed <= at[F.budget]:
+    if model.sliding_window and at.L_w == at.R:
+        windowed = at.W * per_token(at)
+        if windowed <= at.budget:
             return Prediction(None, "tokens", "upper", "derived",
                               f"Unbounded: every layer is windowed, and a full window "
-                              f"({int(windowed):,} B) fits in the budget.", context)  # fmt: skip
-    return Prediction(int(context.subs(at)), "tokens", "upper", "derived", note, context)
+                              f"({int(windowed):,} B) fits in the budget.",
+                              F.expression(context))  # fmt: skip
+    return Prediction(int(context(at)), "tokens", "upper", "derived", note,
+                      F.expression(context))  # fmt: skip
 
 
-def _exact(number: float) -> sympy.Rational:
+def _exact(number: float) -> Fraction:
     """A spec's decimal number as an exact rational (0.9 -> 9/10), so floors are exact."""
-    return sympy.Rational(str(number))
+    return Fraction(str(number))
 
 
-def _number(value: sympy.Expr) -> int | float:
-    return int(value) if value.is_Integer else float(value)
+def _number(value: int | Fraction) -> int | float:
+    return int(value) if value.denominator == 1 else float(value)

@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     from infoflow.validators.claims import Section
     from infoflow.validators.store import Recorder, Store
 
-#: A progress report: (group, step, total steps, mean loss); group "start" gives the total.
-Progress = Callable[[str, int, int, float], None]
+#: A progress report: (group, step, total steps, mean loss[, speed]); group "start" gives the
+#: total; speed is a short text (tokens per second and MFU) where the trainer measures it.
+Progress = Callable[..., None]
 
 
 def digest(identity: dict[str, Any]) -> str:

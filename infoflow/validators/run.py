@@ -102,6 +102,7 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             store.finish_run(finished)
             times = (store.first_started(), finished)
             report = _report(planned, sections, options, device, times, superseded(planned, store))
+            report["throughput"] = throughput(planned, store)
         finally:
             store.close()
         write_reports(options.out, report)
@@ -191,6 +192,13 @@ def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
         closest = min(changes, key=lambda job: len(changes[job]))
         out.append({"group": name, "replaced_by": closest, "differs": changes[closest]})
     return out
+
+
+def throughput(planned: Plan, store: Store) -> dict[str, dict]:
+    """Each trained group's speed: tokens per second, model FLOP/s and MFU against the
+    device's peak (the groups that measured it; a resumed group: since its resumption)."""
+    speeds = {job.name: store.throughput(job.name) for job in planned.jobs}
+    return {name: speed for name, speed in speeds.items() if speed}
 
 
 def train(planned: Plan, context: Context, options: Options) -> None:

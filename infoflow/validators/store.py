@@ -188,11 +188,27 @@ class Store:
         out: dict[int, dict[int, dict[str, float]]] = {}
         rows = self.db.execute(
             "SELECT member, step, metric, value FROM metrics WHERE group_name = ? "
-            "ORDER BY member, step", (name,),
+            "AND member >= 0 ORDER BY member, step", (name,),
         )  # fmt: skip
         for member, step, metric, value in rows:
             out.setdefault(member, {}).setdefault(step, {})[metric] = value
         return out
+
+    def record_throughput(self, name: str, rates: dict[str, float | str | None]) -> None:
+        """Group ``name``'s training speed (see :mod:`~infoflow.validators.throughput`),
+        kept among the metrics as member -1."""
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO metrics VALUES (?, -1, 0, ?, ?)",
+                [(name, key, value) for key, value in rates.items()],
+            )
+
+    def throughput(self, name: str) -> dict[str, float | str | None]:
+        """What :meth:`record_throughput` kept for group ``name`` ({} for none)."""
+        rows = self.db.execute(
+            "SELECT metric, value FROM metrics WHERE group_name = ? AND member = -1", (name,)
+        )
+        return dict(rows.fetchall())
 
     def group_done(self, name: str) -> bool:
         row = self.db.execute("SELECT done FROM groups WHERE name = ?", (name,)).fetchone()
@@ -245,6 +261,9 @@ class Recorder:
 
     def record_metrics(self, *args) -> None:
         self.rows.append(("record_metrics", args))
+
+    def record_throughput(self, *args) -> None:
+        self.rows.append(("record_throughput", args))
 
     def finish_group(self, *args) -> None:
         self.rows.append(("finish_group", args))

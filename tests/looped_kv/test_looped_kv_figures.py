@@ -137,9 +137,9 @@ def test_plain_decoder_configs_match_published_counts(tmp_path, config, params, 
 def test_values_are_the_formulas_evaluated() -> None:
     """The expression a prediction carries is the one its value came from."""
     result = infoflow.predict(LOOPED_KV / "ouro-1.4b-per-head-4x.json")
-    rho = result["compression_ratio"].expression
-    assert sympy.simplify(rho - 2 * F.T * F.d_head / (F.r_k + F.r_v)) == 0
-    at = {F.T: 4, F.d_head: 128, F.r_k: 96, F.r_v: 160}
+    rho, S = result["compression_ratio"].expression, F.symbols()
+    assert sympy.simplify(rho - 2 * S.T * S.d_head / (S.r_k + S.r_v)) == 0
+    at = {S.T: 4, S.d_head: 128, S.r_k: 96, S.r_v: 160}
     assert float(rho.subs(at)) == result["compression_ratio"].value == 4
 
 

@@ -119,11 +119,11 @@ def test_capacity_is_monotone_in_the_budget(spec, budget_a, budget_b, step) -> N
 def _symbol_values(result: infoflow.Result) -> dict:
     from infoflow.looped_kv import formulas as F
 
-    m, codec = result.spec.model, result.spec.codec
+    m, codec, S = result.spec.model, result.spec.codec, F.symbols()
     return {
-        F.T: m.loops,
-        F.d_head: m.head_dim,
-        F.n_kv: m.kv_heads,
-        F.r_k: codec.r_k,
-        F.r_v: codec.r_v,
+        S.T: m.loops,
+        S.d_head: m.head_dim,
+        S.n_kv: m.kv_heads,
+        S.r_k: codec.r_k,
+        S.r_v: codec.r_v,
     }

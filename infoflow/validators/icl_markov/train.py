@@ -19,6 +19,7 @@ from infoflow.validators.ensemble import Checkpoint, ensemble_step, resume
 from infoflow.validators.icl_markov.data import SPLITS, TARGETS, IclGroup, MemberData, Prefetched
 from infoflow.validators.icl_markov.model import StackedGPT
 from infoflow.validators.protocol import Context
+from infoflow.validators.throughput import meter
 
 
 def build_model(group: IclGroup, device: torch.device) -> StackedGPT:
@@ -48,6 +49,7 @@ def train_icl_group(group: IclGroup, context: Context) -> None:
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     losses, window = torch.zeros(len(group.members), device=device), 0
     stream = Prefetched(data, training.batch_size, spec.context_len, generator)
+    speed = meter(model, spec.context_len, device)
     for step in range(start, training.steps):
         x = stream.at(step)
         with autocast:
@@ -56,6 +58,7 @@ def train_icl_group(group: IclGroup, context: Context) -> None:
             logits.float().flatten(1, 2).transpose(1, 2), x[:, :, 1:].flatten(1), reduction="none"
         ).mean(-1)
         losses += ensemble_step(optimizer, schedule, per_member)
+        speed.add(len(group.members) * training.batch_size * spec.context_len)
         window += 1
         done = step + 1
         if done in group.checkpoints or done == training.steps:
@@ -69,7 +72,8 @@ def train_icl_group(group: IclGroup, context: Context) -> None:
             checkpoint.save(model, optimizer, schedule, stream.state(done), done, store.rows)
             if context.progress:
                 mean = sum(mean_losses) / len(mean_losses)
-                context.progress(group.name, done, training.steps, mean)
+                context.progress(group.name, done, training.steps, mean, speed.text())
+    store.record_throughput(group.name, speed.rates())
     store.finish_group(group.name, [], time.perf_counter() - started)
 
 

@@ -7,8 +7,8 @@ timed steps of two ensembles of different sizes, and cached per device, thread c
 torch version (``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). For a CUDA device on a
 machine without one, the model is an assumption stated in :data:`ASSUMED_H200` (docs say
 so wherever an estimate uses it). A target's own evaluation time is measured and cached the
-same way (:func:`target_seconds`). The FLOPs of a step follow nanoGPT's count: 6 per
-parameter per token for the forward and backward passes, plus the attention scores.
+same way (:func:`target_seconds`). The FLOPs of a step are counted as the throughput meter
+counts them (nanoGPT's count).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from infoflow.validators.retrieval.model import (
     stack_size,
 )
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+from infoflow.validators.throughput import flops_per_token
 
 #: Timed steps per size (after two untimed ones).
 TIMED_STEPS = 6
@@ -66,13 +67,13 @@ ASSUMED_H200 = StepTime(
 
 def group_flops(members: list[Member], seq_len: int, input_dim: int, batch: int) -> float:
     """FLOPs of one training step of the stack (forward and backward), as the stack computes
-    them: every member at the widest member's size (masked channels still cost)."""
+    them: every member at the widest member's size (masked channels still cost), counted
+    by :func:`~infoflow.validators.throughput.flops_per_token`."""
     shapes = parameter_shapes(members, seq_len, input_dim, 1)
     params = sum(math.prod(shape) for shape in shapes.values())
     layers, _, heads, width = stack_size(members)
-    tokens = batch * (seq_len + 1)
-    attention = 12 * layers * len(members) * heads * width * (seq_len + 1)
-    return (6 * params + attention) * tokens
+    attention = layers * len(members) * (seq_len + 1) * heads * width
+    return flops_per_token(params, attention) * batch * (seq_len + 1)
 
 
 def step_time(device: str) -> StepTime:

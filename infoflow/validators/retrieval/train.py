@@ -24,6 +24,7 @@ from infoflow.validators.ensemble import Checkpoint, ensemble_step, resume
 from infoflow.validators.protocol import Context, content_name
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+from infoflow.validators.throughput import meter
 
 #: The version of the model and training code: part of every group's identity, so a change
 #: here (bump it) never resumes a checkpoint trained by the code before.
@@ -128,6 +129,7 @@ def train_group(group: Group, context: Context) -> None:
 
     autocast = precision(device)
     losses, window = torch.zeros(len(group.members), device=device), 0
+    speed = meter(model, group.seq_len, device)
     for step in range(start, settings.steps):
         x = sample_inputs(group.spec, settings.batch, group.seq_len, generator)
         y = (_as_matrix(target(x)) - data.mean) / data.std
@@ -135,6 +137,7 @@ def train_group(group: Group, context: Context) -> None:
             prediction = model(x)
         per_member = ((prediction.float() - y) ** 2).mean((1, 2))
         losses += ensemble_step(optimizer, schedule, per_member)
+        speed.add(len(group.members) * settings.batch * group.seq_len)
         window += 1
         done = step + 1
         if done % settings.eval_every == 0 or done == settings.steps:
@@ -145,7 +148,8 @@ def train_group(group: Group, context: Context) -> None:
             checkpoint.save(model, optimizer, schedule, generator.get_state(), done, store.rows)
             if context.progress:
                 mean = sum(mean_loss) / len(mean_loss)
-                context.progress(group.name, done, settings.steps, mean)
+                context.progress(group.name, done, settings.steps, mean, speed.text())
+    store.record_throughput(group.name, speed.rates())
     final = evaluate(model, data.x, data.y)
     store.finish_group(group.name, final, time.perf_counter() - started)
 

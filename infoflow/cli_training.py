@@ -1,0 +1,193 @@
+"""The ``infoflow`` commands that train or plan training: ``plan``, ``validate`` and
+``calibrate``, registered on :data:`infoflow.cli.app`. As in :mod:`infoflow.cli`, torch and
+the families are imported inside the commands."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from infoflow.cli import BAD_INPUT, SET_HELP, _load_for, _user_errors, app
+
+
+class Scale(StrEnum):
+    smoke = "smoke"
+    paper = "paper"
+
+
+class Executor(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+class Device(StrEnum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+@app.command()
+def plan(
+    specs: Annotated[list[Path], typer.Argument(help="Retrieval spec files.", show_default=False)],
+    scale: Annotated[
+        Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings.")
+    ] = Scale.smoke,
+    device: Annotated[
+        Device | None, typer.Option(help="Estimate for it (default: validate's device).")
+    ] = None,
+    budget: Annotated[
+        str | None, typer.Option(help="Time per spec: 90s, 10m, 1h30m (default: the scale's).")
+    ] = None,
+    steps: Annotated[
+        int | None, typer.Option(min=1, max=10**9, help="Override the scale's training steps.")
+    ] = None,
+    seeds: Annotated[int | None, typer.Option(min=1, max=1000, help="Override the seeds.")] = None,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+) -> None:
+    """Design the experiments validate would run: sizes, predicted exponents, the claims
+    they test and the estimated time on the device (needs torch)."""
+    from infoflow.units import parse_duration
+
+    total = 0.0
+    with _user_errors(), _needs_torch("plan"):
+        seconds = parse_duration("--budget", budget)
+        for path in specs:
+            loaded, run_plan = _load_for("plan", path, overrides)
+            chosen = device.value if device else None
+            text, estimate = run_plan(loaded, str(path), scale.value, chosen, seconds, steps, seeds)
+            typer.echo(text)
+            total += estimate
+    typer.echo(f"estimated total: {total / 60:.1f} min")
+
+
+@contextmanager
+def _needs_torch(command: str) -> Iterator[None]:
+    """Exit 2 with an install hint when torch is missing."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        typer.echo(f"error: {command} needs torch: pip install 'infoflow[validate]' ({exc})",
+                   err=True)  # fmt: skip
+        raise typer.Exit(BAD_INPUT) from None
+
+
+@app.command()
+def validate(
+    specs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Spec files; every bundled spec under specs/ when omitted.", show_default=False
+        ),
+    ] = None,
+    scale: Annotated[
+        Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings, for a GPU.")
+    ] = Scale.smoke,
+    out: Annotated[
+        Path, typer.Option(help="Results folder (database, reports, plots, checkpoints).")
+    ] = Path("runs/validate"),
+    resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
+    gpu: Annotated[
+        bool, typer.Option(help="Use CUDA (bf16 autocast, TF32); exit 2 without a CUDA device.")
+    ] = False,
+    device: Annotated[Device | None, typer.Option(help="Force a device.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Override the scale's training steps.")] = None,
+    seeds: Annotated[int | None, typer.Option(help="Override the scale's seeds.")] = None,
+    budget: Annotated[
+        str | None,
+        typer.Option(help="Time per retrieval spec the design may use: 90s, 10m, 1h30m."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
+    strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+    executor: Annotated[
+        Executor, typer.Option(help="local: in this process; ray: one Ray task per group.")
+    ] = Executor.local,
+    address: Annotated[
+        str | None, typer.Option(help="A Ray cluster to join (default: start a local one).")
+    ] = None,
+    gpus_per_group: Annotated[
+        float, typer.Option(help="GPUs each Ray task asks for with --gpu (a fraction shares one).")
+    ] = 1.0,
+) -> None:
+    """Train real models and check every prediction that can be tested (needs torch)."""
+    from infoflow.units import parse_duration
+
+    with _needs_torch("validate"):
+        from infoflow.validators.run import Options, summary_line
+        from infoflow.validators.run import validate as run_validate
+
+    with _user_errors():
+        options = Options(out=out, scale=scale.value, gpu=gpu,
+                          device=device.value if device else None, resume=resume, steps=steps,
+                          seeds=seeds, budget=parse_duration("--budget", budget),
+                          overrides=tuple(overrides or ()), executor=executor.value,
+                          address=address, gpus_per_group=gpus_per_group)  # fmt: skip
+        with _progress(quiet) as progress:
+            report = run_validate(list(specs or []), options, progress)
+    typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
+    if strict and report["summary"]["refuted"]:
+        raise typer.Exit(1)
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator:
+    """A rich progress bar over all training steps (group, step, loss, ETA), or nothing."""
+    if quiet:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[loss]}"),
+               TextColumn("{task.fields[speed]}"), TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, transient=False) as bar:
+        task = bar.add_task("training", total=1, loss="", speed="")
+        last: dict[str, int] = {}
+
+        def update(group: str, step: int, total: int, loss: float, speed: str = "") -> None:
+            if group == "start":
+                bar.update(task, total=total)
+                return
+            advance = step - last.get(group, 0)
+            last[group] = step
+            bar.update(task, advance=advance, description=f"{group} step {step}/{total}",
+                       loss=f"loss {loss:.4f}", speed=speed)  # fmt: skip
+
+        yield update
+
+
+@app.command()
+def calibrate(
+    kind: Annotated[str, typer.Argument(help="The spec kind to calibrate: icl_markov.")],
+    results: Annotated[
+        list[Path],
+        typer.Argument(help="validate output folders or report.json files.", show_default=False),
+    ],
+    base: Annotated[
+        Path | None, typer.Option(help="Calibration to start from; default: the shipped one.")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Where to write the new calibration file.")] = Path(
+        "calibration.json"
+    ),
+) -> None:
+    """Fit the constants of a family's working forms from validation results and write a
+    calibration file (point a spec's ``calibration`` field at it)."""
+    from infoflow.families import family
+
+    with _user_errors():
+        rows = family(kind, kind).command("calibrate", kind)(results, base, out)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{kind} calibration -> {out}")
+    for column in ("quantity", "value", "note"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    Console(width=None if sys.stdout.isatty() else 120).print(table)

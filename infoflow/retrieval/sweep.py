@@ -1,0 +1,228 @@
+"""A retrieval spec's ``sweep`` -> the numeric predictions at every point, vectorised.
+
+The grid's numbers (``seq_len`` T, ``input_dim`` d, ``architecture.embed_dim`` E,
+``epsilon``) become numpy arrays. Points are grouped by what changes the derivation: every
+other swept field (heads, layers, positional encoding, options, the target), and T through
+the ranks of k-th steps near the end of the sequence. Each group's exponents are compiled
+once from their sympy expressions (``lambdify``, numpy) and evaluated over the group's arrays
+in float64, so a value agrees with ``infoflow predict`` at that point to float64 rounding
+(``predict`` itself evaluates exactly). A spec is valid at every point when it is valid at
+every value of each swept field, since no check couples two numbers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import sympy
+
+from infoflow.errors import SpecError
+from infoflow.retrieval import cost
+from infoflow.retrieval.predict import Derivation, derive
+from infoflow.retrieval.spec import RetrievalSpec
+
+#: The swept fields that are numbers in the formulas (evaluated as arrays).
+NUMBERS = ("seq_len", "input_dim", "architecture.embed_dim", "epsilon")
+#: The predictions a sweep reports at each point.
+COLUMNS = ("cost_exponent", "param_cost", "min_cost_exponent", "num_comparisons", "efficient",
+           "feasible", "bottleneck")  # fmt: skip
+MAX_POINTS = 10_000_000
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Every point of a sweep: ``grids`` (each swept field's values, in grid order),
+    ``index`` (per field, each point's position in its grid) and ``columns`` (per
+    prediction, one array entry per point; an infinite exponent is ``inf``)."""
+
+    grids: dict[str, list[Any]]
+    index: dict[str, np.ndarray]
+    columns: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.columns["cost_exponent"])
+
+    def point(self, i: int) -> dict[str, Any]:
+        """The swept values of point ``i``."""
+        return {key: grid[self.index[key][i]] for key, grid in self.grids.items()}
+
+
+def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
+    """Evaluate every point of ``spec.sweep`` (points in the order of ``infoflow.expand``)."""
+    grids = dict(spec.sweep or {})
+    if not grids or any(not grid for grid in grids.values()):
+        raise SpecError(name, [("sweep", "a vectorised sweep needs a sweep, with values")])
+    fixed = [key for key in grids if key.split(".")[0] in ("kind", "sweep")]
+    if fixed:
+        raise SpecError(name, [(f"sweep.{fixed[0]}", "a sweep cannot vary the kind or the sweep")])
+    shape = [len(grid) for grid in grids.values()]
+    if np.prod(shape, dtype=float) > MAX_POINTS:
+        raise SpecError(name, [("sweep", f"more than {MAX_POINTS:,} points")])
+    index = dict(zip(grids, np.indices(shape).reshape(len(shape), -1), strict=True))
+    size = int(np.prod(shape))
+    columns = {c: np.empty(size, dtype=object if c == "bottleneck" else float) for c in COLUMNS}
+    base = spec.model_dump(mode="json", exclude={"sweep"}, exclude_none=True)
+    grouped = [key for key in grids if key not in NUMBERS]
+    group = np.zeros(size, dtype=np.int64)
+    for key in grouped:
+        group = group * len(grids[key]) + index[key]
+    for g, values in enumerate(itertools.product(*(grids[k] for k in grouped))):
+        data = _with(base, dict(zip(grouped, values, strict=True)))
+        chosen = np.flatnonzero(group == g)
+        if chosen.size:
+            _evaluate(data, grids, {k: v[chosen] for k, v in index.items()}, chosen, columns,
+                      name)  # fmt: skip
+    return Sweep(grids, index, columns)
+
+
+def _evaluate(data, grids, index, chosen, columns, name) -> None:
+    """Fill ``columns`` at the points ``chosen`` of one group (``data``: its spec)."""
+    specs = {key: [_load(_with(data, {key: v}), name, key, v) for v in grids[key]]
+             for key in NUMBERS if key in grids}  # fmt: skip
+    numbers = {}
+    for key in NUMBERS:
+        if key in grids:
+            numbers[key] = np.asarray(grids[key], dtype=float)[index[key]]
+        else:
+            numbers[key] = np.full(chosen.size, float(_get(data, key) or np.nan))
+    if np.isnan([numbers[k][0] for k in NUMBERS[:3]]).any():
+        message = "a vectorised sweep needs seq_len, input_dim and architecture.embed_dim"
+        raise SpecError(name, [("sweep", message)])
+    at_t = specs.get("seq_len") or [_load(data, name, "seq_len", data["seq_len"])]
+    t_index = index["seq_len"] if "seq_len" in grids else np.zeros(chosen.size, dtype=int)
+    derivations: dict[int, list[int]] = {}
+    by_id: dict[int, Derivation] = {}
+    for i, spec in enumerate(at_t):
+        der = derive(spec)
+        by_id[id(der)] = der
+        derivations.setdefault(id(der), []).append(i)
+    heads = min(at_t[0].architecture.heads_per_layer)
+    for key, t_values in derivations.items():
+        mask = np.isin(t_index, t_values)
+        at = {k: v[mask] for k, v in numbers.items()}
+        for column, values in _columns(by_id[key], at, heads).items():
+            columns[column][chosen[mask]] = values
+
+
+def _columns(der: Derivation, at: dict[str, np.ndarray], heads: int) -> dict[str, Any]:
+    """The predictions of one derivation at the arrays ``at``."""
+    args = (at["seq_len"], at["input_dim"], at["architecture.embed_dim"],
+            at["architecture.embed_dim"] / heads)  # fmt: skip
+    alpha = _compiled(der.exponent)(*args)
+    with np.errstate(over="ignore"):  # eps^-alpha beyond float64 is inf, as predict says
+        param_cost = (1 / at["epsilon"]) ** alpha
+    return {
+        "cost_exponent": alpha,
+        "param_cost": param_cost,
+        "min_cost_exponent": _compiled(der.minimal_exponent)(*args),
+        "num_comparisons": der.tree.dimension * at["seq_len"] ** der.tree.order,
+        "efficient": der.efficient,
+        "feasible": der.plan.feasible,
+        "bottleneck": _bottleneck(der, args),
+    }
+
+
+def _bottleneck(der: Derivation, args) -> np.ndarray:
+    """What sets the exponent at each point (as ``predict`` chooses it, term by term)."""
+    what = _choose(der.terms, args)
+    if der.fallback_terms:
+        mine = _compiled(cost.exponent(der.terms))(*args)
+        other = _compiled(cost.exponent(der.fallback_terms))(*args)
+        what = np.where(other < mine, _choose(der.fallback_terms, args), what)
+    return what
+
+
+def _choose(terms: list[cost.Term], args) -> np.ndarray:
+    size = len(args[0])
+    infinite = [t for t in terms if t.expression == sympy.oo]
+    if infinite:
+        return np.full(size, infinite[0].what, dtype=object)
+    candidates = [t for t in terms if t.expression.has(cost.T)] or terms
+    values = np.stack([np.broadcast_to(_compiled(t.expression)(*args), size) for t in candidates])
+    names = np.array([t.what for t in candidates], dtype=object)
+    return names[np.argmax(values, axis=0)]
+
+
+@lru_cache(maxsize=1024)
+def _compiled(expression) -> Any:
+    """``expression`` as a numpy function of (T, d, E, n), compiled once."""
+    function = sympy.lambdify((cost.T, cost.d, cost.E, cost.n), expression, "numpy")
+    return lambda *args: np.broadcast_to(np.asarray(function(*args), dtype=float), args[0].shape)
+
+
+def _load(data: dict, name: str, key: str, value: Any) -> RetrievalSpec:
+    """The spec ``data`` (``key`` at ``value``), validated; a SpecError names the point."""
+    from infoflow.spec import load_spec
+
+    try:
+        return load_spec(data)
+    except SpecError as error:
+        raise SpecError(f"{name} (sweep {key}={value})", error.problems) from None
+
+
+def _with(data: dict, values: dict[str, Any]) -> dict:
+    """A copy of the raw spec ``data`` with dotted ``values`` set."""
+    out = json.loads(json.dumps(data))
+    for key, value in values.items():
+        *parents, last = key.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def _get(data: dict, key: str) -> Any:
+    node: Any = data
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def sweep_lines(spec: RetrievalSpec, format: str, name: str = "<spec>") -> Iterator[str]:
+    """``infoflow sweep``: evaluate every point now (a bad point is a SpecError before any
+    output), then the lines of :func:`lines`."""
+    return lines(sweep(spec, name), format)
+
+
+def lines(result: Sweep, format: str) -> Iterator[str]:
+    """The sweep as text, a line at a time: JSON (one object per point, numbers as
+    ``predict`` writes them) or a compact table (a header, then one row per point)."""
+    keys = list(result.grids)
+    fields = []
+    for key, grid in result.grids.items():
+        text = [json.dumps(value) for value in grid]
+        fields.append([text[j] for j in result.index[key].tolist()])
+    cols = {c: result.columns[c].tolist() for c in COLUMNS}
+    fields += [[_number(v) for v in cols["cost_exponent"]],
+               [_number(v, whole=False) for v in cols["param_cost"]],
+               [_number(v) for v in cols["min_cost_exponent"]],
+               [_number(v) for v in cols["num_comparisons"]],
+               ["true" if v else "false" for v in cols["efficient"]],
+               ["true" if v else "false" for v in cols["feasible"]]]  # fmt: skip
+    names = {what: json.dumps(what) for what in set(cols["bottleneck"])}
+    fields.append([names[what] for what in cols["bottleneck"]])
+    if format == "table":
+        yield "  ".join([*keys, *COLUMNS])
+        template = "  ".join(["{}"] * len(fields))
+    else:
+        quoted = [json.dumps(k).replace("{", "{{").replace("}", "}}") for k in keys]
+        where = ", ".join(f"{k}: {{}}" for k in quoted)
+        values = ", ".join(f'"{c}": {{}}' for c in COLUMNS)
+        template = '{{"point": {{' + where + "}}, " + values + "}}"
+    for parts in zip(*fields, strict=True):
+        yield template.format(*parts)
+
+
+def _number(value: float, whole: bool = True) -> str:
+    """A float as ``predict``'s JSON writes it: null when infinite, an integer when whole
+    (exact rationals that are whole are integers there), else the shortest repr."""
+    if not np.isfinite(value):
+        return "null"
+    return str(int(value)) if whole and value.is_integer() else repr(value)

@@ -1,0 +1,95 @@
+"""Numbers from arithmetic, expressions for people: every looped_kv value is computed with exact
+integers and fractions, and the sympy expression it carries, evaluated at the spec's values,
+gives the same number."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import LOOPED_KV, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_looped_kv_properties import looped_specs
+
+import infoflow
+from infoflow.looped_kv import formulas as F
+
+#: The capacity predictions and the budget each divides.
+BUDGET_OF = {
+    "max_batch": "cache_budget_bytes",
+    "max_context_tokens": "cache_budget_bytes",
+    "max_batch_compressed": "cache_budget_bytes_compressed",
+    "max_context_tokens_compressed": "cache_budget_bytes_compressed",
+}
+BUNDLED = sorted(LOOPED_KV.glob("*.json"))
+VARIANTS = [
+    [],
+    ["serving.tensor_parallel=2"],
+    ["serving.memory_budget_gib=null", "serving.device=h100-sxm", "serving.overhead_gib=1.5"],
+    ["serving.memory_budget_gib=37.3", "serving.batch_step=8", "serving.device=null",
+     "serving.device_memory_gib=null"],
+]  # fmt: skip
+CONFIGS = ["mistral-7b-v0.1", "deepseek-v2-lite", "mixtral-8x7b", "qwen2-7b"]
+
+
+def symbol_values(result: infoflow.Result, name: str) -> dict:
+    """The sympy symbols of ``name``'s expression, at the spec's values."""
+    spec = result.spec
+    values = F.model_values(spec.model, spec.cache_element_bytes)
+    values.N = spec.serving.sequence_tokens
+    if spec.codec.r_k is not None:
+        values.r_k, values.r_v = spec.codec.r_k, spec.codec.r_v
+    values.step = spec.serving.batch_step or 1
+    if name in BUDGET_OF:
+        values.budget = result[BUDGET_OF[name]].value
+    return F.substitutions(values)
+
+
+def assert_expressions_give_values(result: infoflow.Result) -> None:
+    checked = 0
+    for name, prediction in result.predictions.items():
+        if prediction.formula is None or prediction.value is None:
+            continue
+        at = prediction.expression.subs(symbol_values(result, name))
+        assert at.is_number, (name, at)
+        value = prediction.value
+        assert (at == value) if isinstance(value, int) else (float(at) == value), name
+        checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.parametrize("overrides", VARIANTS, ids=range(len(VARIANTS)))
+@pytest.mark.parametrize("path", BUNDLED[::3], ids=lambda p: p.stem)
+def test_bundled_expressions_give_the_values(path, overrides) -> None:
+    try:
+        spec = infoflow.load_spec(path, overrides)
+    except infoflow.SpecError:
+        pytest.skip("not a valid combination")
+    assert_expressions_give_values(infoflow.predict(spec))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("overrides", VARIANTS[:3], ids=range(3))
+def test_windows_experts_and_latents_give_the_values(config, overrides) -> None:
+    model = f'model={{"hf_config": "hf_configs/{config}.json"}}'
+    plain = ["codec.variant=none", "codec.r_k=null", "codec.r_v=null"]
+    spec = infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json", [model, *plain, *overrides])
+    assert_expressions_give_values(infoflow.predict(spec))
+
+
+@settings(max_examples=40, deadline=None)
+@given(looped_specs(), st.floats(0.001, 4096, allow_nan=False), st.sampled_from([None, 8]))
+def test_random_expressions_give_the_values(spec, budget, step) -> None:
+    serving = {**spec["serving"], "memory_budget_gib": budget, "batch_step": step}
+    assert_expressions_give_values(infoflow.predict({**spec, "serving": serving}))
+
+
+def test_a_table_of_numbers_imports_no_sympy() -> None:
+    spec = str(LOOPED_KV / "ouro-1.4b-h200.json")
+    proc = run_cli("predict", spec, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0 and "max_batch_compressed" in proc.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+    assert "infoflow.looped_kv.formulas" in imported  # the import log is really there
+    assert not {m for m in imported if m.split(".")[0] in {"sympy", "torch"}}
+    json_run = run_cli("predict", "-f", "json", spec, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    imported = {line.rsplit("|", 1)[-1].strip() for line in json_run.stderr.splitlines()}
+    assert "sympy" in imported and "torch" not in imported  # expressions are sympy's

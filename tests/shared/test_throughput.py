@@ -1,0 +1,48 @@
+"""Training speed: FLOPs per token as nanoGPT counts them, a documented peak per device, and
+the group's speed kept in the store apart from its members' metrics."""
+
+from __future__ import annotations
+
+import torch
+
+from infoflow.validators.retrieval.model import EnsembleTransformer, Member
+from infoflow.validators.store import Store
+from infoflow.validators.throughput import GPU_PEAKS, Meter, Peak, flops_per_token, meter, peak
+
+
+def test_flops_per_token_is_six_per_parameter_plus_attention() -> None:
+    assert flops_per_token(1000, 2 * 16 * 32) == 6 * 1000 + 12 * 2 * 16 * 32
+
+
+def test_a_cpu_peak_is_threads_clock_and_fma_width() -> None:
+    cpu = peak(torch.device("cpu"))
+    assert cpu.flops > 0 and f"{torch.get_num_threads()} threads" in cpu.source
+    assert GPU_PEAKS["H200"] == GPU_PEAKS["H100 SXM"] == 989e12 and GPU_PEAKS["A100"] == 312e12
+
+
+def test_a_meter_reports_tokens_per_second_and_mfu() -> None:
+    speed = Meter(100.0, Peak(1e9, "test"))
+    speed.add(1000)
+    rates = speed.rates()
+    assert rates["tokens_per_second"] > 0
+    assert rates["mfu"] == rates["model_flops_per_second"] / 1e9
+    assert "tok/s, MFU" in speed.text()
+    assert Meter(1.0, Peak(None, "unknown GPU")).rates()["mfu"] is None
+
+
+def test_an_ensemble_meter_counts_one_member_of_the_stack() -> None:
+    members = [Member((2, 2), True, seed, 16) for seed in range(4)]
+    model = EnsembleTransformer(members, 8, 4, 1)
+    params = sum(p.numel() for p in model.parameters()) // 4
+    assert meter(model, 8, torch.device("cpu")).flops_per_token == flops_per_token(
+        params, 2 * 8 * 16
+    )
+
+
+def test_the_store_keeps_a_groups_speed_apart_from_member_metrics(tmp_path) -> None:
+    store = Store(tmp_path / "results.sqlite")
+    store.record_metrics("g", 10, [{"loss": 1.0}])
+    store.record_throughput("g", {"tokens_per_second": 5.0, "mfu": 0.25, "peak_source": "x"})
+    assert store.throughput("g") == {"tokens_per_second": 5.0, "mfu": 0.25, "peak_source": "x"}
+    assert store.metrics("g") == {0: {10: {"loss": 1.0}}}
+    assert store.throughput("other") == {}
