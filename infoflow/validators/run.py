@@ -196,9 +196,11 @@ def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
 
 def throughput(planned: Plan, store: Store) -> dict[str, dict]:
     """Each trained group's speed: tokens per second, model FLOP/s and MFU against the
-    device's peak (the groups that measured it; a resumed group: since its resumption)."""
+    device's peak (the groups that measured it; a resumed group: since its resumption), and
+    its training seconds."""
     speeds = {job.name: store.throughput(job.name) for job in planned.jobs}
-    return {name: speed for name, speed in speeds.items() if speed}
+    return {name: {**speed, "seconds": store.seconds(name)}
+            for name, speed in speeds.items() if speed}  # fmt: skip
 
 
 def train(planned: Plan, context: Context, options: Options) -> None:

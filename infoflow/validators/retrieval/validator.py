@@ -52,8 +52,7 @@ class RetrievalValidator:
                 nmse.setdefault(experiment.model_of(group, i), []).append(value)
             attention.update(_attention(experiment, group, context))
         found = claims(experiment, nmse, experiment.scale, attention)
-        seconds = {group.name: context.store.seconds(group.name) for group in experiment.groups}
-        body = {**report.body(experiment, nmse, seconds), "untested": untested(experiment, found)}
+        body = {**report.body(experiment, nmse), "untested": untested(experiment, found)}
         return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
