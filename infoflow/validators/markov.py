@@ -103,15 +103,25 @@ def unigram_park(x: Tensor, states: int, alpha: float) -> Tensor:
     return stationary(counts / counts.sum(-1, keepdim=True))
 
 
+#: The floor of a probability before its logarithm: a transition a chain never makes (an exact
+#: zero, common for a small Dirichlet alpha) makes its evidence very negative, not -inf, so a
+#: sequence no chain can produce still has a finite posterior.
+TINY = 1e-300
+
+
+def _log(p: Tensor) -> Tensor:
+    return p.clamp_min(TINY).log()
+
+
 def _posterior(log_evidence: Tensor, weights: Tensor) -> Tensor:
     """Posterior over chains [B, L, K] from cumulative log evidence [B, L, K]."""
-    return torch.softmax(log_evidence + weights.log()[None, None], dim=-1)
+    return torch.softmax(log_evidence + _log(weights)[None, None], dim=-1)
 
 
 def memorize_unigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
     """M1: w_k ∝ prior_k prod_s pi_k(x_s); predict sum_k w_k pi_k."""
     pi = stationary(P)  # [K, C]
-    evidence = pi.log().T[x].cumsum(1)  # [B, L, K]
+    evidence = _log(pi).T[x].cumsum(1)  # [B, L, K]
     return _posterior(evidence, weights) @ pi
 
 
@@ -119,8 +129,8 @@ def memorize_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
     """M2: w_k ∝ prior_k pi_k(x_1) prod_s P_k(x_{s-1}, x_s); predict sum_k w_k P_k[x_t]."""
     pi = stationary(P)
     k, c = P.shape[0], P.shape[-1]
-    first = pi.log().T[x[:, :1]]  # [B, 1, K]
-    steps = P.log().permute(1, 2, 0)[x[:, :-1], x[:, 1:]]  # [B, L-1, K]
+    first = _log(pi).T[x[:, :1]]  # [B, 1, K]
+    steps = _log(P).permute(1, 2, 0)[x[:, :-1], x[:, 1:]]  # [B, L-1, K]
     evidence = torch.cat([first, first + steps.cumsum(1)], dim=1)
     w = _posterior(evidence, weights)  # [B, L, K]
     mixed = (w @ P.reshape(k, c * c)).unflatten(-1, (c, c))  # [B, L, C, C]: sum_k w_k P_k

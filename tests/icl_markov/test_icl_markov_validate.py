@@ -112,6 +112,15 @@ def test_k1_bracket_and_monotonicity() -> None:
     assert (m["k1_star"]["low"], m["k1_star"]["high"], m["k1_star"]["monotone"]) == (8, 16, False)
 
 
+def test_a_tie_between_seeds_is_never_decided_by_name() -> None:
+    mem, gen = [_row("G1"), _row("M2", 0.01, 0.4)], [_row("G1"), _row("G2")]
+    tied = [_history(8, mem), _history(8, gen)]  # one seed each way
+    per_k = measure(tied)["per_k"][8]
+    assert (per_k["outcome"], per_k["final_phase"]) == ("undecided", "split")
+    majority = measure([*tied, _history(8, mem)])["per_k"][8]
+    assert (majority["outcome"], majority["final_phase"]) == ("memorization", "M2")
+
+
 # ---- claims ------------------------------------------------------------------------------
 
 

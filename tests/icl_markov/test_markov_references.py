@@ -83,3 +83,24 @@ def test_m2_posterior_concentrates_on_the_true_chain() -> None:
     assert markov.kl(P[true][x[:, -1]], prediction).max() < 1e-6
     # while the in-context bigram estimate is still noisy after 200 steps
     assert markov.kl(P[true][x[:, -1]], markov.bigram(x, 5, 1.0)[:, -1]).mean() > 1e-3
+
+
+def test_references_stay_finite_where_no_chain_can_produce_the_sequence() -> None:
+    """Exact zeros (a small Dirichlet alpha gives them) make evidence -inf; the posterior must
+    not become NaN when every chain rules the sequence out."""
+    P = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]] * 2,
+                     dtype=torch.float64)  # a deterministic cycle 0 -> 1 -> 2 -> 0  # fmt: skip
+    x = torch.tensor([[0, 0, 2, 1, 1]])  # transitions no chain makes
+    refs = markov.references(x, P, torch.tensor([0.5, 0.5], dtype=torch.float64), alpha=0.01)
+    for name, value in refs.items():
+        assert torch.isfinite(value).all(), name
+        assert torch.allclose(value.sum(-1), torch.ones_like(value.sum(-1))), name
+    tiny = markov.sample_chains(chains=8, states=5, alpha=1e-3, seed=0)
+    assert (tiny == 0).any()  # the setting where it happens without a hand-made chain
+    fresh = markov.sample_chains(chains=1, states=5, alpha=1e-3, seed=1)
+    ood, _ = markov.sample_sequences(fresh, torch.ones(1, dtype=torch.float64), 16, 32,
+                                     torch.Generator().manual_seed(2))  # fmt: skip
+    weights = torch.full((8,), 1 / 8, dtype=torch.float64)
+    assert all(
+        torch.isfinite(v).all() for v in markov.references(ood, tiny, weights, 1e-3).values()
+    )

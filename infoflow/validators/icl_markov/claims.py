@@ -15,7 +15,7 @@ from infoflow.icl_markov.fit import regression
 from infoflow.validators.claims import Claim
 from infoflow.validators.icl_markov.data import IclGroup
 from infoflow.validators.icl_markov.experiment import IclExperiment
-from infoflow.validators.icl_markov.phases import GAP, MEMORIZING, memorizing
+from infoflow.validators.icl_markov.phases import GAP, MEMORIZING, SPLIT, memorizing
 
 TIME_TOLERANCE = 2.0  # a predicted time is confirmed within this factor
 
@@ -60,6 +60,9 @@ def _per_k(k: int, result: infoflow.Result, measured: dict) -> Claim:
     tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
     if near:
         return Claim.undecided(claim, final.value, shown, tolerance, near_reason)
+    if measured["final_phase"] == SPLIT:
+        return Claim.undecided(claim, final.value, shown, tolerance,
+                               "the seeds end in different phases, none the majority")  # fmt: skip
     same = _kind(measured["final_phase"]) == _kind(final.value)
     if (
         same

@@ -13,6 +13,8 @@ Rules (theory note ``icl_markov.md``; thresholds are named constants below):
   generalization wins at every larger K (the grid resolution is its uncertainty);
 - G2 is transient at K when generalization won and the model ends in M2, memorizing: K*_2
   lies above the largest such K; at this budget G2 persists from the smallest larger K;
+- per K the seeds vote (outcome, final phase); a tie is "undecided" (outcome) or "split"
+  (final phase), never broken by the names;
 - tau_2Gen is the first checkpoint labelled G2 (median over the K that generalize);
   tau_1Mem(K) the first checkpoint at which the model memorizes.
 """
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 GAP = 0.5  # memorizing: ID KL to the truth at most this times the OOD KL
 PHASES = ("G1", "G2", "M1", "M2")
+SPLIT = "split"  # the final phase when the seeds end in different phases, none the majority
 MEMORIZING = ("M1", "M2")
 
 
@@ -89,9 +92,9 @@ def measure(histories: list[MemberHistory]) -> dict:
         by_k.setdefault(h.chains, []).append(h)
     per_k = {
         k: {
-            "outcome": _mode([h.outcome for h in hs]),
+            "outcome": _mode([h.outcome for h in hs]) or "undecided",
             "trajectory": hs[0].trajectory,
-            "final_phase": _mode([h.phases[-1] for h in hs]),
+            "final_phase": _mode([h.phases[-1] for h in hs]) or SPLIT,
             "first_g2": _median([h.first_g2 for h in hs]),
             "memorized_at": _median([h.memorized_at for h in hs]),
             "transient_duration": _median([h.transient_duration for h in hs]),
@@ -128,5 +131,9 @@ def _median(values):
     return statistics.median(found) if found else None
 
 
-def _mode(values: list[str]) -> str:
-    return max(sorted(set(values)), key=values.count)
+def _mode(values: list[str]) -> str | None:
+    """The most common value; None when two or more tie (never decided by name)."""
+    counts = sorted((values.count(v) for v in set(values)), reverse=True)
+    if len(counts) > 1 and counts[0] == counts[1]:
+        return None
+    return max(set(values), key=values.count)
