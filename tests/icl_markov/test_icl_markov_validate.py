@@ -22,7 +22,7 @@ from infoflow.validators.icl_markov.claims import claims  # noqa: E402
 from infoflow.validators.icl_markov.data import IclGroup, MemberData, Prefetched  # noqa: E402
 from infoflow.validators.icl_markov.experiment import SCALES, plan  # noqa: E402
 from infoflow.validators.icl_markov.model import StackedGPT  # noqa: E402
-from infoflow.validators.icl_markov.phases import MemberHistory, measure  # noqa: E402
+from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure  # noqa: E402
 
 TINY = {"kind": "icl_markov", "states": 3, "chains": 1, "context_len": 16,
         "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
@@ -133,7 +133,7 @@ def _experiment(folder):
     return experiment, experiment.groups[0]
 
 
-def _measurement(low, high, k2_low=None, first_g2=(100, 100)) -> dict:
+def _measurement(low, high, k2_low=None, first_g2=(100, 100), blind_from=None) -> dict:
     per_k = {k: {"outcome": "memorization" if k <= low else "generalization",
                  "trajectory": ["G1"], "final_phase": "M2" if k <= low else "G2",
                  "first_g2": None if k <= low else first_g2[k > 4], "memorized_at": 10 * k,
@@ -143,7 +143,15 @@ def _measurement(low, high, k2_low=None, first_g2=(100, 100)) -> dict:
             "k1_star": {"low": low, "high": high, "monotone": True, "undecided": []},
             "k2_star": {"low": k2_low, "g2_persists_from": None},
             "tau_2gen": {"value": first_g2[0], "min": min(first_g2), "max": max(first_g2),
-                         "checkpoint_ratio": 1.2}}  # fmt: skip
+                         "checkpoint_ratio": 1.2},
+            "ceiling": {k: _limit(blind_from is not None and k >= blind_from)
+                        for k in (1, 4, 64)}}  # fmt: skip
+
+
+def _limit(blind: bool) -> dict:
+    """A ceiling entry: a perfect M2's ID KL is 0.8 x its OOD KL (blind) or 0.1 x."""
+    ratio = 0.8 if blind else 0.1
+    return {"m2_id_kl": ratio * 0.5, "m2_ood_kl": 0.5, "ratio": ratio, "detectable": not blind}
 
 
 def _verdict(found: list, start: str) -> str:
@@ -194,6 +202,49 @@ def test_timed_predictions_are_judged_on_the_final_phase_and_tau(tmp_path) -> No
     measurement["per_k"][1].update(final_phase="G2", id_kl=0.09, ood_kl=0.09)
     found = claims(experiment, group, measurement)
     assert _verdict(found, "K=1 ends in phase M2") == "refuted"
+
+
+def test_claims_the_ceiling_makes_untestable_are_not_judged(tmp_path) -> None:
+    experiment, group = _experiment(tmp_path)
+    k2 = experiment.predictions[(group.name, 1)]["k2_star"].value  # 11.4: K = 64 lies above
+    blind = claims(experiment, group, _measurement(1, 4, blind_from=64))
+    (claim,) = [c for c in blind if c.statement.startswith("K*_2")]
+    assert k2 < 64 and claim.verdict == "inconclusive" and "untestable at K=64" in claim.reason
+    calibration = str(park_only_calibration(tmp_path, tau_2gen={"value": 10.0}))
+    spec = infoflow.load_spec({**TINY, "states": 10, "context_len": 512,
+                               "calibration": calibration})  # fmt: skip
+    timed = plan("t", spec, SCALES["paper"])
+    measurement = _measurement(1, 4, blind_from=1)  # memorization invisible at every K
+    measurement["per_k"][1].update(final_phase="G2", id_kl=0.09, ood_kl=0.09)
+    found = claims(timed, timed.groups[0], measurement)
+    assert _verdict(found, "K=1 ends in phase M2") == "inconclusive"  # refuted when visible
+
+
+def test_the_ceiling_matches_an_ideal_bayesian() -> None:
+    """At C = 3 and context 64 a perfect M2's ID/OOD KL ratio rises with K past the rule's
+    0.5 (0.35 at K = 32, 0.89 at K = 1024 with this KL and these positions; the theory note's
+    0.26 and 0.8 use other conventions); at C = 10 and context 512 it stays near 0.03. The
+    levels are computed here from the references directly."""
+    ratios = {(c, k, n): _m2_ratio(c, k, n) for c, k, n in ((3, 32, 64), (3, 1024, 64),
+                                                            (10, 1024, 512))}  # fmt: skip
+    assert ratios[(3, 32, 64)] < 0.5 < ratios[(3, 1024, 64)]
+    assert ratios[(10, 1024, 512)] < 0.05
+
+
+def _m2_ratio(states: int, k: int, length: int, n: int = 64) -> float:
+    P = markov.sample_chains(k, states, 1.0, seed=0)
+    weights = torch.full((k,), 1 / k, dtype=torch.float64)
+    fresh = markov.sample_chains(n, states, 1.0, seed=1)
+    generator = torch.Generator().manual_seed(2)
+    chain = torch.multinomial(weights, n, replacement=True, generator=generator)
+    levels = {}
+    for split, chains, which in (("id", P, chain), ("ood", fresh, torch.arange(n))):
+        x = markov.ChainSampler(chains).sample(which, length, generator)
+        truth = chains[which[:, None], x]
+        m2 = torch.cat([markov.memorize_bigram(x[i : i + 16], P, weights)
+                        for i in range(0, n, 16)])  # fmt: skip
+        levels[split] = [{"M2": float(markov.kl(truth[:, :-1], m2[:, :-1]).mean())}]
+    return ceiling(levels, [(k, 0)])[k]["ratio"]
 
 
 # ---- end to end --------------------------------------------------------------------------

@@ -23,10 +23,11 @@ TIME_TOLERANCE = 2.0  # a predicted time is confirmed within this factor
 def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> list[Claim]:
     """Every claim the predictions make about ``group``'s measurements."""
     first = experiment.predictions[(group.name, group.chains[0])]
-    out = [_per_k(k, experiment.predictions[(group.name, k)], measurement["per_k"][k])
+    limit = measurement["ceiling"]
+    out = [_per_k(k, experiment.predictions[(group.name, k)], measurement["per_k"][k], limit[k])
            for k in group.chains]  # fmt: skip
     out.append(_k1_star(first["k1_star"], measurement["k1_star"]))
-    out.append(_k2_star(first["k2_star"].value, measurement["k2_star"]))
+    out.append(_k2_star(first["k2_star"].value, measurement["k2_star"], limit))
     out.append(_tau_2gen(first["tau_2gen"].value, measurement["tau_2gen"]))
     out.append(_tau_2gen_flat(measurement))
     out.append(_memorization_slows(measurement))
@@ -37,9 +38,18 @@ def _kind(phase: str) -> str:
     return "memorizing" if phase in MEMORIZING else phase
 
 
-def _per_k(k: int, result: infoflow.Result, measured: dict) -> Claim:
+def _blind(k: int, limit: dict) -> str:
+    """Why memorization cannot be seen at ``k`` ("" when it can)."""
+    if limit["detectable"]:
+        return ""
+    return (f"untestable at K={k}: even a perfect M2 has ID KL {limit['m2_id_kl']:.3g}, "
+            f"{limit['ratio']:.2f} x its OOD KL (the rule needs <= {GAP})")  # fmt: skip
+
+
+def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Claim:
     """The phase at the end of training when the prediction times the phases; otherwise which
-    mechanism comes first (the phase sequence)."""
+    mechanism comes first (the phase sequence). Untestable where the ceiling says the data
+    cannot show memorization (``limit``, from :func:`phases.ceiling`)."""
     shown = {"final_phase": measured["final_phase"], "trajectory": measured["trajectory"],
              "outcome": measured["outcome"], "id_kl": measured["id_kl"],
              "ood_kl": measured["ood_kl"]}  # fmt: skip
@@ -52,8 +62,8 @@ def _per_k(k: int, result: infoflow.Result, measured: dict) -> Claim:
         path = " -> ".join(sequence or ["?"])
         claim = f"K={k} follows {path}: {expected} comes first"
         tolerance = "memorization wins when the model memorizes before G2 appears"
-        if near or measured["outcome"] == "undecided" or not sequence:
-            reason = near_reason or "the model has not left its first phase"
+        if near or measured["outcome"] == "undecided" or not sequence or _blind(k, limit):
+            reason = near_reason or _blind(k, limit) or "the model has not left its first phase"
             return Claim.undecided(claim, path, shown, tolerance, reason)
         return Claim.judged(claim, path, shown, tolerance, measured["outcome"] == expected)
     claim = f"K={k} ends in phase {final.value}"
@@ -63,6 +73,8 @@ def _per_k(k: int, result: infoflow.Result, measured: dict) -> Claim:
     if measured["final_phase"] == SPLIT:
         return Claim.undecided(claim, final.value, shown, tolerance,
                                "the seeds end in different phases, none the majority")  # fmt: skip
+    if _blind(k, limit) and (final.value in MEMORIZING or measured["final_phase"] in MEMORIZING):
+        return Claim.undecided(claim, final.value, shown, tolerance, _blind(k, limit))
     same = _kind(measured["final_phase"]) == _kind(final.value)
     if (
         same
@@ -96,12 +108,17 @@ def _k1_star(prediction, measured: dict) -> Claim:
     return Claim.judged(claim, predicted, measured, tolerance, True)
 
 
-def _k2_star(predicted: float | None, measured: dict) -> Claim:
+def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:
     claim = "K*_2: below it G2 gives way to M2, above it G2 persists"
     tolerance = "no transient G2 at K above the prediction"
     low = measured["low"]
     if predicted is None:
         return Claim.undecided(claim, None, measured, tolerance, "no prediction")
+    above = [k for k in limit if k >= predicted]
+    blind = [k for k in above if not limit[k]["detectable"]]
+    if low is None and above and blind == above:
+        reason = _blind(blind[0], limit[blind[0]]) + "; and at every larger K"
+        return Claim.undecided(claim, predicted, measured, tolerance, reason)
     if low is not None and low >= predicted:
         return Claim.judged(claim, predicted, measured, tolerance, False,
                             f"G2 gave way to M2 at K={low}")  # fmt: skip

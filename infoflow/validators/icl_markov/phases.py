@@ -15,6 +15,8 @@ Rules (theory note ``icl_markov.md``; thresholds are named constants below):
   lies above the largest such K; at this budget G2 persists from the smallest larger K;
 - per K the seeds vote (outcome, final phase); a tie is "undecided" (outcome) or "split"
   (final phase), never broken by the names;
+- the ceiling: at K where even a perfect M2 has ID KL above GAP times its OOD KL, the rule
+  cannot see memorization, and the claims that need it are untestable there, not refuted;
 - tau_2Gen is the first checkpoint labelled G2 (median over the K that generalize);
   tau_1Mem(K) the first checkpoint at which the model memorizes.
 """
@@ -83,6 +85,23 @@ class MemberHistory:
 def memorizing(row: dict[str, float]) -> bool:
     """The model does clearly better on its training chains than on fresh ones."""
     return row["id:truth"] <= GAP * row["ood:truth"]
+
+
+def ceiling(levels: dict[str, list[dict[str, float]]], members: list[tuple[int, int]]) -> dict:
+    """Per K, what the data can tell: how far a perfect memorizer (the M2 reference itself)
+    sits from the truth on ID and on OOD sequences, and whether the memorization rule can see
+    it at all (its ID KL at most GAP times its OOD KL). ``levels`` is
+    :meth:`MemberData.levels`; ``members`` the group's (K, seed) per member."""
+    by_k: dict[int, list[tuple[float, float]]] = {}
+    for i, (k, _seed) in enumerate(members):
+        by_k.setdefault(k, []).append((levels["id"][i]["M2"], levels["ood"][i]["M2"]))
+    out = {}
+    for k, pairs in sorted(by_k.items()):
+        id_kl = statistics.mean(p[0] for p in pairs)
+        ood_kl = statistics.mean(p[1] for p in pairs)
+        out[k] = {"m2_id_kl": id_kl, "m2_ood_kl": ood_kl, "ratio": id_kl / max(ood_kl, 1e-12),
+                  "detectable": id_kl <= GAP * ood_kl}  # fmt: skip
+    return out
 
 
 def measure(histories: list[MemberHistory]) -> dict:

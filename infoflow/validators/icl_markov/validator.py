@@ -13,7 +13,7 @@ from infoflow.validators.claims import Section
 from infoflow.validators.icl_markov import plots, report
 from infoflow.validators.icl_markov.claims import claims
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
-from infoflow.validators.icl_markov.phases import MemberHistory, measure
+from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure
 from infoflow.validators.icl_markov.train import load_trained, position_kl, train_icl_group
 from infoflow.validators.protocol import Context, Job
 
@@ -41,7 +41,7 @@ class IclMarkovValidator:
             variant = group.spec.options.g1_variant
             histories = [MemberHistory.from_metrics(k, seed, metrics[i], variant)
                          for i, (k, seed) in enumerate(group.members)]  # fmt: skip
-            measurement = measure(histories)
+            measurement = {**measure(histories), "ceiling": ceiling(levels, group.members)}
             mine = claims(experiment, group, measurement)
             if len(experiment.groups) > 1:
                 mine = [claim.prefixed(group.name) for claim in mine]
