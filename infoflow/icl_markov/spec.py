@@ -51,10 +51,11 @@ class Training(StrictModel):
 class MarkovOptions(StrictModel):
     """Readings the theory leaves open ([R]); defaults are documented in docs/icl_markov.md."""
 
-    g1_variant: Literal["laplace", "park"] = Field(
+    g1_variant: Literal["laplace", "park", "bayes"] = Field(
         "laplace",
-        description="The G1 reference: Laplace-smoothed in-context unigram counts, or Park et "
-        "al.'s stationary distribution of the smoothed in-context bigram estimate.",
+        description="The G1 reference: Laplace-smoothed in-context unigram counts, Park et "
+        "al.'s stationary distribution of the smoothed in-context bigram estimate, or the "
+        "Bayes posterior predictive over a pool of fresh chains.",
     )
     task_vector_dim: Literal["d_model", "mlp_width"] = Field(
         "d_model",

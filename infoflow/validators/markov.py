@@ -5,9 +5,13 @@ drawn once from Dirichlet(alpha); sequences start from the chain's stationary di
 A trained model's phase is the reference predictor it is closest to:
 
 - G1, in-context unigram (Laplace-smoothed counts), or Park et al.'s variant: the
-  stationary distribution of the smoothed in-context bigram estimate;
+  stationary distribution of the smoothed in-context bigram estimate, or the Bayes unigram:
+  the posterior over a pool of fresh chains from unigram evidence, predicting their
+  stationary distributions (where a near-uniform early model sits);
 - G2, in-context bigram (statistical induction head);
-- M1, posterior over the K training chains from unigram evidence;
+- M1, the paper's: the posterior over the K training chains from unigram evidence,
+  predicting the chosen chains' transition rows (retrieval with unigram evidence, bigram
+  prediction); M1_unigram, the same posterior predicting their stationary distributions;
 - M2, posterior over the K training chains from bigram evidence (task recognition).
 
 Every predictor returns, for sequences x of shape [B, L], the predictive distribution of the
@@ -17,6 +21,8 @@ any device, every row from its own chain.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import torch
@@ -119,20 +125,48 @@ def _posterior(log_evidence: Tensor, weights: Tensor) -> Tensor:
 
 
 def memorize_unigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
-    """M1: w_k ∝ prior_k prod_s pi_k(x_s); predict sum_k w_k pi_k."""
+    """M1_unigram: w_k ∝ prior_k prod_s pi_k(x_s); predict sum_k w_k pi_k."""
     pi = stationary(P)  # [K, C]
     evidence = _log(pi).T[x].cumsum(1)  # [B, L, K]
     return _posterior(evidence, weights) @ pi
 
 
+def memorize_unigram_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
+    """M1 (the paper's): w_k ∝ prior_k prod_s pi_k(x_s); predict sum_k w_k P_k[x_t]."""
+    evidence = _log(stationary(P)).T[x].cumsum(1)  # [B, L, K]
+    return _rows(_posterior(evidence, weights), P, x)
+
+
+def bayes_unigram(x: Tensor, states: int, alpha: float) -> Tensor:
+    """G1 as Bayes: the posterior predictive of the in-context unigram under the prior of a
+    chain's stationary distribution (rows Dirichlet(alpha)), estimated on a pool of fresh
+    chains (:func:`bayes_pool`): M1_unigram over that pool, uniformly weighted."""
+    pi = bayes_pool(states, alpha)
+    uniform = torch.full((pi.shape[0],), 1 / pi.shape[0], dtype=torch.float64)
+    return _posterior(_log(pi).T[x].cumsum(1), uniform) @ pi
+
+
+@functools.lru_cache(maxsize=16)
+def bayes_pool(states: int, alpha: float, size: int = 2048) -> Tensor:
+    """The stationary distributions [size, C] of ``size`` fresh chains drawn once (a fixed
+    seed); rows floored at 1e-12 so that every chain has exactly one stationary
+    distribution, even when a small alpha gives exact zeros."""
+    fresh = sample_chains(size, states, alpha, seed=BAYES_POOL_SEED).clamp_min(1e-12)
+    return stationary(fresh / fresh.sum(-1, keepdim=True))
+
+
 def memorize_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
     """M2: w_k ∝ prior_k pi_k(x_1) prod_s P_k(x_{s-1}, x_s); predict sum_k w_k P_k[x_t]."""
     pi = stationary(P)
-    k, c = P.shape[0], P.shape[-1]
     first = _log(pi).T[x[:, :1]]  # [B, 1, K]
     steps = _log(P).permute(1, 2, 0)[x[:, :-1], x[:, 1:]]  # [B, L-1, K]
     evidence = torch.cat([first, first + steps.cumsum(1)], dim=1)
-    w = _posterior(evidence, weights)  # [B, L, K]
+    return _rows(_posterior(evidence, weights), P, x)
+
+
+def _rows(w: Tensor, P: Tensor, x: Tensor) -> Tensor:
+    """sum_k w_k P_k[x_t] for posteriors w [B, L, K]: the next-state row of the current one."""
+    k, c = P.shape[0], P.shape[-1]
     mixed = (w @ P.reshape(k, c * c)).unflatten(-1, (c, c))  # [B, L, C, C]: sum_k w_k P_k
     return mixed.gather(2, x[:, :, None, None].expand(-1, -1, 1, c))[:, :, 0]
 
@@ -141,7 +175,7 @@ def references(
     x: Tensor, P: Tensor, weights: Tensor, alpha: float, chunk: int = 32
 ) -> dict[str, Tensor]:
     """Every reference's predictions on sequences x [B, L] for the training chains P with
-    mixture ``weights``: {G1, G1_park, G2, M1, M2} -> [B, L, C] (float32), computed in
+    mixture ``weights``: :data:`REFERENCES` -> [B, L, C] (float32), computed in
     float64 a ``chunk`` of sequences at a time (the posteriors are [chunk, L, K])."""
     c = P.shape[-1]
     parts: dict[str, list[Tensor]] = {name: [] for name in REFERENCES}
@@ -150,8 +184,10 @@ def references(
         for name, value in (
             ("G1", unigram(xs, c, alpha)),
             ("G1_park", unigram_park(xs, c, alpha)),
+            ("G1_bayes", bayes_unigram(xs, c, alpha)),
             ("G2", bigram(xs, c, alpha)),
-            ("M1", memorize_unigram(xs, P, weights)),
+            ("M1", memorize_unigram_bigram(xs, P, weights)),
+            ("M1_unigram", memorize_unigram(xs, P, weights)),
             ("M2", memorize_bigram(xs, P, weights)),
         ):
             parts[name].append(value.float())
@@ -159,7 +195,9 @@ def references(
 
 
 #: The reference predictors, by the name the theory note gives them.
-REFERENCES = ("G1", "G1_park", "G2", "M1", "M2")
+REFERENCES = ("G1", "G1_park", "G1_bayes", "G2", "M1", "M1_unigram", "M2")
+#: The seed of the pool of fresh chains behind G1_bayes.
+BAYES_POOL_SEED = 20_251_130
 
 
 def kl(p: Tensor, q: Tensor, eps: float = 1e-12) -> Tensor:

@@ -104,3 +104,35 @@ def test_references_stay_finite_where_no_chain_can_produce_the_sequence() -> Non
     assert all(
         torch.isfinite(v).all() for v in markov.references(ood, tiny, weights, 1e-3).values()
     )
+
+
+def test_the_papers_m1_predicts_the_retrieved_chains_rows(setting) -> None:
+    """M1: unigram evidence picks the chain, its memorised transition row predicts; the
+    stationary-predicting variant is kept as M1_unigram."""
+    P, weights, x = setting
+    pi = markov.stationary(P)
+    m1 = markov.memorize_unigram_bigram(x, P, weights)
+    for b in range(x.shape[0]):
+        seq = x[b].tolist()
+        for t in range(len(seq)):
+            w = [weights[k] * math.prod(pi[k, s] for s in seq[: t + 1]) for k in range(4)]
+            expected = sum(v * P[k, seq[t]] for k, v in enumerate(w)) / sum(w)
+            assert torch.allclose(m1[b, t], expected)
+    refs = markov.references(x, P, weights, ALPHA)
+    assert torch.allclose(refs["M1"], m1.float())
+    assert torch.allclose(refs["M1_unigram"], markov.memorize_unigram(x, P, weights).float())
+
+
+def test_the_bayes_unigram_is_the_posterior_over_fresh_chains() -> None:
+    """G1_bayes before any evidence is the prior mean of a stationary distribution (uniform
+    by symmetry); with evidence it follows the counts but stays smoother than Laplace."""
+    x = torch.tensor([[0, 0, 0, 0, 0, 0, 0, 0]])
+    bayes = markov.bayes_unigram(x, C, ALPHA)
+    assert torch.allclose(bayes[0, 0].sum(), torch.tensor(1.0, dtype=torch.float64))
+    pool = markov.sample_chains(2048, C, ALPHA, seed=markov.BAYES_POOL_SEED)
+    pi = markov.stationary(pool)
+    w = pi[:, 0] / pi[:, 0].sum()  # one observation of state 0, uniform prior over the pool
+    assert torch.allclose(bayes[0, 0], (w[:, None] * pi).sum(0))
+    assert bayes[0, -1, 0] > bayes[0, 0, 0] > 1 / C  # more zeros, more weight on state 0
+    laplace = markov.unigram(x, C, ALPHA)
+    assert bayes[0, -1, 0] < laplace[0, -1, 0]

@@ -36,8 +36,8 @@ MEMORIZING = ("M1", "M2")
 
 def phase(row: dict[str, float], g1_variant: str = "laplace") -> str:
     """The reference nearest to the model: the smallest mean KL over ID and OOD."""
-    names = {"G1": "G1_park" if g1_variant == "park" else "G1", "G2": "G2", "M1": "M1",
-             "M2": "M2"}  # fmt: skip
+    g1 = {"park": "G1_park", "bayes": "G1_bayes"}.get(g1_variant, "G1")
+    names = {"G1": g1, "G2": "G2", "M1": "M1", "M2": "M2"}
     distance = {p: (row[f"id:{ref}"] + row[f"ood:{ref}"]) / 2 for p, ref in names.items()}
     return min(distance, key=distance.get)
 
