@@ -23,6 +23,11 @@ from infoflow.files import write_with
 from infoflow.validators.protocol import digest
 
 
+def precision(device: torch.device) -> torch.autocast:
+    """What trainers compute under: bf16 autocast on a GPU, full precision elsewhere."""
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
 def ensemble_step(optimizer, schedule, per_member: torch.Tensor) -> torch.Tensor:
     """One optimiser step on the sum of the members' losses (members are independent: their
     gradients do not mix); returns the detached losses."""

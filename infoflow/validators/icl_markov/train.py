@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from infoflow.validators.ensemble import Checkpoint, ensemble_step, resume
+from infoflow.validators.ensemble import Checkpoint, ensemble_step, precision, resume
 from infoflow.validators.icl_markov.data import SPLITS, TARGETS, IclGroup, MemberData, Prefetched
 from infoflow.validators.icl_markov.model import StackedGPT
 from infoflow.validators.protocol import Context
@@ -46,7 +46,7 @@ def train_icl_group(group: IclGroup, context: Context) -> None:
     generator = torch.Generator(device=device).manual_seed(spec.seed + 2)
     checkpoint, start = resume(context, group, model, optimizer, schedule, generator)
 
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+    autocast = precision(device)
     losses, window = torch.zeros(len(group.members), device=device), 0
     stream = Prefetched(data, training.batch_size, spec.context_len, generator)
     speed = meter(model, spec.context_len, device)

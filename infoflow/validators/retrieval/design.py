@@ -131,7 +131,7 @@ def outcomes(experiment: Experiment) -> list[tuple]:
     return rows
 
 
-def describe(experiment: Experiment, source: str, steptime: StepTime) -> str:
+def describe(experiment: Experiment, source: str) -> str:
     """What ``infoflow plan`` prints for one spec: the design, each group with its models'
     exponents and estimated time, and the comparisons the claims will make."""
     scale, design = experiment.scale, experiment.design
@@ -141,7 +141,7 @@ def describe(experiment: Experiment, source: str, steptime: StepTime) -> str:
     sized = f"T = {lengths}, E = {width}"
     lines = [
         f"{source}: retrieval at scale {scale.name} on {scale.device}, {budget}",
-        f"  step time: {steptime.source}",
+        f"  step time: {experiment.step_time}",
         f"  design: {sized}; {len(experiment.models)} models x {scale.seeds} seeds",
     ]
     for group in experiment.groups:
@@ -186,4 +186,4 @@ def plan_command(
         experiment = choose(Path(source).stem, spec, sized, Path(source).parent)
     except CannotValidate as exc:
         raise SpecError(source, [("target", f"cannot be validated: {exc}")]) from None
-    return describe(experiment, source, step_time(device)), seconds(experiment)
+    return describe(experiment, source), seconds(experiment)

@@ -25,7 +25,7 @@ import torch
 
 from infoflow.files import write_with
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.validators.ensemble import ensemble_step
+from infoflow.validators.ensemble import ensemble_step, precision
 from infoflow.validators.retrieval.model import (
     EnsembleTransformer,
     Member,
@@ -33,6 +33,7 @@ from infoflow.validators.retrieval.model import (
     stack_size,
 )
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+from infoflow.validators.retrieval.train import TrainSettings, make_optimizer
 from infoflow.validators.throughput import flops_per_token
 
 #: Timed steps per size (after two untimed ones).
@@ -110,10 +111,10 @@ def measure(device: torch.device) -> StepTime:
 
 def _seconds_per_step(members: list[Member], seq_len: int, device: torch.device) -> float:
     model = EnsembleTransformer(members, seq_len, 4, 1).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=device.type == "cuda")
+    optimizer = make_optimizer(model, TrainSettings(steps=1, batch=64), device)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     x, y = torch.randn(64, seq_len, 4, device=device), torch.randn(64, 1, device=device)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+    autocast = precision(device)
 
     def steps(count: int) -> None:
         for _ in range(count):
@@ -129,17 +130,24 @@ def _seconds_per_step(members: list[Member], seq_len: int, device: torch.device)
     return (time.perf_counter() - start) / TIMED_STEPS
 
 
+#: The target times of each cache file, read once per process.
+_TARGET_TIMES: dict[Path, dict[str, float]] = {}
+
+
 def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -> float:
     """Seconds to draw a batch and evaluate the target on it on ``device``: measured once,
     then read from the cache beside the device's step-time model (so that a resumed run
     designs the same experiment)."""
-    path = cache_file(device).with_name(cache_file(device).stem + "-targets.json")
+    models = cache_file(device)
+    path = models.with_name(models.stem + "-targets.json")
     key = json.dumps([spec.target, sorted(spec.params.items()), spec.input_dim,
                       spec.data.model_dump(mode="json"), seq_len, batch])  # fmt: skip
-    try:
-        known = json.loads(path.read_text()) if path.is_file() else {}
-    except ValueError:
-        known = {}  # a damaged cache is measured anew
+    if path not in _TARGET_TIMES:
+        try:
+            _TARGET_TIMES[path] = json.loads(path.read_text()) if path.is_file() else {}
+        except ValueError:
+            _TARGET_TIMES[path] = {}  # a damaged cache is measured anew
+    known = _TARGET_TIMES[path]
     if not isinstance(known.get(key), float):
         known[key] = _time_target(spec, seq_len, batch, torch.device(device))
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.validators.ensemble import Checkpoint, ensemble_step, resume
+from infoflow.validators.ensemble import Checkpoint, ensemble_step, precision, resume
 from infoflow.validators.protocol import Context, content_name
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
@@ -107,11 +107,6 @@ def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torc
     return torch.optim.AdamW(
         model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay, fused=fused
     )
-
-
-def precision(device: torch.device) -> torch.autocast:
-    """bf16 autocast on a GPU; full precision elsewhere."""
-    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
 def train_group(group: Group, context: Context) -> None:
