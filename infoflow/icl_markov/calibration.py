@@ -9,6 +9,8 @@ icl_markov``. A file holds
 - ``capacity``: K*_2 = capacity * 2 d_model mlp_width / (C (C - 1)) where no anchor
   measured K*_2;
 - ``transient_scale``: Delta tau_K = transient_scale * tau_2Gen * (1 - K/K*_2)^-gamma;
+- ``clocks``: the race's clocks measured at a setting (validation runs with ``race``); where
+  a spec's setting has them, K*_1 comes from the race instead of an anchor;
 - ``anchors``: settings where K*_1, tau_2Gen or K*_2 were measured (a published figure or
   validation runs), each with its source, device and date. A prediction scales the nearest
   anchor that measured the quantity to the spec's settings.
@@ -18,12 +20,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from infoflow.errors import SpecError
 from infoflow.files import read_json, write_text
+from infoflow.icl_markov.race import Clocks, clocks_of
 
 SHIPPED = Path(__file__).with_name("calibration.json")
 
@@ -72,6 +75,21 @@ class Exponents(_Strict):
         return self
 
 
+def complete_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """Every setting an anchor is compared on, the numeric ones positive (context_len
+    over 1 and states at least 2, as the working forms need)."""
+    missing = [k for k in (*NUMERIC_SETTINGS, *CATEGORICAL_SETTINGS) if k not in settings]
+    if missing:
+        raise ValueError(f"settings lacks {', '.join(missing)}")
+    for key in NUMERIC_SETTINGS:
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ValueError(f"settings.{key} must be a positive number (got {value!r})")
+    if settings["context_len"] <= 1 or settings["states"] < 2:
+        raise ValueError("settings.context_len must be over 1 and settings.states at least 2")
+    return settings
+
+
 class Anchor(_Strict):
     name: str
     settings: dict[str, Any] = Field(description="Numeric settings are positive numbers.")
@@ -83,21 +101,36 @@ class Anchor(_Strict):
     k2_star: Bracket | None = None
     tau_2gen: Bracket | None = None
 
-    @field_validator("settings")
-    @classmethod
-    def _complete(cls, settings: dict[str, Any]) -> dict[str, Any]:
-        """Every setting an anchor is compared on, the numeric ones positive (context_len
-        over 1 and states at least 2, as the working forms need)."""
-        missing = [k for k in (*NUMERIC_SETTINGS, *CATEGORICAL_SETTINGS) if k not in settings]
-        if missing:
-            raise ValueError(f"settings lacks {', '.join(missing)}")
-        for key in NUMERIC_SETTINGS:
-            value = settings[key]
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"settings.{key} must be a positive number (got {value!r})")
-        if settings["context_len"] <= 1 or settings["states"] < 2:
-            raise ValueError("settings.context_len must be over 1 and settings.states at least 2")
-        return settings
+    _complete = field_validator("settings")(complete_settings)
+
+
+class ClockRun(_Strict):
+    """One member of a clock run: which clock, at what layer-1 rate, K (None: infinity),
+    seed, and the step its mechanism formed (None: not within the run)."""
+
+    clock: Literal["G", "G|prev", "M2|prev", "M1"]
+    layer1_attention_lr: float = Field(gt=0, le=1)
+    chains: int | None = Field(None, gt=0)
+    seed: int = Field(ge=0)
+    time: float | None = Field(None, gt=0, allow_inf_nan=False)
+
+
+class ClockSet(_Strict):
+    """The clocks of the race (:mod:`infoflow.icl_markov.race`) measured at one setting."""
+
+    name: str
+    settings: dict[str, Any]
+    provenance: str
+    source: str
+    device: str
+    date: str
+    steps: int = Field(gt=0, description="The clock runs' length: a clock past it is None.")
+    members: list[ClockRun]
+
+    _complete = field_validator("settings")(complete_settings)
+
+    def clocks(self) -> Clocks:
+        return clocks_of([m.model_dump() for m in self.members], self.steps)
 
 
 class Calibration(_Strict):
@@ -107,11 +140,16 @@ class Calibration(_Strict):
     capacity: Constant
     transient_scale: Constant
     anchors: list[Anchor] = []
+    clocks: list[ClockSet] = []
 
     def nearest(self, quantity: str, settings: dict[str, Any]) -> Anchor | None:
         """The anchor that measured ``quantity`` at the settings closest to ``settings``."""
         found = [a for a in self.anchors if getattr(a, quantity) is not None]
         return min(found, key=lambda a: distance(a.settings, settings), default=None)
+
+    def clocks_at(self, settings: dict[str, Any]) -> ClockSet | None:
+        """The clocks measured at exactly ``settings`` (the race is not scaled)."""
+        return next((c for c in self.clocks if distance(c.settings, settings) == 0), None)
 
 
 def settings_of(spec) -> dict[str, Any]:

@@ -21,10 +21,12 @@ import sympy
 from infoflow.errors import SpecError
 from infoflow.icl_markov.calibration import (
     Calibration,
+    ClockSet,
     differences,
     load_calibration,
     settings_of,
 )
+from infoflow.icl_markov.race import race
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.results import Prediction, Result
 
@@ -60,8 +62,12 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
 
     context = lambda at: g(N) / g(at["context_len"])  # noqa: E731
     tau, tau_value = _scaled(calibration, "tau_2gen", settings, context, values, "context_len")
-    k1, k1_value = _scaled(calibration, "k1_star", settings,
-                           lambda at: context(at) ** (1 / a), values, "context_len")  # fmt: skip
+    clocks = calibration.clocks_at(settings)
+    if clocks is not None:
+        k1, k1_value = _raced(clocks, spec.training.layer1_attention_lr)
+    else:
+        scaling = lambda at: context(at) ** (1 / a)  # noqa: E731
+        k1, k1_value = _scaled(calibration, "k1_star", settings, scaling, values, "context_len")
     k2, k2_value = _k2_star(calibration, settings, values)
     predictions.update(k1_star=k1, k2_star=k2, tau_2gen=tau)
 
@@ -130,6 +136,25 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
     expression = sympy.Symbol(f"{quantity}_anchor") * ratio
     prediction = Prediction(rounded, unit, "estimate", provenance, note, expression, interval)
     return prediction, value
+
+
+def _raced(clocks: ClockSet, layer1_lr: float) -> tuple[Prediction, float | None]:
+    """K*_1 from the race of the clocks measured at this setting (no K*_1 data enters it)."""
+    result = race(clocks.clocks(), layer1_lr)
+    tau_g, tau_prev = result.tau_g[1], result.tau_prev[1]
+    if layer1_lr == 1:
+        rate = ""
+    elif layer1_lr in clocks.clocks().g_slowed:
+        rate = f" tau_G at layer-1 rate {layer1_lr:g} is measured."
+    else:
+        rate = f" At layer-1 rate {layer1_lr:g}, tau_prev / {layer1_lr:g} [R] (not measured)."
+    note = (f"The race of the subcircuits' clocks: {result.reason}; tau_G = {_fmt(tau_g)}, "
+            f"tau_prev = {_fmt(tau_prev)} steps.{rate} Clocks {clocks.name} ({clocks.source}; "
+            f"{clocks.device}, {clocks.date}).")  # fmt: skip
+    value = None if result.k1_star is None else round(result.k1_star, 1)
+    provenance = f"mechanism:clock_race (calibrated:{clocks.name})"
+    return (Prediction(value, "chains", "estimate", provenance, note, None, result.interval),
+            result.k1_star)  # fmt: skip
 
 
 def _k2_star(calibration: Calibration, settings, values):

@@ -46,6 +46,12 @@ class Training(StrictModel):
     batch_size: PositiveInt = 128
     lr: PositiveFloat = 6e-4
     weight_decay: NonNegativeFloat = 0.1
+    layer1_attention_lr: PositiveFloat = Field(
+        1.0,
+        le=1.0,
+        description="Layer 1's attention learns at this times the rate (the paper's "
+        "intervention: slowing it delays the previous-token head, so G2 and M2 but not M1).",
+    )
 
 
 class MarkovOptions(StrictModel):
@@ -60,6 +66,16 @@ class MarkovOptions(StrictModel):
     task_vector_dim: Literal["d_model", "mlp_width"] = Field(
         "d_model",
         description="What D_phi, the task-vector dimension compared with C^2, is taken to be.",
+    )
+
+
+class RaceClocks(StrictModel):
+    """The clock runs behind the race prediction of K*_1 (docs/icl_markov.md, "The race")."""
+
+    chains: list[PositiveInt] = Field(
+        min_length=2,
+        description="The K at which the memorising paths (M1, M2) are timed; the race "
+        "interpolates between them, so they should bracket K*_1.",
     )
 
 
@@ -80,6 +96,11 @@ class IclMarkovSpec(SpecBase):
     training: Training
     seed: NonNegativeInt = Field(0, description="Fixes the chains, the mixture and the runs.")
     options: MarkovOptions = Field(default_factory=MarkovOptions)
+    race: RaceClocks | None = Field(
+        None,
+        description="`infoflow validate` also trains the clock models and judges K*_1 from "
+        "the race of this run's clocks.",
+    )
     calibration: str | None = Field(
         None,
         description="A calibration file written by `infoflow calibrate icl_markov`, relative "

@@ -57,7 +57,7 @@ class IclGroup:
         return [(k, s) for s in self.seeds for k in self.chains]
 
     def describe(self) -> dict:
-        spec = self.spec.model_dump(mode="json", exclude={"chains", "sweep", "description"})
+        spec = self.spec.model_dump(mode="json", exclude={"chains", "sweep", "description", "race"})
         return {"setting": spec, "chains": self.chains, "seeds": self.seeds,
                 "checkpoints": self.checkpoints, "eval_sequences": self.eval_sequences}  # fmt: skip
 
@@ -76,7 +76,7 @@ class MemberData:
         for k, seed in group.members:
             pool = markov.sample_chains(max(group.chains), c, alpha, seed)
             P.append(pool[:k])
-            weights.append(_mixture(k, max(group.chains), spec.mixture, seed))
+            weights.append(mixture_weights(k, max(group.chains), spec.mixture, seed))
         self.P, self.weights = P, weights
         self.offsets = torch.tensor(np.cumsum([0] + [len(p) for p in P[:-1]]), device=device)
         padded = torch.zeros(len(P), max(group.chains))
@@ -142,7 +142,8 @@ class Prefetched:
         return self.start if step % self.count else self.generator.get_state()
 
 
-def _mixture(k: int, pool: int, mixture: str, seed: int) -> Tensor:
+def mixture_weights(k: int, pool: int, mixture: str, seed: int) -> Tensor:
+    """The weights of the first K chains of a pool of ``pool`` (nested in K)."""
     if mixture == "uniform":
         return torch.full((k,), 1 / k, dtype=torch.float64)
     draws = np.random.default_rng(seed + 7).exponential(size=pool)[:k]

@@ -10,7 +10,9 @@ import numpy as np
 
 import infoflow
 from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.validators.icl_markov.clocks import ClockGroup
 from infoflow.validators.icl_markov.data import IclGroup
+from infoflow.validators.icl_markov.racing import plan_clocks
 from infoflow.validators.protocol import Job
 
 
@@ -44,11 +46,13 @@ class IclExperiment:
     base: IclMarkovSpec
     capped: list[str] = field(default_factory=list)
     groups: list[IclGroup] = field(default_factory=list)
+    clocks: list[ClockGroup] = field(default_factory=list)  # the race's, when the spec asks
     predictions: dict[tuple[str, int], infoflow.Result] = field(default_factory=dict)
 
     @property
     def jobs(self) -> list[Job]:
-        return [Job("icl_markov", self.name, g, g.spec.training.steps) for g in self.groups]
+        groups = [*self.groups, *self.clocks]
+        return [Job("icl_markov", self.name, g, g.spec.training.steps) for g in groups]
 
 
 def plan(
@@ -74,6 +78,10 @@ def plan(
         experiment.groups.append(group)
         for k in group.chains:
             experiment.predictions[(group.name, k)] = experiment.predictions.pop((key, k))
+    if spec.race is not None:
+        seeds = [spec.seed + s for s in range(scale.seeds)]
+        experiment.clocks = plan_clocks(name, [g.spec for g in experiment.groups], seeds,
+                                        log_spaced)  # fmt: skip
     experiment.capped = sorted(set(experiment.capped))
     return experiment
 

@@ -5,6 +5,13 @@ shape [l, m, d, 3 d]. Unlike :mod:`~infoflow.validators.retrieval.model`, every 
 shape and reads its own batch (the members of a K sweep see different chains). Blocks are
 pre-LN (attention, then a GELU MLP), positions are learned and absolute, attention is causal
 through ``scaled_dot_product_attention`` with members folded into the batch.
+
+A layer's attention can also be a fixed pattern with learned values and output (the clock
+models of :mod:`~infoflow.validators.icl_markov.clocks`, after the paper's minimal model):
+``previous`` attends to the previous position only (a hard-wired previous-token head, so the
+layer outputs the current state together with the previous one), ``self`` to the current
+position only (it cannot see the previous token), ``uniform`` to every earlier position
+equally (it can pool the context but not match the current state).
 """
 
 from __future__ import annotations
@@ -14,6 +21,9 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+#: A layer's attention: learned (``causal``) or one of the fixed patterns.
+ATTENTION = ("causal", "previous", "self", "uniform")
 
 #: Parameters with a layer axis before the member axis.
 _PER_LAYER = {"ln1", "W_QKV", "W_O", "ln2", "W_1", "b_1", "W_2", "b_2"}
@@ -32,9 +42,13 @@ class StackedGPT(nn.Module):
         d_model: int,
         heads: int,
         mlp_width: int,
+        attention: tuple[str, ...] | None = None,
     ):
         super().__init__()
         self.seeds, self.heads = list(seeds), heads
+        self.attention = tuple(attention or ("causal",) * layers)
+        if len(self.attention) != layers or set(self.attention) - set(ATTENTION):
+            raise ValueError(f"attention needs one of {ATTENTION} per layer: {self.attention}")
         m, L, d, f = len(seeds), layers, d_model, mlp_width
         self.W_E = nn.Parameter(torch.empty(m, states, d))
         self.W_pos = nn.Parameter(torch.empty(m, context_len, d))
@@ -92,6 +106,10 @@ class StackedGPT(nn.Module):
 
     def _attention(self, z: Tensor, layer: int) -> Tensor:
         m, b, t, d = z.shape
+        if self.attention[layer] != "causal":
+            v = torch.einsum("mbte,mef->mbtf", z, self.W_QKV[layer][..., 2 * d :])
+            out = torch.einsum("ts,mbse->mbte", fixed_pattern(self.attention[layer], t, z), v)
+            return torch.einsum("mbte,mef->mbtf", out, self.W_O[layer])
         qkv = torch.einsum("mbte,mef->mbtf", z, self.W_QKV[layer])
         q, k, v = (
             part.reshape(m * b, t, self.heads, d // self.heads).transpose(1, 2)
@@ -100,6 +118,19 @@ class StackedGPT(nn.Module):
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         out = out.transpose(1, 2).reshape(m, b, t, d)
         return torch.einsum("mbte,mef->mbtf", out, self.W_O[layer])
+
+
+def fixed_pattern(kind: str, t: int, like: Tensor) -> Tensor:
+    """The [t, t] attention weights of a fixed pattern (rows: queries, causal)."""
+    eye = torch.eye(t, dtype=like.dtype, device=like.device)
+    if kind == "self":
+        return eye
+    if kind == "previous":
+        pattern = torch.diag(torch.ones(t - 1, dtype=like.dtype, device=like.device), -1)
+        pattern[0, 0] = 1  # the first position has no previous one: it reads itself
+        return pattern
+    causal = torch.ones(t, t, dtype=like.dtype, device=like.device).tril()
+    return causal / causal.sum(-1, keepdim=True)
 
 
 def _norm(x: Tensor, gain_bias: Tensor) -> Tensor:

@@ -10,34 +10,45 @@ same data stream. :func:`load_trained` gives a finished group's model back, and
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from infoflow.validators.ensemble import Checkpoint, ensemble_step, precision, resume
+from infoflow.validators.icl_markov.clocks import ClockData, ClockGroup
 from infoflow.validators.icl_markov.data import SPLITS, TARGETS, IclGroup, MemberData, Prefetched
 from infoflow.validators.icl_markov.model import StackedGPT
 from infoflow.validators.protocol import Context
 from infoflow.validators.throughput import meter
 
 
-def build_model(group: IclGroup, device: torch.device) -> StackedGPT:
-    """The group's stacked model, member (K, s) initialised from seed 1000 s + K."""
+def build_model(group, device: torch.device) -> StackedGPT:
+    """The group's stacked model, member (K, s) initialised from seed 1000 s + K (K = infinity
+    counts as 0); a clock group's attention patterns are its clock's."""
     spec = group.spec
     m = spec.model
-    return StackedGPT([seed * 1000 + k for k, seed in group.members], spec.states,
-                      spec.context_len, m.layers, m.d_model, m.heads,
-                      m.mlp_width).to(device)  # fmt: skip
+    return StackedGPT([seed * 1000 + (k or 0) for k, seed in group.members], spec.states,
+                      spec.context_len, m.layers, m.d_model, m.heads, m.mlp_width,
+                      getattr(group, "attention", None)).to(device)  # fmt: skip
 
 
-def train_icl_group(group: IclGroup, context: Context) -> None:
-    """Train ``group`` to the end, resuming from its checkpoint; the metrics of every
-    checkpoint go to the store."""
+def train_icl_group(group: IclGroup | ClockGroup, context: Context) -> None:
+    """Train ``group`` (a K sweep or a clock) to the end, resuming from its checkpoint; the
+    metrics of every checkpoint go to the store."""
+    torch.manual_seed(group.spec.seed)
+    if isinstance(group, ClockGroup):
+        data = ClockData(group, context.device)
+        _train(group, context, data, data.evaluate)
+    else:
+        data = MemberData(group, context.device)
+        _train(group, context, data, lambda model: evaluate(model, data))
+
+
+def _train(group, context: Context, data, evaluate_members) -> None:
     started, device, store = time.perf_counter(), context.device, context.store
     spec, training = group.spec, group.spec.training
-    torch.manual_seed(spec.seed)
-    data = MemberData(group, device)
     model = build_model(group, device)
     optimizer = torch.optim.AdamW(model.parameter_groups(training.weight_decay), lr=training.lr,
                                   betas=(0.9, 0.95), fused=device.type == "cuda")  # fmt: skip
@@ -57,12 +68,13 @@ def train_icl_group(group: IclGroup, context: Context) -> None:
         per_member = F.cross_entropy(
             logits.float().flatten(1, 2).transpose(1, 2), x[:, :, 1:].flatten(1), reduction="none"
         ).mean(-1)
-        losses += ensemble_step(optimizer, schedule, per_member)
+        with slowed_layer1_attention(model, training.layer1_attention_lr):
+            losses += ensemble_step(optimizer, schedule, per_member)
         speed.add(len(group.members) * training.batch_size * spec.context_len)
         window += 1
         done = step + 1
         if done in group.checkpoints or done == training.steps:
-            metrics = evaluate(model, data)
+            metrics = evaluate_members(model)
             mean_losses = (losses / window).tolist()
             for i, loss in enumerate(mean_losses):
                 metrics[i]["train:loss"] = loss
@@ -75,6 +87,22 @@ def train_icl_group(group: IclGroup, context: Context) -> None:
                 context.progress(group.name, done, training.steps, mean, speed.text())
     store.record_throughput(group.name, speed.rates())
     store.finish_group(group.name, [], time.perf_counter() - started)
+
+
+@contextmanager
+def slowed_layer1_attention(model: StackedGPT, scale: float):
+    """Within the block, an optimiser step moves layer 1's attention weights ``scale`` times
+    as far: AdamW's update and decoupled decay are both proportional to the learning rate,
+    and its moments do not depend on it, so this is exactly that layer's rate times
+    ``scale``."""
+    if scale == 1:
+        yield
+        return
+    before = [p[0].detach().clone() for p in (model.W_QKV, model.W_O)]
+    yield
+    with torch.no_grad():
+        for p, old in zip((model.W_QKV, model.W_O), before, strict=True):
+            p[0].copy_(old + scale * (p[0] - old))
 
 
 def load_trained(group: IclGroup, context: Context) -> tuple[MemberData, StackedGPT]:

@@ -14,6 +14,12 @@ from infoflow.validators.icl_markov import plots, report
 from infoflow.validators.icl_markov.claims import claims
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
 from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure
+from infoflow.validators.icl_markov.racing import (
+    measured_clocks,
+    race_claim,
+    race_for,
+    shift_claims,
+)
 from infoflow.validators.icl_markov.train import load_trained, position_kl, train_icl_group
 from infoflow.validators.protocol import Context, Job
 
@@ -33,7 +39,8 @@ class IclMarkovValidator:
         train_icl_group(job.group, context)
 
     def judge(self, experiment: IclExperiment, context: Context) -> Section:
-        groups, found = [], []
+        groups, found, raced = [], [], {}
+        clocks = measured_clocks(experiment.clocks, context.store.metrics)
         for group in experiment.groups:
             data, model = load_trained(group, context)
             levels, positions = data.levels(), position_kl(model, data)
@@ -43,12 +50,20 @@ class IclMarkovValidator:
                          for i, (k, seed) in enumerate(group.members)]  # fmt: skip
             measurement = {**measure(histories), "ceiling": ceiling(levels, group.members)}
             mine = claims(experiment, group, measurement)
+            result = race_for(group.spec, clocks)
+            if result is not None:
+                measurement["race"] = result.to_json()
+                mine.append(race_claim(result, measurement["k1_star"]))
+                raced[group.name] = (result, measurement["k1_star"])
             if len(experiment.groups) > 1:
                 mine = [claim.prefixed(group.name) for claim in mine]
             groups.append(report.group_section(experiment, group, histories, measurement, levels,
                                                metrics, positions, mine))  # fmt: skip
             found += mine
-        body = {"capped": experiment.capped, "groups": groups}
+        found += shift_claims(experiment.groups, raced)
+        body = {"capped": experiment.capped, "groups": groups,
+                "clocks": [{k: v for k, v in entry.items() if k != "clocks"}
+                           for entry in clocks.values()]}  # fmt: skip
         return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:

@@ -1,0 +1,116 @@
+"""The race predictor of K*_1 on synthetic clocks, the clock criterion, and predict reading
+clocks from a calibration file."""
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import infoflow
+from infoflow.icl_markov.calibration import SHIPPED
+from infoflow.icl_markov.race import Clocks, clocks_of, crossing, race, span
+
+KS = [2, 4, 8, 16, 32, 64]
+
+
+def clocks(g, g_prev, m1, m2_prev, **more) -> Clocks:
+    return Clocks(g=g, g_prev=g_prev, m1={k: [m1(k)] for k in KS},
+                  m2_prev={k: [m2_prev(k)] for k in KS}, steps=10_000, **more)  # fmt: skip
+
+
+def test_power_law_memorisation_ties_with_g2_where_the_algebra_says():
+    # tau_M1 = 10 K, tau_G = 200: the tie is at K = 20 (log-log interpolation is exact here)
+    result = race(clocks([200], [150], lambda k: 10 * k, lambda k: 1e4))
+    assert result.k1_star == pytest.approx(20)
+    assert result.interval == pytest.approx((20, 20))
+    assert "M1 path" in result.reason
+
+
+def test_the_m2_path_pays_for_the_previous_token_head():
+    # tau_prev = 200 - 40 = 160; M2 path = 160 + K: ties with 200 at K = 40 (interpolated
+    # log-log between 32 and 64); M1 is far slower
+    result = race(clocks([200], [40], lambda k: 1e4, lambda k: k))
+    assert result.tau_prev == (160, 160, 160)
+    assert 32 < result.k1_star < 64
+    assert "M2 path" in result.reason
+    # a faster head (tau_prev 20) leaves M2 ahead at every K on the grid: no tie to report
+    fast = race(clocks([200], [180], lambda k: 1e4, lambda k: k))
+    assert fast.k1_star is None and "above" in fast.reason
+
+
+def test_slowing_layer1_attention_delays_g2_but_not_m1():
+    base = clocks([200], [40], lambda k: 10 * k, lambda k: 1e4)
+    # [R] unmeasured: tau_prev / r; G takes 40 + 160 / 0.5 = 360, M1 ties at K = 36
+    assert race(base, 0.5).k1_star == pytest.approx(36)
+    assert race(base, 0.5).tau_g[1] == pytest.approx(360)
+    # measured: the slowed G clock is used as it is
+    measured = clocks([200], [40], lambda k: 10 * k, lambda k: 1e4, g_slowed={0.5: [300]})
+    assert race(measured, 0.5).k1_star == pytest.approx(30)
+
+
+def test_no_tie_is_reported_with_its_reason():
+    never = race(clocks([None], [40], lambda k: 10 * k, lambda k: 1e4))
+    assert never.k1_star is None and "did not form" in never.reason
+    below = race(clocks([10], [5], lambda k: 100 * k, lambda k: 1e4))
+    assert below.k1_star is None and "below" in below.reason
+
+
+def test_a_censored_clock_bounds_the_tie_by_the_next_k():
+    assert crossing([4, 8, 16], [50, 100, math.inf], 150) == 16
+    assert crossing([4, 8, 16], [200, 300, 400], 150) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(50, 500), min_size=1, max_size=4),
+    st.lists(st.floats(1, 40), min_size=1, max_size=4),
+    st.floats(1, 20),
+    st.floats(0.5, 2),
+    st.lists(st.floats(0.7, 1.4), min_size=3, max_size=3),
+)
+def test_the_interval_holds_the_median_tie(g, g_prev, scale, power, noise):
+    """Over random clocks rising with K: low <= K*_1 <= high whenever a tie is found."""
+    m1 = {k: [scale * k**power * n for n in noise] for k in KS}
+    result = race(Clocks(g=g, g_prev=g_prev, m1=m1, m2_prev={k: [1e6] for k in KS}, steps=1))
+    if result.k1_star is not None:
+        low, high = result.interval
+        assert low <= result.k1_star * (1 + 1e-9) and result.k1_star <= high * (1 + 1e-9)
+
+
+def test_span_counts_a_clock_that_did_not_form_as_infinite():
+    assert span([3, None, 1]) == (1, 3, math.inf)
+
+
+def test_clocks_from_member_rows_as_reports_hold_them():
+    rows = [{"clock": "G", "layer1_attention_lr": 1.0, "chains": None, "seed": 0, "time": 9.0},
+            {"clock": "G", "layer1_attention_lr": 0.5, "chains": None, "seed": 0, "time": 20.0},
+            {"clock": "M1", "layer1_attention_lr": 1.0, "chains": 4, "seed": 1, "time": 3.0}]  # fmt: skip
+    found = clocks_of(rows, 100)
+    assert found.g == [9.0] and found.g_slowed == {0.5: [20.0]} and found.m1 == {4: [3.0]}
+
+
+def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path):
+    shipped = json.loads(SHIPPED.read_text())
+    smoke = json.loads(open("specs/icl_markov/smoke-c3.json").read())
+    spec = {**smoke, "sweep": None, "chains": 8}
+    settings_ = {"states": 3, "context_len": 64, "dirichlet_alpha": 1.0, "mixture": "random",
+                 **smoke["model"], "batch_size": 64, "lr": 0.001, "weight_decay": 0.1}  # fmt: skip
+    members = [{"clock": "G", "layer1_attention_lr": 1.0, "seed": 0, "time": 200.0},
+               {"clock": "G|prev", "layer1_attention_lr": 1.0, "seed": 0, "time": 150.0}]  # fmt: skip
+    members += [{"clock": "M1", "layer1_attention_lr": 1.0, "chains": k, "seed": 0,
+                 "time": 10.0 * k} for k in KS]  # fmt: skip
+    shipped["clocks"] = [{"name": "synthetic", "settings": settings_, "provenance": "test",
+                          "source": "hand-made", "device": "none", "date": "2026-11-30",
+                          "steps": 1000, "members": members}]  # fmt: skip
+    (tmp_path / "calibration.json").write_text(json.dumps(shipped))
+    (tmp_path / "spec.json").write_text(json.dumps({**spec, "calibration": "calibration.json"}))
+    k1 = infoflow.predict(infoflow.load_spec(tmp_path / "spec.json"))["k1_star"]
+    assert k1.value == pytest.approx(20) and k1.interval == pytest.approx((20, 20))
+    assert k1.provenance == "mechanism:clock_race (calibrated:synthetic)"
+    # another setting has no clocks: the anchor, which says so in its provenance
+    other = {**spec, "calibration": "calibration.json", "context_len": 128}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    k1 = infoflow.predict(infoflow.load_spec(tmp_path / "other.json"))["k1_star"]
+    assert k1.provenance.startswith("calibrated:")
