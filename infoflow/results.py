@@ -8,7 +8,8 @@ The JSON form is the contract of ``infoflow predict --format json`` (design.md):
 ``expression`` and ``latex`` appear only for predictions that are formulas; ``interval``
 (low, high) only for estimates that carry one. Values are computed with plain arithmetic; a
 formula is built as a sympy expression only when something asks for it (``expression``, the
-JSON form), so a table of numbers never imports sympy.
+JSON form), so a table of numbers never imports sympy; a formula that prints itself (looped_kv's,
+from cached text) gives the JSON form without sympy too.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class Prediction:
     ``provenance`` is a tag (``paper:summary``, ``paper:figure``, ``derived``,
     ``reconstruction:<option>``, ...) saying where the rule comes from; ``note`` says it in
     a sentence. ``formula`` is the sympy formula the value follows from, if any, or a function
-    that builds it; ``expression`` is that formula, built on first use.
+    that builds it (and may print it without sympy: ``printed()`` -> text, LaTeX);
+    ``expression`` is that formula, built on first use.
     """
 
     value: Value
@@ -74,11 +76,18 @@ class Prediction:
         if self.interval is not None:
             out["interval"] = [v if math.isfinite(v) else None for v in self.interval]
         if self.formula is not None:
-            import sympy
-
-            out["expression"] = str(self.expression)
-            out["latex"] = sympy.latex(self.expression)
+            out["expression"], out["latex"] = self._printed()
         return out
+
+    def _printed(self) -> tuple[str, str]:
+        """The expression's text and LaTeX: from the formula itself when it prints itself
+        without sympy (looped_kv's cached expressions), else by sympy."""
+        printed = getattr(self.formula, "printed", None)
+        if printed is not None:
+            return printed()
+        import sympy
+
+        return str(self.expression), sympy.latex(self.expression)
 
 
 @dataclass(frozen=True)

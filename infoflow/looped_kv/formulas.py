@@ -62,17 +62,6 @@ def symbols() -> SimpleNamespace:
     )
 
 
-def expression(form: Form) -> Callable[[], Any]:
-    """A function that builds ``form``'s sympy expression when called (see Prediction)."""
-
-    def build() -> Any:
-        import sympy
-
-        return sympy.sympify(form(symbols()))
-
-    return build
-
-
 def substitutions(values: Numbers) -> dict[Any, Any]:
     """``values`` keyed by the sympy symbols, for ``expression.subs`` (checks, tests)."""
     s = symbols()

@@ -1,7 +1,8 @@
 """``looped_kv`` spec -> predictions: cache bytes, compression ratios, weights, capacity.
 
 Values are exact integer and rational arithmetic on the formulas of :mod:`formulas`; each
-prediction's sympy expression is built from the same formula only when asked for.
+prediction's sympy expression is built from the same formula only when asked for, and its
+printed text comes from :mod:`expressions`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from infoflow.looped_kv import formulas as F
+from infoflow.looped_kv.expressions import Expression
 from infoflow.looped_kv.spec import DEVICES, DTYPE_BYTES, QUANTIZED, LoopedKVSpec
 from infoflow.results import Prediction, Result
 
@@ -59,7 +61,7 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     }  # fmt: skip
     out = {
         name: Prediction(_number(form(values)), unit, "exact", provenance, note,
-                         F.expression(form))
+                         Expression(form))
         for name, (form, unit, provenance, note) in formulas.items()
     }  # fmt: skip
     forms = (full, compressed), (full_sequence, compressed_sequence)
@@ -198,7 +200,7 @@ def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> 
             int(batch(at)), "sequences", "upper", source,
             f"{PAPER}: floor(budget / {divisor}){rounding}{copied}; an upper bound (paging, "
             "fragmentation and activations take their share).",
-            F.expression(batch),
+            Expression(batch),
         )  # fmt: skip
         result[f"max_context_tokens{suffix}"] = _max_context(model, context, at, per_token)
     return result
@@ -257,9 +259,9 @@ def _max_context(model, context: F.Form, at: F.Numbers, per_token: F.Form) -> Pr
             return Prediction(None, "tokens", "upper", "derived",
                               f"Unbounded: every layer is windowed, and a full window "
                               f"({int(windowed):,} B) fits in the budget.",
-                              F.expression(context))  # fmt: skip
+                              Expression(context))  # fmt: skip
     return Prediction(int(context(at)), "tokens", "upper", "derived", note,
-                      F.expression(context))  # fmt: skip
+                      Expression(context))  # fmt: skip
 
 
 def _exact(number: float) -> Fraction:

@@ -83,13 +83,12 @@ def test_random_expressions_give_the_values(spec, budget, step) -> None:
     assert_expressions_give_values(infoflow.predict({**spec, "serving": serving}))
 
 
-def test_a_table_of_numbers_imports_no_sympy() -> None:
+def test_a_bundled_spec_imports_no_sympy_in_a_table_or_json() -> None:
     spec = str(LOOPED_KV / "ouro-1.4b-h200.json")
-    proc = run_cli("predict", spec, env={"PYTHONPROFILEIMPORTTIME": "1"})
-    assert proc.returncode == 0 and "max_batch_compressed" in proc.stdout
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
-    assert "infoflow.looped_kv.formulas" in imported  # the import log is really there
-    assert not {m for m in imported if m.split(".")[0] in {"sympy", "torch"}}
-    json_run = run_cli("predict", "-f", "json", spec, env={"PYTHONPROFILEIMPORTTIME": "1"})
-    imported = {line.rsplit("|", 1)[-1].strip() for line in json_run.stderr.splitlines()}
-    assert "sympy" in imported and "torch" not in imported  # expressions are sympy's
+    for args in (["-f", "table"], ["-f", "json"], ["-f", "json", "--set", "model.mlp=gelu"]):
+        proc = run_cli("predict", *args, spec, env={"PYTHONPROFILEIMPORTTIME": "1"})
+        assert proc.returncode == 0 and "max_batch_compressed" in proc.stdout
+        imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+        assert "infoflow.looped_kv.formulas" in imported  # the import log is really there
+        assert "torch" not in imported
+        assert ("sympy" in imported) == ("--set" in args)  # a formula the cache lacks
