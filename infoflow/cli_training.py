@@ -33,7 +33,9 @@ class Device(StrEnum):
 
 @app.command()
 def plan(
-    specs: Annotated[list[Path], typer.Argument(help="Retrieval spec files.", show_default=False)],
+    specs: Annotated[
+        list[Path], typer.Argument(help="Retrieval or icl_markov spec files.", show_default=False)
+    ],
     scale: Annotated[
         Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings.")
     ] = Scale.smoke,
@@ -49,8 +51,9 @@ def plan(
     seeds: Annotated[int | None, typer.Option(min=1, max=1000, help="Override the seeds.")] = None,
     overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
 ) -> None:
-    """Design the experiments validate would run: sizes, predicted exponents, the claims
-    they test and the estimated time on the device (needs torch)."""
+    """The experiments validate would run and their estimated time on the device: for
+    retrieval the design (sizes, predicted exponents, the claims they test); for icl_markov
+    the K sweeps and clock runs (needs torch)."""
     from infoflow.units import parse_duration
 
     total = 0.0

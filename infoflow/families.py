@@ -96,7 +96,10 @@ FAMILIES: dict[str, Family] = {
             kind="icl_markov",
             spec="infoflow.icl_markov.spec:IclMarkovSpec",
             predict="infoflow.icl_markov.predict:predict_icl_markov",
-            commands={"calibrate": "infoflow.icl_markov.fit:calibrate"},
+            commands={
+                "calibrate": "infoflow.icl_markov.fit:calibrate",
+                "plan": "infoflow.validators.icl_markov.plan:plan_command",
+            },
             validator="infoflow.validators.icl_markov.validator:VALIDATOR",
             docs="docs/icl_markov.md",
             specs="specs/icl_markov",

@@ -108,7 +108,7 @@ class ClockRun(_Strict):
     """One member of a clock run: which clock, at what layer-1 rate, K (None: infinity),
     seed, and the step its mechanism formed (None: not within the run)."""
 
-    clock: Literal["G", "G|prev", "M2|prev", "M1"]
+    clock: Literal["G", "G_prev", "M2_prev", "M1"]
     layer1_attention_lr: float = Field(gt=0, le=1)
     chains: int | None = Field(None, gt=0)
     seed: int = Field(ge=0)

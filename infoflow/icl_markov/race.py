@@ -75,8 +75,8 @@ def clocks_of(members: list[dict], steps: int) -> Clocks:
 
     slowed = {m["layer1_attention_lr"] for m in members if m["layer1_attention_lr"] != 1}
     return Clocks(
-        g=times("G").get(None, []), g_prev=times("G|prev").get(None, []),
-        m2_prev=times("M2|prev"), m1=times("M1"), steps=steps,
+        g=times("G").get(None, []), g_prev=times("G_prev").get(None, []),
+        m2_prev=times("M2_prev"), m1=times("M1"), steps=steps,
         g_slowed={r: times("G", r).get(None, []) for r in sorted(slowed)},
     )  # fmt: skip
 

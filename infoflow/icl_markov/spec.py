@@ -67,6 +67,17 @@ class MarkovOptions(StrictModel):
         "d_model",
         description="What D_phi, the task-vector dimension compared with C^2, is taken to be.",
     )
+    kl_direction: Literal["reference_model", "model_reference"] = Field(
+        "reference_model",
+        description="The KL every metric uses: KL(reference || model), or Park et al.'s "
+        "KL(model || reference) (the reference is the truth or a reference predictor).",
+    )
+    positions: Literal["uniform", "stationary"] = Field(
+        "uniform",
+        description="How the scored positions (every one but the last) are weighted: equally, "
+        "or each by the generating chain's stationary probability of the current state "
+        "(a reading of Park et al.'s stationary-weighted contexts).",
+    )
 
 
 class RaceClocks(StrictModel):

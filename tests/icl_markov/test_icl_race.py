@@ -98,7 +98,7 @@ def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path
     settings_ = {"states": 3, "context_len": 64, "dirichlet_alpha": 1.0, "mixture": "random",
                  **smoke["model"], "batch_size": 64, "lr": 0.001, "weight_decay": 0.1}  # fmt: skip
     members = [{"clock": "G", "layer1_attention_lr": 1.0, "seed": 0, "time": 200.0},
-               {"clock": "G|prev", "layer1_attention_lr": 1.0, "seed": 0, "time": 150.0}]  # fmt: skip
+               {"clock": "G_prev", "layer1_attention_lr": 1.0, "seed": 0, "time": 150.0}]  # fmt: skip
     members += [{"clock": "M1", "layer1_attention_lr": 1.0, "chains": k, "seed": 0,
                  "time": 10.0 * k} for k in KS]  # fmt: skip
     shipped["clocks"] = [{"name": "synthetic", "settings": settings_, "provenance": "test",

@@ -5,9 +5,9 @@ One group per clock and setting, its members the K values and seeds (theory note
 ``icl_markov.md``, "Corrections and the mechanistic predictor"):
 
 - ``G``: the full model at K = infinity (a fresh chain per sequence): tau_G;
-- ``G|prev``: layer-1 attention hard-wired to the previous token (the paper's minimal model),
+- ``G_prev``: layer-1 attention hard-wired to the previous token (the paper's minimal model),
   K = infinity: tau_G|prev;
-- ``M2|prev``: the same with layer-2 attention uniform, so it can pool the context's bigrams
+- ``M2_prev``: the same with layer-2 attention uniform, so it can pool the context's bigrams
   but cannot match the current state (no G2), on K chains: tau_M2|prev(K);
 - ``M1``: layer-1 attention sees only the current token (no previous-token head, so neither
   G2 nor M2), on K chains: tau_M1(K);
@@ -44,8 +44,8 @@ MIN_DROP = 0.1
 #: clock -> (layer attention patterns, the mechanism's reference, K = infinity)
 CLOCKS = {
     "G": (("causal", "causal"), "G2", True),
-    "G|prev": (("previous", "causal"), "G2", True),
-    "M2|prev": (("previous", "uniform"), "M2", False),
+    "G_prev": (("previous", "causal"), "G2", True),
+    "M2_prev": (("previous", "uniform"), "M2", False),
     "M1": (("self", "causal"), "M1", False),
 }
 

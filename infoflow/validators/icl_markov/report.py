@@ -75,7 +75,7 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             f"{s['mixture']} mixture; {model['layers']} layers, d_model {model['d_model']}, "
             f"{model['heads']} heads, MLP {model['mlp_width']}; {training['steps']:,} steps of "
             f"batch {training['batch_size']}, lr {training['lr']}, weight decay "
-            f"{training['weight_decay']}; seeds {group['seeds']}; plots "
+            f"{training['weight_decay']}{_rate(training)}; seeds {group['seeds']}; plots "
             f"{markdown_code(group['name'] + '-phases.png')}, "
             f"{markdown_code(group['name'] + '-kl.png')}, "
             f"{markdown_code(group['name'] + '-positions.png')}.",
@@ -95,7 +95,51 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             cells += [number(v, ".3f") for v in final]
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", _thresholds(group["measurement"])]
+        if "race" in group["measurement"]:
+            lines += ["", _race(group["measurement"]["race"])]
         lines += claims_markdown(group["claims"])
+    if spec.get("clocks"):
+        lines += _clocks(spec["clocks"])
+    return lines
+
+
+def _rate(training: dict) -> str:
+    rate = training.get("layer1_attention_lr", 1)
+    return f", layer 1's attention at {rate:g} x the rate" if rate != 1 else ""
+
+
+def _race(race: dict) -> str:
+    """The race's K*_1 at a group's setting, with the clocks behind it, in a sentence."""
+    tau_g, tau_prev = race["tau_g"], race["tau_prev"]
+    interval = race["interval"]
+    k1 = (f"K*_1 = {race['k1_star']:.3g} ({interval[0]:.3g} to {interval[1]:.3g} over the "
+          f"clock seeds)" if race["k1_star"] is not None else "no K*_1")  # fmt: skip
+    return (f"The race of this run's clocks: {k1}; {race['reason']}. tau_G {_maybe(tau_g[1])} "
+            f"steps (seeds {_maybe(tau_g[0])} to {_maybe(tau_g[2])}), tau_prev "
+            f"{_maybe(tau_prev[1])}.")  # fmt: skip
+
+
+def _clocks(entries: list[dict]) -> list[str]:
+    """The clock runs: per setting, a row per clock, layer-1 rate and K with each seed's
+    time (steps to halfway; - where it did not form)."""
+    lines = ["", "### The clock runs", "",
+             "Steps until each mechanism is halfway from the unigram plateau to its Bayes level, "
+             "on models where only it can form (docs/icl_markov.md, \"The race\"); one value "
+             "per seed, - where it did not form within the run."]  # fmt: skip
+    for entry in entries:
+        s = entry["setting"]
+        lines += ["", f"C = {s['states']}, context {s['context_len']}, d_model "
+                  f"{s['model']['d_model']}, {entry['steps']:,} steps:", "",
+                  "| clock | layer-1 rate | K | times (per seed) |",
+                  "|---|--:|--:|---|"]  # fmt: skip
+        rows: dict[tuple, list] = {}
+        for m in entry["members"]:
+            key = (m["clock"], m["layer1_attention_lr"], m["chains"])
+            rows.setdefault(key, []).append(m["time"])
+        for (clock, rate, k), times in rows.items():
+            cells = [clock, f"{rate:g}", "inf" if k is None else str(k),
+                     ", ".join("-" if t is None else f"{t:.0f}" for t in times)]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 

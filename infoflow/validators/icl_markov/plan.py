@@ -1,0 +1,77 @@
+"""``infoflow plan`` for an icl_markov spec: the groups validate would train (the K sweep per
+setting and, with ``race``, the clock runs), their members and steps, and the estimated time
+on a device from the step-time model of :mod:`~infoflow.validators.retrieval.steptime`
+(measured on this machine, or the stated H200 assumption for ``cuda`` without one).
+
+A step costs the model FLOPs of every member (nanoGPT's count, as the throughput meter
+counts them), plus the evaluations at each checkpoint (a forward pass, a third of a training
+step's FLOPs per token, over the test sequences: two sets for a K sweep, one for a clock).
+The step-time model was fitted on retrieval ensembles, so this is an estimate of the
+training's arithmetic and launches, not of the data sampler or the references.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+
+from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.validators.icl_markov.clocks import ClockGroup
+from infoflow.validators.retrieval.steptime import StepTime, step_time
+from infoflow.validators.throughput import flops_per_token
+
+
+def member_flops_per_token(spec: IclMarkovSpec) -> float:
+    """Training FLOPs per token of one member (as :func:`throughput.meter` counts them)."""
+    c, n, m = spec.states, spec.context_len, spec.model
+    d, f, layers = m.d_model, m.mlp_width, m.layers
+    per_layer = 4 * d + 3 * d * d + d * d + d * f + f + f * d + d  # norms, attention, MLP
+    params = c * d + n * d + layers * per_layer + 2 * d + d * c + c
+    return flops_per_token(params, layers * n * d)
+
+
+def group_seconds(group, steptime: StepTime) -> float:
+    """Training and evaluation time of one group on the step-time model."""
+    spec = group.spec
+    tokens = spec.training.batch_size * (spec.context_len - 1)
+    per_token = member_flops_per_token(spec) * len(group.members)
+    train = steptime.step(per_token * tokens)
+    sets = 1 if isinstance(group, ClockGroup) else 2
+    evaluation = steptime.step(per_token / 3 * sets * group.eval_sequences * spec.context_len)
+    return spec.training.steps * train + len(group.checkpoints) * evaluation
+
+
+def plan_command(
+    spec: IclMarkovSpec, source: str, scale: str, device: str | None, budget: float | None,
+    steps: int | None, seeds: int | None,
+) -> tuple[str, float]:  # fmt: skip
+    """What ``infoflow plan`` prints for one icl_markov spec, and its estimated seconds."""
+    from infoflow.validators.icl_markov.validator import VALIDATOR
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    sized = VALIDATOR.scale(scale, steps, seeds, device, budget)
+    experiment = VALIDATOR.plan(Path(source).stem, spec, sized, Path(source).parent)
+    steptime = step_time(device)
+    lines = [f"{source}: icl_markov at scale {sized.name} on {device}, seeds {sized.seeds}",
+             f"  step time: {steptime.source}"]  # fmt: skip
+    total = 0.0
+    for group in [*experiment.groups, *experiment.clocks]:
+        seconds = group_seconds(group, steptime)
+        total += seconds
+        rate = group.spec.training.layer1_attention_lr
+        what = f"clock {group.clock}" if isinstance(group, ClockGroup) else "K sweep"
+        what += f", layer-1 attention at {rate:g} x lr" if rate != 1 else ""
+        ks = ", ".join("inf" if k is None else str(k) for k in group.chains)
+        lines.append(f"  {what}: K = {ks}; {len(group.members)} members, "
+                     f"{group.spec.training.steps:,} steps, about {_minutes(seconds)}")  # fmt: skip
+    if experiment.capped:
+        lines.append("  capped: " + "; ".join(experiment.capped))
+    if budget is not None and total > budget:
+        lines.append(f"  over the budget of {_minutes(budget)}: lower --steps or the sweep")
+    return "\n".join(lines), total
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{math.ceil(seconds)} s"
