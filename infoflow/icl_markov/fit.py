@@ -17,6 +17,8 @@ value is under that bound, the bound replaces it (provenance ``fit:lower-bound``
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,10 +32,12 @@ from infoflow.icl_markov.calibration import (
     Anchor,
     Bracket,
     Calibration,
+    ClockSet,
     Constant,
     load_calibration,
     write_calibration,
 )
+from infoflow.icl_markov.race import race
 
 MAX_REPORT_BYTES = 256 * 2**20  # a paper-scale report with every curve
 
@@ -97,6 +101,10 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
         files = ", ".join(str(file) for file, _ in reports)
         raise SpecError(files, [("specs", "no icl_markov results to calibrate from")])
     for file, report, group in groups:
+        if group["setting"]["training"].get("layer1_attention_lr", 1) != 1:
+            out.lines.append((group["name"], "-", "layer 1's attention slowed: an anchor does "
+                              "not model the rate (the race does)"))  # fmt: skip
+            continue
         anchor, notes = _anchor(file, report, group)
         out.lines += notes
         if anchor.k1_star or anchor.tau_2gen:
@@ -112,6 +120,13 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
         else:
             out.lines.append((f"{group['name']}: a", "-",
                               f"memorization won at {len(times)} K; 3 needed"))  # fmt: skip
+    clocks = {c.name: c for c in base.clocks}
+    for file, report in reports:
+        for found in clock_sets(file, report):
+            clocks[found.name] = found
+            k1 = race(found.clocks())
+            value = f"{k1.k1_star:.3g}" if k1.k1_star is not None else "-"
+            out.lines.append((f"{found.name}: K*_1 from the race", value, k1.reason))
     exponents = base.exponents
     if slopes:
         weights = [1 / var for _, var in slopes]
@@ -136,6 +151,7 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
                       "need a K*_2 bracket; one budget gives only a lower bound"))  # fmt: skip
     out.calibration = base.model_copy(update={
         "exponents": exponents, "anchors": list(anchors.values()),
+        "clocks": list(clocks.values()),
         "transient_scale": transient or base.transient_scale,
         "description": base.description + " Refitted by infoflow calibrate icl_markov.",
     })  # fmt: skip
@@ -164,14 +180,42 @@ def _transient_bound(groups, base: Calibration) -> Constant | None:
                     f"(K*_2 from capacity {base.capacity.value:g}, gamma {gamma:g})")  # fmt: skip
 
 
-def _anchor(file: Path, report: dict, group: dict) -> tuple[Anchor, list]:
-    setting, m = group["setting"], group["measurement"]
-    settings: dict[str, Any] = {
+def _settings(setting: dict) -> dict[str, Any]:
+    """The calibration settings of a setting as report.json holds it."""
+    return {
         "states": setting["states"], "context_len": setting["context_len"],
         "dirichlet_alpha": setting["dirichlet_alpha"], "mixture": setting["mixture"],
         **setting["model"], "batch_size": setting["training"]["batch_size"],
         "lr": setting["training"]["lr"], "weight_decay": setting["training"]["weight_decay"],
     }  # fmt: skip
+
+
+def clock_sets(file: Path, report: dict) -> list[ClockSet]:
+    """The clocks of every race in a report, one set per setting."""
+    out = []
+    for spec in report["specs"]:
+        for entry in spec.get("clocks", []) if spec.get("kind") == "icl_markov" else []:
+            settings = _settings(entry["setting"])
+            members = entry["members"]
+            seeds = sorted({m["seed"] for m in members})
+            out.append(ClockSet(
+                name=f"{spec['name']}-clocks-{_digest(settings)}@{report['started'][:10]}",
+                settings=settings, provenance=f"validate:{report['scale']}",
+                source=f"infoflow validate clock runs, {len(members)} members, seeds {seeds}, "
+                f"{entry['steps']:,} steps ({file})",
+                device=report["device"], date=report["started"], steps=entry["steps"],
+                members=members,
+            ))  # fmt: skip
+    return out
+
+
+def _digest(settings: dict) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def _anchor(file: Path, report: dict, group: dict) -> tuple[Anchor, list]:
+    setting, m = group["setting"], group["measurement"]
+    settings = _settings(setting)
     k1, tau, k2 = m["k1_star"], m["tau_2gen"], m["k2_star"]
     notes = []
     bracket = None
