@@ -61,6 +61,17 @@ class MarkovOptions(StrictModel):
         "d_model",
         description="What D_phi, the task-vector dimension compared with C^2, is taken to be.",
     )
+    kl_direction: Literal["reference_model", "model_reference"] = Field(
+        "reference_model",
+        description="The KL every metric uses: KL(reference || model), or Park et al.'s "
+        "KL(model || reference) (the reference is the truth or a reference predictor).",
+    )
+    positions: Literal["uniform", "stationary"] = Field(
+        "uniform",
+        description="How the scored positions (every one but the last) are weighted: equally, "
+        "or each by the generating chain's stationary probability of the current state "
+        "(a reading of Park et al.'s stationary-weighted contexts).",
+    )
 
 
 class IclMarkovSpec(SpecBase):
@@ -71,10 +82,10 @@ class IclMarkovSpec(SpecBase):
     chains: PositiveInt = Field(description="K: number of training chains (data diversity).")
     context_len: PositiveInt = Field(description="N: states per training sequence.")
     dirichlet_alpha: PositiveFloat = Field(1.0, description="Each transition row ~ Dir(alpha).")
-    mixture: Literal["uniform", "random"] = Field(
+    mixture: Literal["uniform", "random", "park"] = Field(
         "random",
-        description="Weights of the K chains: equal, or drawn once from Dirichlet(1) "
-        "(Park et al. use non-uniform weights).",
+        description="Weights of the K chains: equal; drawn once from Dirichlet(1) (normalised "
+        "Exp(1) draws); or Park et al.'s normalised U(0, 1) draws.",
     )
     model: MarkovModel = Field(default_factory=MarkovModel)
     training: Training
