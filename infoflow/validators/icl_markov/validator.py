@@ -13,7 +13,7 @@ from infoflow.validators.claims import Section
 from infoflow.validators.icl_markov import plots, report
 from infoflow.validators.icl_markov.claims import claims
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
-from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure
+from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure, separation
 from infoflow.validators.icl_markov.train import load_trained, position_kl, train_icl_group
 from infoflow.validators.protocol import Context, Job
 
@@ -23,7 +23,7 @@ class IclMarkovValidator:
 
     def scale(self, name: str, steps: int | None, seeds: int | None, device: str,
               budget: float | None = None) -> IclScale:  # fmt: skip
-        scale = replace(SCALES[name], seeds=seeds or 1)
+        scale = replace(SCALES[name], seeds=seeds) if seeds else SCALES[name]
         return replace(scale, max_steps=steps, name=f"{name} ({steps} steps)") if steps else scale
 
     def plan(self, name: str, spec: IclMarkovSpec, scale: IclScale, base_dir: Path):
@@ -37,11 +37,13 @@ class IclMarkovValidator:
         for group in experiment.groups:
             data, model = load_trained(group, context)
             levels, positions = data.levels(), position_kl(model, data)
+            apart = data.separations()
             metrics = context.store.metrics(group.name)
             variant = group.spec.options.g1_variant
-            histories = [MemberHistory.from_metrics(k, seed, metrics[i], variant)
+            histories = [MemberHistory.from_metrics(k, seed, metrics[i], apart[i], variant)
                          for i, (k, seed) in enumerate(group.members)]  # fmt: skip
-            measurement = {**measure(histories), "ceiling": ceiling(levels, group.members)}
+            measurement = measure(histories, ceiling(levels, group.members))
+            measurement["separation"] = separation(apart, group.members, variant)
             mine = claims(experiment, group, measurement)
             if len(experiment.groups) > 1:
                 mine = [claim.prefixed(group.name) for claim in mine]
