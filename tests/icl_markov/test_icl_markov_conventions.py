@@ -33,11 +33,15 @@ def _kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 def test_the_kl_direction_swaps_target_and_model() -> None:
     _, default = _data()
     _, park = _data(options={"kl_direction": "model_reference"})
-    target = torch.softmax(torch.randn(4, 5, 3), -1)
-    log_model = torch.log_softmax(torch.randn(4, 5, 3), -1)
-    assert torch.allclose(default.divergence(target, log_model), _kl(target, log_model.exp()))
-    assert torch.allclose(park.divergence(target, log_model), _kl(log_model.exp(), target),
-                          atol=1e-6)  # fmt: skip
+    generator = torch.Generator().manual_seed(0)
+    target = torch.softmax(torch.randn(4, 5, 3, generator=generator, dtype=torch.float64), -1)
+    log_model = torch.log_softmax(torch.randn(4, 5, 3, generator=generator,
+                                              dtype=torch.float64), -1)  # fmt: skip
+    found = default.divergence(target, log_model)
+    assert torch.allclose(found, _kl(target, log_model.exp()), atol=1e-9)
+    swapped = park.divergence(target, log_model)
+    assert torch.allclose(swapped, _kl(log_model.exp(), target), atol=1e-9)
+    assert not torch.allclose(found, swapped)
 
 
 def test_levels_and_separations_score_references_as_the_model_is_scored() -> None:
