@@ -98,10 +98,10 @@ class IclMarkovSpec(SpecBase):
     chains: PositiveInt = Field(description="K: number of training chains (data diversity).")
     context_len: PositiveInt = Field(description="N: states per training sequence.")
     dirichlet_alpha: PositiveFloat = Field(1.0, description="Each transition row ~ Dir(alpha).")
-    mixture: Literal["uniform", "random"] = Field(
+    mixture: Literal["uniform", "random", "park"] = Field(
         "random",
-        description="Weights of the K chains: equal, or drawn once from Dirichlet(1) "
-        "(Park et al. use non-uniform weights).",
+        description="Weights of the K chains: equal; drawn once from Dirichlet(1) (normalised "
+        "Exp(1) draws); or Park et al.'s normalised U(0, 1) draws.",
     )
     model: MarkovModel = Field(default_factory=MarkovModel)
     training: Training

@@ -80,9 +80,14 @@ def _row(nearest: str, id_truth: float = 0.2, ood_truth: float = 0.2) -> dict[st
     return row
 
 
-def _history(k: int, rows: list[dict]) -> MemberHistory:
-    return MemberHistory.from_metrics(k, 0, {10 * (i + 1): r for i, r in enumerate(rows)},
-                                      "laplace")  # fmt: skip
+#: The references 0.45 apart in every direction: a model at 0.05 from one and 0.5 from the
+#: others sits at (0.45 + 0.45) / 0.9 = 1 of the way, called.
+APART = {f"{p}>{q}": 0.45 for p in markov.REFERENCES for q in markov.REFERENCES if p != q}
+
+
+def _history(k: int, rows: list[dict], seed: int = 0) -> MemberHistory:
+    return MemberHistory.from_metrics(k, seed, {10 * (i + 1): r for i, r in enumerate(rows)},
+                                      APART)  # fmt: skip
 
 
 def test_a_transient_g2_is_measured_from_g2_to_memorizing_m2() -> None:
@@ -114,11 +119,13 @@ def test_k1_bracket_and_monotonicity() -> None:
 
 def test_a_tie_between_seeds_is_never_decided_by_name() -> None:
     mem, gen = [_row("G1"), _row("M2", 0.01, 0.4)], [_row("G1"), _row("G2")]
-    tied = [_history(8, mem), _history(8, gen)]  # one seed each way
+    tied = [_history(8, mem), _history(8, gen, seed=1)]  # one seed each way
     per_k = measure(tied)["per_k"][8]
-    assert (per_k["outcome"], per_k["final_phase"]) == ("undecided", "split")
-    majority = measure([*tied, _history(8, mem)])["per_k"][8]
+    assert (per_k["outcome"], per_k["final_phase"], per_k["final_kind"]) == ("undecided", "split",
+                                                                            "split")  # fmt: skip
+    majority = measure([*tied, _history(8, mem, seed=2)])["per_k"][8]
     assert (majority["outcome"], majority["final_phase"]) == ("memorization", "M2")
+    assert majority["outcomes"] == {0: "memorization", 1: "generalization", 2: "memorization"}
 
 
 # ---- claims ------------------------------------------------------------------------------
@@ -136,11 +143,14 @@ def _experiment(folder):
 def _measurement(low, high, k2_low=None, first_g2=(100, 100), blind_from=None) -> dict:
     per_k = {k: {"outcome": "memorization" if k <= low else "generalization",
                  "trajectory": ["G1"], "final_phase": "M2" if k <= low else "G2",
+                 "final_kind": "memorizing" if k <= low else "G2",
                  "first_g2": None if k <= low else first_g2[k > 4], "memorized_at": 10 * k,
                  "transient_duration": None, "id_kl": 0.01, "ood_kl": 0.4}
              for k in (1, 4, 64)}  # fmt: skip
     return {"per_k": per_k,
             "k1_star": {"low": low, "high": high, "monotone": True, "undecided": []},
+            "k1_fit": {"status": "separable", "value": None, "low": low, "high": high,
+                       "slope": None, "outcomes": 9, "reason": "", "left_out": []},
             "k2_star": {"low": k2_low, "g2_persists_from": None},
             "tau_2gen": {"value": first_g2[0], "min": min(first_g2), "max": max(first_g2),
                          "checkpoint_ratio": 1.2},
@@ -199,9 +209,13 @@ def test_timed_predictions_are_judged_on_the_final_phase_and_tau(tmp_path) -> No
     found = claims(experiment, group, measurement)
     assert _verdict(found, "K=1 ends in phase M2") == "confirmed"
     assert _verdict(found, "tau_2Gen, the steps") == "refuted"  # 100 against 10
-    measurement["per_k"][1].update(final_phase="G2", id_kl=0.09, ood_kl=0.09)
+    measurement["per_k"][1].update(final_phase="G2", final_kind="G2", id_kl=0.09, ood_kl=0.09)
     found = claims(experiment, group, measurement)
     assert _verdict(found, "K=1 ends in phase M2") == "refuted"
+    measurement["per_k"][1].update(final_phase="undetermined", final_kind="undetermined")
+    assert _verdict(claims(experiment, group, measurement), "K=1 ends") == "inconclusive"
+    measurement["per_k"][1].update(final_kind="memorizing", id_kl=0.01, ood_kl=0.4)
+    assert _verdict(claims(experiment, group, measurement), "K=1 ends") == "confirmed"
 
 
 def test_claims_the_ceiling_makes_untestable_are_not_judged(tmp_path) -> None:
@@ -215,7 +229,7 @@ def test_claims_the_ceiling_makes_untestable_are_not_judged(tmp_path) -> None:
                                "calibration": calibration})  # fmt: skip
     timed = plan("t", spec, SCALES["paper"])
     measurement = _measurement(1, 4, blind_from=1)  # memorization invisible at every K
-    measurement["per_k"][1].update(final_phase="G2", id_kl=0.09, ood_kl=0.09)
+    measurement["per_k"][1].update(final_phase="G2", final_kind="G2", id_kl=0.09, ood_kl=0.09)
     found = claims(timed, timed.groups[0], measurement)
     assert _verdict(found, "K=1 ends in phase M2") == "inconclusive"  # refuted when visible
 
@@ -261,7 +275,7 @@ def test_validate_icl_end_to_end_killed_and_resumed(tmp_path) -> None:
     report = json.loads((whole / "report.json").read_text())
     (section,) = report["specs"]
     (group,) = section["groups"]
-    assert [m["chains"] for m in group["members"]] == [1, 4, 64]
+    assert [m["chains"] for m in group["members"]] == [1, 4, 64] * 3  # three seeds, default
     assert all(len(m["phases"]) == len(m["steps"]) > 5 for m in group["members"])
     assert sum(report["summary"].values()) == len(section["claims"]) >= 8
     assert (whole / f"{group['name']}-phases.png").stat().st_size > 1000
@@ -270,7 +284,8 @@ def test_validate_icl_end_to_end_killed_and_resumed(tmp_path) -> None:
     positions = group["members"][0]["positions"]
     assert set(positions) == {"id:truth", "ood:truth", *markov.REFERENCES}
     assert all(len(v) == TINY["context_len"] - 1 for v in positions.values())
-    assert "| K | trajectory |" in (whole / "report.md").read_text()
+    assert "| K | seed | trajectory |" in (whole / "report.md").read_text()
+    assert group["measurement"]["k1_fit"]["status"] in ("fit", "separable", "none")
 
     killed = tmp_path / "killed"
     process = subprocess.Popen([*infoflow_cmd(), "validate", *args, "--out", str(killed)],

@@ -3,6 +3,7 @@ clocks from a calibration file."""
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,11 @@ from infoflow.icl_markov.calibration import SHIPPED
 from infoflow.icl_markov.race import Clocks, clocks_of, crossing, race, span
 
 KS = [2, 4, 8, 16, 32, 64]
+
+
+def run(clock: str, k: int | None, time: float, rate: float = 1.0, seed: int = 0) -> dict:
+    """A clock-run member as report.json and calibration files hold it."""
+    return {"clock": clock, "layer1_attention_lr": rate, "chains": k, "seed": seed, "time": time}
 
 
 def clocks(g, g_prev, m1, m2_prev, **more) -> Clocks:
@@ -84,23 +90,19 @@ def test_span_counts_a_clock_that_did_not_form_as_infinite():
 
 
 def test_clocks_from_member_rows_as_reports_hold_them():
-    rows = [{"clock": "G", "layer1_attention_lr": 1.0, "chains": None, "seed": 0, "time": 9.0},
-            {"clock": "G", "layer1_attention_lr": 0.5, "chains": None, "seed": 0, "time": 20.0},
-            {"clock": "M1", "layer1_attention_lr": 1.0, "chains": 4, "seed": 1, "time": 3.0}]  # fmt: skip
+    rows = [run("G", None, 9.0), run("G", None, 20.0, rate=0.5), run("M1", 4, 3.0, seed=1)]
     found = clocks_of(rows, 100)
     assert found.g == [9.0] and found.g_slowed == {0.5: [20.0]} and found.m1 == {4: [3.0]}
 
 
 def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path):
     shipped = json.loads(SHIPPED.read_text())
-    smoke = json.loads(open("specs/icl_markov/smoke-c3.json").read())
+    smoke = json.loads(Path("specs/icl_markov/smoke-c3.json").read_text())
     spec = {**smoke, "sweep": None, "chains": 8}
     settings_ = {"states": 3, "context_len": 64, "dirichlet_alpha": 1.0, "mixture": "random",
                  **smoke["model"], "batch_size": 64, "lr": 0.001, "weight_decay": 0.1}  # fmt: skip
-    members = [{"clock": "G", "layer1_attention_lr": 1.0, "seed": 0, "time": 200.0},
-               {"clock": "G_prev", "layer1_attention_lr": 1.0, "seed": 0, "time": 150.0}]  # fmt: skip
-    members += [{"clock": "M1", "layer1_attention_lr": 1.0, "chains": k, "seed": 0,
-                 "time": 10.0 * k} for k in KS]  # fmt: skip
+    members = [run("G", None, 200.0), run("G_prev", None, 150.0)]
+    members += [run("M1", k, 10.0 * k) for k in KS]
     shipped["clocks"] = [{"name": "synthetic", "settings": settings_, "provenance": "test",
                           "source": "hand-made", "device": "none", "date": "2026-11-30",
                           "steps": 1000, "members": members}]  # fmt: skip

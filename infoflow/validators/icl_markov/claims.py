@@ -1,6 +1,7 @@
 """An icl_markov group's measurements (:mod:`~infoflow.validators.icl_markov.phases`) ->
-claims: the phase (or the mechanism that comes first) at each K, K*_1, K*_2, tau_2Gen,
-tau_2Gen flat in K, memorization slowing with K.
+claims: the phase (or the mechanism that comes first) at each K, K*_1 (the predicted
+interval against the logistic fit's), K*_2, tau_2Gen, tau_2Gen flat in K, memorization
+slowing with K.
 
 Each claim compares a prediction at the group's own setting with the measurements and is
 inconclusive, with a reason, when the measurement cannot decide it.
@@ -15,7 +16,14 @@ from infoflow.icl_markov.fit import regression
 from infoflow.validators.claims import Claim
 from infoflow.validators.icl_markov.data import IclGroup
 from infoflow.validators.icl_markov.experiment import IclExperiment
-from infoflow.validators.icl_markov.phases import GAP, MEMORIZING, SPLIT, memorizing
+from infoflow.validators.icl_markov.phases import (
+    GAP,
+    MARGIN,
+    MEMORIZING,
+    SPLIT,
+    UNDETERMINED,
+    memorizing,
+)
 
 TIME_TOLERANCE = 2.0  # a predicted time is confirmed within this factor
 
@@ -26,7 +34,7 @@ def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> lis
     limit = measurement["ceiling"]
     out = [_per_k(k, experiment.predictions[(group.name, k)], measurement["per_k"][k], limit[k])
            for k in group.chains]  # fmt: skip
-    out.append(_k1_star(first["k1_star"], measurement["k1_star"]))
+    out.append(k1_claim(first["k1_star"], measurement["k1_fit"], measurement["k1_star"]))
     out.append(_k2_star(first["k2_star"].value, measurement["k2_star"], limit))
     out.append(_tau_2gen(first["tau_2gen"].value, measurement["tau_2gen"]))
     out.append(_tau_2gen_flat(measurement))
@@ -50,7 +58,8 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
     """The phase at the end of training when the prediction times the phases; otherwise which
     mechanism comes first (the phase sequence). Untestable where the ceiling says the data
     cannot show memorization (``limit``, from :func:`phases.ceiling`)."""
-    shown = {"final_phase": measured["final_phase"], "trajectory": measured["trajectory"],
+    shown = {"final_phase": measured["final_phase"], "final_kind": measured["final_kind"],
+             "trajectory": measured["trajectory"],
              "outcome": measured["outcome"], "id_kl": measured["id_kl"],
              "ood_kl": measured["ood_kl"]}  # fmt: skip
     final, sequence = result["final_phase"], result["phase_sequence"].value
@@ -70,42 +79,57 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
     tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
     if near:
         return Claim.undecided(claim, final.value, shown, tolerance, near_reason)
-    if measured["final_phase"] == SPLIT:
+    if measured["final_kind"] == SPLIT:
+        reason = "the seeds end in different kinds of phase, none the majority"
+        return Claim.undecided(claim, final.value, shown, tolerance, reason)
+    if measured["final_kind"] == UNDETERMINED:
         return Claim.undecided(claim, final.value, shown, tolerance,
-                               "the seeds end in different phases, none the majority")  # fmt: skip
-    if _blind(k, limit) and (final.value in MEMORIZING or measured["final_phase"] in MEMORIZING):
+                               f"the last checkpoint is undetermined: no reference is nearer "
+                               f"than the others by the margin {MARGIN:.2g}")  # fmt: skip
+    memorizes = measured["final_kind"] == "memorizing"
+    if _blind(k, limit) and (final.value in MEMORIZING or memorizes):
         return Claim.undecided(claim, final.value, shown, tolerance, _blind(k, limit))
-    same = _kind(measured["final_phase"]) == _kind(final.value)
+    same = measured["final_kind"] == _kind(final.value)
     if (
         same
         and final.value in MEMORIZING
         and not memorizing({"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]})
     ):
         return Claim.judged(claim, final.value, shown, tolerance, False,
-                            f"nearest reference {measured['final_phase']}, but ID KL is not "
-                            f"below {GAP} x OOD KL")  # fmt: skip
+                            f"final phase {measured['final_phase']}, but ID KL is not below "
+                            f"{GAP} x OOD KL")  # fmt: skip
     return Claim.judged(claim, final.value, shown, tolerance, same)
 
 
-def _k1_star(prediction, measured: dict) -> Claim:
-    predicted, low, high = prediction.value, measured["low"], measured["high"]
+def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
+    """The predicted K*_1 interval (its value when it has none) against the 95% interval of
+    the logistic fit; with separable outcomes, against their bracket."""
     claim = "K*_1: below it memorization wins, above it G2 forms first"
-    tolerance = "the prediction lies in the measured bracket (one grid step)"
+    shown = {"fit": fit, "grid": grid}
+    if fit["status"] == "separable":
+        tolerance = ("the predicted interval overlaps the bracket of the separable outcomes (no "
+                     "finite logistic fit; the bracket stands in for its interval)")  # fmt: skip
+    else:
+        tolerance = ("the predicted interval overlaps the 95% profile-likelihood interval of a "
+                     "logistic fit of P(G2 first | log K) over every seed's outcome")  # fmt: skip
+    predicted = prediction.value
     if predicted is None:
-        return Claim.undecided(claim, None, measured, tolerance, "no prediction")
-    if not measured["monotone"] and low and high:
-        reason = "which mechanism wins is not monotone in K on this grid"
-        return Claim.undecided(claim, predicted, measured, tolerance, reason)
-    if low is not None and predicted < low:
-        return Claim.judged(claim, predicted, measured, tolerance, False,
-                            f"memorization still wins at K={low}")  # fmt: skip
-    if high is not None and predicted > high:
-        return Claim.judged(claim, predicted, measured, tolerance, False,
-                            f"generalization already wins at K={high}")  # fmt: skip
-    if low is None or high is None:
-        return Claim.undecided(claim, predicted, measured, tolerance,
-                               "the grid does not reach the transition on that side")  # fmt: skip
-    return Claim.judged(claim, predicted, measured, tolerance, True)
+        return Claim.undecided(claim, None, shown, tolerance, "no prediction")
+    low, high = prediction.interval or (predicted, predicted)
+    shown["predicted_interval"] = [low, high]
+    if fit["status"] == "none":
+        return Claim.undecided(claim, predicted, shown, tolerance, fit["reason"])
+    if fit["low"] is None and fit["high"] is None:
+        return Claim.undecided(claim, predicted, shown, tolerance,
+                               "the interval is open on both sides: the outcomes do not place "
+                               "K*_1")  # fmt: skip
+    if fit["low"] is not None and high < fit["low"]:
+        return Claim.judged(claim, predicted, shown, tolerance, False,
+                            f"the measured interval starts at K={fit['low']:.3g}")  # fmt: skip
+    if fit["high"] is not None and low > fit["high"]:
+        return Claim.judged(claim, predicted, shown, tolerance, False,
+                            f"the measured interval ends at K={fit['high']:.3g}")  # fmt: skip
+    return Claim.judged(claim, predicted, shown, tolerance, True)
 
 
 def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:

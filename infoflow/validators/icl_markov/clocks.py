@@ -50,6 +50,9 @@ CLOCKS = {
 }
 
 
+CLOCK_EVALUATIONS = 48  # log-spaced evaluations of a clock run
+
+
 @dataclass
 class ClockGroup:
     """One clock's members (K, seed) at one setting; K None is infinity."""
@@ -89,6 +92,27 @@ class ClockGroup:
     def member_rows(self) -> list[dict]:
         return [{"label": f"{self.clock} K={k or 'inf'}, seed {s}", "chains": k, "seed": s}
                 for k, s in self.members]  # fmt: skip
+
+
+def plan_clocks(name: str, settings: list[IclMarkovSpec], seeds: list[int],
+                checkpoints) -> list[ClockGroup]:  # fmt: skip
+    """The clock groups the race needs for ``settings`` (the K sweep's, capped): per setting
+    at the measured rate, G, G_prev, M2_prev and M1; per slowed rate, G at that rate."""
+    groups: dict[str, ClockGroup] = {}
+    for spec in settings:
+        training = spec.training
+        base = spec.model_copy(update={"training": training.model_copy(
+            update={"layer1_attention_lr": 1.0})})  # fmt: skip
+        steps = checkpoints(training.steps, CLOCK_EVALUATIONS)
+        for clock, chains in (("G", [None]), ("G_prev", [None]),
+                              ("M2_prev", spec.race.chains), ("M1", spec.race.chains)):  # fmt: skip
+            group = ClockGroup(name, clock, base, sorted(chains, key=lambda k: k or 0), seeds,
+                               steps, 128)  # fmt: skip
+            groups.setdefault(group.name, group)
+        if training.layer1_attention_lr != 1:
+            group = ClockGroup(name, "G", spec, [None], seeds, steps, 128)
+            groups.setdefault(group.name, group)
+    return list(groups.values())
 
 
 class ClockData:

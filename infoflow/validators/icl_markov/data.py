@@ -27,6 +27,8 @@ TRAINING_VERSION = 2
 #: What each member is compared with: the generating chain, then the references.
 TARGETS = ("truth", *markov.REFERENCES)
 SPLITS = ("id", "ood")
+#: Added to a probability before its logarithm in every KL the validator records.
+EPS = 1e-12
 
 
 @dataclass
@@ -72,6 +74,7 @@ class MemberData:
         spec = group.spec
         c, alpha, length = spec.states, spec.dirichlet_alpha, spec.context_len
         n = group.eval_sequences
+        self.direction = spec.options.kl_direction
         P, weights = [], []
         for k, seed in group.members:
             pool = markov.sample_chains(max(group.chains), c, alpha, seed)
@@ -88,19 +91,34 @@ class MemberData:
         cpu = torch.Generator().manual_seed(spec.seed + 1)
         ood_chains = markov.sample_chains(n, c, alpha, seed=spec.seed + 1_000_003)
         ood_x = markov.ChainSampler(ood_chains).sample(torch.arange(n), length, cpu)
-        ood_truth = ood_chains[torch.arange(n)[:, None], ood_x]
+        ood = (ood_x, ood_chains)
+        stationary = spec.options.positions == "stationary"
         self.x = {"id": [], "ood": []}
         refs: dict[str, list[Tensor]] = {"id": [], "ood": []}
+        scored: dict[str, list[Tensor]] = {"id": [], "ood": []}
         for P_k, w in zip(P, weights, strict=True):
             chain = torch.multinomial(w.float(), n, replacement=True, generator=cpu)
             x = markov.ChainSampler(P_k).sample(chain, length, cpu)
-            for split, xs, truth in (("id", x, P_k[chain[:, None], x]), ("ood", ood_x, ood_truth)):
+            for split, (xs, chains) in (("id", (x, P_k[chain])), ("ood", ood)):
+                truth = chains[torch.arange(n)[:, None], xs]
                 found = markov.references(xs, P_k, w, alpha)
                 refs[split].append(torch.stack([truth.float(), *found.values()]))
+                scored[split].append(position_weights(xs, chains, stationary))
                 self.x[split].append(xs)
-        # states [M, n, L]; targets (truth, then the references) [M, targets, n, L, C]
+        # states [M, n, L]; targets (truth, then the references) [M, targets, n, L, C];
+        # the weight of each scored position (all but the last) [M, n, L - 1]
         self.x = {split: torch.stack(xs).to(device) for split, xs in self.x.items()}
         self.refs = {split: torch.stack(r).to(device) for split, r in refs.items()}
+        self.scored = {split: torch.stack(w).to(device) for split, w in scored.items()}
+
+    def divergence(self, target: Tensor, log_model: Tensor) -> Tensor:
+        """The KL of the spec's ``kl_direction`` per position, over the last axis, between
+        ``target`` probabilities and a model's log-probabilities: KL(target || model) or
+        KL(model || target)."""
+        log_target = (target + EPS).log()
+        if self.direction == "model_reference":
+            return (log_model.exp() * (log_model - log_target)).sum(-1)
+        return (target * (log_target - log_model)).sum(-1)
 
     def batches(self, count: int, size: int, length: int, generator: torch.Generator) -> Tensor:
         """``count`` steps' training sequences [count, members, size, length], fresh from each
@@ -111,13 +129,37 @@ class MemberData:
         return x.transpose(0, 1)
 
     def levels(self) -> dict[str, list[dict[str, float]]]:
-        """KL(truth || reference) per member and split: where each reference sits."""
+        """Where each reference sits: scored as the model is (direction, positions), with the
+        reference as the model and the truth as the target, per member and split."""
         out = {}
         for split, refs in self.refs.items():
-            truth = refs[:, :1]
-            kl = markov.kl(truth, refs[:, 1:]).mean((-1, -2))  # [M, refs]
-            out[split] = [dict(zip(markov.REFERENCES, row.tolist(), strict=True)) for row in kl]
+            found = self._score(refs[:, :1, :, :-1], refs[:, 1:, :, :-1], split)  # [M, refs]
+            out[split] = [dict(zip(markov.REFERENCES, row.tolist(), strict=True)) for row in found]
         return out
+
+    def separations(self) -> list[dict[str, float]]:
+        """How far apart the references are on the same data, per member: ``"p>q"`` -> the
+        score a model exactly equal to q gets against reference p (KL(p || q) in the default
+        direction), scored as the model is, the mean of the ID and OOD splits."""
+        out: list[dict[str, float]] = [{} for _ in range(len(self.P))]
+        names = markov.REFERENCES
+        for i, p in enumerate(names, start=1):
+            for j, q in enumerate(names, start=1):
+                if p == q:
+                    continue
+                both = sum(self._score(refs[:, i, :, :-1], refs[:, j, :, :-1], split)
+                           for split, refs in self.refs.items()) / len(self.refs)  # fmt: skip
+                for member, value in enumerate(both.tolist()):
+                    out[member][f"{p}>{q}"] = value
+        return out
+
+    def _score(self, target: Tensor, model: Tensor, split: str) -> Tensor:
+        """Mean over sequences and scored positions of the weighted divergence between
+        ``target`` and ``model`` probabilities [M, ..., n, L - 1, C] -> [M, ...]."""
+        weights = self.scored[split]
+        weights = weights.view(weights.shape[0], *[1] * (target.dim() - 4), *weights.shape[1:])
+        found = weights * self.divergence(target, (model + EPS).log())
+        return found.mean((-1, -2))
 
 
 class Prefetched:
@@ -142,9 +184,22 @@ class Prefetched:
         return self.start if step % self.count else self.generator.get_state()
 
 
+def position_weights(x: Tensor, chains: Tensor, stationary: bool) -> Tensor:
+    """The weight of each scored position (all but the last) of sequences x [n, L] drawn from
+    ``chains`` [n, C, C]: 1 (uniform), or the chain's stationary probability of the current
+    state, scaled to a mean of 1 over each sequence's scored positions."""
+    x = x[:, :-1]
+    if not stationary:
+        return torch.ones(x.shape)
+    found = markov.stationary(chains).gather(1, x)
+    return (found / found.mean(1, keepdim=True)).float()
+
+
 def mixture_weights(k: int, pool: int, mixture: str, seed: int) -> Tensor:
-    """The weights of the first K chains of a pool of ``pool`` (nested in K)."""
+    """The chains' weights: equal, normalised Exp(1) draws (Dirichlet(1): ``random``) or
+    normalised U(0, 1) draws (``park``); the first k of a pool's draws, so nested in K."""
     if mixture == "uniform":
         return torch.full((k,), 1 / k, dtype=torch.float64)
-    draws = np.random.default_rng(seed + 7).exponential(size=pool)[:k]
+    rng = np.random.default_rng(seed + 7)
+    draws = (rng.uniform(size=pool) if mixture == "park" else rng.exponential(size=pool))[:k]
     return torch.tensor(draws / draws.sum())

@@ -10,10 +10,13 @@ import numpy as np
 
 import infoflow
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.validators.icl_markov.clocks import ClockGroup
+from infoflow.validators.icl_markov.clocks import ClockGroup, plan_clocks
 from infoflow.validators.icl_markov.data import IclGroup
-from infoflow.validators.icl_markov.racing import plan_clocks
 from infoflow.validators.protocol import Job
+
+#: Seeds per K unless ``--seeds`` says otherwise: enough for a majority without ties and for
+#: the logistic fit of K*_1 to see mixed outcomes near the transition.
+DEFAULT_SEEDS = 3
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class IclScale:
     max_chains: int | None
     eval_sequences: int
     checkpoints: int
-    seeds: int = 1
+    seeds: int = DEFAULT_SEEDS
 
 
 SCALES = {

@@ -3,18 +3,27 @@ and timescales across K.
 
 Rules (theory note ``icl_markov.md``; thresholds are named constants below):
 
-- the phase at a checkpoint is the reference nearest to the model: the smallest mean of
-  KL(reference || model) over the ID and OOD test sets (G1 per the spec's ``g1_variant``);
+- the phase at a checkpoint is the reference nearest to the model (the smallest mean over the
+  ID and OOD test sets of the spec's KL; G1 per the spec's ``g1_variant``), but only when it
+  is nearer than every other phase reference by the margin: the model's position on the
+  segment from that reference (0) to the nearest (1), the gap between the two distances
+  interpolated between its values at either end (see :func:`position`), is at least
+  ``(1 + MARGIN) / 2``; otherwise the checkpoint is ``UNDETERMINED``. Exact ties are
+  undetermined, never decided by name;
 - a model memorizes when its ID KL to the truth is at most ``GAP`` times its OOD KL (at
   large K, M1 and M2 approach G1 and G2, so the nearest reference alone cannot say it);
 - generalization wins at K when G2 is the phase at a checkpoint before the model first
-  memorizes; memorization wins when it memorizes first; neither: undecided. The measured
-  K*_1 lies between the largest K where memorization wins and the smallest K from which
-  generalization wins at every larger K (the grid resolution is its uncertainty);
+  memorizes (an undetermined checkpoint is never G2); memorization wins when it memorizes
+  first; neither: undecided. The grid bracket of K*_1 lies between the largest K where
+  memorization wins and the smallest K from which generalization wins at every larger K;
+- the fitted K*_1: a logistic fit of P(generalization first | log K) over every seed's
+  decided outcome at the K where the ceiling lets memorization be seen
+  (:mod:`~infoflow.validators.icl_markov.logistic`);
 - G2 is transient at K when generalization won and the model ends in M2, memorizing: K*_2
   lies above the largest such K; at this budget G2 persists from the smallest larger K;
-- per K the seeds vote (outcome, final phase); a tie is "undecided" (outcome) or "split"
-  (final phase), never broken by the names;
+- per K the seeds vote (outcome, final phase, and its kind: memorizing for M1 and M2, and for
+  an undetermined call whose candidates are all memorizing); a tie is "undecided" (outcome)
+  or "split" (final phase or kind), never broken by the names; every seed's outcome is kept;
 - the ceiling: at K where even a perfect M2 has ID KL above GAP times its OOD KL, the rule
   cannot see memorization, and the claims that need it are untestable there, not refuted;
 - tau_2Gen is the first checkpoint labelled G2 (median over the K that generalize);
@@ -26,20 +35,79 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from infoflow.validators.icl_markov import logistic
 
 GAP = 0.5  # memorizing: ID KL to the truth at most this times the OOD KL
+#: A phase is called when the model sits at least (1 + MARGIN) / 2 of the way from every
+#: other phase reference to the nearest one: 1/3 leaves the middle third of each segment
+#: undetermined, so a called model is at least twice as close (along the segment) to the
+#: nearest reference as to any other.
+MARGIN = 1 / 3
 PHASES = ("G1", "G2", "M1", "M2")
-SPLIT = "split"  # the final phase when the seeds end in different phases, none the majority
+UNDETERMINED = "undetermined"  # no phase reference is nearer than the others by the margin
+SPLIT = "split"  # the final phase (or kind) when the seeds disagree, none the majority
 MEMORIZING = ("M1", "M2")
 
 
-def phase(row: dict[str, float], g1_variant: str = "laplace") -> str:
-    """The reference nearest to the model: the smallest mean KL over ID and OOD."""
+def references(g1_variant: str = "laplace") -> dict[str, str]:
+    """Each phase -> the reference that stands for it (G1 per ``g1_variant``)."""
     g1 = {"park": "G1_park", "bayes": "G1_bayes"}.get(g1_variant, "G1")
-    names = {"G1": g1, "G2": "G2", "M1": "M1", "M2": "M2"}
+    return {"G1": g1, "G2": "G2", "M1": "M1", "M2": "M2"}
+
+
+@dataclass(frozen=True)
+class Call:
+    """The phase at a checkpoint: ``nearest`` and, when the margin holds, ``phase`` is it
+    (else UNDETERMINED); ``contender`` is the reference it is least clearly nearer to than,
+    at ``position`` (see :func:`position`); ``among`` the nearest and every phase within the
+    margin of it."""
+
+    phase: str
+    nearest: str
+    contender: str
+    position: float
+    among: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        """The phase, or for an undetermined call its candidates: "M1/M2?"."""
+        return self.phase if self.phase != UNDETERMINED else "/".join(self.among) + "?"
+
+    @property
+    def kind(self) -> str:
+        """The kind of phase: "memorizing" when every phase it may be is M1 or M2 (at K = 1
+        the two coincide on the data, so the call is undetermined but the kind is not); else
+        the phase."""
+        return "memorizing" if set(self.among) <= set(MEMORIZING) else self.phase
+
+
+def position(gap: float, toward: float, back: float) -> float:
+    """Where a model sits on the segment from reference b (0) to the nearest reference a (1):
+    ``gap`` = its distance to b minus its distance to a, which is ``back`` (b's score against
+    a model equal to a) at a and ``-toward`` (a's score against a model equal to b) at b,
+    interpolated linearly (in the local quadratic approximation of KL, the projection of the
+    model onto the segment). 0.5 where the references coincide on the data."""
+    span = toward + back
+    return (gap + toward) / span if span > 0 else 0.5
+
+
+def phase(row: dict[str, float], separation: dict[str, float], g1_variant: str = "laplace") -> Call:
+    """The phase call at a checkpoint's ``row`` of metrics, given how far apart the references
+    are on the same data (``separation``: ``"p>q"`` -> p's score against a model equal to q,
+    from :meth:`MemberData.separations`)."""
+    names = references(g1_variant)
     distance = {p: (row[f"id:{ref}"] + row[f"ood:{ref}"]) / 2 for p, ref in names.items()}
-    return min(distance, key=distance.get)
+    nearest = min(distance, key=distance.get)
+    a = names[nearest]
+    found = {p: position(distance[p] - distance[nearest], separation[f"{a}>{ref}"],
+                         separation[f"{ref}>{a}"])
+             for p, ref in names.items() if p != nearest}  # fmt: skip
+    contender = min(found, key=found.get)
+    close = [p for p in found if distance[p] == distance[nearest] or found[p] < (1 + MARGIN) / 2]
+    among = tuple(p for p in PHASES if p == nearest or p in close)
+    return Call(UNDETERMINED if close else nearest, nearest, contender, found[contender], among)
 
 
 @dataclass
@@ -49,19 +117,25 @@ class MemberHistory:
     chains: int
     seed: int
     steps: list[int]
-    phases: list[str]
+    calls: list[Call]
     final: dict[str, float]  # the metrics at the last checkpoint
+    phases: list[str] = field(init=False)
     first_g2: int | None = None
     memorized_at: int | None = None  # tau_1Mem: the first checkpoint with the ID/OOD gap
     outcome: str = "undecided"  # which mechanism came first: generalization or memorization
     transient_duration: int | None = None  # G2 -> M2
 
+    def __post_init__(self) -> None:
+        self.phases = [c.phase for c in self.calls]
+
     @classmethod
     def from_metrics(cls, chains: int, seed: int, rows: dict[int, dict[str, float]],
-                     g1_variant: str) -> MemberHistory:  # fmt: skip
+                     separation: dict[str, float], g1_variant: str = "laplace",
+                     ) -> MemberHistory:  # fmt: skip
         steps = sorted(rows)
-        phases = [phase(rows[s], g1_variant) for s in steps]
-        history = cls(chains, seed, steps, phases, rows[steps[-1]])
+        calls = [phase(rows[s], separation, g1_variant) for s in steps]
+        history = cls(chains, seed, steps, calls, rows[steps[-1]])
+        phases = history.phases
         history.first_g2 = next((s for s, p in zip(steps, phases, strict=True) if p == "G2"), None)
         gap = [s for s in steps if memorizing(rows[s])]
         history.memorized_at = gap[0] if gap else None
@@ -78,8 +152,10 @@ class MemberHistory:
 
     @property
     def trajectory(self) -> list[str]:
-        """The phases in order, repeats collapsed."""
-        return [p for i, p in enumerate(self.phases) if i == 0 or p != self.phases[i - 1]]
+        """The calls in order, repeats collapsed; an undetermined one shows its candidates
+        ("M1/M2?")."""
+        labels = [c.label for c in self.calls]
+        return [p for i, p in enumerate(labels) if i == 0 or p != labels[i - 1]]
 
 
 def memorizing(row: dict[str, float]) -> bool:
@@ -104,16 +180,36 @@ def ceiling(levels: dict[str, list[dict[str, float]]], members: list[tuple[int, 
     return out
 
 
-def measure(histories: list[MemberHistory]) -> dict:
-    """Per K (majority over seeds) and across K: the thresholds and timescales."""
+def separation(separations: list[dict[str, float]], members: list[tuple[int, int]],
+               g1_variant: str = "laplace") -> dict[int, dict[str, float]]:  # fmt: skip
+    """Per K (mean over seeds), how far apart the phase references are on the same data:
+    ``"p-q"`` -> the mean of p's score against a model equal to q and q's against p (the
+    symmetrised KL in the default direction). ``separations`` is
+    :meth:`MemberData.separations`."""
+    names = references(g1_variant)
+    by_k: dict[int, list[dict[str, float]]] = {}
+    for (k, _seed), found in zip(members, separations, strict=True):
+        by_k.setdefault(k, []).append(found)
+    return {k: {f"{p}-{q}": statistics.mean((s[f"{names[p]}>{names[q]}"]
+                                             + s[f"{names[q]}>{names[p]}"]) / 2 for s in rows)
+                for p, q in itertools.combinations(PHASES, 2)}
+            for k, rows in sorted(by_k.items())}  # fmt: skip
+
+
+def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
+    """Per K (majority over seeds, and every seed's outcome) and across K: the thresholds and
+    timescales. ``limit`` is :func:`ceiling`'s; K where it is blind are left out of the
+    logistic fit of K*_1 (memorization cannot be seen there)."""
     by_k: dict[int, list[MemberHistory]] = {}
     for h in histories:
         by_k.setdefault(h.chains, []).append(h)
     per_k = {
         k: {
             "outcome": _mode([h.outcome for h in hs]) or "undecided",
+            "outcomes": {h.seed: h.outcome for h in hs},
             "trajectory": hs[0].trajectory,
             "final_phase": _mode([h.phases[-1] for h in hs]) or SPLIT,
+            "final_kind": _mode([h.calls[-1].kind for h in hs]) or SPLIT,
             "first_g2": _median([h.first_g2 for h in hs]),
             "memorized_at": _median([h.memorized_at for h in hs]),
             "transient_duration": _median([h.transient_duration for h in hs]),
@@ -122,6 +218,9 @@ def measure(histories: list[MemberHistory]) -> dict:
         }
         for k, hs in sorted(by_k.items())
     }
+    blind = sorted(k for k, v in (limit or {}).items() if not v["detectable"])
+    fitted = [(h.chains, h.outcome == "generalization") for h in histories
+              if h.outcome != "undecided" and h.chains not in blind]  # fmt: skip
     decided = [k for k in per_k if per_k[k]["outcome"] != "undecided"]
     won = [per_k[k]["outcome"] == "generalization" for k in decided]
     start = next((i for i in range(len(decided)) if all(won[i:])), len(decided))
@@ -142,7 +241,9 @@ def measure(histories: list[MemberHistory]) -> dict:
     tau = {"value": statistics.median(times) if times else None, "min": min(times, default=None),
            "max": max(times, default=None), "checkpoint_ratio": spacing}  # fmt: skip
     k2 = {"low": k2_low, "g2_persists_from": min(persists, default=None)}
-    return {"per_k": per_k, "k1_star": k1, "k2_star": k2, "tau_2gen": tau}
+    k1_fit = {**logistic.threshold(fitted), "left_out": blind}
+    return {"per_k": per_k, "k1_star": k1, "k1_fit": k1_fit, "k2_star": k2, "tau_2gen": tau,
+            "ceiling": limit or {}}  # fmt: skip
 
 
 def _median(values):

@@ -1,22 +1,26 @@
 """icl_markov plots, from report.json's sections, per group: ``NAME-phases.png`` (the phase
-diagram: K across, step up, colour = nearest reference; beside it, final ID and OOD KL to
-the truth against K), ``NAME-kl.png`` (KL to each reference over training, a line per K)
-and ``NAME-positions.png`` (the final model's KL against the position in the context)."""
+diagram: K across, step up, colour = the phase call, white where undetermined; beside it,
+final ID and OOD KL to the truth against K), ``NAME-kl.png`` (KL to each reference over
+training, a line per K) and ``NAME-positions.png`` (the final model's KL against the
+position in the context)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+from infoflow.validators.icl_markov.phases import MARGIN, PHASES, UNDETERMINED
 from infoflow.validators.plots import pyplot, save
 
-PHASE_COLOURS = {"G1": "#bdbdbd", "G2": "#2b8cbe", "M1": "#fdae6b", "M2": "#d94801"}
+PHASE_COLOURS = {"G1": "#bdbdbd", "G2": "#2b8cbe", "M1": "#fdae6b", "M2": "#d94801",
+                 UNDETERMINED: "#ffffff"}  # fmt: skip
 
 
 def plot_phases(out: Path, section: dict) -> list[Path]:
     """Per group of an icl_markov spec: ``NAME-phases.png`` (phase diagram: K across, step
-    up, colour = nearest reference; beside it, final ID and OOD KL to the truth against K)
-    and ``NAME-kl.png`` (KL to each reference over training, a line per K)."""
+    up, colour = the phase call, white where undetermined; beside it, final ID and OOD KL to
+    the truth against K) and ``NAME-kl.png`` (KL to each reference over training, a line per
+    K)."""
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
@@ -38,32 +42,40 @@ def plot_phases(out: Path, section: dict) -> list[Path]:
         ticks = range(0, len(steps), max(1, len(steps) // 8))
         ax.set_yticks([i + 0.5 for i in ticks], [f"{steps[i]:,}" for i in ticks], fontsize=7)
         ax.set(xlabel="K (training chains)", ylabel="training step (log-spaced checkpoints)",
-               title=f"{section['name']}: nearest reference")  # fmt: skip
+               title=f"{section['name']}: phase (margin {MARGIN:.2g})")  # fmt: skip
         k1 = group["predictions"][str(chains[0])]["k1_star"]["value"]
         if k1:
             position = _grid_position(chains, k1)
             ax.axvline(position, color="black", linestyle="--", linewidth=1)
             ax.text(position, len(steps) * 0.97, " predicted K*_1", fontsize=7, va="top")
-        ax.legend(handles=[Patch(color=c, label=p) for p, c in PHASE_COLOURS.items()],
-                  fontsize=7, loc="lower right")  # fmt: skip
+        ax.legend(handles=[Patch(facecolor=c, edgecolor="#636363", label=p)
+                           for p, c in PHASE_COLOURS.items()], fontsize=7,
+                  loc="lower right")  # fmt: skip
 
         side.plot(chains, [m["final"]["ood:truth"] for m in members], "o-", label="OOD")
         side.plot(chains, [m["final"]["id:truth"] for m in members], "s-", label="ID")
         g2 = sum(m["levels"]["ood"]["G2"] for m in members) / len(members)
         side.axhline(g2, color=PHASE_COLOURS["G2"], linestyle=":", label="in-context bigram (G2)")
-        side.set(xscale="log", yscale="log", xlabel="K", ylabel="final KL(truth || model)",
+        side.set(xscale="log", yscale="log", xlabel="K", ylabel=f"final {_kl(group, 'truth')}",
                  title="end of training")  # fmt: skip
         side.legend(fontsize=7)
         written.append(save(fig, out / f"{group['name']}-phases.png"))
 
-        fig, axes = plt.subplots(1, 4, figsize=(15, 3.6), sharey=True)
-        for ax, name in zip(axes, names, strict=True):
+        fig, axes = plt.subplots(1, len(PHASES), figsize=(15, 3.6), sharey=True)
+        for ax, name in zip(axes, PHASES, strict=True):
             _line_per_k(ax, members, lambda m, name=name: (m["steps"], m["kl"][name]))
-            ax.set(xscale="log", yscale="log", xlabel="step", title=f"KL({name} || model)")
+            ax.set(xscale="log", yscale="log", xlabel="step", title=_kl(group, name))
         axes[0].set_ylabel("mean of ID and OOD")
         axes[-1].legend(fontsize=6, ncol=2)
         written.append(save(fig, out / f"{group['name']}-kl.png"))
     return written
+
+
+def _kl(group: dict, target: str) -> str:
+    """The KL the group's metrics use, between ``target`` and the model."""
+    if group["setting"]["options"].get("kl_direction") == "model_reference":
+        return f"KL(model || {target})"
+    return f"KL({target} || model)"
 
 
 def _line_per_k(ax, members: list[dict], curve) -> None:
@@ -91,7 +103,7 @@ def plot_positions(out: Path, section: dict) -> list[Path]:
     each reference against the position in the context, a line per K."""
     plt = pyplot()
     written = []
-    panels = ["id:truth", "ood:truth", *PHASE_COLOURS]
+    panels = ["id:truth", "ood:truth", *PHASES]
     for group in section["groups"]:
         members = sorted((m for m in group["members"] if m["seed"] == group["seeds"][0]),
                          key=lambda m: m["chains"])  # fmt: skip
@@ -101,7 +113,7 @@ def plot_positions(out: Path, section: dict) -> list[Path]:
                                               m["positions"][name])  # fmt: skip
             _line_per_k(ax, members, positions)
             split = name.split(":")[0].upper()
-            title = f"KL(truth || model), {split}" if ":" in name else f"KL({name} || model)"
+            title = f"{_kl(group, 'truth')}, {split}" if ":" in name else _kl(group, name)
             ax.set(yscale="log", xlabel="position t", title=title)
         axes[0].set_ylabel("final model, mean over sequences")
         axes[-1].legend(fontsize=6, ncol=2)

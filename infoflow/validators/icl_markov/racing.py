@@ -1,7 +1,7 @@
-"""The race in a validation run: a spec with ``race`` -> its clock groups (planned beside the
-K sweep) -> this run's clocks -> K*_1 from the race (:mod:`infoflow.icl_markov.race`) at each
-setting of the sweep -> claims against the K sweep's measured K*_1, and the intervention's
-shift (slowing layer 1's attention) against the shift the sweep measured.
+"""The race in a validation run: the clock groups' metrics (:mod:`.clocks`) -> this run's
+clocks -> K*_1 from the race (:mod:`infoflow.icl_markov.race`) at each setting of the sweep
+-> claims against the K sweep's measured K*_1, and the intervention's shift (slowing layer
+1's attention) against the shift the sweep measured.
 
 The race uses no K*_1 measurement: its clocks come from the clock groups alone.
 """
@@ -10,34 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 from infoflow.icl_markov.race import Race, clocks_of, race
 from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.results import Prediction
 from infoflow.validators.claims import Claim
+from infoflow.validators.icl_markov.claims import k1_claim
 from infoflow.validators.icl_markov.clocks import ClockGroup, clock_time
-
-CLOCK_EVALUATIONS = 48  # log-spaced evaluations of a clock run
-
-
-def plan_clocks(name: str, settings: list[IclMarkovSpec], seeds: list[int],
-                checkpoints) -> list[ClockGroup]:  # fmt: skip
-    """The clock groups the race needs for ``settings`` (the K sweep's, capped): per setting
-    at the measured rate, G, G_prev, M2_prev and M1; per slowed rate, G at that rate."""
-    groups: dict[str, ClockGroup] = {}
-    for spec in settings:
-        training = spec.training
-        base = spec.model_copy(update={"training": training.model_copy(
-            update={"layer1_attention_lr": 1.0})})  # fmt: skip
-        steps = checkpoints(training.steps, CLOCK_EVALUATIONS)
-        for clock, chains in (("G", [None]), ("G_prev", [None]),
-                              ("M2_prev", spec.race.chains), ("M1", spec.race.chains)):  # fmt: skip
-            group = ClockGroup(name, clock, base, sorted(chains, key=lambda k: k or 0), seeds,
-                               steps, 128)  # fmt: skip
-            groups.setdefault(group.name, group)
-        if training.layer1_attention_lr != 1:
-            group = ClockGroup(name, "G", spec, [None], seeds, steps, 128)
-            groups.setdefault(group.name, group)
-    return list(groups.values())
 
 
 def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
@@ -73,24 +53,16 @@ def race_for(spec: IclMarkovSpec, clocks: dict[str, dict]) -> Race | None:
     return race(entry["clocks"], spec.training.layer1_attention_lr) if entry else None
 
 
-def race_claim(result: Race, measured: dict) -> Claim:
-    """K*_1 from the race against the K sweep's measured K*_1 (``measurement["k1_star"]``):
-    confirmed when the race's interval overlaps the measured one."""
-    claim = "K*_1 from the race of the subcircuits' clocks (no K*_1 data enters it)"
-    tolerance = "the race's interval (over the clock seeds) overlaps the measured K*_1 interval"
-    low, high = _measured_interval(measured)
-    derived = result.to_json()
-    if result.interval is None:
-        return Claim.undecided(claim, None, measured, tolerance, result.reason, derived)
-    if low is None and high is None:
-        return Claim.undecided(claim, result.k1_star, measured, tolerance,
-                               "the K sweep does not place K*_1", derived)  # fmt: skip
-    holds = (high is None or result.interval[0] <= high) and (
-        low is None or result.interval[1] >= low
-    )
-    reason = "" if holds else (f"race {result.interval[0]:.3g}..{result.interval[1]:.3g} against "
-                               f"measured {low}..{high}")  # fmt: skip
-    return Claim.judged(claim, result.k1_star, measured, tolerance, holds, reason, derived)
+def race_claim(result: Race, measurement: dict) -> Claim:
+    """K*_1 from the race against the K sweep's measured K*_1, by the rule of the K*_1 claim
+    (:func:`~infoflow.validators.icl_markov.claims.k1_claim`): the race's interval over the
+    clock seeds against the logistic fit's interval."""
+    predicted = Prediction(result.k1_star, "chains", "estimate", "mechanism:clock_race",
+                           result.reason, None, result.interval)  # fmt: skip
+    claim = k1_claim(predicted, measurement["k1_fit"], measurement["k1_star"])
+    statement = "K*_1 from the race of this run's clocks (no K*_1 data enters it)"
+    reason = claim.reason or (result.reason if result.k1_star is None else "")
+    return replace(claim, statement=statement, reason=reason, derived_from=result.to_json())
 
 
 def shift_claims(groups: list, raced: dict[str, tuple[Race, dict]]) -> list[Claim]:
@@ -110,7 +82,7 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
     the predicted and the measured ratio intervals overlap."""
     claim = f"layer 1's attention at {rate:g} x the learning rate shifts K*_1 as the race says"
     tolerance = "the race's ratio K*_1(slowed) / K*_1 overlaps the measured ratio's interval"
-    (race0, measured0), (race1, measured1) = base, slowed
+    (race0, measured0), (race1, measured1) = base, slowed  # measured: each sweep's k1_fit
     derived = {"race": race0.to_json(), "race_slowed": race1.to_json()}
     if race0.interval is None or race1.interval is None:
         reason = "the race places no K*_1 " + ("at the slowed rate" if race0.interval else "")
@@ -119,7 +91,7 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
     (low0, high0), (low1, high1) = _measured_interval(measured0), _measured_interval(measured1)
     measured = (low1 / high0 if low1 and high0 else 0.0,
                 high1 / low0 if high1 and low0 else math.inf)  # fmt: skip
-    shown = {"ratio": measured, "k1_star": measured0, "k1_star_slowed": measured1}
+    shown = {"ratio": measured, "k1_fit": measured0, "k1_fit_slowed": measured1}
     if measured == (0.0, math.inf):
         return Claim.undecided(claim, predicted, shown, tolerance,
                                "the K sweeps do not bound the shift", derived)  # fmt: skip
@@ -127,9 +99,9 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
     return Claim.judged(claim, predicted, shown, tolerance, holds, "", derived)
 
 
-def _measured_interval(measured: dict) -> tuple[float | None, float | None]:
-    """The measured K*_1 interval: the logistic fit's where it has one, else the grid's."""
-    fit = measured.get("fit") or {}
-    if fit.get("low") is not None or fit.get("high") is not None:
-        return fit.get("low"), fit.get("high")
-    return measured.get("low"), measured.get("high")
+def _measured_interval(fit: dict) -> tuple[float | None, float | None]:
+    """The measured K*_1 interval: the logistic fit's, or the bracket of separable outcomes;
+    open (None) where they do not place it."""
+    if fit["status"] == "none":
+        return None, None
+    return fit["low"], fit["high"]

@@ -80,21 +80,23 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             f"{markdown_code(group['name'] + '-kl.png')}, "
             f"{markdown_code(group['name'] + '-positions.png')}.",
             "",
-            "| K | trajectory | first | first G2 | tau_1Mem | final | predicted final | ID KL | "
-            "OOD KL | G2 level (OOD) |",
-            "|--:|---|---|--:|--:|---|---|--:|--:|--:|",
+            "| K | seed | trajectory | first | first G2 | tau_1Mem | final | predicted final | "
+            "ID KL | OOD KL | G2 level (OOD) |",
+            "|--:|--:|---|---|--:|--:|---|---|--:|--:|--:|",
         ]  # fmt: skip
         for member in group["members"]:
             k = member["chains"]
             predicted = group["predictions"][str(k)]["final_phase"]["value"]
             final = (member["final"]["id:truth"], member["final"]["ood:truth"],
                      member["levels"]["ood"]["G2"])  # fmt: skip
-            cells = [str(k), " -> ".join(member["trajectory"]), member["outcome"],
+            cells = [str(k), str(member["seed"]), " -> ".join(member["trajectory"]),
+                     member["outcome"],
                      _maybe(member["first_g2"]), _maybe(member["memorized_at"]),
                      member["phases"][-1], str(predicted)]  # fmt: skip
             cells += [number(v, ".3f") for v in final]
             lines.append("| " + " | ".join(cells) + " |")
-        lines += ["", _thresholds(group["measurement"])]
+        lines += ["", _thresholds(group["measurement"]), ""]
+        lines += _separation(group["measurement"]["separation"])
         if "race" in group["measurement"]:
             lines += ["", _race(group["measurement"]["race"])]
         lines += claims_markdown(group["claims"])
@@ -144,7 +146,7 @@ def _clocks(entries: list[dict]) -> list[str]:
 
 
 def _thresholds(m: dict[str, Any]) -> str:
-    """The measured K*_1, K*_2 and tau_2Gen of a group, in a sentence."""
+    """The measured K*_1 (grid bracket and logistic fit), K*_2 and tau_2Gen, in sentences."""
     k1, k2, tau = m["k1_star"], m["k2_star"], m["tau_2gen"]
     if k1["low"] and k1["high"]:
         where = f"between K = {k1['low']} and {k1['high']}"
@@ -158,11 +160,35 @@ def _thresholds(m: dict[str, Any]) -> str:
     k2_text = (f"above K = {k2['low']} (G2 gave way to M2 there)" if k2["low"]
                else "not placed (no transient G2 observed)")  # fmt: skip
     return (
-        f"Measured K*_1 {where}{'' if k1['monotone'] else ' (not monotone in K)'}{undecided}. "
-        f"K*_2 {k2_text}; G2 persists at this budget from K = "
-        f"{_maybe(k2['g2_persists_from'])}. tau_2Gen {_maybe(tau['value'])} steps "
+        f"Measured K*_1 (majority per K) {where}{'' if k1['monotone'] else ' (not monotone in K)'}"
+        f"{undecided}. {_fitted(m['k1_fit'])} K*_2 {k2_text}; G2 persists at this budget from "
+        f"K = {_maybe(k2['g2_persists_from'])}. tau_2Gen {_maybe(tau['value'])} steps "
         f"(checkpoints {tau['checkpoint_ratio']:.2f}x apart)."
     )
+
+
+def _fitted(fit: dict[str, Any]) -> str:
+    """The logistic fit of K*_1 over every seed's outcome, in a sentence."""
+    used = f"{fit['outcomes']} seed outcomes"
+    if fit["left_out"]:
+        used += f"; K = {fit['left_out']} left out, where the ceiling hides memorization"
+    bounds = " to ".join("open" if v is None else f"{v:.3g}" for v in (fit["low"], fit["high"]))
+    if fit["status"] == "fit":
+        return f"Logistic fit: K*_1 = {fit['value']:.3g}, 95% interval {bounds} ({used})."
+    if fit["status"] == "separable":
+        return f"Logistic fit: separable, K*_1 between {bounds}, no finite fit ({used})."
+    return f"Logistic fit: none, {fit['reason']} ({used})."
+
+
+def _separation(table: dict[str, dict[str, float]]) -> list[str]:
+    """Per K, how far apart the phase references are (symmetrised, mean of ID and OOD)."""
+    pairs = list(next(iter(table.values()), {}))
+    lines = ["Reference-to-reference distances (the mean of the two directed scores, ID and "
+             "OOD averaged; a phase call needs a margin relative to these):", "",
+             "| K | " + " | ".join(pairs) + " |", "|--:|" + "--:|" * len(pairs)]  # fmt: skip
+    for k, row in table.items():
+        lines.append(f"| {k} | " + " | ".join(number(row[p], ".3g") for p in pairs) + " |")
+    return lines
 
 
 def _maybe(value) -> str:

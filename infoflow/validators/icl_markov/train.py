@@ -116,8 +116,9 @@ def load_trained(group: IclGroup, context: Context) -> tuple[MemberData, Stacked
 
 @torch.no_grad()
 def position_kl(model: StackedGPT, data: MemberData, chunk: int = 64) -> dict[str, Tensor]:
-    """KL(target || model) per member, target (truth, then the references) and position,
-    averaged over the test sequences: {split: [members, targets, positions]}."""
+    """The spec's KL between each target (truth, then the references) and the model, per
+    member, target and position, weighted as the spec scores positions and averaged over the
+    test sequences: {split: [members, targets, positions]}."""
     model.eval()
     out = {}
     for split in SPLITS:
@@ -125,16 +126,16 @@ def position_kl(model: StackedGPT, data: MemberData, chunk: int = 64) -> dict[st
         total = torch.zeros(refs.shape[:2] + refs.shape[-2:-1], device=x.device)
         for i in range(0, x.shape[1], chunk):
             logp = F.log_softmax(model(x[:, i : i + chunk]).float(), -1)[:, None]
-            target = refs[:, :, i : i + chunk]
-            total += (target * ((target + 1e-12).log() - logp)).sum(-1).sum(2)
+            weight = data.scored[split][:, None, i : i + chunk]
+            total += (weight * data.divergence(refs[:, :, i : i + chunk], logp)).sum(2)
         out[split] = total / x.shape[1]
     model.train()
     return out
 
 
 def evaluate(model: StackedGPT, data: MemberData) -> list[dict[str, float]]:
-    """Mean KL(target || model) over sequences and positions, per member, for every target
-    on both splits: ``{"id:truth": ..., "ood:G2": ...}``."""
+    """Mean KL (the spec's direction and position weights) over sequences and positions, per
+    member, for every target on both splits: ``{"id:truth": ..., "ood:G2": ...}``."""
     out: list[dict[str, float]] = [{} for _ in range(data.x["id"].shape[0])]
     for split, kl in position_kl(model, data).items():
         for member, row in enumerate(kl.mean(-1).tolist()):

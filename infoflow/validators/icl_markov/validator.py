@@ -13,7 +13,7 @@ from infoflow.validators.claims import Section
 from infoflow.validators.icl_markov import plots, report
 from infoflow.validators.icl_markov.claims import claims
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
-from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure
+from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure, separation
 from infoflow.validators.icl_markov.racing import (
     measured_clocks,
     race_claim,
@@ -29,7 +29,7 @@ class IclMarkovValidator:
 
     def scale(self, name: str, steps: int | None, seeds: int | None, device: str,
               budget: float | None = None) -> IclScale:  # fmt: skip
-        scale = replace(SCALES[name], seeds=seeds or 1)
+        scale = replace(SCALES[name], seeds=seeds) if seeds else SCALES[name]
         return replace(scale, max_steps=steps, name=f"{name} ({steps} steps)") if steps else scale
 
     def plan(self, name: str, spec: IclMarkovSpec, scale: IclScale, base_dir: Path):
@@ -44,17 +44,19 @@ class IclMarkovValidator:
         for group in experiment.groups:
             data, model = load_trained(group, context)
             levels, positions = data.levels(), position_kl(model, data)
+            apart = data.separations()
             metrics = context.store.metrics(group.name)
             variant = group.spec.options.g1_variant
-            histories = [MemberHistory.from_metrics(k, seed, metrics[i], variant)
+            histories = [MemberHistory.from_metrics(k, seed, metrics[i], apart[i], variant)
                          for i, (k, seed) in enumerate(group.members)]  # fmt: skip
-            measurement = {**measure(histories), "ceiling": ceiling(levels, group.members)}
+            measurement = measure(histories, ceiling(levels, group.members))
+            measurement["separation"] = separation(apart, group.members, variant)
             mine = claims(experiment, group, measurement)
             result = race_for(group.spec, clocks)
             if result is not None:
                 measurement["race"] = result.to_json()
-                mine.append(race_claim(result, measurement["k1_star"]))
-                raced[group.name] = (result, measurement["k1_star"])
+                mine.append(race_claim(result, measurement))
+                raced[group.name] = (result, measurement["k1_fit"])
             if len(experiment.groups) > 1:
                 mine = [claim.prefixed(group.name) for claim in mine]
             groups.append(report.group_section(experiment, group, histories, measurement, levels,
