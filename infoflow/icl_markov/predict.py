@@ -214,11 +214,16 @@ def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
     return Prediction(phase, "", "estimate", "reconstruction:timescales", note)
 
 
+def generalizes(task_dim: int, states: int) -> bool:
+    """The paper's criterion: the task-recognition head generalizes when D_phi >~ C^2."""
+    return task_dim >= states**2
+
+
 def _task_vector(spec: IclMarkovSpec) -> Prediction:
     dim = getattr(spec.model, spec.options.task_vector_dim)
     needed = spec.states**2
     return Prediction(
-        dim >= needed, "", "estimate", "paper:summary",
+        generalizes(dim, spec.states), "", "estimate", "paper:summary",
         f"{PAPER}: the task-recognition head generalizes when D_phi >~ C^2; D_phi is taken to "
         f"be {spec.options.task_vector_dim} = {dim} [R, option task_vector_dim], C^2 = {needed}.",
     )  # fmt: skip

@@ -90,6 +90,22 @@ class RaceClocks(StrictModel):
     )
 
 
+class DecoderSweep(StrictModel):
+    """The decoder alone (docs/icl_markov.md, "K*_2 as capacity")."""
+
+    chains: list[PositiveInt] = Field(
+        min_length=1,
+        description="The K at which the second MLP alone is asked to store K chains' rows "
+        "(random codes of d_model numbers); the largest it fits below G2's level is its "
+        "capacity.",
+    )
+    task_dims: list[PositiveInt] = Field(
+        default_factory=list,
+        description="The task-vector dimensions D_phi at which the decoder is tested on fresh "
+        "chains (codes: a random projection of the transition matrix).",
+    )
+
+
 class IclMarkovSpec(SpecBase):
     """K Markov chains over C states, a transformer trained on them, a training budget."""
 
@@ -107,6 +123,11 @@ class IclMarkovSpec(SpecBase):
     training: Training
     seed: NonNegativeInt = Field(0, description="Fixes the chains, the mixture and the runs.")
     options: MarkovOptions = Field(default_factory=MarkovOptions)
+    decoder: DecoderSweep | None = Field(
+        None,
+        description="`infoflow validate` also trains the second MLP alone: its capacity "
+        "against K*_2, and D_phi against the task vector's generalisation.",
+    )
     race: RaceClocks | None = Field(
         None,
         description="`infoflow validate` also trains the clock models and judges K*_1 from "

@@ -50,6 +50,8 @@ CLOCKS = {
 }
 
 
+#: Spec fields that do not reach a clock's training.
+NOT_TRAINED = {"chains", "sweep", "description", "calibration", "race", "decoder"}
 CLOCK_EVALUATIONS = 48  # log-spaced evaluations of a clock run
 
 
@@ -82,9 +84,7 @@ class ClockGroup:
                 "pool": POOL, **self.describe()}  # fmt: skip
 
     def describe(self) -> dict:
-        spec = self.spec.model_dump(
-            mode="json", exclude={"chains", "sweep", "description", "calibration", "race"}
-        )
+        spec = self.spec.model_dump(mode="json", exclude=NOT_TRAINED)
         return {"setting": spec, "clock": self.clock, "chains": self.chains,
                 "seeds": self.seeds, "checkpoints": self.checkpoints,
                 "eval_sequences": self.eval_sequences}  # fmt: skip

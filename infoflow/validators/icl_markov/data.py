@@ -59,7 +59,9 @@ class IclGroup:
         return [(k, s) for s in self.seeds for k in self.chains]
 
     def describe(self) -> dict:
-        spec = self.spec.model_dump(mode="json", exclude={"chains", "sweep", "description", "race"})
+        spec = self.spec.model_dump(
+            mode="json", exclude={"chains", "sweep", "description", "race", "decoder"}
+        )
         return {"setting": spec, "chains": self.chains, "seeds": self.seeds,
                 "checkpoints": self.checkpoints, "eval_sequences": self.eval_sequences}  # fmt: skip
 

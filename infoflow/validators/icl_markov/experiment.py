@@ -12,6 +12,7 @@ import infoflow
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.icl_markov.clocks import ClockGroup, plan_clocks
 from infoflow.validators.icl_markov.data import IclGroup
+from infoflow.validators.icl_markov.decoder import DecoderGroup
 from infoflow.validators.protocol import Job
 
 #: Seeds per K unless ``--seeds`` says otherwise: enough for a majority without ties and for
@@ -50,12 +51,14 @@ class IclExperiment:
     capped: list[str] = field(default_factory=list)
     groups: list[IclGroup] = field(default_factory=list)
     clocks: list[ClockGroup] = field(default_factory=list)  # the race's, when the spec asks
+    decoders: list[DecoderGroup] = field(default_factory=list)  # the decoder alone, likewise
     predictions: dict[tuple[str, int], infoflow.Result] = field(default_factory=dict)
 
     @property
     def jobs(self) -> list[Job]:
-        groups = [*self.groups, *self.clocks]
-        return [Job("icl_markov", self.name, g, g.spec.training.steps) for g in groups]
+        jobs = [Job("icl_markov", self.name, g, g.spec.training.steps)
+                for g in [*self.groups, *self.clocks]]  # fmt: skip
+        return jobs + [Job("icl_markov", self.name, g, len(g.members)) for g in self.decoders]
 
 
 def plan(
@@ -85,6 +88,11 @@ def plan(
         seeds = [spec.seed + s for s in range(scale.seeds)]
         experiment.clocks = plan_clocks(name, [g.spec for g in experiment.groups], seeds,
                                         log_spaced)  # fmt: skip
+    if spec.decoder is not None:
+        decoders = [DecoderGroup(name, g.spec, sorted(spec.decoder.chains),
+                                 sorted(spec.decoder.task_dims), spec.seed)
+                    for g in experiment.groups]  # fmt: skip
+        experiment.decoders = list({d.name: d for d in decoders}.values())  # one per setting
     experiment.capped = sorted(set(experiment.capped))
     return experiment
 

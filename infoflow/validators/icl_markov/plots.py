@@ -1,8 +1,8 @@
 """icl_markov plots, from report.json's sections, per group: ``NAME-phases.png`` (the phase
 diagram: K across, step up, colour = the phase call, white where undetermined; beside it,
 final ID and OOD KL to the truth against K), ``NAME-kl.png`` (KL to each reference over
-training, a line per K) and ``NAME-positions.png`` (the final model's KL against the
-position in the context)."""
+training, a line per K), ``NAME-positions.png`` (the final model's KL against the
+position in the context) and, with a race, ``NAME-race.png`` (the paths' clocks against K)."""
 
 from __future__ import annotations
 
@@ -119,3 +119,43 @@ def plot_positions(out: Path, section: dict) -> list[Path]:
         axes[-1].legend(fontsize=6, ncol=2)
         written.append(save(fig, out / f"{group['name']}-positions.png"))
     return written
+
+
+def plot_race(out: Path, section: dict) -> list[Path]:
+    """Per group with a race: ``NAME-race.png``, the memorising paths' times against K (the
+    median over the clock seeds, their range shaded), tau_G across, the race's K*_1 and the
+    interval the K sweep measured."""
+    plt = pyplot()
+    written = []
+    for group in section["groups"]:
+        race = group["measurement"].get("race")
+        if race is None:
+            continue
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for path, colour in (("M1", PHASE_COLOURS["M1"]), ("M2", PHASE_COLOURS["M2"])):
+            times = race["paths"][path]
+            ks = sorted(int(k) for k in times)
+            low, middle, high = ([_finite(times[str(k)][i]) for k in ks] for i in range(3))
+            ax.plot(ks, middle, "o-", color=colour, label=f"{path} path")
+            ax.fill_between(ks, low, high, color=colour, alpha=0.2)
+        tau_low, tau, tau_high = (_finite(v) for v in race["tau_g"])
+        ax.axhline(tau, color=PHASE_COLOURS["G2"], label="tau_G (G2 path)")
+        ax.axhspan(tau_low, tau_high, color=PHASE_COLOURS["G2"], alpha=0.15)
+        if race["k1_star"] is not None:
+            ax.axvline(race["k1_star"], color="black", linestyle="--", label="race K*_1")
+            ax.axvspan(*race["interval"], color="black", alpha=0.08)
+        fit = group["measurement"]["k1_fit"]
+        if fit["status"] != "none" and (fit["low"] or fit["high"]):
+            ax.axvspan(fit["low"] or ax.get_xlim()[0], fit["high"] or ax.get_xlim()[1],
+                       color="green", alpha=0.12, label="measured K*_1 (K sweep)")  # fmt: skip
+        ax.set(xscale="log", yscale="log", xlabel="K (training chains)",
+               ylabel="steps to halfway (clock runs)",
+               title=f"{group['name']}: the race")  # fmt: skip
+        ax.legend(fontsize=7)
+        written.append(save(fig, out / f"{group['name']}-race.png"))
+    return written
+
+
+def _finite(value: float | None) -> float:
+    """A time for the plot: report.json holds a clock that never formed as null."""
+    return math.nan if value is None else value

@@ -17,7 +17,7 @@ from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.results import Prediction
 from infoflow.validators.claims import Claim
 from infoflow.validators.icl_markov.claims import k1_claim
-from infoflow.validators.icl_markov.clocks import ClockGroup, clock_time
+from infoflow.validators.icl_markov.clocks import NOT_TRAINED, ClockGroup, clock_time
 
 
 def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
@@ -44,7 +44,7 @@ def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
 def _base_key(spec: IclMarkovSpec) -> str:
     training = spec.training.model_copy(update={"layer1_attention_lr": 1.0})
     base = spec.model_copy(update={"training": training})
-    return base.model_dump_json(exclude={"chains", "sweep", "description", "calibration"})
+    return base.model_dump_json(exclude=NOT_TRAINED)
 
 
 def race_for(spec: IclMarkovSpec, clocks: dict[str, dict]) -> Race | None:

@@ -102,7 +102,31 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         lines += claims_markdown(group["claims"])
     if spec.get("clocks"):
         lines += _clocks(spec["clocks"])
+    for decoder in spec.get("decoders", []):
+        lines += _decoder(decoder)
     return lines
+
+
+def _decoder(decoder: dict) -> list[str]:
+    """The decoder alone: its capacity grid and the D_phi sweep, then its claims."""
+    m = decoder["measurement"]
+    capacity = m["capacity"]
+    lines = ["", f"### The decoder alone ({markdown_text(decoder['name'])})", "",
+             f"The second MLP (d_model {decoder['setting']['model']['d_model']}, MLP "
+             f"{decoder['setting']['model']['mlp_width']}) by itself; G2's level at this context: "
+             f"{number(m['g2_level'], '.4f')}. Capacity: fits up to K = "
+             f"{_maybe(capacity['low'])}, fails from {_maybe(capacity['high'])} (predicted "
+             f"K*_2 {_maybe(decoder['k2_star'])}).", "",
+             "| test | K or D_phi | KL on its chains | KL on fresh chains | below G2's level |",
+             "|---|--:|--:|--:|---|"]  # fmt: skip
+    for k, kl in capacity["train_kl"].items():
+        fits = "yes" if kl < m["g2_level"] else "no"
+        lines.append(f"| capacity | {k} | {number(kl, '.4f')} | - | {fits} |")
+    for dim, found in m["task_dims"].items():
+        lines.append(f"| D_phi | {dim} | {number(found['train_kl'], '.4f')} | "
+                     f"{number(found['fresh_kl'], '.4f')} | "
+                     f"{'yes' if found['generalizes'] else 'no'} |")  # fmt: skip
+    return lines + claims_markdown(decoder["claims"])
 
 
 def _rate(training: dict) -> str:

@@ -8,10 +8,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import infoflow
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.claims import Section
 from infoflow.validators.icl_markov import plots, report
 from infoflow.validators.icl_markov.claims import claims
+from infoflow.validators.icl_markov.decoder import (
+    DecoderGroup,
+    decoder_claims,
+    measure_decoder,
+    train_decoder_group,
+)
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
 from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure, separation
 from infoflow.validators.icl_markov.racing import (
@@ -36,7 +43,10 @@ class IclMarkovValidator:
         return plan(name, spec, scale, base_dir)
 
     def train(self, job: Job, context: Context) -> None:
-        train_icl_group(job.group, context)
+        if isinstance(job.group, DecoderGroup):
+            train_decoder_group(job.group, context)
+        else:
+            train_icl_group(job.group, context)
 
     def judge(self, experiment: IclExperiment, context: Context) -> Section:
         groups, found, raced = [], [], {}
@@ -63,9 +73,12 @@ class IclMarkovValidator:
                                                metrics, positions, mine))  # fmt: skip
             found += mine
         found += shift_claims(experiment.groups, raced)
+        decoders = [_judge_decoder(group, context) for group in experiment.decoders]
+        found += [claim for _, mine in decoders for claim in mine]
+        decoders = [section for section, _ in decoders]
         body = {"capped": experiment.capped, "groups": groups,
                 "clocks": [{k: v for k, v in entry.items() if k != "clocks"}
-                           for entry in clocks.values()]}  # fmt: skip
+                           for entry in clocks.values()], "decoders": decoders}  # fmt: skip
         return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
@@ -78,7 +91,19 @@ class IclMarkovValidator:
         written = []
         for section in sections:
             written += plots.plot_phases(out, section) + plots.plot_positions(out, section)
+            written += plots.plot_race(out, section)
         return written
+
+
+def _judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list]:
+    """A decoder group's record for the report, and its claims (against the prediction of
+    K*_2 at its setting)."""
+    measured = measure_decoder(group, context.store.metrics(group.name))
+    k2 = infoflow.predict(group.spec)["k2_star"].value
+    mine = decoder_claims(measured, k2, group.spec.states)
+    section = {"name": group.name, **group.describe(), "k2_star": k2, "measurement": measured,
+               "claims": [c.to_json() for c in mine]}  # fmt: skip
+    return section, mine
 
 
 VALIDATOR = IclMarkovValidator()
