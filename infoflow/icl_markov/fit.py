@@ -142,20 +142,46 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
     else:
         out.lines.append(("a (memorization exponent)", f"{exponents.memorization.value:g}",
                           "kept: not identifiable from these results"))  # fmt: skip
+    capacity = _capacity(reports, out.lines)
     transient = _transient_bound(groups, base)
     if transient is not None:
         out.lines.append(("transient_scale", f">= {transient.value:.3g}", transient.source))
         if transient.value <= base.transient_scale.value:
             transient = None
-    out.lines.append(("gamma, capacity", "kept",
-                      "need a K*_2 bracket; one budget gives only a lower bound"))  # fmt: skip
+    out.lines.append(("gamma", "kept", "needs a K*_2 bracket; one budget gives only a lower bound"))
     out.calibration = base.model_copy(update={
         "exponents": exponents, "anchors": list(anchors.values()),
         "clocks": list(clocks.values()),
         "transient_scale": transient or base.transient_scale,
+        "capacity": capacity or base.capacity,
         "description": base.description + " Refitted by infoflow calibrate icl_markov.",
     })  # fmt: skip
     return out
+
+
+def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
+    """The capacity constant from the decoder's measured capacity (the geometric middle of
+    its bracket) over 2 d_model mlp_width / (C (C - 1)); the geometric mean over settings.
+    None (kept) without a two-sided bracket."""
+    found, sources = [], []
+    for file, report in reports:
+        for spec in report["specs"]:
+            for decoder in spec.get("decoders", []) if spec.get("kind") == "icl_markov" else []:
+                bracket = decoder["measurement"]["capacity"]
+                low, high = bracket["low"], bracket["high"]
+                s, c = decoder["setting"], decoder["setting"]["states"]
+                form = 2 * s["model"]["d_model"] * s["model"]["mlp_width"] / (c * (c - 1))
+                if low and high:
+                    found.append(math.sqrt(low * high) / form)
+                    sources.append(f"{decoder['name']} ({file}): fits K = {low}, not {high}")
+    if not found:
+        lines.append(("capacity", "kept", "no decoder run bracketed the capacity"))
+        return None
+    value = math.exp(sum(math.log(v) for v in found) / len(found))
+    lines.append(("capacity", f"{value:.3g}", "; ".join(sources)))
+    return Constant(value=value, provenance="fit:decoder",
+                    source="the second MLP alone, capacity measured directly: "
+                    + "; ".join(sources))  # fmt: skip
 
 
 def _transient_bound(groups, base: Calibration) -> Constant | None:

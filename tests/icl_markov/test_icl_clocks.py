@@ -1,0 +1,148 @@
+"""The clock models (fixed attention patterns), the clock criterion, the layer-1 learning-rate
+intervention, the decoder alone, and the race's claims."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import infoflow  # noqa: E402
+from infoflow.icl_markov.race import Clocks, race  # noqa: E402
+from infoflow.validators.icl_markov.clocks import ClockData, ClockGroup, clock_time  # noqa: E402
+from infoflow.validators.icl_markov.decoder import (  # noqa: E402
+    DecoderGroup,
+    decoder_claims,
+    fit,
+    measure_decoder,
+)
+from infoflow.validators.icl_markov.model import StackedGPT, fixed_pattern  # noqa: E402
+from infoflow.validators.icl_markov.racing import race_claim, shift_claim  # noqa: E402
+from infoflow.validators.icl_markov.train import slowed_layer1_attention  # noqa: E402
+
+TINY = {"kind": "icl_markov", "states": 3, "chains": 4, "context_len": 12,
+        "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
+        "training": {"steps": 50, "batch_size": 8, "lr": 0.003}}  # fmt: skip
+
+
+def test_a_previous_token_head_sees_exactly_the_previous_state() -> None:
+    model = StackedGPT([1], 3, 10, 2, 16, 2, 32, ("previous", "uniform"))
+    x = torch.randint(0, 3, (1, 4, 10))
+    base = model(x)
+    earlier = x.clone()
+    earlier[:, :, 2] = (earlier[:, :, 2] + 1) % 3  # change state 2: positions 2 and 3 see it
+    changed = (model(earlier) - base).abs().amax((0, 1, 3)) > 1e-6
+    assert changed[:2].tolist() == [False, False] and changed[2:].all()
+    pattern = fixed_pattern("previous", 4, x.float())
+    assert pattern.tolist() == [[1, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]
+
+
+def test_fixed_patterns_read_only_what_they_are_wired_to() -> None:
+    """Layer 1's attention output at t: "self" reads only t, "previous" only t - 1,
+    "uniform" every s <= t equally."""
+    model = StackedGPT([2], 3, 6, 2, 16, 2, 32, ("self", "uniform"))
+    z = torch.randn(1, 1, 6, 16)
+    moved = z.clone()
+    moved[:, :, 2] += 1.0  # change position 2 only
+    for kind, reads_2 in (("self", [2]), ("previous", [3]), ("uniform", [2, 3, 4, 5])):
+        model.attention = (kind, "uniform")
+        changed = (model._attention(moved, 0) - model._attention(z, 0)).abs().amax(-1)[0, 0]
+        assert (changed > 1e-6).nonzero().flatten().tolist() == reads_2, kind
+
+
+def test_the_clock_stops_halfway_interpolated_in_log_step() -> None:
+    rows = {s: {"level:plateau": 1.0, "level:mechanism": 0.0, "clock:kl": kl}
+            for s, kl in ((10, 1.0), (100, 0.9), (400, 0.1))}  # fmt: skip
+    # halfway (0.5) lies midway in KL between steps 100 and 400: sqrt(100 x 400) = 200
+    assert clock_time(rows) == pytest.approx(200)
+    flat = {s: {**row, "level:mechanism": 0.95} for s, row in rows.items()}
+    assert clock_time(flat) is None  # the mechanism is not MIN_DROP below the plateau
+    never = {s: {**row, "clock:kl": 0.9} for s, row in rows.items()}
+    assert clock_time(never) is None
+
+
+def test_clock_data_levels_are_the_references_own() -> None:
+    spec = infoflow.load_spec(TINY)
+    group = ClockGroup("c", "G", spec, [None], [0], [5], eval_sequences=16)
+    data = ClockData(group, torch.device("cpu"))
+    level = data.levels[0]
+    assert level["G2"] < level["G1_bayes"]  # the in-context bigram beats the unigram
+    memorize = ClockGroup("c", "M2_prev", spec, [2], [0], [5], eval_sequences=16)
+    levels = ClockData(memorize, torch.device("cpu")).levels[0]
+    assert levels["M2"] < levels["G1_bayes"]
+
+
+def test_slowing_layer1_attention_scales_its_step_exactly() -> None:
+    """AdamW at lr x r on layer 1's attention: the slowed step is r times the full one, and
+    every other parameter moves as it would."""
+    x = torch.randint(0, 3, (1, 4, 8))
+
+    def step(scale: float) -> dict[str, torch.Tensor]:
+        model = StackedGPT([3], 3, 8, 2, 16, 2, 32)
+        before = {n: p.detach().clone() for n, p in model.named_parameters()}
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+        loss = torch.nn.functional.cross_entropy(model(x[..., :-1]).flatten(0, 2),
+                                                 x[..., 1:].flatten())  # fmt: skip
+        loss.backward()
+        with slowed_layer1_attention(model, scale):
+            optimizer.step()
+        return {n: p.detach() - before[n] for n, p in model.named_parameters()}
+
+    full, slow = step(1.0), step(0.25)
+    assert torch.allclose(slow["W_QKV"][0], 0.25 * full["W_QKV"][0], atol=1e-7)
+    assert torch.allclose(slow["W_O"][0], 0.25 * full["W_O"][0], atol=1e-7)
+    assert torch.allclose(slow["W_QKV"][1], full["W_QKV"][1]) and torch.equal(
+        slow["W_1"], full["W_1"])  # fmt: skip
+
+
+def test_the_decoder_stores_few_chains_and_not_many() -> None:
+    spec = infoflow.load_spec(TINY)
+    from infoflow.validators import markov
+
+    few = markov.sample_chains(4, 3, 1.0, 0)
+    assert fit(spec, torch.randn(4, 16), few, None, None)[0] < 0.01
+    many = markov.sample_chains(2000, 3, 1.0, 0)
+    assert fit(spec, torch.randn(2000, 16), many, None, None)[0] > 0.05
+
+
+def test_decoder_claims_refute_a_capacity_outside_the_bracket() -> None:
+    spec = infoflow.load_spec(TINY)
+    group = DecoderGroup("d", spec, [64, 128, 256], [2, 9], 0)
+    rows = [0.01, 0.05, 0.2, 0.3, 0.01]  # train KL of 64, 128, 256, D=2, D=9
+    metrics = {i: {3000: {"decoder:train_kl": kl, "decoder:g2_level": 0.1,
+                          "decoder:fresh_kl": kl + 0.01}} for i, kl in enumerate(rows)}  # fmt: skip
+    measured = measure_decoder(group, metrics)
+    assert (measured["capacity"]["low"], measured["capacity"]["high"]) == (128, 256)
+    verdicts = [c.verdict for c in decoder_claims(measured, 150.0, 3)]
+    assert verdicts == ["confirmed", "confirmed", "confirmed"]  # D=2 no, D=9 yes: as predicted
+    assert decoder_claims(measured, 1000.0, 3)[0].verdict == "refuted"
+    assert decoder_claims(measured, 20.0, 3)[0].verdict == "refuted"
+
+
+def test_race_and_shift_claims_can_be_refuted() -> None:
+    clocks = Clocks(g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)},
+                    m2_prev={}, steps=1000)  # fmt: skip
+    base, slowed = race(clocks), race(clocks, 0.5)  # K*_1 = 20, then 36
+    fit = lambda low, high: {"status": "fit", "value": math.sqrt(low * high), "low": low,  # noqa: E731
+                             "high": high, "slope": 1.0, "outcomes": 9, "reason": ""}  # fmt: skip
+    grid = {"low": None, "high": None, "monotone": True, "undecided": [], "value": None}
+    assert race_claim(base, {"k1_fit": fit(16, 25), "k1_star": grid}).verdict == "confirmed"
+    assert race_claim(base, {"k1_fit": fit(40, 60), "k1_star": grid}).verdict == "refuted"
+    assert shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(33, 40))).verdict == "confirmed"
+    assert shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(10, 15))).verdict == "refuted"
+
+
+def test_plan_lists_the_sweeps_and_clock_runs_with_times() -> None:
+    from conftest import run_cli
+
+    out = run_cli("plan", "specs/icl_markov/race-c3.json", "--seeds", "2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert sum("K sweep" in line for line in lines) == 2  # the two layer-1 rates
+    assert any("layer-1 attention at 0.5 x lr" in line for line in lines)
+    clocks = [line for line in lines if "clock " in line]
+    assert len(clocks) == 5 and any("clock M2_prev: K = 4, 8, 16, 32, 64; 10 members" in c
+                                    for c in clocks)  # fmt: skip
+    assert lines[-1].startswith("estimated total: ")
