@@ -1,7 +1,7 @@
 """``infoflow plan`` for an icl_markov spec: the groups validate would train (the K sweep per
-setting and, with ``race``, the clock runs), their members and steps, and the estimated time
-on a device from the step-time model of :mod:`~infoflow.validators.retrieval.steptime`
-(measured on this machine, or the stated H200 assumption for ``cuda`` without one).
+setting and, with ``race`` and ``decoder``, the clock runs and the decoder alone), their
+members and steps, and the estimated time on a device from the step-time model of
+:mod:`~infoflow.validators.retrieval.steptime` (measured on this machine, or the stated H200 assumption for ``cuda`` without one).
 
 A step costs the model FLOPs of every member (nanoGPT's count, as the throughput meter
 counts them), plus the evaluations at each checkpoint (a forward pass, a third of a training
@@ -19,6 +19,7 @@ import torch
 
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.icl_markov.clocks import ClockGroup
+from infoflow.validators.icl_markov.decoder import GENERALISATION_CHAINS, STEPS, DecoderGroup
 from infoflow.validators.retrieval.steptime import StepTime, step_time
 from infoflow.validators.throughput import flops_per_token
 
@@ -41,6 +42,16 @@ def group_seconds(group, steptime: StepTime) -> float:
     sets = 1 if isinstance(group, ClockGroup) else 2
     evaluation = steptime.step(per_token / 3 * sets * group.eval_sequences * spec.context_len)
     return spec.training.steps * train + len(group.checkpoints) * evaluation
+
+
+def decoder_seconds(group: DecoderGroup, steptime: StepTime) -> float:
+    """The decoder's fits: full-batch steps over every (chain, state) pair, from their FLOPs
+    alone (a step is a dozen operations, so the ensembles' per-step overhead is left out)."""
+    spec = group.spec
+    c, d, f = spec.states, spec.model.d_model, spec.model.mlp_width
+    params = d * d + c * d + 2 * d * f + f + d + 4 * d + d * c + c  # input, MLP, norms, unembed
+    pairs = [k * c for k in group.chains] + [GENERALISATION_CHAINS * c] * len(group.task_dims)
+    return sum(STEPS * 6 * params * n * steptime.per_flop for n in pairs)
 
 
 def plan_command(
@@ -66,6 +77,12 @@ def plan_command(
         ks = ", ".join("inf" if k is None else str(k) for k in group.chains)
         lines.append(f"  {what}: K = {ks}; {len(group.members)} members, "
                      f"{group.spec.training.steps:,} steps, about {_minutes(seconds)}")  # fmt: skip
+    for group in experiment.decoders:
+        seconds = decoder_seconds(group, steptime)
+        total += seconds
+        lines.append(f"  decoder alone: capacity K = {', '.join(map(str, group.chains))}; D_phi = "
+                     f"{', '.join(map(str, group.task_dims))}; {len(group.members)} fits of "
+                     f"{STEPS:,} full-batch steps, about {_minutes(seconds)}")  # fmt: skip
     if experiment.capped:
         lines.append("  capped: " + "; ".join(experiment.capped))
     if budget is not None and total > budget:
