@@ -1,7 +1,8 @@
 """``infoflow plan`` for an icl_markov spec: the groups validate would train (the K sweep per
 setting and, with ``race`` and ``decoder``, the clock runs and the decoder alone), their
 members and steps, and the estimated time on a device from the step-time model of
-:mod:`~infoflow.validators.retrieval.steptime` (measured on this machine, or the stated H200 assumption for ``cuda`` without one).
+:mod:`~infoflow.validators.retrieval.steptime` (measured on this machine, or the stated H200
+assumption for ``cuda`` without one).
 
 A step costs the model FLOPs of every member (nanoGPT's count, as the throughput meter
 counts them), plus the evaluations at each checkpoint (a forward pass, a third of a training
