@@ -100,11 +100,13 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
     if not groups:
         files = ", ".join(str(file) for file, _ in reports)
         raise SpecError(files, [("specs", "no icl_markov results to calibrate from")])
+    slowed = [
+        g for _, _, g in groups if g["setting"]["training"].get("layer1_attention_lr", 1) != 1
+    ]
+    out.lines += [(g["name"], "-", "layer 1's attention slowed: an anchor does not model the "
+                   "rate (the race does)") for g in slowed]  # fmt: skip
+    groups = [(file, report, g) for file, report, g in groups if g not in slowed]
     for file, report, group in groups:
-        if group["setting"]["training"].get("layer1_attention_lr", 1) != 1:
-            out.lines.append((group["name"], "-", "layer 1's attention slowed: an anchor does "
-                              "not model the rate (the race does)"))  # fmt: skip
-            continue
         anchor, notes = _anchor(file, report, group)
         out.lines += notes
         if anchor.k1_star or anchor.tau_2gen:
@@ -120,28 +122,8 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
         else:
             out.lines.append((f"{group['name']}: a", "-",
                               f"memorization won at {len(times)} K; 3 needed"))  # fmt: skip
-    clocks = {c.name: c for c in base.clocks}
-    for file, report in reports:
-        for found in clock_sets(file, report):
-            clocks[found.name] = found
-            k1 = race(found.clocks())
-            value = f"{k1.k1_star:.3g}" if k1.k1_star is not None else "-"
-            out.lines.append((f"{found.name}: K*_1 from the race", value, k1.reason))
-    exponents = base.exponents
-    if slopes:
-        weights = [1 / var for _, var in slopes]
-        value = sum(w * s for w, (s, _) in zip(weights, slopes, strict=True)) / sum(weights)
-        stderr = math.sqrt(1 / sum(weights))
-        runs = ", ".join(sorted({str(file) for file, _, _ in groups}))
-        memorization = Constant(value=value, stderr=stderr, provenance="fit:validate",
-                                source=f"slope of log tau_1Mem against log K, {len(slopes)} "
-                                f"group(s), from {runs}")  # fmt: skip
-        exponents = exponents.model_copy(update={"memorization": memorization})
-        out.lines.append(("a (memorization exponent)", f"{value:.3g} ± {stderr:.2g}",
-                          f"was {base.exponents.memorization.value:g}"))  # fmt: skip
-    else:
-        out.lines.append(("a (memorization exponent)", f"{exponents.memorization.value:g}",
-                          "kept: not identifiable from these results"))  # fmt: skip
+    clocks = _clocks(reports, base, out.lines)
+    exponents = _memorization(slopes, groups, base, out.lines)
     capacity = _capacity(reports, out.lines)
     transient = _transient_bound(groups, base)
     if transient is not None:
@@ -151,12 +133,31 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
     out.lines.append(("gamma", "kept", "needs a K*_2 bracket; one budget gives only a lower bound"))
     out.calibration = base.model_copy(update={
         "exponents": exponents, "anchors": list(anchors.values()),
-        "clocks": list(clocks.values()),
+        "clocks": clocks,
         "transient_scale": transient or base.transient_scale,
         "capacity": capacity or base.capacity,
         "description": base.description + " Refitted by infoflow calibrate icl_markov.",
     })  # fmt: skip
     return out
+
+
+def _memorization(slopes, groups, base: Calibration, lines: list):
+    """``base``'s exponents with a pooled over the groups' slopes (inverse variance)."""
+    exponents = base.exponents
+    if not slopes:
+        lines.append(("a (memorization exponent)", f"{exponents.memorization.value:g}",
+                      "kept: not identifiable from these results"))  # fmt: skip
+        return exponents
+    weights = [1 / var for _, var in slopes]
+    value = sum(w * s for w, (s, _) in zip(weights, slopes, strict=True)) / sum(weights)
+    stderr = math.sqrt(1 / sum(weights))
+    runs = ", ".join(sorted({str(file) for file, _, _ in groups}))
+    memorization = Constant(value=value, stderr=stderr, provenance="fit:validate",
+                            source=f"slope of log tau_1Mem against log K, {len(slopes)} "
+                            f"group(s), from {runs}")  # fmt: skip
+    lines.append(("a (memorization exponent)", f"{value:.3g} ± {stderr:.2g}",
+                  f"was {exponents.memorization.value:g}"))  # fmt: skip
+    return exponents.model_copy(update={"memorization": memorization})
 
 
 def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
@@ -214,6 +215,18 @@ def _settings(setting: dict) -> dict[str, Any]:
         **setting["model"], "batch_size": setting["training"]["batch_size"],
         "lr": setting["training"]["lr"], "weight_decay": setting["training"]["weight_decay"],
     }  # fmt: skip
+
+
+def _clocks(reports: list[tuple[Path, dict]], base: Calibration, lines: list) -> list[ClockSet]:
+    """``base``'s clock sets with every race in ``reports`` added (same names replaced)."""
+    clocks = {c.name: c for c in base.clocks}
+    for file, report in reports:
+        for found in clock_sets(file, report):
+            clocks[found.name] = found
+            k1 = race(found.clocks())
+            value = f"{k1.k1_star:.3g}" if k1.k1_star is not None else "-"
+            lines.append((f"{found.name}: K*_1 from the race", value, k1.reason))
+    return list(clocks.values())
 
 
 def clock_sets(file: Path, report: dict) -> list[ClockSet]:

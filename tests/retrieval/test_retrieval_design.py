@@ -189,9 +189,9 @@ def test_plan_refuses_bad_options_in_one_line(args, message) -> None:
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_plan_is_for_retrieval_specs() -> None:
-    proc = run_cli("plan", str(SPECS / "icl_markov" / "smoke-c3.json"))
-    assert proc.returncode == 2 and "'plan' is not available for icl_markov" in proc.stderr
+def test_plan_is_for_retrieval_and_icl_markov_specs() -> None:
+    proc = run_cli("plan", str(SPECS / "looped_kv" / "deepseek-v3.json"))
+    assert proc.returncode == 2 and "'plan' is not available for looped_kv" in proc.stderr
 
 
 @pytest.mark.slow
