@@ -113,6 +113,7 @@ class ClockRun(_Strict):
     chains: int | None = Field(None, gt=0)
     seed: int = Field(ge=0)
     time: float | None = Field(None, gt=0, allow_inf_nan=False)
+    status: Literal["formed", "not formed", "generalised first", "not timed"] = "formed"
 
 
 class ClockSet(_Strict):
@@ -147,9 +148,11 @@ class Calibration(_Strict):
         found = [a for a in self.anchors if getattr(a, quantity) is not None]
         return min(found, key=lambda a: distance(a.settings, settings), default=None)
 
-    def clocks_at(self, settings: dict[str, Any]) -> ClockSet | None:
-        """The clocks measured at exactly ``settings`` (the race is not scaled)."""
-        return next((c for c in self.clocks if distance(c.settings, settings) == 0), None)
+    def clocks_at(self, settings: dict[str, Any], steps: int) -> ClockSet | None:
+        """The clocks measured at exactly ``settings`` by runs of ``steps`` steps (the race is
+        not scaled; the warmup, 2% of the steps, differs between lengths)."""
+        same = [c for c in self.clocks if distance(c.settings, settings) == 0]
+        return next((c for c in same if c.steps == steps), None)
 
 
 def settings_of(spec) -> dict[str, Any]:

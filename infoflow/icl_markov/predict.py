@@ -62,9 +62,14 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
 
     context = lambda at: g(N) / g(at["context_len"])  # noqa: E731
     tau, tau_value = _scaled(calibration, "tau_2gen", settings, context, values, "context_len")
-    clocks = calibration.clocks_at(settings)
+    rate = spec.training.layer1_attention_lr
+    if rate != 1:
+        tau, tau_value = _rate_blind("tau_2gen", "steps", rate), None
+    clocks = calibration.clocks_at(settings, spec.training.steps)
     if clocks is not None:
-        k1, k1_value = _raced(clocks, spec.training.layer1_attention_lr)
+        k1, k1_value = _raced(clocks, rate)
+    elif rate != 1:
+        k1, k1_value = _rate_blind("k1_star", "chains", rate), None
     else:
         scaling = lambda at: context(at) ** (1 / a)  # noqa: E731
         k1, k1_value = _scaled(calibration, "k1_star", settings, scaling, values, "context_len")
@@ -136,6 +141,14 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
     expression = sympy.Symbol(f"{quantity}_anchor") * ratio
     prediction = Prediction(rounded, unit, "estimate", provenance, note, expression, interval)
     return prediction, value
+
+
+def _rate_blind(quantity: str, unit: str, rate: float) -> Prediction:
+    """No prediction: the anchors were measured at layer 1's full learning rate (tau_2Gen's
+    slowing is what the race's tau_G at that rate measures, by another criterion)."""
+    note = (f"None: layer 1's attention learns at {rate:g} x the rate, and the anchors' scaling "
+            f"does not model it; clocks measured at this setting would (the race).")  # fmt: skip
+    return Prediction(None, unit, "estimate", "uncalibrated", note)
 
 
 def _raced(clocks: ClockSet, layer1_lr: float) -> tuple[Prediction, float | None]:

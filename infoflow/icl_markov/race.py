@@ -4,7 +4,8 @@
 
 Each clock is a formation time measured in isolation on a model where only that mechanism
 can form (:mod:`infoflow.validators.icl_markov.clocks`), one value per seed, ``None`` when
-it did not form within the run (censored):
+it did not form within the run (or, for a memorising clock, when the model generalised
+first):
 
 - ``g``: the full model at K = infinity, tau_G (the G2 path, previous-token head included);
 - ``g_prev``: the minimal model with a hard-wired previous-token head at K = infinity,
@@ -13,18 +14,19 @@ it did not form within the run (censored):
 - ``m1[K]``: a model whose layer-1 attention cannot see the previous token: tau_M1(K);
 - ``g_slowed[r]``: tau_G with layer 1's attention learning at r times the rate.
 
-The G2 path takes tau_G; the M2 path tau_prev + tau_M2|prev(K); the M1 path tau_M1(K).
-Memorization wins at K when its fastest path beats tau_G, so K*_1 is the K at which the
-fastest memorising path ties with tau_G (log-log interpolation between the clocks' K). The
-interval spans the seeds: its low end races the slowest memorisation against the fastest G2,
-its high end the fastest memorisation against the slowest G2. Slowing layer 1's attention
-lengthens tau_prev (measured: ``g_slowed``; else [R] tau_prev / r), which delays G2 and M2
-alike but not M1.
+The G2 path takes tau_G; the M2 path tau_prev + tau_M2|prev(K); the M1 path tau_M1(K). The
+M2 path beats G2 exactly when tau_M2|prev(K) < tau_G|prev (tau_prev cancels), and M1 beats it
+when tau_M1(K) < tau_G. Each path's tie is the K where its clock reaches its opponent's
+(log-log interpolation between the clocks' K; a clock that did not form is taken at the run's
+length, so a tie next to it is an upper bound); memorization wins below the later tie, so
+K*_1 is the larger of the two. The interval spans the seeds: its low end races the slowest
+memorisation against the fastest opponent, its high end the fastest against the slowest; an
+end off the grid is open. Slowing layer 1's attention to r lengthens tau_prev (measured:
+``g_slowed``; else [R] tau_prev / r): it delays G2 against M1, while the M2 tie stays put.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -47,7 +49,8 @@ class Clocks:
 
 @dataclass(frozen=True)
 class Race:
-    """K*_1 from the clocks, with the paths' times behind it."""
+    """K*_1 from the clocks, with the paths' times behind it. ``k1_star`` is None when the
+    tie lies off the grid; ``interval`` is then one-sided (0 below, math.inf above)."""
 
     k1_star: float | None
     interval: tuple[float, float] | None
@@ -64,12 +67,14 @@ class Race:
 
 def clocks_of(members: list[dict], steps: int) -> Clocks:
     """:class:`Clocks` from member rows ``{"clock", "layer1_attention_lr", "chains" (None:
-    infinity), "seed", "time"}``, as report.json and calibration files hold them."""
+    infinity), "seed", "time", "status"}``, as report.json and calibration files hold them;
+    a member whose mechanism could not be timed is left out."""
 
     def times(clock: str, rate: float = 1.0) -> dict:
         found: dict = {}
         for m in members:
-            if m["clock"] == clock and m["layer1_attention_lr"] == rate:
+            timed = m.get("status") != "not timed"
+            if m["clock"] == clock and m["layer1_attention_lr"] == rate and timed:
                 found.setdefault(m["chains"], []).append(m["time"])
         return found
 
@@ -90,31 +95,43 @@ def span(values: list[float | None]) -> Span:
 
 
 def race(clocks: Clocks, layer1_lr: float = 1.0) -> Race:
-    """K*_1 where the fastest memorising path ties with G2, at layer-1 attention learning
-    rate scale ``layer1_lr`` (1: as measured)."""
+    """K*_1 where memorization stops beating G2 on either path, at layer-1 attention
+    learning-rate scale ``layer1_lr`` (1: as measured)."""
     tau_g, tau_prev = _g_clocks(clocks, layer1_lr)
-    ks = sorted(set(clocks.m1) | set(clocks.m2_prev))  # a path not timed at K is infinite
-    m1 = {k: span(clocks.m1.get(k, [])) for k in ks}
-    m2 = {k: _add(tau_prev, span(clocks.m2_prev.get(k, []))) for k in ks}
-    fastest = {k: tuple(min(a, b) for a, b in zip(m1[k], m2[k], strict=True)) for k in ks}
-    paths = {"M1": m1, "M2": m2}
+    m1 = {k: span(v) for k, v in sorted(clocks.m1.items())}
+    m2_prev = {k: span(v) for k, v in sorted(clocks.m2_prev.items())}
+    paths = {"M1": m1, "M2": {k: _add(tau_prev, s) for k, s in m2_prev.items()}}
+    ks = sorted(set(m1) | set(m2_prev))
     if not ks:
         return Race(None, None, tau_g, tau_prev, paths, "no memorising path was timed")
-    if math.isinf(tau_g[1]):
-        return Race(None, None, tau_g, tau_prev, paths,
-                    f"G2 did not form within the clock runs' {clocks.steps:,} steps")  # fmt: skip
-    middle = crossing(ks, [fastest[k][1] for k in ks], tau_g[1])
-    low = crossing(ks, [fastest[k][2] for k in ks], tau_g[0])
-    high = crossing(ks, [fastest[k][0] for k in ks], tau_g[2])
-    if middle is None or low is None or high is None:
-        side = "below" if fastest[ks[0]][1] > tau_g[1] else "above"
-        reason = (f"the clocks do not cross tau_G = {tau_g[1]:.4g} on K = {ks[0]}..{ks[-1]}: "
-                  f"K*_1 lies {side} that range")  # fmt: skip
-        return Race(None, None, tau_g, tau_prev, paths, reason)
-    winner = min(("M1", "M2"), key=lambda p: _at(ks, [paths[p][k][1] for k in ks], middle))
-    reason = (f"the {winner} path ties with tau_G = {tau_g[1]:.4g} steps at K = {middle:.3g} "
-              f"(seeds: {low:.3g} to {high:.3g})")  # fmt: skip
-    return Race(middle, (low, high), tau_g, tau_prev, paths, reason)
+    ties = {"M1": _tie(m1, tau_g, clocks.steps),
+            "M2": _tie(m2_prev, span(clocks.g_prev), clocks.steps)}  # fmt: skip
+    winner = max(ties, key=lambda p: ties[p][1])
+    low, middle, high = (max(t[i] for t in ties.values()) for i in range(3))
+    interval = (max(low, 0.0), high)
+    opens = f"{_fmt(interval[0])} to {_fmt(interval[1])} over the clock seeds"
+    if middle == -math.inf:
+        reason = f"memorization loses to G2 at every K on the grid: K*_1 lies below K = {ks[0]}"
+        return Race(None, (0.0, float(ks[0])), tau_g, tau_prev, paths, reason)
+    if middle == math.inf:
+        reason = f"memorization beats G2 at every K on the grid: K*_1 lies above K = {ks[-1]}"
+        if math.isinf(tau_g[1]):
+            reason = f"G2 did not form within the clock runs' {clocks.steps:,} steps; " + reason
+        return Race(None, (float(ks[-1]), math.inf), tau_g, tau_prev, paths, reason)
+    versus = "tau_M2|prev ties with tau_G|prev" if winner == "M2" else "tau_M1 ties with tau_G"
+    reason = f"the {winner} path decides: {versus} at K = {middle:.3g} ({opens})"
+    return Race(middle, interval, tau_g, tau_prev, paths, reason)
+
+
+def _tie(clock: dict[int, Span], opponent: Span, steps: int) -> Span:
+    """(low, middle, high) K at which a memorising clock reaches its opponent's time."""
+    ks = sorted(clock)
+    if not ks:
+        return (-math.inf, -math.inf, -math.inf)  # a path never timed never wins
+    low = crossing(ks, [clock[k][2] for k in ks], opponent[0], steps)
+    middle = crossing(ks, [clock[k][1] for k in ks], opponent[1], steps)
+    high = crossing(ks, [clock[k][0] for k in ks], opponent[2], steps)
+    return (low, middle, high)
 
 
 def _g_clocks(clocks: Clocks, layer1_lr: float) -> tuple[Span, Span]:
@@ -130,29 +147,22 @@ def _g_clocks(clocks: Clocks, layer1_lr: float) -> tuple[Span, Span]:
     return _add(g_prev, slowed), slowed
 
 
-def crossing(ks: list[int], times: list[float], tau: float) -> float | None:
-    """The K at which ``times`` (rising with K) first reaches ``tau``, log-log interpolated;
-    a time that is infinite (censored) is taken at the next K. None when it never does or
-    already does at the smallest K."""
-    if not ks or times[0] >= tau:
-        return None
-    for (k0, t0), (k1, t1) in itertools.pairwise(zip(ks, times, strict=True)):
-        if t1 >= tau:
-            if math.isinf(t1):
+def crossing(ks: list[int], times: list[float], tau: float, steps: int) -> float:
+    """The K at which ``times`` (rising with K) reaches ``tau``, log-log interpolated: -inf
+    when it already does at the smallest K, +inf when it never does on the grid (or ``tau``
+    is infinite). A time that is infinite (did not form) is taken at ``steps``."""
+    if math.isinf(tau):
+        return math.inf
+    capped = [min(t, float(steps)) if math.isinf(t) else t for t in times]
+    if times[0] >= tau:
+        return -math.inf
+    for i in range(1, len(ks)):
+        if times[i] >= tau:
+            (k0, t0), (k1, t1) = (ks[i - 1], capped[i - 1]), (ks[i], capped[i])
+            if t1 <= t0 or t1 < tau:  # did not form, and the run ended before tau
                 return float(k1)
             share = (math.log(tau) - math.log(t0)) / (math.log(t1) - math.log(t0))
             return math.exp(math.log(k0) + share * (math.log(k1) - math.log(k0)))
-    return None
-
-
-def _at(ks: list[int], times: list[float], k: float) -> float:
-    """``times`` interpolated log-log at ``k``."""
-    for (k0, t0), (k1, t1) in itertools.pairwise(zip(ks, times, strict=True)):
-        if k0 <= k <= k1:
-            if math.isinf(t0) or math.isinf(t1):
-                return math.inf
-            share = math.log(k / k0) / math.log(k1 / k0)
-            return math.exp(math.log(t0) + share * math.log(t1 / t0))
     return math.inf
 
 
@@ -167,3 +177,7 @@ def _subtract(a: Span, b: Span) -> Span:
 
 def _clip(s: Span) -> Span:
     return tuple(max(0.0, v) if not math.isnan(v) else math.inf for v in s)
+
+
+def _fmt(k: float) -> str:
+    return "open" if k in (0.0, math.inf) else f"{k:.3g}"

@@ -53,25 +53,38 @@ def test_fixed_patterns_read_only_what_they_are_wired_to() -> None:
 
 
 def test_the_clock_stops_halfway_interpolated_in_log_step() -> None:
-    rows = {s: {"level:plateau": 1.0, "level:mechanism": 0.0, "clock:kl": kl}
+    rows = {s: {"own:plateau": 1.0, "own:mechanism": 0.0, "own:kl": kl}
             for s, kl in ((10, 1.0), (100, 0.9), (400, 0.1))}  # fmt: skip
     # halfway (0.5) lies midway in KL between steps 100 and 400: sqrt(100 x 400) = 200
-    assert clock_time(rows) == pytest.approx(200)
-    flat = {s: {**row, "level:mechanism": 0.95} for s, row in rows.items()}
-    assert clock_time(flat) is None  # the mechanism is not MIN_DROP below the plateau
-    never = {s: {**row, "clock:kl": 0.9} for s, row in rows.items()}
-    assert clock_time(never) is None
+    assert clock_time(rows) == (pytest.approx(200), "formed")
+    flat = {s: {**row, "own:mechanism": 0.95} for s, row in rows.items()}
+    assert clock_time(flat) == (None, "not timed")  # not MIN_DROP below the plateau
+    never = {s: {**row, "own:kl": 0.9} for s, row in rows.items()}
+    assert clock_time(never) == (None, "not formed")
+
+
+def test_a_memorising_clock_that_generalised_first_does_not_stop() -> None:
+    """The fresh-chain KL crossed G2's halfway line before the own KL crossed M2's: the model
+    formed G2, not memorisation in isolation."""
+    rows = {s: {"own:plateau": 1.0, "own:mechanism": 0.0, "own:kl": kl,
+                "fresh:plateau": 1.0, "fresh:mechanism": 0.2, "fresh:kl": fresh}
+            for s, kl, fresh in ((10, 1.0, 1.0), (100, 0.6, 0.5), (400, 0.1, 0.3))}  # fmt: skip
+    assert clock_time(rows) == (None, "generalised first")
+    memorised = {s: {**row, "fresh:kl": 1.0} for s, row in rows.items()}
+    assert clock_time(memorised)[1] == "formed"
 
 
 def test_clock_data_levels_are_the_references_own() -> None:
     spec = infoflow.load_spec(TINY)
     group = ClockGroup("c", "G", spec, [None], [0], [5], eval_sequences=16)
     data = ClockData(group, torch.device("cpu"))
-    level = data.levels[0]
-    assert level["G2"] < level["G1_bayes"]  # the in-context bigram beats the unigram
+    assert set(data.tests) == {"own"}  # K = infinity: its own test is fresh chains
+    level = data.tests["own"].levels[0]
+    assert level["mechanism"] < level["plateau"]  # the in-context bigram beats the unigram
     memorize = ClockGroup("c", "M2_prev", spec, [2], [0], [5], eval_sequences=16)
-    levels = ClockData(memorize, torch.device("cpu")).levels[0]
-    assert levels["M2"] < levels["G1_bayes"]
+    tests = ClockData(memorize, torch.device("cpu")).tests
+    assert tests["own"].levels[0]["mechanism"] < tests["own"].levels[0]["plateau"]
+    assert set(tests) == {"own", "fresh"}
 
 
 def test_slowing_layer1_attention_scales_its_step_exactly() -> None:

@@ -59,13 +59,24 @@ def test_slowing_layer1_attention_delays_g2_but_not_m1():
 def test_no_tie_is_reported_with_its_reason():
     never = race(clocks([None], [40], lambda k: 10 * k, lambda k: 1e4))
     assert never.k1_star is None and "did not form" in never.reason
+    assert never.interval == (64, math.inf)  # one-sided: above the grid
     below = race(clocks([10], [5], lambda k: 100 * k, lambda k: 1e4))
     assert below.k1_star is None and "below" in below.reason
 
 
-def test_a_censored_clock_bounds_the_tie_by_the_next_k():
-    assert crossing([4, 8, 16], [50, 100, math.inf], 150) == 16
-    assert crossing([4, 8, 16], [200, 300, 400], 150) is None
+def test_a_censored_clock_is_taken_at_the_run_length():
+    # K = 16 did not form within 1,000 steps: interpolated to (16, 1000), an upper bound
+    assert crossing([4, 8, 16], [50, 100, math.inf], 150, 1000) == pytest.approx(
+        8 * 2 ** (math.log(1.5) / math.log(10)))  # fmt: skip
+    assert crossing([4, 8, 16], [200, 300, 400], 150, 1000) == -math.inf  # below the grid
+    assert crossing([4, 8, 16], [50, 60, 70], 150, 1000) == math.inf  # above it
+
+
+def test_the_m2_tie_does_not_count_the_previous_token_head_twice():
+    """tau_prev is shared by G2 and M2: their race is tau_M2|prev against tau_G|prev, however
+    much tau_G's seeds spread."""
+    spread = race(clocks([150, 200, 250], [40], lambda k: 1e4, lambda k: 5 * k))
+    assert spread.k1_star == pytest.approx(8) and spread.interval == pytest.approx((8, 8))
 
 
 @settings(max_examples=60, deadline=None)
@@ -105,14 +116,29 @@ def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path
     members += [run("M1", k, 10.0 * k) for k in KS]
     shipped["clocks"] = [{"name": "synthetic", "settings": settings_, "provenance": "test",
                           "source": "hand-made", "device": "none", "date": "2026-11-30",
-                          "steps": 1000, "members": members}]  # fmt: skip
+                          "steps": 1500, "members": members}]  # fmt: skip
     (tmp_path / "calibration.json").write_text(json.dumps(shipped))
     (tmp_path / "spec.json").write_text(json.dumps({**spec, "calibration": "calibration.json"}))
     k1 = infoflow.predict(infoflow.load_spec(tmp_path / "spec.json"))["k1_star"]
     assert k1.value == pytest.approx(20) and k1.interval == pytest.approx((20, 20))
     assert k1.provenance == "mechanism:clock_race (calibrated:synthetic)"
-    # another setting has no clocks: the anchor, which says so in its provenance
-    other = {**spec, "calibration": "calibration.json", "context_len": 128}
-    (tmp_path / "other.json").write_text(json.dumps(other))
-    k1 = infoflow.predict(infoflow.load_spec(tmp_path / "other.json"))["k1_star"]
-    assert k1.provenance.startswith("calibrated:")
+    # another setting, or runs of another length (another warmup), have no clocks: the
+    # anchor, which says so in its provenance
+    longer = {**smoke["training"], "steps": 3000}
+    for change in ({"context_len": 128}, {"training": longer}):
+        (tmp_path / "other.json").write_text(
+            json.dumps({**spec, **change, "calibration": "calibration.json"})
+        )
+        k1 = infoflow.predict(infoflow.load_spec(tmp_path / "other.json"))["k1_star"]
+        assert k1.provenance.startswith("calibrated:")
+    # layer 1 slowed: the race at that rate ([R] tau_prev / r, said in the note); without
+    # clocks, no prediction at all (the anchors do not model the rate)
+    slowed = {**smoke["training"], "layer1_attention_lr": 0.5}
+    (tmp_path / "slow.json").write_text(
+        json.dumps({**spec, "training": slowed, "calibration": "calibration.json"})
+    )
+    k1 = infoflow.predict(infoflow.load_spec(tmp_path / "slow.json"))["k1_star"]
+    assert k1.value == pytest.approx(25) and "tau_prev / 0.5 [R]" in k1.note
+    (tmp_path / "slow.json").write_text(json.dumps({**spec, "training": slowed}))
+    result = infoflow.predict(infoflow.load_spec(tmp_path / "slow.json"))
+    assert result["k1_star"].value is None and result["tau_2gen"].value is None

@@ -80,8 +80,10 @@ class ClockGroup:
         return [(k, s) for s in self.seeds for k in self.chains]
 
     def identity(self) -> dict:
+        patterns, mechanism, _ = CLOCKS[self.clock]
         return {"kind": "icl_markov", "code": TRAINING_VERSION, "clock": self.clock,
-                "pool": POOL, **self.describe()}  # fmt: skip
+                "patterns": patterns, "mechanism": mechanism, "pool": POOL,
+                "tests": ["own", "fresh"], **self.describe()}  # fmt: skip
 
     def describe(self) -> dict:
         spec = self.spec.model_dump(mode="json", exclude=NOT_TRAINED)
@@ -115,44 +117,61 @@ def plan_clocks(name: str, settings: list[IclMarkovSpec], seeds: list[int],
     return list(groups.values())
 
 
+@dataclass
+class TestSet:
+    """Test sequences of every member [M, n, L], their true next-state rows [M, n, L, C] and,
+    per member, the reference levels on them (KL(truth || reference), scored positions)."""
+
+    x: torch.Tensor
+    truth: torch.Tensor
+    levels: list[dict[str, float]]
+
+
 class ClockData:
-    """Each member's chains, training batches and test set, with the plateau's and the
-    mechanism's levels on it."""
+    """Each member's chains and training batches, and its test sets: ``own`` (fresh chains
+    for a G clock, the member's chains for M1 and M2) and, for a memorising clock, ``fresh``
+    too, to see whether the model generalised instead of memorising."""
 
     def __init__(self, group: ClockGroup, device: torch.device):
         self.group, self.mechanism = group, CLOCKS[group.clock][1]
-        self.generator = torch.Generator().manual_seed(group.spec.seed + 1)
-        members = [self._member(k, seed) for k, seed in group.members]
-        P, weights, xs, truths, self.levels = zip(*members, strict=True)
-        self.x = torch.stack(xs).to(device)  # [M, n, L]
-        self.truth = torch.stack(truths).to(device)  # [M, n, L, C]
+        spec, n = group.spec, group.eval_sequences
+        generator = torch.Generator().manual_seed(spec.seed + 1)
+        P, weights, own, fresh = [], [], [], []
+        for k, seed in group.members:
+            fresh_chains = markov.sample_chains(n, spec.states, spec.dirichlet_alpha,
+                                                seed + 1_000_003)  # fmt: skip
+            uniform = torch.full((n,), 1 / n, dtype=torch.float64)
+            if k is None:  # a pool of fresh chains to train on
+                P.append(markov.sample_chains(POOL, spec.states, spec.dirichlet_alpha,
+                                              seed + 3_000_017))  # fmt: skip
+                weights.append(torch.full((POOL,), 1 / POOL, dtype=torch.float64))
+                own.append(self._test(fresh_chains, uniform, "G2", generator, distinct=True))
+                continue
+            P.append(markov.sample_chains(k, spec.states, spec.dirichlet_alpha, seed))
+            weights.append(mixture_weights(k, k, spec.mixture, seed))
+            own.append(self._test(P[-1], weights[-1], self.mechanism, generator))
+            fresh.append(self._test(fresh_chains, uniform, "G2", generator, distinct=True))
+        self.tests = {"own": _stack(own, device)}
+        if fresh:
+            self.tests["fresh"] = _stack(fresh, device)
         widest = max(len(w) for w in weights)
         self.weights = torch.stack([F.pad(w.float(), (0, widest - len(w)))
                                     for w in weights]).to(device)  # fmt: skip
         self.offsets = torch.tensor(np.cumsum([0] + [len(p) for p in P[:-1]]), device=device)
         self.sampler = markov.ChainSampler(torch.cat(P), device)
 
-    def _member(self, k: int | None, seed: int):
-        """(training chains, their weights, test states, test truth, levels) of a member."""
-        spec, n = self.group.spec, self.group.eval_sequences
-        c, alpha = spec.states, spec.dirichlet_alpha
-        if k is None:  # a pool of fresh chains to train on, other fresh chains to test on
-            P = markov.sample_chains(POOL, c, alpha, seed + 3_000_017)
-            weights = torch.full((POOL,), 1 / POOL, dtype=torch.float64)
-            test, test_weights = markov.sample_chains(n, c, alpha, seed + 1_000_003), None
-            chain = torch.arange(n)
-        else:
-            P = test = markov.sample_chains(k, c, alpha, seed)
-            weights = test_weights = mixture_weights(k, k, spec.mixture, seed)
-            chain = torch.multinomial(weights.float(), n, True, generator=self.generator)
-        x = markov.ChainSampler(test).sample(chain, spec.context_len, self.generator)
-        truth = test[chain[:, None], x].float()
-        if test_weights is None:
-            test_weights = torch.full((n,), 1 / n, dtype=torch.float64)
-        refs = markov.references(x, test, test_weights, alpha)
+    def _test(self, chains, weights, mechanism: str, generator, distinct: bool = False):
+        """(states [n, L], truth [n, L, C], levels) of n sequences from ``chains``: one chain
+        each when ``distinct``, else drawn by ``weights``."""
+        n, spec = self.group.eval_sequences, self.group.spec
+        chain = (torch.arange(n) if distinct
+                 else torch.multinomial(weights.float(), n, True, generator=generator))  # fmt: skip
+        x = markov.ChainSampler(chains).sample(chain, spec.context_len, generator)
+        truth = chains[chain[:, None], x].float()
+        refs = markov.references(x, chains, weights, spec.dirichlet_alpha)
         levels = {name: float(markov.kl(truth, refs[name])[:, :-1].mean())
-                  for name in ("G1_bayes", self.mechanism)}  # fmt: skip
-        return P, weights, x, truth, levels
+                  for name in ("G1_bayes", mechanism)}  # fmt: skip
+        return x, truth, {"plateau": levels["G1_bayes"], "mechanism": levels[mechanism]}
 
     def batches(self, count: int, size: int, length: int, generator: torch.Generator):
         """``count`` steps' training sequences [count, members, size, length]."""
@@ -164,33 +183,59 @@ class ClockData:
 
     @torch.no_grad()
     def evaluate(self, model, chunk: int = 64) -> list[dict[str, float]]:
-        """Per member: KL(truth || model) on its test set, and the two levels."""
+        """Per member and test set: KL(truth || model) and the two levels, as
+        ``{"own:kl", "own:plateau", "own:mechanism", "fresh:kl", ...}``."""
         model.eval()
-        x = self.x[..., :-1]
-        total = torch.zeros(x.shape[0], device=x.device)
-        for i in range(0, x.shape[1], chunk):
-            logp = torch.log_softmax(model(x[:, i : i + chunk]).float(), -1)
-            truth = self.truth[:, i : i + chunk, :-1]
-            total += (truth * ((truth + 1e-12).log() - logp)).sum(-1).sum((1, 2))
+        out: list[dict[str, float]] = [{} for _ in self.group.members]
+        for split, test in self.tests.items():
+            x = test.x[..., :-1]
+            total = torch.zeros(x.shape[0], device=x.device)
+            for i in range(0, x.shape[1], chunk):
+                logp = torch.log_softmax(model(x[:, i : i + chunk]).float(), -1)
+                truth = test.truth[:, i : i + chunk, :-1]
+                total += (truth * ((truth + 1e-12).log() - logp)).sum(-1).sum((1, 2))
+            kl = (total / (x.shape[1] * x.shape[2])).tolist()
+            for row, value, levels in zip(out, kl, test.levels, strict=True):
+                row.update({f"{split}:kl": value, **{f"{split}:{k}": v for k, v in levels.items()}})
         model.train()
-        kl = (total / (x.shape[1] * x.shape[2])).tolist()
-        return [{"clock:kl": value, "level:plateau": levels["G1_bayes"],
-                 "level:mechanism": levels[self.mechanism]}
-                for value, levels in zip(kl, self.levels, strict=True)]  # fmt: skip
+        return out
 
 
-def clock_time(rows: dict[int, dict[str, float]]) -> float | None:
-    """The step at which the KL crosses the halfway line, log-interpolated between the two
-    evaluations around it; None when it never does, or when the mechanism's level is not
-    :data:`MIN_DROP` below the plateau."""
+def _stack(tests: list[tuple], device: torch.device) -> TestSet:
+    xs, truths, levels = zip(*tests, strict=True)
+    return TestSet(torch.stack(xs).to(device), torch.stack(truths).to(device), list(levels))
+
+
+#: What a clock run found: its mechanism formed (at ``time``), did not form within the run,
+#: generalised first (a memorising clock whose fresh-chain KL crossed G2's halfway line no
+#: later than its own: not memorisation in isolation), or cannot be timed (its level is not
+#: MIN_DROP below the plateau).
+STATUSES = ("formed", "not formed", "generalised first", "not timed")
+
+
+def clock_time(rows: dict[int, dict[str, float]]) -> tuple[float | None, str]:
+    """(time, status) of one member from its evaluations (see :data:`STATUSES`)."""
+    own = crossing_step(rows, "own")
+    if own == "not timed":
+        return None, "not timed"
+    fresh = crossing_step(rows, "fresh") if "fresh:kl" in rows[min(rows)] else None
+    if isinstance(fresh, float) and (own is None or fresh <= own):
+        return None, "generalised first"
+    return (own, "formed") if own is not None else (None, "not formed")
+
+
+def crossing_step(rows: dict[int, dict[str, float]], split: str) -> float | str | None:
+    """The step at which ``split``'s KL crosses the halfway line from the plateau to the
+    mechanism's level, log-interpolated between the evaluations around it; None when it
+    never does; "not timed" when the level is not MIN_DROP below the plateau."""
     steps = sorted(rows)
-    plateau, level = rows[steps[0]]["level:plateau"], rows[steps[0]]["level:mechanism"]
+    plateau, level = rows[steps[0]][f"{split}:plateau"], rows[steps[0]][f"{split}:mechanism"]
     if plateau - level < MIN_DROP * plateau:
-        return None
+        return "not timed"
     line = plateau - HALFWAY * (plateau - level)
     previous = None
     for step in steps:
-        kl = rows[step]["clock:kl"]
+        kl = rows[step][f"{split}:kl"]
         if kl <= line:
             if previous is None:
                 return float(step)

@@ -33,9 +33,10 @@ def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
         entry = out.setdefault(key, {"setting": setting, "steps": group.spec.training.steps,
                                      "members": []})  # fmt: skip
         for i, (k, seed) in enumerate(group.members):
+            time, status = clock_time(metrics[i])
             entry["members"].append({"clock": group.clock, "layer1_attention_lr": rate,
-                                     "chains": k, "seed": seed,
-                                     "time": clock_time(metrics[i])})  # fmt: skip
+                                     "chains": k, "seed": seed, "time": time,
+                                     "status": status})  # fmt: skip
     for entry in out.values():
         entry["clocks"] = clocks_of(entry["members"], entry["steps"])
     return out
@@ -56,12 +57,16 @@ def race_for(spec: IclMarkovSpec, clocks: dict[str, dict]) -> Race | None:
 def race_claim(result: Race, measurement: dict) -> Claim:
     """K*_1 from the race against the K sweep's measured K*_1, by the rule of the K*_1 claim
     (:func:`~infoflow.validators.icl_markov.claims.k1_claim`): the race's interval over the
-    clock seeds against the logistic fit's interval."""
-    predicted = Prediction(result.k1_star, "chains", "estimate", "mechanism:clock_race",
-                           result.reason, None, result.interval)  # fmt: skip
+    clock seeds against the logistic fit's interval. A race whose tie lies off the grid
+    predicts one side (below the smallest K, or above the largest), which can be refuted too."""
+    value = result.k1_star
+    if value is None and result.interval is not None:  # one-sided: the bound it names
+        value = result.interval[1] if result.interval[0] == 0 else result.interval[0]
+    predicted = Prediction(value, "chains", "estimate", "mechanism:clock_race", result.reason,
+                           None, result.interval)  # fmt: skip
     claim = k1_claim(predicted, measurement["k1_fit"], measurement["k1_star"])
     statement = "K*_1 from the race of this run's clocks (no K*_1 data enters it)"
-    reason = claim.reason or (result.reason if result.k1_star is None else "")
+    reason = "; ".join(filter(None, [claim.reason, result.reason]))
     return replace(claim, statement=statement, reason=reason, derived_from=result.to_json())
 
 
@@ -78,16 +83,24 @@ def shift_claims(groups: list, raced: dict[str, tuple[Race, dict]]) -> list[Clai
 
 
 def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict]) -> Claim:
-    """Slowing layer 1's attention to ``rate`` moves K*_1 by the factor the race predicts:
-    the predicted and the measured ratio intervals overlap."""
+    """Slowing layer 1's attention to ``rate`` moves K*_1 by the factor the race predicts
+    (1 when the M2 path decides at both rates): the predicted and measured ratios overlap."""
     claim = f"layer 1's attention at {rate:g} x the learning rate shifts K*_1 as the race says"
-    tolerance = "the race's ratio K*_1(slowed) / K*_1 overlaps the measured ratio's interval"
+    tolerance = ("the race's ratio K*_1(slowed) / K*_1 (its middle and its seed ends, paired) "
+                 "overlaps the interval of the K sweeps' ratio")  # fmt: skip
     (race0, measured0), (race1, measured1) = base, slowed  # measured: each sweep's k1_fit
     derived = {"race": race0.to_json(), "race_slowed": race1.to_json()}
-    if race0.interval is None or race1.interval is None:
-        reason = "the race places no K*_1 " + ("at the slowed rate" if race0.interval else "")
-        return Claim.undecided(claim, None, None, tolerance, reason, derived)
-    predicted = (race1.interval[0] / race0.interval[1], race1.interval[1] / race0.interval[0])
+    if race0.k1_star is None or race1.k1_star is None:
+        where = "at the measured rate" if race0.k1_star is None else "at the slowed rate"
+        return Claim.undecided(claim, None, None, tolerance, f"the race places no K*_1 {where}",
+                               derived)  # fmt: skip
+    pairs = zip(
+        (race0.interval[0], race0.k1_star, race0.interval[1]),
+        (race1.interval[0], race1.k1_star, race1.interval[1]),
+        strict=True,
+    )
+    ratios = [b / a for a, b in pairs if 0 < a < math.inf and b < math.inf]
+    predicted = (min(ratios), max(ratios))
     (low0, high0), (low1, high1) = _measured_interval(measured0), _measured_interval(measured1)
     measured = (low1 / high0 if low1 and high0 else 0.0,
                 high1 / low0 if high1 and low0 else math.inf)  # fmt: skip

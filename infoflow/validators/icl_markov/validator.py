@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import infoflow
+from infoflow.icl_markov.calibration import load_calibration
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.claims import Section
 from infoflow.validators.icl_markov import plots, report
@@ -100,7 +101,9 @@ def _judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list]:
     K*_2 at its setting)."""
     measured = measure_decoder(group, context.store.metrics(group.name))
     k2 = infoflow.predict(group.spec)["k2_star"].value
-    mine = decoder_claims(measured, k2, group.spec.states)
+    capacity = load_calibration(group.spec.calibration).capacity
+    here = capacity.provenance == "fit:decoder" and group.name in capacity.source
+    mine = decoder_claims(measured, k2, group.spec.states, here)
     section = {"name": group.name, **group.describe(), "k2_star": k2, "measurement": measured,
                "claims": [c.to_json() for c in mine]}  # fmt: skip
     return section, mine
