@@ -141,13 +141,17 @@ def plot_race(out: Path, section: dict) -> list[Path]:
         tau_low, tau, tau_high = (_finite(v) for v in race["tau_g"])
         ax.axhline(tau, color=PHASE_COLOURS["G2"], label="tau_G (G2 path)")
         ax.axhspan(tau_low, tau_high, color=PHASE_COLOURS["G2"], alpha=0.15)
+        left, right = ax.get_xlim()
         if race["k1_star"] is not None:
             ax.axvline(race["k1_star"], color="black", linestyle="--", label="race K*_1")
-            ax.axvspan(*race["interval"], color="black", alpha=0.08)
+        if race["interval"] is not None:  # open ends (0, infinity, null) run to the frame
+            low, high = (_finite(v) for v in race["interval"])
+            ax.axvspan(low if low > 0 else left, right if math.isnan(high) else high,
+                       color="black", alpha=0.08, label="race K*_1 (clock seeds)")  # fmt: skip
         fit = group["measurement"]["k1_fit"]
         if fit["status"] != "none" and (fit["low"] or fit["high"]):
-            ax.axvspan(fit["low"] or ax.get_xlim()[0], fit["high"] or ax.get_xlim()[1],
-                       color="green", alpha=0.12, label="measured K*_1 (K sweep)")  # fmt: skip
+            ax.axvspan(fit["low"] or left, fit["high"] or right, color="green", alpha=0.12,
+                       label="measured K*_1 (K sweep)")  # fmt: skip
         ax.set(xscale="log", yscale="log", xlabel="K (training chains)",
                ylabel="steps to halfway (clock runs)",
                title=f"{group['name']}: the race")  # fmt: skip
@@ -157,5 +161,5 @@ def plot_race(out: Path, section: dict) -> list[Path]:
 
 
 def _finite(value: float | None) -> float:
-    """A time for the plot: report.json holds a clock that never formed as null."""
-    return math.nan if value is None else value
+    """A number for the plot: NaN for what did not form (infinite, or null in report.json)."""
+    return math.nan if value is None or math.isinf(value) else value
