@@ -39,8 +39,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 def park_only_calibration(folder: Path, **anchor) -> Path:
     """The icl_markov calibration as shipped before any run (the Park et al. anchor, a = 0.7,
-    transient_scale 1), with ``anchor`` fields added to the Park anchor; tests that must not
-    depend on the constants of the day use it."""
+    transient_scale 1, capacity 1, no clocks), with ``anchor`` fields added to the Park
+    anchor; tests that must not depend on the constants of the day use it."""
     from infoflow.icl_markov.calibration import SHIPPED
 
     data = json.loads(SHIPPED.read_text())
@@ -48,6 +48,8 @@ def park_only_calibration(folder: Path, **anchor) -> Path:
     data["anchors"][0].update(anchor)
     data["exponents"]["memorization"] = {"value": 0.7, "provenance": "prior", "source": "-"}
     data["transient_scale"] = {"value": 1.0, "provenance": "default", "source": "-"}
+    data["capacity"] = {"value": 1.0, "provenance": "default", "source": "-"}
+    data["clocks"] = []
     path = folder / "park-only.json"
     path.write_text(json.dumps(data))
     return path

@@ -39,7 +39,8 @@ from infoflow.icl_markov.calibration import (
 )
 from infoflow.icl_markov.race import race
 
-MAX_REPORT_BYTES = 256 * 2**20  # a paper-scale report with every curve
+MAX_REPORT_BYTES = 256 * 2**20
+REFITTED = " Refitted by infoflow calibrate icl_markov."  # a paper-scale report with every curve
 
 
 @dataclass
@@ -136,7 +137,7 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
         "clocks": clocks,
         "transient_scale": transient or base.transient_scale,
         "capacity": capacity or base.capacity,
-        "description": base.description + " Refitted by infoflow calibrate icl_markov.",
+        "description": base.description.removesuffix(REFITTED) + REFITTED,
     })  # fmt: skip
     return out
 

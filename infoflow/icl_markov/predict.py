@@ -206,7 +206,7 @@ def _regime(k: int, k1: float | None, k2: float) -> str | None:
 def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
     steps = spec.training.steps
     if sequence is None:
-        return Prediction(None, "", "estimate", "uncalibrated", "None: no K*_1 calibration.")
+        return Prediction(None, "", "estimate", "uncalibrated", "None: no K*_1 (see k1_star).")
     if tau is None:
         return Prediction(sequence[-1], "", "estimate", "uncalibrated",
                           "The end of the phase sequence: no tau_2Gen calibration to say "

@@ -97,7 +97,7 @@ def span(values: list[float | None]) -> Span:
 def race(clocks: Clocks, layer1_lr: float = 1.0) -> Race:
     """K*_1 where memorization stops beating G2 on either path, at layer-1 attention
     learning-rate scale ``layer1_lr`` (1: as measured)."""
-    tau_g, tau_prev = _g_clocks(clocks, layer1_lr)
+    tau_g, tau_prev = g_clocks(clocks, layer1_lr)
     m1 = {k: span(v) for k, v in sorted(clocks.m1.items())}
     m2_prev = {k: span(v) for k, v in sorted(clocks.m2_prev.items())}
     paths = {"M1": m1, "M2": {k: _add(tau_prev, s) for k, s in m2_prev.items()}}
@@ -134,7 +134,7 @@ def _tie(clock: dict[int, Span], opponent: Span, steps: int) -> Span:
     return (low, middle, high)
 
 
-def _g_clocks(clocks: Clocks, layer1_lr: float) -> tuple[Span, Span]:
+def g_clocks(clocks: Clocks, layer1_lr: float) -> tuple[Span, Span]:
     """tau_G and tau_prev at ``layer1_lr``: measured when ``g_slowed`` has that scale,
     otherwise tau_prev / layer1_lr [R]."""
     g_prev = span(clocks.g_prev)

@@ -19,7 +19,11 @@ from infoflow.validators.icl_markov.decoder import (  # noqa: E402
     measure_decoder,
 )
 from infoflow.validators.icl_markov.model import StackedGPT, fixed_pattern  # noqa: E402
-from infoflow.validators.icl_markov.racing import race_claim, shift_claim  # noqa: E402
+from infoflow.validators.icl_markov.racing import (  # noqa: E402
+    race_claim,
+    shift_claim,
+    slowing_claims,
+)
 from infoflow.validators.icl_markov.train import slowed_layer1_attention  # noqa: E402
 
 TINY = {"kind": "icl_markov", "states": 3, "chains": 4, "context_len": 12,
@@ -159,3 +163,16 @@ def test_plan_lists_the_sweeps_and_clock_runs_with_times() -> None:
     assert len(clocks) == 5 and any("clock M2_prev: K = 4, 8, 16, 32, 64; 10 members" in c
                                     for c in clocks)  # fmt: skip
     assert lines[-1].startswith("estimated total: ")
+
+
+def test_the_slowed_previous_token_head_rule_can_be_refuted() -> None:
+    """tau_G(r) = tau_G|prev + tau_prev / r: with tau_G 200 and tau_G|prev 40, r = 0.5 gives
+    360; a measured G clock at 250 refutes it."""
+
+    def judged(slowed: float) -> str:
+        found = Clocks(g=[200], g_prev=[40], m1={}, m2_prev={}, steps=1000,
+                       g_slowed={0.5: [slowed]})  # fmt: skip
+        (claim,) = slowing_claims({"setting": {"clocks": found}})
+        return claim.verdict
+
+    assert judged(360) == "confirmed" and judged(250) == "refuted"

@@ -12,7 +12,7 @@ import json
 import math
 from dataclasses import replace
 
-from infoflow.icl_markov.race import Race, clocks_of, race
+from infoflow.icl_markov.race import Race, clocks_of, g_clocks, race, span
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.results import Prediction
 from infoflow.validators.claims import Claim
@@ -110,6 +110,25 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
                                "the K sweeps do not bound the shift", derived)  # fmt: skip
     holds = predicted[0] <= measured[1] and predicted[1] >= measured[0]
     return Claim.judged(claim, predicted, shown, tolerance, holds, "", derived)
+
+
+def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
+    """Per setting and slowed rate r: the [R] rule behind an unmeasured rate, tau_G(r) =
+    tau_G|prev + tau_prev / r, against the G clock measured at r (the seed ranges overlap)."""
+    out = []
+    for entry in clocks.values():
+        found = entry["clocks"]
+        for rate, times in found.g_slowed.items():
+            predicted, _ = g_clocks(replace(found, g_slowed={}), rate)
+            measured = span(times)
+            claim = (f"layer 1's attention at {rate:g} x the rate delays G2 to tau_G|prev + "
+                     f"tau_prev / {rate:g}")  # fmt: skip
+            tolerance = "the predicted and measured tau_G ranges over the clock seeds overlap"
+            holds = predicted[0] <= measured[2] and predicted[2] >= measured[0]
+            derived = {"tau_g": span(found.g), "tau_g_prev": span(
+                found.g_prev), "rate": rate}  # fmt: skip
+            out.append(Claim.judged(claim, predicted, measured, tolerance, holds, "", derived))
+    return out
 
 
 def _measured_interval(fit: dict) -> tuple[float | None, float | None]:

@@ -102,6 +102,7 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         lines += claims_markdown(group["claims"])
     if spec.get("clocks"):
         lines += _clocks(spec["clocks"])
+        lines += claims_markdown(spec["race_claims"]) if spec.get("race_claims") else []
     for decoder in spec.get("decoders", []):
         lines += _decoder(decoder)
     return lines

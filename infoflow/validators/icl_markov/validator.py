@@ -27,6 +27,7 @@ from infoflow.validators.icl_markov.racing import (
     race_claim,
     race_for,
     shift_claims,
+    slowing_claims,
 )
 from infoflow.validators.icl_markov.train import load_trained, position_kl, train_icl_group
 from infoflow.validators.protocol import Context, Job
@@ -73,13 +74,15 @@ class IclMarkovValidator:
             groups.append(report.group_section(experiment, group, histories, measurement, levels,
                                                metrics, positions, mine))  # fmt: skip
             found += mine
-        found += shift_claims(experiment.groups, raced)
+        race_claims = shift_claims(experiment.groups, raced) + slowing_claims(clocks)
+        found += race_claims
         decoders = [_judge_decoder(group, context) for group in experiment.decoders]
         found += [claim for _, mine in decoders for claim in mine]
         decoders = [section for section, _ in decoders]
         body = {"capped": experiment.capped, "groups": groups,
                 "clocks": [{k: v for k, v in entry.items() if k != "clocks"}
-                           for entry in clocks.values()], "decoders": decoders}  # fmt: skip
+                           for entry in clocks.values()], "decoders": decoders,
+                "race_claims": [c.to_json() for c in race_claims]}  # fmt: skip
         return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
