@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -35,6 +36,24 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         env={**os.environ, **(env or {})},
         timeout=600,
     )
+
+
+def assert_same(a, b, path="") -> None:
+    """Equal reports: numbers to a relative 1e-5 (float32 training is not bitwise
+    reproducible from one process to another: another executor, a resumed run), the rest
+    exactly."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            assert_same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float):
+        assert math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-9), (path, a, b)
+    else:
+        assert a == b, (path, a, b)
 
 
 def park_only_calibration(folder: Path, **anchor) -> Path:
@@ -212,7 +231,8 @@ TEST_STEP_TIME = {"overhead": 0.01, "per_flop": 1e-9, "source": "fixed for the t
 
 @pytest.fixture(autouse=True, scope="session")
 def step_time_cache(tmp_path_factory) -> Iterator[Path]:
-    """``$INFOFLOW_CACHE`` for the whole session, holding :data:`TEST_STEP_TIME` for the CPU."""
+    """``$INFOFLOW_CACHE`` for the whole session, holding :data:`TEST_STEP_TIME` for the CPU
+    (at this process's thread count and at one thread)."""
     folder = tmp_path_factory.mktemp("cache")
     before = os.environ.get("INFOFLOW_CACHE")
     os.environ["INFOFLOW_CACHE"] = str(folder)
@@ -220,9 +240,15 @@ def step_time_cache(tmp_path_factory) -> Iterator[Path]:
         from infoflow.validators.retrieval import steptime
     except ModuleNotFoundError:  # no torch: nothing designs experiments
         steptime = None
-    if steptime is not None:
+    if steptime is not None:  # for this process's thread count and for one thread (a
+        import torch  # Ray worker, or a run under OMP_NUM_THREADS=1)
+
         model = {"device_type": "cpu", "name": "test", **TEST_STEP_TIME}
-        steptime.cache_file("cpu").write_text(json.dumps(model))
+        threads = torch.get_num_threads()
+        for count in sorted({1, threads}):
+            torch.set_num_threads(count)
+            steptime.cache_file("cpu").write_text(json.dumps(model))
+        torch.set_num_threads(threads)
     yield folder
     if before is None:
         os.environ.pop("INFOFLOW_CACHE", None)

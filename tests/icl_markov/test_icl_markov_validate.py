@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import infoflow_cmd, park_only_calibration, run_cli  # noqa: E402
+from conftest import assert_same, infoflow_cmd, park_only_calibration, run_cli  # noqa: E402
 
 import infoflow  # noqa: E402
 from infoflow.validators import markov  # noqa: E402
@@ -299,7 +299,8 @@ def test_validate_icl_end_to_end_killed_and_resumed(tmp_path) -> None:
     resumed = run_cli("validate", *args, "--out", str(killed), "--resume")
     assert resumed.returncode == 0, resumed.stderr
     again = json.loads((killed / "report.json").read_text())
-    assert again["specs"] == report["specs"] and again["summary"] == report["summary"]
+    assert_same(again["specs"], report["specs"])
+    assert again["summary"] == report["summary"]
     count = "SELECT COUNT(*) FROM metrics"
     assert (sqlite3.connect(killed / "results.sqlite").execute(count).fetchone()
             == sqlite3.connect(whole / "results.sqlite").execute(count).fetchone())  # fmt: skip
