@@ -153,11 +153,12 @@ def _rate_blind(quantity: str, unit: str, rate: float) -> Prediction:
 
 def _raced(clocks: ClockSet, layer1_lr: float) -> tuple[Prediction, float | None]:
     """K*_1 from the race of the clocks measured at this setting (no K*_1 data enters it)."""
-    result = race(clocks.clocks(), layer1_lr)
+    measured = clocks.clocks()
+    result = race(measured, layer1_lr)
     tau_g, tau_prev = result.tau_g[1], result.tau_prev[1]
     if layer1_lr == 1:
         rate = ""
-    elif layer1_lr in clocks.clocks().g_slowed:
+    elif layer1_lr in measured.g_slowed:
         rate = f" tau_G at layer-1 rate {layer1_lr:g} is measured."
     else:
         rate = f" At layer-1 rate {layer1_lr:g}, tau_prev / {layer1_lr:g} [R] (not measured)."

@@ -41,12 +41,12 @@ POOL = 65_536  # fresh chains standing in for K = infinity
 #: A mechanism is timed only where its level is at least this share of the plateau below
 #: the plateau (otherwise noise crosses the halfway line).
 MIN_DROP = 0.1
-#: clock -> (layer attention patterns, the mechanism's reference, K = infinity)
+#: clock -> (layer attention patterns, the mechanism's reference)
 CLOCKS = {
-    "G": (("causal", "causal"), "G2", True),
-    "G_prev": (("previous", "causal"), "G2", True),
-    "M2_prev": (("previous", "uniform"), "M2", False),
-    "M1": (("self", "causal"), "M1", False),
+    "G": (("causal", "causal"), "G2"),
+    "G_prev": (("previous", "causal"), "G2"),
+    "M2_prev": (("previous", "uniform"), "M2"),
+    "M1": (("self", "causal"), "M1"),
 }
 
 
@@ -80,7 +80,7 @@ class ClockGroup:
         return [(k, s) for s in self.seeds for k in self.chains]
 
     def identity(self) -> dict:
-        patterns, mechanism, _ = CLOCKS[self.clock]
+        patterns, mechanism = CLOCKS[self.clock]
         return {"kind": "icl_markov", "code": TRAINING_VERSION, "clock": self.clock,
                 "patterns": patterns, "mechanism": mechanism, "pool": POOL,
                 "tests": ["own", "fresh"], **self.describe()}  # fmt: skip
