@@ -27,13 +27,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators import markov
-from infoflow.validators.icl_markov.data import TRAINING_VERSION, mixture_weights
+from infoflow.validators.icl_markov.data import TRAINING_VERSION, Mixtures, mixture_weights
 from infoflow.validators.protocol import content_name
 
 HALFWAY = 0.5  # the clock stops this far from the plateau to the mechanism's level
@@ -154,11 +152,7 @@ class ClockData:
         self.tests = {"own": _stack(own, device)}
         if fresh:
             self.tests["fresh"] = _stack(fresh, device)
-        widest = max(len(w) for w in weights)
-        self.weights = torch.stack([F.pad(w.float(), (0, widest - len(w)))
-                                    for w in weights]).to(device)  # fmt: skip
-        self.offsets = torch.tensor(np.cumsum([0] + [len(p) for p in P[:-1]]), device=device)
-        self.sampler = markov.ChainSampler(torch.cat(P), device)
+        self.training = Mixtures(P, weights, device)
 
     def _test(self, chains, weights, mechanism: str, generator, distinct: bool = False):
         """(states [n, L], truth [n, L, C], levels) of n sequences from ``chains``: one chain
@@ -175,11 +169,7 @@ class ClockData:
 
     def batches(self, count: int, size: int, length: int, generator: torch.Generator):
         """``count`` steps' training sequences [count, members, size, length]."""
-        members = len(self.weights)
-        local = torch.multinomial(self.weights, count * size, True, generator=generator)
-        chain = (local + self.offsets[:, None]).flatten()
-        x = self.sampler.sample(chain, length, generator).view(members, count, size, length)
-        return x.transpose(0, 1)
+        return self.training.batches(count, size, length, generator)
 
     @torch.no_grad()
     def evaluate(self, model, chunk: int = 64) -> list[dict[str, float]]:

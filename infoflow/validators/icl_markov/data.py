@@ -69,6 +69,28 @@ class IclGroup:
         return [{"label": f"K={k}, seed {s}", "chains": k, "seed": s} for k, s in self.members]
 
 
+class Mixtures:
+    """Every member's training chains P[i] [K_i, C, C] and mixture weights [K_i], on ``device``:
+    batches of fresh sequences, each from a chain drawn by its member's weights."""
+
+    def __init__(self, P: list[Tensor], weights: list[Tensor], device: torch.device):
+        widest = max(len(w) for w in weights)
+        padded = torch.zeros(len(P), widest)
+        for i, w in enumerate(weights):
+            padded[i, : len(w)] = w.float()
+        self.padded = padded.to(device)
+        self.offsets = torch.tensor(np.cumsum([0] + [len(p) for p in P[:-1]]), device=device)
+        self.sampler = markov.ChainSampler(torch.cat(P), device)
+
+    def batches(self, count: int, size: int, length: int, generator: torch.Generator) -> Tensor:
+        """``count`` steps' training sequences [count, members, size, length]."""
+        members = len(self.padded)
+        local = torch.multinomial(self.padded, count * size, replacement=True, generator=generator)
+        chain = (local + self.offsets[:, None]).flatten()
+        x = self.sampler.sample(chain, length, generator).view(members, count, size, length)
+        return x.transpose(0, 1)
+
+
 class MemberData:
     """The chains, mixture weights and test sets of every member, on ``device``."""
 
@@ -83,12 +105,7 @@ class MemberData:
             P.append(pool[:k])
             weights.append(mixture_weights(k, max(group.chains), spec.mixture, seed))
         self.P, self.weights = P, weights
-        self.offsets = torch.tensor(np.cumsum([0] + [len(p) for p in P[:-1]]), device=device)
-        padded = torch.zeros(len(P), max(group.chains))
-        for i, w in enumerate(weights):
-            padded[i, : len(w)] = w.float()
-        self.padded = padded.to(device)
-        self.sampler = markov.ChainSampler(torch.cat(P), device)
+        self.training = Mixtures(P, weights, device)
 
         cpu = torch.Generator().manual_seed(spec.seed + 1)
         ood_chains = markov.sample_chains(n, c, alpha, seed=spec.seed + 1_000_003)
@@ -125,10 +142,7 @@ class MemberData:
     def batches(self, count: int, size: int, length: int, generator: torch.Generator) -> Tensor:
         """``count`` steps' training sequences [count, members, size, length], fresh from each
         member's chains."""
-        local = torch.multinomial(self.padded, count * size, replacement=True, generator=generator)
-        chain = (local + self.offsets[:, None]).flatten()
-        x = self.sampler.sample(chain, length, generator).view(len(self.P), count, size, length)
-        return x.transpose(0, 1)
+        return self.training.batches(count, size, length, generator)
 
     def levels(self) -> dict[str, list[dict[str, float]]]:
         """Where each reference sits: scored as the model is (direction, positions), with the
