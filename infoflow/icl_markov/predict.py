@@ -16,6 +16,8 @@ K >= K*_2: G1 -> G2.
 
 from __future__ import annotations
 
+import math
+
 import sympy
 
 from infoflow.errors import SpecError
@@ -76,13 +78,13 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     k2, k2_value = _k2_star(calibration, settings, values)
     predictions.update(k1_star=k1, k2_star=k2, tau_2gen=tau)
 
-    regime = _regime(spec.chains, k1_value, k2_value)
+    regime = _regime(spec.chains, k1_value, k2_value, k1.interval)
     sequence = SEQUENCES.get(regime)
     predictions["phase_sequence"] = Prediction(
         sequence, "", "estimate", "paper:summary" if sequence else "uncalibrated",
         f"{PAPER}: small K goes G1 -> M1 -> M2, large K G1 -> G2, and between K*_1 and K*_2 "
         f"G2 gives way to M2; K = {spec.chains} is {regime or 'unplaced: no K*_1'} "
-        f"(K*_1 = {_fmt(k1_value)}, K*_2 = {_fmt(k2_value)}).",
+        f"(K*_1 {_k1_text(k1_value, k1.interval)}, K*_2 = {_fmt(k2_value)}).",
     )  # fmt: skip
 
     transient = None
@@ -198,20 +200,29 @@ SEQUENCES = {
 }
 
 
-def _regime(k: int, k1: float | None, k2: float) -> str | None:
+def _regime(k: int, k1: float | None, k2: float, interval=None) -> str | None:
+    """Where K lies; without a K*_1 value, a one-sided interval (the race's tie off its grid)
+    still places a K below its low end or at and above its high end."""
     if k1 is None:
-        return None
-    return "below K*_1" if k < k1 else ("between K*_1 and K*_2" if k < k2 else "above K*_2")
+        low, high = interval or (0.0, math.inf)  # the grid's end K is on the bound's side
+        if k <= low:
+            return "below K*_1"
+        if k < high:
+            return None
+    elif k < k1:
+        return "below K*_1"
+    return "between K*_1 and K*_2" if k < k2 else "above K*_2"
 
 
 def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
     steps = spec.training.steps
     if sequence is None:
         return Prediction(None, "", "estimate", "uncalibrated", "None: no K*_1 (see k1_star).")
-    if tau is None:
+    if tau is None or (k1 is None and sequence[1] == "M1"):
+        why = "no tau_2Gen calibration" if tau is None else "K*_1 is only bounded (see k1_star)"
         return Prediction(sequence[-1], "", "estimate", "uncalibrated",
-                          "The end of the phase sequence: no tau_2Gen calibration to say "
-                          "whether the budget reaches it.")  # fmt: skip
+                          f"The end of the phase sequence: {why} to say whether the budget "
+                          "reaches it.")  # fmt: skip
     if sequence[1] == "M1":
         memorize = tau * (spec.chains / k1) ** exponent  # tau_1Mem(K), equal to tau at K*_1
         phase = "M2" if steps >= memorize else "G1"
@@ -241,6 +252,14 @@ def _task_vector(spec: IclMarkovSpec) -> Prediction:
         f"{PAPER}: the task-recognition head generalizes when D_phi >~ C^2; D_phi is taken to "
         f"be {spec.options.task_vector_dim} = {dim} [R, option task_vector_dim], C^2 = {needed}.",
     )  # fmt: skip
+
+
+def _k1_text(value: float | None, interval) -> str:
+    """``= 45.2``, or the side a one-sided interval puts K*_1 on."""
+    if value is not None or not interval:
+        return f"= {_fmt(value)}"
+    low, high = interval
+    return f"> {_fmt(low)}" if math.isinf(high) else f"< {_fmt(high)}"
 
 
 def _fmt(value: float | None) -> str:

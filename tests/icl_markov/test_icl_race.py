@@ -106,25 +106,33 @@ def test_clocks_from_member_rows_as_reports_hold_them():
     assert found.g == [9.0] and found.g_slowed == {0.5: [20.0]} and found.m1 == {4: [3.0]}
 
 
-def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path):
+SMOKE = json.loads(Path("specs/icl_markov/smoke-c3.json").read_text())
+
+
+def with_clocks(folder: Path, members: list[dict], chains: int = 8) -> dict:
+    """The smoke spec at K = ``chains`` (as a dict) with a calibration file in ``folder``
+    that holds ``members`` as the clocks of its setting and run length."""
     shipped = json.loads(SHIPPED.read_text())
-    smoke = json.loads(Path("specs/icl_markov/smoke-c3.json").read_text())
-    spec = {**smoke, "sweep": None, "chains": 8}
     settings_ = {"states": 3, "context_len": 64, "dirichlet_alpha": 1.0, "mixture": "random",
-                 **smoke["model"], "batch_size": 64, "lr": 0.001, "weight_decay": 0.1}  # fmt: skip
-    members = [run("G", None, 200.0), run("G_prev", None, 150.0)]
-    members += [run("M1", k, 10.0 * k) for k in KS]
+                 **SMOKE["model"], "batch_size": 64, "lr": 0.001, "weight_decay": 0.1}  # fmt: skip
     shipped["clocks"] = [{"name": "synthetic", "settings": settings_, "provenance": "test",
                           "source": "hand-made", "device": "none", "date": "2026-11-30",
                           "steps": 1500, "members": members}]  # fmt: skip
-    (tmp_path / "calibration.json").write_text(json.dumps(shipped))
+    (folder / "calibration.json").write_text(json.dumps(shipped))
+    return {**SMOKE, "sweep": None, "chains": chains}
+
+
+def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path):
+    members = [run("G", None, 200.0), run("G_prev", None, 150.0)]
+    members += [run("M1", k, 10.0 * k) for k in KS]
+    spec = with_clocks(tmp_path, members)
     (tmp_path / "spec.json").write_text(json.dumps({**spec, "calibration": "calibration.json"}))
     k1 = infoflow.predict(infoflow.load_spec(tmp_path / "spec.json"))["k1_star"]
     assert k1.value == pytest.approx(20) and k1.interval == pytest.approx((20, 20))
     assert k1.provenance == "mechanism:clock_race (calibrated:synthetic)"
     # another setting, or runs of another length (another warmup), have no clocks: the
     # anchor, which says so in its provenance
-    longer = {**smoke["training"], "steps": 3000}
+    longer = {**SMOKE["training"], "steps": 3000}
     for change in ({"context_len": 128}, {"training": longer}):
         (tmp_path / "other.json").write_text(
             json.dumps({**spec, **change, "calibration": "calibration.json"})
@@ -133,7 +141,7 @@ def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path
         assert k1.provenance.startswith("calibrated:")
     # layer 1 slowed: the race at that rate ([R] tau_prev / r, said in the note); without
     # clocks, no prediction at all (the anchors do not model the rate)
-    slowed = {**smoke["training"], "layer1_attention_lr": 0.5}
+    slowed = {**SMOKE["training"], "layer1_attention_lr": 0.5}
     (tmp_path / "slow.json").write_text(
         json.dumps({**spec, "training": slowed, "calibration": "calibration.json"})
     )
@@ -142,3 +150,17 @@ def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path
     (tmp_path / "slow.json").write_text(json.dumps({**spec, "training": slowed}))
     result = infoflow.predict(infoflow.load_spec(tmp_path / "slow.json"))
     assert result["k1_star"].value is None and result["tau_2gen"].value is None
+
+
+def test_a_one_sided_race_still_places_k(tmp_path):
+    """Memorization wins at every K on the grid: K*_1 > 64, so K = 8 and K = 64 are below it
+    (the phases the paper gives there), while K = 128 is unplaced."""
+    members = [run("G", None, 200.0), run("G_prev", None, 150.0)]
+    members += [run("M1", k, 10.0) for k in KS]
+    for chains, expected in ((8, ["G1", "M1", "M2"]), (64, ["G1", "M1", "M2"]), (128, None)):
+        spec = {**with_clocks(tmp_path, members, chains), "calibration": "calibration.json"}
+        (tmp_path / "spec.json").write_text(json.dumps(spec))
+        result = infoflow.predict(infoflow.load_spec(tmp_path / "spec.json"))
+        assert result["k1_star"].value is None and result["k1_star"].interval == (64, math.inf)
+        assert result["phase_sequence"].value == expected
+        assert "K*_1 > 64" in result["phase_sequence"].note
