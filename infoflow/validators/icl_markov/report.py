@@ -139,8 +139,9 @@ def _race(race: dict) -> str:
     """The race's K*_1 at a group's setting, with the clocks behind it, in a sentence."""
     tau_g, tau_prev = race["tau_g"], race["tau_prev"]
     interval = race["interval"]
-    k1 = (f"K*_1 = {race['k1_star']:.3g} ({interval[0]:.3g} to {interval[1]:.3g} over the "
-          f"clock seeds)" if race["k1_star"] is not None else "no K*_1")  # fmt: skip
+    ends = [("open" if v in (None, 0) else f"{v:.3g}") for v in interval or ()]
+    k1 = (f"K*_1 = {race['k1_star']:.3g} ({ends[0]} to {ends[1]} over the clock seeds)"
+          if race["k1_star"] is not None else "no K*_1")  # fmt: skip
     return (f"The race of this run's clocks: {k1}; {race['reason']}. tau_G {_maybe(tau_g[1])} "
             f"steps (seeds {_maybe(tau_g[0])} to {_maybe(tau_g[2])}), tau_prev "
             f"{_maybe(tau_prev[1])}.")  # fmt: skip
