@@ -176,3 +176,12 @@ def test_the_slowed_previous_token_head_rule_can_be_refuted() -> None:
         return claim.verdict
 
     assert judged(360) == "confirmed" and judged(250) == "refuted"
+
+
+def test_the_report_states_a_race_with_an_open_interval() -> None:
+    """report.json holds an infinite interval end as null; the sentence says "open"."""
+    from infoflow.validators.icl_markov.report import _race
+
+    race = {"k1_star": 54.1, "interval": [25.7, None], "tau_g": [192.8, 218.1, 234.7],
+            "tau_prev": [141.2, 172.3, 191.8], "reason": "the M1 path decides"}  # fmt: skip
+    assert "K*_1 = 54.1 (25.7 to open over the clock seeds)" in _race(race)
