@@ -31,7 +31,12 @@ import torch
 
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators import markov
-from infoflow.validators.icl_markov.data import TRAINING_VERSION, Mixtures, mixture_weights
+from infoflow.validators.icl_markov.data import (
+    NOT_TRAINED,
+    TRAINING_VERSION,
+    Mixtures,
+    mixture_weights,
+)
 from infoflow.validators.protocol import content_name
 
 HALFWAY = 0.5  # the clock stops this far from the plateau to the mechanism's level
@@ -48,8 +53,6 @@ CLOCKS = {
 }
 
 
-#: Spec fields that do not reach a clock's training.
-NOT_TRAINED = {"chains", "sweep", "description", "calibration", "race", "decoder"}
 CLOCK_EVALUATIONS = 48  # log-spaced evaluations of a clock run
 
 

@@ -24,6 +24,10 @@ from infoflow.validators.protocol import content_name
 #: change here (bump it) never resumes a checkpoint trained by the code before.
 TRAINING_VERSION = 2
 
+#: Spec fields that do not reach a group's training (the calibration file changes only
+#: predictions: the report keeps it, the identity drops it).
+NOT_TRAINED = {"chains", "sweep", "description", "calibration", "race", "decoder"}
+
 #: What each member is compared with: the generating chain, then the references.
 TARGETS = ("truth", *markov.REFERENCES)
 SPLITS = ("id", "ood")
@@ -59,9 +63,7 @@ class IclGroup:
         return [(k, s) for s in self.seeds for k in self.chains]
 
     def describe(self) -> dict:
-        spec = self.spec.model_dump(
-            mode="json", exclude={"chains", "sweep", "description", "race", "decoder"}
-        )
+        spec = self.spec.model_dump(mode="json", exclude=NOT_TRAINED - {"calibration"})
         return {"setting": spec, "chains": self.chains, "seeds": self.seeds,
                 "checkpoints": self.checkpoints, "eval_sequences": self.eval_sequences}  # fmt: skip
 

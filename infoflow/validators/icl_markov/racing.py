@@ -17,7 +17,8 @@ from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.results import Prediction
 from infoflow.validators.claims import Claim
 from infoflow.validators.icl_markov.claims import k1_claim
-from infoflow.validators.icl_markov.clocks import NOT_TRAINED, ClockGroup, clock_time
+from infoflow.validators.icl_markov.clocks import ClockGroup, clock_time
+from infoflow.validators.icl_markov.data import NOT_TRAINED
 
 
 def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
