@@ -108,19 +108,29 @@ def race(clocks: Clocks, layer1_lr: float = 1.0) -> Race:
             "M2": _tie(m2_prev, span(clocks.g_prev), clocks.steps)}  # fmt: skip
     winner = max(ties, key=lambda p: ties[p][1])
     low, middle, high = (max(t[i] for t in ties.values()) for i in range(3))
-    interval = (max(low, 0.0), high)
+    interval = (_end(low, 0.0, ks[-1]), _end(high, ks[0], math.inf))
     opens = f"{_fmt(interval[0])} to {_fmt(interval[1])} over the clock seeds"
     if middle == -math.inf:
-        reason = f"memorization loses to G2 at every K on the grid: K*_1 lies below K = {ks[0]}"
-        return Race(None, (0.0, float(ks[0])), tau_g, tau_prev, paths, reason)
+        reason = (f"memorization loses to G2 at every K on the grid: K*_1 lies below K = {ks[0]} "
+                  f"({opens})")  # fmt: skip
+        return Race(None, interval, tau_g, tau_prev, paths, reason)
     if middle == math.inf:
-        reason = f"memorization beats G2 at every K on the grid: K*_1 lies above K = {ks[-1]}"
+        reason = (f"memorization beats G2 at every K on the grid: K*_1 lies above K = {ks[-1]} "
+                  f"({opens})")  # fmt: skip
         if math.isinf(tau_g[1]):
             reason = f"G2 did not form within the clock runs' {clocks.steps:,} steps; " + reason
-        return Race(None, (float(ks[-1]), math.inf), tau_g, tau_prev, paths, reason)
+        return Race(None, interval, tau_g, tau_prev, paths, reason)
     versus = "tau_M2|prev ties with tau_G|prev" if winner == "M2" else "tau_M1 ties with tau_G"
     reason = f"the {winner} path decides: {versus} at K = {middle:.3g} ({opens})"
     return Race(middle, interval, tau_g, tau_prev, paths, reason)
+
+
+def _end(tie: float, below: float, above: float) -> float:
+    """An interval end from a seed end's tie: the tie itself on the grid, else the grid's
+    edge it lies beyond (0 and math.inf are open)."""
+    if tie == -math.inf:
+        return below
+    return above if tie == math.inf else max(tie, 0.0)
 
 
 def _tie(clock: dict[int, Span], opponent: Span, steps: int) -> Span:

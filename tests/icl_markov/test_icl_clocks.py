@@ -11,7 +11,12 @@ torch = pytest.importorskip("torch")
 
 import infoflow  # noqa: E402
 from infoflow.icl_markov.race import Clocks, race  # noqa: E402
-from infoflow.validators.icl_markov.clocks import ClockData, ClockGroup, clock_time  # noqa: E402
+from infoflow.validators.icl_markov.clocks import (  # noqa: E402
+    ClockData,
+    ClockGroup,
+    clock_time,
+    settled,
+)
 from infoflow.validators.icl_markov.decoder import (  # noqa: E402
     DecoderGroup,
     decoder_claims,
@@ -24,7 +29,9 @@ from infoflow.validators.icl_markov.racing import (  # noqa: E402
     shift_claim,
     slowing_claims,
 )
-from infoflow.validators.icl_markov.train import slowed_layer1_attention  # noqa: E402
+from infoflow.validators.icl_markov.train import _train, slowed_layer1_attention  # noqa: E402
+from infoflow.validators.protocol import Context  # noqa: E402
+from infoflow.validators.store import Recorder  # noqa: E402
 
 TINY = {"kind": "icl_markov", "states": 3, "chains": 4, "context_len": 12,
         "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
@@ -76,6 +83,32 @@ def test_a_memorising_clock_that_generalised_first_does_not_stop() -> None:
     assert clock_time(rows) == (None, "generalised first")
     memorised = {s: {**row, "fresh:kl": 1.0} for s, row in rows.items()}
     assert clock_time(memorised)[1] == "formed"
+
+
+def test_a_clock_group_stops_once_every_clock_is_final(tmp_path) -> None:
+    """Training on past the checkpoint where every member's own KL is below its halfway line
+    changes no clock: the early-stopped run's times and statuses are the full run's."""
+    spec = infoflow.load_spec({**TINY, "training": {**TINY["training"], "steps": 120}})
+    group = ClockGroup("c", "M1", spec, [1, 2], [0, 1], [5, 10, 20, 40, 80, 120], 32)
+
+    def clocks(finished, folder: str) -> tuple[list, int]:
+        recorder = Recorder()
+        torch.manual_seed(spec.seed)
+        data = ClockData(group, torch.device("cpu"))
+        context = Context(torch.device("cpu"), recorder, tmp_path / folder)
+        context.checkpoints.mkdir()
+        _train(group, context, data, data.evaluate, finished)
+        rows: dict[int, dict] = {}
+        for method, args in recorder.rows:
+            if method == "record_metrics":
+                for i, row in enumerate(args[2]):
+                    rows.setdefault(i, {})[args[1]] = row
+        return [clock_time(r) for r in rows.values()], max(rows[0])
+
+    early, last = clocks(lambda rows: all(map(settled, rows)), "early")
+    full, _ = clocks(lambda rows: False, "full")
+    assert last < 120 and all(status == "formed" for _, status in early)
+    assert early == full
 
 
 def test_clock_data_levels_are_the_references_own() -> None:
@@ -160,9 +193,13 @@ def test_plan_lists_the_sweeps_and_clock_runs_with_times() -> None:
     assert sum("K sweep" in line for line in lines) == 2  # the two layer-1 rates
     assert any("layer-1 attention at 0.5 x lr" in line for line in lines)
     clocks = [line for line in lines if "clock " in line]
-    assert len(clocks) == 5 and any("clock M2_prev: K = 4, 8, 16, 32, 64; 10 members" in c
-                                    for c in clocks)  # fmt: skip
+    # on a CPU: G, G_prev, G at the slowed rate, and a group per memorising clock and K
+    assert len(clocks) == 3 + 2 * 5
+    for k in (4, 8, 16, 32, 64):
+        assert sum(f"clock M1: K = {k}; 2 members, at most 600 steps" in c for c in clocks) == 1
     assert lines[-1].startswith("estimated total: ")
+    gpu = run_cli("plan", "specs/icl_markov/race-c3.json", "--seeds", "2", "--device", "cuda")
+    assert "clock M2_prev: K = 4, 8, 16, 32, 64; 10 members" in gpu.stdout  # one per clock
 
 
 def test_the_slowed_previous_token_head_rule_can_be_refuted() -> None:

@@ -64,6 +64,23 @@ def test_no_tie_is_reported_with_its_reason():
     assert below.k1_star is None and "below" in below.reason
 
 
+def test_a_median_tie_off_the_grid_keeps_the_seeds_end_on_it():
+    """The median M1 clock beats tau_G at every K, but its slowest seed (3 x 10 K) ties with
+    the fastest G seed (180) at K = 6: K*_1 is above the grid's end by the median and may be
+    as low as 6 by the seeds."""
+    seeds = Clocks(g=[180, 200, 220], g_prev=[40], m2_prev={k: [1e6] for k in KS},
+                   m1={k: [1 * k, 2 * k, 30 * k] for k in KS}, steps=10_000)  # fmt: skip
+    result = race(seeds)
+    assert result.k1_star is None and "above K = 64" in result.reason
+    assert result.interval == pytest.approx((6, math.inf))
+    # and the mirror image: the median loses at every K, its fastest seed ties at K = 8
+    mirrored = Clocks(g=[100, 160, 200], g_prev=[40], m2_prev={k: [1e6] for k in KS},
+                      m1={k: [25 * k, 1e4, 1e4] for k in KS}, steps=10_000)  # fmt: skip
+    result = race(mirrored)
+    assert result.k1_star is None and "below K = 2" in result.reason
+    assert result.interval == pytest.approx((0, 8))
+
+
 def test_a_censored_clock_is_taken_at_the_run_length():
     # K = 16 did not form within 1,000 steps: interpolated to (16, 1000), an upper bound
     assert crossing([4, 8, 16], [50, 100, math.inf], 150, 1000) == pytest.approx(

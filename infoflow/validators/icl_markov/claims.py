@@ -42,6 +42,12 @@ def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> lis
     return out
 
 
+def _undecided(measured: dict) -> str:
+    """Why no outcome was decided at a K: each seed's."""
+    seeds = ", ".join(f"seed {s}: {o}" for s, o in measured["outcomes"].items())
+    return f"the seeds did not decide which mechanism came first ({seeds})"
+
+
 def _kind(phase: str) -> str:
     return "memorizing" if phase in MEMORIZING else phase
 
@@ -72,7 +78,8 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
         claim = f"K={k} follows {path}: {expected} comes first"
         tolerance = "memorization wins when the model memorizes before G2 appears"
         if near or measured["outcome"] == "undecided" or not sequence or _blind(k, limit):
-            reason = near_reason or _blind(k, limit) or "the model has not left its first phase"
+            reason = near_reason or _blind(k, limit) or (
+                "no phase sequence is predicted at this K" if not sequence else _undecided(measured))
             return Claim.undecided(claim, path, shown, tolerance, reason)
         return Claim.judged(claim, path, shown, tolerance, measured["outcome"] == expected)
     claim = f"K={k} ends in phase {final.value}"
@@ -103,7 +110,9 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
 
 def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     """The predicted K*_1 interval (its value when it has none) against the 95% interval of
-    the logistic fit; with separable outcomes, against their bracket."""
+    the logistic fit; with separable outcomes, against their bracket. A one-sided prediction
+    (no value, an interval from 0 or to infinity: the race's tie off its grid) is judged on
+    its interval too, and can be refuted."""
     claim = "K*_1: below it memorization wins, above it G2 forms first"
     shown = {"fit": fit, "grid": grid}
     if fit["status"] == "separable":
@@ -112,10 +121,12 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     else:
         tolerance = ("the predicted interval overlaps the 95% profile-likelihood interval of a "
                      "logistic fit of P(G2 first | log K) over every seed's outcome")  # fmt: skip
-    predicted = prediction.value
+    predicted, interval = prediction.value, prediction.interval
+    if predicted is None and interval is not None:  # one-sided: the bound it names
+        predicted = interval[1] if interval[0] == 0 else interval[0]
     if predicted is None:
         return Claim.undecided(claim, None, shown, tolerance, "no prediction")
-    low, high = prediction.interval or (predicted, predicted)
+    low, high = interval or (predicted, predicted)
     shown["predicted_interval"] = [low, high]
     if fit["status"] == "none":
         return Claim.undecided(claim, predicted, shown, tolerance, fit["reason"])

@@ -98,19 +98,23 @@ class ClockGroup:
 
 
 def plan_clocks(name: str, settings: list[IclMarkovSpec], seeds: list[int],
-                checkpoints) -> list[ClockGroup]:  # fmt: skip
+                checkpoints, per_k: bool = True) -> list[ClockGroup]:  # fmt: skip
     """The clock groups the race needs for ``settings`` (the K sweep's, capped): per setting
-    at the measured rate, G, G_prev, M2_prev and M1; per slowed rate, G at that rate."""
+    at the measured rate, G, G_prev, and M2_prev and M1 at the K of ``race.chains``; per
+    slowed rate, G at that rate. ``per_k``: a group per clock and K (each stops as soon as
+    its own seeds' clocks are final), else a group per clock."""
     groups: dict[str, ClockGroup] = {}
     for spec in settings:
         training = spec.training
         base = spec.model_copy(update={"training": training.model_copy(
             update={"layer1_attention_lr": 1.0})})  # fmt: skip
         steps = checkpoints(training.steps, CLOCK_EVALUATIONS)
-        for clock, chains in (("G", [None]), ("G_prev", [None]),
-                              ("M2_prev", spec.race.chains), ("M1", spec.race.chains)):  # fmt: skip
-            group = ClockGroup(name, clock, base, sorted(chains, key=lambda k: k or 0), seeds,
-                               steps, 128)  # fmt: skip
+        chains = sorted(spec.race.chains)
+        runs = [("G", [None]), ("G_prev", [None])]
+        runs += [(clock, ks) for clock in ("M2_prev", "M1")
+                 for ks in ([[k] for k in chains] if per_k else [chains])]  # fmt: skip
+        for clock, ks in runs:
+            group = ClockGroup(name, clock, base, ks, seeds, steps, 128)
             groups.setdefault(group.name, group)
         if training.layer1_attention_lr != 1:
             group = ClockGroup(name, "G", spec, [None], seeds, steps, 128)
@@ -217,15 +221,32 @@ def clock_time(rows: dict[int, dict[str, float]]) -> tuple[float | None, str]:
     return (own, "formed") if own is not None else (None, "not formed")
 
 
+def settled(row: dict[str, float]) -> bool:
+    """Whether a member's clock is final at the evaluation ``row``: it cannot be timed, or its
+    own KL is on or below the halfway line. Its time and status then depend only on the
+    evaluations so far (the first crossing of each test set), so training it on changes
+    nothing the race reads."""
+    line = halfway_line(row, "own")
+    return line is None or row["own:kl"] <= line
+
+
+def halfway_line(row: dict[str, float], split: str) -> float | None:
+    """The KL halfway from ``split``'s plateau to the mechanism's level; None when the level
+    is not MIN_DROP below the plateau (the mechanism cannot be timed)."""
+    plateau, level = row[f"{split}:plateau"], row[f"{split}:mechanism"]
+    if plateau - level < MIN_DROP * plateau:
+        return None
+    return plateau - HALFWAY * (plateau - level)
+
+
 def crossing_step(rows: dict[int, dict[str, float]], split: str) -> float | str | None:
     """The step at which ``split``'s KL crosses the halfway line from the plateau to the
     mechanism's level, log-interpolated between the evaluations around it; None when it
     never does; "not timed" when the level is not MIN_DROP below the plateau."""
     steps = sorted(rows)
-    plateau, level = rows[steps[0]][f"{split}:plateau"], rows[steps[0]][f"{split}:mechanism"]
-    if plateau - level < MIN_DROP * plateau:
+    line = halfway_line(rows[steps[0]], split)
+    if line is None:
         return "not timed"
-    line = plateau - HALFWAY * (plateau - level)
     previous = None
     for step in steps:
         kl = rows[step][f"{split}:kl"]

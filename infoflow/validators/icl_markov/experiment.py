@@ -33,6 +33,10 @@ class IclScale:
     eval_sequences: int
     checkpoints: int
     seeds: int = DEFAULT_SEEDS
+    #: One clock group per clock and K (each stops once its own clocks are final: on a CPU a
+    #: step costs in proportion to its members), else one per clock (on a GPU a step costs
+    #: its launches, so fewer and larger groups are faster).
+    clock_group_per_k: bool = True
 
 
 SCALES = {
@@ -87,7 +91,7 @@ def plan(
     if spec.race is not None:
         seeds = [spec.seed + s for s in range(scale.seeds)]
         experiment.clocks = plan_clocks(name, [g.spec for g in experiment.groups], seeds,
-                                        log_spaced)  # fmt: skip
+                                        log_spaced, scale.clock_group_per_k)  # fmt: skip
     if spec.decoder is not None:
         decoders = [DecoderGroup(name, g.spec, sorted(spec.decoder.chains),
                                  sorted(spec.decoder.task_dims), spec.seed)

@@ -76,8 +76,11 @@ def plan_command(
         what = f"clock {group.clock}" if isinstance(group, ClockGroup) else "K sweep"
         what += f", layer-1 attention at {rate:g} x lr" if rate != 1 else ""
         ks = ", ".join("inf" if k is None else str(k) for k in group.chains)
-        lines.append(f"  {what}: K = {ks}; {len(group.members)} members, "
-                     f"{group.spec.training.steps:,} steps, about {_minutes(seconds)}")  # fmt: skip
+        steps = group.spec.training.steps
+        length = (f"at most {steps:,} steps (it stops once its clocks are final), at most"
+                  if isinstance(group, ClockGroup) else f"{steps:,} steps, about")  # fmt: skip
+        lines.append(f"  {what}: K = {ks}; {len(group.members)} members, {length} "
+                     f"{_minutes(seconds)}")  # fmt: skip
     for group in experiment.decoders:
         seconds = decoder_seconds(group, steptime)
         total += seconds

@@ -60,11 +60,8 @@ def race_claim(result: Race, measurement: dict) -> Claim:
     (:func:`~infoflow.validators.icl_markov.claims.k1_claim`): the race's interval over the
     clock seeds against the logistic fit's interval. A race whose tie lies off the grid
     predicts one side (below the smallest K, or above the largest), which can be refuted too."""
-    value = result.k1_star
-    if value is None and result.interval is not None:  # one-sided: the bound it names
-        value = result.interval[1] if result.interval[0] == 0 else result.interval[0]
-    predicted = Prediction(value, "chains", "estimate", "mechanism:clock_race", result.reason,
-                           None, result.interval)  # fmt: skip
+    predicted = Prediction(result.k1_star, "chains", "estimate", "mechanism:clock_race",
+                           result.reason, None, result.interval)  # fmt: skip
     claim = k1_claim(predicted, measurement["k1_fit"], measurement["k1_star"])
     statement = "K*_1 from the race of this run's clocks (no K*_1 data enters it)"
     reason = "; ".join(filter(None, [claim.reason, result.reason]))

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from infoflow.validators.ensemble import Checkpoint, ensemble_step, precision, resume
-from infoflow.validators.icl_markov.clocks import ClockData, ClockGroup
+from infoflow.validators.icl_markov.clocks import ClockData, ClockGroup, settled
 from infoflow.validators.icl_markov.data import SPLITS, TARGETS, IclGroup, MemberData, Prefetched
 from infoflow.validators.icl_markov.model import StackedGPT
 from infoflow.validators.protocol import Context
@@ -40,13 +40,15 @@ def train_icl_group(group: IclGroup | ClockGroup, context: Context) -> None:
     torch.manual_seed(group.spec.seed)
     if isinstance(group, ClockGroup):
         data = ClockData(group, context.device)
-        _train(group, context, data, data.evaluate)
+        _train(group, context, data, data.evaluate, lambda rows: all(map(settled, rows)))
     else:
         data = MemberData(group, context.device)
-        _train(group, context, data, lambda model: evaluate(model, data))
+        _train(group, context, data, lambda model: evaluate(model, data), lambda rows: False)
 
 
-def _train(group, context: Context, data, evaluate_members) -> None:
+def _train(group, context: Context, data, evaluate_members, finished) -> None:
+    """The training loop; it ends early at a checkpoint whose metrics are ``finished`` (a
+    clock group whose every member's clock is final)."""
     started, device, store = time.perf_counter(), context.device, context.store
     spec, training = group.spec, group.spec.training
     model = build_model(group, device)
@@ -82,9 +84,13 @@ def _train(group, context: Context, data, evaluate_members) -> None:
             window = 0
             store.record_metrics(group.name, done, metrics)
             checkpoint.save(model, optimizer, schedule, stream.state(done), done, store.rows)
-            if context.progress:
+            stop = finished(metrics)
+            if context.progress:  # a finished group counts its remaining steps as done
                 mean = sum(mean_losses) / len(mean_losses)
-                context.progress(group.name, done, training.steps, mean, speed.text())
+                shown = training.steps if stop else done
+                context.progress(group.name, shown, training.steps, mean, speed.text())
+            if stop:
+                break
     store.record_throughput(group.name, speed.rates())
     store.finish_group(group.name, [], time.perf_counter() - started)
 

@@ -38,7 +38,8 @@ class IclMarkovValidator:
 
     def scale(self, name: str, steps: int | None, seeds: int | None, device: str,
               budget: float | None = None) -> IclScale:  # fmt: skip
-        scale = replace(SCALES[name], seeds=seeds) if seeds else SCALES[name]
+        scale = replace(SCALES[name], clock_group_per_k=not device.startswith("cuda"))
+        scale = replace(scale, seeds=seeds) if seeds else scale
         return replace(scale, max_steps=steps, name=f"{name} ({steps} steps)") if steps else scale
 
     def plan(self, name: str, spec: IclMarkovSpec, scale: IclScale, base_dir: Path):
