@@ -78,8 +78,10 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
         claim = f"K={k} follows {path}: {expected} comes first"
         tolerance = "memorization wins when the model memorizes before G2 appears"
         if near or measured["outcome"] == "undecided" or not sequence or _blind(k, limit):
-            reason = near_reason or _blind(k, limit) or (
-                "no phase sequence is predicted at this K" if not sequence else _undecided(measured))
+            unplaced = "no phase sequence is predicted at this K"
+            reason = (
+                near_reason or _blind(k, limit) or (_undecided(measured) if sequence else unplaced)
+            )
             return Claim.undecided(claim, path, shown, tolerance, reason)
         return Claim.judged(claim, path, shown, tolerance, measured["outcome"] == expected)
     claim = f"K={k} ends in phase {final.value}"
