@@ -184,6 +184,23 @@ def test_race_and_shift_claims_can_be_refuted() -> None:
     assert shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(10, 15))).verdict == "refuted"
 
 
+def test_a_one_sided_k1_is_judged_on_its_interval() -> None:
+    """K*_1 above 25 (no value: the race's median tie lies above its grid) against a measured
+    23..32 overlaps; against 10..20 it is refuted; "below 8" against 23..32 is refuted too."""
+    from infoflow.results import Prediction
+    from infoflow.validators.icl_markov.claims import k1_claim
+
+    def judged(interval, low, high) -> str:
+        fit = {"status": "separable", "value": None, "low": low, "high": high}
+        prediction = Prediction(None, "chains", "estimate", "mechanism:clock_race", "", None,
+                                interval)  # fmt: skip
+        return k1_claim(prediction, fit, {}).verdict
+
+    assert judged((25.0, math.inf), 23, 32) == "confirmed"
+    assert judged((25.0, math.inf), 10, 20) == "refuted"
+    assert judged((0.0, 8.0), 23, 32) == "refuted"
+
+
 def test_plan_lists_the_sweeps_and_clock_runs_with_times() -> None:
     from conftest import run_cli
 
