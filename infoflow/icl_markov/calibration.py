@@ -150,9 +150,21 @@ class Calibration(_Strict):
 
     def clocks_at(self, settings: dict[str, Any], steps: int) -> ClockSet | None:
         """The clocks measured at exactly ``settings`` by runs of ``steps`` steps (the race is
-        not scaled; the warmup, 2% of the steps, differs between lengths)."""
-        same = [c for c in self.clocks if distance(c.settings, settings) == 0]
-        return next((c for c in same if c.steps == steps), None)
+        not scaled; the warmup, 2% of the steps, differs between lengths), pooled over every
+        set measured there. A run two sets share (the same group in two reports: equal clock,
+        rate, K, seed and time) counts once."""
+        same = [c for c in self.clocks if distance(c.settings, settings) == 0 and c.steps == steps]
+        if len(same) < 2:
+            return same[0] if same else None
+        members = {m.model_dump_json(): m for c in same for m in c.members}
+        dates = sorted({c.date[:10] for c in same})
+        return same[0].model_copy(update={
+            "name": " + ".join(c.name for c in same),
+            "source": "; ".join(c.source for c in same),
+            "device": ", ".join(sorted({c.device for c in same})),
+            "date": dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}",
+            "members": list(members.values()),
+        })  # fmt: skip
 
 
 def settings_of(spec) -> dict[str, Any]:

@@ -40,6 +40,10 @@ from infoflow.icl_markov.calibration import (
 from infoflow.icl_markov.race import race
 
 MAX_REPORT_BYTES = 256 * 2**20
+#: K at which memorization won that a slope of log tau_1Mem against log K needs: its standard
+#: error weighs it in the pooled a, and from three points (one degree of freedom) that error
+#: is itself too noisy to weigh by (a near-collinear triple would outweigh every other run).
+SLOPE_POINTS = 4
 REFITTED = " Refitted by infoflow calibrate icl_markov."  # a paper-scale report with every curve
 
 
@@ -114,7 +118,7 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
             anchors[anchor.name] = anchor
         times = {int(k): v["memorized_at"] for k, v in group["measurement"]["per_k"].items()
                  if v["outcome"] == "memorization" and v["memorized_at"]}  # fmt: skip
-        if len(times) >= 3:
+        if len(times) >= SLOPE_POINTS:
             slope, stderr = regression([math.log(k) for k in times],
                                        [math.log(t) for t in times.values()])  # fmt: skip
             slopes.append((slope, max(stderr, 1e-6) ** 2))
@@ -122,7 +126,8 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
                               f"slope over K = {sorted(times)}"))  # fmt: skip
         else:
             out.lines.append((f"{group['name']}: a", "-",
-                              f"memorization won at {len(times)} K; 3 needed"))  # fmt: skip
+                              f"memorization won at {len(times)} K; {SLOPE_POINTS} "
+                              "needed"))  # fmt: skip
     clocks = _clocks(reports, base, out.lines)
     exponents = _memorization(slopes, groups, base, out.lines)
     capacity = _capacity(reports, out.lines)

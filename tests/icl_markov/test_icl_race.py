@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import infoflow
-from infoflow.icl_markov.calibration import SHIPPED
-from infoflow.icl_markov.race import Clocks, clocks_of, crossing, race, span
+from infoflow.icl_markov.calibration import SHIPPED, load_calibration
+from infoflow.icl_markov.race import Clocks, clocks_of, crossing, median_coverage, race, span
 
 KS = [2, 4, 8, 16, 32, 64]
 
@@ -117,6 +117,30 @@ def test_span_counts_a_clock_that_did_not_form_as_infinite():
     assert span([3, None, 1]) == (1, 3, math.inf)
 
 
+def test_span_ends_cover_the_median_by_order_statistics():
+    """The ends are X_(j), X_(n+1-j) for the largest j covering the median with >= 75%: the
+    extremes up to five seeds, then the 2nd and 5th of six, the 3rd and 7th of nine."""
+    assert median_coverage(3, 1) == 0.75 and median_coverage(6, 2) == 1 - 2 * 7 / 64
+    assert median_coverage(9, 3) == 1 - 2 * (1 + 9 + 36) / 512 and median_coverage(9, 4) < 0.75
+    assert span([1, 2]) == (1, 1.5, 2) and span([4, 1, 3, 5, 2]) == (1, 3, 5)
+    assert span(list(range(1, 7))) == (2, 3.5, 5)
+    assert span([*range(1, 9), None]) == (3, 5, 7)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 2**32 - 1))
+def test_span_coverage_matches_a_simulation(n, seed):
+    """Over many draws of n seeds from a continuous distribution with median 0, the span's
+    ends hold 0 as often as median_coverage says (within sampling error)."""
+    import random
+
+    rng = random.Random(seed)
+    draws = [span([rng.gauss(0, 1) for _ in range(n)]) for _ in range(2000)]
+    held = sum(low <= 0 <= high for low, _, high in draws) / len(draws)
+    j = int(span(list(range(n)))[0]) + 1  # the order statistic span takes as its low end
+    assert abs(held - median_coverage(n, j)) < 0.05
+
+
 def test_clocks_from_member_rows_as_reports_hold_them():
     rows = [run("G", None, 9.0), run("G", None, 20.0, rate=0.5), run("M1", 4, 3.0, seed=1)]
     found = clocks_of(rows, 100)
@@ -167,6 +191,30 @@ def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path
     (tmp_path / "slow.json").write_text(json.dumps({**spec, "training": slowed}))
     result = infoflow.predict(infoflow.load_spec(tmp_path / "slow.json"))
     assert result["k1_star"].value is None and result["tau_2gen"].value is None
+
+
+def test_clock_sets_at_one_setting_are_pooled_and_a_shared_run_counts_once(tmp_path):
+    """Two sets at the smoke setting: M1's seeds pool to six (the race's ends become the 2nd
+    and 5th), and the G run both sets hold is one run, not two."""
+    g = [run("G", None, 200.0), run("G_prev", None, 150.0)]
+    first = g + [run("M1", k, 10.0 * k) for k in KS]
+    second = g + [run("M1", k, t * k, seed=s) for k in KS for s, t in enumerate((5, 9, 11, 15, 20))]
+    spec = with_clocks(tmp_path, first)
+    calibration = json.loads((tmp_path / "calibration.json").read_text())
+    calibration["clocks"].append({**calibration["clocks"][0], "name": "more", "members": second})
+    (tmp_path / "calibration.json").write_text(json.dumps(calibration))
+    found = load_calibration(tmp_path / "calibration.json").clocks_at(
+        calibration["clocks"][0]["settings"], 1500
+    )
+    assert found.name == "synthetic + more" and len(found.members) == 2 + 6 * len(KS)
+    clocks = found.clocks()
+    assert clocks.g == [200.0] and sorted(clocks.m1[8]) == [40, 72, 80, 88, 120, 160]
+    (tmp_path / "spec.json").write_text(json.dumps({**spec, "calibration": "calibration.json"}))
+    k1 = infoflow.predict(infoflow.load_spec(tmp_path / "spec.json"))["k1_star"]
+    # six M1 runs at each K: the median is 10.5 K, the ends the 2nd and 5th (9 K and 15 K)
+    assert k1.value == pytest.approx(200 / 10.5, abs=0.05)  # predict rounds to 0.1
+    assert k1.interval == pytest.approx((200 / 15, 200 / 9))
+    assert "synthetic + more" in k1.provenance
 
 
 def test_a_one_sided_race_still_places_k(tmp_path):
