@@ -163,6 +163,16 @@ def test_fit_recovers_the_memorization_exponent(slope) -> None:
     assert memorization.stderr <= 1e-6 and memorization.provenance == "fit:validate"
 
 
+def test_a_slope_from_three_k_does_not_weigh_in_a() -> None:
+    """Memorization won at K = 1, 2, 4 only: a near-perfect slope from three points would
+    outweigh every other run by its tiny standard error, so a is kept."""
+    three = fit([("report.json", _report(3.0, low=4, high=8))], load_calibration())
+    assert three.calibration.exponents == load_calibration().exponents
+    assert any("3 K; 4 needed" in str(line) for line in three.lines)
+    four = fit([("report.json", _report(3.0))], load_calibration())  # K = 1, 2, 4, 8
+    assert four.calibration.exponents.memorization.value == pytest.approx(3.0)
+
+
 def test_a_persisting_g2_bounds_the_transient_scale_from_below(tmp_path) -> None:
     """G2 persisted from tau_2Gen = 300 to step 1,500 at K = 16: with K*_2 = 3072 (capacity
     1 at C = 3, d_model 48, MLP 192) and gamma 2, transient_scale >= 1200 / (300 / (1 -
