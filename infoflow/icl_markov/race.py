@@ -20,9 +20,11 @@ when tau_M1(K) < tau_G. Each path's tie is the K where its clock reaches its opp
 (log-log interpolation between the clocks' K; a clock that did not form is taken at the run's
 length, so a tie next to it is an upper bound); memorization wins below the later tie, so
 K*_1 is the larger of the two. The interval spans the seeds: its low end races the slowest
-memorisation against the fastest opponent, its high end the fastest against the slowest; an
-end off the grid is open. Slowing layer 1's attention to r lengthens tau_prev (measured:
-``g_slowed``; else [R] tau_prev / r): it delays G2 against M1, while the M2 tie stays put.
+memorisation against the fastest opponent, its high end the fastest against the slowest
+(a clock's slowest and fastest: the order statistics covering its median, :func:`span`); an
+end off the grid is open, and a median tie off the grid keeps the seeds' end on it. Slowing
+layer 1's attention to r lengthens tau_prev (measured: ``g_slowed``; else [R] tau_prev / r):
+it delays G2 against M1, while the M2 tie stays put.
 """
 
 from __future__ import annotations
