@@ -69,11 +69,15 @@ def main() -> None:
     device = torch.device(parser.parse_args().device)
     spec = infoflow.load_spec("specs/retrieval/pairwise-min.json", ["sweep=null"])
     members = [Member((2, 2), True, seed) for seed in range(MEMBERS)]
-    print(f"{MEMBERS} two-layer members, {STEPS} steps each, pairwise-minimum target, on "
-          f"{device} ({torch.get_num_threads()} threads)")  # fmt: skip
+    print(
+        f"{MEMBERS} two-layer members, {STEPS} steps each, pairwise-minimum target, on "
+        f"{device} ({torch.get_num_threads()} threads)"
+    )
     print(f"one by one: {TIMED} of the {MEMBERS} members timed, scaled to {MEMBERS}")
-    print(f"{'size':<30} {'ensemble s':>10} {'one by one s':>13} {'ratio':>7} "
-          f"{'ensemble tok/s':>15} {'MFU':>6}   target")  # fmt: skip
+    print(
+        f"{'size':<30} {'ensemble s':>10} {'one by one s':>13} {'ratio':>7} "
+        f"{'ensemble tok/s':>15} {'MFU':>6}   target"
+    )
     for name, size in SIZES.items():
         train(members[:2], device, spec, size)  # warm up
         start = time.perf_counter()
@@ -87,8 +91,10 @@ def main() -> None:
         verdict = "met" if ratio >= TARGET else "MISSED"
         goal = f">= {TARGET:.0f}x ({verdict})" if "smoke" in name else ""
         tokens, mfu = speed["tokens_per_second"], speed["mfu"] or 0
-        print(f"{name:<30} {ensemble:>10.2f} {loop:>13.2f} {ratio:>6.1f}x {tokens:>15,.0f} "
-              f"{mfu:>6.2%}   {goal}")  # fmt: skip
+        print(
+            f"{name:<30} {ensemble:>10.2f} {loop:>13.2f} {ratio:>6.1f}x {tokens:>15,.0f} "
+            f"{mfu:>6.2%}   {goal}"
+        )
     print(f"peak: {speed['peak_source']}")
     parts: dict[str, float] = {}
     train(members, device, spec, SIZES[list(SIZES)[-1]], parts)

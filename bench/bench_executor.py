@@ -14,10 +14,15 @@ import tempfile
 import time
 from pathlib import Path
 
-SPEC = {"kind": "icl_markov", "states": 3, "chains": 1, "context_len": 16,
-        "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
-        "training": {"steps": 200, "batch_size": 16, "lr": 0.003},
-        "sweep": {"chains": [1, 4, 64], "seed": list(range(8))}}  # fmt: skip
+SPEC = {
+    "kind": "icl_markov",
+    "states": 3,
+    "chains": 1,
+    "context_len": 16,
+    "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
+    "training": {"steps": 200, "batch_size": 16, "lr": 0.003},
+    "sweep": {"chains": [1, 4, 64], "seed": list(range(8))},
+}
 
 
 def main() -> None:
@@ -28,9 +33,22 @@ def main() -> None:
         seconds = {}
         for executor in ("local", "ray"):
             start = time.perf_counter()
-            subprocess.run([infoflow, "validate", str(spec), "--quiet", "--device", "cpu",
-                            "--executor", executor, "--out", f"{folder}/{executor}"],
-                           check=True, capture_output=True)  # fmt: skip
+            subprocess.run(
+                [
+                    infoflow,
+                    "validate",
+                    str(spec),
+                    "--quiet",
+                    "--device",
+                    "cpu",
+                    "--executor",
+                    executor,
+                    "--out",
+                    f"{folder}/{executor}",
+                ],
+                check=True,
+                capture_output=True,
+            )
             seconds[executor] = time.perf_counter() - start
     print("8 groups (3 members each, 200 steps), whole `infoflow validate` runs, on this machine")
     for executor, value in seconds.items():

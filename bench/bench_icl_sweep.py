@@ -24,9 +24,15 @@ CHAINS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 def train(group: IclGroup, device: torch.device) -> None:
     spec = group.spec
     data = MemberData(group, device)
-    model = StackedGPT([k for k, _ in group.members], spec.states, spec.context_len,
-                       spec.model.layers, spec.model.d_model, spec.model.heads,
-                       spec.model.mlp_width).to(device)  # fmt: skip
+    model = StackedGPT(
+        [k for k, _ in group.members],
+        spec.states,
+        spec.context_len,
+        spec.model.layers,
+        spec.model.d_model,
+        spec.model.heads,
+        spec.model.mlp_width,
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     generator = torch.Generator(device=device).manual_seed(0)
     for _ in range(STEPS):

@@ -56,8 +56,10 @@ def main() -> None:
             torch.cuda.synchronize(device)
         seconds = time.perf_counter() - start
         rows[name] = (BATCH * TOKENS / seconds, store.nbytes(), peak_bytes(device))
-        print(f"{name:<22} {rows[name][0]:8.0f} tokens/s  {rows[name][1]:>10,} cache bytes  "
-              f"{rows[name][2] / 2**20:8.1f} MiB peak")  # fmt: skip
+        print(
+            f"{name:<22} {rows[name][0]:8.0f} tokens/s  {rows[name][1]:>10,} cache bytes  "
+            f"{rows[name][2] / 2**20:8.1f} MiB peak"
+        )
     (full_speed, full_bytes, _), (latent_speed, latent_bytes, _) = rows.values()
     print(
         f"latent / full: speed {latent_speed / full_speed:.2f}x, "

@@ -56,28 +56,36 @@ def main() -> None:
     rows = [
         ("python -c pass", wall([sys.executable, "-c", "pass"]), None),
         ("infoflow --help", wall([INFOFLOW, "--help"]), None),
-        (f"infoflow predict {Path(LOOPED).name} (table)", wall([INFOFLOW, "predict", LOOPED]),
-         1.2),
-        (f"infoflow predict {Path(LOOPED).name} -f json",
-         wall([INFOFLOW, "predict", "-f", "json", LOOPED]), 1.5),
-    ]  # fmt: skip
+        (f"infoflow predict {Path(LOOPED).name} (table)", wall([INFOFLOW, "predict", LOOPED]), 1.2),
+        (
+            f"infoflow predict {Path(LOOPED).name} -f json",
+            wall([INFOFLOW, "predict", "-f", "json", LOOPED]),
+            1.5,
+        ),
+    ]
     for spec in OTHERS:
-        rows.append((f"infoflow predict {Path(spec).name} (table)",
-                     wall([INFOFLOW, "predict", spec]), None))  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", IN_PROCESS], check=True, capture_output=True,
-                         text=True, cwd=ROOT).stdout.split()  # fmt: skip
+        rows.append(
+            (f"infoflow predict {Path(spec).name} (table)", wall([INFOFLOW, "predict", spec]), None)
+        )
+    out = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS], check=True, capture_output=True, text=True, cwd=ROOT
+    ).stdout.split()
     imports, per_spec, count = float(out[0]), float(out[1]), int(out[2])
 
-    print(f"median of {REPEATS} runs each; baseline = 'python -c \"import sympy\"' "
-          f"({sympy * 1e3:.0f} ms here)")  # fmt: skip
+    print(
+        f"median of {REPEATS} runs each; baseline = 'python -c \"import sympy\"' "
+        f"({sympy * 1e3:.0f} ms here)"
+    )
     print(f"{'command':<46} {'ms':>7} {'/ import sympy':>15}   target")
     for name, seconds, target in rows:
         ratio = seconds / sympy
         goal = "" if target is None else f"<= {target}x ({_verdict(ratio <= target)})"
         print(f"{name:<46} {seconds * 1e3:>7.1f} {ratio:>14.2f}x   {goal}")
-    print(f"all {count} bundled specs in one process: {per_spec * 1e3:.2f} ms a spec   target "
-          f"<= {PER_SPEC_MS:.0f} ms ({_verdict(per_spec * 1e3 <= PER_SPEC_MS)}); imports, once: "
-          f"{imports * 1e3:.0f} ms")  # fmt: skip
+    print(
+        f"all {count} bundled specs in one process: {per_spec * 1e3:.2f} ms a spec   target "
+        f"<= {PER_SPEC_MS:.0f} ms ({_verdict(per_spec * 1e3 <= PER_SPEC_MS)}); imports, once: "
+        f"{imports * 1e3:.0f} ms"
+    )
 
 
 def _verdict(met: bool) -> str:

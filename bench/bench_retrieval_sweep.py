@@ -47,8 +47,13 @@ def main() -> None:
     points = len(sweep(spec))
     library = time.perf_counter() - start
 
-    few = {**SPEC, "sweep": {**SPEC["sweep"], "architecture.embed_dim": SPEC["sweep"][
-        "architecture.embed_dim"][:3]}}  # fmt: skip
+    few = {
+        **SPEC,
+        "sweep": {
+            **SPEC["sweep"],
+            "architecture.embed_dim": SPEC["sweep"]["architecture.embed_dim"][:3],
+        },
+    }
     start = time.perf_counter()
     expanded = infoflow.expand(infoflow.load_spec(few))
     for _, point in expanded:
@@ -70,11 +75,15 @@ def main() -> None:
     ]
     for name, seconds in rows:
         verdict = "met" if seconds < TARGET_S else "MISSED"
-        print(f"{name:<44} {seconds:>7.2f} {seconds / points * 1e6:>9.2f}   "
-              f"< {TARGET_S:.0f} s ({verdict})")  # fmt: skip
+        print(
+            f"{name:<44} {seconds:>7.2f} {seconds / points * 1e6:>9.2f}   "
+            f"< {TARGET_S:.0f} s ({verdict})"
+        )
     estimate = per_point * points
-    print(f"{'per point: infoflow.predict (cached), est.':<44} {estimate:>7.2f} "
-          f"{per_point * 1e6:>9.2f}   (measured on {len(expanded):,} points)")  # fmt: skip
+    print(
+        f"{'per point: infoflow.predict (cached), est.':<44} {estimate:>7.2f} "
+        f"{per_point * 1e6:>9.2f}   (measured on {len(expanded):,} points)"
+    )
     print(f"ratio (per point / vectorised library): {estimate / library:.0f}x")
 
 

@@ -76,8 +76,9 @@ def _needs_torch(command: str) -> Iterator[None]:
     except ModuleNotFoundError as exc:
         if exc.name != "torch":
             raise
-        typer.echo(f"error: {command} needs torch: pip install 'infoflow[validate]' ({exc})",
-                   err=True)  # fmt: skip
+        typer.echo(
+            f"error: {command} needs torch: pip install 'infoflow[validate]' ({exc})", err=True
+        )
         raise typer.Exit(BAD_INPUT) from None
 
 
@@ -127,11 +128,20 @@ def validate(
         from infoflow.validators.run import validate as run_validate
 
     with _user_errors():
-        options = Options(out=out, scale=scale.value, gpu=gpu,
-                          device=device.value if device else None, resume=resume, steps=steps,
-                          seeds=seeds, budget=parse_duration("--budget", budget),
-                          overrides=tuple(overrides or ()), executor=executor.value,
-                          address=address, gpus_per_group=gpus_per_group)  # fmt: skip
+        options = Options(
+            out=out,
+            scale=scale.value,
+            gpu=gpu,
+            device=device.value if device else None,
+            resume=resume,
+            steps=steps,
+            seeds=seeds,
+            budget=parse_duration("--budget", budget),
+            overrides=tuple(overrides or ()),
+            executor=executor.value,
+            address=address,
+            gpus_per_group=gpus_per_group,
+        )
         with _progress(quiet) as progress:
             report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
@@ -147,8 +157,13 @@ def _progress(quiet: bool) -> Iterator:
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[loss]}"),
-               TextColumn("{task.fields[speed]}"), TimeRemainingColumn())  # fmt: skip
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[loss]}"),
+        TextColumn("{task.fields[speed]}"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, transient=False) as bar:
         task = bar.add_task("training", total=1, loss="", speed="")
         last: dict[str, int] = {}
@@ -159,8 +174,13 @@ def _progress(quiet: bool) -> Iterator:
                 return
             advance = step - last.get(group, 0)
             last[group] = step
-            bar.update(task, advance=advance, description=f"{group} step {step}/{total}",
-                       loss=f"loss {loss:.4f}", speed=speed)  # fmt: skip
+            bar.update(
+                task,
+                advance=advance,
+                description=f"{group} step {step}/{total}",
+                loss=f"loss {loss:.4f}",
+                speed=speed,
+            )
 
         yield update
 

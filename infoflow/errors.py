@@ -21,8 +21,10 @@ class SpecError(Exception):
         return self.problems[0][0]
 
     def __str__(self) -> str:
-        parts = [f"field '{one_line(field, 80)}': {one_line(msg)}" if field else one_line(msg)
-                 for field, msg in self.problems]  # fmt: skip
+        parts = [
+            f"field '{one_line(field, 80)}': {one_line(msg)}" if field else one_line(msg)
+            for field, msg in self.problems
+        ]
         return f"{one_line(self.source, 200)}: " + "; ".join(parts)
 
 

@@ -53,10 +53,12 @@ def format_value(prediction: Prediction) -> str:
 def _list_text(value: list, limit: int = 16) -> str:
     """A list as JSON, a long one cut to its first and last entries with its length."""
     if len(value) <= limit:
-        return "[" + ", ".join(_list_text(v) if isinstance(v, list) else json.dumps(v)
-                               for v in value) + "]"  # fmt: skip
-    head = ", ".join(json.dumps(v) if not isinstance(v, list) else _list_text(v)
-                     for v in value[:3])  # fmt: skip
+        return (
+            "["
+            + ", ".join(_list_text(v) if isinstance(v, list) else json.dumps(v) for v in value)
+            + "]"
+        )
+    head = ", ".join(json.dumps(v) if not isinstance(v, list) else _list_text(v) for v in value[:3])
     return f"[{head}, ..., {json.dumps(value[-1])}] ({len(value):,} entries)"
 
 
@@ -129,9 +131,17 @@ def to_latex(result: Result) -> str:
 
 
 _TEX_ESCAPES = {
-    "\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#",
-    "{": r"\{", "}": r"\}", "^": r"\^{}", "~": r"\~{}", "$": r"\$",
-}  # fmt: skip
+    "\\": r"\textbackslash{}",
+    "_": r"\_",
+    "&": r"\&",
+    "%": r"\%",
+    "#": r"\#",
+    "{": r"\{",
+    "}": r"\}",
+    "^": r"\^{}",
+    "~": r"\~{}",
+    "$": r"\$",
+}
 
 
 def _tex(text: str) -> str:

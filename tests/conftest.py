@@ -213,12 +213,21 @@ def toy(monkeypatch, tmp_path):
 
     (tmp_path / "toy_family.py").write_text(textwrap.dedent(TOY))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(FAMILIES, "toy", Family(
-        kind="toy", spec="toy_family:ToySpec",
-        predict="toy_family:predict", validator="toy_family:VALIDATOR",
-    ))  # fmt: skip
-    for name, spec in (("right", {"n": 3}), ("wrong", {"n": 4, "off_by_one": True}),
-                       ("negative", {"n": -1})):  # fmt: skip
+    monkeypatch.setitem(
+        FAMILIES,
+        "toy",
+        Family(
+            kind="toy",
+            spec="toy_family:ToySpec",
+            predict="toy_family:predict",
+            validator="toy_family:VALIDATOR",
+        ),
+    )
+    for name, spec in (
+        ("right", {"n": 3}),
+        ("wrong", {"n": 4, "off_by_one": True}),
+        ("negative", {"n": -1}),
+    ):
         (tmp_path / f"{name}.json").write_text(json.dumps({"kind": "toy", **spec}))
     return tmp_path
 

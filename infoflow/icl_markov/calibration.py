@@ -31,8 +31,18 @@ from infoflow.icl_markov.race import Clocks, clocks_of
 SHIPPED = Path(__file__).with_name("calibration.json")
 
 #: The settings an anchor records; numeric ones are compared in log ratio.
-NUMERIC_SETTINGS = ("states", "context_len", "dirichlet_alpha", "layers", "d_model", "heads",
-                    "mlp_width", "batch_size", "lr", "weight_decay")  # fmt: skip
+NUMERIC_SETTINGS = (
+    "states",
+    "context_len",
+    "dirichlet_alpha",
+    "layers",
+    "d_model",
+    "heads",
+    "mlp_width",
+    "batch_size",
+    "lr",
+    "weight_decay",
+)
 CATEGORICAL_SETTINGS = ("mixture",)
 MAX_EXPONENT = 20.0
 
@@ -42,8 +52,12 @@ class _Strict(BaseModel):
 
 
 class Constant(_Strict):
-    value: float = Field(gt=0, le=1e6, allow_inf_nan=False,
-                         description="Every constant is positive (and at most 1e6).")  # fmt: skip
+    value: float = Field(
+        gt=0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="Every constant is positive (and at most 1e6).",
+    )
     stderr: float | None = Field(None, ge=0, allow_inf_nan=False)
     provenance: str = Field(description="A tag: paper:summary, prior:<work>, fit:<runs>, ...")
     source: str = Field(description="Where the number comes from, in a sentence.")
@@ -158,23 +172,29 @@ class Calibration(_Strict):
             return same[0] if same else None
         members = {m.model_dump_json(): m for c in same for m in c.members}
         dates = sorted({c.date[:10] for c in same})
-        return same[0].model_copy(update={
-            "name": " + ".join(c.name for c in same),
-            "source": "; ".join(c.source for c in same),
-            "device": ", ".join(sorted({c.device for c in same})),
-            "date": dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}",
-            "members": list(members.values()),
-        })  # fmt: skip
+        return same[0].model_copy(
+            update={
+                "name": " + ".join(c.name for c in same),
+                "source": "; ".join(c.source for c in same),
+                "device": ", ".join(sorted({c.device for c in same})),
+                "date": dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}",
+                "members": list(members.values()),
+            }
+        )
 
 
 def settings_of(spec) -> dict[str, Any]:
     """The settings of an ``icl_markov`` spec that an anchor is compared on."""
     return {
-        "states": spec.states, "context_len": spec.context_len,
-        "dirichlet_alpha": spec.dirichlet_alpha, "mixture": spec.mixture,
-        **spec.model.model_dump(), "batch_size": spec.training.batch_size,
-        "lr": spec.training.lr, "weight_decay": spec.training.weight_decay,
-    }  # fmt: skip
+        "states": spec.states,
+        "context_len": spec.context_len,
+        "dirichlet_alpha": spec.dirichlet_alpha,
+        "mixture": spec.mixture,
+        **spec.model.model_dump(),
+        "batch_size": spec.training.batch_size,
+        "lr": spec.training.lr,
+        "weight_decay": spec.training.weight_decay,
+    }
 
 
 def distance(a: dict[str, Any], b: dict[str, Any]) -> float:
@@ -186,8 +206,11 @@ def distance(a: dict[str, Any], b: dict[str, Any]) -> float:
 def differences(anchor: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     """``name spec-value vs anchor-value`` for every setting that differs."""
     keys = (*NUMERIC_SETTINGS, *CATEGORICAL_SETTINGS)
-    return [f"{k} {settings[k]} vs {anchor[k]}" for k in keys
-            if k in anchor and k in settings and anchor[k] != settings[k]]  # fmt: skip
+    return [
+        f"{k} {settings[k]} vs {anchor[k]}"
+        for k in keys
+        if k in anchor and k in settings and anchor[k] != settings[k]
+    ]
 
 
 def load_calibration(path: str | Path | None = None) -> Calibration:

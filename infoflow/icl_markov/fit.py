@@ -99,35 +99,36 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
     anchors = {a.name: a for a in base.anchors}
     slopes: list[tuple[float, float]] = []  # (slope, variance)
     out = Fit(base)
-    groups = [(file, report, group) for file, report in reports
-              for spec in report["specs"] if spec.get("kind") == "icl_markov"
-              for group in spec["groups"]]  # fmt: skip
+    groups = [
+        (file, report, group)
+        for file, report in reports
+        for spec in report["specs"]
+        if spec.get("kind") == "icl_markov"
+        for group in spec["groups"]
+    ]
     if not groups:
         files = ", ".join(str(file) for file, _ in reports)
         raise SpecError(files, [("specs", "no icl_markov results to calibrate from")])
     slowed = [
         g for _, _, g in groups if g["setting"]["training"].get("layer1_attention_lr", 1) != 1
     ]
-    out.lines += [(g["name"], "-", "layer 1's attention slowed: an anchor does not model the "
-                   "rate (the race does)") for g in slowed]  # fmt: skip
+    out.lines += [
+        (
+            g["name"],
+            "-",
+            "layer 1's attention slowed: an anchor does not model the rate (the race does)",
+        )
+        for g in slowed
+    ]
     groups = [(file, report, g) for file, report, g in groups if g not in slowed]
     for file, report, group in groups:
         anchor, notes = _anchor(file, report, group)
         out.lines += notes
         if anchor.k1_star or anchor.tau_2gen:
             anchors[anchor.name] = anchor
-        times = {int(k): v["memorized_at"] for k, v in group["measurement"]["per_k"].items()
-                 if v["outcome"] == "memorization" and v["memorized_at"]}  # fmt: skip
-        if len(times) >= SLOPE_POINTS:
-            slope, stderr = regression([math.log(k) for k in times],
-                                       [math.log(t) for t in times.values()])  # fmt: skip
-            slopes.append((slope, max(stderr, 1e-6) ** 2))
-            out.lines.append((f"{group['name']}: a", f"{slope:.3g} ± {stderr:.2g}",
-                              f"slope over K = {sorted(times)}"))  # fmt: skip
-        else:
-            out.lines.append((f"{group['name']}: a", "-",
-                              f"memorization won at {len(times)} K; {SLOPE_POINTS} "
-                              "needed"))  # fmt: skip
+        slope = _slope(group, out.lines)
+        if slope is not None:
+            slopes.append(slope)
     clocks = _clocks(reports, base, out.lines)
     exponents = _memorization(slopes, groups, base, out.lines)
     capacity = _capacity(reports, out.lines)
@@ -137,32 +138,67 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
         if transient.value <= base.transient_scale.value:
             transient = None
     out.lines.append(("gamma", "kept", "needs a K*_2 bracket; one budget gives only a lower bound"))
-    out.calibration = base.model_copy(update={
-        "exponents": exponents, "anchors": list(anchors.values()),
-        "clocks": clocks,
-        "transient_scale": transient or base.transient_scale,
-        "capacity": capacity or base.capacity,
-        "description": base.description.removesuffix(REFITTED) + REFITTED,
-    })  # fmt: skip
+    out.calibration = base.model_copy(
+        update={
+            "exponents": exponents,
+            "anchors": list(anchors.values()),
+            "clocks": clocks,
+            "transient_scale": transient or base.transient_scale,
+            "capacity": capacity or base.capacity,
+            "description": base.description.removesuffix(REFITTED) + REFITTED,
+        }
+    )
     return out
+
+
+def _slope(group: dict, lines: list) -> tuple[float, float] | None:
+    """(slope, variance) of log tau_1Mem against log K over the K where memorization won in
+    ``group``, or None with fewer than SLOPE_POINTS of them; a line for the table either way."""
+    times = {
+        int(k): v["memorized_at"]
+        for k, v in group["measurement"]["per_k"].items()
+        if v["outcome"] == "memorization" and v["memorized_at"]
+    }
+    if len(times) < SLOPE_POINTS:
+        why = f"memorization won at {len(times)} K; {SLOPE_POINTS} needed"
+        lines.append((f"{group['name']}: a", "-", why))
+        return None
+    slope, stderr = regression([math.log(k) for k in times], [math.log(t) for t in times.values()])
+    lines.append(
+        (f"{group['name']}: a", f"{slope:.3g} ± {stderr:.2g}", f"slope over K = {sorted(times)}")
+    )
+    return slope, max(stderr, 1e-6) ** 2
 
 
 def _memorization(slopes, groups, base: Calibration, lines: list):
     """``base``'s exponents with a pooled over the groups' slopes (inverse variance)."""
     exponents = base.exponents
     if not slopes:
-        lines.append(("a (memorization exponent)", f"{exponents.memorization.value:g}",
-                      "kept: not identifiable from these results"))  # fmt: skip
+        lines.append(
+            (
+                "a (memorization exponent)",
+                f"{exponents.memorization.value:g}",
+                "kept: not identifiable from these results",
+            )
+        )
         return exponents
     weights = [1 / var for _, var in slopes]
     value = sum(w * s for w, (s, _) in zip(weights, slopes, strict=True)) / sum(weights)
     stderr = math.sqrt(1 / sum(weights))
     runs = ", ".join(sorted({str(file) for file, _, _ in groups}))
-    memorization = Constant(value=value, stderr=stderr, provenance="fit:validate",
-                            source=f"slope of log tau_1Mem against log K, {len(slopes)} "
-                            f"group(s), from {runs}")  # fmt: skip
-    lines.append(("a (memorization exponent)", f"{value:.3g} ± {stderr:.2g}",
-                  f"was {exponents.memorization.value:g}"))  # fmt: skip
+    memorization = Constant(
+        value=value,
+        stderr=stderr,
+        provenance="fit:validate",
+        source=f"slope of log tau_1Mem against log K, {len(slopes)} group(s), from {runs}",
+    )
+    lines.append(
+        (
+            "a (memorization exponent)",
+            f"{value:.3g} ± {stderr:.2g}",
+            f"was {exponents.memorization.value:g}",
+        )
+    )
     return exponents.model_copy(update={"memorization": memorization})
 
 
@@ -186,9 +222,11 @@ def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
         return None
     value = math.exp(sum(math.log(v) for v in found) / len(found))
     lines.append(("capacity", f"{value:.3g}", "; ".join(sources)))
-    return Constant(value=value, provenance="fit:decoder",
-                    source="the second MLP alone, capacity measured directly: "
-                    + "; ".join(sources))  # fmt: skip
+    return Constant(
+        value=value,
+        provenance="fit:decoder",
+        source="the second MLP alone, capacity measured directly: " + "; ".join(sources),
+    )
 
 
 def _transient_bound(groups, base: Calibration) -> Constant | None:
@@ -208,19 +246,26 @@ def _transient_bound(groups, base: Calibration) -> Constant | None:
     if not bounds:
         return None
     value, k = max(bounds)
-    return Constant(value=value, provenance="fit:lower-bound",
-                    source=f"a lower bound: G2 persisted to the end of the budget at K = {k} "
-                    f"(K*_2 from capacity {base.capacity.value:g}, gamma {gamma:g})")  # fmt: skip
+    return Constant(
+        value=value,
+        provenance="fit:lower-bound",
+        source=f"a lower bound: G2 persisted to the end of the budget at K = {k} "
+        f"(K*_2 from capacity {base.capacity.value:g}, gamma {gamma:g})",
+    )
 
 
 def _settings(setting: dict) -> dict[str, Any]:
     """The calibration settings of a setting as report.json holds it."""
     return {
-        "states": setting["states"], "context_len": setting["context_len"],
-        "dirichlet_alpha": setting["dirichlet_alpha"], "mixture": setting["mixture"],
-        **setting["model"], "batch_size": setting["training"]["batch_size"],
-        "lr": setting["training"]["lr"], "weight_decay": setting["training"]["weight_decay"],
-    }  # fmt: skip
+        "states": setting["states"],
+        "context_len": setting["context_len"],
+        "dirichlet_alpha": setting["dirichlet_alpha"],
+        "mixture": setting["mixture"],
+        **setting["model"],
+        "batch_size": setting["training"]["batch_size"],
+        "lr": setting["training"]["lr"],
+        "weight_decay": setting["training"]["weight_decay"],
+    }
 
 
 def _clocks(reports: list[tuple[Path, dict]], base: Calibration, lines: list) -> list[ClockSet]:
@@ -243,14 +288,19 @@ def clock_sets(file: Path, report: dict) -> list[ClockSet]:
             settings = _settings(entry["setting"])
             members = entry["members"]
             seeds = sorted({m["seed"] for m in members})
-            out.append(ClockSet(
-                name=f"{spec['name']}-clocks-{_digest(settings)}@{report['started'][:10]}",
-                settings=settings, provenance=f"validate:{report['scale']}",
-                source=f"infoflow validate clock runs, {len(members)} members, seeds {seeds}, "
-                f"{entry['steps']:,} steps ({file})",
-                device=report["device"], date=report["started"], steps=entry["steps"],
-                members=members,
-            ))  # fmt: skip
+            out.append(
+                ClockSet(
+                    name=f"{spec['name']}-clocks-{_digest(settings)}@{report['started'][:10]}",
+                    settings=settings,
+                    provenance=f"validate:{report['scale']}",
+                    source=f"infoflow validate clock runs, {len(members)} members, seeds {seeds}, "
+                    f"{entry['steps']:,} steps ({file})",
+                    device=report["device"],
+                    date=report["started"],
+                    steps=entry["steps"],
+                    members=members,
+                )
+            )
     return out
 
 
@@ -266,26 +316,40 @@ def _anchor(file: Path, report: dict, group: dict) -> tuple[Anchor, list]:
     bracket = None
     if k1["low"] and k1["high"] and k1["monotone"]:
         bracket = Bracket(value=math.sqrt(k1["low"] * k1["high"]), low=k1["low"], high=k1["high"])
-        notes.append((f"{group['name']}: K*_1", f"{bracket.value:.3g}",
-                      f"between {k1['low']} and {k1['high']} (grid)"))  # fmt: skip
+        notes.append(
+            (
+                f"{group['name']}: K*_1",
+                f"{bracket.value:.3g}",
+                f"between {k1['low']} and {k1['high']} (grid)",
+            )
+        )
     else:
         notes.append((f"{group['name']}: K*_1", "-", "no two-sided monotone bracket on the grid"))
     timing = None
     if tau["value"]:
         low = tau["min"] / tau["checkpoint_ratio"]
         timing = Bracket(value=tau["value"], low=low, high=tau["max"])
-        notes.append((f"{group['name']}: tau_2Gen", f"{tau['value']:.4g} steps",
-                      f"first-G2 checkpoints {tau['min']}..{tau['max']}"))  # fmt: skip
+        notes.append(
+            (
+                f"{group['name']}: tau_2Gen",
+                f"{tau['value']:.4g} steps",
+                f"first-G2 checkpoints {tau['min']}..{tau['max']}",
+            )
+        )
     if k2["low"]:
         notes.append((f"{group['name']}: K*_2", f"> {k2['low']}", "a lower bound only"))
     steps = setting["training"]["steps"]
     anchor = Anchor(
-        name=f"{group['name']}@{report['started'][:10]}", settings=settings,
+        name=f"{group['name']}@{report['started'][:10]}",
+        settings=settings,
         provenance=f"validate:{report['scale']}",
         source=f"infoflow validate, K = {group['chains']}, seeds {group['seeds']}, {steps:,} "
         f"steps ({file})",
-        device=report["device"], date=report["started"], k1_star=bracket, tau_2gen=timing,
-    )  # fmt: skip
+        device=report["device"],
+        date=report["started"],
+        k1_star=bracket,
+        tau_2gen=timing,
+    )
     return anchor, notes
 
 

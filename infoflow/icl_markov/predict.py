@@ -48,58 +48,43 @@ def predict_icl_markov(spec: IclMarkovSpec, source: str | None = None) -> Result
         return _predict(spec, source)
     except (OverflowError, ZeroDivisionError) as exc:
         where = spec.calibration or "the shipped calibration"
-        message = (f"the working forms give no finite number for this spec with {where} "
-                   f"({type(exc).__name__}: {exc})")  # fmt: skip
+        message = (
+            f"the working forms give no finite number for this spec with {where} "
+            f"({type(exc).__name__}: {exc})"
+        )
         raise SpecError(source or "<spec>", [(None, message)]) from None
 
 
 def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     calibration = load_calibration(spec.calibration)
-    settings = settings_of(spec)
     exponent = calibration.exponents.memorization.value
-    values = {N: spec.context_len, K: spec.chains, C: spec.states, d: spec.model.d_model,
-              m: spec.model.mlp_width, a: exponent,
-              gamma: calibration.exponents.transient.value}  # fmt: skip
-    predictions: dict[str, Prediction] = {}
-
-    context = lambda at: g(N) / g(at["context_len"])  # noqa: E731
-    tau, tau_value = _scaled(calibration, "tau_2gen", settings, context, values, "context_len")
-    rate = spec.training.layer1_attention_lr
-    if rate != 1:
-        tau, tau_value = _rate_blind("tau_2gen", "steps", rate), None
-    clocks = calibration.clocks_at(settings, spec.training.steps)
-    if clocks is not None:
-        k1, k1_value = _raced(clocks, rate)
-    elif rate != 1:
-        k1, k1_value = _rate_blind("k1_star", "chains", rate), None
-    else:
-        scaling = lambda at: context(at) ** (1 / a)  # noqa: E731
-        k1, k1_value = _scaled(calibration, "k1_star", settings, scaling, values, "context_len")
-    k2, k2_value = _k2_star(calibration, settings, values)
-    predictions.update(k1_star=k1, k2_star=k2, tau_2gen=tau)
-
+    values = {
+        N: spec.context_len,
+        K: spec.chains,
+        C: spec.states,
+        d: spec.model.d_model,
+        m: spec.model.mlp_width,
+        a: exponent,
+        gamma: calibration.exponents.transient.value,
+    }
+    (k1, k1_value), (k2, k2_value), (tau, tau_value) = _thresholds(spec, calibration, values)
+    predictions = {"k1_star": k1, "k2_star": k2, "tau_2gen": tau}
     regime = _regime(spec.chains, k1_value, k2_value, k1.interval)
     sequence = SEQUENCES.get(regime)
     predictions["phase_sequence"] = Prediction(
-        sequence, "", "estimate", "paper:summary" if sequence else "uncalibrated",
+        sequence,
+        "",
+        "estimate",
+        "paper:summary" if sequence else "uncalibrated",
         f"{PAPER}: small K goes G1 -> M1 -> M2, large K G1 -> G2, and between K*_1 and K*_2 "
         f"G2 gives way to M2; K = {spec.chains} is {regime or 'unplaced: no K*_1'} "
         f"(K*_1 {_k1_text(k1_value, k1.interval)}, K*_2 = {_fmt(k2_value)}).",
-    )  # fmt: skip
-
+    )
     transient = None
     if regime == "between K*_1 and K*_2" and tau_value is not None:
-        expression = (calibration.transient_scale.value * sympy.Symbol("tau_2gen")
-                      * (1 - K / sympy.Symbol("K2")) ** (-gamma))  # fmt: skip
-        transient = float(calibration.transient_scale.value * tau_value
-                          * (1 - spec.chains / k2_value) ** -values[gamma])  # fmt: skip
-        predictions["transient_g2_duration"] = Prediction(
-            round(transient), "steps", "estimate",
-            f"reconstruction:transient_scale ({calibration.transient_scale.provenance})",
-            f"{PAPER} give Delta tau_K ∝ (K*_2 - K)^-gamma, gamma = {values[gamma]:g}; the "
-            f"scale is {calibration.transient_scale.source}",
-            expression,
-        )  # fmt: skip
+        scale = calibration.transient_scale
+        transient = float(scale.value * tau_value * (1 - spec.chains / k2_value) ** -values[gamma])
+        predictions["transient_g2_duration"] = _transient(scale, transient, values[gamma])
     else:
         why = f"G2 is not transient at K = {spec.chains} ({regime or 'unplaced'})"
         if tau_value is None:
@@ -107,11 +92,51 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
         predictions["transient_g2_duration"] = Prediction(
             None, "steps", "estimate", "paper:summary", f"None: {why}."
         )
-
-    predictions["final_phase"] = _final_phase(spec, sequence, k1_value, tau_value, transient,
-                                              exponent)  # fmt: skip
+    predictions["final_phase"] = _final_phase(
+        spec, sequence, k1_value, tau_value, transient, exponent
+    )
     predictions["task_vector_generalizes"] = _task_vector(spec)
     return Result("icl_markov", spec, predictions, source)
+
+
+def _thresholds(spec: IclMarkovSpec, calibration: Calibration, values: dict) -> tuple:
+    """(Prediction, value) of K*_1, K*_2 and tau_2Gen: K*_1 from the race where the
+    calibration has clocks at the spec's setting, else scaled from the nearest anchor."""
+    settings = settings_of(spec)
+
+    def context(at):
+        return g(N) / g(at["context_len"])
+
+    tau = _scaled(calibration, "tau_2gen", settings, context, values, "context_len")
+    rate = spec.training.layer1_attention_lr
+    if rate != 1:
+        tau = _rate_blind("tau_2gen", "steps", rate), None
+    clocks = calibration.clocks_at(settings, spec.training.steps)
+    if clocks is not None:
+        k1 = _raced(clocks, rate)
+    elif rate != 1:
+        k1 = _rate_blind("k1_star", "chains", rate), None
+    else:
+
+        def scaling(at):
+            return context(at) ** (1 / a)
+
+        k1 = _scaled(calibration, "k1_star", settings, scaling, values, "context_len")
+    return k1, _k2_star(calibration, settings, values), tau
+
+
+def _transient(scale, value: float, exponent: float) -> Prediction:
+    """How long G2 lasts before M2 replaces it, between K*_1 and K*_2."""
+    expression = scale.value * sympy.Symbol("tau_2gen") * (1 - K / sympy.Symbol("K2")) ** (-gamma)
+    return Prediction(
+        round(value),
+        "steps",
+        "estimate",
+        f"reconstruction:transient_scale ({scale.provenance})",
+        f"{PAPER} give Delta tau_K ∝ (K*_2 - K)^-gamma, gamma = {exponent:g}; the "
+        f"scale is {scale.source}",
+        expression,
+    )
 
 
 def _scaled(calibration: Calibration, quantity: str, settings, law, values, scales: str):
@@ -131,9 +156,12 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
         interval = (measured.low * factor, measured.high * factor)
         spread = f"; range {_fmt(interval[0])} to {_fmt(interval[1])}"
     diff = differences(anchor.settings, settings)
-    where = (f"Calibrated on other settings ({'; '.join(diff)}): the working form scales "
-             f"{scales}; the other differences are not modelled." if diff
-             else "Calibrated at these settings.")  # fmt: skip
+    where = (
+        f"Calibrated on other settings ({'; '.join(diff)}): the working form scales "
+        f"{scales}; the other differences are not modelled."
+        if diff
+        else "Calibrated at these settings."
+    )
     note = (
         f"{_fmt(measured.value)} measured at {anchor.name} ({anchor.source}; {anchor.device}, "
         f"{anchor.date}), scaled by {_fmt(factor)}{spread}. {where}"
@@ -148,8 +176,10 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
 def _rate_blind(quantity: str, unit: str, rate: float) -> Prediction:
     """No prediction: the anchors were measured at layer 1's full learning rate (tau_2Gen's
     slowing is what the race's tau_G at that rate measures, by another criterion)."""
-    note = (f"None: layer 1's attention learns at {rate:g} x the rate, and the anchors' scaling "
-            f"does not model it; clocks measured at this setting would (the race).")  # fmt: skip
+    note = (
+        f"None: layer 1's attention learns at {rate:g} x the rate, and the anchors' scaling "
+        f"does not model it; clocks measured at this setting would (the race)."
+    )
     return Prediction(None, unit, "estimate", "uncalibrated", note)
 
 
@@ -164,21 +194,27 @@ def _raced(clocks: ClockSet, layer1_lr: float) -> tuple[Prediction, float | None
         rate = f" tau_G at layer-1 rate {layer1_lr:g} is measured."
     else:
         rate = f" At layer-1 rate {layer1_lr:g}, tau_prev / {layer1_lr:g} [R] (not measured)."
-    note = (f"The race of the subcircuits' clocks: {result.reason}; tau_G = {_fmt(tau_g)}, "
-            f"tau_prev = {_fmt(tau_prev)} steps.{rate} Clocks {clocks.name} ({clocks.source}; "
-            f"{clocks.device}, {clocks.date}).")  # fmt: skip
+    note = (
+        f"The race of the subcircuits' clocks: {result.reason}; tau_G = {_fmt(tau_g)}, "
+        f"tau_prev = {_fmt(tau_prev)} steps.{rate} Clocks {clocks.name} ({clocks.source}; "
+        f"{clocks.device}, {clocks.date})."
+    )
     value = None if result.k1_star is None else round(result.k1_star, 1)
     provenance = f"mechanism:clock_race (calibrated:{clocks.name})"
-    return (Prediction(value, "chains", "estimate", provenance, note, None, result.interval),
-            result.k1_star)  # fmt: skip
+    return (
+        Prediction(value, "chains", "estimate", provenance, note, None, result.interval),
+        result.k1_star,
+    )
 
 
 def _k2_star(calibration: Calibration, settings, values):
     """K*_2 from the nearest anchor that measured it, else from the capacity constant."""
     capacity = 2 * d * m / (C * (C - 1))
     if calibration.nearest("k2_star", settings) is not None:
-        at = lambda s: capacity / capacity.subs({C: s["states"], d: s["d_model"],  # noqa: E731
-                                                 m: s["mlp_width"]})  # fmt: skip
+
+        def at(s):
+            return capacity / capacity.subs({C: s["states"], d: s["d_model"], m: s["mlp_width"]})
+
         return _scaled(calibration, "k2_star", settings, at, values, "states, d_model, mlp_width")
     constant = calibration.capacity
     value = float(constant.value * capacity.subs(values))
@@ -186,9 +222,14 @@ def _k2_star(calibration: Calibration, settings, values):
         f"K*_2 = {constant.value:g} x 2 d_model mlp_width / (C (C - 1)): the capacity of the "
         f"second MLP over the C (C - 1) numbers of one transition matrix; {constant.source}"
     )
-    prediction = Prediction(round(value, 1), "chains", "estimate",
-                            f"reconstruction:capacity ({constant.provenance})", note,
-                            constant.value * capacity)  # fmt: skip
+    prediction = Prediction(
+        round(value, 1),
+        "chains",
+        "estimate",
+        f"reconstruction:capacity ({constant.provenance})",
+        note,
+        constant.value * capacity,
+    )
     return prediction, value
 
 
@@ -220,9 +261,13 @@ def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
         return Prediction(None, "", "estimate", "uncalibrated", "None: no K*_1 (see k1_star).")
     if tau is None or (k1 is None and sequence[1] == "M1"):
         why = "no tau_2Gen calibration" if tau is None else "K*_1 is only bounded (see k1_star)"
-        return Prediction(sequence[-1], "", "estimate", "uncalibrated",
-                          f"The end of the phase sequence: {why} to say whether the budget "
-                          "reaches it.")  # fmt: skip
+        return Prediction(
+            sequence[-1],
+            "",
+            "estimate",
+            "uncalibrated",
+            f"The end of the phase sequence: {why} to say whether the budget reaches it.",
+        )
     if sequence[1] == "M1":
         memorize = tau * (spec.chains / k1) ** exponent  # tau_1Mem(K), equal to tau at K*_1
         phase = "M2" if steps >= memorize else "G1"
@@ -233,9 +278,11 @@ def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
     else:
         end = tau + (transient if transient is not None else float("inf"))
         phase = "G1" if steps < tau else ("G2" if steps <= end else "M2")
-        note = (f"G2 forms at tau_2Gen = {_fmt(tau)} steps"
-                + (f" and gives way to M2 after {_fmt(transient)} more" if transient else "")
-                + f"; the budget is {steps:,} steps.")  # fmt: skip
+        note = (
+            f"G2 forms at tau_2Gen = {_fmt(tau)} steps"
+            + (f" and gives way to M2 after {_fmt(transient)} more" if transient else "")
+            + f"; the budget is {steps:,} steps."
+        )
     return Prediction(phase, "", "estimate", "reconstruction:timescales", note)
 
 
@@ -248,10 +295,13 @@ def _task_vector(spec: IclMarkovSpec) -> Prediction:
     dim = getattr(spec.model, spec.options.task_vector_dim)
     needed = spec.states**2
     return Prediction(
-        generalizes(dim, spec.states), "", "estimate", "paper:summary",
+        generalizes(dim, spec.states),
+        "",
+        "estimate",
+        "paper:summary",
         f"{PAPER}: the task-recognition head generalizes when D_phi >~ C^2; D_phi is taken to "
         f"be {spec.options.task_vector_dim} = {dim} [R, option task_vector_dim], C^2 = {needed}.",
-    )  # fmt: skip
+    )
 
 
 def _k1_text(value: float | None, interval) -> str:

@@ -67,8 +67,14 @@ class Race:
 
     def to_json(self) -> dict:
         paths = {p: {str(k): v for k, v in t.items()} for p, t in self.paths.items()}
-        return {"k1_star": self.k1_star, "interval": self.interval, "tau_g": self.tau_g,
-                "tau_prev": self.tau_prev, "paths": paths, "reason": self.reason}  # fmt: skip
+        return {
+            "k1_star": self.k1_star,
+            "interval": self.interval,
+            "tau_g": self.tau_g,
+            "tau_prev": self.tau_prev,
+            "paths": paths,
+            "reason": self.reason,
+        }
 
 
 def clocks_of(members: list[dict], steps: int) -> Clocks:
@@ -86,10 +92,13 @@ def clocks_of(members: list[dict], steps: int) -> Clocks:
 
     slowed = {m["layer1_attention_lr"] for m in members if m["layer1_attention_lr"] != 1}
     return Clocks(
-        g=times("G").get(None, []), g_prev=times("G_prev").get(None, []),
-        m2_prev=times("M2_prev"), m1=times("M1"), steps=steps,
+        g=times("G").get(None, []),
+        g_prev=times("G_prev").get(None, []),
+        m2_prev=times("M2_prev"),
+        m1=times("M1"),
+        steps=steps,
         g_slowed={r: times("G", r).get(None, []) for r in sorted(slowed)},
-    )  # fmt: skip
+    )
 
 
 def span(values: list[float | None]) -> Span:
@@ -122,19 +131,24 @@ def race(clocks: Clocks, layer1_lr: float = 1.0) -> Race:
     ks = sorted(set(m1) | set(m2_prev))
     if not ks:
         return Race(None, None, tau_g, tau_prev, paths, "no memorising path was timed")
-    ties = {"M1": _tie(m1, tau_g, clocks.steps),
-            "M2": _tie(m2_prev, span(clocks.g_prev), clocks.steps)}  # fmt: skip
+    ties = {
+        "M1": _tie(m1, tau_g, clocks.steps),
+        "M2": _tie(m2_prev, span(clocks.g_prev), clocks.steps),
+    }
     winner = max(ties, key=lambda p: ties[p][1])
     low, middle, high = (max(t[i] for t in ties.values()) for i in range(3))
     interval = (_end(low, 0.0, ks[-1]), _end(high, ks[0], math.inf))
     opens = f"{_fmt(interval[0])} to {_fmt(interval[1])} over the clock seeds"
     if middle == -math.inf:
-        reason = (f"memorization loses to G2 at every K on the grid: K*_1 lies below K = {ks[0]} "
-                  f"({opens})")  # fmt: skip
+        reason = (
+            f"memorization loses to G2 at every K on the grid: K*_1 lies below K = {ks[0]} "
+            f"({opens})"
+        )
         return Race(None, interval, tau_g, tau_prev, paths, reason)
     if middle == math.inf:
-        reason = (f"memorization beats G2 at every K on the grid: K*_1 lies above K = {ks[-1]} "
-                  f"({opens})")  # fmt: skip
+        reason = (
+            f"memorization beats G2 at every K on the grid: K*_1 lies above K = {ks[-1]} ({opens})"
+        )
         if math.isinf(tau_g[1]):
             reason = f"G2 did not form within the clock runs' {clocks.steps:,} steps; " + reason
         return Race(None, interval, tau_g, tau_prev, paths, reason)

@@ -30,24 +30,37 @@ def capacities(spec: LoopedKVSpec) -> dict[str, list[int]]:
 def plot(spec: LoopedKVSpec, out: str = "capacity.png", source: str = "<spec>") -> str:
     """Draw the capacities into ``out``; return what was written, in a line."""
     if spec.serving.memory_budget_gib is None and spec.serving.device_bytes is None:
-        raise SpecError(source, [("serving", "a capacity needs a budget: memory_budget_gib, "
-                                             "device_memory_gib or device")])  # fmt: skip
+        raise SpecError(
+            source,
+            [
+                (
+                    "serving",
+                    "a capacity needs a budget: memory_budget_gib, device_memory_gib or device",
+                )
+            ],
+        )
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ModuleNotFoundError:
-        raise SpecError(source, [(None, "plot needs matplotlib: pip install "
-                                        "'infoflow[validate]'")]) from None  # fmt: skip
+        raise SpecError(
+            source, [(None, "plot needs matplotlib: pip install 'infoflow[validate]'")]
+        ) from None
     lines = capacities(spec)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for variant, batches in lines.items():
         shown = [b if b > 0 else math.nan for b in batches]  # log axis: no zeros
         ax.plot(CONTEXTS, shown, marker="o", markersize=3, label=variant)
     title = f"{spec.model.name}: serving capacity"
-    ax.set(xscale="log", yscale="log", xlabel="context (tokens per sequence)",
-           ylabel="max batch (sequences)", title=title)  # fmt: skip
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="context (tokens per sequence)",
+        ylabel="max batch (sequences)",
+        title=title,
+    )
     ax.legend(fontsize=8, title=_ranks(spec), title_fontsize=8)
     fig.tight_layout()
     write_with(Path(out), lambda temporary: fig.savefig(temporary, dpi=110))

@@ -30,9 +30,17 @@ def compare(spec: LoopedKVSpec, format: str = "table", source: str = "<spec>") -
     if model.latent_attention or model.sliding_window:
         raise SpecError(source, [("model", "codecs are compared on per-head caches only")])
     if codec.r_k is None or codec.r_v is None:
-        raise SpecError(source, [("codec", "compare needs the latents' ranks: --set "
-                                           "codec.variant=per_head --set codec.r_k=96 --set "
-                                           "codec.r_v=160, say")])  # fmt: skip
+        raise SpecError(
+            source,
+            [
+                (
+                    "codec",
+                    "compare needs the latents' ranks: --set "
+                    "codec.variant=per_head --set codec.r_k=96 --set "
+                    "codec.r_v=160, say",
+                )
+            ],
+        )
     rows = [_row(spec, variant) for variant in ROWS]
     if format == "json":
         return json.dumps(rows, indent=2, allow_nan=False) + "\n"
@@ -78,8 +86,10 @@ def _cells(row: dict) -> list[str]:
 
 def _title(spec: LoopedKVSpec) -> str:
     n = spec.serving.sequence_tokens
-    return (f"{spec.model.name}: the looped cache stored every way, ranks (r_k, r_v) = "
-            f"({spec.codec.r_k}, {spec.codec.r_v}), sequences of {n:,} tokens")  # fmt: skip
+    return (
+        f"{spec.model.name}: the looped cache stored every way, ranks (r_k, r_v) = "
+        f"({spec.codec.r_k}, {spec.codec.r_v}), sequences of {n:,} tokens"
+    )
 
 
 def _table(spec: LoopedKVSpec, rows: list[dict]) -> str:
@@ -102,11 +112,18 @@ def _table(spec: LoopedKVSpec, rows: list[dict]) -> str:
 def _markdown(spec: LoopedKVSpec, rows: list[dict]) -> str:
     from infoflow.render import markdown_text
 
-    lines = [f"### {markdown_text(_title(spec))}", "",
-             "| codec | keeps | " + " | ".join(COLUMNS.values()) + " | provenance |",
-             "|---|---|" + "--:|" * len(COLUMNS) + "---|"]  # fmt: skip
+    lines = [
+        f"### {markdown_text(_title(spec))}",
+        "",
+        "| codec | keeps | " + " | ".join(COLUMNS.values()) + " | provenance |",
+        "|---|---|" + "--:|" * len(COLUMNS) + "---|",
+    ]
     for row in rows:
-        cells = [row["variant"], markdown_text(row["keeps"]), *_cells(row),
-                 row.get("provenance", "")]  # fmt: skip
+        cells = [
+            row["variant"],
+            markdown_text(row["keeps"]),
+            *_cells(row),
+            row.get("provenance", ""),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

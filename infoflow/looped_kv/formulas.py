@@ -25,8 +25,10 @@ from infoflow.looped_kv.spec import LoopedModel
 Form = Callable[[Any], Any]
 
 #: The integer symbols, by name (sympy prints them so), and the two real ones.
-INTEGERS = ("bytes n_kv d_head P R C T r_k r_v N h V f n_q experts shared top_k f_e L_moe "
-            "c_kv q_rank d_rope d_nope d_v W L_w")  # fmt: skip
+INTEGERS = (
+    "bytes n_kv d_head P R C T r_k r_v N h V f n_q experts shared top_k f_e L_moe "
+    "c_kv q_rank d_rope d_nope d_v W L_w"
+)
 REALS = "budget step"
 
 
@@ -51,8 +53,10 @@ def symbols() -> SimpleNamespace:
     import sympy
 
     names = INTEGERS.split() + REALS.split()
-    made = [*sympy.symbols(INTEGERS, positive=True, integer=True),
-            *sympy.symbols(REALS, positive=True)]  # fmt: skip
+    made = [
+        *sympy.symbols(INTEGERS, positive=True, integer=True),
+        *sympy.symbols(REALS, positive=True),
+    ]
     return SimpleNamespace(
         **dict(zip(names, made, strict=True)),
         floor=sympy.floor,
@@ -146,8 +150,9 @@ def model_parameters(s, model: LoopedModel) -> Any:
     if model.experts:
         experts = (s.experts + s.shared) * 3 * s.h * s.f_e + s.experts * s.h
         moe = experts + (s.experts if model.experts.router_bias else 0)
-        layers = (s.R * (attention + model.norms_per_layer * norm) + (s.R - s.L_moe) * mlp
-                  + s.L_moe * moe)  # fmt: skip
+        layers = (
+            s.R * (attention + model.norms_per_layer * norm) + (s.R - s.L_moe) * mlp + s.L_moe * moe
+        )
     else:
         layers = (s.P + s.R + s.C) * (attention + mlp + model.norms_per_layer * norm)
     total = layers + embeddings + norm  # + the final norm
@@ -212,9 +217,11 @@ def max_context(s, model: LoopedModel, per_token: Any) -> Any:
         return s.floor(s.budget / per_token)
     per_layer = per_token / s.R
     grows, capped = per_layer * (s.R - s.L_w), per_layer * s.L_w
-    return s.piecewise(s.budget <= (grows + capped) * s.W,
-                       lambda: s.floor(s.budget / (grows + capped)),
-                       lambda: s.floor((s.budget - capped * s.W) / grows))  # fmt: skip
+    return s.piecewise(
+        s.budget <= (grows + capped) * s.W,
+        lambda: s.floor(s.budget / (grows + capped)),
+        lambda: s.floor((s.budget - capped * s.W) / grows),
+    )
 
 
 def max_batch(s, per_sequence: Any, stepped: bool) -> Any:
@@ -227,19 +234,33 @@ def max_batch(s, per_sequence: Any, stepped: bool) -> Any:
 
 def model_values(model: LoopedModel, cache_bytes: int | Fraction) -> Numbers:
     """The symbols' values for one model (``bytes`` as a Fraction, so divisions are exact)."""
-    values = Numbers(bytes=Fraction(cache_bytes), n_kv=model.kv_heads, d_head=model.head_dim,
-                     P=model.prelude_layers, R=model.layers, C=model.coda_layers, T=model.loops,
-                     h=model.hidden_size, V=model.vocab_size, f=model.intermediate_size,
-                     n_q=model.heads)  # fmt: skip
+    values = Numbers(
+        bytes=Fraction(cache_bytes),
+        n_kv=model.kv_heads,
+        d_head=model.head_dim,
+        P=model.prelude_layers,
+        R=model.layers,
+        C=model.coda_layers,
+        T=model.loops,
+        h=model.hidden_size,
+        V=model.vocab_size,
+        f=model.intermediate_size,
+        n_q=model.heads,
+    )
     if model.experts:
         e = model.experts
-        values.__dict__.update(experts=e.routed, shared=e.shared, top_k=e.per_token,
-                               f_e=e.width or model.intermediate_size,
-                               L_moe=e.moe_layers(model.layers))  # fmt: skip
+        values.__dict__.update(
+            experts=e.routed,
+            shared=e.shared,
+            top_k=e.per_token,
+            f_e=e.width or model.intermediate_size,
+            L_moe=e.moe_layers(model.layers),
+        )
     if model.latent_attention:
         a = model.latent_attention
-        values.__dict__.update(c_kv=a.kv_rank, q_rank=a.q_rank or 0, d_rope=a.rope_dim,
-                               d_nope=a.nope_dim, d_v=a.v_dim)  # fmt: skip
+        values.__dict__.update(
+            c_kv=a.kv_rank, q_rank=a.q_rank or 0, d_rope=a.rope_dim, d_nope=a.nope_dim, d_v=a.v_dim
+        )
     if model.sliding_window:
         values.W = model.sliding_window
         values.L_w = sum(model.window_layers) if model.window_layers else model.layers

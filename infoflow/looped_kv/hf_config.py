@@ -34,24 +34,35 @@ _TORCH_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float
 #: model, with what they are. Present with a value that turns them on (not null, 0, false or
 #: empty) in a config whose layout does not read them, they make the config refused.
 UNMODELLED = {
-    "num_local_experts": "mixture of experts", "n_routed_experts": "mixture of experts",
-    "num_experts": "mixture of experts", "moe_intermediate_size": "mixture of experts",
-    "n_shared_experts": "mixture of experts", "num_experts_per_tok": "mixture of experts",
-    "shared_expert_intermediate_size": "shared experts", "mlp_only_layers": "mixed MLP layers",
-    "kv_lora_rank": "multi-head latent attention", "q_lora_rank": "multi-head latent attention",
+    "num_local_experts": "mixture of experts",
+    "n_routed_experts": "mixture of experts",
+    "num_experts": "mixture of experts",
+    "moe_intermediate_size": "mixture of experts",
+    "n_shared_experts": "mixture of experts",
+    "num_experts_per_tok": "mixture of experts",
+    "shared_expert_intermediate_size": "shared experts",
+    "mlp_only_layers": "mixed MLP layers",
+    "kv_lora_rank": "multi-head latent attention",
+    "q_lora_rank": "multi-head latent attention",
     "qk_rope_head_dim": "multi-head latent attention",
-    "attention_chunk_size": "chunked attention", "layer_types": "per-layer attention types",
-    "sliding_window": "sliding-window attention", "sliding_window_pattern": "sliding windows",
-    "state_size": "state-space layers", "ssm_cfg": "state-space layers",
-    "mamba_d_state": "state-space layers", "layers_block_type": "hybrid layers",
-    "hybrid_override_pattern": "hybrid layers", "attn_layer_period": "hybrid layers",
-    "cross_attention_layers": "cross attention", "add_cross_attention": "cross attention",
+    "attention_chunk_size": "chunked attention",
+    "layer_types": "per-layer attention types",
+    "sliding_window": "sliding-window attention",
+    "sliding_window_pattern": "sliding windows",
+    "state_size": "state-space layers",
+    "ssm_cfg": "state-space layers",
+    "mamba_d_state": "state-space layers",
+    "layers_block_type": "hybrid layers",
+    "hybrid_override_pattern": "hybrid layers",
+    "attn_layer_period": "hybrid layers",
+    "cross_attention_layers": "cross attention",
+    "add_cross_attention": "cross attention",
     "is_encoder_decoder": "an encoder-decoder",
     "num_nextn_predict_layers": "multi-token-prediction layers, which transformers does not "
     "build either: a copy of the config without the key counts the rest",
     "multi_query": "multi-query attention (give kv_heads: 1 in the spec)",
     "kv_cache_dtype": "a cache dtype (give serving.cache_dtype in the spec)",
-}  # fmt: skip
+}
 
 
 def read_hf_config(path: Path) -> dict[str, Any]:
@@ -97,15 +108,21 @@ def _layout(config: dict[str, Any], path: Path):
         return LAYOUTS[kind]
     if kind is not None:
         known = ", ".join(sorted(LAYOUTS))
-        raise FieldError("hf_config", f"{path}: model_type {kind!r} has a layout the calculator "
-                                      f"does not know (it reads {known}): give the model's "
-                                      "fields in the spec instead")  # fmt: skip
+        raise FieldError(
+            "hf_config",
+            f"{path}: model_type {kind!r} has a layout the calculator "
+            f"does not know (it reads {known}): give the model's "
+            "fields in the spec instead",
+        )
     if "n_layers_in_recurrent_block" in config:
         return LAYOUTS["huginn_raven"]
     if "num_hidden_layers" in config:
         return LAYOUTS["llama"]
-    raise FieldError("hf_config", f"{path}: neither a Huginn-style (n_layers_in_recurrent_block) "
-                                  "nor a Llama-style (num_hidden_layers) config")  # fmt: skip
+    raise FieldError(
+        "hf_config",
+        f"{path}: neither a Huginn-style (n_layers_in_recurrent_block) "
+        "nor a Llama-style (num_hidden_layers) config",
+    )
 
 
 def _llama_like(config: dict[str, Any]) -> dict[str, Any]:
@@ -168,12 +185,18 @@ def _windowed(config: dict[str, Any]) -> dict[str, Any]:
     if types is not None:
         unknown = sorted(set(types) - {"full_attention", "sliding_attention"})
         if unknown:
-            raise FieldError("hf_config", f"layer_types holds {unknown[0]!r}, a kind of "
-                                          "attention the calculator does not count")  # fmt: skip
+            raise FieldError(
+                "hf_config",
+                f"layer_types holds {unknown[0]!r}, a kind of "
+                "attention the calculator does not count",
+            )
         windowed = any(kind == "sliding_attention" for kind in types)
         if windowed and (window is None or not qwen):
-            raise FieldError("hf_config", "layer_types marks windowed layers that this layout "
-                                          "does not window as marked: refused")  # fmt: skip
+            raise FieldError(
+                "hf_config",
+                "layer_types marks windowed layers that this layout "
+                "does not window as marked: refused",
+            )
         marks = [kind == "sliding_attention" for kind in types]
     else:
         start = config.get("max_window_layers", 0) if qwen else 0
@@ -193,22 +216,34 @@ def _deepseek(config: dict[str, Any]) -> dict[str, Any]:
     """DeepSeek-V2/V3: routed and shared experts after dense first layers, and multi-head
     latent attention; V3's router carries a correction bias per expert (a stored tensor)."""
     experts = {
-        "routed": config["n_routed_experts"], "per_token": config["num_experts_per_tok"],
-        "shared": config["n_shared_experts"] or 0, "width": config["moe_intermediate_size"],
-        "dense_layers": config["first_k_dense_replace"], "every": config["moe_layer_freq"],
+        "routed": config["n_routed_experts"],
+        "per_token": config["num_experts_per_tok"],
+        "shared": config["n_shared_experts"] or 0,
+        "width": config["moe_intermediate_size"],
+        "dense_layers": config["first_k_dense_replace"],
+        "every": config["moe_layer_freq"],
         "router_bias": config.get("model_type") == "deepseek_v3",
-    }  # fmt: skip
-    latent = {"kv_rank": config["kv_lora_rank"], "q_rank": config["q_lora_rank"],
-              "rope_dim": config["qk_rope_head_dim"], "nope_dim": config["qk_nope_head_dim"],
-              "v_dim": config["v_head_dim"]}  # fmt: skip
+    }
+    latent = {
+        "kv_rank": config["kv_lora_rank"],
+        "q_rank": config["q_lora_rank"],
+        "rope_dim": config["qk_rope_head_dim"],
+        "nope_dim": config["qk_nope_head_dim"],
+        "v_dim": config["v_head_dim"],
+    }
     return {**_llama_like(config), "experts": experts, "latent_attention": latent}
 
 
 _WINDOW_KEYS = {"sliding_window", "layer_types"}
 _DEEPSEEK_KEYS = {
-    "n_routed_experts", "n_shared_experts", "num_experts_per_tok", "moe_intermediate_size",
-    "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
-}  # fmt: skip
+    "n_routed_experts",
+    "n_shared_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+}
 #: The layouts read, by model_type: the reader and the UNMODELLED keys it reads.
 LAYOUTS = {
     "llama": (_llama_like, set()),
@@ -225,13 +260,27 @@ LAYOUTS = {
 DEFAULTS = {
     "mistral": {"sliding_window": 4096},
     "qwen2": {"use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 28},
-    "deepseek_v2": {"q_lora_rank": 1536, "n_shared_experts": 2, "first_k_dense_replace": 0,
-                    "moe_layer_freq": 1, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-                    "v_head_dim": 128, "kv_lora_rank": 512},
-    "deepseek_v3": {"q_lora_rank": 1536, "n_shared_experts": 1, "first_k_dense_replace": 3,
-                    "moe_layer_freq": 1, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-                    "v_head_dim": 128, "kv_lora_rank": 512},
-}  # fmt: skip
+    "deepseek_v2": {
+        "q_lora_rank": 1536,
+        "n_shared_experts": 2,
+        "first_k_dense_replace": 0,
+        "moe_layer_freq": 1,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "kv_lora_rank": 512,
+    },
+    "deepseek_v3": {
+        "q_lora_rank": 1536,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 3,
+        "moe_layer_freq": 1,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "kv_lora_rank": 512,
+    },
+}
 
 
 def _turned_on(config: dict[str, Any], key: str) -> bool:

@@ -42,28 +42,35 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     formulas = {  # name: (formula, unit, provenance, note); all exact
         "kv_bytes_per_token": (full, "B/token", *_cache_source(spec)),
         "kv_bytes_per_token_compressed": (
-            compressed, "B/token", *_compressed_source(spec, kept),
+            compressed,
+            "B/token",
+            *_compressed_source(spec, kept),
         ),
         "compression_ratio": (
-            lambda s: F.compression_ratio(s, variant), "x",
+            lambda s: F.compression_ratio(s, variant),
+            "x",
             "derived" if codec.variant == "head_axis" else "paper:summary",
             f"{PAPER}: rho of the looped part, full bytes over compressed bytes ({kept}).",
         ),
         "whole_cache_ratio": (
-            lambda s: F.whole_cache_ratio(s, variant), "x", "derived",
+            lambda s: F.whole_cache_ratio(s, variant),
+            "x",
+            "derived",
             "The whole cache, prelude and coda included: full bytes over compressed bytes.",
         ),
         "kv_cache_bytes": (full_sequence, "B", "derived", f"Full cache of {tokens}."),
         "kv_cache_bytes_compressed": (
-            compressed_sequence, "B", "derived", f"Compressed cache of {tokens}.",
+            compressed_sequence,
+            "B",
+            "derived",
+            f"Compressed cache of {tokens}.",
         ),
         **_weights(spec),
-    }  # fmt: skip
+    }
     out = {
-        name: Prediction(_number(form(values)), unit, "exact", provenance, note,
-                         Expression(form))
+        name: Prediction(_number(form(values)), unit, "exact", provenance, note, Expression(form))
         for name, (form, unit, provenance, note) in formulas.items()
-    }  # fmt: skip
+    }
     forms = (full, compressed), (full_sequence, compressed_sequence)
     out.update(_capacity(spec, out, values, forms))
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
@@ -83,31 +90,42 @@ def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
     head_axis = " head_axis: D = n_kv*d_head per core layer and loop (reconstruction)."
     out = {
         "model_parameters": (
-            params, "params", "derived",
+            params,
+            "params",
+            "derived",
             "Counted from the architecture: embeddings, attention, MLP, norms, head, loop "
             "adapter and exit gate where present; weight tying saves weights, not cache.",
         ),
         "weight_bytes": (
-            lambda s: params(s) * weight_bytes, "B", "derived", f"Parameters in {model.dtype}.",
+            lambda s: params(s) * weight_bytes,
+            "B",
+            "derived",
+            f"Parameters in {model.dtype}.",
         ),
         "codec_parameters": (
-            codec_params, "params", "derived",
+            codec_params,
+            "params",
+            "derived",
             f"The codec as {PAPER} defines it: per K or V, W_down and the T maps W_up,t "
             "(2*D*r) plus the mean mu (D), D = T*d_head per core layer and KV head "
             "(per_head) or T*d_head*n_kv per core layer (2d); none for the other variants."
             + (head_axis if variant == "head_axis" else ""),
         ),
         "codec_weight_bytes": (
-            lambda s: codec_params(s) * weight_bytes, "B", "derived",
+            lambda s: codec_params(s) * weight_bytes,
+            "B",
+            "derived",
             f"Codec parameters in {model.dtype}.",
         ),
-    }  # fmt: skip
+    }
     if model.experts:
         out["active_parameters"] = (
-            lambda s: F.active_parameters(s, model), "params", "derived",
+            lambda s: F.active_parameters(s, model),
+            "params",
+            "derived",
             "Parameters one token uses: every parameter but the routed experts it is not sent "
             f"to ({model.experts.per_token} of {model.experts.routed} in each MoE layer).",
-        )  # fmt: skip
+        )
     return out
 
 
@@ -128,8 +146,12 @@ def _cache_forms(spec: LoopedKVSpec) -> tuple[F.Form, ...]:
     def compressed(s):
         return F.compressed_per_token(s, variant)
 
-    return (F.full_per_token, compressed, lambda s: s.N * F.full_per_token(s),
-            lambda s: s.N * compressed(s))  # fmt: skip
+    return (
+        F.full_per_token,
+        compressed,
+        lambda s: s.N * F.full_per_token(s),
+        lambda s: s.N * compressed(s),
+    )
 
 
 def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
@@ -138,8 +160,10 @@ def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
     scales = ""
     if dtype in QUANTIZED:
         group = spec.serving.cache_group_size
-        scales = (f"; {dtype} with an fp16 scale and zero point per group of {group} numbers: "
-                  f"bytes = {spec.cache_element_bytes}")  # fmt: skip
+        scales = (
+            f"; {dtype} with an fp16 scale and zero point per group of {group} numbers: "
+            f"bytes = {spec.cache_element_bytes}"
+        )
     if model.latent_attention:
         return "standard:deepseek-v2", (
             "Multi-head latent attention: per layer the compressed latent (c_kv numbers) and "
@@ -162,8 +186,10 @@ def _compressed_source(spec: LoopedKVSpec, kept: str) -> tuple[str, str]:
         provenance, note = _cache_source(spec)
         return provenance, f"No codec: the same as kv_bytes_per_token. {note}"
     if spec.codec.variant == "head_axis":
-        return "derived", (f"{kept} (the control {PAPER} compares with; its bytes follow from "
-                           "the layout); prelude and coda stay full.")  # fmt: skip
+        return "derived", (
+            f"{kept} (the control {PAPER} compares with; its bytes follow from "
+            "the layout); prelude and coda stay full."
+        )
     return "paper:summary", f"{PAPER}: {kept}; prelude and coda stay full."
 
 
@@ -177,8 +203,11 @@ def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> 
     stepped = serving.batch_step is not None
     rounding = f", rounded down to a multiple of {serving.batch_step}" if stepped else ""
     at = F.Numbers(**vars(values), step=serving.batch_step or 1)
-    divisor = ("cache bytes of one sequence, windows capped" if model.sliding_window
-               else "(N * cache bytes per token)")  # fmt: skip
+    divisor = (
+        "cache bytes of one sequence, windows capped"
+        if model.sliding_window
+        else "(N * cache bytes per token)"
+    )
     source = "paper:summary" if model.loops > 1 else "derived"  # the paper's rule is for loops
     result = {}
     for suffix, budget, per_token, per_sequence in zip(
@@ -197,11 +226,14 @@ def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> 
             at.budget, "B", "exact", "derived", f"Memory for the cache: {where}."
         )
         result[f"max_batch{suffix}"] = Prediction(
-            int(batch(at)), "sequences", "upper", source,
+            int(batch(at)),
+            "sequences",
+            "upper",
+            source,
             f"{PAPER}: floor(budget / {divisor}){rounding}{copied}; an upper bound (paging, "
             "fragmentation and activations take their share).",
             Expression(batch),
-        )  # fmt: skip
+        )
         result[f"max_context_tokens{suffix}"] = _max_context(model, context, at, per_token)
     return result
 
@@ -221,8 +253,10 @@ def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
     budget_compressed = budget_full - out["codec_weight_bytes"].value
     memory = f"{serving.device} ({DEVICES[serving.device]} GB)" if serving.device else "device"
     devices = f"{tp} x " if tp > 1 else ""
-    where = (f"{devices}{memory} memory * usable_fraction - weights - {devices}overhead (- codec "
-             "weights)")  # fmt: skip
+    where = (
+        f"{devices}{memory} memory * usable_fraction - weights - {devices}overhead (- codec "
+        "weights)"
+    )
     return where, budget_full, budget_compressed
 
 
@@ -245,8 +279,7 @@ def _stored(spec: LoopedKVSpec, compressed: bool, per_token: F.Form, per_sequenc
 
         note = f"; the shared latents kept on each of the {tp} devices{heads}"
         return token, lambda s: s.N * token(s), note
-    return (lambda s: head_copies * per_token(s), lambda s: head_copies * per_sequence(s),
-            heads)  # fmt: skip
+    return (lambda s: head_copies * per_token(s), lambda s: head_copies * per_sequence(s), heads)
 
 
 def _max_context(model, context: F.Form, at: F.Numbers, per_token: F.Form) -> Prediction:
@@ -256,12 +289,16 @@ def _max_context(model, context: F.Form, at: F.Numbers, per_token: F.Form) -> Pr
     if model.sliding_window and at.L_w == at.R:
         windowed = at.W * per_token(at)
         if windowed <= at.budget:
-            return Prediction(None, "tokens", "upper", "derived",
-                              f"Unbounded: every layer is windowed, and a full window "
-                              f"({int(windowed):,} B) fits in the budget.",
-                              Expression(context))  # fmt: skip
-    return Prediction(int(context(at)), "tokens", "upper", "derived", note,
-                      Expression(context))  # fmt: skip
+            return Prediction(
+                None,
+                "tokens",
+                "upper",
+                "derived",
+                f"Unbounded: every layer is windowed, and a full window "
+                f"({int(windowed):,} B) fits in the budget.",
+                Expression(context),
+            )
+    return Prediction(int(context(at)), "tokens", "upper", "derived", note, Expression(context))
 
 
 def _exact(number: float) -> Fraction:

@@ -34,14 +34,39 @@ CacheDType = Literal["bfloat16", "float16", "float32", "float8", "int8", "int4"]
 QUANTIZED = {"int8": 8, "int4": 4}
 #: GPU presets: memory per device as the vendor publishes it, in GB (10^9 bytes).
 DEVICES = {
-    "h200": 141, "h100-sxm": 80, "h100-nvl": 94, "h20": 96, "a100-80gb": 80, "a100-40gb": 40,
-    "l40s": 48, "l4": 24, "a10g": 24, "rtx-4090": 24, "rtx-5090": 32, "rtx-6000-ada": 48,
-    "b200": 180, "mi300x": 192, "mi325x": 256,
-}  # fmt: skip
+    "h200": 141,
+    "h100-sxm": 80,
+    "h100-nvl": 94,
+    "h20": 96,
+    "a100-80gb": 80,
+    "a100-40gb": 40,
+    "l40s": 48,
+    "l4": 24,
+    "a10g": 24,
+    "rtx-4090": 24,
+    "rtx-5090": 32,
+    "rtx-6000-ada": 48,
+    "b200": 180,
+    "mi300x": 192,
+    "mi325x": 256,
+}
 DeviceName = Literal[
-    "h200", "h100-sxm", "h100-nvl", "h20", "a100-80gb", "a100-40gb", "l40s", "l4", "a10g",
-    "rtx-4090", "rtx-5090", "rtx-6000-ada", "b200", "mi300x", "mi325x",
-]  # fmt: skip
+    "h200",
+    "h100-sxm",
+    "h100-nvl",
+    "h20",
+    "a100-80gb",
+    "a100-40gb",
+    "l40s",
+    "l4",
+    "a10g",
+    "rtx-4090",
+    "rtx-5090",
+    "rtx-6000-ada",
+    "b200",
+    "mi300x",
+    "mi325x",
+]
 #: The codecs that keep latents, with ranks r_k and r_v.
 RANKED = ("per_head", "2d", "head_axis")
 
@@ -181,13 +206,17 @@ class LoopedModel(StrictModel):
 
     def _check_extensions(self) -> None:
         """Experts, latent attention and windows are modelled for plain decoders only."""
-        extensions = {"experts": self.experts, "latent_attention": self.latent_attention,
-                      "sliding_window": self.sliding_window}  # fmt: skip
+        extensions = {
+            "experts": self.experts,
+            "latent_attention": self.latent_attention,
+            "sliding_window": self.sliding_window,
+        }
         looped = self.loops > 1 or self.prelude_layers or self.coda_layers
         for name, value in extensions.items():
             if value is not None and looped:
-                raise FieldError(name, "modelled for plain decoders only (loops 1, no prelude "
-                                       "or coda)")  # fmt: skip
+                raise FieldError(
+                    name, "modelled for plain decoders only (loops 1, no prelude or coda)"
+                )
         if self.experts and (self.mlp != "swiglu" or self.mlp_bias):
             raise FieldError("experts", "experts are modelled as SwiGLU MLPs without bias")
         if self.latent_attention and self.attention_bias != "none":
@@ -196,8 +225,9 @@ class LoopedModel(StrictModel):
             if self.sliding_window is None:
                 raise FieldError("window_layers", "needs sliding_window")
             if len(self.window_layers) != self.layers:
-                raise FieldError("window_layers", f"{len(self.window_layers)} entries for "
-                                                  f"{self.layers} layers")  # fmt: skip
+                raise FieldError(
+                    "window_layers", f"{len(self.window_layers)} entries for {self.layers} layers"
+                )
 
 
 class Codec(StrictModel):
@@ -254,12 +284,18 @@ class Serving(StrictModel):
 
     @model_validator(mode="after")
     def _one_budget(self) -> Serving:
-        given = [name for name in ("memory_budget_gib", "device_memory_gib", "device")
-                 if getattr(self, name) is not None]  # fmt: skip
+        given = [
+            name
+            for name in ("memory_budget_gib", "device_memory_gib", "device")
+            if getattr(self, name) is not None
+        ]
         if len(given) > 1:
-            raise FieldError(given[0], f"give one of memory_budget_gib, device_memory_gib and "
-                                       f"device, not {' and '.join(given)} (set one to null: "
-                                       f"--set serving.{given[0]}=null)")  # fmt: skip
+            raise FieldError(
+                given[0],
+                f"give one of memory_budget_gib, device_memory_gib and "
+                f"device, not {' and '.join(given)} (set one to null: "
+                f"--set serving.{given[0]}=null)",
+            )
         return self
 
     @property
@@ -309,8 +345,9 @@ class LoopedKVSpec(SpecBase):
         whole groups and no codec."""
         model, dtype = self.model, self.serving.cache_dtype or self.model.dtype
         if self.codec.variant != "none" and (model.latent_attention or model.sliding_window):
-            raise FieldError("codec.variant", "a codec on latent attention or windowed layers "
-                                              "is not modelled")  # fmt: skip
+            raise FieldError(
+                "codec.variant", "a codec on latent attention or windowed layers is not modelled"
+            )
         if dtype in QUANTIZED:
             group = self.serving.cache_group_size
             if self.codec.variant != "none":

@@ -100,9 +100,16 @@ def canonical(target: Node) -> Canonical:
 
 def structure_key(c: Comparison) -> tuple:
     """Orders comparisons by structure, never by names."""
-    factors = sorted((len(f.scope), tuple(sorted(map(structure_key, f.children))),
-                      tuple(sorted(f.shifts)), tuple(sorted(f.fixed)), len(f.conditions))
-                     for f in c.factors)  # fmt: skip
+    factors = sorted(
+        (
+            len(f.scope),
+            tuple(sorted(map(structure_key, f.children))),
+            tuple(sorted(f.shifts)),
+            tuple(sorted(f.fixed)),
+            len(f.conditions),
+        )
+        for f in c.factors
+    )
     return (c.kind, len(c.variables), c.copies, c.k or 0, tuple(factors))
 
 
@@ -329,8 +336,11 @@ def _with_copies(summary: _Summary, folded: dict[str, int]) -> _Summary:
         for name, size in folded.items():
             if name in child.ranges:
                 copies *= size
-        children.append(replace(child, copies=child.copies * copies,
-                                ranges=frozenset(child.ranges - set(folded))))  # fmt: skip
+        children.append(
+            replace(
+                child, copies=child.copies * copies, ranges=frozenset(child.ranges - set(folded))
+            )
+        )
     return replace(summary, children=children, ranges=summary.ranges - folded.keys())
 
 
@@ -347,15 +357,17 @@ def _merge_pools(children: list[Comparison]) -> list[Comparison]:
         shifts |= {(mine, offset) for _, offset in f.shifts}
         fixed |= f.fixed
         conditions += list(f.conditions)
-    factor = Factor(frozenset({mine}), (), frozenset(shifts), frozenset(fixed),
-                    tuple(sorted(conditions)))  # fmt: skip
+    factor = Factor(
+        frozenset({mine}), (), frozenset(shifts), frozenset(fixed), tuple(sorted(conditions))
+    )
     merged = replace(pools[0], factors=(factor,), copies=1)
     return [merged if c is pools[0] else c for c in children if c is pools[0] or not _poolable(c)]
 
 
 def _poolable(c: Comparison) -> bool:
-    return (c.kind == "sum" and len(c.variables) == 1 and not c.free and not c.children
-            and not c.ranges)  # fmt: skip
+    return (
+        c.kind == "sum" and len(c.variables) == 1 and not c.free and not c.children and not c.ranges
+    )
 
 
 def _condition(c, env: Env) -> _Test:

@@ -65,9 +65,12 @@ def head_width(p: Plan) -> sympy.Expr:
 def terms(p: Plan, options: CostOptions) -> list[Term]:
     """Every contribution to the exponent of plan ``p``."""
     out = [
-        Term(sympy.Integer(options.exponent_floor),
-             "the floor: the cheapest construction costs eps^-1", "reconstruction:exponent_floor")
-    ]  # fmt: skip
+        Term(
+            sympy.Integer(options.exponent_floor),
+            "the floor: the cheapest construction costs eps^-1",
+            "reconstruction:exponent_floor",
+        )
+    ]
     for placement in p.placements:
         if placement.mode == "impossible":
             out.append(Term(sympy.oo, f"{placement.label}: {placement.reason}", "paper:summary"))
@@ -95,8 +98,10 @@ def _kth_terms(p: Plan, placement: Placement, options: CostOptions) -> list[Term
         layer = layers[-1]
         c = step.comparison
         inner = f": {c.label}" if c is not None and c is not placement.comparison else ""
-        what = (f"{placement.label}{inner} as one head retrieving the "
-                f"{ordinal(step.rank)} largest in layer {layer}")  # fmt: skip
+        what = (
+            f"{placement.label}{inner} as one head retrieving the "
+            f"{ordinal(step.rank)} largest in layer {layer}"
+        )
         if options.kth_cost == "summary":
             tag = "reconstruction:kth_cost"
         elif c is not None and step.rank != c.k:

@@ -46,15 +46,20 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
         f"about {result['num_comparisons'].expression} candidate tuples"
     )
     pe = "with" if arch.positional_encoding else "without"
-    lines += ["", f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, "
-              f"E = {arch.embed_dim or 'E'}, {pe} positional encoding"]  # fmt: skip
+    lines += [
+        "",
+        f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, "
+        f"E = {arch.embed_dim or 'E'}, {pe} positional encoding",
+    ]
     lines += _plan_lines(der.plan)
     lines += ["", "3. Cost exponent (parameters ~ eps^-alpha; the largest term wins)"]
     for term in der.terms:
         lines.append(f"   {_show(term.expression):<26} {term.what}  [{term.provenance}]")
     if der.fallback_terms:
-        lines.append("   or, where that is smaller, global aggregation in place of the single-head "
-                     f"k-th retrievals: {_show(cost.exponent(der.fallback_terms))}")  # fmt: skip
+        lines.append(
+            "   or, where that is smaller, global aggregation in place of the single-head "
+            f"k-th retrievals: {_show(cost.exponent(der.fallback_terms))}"
+        )
     alpha = result["cost_exponent"]
     at = _numbers_text(spec)
     value = f" = {_fmt(alpha.value)} at {at}" if at else ""
@@ -67,8 +72,11 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
     lines.append(f"   {verdict}; bottleneck: {result['bottleneck'].value}")
     cost_value = _fmt(result["param_cost"].value)
     lines.append(f"   param cost ~ eps^-alpha = {cost_value} at eps = {spec.epsilon}")
-    lines += ["", "4. Minimal architectures (the same, best exponent: "
-              f"alpha = {_show(der.minimal_exponent)})"]  # fmt: skip
+    lines += [
+        "",
+        "4. Minimal architectures (the same, best exponent: "
+        f"alpha = {_show(der.minimal_exponent)})",
+    ]
     names = ["fewest layers", "narrowest"]
     for name, a in zip(names, der.alternatives, strict=False):
         pe = ", positional encoding" if a.positional_encoding else ""
@@ -140,11 +148,15 @@ def _steps(p: Plan) -> dict[int, list[str]]:
     for key, (step, layer) in sorted(p.shared.items()):
         if key == FETCH:
             fixed = ", ".join(fetch_positions(p))
-            text = (f"1 head: every token and the readout attend to the fixed positions {fixed} "
-                    "[paper:summary, specific-position]")  # fmt: skip
+            text = (
+                f"1 head: every token and the readout attend to the fixed positions {fixed} "
+                "[paper:summary, specific-position]"
+            )
         else:
-            text = (f"1 head: every token t copies its neighbour x[t{step.offset:+d}] "
-                    "[reconstruction:relative_position]")  # fmt: skip
+            text = (
+                f"1 head: every token t copies its neighbour x[t{step.offset:+d}] "
+                "[reconstruction:relative_position]"
+            )
         out.setdefault(layer, []).append(text)
     return out
 
@@ -158,16 +170,20 @@ def _step_text(step: Step, q: Placement, j: int) -> str:
         tag = "reconstruction:separable_sum"
         return f"{heads} head(s): {who} pools {step.variable} for {label} [{tag}]"
     if step.kind == "peel":
-        return (f"{heads} head(s): {who} learns the {ordinal(j)} largest {step.variable} "
-                f"(of {step.rank}) for {label} [reconstruction:kth_layers]")  # fmt: skip
+        return (
+            f"{heads} head(s): {who} learns the {ordinal(j)} largest {step.variable} "
+            f"(of {step.rank}) for {label} [reconstruction:kth_layers]"
+        )
     if step.kind == "kth":
         tag = (
             "paper:theorem-2"
             if step.comparison and step.rank == step.comparison.k
             else ("reconstruction:kth_symmetry")
         )
-        return (f"{heads} head(s): {who} retrieves the {ordinal(step.rank)} largest "
-                f"{step.variable} with one head for {label} [{tag}]")  # fmt: skip
+        return (
+            f"{heads} head(s): {who} retrieves the {ordinal(step.rank)} largest "
+            f"{step.variable} with one head for {label} [{tag}]"
+        )
     tag = "reconstruction:sequential_schedule" if q.sequential else PLANNER
     return f"{heads} head(s): {who} retrieves the best {step.variable} for {label} [{tag}]"
 

@@ -27,16 +27,19 @@ def minimal(tree: ComparisonTree, ranks: dict) -> tuple[Plan, list[Architecture]
             continue
         whole = [f for f in fragments(c, None, 1, ranks) if not f.theorem2]
         best = min(whole, key=lambda f: (f.depth, max(f.profile()), f.profile()))
-        layers = tuple(range(end - step.length + 1, end + 1)
-                       for step, end in zip(best.steps, best.finish(), strict=True))  # fmt: skip
+        layers = tuple(
+            range(end - step.length + 1, end + 1)
+            for step, end in zip(best.steps, best.finish(), strict=True)
+        )
         placements.append(Placement(c.label, "scheduled", c.copies, c, best, layers))
         frags.append(best)
     pe = bool(tree.positions) or any(position_reads(c) for c in tree.parts)
     keys = sorted(
         {k for f in frags for ks in f.shared for k in ks} | ({FETCH} if tree.positions else set())
     )
-    profile = _sum_profiles([f.profile() for f in frags] + [[len(keys)]] if keys else
-                            [f.profile() for f in frags])  # fmt: skip
+    profile = _sum_profiles(
+        [f.profile() for f in frags] + [[len(keys)]] if keys else [f.profile() for f in frags]
+    )
     heads = tuple(max(h, 1) for h in profile) or (1,)
     fewest = Architecture(len(heads), heads, pe)
     shared = {k: (_shared_step(k), 1) for k in keys}
@@ -116,8 +119,12 @@ def _held(placement: Placement, layer: int) -> list[str]:
         if done:
             labels += every
             c = step.comparison
-            labels += [f"x[{v}*{sub}{o:+d}]" for f in (c.factors if c else ()) for v, o in
-                       sorted(f.shifts) if v == step.variable]  # fmt: skip
+            labels += [
+                f"x[{v}*{sub}{o:+d}]"
+                for f in (c.factors if c else ())
+                for v, o in sorted(f.shifts)
+                if v == step.variable
+            ]
         elif step.kind == "peel" and step.holder is None:
             arrived = zip(every, placement.layers[i], strict=True)
             labels += [label for label, at in arrived if at <= layer]
@@ -214,16 +221,25 @@ def information_dag(p: Plan) -> nx.MultiDiGraph:
                 graph.add_edge(f"{role}@{layer - 1}", f"{role}@{layer}", mode="residual")
     for placement in p.placements:
         for layer, mode, source, target, heads in _edges(placement, p.architecture.layers):
-            graph.add_edge(f"{source}@{layer - 1}", f"{target}@{layer}", mode=mode,
-                           part=placement.label, heads=heads)  # fmt: skip
+            graph.add_edge(
+                f"{source}@{layer - 1}",
+                f"{target}@{layer}",
+                mode=mode,
+                part=placement.label,
+                heads=heads,
+            )
     for key, (step, layer) in sorted(p.shared.items()):
         mode = EDGE_MODES[step.kind]
-        what = (f"fixed positions {', '.join(positions)}" if key == FETCH
-                else f"the neighbour x[t{step.offset:+d}]")  # fmt: skip
+        what = (
+            f"fixed positions {', '.join(positions)}"
+            if key == FETCH
+            else f"the neighbour x[t{step.offset:+d}]"
+        )
         pairs = [(q, "token") for q in positions] + [(q, "readout") for q in positions]
         for source, target in pairs if key == FETCH else [("token", "token")]:
-            graph.add_edge(f"{source}@{layer - 1}", f"{target}@{layer}", mode=mode, part=what,
-                           heads=1)  # fmt: skip
+            graph.add_edge(
+                f"{source}@{layer - 1}", f"{target}@{layer}", mode=mode, part=what, heads=1
+            )
     return graph
 
 

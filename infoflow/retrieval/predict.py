@@ -112,31 +112,51 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
         **_tree_predictions(der.tree, numbers),
         **_minimal_predictions(der, numbers),
         "feasible": Prediction(
-            der.plan.feasible, "", "exact", PLANNER,
+            der.plan.feasible,
+            "",
+            "exact",
+            PLANNER,
             "Whether the spec's architecture can represent the target at all.",
         ),
         "cost_exponent": Prediction(
-            alpha_value, "", bound, bottleneck.provenance,
+            alpha_value,
+            "",
+            bound,
+            bottleneck.provenance,
             "alpha with parameters ~ eps^-alpha on the spec's architecture: the largest of "
-            "the plan's terms.", alpha,
+            "the plan's terms.",
+            alpha,
         ),
         "param_cost": Prediction(
-            _value(param_cost, {**numbers, EPS: spec.epsilon}), "params (order)", bound,
-            bottleneck.provenance, f"eps^-alpha at eps = {spec.epsilon}.", param_cost,
+            _value(param_cost, {**numbers, EPS: spec.epsilon}),
+            "params (order)",
+            bound,
+            bottleneck.provenance,
+            f"eps^-alpha at eps = {spec.epsilon}.",
+            param_cost,
         ),
         "efficient": Prediction(
-            der.efficient, "", "exact", PLANNER,
+            der.efficient,
+            "",
+            "exact",
+            PLANNER,
             "True when the exponent on the spec's architecture does not grow with T.",
         ),
         "bottleneck": Prediction(
-            bottleneck.what, "", "exact", bottleneck.provenance,
+            bottleneck.what,
+            "",
+            "exact",
+            bottleneck.provenance,
             "The part of the plan that sets the exponent.",
         ),
         "information_sets": Prediction(
-            readout_sets(der.plan), "per layer", "exact", PLANNER,
+            readout_sets(der.plan),
+            "per layer",
+            "exact",
+            PLANNER,
             "The readout token's information set after each layer.",
         ),
-    }  # fmt: skip
+    }
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
 
 
@@ -144,27 +164,43 @@ def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction
     """What the smallest architectures that reach the best exponent look like."""
     return {
         "min_layers": Prediction(
-            der.minimal.layers, "layers", "exact", PLANNER,
+            der.minimal.layers,
+            "layers",
+            "exact",
+            PLANNER,
             "Layers of the smallest architecture that reaches the best exponent.",
         ),
         "min_heads": Prediction(
-            list(der.minimal.heads), "heads per layer", "exact", PLANNER,
+            list(der.minimal.heads),
+            "heads per layer",
+            "exact",
+            PLANNER,
             "One head per retrieval in every layer that serves it, on the fewest layers.",
         ),
         "min_architectures": Prediction(
-            [list(a.heads) for a in der.alternatives], "heads per layer", "exact", SCHEDULES,
+            [list(a.heads) for a in der.alternatives],
+            "heads per layer",
+            "exact",
+            SCHEDULES,
             "Architectures with the same, best exponent: the fewest layers, and the narrowest "
             "(one head per layer, the retrievals one after another).",
         ),
         "requires_positional_encoding": Prediction(
-            der.minimal.positional_encoding, "", "exact", "paper:summary",
+            der.minimal.positional_encoding,
+            "",
+            "exact",
+            "paper:summary",
             "Fixed positions, neighbours and index conditions need positional encoding.",
         ),
         "min_cost_exponent": Prediction(
-            _value(der.minimal_exponent, numbers), "", "estimate", PLANNER,
-            "The exponent on the minimal architecture.", der.minimal_exponent,
+            _value(der.minimal_exponent, numbers),
+            "",
+            "estimate",
+            PLANNER,
+            "The exponent on the minimal architecture.",
+            der.minimal_exponent,
         ),
-    }  # fmt: skip
+    }
 
 
 def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Prediction]:
@@ -172,19 +208,29 @@ def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Predicti
     comparisons = tree.dimension * cost.T**tree.order
     return {
         "comparison_order": Prediction(
-            tree.order, "indices", "exact", PLANNER,
+            tree.order,
+            "indices",
+            "exact",
+            PLANNER,
             "beta': the largest number of token indices one score couples once the "
             "reductions are read as variable elimination.",
         ),
         "comparison_dimension": Prediction(
-            tree.dimension, "comparisons", "exact", PLANNER,
+            tree.dimension,
+            "comparisons",
+            "exact",
+            PLANNER,
             "beta1: comparisons resolved side by side at one level.",
         ),
         "num_comparisons": Prediction(
-            _value(comparisons, numbers), "tuples", "estimate", "reconstruction:comparison_count",
-            "About beta1 * T^beta' candidate tuples.", comparisons,
+            _value(comparisons, numbers),
+            "tuples",
+            "estimate",
+            "reconstruction:comparison_count",
+            "About beta1 * T^beta' candidate tuples.",
+            comparisons,
         ),
-    }  # fmt: skip
+    }
 
 
 def _numbers(spec: RetrievalSpec, the_plan: Plan) -> dict[sympy.Symbol, sympy.Expr]:

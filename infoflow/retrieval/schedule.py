@@ -47,8 +47,7 @@ class Option:
         grows the most), the number of such retrievals."""
         ranks = self.fragment.theorem2 if self.fragment else ()
         worst = -min(ranks) if ranks else NO_THEOREM2
-        return (int(self.mode == "impossible"), copies * (self.mode == "global"), worst,
-                len(ranks))  # fmt: skip
+        return (int(self.mode == "impossible"), copies * (self.mode == "global"), worst, len(ranks))
 
 
 @dataclass(frozen=True)
@@ -106,8 +105,11 @@ class Plan:
         """Positions the readout's state couples (None: all T of them)."""
         if self.uses_global:
             return None
-        held = sum(held_positions(p.comparison) * p.copies
-                   for p in self.placements if p.comparison and p.mode == "scheduled")  # fmt: skip
+        held = sum(
+            held_positions(p.comparison) * p.copies
+            for p in self.placements
+            if p.comparison and p.mode == "scheduled"
+        )
         fetch = self.shared.get(FETCH)
         return held + (len(fetch_positions(self)) if fetch else 0)
 
@@ -132,8 +134,14 @@ def held_positions(c: Comparison) -> int:
 
 def fetch_positions(p: Plan) -> list[str]:
     """Fixed positions the specific-position head brings in: read directly or in a score."""
-    inside = {q for pl in p.placements if pl.comparison and pl.mode == "scheduled"
-              for c in pl.comparison.walk() for f in c.factors for q in f.fixed}  # fmt: skip
+    inside = {
+        q
+        for pl in p.placements
+        if pl.comparison and pl.mode == "scheduled"
+        for c in pl.comparison.walk()
+        for f in c.factors
+        for q in f.fixed
+    }
     return sorted(set(p.positions) | inside)
 
 
@@ -168,8 +176,10 @@ def parts(tree: ComparisonTree, arch: Architecture, ranks: dict) -> list[Part]:
 def _options(c: Comparison, arch: Architecture, ranks: dict, separable_sum: str) -> list[Option]:
     reads = position_reads(c)
     if reads and not arch.positional_encoding:
-        reason = (f"{reads[0]} reads positions, and without positional encoding the model is "
-                  "permutation invariant")  # fmt: skip
+        reason = (
+            f"{reads[0]} reads positions, and without positional encoding the model is "
+            "permutation invariant"
+        )
         return [Option("impossible", reason=reason)]
     reason = global_reason(c, separable_sum)
     if reason:
@@ -192,8 +202,9 @@ def _fallback(every: list[Fragment], arch: Architecture) -> str:
 def _tag_words(tag: str, copies_of: int) -> str:
     words = []
     for piece in tag.split("."):
-        words.append(f"comparison {piece[1:]}" if piece.startswith("c") else
-                     f"copy {piece} of {copies_of}")  # fmt: skip
+        words.append(
+            f"comparison {piece[1:]}" if piece.startswith("c") else f"copy {piece} of {copies_of}"
+        )
     return ", ".join(words)
 
 
@@ -210,14 +221,22 @@ def plan(tree: ComparisonTree, arch: Architecture, ranks: dict) -> Plan:
     layers, shared = _place(frags, list(arch.heads))
     placements, k = [], 0
     for part, option in zip(found, chosen, strict=True):
-        placement = Placement(part.label, option.mode, part.copies, part.comparison,
-                              option.fragment, reason=option.reason, tag=part.tag)  # fmt: skip
+        placement = Placement(
+            part.label,
+            option.mode,
+            part.copies,
+            part.comparison,
+            option.fragment,
+            reason=option.reason,
+            tag=part.tag,
+        )
         if option.fragment:
             placement.layers = layers[k]
             placement.sequential = _spread(layers[k]) > min(
-                o.fragment.depth for o in part.options
+                o.fragment.depth
+                for o in part.options
                 if o.fragment and o.fragment.theorem2 == option.fragment.theorem2
-            )  # fmt: skip
+            )
             k += 1
         placements.append(placement)
     found_plan = Plan(arch, placements, shared, tree.positions)
@@ -241,8 +260,13 @@ def without_theorem2(p: Plan, reason: str = INSTEAD) -> Plan:
         else q
         for q in p.placements
     ]
-    needed = {k for q in placements if q.fragment for ks in (*q.fragment.shared, q.fragment.needs)
-              for k in ks}  # fmt: skip
+    needed = {
+        k
+        for q in placements
+        if q.fragment
+        for ks in (*q.fragment.shared, q.fragment.needs)
+        for k in ks
+    }
     shared = {k: v for k, v in p.shared.items() if k in needed}
     return Plan(p.architecture, placements, shared, p.positions)
 
@@ -297,8 +321,10 @@ def _rest_bound(scores: list, costs: list, room: int) -> tuple:
     fallbacks and Theorem-2 steps needed for their heads to fit the heads left (a
     relaxation that ignores layers)."""
     base = _total(s[0] for s in scores)
-    cheapest = [min([c for c, s in zip(cs, ss, strict=True) if s[1] == 0] or [0])
-                for cs, ss in zip(costs, scores, strict=True)]  # fmt: skip
+    cheapest = [
+        min([c for c, s in zip(cs, ss, strict=True) if s[1] == 0] or [0])
+        for cs, ss in zip(costs, scores, strict=True)
+    ]
     fallbacks = _needed(sorted(cheapest, reverse=True), sum(cheapest) - room)
     first = sorted((cs[0] for cs in costs), reverse=True)
     deficit = sum(first) - room - sum(first[:fallbacks])

@@ -57,8 +57,7 @@ class Fragment:
     @property
     def theorem2(self) -> tuple[int, ...]:
         """Ranks of the single-head k-th steps, smallest first (each copy counted)."""
-        return tuple(sorted(s.rank for s in self.steps for _ in range(s.heads)
-                            if s.kind == "kth"))  # fmt: skip
+        return tuple(sorted(s.rank for s in self.steps for _ in range(s.heads) if s.kind == "kth"))
 
     @property
     def heads(self) -> int:

@@ -30,8 +30,15 @@ from infoflow.retrieval.spec import RetrievalSpec
 #: The swept fields that are numbers in the formulas (evaluated as arrays).
 NUMBERS = ("seq_len", "input_dim", "architecture.embed_dim", "epsilon")
 #: The predictions a sweep reports at each point.
-COLUMNS = ("cost_exponent", "param_cost", "min_cost_exponent", "num_comparisons", "efficient",
-           "feasible", "bottleneck")  # fmt: skip
+COLUMNS = (
+    "cost_exponent",
+    "param_cost",
+    "min_cost_exponent",
+    "num_comparisons",
+    "efficient",
+    "feasible",
+    "bottleneck",
+)
 MAX_POINTS = 10_000_000
 
 
@@ -76,15 +83,17 @@ def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
         data = _with(base, dict(zip(grouped, values, strict=True)))
         chosen = np.flatnonzero(group == g)
         if chosen.size:
-            _evaluate(data, grids, {k: v[chosen] for k, v in index.items()}, chosen, columns,
-                      name)  # fmt: skip
+            _evaluate(data, grids, {k: v[chosen] for k, v in index.items()}, chosen, columns, name)
     return Sweep(grids, index, columns)
 
 
 def _evaluate(data, grids, index, chosen, columns, name) -> None:
     """Fill ``columns`` at the points ``chosen`` of one group (``data``: its spec)."""
-    specs = {key: [_load(_with(data, {key: v}), name, key, v) for v in grids[key]]
-             for key in NUMBERS if key in grids}  # fmt: skip
+    specs = {
+        key: [_load(_with(data, {key: v}), name, key, v) for v in grids[key]]
+        for key in NUMBERS
+        if key in grids
+    }
     numbers = {}
     for key in NUMBERS:
         if key in grids:
@@ -112,8 +121,12 @@ def _evaluate(data, grids, index, chosen, columns, name) -> None:
 
 def _columns(der: Derivation, at: dict[str, np.ndarray], heads: int) -> dict[str, Any]:
     """The predictions of one derivation at the arrays ``at``."""
-    args = (at["seq_len"], at["input_dim"], at["architecture.embed_dim"],
-            at["architecture.embed_dim"] / heads)  # fmt: skip
+    args = (
+        at["seq_len"],
+        at["input_dim"],
+        at["architecture.embed_dim"],
+        at["architecture.embed_dim"] / heads,
+    )
     alpha = _compiled(der.exponent)(*args)
     with np.errstate(over="ignore"):  # eps^-alpha beyond float64 is inf, as predict says
         param_cost = (1 / at["epsilon"]) ** alpha
@@ -200,12 +213,14 @@ def lines(result: Sweep, format: str) -> Iterator[str]:
         text = [json.dumps(value) for value in grid]
         fields.append([text[j] for j in result.index[key].tolist()])
     cols = {c: result.columns[c].tolist() for c in COLUMNS}
-    fields += [[_number(v) for v in cols["cost_exponent"]],
-               [_number(v, whole=False) for v in cols["param_cost"]],
-               [_number(v) for v in cols["min_cost_exponent"]],
-               [_number(v) for v in cols["num_comparisons"]],
-               ["true" if v else "false" for v in cols["efficient"]],
-               ["true" if v else "false" for v in cols["feasible"]]]  # fmt: skip
+    fields += [
+        [_number(v) for v in cols["cost_exponent"]],
+        [_number(v, whole=False) for v in cols["param_cost"]],
+        [_number(v) for v in cols["min_cost_exponent"]],
+        [_number(v) for v in cols["num_comparisons"]],
+        ["true" if v else "false" for v in cols["efficient"]],
+        ["true" if v else "false" for v in cols["feasible"]],
+    ]
     names = {what: json.dumps(what) for what in set(cols["bottleneck"])}
     fields.append([names[what] for what in cols["bottleneck"]])
     if format == "table":

@@ -87,8 +87,10 @@ def global_reason(c: Comparison, separable_sum: str = "pool") -> str:
         if len(c.variables) > 1:
             return "a sum over several tokens of a score coupling them needs every position"
         if c.free:
-            return (f"a sum over {c.variables[0]} of a score that depends on "
-                    f"{', '.join(sorted(c.free))} needs every position in every token")  # fmt: skip
+            return (
+                f"a sum over {c.variables[0]} of a score that depends on "
+                f"{', '.join(sorted(c.free))} needs every position in every token"
+            )
         if separable_sum == "global":
             return "option separable_sum=global: a one-token sum is a global aggregation"
     elif order(c) > 2:

@@ -38,21 +38,31 @@ class Claim:
 
     @classmethod
     def judged(
-        cls, statement: str, predicted: Any, measured: Any, tolerance: str, holds: bool,
-        reason: str = "", derived_from: Any = None,
-    ) -> Claim:  # fmt: skip
+        cls,
+        statement: str,
+        predicted: Any,
+        measured: Any,
+        tolerance: str,
+        holds: bool,
+        reason: str = "",
+        derived_from: Any = None,
+    ) -> Claim:
         """Confirmed when ``holds``, else refuted."""
         verdict: Verdict = "confirmed" if holds else "refuted"
         return cls(statement, predicted, measured, tolerance, verdict, reason, derived_from)
 
     @classmethod
     def undecided(
-        cls, statement: str, predicted: Any, measured: Any, tolerance: str, reason: str,
+        cls,
+        statement: str,
+        predicted: Any,
+        measured: Any,
+        tolerance: str,
+        reason: str,
         derived_from: Any = None,
-    ) -> Claim:  # fmt: skip
+    ) -> Claim:
         """Inconclusive: the measurement cannot decide the claim, for ``reason``."""
-        return cls(statement, predicted, measured, tolerance, "inconclusive", reason,
-                   derived_from)  # fmt: skip
+        return cls(statement, predicted, measured, tolerance, "inconclusive", reason, derived_from)
 
     def prefixed(self, prefix: str) -> Claim:
         """The same claim, its statement starting ``[prefix]`` (a claim about one group of

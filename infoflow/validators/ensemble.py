@@ -50,14 +50,21 @@ class Checkpoint:
         """``folder/NAME.pt`` for ``group`` (it has ``name`` and ``identity()``)."""
         return cls(folder / f"{group.name}.pt", digest(group.identity()))
 
-    def save(self, model, optimizer, schedule, data_state: torch.Tensor, step: int,
-             records=()) -> None:  # fmt: skip
+    def save(
+        self, model, optimizer, schedule, data_state: torch.Tensor, step: int, records=()
+    ) -> None:
         """Write the training state; ``data_state`` is the state of the generator that the
         next step's batch comes from; ``records`` what a worker recorded so far (see
         :class:`~infoflow.validators.store.Recorder`)."""
-        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                 "schedule": schedule.state_dict(), "data": data_state, "step": step,
-                 "records": list(records), "identity": self.identity}  # fmt: skip
+        state = {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "schedule": schedule.state_dict(),
+            "data": data_state,
+            "step": step,
+            "records": list(records),
+            "identity": self.identity,
+        }
         write_with(self.path, lambda temporary: torch.save(state, temporary))
 
     def load(self, model, optimizer, schedule, data: torch.Generator, device) -> tuple[int, list]:
@@ -91,15 +98,25 @@ class Checkpoint:
         if not isinstance(state, dict) or "model" not in state:
             raise self._damaged(ValueError("no model state in it"))
         if self.identity is not None and state.get("identity") != self.identity:
-            raise SpecError(str(self.path), [(None, "was written for another group (another "
-                                                    "identity): delete it, or pick another "
-                                                    "--out")])  # fmt: skip
+            raise SpecError(
+                str(self.path),
+                [
+                    (
+                        None,
+                        "was written for another group (another "
+                        "identity): delete it, or pick another "
+                        "--out",
+                    )
+                ],
+            )
         return state
 
     def _damaged(self, exc: Exception) -> SpecError:
         reason = f"{type(exc).__name__}: {exc}"
-        return SpecError(str(self.path), [(None, f"damaged checkpoint ({reason}); delete it to "
-                                                 "train the group from the start")])  # fmt: skip
+        return SpecError(
+            str(self.path),
+            [(None, f"damaged checkpoint ({reason}); delete it to train the group from the start")],
+        )
 
 
 def resume(context, group, model, optimizer, schedule, data: torch.Generator):

@@ -49,12 +49,14 @@ def train_on_ray(
     try:
         import ray
     except ModuleNotFoundError:
-        raise SpecError("--executor ray", [(None, "Ray is not installed: pip install "
-                                                  "'infoflow[ray]'")]) from None  # fmt: skip
+        raise SpecError(
+            "--executor ray", [(None, "Ray is not installed: pip install 'infoflow[ray]'")]
+        ) from None
     if not jobs:
         return
-    ray.init(address=address, ignore_reinit_error=True, include_dashboard=False,
-             log_to_driver=False)  # fmt: skip
+    ray.init(
+        address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False
+    )
     resources = {"num_gpus": gpus_per_group} if context.device.type == "cuda" else {"num_cpus": 1}
     remote = ray.remote(max_retries=3)(train_one).options(**resources)
     try:

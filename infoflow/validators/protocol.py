@@ -112,9 +112,13 @@ class Validator(Protocol):
     kind: str
 
     def scale(
-        self, name: str, steps: int | None, seeds: int | None, device: str,
+        self,
+        name: str,
+        steps: int | None,
+        seeds: int | None,
+        device: str,
         budget: float | None = None,
-    ) -> Any: ...  # fmt: skip
+    ) -> Any: ...
 
     def plan(self, name: str, spec: SpecBase, scale: Any, base_dir: Path) -> Experiment: ...
 

@@ -58,13 +58,16 @@ def markdown(report: dict) -> str:
         lines += family(spec["kind"]).load_validator().markdown(spec)
     if report["skipped"]:
         lines += ["", "## Not validated", ""]
-        lines += [f"- {markdown_text(s['spec'])}: {markdown_text(s['reason'])}"
-                  for s in report["skipped"]]  # fmt: skip
+        lines += [
+            f"- {markdown_text(s['spec'])}: {markdown_text(s['reason'])}" for s in report["skipped"]
+        ]
     if report["superseded"]:
         lines += ["", "## Trained earlier for other settings (not used)", ""]
-        lines += [f"- {markdown_text(s['group'])}, replaced by {markdown_text(s['replaced_by'])}: "
-                  + markdown_text("; ".join(s["differs"][:5]) or "its identity")
-                  for s in report["superseded"]]  # fmt: skip
+        lines += [
+            f"- {markdown_text(s['group'])}, replaced by {markdown_text(s['replaced_by'])}: "
+            + markdown_text("; ".join(s["differs"][:5]) or "its identity")
+            for s in report["superseded"]
+        ]
     if report["non_finite"]:
         where = ", ".join(report["non_finite"][:10])
         lines += ["", f"Not finite, so null in report.json: {markdown_text(where)}."]
@@ -80,8 +83,12 @@ def claims_markdown(claims: list[dict]) -> list[str]:
     """A table of claims (their JSON form): claim, verdict, measured, tolerance, why."""
     lines = ["", "| claim | verdict | measured | tolerance | why |", "|---|---|---|---|---|"]
     for c in claims:
-        cells = [markdown_text(c["claim"]), f"**{c['verdict']}**",
-                 markdown_code(json.dumps(c["measured"])), markdown_text(c["tolerance"]),
-                 markdown_text(c["reason"])]  # fmt: skip
+        cells = [
+            markdown_text(c["claim"]),
+            f"**{c['verdict']}**",
+            markdown_code(json.dumps(c["measured"])),
+            markdown_text(c["tolerance"]),
+            markdown_text(c["reason"]),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines

@@ -62,13 +62,17 @@ class Options:
 
     def __post_init__(self) -> None:
         """Refuse options no run can use (a SpecError naming the option)."""
-        for option, value, most in (("--steps", self.steps, 10**9), ("--seeds", self.seeds, 1000),
-                                    ("--budget", self.budget, 10**7)):  # fmt: skip
+        for option, value, most in (
+            ("--steps", self.steps, 10**9),
+            ("--seeds", self.seeds, 1000),
+            ("--budget", self.budget, 10**7),
+        ):
             if value is not None and (isinstance(value, bool) or not 1 <= value <= most):
                 raise SpecError(option, [(None, f"must be from 1 to {most:,} (got {value})")])
         if not 0 < self.gpus_per_group <= 1024:
-            raise SpecError("--gpus-per-group", [(None, f"must be in (0, 1024] (got "
-                                                        f"{self.gpus_per_group})")])  # fmt: skip
+            raise SpecError(
+                "--gpus-per-group", [(None, f"must be in (0, 1024] (got {self.gpus_per_group})")]
+            )
         if self.address and self.executor != "ray":
             raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
 
@@ -164,14 +168,23 @@ def register(planned: Plan, options: Options, device: torch.device) -> Store:
     for stale in [*checkpoints.glob(f"{TEMPORARY}*"), *options.out.glob(f"{TEMPORARY}*")]:
         stale.unlink(missing_ok=True)
     store = Store(database)
-    settings = {"families": _settings(planned), "torch": torch.__version__,
-                "python": platform.python_version()}  # fmt: skip
+    settings = {
+        "families": _settings(planned),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
     store.start_run(_now(), _scale_name(options), str(device), settings)
     for _, experiment in planned.experiments:
         for job in experiment.jobs:
             group = job.group
-            store.add_group(job.name, experiment.name, group.describe(), group.member_rows(),
-                            group.identity(), device.type)  # fmt: skip
+            store.add_group(
+                job.name,
+                experiment.name,
+                group.describe(),
+                group.member_rows(),
+                group.identity(),
+                device.type,
+            )
     return store
 
 
@@ -187,8 +200,9 @@ def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
     for name, (experiment, identity) in store.identities().items():
         if name in current or experiment not in jobs:
             continue
-        changes = {job.name: differences(identity, job.group.identity())
-                   for job in jobs[experiment]}  # fmt: skip
+        changes = {
+            job.name: differences(identity, job.group.identity()) for job in jobs[experiment]
+        }
         closest = min(changes, key=lambda job: len(changes[job]))
         out.append({"group": name, "replaced_by": closest, "differs": changes[closest]})
     return out
@@ -199,8 +213,9 @@ def throughput(planned: Plan, store: Store) -> dict[str, dict]:
     device's peak (the groups that measured it; a resumed group: since its resumption), and
     its training seconds."""
     speeds = {job.name: store.throughput(job.name) for job in planned.jobs}
-    return {name: {**speed, "seconds": store.seconds(name)}
-            for name, speed in speeds.items() if speed}  # fmt: skip
+    return {
+        name: {**speed, "seconds": store.seconds(name)} for name, speed in speeds.items() if speed
+    }
 
 
 def train(planned: Plan, context: Context, options: Options) -> None:
@@ -232,13 +247,18 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
     specs, non_finite = finite(sections, "specs")
     verdicts = [claim["verdict"] for spec in specs for claim in spec["claims"]]
     return {
-        "infoflow_version": infoflow.__version__, "scale": _scale_name(options),
-        "settings": _settings(planned), "device": str(device),
-        "started": times[0], "finished": times[1],
+        "infoflow_version": infoflow.__version__,
+        "scale": _scale_name(options),
+        "settings": _settings(planned),
+        "device": str(device),
+        "started": times[0],
+        "finished": times[1],
         "summary": {v: verdicts.count(v) for v in ("confirmed", "refuted", "inconclusive")},
-        "specs": specs, "skipped": planned.skipped, "superseded": replaced,
+        "specs": specs,
+        "skipped": planned.skipped,
+        "superseded": replaced,
         "non_finite": non_finite,
-    }  # fmt: skip
+    }
 
 
 def _settings(planned: Plan) -> dict[str, dict]:

@@ -85,16 +85,20 @@ class Store:
             if check != "ok":
                 raise sqlite3.DatabaseError(check)
             self.db.executescript(SCHEMA)
-            tables = {table: {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
-                      for table in COLUMNS}  # fmt: skip
+            tables = {
+                table: {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+                for table in COLUMNS
+            }
         except sqlite3.Error as exc:
             message = f"damaged results database ({exc}): move it away, or pick another --out"
             raise SpecError(str(path), [(None, message)]) from None
         for table, columns in COLUMNS.items():
             if not columns <= tables[table]:
                 missing = ", ".join(sorted(columns - tables[table]))
-                message = (f"not a results database of this infoflow (table {table} lacks "
-                           f"{missing}): pick another --out")  # fmt: skip
+                message = (
+                    f"not a results database of this infoflow (table {table} lacks "
+                    f"{missing}): pick another --out"
+                )
                 raise SpecError(str(path), [(None, message)])
 
     def restore(self, rows) -> None:
@@ -121,9 +125,14 @@ class Store:
             )
 
     def add_group(
-        self, name: str, spec: str, settings: dict, members: list[dict], identity: dict,
+        self,
+        name: str,
+        spec: str,
+        settings: dict,
+        members: list[dict],
+        identity: dict,
         device: str = "cpu",
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Record a group (once) and the device type it trains on. A group of that name
         recorded with another identity, or unfinished and training on another device type,
         is a SpecError that says what differs: it is never trained on."""
@@ -139,12 +148,28 @@ class Store:
             ).fetchone()
             if stored != text:
                 differs = "; ".join(differences(_loads(stored), identity)) or "its identity"
-                raise SpecError(name, [(None, f"this group was trained for other settings "
-                                              f"({differs}): pick another --out")])  # fmt: skip
+                raise SpecError(
+                    name,
+                    [
+                        (
+                            None,
+                            f"this group was trained for other settings "
+                            f"({differs}): pick another --out",
+                        )
+                    ],
+                )
             if not done and trained_on != device:
-                raise SpecError(name, [(None, f"this group has trained on {trained_on} so far: "
-                                              f"resume it with --device {trained_on}, or pick "
-                                              "another --out")])  # fmt: skip
+                raise SpecError(
+                    name,
+                    [
+                        (
+                            None,
+                            f"this group has trained on {trained_on} so far: "
+                            f"resume it with --device {trained_on}, or pick "
+                            "another --out",
+                        )
+                    ],
+                )
             for i, member in enumerate(members):
                 self.db.execute(
                     "INSERT OR IGNORE INTO members (group_name, member, label, config) "
@@ -160,8 +185,9 @@ class Store:
             try:
                 out[name] = (spec, json.loads(identity))
             except (TypeError, ValueError):
-                raise SpecError(name, [(None, "its recorded identity is unreadable: pick "
-                                              "another --out")]) from None  # fmt: skip
+                raise SpecError(
+                    name, [(None, "its recorded identity is unreadable: pick another --out")]
+                ) from None
         return out
 
     def record_curves(self, name: str, step: int, losses: list[float], nmse: list[float]) -> None:
@@ -179,17 +205,21 @@ class Store:
         with self.db:
             self.db.executemany(
                 "INSERT OR REPLACE INTO metrics VALUES (?, ?, ?, ?, ?)",
-                [(name, i, step, key, value)
-                 for i, row in enumerate(metrics) for key, value in row.items()],
-            )  # fmt: skip
+                [
+                    (name, i, step, key, value)
+                    for i, row in enumerate(metrics)
+                    for key, value in row.items()
+                ],
+            )
 
     def metrics(self, name: str) -> dict[int, dict[int, dict[str, float]]]:
         """Group ``name``'s metrics as {member: {step: {metric: value}}}."""
         out: dict[int, dict[int, dict[str, float]]] = {}
         rows = self.db.execute(
             "SELECT member, step, metric, value FROM metrics WHERE group_name = ? "
-            "AND member >= 0 ORDER BY member, step", (name,),
-        )  # fmt: skip
+            "AND member >= 0 ORDER BY member, step",
+            (name,),
+        )
         for member, step, metric, value in rows:
             out.setdefault(member, {}).setdefault(step, {})[metric] = value
         return out
@@ -242,9 +272,16 @@ class Store:
         with self.db:
             self.db.execute(
                 "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (spec, row["claim"], json.dumps(row["predicted"]), json.dumps(row["measured"]),
-                 row["tolerance"], row["verdict"], row["reason"]),
-            )  # fmt: skip
+                (
+                    spec,
+                    row["claim"],
+                    json.dumps(row["predicted"]),
+                    json.dumps(row["measured"]),
+                    row["tolerance"],
+                    row["verdict"],
+                    row["reason"],
+                ),
+            )
 
 
 class Recorder:
@@ -292,8 +329,9 @@ def locked(folder: Path) -> Iterator[None]:
         handle.seek(0)
         holder = handle.read().strip() or "another process"
         handle.close()
-        raise SpecError(str(folder), [(None, f"in use by {holder}: wait for it to end, or "
-                                             "pick another --out")]) from None  # fmt: skip
+        raise SpecError(
+            str(folder), [(None, f"in use by {holder}: wait for it to end, or pick another --out")]
+        ) from None
     handle.seek(0)
     handle.truncate()
     since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -18,9 +18,16 @@ import torch
 
 #: Dense bf16 peaks of common GPUs (FLOP/s, vendor datasheets; sparsity not counted).
 GPU_PEAKS = {
-    "H200": 989e12, "H100 SXM": 989e12, "H100 NVL": 835e12, "H100 PCIe": 756e12,
-    "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12, "A10G": 70e12,
-}  # fmt: skip
+    "H200": 989e12,
+    "H100 SXM": 989e12,
+    "H100 NVL": 835e12,
+    "H100 PCIe": 756e12,
+    "H100": 989e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "L4": 121e12,
+    "A10G": 70e12,
+}
 CPU_GHZ_DEFAULT = 2.0  # when /proc/cpuinfo gives no clock
 
 
@@ -86,8 +93,13 @@ class Meter:
         tokens = self.tokens / seconds
         flops = tokens * self.flops_per_token
         mfu = flops / self.peak.flops if self.peak.flops else None
-        return {"tokens_per_second": tokens, "model_flops_per_second": flops, "mfu": mfu,
-                "peak_flops": self.peak.flops, "peak_source": self.peak.source}  # fmt: skip
+        return {
+            "tokens_per_second": tokens,
+            "model_flops_per_second": flops,
+            "mfu": mfu,
+            "peak_flops": self.peak.flops,
+            "peak_source": self.peak.source,
+        }
 
     def text(self) -> str:
         """``12.3k tok/s, MFU 4.1%``, for a progress bar."""

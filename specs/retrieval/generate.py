@@ -22,55 +22,97 @@ def write(name: str, spec: dict) -> None:
 
 
 def main() -> None:
-    write("pairwise-min", {
-        "description": "Depth separation (Theorem 1): the pairwise minimum with one layer "
-        "against two, one head each, over T. d = 4 and E = 64 are choices made here.",
-        "target": PAIRWISE_MIN, "input_dim": 4, "seq_len": 64,
-        "architecture": {"layers": 2, "heads": 1, "embed_dim": 64},
-        "sweep": {"architecture.layers": [1, 2], "seq_len": [8, 16, 32, 64]},
-    })  # fmt: skip
+    write(
+        "pairwise-min",
+        {
+            "description": "Depth separation (Theorem 1): the pairwise minimum with one layer "
+            "against two, one head each, over T. d = 4 and E = 64 are choices made here.",
+            "target": PAIRWISE_MIN,
+            "input_dim": 4,
+            "seq_len": 64,
+            "architecture": {"layers": 2, "heads": 1, "embed_dim": 64},
+            "sweep": {"architecture.layers": [1, 2], "seq_len": [8, 16, 32, 64]},
+        },
+    )
     for D in range(2, 7):
-        write(f"intrinsic-dimension-D{D}", {
-            "description": f"Intrinsic dimension, D = {D}: two layers with heads (D, D), "
-            "(D-1, D), (D, D-1); d = 4, T = 64 as in the paper; E = 60 (divisible by every "
-            "head count 1..6) is a choice made here (the paper does not publish it).",
-            "target": INTRINSIC, "params": {"D": D}, "input_dim": 4, "seq_len": 64,
-            "architecture": {"layers": 2, "heads": [D, D], "embed_dim": 60},
-            "sweep": {"architecture.heads": [[D, D], [D - 1, D], [D, D - 1]]},
-        })  # fmt: skip
-    write("triangle-center", {
-        "description": "Triangle center: d = 2, x ~ N(0, 2I) clamped to norm [0.2, 4], "
-        "T in {3, 8, 16, 32, 64}, heads (2, 2) and (4, 4), E in {24, 48}, as in the paper.",
-        "target": TRIANGLE, "input_dim": 2, "seq_len": 64,
-        "data": {"std": 1.4142135623730951, "norm_clamp": [0.2, 4.0]},
-        "architecture": {"layers": 2, "heads": [2, 2], "embed_dim": 24},
-        "sweep": {"seq_len": [3, 8, 16, 32, 64], "architecture.heads": [[2, 2], [4, 4]],
-                  "architecture.embed_dim": [24, 48]},
-    })  # fmt: skip
-    write("specific-position", {
-        "description": "x(1) + x(2) + x(3) with T = 10, one layer, one head, with and without "
-        "positional encoding; the readout should put about 1/3 of its attention on each.",
-        "target": POSITIONS, "input_dim": 4, "seq_len": 10,
-        "architecture": {"layers": 1, "heads": [1], "embed_dim": 32,
-                         "positional_encoding": True},
-        "sweep": {"architecture.positional_encoding": [True, False]},
-    })  # fmt: skip
-    write("kth-largest", {
-        "description": "Second-largest retrieval (Theorem 2): one head in one layer costs "
-        "(T-k-1)/(n+1); k layers make it efficient. d = 4, E = 32 are choices made here.",
-        "target": KTH, "input_dim": 4, "seq_len": 16,
-        "architecture": {"layers": 1, "heads": 1, "embed_dim": 32},
-        "sweep": {"architecture.layers": [1, 2], "seq_len": [8, 16, 32, 64]},
-    })  # fmt: skip
-    write("induction-head", {
-        "description": "The induction head's match (Sanford et al. 2024; theory note, "
-        "positions): the best score of a token whose predecessor matches the last token. A "
-        "previous-token head and the last token in layer 1, the match in layer 2: heads "
-        "(2, 1) with positional encoding. d = 4, T = 16, E = 32 are choices made here.",
-        "target": INDUCTION, "input_dim": 4, "seq_len": 16,
-        "architecture": {"layers": 2, "heads": [2, 1], "embed_dim": 32,
-                         "positional_encoding": True},
-    })  # fmt: skip
+        write(
+            f"intrinsic-dimension-D{D}",
+            {
+                "description": f"Intrinsic dimension, D = {D}: two layers with heads (D, D), "
+                "(D-1, D), (D, D-1); d = 4, T = 64 as in the paper; E = 60 (divisible by every "
+                "head count 1..6) is a choice made here (the paper does not publish it).",
+                "target": INTRINSIC,
+                "params": {"D": D},
+                "input_dim": 4,
+                "seq_len": 64,
+                "architecture": {"layers": 2, "heads": [D, D], "embed_dim": 60},
+                "sweep": {"architecture.heads": [[D, D], [D - 1, D], [D, D - 1]]},
+            },
+        )
+    write(
+        "triangle-center",
+        {
+            "description": "Triangle center: d = 2, x ~ N(0, 2I) clamped to norm [0.2, 4], "
+            "T in {3, 8, 16, 32, 64}, heads (2, 2) and (4, 4), E in {24, 48}, as in the paper.",
+            "target": TRIANGLE,
+            "input_dim": 2,
+            "seq_len": 64,
+            "data": {"std": 1.4142135623730951, "norm_clamp": [0.2, 4.0]},
+            "architecture": {"layers": 2, "heads": [2, 2], "embed_dim": 24},
+            "sweep": {
+                "seq_len": [3, 8, 16, 32, 64],
+                "architecture.heads": [[2, 2], [4, 4]],
+                "architecture.embed_dim": [24, 48],
+            },
+        },
+    )
+    write(
+        "specific-position",
+        {
+            "description": "x(1) + x(2) + x(3) with T = 10, one layer, one head, with and without "
+            "positional encoding; the readout should put about 1/3 of its attention on each.",
+            "target": POSITIONS,
+            "input_dim": 4,
+            "seq_len": 10,
+            "architecture": {
+                "layers": 1,
+                "heads": [1],
+                "embed_dim": 32,
+                "positional_encoding": True,
+            },
+            "sweep": {"architecture.positional_encoding": [True, False]},
+        },
+    )
+    write(
+        "kth-largest",
+        {
+            "description": "Second-largest retrieval (Theorem 2): one head in one layer costs "
+            "(T-k-1)/(n+1); k layers make it efficient. d = 4, E = 32 are choices made here.",
+            "target": KTH,
+            "input_dim": 4,
+            "seq_len": 16,
+            "architecture": {"layers": 1, "heads": 1, "embed_dim": 32},
+            "sweep": {"architecture.layers": [1, 2], "seq_len": [8, 16, 32, 64]},
+        },
+    )
+    write(
+        "induction-head",
+        {
+            "description": "The induction head's match (Sanford et al. 2024; theory note, "
+            "positions): the best score of a token whose predecessor matches the last token. A "
+            "previous-token head and the last token in layer 1, the match in layer 2: heads "
+            "(2, 1) with positional encoding. d = 4, T = 16, E = 32 are choices made here.",
+            "target": INDUCTION,
+            "input_dim": 4,
+            "seq_len": 16,
+            "architecture": {
+                "layers": 2,
+                "heads": [2, 1],
+                "embed_dim": 32,
+                "positional_encoding": True,
+            },
+        },
+    )
 
 
 if __name__ == "__main__":

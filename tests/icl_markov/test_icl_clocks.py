@@ -33,9 +33,14 @@ from infoflow.validators.icl_markov.train import _train, slowed_layer1_attention
 from infoflow.validators.protocol import Context  # noqa: E402
 from infoflow.validators.store import Recorder  # noqa: E402
 
-TINY = {"kind": "icl_markov", "states": 3, "chains": 4, "context_len": 12,
-        "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
-        "training": {"steps": 50, "batch_size": 8, "lr": 0.003}}  # fmt: skip
+TINY = {
+    "kind": "icl_markov",
+    "states": 3,
+    "chains": 4,
+    "context_len": 12,
+    "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
+    "training": {"steps": 50, "batch_size": 8, "lr": 0.003},
+}
 
 
 def test_a_previous_token_head_sees_exactly_the_previous_state() -> None:
@@ -64,8 +69,10 @@ def test_fixed_patterns_read_only_what_they_are_wired_to() -> None:
 
 
 def test_the_clock_stops_halfway_interpolated_in_log_step() -> None:
-    rows = {s: {"own:plateau": 1.0, "own:mechanism": 0.0, "own:kl": kl}
-            for s, kl in ((10, 1.0), (100, 0.9), (400, 0.1))}  # fmt: skip
+    rows = {
+        s: {"own:plateau": 1.0, "own:mechanism": 0.0, "own:kl": kl}
+        for s, kl in ((10, 1.0), (100, 0.9), (400, 0.1))
+    }
     # halfway (0.5) lies midway in KL between steps 100 and 400: sqrt(100 x 400) = 200
     assert clock_time(rows) == (pytest.approx(200), "formed")
     flat = {s: {**row, "own:mechanism": 0.95} for s, row in rows.items()}
@@ -77,9 +84,17 @@ def test_the_clock_stops_halfway_interpolated_in_log_step() -> None:
 def test_a_memorising_clock_that_generalised_first_does_not_stop() -> None:
     """The fresh-chain KL crossed G2's halfway line before the own KL crossed M2's: the model
     formed G2, not memorisation in isolation."""
-    rows = {s: {"own:plateau": 1.0, "own:mechanism": 0.0, "own:kl": kl,
-                "fresh:plateau": 1.0, "fresh:mechanism": 0.2, "fresh:kl": fresh}
-            for s, kl, fresh in ((10, 1.0, 1.0), (100, 0.6, 0.5), (400, 0.1, 0.3))}  # fmt: skip
+    rows = {
+        s: {
+            "own:plateau": 1.0,
+            "own:mechanism": 0.0,
+            "own:kl": kl,
+            "fresh:plateau": 1.0,
+            "fresh:mechanism": 0.2,
+            "fresh:kl": fresh,
+        }
+        for s, kl, fresh in ((10, 1.0, 1.0), (100, 0.6, 0.5), (400, 0.1, 0.3))
+    }
     assert clock_time(rows) == (None, "generalised first")
     memorised = {s: {**row, "fresh:kl": 1.0} for s, row in rows.items()}
     assert clock_time(memorised)[1] == "formed"
@@ -133,8 +148,9 @@ def test_slowing_layer1_attention_scales_its_step_exactly() -> None:
         model = StackedGPT([3], 3, 8, 2, 16, 2, 32)
         before = {n: p.detach().clone() for n, p in model.named_parameters()}
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
-        loss = torch.nn.functional.cross_entropy(model(x[..., :-1]).flatten(0, 2),
-                                                 x[..., 1:].flatten())  # fmt: skip
+        loss = torch.nn.functional.cross_entropy(
+            model(x[..., :-1]).flatten(0, 2), x[..., 1:].flatten()
+        )
         loss.backward()
         with slowed_layer1_attention(model, scale):
             optimizer.step()
@@ -144,7 +160,8 @@ def test_slowing_layer1_attention_scales_its_step_exactly() -> None:
     assert torch.allclose(slow["W_QKV"][0], 0.25 * full["W_QKV"][0], atol=1e-7)
     assert torch.allclose(slow["W_O"][0], 0.25 * full["W_O"][0], atol=1e-7)
     assert torch.allclose(slow["W_QKV"][1], full["W_QKV"][1]) and torch.equal(
-        slow["W_1"], full["W_1"])  # fmt: skip
+        slow["W_1"], full["W_1"]
+    )
 
 
 def test_the_decoder_stores_few_chains_and_not_many() -> None:
@@ -161,8 +178,10 @@ def test_decoder_claims_refute_a_capacity_outside_the_bracket() -> None:
     spec = infoflow.load_spec(TINY)
     group = DecoderGroup("d", spec, [64, 128, 256], [2, 9], 0)
     rows = [0.01, 0.05, 0.2, 0.3, 0.01]  # train KL of 64, 128, 256, D=2, D=9
-    metrics = {i: {3000: {"decoder:train_kl": kl, "decoder:g2_level": 0.1,
-                          "decoder:fresh_kl": kl + 0.01}} for i, kl in enumerate(rows)}  # fmt: skip
+    metrics = {
+        i: {3000: {"decoder:train_kl": kl, "decoder:g2_level": 0.1, "decoder:fresh_kl": kl + 0.01}}
+        for i, kl in enumerate(rows)
+    }
     measured = measure_decoder(group, metrics)
     assert (measured["capacity"]["low"], measured["capacity"]["high"]) == (128, 256)
     verdicts = [c.verdict for c in decoder_claims(measured, 150.0, 3)]
@@ -172,11 +191,23 @@ def test_decoder_claims_refute_a_capacity_outside_the_bracket() -> None:
 
 
 def test_race_and_shift_claims_can_be_refuted() -> None:
-    clocks = Clocks(g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)},
-                    m2_prev={}, steps=1000)  # fmt: skip
+    clocks = Clocks(
+        g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)}, m2_prev={}, steps=1000
+    )
     base, slowed = race(clocks), race(clocks, 0.5)  # K*_1 = 20, then 36
-    fit = lambda low, high: {"status": "fit", "value": math.sqrt(low * high), "low": low,  # noqa: E731
-                             "high": high, "slope": 1.0, "outcomes": 9, "reason": ""}  # fmt: skip
+
+    def fit(low, high):
+        value = math.sqrt(low * high)
+        return {
+            "status": "fit",
+            "value": value,
+            "low": low,
+            "high": high,
+            "slope": 1.0,
+            "outcomes": 9,
+            "reason": "",
+        }
+
     grid = {"low": None, "high": None, "monotone": True, "undecided": [], "value": None}
     assert race_claim(base, {"k1_fit": fit(16, 25), "k1_star": grid}).verdict == "confirmed"
     assert race_claim(base, {"k1_fit": fit(40, 60), "k1_star": grid}).verdict == "refuted"
@@ -192,8 +223,9 @@ def test_a_one_sided_k1_is_judged_on_its_interval() -> None:
 
     def judged(interval, low, high) -> str:
         fit = {"status": "separable", "value": None, "low": low, "high": high}
-        prediction = Prediction(None, "chains", "estimate", "mechanism:clock_race", "", None,
-                                interval)  # fmt: skip
+        prediction = Prediction(
+            None, "chains", "estimate", "mechanism:clock_race", "", None, interval
+        )
         return k1_claim(prediction, fit, {}).verdict
 
     assert judged((25.0, math.inf), 23, 32) == "confirmed"
@@ -224,8 +256,9 @@ def test_the_slowed_previous_token_head_rule_can_be_refuted() -> None:
     360; a measured G clock at 250 refutes it."""
 
     def judged(slowed: float) -> str:
-        found = Clocks(g=[200], g_prev=[40], m1={}, m2_prev={}, steps=1000,
-                       g_slowed={0.5: [slowed]})  # fmt: skip
+        found = Clocks(
+            g=[200], g_prev=[40], m1={}, m2_prev={}, steps=1000, g_slowed={0.5: [slowed]}
+        )
         (claim,) = slowing_claims({"setting": {"clocks": found}})
         return claim.verdict
 
@@ -236,6 +269,11 @@ def test_the_report_states_a_race_with_an_open_interval() -> None:
     """report.json holds an infinite interval end as null; the sentence says "open"."""
     from infoflow.validators.icl_markov.report import _race
 
-    race = {"k1_star": 54.1, "interval": [25.7, None], "tau_g": [192.8, 218.1, 234.7],
-            "tau_prev": [141.2, 172.3, 191.8], "reason": "the M1 path decides"}  # fmt: skip
+    race = {
+        "k1_star": 54.1,
+        "interval": [25.7, None],
+        "tau_g": [192.8, 218.1, 234.7],
+        "tau_prev": [141.2, 172.3, 191.8],
+        "reason": "the M1 path decides",
+    }
     assert "K*_1 = 54.1 (25.7 to open over the clock seeds)" in _race(race)

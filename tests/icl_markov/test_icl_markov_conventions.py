@@ -14,9 +14,14 @@ from infoflow.validators import markov  # noqa: E402
 from infoflow.validators.icl_markov.data import IclGroup, MemberData  # noqa: E402
 from infoflow.validators.icl_markov.train import build_model, position_kl  # noqa: E402
 
-TINY = {"kind": "icl_markov", "states": 3, "chains": 1, "context_len": 9,
-        "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
-        "training": {"steps": 10, "batch_size": 4, "lr": 0.003}}  # fmt: skip
+TINY = {
+    "kind": "icl_markov",
+    "states": 3,
+    "chains": 1,
+    "context_len": 9,
+    "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
+    "training": {"steps": 10, "batch_size": 4, "lr": 0.003},
+}
 
 
 def _data(**changes) -> tuple[IclGroup, MemberData]:
@@ -35,8 +40,9 @@ def test_the_kl_direction_swaps_target_and_model() -> None:
     _, park = _data(options={"kl_direction": "model_reference"})
     generator = torch.Generator().manual_seed(0)
     target = torch.softmax(torch.randn(4, 5, 3, generator=generator, dtype=torch.float64), -1)
-    log_model = torch.log_softmax(torch.randn(4, 5, 3, generator=generator,
-                                              dtype=torch.float64), -1)  # fmt: skip
+    log_model = torch.log_softmax(
+        torch.randn(4, 5, 3, generator=generator, dtype=torch.float64), -1
+    )
     found = default.divergence(target, log_model)
     assert torch.allclose(found, _kl(target, log_model.exp()), atol=1e-9)
     swapped = park.divergence(target, log_model)
@@ -110,8 +116,11 @@ def test_the_default_metrics_are_the_plain_kl_of_the_truth_and_references() -> N
 def test_options_that_change_models_or_metrics_change_the_group_name() -> None:
     base, _ = _data()
     names = {base.name}
-    for changes in ({"mixture": "park"}, {"options": {"kl_direction": "model_reference"}},
-                    {"options": {"positions": "stationary"}}):  # fmt: skip
+    for changes in (
+        {"mixture": "park"},
+        {"options": {"kl_direction": "model_reference"}},
+        {"options": {"positions": "stationary"}},
+    ):
         spec = infoflow.load_spec({**TINY, **changes})
         names.add(IclGroup("g", spec, [2, 5], [0, 1], [], eval_sequences=6).name)
     assert len(names) == 4

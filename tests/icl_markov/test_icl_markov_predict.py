@@ -54,11 +54,15 @@ def test_k1_scales_as_the_working_form_between_context_lengths() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(min_value=2, max_value=12), st.integers(min_value=1, max_value=64),
-       st.integers(min_value=1, max_value=512))  # fmt: skip
+@given(
+    st.integers(min_value=2, max_value=12),
+    st.integers(min_value=1, max_value=64),
+    st.integers(min_value=1, max_value=512),
+)
 def test_k2_is_the_capacity_form(states, d_heads, mlp) -> None:
-    spec = _spec(states=states, model={"layers": 2, "d_model": 4 * d_heads, "heads": 4,
-                                       "mlp_width": mlp})  # fmt: skip
+    spec = _spec(
+        states=states, model={"layers": 2, "d_model": 4 * d_heads, "heads": 4, "mlp_width": mlp}
+    )
     k2 = infoflow.predict(spec)["k2_star"].value
     capacity = load_calibration().capacity.value  # the shipped constant (the decoder's fit)
     form = 2 * 4 * d_heads * mlp / (states * (states - 1))
@@ -84,14 +88,17 @@ def test_a_constant_from_other_settings_says_which_differ() -> None:
     assert tau.value == round(smoke.tau_2gen.value * g(512) / g(64))
 
 
-@pytest.mark.parametrize(("chains", "steps", "sequence", "final"), [
-    (4, 100_000, ["G1", "M1", "M2"], "M2"),
-    (4, 50, ["G1", "M1", "M2"], "G1"),  # before tau_1Mem(4) = 1000 (4/45.25)^0.7 = 183
-    (100, 500, ["G1", "G2", "M2"], "G1"),  # before tau_2Gen
-    (100, 2000, ["G1", "G2", "M2"], "G2"),  # tau_2Gen + transient = 1000 + 1000/0.8^2
-    (100, 3000, ["G1", "G2", "M2"], "M2"),
-    (600, 10**6, ["G1", "G2"], "G2"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("chains", "steps", "sequence", "final"),
+    [
+        (4, 100_000, ["G1", "M1", "M2"], "M2"),
+        (4, 50, ["G1", "M1", "M2"], "G1"),  # before tau_1Mem(4) = 1000 (4/45.25)^0.7 = 183
+        (100, 500, ["G1", "G2", "M2"], "G1"),  # before tau_2Gen
+        (100, 2000, ["G1", "G2", "M2"], "G2"),  # tau_2Gen + transient = 1000 + 1000/0.8^2
+        (100, 3000, ["G1", "G2", "M2"], "M2"),
+        (600, 10**6, ["G1", "G2"], "G2"),
+    ],
+)
 def test_phases_follow_the_timescales(tmp_path, chains, steps, sequence, final) -> None:
     path = park_only_calibration(tmp_path, tau_2gen={"value": 1000.0}, k2_star={"value": 500.0})
     training = {"steps": steps, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1}
@@ -137,21 +144,37 @@ def _report(slope: float, low=8, high=16, first_g2=(300, 320, 300)) -> dict:
     per_k = {}
     for k in chains:
         memorizes = k <= low
-        per_k[str(k)] = {"outcome": "memorization" if memorizes else "generalization",
-                         "memorized_at": 20 * k**slope if memorizes else None,
-                         "transient_duration": None if memorizes else 100}  # fmt: skip
+        per_k[str(k)] = {
+            "outcome": "memorization" if memorizes else "generalization",
+            "memorized_at": 20 * k**slope if memorizes else None,
+            "transient_duration": None if memorizes else 100,
+        }
     setting = infoflow.load_spec(SMOKE).model_dump(
         mode="json", exclude={"chains", "sweep", "description"}
     )  # as IclGroup.describe() writes it
-    group = {"name": "smoke-c3-abc", "setting": setting, "chains": chains, "seeds": [0],
-             "measurement": {
-                 "per_k": per_k,
-                 "k1_star": {"low": low, "high": high, "monotone": True, "undecided": []},
-                 "k2_star": {"low": None, "g2_persists_from": high},
-                 "tau_2gen": {"value": sorted(first_g2)[1], "min": min(first_g2),
-                              "max": max(first_g2), "checkpoint_ratio": 1.25}}}  # fmt: skip
-    return {"scale": "smoke", "device": "cpu", "started": "2026-11-29T19:00:00+00:00",
-            "specs": [{"kind": "icl_markov", "name": "smoke-c3", "groups": [group]}]}  # fmt: skip
+    group = {
+        "name": "smoke-c3-abc",
+        "setting": setting,
+        "chains": chains,
+        "seeds": [0],
+        "measurement": {
+            "per_k": per_k,
+            "k1_star": {"low": low, "high": high, "monotone": True, "undecided": []},
+            "k2_star": {"low": None, "g2_persists_from": high},
+            "tau_2gen": {
+                "value": sorted(first_g2)[1],
+                "min": min(first_g2),
+                "max": max(first_g2),
+                "checkpoint_ratio": 1.25,
+            },
+        },
+    }
+    return {
+        "scale": "smoke",
+        "device": "cpu",
+        "started": "2026-11-29T19:00:00+00:00",
+        "specs": [{"kind": "icl_markov", "name": "smoke-c3", "groups": [group]}],
+    }
 
 
 @settings(max_examples=25, deadline=None)
@@ -198,8 +221,9 @@ def test_calibrate_writes_a_file_that_predictions_use(tmp_path) -> None:
     report.write_text(json.dumps(_report(0.8)))
     out = tmp_path / "refit.json"
     base = park_only_calibration(tmp_path)
-    proc = run_cli("calibrate", "icl_markov", str(report.parent), "--base", str(base), "--out",
-                   str(out))  # fmt: skip
+    proc = run_cli(
+        "calibrate", "icl_markov", str(report.parent), "--base", str(base), "--out", str(out)
+    )
     assert proc.returncode == 0, proc.stderr
     assert "a (memorization exponent)" in proc.stdout
     calibration = load_calibration(out)

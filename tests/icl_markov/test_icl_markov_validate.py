@@ -24,16 +24,22 @@ from infoflow.validators.icl_markov.experiment import SCALES, plan  # noqa: E402
 from infoflow.validators.icl_markov.model import StackedGPT  # noqa: E402
 from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure  # noqa: E402
 
-TINY = {"kind": "icl_markov", "states": 3, "chains": 1, "context_len": 16,
-        "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
-        "training": {"steps": 120, "batch_size": 16, "lr": 0.003},
-        "sweep": {"chains": [1, 4, 64]}}  # fmt: skip
+TINY = {
+    "kind": "icl_markov",
+    "states": 3,
+    "chains": 1,
+    "context_len": 16,
+    "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
+    "training": {"steps": 120, "batch_size": 16, "lr": 0.003},
+    "sweep": {"chains": [1, 4, 64]},
+}
 
 
 def test_sampler_draws_from_the_chain_and_starts_stationary() -> None:
     P = markov.sample_chains(2, 3, 1.0, seed=5)
-    x = markov.ChainSampler(P).sample(torch.ones(40_000, dtype=torch.long), 6,
-                                      torch.Generator().manual_seed(0))  # fmt: skip
+    x = markov.ChainSampler(P).sample(
+        torch.ones(40_000, dtype=torch.long), 6, torch.Generator().manual_seed(0)
+    )
     first = torch.bincount(x[:, 0], minlength=3) / x.shape[0]
     assert torch.allclose(first.double(), markov.stationary(P)[1], atol=0.01)
     pairs = torch.zeros(3, 3)
@@ -42,8 +48,9 @@ def test_sampler_draws_from_the_chain_and_starts_stationary() -> None:
 
 
 def test_a_stacked_member_is_its_own_causal_model() -> None:
-    model = StackedGPT([3, 4, 5], states=3, context_len=12, layers=2, d_model=16, heads=2,
-                       mlp_width=24)  # fmt: skip
+    model = StackedGPT(
+        [3, 4, 5], states=3, context_len=12, layers=2, d_model=16, heads=2, mlp_width=24
+    )
     alone = StackedGPT([4], states=3, context_len=12, layers=2, d_model=16, heads=2, mlp_width=24)
     x = torch.randint(0, 3, (3, 5, 12))
     assert torch.allclose(model(x)[1], alone(x[1:2])[0], atol=1e-6)
@@ -86,8 +93,7 @@ APART = {f"{p}>{q}": 0.45 for p in markov.REFERENCES for q in markov.REFERENCES 
 
 
 def _history(k: int, rows: list[dict], seed: int = 0) -> MemberHistory:
-    return MemberHistory.from_metrics(k, seed, {10 * (i + 1): r for i, r in enumerate(rows)},
-                                      APART)  # fmt: skip
+    return MemberHistory.from_metrics(k, seed, {10 * (i + 1): r for i, r in enumerate(rows)}, APART)
 
 
 def test_a_transient_g2_is_measured_from_g2_to_memorizing_m2() -> None:
@@ -121,8 +127,11 @@ def test_a_tie_between_seeds_is_never_decided_by_name() -> None:
     mem, gen = [_row("G1"), _row("M2", 0.01, 0.4)], [_row("G1"), _row("G2")]
     tied = [_history(8, mem), _history(8, gen, seed=1)]  # one seed each way
     per_k = measure(tied)["per_k"][8]
-    assert (per_k["outcome"], per_k["final_phase"], per_k["final_kind"]) == ("undecided", "split",
-                                                                            "split")  # fmt: skip
+    assert (per_k["outcome"], per_k["final_phase"], per_k["final_kind"]) == (
+        "undecided",
+        "split",
+        "split",
+    )
     majority = measure([*tied, _history(8, mem, seed=2)])["per_k"][8]
     assert (majority["outcome"], majority["final_phase"]) == ("memorization", "M2")
     assert majority["outcomes"] == {0: "memorization", 1: "generalization", 2: "memorization"}
@@ -141,21 +150,42 @@ def _experiment(folder):
 
 
 def _measurement(low, high, k2_low=None, first_g2=(100, 100), blind_from=None) -> dict:
-    per_k = {k: {"outcome": "memorization" if k <= low else "generalization",
-                 "trajectory": ["G1"], "final_phase": "M2" if k <= low else "G2",
-                 "final_kind": "memorizing" if k <= low else "G2",
-                 "first_g2": None if k <= low else first_g2[k > 4], "memorized_at": 10 * k,
-                 "transient_duration": None, "id_kl": 0.01, "ood_kl": 0.4}
-             for k in (1, 4, 64)}  # fmt: skip
-    return {"per_k": per_k,
-            "k1_star": {"low": low, "high": high, "monotone": True, "undecided": []},
-            "k1_fit": {"status": "separable", "value": None, "low": low, "high": high,
-                       "slope": None, "outcomes": 9, "reason": "", "left_out": []},
-            "k2_star": {"low": k2_low, "g2_persists_from": None},
-            "tau_2gen": {"value": first_g2[0], "min": min(first_g2), "max": max(first_g2),
-                         "checkpoint_ratio": 1.2},
-            "ceiling": {k: _limit(blind_from is not None and k >= blind_from)
-                        for k in (1, 4, 64)}}  # fmt: skip
+    per_k = {
+        k: {
+            "outcome": "memorization" if k <= low else "generalization",
+            "trajectory": ["G1"],
+            "final_phase": "M2" if k <= low else "G2",
+            "final_kind": "memorizing" if k <= low else "G2",
+            "first_g2": None if k <= low else first_g2[k > 4],
+            "memorized_at": 10 * k,
+            "transient_duration": None,
+            "id_kl": 0.01,
+            "ood_kl": 0.4,
+        }
+        for k in (1, 4, 64)
+    }
+    return {
+        "per_k": per_k,
+        "k1_star": {"low": low, "high": high, "monotone": True, "undecided": []},
+        "k1_fit": {
+            "status": "separable",
+            "value": None,
+            "low": low,
+            "high": high,
+            "slope": None,
+            "outcomes": 9,
+            "reason": "",
+            "left_out": [],
+        },
+        "k2_star": {"low": k2_low, "g2_persists_from": None},
+        "tau_2gen": {
+            "value": first_g2[0],
+            "min": min(first_g2),
+            "max": max(first_g2),
+            "checkpoint_ratio": 1.2,
+        },
+        "ceiling": {k: _limit(blind_from is not None and k >= blind_from) for k in (1, 4, 64)},
+    }
 
 
 def _limit(blind: bool) -> dict:
@@ -200,8 +230,9 @@ def test_timed_predictions_are_judged_on_the_final_phase_and_tau(tmp_path) -> No
     """With tau_2Gen calibrated (10 steps at Park's setting) the prediction times the phases:
     at K = 1 the model has memorized long before step 120, so it must end memorizing."""
     calibration = str(park_only_calibration(tmp_path, tau_2gen={"value": 10.0}))
-    spec = infoflow.load_spec({**TINY, "states": 10, "context_len": 512,
-                               "calibration": calibration})  # fmt: skip
+    spec = infoflow.load_spec(
+        {**TINY, "states": 10, "context_len": 512, "calibration": calibration}
+    )
     experiment = plan("t", spec, SCALES["paper"])
     group = experiment.groups[0]
     assert experiment.predictions[(group.name, 1)]["final_phase"].value == "M2"
@@ -225,8 +256,9 @@ def test_claims_the_ceiling_makes_untestable_are_not_judged(tmp_path) -> None:
     (claim,) = [c for c in blind if c.statement.startswith("K*_2")]
     assert k2 < 64 and claim.verdict == "inconclusive" and "untestable at K=64" in claim.reason
     calibration = str(park_only_calibration(tmp_path, tau_2gen={"value": 10.0}))
-    spec = infoflow.load_spec({**TINY, "states": 10, "context_len": 512,
-                               "calibration": calibration})  # fmt: skip
+    spec = infoflow.load_spec(
+        {**TINY, "states": 10, "context_len": 512, "calibration": calibration}
+    )
     timed = plan("t", spec, SCALES["paper"])
     measurement = _measurement(1, 4, blind_from=1)  # memorization invisible at every K
     measurement["per_k"][1].update(final_phase="G2", final_kind="G2", id_kl=0.09, ood_kl=0.09)
@@ -239,8 +271,9 @@ def test_the_ceiling_matches_an_ideal_bayesian() -> None:
     0.5 (0.35 at K = 32, 0.89 at K = 1024 with this KL and these positions; the theory note's
     0.26 and 0.8 use other conventions); at C = 10 and context 512 it stays near 0.03. The
     levels are computed here from the references directly."""
-    ratios = {(c, k, n): _m2_ratio(c, k, n) for c, k, n in ((3, 32, 64), (3, 1024, 64),
-                                                            (10, 1024, 512))}  # fmt: skip
+    ratios = {
+        (c, k, n): _m2_ratio(c, k, n) for c, k, n in ((3, 32, 64), (3, 1024, 64), (10, 1024, 512))
+    }
     assert ratios[(3, 32, 64)] < 0.5 < ratios[(3, 1024, 64)]
     assert ratios[(10, 1024, 512)] < 0.05
 
@@ -255,8 +288,7 @@ def _m2_ratio(states: int, k: int, length: int, n: int = 64) -> float:
     for split, chains, which in (("id", P, chain), ("ood", fresh, torch.arange(n))):
         x = markov.ChainSampler(chains).sample(which, length, generator)
         truth = chains[which[:, None], x]
-        m2 = torch.cat([markov.memorize_bigram(x[i : i + 16], P, weights)
-                        for i in range(0, n, 16)])  # fmt: skip
+        m2 = torch.cat([markov.memorize_bigram(x[i : i + 16], P, weights) for i in range(0, n, 16)])
         levels[split] = [{"M2": float(markov.kl(truth[:, :-1], m2[:, :-1]).mean())}]
     return ceiling(levels, [(k, 0)])[k]["ratio"]
 
@@ -288,8 +320,9 @@ def test_validate_icl_end_to_end_killed_and_resumed(tmp_path) -> None:
     assert group["measurement"]["k1_fit"]["status"] in ("fit", "separable", "none")
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen([*infoflow_cmd(), "validate", *args, "--out", str(killed)],
-                               start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(
+        [*infoflow_cmd(), "validate", *args, "--out", str(killed)], start_new_session=True
+    )
     deadline = time.monotonic() + 300
     while not list((killed / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -302,5 +335,7 @@ def test_validate_icl_end_to_end_killed_and_resumed(tmp_path) -> None:
     assert_same(again["specs"], report["specs"])
     assert again["summary"] == report["summary"]
     count = "SELECT COUNT(*) FROM metrics"
-    assert (sqlite3.connect(killed / "results.sqlite").execute(count).fetchone()
-            == sqlite3.connect(whole / "results.sqlite").execute(count).fetchone())  # fmt: skip
+    assert (
+        sqlite3.connect(killed / "results.sqlite").execute(count).fetchone()
+        == sqlite3.connect(whole / "results.sqlite").execute(count).fetchone()
+    )

@@ -22,8 +22,14 @@ def run(clock: str, k: int | None, time: float, rate: float = 1.0, seed: int = 0
 
 
 def clocks(g, g_prev, m1, m2_prev, **more) -> Clocks:
-    return Clocks(g=g, g_prev=g_prev, m1={k: [m1(k)] for k in KS},
-                  m2_prev={k: [m2_prev(k)] for k in KS}, steps=10_000, **more)  # fmt: skip
+    return Clocks(
+        g=g,
+        g_prev=g_prev,
+        m1={k: [m1(k)] for k in KS},
+        m2_prev={k: [m2_prev(k)] for k in KS},
+        steps=10_000,
+        **more,
+    )
 
 
 def test_power_law_memorisation_ties_with_g2_where_the_algebra_says():
@@ -68,14 +74,24 @@ def test_a_median_tie_off_the_grid_keeps_the_seeds_end_on_it():
     """The median M1 clock beats tau_G at every K, but its slowest seed (3 x 10 K) ties with
     the fastest G seed (180) at K = 6: K*_1 is above the grid's end by the median and may be
     as low as 6 by the seeds."""
-    seeds = Clocks(g=[180, 200, 220], g_prev=[40], m2_prev={k: [1e6] for k in KS},
-                   m1={k: [1 * k, 2 * k, 30 * k] for k in KS}, steps=10_000)  # fmt: skip
+    seeds = Clocks(
+        g=[180, 200, 220],
+        g_prev=[40],
+        m2_prev={k: [1e6] for k in KS},
+        m1={k: [1 * k, 2 * k, 30 * k] for k in KS},
+        steps=10_000,
+    )
     result = race(seeds)
     assert result.k1_star is None and "above K = 64" in result.reason
     assert result.interval == pytest.approx((6, math.inf))
     # and the mirror image: the median loses at every K, its fastest seed ties at K = 8
-    mirrored = Clocks(g=[100, 160, 200], g_prev=[40], m2_prev={k: [1e6] for k in KS},
-                      m1={k: [25 * k, 1e4, 1e4] for k in KS}, steps=10_000)  # fmt: skip
+    mirrored = Clocks(
+        g=[100, 160, 200],
+        g_prev=[40],
+        m2_prev={k: [1e6] for k in KS},
+        m1={k: [25 * k, 1e4, 1e4] for k in KS},
+        steps=10_000,
+    )
     result = race(mirrored)
     assert result.k1_star is None and "below K = 2" in result.reason
     assert result.interval == pytest.approx((0, 8))
@@ -84,7 +100,8 @@ def test_a_median_tie_off_the_grid_keeps_the_seeds_end_on_it():
 def test_a_censored_clock_is_taken_at_the_run_length():
     # K = 16 did not form within 1,000 steps: interpolated to (16, 1000), an upper bound
     assert crossing([4, 8, 16], [50, 100, math.inf], 150, 1000) == pytest.approx(
-        8 * 2 ** (math.log(1.5) / math.log(10)))  # fmt: skip
+        8 * 2 ** (math.log(1.5) / math.log(10))
+    )
     assert crossing([4, 8, 16], [200, 300, 400], 150, 1000) == -math.inf  # below the grid
     assert crossing([4, 8, 16], [50, 60, 70], 150, 1000) == math.inf  # above it
 
@@ -154,11 +171,28 @@ def with_clocks(folder: Path, members: list[dict], chains: int = 8) -> dict:
     """The smoke spec at K = ``chains`` (as a dict) with a calibration file in ``folder``
     that holds ``members`` as the clocks of its setting and run length."""
     shipped = json.loads(SHIPPED.read_text())
-    settings_ = {"states": 3, "context_len": 64, "dirichlet_alpha": 1.0, "mixture": "random",
-                 **SMOKE["model"], "batch_size": 64, "lr": 0.001, "weight_decay": 0.1}  # fmt: skip
-    shipped["clocks"] = [{"name": "synthetic", "settings": settings_, "provenance": "test",
-                          "source": "hand-made", "device": "none", "date": "2026-11-30",
-                          "steps": 1500, "members": members}]  # fmt: skip
+    settings_ = {
+        "states": 3,
+        "context_len": 64,
+        "dirichlet_alpha": 1.0,
+        "mixture": "random",
+        **SMOKE["model"],
+        "batch_size": 64,
+        "lr": 0.001,
+        "weight_decay": 0.1,
+    }
+    shipped["clocks"] = [
+        {
+            "name": "synthetic",
+            "settings": settings_,
+            "provenance": "test",
+            "source": "hand-made",
+            "device": "none",
+            "date": "2026-11-30",
+            "steps": 1500,
+            "members": members,
+        }
+    ]
     (folder / "calibration.json").write_text(json.dumps(shipped))
     return {**SMOKE, "sweep": None, "chains": chains}
 

@@ -80,11 +80,13 @@ def test_separable_outcomes_give_the_bracket_not_an_interval() -> None:
 
 @pytest.mark.parametrize(
     ("outcomes", "reason"),
-    [([(k, True) for k in GRID], "generalization came first in every outcome"),
-     ([(k, False) for k in GRID], "memorization came first in every outcome"),
-     ([(k, k < 16) for k in GRID], "only at smaller K"),
-     ([], "no decided outcome")],
-)  # fmt: skip
+    [
+        ([(k, True) for k in GRID], "generalization came first in every outcome"),
+        ([(k, False) for k in GRID], "memorization came first in every outcome"),
+        ([(k, k < 16) for k in GRID], "only at smaller K"),
+        ([], "no decided outcome"),
+    ],
+)
 def test_outcomes_that_place_no_transition_give_no_fit(outcomes, reason) -> None:
     fit = threshold(outcomes)
     assert fit["status"] == "none" and reason in fit["reason"] and fit["value"] is None

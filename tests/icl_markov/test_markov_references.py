@@ -19,8 +19,9 @@ C, ALPHA = 3, 1.0
 def setting():
     P = markov.sample_chains(chains=4, states=C, alpha=ALPHA, seed=0)
     weights = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
-    x, _chain = markov.sample_sequences(P, weights, batch=5, length=7,
-                                       generator=torch.Generator().manual_seed(1))  # fmt: skip
+    x, _chain = markov.sample_sequences(
+        P, weights, batch=5, length=7, generator=torch.Generator().manual_seed(1)
+    )
     return P, weights, x
 
 
@@ -43,8 +44,9 @@ def test_in_context_predictors_match_counting(setting) -> None:
             expected = [(n + ALPHA) / (len(prefix) + C * ALPHA) for n in counts]
             assert g1[b, t].tolist() == pytest.approx(expected)
             pairs = list(itertools.pairwise(prefix))
-            matrix = np.array([[sum(p == (i, j) for p in pairs) + ALPHA for j in range(C)]
-                               for i in range(C)])  # fmt: skip
+            matrix = np.array(
+                [[sum(p == (i, j) for p in pairs) + ALPHA for j in range(C)] for i in range(C)]
+            )
             row = matrix[seq[t]]
             assert g2[b, t].tolist() == pytest.approx((row / row.sum()).tolist())
             transition = matrix / matrix.sum(1, keepdims=True)
@@ -61,9 +63,12 @@ def test_memorizing_predictors_match_bayes(setting) -> None:
         seq = x[b].tolist()
         for t in range(len(seq)):
             w1 = [weights[k] * math.prod(pi[k, s] for s in seq[: t + 1]) for k in range(4)]
-            w2 = [weights[k] * pi[k, seq[0]]
-                  * math.prod(P[k, a, c] for a, c in itertools.pairwise(seq[: t + 1]))
-                  for k in range(4)]  # fmt: skip
+            w2 = [
+                weights[k]
+                * pi[k, seq[0]]
+                * math.prod(P[k, a, c] for a, c in itertools.pairwise(seq[: t + 1]))
+                for k in range(4)
+            ]
             expect1 = sum(w * pi[k] for k, w in enumerate(w1)) / sum(w1)
             expect2 = sum(w * P[k, seq[t]] for k, w in enumerate(w2)) / sum(w2)
             assert torch.allclose(m1[b, t], expect1) and torch.allclose(m2[b, t], expect2)
@@ -74,8 +79,9 @@ def test_m2_posterior_concentrates_on_the_true_chain() -> None:
     true = 5
     only = torch.zeros(8, dtype=torch.float64)
     only[true] = 1
-    x, chain = markov.sample_sequences(P, only, batch=16, length=200,
-                                       generator=torch.Generator().manual_seed(4))  # fmt: skip
+    x, chain = markov.sample_sequences(
+        P, only, batch=16, length=200, generator=torch.Generator().manual_seed(4)
+    )
     assert (chain == true).all()
     uniform = torch.full((8,), 1 / 8, dtype=torch.float64)
     prediction = markov.memorize_bigram(x, P, uniform)[:, -1]
@@ -88,8 +94,9 @@ def test_m2_posterior_concentrates_on_the_true_chain() -> None:
 def test_references_stay_finite_where_no_chain_can_produce_the_sequence() -> None:
     """Exact zeros (a small Dirichlet alpha gives them) make evidence -inf; the posterior must
     not become NaN when every chain rules the sequence out."""
-    P = torch.tensor([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]] * 2,
-                     dtype=torch.float64)  # a deterministic cycle 0 -> 1 -> 2 -> 0  # fmt: skip
+    P = torch.tensor(
+        [[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]] * 2, dtype=torch.float64
+    )  # a deterministic cycle 0 -> 1 -> 2 -> 0
     x = torch.tensor([[0, 0, 2, 1, 1]])  # transitions no chain makes
     refs = markov.references(x, P, torch.tensor([0.5, 0.5], dtype=torch.float64), alpha=0.01)
     for name, value in refs.items():
@@ -98,8 +105,9 @@ def test_references_stay_finite_where_no_chain_can_produce_the_sequence() -> Non
     tiny = markov.sample_chains(chains=8, states=5, alpha=1e-3, seed=0)
     assert (tiny == 0).any()  # the setting where it happens without a hand-made chain
     fresh = markov.sample_chains(chains=1, states=5, alpha=1e-3, seed=1)
-    ood, _ = markov.sample_sequences(fresh, torch.ones(1, dtype=torch.float64), 16, 32,
-                                     torch.Generator().manual_seed(2))  # fmt: skip
+    ood, _ = markov.sample_sequences(
+        fresh, torch.ones(1, dtype=torch.float64), 16, 32, torch.Generator().manual_seed(2)
+    )
     weights = torch.full((8,), 1 / 8, dtype=torch.float64)
     assert all(
         torch.isfinite(v).all() for v in markov.references(ood, tiny, weights, 1e-3).values()

@@ -87,8 +87,9 @@ def test_the_position_is_the_projection_for_nearby_distributions() -> None:
     b = torch.tensor([0.33, 0.35, 0.32], dtype=torch.float64)
     for s in (0.1, 0.5, 0.8):
         q = s * a + (1 - s) * b
-        found = position(float(markov.kl(b, q) - markov.kl(a, q)), float(markov.kl(a, b)),
-                         float(markov.kl(b, a)))  # fmt: skip
+        found = position(
+            float(markov.kl(b, q) - markov.kl(a, q)), float(markov.kl(a, b)), float(markov.kl(b, a))
+        )
         assert found == pytest.approx(s, abs=0.01)
 
 

@@ -31,13 +31,20 @@ EXPECTED = {
     "deepseek-v3": (671_026_419_200, 70_272),
 }
 #: Active parameters per token as the model cards give them (rounded there).
-PUBLISHED_ACTIVE = {"mixtral-8x7b": 12.9e9, "mixtral-8x22b": 39e9, "deepseek-v2": 21e9,
-                    "deepseek-v3": 37e9}  # fmt: skip
+PUBLISHED_ACTIVE = {
+    "mixtral-8x7b": 12.9e9,
+    "mixtral-8x22b": 39e9,
+    "deepseek-v2": 21e9,
+    "deepseek-v3": 37e9,
+}
 
 
 def _predict(name: str, **serving):
-    spec = {"kind": "looped_kv", "model": {"hf_config": str(CONFIGS / f"{name}.json")},
-            "serving": {"context_tokens": 1, **serving}}  # fmt: skip
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": str(CONFIGS / f"{name}.json")},
+        "serving": {"context_tokens": 1, **serving},
+    }
     return infoflow.predict(spec)
 
 
@@ -75,8 +82,11 @@ def test_windows_on_some_layers_cap_only_those(tmp_path) -> None:
     data = json.loads((CONFIGS / "qwen2-7b.json").read_text())
     data.update(use_sliding_window=True, sliding_window=4096, max_window_layers=14)
     (tmp_path / "config.json").write_text(json.dumps(data))
-    spec = {"kind": "looped_kv", "model": {"hf_config": str(tmp_path / "config.json")},
-            "serving": {"context_tokens": 10_000, "memory_budget_gib": 4}}  # fmt: skip
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": str(tmp_path / "config.json")},
+        "serving": {"context_tokens": 10_000, "memory_budget_gib": 4},
+    }
     result = infoflow.predict(spec)
     per_layer = 2 * 2 * 4 * 128  # K and V, bf16, 4 KV heads of 128
     assert result.spec.model.window_layers == [False] * 14 + [True] * 14
@@ -101,18 +111,30 @@ def test_integer_caches_count_their_scales(dtype, per_token) -> None:
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"serving": {"context_tokens": 1, "cache_dtype": "int4", "cache_group_size": 48}},
-      "field 'serving.cache_group_size': 48 does not divide the cached vector (128)"),
-     ({"codec": {"variant": "per_head", "r_k": 32, "r_v": 32}},
-      "field 'codec.variant': a codec on latent attention or windowed layers"),
-     ({"model": {"hf_config": str(CONFIGS / "mixtral-8x7b.json"), "loops": 4}},
-      "field 'model.experts': modelled for plain decoders only")],
+    [
+        (
+            {"serving": {"context_tokens": 1, "cache_dtype": "int4", "cache_group_size": 48}},
+            "field 'serving.cache_group_size': 48 does not divide the cached vector (128)",
+        ),
+        (
+            {"codec": {"variant": "per_head", "r_k": 32, "r_v": 32}},
+            "field 'codec.variant': a codec on latent attention or windowed layers",
+        ),
+        (
+            {"model": {"hf_config": str(CONFIGS / "mixtral-8x7b.json"), "loops": 4}},
+            "field 'model.experts': modelled for plain decoders only",
+        ),
+    ],
     ids=["group", "codec-on-latents", "looped-experts"],
-)  # fmt: skip
+)
 def test_what_is_not_modelled_is_refused(tmp_path, change, message) -> None:
     name = "llama-2-7b" if "cache_group_size" in json.dumps(change) else "deepseek-v2"
-    spec = {"kind": "looped_kv", "model": {"hf_config": str(CONFIGS / f"{name}.json")},
-            "serving": {"context_tokens": 1}, **change}  # fmt: skip
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": str(CONFIGS / f"{name}.json")},
+        "serving": {"context_tokens": 1},
+        **change,
+    }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     assert message in refused("predict", str(tmp_path / "spec.json"))
 
@@ -162,8 +184,11 @@ def test_transformers_counts_the_same(name) -> None:
 
 def _counted(tmp_path, config: dict, **serving):
     (tmp_path / "config.json").write_text(json.dumps(config))
-    spec = {"kind": "looped_kv", "model": {"hf_config": str(tmp_path / "config.json")},
-            "serving": {"context_tokens": 8192, **serving}}  # fmt: skip
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": str(tmp_path / "config.json")},
+        "serving": {"context_tokens": 8192, **serving},
+    }
     return infoflow.predict(spec)
 
 
@@ -195,11 +220,18 @@ def test_fp8_weights_are_read_and_other_quantized_weights_refused(tmp_path) -> N
     result = _counted(tmp_path, fp8)
     assert result.spec.model.dtype == "float8"
     assert result["weight_bytes"].value == result["model_parameters"].value
-    (tmp_path / "spec.json").write_text(json.dumps(
-        {"kind": "looped_kv", "model": {"hf_config": "config.json"},
-         "serving": {"context_tokens": 1}}))  # fmt: skip
-    (tmp_path / "config.json").write_text(json.dumps(
-        {**config, "quantization_config": {"quant_method": "gptq", "bits": 4}}))  # fmt: skip
+    (tmp_path / "spec.json").write_text(
+        json.dumps(
+            {
+                "kind": "looped_kv",
+                "model": {"hf_config": "config.json"},
+                "serving": {"context_tokens": 1},
+            }
+        )
+    )
+    (tmp_path / "config.json").write_text(
+        json.dumps({**config, "quantization_config": {"quant_method": "gptq", "bits": 4}})
+    )
     assert "weights quantized by 'gptq' are not counted" in refused(
         "predict", str(tmp_path / "spec.json")
     )
@@ -210,7 +242,8 @@ def test_tensor_parallel_copies_only_what_cannot_be_split(tmp_path) -> None:
     fits 0.75 GiB, and the context is bounded again."""
     one = _predict("mistral-7b-v0.1", context_tokens=8192, memory_budget_gib=0.75)
     assert one["max_context_tokens"].value is None  # a 512 MiB window fits
-    sixteen = _predict("mistral-7b-v0.1", context_tokens=8192, memory_budget_gib=0.75,
-                       tensor_parallel=16)  # fmt: skip
+    sixteen = _predict(
+        "mistral-7b-v0.1", context_tokens=8192, memory_budget_gib=0.75, tensor_parallel=16
+    )
     assert sixteen["max_batch"].value == 0 and sixteen["max_context_tokens"].value == 3072
     assert "each KV head kept 2 times" in sixteen["max_batch"].note

@@ -25,9 +25,13 @@ VARIANTS = [
     [],
     ["serving.tensor_parallel=2"],
     ["serving.memory_budget_gib=null", "serving.device=h100-sxm", "serving.overhead_gib=1.5"],
-    ["serving.memory_budget_gib=37.3", "serving.batch_step=8", "serving.device=null",
-     "serving.device_memory_gib=null"],
-]  # fmt: skip
+    [
+        "serving.memory_budget_gib=37.3",
+        "serving.batch_step=8",
+        "serving.device=null",
+        "serving.device_memory_gib=null",
+    ],
+]
 CONFIGS = ["mistral-7b-v0.1", "deepseek-v2-lite", "mixtral-8x7b", "qwen2-7b"]
 
 

@@ -23,8 +23,13 @@ def test_the_cache_is_what_sympy_prints_for_every_bundled_spec() -> None:
 
 
 #: Windowed layers: Min and Piecewise, which no bundled spec has.
-WINDOWED = ("model.sliding_window=1024", "model.loops=1", "codec.variant=none",
-            "codec.r_k=null", "codec.r_v=null")  # fmt: skip
+WINDOWED = (
+    "model.sliding_window=1024",
+    "model.loops=1",
+    "codec.variant=none",
+    "codec.r_k=null",
+    "codec.r_v=null",
+)
 
 
 @pytest.mark.parametrize("overrides", [(), ("model.mlp=gelu",), WINDOWED])

@@ -155,9 +155,15 @@ def test_device_memory_budget_subtracts_weights_and_codec() -> None:
     assert result["max_batch"].value == full_budget // (3 * GIB)
 
 
-DENSE = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-         "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
-         "vocab_size": 32000}  # fmt: skip
+DENSE = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32000,
+}
 
 
 @pytest.mark.parametrize(
@@ -168,19 +174,37 @@ DENSE = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
         ({"model_type": "gemma2"}, "model_type 'gemma2' has a layout the calculator does not"),
         ({"num_local_experts": 8}, "'num_local_experts' (mixture of experts)"),
         ({"sliding_window": 4096}, "'sliding_window' (sliding-window attention)"),
-        ({"model_type": "mistral", "sliding_window": 4096,
-          "layer_types": ["chunked_attention"] * 32}, "'chunked_attention', a kind of"),
+        (
+            {
+                "model_type": "mistral",
+                "sliding_window": 4096,
+                "layer_types": ["chunked_attention"] * 32,
+            },
+            "'chunked_attention', a kind of",
+        ),
         ({"model_type": "deepseek_v3", "num_nextn_predict_layers": 1}, "'num_nextn_predict"),
         ({"state_size": 16}, "'state_size' (state-space layers)"),
         ({"cross_attention_layers": [3, 8, 13]}, "'cross_attention_layers' (cross attention)"),
     ],
-    ids=["qwen-moe", "jamba", "gemma2", "llama-experts", "llama-window", "chunked", "mtp",
-         "state-space", "cross-attention"],
-)  # fmt: skip
+    ids=[
+        "qwen-moe",
+        "jamba",
+        "gemma2",
+        "llama-experts",
+        "llama-window",
+        "chunked",
+        "mtp",
+        "state-space",
+        "cross-attention",
+    ],
+)
 def test_configs_the_calculator_cannot_count_are_refused_by_key(tmp_path, extra, words) -> None:
     (tmp_path / "config.json").write_text(json.dumps({**DENSE, **extra}))
-    spec = {"kind": "looped_kv", "model": {"hf_config": "config.json"},
-            "serving": {"context_tokens": 1}}  # fmt: skip
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": "config.json"},
+        "serving": {"context_tokens": 1},
+    }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     line = refused("predict", str(tmp_path / "spec.json"))
     assert "field 'model.hf_config'" in line and words in line
@@ -188,13 +212,26 @@ def test_configs_the_calculator_cannot_count_are_refused_by_key(tmp_path, extra,
 
 def test_keys_that_turn_nothing_on_are_counted(tmp_path) -> None:
     """Qwen2 keeps a window size it does not use; all-full layer types are dense."""
-    config = {**DENSE, "model_type": "qwen2", "sliding_window": 32768, "use_sliding_window": False,
-              "layer_types": ["full_attention"] * 32, "num_local_experts": 0}  # fmt: skip
+    config = {
+        **DENSE,
+        "model_type": "qwen2",
+        "sliding_window": 32768,
+        "use_sliding_window": False,
+        "layer_types": ["full_attention"] * 32,
+        "num_local_experts": 0,
+    }
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "plain.json").write_text(json.dumps({**DENSE, "model_type": "qwen2"}))
-    counted = [infoflow.predict({"kind": "looped_kv", "model": {"hf_config": str(path)},
-                                 "serving": {"context_tokens": 1}})
-               for path in (tmp_path / "config.json", tmp_path / "plain.json")]  # fmt: skip
+    counted = [
+        infoflow.predict(
+            {
+                "kind": "looped_kv",
+                "model": {"hf_config": str(path)},
+                "serving": {"context_tokens": 1},
+            }
+        )
+        for path in (tmp_path / "config.json", tmp_path / "plain.json")
+    ]
     assert counted[0]["kv_bytes_per_token"].value == counted[1]["kv_bytes_per_token"].value
     assert counted[0]["model_parameters"].value == counted[1]["model_parameters"].value
 
@@ -241,8 +278,9 @@ def test_device_presets_and_tensor_parallel_set_the_budget() -> None:
     weights once; 2 devices split Ouro's 16 KV heads, so the cache is not copied."""
     base = ["serving.memory_budget_gib=null", "serving.device=h200"]
     one = infoflow.predict(infoflow.load_spec(LOOPED_KV / "ouro-1.4b.json", base))
-    two = infoflow.predict(infoflow.load_spec(LOOPED_KV / "ouro-1.4b.json",
-                                              [*base, "serving.tensor_parallel=2"]))  # fmt: skip
+    two = infoflow.predict(
+        infoflow.load_spec(LOOPED_KV / "ouro-1.4b.json", [*base, "serving.tensor_parallel=2"])
+    )
     weights = one["weight_bytes"].value
     assert one["cache_budget_bytes"].value == int(141 * 10**9 * 0.9) - weights
     assert two["cache_budget_bytes"].value == int(2 * 141 * 10**9 * 0.9) - weights
@@ -255,8 +293,12 @@ def test_a_cache_shared_by_all_heads_is_kept_on_every_device() -> None:
     """LLA-2D keeps one latent for all heads: with 4 devices each keeps it, so capacity is a
     quarter of what the pooled memory would give; per-head LLA splits like the heads."""
     spec = LOOPED_KV / "ouro-1.4b-2d-4x.json"
-    base = ["serving.memory_budget_gib=null", "serving.device=h200", "serving.batch_step=null",
-            "serving.tensor_parallel=4"]  # fmt: skip
+    base = [
+        "serving.memory_budget_gib=null",
+        "serving.device=h200",
+        "serving.batch_step=null",
+        "serving.tensor_parallel=4",
+    ]
     result = infoflow.predict(infoflow.load_spec(spec, base))
     budget = result["cache_budget_bytes_compressed"].value
     per_sequence = result["kv_cache_bytes_compressed"].value
@@ -268,10 +310,15 @@ def test_a_cache_shared_by_all_heads_is_kept_on_every_device() -> None:
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
-    [(["serving.device=h200"], "give one of memory_budget_gib, device_memory_gib and device, "
-                               "not memory_budget_gib and device"),
-     (["serving.tensor_parallel=3"], "3 devices cannot split 16 KV heads evenly")],
-)  # fmt: skip
+    [
+        (
+            ["serving.device=h200"],
+            "give one of memory_budget_gib, device_memory_gib and device, "
+            "not memory_budget_gib and device",
+        ),
+        (["serving.tensor_parallel=3"], "3 devices cannot split 16 KV heads evenly"),
+    ],
+)
 def test_serving_settings_that_contradict_are_refused(overrides, message) -> None:
     sets = [f"--set={o}" for o in overrides]
     assert message in refused("predict", str(LOOPED_KV / "ouro-1.4b.json"), *sets)
@@ -292,9 +339,11 @@ def test_the_capacity_plot_draws_what_predict_says(tmp_path) -> None:
     from infoflow.cli import app
 
     out = tmp_path / "capacity.png"
-    result = CliRunner().invoke(app, ["plot", str(LOOPED_KV / "ouro-1.4b-h200.json"), "--out",
-                                      str(out)])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["plot", str(LOOPED_KV / "ouro-1.4b-h200.json"), "--out", str(out)]
+    )
     assert result.exit_code == 0 and out.read_bytes()[:4] == b"\x89PNG"
     no_budget = ["--set", "serving.memory_budget_gib=null"]
-    assert "a capacity needs a budget" in refused("plot", str(LOOPED_KV / "ouro-1.4b.json"),
-                                                  *no_budget)  # fmt: skip
+    assert "a capacity needs a budget" in refused(
+        "plot", str(LOOPED_KV / "ouro-1.4b.json"), *no_budget
+    )

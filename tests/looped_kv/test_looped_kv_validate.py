@@ -57,8 +57,10 @@ def test_full_rank_reconstructs_and_the_error_falls_with_rank(teacher) -> None:
     c = teacher[0].config
     full = kv_codec.SVDCodec.fit(k, "loop", c.loops * c.head_dim)
     assert (full.reconstruct(k) - k).abs().max() < 1e-5 * k.abs().max()
-    errors = [float(((kv_codec.SVDCodec.fit(k, "loop", r).reconstruct(k) - k) ** 2).sum())
-              for r in (4, 8, 16, 32)]  # fmt: skip
+    errors = [
+        float(((kv_codec.SVDCodec.fit(k, "loop", r).reconstruct(k) - k) ** 2).sum())
+        for r in (4, 8, 16, 32)
+    ]
     assert errors == sorted(errors, reverse=True)
 
 
@@ -125,18 +127,25 @@ def test_a_killed_training_resumes_to_the_same_weights(tmp_path) -> None:
 
 def _measured(**changes) -> dict:
     """Measurements shaped as `run` returns them, where every claim holds."""
-    methods = {name: {f"{r:.3g}": {"attention_error": e * r, "kl": e * r / 10}
-                      for r in RHOS}
-               for name, e in (("lla", 0.01), ("lla_2d", 0.005), ("head_axis", 0.05),
-                               ("quantize", 0.001))}  # fmt: skip
+    methods = {
+        name: {f"{r:.3g}": {"attention_error": e * r, "kl": e * r / 10} for r in RHOS}
+        for name, e in (("lla", 0.01), ("lla_2d", 0.005), ("head_axis", 0.05), ("quantize", 0.001))
+    }
     methods["final_loop"] = {"4": {"attention_error": 0.5, "kl": 0.1}}
     spectra = {w: {"loop": [1.0] * 64, "head": [0.5] * 64, "layer": [0.4] * 32} for w in "KV"}
     stores = [{"variant": "per_head", "measured_bytes": 100, "predicted_bytes": 100}]
     config = {"loops": 4}
     dims = {"loop": 64, "head": 64, "layer": 32}
-    return {"methods": methods, "spectra": spectra, "stores": stores, "config": config,
-            "dims": dims, "full_rank_relative_error": 1e-7, "teacher_frozen": True,
-            **changes}  # fmt: skip
+    return {
+        "methods": methods,
+        "spectra": spectra,
+        "stores": stores,
+        "config": config,
+        "dims": dims,
+        "full_rank_relative_error": 1e-7,
+        "teacher_frozen": True,
+        **changes,
+    }
 
 
 def _verdicts(measured: dict) -> dict[str, str]:
@@ -158,12 +167,15 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
     m["methods"]["lla_distilled"] = {"4": {"attention_error": 0.0, "kl": 0.0}}
     m["teacher_frozen"] = False
     verdicts = _verdicts(m)
-    for claim in ("the per_head store holds the calculator's bytes",
-                  "full rank reconstructs the cache exactly",
-                  "K: the loop axis is the most compressible at matched bytes",
-                  "lla: error falls as rank rises", "LLA beats final-loop reuse at rho = 4",
-                  "LLA beats head-axis compression at matched bytes",
-                  "distillation (teacher frozen) lowers LLA's KL"):  # fmt: skip
+    for claim in (
+        "the per_head store holds the calculator's bytes",
+        "full rank reconstructs the cache exactly",
+        "K: the loop axis is the most compressible at matched bytes",
+        "lla: error falls as rank rises",
+        "LLA beats final-loop reuse at rho = 4",
+        "LLA beats head-axis compression at matched bytes",
+        "distillation (teacher frozen) lowers LLA's KL",
+    ):
         assert verdicts[claim] == "refuted", claim
     assert verdicts["V: the loop axis is the most compressible at matched bytes"] == "confirmed"
 
@@ -171,8 +183,18 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
 @pytest.mark.slow
 def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = run_cli("validate", str(TINY), str(LOOPED_KV / "ouro-1.4b.json"), "--steps", "10",
-                   "--quiet", "--device", "cpu", "--out", str(out))  # fmt: skip
+    proc = run_cli(
+        "validate",
+        str(TINY),
+        str(LOOPED_KV / "ouro-1.4b.json"),
+        "--steps",
+        "10",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     (section,) = report["specs"]
@@ -184,8 +206,18 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert (out / "tiny-looped-spectra.png").stat().st_size > 1000
     checkpoint = next((out / "checkpoints").glob("tiny-looped-looped-*.pt"))
     trained_at = checkpoint.stat().st_mtime_ns
-    again = run_cli("validate", str(TINY), "--steps", "10", "--quiet", "--device", "cpu",
-                    "--out", str(out), "--resume")  # fmt: skip
+    again = run_cli(
+        "validate",
+        str(TINY),
+        "--steps",
+        "10",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--resume",
+    )
     assert again.returncode == 0, again.stderr
     assert checkpoint.stat().st_mtime_ns == trained_at  # judged from the checkpoint, not retrained
     (resumed,) = json.loads((out / "report.json").read_text())["specs"]
@@ -201,8 +233,18 @@ def _tiny_ouro(folder):
     from infoflow.validators.looped_kv.ouro import save_ouro
 
     torch.manual_seed(1)
-    config = LoopedConfig(vocab=32, d_model=32, heads=4, kv_heads=2, prelude=0, core=2,
-                          loops=3, coda=0, mlp_width=48, style="ouro")  # fmt: skip
+    config = LoopedConfig(
+        vocab=32,
+        d_model=32,
+        heads=4,
+        kv_heads=2,
+        prelude=0,
+        core=2,
+        loops=3,
+        coda=0,
+        mlp_width=48,
+        style="ouro",
+    )
     model = LoopedDecoder(config).eval()
     save_ouro(model, folder)
     return model
@@ -225,12 +267,16 @@ def test_a_grouped_query_cache_decodes_and_holds_the_calculators_bytes(tmp_path)
     and its bytes are still the calculator's for the config.json the spec reads."""
     pytest.importorskip("safetensors")
     model = _tiny_ouro(tmp_path / "ouro")
-    spec = infoflow.load_spec({
-        "kind": "looped_kv",
-        "model": {"hf_config": str(tmp_path / "ouro" / "config.json"),
-                  "checkpoint": str(tmp_path / "ouro")},
-        "serving": {"context_tokens": 10},
-    })  # fmt: skip
+    spec = infoflow.load_spec(
+        {
+            "kind": "looped_kv",
+            "model": {
+                "hf_config": str(tmp_path / "ouro" / "config.json"),
+                "checkpoint": str(tmp_path / "ouro"),
+            },
+            "serving": {"context_tokens": 10},
+        }
+    )
     assert spec.model.kv_heads == 2 and spec.model.loops == 3 and spec.model.dtype == "float32"
     x = torch.randint(0, 32, (2, 10))
     record = ExactAttention(record=True)
@@ -250,9 +296,15 @@ def test_validate_measures_a_local_checkpoint_without_training(tmp_path) -> None
     pytest.importorskip("safetensors")
     _tiny_ouro(tmp_path / "ouro")
     spec = tmp_path / "ouro.json"
-    spec.write_text(json.dumps({"kind": "looped_kv", "serving": {"context_tokens": 64},
-                                "model": {"hf_config": "ouro/config.json",
-                                          "checkpoint": "ouro"}}))  # fmt: skip
+    spec.write_text(
+        json.dumps(
+            {
+                "kind": "looped_kv",
+                "serving": {"context_tokens": 64},
+                "model": {"hf_config": "ouro/config.json", "checkpoint": "ouro"},
+            }
+        )
+    )
     out = tmp_path / "run"
     proc = run_cli("validate", str(spec), "--steps", "5", "--quiet", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -316,8 +368,19 @@ def test_linear_rope_scaling_is_read_and_others_refused(tmp_path) -> None:
     from infoflow.validators.looped_kv.ouro import load_ouro, save_ouro
 
     torch.manual_seed(2)
-    config = LoopedConfig(vocab=32, d_model=32, heads=4, kv_heads=2, prelude=0, core=1,
-                          loops=2, coda=0, mlp_width=48, style="ouro", rope_scale=4.0)  # fmt: skip
+    config = LoopedConfig(
+        vocab=32,
+        d_model=32,
+        heads=4,
+        kv_heads=2,
+        prelude=0,
+        core=1,
+        loops=2,
+        coda=0,
+        mlp_width=48,
+        style="ouro",
+        rope_scale=4.0,
+    )
     model = LoopedDecoder(config).eval()
     save_ouro(model, tmp_path / "scaled")
     loaded = load_ouro(tmp_path / "scaled")

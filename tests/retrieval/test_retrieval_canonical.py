@@ -21,8 +21,16 @@ from infoflow.retrieval.parse import parse_target
 
 NAMES = ["a", "b", "c", "e"]
 FRESH = ["p", "r", "u", "v", "w", "y", "z", "m"]
-COMPARED = ("comparison_order", "comparison_dimension", "min_layers", "min_heads",
-            "min_architectures", "efficient", "feasible", "cost_exponent")  # fmt: skip
+COMPARED = (
+    "comparison_order",
+    "comparison_dimension",
+    "min_layers",
+    "min_heads",
+    "min_architectures",
+    "efficient",
+    "feasible",
+    "cost_exponent",
+)
 
 
 class Term:
@@ -79,8 +87,18 @@ def spell(problem, rng: random.Random, rewrites: set[str]) -> str:
     used = [v for v in variables if any(v in t.free for t in terms)]
     swap = "commute" in rewrites
     if "split" in rewrites:
-        parts = [_reduce(op, group, [t for t in terms if set(t.free) <= set(group)], names,
-                         rng, rewrites, swap) for group in _components(used, terms)]  # fmt: skip
+        parts = [
+            _reduce(
+                op,
+                group,
+                [t for t in terms if set(t.free) <= set(group)],
+                names,
+                rng,
+                rewrites,
+                swap,
+            )
+            for group in _components(used, terms)
+        ]
         return " + ".join(parts)
     return _reduce(op, used, terms, names, rng, rewrites, swap)
 
@@ -114,8 +132,13 @@ def _components(variables, terms) -> list[list[str]]:
 
 
 def predictions(target: str, heads: list[int], seq_len: int) -> dict:
-    spec = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": seq_len,
-            "architecture": {"layers": len(heads), "heads": heads, "embed_dim": 64}}  # fmt: skip
+    spec = {
+        "kind": "retrieval",
+        "target": target,
+        "input_dim": 4,
+        "seq_len": seq_len,
+        "architecture": {"layers": len(heads), "heads": heads, "embed_dim": 64},
+    }
     result = infoflow.predict(spec)
     return {name: result[name].value for name in COMPARED}
 
@@ -124,9 +147,13 @@ REWRITES = ["reorder", "rename", "commute", "nest", "split", "negate"]
 
 
 @settings(max_examples=120, deadline=None)
-@given(problems(), st.sets(st.sampled_from(REWRITES), min_size=1),
-       st.randoms(use_true_random=False), st.lists(st.integers(1, 3), min_size=1, max_size=4),
-       st.sampled_from([8, 64]))  # fmt: skip
+@given(
+    problems(),
+    st.sets(st.sampled_from(REWRITES), min_size=1),
+    st.randoms(use_true_random=False),
+    st.lists(st.integers(1, 3), min_size=1, max_size=4),
+    st.sampled_from([8, 64]),
+)
 def test_meaning_preserving_rewrites_keep_every_verdict(problem, rewrites, rng, heads, T) -> None:
     plain = spell(problem, random.Random(0), set())
     rewritten = spell(problem, rng, rewrites)
@@ -135,29 +162,42 @@ def test_meaning_preserving_rewrites_keep_every_verdict(problem, rewrites, rng, 
 
 SAME = [
     # pull-out: a term without the inner index leaves the inner max
-    ("max(dot(q, x[s]) + max(dot(x[s], x[t]) for t in T) for s in T)",
-     "max(dot(q, x[s]) + dot(x[s], x[t]) for s in T for t in T)"),
+    (
+        "max(dot(q, x[s]) + max(dot(x[s], x[t]) for t in T) for s in T)",
+        "max(dot(q, x[s]) + dot(x[s], x[t]) for s in T for t in T)",
+    ),
     # separable: max over s, t of f(s) + g(t) is max f + max g, nested or flat
-    ("max(dot(q, x[s]) + dot(w, x[t]) for s in T for t in T)",
-     "max(dot(q, x[s]) for s in T) + max(dot(w, x[t]) for t in T)"),
-    ("max(dot(q, x[s]) + max(dot(w, x[t]) for t in T) for s in T)",
-     "max(dot(w, x[t]) for t in T) + max(dot(q, x[s]) for s in T)"),
+    (
+        "max(dot(q, x[s]) + dot(w, x[t]) for s in T for t in T)",
+        "max(dot(q, x[s]) for s in T) + max(dot(w, x[t]) for t in T)",
+    ),
+    (
+        "max(dot(q, x[s]) + max(dot(w, x[t]) for t in T) for s in T)",
+        "max(dot(w, x[t]) for t in T) + max(dot(q, x[s]) for s in T)",
+    ),
     # a min subtracted inside a max is a max
-    ("max(dot(q, x[s]) - min(dot(x[s], x[t]) for t in T) for s in T)",
-     "max(dot(q, x[s]) - dot(x[s], x[t]) for s in T for t in T)"),
+    (
+        "max(dot(q, x[s]) - min(dot(x[s], x[t]) for t in T) for s in T)",
+        "max(dot(q, x[s]) - dot(x[s], x[t]) for s in T for t in T)",
+    ),
     # a sum distributes over a product of factors with disjoint indices
-    ("sum(dot(x[s], x[t]) for s in T for t in T)",
-     "sqnorm(sum(x[t] for t in T))"),
-    ("sum(relu(dot(w, x[t])) + x[t][0] for t in T)",
-     "sum(relu(dot(w, x[t])) for t in T) + sum(x[s][0] for s in T)"),
+    ("sum(dot(x[s], x[t]) for s in T for t in T)", "sqnorm(sum(x[t] for t in T))"),
+    (
+        "sum(relu(dot(w, x[t])) + x[t][0] for t in T)",
+        "sum(relu(dot(w, x[t])) for t in T) + sum(x[s][0] for s in T)",
+    ),
     # a max over a range index joins the score; a sum over it makes copies
-    ("max(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(3))",
-     "max(bilinear(x[s], A[i], x[t]) for s in T for t in T for i in range(3))"),
+    (
+        "max(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(3))",
+        "max(bilinear(x[s], A[i], x[t]) for s in T for t in T for i in range(3))",
+    ),
     # k-th largest of T values is the (T + 1 - k)-th smallest
-    ("kth_largest((dot(q, x[t]) for t in T), k=63)",
-     "kth_smallest((dot(q, x[t]) for t in T), k=2)"),
+    (
+        "kth_largest((dot(q, x[t]) for t in T), k=63)",
+        "kth_smallest((dot(q, x[t]) for t in T), k=2)",
+    ),
     ("kth_largest((dot(q, x[t]) for t in T), k=64)", "min(dot(q, x[t]) for t in T)"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("one", "other"), SAME)
@@ -167,11 +207,17 @@ def test_spellings_of_one_function_get_one_verdict(one, other) -> None:
 
 
 def test_the_canonical_form_names_what_each_score_couples() -> None:
-    form = canonical(parse_target(
-        "max(dot(x[s], x[t]) + max(dot(x[t], x[t2]) for t2 in T) for s in T for t in T) "
-        "+ sum(max(bilinear(x[a], A[i], x[b]) for a in T for b in T) for i in range(3))"
-    ))  # fmt: skip
-    summary = sorted((p.op, p.variables, p.copies, sorted(sorted(f.scope) for f in p.factors))
-                     for p in form.parts)  # fmt: skip
-    assert summary == [("max", ("a", "b"), 3, [["a", "b"]]),
-                       ("max", ("s", "t", "t2"), 1, [["s", "t"], ["t", "t2"]])]  # fmt: skip
+    form = canonical(
+        parse_target(
+            "max(dot(x[s], x[t]) + max(dot(x[t], x[t2]) for t2 in T) for s in T for t in T) "
+            "+ sum(max(bilinear(x[a], A[i], x[b]) for a in T for b in T) for i in range(3))"
+        )
+    )
+    summary = sorted(
+        (p.op, p.variables, p.copies, sorted(sorted(f.scope) for f in p.factors))
+        for p in form.parts
+    )
+    assert summary == [
+        ("max", ("a", "b"), 3, [["a", "b"]]),
+        ("max", ("s", "t", "t2"), 1, [["s", "t"], ["t", "t2"]]),
+    ]

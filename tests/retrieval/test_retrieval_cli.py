@@ -18,8 +18,12 @@ def test_explain_walks_through_the_derivation() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    for section in ("1. Canonical form and comparison tree", "2. Plan on 1 layer(s)",
-                    "3. Cost exponent", "fewest layers: 2 layer(s), heads [1, 1]"):  # fmt: skip
+    for section in (
+        "1. Canonical form and comparison tree",
+        "2. Plan on 1 layer(s)",
+        "3. Cost exponent",
+        "fewest layers: 2 layer(s), heads [1, 1]",
+    ):
         assert section in out
     assert "too few layers: it needs 2" in out and "[paper:theorem-1]" in out
     assert "not efficient: alpha grows with T" in out
@@ -51,8 +55,9 @@ def test_graph_needs_a_retrieval_spec() -> None:
 
 
 def test_latex_format() -> None:
-    proc = run_cli("predict", "-f", "latex", str(RETRIEVAL / "kth-largest.json"),
-                   "--set", "sweep=null")  # fmt: skip
+    proc = run_cli(
+        "predict", "-f", "latex", str(RETRIEVAL / "kth-largest.json"), "--set", "sweep=null"
+    )
     assert proc.returncode == 0, proc.stderr
     assert r"\begin{tabular}" in proc.stdout and r"\texttt{cost\_exponent}" in proc.stdout
     assert r"\frac{T - 3}{n + 1}" in proc.stdout

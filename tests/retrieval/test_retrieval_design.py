@@ -64,9 +64,14 @@ def _below_margin(planned, a: Model, b: Model) -> bool:
 def _point(spec, model: Model):
     """The spec at ``model``'s own size, built independently of the experiment."""
     heads = list(model.heads)
-    arch = spec.architecture.model_copy(update={
-        "layers": len(heads), "heads": heads, "embed_dim": model.embed_dim,
-        "positional_encoding": model.positional_encoding})  # fmt: skip
+    arch = spec.architecture.model_copy(
+        update={
+            "layers": len(heads),
+            "heads": heads,
+            "embed_dim": model.embed_dim,
+            "positional_encoding": model.positional_encoding,
+        }
+    )
     update = {"seq_len": model.seq_len, "architecture": arch, "sweep": None}
     return spec.model_copy(update=update)
 
@@ -119,8 +124,9 @@ def test_every_bundled_spec_yields_a_claim_that_can_be_decided(path, fast_device
     assert decided, f"{path.stem}: no claim can be decided at {chosen.design}"
 
 
-@pytest.mark.parametrize("name", ["kth-largest", "pairwise-min", "intrinsic-dimension-D3",
-                                  "triangle-center"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["kth-largest", "pairwise-min", "intrinsic-dimension-D3", "triangle-center"]
+)
 def test_the_design_finds_the_separations_the_theory_predicts(name, fast_device) -> None:
     spec = infoflow.load_spec(SPECS / "retrieval" / f"{name}.json")
     chosen = choose(name, spec, SMOKE, None)
@@ -136,8 +142,9 @@ def test_a_budget_is_respected_or_the_cheapest_design_is_taken(monkeypatch) -> N
     monkeypatch.setattr(design_module, "step_time", lambda device: slow)
     monkeypatch.setattr(design_module, "target_seconds", lambda *args: 0.0)
     spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
-    every = [design_module.estimate(plan("pm", spec, SMOKE, None, d), slow)
-             for d in designs(spec, None)]  # fmt: skip
+    every = [
+        design_module.estimate(plan("pm", spec, SMOKE, None, d), slow) for d in designs(spec, None)
+    ]
     assert max(map(seconds, every)) > SMOKE.budget_seconds  # the budget rules some out
     assert seconds(choose("pm", spec, SMOKE, None)) <= SMOKE.budget_seconds
     tight = choose("pm", spec, replace(SMOKE, budget_seconds=1), None)
@@ -174,16 +181,25 @@ def test_plan_prints_exponents_claims_and_estimates() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "budget 60.0 min" in proc.stdout and "fixed for the tests" in proc.stdout
     assert "separation" in proc.stdout and "estimated total:" in proc.stdout
-    gpu = run_cli("plan", str(SPECS / "retrieval" / "intrinsic-dimension-D2.json"), "--scale",
-                  "paper", "--device", "cuda")  # fmt: skip
+    gpu = run_cli(
+        "plan",
+        str(SPECS / "retrieval" / "intrinsic-dimension-D2.json"),
+        "--scale",
+        "paper",
+        "--device",
+        "cuda",
+    )
     assert gpu.returncode == 0, gpu.stderr
     assert ("assumed" in gpu.stdout) != torch.cuda.is_available()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--budget", "soon"], "not a duration"),
-    (["--budget", "0s"], "--budget"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--budget", "soon"], "not a duration"),
+        (["--budget", "0s"], "--budget"),
+    ],
+)
 def test_plan_refuses_bad_options_in_one_line(args, message) -> None:
     proc = run_cli("plan", str(SPECS / "retrieval" / "kth-largest.json"), *args)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
@@ -197,8 +213,19 @@ def test_plan_is_for_retrieval_and_icl_markov_specs() -> None:
 @pytest.mark.slow
 def test_validate_records_the_design_in_the_report(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = run_cli("validate", str(SPECS / "retrieval" / "kth-largest.json"), "--steps", "2",
-                   "--seeds", "1", "--quiet", "--device", "cpu", "--out", str(out))  # fmt: skip
+    proc = run_cli(
+        "validate",
+        str(SPECS / "retrieval" / "kth-largest.json"),
+        "--steps",
+        "2",
+        "--seeds",
+        "1",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     (section,) = report["specs"]
@@ -251,10 +278,15 @@ def test_the_gpu_path_trains_in_bf16_with_a_fused_optimiser_on_device_data(tmp_p
 
 
 def test_a_single_inefficient_point_is_compared_with_itself_at_half_the_length() -> None:
-    spec = infoflow.load_spec({
-        "kind": "retrieval", "input_dim": 2, "seq_len": 16,
-        "target": "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)",
-        "architecture": {"layers": 1, "heads": 1, "embed_dim": 8}})  # fmt: skip
+    spec = infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "input_dim": 2,
+            "seq_len": 16,
+            "target": "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)",
+            "architecture": {"layers": 1, "heads": 1, "embed_dim": 8},
+        }
+    )
     planned = plan("triangle", spec, SMOKE)
     assert planned.pairs == [(Model(16, 8, (1,), False), Model(8, 8, (1,), False))]
     learned = {m: [0.01, 0.011] for m in planned.models}
@@ -263,8 +295,13 @@ def test_a_single_inefficient_point_is_compared_with_itself_at_half_the_length()
 
 
 def test_a_spec_that_leaves_sizes_open_is_planned_at_the_defaults(fast_device) -> None:
-    spec = infoflow.load_spec({"kind": "retrieval", "architecture": {"layers": 1, "heads": 1},
-                               "target": "min(dot(x[s], x[t]) for s in T for t in T)"})  # fmt: skip
+    spec = infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "architecture": {"layers": 1, "heads": 1},
+            "target": "min(dot(x[s], x[t]) for s in T for t in T)",
+        }
+    )
     for candidate in designs(spec, None):
         planned = plan("open", spec, SMOKE, None, candidate)
         assert all(math.isfinite(planned.exponent(m)) for m in planned.models)
@@ -276,16 +313,19 @@ def test_infeasible_models_are_never_compared_with_each_other() -> None:
     spec = infoflow.load_spec(SPECS / "retrieval" / "specific-position.json")
     for candidate in designs(spec, None):
         planned = plan("positions", spec, SMOKE, None, candidate)
-        assert all(math.isfinite(planned.exponent(a)) or math.isfinite(planned.exponent(b))
-                   for a, b in planned.pairs)  # fmt: skip
+        assert all(
+            math.isfinite(planned.exponent(a)) or math.isfinite(planned.exponent(b))
+            for a, b in planned.pairs
+        )
         assert {m.seq_len for m in planned.models} == set(candidate.seq_lens)
 
 
 def test_candidate_widths_are_multiples_of_every_head_count() -> None:
     for path in RETRIEVAL:
         spec = infoflow.load_spec(path)
-        heads = {h for _, p in infoflow.expand(spec, path.parent)
-                 for h in p.architecture.heads_per_layer}  # fmt: skip
+        heads = {
+            h for _, p in infoflow.expand(spec, path.parent) for h in p.architecture.heads_per_layer
+        }
         for candidate in designs(spec, path.parent):
             assert candidate.embed_dim is None or all(candidate.embed_dim % h == 0 for h in heads)
 
@@ -304,6 +344,9 @@ def test_differences_under_the_margin_are_listed_as_untested_not_claimed() -> No
     planned = plan("kth", spec, SMOKE, None, Design((24,), 16))  # one layer: 21/17 = 1.24
     small = [(a, b) for a, b in planned.pairs if _below_margin(planned, a, b)]
     nmse = {m: [0.01, 0.011] for m in planned.models}
-    listed = [line for line in untested(planned, claims(planned, nmse, SMOKE))
-              if "differ by less than the margin" in line]  # fmt: skip
+    listed = [
+        line
+        for line in untested(planned, claims(planned, nmse, SMOKE))
+        if "differ by less than the margin" in line
+    ]
     assert small and len(listed) == len(small)

@@ -121,38 +121,61 @@ GENERAL = {
     # target: (heads that suffice, min_layers, min_heads, order)
     "chain of three": (
         "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)",
-        [2, 1], 2, [2, 1], 2,
+        [2, 1],
+        2,
+        [2, 1],
+        2,
     ),
     "chain of four": (
         "max(dot(x[a], x[b]) + norm(x[b] - x[c]) + dot(x[c], x[e]) "
         "for a in T for b in T for c in T for e in T)",
-        [2, 1, 1], 3, [2, 1, 1], 2,
+        [2, 1, 1],
+        3,
+        [2, 1, 1],
+        2,
     ),
     "star with three leaves": (
         "min(dot(x[h], x[a]) + dot(x[h], x[b]) + dot(x[h], x[c]) "
         "for h in T for a in T for b in T for c in T)",
-        [3, 1], 2, [3, 1], 2,
+        [3, 1],
+        2,
+        [3, 1],
+        2,
     ),
     "nested max of min": (
-        "max(min(norm(x[s] - x[t]) for t in T) for s in T)", [1, 1], 2, [1, 1], 2,
+        "max(min(norm(x[s] - x[t]) for t in T) for s in T)",
+        [1, 1],
+        2,
+        [1, 1],
+        2,
     ),
     "sum of two reductions": (
-        "max(dot(q, x[t]) for t in T) - min(dot(w, x[u]) for u in T)", [2], 1, [2], 1,
+        "max(dot(q, x[t]) for t in T) - min(dot(w, x[u]) for u in T)",
+        [2],
+        1,
+        [2],
+        1,
     ),
     "separable sum": ("sum(relu(dot(w, x[t])) for t in T)", [1], 1, [1], 1),
     # the max over i joins the max over s, t: one score max_i x[s] A_i x[t], one head a layer
     "ranged pairwise maxima": (
         "max(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(3))",
-        [1, 1], 2, [1, 1], 2,
+        [1, 1],
+        2,
+        [1, 1],
+        2,
     ),
     # a sum over i does not commute with the max: three comparisons side by side
     "ranged pairwise sums": (
         "sum(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(3))",
-        [3, 3], 2, [3, 3], 2,
+        [3, 3],
+        2,
+        [3, 3],
+        2,
     ),
     # the sum distributes: dot(sum x[s], sum x[t]), one averaging head
     "pairwise sum": ("sum(dot(x[s], x[t]) for s in T for t in T)", [1], 1, [1], 1),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", sorted(GENERAL))
@@ -192,8 +215,11 @@ def test_inefficient_targets_outside_the_paper(target, order) -> None:
 
 
 def test_information_sets_grow_layer_by_layer() -> None:
-    result = predict("max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[e]) "
-                     "for a in T for b in T for c in T for e in T)", [2, 1, 1])  # fmt: skip
+    result = predict(
+        "max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[e]) "
+        "for a in T for b in T for c in T for e in T)",
+        [2, 1, 1],
+    )
     sets = value(result, "information_sets")
     assert sets[0] == [] and len(sets[-1]) == 4
     for before, after in itertools.pairwise(sets):

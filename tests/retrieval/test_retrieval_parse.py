@@ -113,10 +113,43 @@ def test_hostile_target_exits_2_naming_the_field(tmp_path) -> None:
 
 
 LANGUAGE = st.sampled_from(
-    ["x", "[", "]", "(", ")", "s", "t", "1", "2", " for ", " in ", "T", "range", "min", "max",
-     "sum", "dot", "norm", "+", "-", "*", "**", ",", " if ", "!=", "k=", "kth_largest", "q",
-     "__", ".", "lambda", ":", "'", "9" * 8]
-)  # fmt: skip
+    [
+        "x",
+        "[",
+        "]",
+        "(",
+        ")",
+        "s",
+        "t",
+        "1",
+        "2",
+        " for ",
+        " in ",
+        "T",
+        "range",
+        "min",
+        "max",
+        "sum",
+        "dot",
+        "norm",
+        "+",
+        "-",
+        "*",
+        "**",
+        ",",
+        " if ",
+        "!=",
+        "k=",
+        "kth_largest",
+        "q",
+        "__",
+        ".",
+        "lambda",
+        ":",
+        "'",
+        "9" * 8,
+    ]
+)
 
 
 def _outcome(text: str) -> str:

@@ -28,8 +28,13 @@ POINTS = [{"seq_len": T} for T in (8, 64, 1024, 10**6)]
 def targets(draw) -> str:
     size = draw(st.integers(1, 4))
     names = NAMES[:size]
-    factors = draw(st.lists(st.lists(st.sampled_from(names), min_size=1, max_size=3,
-                                     unique=True), min_size=1, max_size=4))  # fmt: skip
+    factors = draw(
+        st.lists(
+            st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True),
+            min_size=1,
+            max_size=4,
+        )
+    )
     terms = []
     for scope in factors:
         if len(scope) == 1:
@@ -46,12 +51,16 @@ def targets(draw) -> str:
     if draw(st.booleans()):
         target += " + max(dot(w, x[z]) for z in T)"
     k = draw(st.integers(2, 4))
-    target += draw(st.sampled_from([
-        "",
-        f" + kth_largest((dot(w, x[z]) for z in T), k={k})",
-        f" + max(kth_largest((dot(x[y], x[z]) for z in T), k={k}) for y in T)",
-        f" + sum(kth_smallest((norm(x[y] - x[z]) for z in T), k={k}) for y in T)",
-    ]))  # fmt: skip
+    target += draw(
+        st.sampled_from(
+            [
+                "",
+                f" + kth_largest((dot(w, x[z]) for z in T), k={k})",
+                f" + max(kth_largest((dot(x[y], x[z]) for z in T), k={k}) for y in T)",
+                f" + sum(kth_smallest((norm(x[y] - x[z]) for z in T), k={k}) for y in T)",
+            ]
+        )
+    )
     return target
 
 
@@ -82,8 +91,9 @@ def test_a_head_more_never_raises_the_exponent(target, heads, data) -> None:
     more = list(heads)
     more[layer] += 1
     narrower = min(more) > min(heads) and "kth" in target
-    for before, after in zip(exponent_values(target, heads), exponent_values(target, more),
-                             strict=True):  # fmt: skip
+    for before, after in zip(
+        exponent_values(target, heads), exponent_values(target, more), strict=True
+    ):
         assert after <= before + 1e-12 or narrower
 
 
@@ -92,8 +102,9 @@ def test_a_head_more_never_raises_the_exponent(target, heads, data) -> None:
 def test_a_layer_more_never_raises_the_exponent(target, heads, data) -> None:
     where = data.draw(st.integers(0, len(heads)))
     more = [*heads[:where], data.draw(st.integers(1, 4)), *heads[where:]]
-    for before, after in zip(exponent_values(target, heads), exponent_values(target, more),
-                             strict=True):  # fmt: skip
+    for before, after in zip(
+        exponent_values(target, heads), exponent_values(target, more), strict=True
+    ):
         assert after <= before + 1e-12
 
 
@@ -108,9 +119,12 @@ def test_the_exponent_never_falls_as_T_grows(target, heads) -> None:
 @given(targets(), architectures)
 def test_information_sets_only_grow_along_residual_edges(target, heads) -> None:
     spec = infoflow.load_spec(
-        {"kind": "retrieval", "target": target,
-         "architecture": {"layers": len(heads), "heads": heads}}
-    )  # fmt: skip
+        {
+            "kind": "retrieval",
+            "target": target,
+            "architecture": {"layers": len(heads), "heads": heads},
+        }
+    )
     dag = information_dag(derive(spec).plan)
     residual = [(u, v) for u, v, mode in dag.edges(data="mode") if mode == "residual"]
     assert residual
@@ -127,8 +141,11 @@ def brute_force_fits(heads: tuple, preds: tuple, caps: tuple) -> bool:
             return True
         if layer == len(caps):
             return False
-        ready = [v for v in range(len(heads))
-                 if not done >> v & 1 and all(done >> p & 1 for p in preds[v])]  # fmt: skip
+        ready = [
+            v
+            for v in range(len(heads))
+            if not done >> v & 1 and all(done >> p & 1 for p in preds[v])
+        ]
         for k in range(len(ready), -1, -1):
             for chosen in itertools.combinations(ready, k):
                 if sum(heads[v] for v in chosen) <= caps[layer]:
@@ -145,8 +162,10 @@ def brute_force_fits(heads: tuple, preds: tuple, caps: tuple) -> bool:
 @st.composite
 def step_graphs(draw):
     n = draw(st.integers(1, 8))
-    preds = [tuple(sorted(draw(st.sets(st.integers(0, v - 1), max_size=2)))) if v else ()
-             for v in range(n)]  # fmt: skip
+    preds = [
+        tuple(sorted(draw(st.sets(st.integers(0, v - 1), max_size=2)))) if v else ()
+        for v in range(n)
+    ]
     heads = draw(st.lists(st.sampled_from([1, 1, 2]), min_size=n, max_size=n))
     caps = draw(st.lists(st.integers(0, 4), min_size=1, max_size=6))
     return heads, preds, caps

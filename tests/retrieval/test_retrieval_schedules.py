@@ -13,18 +13,29 @@ from infoflow.retrieval.flow import information_dag
 from infoflow.retrieval.predict import derive
 
 CHAIN = "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)"
-STAR = ("min(dot(x[h], x[a]) + dot(x[h], x[b]) + dot(x[h], x[c]) "
-        "for h in T for a in T for b in T for c in T)")  # fmt: skip
+STAR = (
+    "min(dot(x[h], x[a]) + dot(x[h], x[b]) + dot(x[h], x[c]) "
+    "for h in T for a in T for b in T for c in T)"
+)
 MAX_OF_KTH = "max(kth_largest((dot(x[s], x[t]) for t in T), k=2) for s in T)"
 
 
 def spec(target: str, heads, pe=False, seq_len=64, embed=64, **options):
-    return infoflow.load_spec({
-        "kind": "retrieval", "target": target, "input_dim": 4, "seq_len": seq_len,
-        "architecture": {"layers": len(heads), "heads": list(heads), "embed_dim": embed,
-                         "positional_encoding": pe},
-        "options": options,
-    })  # fmt: skip
+    return infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "target": target,
+            "input_dim": 4,
+            "seq_len": seq_len,
+            "architecture": {
+                "layers": len(heads),
+                "heads": list(heads),
+                "embed_dim": embed,
+                "positional_encoding": pe,
+            },
+            "options": options,
+        }
+    )
 
 
 def predict(target: str, heads, **kwargs):
@@ -99,8 +110,14 @@ def test_theorem_2_range() -> None:
     assert second_smallest["min_layers"].value == 2
     third = predict(kth.format(k=3), [1], embed=32)["cost_exponent"]
     assert third.expression.has((T - 4) / (n + 1)) and third.provenance == "paper:theorem-2"
-    proc = run_cli("predict", str(SPECS / "retrieval" / "kth-largest.json"), "--set", "sweep=null",
-                   "--set", "target=kth_largest((dot(q, x[t]) for t in T), k=17)")  # fmt: skip
+    proc = run_cli(
+        "predict",
+        str(SPECS / "retrieval" / "kth-largest.json"),
+        "--set",
+        "sweep=null",
+        "--set",
+        "target=kth_largest((dot(q, x[t]) for t in T), k=17)",
+    )
     assert proc.returncode == 2 and "k = 17 exceeds T = 16" in proc.stderr
     assert proc.stderr.count("\n") == 1
 
@@ -118,9 +135,11 @@ def test_a_kth_step_is_peeled_whole_or_not_at_all() -> None:
 
 
 def test_index_conditions_read_positions() -> None:
-    for target in ("max(dot(x[s], x[t]) for s in T for t in T if s < t)",
-                   "max(dot(q, x[t]) for t in T if t <= 3)",
-                   "max(dot(q, x[t]) for t in T if t != 1)"):  # fmt: skip
+    for target in (
+        "max(dot(x[s], x[t]) for s in T for t in T if s < t)",
+        "max(dot(q, x[t]) for t in T if t <= 3)",
+        "max(dot(q, x[t]) for t in T if t != 1)",
+    ):
         without = predict(target, [1, 1])
         assert not without["feasible"].value and not without["efficient"].value
         assert "reads positions" in without["bottleneck"].value
@@ -158,8 +177,7 @@ def test_the_induction_head_needs_two_layers() -> None:
 
 
 def test_large_k_and_large_architectures_are_answered_in_closed_form() -> None:
-    big = predict("kth_largest((dot(q, x[t]) for t in T), k=100000)", [16] * 16,
-                  seq_len=10**6)  # fmt: skip
+    big = predict("kth_largest((dot(q, x[t]) for t in T), k=100000)", [16] * 16, seq_len=10**6)
     assert big["cost_exponent"].expression.has((T - 100001) / (n + 1))
     assert big["min_layers"].value == 100000 and set(big["min_heads"].value) == {1}
     terms = " + ".join(f"kth_largest((dot(q{i}, x[t]) for t in T), k={i + 2})" for i in range(20))

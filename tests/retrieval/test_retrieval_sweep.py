@@ -32,9 +32,13 @@ KTH = {  # the rank of the k-th step depends on T near the end of the sequence
     "input_dim": 4,
     "seq_len": 16,
     "architecture": {"layers": 1, "heads": 1, "embed_dim": 32},
-    "sweep": {"seq_len": [3, 4, 5, 6, 16], "architecture.layers": [1, 3],
-              "architecture.embed_dim": [7, 32], "options.kth_cost": ["theorem2", "summary"]},
-}  # fmt: skip
+    "sweep": {
+        "seq_len": [3, 4, 5, 6, 16],
+        "architecture.layers": [1, 3],
+        "architecture.embed_dim": [7, 32],
+        "options.kth_cost": ["theorem2", "summary"],
+    },
+}
 POSITIONS = {  # no positional encoding: the plan is infeasible, the exponent infinite
     "kind": "retrieval",
     "target": "x[1] + x[2] + x[3]",

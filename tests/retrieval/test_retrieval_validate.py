@@ -29,10 +29,15 @@ POSITIONS = SPECS / "retrieval" / "specific-position.json"
 
 
 def _spec(target: str, d: int = 3, **params):
-    return infoflow.load_spec({
-        "kind": "retrieval", "target": target, "input_dim": d, "params": params,
-        "architecture": {"layers": 1, "heads": 1},
-    })  # fmt: skip
+    return infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "target": target,
+            "input_dim": d,
+            "params": params,
+            "architecture": {"layers": 1, "heads": 1},
+        }
+    )
 
 
 # ---- the ensemble ----------------------------------------------------------------------
@@ -95,8 +100,10 @@ def test_target_evaluator_matches_a_direct_computation() -> None:
     target = "sum(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(D))"
     f = TargetFunction(_spec(target, D=3), 0)
     y, A = f(x), f._params["A/2"]
-    direct = [sum(max(float(x[b, s] @ A[i] @ x[b, t]) for s, t in pairs) for i in range(3))
-              for b in range(4)]  # fmt: skip
+    direct = [
+        sum(max(float(x[b, s] @ A[i] @ x[b, t]) for s, t in pairs) for i in range(3))
+        for b in range(4)
+    ]
     assert torch.allclose(y, torch.tensor(direct), atol=1e-5)
 
     f = TargetFunction(_spec("kth_largest((dot(q, x[t]) for t in T), k=2)"), 0)
@@ -154,8 +161,18 @@ def test_unconverged_smoke_runs_are_inconclusive_not_refuted() -> None:
 @pytest.mark.slow
 def test_validate_smoke_end_to_end(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = run_cli("validate", str(POSITIONS), str(LOOPED_KV / "ouro-1.4b.json"), "--out",
-                   str(out), "--steps", "400", "--quiet", "--device", "cpu")  # fmt: skip
+    proc = run_cli(
+        "validate",
+        str(POSITIONS),
+        str(LOOPED_KV / "ouro-1.4b.json"),
+        "--out",
+        str(out),
+        "--steps",
+        "400",
+        "--quiet",
+        "--device",
+        "cpu",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     claims = {c["claim"]: c for c in report["specs"][0]["claims"]}
@@ -180,16 +197,20 @@ def test_killed_run_resumes_to_the_same_report(tmp_path) -> None:
     assert run_cli("validate", *args, "--out", str(whole)).returncode == 0
 
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([*infoflow_cmd(), "validate", *args, "--out", str(killed)],
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*infoflow_cmd(), "validate", *args, "--out", str(killed)], start_new_session=True
+    )
     deadline = time.monotonic() + 300
     while not list((killed / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (killed / "report.json").exists(), "the run ended before it could be killed"
-    curves_before = sqlite3.connect(killed / "results.sqlite").execute(
-        "SELECT COUNT(*) FROM curves").fetchone()[0]  # fmt: skip
+    curves_before = (
+        sqlite3.connect(killed / "results.sqlite")
+        .execute("SELECT COUNT(*) FROM curves")
+        .fetchone()[0]
+    )
     assert curves_before > 0
 
     resumed = run_cli("validate", *args, "--out", str(killed), "--resume")
@@ -198,8 +219,10 @@ def test_killed_run_resumes_to_the_same_report(tmp_path) -> None:
     b = json.loads((killed / "report.json").read_text())
     assert a["specs"] == b["specs"] and a["summary"] == b["summary"]
     count = "SELECT COUNT(*) FROM curves"
-    assert (sqlite3.connect(killed / "results.sqlite").execute(count).fetchone()
-            == sqlite3.connect(whole / "results.sqlite").execute(count).fetchone())  # fmt: skip
+    assert (
+        sqlite3.connect(killed / "results.sqlite").execute(count).fetchone()
+        == sqlite3.connect(whole / "results.sqlite").execute(count).fetchone()
+    )
 
 
 def test_gpu_flag_without_cuda_exits_2(tmp_path) -> None:

@@ -27,9 +27,13 @@ def test_files_that_are_not_specs_are_refused_promptly(tmp_path) -> None:
     big = tmp_path / "big.json"
     with open(big, "wb") as handle:
         handle.truncate(17 * 2**20)  # sparse: no disk used
-    cases = {fifo: "not a regular file", Path("/dev/zero"): "not a regular file",
-             tmp_path: "is a directory", big: "a spec file is at most 16 MiB",
-             tmp_path / "absent.json": "spec file not found"}  # fmt: skip
+    cases = {
+        fifo: "not a regular file",
+        Path("/dev/zero"): "not a regular file",
+        tmp_path: "is a directory",
+        big: "a spec file is at most 16 MiB",
+        tmp_path / "absent.json": "spec file not found",
+    }
     with no_hang(60):
         for path, message in cases.items():
             assert message in refused("predict", str(path)), path
@@ -43,17 +47,33 @@ def test_files_that_are_not_specs_are_refused_promptly(tmp_path) -> None:
         ('{"kind": "looped_kv", "x": NaN}', "NaN is not a number JSON allows"),
         ('{"kind": "looped_kv", "x": -Infinity}', "-Infinity is not a number JSON allows"),
         ('{"kind": "looped_kv", "x": ' + "9" * 5000 + "}", "beyond any sensible size"),
-        ('{"kind": "looped_kv", "serving": {"context_tokens": 99999999999999999999}}',
-         "field 'serving.context_tokens': 1e+20 is beyond any sensible size"),
+        (
+            '{"kind": "looped_kv", "serving": {"context_tokens": 99999999999999999999}}',
+            "field 'serving.context_tokens': 1e+20 is beyond any sensible size",
+        ),
         ('{"kind": "looped_kv", "serving": {"context_tokens": 1e999}}', "not a finite number"),
         ('{"kind": "looped_kv", "a\\nb": 1}', "field 'a\\nb': unknown field"),
-        ('{"kind": "retrieval", "architecture": {"layers": 1, "heads": 1}, "target": "'
-         + "y" * 100_000 + '"}', "field 'target'"),
+        (
+            '{"kind": "retrieval", "architecture": {"layers": 1, "heads": 1}, "target": "'
+            + "y" * 100_000
+            + '"}',
+            "field 'target'",
+        ),
         ('["not", "an", "object"]', "a spec must be a JSON object"),
     ],
-    ids=["deep", "depth-bound", "nan", "infinity", "digits", "huge-int", "overflow",
-         "newline-key", "long-string", "array"],
-)  # fmt: skip
+    ids=[
+        "deep",
+        "depth-bound",
+        "nan",
+        "infinity",
+        "digits",
+        "huge-int",
+        "overflow",
+        "newline-key",
+        "long-string",
+        "array",
+    ],
+)
 def test_json_beyond_the_bounds_is_refused_in_one_line(tmp_path, text, message) -> None:
     spec = tmp_path / "spec.json"
     spec.write_text(text)
@@ -85,13 +105,17 @@ def test_overrides_beyond_the_bounds_are_refused(override, message) -> None:
 
 @pytest.mark.parametrize(
     ("override", "message"),
-    [("target=kth_largest((dot(q, x[t]) for t in T), k=17)", "k = 17 exceeds T = 16"),
-     ("target=kth_largest((dot(q, x[t]) for t in T), k=10000000000)", "k must be an integer "
-      "from 1 to 1,000,000,000"),
-     ("architecture.layers=1000000", "field 'architecture.layers': Input should be less than"),
-     ("architecture.heads=[5000]", "field 'architecture.heads': at most 4096 heads in a layer"),
-     ('sweep={"target": ["garbage("]}', "sweep point target=garbage(")],
-)  # fmt: skip
+    [
+        ("target=kth_largest((dot(q, x[t]) for t in T), k=17)", "k = 17 exceeds T = 16"),
+        (
+            "target=kth_largest((dot(q, x[t]) for t in T), k=10000000000)",
+            "k must be an integer from 1 to 1,000,000,000",
+        ),
+        ("architecture.layers=1000000", "field 'architecture.layers': Input should be less than"),
+        ("architecture.heads=[5000]", "field 'architecture.heads': at most 4096 heads in a layer"),
+        ('sweep={"target": ["garbage("]}', "sweep point target=garbage("),
+    ],
+)
 def test_sizes_no_planner_can_handle_are_refused_by_every_command(override, message) -> None:
     kth = str(SPECS / "retrieval" / "kth-largest.json")
     with no_hang(120):
@@ -108,11 +132,13 @@ def test_usage_errors_are_one_line_too() -> None:
 
 @pytest.mark.parametrize(
     ("option", "value", "message"),
-    [("--steps", "0", "--steps: must be from 1 to 1,000,000,000 (got 0)"),
-     ("--seeds", "-2", "--seeds: must be from 1 to 1,000 (got -2)"),
-     ("--seeds", str(10**12), "--seeds: must be from 1 to 1,000"),
-     ("--gpus-per-group", "0", "--gpus-per-group: must be in (0, 1024]")],
-)  # fmt: skip
+    [
+        ("--steps", "0", "--steps: must be from 1 to 1,000,000,000 (got 0)"),
+        ("--seeds", "-2", "--seeds: must be from 1 to 1,000 (got -2)"),
+        ("--seeds", str(10**12), "--seeds: must be from 1 to 1,000"),
+        ("--gpus-per-group", "0", "--gpus-per-group: must be in (0, 1024]"),
+    ],
+)
 def test_validate_options_are_checked_before_anything_runs(tmp_path, option, value, message):
     out = tmp_path / "out"
     assert message in refused("validate", OURO, option, value, "--out", str(out), "--quiet")
@@ -132,21 +158,37 @@ def test_an_hf_config_that_is_not_a_file_names_the_field(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda c: c["exponents"]["memorization"].update(value=-0.7),
-         "exponents.memorization.value"),
+        (
+            lambda c: c["exponents"]["memorization"].update(value=-0.7),
+            "exponents.memorization.value",
+        ),
         (lambda c: c["capacity"].update(value=0), "capacity.value"),
         (lambda c: c["anchors"][0]["k1_star"].update(low=100.0), "low <= value <= high"),
-        (lambda c: c["anchors"][0]["settings"].update(context_len=0),
-         "settings.context_len must be a positive number"),
+        (
+            lambda c: c["anchors"][0]["settings"].update(context_len=0),
+            "settings.context_len must be a positive number",
+        ),
         (lambda c: c["transient_scale"].update(stderr=-1.0), "transient_scale.stderr"),
         (lambda c: c["exponents"]["transient"].update(value=25.0), "an exponent is at most 20"),
-        (lambda c: next(a for a in c["anchors"] if a.get("tau_2gen"))["tau_2gen"].update(
-            value=1e308), "less than or equal to"),
+        (
+            lambda c: next(a for a in c["anchors"] if a.get("tau_2gen"))["tau_2gen"].update(
+                value=1e308
+            ),
+            "less than or equal to",
+        ),
         (lambda c: c["anchors"][0]["settings"].pop("context_len"), "settings lacks context_len"),
     ],
-    ids=["negative-exponent", "zero-capacity", "bracket", "zero-setting", "negative-stderr",
-         "huge-exponent", "huge-time", "missing-setting"],
-)  # fmt: skip
+    ids=[
+        "negative-exponent",
+        "zero-capacity",
+        "bracket",
+        "zero-setting",
+        "negative-stderr",
+        "huge-exponent",
+        "huge-time",
+        "missing-setting",
+    ],
+)
 def test_absurd_calibration_constants_are_refused_where_read(tmp_path, change, message) -> None:
     from infoflow.icl_markov.calibration import SHIPPED
 
@@ -198,8 +240,9 @@ def _strict(text: str):
 
 def test_json_output_is_strict_a_non_finite_value_is_null_with_a_reason() -> None:
     triangle = str(SPECS / "retrieval" / "triangle-center.json")
-    result = CliRunner().invoke(app, ["predict", "-f", "json", triangle, "--set", "sweep=null",
-                                      "--set", f"seq_len={2**50}"])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["predict", "-f", "json", triangle, "--set", "sweep=null", "--set", f"seq_len={2**50}"]
+    )
     assert result.exit_code == 0, result.output
     cost = _strict(result.stdout)["predictions"]["param_cost"]
     assert cost["value"] is None and "not a finite number: inf" in cost["note"]
@@ -269,26 +312,64 @@ def test_a_write_that_fails_leaves_the_old_file_whole(tmp_path) -> None:
 # ---- the contract under fuzzing ----------------------------------------------------------
 
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=30),
-    st.sampled_from(["x[1]", "min(dot(x[s], x[t]) for s in T for t in T)", "bfloat16",
-                     "per_head", "uniform", "nope.json", "../../etc/passwd"]),
-)  # fmt: skip
-FIELDS = st.sampled_from(["seq_len", "input_dim", "target", "architecture", "params", "sweep",
-                          "model", "codec", "serving", "states", "chains", "context_len",
-                          "training", "options", "epsilon", "heads", "layers", "r_k",
-                          "hf_config", "calibration", "unknown"])  # fmt: skip
-VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
-                      | st.dictionaries(FIELDS, inner, max_size=4), max_leaves=12)  # fmt: skip
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=30),
+    st.sampled_from(
+        [
+            "x[1]",
+            "min(dot(x[s], x[t]) for s in T for t in T)",
+            "bfloat16",
+            "per_head",
+            "uniform",
+            "nope.json",
+            "../../etc/passwd",
+        ]
+    ),
+)
+FIELDS = st.sampled_from(
+    [
+        "seq_len",
+        "input_dim",
+        "target",
+        "architecture",
+        "params",
+        "sweep",
+        "model",
+        "codec",
+        "serving",
+        "states",
+        "chains",
+        "context_len",
+        "training",
+        "options",
+        "epsilon",
+        "heads",
+        "layers",
+        "r_k",
+        "hf_config",
+        "calibration",
+        "unknown",
+    ]
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(FIELDS, inner, max_size=4),
+    max_leaves=12,
+)
 
 
 SLOW_IS_FINE = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=SLOW_IS_FINE)
-@given(kind=st.sampled_from(["looped_kv", "retrieval", "icl_markov", "nope", 3]),
-       fields=st.dictionaries(FIELDS, VALUES, max_size=6),
-       override=st.one_of(st.none(), st.tuples(FIELDS, st.text(max_size=20))))  # fmt: skip
+@given(
+    kind=st.sampled_from(["looped_kv", "retrieval", "icl_markov", "nope", 3]),
+    fields=st.dictionaries(FIELDS, VALUES, max_size=6),
+    override=st.one_of(st.none(), st.tuples(FIELDS, st.text(max_size=20))),
+)
 def test_the_loader_and_cli_answer_0_or_2_never_a_traceback(tmp_path, kind, fields, override):
     spec = tmp_path / "fuzz.json"
     spec.write_text(json.dumps({"kind": kind, **fields}))
@@ -305,19 +386,53 @@ def test_the_loader_and_cli_answer_0_or_2_never_a_traceback(tmp_path, kind, fiel
 
 
 BUNDLED = sorted(SPECS.glob("*/*.json"))
-PATHS = st.sampled_from([
-    "seq_len", "input_dim", "epsilon", "target", "params.D", "architecture.layers",
-    "architecture.heads", "architecture.embed_dim", "data.std", "data.norm_clamp",
-    "options.kth_cost", "model.layers", "model.loops", "model.heads", "model.kv_heads",
-    "model.head_dim", "model.hidden_size", "model.vocab_size", "codec.variant", "codec.r_k",
-    "codec.r_v", "serving.context_tokens", "serving.batch", "serving.memory_budget_gib",
-    "serving.cache_dtype", "states", "chains", "context_len", "dirichlet_alpha",
-    "model.d_model", "model.mlp_width", "training.steps", "training.lr", "seed", "sweep",
-])  # fmt: skip
-RAW = st.one_of(st.integers(min_value=-(2**60), max_value=2**60).map(str),
-                st.floats(allow_nan=False).map(repr), st.sampled_from(["0", "-1", "1e308",
-                "[]", "[0]", "{}", "null", "true", '"x"', "[1, 2, 3]", "1.5", "2**10"]),
-                st.text(max_size=12))  # fmt: skip
+PATHS = st.sampled_from(
+    [
+        "seq_len",
+        "input_dim",
+        "epsilon",
+        "target",
+        "params.D",
+        "architecture.layers",
+        "architecture.heads",
+        "architecture.embed_dim",
+        "data.std",
+        "data.norm_clamp",
+        "options.kth_cost",
+        "model.layers",
+        "model.loops",
+        "model.heads",
+        "model.kv_heads",
+        "model.head_dim",
+        "model.hidden_size",
+        "model.vocab_size",
+        "codec.variant",
+        "codec.r_k",
+        "codec.r_v",
+        "serving.context_tokens",
+        "serving.batch",
+        "serving.memory_budget_gib",
+        "serving.cache_dtype",
+        "states",
+        "chains",
+        "context_len",
+        "dirichlet_alpha",
+        "model.d_model",
+        "model.mlp_width",
+        "training.steps",
+        "training.lr",
+        "seed",
+        "sweep",
+    ]
+)
+RAW = st.one_of(
+    st.integers(min_value=-(2**60), max_value=2**60).map(str),
+    st.floats(allow_nan=False).map(repr),
+    st.sampled_from(
+        ["0", "-1", "1e308", "[]", "[0]", "{}", "null", "true", '"x"', "[1, 2, 3]", "1.5", "2**10"]
+    ),
+    st.text(max_size=12),
+)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=SLOW_IS_FINE)

@@ -107,8 +107,16 @@ def test_an_unknown_kind_is_an_error_everywhere(tmp_path) -> None:
 
     with pytest.raises(SpecError, match="unknown kind 'nope'"):
         train_local([Job("nope", "x", object(), 1)], None)
-    report = {"settings": {}, "summary": {}, "scale": "smoke", "device": "cpu", "started": "",
-              "finished": "", "skipped": [], "specs": [{"kind": "nope", "name": "x"}]}  # fmt: skip
+    report = {
+        "settings": {},
+        "summary": {},
+        "scale": "smoke",
+        "device": "cpu",
+        "started": "",
+        "finished": "",
+        "skipped": [],
+        "specs": [{"kind": "nope", "name": "x"}],
+    }
     with pytest.raises(SpecError, match="unknown kind 'nope'"):
         markdown(report)
 
@@ -118,10 +126,16 @@ def test_a_family_without_a_validator_is_listed_with_its_reason(monkeypatch, tmp
     from infoflow.validators.run import Options, plan
 
     entry = FAMILIES["looped_kv"]
-    monkeypatch.setitem(FAMILIES, "looped_kv", Family(
-        kind=entry.kind, spec=entry.spec, predict=entry.predict,
-        not_validated="switched off in this test",
-    ))  # fmt: skip
+    monkeypatch.setitem(
+        FAMILIES,
+        "looped_kv",
+        Family(
+            kind=entry.kind,
+            spec=entry.spec,
+            predict=entry.predict,
+            not_validated="switched off in this test",
+        ),
+    )
     with pytest.raises(SpecError, match="not validated: switched off in this test"):
         family("looped_kv").load_validator()
     spec = ROOT / "specs" / "looped_kv" / "tiny-looped.json"
@@ -145,8 +159,7 @@ def test_a_toy_family_goes_through_predict_and_validate(toy) -> None:
 
     out = toy / "run"
     specs = [str(toy / f"{name}.json") for name in ("right", "wrong", "negative")]
-    ran = runner.invoke(app, ["validate", *specs, "--out", str(out), "--quiet", "--device",
-                              "cpu"])  # fmt: skip
+    ran = runner.invoke(app, ["validate", *specs, "--out", str(out), "--quiet", "--device", "cpu"])
     assert ran.exit_code == 0, ran.output
     report = json.loads((out / "report.json").read_text())
     verdicts = {spec["name"]: spec["claims"][0]["verdict"] for spec in report["specs"]}
@@ -155,6 +168,17 @@ def test_a_toy_family_goes_through_predict_and_validate(toy) -> None:
     assert report["settings"] == {"toy": {"name": "smoke", "steps": 1}}
     assert "Toy: 1 step." in (out / "report.md").read_text()
     assert (out / "toy.txt").read_text() == "2"
-    strict = runner.invoke(app, ["validate", *specs[:2], "--out", str(toy / "again"), "--quiet",
-                                 "--device", "cpu", "--strict"])  # fmt: skip
+    strict = runner.invoke(
+        app,
+        [
+            "validate",
+            *specs[:2],
+            "--out",
+            str(toy / "again"),
+            "--quiet",
+            "--device",
+            "cpu",
+            "--strict",
+        ],
+    )
     assert strict.exit_code == 1

@@ -22,10 +22,15 @@ from conftest import SPECS, assert_same, infoflow_cmd, run_cli
 pytestmark = pytest.mark.slow
 
 POSITIONS = SPECS / "retrieval" / "specific-position.json"
-TINY_ICL = {"kind": "icl_markov", "states": 3, "chains": 1, "context_len": 16,
-            "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
-            "training": {"steps": 400, "batch_size": 16, "lr": 0.003},
-            "sweep": {"chains": [1, 4, 64]}}  # fmt: skip
+TINY_ICL = {
+    "kind": "icl_markov",
+    "states": 3,
+    "chains": 1,
+    "context_len": 16,
+    "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
+    "training": {"steps": 400, "batch_size": 16, "lr": 0.003},
+    "sweep": {"chains": [1, 4, 64]},
+}
 
 
 #: A Ray worker with one CPU trains on one thread: so do the runs compared with it (and their
@@ -60,8 +65,9 @@ def test_a_killed_worker_is_retried_from_the_checkpoint(tmp_path) -> None:
     assert run_cli("validate", *args, "--out", str(whole)).returncode == 0
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen([*infoflow_cmd(), "validate", *args, "--out", str(killed)],
-                               start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(
+        [*infoflow_cmd(), "validate", *args, "--out", str(killed)], start_new_session=True
+    )
     checkpoints = killed / "checkpoints"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (
@@ -78,9 +84,12 @@ def test_a_killed_worker_is_retried_from_the_checkpoint(tmp_path) -> None:
 
 def test_validate_joins_a_running_cluster_and_leaves_it_running(tmp_path) -> None:
     ray = [str(Path(infoflow_cmd()[0]).parent / "ray")]
-    started = subprocess.run([*ray, "start", "--head", "--num-cpus", "2",
-                              "--include-dashboard", "false"], capture_output=True, text=True,
-                             timeout=300)  # fmt: skip
+    started = subprocess.run(
+        [*ray, "start", "--head", "--num-cpus", "2", "--include-dashboard", "false"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert started.returncode == 0, started.stderr
     try:
         spec = tmp_path / "tiny-icl.json"
@@ -88,13 +97,23 @@ def test_validate_joins_a_running_cluster_and_leaves_it_running(tmp_path) -> Non
         args = [str(spec), "--quiet", "--device", "cpu"]
         local = run_cli("validate", *args, "--out", str(tmp_path / "local"), env=ONE_THREAD)
         assert local.returncode == 0
-        proc = run_cli("validate", *args, "--out", str(tmp_path / "joined"), "--executor", "ray",
-                       "--address", "auto", env=ONE_THREAD)  # fmt: skip
+        proc = run_cli(
+            "validate",
+            *args,
+            "--out",
+            str(tmp_path / "joined"),
+            "--executor",
+            "ray",
+            "--address",
+            "auto",
+            env=ONE_THREAD,
+        )
         assert proc.returncode == 0, proc.stderr
         assert_same(_report(tmp_path / "local")["specs"], _report(tmp_path / "joined")["specs"])
         probe = "import ray; ray.init(address='auto'); print(ray.cluster_resources()['CPU'])"
-        alive = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                               timeout=300)  # fmt: skip
+        alive = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
+        )
         assert alive.stdout.strip() == "2.0"  # a cluster validate joined is not its to stop
     finally:
         subprocess.run([*ray, "stop"], capture_output=True, timeout=300)
@@ -103,8 +122,19 @@ def test_validate_joins_a_running_cluster_and_leaves_it_running(tmp_path) -> Non
 def test_a_looped_kv_job_trains_as_a_ray_task(tmp_path) -> None:
     tiny = SPECS / "looped_kv" / "tiny-looped.json"
     out = tmp_path / "ray"
-    proc = run_cli("validate", str(tiny), "--steps", "20", "--quiet", "--device", "cpu",
-                   "--executor", "ray", "--out", str(out))  # fmt: skip
+    proc = run_cli(
+        "validate",
+        str(tiny),
+        "--steps",
+        "20",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--executor",
+        "ray",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert list((out / "checkpoints").glob("tiny-looped-looped-*.pid"))  # a Ray worker trained it
     (section,) = _report(out)["specs"]

@@ -35,9 +35,11 @@ def _validate(*args: str):
 
 # ---- identity ------------------------------------------------------------------------------
 
-SPECS_OF = {"retrieval": SPECS / "retrieval" / "specific-position.json",
-            "icl_markov": SPECS / "icl_markov" / "smoke-c3.json",
-            "looped_kv": LOOPED_KV / "tiny-looped.json"}  # fmt: skip
+SPECS_OF = {
+    "retrieval": SPECS / "retrieval" / "specific-position.json",
+    "icl_markov": SPECS / "icl_markov" / "smoke-c3.json",
+    "looped_kv": LOOPED_KV / "tiny-looped.json",
+}
 
 
 def _names(spec, tmp_path, **options) -> list[str]:
@@ -51,8 +53,11 @@ def test_a_group_is_named_by_what_determines_its_models(kind, tmp_path) -> None:
     base = _names(spec, tmp_path)
     assert base and base == _names(spec, tmp_path)  # the same content, the same names
     assert set(base).isdisjoint(_names(spec, tmp_path, steps=7))
-    changed = {"retrieval": "data.std=2.0", "icl_markov": "training.lr=0.002",
-               "looped_kv": "model.intermediate_size=128"}[kind]  # fmt: skip
+    changed = {
+        "retrieval": "data.std=2.0",
+        "icl_markov": "training.lr=0.002",
+        "looped_kv": "model.intermediate_size=128",
+    }[kind]
     assert set(base).isdisjoint(_names(spec, tmp_path, overrides=(changed,)))
     if kind != "looped_kv":  # one model, no seeds
         assert set(base).isdisjoint(_names(spec, tmp_path, seeds=5))  # not a default
@@ -112,8 +117,15 @@ def test_a_checkpoint_is_read_only_for_its_own_group(tmp_path) -> None:
 def test_targets_the_validator_cannot_evaluate_are_refused_before_training() -> None:
     def spec(target: str, seq_len: int):
         architecture = {"layers": 1, "heads": 1}
-        return infoflow.load_spec({"kind": "retrieval", "target": target, "seq_len": seq_len,
-                                   "input_dim": 4, "architecture": architecture})  # fmt: skip
+        return infoflow.load_spec(
+            {
+                "kind": "retrieval",
+                "target": target,
+                "seq_len": seq_len,
+                "input_dim": 4,
+                "architecture": architecture,
+            }
+        )
 
     with pytest.raises(CannotValidate, match=r"reads x\[20\], beyond the T = 16"):
         plan_retrieval("p", spec("x[20] + x[1]", 32), SCALES["smoke"], None, Design((16,)))
@@ -121,8 +133,13 @@ def test_targets_the_validator_cannot_evaluate_are_refused_before_training() -> 
     with pytest.raises(CannotValidate, match=r"needs about 64.0 GiB per chunk of 256"):
         plan_retrieval("q", spec(quadruple, 64), SCALES["paper"])
     with pytest.raises(CannotValidate, match="cannot be evaluated at T = 16, d = 4"):
-        plan_retrieval("k", spec("kth_largest((dot(q, x[t]) for t in T), k=20)", 32),
-                       SCALES["smoke"], None, Design((16,)))  # fmt: skip
+        plan_retrieval(
+            "k",
+            spec("kth_largest((dot(q, x[t]) for t in T), k=20)", 32),
+            SCALES["smoke"],
+            None,
+            Design((16,)),
+        )
     with pytest.raises(CannotValidate, match="not a finite number on 100% of sampled inputs"):
         plan_retrieval("e", spec("max(x[t][0] for t in T if t < 0)", 16), SCALES["smoke"])
 
@@ -141,12 +158,17 @@ def test_a_second_process_is_kept_out_of_a_running_folder(toy) -> None:
 def test_a_lock_held_by_another_process_names_it(toy, tmp_path) -> None:
     out = tmp_path / "held"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from infoflow.validators.store import "
-         "locked\nwith locked(Path(sys.argv[1])):\n    print('held', flush=True); "
-         "time.sleep(600)", str(out)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from infoflow.validators.store import "
+            "locked\nwith locked(Path(sys.argv[1])):\n    print('held', flush=True); "
+            "time.sleep(600)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         line = refused("validate", str(toy / "right.json"), "--out", str(out), "--quiet")
@@ -173,8 +195,10 @@ def test_a_damaged_folder_is_refused_in_one_line(toy) -> None:
     assert "damaged results database" in refused("validate", spec, "--out", str(out), "--resume")
     database.rmdir()
     old = sqlite3.connect(database)
-    old.execute("CREATE TABLE groups (name TEXT PRIMARY KEY, spec TEXT, settings TEXT, "
-                "done INTEGER DEFAULT 0, seconds REAL)")  # fmt: skip
+    old.execute(
+        "CREATE TABLE groups (name TEXT PRIMARY KEY, spec TEXT, settings TEXT, "
+        "done INTEGER DEFAULT 0, seconds REAL)"
+    )
     old.commit()
     old.close()
     line = refused("validate", spec, "--out", str(out), "--resume")
@@ -205,11 +229,18 @@ def test_resume_after_a_change_trains_anew_and_says_what_changed(toy) -> None:
 def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
     data = json.loads(SPECS_OF["icl_markov"].read_text())
     spec = tmp_path / "tiny.json"
-    spec.write_text(json.dumps({**data, "states": 3, "context_len": 16,
-                                "model": {"layers": 1, "d_model": 16, "heads": 2,
-                                          "mlp_width": 32},
-                                "training": {"steps": 30, "batch_size": 8, "lr": 0.003},
-                                "sweep": {"chains": [1, 4]}}))  # fmt: skip
+    spec.write_text(
+        json.dumps(
+            {
+                **data,
+                "states": 3,
+                "context_len": 16,
+                "model": {"layers": 1, "d_model": 16, "heads": 2, "mlp_width": 32},
+                "training": {"steps": 30, "batch_size": 8, "lr": 0.003},
+                "sweep": {"chains": [1, 4]},
+            }
+        )
+    )
     out = tmp_path / "run"
     args = [str(spec), "--quiet", "--device", "cpu", "--out", str(out)]
     assert run_cli("validate", *args).returncode == 0

@@ -32,8 +32,10 @@ def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> lis
     """Every claim the predictions make about ``group``'s measurements."""
     first = experiment.predictions[(group.name, group.chains[0])]
     limit = measurement["ceiling"]
-    out = [_per_k(k, experiment.predictions[(group.name, k)], measurement["per_k"][k], limit[k])
-           for k in group.chains]  # fmt: skip
+    out = [
+        _per_k(k, experiment.predictions[(group.name, k)], measurement["per_k"][k], limit[k])
+        for k in group.chains
+    ]
     out.append(k1_claim(first["k1_star"], measurement["k1_fit"], measurement["k1_star"]))
     out.append(_k2_star(first["k2_star"].value, measurement["k2_star"], limit))
     out.append(_tau_2gen(first["tau_2gen"].value, measurement["tau_2gen"]))
@@ -56,18 +58,24 @@ def _blind(k: int, limit: dict) -> str:
     """Why memorization cannot be seen at ``k`` ("" when it can)."""
     if limit["detectable"]:
         return ""
-    return (f"untestable at K={k}: even a perfect M2 has ID KL {limit['m2_id_kl']:.3g}, "
-            f"{limit['ratio']:.2f} x its OOD KL (the rule needs <= {GAP})")  # fmt: skip
+    return (
+        f"untestable at K={k}: even a perfect M2 has ID KL {limit['m2_id_kl']:.3g}, "
+        f"{limit['ratio']:.2f} x its OOD KL (the rule needs <= {GAP})"
+    )
 
 
 def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Claim:
     """The phase at the end of training when the prediction times the phases; otherwise which
     mechanism comes first (the phase sequence). Untestable where the ceiling says the data
     cannot show memorization (``limit``, from :func:`phases.ceiling`)."""
-    shown = {"final_phase": measured["final_phase"], "final_kind": measured["final_kind"],
-             "trajectory": measured["trajectory"],
-             "outcome": measured["outcome"], "id_kl": measured["id_kl"],
-             "ood_kl": measured["ood_kl"]}  # fmt: skip
+    shown = {
+        "final_phase": measured["final_phase"],
+        "final_kind": measured["final_kind"],
+        "trajectory": measured["trajectory"],
+        "outcome": measured["outcome"],
+        "id_kl": measured["id_kl"],
+        "ood_kl": measured["ood_kl"],
+    }
     final, sequence = result["final_phase"], result["phase_sequence"].value
     low, high = result["k1_star"].interval or (None, None)
     near = low is not None and low <= k <= high
@@ -92,9 +100,14 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
         reason = "the seeds end in different kinds of phase, none the majority"
         return Claim.undecided(claim, final.value, shown, tolerance, reason)
     if measured["final_kind"] == UNDETERMINED:
-        return Claim.undecided(claim, final.value, shown, tolerance,
-                               f"the last checkpoint is undetermined: no reference is nearer "
-                               f"than the others by the margin {MARGIN:.2g}")  # fmt: skip
+        return Claim.undecided(
+            claim,
+            final.value,
+            shown,
+            tolerance,
+            f"the last checkpoint is undetermined: no reference is nearer "
+            f"than the others by the margin {MARGIN:.2g}",
+        )
     memorizes = measured["final_kind"] == "memorizing"
     if _blind(k, limit) and (final.value in MEMORIZING or memorizes):
         return Claim.undecided(claim, final.value, shown, tolerance, _blind(k, limit))
@@ -104,9 +117,14 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
         and final.value in MEMORIZING
         and not memorizing({"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]})
     ):
-        return Claim.judged(claim, final.value, shown, tolerance, False,
-                            f"final phase {measured['final_phase']}, but ID KL is not below "
-                            f"{GAP} x OOD KL")  # fmt: skip
+        return Claim.judged(
+            claim,
+            final.value,
+            shown,
+            tolerance,
+            False,
+            f"final phase {measured['final_phase']}, but ID KL is not below {GAP} x OOD KL",
+        )
     return Claim.judged(claim, final.value, shown, tolerance, same)
 
 
@@ -118,11 +136,15 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     claim = "K*_1: below it memorization wins, above it G2 forms first"
     shown = {"fit": fit, "grid": grid}
     if fit["status"] == "separable":
-        tolerance = ("the predicted interval overlaps the bracket of the separable outcomes (no "
-                     "finite logistic fit; the bracket stands in for its interval)")  # fmt: skip
+        tolerance = (
+            "the predicted interval overlaps the bracket of the separable outcomes (no "
+            "finite logistic fit; the bracket stands in for its interval)"
+        )
     else:
-        tolerance = ("the predicted interval overlaps the 95% profile-likelihood interval of a "
-                     "logistic fit of P(G2 first | log K) over every seed's outcome")  # fmt: skip
+        tolerance = (
+            "the predicted interval overlaps the 95% profile-likelihood interval of a "
+            "logistic fit of P(G2 first | log K) over every seed's outcome"
+        )
     predicted, interval = prediction.value, prediction.interval
     if predicted is None and interval is not None:  # one-sided: the bound it names
         predicted = interval[1] if interval[0] == 0 else interval[0]
@@ -133,15 +155,31 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     if fit["status"] == "none":
         return Claim.undecided(claim, predicted, shown, tolerance, fit["reason"])
     if fit["low"] is None and fit["high"] is None:
-        return Claim.undecided(claim, predicted, shown, tolerance,
-                               "the interval is open on both sides: the outcomes do not place "
-                               "K*_1")  # fmt: skip
+        return Claim.undecided(
+            claim,
+            predicted,
+            shown,
+            tolerance,
+            "the interval is open on both sides: the outcomes do not place K*_1",
+        )
     if fit["low"] is not None and high < fit["low"]:
-        return Claim.judged(claim, predicted, shown, tolerance, False,
-                            f"the measured interval starts at K={fit['low']:.3g}")  # fmt: skip
+        return Claim.judged(
+            claim,
+            predicted,
+            shown,
+            tolerance,
+            False,
+            f"the measured interval starts at K={fit['low']:.3g}",
+        )
     if fit["high"] is not None and low > fit["high"]:
-        return Claim.judged(claim, predicted, shown, tolerance, False,
-                            f"the measured interval ends at K={fit['high']:.3g}")  # fmt: skip
+        return Claim.judged(
+            claim,
+            predicted,
+            shown,
+            tolerance,
+            False,
+            f"the measured interval ends at K={fit['high']:.3g}",
+        )
     return Claim.judged(claim, predicted, shown, tolerance, True)
 
 
@@ -157,11 +195,17 @@ def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:
         reason = _blind(blind[0], limit[blind[0]]) + "; and at every larger K"
         return Claim.undecided(claim, predicted, measured, tolerance, reason)
     if low is not None and low >= predicted:
-        return Claim.judged(claim, predicted, measured, tolerance, False,
-                            f"G2 gave way to M2 at K={low}")  # fmt: skip
-    return Claim.undecided(claim, predicted, measured, tolerance,
-                           "consistent, but a persisting G2 within the budget does not place "
-                           "K*_2: it may give way later")  # fmt: skip
+        return Claim.judged(
+            claim, predicted, measured, tolerance, False, f"G2 gave way to M2 at K={low}"
+        )
+    return Claim.undecided(
+        claim,
+        predicted,
+        measured,
+        tolerance,
+        "consistent, but a persisting G2 within the budget does not place "
+        "K*_2: it may give way later",
+    )
 
 
 def _tau_2gen(predicted: float | None, measured: dict) -> Claim:
@@ -189,8 +233,11 @@ def _tau_2gen_flat(measurement: dict) -> Claim:
 
 def _memorization_slows(measurement: dict) -> Claim:
     claim = "memorization slows as K grows (tau_1Mem rises with K)"
-    times = {k: v["memorized_at"] for k, v in measurement["per_k"].items()
-             if v["outcome"] == "memorization"}  # fmt: skip
+    times = {
+        k: v["memorized_at"]
+        for k, v in measurement["per_k"].items()
+        if v["outcome"] == "memorization"
+    }
     tolerance = "least-squares slope of log tau_1Mem against log K > 0"
     if len(times) < 3:
         return Claim.undecided(claim, "rises", times, tolerance, "fewer than three K memorize")

@@ -82,23 +82,38 @@ class ClockGroup:
 
     def identity(self) -> dict:
         patterns, mechanism = CLOCKS[self.clock]
-        return {"kind": "icl_markov", "code": TRAINING_VERSION, "clock": self.clock,
-                "patterns": patterns, "mechanism": mechanism, "pool": POOL,
-                "tests": ["own", "fresh"], **self.describe()}  # fmt: skip
+        return {
+            "kind": "icl_markov",
+            "code": TRAINING_VERSION,
+            "clock": self.clock,
+            "patterns": patterns,
+            "mechanism": mechanism,
+            "pool": POOL,
+            "tests": ["own", "fresh"],
+            **self.describe(),
+        }
 
     def describe(self) -> dict:
         spec = self.spec.model_dump(mode="json", exclude=NOT_TRAINED)
-        return {"setting": spec, "clock": self.clock, "chains": self.chains,
-                "seeds": self.seeds, "checkpoints": self.checkpoints,
-                "eval_sequences": self.eval_sequences}  # fmt: skip
+        return {
+            "setting": spec,
+            "clock": self.clock,
+            "chains": self.chains,
+            "seeds": self.seeds,
+            "checkpoints": self.checkpoints,
+            "eval_sequences": self.eval_sequences,
+        }
 
     def member_rows(self) -> list[dict]:
-        return [{"label": f"{self.clock} K={k or 'inf'}, seed {s}", "chains": k, "seed": s}
-                for k, s in self.members]  # fmt: skip
+        return [
+            {"label": f"{self.clock} K={k or 'inf'}, seed {s}", "chains": k, "seed": s}
+            for k, s in self.members
+        ]
 
 
-def plan_clocks(name: str, settings: list[IclMarkovSpec], seeds: list[int],
-                checkpoints, per_k: bool = True) -> list[ClockGroup]:  # fmt: skip
+def plan_clocks(
+    name: str, settings: list[IclMarkovSpec], seeds: list[int], checkpoints, per_k: bool = True
+) -> list[ClockGroup]:
     """The clock groups the race needs for ``settings`` (the K sweep's, capped): per setting
     at the measured rate, G, G_prev, and M2_prev and M1 at the K of ``race.chains``; per
     slowed rate, G at that rate. ``per_k``: a group per clock and K (each stops as soon as
@@ -106,13 +121,17 @@ def plan_clocks(name: str, settings: list[IclMarkovSpec], seeds: list[int],
     groups: dict[str, ClockGroup] = {}
     for spec in settings:
         training = spec.training
-        base = spec.model_copy(update={"training": training.model_copy(
-            update={"layer1_attention_lr": 1.0})})  # fmt: skip
+        base = spec.model_copy(
+            update={"training": training.model_copy(update={"layer1_attention_lr": 1.0})}
+        )
         steps = checkpoints(training.steps, CLOCK_EVALUATIONS)
         chains = sorted(spec.race.chains)
         runs = [("G", [None]), ("G_prev", [None])]
-        runs += [(clock, ks) for clock in ("M2_prev", "M1")
-                 for ks in ([[k] for k in chains] if per_k else [chains])]  # fmt: skip
+        runs += [
+            (clock, ks)
+            for clock in ("M2_prev", "M1")
+            for ks in ([[k] for k in chains] if per_k else [chains])
+        ]
         for clock, ks in runs:
             group = ClockGroup(name, clock, base, ks, seeds, steps, 128)
             groups.setdefault(group.name, group)
@@ -143,12 +162,14 @@ class ClockData:
         generator = torch.Generator().manual_seed(spec.seed + 1)
         P, weights, own, fresh = [], [], [], []
         for k, seed in group.members:
-            fresh_chains = markov.sample_chains(n, spec.states, spec.dirichlet_alpha,
-                                                seed + 1_000_003)  # fmt: skip
+            fresh_chains = markov.sample_chains(
+                n, spec.states, spec.dirichlet_alpha, seed + 1_000_003
+            )
             uniform = torch.full((n,), 1 / n, dtype=torch.float64)
             if k is None:  # a pool of fresh chains to train on
-                P.append(markov.sample_chains(POOL, spec.states, spec.dirichlet_alpha,
-                                              seed + 3_000_017))  # fmt: skip
+                P.append(
+                    markov.sample_chains(POOL, spec.states, spec.dirichlet_alpha, seed + 3_000_017)
+                )
                 weights.append(torch.full((POOL,), 1 / POOL, dtype=torch.float64))
                 own.append(self._test(fresh_chains, uniform, "G2", generator, distinct=True))
                 continue
@@ -165,13 +186,18 @@ class ClockData:
         """(states [n, L], truth [n, L, C], levels) of n sequences from ``chains``: one chain
         each when ``distinct``, else drawn by ``weights``."""
         n, spec = self.group.eval_sequences, self.group.spec
-        chain = (torch.arange(n) if distinct
-                 else torch.multinomial(weights.float(), n, True, generator=generator))  # fmt: skip
+        chain = (
+            torch.arange(n)
+            if distinct
+            else torch.multinomial(weights.float(), n, True, generator=generator)
+        )
         x = markov.ChainSampler(chains).sample(chain, spec.context_len, generator)
         truth = chains[chain[:, None], x].float()
         refs = markov.references(x, chains, weights, spec.dirichlet_alpha)
-        levels = {name: float(markov.kl(truth, refs[name])[:, :-1].mean())
-                  for name in ("G1_bayes", mechanism)}  # fmt: skip
+        levels = {
+            name: float(markov.kl(truth, refs[name])[:, :-1].mean())
+            for name in ("G1_bayes", mechanism)
+        }
         return x, truth, {"plateau": levels["G1_bayes"], "mechanism": levels[mechanism]}
 
     def batches(self, count: int, size: int, length: int, generator: torch.Generator):

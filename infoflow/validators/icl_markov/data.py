@@ -64,8 +64,13 @@ class IclGroup:
 
     def describe(self) -> dict:
         spec = self.spec.model_dump(mode="json", exclude=NOT_TRAINED - {"calibration"})
-        return {"setting": spec, "chains": self.chains, "seeds": self.seeds,
-                "checkpoints": self.checkpoints, "eval_sequences": self.eval_sequences}  # fmt: skip
+        return {
+            "setting": spec,
+            "chains": self.chains,
+            "seeds": self.seeds,
+            "checkpoints": self.checkpoints,
+            "eval_sequences": self.eval_sequences,
+        }
 
     def member_rows(self) -> list[dict]:
         return [{"label": f"K={k}, seed {s}", "chains": k, "seed": s} for k, s in self.members]
@@ -165,8 +170,10 @@ class MemberData:
             for j, q in enumerate(names, start=1):
                 if p == q:
                     continue
-                both = sum(self._score(refs[:, i, :, :-1], refs[:, j, :, :-1], split)
-                           for split, refs in self.refs.items()) / len(self.refs)  # fmt: skip
+                both = sum(
+                    self._score(refs[:, i, :, :-1], refs[:, j, :, :-1], split)
+                    for split, refs in self.refs.items()
+                ) / len(self.refs)
                 for member, value in enumerate(both.tolist()):
                     out[member][f"{p}>{q}"] = value
         return out

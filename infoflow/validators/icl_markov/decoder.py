@@ -65,20 +65,37 @@ class DecoderGroup:
         return [STEPS]
 
     def identity(self) -> dict:
-        return {"kind": "icl_markov", "code": TRAINING_VERSION, "decoder": 2, "steps": STEPS,
-                "lr": LR, "generalisation_chains": GENERALISATION_CHAINS,
-                "fresh_chains": FRESH_CHAINS, "level_sequences": LEVEL_SEQUENCES,
-                **self.describe()}  # fmt: skip
+        return {
+            "kind": "icl_markov",
+            "code": TRAINING_VERSION,
+            "decoder": 2,
+            "steps": STEPS,
+            "lr": LR,
+            "generalisation_chains": GENERALISATION_CHAINS,
+            "fresh_chains": FRESH_CHAINS,
+            "level_sequences": LEVEL_SEQUENCES,
+            **self.describe(),
+        }
 
     def describe(self) -> dict:
         trained = {"states", "context_len", "dirichlet_alpha", "model"}
         setting = self.spec.model_dump(mode="json", include=trained)
-        return {"setting": setting, "chains": self.chains, "task_dims": self.task_dims,
-                "seed": self.seed}  # fmt: skip
+        return {
+            "setting": setting,
+            "chains": self.chains,
+            "task_dims": self.task_dims,
+            "seed": self.seed,
+        }
 
     def member_rows(self) -> list[dict]:
-        return [{"label": f"decoder {what} {n}", "chains": n if what == "capacity" else None,
-                 "seed": self.seed} for what, n in self.members]  # fmt: skip
+        return [
+            {
+                "label": f"decoder {what} {n}",
+                "chains": n if what == "capacity" else None,
+                "seed": self.seed,
+            }
+            for what, n in self.members
+        ]
 
 
 class Decoder(torch.nn.Module):
@@ -89,8 +106,11 @@ class Decoder(torch.nn.Module):
         self.W_in = torch.nn.Linear(code_dim, d_model)
         self.W_E = torch.nn.Embedding(states, d_model)
         self.ln = torch.nn.LayerNorm(d_model)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(d_model, mlp_width), torch.nn.GELU(),
-                                       torch.nn.Linear(mlp_width, d_model))  # fmt: skip
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(d_model, mlp_width),
+            torch.nn.GELU(),
+            torch.nn.Linear(mlp_width, d_model),
+        )
         self.ln_f = torch.nn.LayerNorm(d_model)
         self.W_U = torch.nn.Linear(d_model, states)
 
@@ -115,9 +135,14 @@ def train_decoder_group(group: DecoderGroup, context: Context) -> None:
             P = markov.sample_chains(GENERALISATION_CHAINS, c, alpha, group.seed + 17)
             fresh = markov.sample_chains(FRESH_CHAINS, c, alpha, group.seed + 1_000_003)
             project = torch.randn(c * c, n, generator=g) / c
-            train_kl, fresh_kl = fit(spec, P.flatten(1).float() @ project, P,
-                                     fresh.flatten(1).float() @ project, fresh,
-                                     context.device)  # fmt: skip
+            train_kl, fresh_kl = fit(
+                spec,
+                P.flatten(1).float() @ project,
+                P,
+                fresh.flatten(1).float() @ project,
+                fresh,
+                context.device,
+            )
             row = {"decoder:train_kl": train_kl, "decoder:fresh_kl": fresh_kl}
         row["decoder:g2_level"] = g2
         context.store.record_metrics(group.name, STEPS, [{}] * i + [row])
@@ -126,8 +151,9 @@ def train_decoder_group(group: DecoderGroup, context: Context) -> None:
     context.store.finish_group(group.name, [], time.perf_counter() - started)
 
 
-def fit(spec: IclMarkovSpec, codes, P, fresh_codes, fresh_P,
-        device: torch.device | str = "cpu") -> tuple[float, float | None]:  # fmt: skip
+def fit(
+    spec: IclMarkovSpec, codes, P, fresh_codes, fresh_P, device: torch.device | str = "cpu"
+) -> tuple[float, float | None]:
     """Train a decoder on (codes, every state) -> P's rows on ``device``; its mean KL on the
     training chains and, when given, on fresh ones."""
     c = spec.states
@@ -169,40 +195,62 @@ def g2_level(spec: IclMarkovSpec, seed: int) -> float:
 def measure_decoder(group: DecoderGroup, metrics: dict) -> dict:
     """The capacity bracket and each D_phi's fresh-chain KL against G2's level."""
     rows = {member: metrics[i][STEPS] for i, member in enumerate(group.members) if i in metrics}
-    fits = {n: row["decoder:train_kl"] < row["decoder:g2_level"]
-            for (what, n), row in rows.items() if what == "capacity"}  # fmt: skip
+    fits = {
+        n: row["decoder:train_kl"] < row["decoder:g2_level"]
+        for (what, n), row in rows.items()
+        if what == "capacity"
+    }
     fitted = [k for k, ok in sorted(fits.items()) if ok]
     low = max(fitted, default=None)
     high = min((k for k, ok in fits.items() if not ok and (low is None or k > low)), default=None)
     train_kl = {k: rows[("capacity", k)]["decoder:train_kl"] for k in fits}
-    capacity = {"low": low, "high": high, "monotone": fitted == sorted(fits)[: len(fitted)],
-                "train_kl": train_kl}  # fmt: skip
-    dims = {n: {"train_kl": row["decoder:train_kl"], "fresh_kl": row["decoder:fresh_kl"],
-                "generalizes": row["decoder:fresh_kl"] < row["decoder:g2_level"]}
-            for (what, n), row in rows.items() if what == "task_dim"}  # fmt: skip
+    capacity = {
+        "low": low,
+        "high": high,
+        "monotone": fitted == sorted(fits)[: len(fitted)],
+        "train_kl": train_kl,
+    }
+    dims = {
+        n: {
+            "train_kl": row["decoder:train_kl"],
+            "fresh_kl": row["decoder:fresh_kl"],
+            "generalizes": row["decoder:fresh_kl"] < row["decoder:g2_level"],
+        }
+        for (what, n), row in rows.items()
+        if what == "task_dim"
+    }
     level = next(iter(rows.values()))["decoder:g2_level"] if rows else None
     return {"g2_level": level, "capacity": capacity, "task_dims": dims}
 
 
-def decoder_claims(measured: dict, k2_star: float | None, states: int,
-                   calibrated_here: bool = False) -> list[Claim]:  # fmt: skip
+def decoder_claims(
+    measured: dict, k2_star: float | None, states: int, calibrated_here: bool = False
+) -> list[Claim]:
     """K*_2 against the decoder's capacity (inconclusive when ``calibrated_here``: the
     capacity constant was fitted to this very measurement); per D_phi, the paper's criterion
     against the fresh-chain test."""
     out = [_capacity_claim(measured["capacity"], k2_star, calibrated_here)]
     for dim, found in sorted(measured["task_dims"].items()):
         predicted = generalizes(dim, states)
-        claim = (f"a task vector of D_phi = {dim} numbers lets the head generalize "
-                 f"(paper: when D_phi >~ C^2 = {states**2})")  # fmt: skip
-        tolerance = ("the decoder's KL on fresh chains is below G2's level iff D_phi >= C^2; "
-                     "D_phi from C (C - 1), the numbers a transition matrix has, up to C^2 is "
-                     "the band the paper's '>~' leaves open")  # fmt: skip
+        claim = (
+            f"a task vector of D_phi = {dim} numbers lets the head generalize "
+            f"(paper: when D_phi >~ C^2 = {states**2})"
+        )
+        tolerance = (
+            "the decoder's KL on fresh chains is below G2's level iff D_phi >= C^2; "
+            "D_phi from C (C - 1), the numbers a transition matrix has, up to C^2 is "
+            "the band the paper's '>~' leaves open"
+        )
         if states * (states - 1) <= dim < states**2:
-            out.append(Claim.undecided(claim, predicted, found, tolerance,
-                                       "inside the band the criterion leaves open"))  # fmt: skip
+            out.append(
+                Claim.undecided(
+                    claim, predicted, found, tolerance, "inside the band the criterion leaves open"
+                )
+            )
         else:
-            out.append(Claim.judged(claim, predicted, found, tolerance,
-                                    found["generalizes"] == predicted))  # fmt: skip
+            out.append(
+                Claim.judged(claim, predicted, found, tolerance, found["generalizes"] == predicted)
+            )
     return out
 
 
@@ -213,18 +261,26 @@ def _capacity_claim(capacity: dict, k2_star: float | None, calibrated_here: bool
     if k2_star is None:
         return Claim.undecided(claim, None, capacity, tolerance, "no prediction")
     if calibrated_here:
-        return Claim.undecided(claim, k2_star, capacity, tolerance,
-                               "the capacity constant was fitted to this measurement")  # fmt: skip
+        return Claim.undecided(
+            claim,
+            k2_star,
+            capacity,
+            tolerance,
+            "the capacity constant was fitted to this measurement",
+        )
     if not capacity["monotone"]:
         reason = "the decoder fits a K above one it fails: not monotone on this grid"
         return Claim.undecided(claim, k2_star, capacity, tolerance, reason)
     if low is not None and k2_star * CAPACITY_TOLERANCE < low:
-        return Claim.judged(claim, k2_star, capacity, tolerance, False,
-                            f"the decoder still fits K = {low}")  # fmt: skip
+        return Claim.judged(
+            claim, k2_star, capacity, tolerance, False, f"the decoder still fits K = {low}"
+        )
     if high is not None and k2_star > high * CAPACITY_TOLERANCE:
-        return Claim.judged(claim, k2_star, capacity, tolerance, False,
-                            f"the decoder already fails at K = {high}")  # fmt: skip
+        return Claim.judged(
+            claim, k2_star, capacity, tolerance, False, f"the decoder already fails at K = {high}"
+        )
     if low is None or high is None:
-        return Claim.undecided(claim, k2_star, capacity, tolerance,
-                               "the grid does not bracket the capacity")  # fmt: skip
+        return Claim.undecided(
+            claim, k2_star, capacity, tolerance, "the grid does not bracket the capacity"
+        )
     return Claim.judged(claim, k2_star, capacity, tolerance, True)

@@ -60,8 +60,10 @@ class IclExperiment:
 
     @property
     def jobs(self) -> list[Job]:
-        jobs = [Job("icl_markov", self.name, g, g.spec.training.steps)
-                for g in [*self.groups, *self.clocks]]  # fmt: skip
+        jobs = [
+            Job("icl_markov", self.name, g, g.spec.training.steps)
+            for g in [*self.groups, *self.clocks]
+        ]
         return jobs + [Job("icl_markov", self.name, g, len(g.members)) for g in self.decoders]
 
 
@@ -81,21 +83,29 @@ def plan(
         settings.setdefault(key, (point, []))[1].append(point.chains)
         experiment.predictions[(key, point.chains)] = infoflow.predict(point)
     for key, (point, chains) in settings.items():
-        group = IclGroup(name, point, sorted(set(chains)),
-                         [point.seed + s for s in range(scale.seeds)],
-                         log_spaced(point.training.steps, scale.checkpoints),
-                         scale.eval_sequences)  # fmt: skip
+        group = IclGroup(
+            name,
+            point,
+            sorted(set(chains)),
+            [point.seed + s for s in range(scale.seeds)],
+            log_spaced(point.training.steps, scale.checkpoints),
+            scale.eval_sequences,
+        )
         experiment.groups.append(group)
         for k in group.chains:
             experiment.predictions[(group.name, k)] = experiment.predictions.pop((key, k))
     if spec.race is not None:
         seeds = [spec.seed + s for s in range(scale.seeds)]
-        experiment.clocks = plan_clocks(name, [g.spec for g in experiment.groups], seeds,
-                                        log_spaced, scale.clock_group_per_k)  # fmt: skip
+        experiment.clocks = plan_clocks(
+            name, [g.spec for g in experiment.groups], seeds, log_spaced, scale.clock_group_per_k
+        )
     if spec.decoder is not None:
-        decoders = [DecoderGroup(name, g.spec, sorted(spec.decoder.chains),
-                                 sorted(spec.decoder.task_dims), spec.seed)
-                    for g in experiment.groups]  # fmt: skip
+        decoders = [
+            DecoderGroup(
+                name, g.spec, sorted(spec.decoder.chains), sorted(spec.decoder.task_dims), spec.seed
+            )
+            for g in experiment.groups
+        ]
         experiment.decoders = list({d.name: d for d in decoders}.values())  # one per setting
     experiment.capped = sorted(set(experiment.capped))
     return experiment
@@ -104,9 +114,11 @@ def plan(
 def _cap(point: IclMarkovSpec, scale: IclScale, notes: list[str]) -> IclMarkovSpec:
     training = point.training
     updates = {}
-    for limit, value, where in ((scale.max_steps, training.steps, "training.steps"),
-                                (scale.max_batch, training.batch_size, "training.batch_size"),
-                                (scale.max_context, point.context_len, "context_len")):  # fmt: skip
+    for limit, value, where in (
+        (scale.max_steps, training.steps, "training.steps"),
+        (scale.max_batch, training.batch_size, "training.batch_size"),
+        (scale.max_context, point.context_len, "context_len"),
+    ):
         if limit and value > limit:
             updates[where] = limit
             notes.append(f"{where} {value:,} capped to {limit:,} at the {scale.name} scale")

@@ -30,12 +30,22 @@ def threshold(outcomes: list[tuple[float, bool]]) -> dict:
     ``outcomes`` counts the pairs used."""
     x = np.log(np.array([k for k, _ in outcomes], dtype=float))
     y = np.array([won for _, won in outcomes], dtype=float)
-    out = {"status": "none", "value": None, "low": None, "high": None, "slope": None,
-           "outcomes": len(outcomes), "reason": ""}  # fmt: skip
+    out = {
+        "status": "none",
+        "value": None,
+        "low": None,
+        "high": None,
+        "slope": None,
+        "outcomes": len(outcomes),
+        "reason": "",
+    }
     if not outcomes or y.all() or not y.any():
         won = "generalization" if y.all() else "memorization"
-        out["reason"] = (f"{won} came first in every outcome: the transition is off the grid"
-                         if outcomes else "no decided outcome")  # fmt: skip
+        out["reason"] = (
+            f"{won} came first in every outcome: the transition is off the grid"
+            if outcomes
+            else "no decided outcome"
+        )
         return out
     if x[y == 1].max() <= x[y == 0].min():
         out["reason"] = "generalization came first only at smaller K than memorization"
@@ -51,9 +61,14 @@ def threshold(outcomes: list[tuple[float, bool]]) -> dict:
     span = max(float(np.ptp(x)), math.log(2))
     low = _bound(x, y, m, best, m - REACH * span)
     high = _bound(x, y, m, best, m + REACH * span)
-    return {**out, "status": "fit", "value": math.exp(m), "slope": b1,
-            "low": None if low is None else math.exp(low),
-            "high": None if high is None else math.exp(high)}  # fmt: skip
+    return {
+        **out,
+        "status": "fit",
+        "value": math.exp(m),
+        "slope": b1,
+        "low": None if low is None else math.exp(low),
+        "high": None if high is None else math.exp(high),
+    }
 
 
 def _bracket(x: np.ndarray, y: np.ndarray) -> dict:
@@ -62,8 +77,11 @@ def _bracket(x: np.ndarray, y: np.ndarray) -> dict:
     found = {v: set(y[x == v].tolist()) for v in set(x.tolist())}
     low = [v for v, seen in found.items() if seen == {0.0}]
     high = [v for v, seen in found.items() if seen == {1.0}]
-    return {"low": _k(max(low)) if low else None, "high": _k(min(high)) if high else None,
-            "reason": "separable outcomes: the maximum-likelihood slope is infinite"}  # fmt: skip
+    return {
+        "low": _k(max(low)) if low else None,
+        "high": _k(min(high)) if high else None,
+        "reason": "separable outcomes: the maximum-likelihood slope is infinite",
+    }
 
 
 def _k(log_k: float) -> float:

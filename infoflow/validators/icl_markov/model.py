@@ -87,8 +87,10 @@ class StackedGPT(nn.Module):
         """Weight decay on the matrices, none on norms and biases (nanoGPT's split)."""
         decay = [p for name, p in self.named_parameters() if name.startswith("W_")]
         rest = [p for name, p in self.named_parameters() if not name.startswith("W_")]
-        return [{"params": decay, "weight_decay": weight_decay},
-                {"params": rest, "weight_decay": 0.0}]  # fmt: skip
+        return [
+            {"params": decay, "weight_decay": weight_decay},
+            {"params": rest, "weight_decay": 0.0},
+        ]
 
     def forward(self, x: Tensor) -> Tensor:
         """x: states [members, batch, t] (t <= context_len) -> logits [members, batch, t, C]."""

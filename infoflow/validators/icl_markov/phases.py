@@ -101,9 +101,13 @@ def phase(row: dict[str, float], separation: dict[str, float], g1_variant: str =
     distance = {p: (row[f"id:{ref}"] + row[f"ood:{ref}"]) / 2 for p, ref in names.items()}
     nearest = min(distance, key=distance.get)
     a = names[nearest]
-    found = {p: position(distance[p] - distance[nearest], separation[f"{a}>{ref}"],
-                         separation[f"{ref}>{a}"])
-             for p, ref in names.items() if p != nearest}  # fmt: skip
+    found = {
+        p: position(
+            distance[p] - distance[nearest], separation[f"{a}>{ref}"], separation[f"{ref}>{a}"]
+        )
+        for p, ref in names.items()
+        if p != nearest
+    }
     contender = min(found, key=found.get)
     close = [p for p in found if distance[p] == distance[nearest] or found[p] < (1 + MARGIN) / 2]
     among = tuple(p for p in PHASES if p == nearest or p in close)
@@ -129,9 +133,14 @@ class MemberHistory:
         self.phases = [c.phase for c in self.calls]
 
     @classmethod
-    def from_metrics(cls, chains: int, seed: int, rows: dict[int, dict[str, float]],
-                     separation: dict[str, float], g1_variant: str = "laplace",
-                     ) -> MemberHistory:  # fmt: skip
+    def from_metrics(
+        cls,
+        chains: int,
+        seed: int,
+        rows: dict[int, dict[str, float]],
+        separation: dict[str, float],
+        g1_variant: str = "laplace",
+    ) -> MemberHistory:
         steps = sorted(rows)
         calls = [phase(rows[s], separation, g1_variant) for s in steps]
         history = cls(chains, seed, steps, calls, rows[steps[-1]])
@@ -142,8 +151,11 @@ class MemberHistory:
         g2, mem = history.first_g2, history.memorized_at
         if g2 is not None and (mem is None or g2 < mem):
             history.outcome = "generalization"
-            ends = [s for s, p in zip(steps, phases, strict=True)
-                    if s > g2 and p == "M2" and memorizing(rows[s])]  # fmt: skip
+            ends = [
+                s
+                for s, p in zip(steps, phases, strict=True)
+                if s > g2 and p == "M2" and memorizing(rows[s])
+            ]
             if ends and phases[-1] == "M2" and memorizing(rows[steps[-1]]):
                 history.transient_duration = ends[0] - g2
         elif mem is not None and (g2 is None or mem < g2):
@@ -175,13 +187,18 @@ def ceiling(levels: dict[str, list[dict[str, float]]], members: list[tuple[int, 
     for k, pairs in sorted(by_k.items()):
         id_kl = statistics.mean(p[0] for p in pairs)
         ood_kl = statistics.mean(p[1] for p in pairs)
-        out[k] = {"m2_id_kl": id_kl, "m2_ood_kl": ood_kl, "ratio": id_kl / max(ood_kl, 1e-12),
-                  "detectable": id_kl <= GAP * ood_kl}  # fmt: skip
+        out[k] = {
+            "m2_id_kl": id_kl,
+            "m2_ood_kl": ood_kl,
+            "ratio": id_kl / max(ood_kl, 1e-12),
+            "detectable": id_kl <= GAP * ood_kl,
+        }
     return out
 
 
-def separation(separations: list[dict[str, float]], members: list[tuple[int, int]],
-               g1_variant: str = "laplace") -> dict[int, dict[str, float]]:  # fmt: skip
+def separation(
+    separations: list[dict[str, float]], members: list[tuple[int, int]], g1_variant: str = "laplace"
+) -> dict[int, dict[str, float]]:
     """Per K (mean over seeds), how far apart the phase references are on the same data:
     ``"p-q"`` -> the mean of p's score against a model equal to q and q's against p (the
     symmetrised KL in the default direction). ``separations`` is
@@ -190,10 +207,15 @@ def separation(separations: list[dict[str, float]], members: list[tuple[int, int
     by_k: dict[int, list[dict[str, float]]] = {}
     for (k, _seed), found in zip(members, separations, strict=True):
         by_k.setdefault(k, []).append(found)
-    return {k: {f"{p}-{q}": statistics.mean((s[f"{names[p]}>{names[q]}"]
-                                             + s[f"{names[q]}>{names[p]}"]) / 2 for s in rows)
-                for p, q in itertools.combinations(PHASES, 2)}
-            for k, rows in sorted(by_k.items())}  # fmt: skip
+    return {
+        k: {
+            f"{p}-{q}": statistics.mean(
+                (s[f"{names[p]}>{names[q]}"] + s[f"{names[q]}>{names[p]}"]) / 2 for s in rows
+            )
+            for p, q in itertools.combinations(PHASES, 2)
+        }
+        for k, rows in sorted(by_k.items())
+    }
 
 
 def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
@@ -219,8 +241,11 @@ def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
         for k, hs in sorted(by_k.items())
     }
     blind = sorted(k for k, v in (limit or {}).items() if not v["detectable"])
-    fitted = [(h.chains, h.outcome == "generalization") for h in histories
-              if h.outcome != "undecided" and h.chains not in blind]  # fmt: skip
+    fitted = [
+        (h.chains, h.outcome == "generalization")
+        for h in histories
+        if h.outcome != "undecided" and h.chains not in blind
+    ]
     decided = [k for k in per_k if per_k[k]["outcome"] != "undecided"]
     won = [per_k[k]["outcome"] == "generalization" for k in decided]
     start = next((i for i in range(len(decided)) if all(won[i:])), len(decided))
@@ -238,12 +263,22 @@ def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
     times = [per_k[k]["first_g2"] for k in winners]
     steps = histories[0].steps
     spacing = max((b / a for a, b in itertools.pairwise(steps)), default=1.0)
-    tau = {"value": statistics.median(times) if times else None, "min": min(times, default=None),
-           "max": max(times, default=None), "checkpoint_ratio": spacing}  # fmt: skip
+    tau = {
+        "value": statistics.median(times) if times else None,
+        "min": min(times, default=None),
+        "max": max(times, default=None),
+        "checkpoint_ratio": spacing,
+    }
     k2 = {"low": k2_low, "g2_persists_from": min(persists, default=None)}
     k1_fit = {**logistic.threshold(fitted), "left_out": blind}
-    return {"per_k": per_k, "k1_star": k1, "k1_fit": k1_fit, "k2_star": k2, "tau_2gen": tau,
-            "ceiling": limit or {}}  # fmt: skip
+    return {
+        "per_k": per_k,
+        "k1_star": k1,
+        "k1_fit": k1_fit,
+        "k2_star": k2,
+        "tau_2gen": tau,
+        "ceiling": limit or {},
+    }
 
 
 def _median(values):

@@ -56,9 +56,14 @@ def decoder_seconds(group: DecoderGroup, steptime: StepTime) -> float:
 
 
 def plan_command(
-    spec: IclMarkovSpec, source: str, scale: str, device: str | None, budget: float | None,
-    steps: int | None, seeds: int | None,
-) -> tuple[str, float]:  # fmt: skip
+    spec: IclMarkovSpec,
+    source: str,
+    scale: str,
+    device: str | None,
+    budget: float | None,
+    steps: int | None,
+    seeds: int | None,
+) -> tuple[str, float]:
     """What ``infoflow plan`` prints for one icl_markov spec, and its estimated seconds."""
     from infoflow.validators.icl_markov.validator import VALIDATOR
 
@@ -66,8 +71,10 @@ def plan_command(
     sized = VALIDATOR.scale(scale, steps, seeds, device, budget)
     experiment = VALIDATOR.plan(Path(source).stem, spec, sized, Path(source).parent)
     steptime = step_time(device)
-    lines = [f"{source}: icl_markov at scale {sized.name} on {device}, seeds {sized.seeds}",
-             f"  step time: {steptime.source}"]  # fmt: skip
+    lines = [
+        f"{source}: icl_markov at scale {sized.name} on {device}, seeds {sized.seeds}",
+        f"  step time: {steptime.source}",
+    ]
     total = 0.0
     for group in [*experiment.groups, *experiment.clocks]:
         seconds = group_seconds(group, steptime)
@@ -77,16 +84,22 @@ def plan_command(
         what += f", layer-1 attention at {rate:g} x lr" if rate != 1 else ""
         ks = ", ".join("inf" if k is None else str(k) for k in group.chains)
         steps = group.spec.training.steps
-        length = (f"at most {steps:,} steps (it stops once its clocks are final), at most"
-                  if isinstance(group, ClockGroup) else f"{steps:,} steps, about")  # fmt: skip
-        lines.append(f"  {what}: K = {ks}; {len(group.members)} members, {length} "
-                     f"{_minutes(seconds)}")  # fmt: skip
+        length = (
+            f"at most {steps:,} steps (it stops once its clocks are final), at most"
+            if isinstance(group, ClockGroup)
+            else f"{steps:,} steps, about"
+        )
+        lines.append(
+            f"  {what}: K = {ks}; {len(group.members)} members, {length} {_minutes(seconds)}"
+        )
     for group in experiment.decoders:
         seconds = decoder_seconds(group, steptime)
         total += seconds
-        lines.append(f"  decoder alone: capacity K = {', '.join(map(str, group.chains))}; D_phi = "
-                     f"{', '.join(map(str, group.task_dims))}; {len(group.members)} fits of "
-                     f"{STEPS:,} full-batch steps, about {_minutes(seconds)}")  # fmt: skip
+        lines.append(
+            f"  decoder alone: capacity K = {', '.join(map(str, group.chains))}; D_phi = "
+            f"{', '.join(map(str, group.task_dims))}; {len(group.members)} fits of "
+            f"{STEPS:,} full-batch steps, about {_minutes(seconds)}"
+        )
     if experiment.capped:
         lines.append("  capped: " + "; ".join(experiment.capped))
     if budget is not None and total > budget:

@@ -12,8 +12,13 @@ from pathlib import Path
 from infoflow.validators.icl_markov.phases import MARGIN, PHASES, UNDETERMINED
 from infoflow.validators.plots import pyplot, save
 
-PHASE_COLOURS = {"G1": "#bdbdbd", "G2": "#2b8cbe", "M1": "#fdae6b", "M2": "#d94801",
-                 UNDETERMINED: "#ffffff"}  # fmt: skip
+PHASE_COLOURS = {
+    "G1": "#bdbdbd",
+    "G2": "#2b8cbe",
+    "M1": "#fdae6b",
+    "M2": "#d94801",
+    UNDETERMINED: "#ffffff",
+}
 
 
 def plot_phases(out: Path, section: dict) -> list[Path]:
@@ -35,29 +40,46 @@ def plot_phases(out: Path, section: dict) -> list[Path]:
         grid = [[names.index(p) for p in m["phases"]] for m in members]  # [K, checkpoint]
 
         fig, (ax, side) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=[1.4, 1])
-        ax.pcolormesh(range(len(chains) + 1), range(len(steps) + 1), list(zip(*grid, strict=True)),
-                      cmap=ListedColormap(list(PHASE_COLOURS.values())), vmin=-0.5,
-                      vmax=len(names) - 0.5)  # fmt: skip
+        ax.pcolormesh(
+            range(len(chains) + 1),
+            range(len(steps) + 1),
+            list(zip(*grid, strict=True)),
+            cmap=ListedColormap(list(PHASE_COLOURS.values())),
+            vmin=-0.5,
+            vmax=len(names) - 0.5,
+        )
         ax.set_xticks([i + 0.5 for i in range(len(chains))], [str(k) for k in chains], fontsize=7)
         ticks = range(0, len(steps), max(1, len(steps) // 8))
         ax.set_yticks([i + 0.5 for i in ticks], [f"{steps[i]:,}" for i in ticks], fontsize=7)
-        ax.set(xlabel="K (training chains)", ylabel="training step (log-spaced checkpoints)",
-               title=f"{section['name']}: phase (margin {MARGIN:.2g})")  # fmt: skip
+        ax.set(
+            xlabel="K (training chains)",
+            ylabel="training step (log-spaced checkpoints)",
+            title=f"{section['name']}: phase (margin {MARGIN:.2g})",
+        )
         k1 = group["predictions"][str(chains[0])]["k1_star"]["value"]
         if k1:
             position = _grid_position(chains, k1)
             ax.axvline(position, color="black", linestyle="--", linewidth=1)
             ax.text(position, len(steps) * 0.97, " predicted K*_1", fontsize=7, va="top")
-        ax.legend(handles=[Patch(facecolor=c, edgecolor="#636363", label=p)
-                           for p, c in PHASE_COLOURS.items()], fontsize=7,
-                  loc="lower right")  # fmt: skip
+        ax.legend(
+            handles=[
+                Patch(facecolor=c, edgecolor="#636363", label=p) for p, c in PHASE_COLOURS.items()
+            ],
+            fontsize=7,
+            loc="lower right",
+        )
 
         side.plot(chains, [m["final"]["ood:truth"] for m in members], "o-", label="OOD")
         side.plot(chains, [m["final"]["id:truth"] for m in members], "s-", label="ID")
         g2 = sum(m["levels"]["ood"]["G2"] for m in members) / len(members)
         side.axhline(g2, color=PHASE_COLOURS["G2"], linestyle=":", label="in-context bigram (G2)")
-        side.set(xscale="log", yscale="log", xlabel="K", ylabel=f"final {_kl(group, 'truth')}",
-                 title="end of training")  # fmt: skip
+        side.set(
+            xscale="log",
+            yscale="log",
+            xlabel="K",
+            ylabel=f"final {_kl(group, 'truth')}",
+            title="end of training",
+        )
         side.legend(fontsize=7)
         written.append(save(fig, out / f"{group['name']}-phases.png"))
 
@@ -105,12 +127,16 @@ def plot_positions(out: Path, section: dict) -> list[Path]:
     written = []
     panels = ["id:truth", "ood:truth", *PHASES]
     for group in section["groups"]:
-        members = sorted((m for m in group["members"] if m["seed"] == group["seeds"][0]),
-                         key=lambda m: m["chains"])  # fmt: skip
+        members = sorted(
+            (m for m in group["members"] if m["seed"] == group["seeds"][0]),
+            key=lambda m: m["chains"],
+        )
         fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.4), sharey=True)
         for ax, name in zip(axes, panels, strict=True):
-            positions = lambda m, name=name: (range(1, len(m["positions"][name]) + 1),  # noqa: E731
-                                              m["positions"][name])  # fmt: skip
+
+            def positions(m, name=name):
+                return range(1, len(m["positions"][name]) + 1), m["positions"][name]
+
             _line_per_k(ax, members, positions)
             split = name.split(":")[0].upper()
             title = f"{_kl(group, 'truth')}, {split}" if ":" in name else _kl(group, name)
@@ -146,15 +172,29 @@ def plot_race(out: Path, section: dict) -> list[Path]:
             ax.axvline(race["k1_star"], color="black", linestyle="--", label="race K*_1")
         if race["interval"] is not None:  # open ends (0, infinity, null) run to the frame
             low, high = (_finite(v) for v in race["interval"])
-            ax.axvspan(low if low > 0 else left, right if math.isnan(high) else high,
-                       color="black", alpha=0.08, label="race K*_1 (clock seeds)")  # fmt: skip
+            ax.axvspan(
+                low if low > 0 else left,
+                right if math.isnan(high) else high,
+                color="black",
+                alpha=0.08,
+                label="race K*_1 (clock seeds)",
+            )
         fit = group["measurement"]["k1_fit"]
         if fit["status"] != "none" and (fit["low"] or fit["high"]):
-            ax.axvspan(fit["low"] or left, fit["high"] or right, color="green", alpha=0.12,
-                       label="measured K*_1 (K sweep)")  # fmt: skip
-        ax.set(xscale="log", yscale="log", xlabel="K (training chains)",
-               ylabel="steps to halfway (clock runs)",
-               title=f"{group['name']}: the race")  # fmt: skip
+            ax.axvspan(
+                fit["low"] or left,
+                fit["high"] or right,
+                color="green",
+                alpha=0.12,
+                label="measured K*_1 (K sweep)",
+            )
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="K (training chains)",
+            ylabel="steps to halfway (clock runs)",
+            title=f"{group['name']}: the race",
+        )
         ax.legend(fontsize=7)
         written.append(save(fig, out / f"{group['name']}-race.png"))
     return written

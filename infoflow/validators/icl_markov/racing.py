@@ -31,13 +31,21 @@ def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
         rate = group.spec.training.layer1_attention_lr
         key = _base_key(group.spec)
         setting = json.loads(key)
-        entry = out.setdefault(key, {"setting": setting, "steps": group.spec.training.steps,
-                                     "members": []})  # fmt: skip
+        entry = out.setdefault(
+            key, {"setting": setting, "steps": group.spec.training.steps, "members": []}
+        )
         for i, (k, seed) in enumerate(group.members):
             time, status = clock_time(metrics[i])
-            entry["members"].append({"clock": group.clock, "layer1_attention_lr": rate,
-                                     "chains": k, "seed": seed, "time": time,
-                                     "status": status})  # fmt: skip
+            entry["members"].append(
+                {
+                    "clock": group.clock,
+                    "layer1_attention_lr": rate,
+                    "chains": k,
+                    "seed": seed,
+                    "time": time,
+                    "status": status,
+                }
+            )
     for entry in out.values():
         entry["clocks"] = clocks_of(entry["members"], entry["steps"])
     return out
@@ -60,8 +68,15 @@ def race_claim(result: Race, measurement: dict) -> Claim:
     (:func:`~infoflow.validators.icl_markov.claims.k1_claim`): the race's interval over the
     clock seeds against the logistic fit's interval. A race whose tie lies off the grid
     predicts one side (below the smallest K, or above the largest), which can be refuted too."""
-    predicted = Prediction(result.k1_star, "chains", "estimate", "mechanism:clock_race",
-                           result.reason, None, result.interval)  # fmt: skip
+    predicted = Prediction(
+        result.k1_star,
+        "chains",
+        "estimate",
+        "mechanism:clock_race",
+        result.reason,
+        None,
+        result.interval,
+    )
     claim = k1_claim(predicted, measurement["k1_fit"], measurement["k1_star"])
     statement = "K*_1 from the race of this run's clocks (no K*_1 data enters it)"
     reason = "; ".join(filter(None, [claim.reason, result.reason]))
@@ -84,14 +99,17 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
     """Slowing layer 1's attention to ``rate`` moves K*_1 by the factor the race predicts
     (1 when the M2 path decides at both rates): the predicted and measured ratios overlap."""
     claim = f"layer 1's attention at {rate:g} x the learning rate shifts K*_1 as the race says"
-    tolerance = ("the race's ratio K*_1(slowed) / K*_1 (its middle and its seed ends, paired) "
-                 "overlaps the interval of the K sweeps' ratio")  # fmt: skip
+    tolerance = (
+        "the race's ratio K*_1(slowed) / K*_1 (its middle and its seed ends, paired) "
+        "overlaps the interval of the K sweeps' ratio"
+    )
     (race0, measured0), (race1, measured1) = base, slowed  # measured: each sweep's k1_fit
     derived = {"race": race0.to_json(), "race_slowed": race1.to_json()}
     if race0.k1_star is None or race1.k1_star is None:
         where = "at the measured rate" if race0.k1_star is None else "at the slowed rate"
-        return Claim.undecided(claim, None, None, tolerance, f"the race places no K*_1 {where}",
-                               derived)  # fmt: skip
+        return Claim.undecided(
+            claim, None, None, tolerance, f"the race places no K*_1 {where}", derived
+        )
     pairs = zip(
         (race0.interval[0], race0.k1_star, race0.interval[1]),
         (race1.interval[0], race1.k1_star, race1.interval[1]),
@@ -100,12 +118,15 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
     ratios = [b / a for a, b in pairs if 0 < a < math.inf and b < math.inf]
     predicted = (min(ratios), max(ratios))
     (low0, high0), (low1, high1) = _measured_interval(measured0), _measured_interval(measured1)
-    measured = (low1 / high0 if low1 and high0 else 0.0,
-                high1 / low0 if high1 and low0 else math.inf)  # fmt: skip
+    measured = (
+        low1 / high0 if low1 and high0 else 0.0,
+        high1 / low0 if high1 and low0 else math.inf,
+    )
     shown = {"ratio": measured, "k1_fit": measured0, "k1_fit_slowed": measured1}
     if measured == (0.0, math.inf):
-        return Claim.undecided(claim, predicted, shown, tolerance,
-                               "the K sweeps do not bound the shift", derived)  # fmt: skip
+        return Claim.undecided(
+            claim, predicted, shown, tolerance, "the K sweeps do not bound the shift", derived
+        )
     holds = predicted[0] <= measured[1] and predicted[1] >= measured[0]
     return Claim.judged(claim, predicted, shown, tolerance, holds, "", derived)
 
@@ -119,12 +140,13 @@ def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
         for rate, times in found.g_slowed.items():
             predicted, _ = g_clocks(replace(found, g_slowed={}), rate)
             measured = span(times)
-            claim = (f"layer 1's attention at {rate:g} x the rate delays G2 to tau_G|prev + "
-                     f"tau_prev / {rate:g}")  # fmt: skip
+            claim = (
+                f"layer 1's attention at {rate:g} x the rate delays G2 to tau_G|prev + "
+                f"tau_prev / {rate:g}"
+            )
             tolerance = "the predicted and measured tau_G ranges over the clock seeds overlap"
             holds = predicted[0] <= measured[2] and predicted[2] >= measured[0]
-            derived = {"tau_g": span(found.g), "tau_g_prev": span(
-                found.g_prev), "rate": rate}  # fmt: skip
+            derived = {"tau_g": span(found.g), "tau_g_prev": span(found.g_prev), "rate": rate}
             out.append(Claim.judged(claim, predicted, measured, tolerance, holds, "", derived))
     return out
 

@@ -21,26 +21,44 @@ def group_section(
     members = []
     for i, h in enumerate(histories):
         rows = metrics[i]
-        kl = {p: [(rows[s][f"id:{p}"] + rows[s][f"ood:{p}"]) / 2 for s in h.steps]
-              for p in (*PHASES, "G1_park")}  # fmt: skip
-        members.append({
-            "chains": h.chains, "seed": h.seed, "steps": h.steps, "phases": h.phases,
-            "trajectory": h.trajectory, "outcome": h.outcome, "first_g2": h.first_g2,
-            "memorized_at": h.memorized_at, "transient_duration": h.transient_duration,
-            "final": h.final, "kl": kl,
-            "id_truth": [rows[s]["id:truth"] for s in h.steps],
-            "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
-            "levels": {split: levels[split][i] for split in levels},
-            "positions": _positions(positions, i),
-        })  # fmt: skip
+        kl = {
+            p: [(rows[s][f"id:{p}"] + rows[s][f"ood:{p}"]) / 2 for s in h.steps]
+            for p in (*PHASES, "G1_park")
+        }
+        members.append(
+            {
+                "chains": h.chains,
+                "seed": h.seed,
+                "steps": h.steps,
+                "phases": h.phases,
+                "trajectory": h.trajectory,
+                "outcome": h.outcome,
+                "first_g2": h.first_g2,
+                "memorized_at": h.memorized_at,
+                "transient_duration": h.transient_duration,
+                "final": h.final,
+                "kl": kl,
+                "id_truth": [rows[s]["id:truth"] for s in h.steps],
+                "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
+                "levels": {split: levels[split][i] for split in levels},
+                "positions": _positions(positions, i),
+            }
+        )
     predictions = {
-        k: {name: {"value": p.value, "provenance": p.provenance, "interval": p.interval}
-            for name, p in experiment.predictions[(group.name, k)].predictions.items()}
+        k: {
+            name: {"value": p.value, "provenance": p.provenance, "interval": p.interval}
+            for name, p in experiment.predictions[(group.name, k)].predictions.items()
+        }
         for k in group.chains
-    }  # fmt: skip
-    section = {"name": group.name, **group.describe(), "predictions": predictions,
-               "members": members, "measurement": measurement,
-               "claims": [c.to_json() for c in claims]}  # fmt: skip
+    }
+    section = {
+        "name": group.name,
+        **group.describe(),
+        "predictions": predictions,
+        "members": members,
+        "measurement": measurement,
+        "claims": [c.to_json() for c in claims],
+    }
     return json.loads(json.dumps(section))  # as report.json will hold it: string keys
 
 
@@ -70,7 +88,9 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         s = group["setting"]
         model, training = s["model"], s["training"]
         lines += [
-            "", f"### {markdown_text(group['name'])}", "",
+            "",
+            f"### {markdown_text(group['name'])}",
+            "",
             f"C = {s['states']}, context {s['context_len']}, Dirichlet({s['dirichlet_alpha']}), "
             f"{s['mixture']} mixture; {model['layers']} layers, d_model {model['d_model']}, "
             f"{model['heads']} heads, MLP {model['mlp_width']}; {training['steps']:,} steps of "
@@ -83,16 +103,25 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             "| K | seed | trajectory | first | first G2 | tau_1Mem | final | predicted final | "
             "ID KL | OOD KL | G2 level (OOD) |",
             "|--:|--:|---|---|--:|--:|---|---|--:|--:|--:|",
-        ]  # fmt: skip
+        ]
         for member in group["members"]:
             k = member["chains"]
             predicted = group["predictions"][str(k)]["final_phase"]["value"]
-            final = (member["final"]["id:truth"], member["final"]["ood:truth"],
-                     member["levels"]["ood"]["G2"])  # fmt: skip
-            cells = [str(k), str(member["seed"]), " -> ".join(member["trajectory"]),
-                     member["outcome"],
-                     _maybe(member["first_g2"]), _maybe(member["memorized_at"]),
-                     member["phases"][-1], str(predicted)]  # fmt: skip
+            final = (
+                member["final"]["id:truth"],
+                member["final"]["ood:truth"],
+                member["levels"]["ood"]["G2"],
+            )
+            cells = [
+                str(k),
+                str(member["seed"]),
+                " -> ".join(member["trajectory"]),
+                member["outcome"],
+                _maybe(member["first_g2"]),
+                _maybe(member["memorized_at"]),
+                member["phases"][-1],
+                str(predicted),
+            ]
             cells += [number(v, ".3f") for v in final]
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", _thresholds(group["measurement"]), ""]
@@ -112,21 +141,28 @@ def _decoder(decoder: dict) -> list[str]:
     """The decoder alone: its capacity grid and the D_phi sweep, then its claims."""
     m = decoder["measurement"]
     capacity = m["capacity"]
-    lines = ["", f"### The decoder alone ({markdown_text(decoder['name'])})", "",
-             f"The second MLP (d_model {decoder['setting']['model']['d_model']}, MLP "
-             f"{decoder['setting']['model']['mlp_width']}) by itself; G2's level at this context: "
-             f"{number(m['g2_level'], '.4f')}. Capacity: fits up to K = "
-             f"{_maybe(capacity['low'])}, fails from {_maybe(capacity['high'])} (predicted "
-             f"K*_2 {_maybe(decoder['k2_star'])}).", "",
-             "| test | K or D_phi | KL on its chains | KL on fresh chains | below G2's level |",
-             "|---|--:|--:|--:|---|"]  # fmt: skip
+    lines = [
+        "",
+        f"### The decoder alone ({markdown_text(decoder['name'])})",
+        "",
+        f"The second MLP (d_model {decoder['setting']['model']['d_model']}, MLP "
+        f"{decoder['setting']['model']['mlp_width']}) by itself; G2's level at this context: "
+        f"{number(m['g2_level'], '.4f')}. Capacity: fits up to K = "
+        f"{_maybe(capacity['low'])}, fails from {_maybe(capacity['high'])} (predicted "
+        f"K*_2 {_maybe(decoder['k2_star'])}).",
+        "",
+        "| test | K or D_phi | KL on its chains | KL on fresh chains | below G2's level |",
+        "|---|--:|--:|--:|---|",
+    ]
     for k, kl in capacity["train_kl"].items():
         fits = "yes" if kl < m["g2_level"] else "no"
         lines.append(f"| capacity | {k} | {number(kl, '.4f')} | - | {fits} |")
     for dim, found in m["task_dims"].items():
-        lines.append(f"| D_phi | {dim} | {number(found['train_kl'], '.4f')} | "
-                     f"{number(found['fresh_kl'], '.4f')} | "
-                     f"{'yes' if found['generalizes'] else 'no'} |")  # fmt: skip
+        lines.append(
+            f"| D_phi | {dim} | {number(found['train_kl'], '.4f')} | "
+            f"{number(found['fresh_kl'], '.4f')} | "
+            f"{'yes' if found['generalizes'] else 'no'} |"
+        )
     return lines + claims_markdown(decoder["claims"])
 
 
@@ -140,33 +176,50 @@ def _race(race: dict) -> str:
     tau_g, tau_prev = race["tau_g"], race["tau_prev"]
     interval = race["interval"]
     ends = [("open" if v in (None, 0) else f"{v:.3g}") for v in interval or ()]
-    k1 = (f"K*_1 = {race['k1_star']:.3g} ({ends[0]} to {ends[1]} over the clock seeds)"
-          if race["k1_star"] is not None else "no K*_1")  # fmt: skip
-    return (f"The race of this run's clocks: {k1}; {race['reason']}. tau_G {_maybe(tau_g[1])} "
-            f"steps (seeds {_maybe(tau_g[0])} to {_maybe(tau_g[2])}), tau_prev "
-            f"{_maybe(tau_prev[1])}.")  # fmt: skip
+    k1 = (
+        f"K*_1 = {race['k1_star']:.3g} ({ends[0]} to {ends[1]} over the clock seeds)"
+        if race["k1_star"] is not None
+        else "no K*_1"
+    )
+    return (
+        f"The race of this run's clocks: {k1}; {race['reason']}. tau_G {_maybe(tau_g[1])} "
+        f"steps (seeds {_maybe(tau_g[0])} to {_maybe(tau_g[2])}), tau_prev "
+        f"{_maybe(tau_prev[1])}."
+    )
 
 
 def _clocks(entries: list[dict]) -> list[str]:
     """The clock runs: per setting, a row per clock, layer-1 rate and K with each seed's
     time (steps to halfway; - where it did not form)."""
-    lines = ["", "### The clock runs", "",
-             "Steps until each mechanism is halfway from the unigram plateau to its Bayes level, "
-             "on models where only it can form (docs/icl_markov.md, \"The race\"); one value "
-             "per seed, - where it did not form within the run."]  # fmt: skip
+    lines = [
+        "",
+        "### The clock runs",
+        "",
+        "Steps until each mechanism is halfway from the unigram plateau to its Bayes level, "
+        'on models where only it can form (docs/icl_markov.md, "The race"); one value '
+        "per seed, - where it did not form within the run.",
+    ]
     for entry in entries:
         s = entry["setting"]
-        lines += ["", f"C = {s['states']}, context {s['context_len']}, d_model "
-                  f"{s['model']['d_model']}, {entry['steps']:,} steps:", "",
-                  "| clock | layer-1 rate | K | times (per seed) |",
-                  "|---|--:|--:|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"C = {s['states']}, context {s['context_len']}, d_model "
+            f"{s['model']['d_model']}, {entry['steps']:,} steps:",
+            "",
+            "| clock | layer-1 rate | K | times (per seed) |",
+            "|---|--:|--:|---|",
+        ]
         rows: dict[tuple, list] = {}
         for m in entry["members"]:
             key = (m["clock"], m["layer1_attention_lr"], m["chains"])
             rows.setdefault(key, []).append(m["time"])
         for (clock, rate, k), times in rows.items():
-            cells = [clock, f"{rate:g}", "inf" if k is None else str(k),
-                     ", ".join("-" if t is None else f"{t:.0f}" for t in times)]  # fmt: skip
+            cells = [
+                clock,
+                f"{rate:g}",
+                "inf" if k is None else str(k),
+                ", ".join("-" if t is None else f"{t:.0f}" for t in times),
+            ]
             lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -183,8 +236,11 @@ def _thresholds(m: dict[str, Any]) -> str:
     else:
         where = "not measured: no K decided"
     undecided = f"; undecided at K = {k1['undecided']}" if k1["undecided"] else ""
-    k2_text = (f"above K = {k2['low']} (G2 gave way to M2 there)" if k2["low"]
-               else "not placed (no transient G2 observed)")  # fmt: skip
+    k2_text = (
+        f"above K = {k2['low']} (G2 gave way to M2 there)"
+        if k2["low"]
+        else "not placed (no transient G2 observed)"
+    )
     return (
         f"Measured K*_1 (majority per K) {where}{'' if k1['monotone'] else ' (not monotone in K)'}"
         f"{undecided}. {_fitted(m['k1_fit'])} K*_2 {k2_text}; G2 persists at this budget from "
@@ -209,9 +265,13 @@ def _fitted(fit: dict[str, Any]) -> str:
 def _separation(table: dict[str, dict[str, float]]) -> list[str]:
     """Per K, how far apart the phase references are (symmetrised, mean of ID and OOD)."""
     pairs = list(next(iter(table.values()), {}))
-    lines = ["Reference-to-reference distances (the mean of the two directed scores, ID and "
-             "OOD averaged; a phase call needs a margin relative to these):", "",
-             "| K | " + " | ".join(pairs) + " |", "|--:|" + "--:|" * len(pairs)]  # fmt: skip
+    lines = [
+        "Reference-to-reference distances (the mean of the two directed scores, ID and "
+        "OOD averaged; a phase call needs a margin relative to these):",
+        "",
+        "| K | " + " | ".join(pairs) + " |",
+        "|--:|" + "--:|" * len(pairs),
+    ]
     for k, row in table.items():
         lines.append(f"| {k} | " + " | ".join(number(row[p], ".3g") for p in pairs) + " |")
     return lines

@@ -29,9 +29,16 @@ def build_model(group, device: torch.device) -> StackedGPT:
     counts as 0); a clock group's attention patterns are its clock's."""
     spec = group.spec
     m = spec.model
-    return StackedGPT([seed * 1000 + (k or 0) for k, seed in group.members], spec.states,
-                      spec.context_len, m.layers, m.d_model, m.heads, m.mlp_width,
-                      getattr(group, "attention", None)).to(device)  # fmt: skip
+    return StackedGPT(
+        [seed * 1000 + (k or 0) for k, seed in group.members],
+        spec.states,
+        spec.context_len,
+        m.layers,
+        m.d_model,
+        m.heads,
+        m.mlp_width,
+        getattr(group, "attention", None),
+    ).to(device)
 
 
 def train_icl_group(group: IclGroup | ClockGroup, context: Context) -> None:
@@ -52,8 +59,12 @@ def _train(group, context: Context, data, evaluate_members, finished) -> None:
     started, device, store = time.perf_counter(), context.device, context.store
     spec, training = group.spec, group.spec.training
     model = build_model(group, device)
-    optimizer = torch.optim.AdamW(model.parameter_groups(training.weight_decay), lr=training.lr,
-                                  betas=(0.9, 0.95), fused=device.type == "cuda")  # fmt: skip
+    optimizer = torch.optim.AdamW(
+        model.parameter_groups(training.weight_decay),
+        lr=training.lr,
+        betas=(0.9, 0.95),
+        fused=device.type == "cuda",
+    )
     warmup = max(1, training.steps // 50)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     generator = torch.Generator(device=device).manual_seed(spec.seed + 2)

@@ -36,8 +36,14 @@ from infoflow.validators.protocol import Context, Job
 class IclMarkovValidator:
     kind = "icl_markov"
 
-    def scale(self, name: str, steps: int | None, seeds: int | None, device: str,
-              budget: float | None = None) -> IclScale:  # fmt: skip
+    def scale(
+        self,
+        name: str,
+        steps: int | None,
+        seeds: int | None,
+        device: str,
+        budget: float | None = None,
+    ) -> IclScale:
         scale = replace(SCALES[name], clock_group_per_k=not device.startswith("cuda"))
         scale = replace(scale, seeds=seeds) if seeds else scale
         return replace(scale, max_steps=steps, name=f"{name} ({steps} steps)") if steps else scale
@@ -60,8 +66,10 @@ class IclMarkovValidator:
             apart = data.separations()
             metrics = context.store.metrics(group.name)
             variant = group.spec.options.g1_variant
-            histories = [MemberHistory.from_metrics(k, seed, metrics[i], apart[i], variant)
-                         for i, (k, seed) in enumerate(group.members)]  # fmt: skip
+            histories = [
+                MemberHistory.from_metrics(k, seed, metrics[i], apart[i], variant)
+                for i, (k, seed) in enumerate(group.members)
+            ]
             measurement = measure(histories, ceiling(levels, group.members))
             measurement["separation"] = separation(apart, group.members, variant)
             mine = claims(experiment, group, measurement)
@@ -72,18 +80,26 @@ class IclMarkovValidator:
                 raced[group.name] = (result, measurement["k1_fit"])
             if len(experiment.groups) > 1:
                 mine = [claim.prefixed(group.name) for claim in mine]
-            groups.append(report.group_section(experiment, group, histories, measurement, levels,
-                                               metrics, positions, mine))  # fmt: skip
+            groups.append(
+                report.group_section(
+                    experiment, group, histories, measurement, levels, metrics, positions, mine
+                )
+            )
             found += mine
         race_claims = shift_claims(experiment.groups, raced) + slowing_claims(clocks)
         found += race_claims
         decoders = [_judge_decoder(group, context) for group in experiment.decoders]
         found += [claim for _, mine in decoders for claim in mine]
         decoders = [section for section, _ in decoders]
-        body = {"capped": experiment.capped, "groups": groups,
-                "clocks": [{k: v for k, v in entry.items() if k != "clocks"}
-                           for entry in clocks.values()], "decoders": decoders,
-                "race_claims": [c.to_json() for c in race_claims]}  # fmt: skip
+        body = {
+            "capped": experiment.capped,
+            "groups": groups,
+            "clocks": [
+                {k: v for k, v in entry.items() if k != "clocks"} for entry in clocks.values()
+            ],
+            "decoders": decoders,
+            "race_claims": [c.to_json() for c in race_claims],
+        }
         return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
@@ -108,8 +124,13 @@ def _judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list]:
     capacity = load_calibration(group.spec.calibration).capacity
     here = capacity.provenance == "fit:decoder" and group.name in capacity.source
     mine = decoder_claims(measured, k2, group.spec.states, here)
-    section = {"name": group.name, **group.describe(), "k2_star": k2, "measurement": measured,
-               "claims": [c.to_json() for c in mine]}  # fmt: skip
+    section = {
+        "name": group.name,
+        **group.describe(),
+        "k2_star": k2,
+        "measurement": measured,
+        "claims": [c.to_json() for c in mine],
+    }
     return section, mine
 
 

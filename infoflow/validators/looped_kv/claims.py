@@ -20,8 +20,15 @@ from infoflow.validators.looped_kv.measure import RHOS
 def claims(measured: dict) -> list[Claim]:
     out = [_store_bytes(store) for store in measured["stores"]]
     error = measured["full_rank_relative_error"]
-    out.append(Claim.judged("full rank reconstructs the cache exactly", 0.0, error,
-                            "max |error| / max |x| <= 1e-5", error <= 1e-5))  # fmt: skip
+    out.append(
+        Claim.judged(
+            "full rank reconstructs the cache exactly",
+            0.0,
+            error,
+            "max |error| / max |x| <= 1e-5",
+            error <= 1e-5,
+        )
+    )
     out += [_loop_axis(name, measured["spectra"][name], measured["dims"]) for name in ("K", "V")]
     methods = measured["methods"]
     out += [_error_falls(name, methods[name]) for name in ("lla", "lla_2d")]
@@ -33,9 +40,13 @@ def claims(measured: dict) -> list[Claim]:
 
 
 def _store_bytes(store: dict) -> Claim:
-    return Claim.judged(f"the {store['variant']} store holds the calculator's bytes",
-                        store["predicted_bytes"], store["measured_bytes"], "exactly equal",
-                        store["measured_bytes"] == store["predicted_bytes"])  # fmt: skip
+    return Claim.judged(
+        f"the {store['variant']} store holds the calculator's bytes",
+        store["predicted_bytes"],
+        store["measured_bytes"],
+        "exactly equal",
+        store["measured_bytes"] == store["predicted_bytes"],
+    )
 
 
 def _loop_axis(name: str, spectra: dict, dims: dict) -> Claim:
@@ -46,44 +57,70 @@ def _loop_axis(name: str, spectra: dict, dims: dict) -> Claim:
             for how, dim in dims.items()
         }
     loses = [rho for rho, e in wins.items() if e["loop"] < max(e["head"], e["layer"])]
-    return Claim.judged(f"{name}: the loop axis is the most compressible at matched bytes",
-                        "loop", wins, "more energy captured at every rho than the head and "
-                        "layer folds", not loses,
-                        f"not at rho = {', '.join(loses)}" if loses else "")  # fmt: skip
+    return Claim.judged(
+        f"{name}: the loop axis is the most compressible at matched bytes",
+        "loop",
+        wins,
+        "more energy captured at every rho than the head and layer folds",
+        not loses,
+        f"not at rho = {', '.join(loses)}" if loses else "",
+    )
 
 
 def _error_falls(name: str, rows: dict) -> Claim:
     ordered = sorted(rows.items(), key=lambda item: float(item[0]))
     errors = [row["attention_error"] for _, row in ordered]
     falls = all(a <= b for a, b in itertools.pairwise(errors))
-    return Claim.judged(f"{name}: error falls as rank rises", "monotone", errors,
-                        "attention-output error non-decreasing in rho", falls)  # fmt: skip
+    return Claim.judged(
+        f"{name}: error falls as rank rises",
+        "monotone",
+        errors,
+        "attention-output error non-decreasing in rho",
+        falls,
+    )
 
 
 def _beats_final_loop(methods: dict, T: str) -> Claim:
     lla, final = methods["lla"][T], methods["final_loop"][T]
     better = lla["kl"] < final["kl"] and lla["attention_error"] < final["attention_error"]
-    return Claim.judged(f"LLA beats final-loop reuse at rho = {T}", "LLA better",
-                        {"lla": lla, "final_loop": final}, "lower KL and attention error",
-                        better)  # fmt: skip
+    return Claim.judged(
+        f"LLA beats final-loop reuse at rho = {T}",
+        "LLA better",
+        {"lla": lla, "final_loop": final},
+        "lower KL and attention error",
+        better,
+    )
 
 
 def _distillation_helps(methods: dict, teacher_frozen: bool) -> Claim:
-    gains = {rho: (methods["lla"][rho]["kl"], methods["lla_distilled"][rho]["kl"])
-             for rho in methods["lla_distilled"]}  # fmt: skip
+    gains = {
+        rho: (methods["lla"][rho]["kl"], methods["lla_distilled"][rho]["kl"])
+        for rho in methods["lla_distilled"]
+    }
     worse = [rho for rho, (svd, tuned) in gains.items() if tuned > svd]
     reason = f"not at rho = {', '.join(worse)}" if worse else ""
     if not teacher_frozen:
         reason = "the teacher's weights changed"
-    return Claim.judged("distillation (teacher frozen) lowers LLA's KL", "lower", gains,
-                        "distilled KL <= SVD KL at every rho; the teacher's weights unchanged",
-                        not reason, reason)  # fmt: skip
+    return Claim.judged(
+        "distillation (teacher frozen) lowers LLA's KL",
+        "lower",
+        gains,
+        "distilled KL <= SVD KL at every rho; the teacher's weights unchanged",
+        not reason,
+        reason,
+    )
 
 
 def _beats_head_axis(methods: dict) -> Claim:
-    head = {rho: (methods["lla"][rho]["kl"], methods["head_axis"][rho]["kl"])
-            for rho in methods["lla"]}  # fmt: skip
+    head = {
+        rho: (methods["lla"][rho]["kl"], methods["head_axis"][rho]["kl"]) for rho in methods["lla"]
+    }
     losses = [rho for rho, (a, b) in head.items() if a >= b]
-    return Claim.judged("LLA beats head-axis compression at matched bytes", "LLA better", head,
-                        "lower next-token KL at every rho", not losses,
-                        f"not at rho = {', '.join(losses)}" if losses else "")  # fmt: skip
+    return Claim.judged(
+        "LLA beats head-axis compression at matched bytes",
+        "LLA better",
+        head,
+        "lower next-token KL at every rho",
+        not losses,
+        f"not at rho = {', '.join(losses)}" if losses else "",
+    )

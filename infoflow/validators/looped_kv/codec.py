@@ -175,15 +175,24 @@ class LatentStore:
     only the latents of one codec for K and one for V (``None``: the full per-loop cache).
     K/V are rebuilt from the latents on every read. Buffers hold ``capacity`` tokens."""
 
-    def __init__(self, model: LoopedDecoder, batch: int, capacity: int,
-                 codecs: tuple[SVDCodec, SVDCodec] | None, dtype=torch.float32):  # fmt: skip
+    def __init__(
+        self,
+        model: LoopedDecoder,
+        batch: int,
+        capacity: int,
+        codecs: tuple[SVDCodec, SVDCodec] | None,
+        dtype=torch.float32,
+    ):
         c = model.config
         self.config, self.codecs, self.length = c, codecs, 0
         device = next(model.parameters()).device  # the buffers live beside the model
-        full = lambda: torch.zeros(batch, c.kv, capacity, c.head_dim, dtype=dtype,  # noqa: E731
-                                   device=device)  # fmt: skip
-        self.full = {slot: (full(), full()) for slot in c.slots()
-                     if slot[0] != "core" or codecs is None}  # fmt: skip
+
+        def full():
+            return torch.zeros(batch, c.kv, capacity, c.head_dim, dtype=dtype, device=device)
+
+        self.full = {
+            slot: (full(), full()) for slot in c.slots() if slot[0] != "core" or codecs is None
+        }
         self.latent = None
         if codecs is not None:
             groups = c.kv if codecs[0].how == "loop" else 1
@@ -287,9 +296,13 @@ class LearnedCodec(torch.nn.Module):
 
 
 def distill(
-    model: LoopedDecoder, codecs: tuple[SVDCodec, SVDCodec], tokens: Tensor, steps: int,
-    lr: float = 1e-3, match: float = 1.0,
-) -> tuple[LearnedCodec, ...]:  # fmt: skip
+    model: LoopedDecoder,
+    codecs: tuple[SVDCodec, SVDCodec],
+    tokens: Tensor,
+    steps: int,
+    lr: float = 1e-3,
+    match: float = 1.0,
+) -> tuple[LearnedCodec, ...]:
     """Refine a K and a V codec on ``tokens`` with the model frozen: forward KL from the
     teacher's next-token distribution plus ``match`` times the relative attention-output
     error of the core slots."""

@@ -60,8 +60,12 @@ class LoopedGroup:
         return {"kind": "looped_kv", "code": TRAINING_VERSION, **self.describe()}
 
     def describe(self) -> dict:
-        return {"config": asdict(self.config), "steps": self.scale.steps,
-                "batch": self.scale.batch, "length": self.scale.length}  # fmt: skip
+        return {
+            "config": asdict(self.config),
+            "steps": self.scale.steps,
+            "batch": self.scale.batch,
+            "length": self.scale.length,
+        }
 
     def member_rows(self) -> list[dict]:
         return [{"label": f"looped {self.config.core} x {self.config.loops}"}]
@@ -104,9 +108,11 @@ def cannot_train(spec: LoopedKVSpec) -> str | None:
         return None
     params = infoflow.predict(spec)["model_parameters"].value
     if params > MAX_PARAMETERS:
-        return (f"{model.name} has {params:,} parameters: the looped_kv validator trains models "
-                f"up to {MAX_PARAMETERS:,} (specs/looped_kv/tiny-looped.json); loading a "
-                "pretrained checkpoint is not built yet")  # fmt: skip
+        return (
+            f"{model.name} has {params:,} parameters: the looped_kv validator trains models "
+            f"up to {MAX_PARAMETERS:,} (specs/looped_kv/tiny-looped.json); loading a "
+            "pretrained checkpoint is not built yet"
+        )
     if model.kv_heads != model.heads or model.hidden_size != model.heads * model.head_dim:
         return "the validator's model has as many KV heads as heads, of width hidden / heads"
     return None
@@ -114,10 +120,17 @@ def cannot_train(spec: LoopedKVSpec) -> str | None:
 
 def config_of(spec: LoopedKVSpec, length: int) -> LoopedConfig:
     m = spec.model
-    return LoopedConfig(vocab=m.vocab_size, d_model=m.hidden_size, heads=m.heads,
-                        prelude=m.prelude_layers, core=m.layers, loops=m.loops,
-                        coda=m.coda_layers, mlp_width=m.intermediate_size,
-                        max_len=length)  # fmt: skip
+    return LoopedConfig(
+        vocab=m.vocab_size,
+        d_model=m.hidden_size,
+        heads=m.heads,
+        prelude=m.prelude_layers,
+        core=m.layers,
+        loops=m.loops,
+        coda=m.coda_layers,
+        mlp_width=m.intermediate_size,
+        max_len=length,
+    )
 
 
 def corpus(vocab: int, seed: int):

@@ -44,10 +44,21 @@ class Scorer:
         student = kv_codec.Reconstructed(k_hat, v_hat)
         logits = self.model(self.tokens, student)
         outputs = self.teacher.outputs
-        errors = [((student.outputs[s] - outputs[s]) ** 2).sum() / (outputs[s] ** 2).sum()
-                  for s in outputs if s[0] == "core"]  # fmt: skip
-        kl = F.kl_div(logits.log_softmax(-1), self.logits.log_softmax(-1), log_target=True,
-                      reduction="none").sum(-1).mean()  # fmt: skip
+        errors = [
+            ((student.outputs[s] - outputs[s]) ** 2).sum() / (outputs[s] ** 2).sum()
+            for s in outputs
+            if s[0] == "core"
+        ]
+        kl = (
+            F.kl_div(
+                logits.log_softmax(-1),
+                self.logits.log_softmax(-1),
+                log_target=True,
+                reduction="none",
+            )
+            .sum(-1)
+            .mean()
+        )
         return {"attention_error": float(torch.stack(errors).mean()), "kl": float(kl)}
 
 
@@ -64,16 +75,20 @@ def measure(spec: LoopedKVSpec, model: LoopedDecoder, scale: LoopedScale, device
     calibration, evaluation = calibration.to(device), evaluation.to(device)
     k_cal, v_cal = _capture(model, calibration)
     score = Scorer(model, evaluation)
-    spectra = {name: {how: kv_codec.energy_captured(x, how).tolist()
-                      for how in ("loop", "head", "layer")}
-               for name, x in (("K", k_cal), ("V", v_cal))}  # fmt: skip
+    spectra = {
+        name: {how: kv_codec.energy_captured(x, how).tolist() for how in ("loop", "head", "layer")}
+        for name, x in (("K", k_cal), ("V", v_cal))
+    }
     weights = [p.detach().clone() for p in model.parameters()]
     cache_bits = 8 * TORCH_DTYPES[spec.serving.cache_dtype or spec.model.dtype].itemsize
     methods = _methods(model, (k_cal, v_cal), calibration, score, scale, cache_bits)
     T, d, H = config.loops, config.head_dim, config.kv
     full = {"loop": T * d, "loop_head": T * H * d}
-    full_rank = [kv_codec.SVDCodec.fit(x, how, full[how])
-                 for x in (k_cal, v_cal) for how in ("loop", "loop_head")]  # fmt: skip
+    full_rank = [
+        kv_codec.SVDCodec.fit(x, how, full[how])
+        for x in (k_cal, v_cal)
+        for how in ("loop", "loop_head")
+    ]
     exact = max(
         float((codec.reconstruct(x) - x).abs().max() / x.abs().max())
         for codec, x in zip(full_rank, (score.k, score.k, score.v, score.v), strict=True)
@@ -82,9 +97,17 @@ def measure(spec: LoopedKVSpec, model: LoopedDecoder, scale: LoopedScale, device
     loss = F.cross_entropy(score.logits[:, :-1].flatten(0, 1), evaluation[:, 1:].flatten())
     stores = _store_bytes(spec, model, k_cal, v_cal, evaluation[:2])
     dims = {"loop": T * d, "head": H * d, "layer": config.core * d}  # the folds' vector sizes
-    return {"config": config.__dict__, "dims": dims, "spectra": spectra, "methods": methods,
-            "teacher_frozen": frozen, "full_rank_relative_error": exact, "stores": stores,
-            "teacher_loss": float(loss), "seconds": time.perf_counter() - started}  # fmt: skip
+    return {
+        "config": config.__dict__,
+        "dims": dims,
+        "spectra": spectra,
+        "methods": methods,
+        "teacher_frozen": frozen,
+        "full_rank_relative_error": exact,
+        "stores": stores,
+        "teacher_loss": float(loss),
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def _methods(model, calibrated, tokens, score: Scorer, scale: LoopedScale, cache_bits) -> dict:
@@ -96,8 +119,11 @@ def _methods(model, calibrated, tokens, score: Scorer, scale: LoopedScale, cache
     methods: dict[str, dict[str, dict]] = {name: {} for name in METHODS}
     for rho in sorted({*RHOS, float(T)}):  # final-loop reuse exists at rho = T only
         key = f"{rho:.3g}"
-        for name, how, dim in (("lla", "loop", T * d), ("lla_2d", "loop_head", T * H * d),
-                               ("head_axis", "head", H * d)):  # fmt: skip
+        for name, how, dim in (
+            ("lla", "loop", T * d),
+            ("lla_2d", "loop_head", T * H * d),
+            ("head_axis", "head", H * d),
+        ):
             r_k, r_v = ranks(round(2 * dim / rho))
             codecs = (
                 kv_codec.SVDCodec.fit(k_cal, how, r_k),
@@ -134,18 +160,29 @@ def _store_bytes(spec: LoopedKVSpec, model, k_cal, v_cal, tokens) -> list[dict]:
     cases = [("none", None)]
     for variant, how, dim in (("per_head", "loop", T * d), ("2d", "loop_head", T * H * d)):
         r_k, r_v = ranks(round(2 * dim / 4))
-        cases.append((variant, (kv_codec.SVDCodec.fit(k_cal, how, r_k),
-                                kv_codec.SVDCodec.fit(v_cal, how, r_v))))  # fmt: skip
+        cases.append(
+            (
+                variant,
+                (kv_codec.SVDCodec.fit(k_cal, how, r_k), kv_codec.SVDCodec.fit(v_cal, how, r_v)),
+            )
+        )
     for variant, codecs in cases:
-        store = kv_codec.LatentStore(model, tokens.shape[0], tokens.shape[1], codecs,
-                                     TORCH_DTYPES[dtype_name])  # fmt: skip
+        store = kv_codec.LatentStore(
+            model, tokens.shape[0], tokens.shape[1], codecs, TORCH_DTYPES[dtype_name]
+        )
         kv_codec.decode(model, tokens, store)
         codec = {"variant": variant}
         if codecs:
             codec.update(r_k=codecs[0].rank, r_v=codecs[1].rank)
         point = spec.model_copy(update={"codec": spec.codec.model_validate(codec)})
         per_token = infoflow.predict(point)["kv_bytes_per_token_compressed"].value
-        out.append({"variant": variant, **{k: v for k, v in codec.items() if k != "variant"},
-                    "tokens": tokens.numel(), "measured_bytes": store.nbytes(),
-                    "predicted_bytes": per_token * tokens.numel()})  # fmt: skip
+        out.append(
+            {
+                "variant": variant,
+                **{k: v for k, v in codec.items() if k != "variant"},
+                "tokens": tokens.numel(),
+                "measured_bytes": store.nbytes(),
+                "predicted_bytes": per_token * tokens.numel(),
+            }
+        )
     return out

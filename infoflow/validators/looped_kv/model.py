@@ -54,9 +54,11 @@ class LoopedConfig:
 
     def slots(self) -> list[Slot]:
         """Every attention slot in the order the forward runs them."""
-        return ([("prelude", i) for i in range(self.prelude)]
-                + [("core", t, r) for t in range(self.loops) for r in range(self.core)]
-                + [("coda", i) for i in range(self.coda)])  # fmt: skip
+        return (
+            [("prelude", i) for i in range(self.prelude)]
+            + [("core", t, r) for t in range(self.loops) for r in range(self.core)]
+            + [("coda", i) for i in range(self.coda)]
+        )
 
 
 def expand_kv(x: Tensor, heads: int) -> Tensor:
@@ -74,8 +76,9 @@ class ExactAttention:
 
     def attend(self, slot: Slot, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         heads = q.shape[1]
-        out = F.scaled_dot_product_attention(q, expand_kv(k, heads), expand_kv(v, heads),
-                                             is_causal=True)  # fmt: skip
+        out = F.scaled_dot_product_attention(
+            q, expand_kv(k, heads), expand_kv(v, heads), is_causal=True
+        )
         if self.record:
             self.kv[slot], self.outputs[slot] = (k, v), out
         return out
@@ -89,8 +92,9 @@ class Block(nn.Module):
         self.norm1, self.norm2 = nn.RMSNorm(d), nn.RMSNorm(d)
         self.W_QKV = nn.Linear(d, 3 * d, bias=False)
         self.W_O = nn.Linear(d, d, bias=False)
-        self.mlp = nn.Sequential(nn.Linear(d, config.mlp_width), nn.GELU(),
-                                 nn.Linear(config.mlp_width, d))  # fmt: skip
+        self.mlp = nn.Sequential(
+            nn.Linear(d, config.mlp_width), nn.GELU(), nn.Linear(config.mlp_width, d)
+        )
 
     def forward(self, h: Tensor, slot: Slot, cache, rope: tuple[Tensor, Tensor]) -> Tensor:
         b, n, d = h.shape
@@ -154,8 +158,9 @@ class LoopedDecoder(nn.Module):
         cache = cache or ExactAttention()
         c = self.config
         ouro = c.style == "ouro"
-        rope = (_rope_half if ouro else _rope)(c.head_dim, offset, x.shape[1], x.device,
-                                               c.rope_theta, c.rope_scale)  # fmt: skip
+        rope = (_rope_half if ouro else _rope)(
+            c.head_dim, offset, x.shape[1], x.device, c.rope_theta, c.rope_scale
+        )
         h = self.embed(x)
         for i, block in enumerate(self.prelude):
             h = block(h, ("prelude", i), cache, rope)
@@ -196,9 +201,18 @@ def _rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
 
 def train_looped(
-    config: LoopedConfig, corpus, steps: int, batch: int, length: int, checkpoint: Checkpoint,
-    seed: int = 0, lr: float = 3e-3, progress=None, every: int = 100, device="cpu",
-) -> LoopedDecoder:  # fmt: skip
+    config: LoopedConfig,
+    corpus,
+    steps: int,
+    batch: int,
+    length: int,
+    checkpoint: Checkpoint,
+    seed: int = 0,
+    lr: float = 3e-3,
+    progress=None,
+    every: int = 100,
+    device="cpu",
+) -> LoopedDecoder:
     """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences
     (drawn on the CPU, trained on ``device``), saving the training state to ``checkpoint``
     every ``every`` steps and resuming from it (a finished run only loads its weights)."""

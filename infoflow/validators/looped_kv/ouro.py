@@ -24,15 +24,18 @@ from infoflow.validators.looped_kv.model import LoopedConfig, LoopedDecoder
 
 #: Ouro's per-layer weight names -> ours (the layer index is inserted).
 LAYER_WEIGHTS = {
-    "self_attn.q_proj.weight": "q_proj.weight", "self_attn.k_proj.weight": "k_proj.weight",
-    "self_attn.v_proj.weight": "v_proj.weight", "self_attn.o_proj.weight": "o_proj.weight",
-    "mlp.gate_proj.weight": "gate_proj.weight", "mlp.up_proj.weight": "up_proj.weight",
+    "self_attn.q_proj.weight": "q_proj.weight",
+    "self_attn.k_proj.weight": "k_proj.weight",
+    "self_attn.v_proj.weight": "v_proj.weight",
+    "self_attn.o_proj.weight": "o_proj.weight",
+    "mlp.gate_proj.weight": "gate_proj.weight",
+    "mlp.up_proj.weight": "up_proj.weight",
     "mlp.down_proj.weight": "down_proj.weight",
     "input_layernorm.weight": "input_layernorm.weight",
     "input_layernorm_2.weight": "input_layernorm_2.weight",
     "post_attention_layernorm.weight": "post_attention_layernorm.weight",
     "post_attention_layernorm_2.weight": "post_attention_layernorm_2.weight",
-}  # fmt: skip
+}
 IGNORED = ("model.early_exit_gate.weight", "model.early_exit_gate.bias")
 
 
@@ -47,14 +50,22 @@ def config_from(data: dict, max_len: int = 4096) -> LoopedConfig:
         raise ValueError(f"rope_scaling of type {kind!r} is not modelled (linear only)")
     theta = rope.get("rope_theta", data.get("rope_theta", 10000.0))
     return LoopedConfig(
-        vocab=data["vocab_size"], d_model=data["hidden_size"], heads=heads, prelude=0,
-        core=data["num_hidden_layers"], loops=data.get("total_ut_steps", 4), coda=0,
-        mlp_width=data["intermediate_size"], max_len=max_len,
-        kv_heads=data.get("num_key_value_heads", heads), style="ouro",
-        rope_theta=theta, norm_eps=data.get("rms_norm_eps", 1e-6),
+        vocab=data["vocab_size"],
+        d_model=data["hidden_size"],
+        heads=heads,
+        prelude=0,
+        core=data["num_hidden_layers"],
+        loops=data.get("total_ut_steps", 4),
+        coda=0,
+        mlp_width=data["intermediate_size"],
+        max_len=max_len,
+        kv_heads=data.get("num_key_value_heads", heads),
+        style="ouro",
+        rope_theta=theta,
+        norm_eps=data.get("rms_norm_eps", 1e-6),
         head_size=data.get("head_dim"),
         rope_scale=float(scaling.get("factor", 1.0)) if kind == "linear" else 1.0,
-    )  # fmt: skip
+    )
 
 
 def load_ouro(folder: str | Path) -> LoopedDecoder:
@@ -65,8 +76,10 @@ def load_ouro(folder: str | Path) -> LoopedDecoder:
     try:
         from safetensors.torch import load_file
     except ModuleNotFoundError:
-        raise SpecError(str(folder), [(None, "reading a checkpoint needs safetensors: "
-                                             "pip install 'infoflow[hf]'")]) from None  # fmt: skip
+        raise SpecError(
+            str(folder),
+            [(None, "reading a checkpoint needs safetensors: pip install 'infoflow[hf]'")],
+        ) from None
     config_file, shards = folder / "config.json", sorted(folder.glob("*.safetensors"))
     if not config_file.is_file() or not shards:
         raise SpecError(str(folder), [(None, "expected config.json and *.safetensors here")])
@@ -91,8 +104,10 @@ def load_ouro(folder: str | Path) -> LoopedDecoder:
 
 def _ours(state: dict, layers: int) -> dict:
     """Ouro's weight names -> ours (KeyError for a missing one, ValueError for extras)."""
-    ours = {"embed.weight": state.pop("model.embed_tokens.weight"),
-            "norm.weight": state.pop("model.norm.weight")}  # fmt: skip
+    ours = {
+        "embed.weight": state.pop("model.embed_tokens.weight"),
+        "norm.weight": state.pop("model.norm.weight"),
+    }
     head = state.pop("lm_head.weight", None)
     ours["unembed.weight"] = head if head is not None else ours["embed.weight"]  # tied
     for i in range(layers):
@@ -112,22 +127,36 @@ def save_ouro(model: LoopedDecoder, folder: str | Path) -> None:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     c = model.config
-    state = {"model.embed_tokens.weight": model.embed.weight,
-             "model.norm.weight": model.norm.weight, "lm_head.weight": model.unembed.weight,
-             "model.early_exit_gate.weight": torch.zeros(1, c.d_model),
-             "model.early_exit_gate.bias": torch.zeros(1)}  # fmt: skip
+    state = {
+        "model.embed_tokens.weight": model.embed.weight,
+        "model.norm.weight": model.norm.weight,
+        "lm_head.weight": model.unembed.weight,
+        "model.early_exit_gate.weight": torch.zeros(1, c.d_model),
+        "model.early_exit_gate.bias": torch.zeros(1),
+    }
     for i, block in enumerate(model.core):
         mine = dict(block.named_parameters())
         for theirs, name in LAYER_WEIGHTS.items():
             state[f"model.layers.{i}.{theirs}"] = mine[name]
     save_file({k: v.detach().contiguous() for k, v in state.items()}, folder / "model.safetensors")
-    config = {"model_type": "ouro", "architectures": ["OuroForCausalLM"],
-              "hidden_size": c.d_model, "num_hidden_layers": c.core,
-              "num_attention_heads": c.heads, "num_key_value_heads": c.kv,
-              "head_dim": c.head_dim, "intermediate_size": c.mlp_width, "vocab_size": c.vocab,
-              "total_ut_steps": c.loops, "rope_theta": c.rope_theta, "rms_norm_eps": c.norm_eps,
-              "rope_scaling": ({"rope_type": "linear", "factor": c.rope_scale}
-                               if c.rope_scale != 1.0 else None),
-              "tie_word_embeddings": False, "hidden_act": "silu",
-              "torch_dtype": "float32"}  # fmt: skip
+    config = {
+        "model_type": "ouro",
+        "architectures": ["OuroForCausalLM"],
+        "hidden_size": c.d_model,
+        "num_hidden_layers": c.core,
+        "num_attention_heads": c.heads,
+        "num_key_value_heads": c.kv,
+        "head_dim": c.head_dim,
+        "intermediate_size": c.mlp_width,
+        "vocab_size": c.vocab,
+        "total_ut_steps": c.loops,
+        "rope_theta": c.rope_theta,
+        "rms_norm_eps": c.norm_eps,
+        "rope_scaling": (
+            {"rope_type": "linear", "factor": c.rope_scale} if c.rope_scale != 1.0 else None
+        ),
+        "tie_word_embeddings": False,
+        "hidden_act": "silu",
+        "torch_dtype": "float32",
+    }
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")

@@ -7,8 +7,14 @@ from pathlib import Path
 
 from infoflow.validators.plots import pyplot, save
 
-CODEC_STYLES = {"lla": "o-", "lla_distilled": "o--", "lla_2d": "s-", "head_axis": "^--",
-                "quantize": "v:", "final_loop": "X"}  # fmt: skip
+CODEC_STYLES = {
+    "lla": "o-",
+    "lla_distilled": "o--",
+    "lla_2d": "s-",
+    "head_axis": "^--",
+    "quantize": "v:",
+    "final_loop": "X",
+}
 
 
 def plot(out: Path, section: dict) -> list[Path]:

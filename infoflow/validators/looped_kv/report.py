@@ -26,24 +26,35 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         f" after {trained:.0f} s of training" if trained is not None else ""
     )
     lines = [
-        "", f"## {markdown_text(name)}", "",
+        "",
+        f"## {markdown_text(name)}",
+        "",
         f"Prelude {c['prelude']}, core {c['core']} layers x {c['loops']} loops, coda {c['coda']}; "
         f"d_model {c['d_model']}, {c['heads']} heads; teacher loss "
         f"{number(m['teacher_loss'], '.3f')} nats "
         f"(uniform: ln {c['vocab']} = {math.log(c['vocab']):.3f}); {timing}. Plots "
-        f"{markdown_code(name + '-codec.png')}, {markdown_code(name + '-spectra.png')}.", "",
+        f"{markdown_code(name + '-codec.png')}, {markdown_code(name + '-spectra.png')}.",
+        "",
         "Attention-output error (relative, mean over core slots) / next-token KL to the teacher:",
-        "", "| method | " + " | ".join(f"rho {r}" for r in rhos) + " |",
+        "",
+        "| method | " + " | ".join(f"rho {r}" for r in rhos) + " |",
         "|---|" + "--:|" * len(rhos),
-    ]  # fmt: skip
+    ]
     for method, rows in m["methods"].items():
-        cells = [f"{number(rows[r]['attention_error'])} / {number(rows[r]['kl'])}"
-                 if r in rows else "-" for r in rhos]  # fmt: skip
+        cells = [
+            f"{number(rows[r]['attention_error'])} / {number(rows[r]['kl'])}" if r in rows else "-"
+            for r in rhos
+        ]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    lines += ["", "| store | r_k, r_v | tokens | measured bytes | calculator bytes |",
-              "|---|---|--:|--:|--:|"]  # fmt: skip
+    lines += [
+        "",
+        "| store | r_k, r_v | tokens | measured bytes | calculator bytes |",
+        "|---|---|--:|--:|--:|",
+    ]
     for s in m["stores"]:
         ranks = f"{s['r_k']}, {s['r_v']}" if "r_k" in s else "-"
-        lines.append(f"| {s['variant']} | {ranks} | {s['tokens']} | {s['measured_bytes']:,} | "
-                     f"{s['predicted_bytes']:,} |")  # fmt: skip
+        lines.append(
+            f"| {s['variant']} | {ranks} | {s['tokens']} | {s['measured_bytes']:,} | "
+            f"{s['predicted_bytes']:,} |"
+        )
     return lines + claims_markdown(spec["claims"])

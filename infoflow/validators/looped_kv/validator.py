@@ -32,12 +32,22 @@ from infoflow.validators.protocol import Context, Job
 class LoopedKVValidator:
     kind = "looped_kv"
 
-    def scale(self, name: str, steps: int | None, seeds: int | None, device: str,
-              budget: float | None = None) -> LoopedScale:  # fmt: skip
+    def scale(
+        self,
+        name: str,
+        steps: int | None,
+        seeds: int | None,
+        device: str,
+        budget: float | None = None,
+    ) -> LoopedScale:
         scale = SCALES[name]
         if steps:
-            scale = replace(scale, name=f"{name} ({steps} steps)", steps=steps,
-                            distill_steps=min(scale.distill_steps, steps))  # fmt: skip
+            scale = replace(
+                scale,
+                name=f"{name} ({steps} steps)",
+                steps=steps,
+                distill_steps=min(scale.distill_steps, steps),
+            )
         return scale
 
     def plan(self, name: str, spec: LoopedKVSpec, scale: LoopedScale, base_dir: Path):
@@ -46,13 +56,22 @@ class LoopedKVValidator:
     def train(self, job: Job, context: Context) -> None:
         group, started = job.group, time.perf_counter()
         progress = context.progress
-        report_step = None if progress is None else (
-            lambda step, steps, loss: progress(group.name, step, steps, loss)
-        )  # fmt: skip
+        report_step = (
+            None
+            if progress is None
+            else (lambda step, steps, loss: progress(group.name, step, steps, loss))
+        )
         scale = group.scale
-        train_looped(group.config, corpus(group.config.vocab, seed=0), scale.steps, scale.batch,
-                     scale.length + 1, Checkpoint.of(group, context.checkpoints),
-                     progress=report_step, device=context.device)  # fmt: skip
+        train_looped(
+            group.config,
+            corpus(group.config.vocab, seed=0),
+            scale.steps,
+            scale.batch,
+            scale.length + 1,
+            Checkpoint.of(group, context.checkpoints),
+            progress=report_step,
+            device=context.device,
+        )
         context.store.finish_group(group.name, [], time.perf_counter() - started)
 
     def judge(self, experiment: LoopedExperiment, context: Context) -> Section:
@@ -63,10 +82,11 @@ class LoopedKVValidator:
             checkpoint = Checkpoint.of(group, context.checkpoints)
             model = load_looped(group.config, checkpoint, context.device)
             trained = context.store.seconds(group.name)
-        measured = {**measure(spec, model, experiment.scale, context.device),
-                    "training_seconds": trained}  # fmt: skip
-        return Section(self.kind, experiment.name, {"measured": measured},
-                       tuple(claims(measured)))  # fmt: skip
+        measured = {
+            **measure(spec, model, experiment.scale, context.device),
+            "training_seconds": trained,
+        }
+        return Section(self.kind, experiment.name, {"measured": measured}, tuple(claims(measured)))
 
     def describe(self, settings: dict[str, Any]) -> str:
         return report.describe(settings)

@@ -56,8 +56,11 @@ def claims(
         if experiment.models[model]["requires_positional_encoding"].value:
             twin = Model(model.seq_len, model.embed_dim, model.heads, False)
             if model.positional_encoding and twin in best:
-                derived = {**experiment.derived(model), **experiment.derived(twin),
-                           "requires_positional_encoding": True}  # fmt: skip
+                derived = {
+                    **experiment.derived(model),
+                    **experiment.derived(twin),
+                    "requires_positional_encoding": True,
+                }
                 out.append(_needs_pe(model, twin, best, scale, derived))
             if attention and model in attention:
                 out.append(_attends_to_positions(model, attention[model], best[model], scale))
@@ -71,11 +74,15 @@ def untested(experiment: Experiment, found: list[Claim]) -> list[str]:
     for a, b in experiment.pairs:
         alpha_a, alpha_b = experiment.exponent(a), experiment.exponent(b)
         if predicted_outcome(alpha_a, alpha_b) == "below margin":
-            out.append(f"{a.label()} ({alpha_a:.3g}) against {b.label()} ({alpha_b:.3g}): the "
-                       f"exponents differ by less than the margin {MARGIN}")  # fmt: skip
+            out.append(
+                f"{a.label()} ({alpha_a:.3g}) against {b.label()} ({alpha_b:.3g}): the "
+                f"exponents differ by less than the margin {MARGIN}"
+            )
     if not found:
-        out.append("no claim: no model is predicted efficient, and no two models trained "
-                   "here have exponents the margin can tell apart or equal ones")  # fmt: skip
+        out.append(
+            "no claim: no model is predicted efficient, and no two models trained "
+            "here have exponents the margin can tell apart or equal ones"
+        )
     return out
 
 
@@ -103,8 +110,15 @@ def _converges(model: Model, values: list[float], scale: Scale, derived: dict) -
     if scale.name != "paper":  # only the full paper budget may refute convergence
         reason = f"not converged within the {scale.name} budget (best NMSE {best:.3g})"
         return Claim.undecided(claim, "efficient", measured, tolerance, reason, derived)
-    return Claim.judged(claim, "efficient", measured, tolerance, False,
-                        f"best NMSE {best:.3g} after the full paper budget", derived)  # fmt: skip
+    return Claim.judged(
+        claim,
+        "efficient",
+        measured,
+        tolerance,
+        False,
+        f"best NMSE {best:.3g} after the full paper budget",
+        derived,
+    )
 
 
 def _compare(experiment: Experiment, a: Model, b: Model, nmse, scale: Scale) -> Claim:
@@ -150,8 +164,9 @@ def _no_separation(a, b, alpha, ratio, nmse, measured, derived, scale: Scale) ->
         reason = f"neither converged (NMSE > {scale.converged})"
         return Claim.undecided(claim, predicted, measured, tolerance, reason, derived)
     if not (_agree(nmse[a]) and _agree(nmse[b])):
-        return Claim.undecided(claim, predicted, measured, tolerance, "their seeds disagree",
-                               derived)  # fmt: skip
+        return Claim.undecided(
+            claim, predicted, measured, tolerance, "their seeds disagree", derived
+        )
     holds = 1 / BAND <= ratio <= BAND
     return Claim.judged(claim, predicted, measured, tolerance, holds, derived_from=derived)
 
@@ -175,11 +190,22 @@ def _needs_pe(model: Model, twin: Model, best, scale: Scale, derived: dict) -> C
     tolerance = f"with PE NMSE <= {scale.converged}; without PE NMSE >= {scale.not_learned}"
     measured = {"with_pe": best[model], "without_pe": best[twin]}
     if best[model] > scale.converged:
-        return Claim.undecided(claim, "PE required", measured, tolerance,
-                               f"not converged even with PE (NMSE {best[model]:.3g})",
-                               derived)  # fmt: skip
-    return Claim.judged(claim, "PE required", measured, tolerance,
-                        best[twin] >= scale.not_learned, derived_from=derived)  # fmt: skip
+        return Claim.undecided(
+            claim,
+            "PE required",
+            measured,
+            tolerance,
+            f"not converged even with PE (NMSE {best[model]:.3g})",
+            derived,
+        )
+    return Claim.judged(
+        claim,
+        "PE required",
+        measured,
+        tolerance,
+        best[twin] >= scale.not_learned,
+        derived_from=derived,
+    )
 
 
 def _attends_to_positions(model: Model, shares: dict[int, float], nmse: float, scale) -> Claim:
@@ -189,8 +215,15 @@ def _attends_to_positions(model: Model, shares: dict[int, float], nmse: float, s
     measured = {"shares": {str(k): v for k, v in shares.items()}, "total": sum(shares.values())}
     derived = {"positions": sorted(shares)}
     if nmse > scale.converged:
-        return Claim.undecided(claim, "specific-position head", measured, tolerance,
-                               "the model did not converge", derived)  # fmt: skip
+        return Claim.undecided(
+            claim,
+            "specific-position head",
+            measured,
+            tolerance,
+            "the model did not converge",
+            derived,
+        )
     ok = measured["total"] >= 0.8 and all(0.5 / count <= v <= 1.5 / count for v in shares.values())
-    return Claim.judged(claim, "specific-position head", measured, tolerance, ok,
-                        derived_from=derived)  # fmt: skip
+    return Claim.judged(
+        claim, "specific-position head", measured, tolerance, ok, derived_from=derived
+    )

@@ -87,14 +87,18 @@ def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
 def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
     """More separations, then larger ones, then the spec's own width and lengths, then less
     work (FLOPs, not seconds: the choice must not depend on the machine's load)."""
-    separations = [min(abs(alpha_a - alpha_b), DELTA_CAP)
-                   for _, _, alpha_a, alpha_b, outcome in outcomes(experiment)
-                   if outcome == "separation"]  # fmt: skip
+    separations = [
+        min(abs(alpha_a - alpha_b), DELTA_CAP)
+        for _, _, alpha_a, alpha_b, outcome in outcomes(experiment)
+        if outcome == "separation"
+    ]
     design = experiment.design
     own_width = design.embed_dim in (None, spec.architecture.embed_dim)
     own_lengths = design.seq_lens is None or max(design.seq_lens) >= longest
-    work = sum(group_flops(g.members, g.seq_len, spec.input_dim or 4, g.settings.batch)
-               for g in experiment.groups)  # fmt: skip
+    work = sum(
+        group_flops(g.members, g.seq_len, spec.input_dim or 4, g.settings.batch)
+        for g in experiment.groups
+    )
     return (len(separations), round(sum(separations), 9), own_width, own_lengths, -work)
 
 
@@ -117,8 +121,11 @@ def group_seconds(group: Group, steptime: StepTime) -> float:
     chunks = math.ceil(s.eval_size / 512)
     evaluation = chunks * steptime.step(group_flops(group.members, group.seq_len, d, 512) / 3)
     evaluations = math.ceil(s.steps / s.eval_every) + 1
-    target = 0.0 if steptime.assumed else target_seconds(group.spec, group.seq_len, s.batch,
-                                                         steptime.device_type)  # fmt: skip
+    target = (
+        0.0
+        if steptime.assumed
+        else target_seconds(group.spec, group.seq_len, s.batch, steptime.device_type)
+    )
     return s.steps * (train + target) + evaluations * evaluation
 
 
@@ -145,9 +152,11 @@ def describe(experiment: Experiment, source: str) -> str:
         f"  design: {sized}; {len(experiment.models)} models x {scale.seeds} seeds",
     ]
     for group in experiment.groups:
-        lines.append(f"  group T={group.seq_len}: {len(group.members)} members, "
-                     f"{group.settings.steps:,} steps, about "
-                     f"{_duration(experiment.estimates[group.name])}")  # fmt: skip
+        lines.append(
+            f"  group T={group.seq_len}: {len(group.members)} members, "
+            f"{group.settings.steps:,} steps, about "
+            f"{_duration(experiment.estimates[group.name])}"
+        )
     lines.append("  models (alpha at their own T, d, E, heads):")
     for model, result in experiment.models.items():
         alpha = experiment.exponent(model)
@@ -171,9 +180,14 @@ def _duration(seconds: float) -> str:
 
 
 def plan_command(
-    spec: RetrievalSpec, source: str, scale: str, device: str | None, budget: float | None,
-    steps: int | None, seeds: int | None,
-) -> tuple[str, float]:  # fmt: skip
+    spec: RetrievalSpec,
+    source: str,
+    scale: str,
+    device: str | None,
+    budget: float | None,
+    steps: int | None,
+    seeds: int | None,
+) -> tuple[str, float]:
     """``infoflow plan`` for one retrieval spec on ``device`` (None: the one validate would
     use, CUDA where there is one): its description and estimated seconds; a SpecError (exit
     2) when the validator cannot train it."""

@@ -52,14 +52,20 @@ class Scale:
 
 SCALES = {
     "smoke": Scale(
-        "smoke", TrainSettings(steps=1500, batch=64, eval_every=100, eval_size=1024),
-        seeds=2, budget_seconds=150, converged=0.05,
+        "smoke",
+        TrainSettings(steps=1500, batch=64, eval_every=100, eval_size=1024),
+        seeds=2,
+        budget_seconds=150,
+        converged=0.05,
     ),
     "paper": Scale(
-        "paper", TrainSettings(steps=20000, batch=256, eval_every=500, eval_size=4096),
-        seeds=3, budget_seconds=None, converged=0.01,
+        "paper",
+        TrainSettings(steps=20000, batch=256, eval_every=500, eval_size=4096),
+        seeds=3,
+        budget_seconds=None,
+        converged=0.01,
     ),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -126,8 +132,12 @@ class Experiment:
         """What a claim about ``model`` is derived from: its exponent, value and formula."""
         prediction = self.models[model]["cost_exponent"]
         alpha = self.exponent(model)  # JSON has no infinity: an infeasible model is null
-        return {model.label(): {"exponent": alpha if math.isfinite(alpha) else None,
-                                "expression": str(prediction.expression)}}  # fmt: skip
+        return {
+            model.label(): {
+                "exponent": alpha if math.isfinite(alpha) else None,
+                "expression": str(prediction.expression),
+            }
+        }
 
 
 def _groups(experiment: Experiment) -> list[Group]:
@@ -154,9 +164,12 @@ def _order(model: Model) -> tuple:
 
 
 def plan(
-    name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None = None,
+    name: str,
+    spec: RetrievalSpec,
+    scale: Scale,
+    base_dir: Path | None = None,
     design: Design = Design(),
-) -> Experiment:  # fmt: skip
+) -> Experiment:
     """Every model the claims about ``spec`` need at ``design``'s sizes, with its prediction,
     the pairs the claims compare, grouped for training; CannotValidate when the target
     cannot be evaluated on tensors at a trained point."""
@@ -201,8 +214,9 @@ def _sized(points: list[RetrievalSpec], design: Design) -> list[RetrievalSpec]:
 
 def _filled(point: RetrievalSpec) -> RetrievalSpec:
     filled = _with(point, embed_dim=point.architecture.embed_dim or 32)
-    return filled.model_copy(update={"seq_len": point.seq_len or 16,
-                                     "input_dim": point.input_dim or 4})  # fmt: skip
+    return filled.model_copy(
+        update={"seq_len": point.seq_len or 16, "input_dim": point.input_dim or 4}
+    )
 
 
 def _setting(model: Model) -> tuple:
@@ -230,9 +244,11 @@ def _pair(experiment: Experiment, a: Model, b: Model) -> None:
 def _add(experiment: Experiment, point: RetrievalSpec) -> Model:
     arch = point.architecture
     model = Model(
-        point.seq_len or 16, arch.embed_dim or 32, tuple(arch.heads_per_layer),
+        point.seq_len or 16,
+        arch.embed_dim or 32,
+        tuple(arch.heads_per_layer),
         arch.positional_encoding,
-    )  # fmt: skip
+    )
     if model not in experiment.models:
         experiment.models[model] = infoflow.predict(point)
     return model
@@ -307,7 +323,9 @@ def _cannot_evaluate(spec: RetrievalSpec) -> str | None:
         return f"the target cannot be evaluated at T = {seq_len}, d = {d} ({exc})"
     finite = float(torch.isfinite(y).float().mean())
     if finite < 1:
-        return (f"the target is not a finite number on {1 - finite:.0%} of sampled inputs "
-                "(a logarithm or root of a negative number, a division by zero, an empty "
-                "reduction?): there is nothing to regress on")  # fmt: skip
+        return (
+            f"the target is not a finite number on {1 - finite:.0%} of sampled inputs "
+            "(a logarithm or root of a negative number, a division by zero, an empty "
+            "reduction?): there is nothing to regress on"
+        )
     return None

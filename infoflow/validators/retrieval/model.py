@@ -54,12 +54,22 @@ def parameter_shapes(
     m, (L, e, h, w) = len(members), stack_size(members)
     f = mlp_ratio * e
     return {
-        "W_in": (m, input_dim, e), "b_in": (m, e), "readout": (m, e),
-        "W_pos": (m, seq_len + 1, e), "ln1": (L, m, 2, e), "W_QKV": (L, m, e, 3 * h * w),
-        "W_O": (L, m, h * w, e), "ln2": (L, m, 2, e), "W_1": (L, m, e, f), "b_1": (L, m, f),
-        "W_2": (L, m, f, e), "b_2": (L, m, e), "ln_f": (m, 2, e), "W_out": (m, e, output_dim),
+        "W_in": (m, input_dim, e),
+        "b_in": (m, e),
+        "readout": (m, e),
+        "W_pos": (m, seq_len + 1, e),
+        "ln1": (L, m, 2, e),
+        "W_QKV": (L, m, e, 3 * h * w),
+        "W_O": (L, m, h * w, e),
+        "ln2": (L, m, 2, e),
+        "W_1": (L, m, e, f),
+        "b_1": (L, m, f),
+        "W_2": (L, m, f, e),
+        "b_2": (L, m, e),
+        "ln_f": (m, 2, e),
+        "W_out": (m, e, output_dim),
         "b_out": (m, output_dim),
-    }  # fmt: skip
+    }
 
 
 class EnsembleTransformer(nn.Module):
@@ -80,8 +90,9 @@ class EnsembleTransformer(nn.Module):
         L, e, h, w = stack_size(members)
         self.layers, self.embed_dim, self.heads, self.head_width = L, e, h, w
         f = mlp_ratio * e
-        for name, shape in parameter_shapes(members, seq_len, input_dim, output_dim,
-                                            mlp_ratio).items():  # fmt: skip
+        for name, shape in parameter_shapes(
+            members, seq_len, input_dim, output_dim, mlp_ratio
+        ).items():
             init = torch.ones if name.startswith("ln") else torch.empty
             setattr(self, name, nn.Parameter(init(shape)))
 

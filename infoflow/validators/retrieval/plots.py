@@ -45,9 +45,13 @@ def _draw_vs_T(ax, section: dict[str, Any]) -> None:
     for (heads, embed_dim, pe), values in sorted(series.items()):
         values.sort()
         first = next(m for m in points if (tuple(m["heads"]), m["embed_dim"]) == (heads, embed_dim))
-        ax.plot([t for t, _ in values], [v for _, v in values], marker="o",
-                linestyle="-" if first["predicted_efficient"] else "--",
-                label=f"heads {list(heads)}, E={embed_dim}" + (" PE" if pe else ""))  # fmt: skip
+        ax.plot(
+            [t for t, _ in values],
+            [v for _, v in values],
+            marker="o",
+            linestyle="-" if first["predicted_efficient"] else "--",
+            label=f"heads {list(heads)}, E={embed_dim}" + (" PE" if pe else ""),
+        )
     ax.set(xscale="log", yscale="log", xlabel="T", ylabel="best NMSE", title=section["name"])
     ax.legend(fontsize=7, title="dashed: predicted inefficient", title_fontsize=7)
 

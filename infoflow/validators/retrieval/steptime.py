@@ -60,10 +60,14 @@ class StepTime:
 #: two-layer stacked ensemble with a fused AdamW and the target's evaluation) and 15% of the
 #: 989 TFLOP/s bf16 dense peak, the share small matrices reach.
 ASSUMED_H200 = StepTime(
-    "cuda", "NVIDIA H200 (assumed)", 3e-3, 1 / (0.15 * 989e12),
+    "cuda",
+    "NVIDIA H200 (assumed)",
+    3e-3,
+    1 / (0.15 * 989e12),
     "assumed, not measured: 3 ms of launches a step (the target's evaluation included), "
-    "15% of the 989 TFLOP/s bf16 dense peak", assumed=True,
-)  # fmt: skip
+    "15% of the 989 TFLOP/s bf16 dense peak",
+    assumed=True,
+)
 
 
 def group_flops(members: list[Member], seq_len: int, input_dim: int, batch: int) -> float:
@@ -143,8 +147,16 @@ def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -
     designs the same experiment)."""
     models = cache_file(device)
     path = models.with_name(models.stem + "-targets.json")
-    key = json.dumps([spec.target, sorted(spec.params.items()), spec.input_dim,
-                      spec.data.model_dump(mode="json"), seq_len, batch])  # fmt: skip
+    key = json.dumps(
+        [
+            spec.target,
+            sorted(spec.params.items()),
+            spec.input_dim,
+            spec.data.model_dump(mode="json"),
+            seq_len,
+            batch,
+        ]
+    )
     if path not in _TARGET_TIMES:
         try:
             _TARGET_TIMES[path] = json.loads(path.read_text()) if path.is_file() else {}
@@ -176,8 +188,9 @@ def cache_file(device: str) -> Path:
     folder = Path(os.environ.get("INFOFLOW_CACHE") or Path.home() / ".cache" / "infoflow")
     name = torch.cuda.get_device_name() if device == "cuda" else _cpu_name()
     text = f"{device}-{name}-{torch.get_num_threads()}-{torch.__version__}"
-    return folder / ("steptime-" + "".join(c if c.isalnum() or c in "-." else "_" for c in text)
-                     + ".json")  # fmt: skip
+    return folder / (
+        "steptime-" + "".join(c if c.isalnum() or c in "-." else "_" for c in text) + ".json"
+    )
 
 
 def _cpu_name() -> str:

@@ -230,8 +230,14 @@ class TargetFunction:
             positions = torch.arange(axis.size, device=self.device) + int(axis.is_token)
             return positions.reshape(view)
 
-        compare = {"!=": torch.ne, "==": torch.eq, "<": torch.lt, "<=": torch.le, ">": torch.gt,
-                   ">=": torch.ge}  # fmt: skip
+        compare = {
+            "!=": torch.ne,
+            "==": torch.eq,
+            "<": torch.lt,
+            "<=": torch.le,
+            ">": torch.gt,
+            ">=": torch.ge,
+        }
         mask = torch.ones(shape, dtype=torch.bool, device=self.device)
         for condition in node.conditions:
             mask = mask & compare[condition.op](index(condition.left), index(condition.right))

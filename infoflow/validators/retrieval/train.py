@@ -62,9 +62,15 @@ class Group:
     def identity(self) -> dict:
         """Everything that determines the trained members."""
         spec = self.spec.model_dump(mode="json", exclude={"description", "sweep"})
-        return {"kind": "retrieval", "code": TRAINING_VERSION, "spec": spec,
-                "seq_len": self.seq_len, "members": [asdict(m) for m in self.members],
-                "settings": asdict(self.settings), "data_seed": self.data_seed}  # fmt: skip
+        return {
+            "kind": "retrieval",
+            "code": TRAINING_VERSION,
+            "spec": spec,
+            "seq_len": self.seq_len,
+            "members": [asdict(m) for m in self.members],
+            "settings": asdict(self.settings),
+            "data_seed": self.data_seed,
+        }
 
     def describe(self) -> dict:
         return {"seq_len": self.seq_len, "data_seed": self.data_seed}

@@ -26,9 +26,13 @@ class RetrievalValidator:
     kind = "retrieval"
 
     def scale(
-        self, name: str, steps: int | None, seeds: int | None, device: str,
+        self,
+        name: str,
+        steps: int | None,
+        seeds: int | None,
+        device: str,
         budget: float | None = None,
-    ) -> Scale:  # fmt: skip
+    ) -> Scale:
         scale = replace(SCALES[name], device=device)
         if budget:
             scale = replace(scale, budget_seconds=budget)
