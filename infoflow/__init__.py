@@ -12,16 +12,16 @@ does not use::
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from infoflow.core.version import __version__
 
 _EXPORTS = {
     "load_spec": "infoflow.spec",
     "expand": "infoflow.spec",
     "spec_schema": "infoflow.spec",
-    "SpecError": "infoflow.errors",
+    "SpecError": "infoflow.core.errors",
     "predict": "infoflow.predictor",
-    "Prediction": "infoflow.results",
-    "Result": "infoflow.results",
+    "Prediction": "infoflow.core.results",
+    "Result": "infoflow.core.results",
 }
 
 __all__ = [
@@ -36,9 +36,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from infoflow.errors import SpecError
+    from infoflow.core.errors import SpecError
+    from infoflow.core.results import Prediction, Result
     from infoflow.predictor import predict
-    from infoflow.results import Prediction, Result
     from infoflow.spec import expand, load_spec, spec_schema
 
 

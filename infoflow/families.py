@@ -6,7 +6,7 @@ model, the predict function, the extra commands the family supports (those in
 :data:`EXTRA_COMMANDS`) and its validator (or why it has none), plus its docs page and
 specs folder. Everything that dispatches on a kind (the spec loader, ``predict``, the CLI,
 the validate pipeline, the report, the plots, the executor) asks :func:`family`; an unknown
-kind is a :class:`~infoflow.errors.SpecError` (exit code 2), never another family's code.
+kind is a :class:`~infoflow.core.errors.SpecError` (exit code 2), never another family's code.
 
 Adding a family is its own packages (``infoflow/<kind>/``, ``infoflow/validators/<kind>/``)
 plus one entry in :data:`FAMILIES`. This module imports nothing heavy, so ``infoflow
@@ -46,7 +46,7 @@ class Family:
         """The callable behind ``infoflow NAME`` for this family; a SpecError (exit 2) naming
         ``source`` and the families that have it when this one does not."""
         if name not in self.commands:
-            from infoflow.errors import SpecError
+            from infoflow.core.errors import SpecError
 
             having = ", ".join(k for k, f in FAMILIES.items() if name in f.commands) or "none"
             message = f"'{name}' is not available for {self.kind} specs (it is for: {having})"
@@ -56,7 +56,7 @@ class Family:
     def load_validator(self) -> Any:
         """The family's validator; a SpecError (exit 2) with the reason when it has none."""
         if self.validator is None:
-            from infoflow.errors import SpecError
+            from infoflow.core.errors import SpecError
 
             reason = self.not_validated or "no validator is registered"
             raise SpecError(self.kind, [("kind", f"{self.kind} specs are not validated: {reason}")])
@@ -113,7 +113,7 @@ def family(kind: object, source: str = "<spec>") -> Family:
     when there is none."""
     if isinstance(kind, str) and kind in FAMILIES:
         return FAMILIES[kind]
-    from infoflow.errors import SpecError
+    from infoflow.core.errors import SpecError
 
     raise SpecError(source, [("kind", f"unknown kind {kind!r}; expected one of {kinds()}")])
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from infoflow.core.results import Result
 from infoflow.families import family
-from infoflow.results import Result
 from infoflow.spec import Spec, load_spec
 
 

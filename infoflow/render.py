@@ -7,31 +7,20 @@ tools get the exact numbers alone.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from infoflow.errors import one_line
-from infoflow.results import Prediction, Result
+from infoflow.core.results import Prediction, Result
+from infoflow.core.text import format_bytes, latex_text, markdown_text, one_line, trim
 
 if TYPE_CHECKING:
     from rich.table import Table
-
-_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
 def to_json(results: Sequence[Result]) -> str:
     """One JSON object for one result, an array for several (the CLI contract)."""
     data = [r.to_json() for r in results]
     return json.dumps(data[0] if len(data) == 1 else data, indent=2, allow_nan=False)
-
-
-def format_bytes(count: int | float) -> str:
-    """``786432`` -> ``768 KiB``; ``3221225472`` -> ``3 GiB`` (at most two decimals)."""
-    value, power = float(count), 0
-    while abs(value) >= 1024 and power < len(_BINARY_UNITS) - 1:
-        value, power = value / 1024, power + 1
-    return f"{_trim(value)} {_BINARY_UNITS[power]}"
 
 
 def format_value(prediction: Prediction) -> str:
@@ -44,10 +33,10 @@ def format_value(prediction: Prediction) -> str:
         per = "/token" if unit == "B/token" else ""
         return f"{human}{per}" if value < 1024 else f"{human}{per} ({value:,} B)"
     if unit == "x":
-        return f"{_trim(value)}x"
+        return f"{trim(value)}x"
     if isinstance(value, int):
         return f"{value:,} {unit}".rstrip()
-    return f"{_trim(value)} {unit}".rstrip()
+    return f"{trim(value)} {unit}".rstrip()
 
 
 def _list_text(value: list, limit: int = 16) -> str:
@@ -92,25 +81,6 @@ def to_markdown(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown_text(text: object, starts_line: bool = False) -> str:
-    """A string as Markdown shows it, on one line, literally: no table cell, link, image,
-    HTML tag, entity or code span (and, for text that ``starts_line``, no heading, list or
-    quote) can start from what a user wrote."""
-    flat = one_line(text, 2000)
-    for char in "\\|`":
-        flat = flat.replace(char, "\\" + char)
-    flat = re.sub(r"\](?=[(\[])", r"\\]", flat)  # no [text](link), ![image](src), [a][ref]
-    flat = re.sub(r"&(?=#?\w+;)", "&amp;", flat)
-    flat = re.sub(r"<(?=[A-Za-z/!?])", "&lt;", flat)
-    return re.sub(r"^([#>+*=-]|\d+[.)])", r"\\\1", flat) if starts_line else flat
-
-
-def markdown_code(text: object) -> str:
-    """A string as a Markdown code span, on one line (backticks inside kept literal)."""
-    flat = one_line(text, 2000).replace("|", "\\|")
-    return f"`` {flat} ``" if "`" in flat else f"`{flat}`"
-
-
 def to_latex(result: Result) -> str:
     """A LaTeX table of one result: each prediction with its value and, for formulas, the
     expression in maths mode (for a paper)."""
@@ -125,29 +95,11 @@ def to_latex(result: Result) -> str:
     ]
     for name, p in result.predictions.items():
         expression = f"${sympy.latex(p.expression)}$" if p.expression is not None else ""
-        lines.append(rf"\texttt{{{_tex(name)}}} & {_tex(format_value(p))} & {expression} \\")
+        lines.append(
+            rf"\texttt{{{latex_text(name)}}} & {latex_text(format_value(p))} & {expression} \\"
+        )
     lines += [r"\hline", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
-
-
-_TEX_ESCAPES = {
-    "\\": r"\textbackslash{}",
-    "_": r"\_",
-    "&": r"\&",
-    "%": r"\%",
-    "#": r"\#",
-    "{": r"\{",
-    "}": r"\}",
-    "^": r"\^{}",
-    "~": r"\~{}",
-    "$": r"\$",
-}
-
-
-def _tex(text: str) -> str:
-    """``text`` as literal LaTeX on one line: a user's string cannot end the line or run a
-    command."""
-    return "".join(_TEX_ESCAPES.get(char, char) for char in one_line(text, 2000))
 
 
 def _title(result: Result) -> str:
@@ -155,11 +107,3 @@ def _title(result: Result) -> str:
     name = getattr(model, "name", None)
     parts = [result.source or "<spec>", result.kind] + ([name] if name else [])
     return " · ".join(parts)
-
-
-def _trim(value: float) -> str:
-    """At most two decimals, no trailing zeros: 768.0 -> 768, 21.333 -> 21.33; three
-    significant digits for very large or small values: 1e+06."""
-    if value and not 1e-3 <= abs(value) < 1e5:
-        return f"{value:.3g}"
-    return f"{value:.2f}".rstrip("0").rstrip(".")

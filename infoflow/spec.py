@@ -3,7 +3,7 @@
 A spec is one JSON object whose ``kind`` field picks its family in the registry
 (:mod:`infoflow.families`). Every family's model lives in its own subpackage; this module
 joins the registered ones in one discriminated union and turns every failure (file, JSON,
-schema, override) into a :class:`~infoflow.errors.SpecError` that names the file and the
+schema, override) into a :class:`~infoflow.core.errors.SpecError` that names the file and the
 field.
 """
 
@@ -23,10 +23,11 @@ from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from infoflow.errors import FieldError, SpecError, one_line
+from infoflow.core.errors import FieldError, SpecError
+from infoflow.core.files import parse_json, read_json
+from infoflow.core.spec_base import SpecBase
+from infoflow.core.text import one_line
 from infoflow.families import FAMILIES, family, resolve
-from infoflow.files import parse_json, read_json
-from infoflow.spec_base import SpecBase
 
 #: A loaded spec of any family (each family's model subclasses SpecBase and adds ``kind``).
 Spec = SpecBase

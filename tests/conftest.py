@@ -113,8 +113,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import infoflow
-from infoflow.results import Prediction, Result
-from infoflow.spec_base import SpecBase
+from infoflow.core.results import Prediction, Result
+from infoflow.core.spec_base import SpecBase
 from infoflow.validators.claims import Claim, Section
 from infoflow.validators.protocol import CannotValidate, Job, content_name
 

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from infoflow.errors import SpecError
-from infoflow.files import read_json, write_text
+from infoflow.core.errors import SpecError
+from infoflow.core.files import read_json, write_text
 from infoflow.icl_markov.race import Clocks, clocks_of
 
 SHIPPED = Path(__file__).with_name("calibration.json")

@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from infoflow.errors import SpecError
-from infoflow.files import read_json
+from infoflow.core.errors import SpecError
+from infoflow.core.files import read_json
 from infoflow.icl_markov.calibration import (
     Anchor,
     Bracket,

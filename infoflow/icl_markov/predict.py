@@ -20,7 +20,8 @@ import math
 
 import sympy
 
-from infoflow.errors import SpecError
+from infoflow.core.errors import SpecError
+from infoflow.core.results import Prediction, Result
 from infoflow.icl_markov.calibration import (
     Calibration,
     ClockSet,
@@ -30,7 +31,6 @@ from infoflow.icl_markov.calibration import (
 )
 from infoflow.icl_markov.race import race
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.results import Prediction, Result
 
 PAPER = "Gibson, Cui, Reddy 2026"
 N, K, C, d, m, a, gamma = sympy.symbols("N K C d_model mlp_width a gamma", positive=True)

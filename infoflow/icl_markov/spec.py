@@ -20,8 +20,8 @@ from pydantic import (
     model_validator,
 )
 
-from infoflow.errors import FieldError
-from infoflow.spec_base import SpecBase, StrictModel, existing_path
+from infoflow.core.errors import FieldError
+from infoflow.core.spec_base import SpecBase, StrictModel, existing_path
 
 
 class MarkovModel(StrictModel):

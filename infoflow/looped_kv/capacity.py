@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from infoflow.errors import SpecError
-from infoflow.files import write_with
+from infoflow.core.errors import SpecError
+from infoflow.core.files import write_with
 from infoflow.looped_kv.compare import ROWS
 from infoflow.looped_kv.predict import predict_looped_kv
 from infoflow.looped_kv.spec import RANKED, Codec, LoopedKVSpec, rank_limit

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from infoflow.errors import SpecError
+from infoflow.core.errors import SpecError
 from infoflow.looped_kv.predict import VARIANTS, predict_looped_kv
 from infoflow.looped_kv.spec import RANKED, Codec, LoopedKVSpec, rank_limit
 
@@ -66,7 +66,7 @@ def _row(spec: LoopedKVSpec, variant: str) -> dict:
 
 
 def _cells(row: dict) -> list[str]:
-    from infoflow.render import format_bytes
+    from infoflow.core.text import format_bytes
 
     if "reason" in row:
         return [row["reason"]] + [""] * (len(COLUMNS) - 1)
@@ -96,7 +96,7 @@ def _table(spec: LoopedKVSpec, rows: list[dict]) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from infoflow.errors import one_line
+    from infoflow.core.text import one_line
 
     table = Table(title=one_line(_title(spec)))
     for header in ("codec", *COLUMNS.values(), "provenance"):
@@ -110,7 +110,7 @@ def _table(spec: LoopedKVSpec, rows: list[dict]) -> str:
 
 
 def _markdown(spec: LoopedKVSpec, rows: list[dict]) -> str:
-    from infoflow.render import markdown_text
+    from infoflow.core.text import markdown_text
 
     lines = [
         f"### {markdown_text(_title(spec))}",

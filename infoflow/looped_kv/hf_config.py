@@ -25,8 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infoflow.errors import FieldError, SpecError
-from infoflow.files import read_json
+from infoflow.core.errors import FieldError, SpecError
+from infoflow.core.files import read_json
 
 _TORCH_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 

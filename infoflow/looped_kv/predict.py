@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from infoflow.core.results import Prediction, Result
 from infoflow.looped_kv import formulas as F
 from infoflow.looped_kv.expressions import Expression
 from infoflow.looped_kv.spec import DEVICES, DTYPE_BYTES, QUANTIZED, LoopedKVSpec
-from infoflow.results import Prediction, Result
 
 PAPER = "O'Neill & Reid 2026 (Looped Latent Attention)"
 GIB = 2**30

@@ -23,9 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-from infoflow.errors import FieldError
+from infoflow.core.errors import FieldError
+from infoflow.core.spec_base import SpecBase, StrictModel, existing_path
 from infoflow.looped_kv.hf_config import read_hf_config
-from infoflow.spec_base import SpecBase, StrictModel, existing_path
 
 DType = Literal["bfloat16", "float16", "float32", "float8"]
 CacheDType = Literal["bfloat16", "float16", "float32", "float8", "int8", "int4"]

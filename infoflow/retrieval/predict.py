@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import sympy
 
-from infoflow.results import Prediction, Result
+from infoflow.core.results import Prediction, Result
 from infoflow.retrieval import cost
 from infoflow.retrieval.flow import minimal, readout_sets
 from infoflow.retrieval.parse import parse_target

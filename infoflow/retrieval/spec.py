@@ -10,10 +10,10 @@ from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
-from infoflow.errors import FieldError
+from infoflow.core.errors import FieldError
+from infoflow.core.spec_base import SpecBase, StrictModel
 from infoflow.retrieval.parse import TargetError
 from infoflow.retrieval.tree import fixed_positions, position_number
-from infoflow.spec_base import SpecBase, StrictModel
 
 
 class Architecture(StrictModel):

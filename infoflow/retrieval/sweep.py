@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from infoflow.errors import SpecError
+from infoflow.core.errors import SpecError
 from infoflow.retrieval import cost
 from infoflow.retrieval.predict import Derivation, derive
 from infoflow.retrieval.spec import RetrievalSpec

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from infoflow.errors import SpecError
-from infoflow.files import write_with
+from infoflow.core.errors import SpecError
+from infoflow.core.files import write_with
 from infoflow.validators.protocol import digest
 
 

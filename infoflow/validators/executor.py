@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from infoflow.errors import SpecError
+from infoflow.core.errors import SpecError
 from infoflow.families import family
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.store import Recorder

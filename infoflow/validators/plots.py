@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infoflow.files import write_with
+from infoflow.core.files import write_with
 
 
 def pyplot() -> Any:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import torch
 
-    from infoflow.spec_base import SpecBase
+    from infoflow.core.spec_base import SpecBase
     from infoflow.validators.claims import Section
     from infoflow.validators.store import Recorder, Store
 

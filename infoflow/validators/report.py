@@ -13,9 +13,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from infoflow.core.files import write_text
+from infoflow.core.text import markdown_code, markdown_text
 from infoflow.families import family
-from infoflow.files import write_text
-from infoflow.render import markdown_code, markdown_text
 
 
 def write_reports(out: Path, report: dict) -> None:

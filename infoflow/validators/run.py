@@ -24,9 +24,9 @@ from typing import Any
 import torch
 
 import infoflow
-from infoflow.errors import SpecError
+from infoflow.core.errors import SpecError
+from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
-from infoflow.files import TEMPORARY
 from infoflow.validators.claims import Section
 from infoflow.validators.executor import train_local, train_on_ray
 from infoflow.validators.protocol import (

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from infoflow.errors import SpecError
+from infoflow.core.errors import SpecError
 from infoflow.validators.claims import Claim
 from infoflow.validators.protocol import differences
 

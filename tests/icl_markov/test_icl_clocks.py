@@ -218,7 +218,7 @@ def test_race_and_shift_claims_can_be_refuted() -> None:
 def test_a_one_sided_k1_is_judged_on_its_interval() -> None:
     """K*_1 above 25 (no value: the race's median tie lies above its grid) against a measured
     23..32 overlaps; against 10..20 it is refuted; "below 8" against 23..32 is refuted too."""
-    from infoflow.results import Prediction
+    from infoflow.core.results import Prediction
     from infoflow.validators.icl_markov.claims import k1_claim
 
     def judged(interval, low, high) -> str:

@@ -319,7 +319,7 @@ def test_validate_measures_a_local_checkpoint_without_training(tmp_path) -> None
 
 def test_a_damaged_checkpoint_folder_is_refused_naming_it(tmp_path) -> None:
     pytest.importorskip("safetensors")
-    from infoflow.errors import SpecError
+    from infoflow.core.errors import SpecError
     from infoflow.validators.looped_kv.ouro import load_ouro
 
     folder = tmp_path / "ouro"
@@ -364,7 +364,7 @@ def test_grouped_query_prelude_and_coda_read_their_kv_heads() -> None:
 
 def test_linear_rope_scaling_is_read_and_others_refused(tmp_path) -> None:
     pytest.importorskip("safetensors")
-    from infoflow.errors import SpecError
+    from infoflow.core.errors import SpecError
     from infoflow.validators.looped_kv.ouro import load_ouro, save_ouro
 
     torch.manual_seed(2)

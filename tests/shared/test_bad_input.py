@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from infoflow.cli import app
-from infoflow.errors import SpecError
-from infoflow.files import MAX_DEPTH, write_text, write_with
+from infoflow.core.errors import SpecError
+from infoflow.core.files import MAX_DEPTH, write_text, write_with
 
 OURO = str(LOOPED_KV / "ouro-1.4b.json")
 
@@ -249,7 +249,7 @@ def test_json_output_is_strict_a_non_finite_value_is_null_with_a_reason() -> Non
 
 
 def test_markdown_text_is_literal() -> None:
-    from infoflow.render import markdown_code, markdown_text
+    from infoflow.core.text import markdown_code, markdown_text
 
     assert markdown_text("a | b \\| c") == "a \\| b \\\\\\| c"  # no cell can end early
     assert markdown_text("![x](http://evil/t.png) [a][b]") == "![x\\](http://evil/t.png) [a\\][b]"

@@ -14,7 +14,7 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 from infoflow import families
-from infoflow.errors import SpecError
+from infoflow.core.errors import SpecError
 from infoflow.families import FAMILIES, Family, family
 
 PACKAGE = ROOT / "infoflow"

@@ -20,7 +20,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 import infoflow  # noqa: E402
 from infoflow.cli import app  # noqa: E402
-from infoflow.errors import SpecError  # noqa: E402
+from infoflow.core.errors import SpecError  # noqa: E402
 from infoflow.validators.ensemble import Checkpoint  # noqa: E402
 from infoflow.validators.protocol import CannotValidate  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design  # noqa: E402

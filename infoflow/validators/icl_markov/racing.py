@@ -12,9 +12,9 @@ import json
 import math
 from dataclasses import replace
 
+from infoflow.core.results import Prediction
 from infoflow.icl_markov.race import Race, clocks_of, g_clocks, race, span
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.results import Prediction
 from infoflow.validators.claims import Claim
 from infoflow.validators.icl_markov.claims import k1_claim
 from infoflow.validators.icl_markov.clocks import ClockGroup, clock_time

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from infoflow.render import markdown_code, markdown_text
+from infoflow.core.text import markdown_code, markdown_text
 from infoflow.validators.claims import Claim
 from infoflow.validators.icl_markov.data import TARGETS
 from infoflow.validators.icl_markov.phases import PHASES

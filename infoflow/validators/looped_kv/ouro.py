@@ -18,8 +18,8 @@ from pathlib import Path
 
 import torch
 
-from infoflow.errors import SpecError
-from infoflow.files import read_json
+from infoflow.core.errors import SpecError
+from infoflow.core.files import read_json
 from infoflow.validators.looped_kv.model import LoopedConfig, LoopedDecoder
 
 #: Ouro's per-layer weight names -> ours (the layer index is inserted).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infoflow.render import markdown_code, markdown_text
+from infoflow.core.text import markdown_code, markdown_text
 from infoflow.validators.report import claims_markdown, number
 
 

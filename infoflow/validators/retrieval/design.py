@@ -191,7 +191,7 @@ def plan_command(
     """``infoflow plan`` for one retrieval spec on ``device`` (None: the one validate would
     use, CUDA where there is one): its description and estimated seconds; a SpecError (exit
     2) when the validator cannot train it."""
-    from infoflow.errors import SpecError
+    from infoflow.core.errors import SpecError
     from infoflow.validators.retrieval.validator import VALIDATOR
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from infoflow.files import write_with
+from infoflow.core.files import write_with
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.ensemble import ensemble_step, precision
 from infoflow.validators.retrieval.model import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from infoflow.errors import SpecError
+from infoflow.core.errors import SpecError
 
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
 

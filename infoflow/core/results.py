@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from infoflow import __version__
-from infoflow.spec_base import SpecBase
+from infoflow.core.spec_base import SpecBase
+from infoflow.core.version import __version__
 
 if TYPE_CHECKING:
     from collections.abc import Callable

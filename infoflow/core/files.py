@@ -2,7 +2,7 @@
 a regular file of sensible size, with sensible nesting and numbers; what infoflow writes
 appears whole or not at all (a temporary file, then a rename).
 
-Every refusal is a :class:`~infoflow.errors.SpecError` naming the file (exit code 2).
+Every refusal is a :class:`~infoflow.core.errors.SpecError` naming the file (exit code 2).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from infoflow.errors import SpecError
+from infoflow.core.errors import SpecError
 
 MAX_BYTES = 16 * 2**20  # a spec, config or report larger than this is not one
 MAX_DEPTH = 32  # nesting of objects and arrays

@@ -1,10 +1,8 @@
-"""The ``infoflow`` commands that train or plan training: ``plan``, ``validate`` and
-``calibrate``, registered on :data:`infoflow.cli.app`. As in :mod:`infoflow.cli`, torch and
-the families are imported inside the commands."""
+"""The commands that train or plan training: ``plan``, ``validate`` and ``calibrate``. Torch
+and the families are imported inside the commands, so the others start without them."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -13,7 +11,8 @@ from typing import Annotated
 
 import typer
 
-from infoflow.cli import BAD_INPUT, SET_HELP, _load_for, _user_errors, app
+from infoflow.cli.app import app
+from infoflow.cli.options import BAD_INPUT, Overrides, console, load_for, user_errors
 
 
 class Scale(StrEnum):
@@ -49,18 +48,18 @@ def plan(
         int | None, typer.Option(min=1, max=10**9, help="Override the scale's training steps.")
     ] = None,
     seeds: Annotated[int | None, typer.Option(min=1, max=1000, help="Override the seeds.")] = None,
-    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
+    overrides: Overrides = None,
 ) -> None:
     """The experiments validate would run and their estimated time on the device: for
     retrieval the design (sizes, predicted exponents, the claims they test); for icl_markov
     the K sweeps and clock runs (needs torch)."""
-    from infoflow.units import parse_duration
+    from infoflow.core.units import parse_duration
 
     total = 0.0
-    with _user_errors(), _needs_torch("plan"):
+    with user_errors(), _needs_torch("plan"):
         seconds = parse_duration("--budget", budget)
         for path in specs:
-            loaded, run_plan = _load_for("plan", path, overrides)
+            loaded, run_plan = load_for("plan", path, overrides)
             chosen = device.value if device else None
             text, estimate = run_plan(loaded, str(path), scale.value, chosen, seconds, steps, seeds)
             typer.echo(text)
@@ -82,52 +81,59 @@ def _needs_torch(command: str) -> Iterator[None]:
         raise typer.Exit(BAD_INPUT) from None
 
 
+ValidateSpecs = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Spec files; every bundled spec under specs/ when omitted.", show_default=False
+    ),
+]
+ValidateScale = Annotated[
+    Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings, for a GPU.")
+]
+Out = Annotated[Path, typer.Option(help="Results folder (database, reports, plots, checkpoints).")]
+Gpu = Annotated[
+    bool, typer.Option(help="Use CUDA (bf16 autocast, TF32); exit 2 without a CUDA device.")
+]
+ValidateBudget = Annotated[
+    str | None, typer.Option(help="Time per retrieval spec the design may use: 90s, 10m, 1h30m.")
+]
+ExecutorOption = Annotated[
+    Executor, typer.Option(help="local: in this process; ray: one Ray task per group.")
+]
+Address = Annotated[
+    str | None, typer.Option(help="A Ray cluster to join (default: start a local one).")
+]
+GpusPerGroup = Annotated[
+    float, typer.Option(help="GPUs each Ray task asks for with --gpu (a fraction shares one).")
+]
+
+
 @app.command()
 def validate(
-    specs: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            help="Spec files; every bundled spec under specs/ when omitted.", show_default=False
-        ),
-    ] = None,
-    scale: Annotated[
-        Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings, for a GPU.")
-    ] = Scale.smoke,
-    out: Annotated[
-        Path, typer.Option(help="Results folder (database, reports, plots, checkpoints).")
-    ] = Path("runs/validate"),
+    specs: ValidateSpecs = None,
+    scale: ValidateScale = Scale.smoke,
+    out: Out = Path("runs/validate"),
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
-    gpu: Annotated[
-        bool, typer.Option(help="Use CUDA (bf16 autocast, TF32); exit 2 without a CUDA device.")
-    ] = False,
+    gpu: Gpu = False,
     device: Annotated[Device | None, typer.Option(help="Force a device.")] = None,
     steps: Annotated[int | None, typer.Option(help="Override the scale's training steps.")] = None,
     seeds: Annotated[int | None, typer.Option(help="Override the scale's seeds.")] = None,
-    budget: Annotated[
-        str | None,
-        typer.Option(help="Time per retrieval spec the design may use: 90s, 10m, 1h30m."),
-    ] = None,
+    budget: ValidateBudget = None,
     quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
-    overrides: Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)] = None,
-    executor: Annotated[
-        Executor, typer.Option(help="local: in this process; ray: one Ray task per group.")
-    ] = Executor.local,
-    address: Annotated[
-        str | None, typer.Option(help="A Ray cluster to join (default: start a local one).")
-    ] = None,
-    gpus_per_group: Annotated[
-        float, typer.Option(help="GPUs each Ray task asks for with --gpu (a fraction shares one).")
-    ] = 1.0,
+    overrides: Overrides = None,
+    executor: ExecutorOption = Executor.local,
+    address: Address = None,
+    gpus_per_group: GpusPerGroup = 1.0,
 ) -> None:
     """Train real models and check every prediction that can be tested (needs torch)."""
-    from infoflow.units import parse_duration
+    from infoflow.core.units import parse_duration
 
     with _needs_torch("validate"):
         from infoflow.validators.run import Options, summary_line
         from infoflow.validators.run import validate as run_validate
 
-    with _user_errors():
+    with user_errors():
         options = Options(
             out=out,
             scale=scale.value,
@@ -203,9 +209,8 @@ def calibrate(
     calibration file (point a spec's ``calibration`` field at it)."""
     from infoflow.families import family
 
-    with _user_errors():
+    with user_errors():
         rows = family(kind, kind).command("calibrate", kind)(results, base, out)
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{kind} calibration -> {out}")
@@ -213,4 +218,4 @@ def calibrate(
         table.add_column(column)
     for row in rows:
         table.add_row(*row)
-    Console(width=None if sys.stdout.isatty() else 120).print(table)
+    console().print(table)

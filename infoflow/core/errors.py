@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from infoflow.core.text import one_line
+
 
 class SpecError(Exception):
     """A spec that cannot be used: the file, and each problem with the field it is about.
@@ -26,13 +28,6 @@ class SpecError(Exception):
             for field, msg in self.problems
         ]
         return f"{one_line(self.source, 200)}: " + "; ".join(parts)
-
-
-def one_line(text: object, limit: int = 400) -> str:
-    """``text`` on one line (control characters escaped), cut to ``limit`` characters: what
-    a user wrote cannot break an error message over lines or flood the terminal."""
-    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 class FieldError(ValueError):

@@ -1,0 +1,70 @@
+"""What the commands share: the exit code of bad input, the ``--set`` help, reporting a
+bad spec, loading specs for a command, and the console a table is printed on."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+BAD_INPUT = 2
+SET_HELP = (
+    "Override a spec field before validation: key.path=value (value read as JSON when it "
+    "parses). Repeatable; applies to every spec."
+)
+#: The ``--set`` option every command that reads a spec takes.
+Overrides = Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)]
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Report a bad spec as one paragraph on stderr and exit 2."""
+    from infoflow.core.errors import SpecError
+
+    try:
+        yield
+    except SpecError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(BAD_INPUT) from None
+
+
+def load_points(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any]]:
+    """Every spec with its sweep expanded, as (its name in output, the spec at that point),
+    exiting 2 on the first bad one."""
+    from infoflow.spec import expand, load_spec
+
+    loaded = []
+    with user_errors():
+        for path in paths:
+            spec = load_spec(path, overrides or ())
+            for point, at in expand(spec, path.parent, str(path)):
+                where = ", ".join(f"{k}={v}" for k, v in point.items())
+                loaded.append((f"{path} [{where}]" if where else str(path), at))
+    return loaded
+
+
+def load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any, Any]:
+    """The spec at ``path`` (its base values: a sweep is checked, point by point, but not
+    expanded) and its family's implementation of ``command`` (a SpecError when the family
+    has none)."""
+    from infoflow.families import family
+    from infoflow.spec import expand, load_spec
+
+    spec = load_spec(path, overrides or ())
+    run = family(spec.kind, str(path)).command(command, str(path))
+    expand(spec, path.parent, str(path))
+    return spec, run
+
+
+def console() -> Console:
+    """The console tables are printed on: the terminal's width, 120 columns into a pipe."""
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 120)

@@ -1,0 +1,157 @@
+"""The commands that predict, without training: ``predict``, ``explain``, ``graph``,
+``compare``, ``plot``, ``sweep`` and ``schema``. Heavy modules (sympy, pydantic, the
+families) are imported inside the commands, so ``infoflow --help`` starts fast."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from infoflow.cli.app import app
+from infoflow.cli.options import Overrides, console, load_for, load_points, user_errors
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    latex = "latex"
+
+
+class GraphFormat(StrEnum):
+    dot = "dot"
+    json = "json"
+
+
+@app.command()
+def predict(
+    specs: Annotated[list[Path], typer.Argument(help="Spec files (JSON).", show_default=False)],
+    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+    overrides: Overrides = None,
+) -> None:
+    """Predict, symbolically, what each spec's task needs (a spec with a sweep: each point)."""
+    from infoflow import render
+    from infoflow.predictor import predict as run_predict
+
+    loaded = load_points(specs, overrides)
+    with user_errors():  # a family's own inputs (a calibration file) can be bad too
+        results = [run_predict(spec, source) for source, spec in loaded]
+    if format is Format.json:
+        typer.echo(render.to_json(results))
+    elif format is Format.markdown:
+        typer.echo("\n".join(render.to_markdown(r) for r in results))
+    elif format is Format.latex:
+        typer.echo("\n".join(render.to_latex(r) for r in results))
+    else:
+        screen = console()
+        for result in results:
+            screen.print(render.to_table(result))
+
+
+@app.command()
+def explain(
+    spec: Annotated[Path, typer.Argument(help="A retrieval spec (JSON).", show_default=False)],
+    overrides: Overrides = None,
+) -> None:
+    """Show the derivation step by step: tree, plan per layer, rules, exponent."""
+    with user_errors():
+        loaded, run_explain = load_for("explain", spec, overrides)
+    typer.echo(run_explain(loaded, str(spec)), nl=False)
+
+
+@app.command()
+def graph(
+    spec: Annotated[Path, typer.Argument(help="A retrieval spec (JSON).", show_default=False)],
+    format: Annotated[
+        GraphFormat, typer.Option("--format", "-f", help="dot (Graphviz) or json (networkx).")
+    ] = GraphFormat.dot,
+    overrides: Overrides = None,
+) -> None:
+    """Print the information-set DAG: nodes (role, layer), edges by propagation mode."""
+    with user_errors():
+        loaded, run_graph = load_for("graph", spec, overrides)
+    typer.echo(run_graph(loaded, format.value), nl=False)
+
+
+class CompareFormat(StrEnum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command()
+def compare(
+    spec: Annotated[
+        Path, typer.Argument(help="A looped_kv spec with codec ranks.", show_default=False)
+    ],
+    format: Annotated[
+        CompareFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = CompareFormat.table,
+    overrides: Overrides = None,
+) -> None:
+    """Compare every way of storing a looped cache side by side (full, final-loop reuse,
+    MLA-style head-axis latent, LLA per head, LLA-2D) at the spec's ranks."""
+    with user_errors():
+        loaded, run_compare = load_for("compare", spec, overrides)
+        typer.echo(run_compare(loaded, format.value, str(spec)), nl=False)
+
+
+@app.command()
+def plot(
+    spec: Annotated[
+        Path, typer.Argument(help="A looped_kv spec with a budget.", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option(help="The PNG to write.")] = Path("capacity.png"),
+    overrides: Overrides = None,
+) -> None:
+    """Plot serving capacity against context, one line per way of storing the cache."""
+    with user_errors():
+        loaded, run_plot = load_for("plot", spec, overrides)
+        typer.echo(run_plot(loaded, str(out), str(spec)), nl=False)
+
+
+class SweepFormat(StrEnum):
+    json = "json"
+    table = "table"
+
+
+@app.command()
+def sweep(
+    spec: Annotated[
+        Path, typer.Argument(help="A retrieval spec with a sweep.", show_default=False)
+    ],
+    format: Annotated[
+        SweepFormat, typer.Option("--format", "-f", help="json: one object per point.")
+    ] = SweepFormat.json,
+    overrides: Overrides = None,
+) -> None:
+    """Evaluate a spec's sweep vectorised (up to 10^7 points): the numeric predictions at
+    every point, one line each."""
+    from infoflow.families import family
+    from infoflow.spec import load_spec
+
+    with user_errors():
+        loaded = load_spec(spec, overrides or ())
+        run_sweep = family(loaded.kind, str(spec)).command("sweep", str(spec))
+        text = run_sweep(loaded, format.value, str(spec))
+    write = sys.stdout.write
+    for line in text:
+        write(line + "\n")
+
+
+@app.command()
+def schema(
+    kind: Annotated[
+        str | None, typer.Argument(help="A spec kind; all kinds when omitted.", show_default=False)
+    ] = None,
+) -> None:
+    """Print the JSON Schema of the specs (editors use it for completion)."""
+    from infoflow.spec import spec_schema
+
+    with user_errors():
+        typer.echo(json.dumps(spec_schema(kind), indent=2))
