@@ -110,13 +110,13 @@ TOY = '''
 (twice the spec's, or one more when the spec says so) and judges the prediction by it."""
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import infoflow
 from infoflow.core.results import Prediction, Result
 from infoflow.core.spec_base import SpecBase
 from infoflow.validators.claims import Claim, Section
-from infoflow.validators.protocol import CannotValidate, Job, content_name
+from infoflow.validators.protocol import CannotValidate, Group, Job
 
 
 class ToySpec(SpecBase):
@@ -137,16 +137,14 @@ class ToyScale:
 
 
 @dataclass(frozen=True)
-class ToyGroup:
+class ToyGroup(Group):
+    kind: ClassVar[str] = "toy"
+    code: ClassVar[int] = 1
     prefix: str
     spec: ToySpec
 
-    @property
-    def name(self):
-        return content_name(self.prefix, self.identity())
-
-    def identity(self):
-        return {"kind": "toy", "code": 1, "n": self.spec.n, "off_by_one": self.spec.off_by_one}
+    def trained(self):
+        return {"n": self.spec.n, "off_by_one": self.spec.off_by_one}
 
     def describe(self):
         return {"n": self.spec.n}
@@ -178,14 +176,15 @@ class ToyValidator:
 
     def train(self, job, context):
         spec = job.group.spec
-        context.store.finish_group(job.name, [2 * spec.n + spec.off_by_one], 0.0)
+        context.store.record_metrics(job.name, 1, [{"double": 2 * spec.n + spec.off_by_one}])
+        context.store.finish_group(job.name, 0.0)
 
     def judge(self, experiment, context):
         (job,) = experiment.jobs
-        (measured,) = context.store.final_values(job.name)
+        (measured,) = context.store.last_values(job.name, "double")
         predicted = infoflow.predict(experiment.spec)["double"].value
-        claim = Claim.judged("the toy doubles n", predicted, measured, "equal",
-                             measured == predicted)
+        holds = measured == predicted
+        claim = Claim.judged("double", "the toy doubles n", predicted, measured, "equal", holds)
         return Section("toy", experiment.name, {"n": experiment.spec.n}, (claim,))
 
     def describe(self, settings):
@@ -246,7 +245,7 @@ def step_time_cache(tmp_path_factory) -> Iterator[Path]:
     before = os.environ.get("INFOFLOW_CACHE")
     os.environ["INFOFLOW_CACHE"] = str(folder)
     try:
-        from infoflow.validators.retrieval import steptime
+        from infoflow.validators import steptime
     except ModuleNotFoundError:  # no torch: nothing designs experiments
         steptime = None
     if steptime is not None:  # for this process's thread count and for one thread (a

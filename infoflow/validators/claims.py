@@ -1,7 +1,9 @@
 """What a validator concludes: typed claims, gathered in one report section per spec.
 
-A :class:`Claim` is one prediction put to the test: what was predicted, what was measured,
-the tolerance used, and a verdict from a closed set (``confirmed``, ``refuted``,
+A :class:`Claim` is one prediction put to the test: a stable identifier (``id``: what the
+claim is about, in the family's own terms, unchanged when its sentence is reworded; the
+database keys claims by it), what was predicted, what was measured, the tolerance used, and
+a verdict from a closed set (``confirmed``, ``refuted``,
 ``inconclusive`` with the reason) and, where it comes from the theory's numbers, which
 numbers (``derived_from``, e.g. the predicted exponents of the models it compares). A
 :class:`Section` is one spec's part of the report: its claims and the family's own record
@@ -24,6 +26,7 @@ VERDICTS: tuple[Verdict, ...] = ("confirmed", "refuted", "inconclusive")
 class Claim:
     """One prediction against one measurement."""
 
+    id: str
     statement: str
     predicted: Any
     measured: Any
@@ -39,6 +42,7 @@ class Claim:
     @classmethod
     def judged(
         cls,
+        id: str,
         statement: str,
         predicted: Any,
         measured: Any,
@@ -49,11 +53,12 @@ class Claim:
     ) -> Claim:
         """Confirmed when ``holds``, else refuted."""
         verdict: Verdict = "confirmed" if holds else "refuted"
-        return cls(statement, predicted, measured, tolerance, verdict, reason, derived_from)
+        return cls(id, statement, predicted, measured, tolerance, verdict, reason, derived_from)
 
     @classmethod
     def undecided(
         cls,
+        id: str,
         statement: str,
         predicted: Any,
         measured: Any,
@@ -62,15 +67,17 @@ class Claim:
         derived_from: Any = None,
     ) -> Claim:
         """Inconclusive: the measurement cannot decide the claim, for ``reason``."""
-        return cls(statement, predicted, measured, tolerance, "inconclusive", reason, derived_from)
+        verdict: Verdict = "inconclusive"
+        return cls(id, statement, predicted, measured, tolerance, verdict, reason, derived_from)
 
     def prefixed(self, prefix: str) -> Claim:
-        """The same claim, its statement starting ``[prefix]`` (a claim about one group of
-        several)."""
-        return replace(self, statement=f"[{prefix}] {self.statement}")
+        """The same claim about one group of several: its id ``prefix/id``, its statement
+        starting ``[prefix]``."""
+        return replace(self, id=f"{prefix}/{self.id}", statement=f"[{prefix}] {self.statement}")
 
     def to_json(self) -> dict[str, Any]:
         data = {
+            "id": self.id,
             "claim": self.statement,
             "predicted": self.predicted,
             "measured": self.measured,

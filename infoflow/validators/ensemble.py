@@ -20,7 +20,7 @@ import torch
 
 from infoflow.core.errors import SpecError
 from infoflow.core.files import write_with
-from infoflow.validators.protocol import digest
+from infoflow.validators.identity import digest
 
 
 def precision(device: torch.device) -> torch.autocast:

@@ -22,12 +22,13 @@ The registry (:mod:`infoflow.families`) names each family's validator object.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from infoflow.validators.identity import content_name
 
 if TYPE_CHECKING:
     import torch
@@ -41,46 +42,50 @@ if TYPE_CHECKING:
 Progress = Callable[..., None]
 
 
-def digest(identity: dict[str, Any]) -> str:
-    """12 hex digits of the hash of ``identity`` (a JSON-able dict)."""
-    text = json.dumps(identity, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def content_name(prefix: str, identity: dict[str, Any]) -> str:
-    """A group's name, ``prefix-DIGEST``: two groups share a name only when their identities
-    (everything that determines the models they train) are equal."""
-    return f"{prefix}-{digest(identity)}"
-
-
-def differences(old: Any, new: Any, path: str = "") -> list[str]:
-    """``field: old -> new`` for every leaf that differs between two JSON-like values."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        lines = []
-        for key in sorted(old.keys() | new.keys(), key=str):
-            lines += differences(old.get(key), new.get(key), f"{path}.{key}".lstrip("."))
-        return lines
-    if old == new:
-        return []
-    return [f"{path or 'value'}: {json.dumps(old, default=str)} -> {json.dumps(new, default=str)}"]
-
-
 class CannotValidate(Exception):
     """A spec this family's validator cannot train or measure; the message says why and
     goes to the report's "not validated" list."""
 
 
+class Group:
+    """Members that train together in one process on one device (a stacked ensemble, or one
+    model). A family's group is a dataclass that subclasses this: it sets ``kind`` and
+    ``code`` (the version of its training code: bump it and no checkpoint trained before is
+    ever resumed), has a ``prefix`` and says what it trains (:meth:`trained`: everything
+    that determines its models), how it reads in the report (:meth:`describe`) and who its
+    members are (:meth:`member_rows`). Its ``name`` is the prefix and the digest of its
+    :meth:`identity`, so two groups share a name only when they train the same models."""
+
+    kind: ClassVar[str]
+    code: ClassVar[int]
+    prefix: str
+
+    @cached_property
+    def name(self) -> str:
+        return content_name(self.prefix, self.identity())
+
+    def identity(self) -> dict[str, Any]:
+        """The family, the version of its training code, and what the group trains."""
+        return {"kind": self.kind, "code": self.code, **self.trained()}
+
+    def trained(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def member_rows(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
 class Job:
-    """One group to train: ``group`` is the family's own object, with ``identity()`` (a dict
-    of everything that determines its trained models: the spec's fields that reach
-    training, the scale, steps, seeds, the training code's version), a ``name`` made from
-    its ``prefix`` and the identity by :func:`content_name`, ``describe()`` for its settings
-    and ``member_rows()`` for its members; ``steps`` is its length, for progress."""
+    """One group to train, of the family ``kind``, for the experiment named ``experiment``
+    (a :class:`Group`); ``steps`` is its length, for progress."""
 
     kind: str
     experiment: str
-    group: Any
+    group: Group
     steps: int
 
     @property

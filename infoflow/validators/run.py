@@ -29,13 +29,13 @@ from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
 from infoflow.validators.claims import Section
 from infoflow.validators.executor import train_local, train_on_ray
+from infoflow.validators.identity import differences
 from infoflow.validators.protocol import (
     CannotValidate,
     Context,
     Experiment,
     Job,
     Progress,
-    differences,
 )
 from infoflow.validators.report import finite, write_reports
 from infoflow.validators.store import Store, locked

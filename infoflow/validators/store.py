@@ -3,8 +3,9 @@ keeps a second process out of the folder while a run writes it.
 
 Tables: ``runs`` (settings, device, times), ``groups`` (ensembles trained together, the
 identity that names each, whether they finished), ``members`` (each model's config),
-``curves`` (its loss and NMSE over steps), ``metrics`` (any named metric over steps),
-``claims`` (what was predicted, what was measured, the verdict). Writes are keyed, so a
+``metrics`` (every measurement a family records, by name, member and step: a retrieval
+member's ``train:loss`` and ``eval:nmse``, an icl_markov member's KLs), ``claims`` (by their
+id: what was predicted, what was measured, the verdict). Writes are keyed, so a
 resumed run that records a step again replaces the row with the same values.
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 
 from infoflow.core.errors import SpecError
 from infoflow.validators.claims import Claim
-from infoflow.validators.protocol import differences
+from infoflow.validators.identity import differences
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -35,20 +36,16 @@ CREATE TABLE IF NOT EXISTS groups (
     done INTEGER DEFAULT 0, seconds REAL
 );
 CREATE TABLE IF NOT EXISTS members (
-    group_name TEXT, member INTEGER, label TEXT, config TEXT, final_nmse REAL,
+    group_name TEXT, member INTEGER, label TEXT, config TEXT,
     PRIMARY KEY (group_name, member)
-);
-CREATE TABLE IF NOT EXISTS curves (
-    group_name TEXT, member INTEGER, step INTEGER, train_loss REAL, eval_nmse REAL,
-    PRIMARY KEY (group_name, member, step)
 );
 CREATE TABLE IF NOT EXISTS metrics (
     group_name TEXT, member INTEGER, step INTEGER, metric TEXT, value REAL,
     PRIMARY KEY (group_name, member, step, metric)
 );
 CREATE TABLE IF NOT EXISTS claims (
-    spec TEXT, claim TEXT, predicted TEXT, measured TEXT, tolerance TEXT, verdict TEXT,
-    reason TEXT, PRIMARY KEY (spec, claim)
+    spec TEXT, id TEXT, claim TEXT, predicted TEXT, measured TEXT, tolerance TEXT,
+    verdict TEXT, reason TEXT, PRIMARY KEY (spec, id)
 );
 """
 
@@ -57,10 +54,9 @@ CREATE TABLE IF NOT EXISTS claims (
 COLUMNS = {
     "runs": {"id", "started", "finished", "scale", "device", "settings"},
     "groups": {"name", "spec", "settings", "identity", "device", "done", "seconds"},
-    "members": {"group_name", "member", "label", "config", "final_nmse"},
-    "curves": {"group_name", "member", "step", "train_loss", "eval_nmse"},
+    "members": {"group_name", "member", "label", "config"},
     "metrics": {"group_name", "member", "step", "metric", "value"},
-    "claims": {"spec", "claim", "predicted", "measured", "tolerance", "verdict", "reason"},
+    "claims": {"spec", "id", "claim", "predicted", "measured", "tolerance", "verdict", "reason"},
 }
 
 
@@ -190,16 +186,6 @@ class Store:
                 ) from None
         return out
 
-    def record_curves(self, name: str, step: int, losses: list[float], nmse: list[float]) -> None:
-        with self.db:
-            self.db.executemany(
-                "INSERT OR REPLACE INTO curves VALUES (?, ?, ?, ?, ?)",
-                [
-                    (name, i, step, loss, value)
-                    for i, (loss, value) in enumerate(zip(losses, nmse, strict=True))
-                ],
-            )
-
     def record_metrics(self, name: str, step: int, metrics: list[dict[str, float]]) -> None:
         """Named metrics of every member of group ``name`` at ``step``."""
         with self.db:
@@ -249,31 +235,32 @@ class Store:
         row = self.db.execute("SELECT seconds FROM groups WHERE name = ?", (name,)).fetchone()
         return row[0] if row else None
 
-    def finish_group(self, name: str, final: list[float], seconds: float) -> None:
+    def finish_group(self, name: str, seconds: float) -> None:
+        """Mark group ``name`` finished, after ``seconds`` of training."""
         with self.db:
-            for i, value in enumerate(final):
-                self.db.execute(
-                    "UPDATE members SET final_nmse = ? WHERE group_name = ? AND member = ?",
-                    (value, name, i),
-                )
             self.db.execute(
                 "UPDATE groups SET done = 1, seconds = ? WHERE name = ?", (seconds, name)
             )
 
-    def final_values(self, name: str) -> list[float]:
-        """Group ``name``'s final value per member (NMSE for retrieval), in member order."""
+    def last_values(self, name: str, metric: str) -> list[float]:
+        """Each member's last recorded ``metric`` in group ``name``, in member order."""
         rows = self.db.execute(
-            "SELECT final_nmse FROM members WHERE group_name = ? ORDER BY member", (name,)
+            "SELECT member, value FROM metrics WHERE group_name = ? AND metric = ? AND "
+            "member >= 0 AND step = (SELECT MAX(step) FROM metrics AS m WHERE "
+            "m.group_name = metrics.group_name AND m.member = metrics.member AND "
+            "m.metric = metrics.metric) ORDER BY member",
+            (name, metric),
         )
-        return [value for (value,) in rows]
+        return [value for _, value in rows]
 
     def record_claim(self, spec: str, claim: Claim) -> None:
         row = claim.to_json()
         with self.db:
             self.db.execute(
-                "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     spec,
+                    row["id"],
                     row["claim"],
                     json.dumps(row["predicted"]),
                     json.dumps(row["measured"]),
@@ -292,9 +279,6 @@ class Recorder:
 
     def __init__(self) -> None:
         self.rows: list[tuple[str, tuple]] = []
-
-    def record_curves(self, *args) -> None:
-        self.rows.append(("record_curves", args))
 
     def record_metrics(self, *args) -> None:
         self.rows.append(("record_metrics", args))

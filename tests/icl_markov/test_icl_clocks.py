@@ -166,11 +166,11 @@ def test_slowing_layer1_attention_scales_its_step_exactly() -> None:
 
 def test_the_decoder_stores_few_chains_and_not_many() -> None:
     spec = infoflow.load_spec(TINY)
-    from infoflow.validators import markov
+    from infoflow.validators.chains import sample_chains
 
-    few = markov.sample_chains(4, 3, 1.0, 0)
+    few = sample_chains(4, 3, 1.0, 0)
     assert fit(spec, torch.randn(4, 16), few, None, None)[0] < 0.01
-    many = markov.sample_chains(2000, 3, 1.0, 0)
+    many = sample_chains(2000, 3, 1.0, 0)
     assert fit(spec, torch.randn(2000, 16), many, None, None)[0] > 0.05
 
 

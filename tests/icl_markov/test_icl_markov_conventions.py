@@ -10,7 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import infoflow  # noqa: E402
-from infoflow.validators import markov  # noqa: E402
+from infoflow.validators.chains import sample_chains, stationary  # noqa: E402
+from infoflow.validators.icl_markov import references  # noqa: E402
 from infoflow.validators.icl_markov.data import IclGroup, MemberData  # noqa: E402
 from infoflow.validators.icl_markov.train import build_model, position_kl  # noqa: E402
 
@@ -57,8 +58,8 @@ def test_levels_and_separations_score_references_as_the_model_is_scored() -> Non
         _, data = _data(options={"kl_direction": direction})
         refs = {s: r[:, :, :, :-1].double() for s, r in data.refs.items()}
         ordered = (lambda t, m: (t, m)) if direction == "reference_model" else (lambda t, m: (m, t))
-        g2 = 1 + markov.REFERENCES.index("G2")
-        m2 = 1 + markov.REFERENCES.index("M2")
+        g2 = 1 + references.REFERENCES.index("G2")
+        m2 = 1 + references.REFERENCES.index("M2")
         levels = data.levels()
         for split in ("id", "ood"):
             direct = _kl(*ordered(refs[split][:, 0], refs[split][:, g2])).mean((-1, -2))
@@ -75,9 +76,9 @@ def test_stationary_weights_are_the_chains_stationary_probability_of_the_state()
     group, data = _data(options={"positions": "stationary"})
     _, uniform = _data()
     assert all(torch.equal(w, torch.ones_like(w)) for w in uniform.scored.values())
-    fresh = markov.stationary(markov.sample_chains(6, 3, 1.0, seed=1_000_003))
+    fresh = stationary(sample_chains(6, 3, 1.0, seed=1_000_003))
     for member in range(len(group.members)):
-        own = markov.stationary(data.P[member])
+        own = stationary(data.P[member])
         for split, candidates in (("ood", None), ("id", own)):
             x = data.x[split][member][:, :-1]
             for n in range(x.shape[0]):
@@ -85,7 +86,7 @@ def test_stationary_weights_are_the_chains_stationary_probability_of_the_state()
                 options = [pi[x[n]] / pi[x[n]].mean() for pi in pis]
                 found = data.scored[split][member, n].double()
                 assert any(torch.allclose(found, o, atol=1e-5) for o in options)
-    g1 = 1 + markov.REFERENCES.index("G1")  # the weighted level: a weighted mean of the KL
+    g1 = 1 + references.REFERENCES.index("G1")  # the weighted level: a weighted mean of the KL
     refs = data.refs["id"][:, :, :, :-1].double()
     direct = (data.scored["id"].double() * _kl(refs[:, 0], refs[:, g1])).mean((-1, -2))
     assert [row["G1"] for row in data.levels()["id"]] == pytest.approx(direct.tolist(), rel=1e-5)

@@ -17,7 +17,8 @@ torch = pytest.importorskip("torch")
 from conftest import assert_same, infoflow_cmd, park_only_calibration, run_cli  # noqa: E402
 
 import infoflow  # noqa: E402
-from infoflow.validators import markov  # noqa: E402
+from infoflow.validators.chains import ChainSampler, sample_chains, stationary  # noqa: E402
+from infoflow.validators.icl_markov import references  # noqa: E402
 from infoflow.validators.icl_markov.claims import claims  # noqa: E402
 from infoflow.validators.icl_markov.data import IclGroup, MemberData, Prefetched  # noqa: E402
 from infoflow.validators.icl_markov.experiment import SCALES, plan  # noqa: E402
@@ -36,12 +37,12 @@ TINY = {
 
 
 def test_sampler_draws_from_the_chain_and_starts_stationary() -> None:
-    P = markov.sample_chains(2, 3, 1.0, seed=5)
-    x = markov.ChainSampler(P).sample(
+    P = sample_chains(2, 3, 1.0, seed=5)
+    x = ChainSampler(P).sample(
         torch.ones(40_000, dtype=torch.long), 6, torch.Generator().manual_seed(0)
     )
     first = torch.bincount(x[:, 0], minlength=3) / x.shape[0]
-    assert torch.allclose(first.double(), markov.stationary(P)[1], atol=0.01)
+    assert torch.allclose(first.double(), stationary(P)[1], atol=0.01)
     pairs = torch.zeros(3, 3)
     pairs.index_put_((x[:, :-1].flatten(), x[:, 1:].flatten()), torch.tensor(1.0), accumulate=True)
     assert torch.allclose((pairs / pairs.sum(1, keepdim=True)).double(), P[1], atol=0.01)
@@ -81,7 +82,7 @@ def test_prefetched_batches_resume_to_the_same_stream(resume_at) -> None:
 
 def _row(nearest: str, id_truth: float = 0.2, ood_truth: float = 0.2) -> dict[str, float]:
     row = {"id:truth": id_truth, "ood:truth": ood_truth}
-    for ref in markov.REFERENCES:
+    for ref in references.REFERENCES:
         for split in ("id", "ood"):
             row[f"{split}:{ref}"] = 0.05 if ref == nearest else 0.5
     return row
@@ -89,7 +90,7 @@ def _row(nearest: str, id_truth: float = 0.2, ood_truth: float = 0.2) -> dict[st
 
 #: The references 0.45 apart in every direction: a model at 0.05 from one and 0.5 from the
 #: others sits at (0.45 + 0.45) / 0.9 = 1 of the way, called.
-APART = {f"{p}>{q}": 0.45 for p in markov.REFERENCES for q in markov.REFERENCES if p != q}
+APART = {f"{p}>{q}": 0.45 for p in references.REFERENCES for q in references.REFERENCES if p != q}
 
 
 def _history(k: int, rows: list[dict], seed: int = 0) -> MemberHistory:
@@ -279,17 +280,19 @@ def test_the_ceiling_matches_an_ideal_bayesian() -> None:
 
 
 def _m2_ratio(states: int, k: int, length: int, n: int = 64) -> float:
-    P = markov.sample_chains(k, states, 1.0, seed=0)
+    P = sample_chains(k, states, 1.0, seed=0)
     weights = torch.full((k,), 1 / k, dtype=torch.float64)
-    fresh = markov.sample_chains(n, states, 1.0, seed=1)
+    fresh = sample_chains(n, states, 1.0, seed=1)
     generator = torch.Generator().manual_seed(2)
     chain = torch.multinomial(weights, n, replacement=True, generator=generator)
     levels = {}
     for split, chains, which in (("id", P, chain), ("ood", fresh, torch.arange(n))):
-        x = markov.ChainSampler(chains).sample(which, length, generator)
+        x = ChainSampler(chains).sample(which, length, generator)
         truth = chains[which[:, None], x]
-        m2 = torch.cat([markov.memorize_bigram(x[i : i + 16], P, weights) for i in range(0, n, 16)])
-        levels[split] = [{"M2": float(markov.kl(truth[:, :-1], m2[:, :-1]).mean())}]
+        m2 = torch.cat(
+            [references.memorize_bigram(x[i : i + 16], P, weights) for i in range(0, n, 16)]
+        )
+        levels[split] = [{"M2": float(references.kl(truth[:, :-1], m2[:, :-1]).mean())}]
     return ceiling(levels, [(k, 0)])[k]["ratio"]
 
 
@@ -314,7 +317,7 @@ def test_validate_icl_end_to_end_killed_and_resumed(tmp_path) -> None:
     assert (whole / f"{group['name']}-kl.png").stat().st_size > 1000
     assert (whole / f"{group['name']}-positions.png").stat().st_size > 1000
     positions = group["members"][0]["positions"]
-    assert set(positions) == {"id:truth", "ood:truth", *markov.REFERENCES}
+    assert set(positions) == {"id:truth", "ood:truth", *references.REFERENCES}
     assert all(len(v) == TINY["context_len"] - 1 for v in positions.values())
     assert "| K | seed | trajectory |" in (whole / "report.md").read_text()
     assert group["measurement"]["k1_fit"]["status"] in ("fit", "separable", "none")

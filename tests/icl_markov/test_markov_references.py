@@ -10,16 +10,17 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from infoflow.validators import markov  # noqa: E402
+from infoflow.validators.chains import sample_chains, sample_sequences, stationary  # noqa: E402
+from infoflow.validators.icl_markov import references  # noqa: E402
 
 C, ALPHA = 3, 1.0
 
 
 @pytest.fixture
 def setting():
-    P = markov.sample_chains(chains=4, states=C, alpha=ALPHA, seed=0)
+    P = sample_chains(chains=4, states=C, alpha=ALPHA, seed=0)
     weights = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
-    x, _chain = markov.sample_sequences(
+    x, _chain = sample_sequences(
         P, weights, batch=5, length=7, generator=torch.Generator().manual_seed(1)
     )
     return P, weights, x
@@ -27,15 +28,15 @@ def setting():
 
 def test_stationary_distribution_is_stationary(setting) -> None:
     P, _, _ = setting
-    pi = markov.stationary(P)
+    pi = stationary(P)
     assert torch.allclose(pi.sum(-1), torch.ones(4, dtype=torch.float64))
     assert torch.allclose(torch.einsum("kc,kcd->kd", pi, P), pi)
 
 
 def test_in_context_predictors_match_counting(setting) -> None:
     _, _, x = setting
-    g1, g2 = markov.unigram(x, C, ALPHA), markov.bigram(x, C, ALPHA)
-    park = markov.unigram_park(x, C, ALPHA)
+    g1, g2 = references.unigram(x, C, ALPHA), references.bigram(x, C, ALPHA)
+    park = references.unigram_park(x, C, ALPHA)
     for b in range(x.shape[0]):
         seq = x[b].tolist()
         for t in range(len(seq)):
@@ -57,8 +58,8 @@ def test_in_context_predictors_match_counting(setting) -> None:
 
 def test_memorizing_predictors_match_bayes(setting) -> None:
     P, weights, x = setting
-    pi = markov.stationary(P)
-    m1, m2 = markov.memorize_unigram(x, P, weights), markov.memorize_bigram(x, P, weights)
+    pi = stationary(P)
+    m1, m2 = references.memorize_unigram(x, P, weights), references.memorize_bigram(x, P, weights)
     for b in range(x.shape[0]):
         seq = x[b].tolist()
         for t in range(len(seq)):
@@ -75,20 +76,20 @@ def test_memorizing_predictors_match_bayes(setting) -> None:
 
 
 def test_m2_posterior_concentrates_on_the_true_chain() -> None:
-    P = markov.sample_chains(chains=8, states=5, alpha=1.0, seed=3)
+    P = sample_chains(chains=8, states=5, alpha=1.0, seed=3)
     true = 5
     only = torch.zeros(8, dtype=torch.float64)
     only[true] = 1
-    x, chain = markov.sample_sequences(
+    x, chain = sample_sequences(
         P, only, batch=16, length=200, generator=torch.Generator().manual_seed(4)
     )
     assert (chain == true).all()
     uniform = torch.full((8,), 1 / 8, dtype=torch.float64)
-    prediction = markov.memorize_bigram(x, P, uniform)[:, -1]
+    prediction = references.memorize_bigram(x, P, uniform)[:, -1]
     assert torch.allclose(prediction, P[true][x[:, -1]], atol=1e-6)
-    assert markov.kl(P[true][x[:, -1]], prediction).max() < 1e-6
+    assert references.kl(P[true][x[:, -1]], prediction).max() < 1e-6
     # while the in-context bigram estimate is still noisy after 200 steps
-    assert markov.kl(P[true][x[:, -1]], markov.bigram(x, 5, 1.0)[:, -1]).mean() > 1e-3
+    assert references.kl(P[true][x[:, -1]], references.bigram(x, 5, 1.0)[:, -1]).mean() > 1e-3
 
 
 def test_references_stay_finite_where_no_chain_can_produce_the_sequence() -> None:
@@ -98,19 +99,19 @@ def test_references_stay_finite_where_no_chain_can_produce_the_sequence() -> Non
         [[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]] * 2, dtype=torch.float64
     )  # a deterministic cycle 0 -> 1 -> 2 -> 0
     x = torch.tensor([[0, 0, 2, 1, 1]])  # transitions no chain makes
-    refs = markov.references(x, P, torch.tensor([0.5, 0.5], dtype=torch.float64), alpha=0.01)
+    refs = references.predictions(x, P, torch.tensor([0.5, 0.5], dtype=torch.float64), alpha=0.01)
     for name, value in refs.items():
         assert torch.isfinite(value).all(), name
         assert torch.allclose(value.sum(-1), torch.ones_like(value.sum(-1))), name
-    tiny = markov.sample_chains(chains=8, states=5, alpha=1e-3, seed=0)
+    tiny = sample_chains(chains=8, states=5, alpha=1e-3, seed=0)
     assert (tiny == 0).any()  # the setting where it happens without a hand-made chain
-    fresh = markov.sample_chains(chains=1, states=5, alpha=1e-3, seed=1)
-    ood, _ = markov.sample_sequences(
+    fresh = sample_chains(chains=1, states=5, alpha=1e-3, seed=1)
+    ood, _ = sample_sequences(
         fresh, torch.ones(1, dtype=torch.float64), 16, 32, torch.Generator().manual_seed(2)
     )
     weights = torch.full((8,), 1 / 8, dtype=torch.float64)
     assert all(
-        torch.isfinite(v).all() for v in markov.references(ood, tiny, weights, 1e-3).values()
+        torch.isfinite(v).all() for v in references.predictions(ood, tiny, weights, 1e-3).values()
     )
 
 
@@ -118,29 +119,29 @@ def test_the_papers_m1_predicts_the_retrieved_chains_rows(setting) -> None:
     """M1: unigram evidence picks the chain, its memorised transition row predicts; the
     stationary-predicting variant is kept as M1_unigram."""
     P, weights, x = setting
-    pi = markov.stationary(P)
-    m1 = markov.memorize_unigram_bigram(x, P, weights)
+    pi = stationary(P)
+    m1 = references.memorize_unigram_bigram(x, P, weights)
     for b in range(x.shape[0]):
         seq = x[b].tolist()
         for t in range(len(seq)):
             w = [weights[k] * math.prod(pi[k, s] for s in seq[: t + 1]) for k in range(4)]
             expected = sum(v * P[k, seq[t]] for k, v in enumerate(w)) / sum(w)
             assert torch.allclose(m1[b, t], expected)
-    refs = markov.references(x, P, weights, ALPHA)
+    refs = references.predictions(x, P, weights, ALPHA)
     assert torch.allclose(refs["M1"], m1.float())
-    assert torch.allclose(refs["M1_unigram"], markov.memorize_unigram(x, P, weights).float())
+    assert torch.allclose(refs["M1_unigram"], references.memorize_unigram(x, P, weights).float())
 
 
 def test_the_bayes_unigram_is_the_posterior_over_fresh_chains() -> None:
     """G1_bayes before any evidence is the prior mean of a stationary distribution (uniform
     by symmetry); with evidence it follows the counts but stays smoother than Laplace."""
     x = torch.tensor([[0, 0, 0, 0, 0, 0, 0, 0]])
-    bayes = markov.bayes_unigram(x, C, ALPHA)
+    bayes = references.bayes_unigram(x, C, ALPHA)
     assert torch.allclose(bayes[0, 0].sum(), torch.tensor(1.0, dtype=torch.float64))
-    pool = markov.sample_chains(2048, C, ALPHA, seed=markov.BAYES_POOL_SEED)
-    pi = markov.stationary(pool)
+    pool = sample_chains(2048, C, ALPHA, seed=references.BAYES_POOL_SEED)
+    pi = stationary(pool)
     w = pi[:, 0] / pi[:, 0].sum()  # one observation of state 0, uniform prior over the pool
     assert torch.allclose(bayes[0, 0], (w[:, None] * pi).sum(0))
     assert bayes[0, -1, 0] > bayes[0, 0, 0] > 1 / C  # more zeros, more weight on state 0
-    laplace = markov.unigram(x, C, ALPHA)
+    laplace = references.unigram(x, C, ALPHA)
     assert bayes[0, -1, 0] < laplace[0, -1, 0]

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from infoflow.validators import markov  # noqa: E402
+from infoflow.validators.icl_markov import references  # noqa: E402
 from infoflow.validators.icl_markov.phases import (  # noqa: E402
     MARGIN,
     UNDETERMINED,
@@ -25,7 +25,7 @@ def _row(distances: dict[str, float], truth: float = 0.2) -> dict[str, float]:
     """Metrics with the model at ``distances`` (mean of ID and OOD) from the references; 1.0
     from any not named."""
     row = {"id:truth": truth, "ood:truth": truth}
-    for ref in markov.REFERENCES:
+    for ref in references.REFERENCES:
         row[f"id:{ref}"] = row[f"ood:{ref}"] = distances.get(ref, 1.0)
     return row
 
@@ -33,7 +33,9 @@ def _row(distances: dict[str, float], truth: float = 0.2) -> dict[str, float]:
 def _apart(distance: float, **pairs: float) -> dict[str, float]:
     """Every reference ``distance`` from every other, except ``pairs`` (``G2_M2=0.1``: the
     score of G2 against a model equal to M2)."""
-    found = {f"{p}>{q}": distance for p in markov.REFERENCES for q in markov.REFERENCES if p != q}
+    found = {
+        f"{p}>{q}": distance for p in references.REFERENCES for q in references.REFERENCES if p != q
+    }
     found.update({name.replace("_", ">"): value for name, value in pairs.items()})
     return found
 
@@ -88,7 +90,9 @@ def test_the_position_is_the_projection_for_nearby_distributions() -> None:
     for s in (0.1, 0.5, 0.8):
         q = s * a + (1 - s) * b
         found = position(
-            float(markov.kl(b, q) - markov.kl(a, q)), float(markov.kl(a, b)), float(markov.kl(b, a))
+            float(references.kl(b, q) - references.kl(a, q)),
+            float(references.kl(a, b)),
+            float(references.kl(b, a)),
         )
         assert found == pytest.approx(s, abs=0.01)
 

@@ -18,11 +18,11 @@ from conftest import SPECS, run_cli  # noqa: E402
 
 import infoflow  # noqa: E402
 from infoflow.validators.retrieval import design as design_module  # noqa: E402
-from infoflow.validators.retrieval import steptime  # noqa: E402
+from infoflow.validators.retrieval import timing  # noqa: E402
 from infoflow.validators.retrieval.claims import BAND, MARGIN, claims, untested  # noqa: E402
 from infoflow.validators.retrieval.design import choose, designs, outcomes, seconds  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design, Model, plan  # noqa: E402
-from infoflow.validators.retrieval.steptime import ASSUMED_H200, measure, step_time  # noqa: E402
+from infoflow.validators.steptime import ASSUMED_H200, measure, step_time  # noqa: E402
 
 RETRIEVAL = sorted((SPECS / "retrieval").glob("*.json"))
 SMOKE = SCALES["smoke"]
@@ -167,13 +167,13 @@ def test_step_time_is_measured_on_this_machine(monkeypatch) -> None:
 
 def test_a_target_is_timed_once_then_read_from_the_cache(monkeypatch) -> None:
     spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
-    first = steptime.target_seconds(spec, 12, 64, "cpu")
+    first = timing.target_seconds(spec, 12, 64, "cpu")
 
     def measure_again(*args):
         raise AssertionError("measured again")
 
-    monkeypatch.setattr(steptime, "_time_target", measure_again)
-    assert steptime.target_seconds(spec, 12, 64, "cpu") == first > 0
+    monkeypatch.setattr(timing, "_time_target", measure_again)
+    assert timing.target_seconds(spec, 12, 64, "cpu") == first > 0
 
 
 def test_plan_prints_exponents_claims_and_estimates() -> None:
@@ -252,8 +252,8 @@ def _train_briefly(device: torch.device, folder):
     group = Group("brief", spec, 8, members, ["a", "b"], settings)
     store = Recorder()
     train_group(group, Context(device, store, folder, None))
-    (final,) = [args[1] for method, args in store.rows if method == "finish_group"]
-    assert all(0 < value < 10 for value in final)
+    *_, (_, (_, _, final)) = [row for row in store.rows if row[0] == "record_metrics"]
+    assert all(0 < row["eval:nmse"] < 10 for row in final)
     return load_trained(group, device, folder)
 
 

@@ -184,7 +184,8 @@ def test_validate_smoke_end_to_end(tmp_path) -> None:
     assert (out / "report.md").read_text().startswith("# infoflow validate")
     assert (out / "nmse_by_architecture.png").stat().st_size > 1000
     db = sqlite3.connect(out / "results.sqlite")
-    assert db.execute("SELECT COUNT(*) FROM curves").fetchone()[0] == 4 * 4  # members x evals
+    nmse = "SELECT COUNT(*) FROM metrics WHERE metric = 'eval:nmse'"
+    assert db.execute(nmse).fetchone()[0] == 4 * 4  # members x evals
     assert db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == len(claims)
     again = run_cli("validate", str(POSITIONS), "--out", str(out), "--steps", "400", "--quiet")
     assert again.returncode == 2 and "--resume" in again.stderr
@@ -208,7 +209,7 @@ def test_killed_run_resumes_to_the_same_report(tmp_path) -> None:
     assert not (killed / "report.json").exists(), "the run ended before it could be killed"
     curves_before = (
         sqlite3.connect(killed / "results.sqlite")
-        .execute("SELECT COUNT(*) FROM curves")
+        .execute("SELECT COUNT(*) FROM metrics WHERE metric = 'eval:nmse'")
         .fetchone()[0]
     )
     assert curves_before > 0
@@ -218,7 +219,7 @@ def test_killed_run_resumes_to_the_same_report(tmp_path) -> None:
     a = json.loads((whole / "report.json").read_text())
     b = json.loads((killed / "report.json").read_text())
     assert a["specs"] == b["specs"] and a["summary"] == b["summary"]
-    count = "SELECT COUNT(*) FROM curves"
+    count = "SELECT COUNT(*) FROM metrics WHERE metric = 'eval:nmse'"
     assert (
         sqlite3.connect(killed / "results.sqlite").execute(count).fetchone()
         == sqlite3.connect(whole / "results.sqlite").execute(count).fetchone()

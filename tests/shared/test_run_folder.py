@@ -86,7 +86,7 @@ def test_a_group_recorded_with_another_identity_is_refused(tmp_path) -> None:
         store.add_group("g-1", "spec", {}, [{"label": "m"}], {"steps": 200, "lr": 0.1})
     with pytest.raises(SpecError, match="trained on cpu so far: resume it with --device cpu"):
         store.add_group("g-1", "spec", {}, [{"label": "m"}], {"steps": 100, "lr": 0.1}, "cuda")
-    store.finish_group("g-1", [0.5], 1.0)  # a finished group may be judged anywhere
+    store.finish_group("g-1", 1.0)  # a finished group may be judged anywhere
     store.add_group("g-1", "spec", {}, [{"label": "m"}], {"steps": 100, "lr": 0.1}, "cuda")
 
 
@@ -96,8 +96,8 @@ def test_a_checkpoint_is_read_only_for_its_own_group(tmp_path) -> None:
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
     data = torch.Generator()
     mine = Checkpoint(tmp_path / "g.pt", "abc")
-    mine.save(model, optimizer, schedule, data.get_state(), 5, [("record_curves", (1,))])
-    assert mine.load(model, optimizer, schedule, data, "cpu") == (5, [("record_curves", (1,))])
+    mine.save(model, optimizer, schedule, data.get_state(), 5, [("record_metrics", (1,))])
+    assert mine.load(model, optimizer, schedule, data, "cpu") == (5, [("record_metrics", (1,))])
     assert not list(tmp_path.glob(".infoflow-*"))
     with pytest.raises(SpecError, match="written for another group"):
         Checkpoint(mine.path, "other").load_weights(model, "cpu")

@@ -83,6 +83,7 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
     if final.provenance == "uncalibrated":
         expected = "memorization" if sequence and "M1" in sequence else "generalization"
         path = " -> ".join(sequence or ["?"])
+        ident = f"first:K={k}"
         claim = f"K={k} follows {path}: {expected} comes first"
         tolerance = "memorization wins when the model memorizes before G2 appears"
         if near or measured["outcome"] == "undecided" or not sequence or _blind(k, limit):
@@ -90,17 +91,19 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
             reason = (
                 near_reason or _blind(k, limit) or (_undecided(measured) if sequence else unplaced)
             )
-            return Claim.undecided(claim, path, shown, tolerance, reason)
-        return Claim.judged(claim, path, shown, tolerance, measured["outcome"] == expected)
+            return Claim.undecided(ident, claim, path, shown, tolerance, reason)
+        return Claim.judged(ident, claim, path, shown, tolerance, measured["outcome"] == expected)
+    ident = f"final_phase:K={k}"
     claim = f"K={k} ends in phase {final.value}"
     tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
     if near:
-        return Claim.undecided(claim, final.value, shown, tolerance, near_reason)
+        return Claim.undecided(ident, claim, final.value, shown, tolerance, near_reason)
     if measured["final_kind"] == SPLIT:
         reason = "the seeds end in different kinds of phase, none the majority"
-        return Claim.undecided(claim, final.value, shown, tolerance, reason)
+        return Claim.undecided(ident, claim, final.value, shown, tolerance, reason)
     if measured["final_kind"] == UNDETERMINED:
         return Claim.undecided(
+            ident,
             claim,
             final.value,
             shown,
@@ -110,7 +113,7 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
         )
     memorizes = measured["final_kind"] == "memorizing"
     if _blind(k, limit) and (final.value in MEMORIZING or memorizes):
-        return Claim.undecided(claim, final.value, shown, tolerance, _blind(k, limit))
+        return Claim.undecided(ident, claim, final.value, shown, tolerance, _blind(k, limit))
     same = measured["final_kind"] == _kind(final.value)
     if (
         same
@@ -118,6 +121,7 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
         and not memorizing({"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]})
     ):
         return Claim.judged(
+            ident,
             claim,
             final.value,
             shown,
@@ -125,7 +129,7 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
             False,
             f"final phase {measured['final_phase']}, but ID KL is not below {GAP} x OOD KL",
         )
-    return Claim.judged(claim, final.value, shown, tolerance, same)
+    return Claim.judged(ident, claim, final.value, shown, tolerance, same)
 
 
 def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
@@ -133,6 +137,7 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     the logistic fit; with separable outcomes, against their bracket. A one-sided prediction
     (no value, an interval from 0 or to infinity: the race's tie off its grid) is judged on
     its interval too, and can be refuted."""
+    ident = "k1_star"
     claim = "K*_1: below it memorization wins, above it G2 forms first"
     shown = {"fit": fit, "grid": grid}
     if fit["status"] == "separable":
@@ -149,13 +154,14 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     if predicted is None and interval is not None:  # one-sided: the bound it names
         predicted = interval[1] if interval[0] == 0 else interval[0]
     if predicted is None:
-        return Claim.undecided(claim, None, shown, tolerance, "no prediction")
+        return Claim.undecided(ident, claim, None, shown, tolerance, "no prediction")
     low, high = interval or (predicted, predicted)
     shown["predicted_interval"] = [low, high]
     if fit["status"] == "none":
-        return Claim.undecided(claim, predicted, shown, tolerance, fit["reason"])
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, fit["reason"])
     if fit["low"] is None and fit["high"] is None:
         return Claim.undecided(
+            ident,
             claim,
             predicted,
             shown,
@@ -164,6 +170,7 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
         )
     if fit["low"] is not None and high < fit["low"]:
         return Claim.judged(
+            ident,
             claim,
             predicted,
             shown,
@@ -173,6 +180,7 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
         )
     if fit["high"] is not None and low > fit["high"]:
         return Claim.judged(
+            ident,
             claim,
             predicted,
             shown,
@@ -180,25 +188,27 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
             False,
             f"the measured interval ends at K={fit['high']:.3g}",
         )
-    return Claim.judged(claim, predicted, shown, tolerance, True)
+    return Claim.judged(ident, claim, predicted, shown, tolerance, True)
 
 
 def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:
+    ident = "k2_star"
     claim = "K*_2: below it G2 gives way to M2, above it G2 persists"
     tolerance = "no transient G2 at K above the prediction"
     low = measured["low"]
     if predicted is None:
-        return Claim.undecided(claim, None, measured, tolerance, "no prediction")
+        return Claim.undecided(ident, claim, None, measured, tolerance, "no prediction")
     above = [k for k in limit if k >= predicted]
     blind = [k for k in above if not limit[k]["detectable"]]
     if low is None and above and blind == above:
         reason = _blind(blind[0], limit[blind[0]]) + "; and at every larger K"
-        return Claim.undecided(claim, predicted, measured, tolerance, reason)
+        return Claim.undecided(ident, claim, predicted, measured, tolerance, reason)
     if low is not None and low >= predicted:
         return Claim.judged(
-            claim, predicted, measured, tolerance, False, f"G2 gave way to M2 at K={low}"
+            ident, claim, predicted, measured, tolerance, False, f"G2 gave way to M2 at K={low}"
         )
     return Claim.undecided(
+        ident,
         claim,
         predicted,
         measured,
@@ -209,29 +219,34 @@ def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:
 
 
 def _tau_2gen(predicted: float | None, measured: dict) -> Claim:
+    ident = "tau_2gen"
     claim = "tau_2Gen, the steps until the G2 phase first appears"
     tolerance = f"within a factor {TIME_TOLERANCE}"
     value = measured["value"]
     if predicted is None or value is None:
         why = "no calibrated prediction" if predicted is None else "no K reached G2"
-        return Claim.undecided(claim, predicted, measured, tolerance, why)
+        return Claim.undecided(ident, claim, predicted, measured, tolerance, why)
     ratio = max(value / predicted, predicted / value)
-    return Claim.judged(claim, predicted, measured, tolerance, ratio <= TIME_TOLERANCE)
+    return Claim.judged(ident, claim, predicted, measured, tolerance, ratio <= TIME_TOLERANCE)
 
 
 def _tau_2gen_flat(measurement: dict) -> Claim:
+    ident = "tau_2gen_flat"
     claim = "tau_2Gen does not depend on K (the K that generalize)"
     per_k = measurement["per_k"]
     times = {k: v["first_g2"] for k, v in per_k.items() if v["outcome"] == "generalization"}
     allowed = TIME_TOLERANCE * measurement["tau_2gen"]["checkpoint_ratio"]
     tolerance = f"largest / smallest first-G2 step <= {allowed:.2f} ({TIME_TOLERANCE} x spacing)"
     if len(times) < 2:
-        return Claim.undecided(claim, "flat", times, tolerance, "fewer than two K generalize")
+        return Claim.undecided(
+            ident, claim, "flat", times, tolerance, "fewer than two K generalize"
+        )
     ratio = max(times.values()) / min(times.values())
-    return Claim.judged(claim, "flat", times, tolerance, ratio <= allowed)
+    return Claim.judged(ident, claim, "flat", times, tolerance, ratio <= allowed)
 
 
 def _memorization_slows(measurement: dict) -> Claim:
+    ident = "memorization_slows"
     claim = "memorization slows as K grows (tau_1Mem rises with K)"
     times = {
         k: v["memorized_at"]
@@ -240,9 +255,11 @@ def _memorization_slows(measurement: dict) -> Claim:
     }
     tolerance = "least-squares slope of log tau_1Mem against log K > 0"
     if len(times) < 3:
-        return Claim.undecided(claim, "rises", times, tolerance, "fewer than three K memorize")
+        return Claim.undecided(
+            ident, claim, "rises", times, tolerance, "fewer than three K memorize"
+        )
     slope, _ = regression([math.log(k) for k in times], [math.log(t) for t in times.values()])
     shown = {"tau_1mem": times, "slope": slope}
     if slope == 0:
-        return Claim.undecided(claim, "rises", shown, tolerance, "flat on this grid")
-    return Claim.judged(claim, "rises", shown, tolerance, slope > 0)
+        return Claim.undecided(ident, claim, "rises", shown, tolerance, "flat on this grid")
+    return Claim.judged(ident, claim, "rises", shown, tolerance, slope > 0)

@@ -25,19 +25,21 @@ sequences a small model could memorise.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.validators import markov
+from infoflow.validators.chains import ChainSampler, sample_chains
+from infoflow.validators.icl_markov import references
 from infoflow.validators.icl_markov.data import (
     NOT_TRAINED,
     TRAINING_VERSION,
     Mixtures,
     mixture_weights,
 )
-from infoflow.validators.protocol import content_name
+from infoflow.validators.protocol import Group
 
 HALFWAY = 0.5  # the clock stops this far from the plateau to the mechanism's level
 POOL = 65_536  # fresh chains standing in for K = infinity
@@ -57,9 +59,11 @@ CLOCK_EVALUATIONS = 48  # log-spaced evaluations of a clock run
 
 
 @dataclass
-class ClockGroup:
+class ClockGroup(Group):
     """One clock's members (K, seed) at one setting; K None is infinity."""
 
+    kind: ClassVar[str] = "icl_markov"
+    code: ClassVar[int] = TRAINING_VERSION
     prefix: str
     clock: str  # a key of CLOCKS
     spec: IclMarkovSpec  # the setting; its training.layer1_attention_lr is the clock's r
@@ -67,10 +71,6 @@ class ClockGroup:
     seeds: list[int]
     checkpoints: list[int]
     eval_sequences: int
-    name: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.name = content_name(self.prefix, self.identity())
 
     @property
     def attention(self) -> tuple[str, ...]:
@@ -80,11 +80,9 @@ class ClockGroup:
     def members(self) -> list[tuple[int | None, int]]:
         return [(k, s) for s in self.seeds for k in self.chains]
 
-    def identity(self) -> dict:
+    def trained(self) -> dict:
         patterns, mechanism = CLOCKS[self.clock]
         return {
-            "kind": "icl_markov",
-            "code": TRAINING_VERSION,
             "clock": self.clock,
             "patterns": patterns,
             "mechanism": mechanism,
@@ -162,18 +160,14 @@ class ClockData:
         generator = torch.Generator().manual_seed(spec.seed + 1)
         P, weights, own, fresh = [], [], [], []
         for k, seed in group.members:
-            fresh_chains = markov.sample_chains(
-                n, spec.states, spec.dirichlet_alpha, seed + 1_000_003
-            )
+            fresh_chains = sample_chains(n, spec.states, spec.dirichlet_alpha, seed + 1_000_003)
             uniform = torch.full((n,), 1 / n, dtype=torch.float64)
             if k is None:  # a pool of fresh chains to train on
-                P.append(
-                    markov.sample_chains(POOL, spec.states, spec.dirichlet_alpha, seed + 3_000_017)
-                )
+                P.append(sample_chains(POOL, spec.states, spec.dirichlet_alpha, seed + 3_000_017))
                 weights.append(torch.full((POOL,), 1 / POOL, dtype=torch.float64))
                 own.append(self._test(fresh_chains, uniform, "G2", generator, distinct=True))
                 continue
-            P.append(markov.sample_chains(k, spec.states, spec.dirichlet_alpha, seed))
+            P.append(sample_chains(k, spec.states, spec.dirichlet_alpha, seed))
             weights.append(mixture_weights(k, k, spec.mixture, seed))
             own.append(self._test(P[-1], weights[-1], self.mechanism, generator))
             fresh.append(self._test(fresh_chains, uniform, "G2", generator, distinct=True))
@@ -191,11 +185,11 @@ class ClockData:
             if distinct
             else torch.multinomial(weights.float(), n, True, generator=generator)
         )
-        x = markov.ChainSampler(chains).sample(chain, spec.context_len, generator)
+        x = ChainSampler(chains).sample(chain, spec.context_len, generator)
         truth = chains[chain[:, None], x].float()
-        refs = markov.references(x, chains, weights, spec.dirichlet_alpha)
+        refs = references.predictions(x, chains, weights, spec.dirichlet_alpha)
         levels = {
-            name: float(markov.kl(truth, refs[name])[:, :-1].mean())
+            name: float(references.kl(truth, refs[name])[:, :-1].mean())
             for name in ("G1_bayes", mechanism)
         }
         return x, truth, {"plateau": levels["G1_bayes"], "mechanism": levels[mechanism]}

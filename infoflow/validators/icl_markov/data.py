@@ -10,15 +10,17 @@ freshly drawn chain per sequence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.validators import markov
-from infoflow.validators.protocol import content_name
+from infoflow.validators.chains import ChainSampler, sample_chains, stationary
+from infoflow.validators.icl_markov import references
+from infoflow.validators.protocol import Group
 
 #: The version of the model, data and training code: part of every group's identity, so a
 #: change here (bump it) never resumes a checkpoint trained by the code before.
@@ -29,34 +31,31 @@ TRAINING_VERSION = 2
 NOT_TRAINED = {"chains", "sweep", "description", "calibration", "race", "decoder"}
 
 #: What each member is compared with: the generating chain, then the references.
-TARGETS = ("truth", *markov.REFERENCES)
+TARGETS = ("truth", *references.REFERENCES)
 SPLITS = ("id", "ood")
 #: Added to a probability before its logarithm in every KL the validator records.
 EPS = 1e-12
 
 
 @dataclass
-class IclGroup:
-    """Members (K, seed) of one setting, trained together; its ``name`` is ``prefix`` and
-    the digest of its identity."""
+class IclGroup(Group):
+    """Members (K, seed) of one setting, trained together."""
 
+    kind: ClassVar[str] = "icl_markov"
+    code: ClassVar[int] = TRAINING_VERSION
     prefix: str
     spec: IclMarkovSpec  # the setting; its ``chains`` is ignored
     chains: list[int]
     seeds: list[int]
     checkpoints: list[int]  # steps at which to evaluate and save
     eval_sequences: int
-    name: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.name = content_name(self.prefix, self.identity())
-
-    def identity(self) -> dict:
+    def trained(self) -> dict:
         """Everything that determines the trained members and the metrics they record (the
         calibration file changes predictions only)."""
         described = self.describe()
         described["setting"].pop("calibration", None)
-        return {"kind": "icl_markov", "code": TRAINING_VERSION, **described}
+        return described
 
     @property
     def members(self) -> list[tuple[int, int]]:
@@ -87,7 +86,7 @@ class Mixtures:
             padded[i, : len(w)] = w.float()
         self.padded = padded.to(device)
         self.offsets = torch.tensor(np.cumsum([0] + [len(p) for p in P[:-1]]), device=device)
-        self.sampler = markov.ChainSampler(torch.cat(P), device)
+        self.sampler = ChainSampler(torch.cat(P), device)
 
     def batches(self, count: int, size: int, length: int, generator: torch.Generator) -> Tensor:
         """``count`` steps' training sequences [count, members, size, length]."""
@@ -108,28 +107,28 @@ class MemberData:
         self.direction = spec.options.kl_direction
         P, weights = [], []
         for k, seed in group.members:
-            pool = markov.sample_chains(max(group.chains), c, alpha, seed)
+            pool = sample_chains(max(group.chains), c, alpha, seed)
             P.append(pool[:k])
             weights.append(mixture_weights(k, max(group.chains), spec.mixture, seed))
         self.P, self.weights = P, weights
         self.training = Mixtures(P, weights, device)
 
         cpu = torch.Generator().manual_seed(spec.seed + 1)
-        ood_chains = markov.sample_chains(n, c, alpha, seed=spec.seed + 1_000_003)
-        ood_x = markov.ChainSampler(ood_chains).sample(torch.arange(n), length, cpu)
+        ood_chains = sample_chains(n, c, alpha, seed=spec.seed + 1_000_003)
+        ood_x = ChainSampler(ood_chains).sample(torch.arange(n), length, cpu)
         ood = (ood_x, ood_chains)
-        stationary = spec.options.positions == "stationary"
+        by_stationary = spec.options.positions == "stationary"
         self.x = {"id": [], "ood": []}
         refs: dict[str, list[Tensor]] = {"id": [], "ood": []}
         scored: dict[str, list[Tensor]] = {"id": [], "ood": []}
         for P_k, w in zip(P, weights, strict=True):
             chain = torch.multinomial(w.float(), n, replacement=True, generator=cpu)
-            x = markov.ChainSampler(P_k).sample(chain, length, cpu)
+            x = ChainSampler(P_k).sample(chain, length, cpu)
             for split, (xs, chains) in (("id", (x, P_k[chain])), ("ood", ood)):
                 truth = chains[torch.arange(n)[:, None], xs]
-                found = markov.references(xs, P_k, w, alpha)
+                found = references.predictions(xs, P_k, w, alpha)
                 refs[split].append(torch.stack([truth.float(), *found.values()]))
-                scored[split].append(position_weights(xs, chains, stationary))
+                scored[split].append(position_weights(xs, chains, by_stationary))
                 self.x[split].append(xs)
         # states [M, n, L]; targets (truth, then the references) [M, targets, n, L, C];
         # the weight of each scored position (all but the last) [M, n, L - 1]
@@ -157,7 +156,9 @@ class MemberData:
         out = {}
         for split, refs in self.refs.items():
             found = self._score(refs[:, :1, :, :-1], refs[:, 1:, :, :-1], split)  # [M, refs]
-            out[split] = [dict(zip(markov.REFERENCES, row.tolist(), strict=True)) for row in found]
+            out[split] = [
+                dict(zip(references.REFERENCES, row.tolist(), strict=True)) for row in found
+            ]
         return out
 
     def separations(self) -> list[dict[str, float]]:
@@ -165,7 +166,7 @@ class MemberData:
         score a model exactly equal to q gets against reference p (KL(p || q) in the default
         direction), scored as the model is, the mean of the ID and OOD splits."""
         out: list[dict[str, float]] = [{} for _ in range(len(self.P))]
-        names = markov.REFERENCES
+        names = references.REFERENCES
         for i, p in enumerate(names, start=1):
             for j, q in enumerate(names, start=1):
                 if p == q:
@@ -209,14 +210,14 @@ class Prefetched:
         return self.start if step % self.count else self.generator.get_state()
 
 
-def position_weights(x: Tensor, chains: Tensor, stationary: bool) -> Tensor:
+def position_weights(x: Tensor, chains: Tensor, by_stationary: bool) -> Tensor:
     """The weight of each scored position (all but the last) of sequences x [n, L] drawn from
     ``chains`` [n, C, C]: 1 (uniform), or the chain's stationary probability of the current
     state, scaled to a mean of 1 over each sequence's scored positions."""
     x = x[:, :-1]
-    if not stationary:
+    if not by_stationary:
         return torch.ones(x.shape)
-    found = markov.stationary(chains).gather(1, x)
+    found = stationary(chains).gather(1, x)
     return (found / found.mean(1, keepdim=True)).float()
 
 

@@ -22,17 +22,19 @@ interrupted group is trained again from the start.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 
 from infoflow.icl_markov.predict import generalizes
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.validators import markov
+from infoflow.validators.chains import ChainSampler, sample_chains
 from infoflow.validators.claims import Claim
+from infoflow.validators.icl_markov import references
 from infoflow.validators.icl_markov.data import TRAINING_VERSION
-from infoflow.validators.protocol import Context, content_name
+from infoflow.validators.protocol import Context, Group
 
 STEPS = 3000  # full-batch Adam steps per fit
 LR = 3e-3
@@ -43,18 +45,16 @@ CAPACITY_TOLERANCE = 2.0  # the capacity form's constant is uncalibrated: a fact
 
 
 @dataclass
-class DecoderGroup:
+class DecoderGroup(Group):
     """The capacity grid (K) and the D_phi sweep of one setting."""
 
+    kind: ClassVar[str] = "icl_markov"
+    code: ClassVar[int] = TRAINING_VERSION
     prefix: str
     spec: IclMarkovSpec
     chains: list[int]  # the capacity grid
     task_dims: list[int]  # the D_phi sweep
     seed: int
-    name: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.name = content_name(self.prefix, self.identity())
 
     @property
     def members(self) -> list[tuple[str, int]]:
@@ -64,10 +64,8 @@ class DecoderGroup:
     def checkpoints(self) -> list[int]:
         return [STEPS]
 
-    def identity(self) -> dict:
+    def trained(self) -> dict:
         return {
-            "kind": "icl_markov",
-            "code": TRAINING_VERSION,
             "decoder": 2,
             "steps": STEPS,
             "lr": LR,
@@ -128,12 +126,12 @@ def train_decoder_group(group: DecoderGroup, context: Context) -> None:
         torch.manual_seed(group.seed * 1000 + i)  # the decoder's initialisation
         g = torch.Generator().manual_seed(group.seed * 1000 + i)
         if what == "capacity":
-            P = markov.sample_chains(n, c, alpha, group.seed + n)
+            P = sample_chains(n, c, alpha, group.seed + n)
             codes = torch.randn(n, spec.model.d_model, generator=g)
             row = {"decoder:train_kl": fit(spec, codes, P, None, None, context.device)[0]}
         else:
-            P = markov.sample_chains(GENERALISATION_CHAINS, c, alpha, group.seed + 17)
-            fresh = markov.sample_chains(FRESH_CHAINS, c, alpha, group.seed + 1_000_003)
+            P = sample_chains(GENERALISATION_CHAINS, c, alpha, group.seed + 17)
+            fresh = sample_chains(FRESH_CHAINS, c, alpha, group.seed + 1_000_003)
             project = torch.randn(c * c, n, generator=g) / c
             train_kl, fresh_kl = fit(
                 spec,
@@ -148,7 +146,7 @@ def train_decoder_group(group: DecoderGroup, context: Context) -> None:
         context.store.record_metrics(group.name, STEPS, [{}] * i + [row])
         if context.progress:
             context.progress(group.name, i + 1, len(group.members), row["decoder:train_kl"], "")
-    context.store.finish_group(group.name, [], time.perf_counter() - started)
+    context.store.finish_group(group.name, time.perf_counter() - started)
 
 
 def fit(
@@ -167,11 +165,13 @@ def fit(
         loss.backward()
         optimizer.step()
     with torch.no_grad():
-        train = float(markov.kl(target, F.softmax(model(*inputs), -1)).mean())
+        train = float(references.kl(target, F.softmax(model(*inputs), -1)).mean())
         if fresh_codes is None:
             return train, None
         fresh_target = fresh_P.float().flatten(0, 1).to(device)
-        fresh = markov.kl(fresh_target, F.softmax(model(*_pairs(fresh_codes.to(device), c)), -1))
+        fresh = references.kl(
+            fresh_target, F.softmax(model(*_pairs(fresh_codes.to(device), c)), -1)
+        )
         return train, float(fresh.mean())
 
 
@@ -185,11 +185,11 @@ def g2_level(spec: IclMarkovSpec, seed: int) -> float:
     """The in-context bigram's mean KL to the truth on fresh chains at the spec's context
     (every position but the last, as training scores them)."""
     n, c, alpha = LEVEL_SEQUENCES, spec.states, spec.dirichlet_alpha
-    chains = markov.sample_chains(n, c, alpha, seed + 2_000_003)
+    chains = sample_chains(n, c, alpha, seed + 2_000_003)
     generator = torch.Generator().manual_seed(seed)
-    x = markov.ChainSampler(chains).sample(torch.arange(n), spec.context_len, generator)
+    x = ChainSampler(chains).sample(torch.arange(n), spec.context_len, generator)
     truth = chains[torch.arange(n)[:, None], x]
-    return float(markov.kl(truth, markov.bigram(x, c, alpha))[:, :-1].mean())
+    return float(references.kl(truth, references.bigram(x, c, alpha))[:, :-1].mean())
 
 
 def measure_decoder(group: DecoderGroup, metrics: dict) -> dict:
@@ -232,6 +232,7 @@ def decoder_claims(
     out = [_capacity_claim(measured["capacity"], k2_star, calibrated_here)]
     for dim, found in sorted(measured["task_dims"].items()):
         predicted = generalizes(dim, states)
+        ident = f"task_vector:D_phi={dim}"
         claim = (
             f"a task vector of D_phi = {dim} numbers lets the head generalize "
             f"(paper: when D_phi >~ C^2 = {states**2})"
@@ -244,24 +245,33 @@ def decoder_claims(
         if states * (states - 1) <= dim < states**2:
             out.append(
                 Claim.undecided(
-                    claim, predicted, found, tolerance, "inside the band the criterion leaves open"
+                    ident,
+                    claim,
+                    predicted,
+                    found,
+                    tolerance,
+                    "inside the band the criterion leaves open",
                 )
             )
         else:
             out.append(
-                Claim.judged(claim, predicted, found, tolerance, found["generalizes"] == predicted)
+                Claim.judged(
+                    ident, claim, predicted, found, tolerance, found["generalizes"] == predicted
+                )
             )
     return out
 
 
 def _capacity_claim(capacity: dict, k2_star: float | None, calibrated_here: bool) -> Claim:
+    ident = "k2_capacity"
     claim = "K*_2 is the second MLP's capacity: the largest K it stores below G2's level"
     tolerance = f"the prediction within a factor {CAPACITY_TOLERANCE} of the measured bracket"
     low, high = capacity["low"], capacity["high"]
     if k2_star is None:
-        return Claim.undecided(claim, None, capacity, tolerance, "no prediction")
+        return Claim.undecided(ident, claim, None, capacity, tolerance, "no prediction")
     if calibrated_here:
         return Claim.undecided(
+            ident,
             claim,
             k2_star,
             capacity,
@@ -270,17 +280,23 @@ def _capacity_claim(capacity: dict, k2_star: float | None, calibrated_here: bool
         )
     if not capacity["monotone"]:
         reason = "the decoder fits a K above one it fails: not monotone on this grid"
-        return Claim.undecided(claim, k2_star, capacity, tolerance, reason)
+        return Claim.undecided(ident, claim, k2_star, capacity, tolerance, reason)
     if low is not None and k2_star * CAPACITY_TOLERANCE < low:
         return Claim.judged(
-            claim, k2_star, capacity, tolerance, False, f"the decoder still fits K = {low}"
+            ident, claim, k2_star, capacity, tolerance, False, f"the decoder still fits K = {low}"
         )
     if high is not None and k2_star > high * CAPACITY_TOLERANCE:
         return Claim.judged(
-            claim, k2_star, capacity, tolerance, False, f"the decoder already fails at K = {high}"
+            ident,
+            claim,
+            k2_star,
+            capacity,
+            tolerance,
+            False,
+            f"the decoder already fails at K = {high}",
         )
     if low is None or high is None:
         return Claim.undecided(
-            claim, k2_star, capacity, tolerance, "the grid does not bracket the capacity"
+            ident, claim, k2_star, capacity, tolerance, "the grid does not bracket the capacity"
         )
-    return Claim.judged(claim, k2_star, capacity, tolerance, True)
+    return Claim.judged(ident, claim, k2_star, capacity, tolerance, True)

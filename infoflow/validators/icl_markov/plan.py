@@ -1,13 +1,13 @@
 """``infoflow plan`` for an icl_markov spec: the groups validate would train (the K sweep per
 setting and, with ``race`` and ``decoder``, the clock runs and the decoder alone), their
 members and steps, and the estimated time on a device from the step-time model of
-:mod:`~infoflow.validators.retrieval.steptime` (measured on this machine, or the stated H200
+:mod:`~infoflow.validators.steptime` (measured on this machine, or the stated H200
 assumption for ``cuda`` without one).
 
 A step costs the model FLOPs of every member (nanoGPT's count, as the throughput meter
 counts them), plus the evaluations at each checkpoint (a forward pass, a third of a training
 step's FLOPs per token, over the test sequences: two sets for a K sweep, one for a clock).
-The step-time model was fitted on retrieval ensembles, so this is an estimate of the
+The step-time model was fitted on a probe ensemble, so this is an estimate of the
 training's arithmetic and launches, not of the data sampler or the references.
 """
 
@@ -21,7 +21,7 @@ import torch
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.icl_markov.clocks import ClockGroup
 from infoflow.validators.icl_markov.decoder import GENERALISATION_CHAINS, STEPS, DecoderGroup
-from infoflow.validators.retrieval.steptime import StepTime, step_time
+from infoflow.validators.steptime import StepTime, step_time
 from infoflow.validators.throughput import flops_per_token
 
 

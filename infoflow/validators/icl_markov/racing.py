@@ -80,7 +80,9 @@ def race_claim(result: Race, measurement: dict) -> Claim:
     claim = k1_claim(predicted, measurement["k1_fit"], measurement["k1_star"])
     statement = "K*_1 from the race of this run's clocks (no K*_1 data enters it)"
     reason = "; ".join(filter(None, [claim.reason, result.reason]))
-    return replace(claim, statement=statement, reason=reason, derived_from=result.to_json())
+    return replace(
+        claim, id="k1_star_race", statement=statement, reason=reason, derived_from=result.to_json()
+    )
 
 
 def shift_claims(groups: list, raced: dict[str, tuple[Race, dict]]) -> list[Claim]:
@@ -98,6 +100,7 @@ def shift_claims(groups: list, raced: dict[str, tuple[Race, dict]]) -> list[Clai
 def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict]) -> Claim:
     """Slowing layer 1's attention to ``rate`` moves K*_1 by the factor the race predicts
     (1 when the M2 path decides at both rates): the predicted and measured ratios overlap."""
+    ident = f"k1_shift:r={rate:g}"
     claim = f"layer 1's attention at {rate:g} x the learning rate shifts K*_1 as the race says"
     tolerance = (
         "the race's ratio K*_1(slowed) / K*_1 (its middle and its seed ends, paired) "
@@ -108,7 +111,7 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
     if race0.k1_star is None or race1.k1_star is None:
         where = "at the measured rate" if race0.k1_star is None else "at the slowed rate"
         return Claim.undecided(
-            claim, None, None, tolerance, f"the race places no K*_1 {where}", derived
+            ident, claim, None, None, tolerance, f"the race places no K*_1 {where}", derived
         )
     pairs = zip(
         (race0.interval[0], race0.k1_star, race0.interval[1]),
@@ -125,10 +128,16 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
     shown = {"ratio": measured, "k1_fit": measured0, "k1_fit_slowed": measured1}
     if measured == (0.0, math.inf):
         return Claim.undecided(
-            claim, predicted, shown, tolerance, "the K sweeps do not bound the shift", derived
+            ident,
+            claim,
+            predicted,
+            shown,
+            tolerance,
+            "the K sweeps do not bound the shift",
+            derived,
         )
     holds = predicted[0] <= measured[1] and predicted[1] >= measured[0]
-    return Claim.judged(claim, predicted, shown, tolerance, holds, "", derived)
+    return Claim.judged(ident, claim, predicted, shown, tolerance, holds, "", derived)
 
 
 def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
@@ -140,6 +149,7 @@ def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
         for rate, times in found.g_slowed.items():
             predicted, _ = g_clocks(replace(found, g_slowed={}), rate)
             measured = span(times)
+            ident = f"g2_delay:r={rate:g}"
             claim = (
                 f"layer 1's attention at {rate:g} x the rate delays G2 to tau_G|prev + "
                 f"tau_prev / {rate:g}"
@@ -147,7 +157,9 @@ def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
             tolerance = "the predicted and measured tau_G ranges over the clock seeds overlap"
             holds = predicted[0] <= measured[2] and predicted[2] >= measured[0]
             derived = {"tau_g": span(found.g), "tau_g_prev": span(found.g_prev), "rate": rate}
-            out.append(Claim.judged(claim, predicted, measured, tolerance, holds, "", derived))
+            out.append(
+                Claim.judged(ident, claim, predicted, measured, tolerance, holds, "", derived)
+            )
     return out
 
 

@@ -103,7 +103,7 @@ def _train(group, context: Context, data, evaluate_members, finished) -> None:
             if stop:
                 break
     store.record_throughput(group.name, speed.rates())
-    store.finish_group(group.name, [], time.perf_counter() - started)
+    store.finish_group(group.name, time.perf_counter() - started)
 
 
 @contextmanager

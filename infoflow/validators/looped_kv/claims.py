@@ -22,6 +22,7 @@ def claims(measured: dict) -> list[Claim]:
     error = measured["full_rank_relative_error"]
     out.append(
         Claim.judged(
+            "full_rank_exact",
             "full rank reconstructs the cache exactly",
             0.0,
             error,
@@ -41,6 +42,7 @@ def claims(measured: dict) -> list[Claim]:
 
 def _store_bytes(store: dict) -> Claim:
     return Claim.judged(
+        f"store_bytes:{store['variant']}",
         f"the {store['variant']} store holds the calculator's bytes",
         store["predicted_bytes"],
         store["measured_bytes"],
@@ -58,6 +60,7 @@ def _loop_axis(name: str, spectra: dict, dims: dict) -> Claim:
         }
     loses = [rho for rho, e in wins.items() if e["loop"] < max(e["head"], e["layer"])]
     return Claim.judged(
+        f"loop_axis:{name}",
         f"{name}: the loop axis is the most compressible at matched bytes",
         "loop",
         wins,
@@ -72,6 +75,7 @@ def _error_falls(name: str, rows: dict) -> Claim:
     errors = [row["attention_error"] for _, row in ordered]
     falls = all(a <= b for a, b in itertools.pairwise(errors))
     return Claim.judged(
+        f"error_falls:{name}",
         f"{name}: error falls as rank rises",
         "monotone",
         errors,
@@ -84,6 +88,7 @@ def _beats_final_loop(methods: dict, T: str) -> Claim:
     lla, final = methods["lla"][T], methods["final_loop"][T]
     better = lla["kl"] < final["kl"] and lla["attention_error"] < final["attention_error"]
     return Claim.judged(
+        "beats_final_loop",
         f"LLA beats final-loop reuse at rho = {T}",
         "LLA better",
         {"lla": lla, "final_loop": final},
@@ -102,6 +107,7 @@ def _distillation_helps(methods: dict, teacher_frozen: bool) -> Claim:
     if not teacher_frozen:
         reason = "the teacher's weights changed"
     return Claim.judged(
+        "distillation_helps",
         "distillation (teacher frozen) lowers LLA's KL",
         "lower",
         gains,
@@ -117,6 +123,7 @@ def _beats_head_axis(methods: dict) -> Claim:
     }
     losses = [rho for rho, (a, b) in head.items() if a >= b]
     return Claim.judged(
+        "beats_head_axis",
         "LLA beats head-axis compression at matched bytes",
         "LLA better",
         head,

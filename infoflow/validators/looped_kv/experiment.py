@@ -7,15 +7,16 @@ it is the training, calibration and evaluation data.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 import torch
 
 import infoflow
 from infoflow.looped_kv.spec import LoopedKVSpec
-from infoflow.validators import markov
+from infoflow.validators.chains import ChainSampler, sample_chains
 from infoflow.validators.looped_kv.model import LoopedConfig
-from infoflow.validators.protocol import CannotValidate, Job, content_name
+from infoflow.validators.protocol import CannotValidate, Group, Job
 
 MAX_PARAMETERS = 5_000_000
 #: The version of the model, corpus and training code: part of the group's identity, so a
@@ -42,22 +43,19 @@ SCALES = {
 
 
 @dataclass
-class LoopedGroup:
-    """The one model a looped_kv spec trains; its ``name`` is ``prefix`` and the digest of
-    its identity."""
+class LoopedGroup(Group):
+    """The one model a looped_kv spec trains."""
 
+    kind: ClassVar[str] = "looped_kv"
+    code: ClassVar[int] = TRAINING_VERSION
     prefix: str
     config: LoopedConfig
     scale: LoopedScale
-    name: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.name = content_name(self.prefix, self.identity())
-
-    def identity(self) -> dict:
+    def trained(self) -> dict:
         """Everything that determines the trained model (the corpus and the seeds are fixed
         in the code, whose version this names)."""
-        return {"kind": "looped_kv", "code": TRAINING_VERSION, **self.describe()}
+        return self.describe()
 
     def describe(self) -> dict:
         return {
@@ -136,8 +134,8 @@ def config_of(spec: LoopedKVSpec, length: int) -> LoopedConfig:
 def corpus(vocab: int, seed: int):
     """Sequences of a mixture of 8 Markov chains over the vocabulary (Dirichlet(0.3) rows,
     so each chain is fairly predictable): language-like, and cheap to generate."""
-    chains = markov.sample_chains(8, vocab, 0.3, seed)
-    sampler = markov.ChainSampler(chains)
+    chains = sample_chains(8, vocab, 0.3, seed)
+    sampler = ChainSampler(chains)
 
     def draw(batch: int, length: int, generator: torch.Generator) -> torch.Tensor:
         chain = torch.randint(0, len(chains), (batch,), generator=generator)

@@ -72,7 +72,7 @@ class LoopedKVValidator:
             progress=report_step,
             device=context.device,
         )
-        context.store.finish_group(group.name, [], time.perf_counter() - started)
+        context.store.finish_group(group.name, time.perf_counter() - started)
 
     def judge(self, experiment: LoopedExperiment, context: Context) -> Section:
         spec, group = experiment.spec, experiment.group

@@ -102,15 +102,19 @@ def _agree(values: list[float]) -> bool:
 
 def _converges(model: Model, values: list[float], scale: Scale, derived: dict) -> Claim:
     best = min(values)
+    ident = f"learns:{model.key()}"
     claim = f"{model.label()} learns the target (NMSE <= {scale.converged})"
     measured = {"best_nmse": best, "seeds": values}
     tolerance = f"NMSE <= {scale.converged}"
     if best <= scale.converged:
-        return Claim.judged(claim, "efficient", measured, tolerance, True, derived_from=derived)
+        return Claim.judged(
+            ident, claim, "efficient", measured, tolerance, True, derived_from=derived
+        )
     if scale.name != "paper":  # only the full paper budget may refute convergence
         reason = f"not converged within the {scale.name} budget (best NMSE {best:.3g})"
-        return Claim.undecided(claim, "efficient", measured, tolerance, reason, derived)
+        return Claim.undecided(ident, claim, "efficient", measured, tolerance, reason, derived)
     return Claim.judged(
+        ident,
         claim,
         "efficient",
         measured,
@@ -132,6 +136,7 @@ def _compare(experiment: Experiment, a: Model, b: Model, nmse, scale: Scale) -> 
     if outcome == "no separation":
         return _no_separation(a, b, alpha[a], ratio, nmse, measured, derived, scale)
     worse, better = (b, a) if alpha[b] > alpha[a] else (a, b)
+    ident = f"separation:{a.key()}:{b.key()}"
     claim = (
         f"{_name(worse, better)} ends at least {BAND:g}x worse than {_name(better, worse)}"
         f"{_context(a, b)} (exponent {alpha[worse]:.3g} against {alpha[better]:.3g})"
@@ -142,18 +147,21 @@ def _compare(experiment: Experiment, a: Model, b: Model, nmse, scale: Scale) -> 
         reversed_ = best[better] >= BAND * best[worse]  # the other way round, and clearly
         if reversed_ and _agree(nmse[worse]):
             reason = f"{_name(worse, better)}, predicted worse, converged and the other did not"
-            return Claim.judged(claim, predicted, measured, tolerance, False, reason, derived)
+            return Claim.judged(
+                ident, claim, predicted, measured, tolerance, False, reason, derived
+            )
     if best[better] > scale.converged:
         reason = f"{_name(better, worse)} did not converge (NMSE {best[better]:.3g})"
-        return Claim.undecided(claim, predicted, measured, tolerance, reason, derived)
+        return Claim.undecided(ident, claim, predicted, measured, tolerance, reason, derived)
     if not _agree(nmse[better]):
         reason = f"the seeds of {_name(better, worse)} disagree"
-        return Claim.undecided(claim, predicted, measured, tolerance, reason, derived)
+        return Claim.undecided(ident, claim, predicted, measured, tolerance, reason, derived)
     holds = best[worse] / max(best[better], 1e-12) >= BAND
-    return Claim.judged(claim, predicted, measured, tolerance, holds, derived_from=derived)
+    return Claim.judged(ident, claim, predicted, measured, tolerance, holds, derived_from=derived)
 
 
 def _no_separation(a, b, alpha, ratio, nmse, measured, derived, scale: Scale) -> Claim:
+    ident = f"no_separation:{a.key()}:{b.key()}"
     claim = (
         f"{_name(b, a)} and {_name(a, b)} end within {BAND:g}x of each other{_context(a, b)} "
         f"(equal exponents, {alpha:.3g})"
@@ -162,13 +170,13 @@ def _no_separation(a, b, alpha, ratio, nmse, measured, derived, scale: Scale) ->
     tolerance = f"NMSE ratio within [1/{BAND:g}, {BAND:g}]"
     if min(measured[_name(a, b)], measured[_name(b, a)]) > scale.converged:
         reason = f"neither converged (NMSE > {scale.converged})"
-        return Claim.undecided(claim, predicted, measured, tolerance, reason, derived)
+        return Claim.undecided(ident, claim, predicted, measured, tolerance, reason, derived)
     if not (_agree(nmse[a]) and _agree(nmse[b])):
         return Claim.undecided(
-            claim, predicted, measured, tolerance, "their seeds disagree", derived
+            ident, claim, predicted, measured, tolerance, "their seeds disagree", derived
         )
     holds = 1 / BAND <= ratio <= BAND
-    return Claim.judged(claim, predicted, measured, tolerance, holds, derived_from=derived)
+    return Claim.judged(ident, claim, predicted, measured, tolerance, holds, derived_from=derived)
 
 
 def _name(model: Model, other: Model) -> str:
@@ -186,11 +194,13 @@ def _context(a: Model, b: Model) -> str:
 
 
 def _needs_pe(model: Model, twin: Model, best, scale: Scale, derived: dict) -> Claim:
+    ident = f"needs_positional_encoding:{model.key()}"
     claim = f"{model.label()} learns the target only with positional encoding"
     tolerance = f"with PE NMSE <= {scale.converged}; without PE NMSE >= {scale.not_learned}"
     measured = {"with_pe": best[model], "without_pe": best[twin]}
     if best[model] > scale.converged:
         return Claim.undecided(
+            ident,
             claim,
             "PE required",
             measured,
@@ -199,6 +209,7 @@ def _needs_pe(model: Model, twin: Model, best, scale: Scale, derived: dict) -> C
             derived,
         )
     return Claim.judged(
+        ident,
         claim,
         "PE required",
         measured,
@@ -210,12 +221,14 @@ def _needs_pe(model: Model, twin: Model, best, scale: Scale, derived: dict) -> C
 
 def _attends_to_positions(model: Model, shares: dict[int, float], nmse: float, scale) -> Claim:
     count = len(shares)
+    ident = f"attends_to_positions:{model.key()}"
     claim = f"the readout attends to the fixed positions, about 1/{count} each"
     tolerance = f"total >= 0.8 and each within [{0.5 / count:.2f}, {1.5 / count:.2f}]"
     measured = {"shares": {str(k): v for k, v in shares.items()}, "total": sum(shares.values())}
     derived = {"positions": sorted(shares)}
     if nmse > scale.converged:
         return Claim.undecided(
+            ident,
             claim,
             "specific-position head",
             measured,
@@ -225,5 +238,5 @@ def _attends_to_positions(model: Model, shares: dict[int, float], nmse: float, s
         )
     ok = measured["total"] >= 0.8 and all(0.5 / count <= v <= 1.5 / count for v in shares.values())
     return Claim.judged(
-        claim, "specific-position head", measured, tolerance, ok, derived_from=derived
+        ident, claim, "specific-position head", measured, tolerance, ok, derived_from=derived
     )

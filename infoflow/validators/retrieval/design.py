@@ -6,7 +6,7 @@ exponent of every model, and each pair the claims will compare is a predicted se
 a predicted equality, or a difference too small to test (:func:`claims.predicted_outcome`).
 The chosen design tests the most separations, then the largest ones (each counted up to
 :data:`DELTA_CAP`), within the scale's time budget on the device, estimated with the
-device's step-time model (:mod:`~infoflow.validators.retrieval.steptime`) and the target's
+device's step-time model (:mod:`~infoflow.validators.steptime`) and the target's
 own evaluation time, measured. Without a budget (the paper scale) the spec's own sizes are
 the design: only the estimate is added.
 """
@@ -23,13 +23,9 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.claims import predicted_outcome
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
-from infoflow.validators.retrieval.steptime import (
-    StepTime,
-    group_flops,
-    step_time,
-    target_seconds,
-)
+from infoflow.validators.retrieval.timing import group_flops, target_seconds
 from infoflow.validators.retrieval.train import Group
+from infoflow.validators.steptime import StepTime, step_time
 
 #: Sequence lengths a design may choose (within the spec's own largest T), and the range of
 #: widths (multiples of every head count).

@@ -95,6 +95,12 @@ class Model:
         pe = ", PE" if self.positional_encoding else ""
         return f"heads {list(self.heads)}{pe}, T={self.seq_len}, E={self.embed_dim}"
 
+    def key(self) -> str:
+        """The model in a claim's id: ``T16-E32-h1.2-pe``."""
+        pe = "-pe" if self.positional_encoding else ""
+        heads = ".".join(map(str, self.heads))
+        return f"T{self.seq_len}-E{self.embed_dim}-h{heads}{pe}"
+
 
 @dataclass
 class Experiment:

@@ -3,10 +3,10 @@ held-out set, checkpoints that a killed run resumes from.
 
 A group is the set of members that train together in one process on one device: one
 target, one sequence length, every width and architecture the experiment needs. Every
-``eval_every`` steps the group's NMSE curves go to the store and a checkpoint is written
-(:mod:`~infoflow.validators.ensemble`); resuming continues with the same data stream. At
-the end each member's final NMSE goes to the store; :func:`load_trained` gives the trained
-model back for measurements.
+``eval_every`` steps, and at the last, each member's training loss and held-out NMSE go to
+the store's metrics and a checkpoint is written (:mod:`~infoflow.validators.ensemble`);
+resuming continues with the same data stream. :func:`load_trained` gives the trained model
+back for measurements.
 """
 
 from __future__ import annotations
@@ -14,14 +14,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 
 from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators import protocol
 from infoflow.validators.ensemble import Checkpoint, ensemble_step, precision, resume
-from infoflow.validators.protocol import Context, content_name
+from infoflow.validators.protocol import Context
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 from infoflow.validators.throughput import meter
@@ -43,10 +45,12 @@ class TrainSettings:
 
 
 @dataclass
-class Group:
+class Group(protocol.Group):
     """Members that train together (one target, one sequence length), with the data they
-    share and how they train; its ``name`` is ``prefix`` and the digest of its identity."""
+    share and how they train."""
 
+    kind: ClassVar[str] = "retrieval"
+    code: ClassVar[int] = TRAINING_VERSION
     prefix: str
     spec: RetrievalSpec
     seq_len: int
@@ -54,17 +58,11 @@ class Group:
     labels: list[str]
     settings: TrainSettings
     data_seed: int = 0
-    name: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.name = content_name(self.prefix, self.identity())
-
-    def identity(self) -> dict:
+    def trained(self) -> dict:
         """Everything that determines the trained members."""
         spec = self.spec.model_dump(mode="json", exclude={"description", "sweep"})
         return {
-            "kind": "retrieval",
-            "code": TRAINING_VERSION,
             "spec": spec,
             "seq_len": self.seq_len,
             "members": [asdict(m) for m in self.members],
@@ -116,8 +114,9 @@ def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torc
 
 
 def train_group(group: Group, context: Context) -> None:
-    """Train ``group`` to the end, resuming from its checkpoint; record the NMSE curves and
-    each member's final NMSE."""
+    """Train ``group`` to the end, resuming from its checkpoint; every ``eval_every`` steps
+    (and at the last) record each member's mean training loss (``train:loss``) and held-out
+    NMSE (``eval:nmse``)."""
     started, device, store = time.perf_counter(), context.device, context.store
     settings = group.settings
     target = TargetFunction(group.spec, seed=group.data_seed, device=device)
@@ -145,14 +144,18 @@ def train_group(group: Group, context: Context) -> None:
             mean_loss = (losses / window).tolist()
             losses.zero_()
             window = 0
-            store.record_curves(group.name, done, mean_loss, evaluate(model, data.x, data.y))
+            nmse = evaluate(model, data.x, data.y)
+            rows = [
+                {"train:loss": loss, "eval:nmse": value}
+                for loss, value in zip(mean_loss, nmse, strict=True)
+            ]
+            store.record_metrics(group.name, done, rows)
             checkpoint.save(model, optimizer, schedule, generator.get_state(), done, store.rows)
             if context.progress:
                 mean = sum(mean_loss) / len(mean_loss)
                 context.progress(group.name, done, settings.steps, mean, speed.text())
     store.record_throughput(group.name, speed.rates())
-    final = evaluate(model, data.x, data.y)
-    store.finish_group(group.name, final, time.perf_counter() - started)
+    store.finish_group(group.name, time.perf_counter() - started)
 
 
 def load_trained(

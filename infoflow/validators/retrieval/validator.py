@@ -52,7 +52,7 @@ class RetrievalValidator:
         nmse: dict[Model, list[float]] = {}
         attention: dict[Model, dict[int, float]] = {}
         for group in experiment.groups:
-            for i, value in enumerate(context.store.final_values(group.name)):
+            for i, value in enumerate(context.store.last_values(group.name, "eval:nmse")):
                 nmse.setdefault(experiment.model_of(group, i), []).append(value)
             attention.update(_attention(experiment, group, context))
         found = claims(experiment, nmse, experiment.scale, attention)

@@ -1,0 +1,57 @@
+"""Markov chains, the data two families train on: K transition matrices with rows drawn
+from Dirichlet(alpha), their stationary distributions, and sequences sampled from them on any
+device, every row from its own chain (theory note ``icl_markov.md``; the looped_kv validator's
+corpus is drawn the same way)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+def sample_chains(chains: int, states: int, alpha: float, seed: int) -> Tensor:
+    """K transition matrices [K, C, C], each row from Dirichlet(alpha), fixed by ``seed``."""
+    rng = np.random.default_rng(seed)
+    rows = rng.dirichlet(np.full(states, alpha), size=(chains, states))
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+def stationary(P: Tensor) -> Tensor:
+    """The stationary distributions [..., C] of transition matrices [..., C, C]: pi P = pi."""
+    c = P.shape[-1]
+    A = P.transpose(-1, -2) - torch.eye(c, dtype=P.dtype)
+    A = torch.cat([A[..., :-1, :], torch.ones_like(A[..., :1, :])], dim=-2)  # sum(pi) = 1
+    b = torch.zeros(*P.shape[:-2], c, dtype=P.dtype)
+    b[..., -1] = 1
+    return torch.linalg.solve(A, b)
+
+
+class ChainSampler:
+    """Draws sequences from a fixed set of chains [K, C, C], on any device: the first state
+    from the chain's stationary distribution, then one transition per position, all rows at
+    once (inverse CDF on uniforms from ``generator``)."""
+
+    def __init__(self, P: Tensor, device: torch.device | str = "cpu"):
+        self.states = P.shape[-1]
+        self.cdf = P.float().cumsum(-1).to(device)  # [K, C, C]
+        self.start = stationary(P).float().cumsum(-1).to(device)  # [K, C]
+
+    def sample(self, chain: Tensor, length: int, generator: torch.Generator) -> Tensor:
+        """States [R, length], row r from chain ``chain[r]``."""
+        u = torch.rand(chain.shape[0], length, 1, generator=generator, device=self.cdf.device)
+        last = self.states - 1
+        x = torch.empty(chain.shape[0], length, dtype=torch.long, device=self.cdf.device)
+        x[:, 0] = (self.start[chain] < u[:, 0]).sum(-1).clamp_max(last)
+        for t in range(1, length):
+            x[:, t] = (self.cdf[chain, x[:, t - 1]] < u[:, t]).sum(-1).clamp_max(last)
+        return x
+
+
+def sample_sequences(
+    P: Tensor, weights: Tensor, batch: int, length: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """``batch`` sequences of ``length`` states: a chain drawn from ``weights`` per sequence,
+    the first state from its stationary distribution. Returns (states [B, L], chains [B])."""
+    chain = torch.multinomial(weights.float(), batch, replacement=True, generator=generator)
+    return ChainSampler(P).sample(chain, length, generator), chain

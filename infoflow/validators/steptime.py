@@ -1,0 +1,180 @@
+"""A device's step-time model: the seconds a training step of a stacked ensemble takes.
+
+A step costs about ``overhead + flops * per_flop`` seconds: a fixed part (Python, kernel
+launches, the optimiser's loop) and a part proportional to the step's floating-point work.
+Both constants are measured on the machine at hand, with a few timed steps of a small and a
+large stacked ensemble (:class:`Probe`: pre-LN attention and MLP blocks on a member axis, the
+shape of what every family trains), and cached per device, thread count and torch version
+(``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). For a CUDA device on a machine without
+one, the model is an assumption stated in :data:`ASSUMED_H200` (docs say so wherever an
+estimate uses it). FLOPs are counted as the throughput meter counts them (nanoGPT's count);
+each family turns its own groups into FLOPs and seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from infoflow.core.files import write_with
+from infoflow.validators.ensemble import ensemble_step, precision
+from infoflow.validators.throughput import flops_per_token
+
+#: Timed steps per size (after two untimed ones); the fastest counts.
+TIMED_STEPS = 6
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds per training step: ``overhead + flops * per_flop``; ``source`` says whether
+    it was measured (where, when) or assumed."""
+
+    device_type: str  # "cpu" or "cuda"
+    name: str
+    overhead: float
+    per_flop: float
+    source: str
+    assumed: bool = False  # True: not measured (the target's time is then in ``overhead``)
+
+    def step(self, flops: float) -> float:
+        return self.overhead + flops * self.per_flop
+
+
+#: One H200 when none is at hand: a few hundred kernel launches a step (about 3 ms for a
+#: two-layer stacked ensemble with a fused AdamW and the target's evaluation) and 15% of the
+#: 989 TFLOP/s bf16 dense peak, the share small matrices reach.
+ASSUMED_H200 = StepTime(
+    "cuda",
+    "NVIDIA H200 (assumed)",
+    3e-3,
+    1 / (0.15 * 989e12),
+    "assumed, not measured: 3 ms of launches a step (the target's evaluation included), "
+    "15% of the 989 TFLOP/s bf16 dense peak",
+    assumed=True,
+)
+
+
+def step_time(device: str) -> StepTime:
+    """The step-time model of ``device`` ("cpu" or "cuda"): cached, else measured now; for
+    "cuda" without a CUDA device, :data:`ASSUMED_H200`."""
+    if device == "cuda" and not torch.cuda.is_available():
+        return ASSUMED_H200
+    path = cache_file(device)
+    if path.is_file():
+        try:
+            return StepTime(**json.loads(path.read_text()))
+        except (ValueError, TypeError):
+            pass  # a damaged cache is measured anew
+    model = measure(torch.device(device))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_with(path, lambda temporary: temporary.write_text(json.dumps(asdict(model))))
+    return model
+
+
+def measure(device: torch.device) -> StepTime:
+    """Time a small and a large probe for a few steps and fit the two constants."""
+    small, large = Probe(1, 16, 8), Probe(6, 64, 32)
+    (f0, s0), (f1, s1) = ((p.flops(), _seconds_per_step(p, device)) for p in (small, large))
+    per_flop = max((s1 - s0) / (f1 - f0), 1e-15)
+    overhead = max(s0 - f0 * per_flop, 0.0)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
+    when = time.strftime("%Y-%m-%d")
+    source = f"measured on {name}, {torch.get_num_threads()} threads, {when}"
+    return StepTime(device.type, name, overhead, per_flop, source)
+
+
+class Probe(nn.Module):
+    """A stacked ensemble of ``members`` two-layer pre-LN transformers of width ``width``
+    (four heads, a 4x MLP) on sequences of ``length`` tokens of 4 numbers, regressing one
+    number: a training step has the launches and the arithmetic of the families' ensembles."""
+
+    BATCH, INPUTS, HEADS, LAYERS = 64, 4, 4, 2
+
+    def __init__(self, members: int, width: int, length: int):
+        super().__init__()
+        self.members, self.width, self.length = members, width, length
+        m, e, layers = members, width, self.LAYERS
+        shapes = {
+            "W_in": (m, self.INPUTS, e),
+            "ln": (layers, 2, m, 1, 1, e),
+            "W_QKV": (layers, m, e, 3 * e),
+            "W_O": (layers, m, e, e),
+            "W_1": (layers, m, e, 4 * e),
+            "W_2": (layers, m, 4 * e, e),
+            "W_out": (m, e, 1),
+        }
+        for name, shape in shapes.items():
+            setattr(self, name, nn.Parameter(torch.randn(shape) * 0.02))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: [batch, length, inputs] -> [members, batch, 1]."""
+        m, (b, t, _) = self.members, x.shape
+        h = torch.einsum("btd,mde->mbte", x, self.W_in)  # [m, b, t, e]
+        for layer in range(self.LAYERS):
+            z = F.layer_norm(h, h.shape[-1:]) * (1 + self.ln[layer, 0])
+            q, k, v = torch.einsum("mbte,mef->mbtf", z, self.W_QKV[layer]).chunk(3, -1)
+            q, k, v = (u.reshape(m * b, t, self.HEADS, -1).transpose(1, 2) for u in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [m b, heads, t, e/heads]
+            a = a.transpose(1, 2).reshape(m, b, t, -1)
+            h = h + torch.einsum("mbte,mef->mbtf", a, self.W_O[layer])
+            z = F.layer_norm(h, h.shape[-1:]) * (1 + self.ln[layer, 1])
+            z = F.gelu(torch.einsum("mbte,mef->mbtf", z, self.W_1[layer]))
+            h = h + torch.einsum("mbtf,mfe->mbte", z, self.W_2[layer])
+        return torch.einsum("mbe,meo->mbo", h[:, :, -1], self.W_out)  # [m, b, 1]
+
+    def flops(self) -> float:
+        """FLOPs of one training step, counted by
+        :func:`~infoflow.validators.throughput.flops_per_token`."""
+        params = sum(p.numel() for p in self.parameters())
+        attention = self.LAYERS * self.members * self.length * self.width
+        return flops_per_token(params, attention) * self.BATCH * self.length
+
+
+def _seconds_per_step(probe: Probe, device: torch.device) -> float:
+    """The fastest of TIMED_STEPS timed steps, after two untimed ones: other work on the
+    machine only adds time."""
+    probe = probe.to(device)
+    optimizer = torch.optim.AdamW(probe.parameters(), lr=1e-3, fused=device.type == "cuda")
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+    x = torch.randn(Probe.BATCH, probe.length, Probe.INPUTS, device=device)
+    y = torch.randn(Probe.BATCH, 1, device=device)
+    autocast = precision(device)
+
+    def steps(count: int) -> None:
+        for _ in range(count):
+            with autocast:
+                prediction = probe(x)
+            ensemble_step(optimizer, schedule, ((prediction.float() - y) ** 2).mean((1, 2)))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    steps(2)  # warm-up
+    times = []
+    for _ in range(TIMED_STEPS):
+        start = time.perf_counter()
+        steps(1)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def cache_file(device: str) -> Path:
+    """Where the model of ``device`` is cached: one file per device type, device name,
+    thread count and torch version."""
+    folder = Path(os.environ.get("INFOFLOW_CACHE") or Path.home() / ".cache" / "infoflow")
+    name = torch.cuda.get_device_name() if device == "cuda" else _cpu_name()
+    text = f"{device}-{name}-{torch.get_num_threads()}-{torch.__version__}"
+    return folder / (
+        "steptime-" + "".join(c if c.isalnum() or c in "-." else "_" for c in text) + ".json"
+    )
+
+
+def _cpu_name() -> str:
+    return platform.processor() or platform.machine() or "cpu"
