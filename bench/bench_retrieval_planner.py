@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 
 import infoflow
-from infoflow.retrieval import parse, tree
-from infoflow.retrieval.predict import _derive, comparison_tree
+from infoflow.retrieval import canonical_to_tree, mechanisms, text_to_expression
+from infoflow.retrieval.derive import _derive
 
 INTRINSIC = "sum(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(D))"
 CHAIN = (
@@ -23,7 +23,14 @@ TWENTY = " + ".join(f"kth_largest((dot(q{i}, x[t]) for t in T), k={i + 2})" for 
 
 
 def clear() -> None:
-    for cached in (_derive, comparison_tree, parse._parse_cached, tree.order, tree.mode):
+    caches = (
+        _derive,
+        canonical_to_tree.tree_of,
+        text_to_expression._parse_cached,
+        canonical_to_tree.order,
+        mechanisms.needs_global,
+    )
+    for cached in caches:
         cached.cache_clear()
 
 

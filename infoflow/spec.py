@@ -93,7 +93,7 @@ def expand(
         point = dict(zip(keys, values, strict=True))
         data = copy.deepcopy(base)
         for key, value in point.items():
-            _set_path(data, key, value, name, f"sweep.{key}")
+            set_path(data, key, value, name, f"sweep.{key}")
         try:
             points.append((point, model.model_validate(data, context=context)))
         except ValidationError as exc:
@@ -127,11 +127,13 @@ def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
         if not exc.problems[0][1].startswith("invalid JSON"):
             raise  # JSON, but out of bounds
         value = raw  # not JSON: a string
-    _set_path(data, key.strip(), value, name, f"--set {override!r}")
+    set_path(data, key.strip(), value, name, f"--set {override!r}")
 
 
-def _set_path(data: dict[str, Any], key: str, value: Any, name: str, what: str) -> None:
-    """Set the dotted field ``key`` of a raw spec, creating objects on the way."""
+def set_path(data: dict[str, Any], key: str, value: Any, name: str, what: str) -> None:
+    """Set the dotted field ``key`` of a raw spec, creating objects on the way; a SpecError
+    naming ``name`` and the field when one on the way is not an object (``what`` says what
+    set it: an override, a sweep)."""
     parts = key.split(".")
     node = data
     for i, part in enumerate(parts[:-1]):

@@ -61,7 +61,7 @@ def explain(
     """Show the derivation step by step: tree, plan per layer, rules, exponent."""
     with user_errors():
         loaded, run_explain = load_for("explain", spec, overrides)
-    typer.echo(run_explain(loaded, str(spec)), nl=False)
+        typer.echo(run_explain(loaded, str(spec)), nl=False)
 
 
 @app.command()
@@ -75,7 +75,7 @@ def graph(
     """Print the information-set DAG: nodes (role, layer), edges by propagation mode."""
     with user_errors():
         loaded, run_graph = load_for("graph", spec, overrides)
-    typer.echo(run_graph(loaded, format.value), nl=False)
+        typer.echo(run_graph(loaded, format.value, str(spec)), nl=False)
 
 
 class CompareFormat(StrEnum):

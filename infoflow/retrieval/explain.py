@@ -1,6 +1,7 @@
-"""A derivation a person reads (``infoflow explain``: the comparison tree, the plan layer by
-layer, the exponent) and the information-set DAG as text (``infoflow graph``: Graphviz dot or
-networkx's node-link JSON)."""
+"""A derivation a person reads (``infoflow explain``: the comparison tree, the schedule layer
+by layer, the exponent) and the information-set DAG as text (``infoflow graph``: Graphviz dot
+or networkx's node-link JSON). Each step's sentence is its mechanism's
+(:mod:`~infoflow.retrieval.mechanisms`)."""
 
 from __future__ import annotations
 
@@ -9,28 +10,25 @@ import json
 import networkx as nx
 import sympy
 
-from infoflow.retrieval import cost
-from infoflow.retrieval.canonical import Comparison
-from infoflow.retrieval.flow import information_dag, ordinal, readout_sets, to_dot
-from infoflow.retrieval.predict import PLANNER, derive, predict_retrieval
-from infoflow.retrieval.schedule import Placement, Plan, fetch_positions
+from infoflow.retrieval import mechanisms
+from infoflow.retrieval.canonical_to_tree import order
+from infoflow.retrieval.derive import derive
+from infoflow.retrieval.mechanisms import global_aggregation
+from infoflow.retrieval.mechanisms.base import who
+from infoflow.retrieval.mechanisms.max_position import PLANNER
+from infoflow.retrieval.predict import predictions
+from infoflow.retrieval.schedule_to_cost import annotate_edges, exponent
+from infoflow.retrieval.schedule_to_flow import information_dag, readout_sets, to_dot
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.steps import EVERY, FETCH, Step
-from infoflow.retrieval.tree import ComparisonTree, order
+from infoflow.retrieval.types import Comparison, ComparisonTree, Schedule
 
 CANONICAL = "reconstruction:canonical_form"
-MODES = {
-    "max-position": "max-position retrieval",
-    "pooled": "pooled by one averaging head (a score of one token)",
-    "k-th": "k-th largest retrieval",
-    "global": "global aggregation",
-}
 
 
 def explain(spec: RetrievalSpec, source: str | None = None) -> str:
     """The derivation of every retrieval prediction for ``spec``, step by step."""
-    der = derive(spec)
-    result = predict_retrieval(spec, source)
+    der = derive(spec, source or "<spec>")
+    result = predictions(spec, der, source)
     arch = spec.architecture
     lines = [f"Target: {spec.target}"]
     if spec.params:
@@ -51,14 +49,14 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
         f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, "
         f"E = {arch.embed_dim or 'E'}, {pe} positional encoding",
     ]
-    lines += _plan_lines(der.plan)
+    lines += _schedule_lines(der.schedule)
     lines += ["", "3. Cost exponent (parameters ~ eps^-alpha; the largest term wins)"]
     for term in der.terms:
         lines.append(f"   {_show(term.expression):<26} {term.what}  [{term.provenance}]")
     if der.fallback_terms:
         lines.append(
             "   or, where that is smaller, global aggregation in place of the single-head "
-            f"k-th retrievals: {_show(cost.exponent(der.fallback_terms))}"
+            f"k-th retrievals: {_show(exponent(der.fallback_terms))}"
         )
     alpha = result["cost_exponent"]
     at = _numbers_text(spec)
@@ -67,7 +65,7 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
     verdict = (
         "efficient: alpha does not grow with T"
         if result["efficient"].value
-        else ("not efficient: alpha grows with T" if der.plan.feasible else "impossible")
+        else ("not efficient: alpha grows with T" if der.schedule.feasible else "impossible")
     )
     lines.append(f"   {verdict}; bottleneck: {result['bottleneck'].value}")
     cost_value = _fmt(result["param_cost"].value)
@@ -84,12 +82,12 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def graph(spec: RetrievalSpec, format: str = "dot") -> str:
-    """The information-set DAG of ``spec``'s plan, its edges annotated with their cost
+def graph(spec: RetrievalSpec, format: str = "dot", source: str = "<spec>") -> str:
+    """The information-set DAG of ``spec``'s schedule, its edges annotated with their cost
     terms: ``dot`` (Graphviz) or ``json`` (networkx node-link data)."""
-    derivation = derive(spec)
-    dag = information_dag(derivation.plan)
-    cost.annotate_edges(dag, derivation.plan, derivation.options)
+    derivation = derive(spec, source)
+    dag = information_dag(derivation.schedule)
+    annotate_edges(dag, derivation.schedule, derivation.options)
     if format == "json":
         return json.dumps(nx.node_link_data(dag, edges="edges"), indent=2) + "\n"
     return to_dot(dag)
@@ -106,86 +104,47 @@ def _tree(c: Comparison, tree: ComparisonTree, indent: str) -> list[str]:
     extra = f"; {'; '.join(reads)}" if reads else ""
     lines = [
         f"{indent}{c.label}{k}: factors {factors}{free}; order {order(c)}{copies}{extra}; "
-        f"resolved by {MODES[tree.mode(c)]}"
+        f"resolved by {mechanisms.name(c, tree.separable_sum)}"
     ]
     for child in c.children:
         lines += _tree(child, tree, indent + "  └ ")
     return lines
 
 
-def _plan_lines(p: Plan) -> list[str]:
-    steps = _steps(p)
-    sets = readout_sets(p)
+def _schedule_lines(schedule: Schedule) -> list[str]:
+    steps = _steps(schedule)
+    sets = readout_sets(schedule)
     lines = []
-    for layer in range(1, p.architecture.layers + 1):
-        used = p.heads_used()[layer - 1]
-        heads = p.architecture.heads[layer - 1]
+    for layer in range(1, schedule.shape.layers + 1):
+        used = schedule.heads_used()[layer - 1]
+        heads = schedule.shape.heads[layer - 1]
         lines.append(f"   layer {layer} ({used} of {heads} heads in use)")
         lines += [f"     - {step}" for step in steps.get(layer, [])] or ["     - residual only"]
         readout = ", ".join(sets[layer - 1]) or "nothing yet"
         lines.append(f"     readout holds: {{{readout}}}")
-    for q in p.placements:
+    for q in schedule.placements:
         if q.mode in ("global", "impossible"):
-            lines.append(f"   ! {q.label}: {MODES.get(q.mode, q.mode)}, because {q.reason}")
+            how = global_aggregation.NAME if q.mode == "global" else q.mode
+            lines.append(f"   ! {q.label}: {how}, because {q.reason}")
     return lines
 
 
-def _steps(p: Plan) -> dict[int, list[str]]:
+def _steps(schedule: Schedule) -> dict[int, list[str]]:
     """What runs in each layer, part by part (global fallbacks in the last layer)."""
     out: dict[int, list[str]] = {}
-    last = p.architecture.layers
-    for q in p.placements:
+    last = schedule.shape.layers
+    for q in schedule.placements:
         if q.mode == "global":
-            out.setdefault(last, []).append(
-                f"global aggregation: the readout averages all T positions for {q.label} "
-                "(a fallback; it may share a head) [paper:summary]"
-            )
+            out.setdefault(last, []).append(global_aggregation.sentence(q))
         if q.mode != "scheduled" or not q.fragment:
             continue
         for step, layers in zip(q.fragment.steps, q.layers, strict=True):
+            mechanism = mechanisms.BY_STEP[step.kind]
             for j, layer in enumerate(layers, 1):
-                out.setdefault(layer, []).append(_step_text(step, q, j))
-    for key, (step, layer) in sorted(p.shared.items()):
-        if key == FETCH:
-            fixed = ", ".join(fetch_positions(p))
-            text = (
-                f"1 head: every token and the readout attend to the fixed positions {fixed} "
-                "[paper:summary, specific-position]"
-            )
-        else:
-            text = (
-                f"1 head: every token t copies its neighbour x[t{step.offset:+d}] "
-                "[reconstruction:relative_position]"
-            )
-        out.setdefault(layer, []).append(text)
+                out.setdefault(layer, []).append(mechanism.sentence(step, q, j, who(step)))
+    for key, (step, layer) in sorted(schedule.shared.items()):
+        out.setdefault(layer, []).append(mechanisms.shared(key).sentence(schedule, step))
     return out
-
-
-def _step_text(step: Step, q: Placement, j: int) -> str:
-    """One step of a part in words, with its provenance."""
-    heads = step.heads
-    who = {None: "the readout", EVERY: "every token"}.get(step.holder, f"every token {step.holder}")
-    label = q.label
-    if step.kind == "pool":
-        tag = "reconstruction:separable_sum"
-        return f"{heads} head(s): {who} pools {step.variable} for {label} [{tag}]"
-    if step.kind == "peel":
-        return (
-            f"{heads} head(s): {who} learns the {ordinal(j)} largest {step.variable} "
-            f"(of {step.rank}) for {label} [reconstruction:kth_layers]"
-        )
-    if step.kind == "kth":
-        tag = (
-            "paper:theorem-2"
-            if step.comparison and step.rank == step.comparison.k
-            else ("reconstruction:kth_symmetry")
-        )
-        return (
-            f"{heads} head(s): {who} retrieves the {ordinal(step.rank)} largest "
-            f"{step.variable} with one head for {label} [{tag}]"
-        )
-    tag = "reconstruction:sequential_schedule" if q.sequential else PLANNER
-    return f"{heads} head(s): {who} retrieves the best {step.variable} for {label} [{tag}]"
 
 
 def _heads(heads: list[int]) -> str:

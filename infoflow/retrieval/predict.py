@@ -1,118 +1,43 @@
-"""``retrieval`` spec -> predictions: order, dimension, layers, heads, cost exponent.
-
-The symbolic work (parse, comparison tree, plan, exponent) depends only on the target, the
-params, the architecture's shape and the options; it is derived once per such key and
-cached, and each spec (or sweep point) only substitutes its numbers (T, d, E, eps).
-"""
+"""A retrieval spec's derivation -> predictions: order, dimension, layers, heads, cost
+exponent, bottleneck, information sets, each with its provenance; the spec's numbers (T, d,
+E, eps) are substituted here into the derivation's expressions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-
+import numpy as np
 import sympy
 
 from infoflow.core.results import Prediction, Result
-from infoflow.retrieval import cost
-from infoflow.retrieval.flow import minimal, readout_sets
-from infoflow.retrieval.parse import parse_target
-from infoflow.retrieval.schedule import Architecture, Plan, plan, without_theorem2
+from infoflow.retrieval.derive import derive
+from infoflow.retrieval.laws import E, T, d, n
+from infoflow.retrieval.mechanisms import kth
+from infoflow.retrieval.mechanisms.max_position import PLANNER, SCHEDULES
+from infoflow.retrieval.schedule_to_cost import bottleneck
+from infoflow.retrieval.schedule_to_flow import readout_sets
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.tree import ComparisonTree, build_tree, rank
+from infoflow.retrieval.types import ComparisonTree, CostTerm, Derivation, Schedule
 
-PLANNER = "reconstruction:variable_elimination"
-SCHEDULES = "reconstruction:sequential_schedule"
 EPS = sympy.Symbol("epsilon", positive=True)
-
-
-@dataclass(frozen=True)
-class Derivation:
-    """Everything symbolic about one (target, architecture, options)."""
-
-    tree: ComparisonTree
-    plan: Plan
-    terms: list[cost.Term]
-    fallback_terms: list[cost.Term]  # the all-global alternative to Theorem-2 steps, if any
-    exponent: sympy.Expr
-    efficient: bool  # feasible, and some candidate's exponent does not grow with T
-    minimal: Architecture
-    alternatives: list[Architecture]
-    minimal_exponent: sympy.Expr
-    options: cost.CostOptions
-
-
-def derive(spec: RetrievalSpec) -> Derivation:
-    """The cached symbolic derivation for ``spec`` (numbers are not part of the key; T is,
-    only through the ranks of k-th steps near the end of the sequence)."""
-    arch = spec.architecture
-    params = tuple(sorted(spec.params.items()))
-    tree = comparison_tree(spec.target, params, spec.options.separable_sum)
-    ranks = tuple(sorted({k: rank(k, spec.seq_len) for k in tree.kth_values()}.items()))
-    return _derive(
-        spec.target,
-        params,
-        Architecture(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding),
-        spec.options.separable_sum,
-        cost.CostOptions(
-            spec.options.decode_offset, spec.options.exponent_floor, spec.options.kth_cost
-        ),
-        ranks,
-    )
-
-
-@lru_cache(maxsize=1024)
-def comparison_tree(target: str, params: tuple[tuple[str, int], ...], separable_sum: str):
-    return build_tree(parse_target(target, params), separable_sum)
-
-
-@lru_cache(maxsize=4096)
-def _derive(
-    target: str,
-    params: tuple[tuple[str, int], ...],
-    arch: Architecture,
-    separable_sum: str,
-    options: cost.CostOptions,
-    ranks: tuple[tuple[int, int], ...],
-) -> Derivation:
-    tree = comparison_tree(target, params, separable_sum)
-    the_plan = plan(tree, arch, dict(ranks))
-    terms = cost.terms(the_plan, options)
-    alpha = cost.exponent(terms)
-    efficient = not alpha.has(cost.T)
-    fallback_terms = []
-    if the_plan.theorem2:  # the smaller of the two exponents, whatever T is
-        fallback_terms = cost.terms(without_theorem2(the_plan), options)
-        efficient = efficient or not cost.exponent(fallback_terms).has(cost.T)
-        alpha = sympy.Min(alpha, cost.exponent(fallback_terms))
-    ideal, alternatives = minimal(tree, dict(ranks))
-    return Derivation(
-        tree,
-        the_plan,
-        terms,
-        fallback_terms,
-        alpha,
-        efficient and the_plan.feasible,
-        alternatives[0],
-        alternatives,
-        cost.exponent(cost.terms(ideal, options)),
-        options,
-    )
 
 
 def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
     """Every ``retrieval`` prediction for ``spec``."""
-    der = derive(spec)
-    numbers = _numbers(spec, der.plan)
+    return predictions(spec, derive(spec, source or "<spec>"), source)
+
+
+def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None) -> Result:
+    """The predictions of ``spec`` from its derivation ``der``."""
+    numbers = _numbers(spec, der.schedule)
     alpha = der.exponent
     alpha_value = _value(alpha, numbers)
-    bottleneck = _bottleneck(der, numbers)
-    bound = "lower" if bottleneck.provenance == "paper:theorem-2" else "estimate"
+    neck = _bottleneck(der, numbers)
+    bound = "lower" if neck.provenance == "paper:theorem-2" else "estimate"
     param_cost = EPS**-alpha
     out = {
         **_tree_predictions(der.tree, numbers),
         **_minimal_predictions(der, numbers),
         "feasible": Prediction(
-            der.plan.feasible,
+            der.schedule.feasible,
             "",
             "exact",
             PLANNER,
@@ -122,7 +47,7 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
             alpha_value,
             "",
             bound,
-            bottleneck.provenance,
+            neck.provenance,
             "alpha with parameters ~ eps^-alpha on the spec's architecture: the largest of "
             "the plan's terms.",
             alpha,
@@ -131,7 +56,7 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
             _value(param_cost, {**numbers, EPS: spec.epsilon}),
             "params (order)",
             bound,
-            bottleneck.provenance,
+            neck.provenance,
             f"eps^-alpha at eps = {spec.epsilon}.",
             param_cost,
         ),
@@ -143,14 +68,14 @@ def predict_retrieval(spec: RetrievalSpec, source: str | None = None) -> Result:
             "True when the exponent on the spec's architecture does not grow with T.",
         ),
         "bottleneck": Prediction(
-            bottleneck.what,
+            neck.what,
             "",
             "exact",
-            bottleneck.provenance,
+            neck.provenance,
             "The part of the plan that sets the exponent.",
         ),
         "information_sets": Prediction(
-            readout_sets(der.plan),
+            readout_sets(der.schedule),
             "per layer",
             "exact",
             PLANNER,
@@ -205,7 +130,7 @@ def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction
 
 def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Prediction]:
     """What the comparison tree says: order, dimension, number of candidate tuples."""
-    comparisons = tree.dimension * cost.T**tree.order
+    comparisons = tree.dimension * T**tree.order
     return {
         "comparison_order": Prediction(
             tree.order,
@@ -233,15 +158,16 @@ def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Predicti
     }
 
 
-def _numbers(spec: RetrievalSpec, the_plan: Plan) -> dict[sympy.Symbol, sympy.Expr]:
+def _numbers(spec: RetrievalSpec, schedule: Schedule) -> dict[sympy.Symbol, sympy.Expr]:
+    """The spec's numbers for the symbols it fixes: T, d, E and the head width n."""
     numbers: dict[sympy.Symbol, sympy.Expr] = {}
     if spec.seq_len is not None:
-        numbers[cost.T] = sympy.Integer(spec.seq_len)
+        numbers[T] = sympy.Integer(spec.seq_len)
     if spec.input_dim is not None:
-        numbers[cost.d] = sympy.Integer(spec.input_dim)
+        numbers[d] = sympy.Integer(spec.input_dim)
     if spec.architecture.embed_dim is not None:
-        numbers[cost.E] = sympy.Integer(spec.architecture.embed_dim)
-        numbers[cost.n] = cost.head_width(the_plan).xreplace({cost.E: numbers[cost.E]})
+        numbers[E] = sympy.Integer(spec.architecture.embed_dim)
+        numbers[n] = kth.head_width(schedule).xreplace({E: numbers[E]})
     return numbers
 
 
@@ -255,22 +181,12 @@ def _value(expr: sympy.Expr, numbers: dict) -> int | float | str | None:
     return str(value)
 
 
-def _bottleneck(der: Derivation, numbers: dict) -> cost.Term:
-    """The term that sets the exponent: infinite first, then one growing with T, then the
-    largest at the spec's numbers (of the all-global alternative when that is smaller
-    there)."""
-    terms = der.terms
-    if der.fallback_terms:
-        mine = cost.exponent(der.terms).xreplace(numbers)
-        other = cost.exponent(der.fallback_terms).xreplace(numbers)
-        if mine.is_number and other.is_number and other < mine:
-            terms = der.fallback_terms
-    for term in terms:
-        if term.expression == sympy.oo:
-            return term
-    growing = [t for t in terms if t.expression.has(cost.T)]
-    candidates = growing or terms
-    numeric = [t for t in candidates if t.expression.xreplace(numbers).is_number]
-    if len(numeric) == len(candidates):
-        return max(candidates, key=lambda t: float(t.expression.xreplace(numbers)))
-    return candidates[-1]
+def _bottleneck(der: Derivation, numbers: dict) -> CostTerm:
+    """The term that sets the exponent at the spec's numbers
+    (:func:`~infoflow.retrieval.schedule_to_cost.bottleneck`)."""
+
+    def values(expression: sympy.Expr) -> np.ndarray | None:
+        value = sympy.sympify(expression).xreplace(numbers)
+        return np.array([float(value)]) if value.is_number else None
+
+    return bottleneck(der, values)[0]

@@ -12,8 +12,9 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 
 from infoflow.core.errors import FieldError
 from infoflow.core.spec_base import SpecBase, StrictModel
-from infoflow.retrieval.parse import TargetError
-from infoflow.retrieval.tree import fixed_positions, position_number
+from infoflow.retrieval.canonical_to_tree import fixed_positions, position_number, tree_of
+from infoflow.retrieval.expression import TargetError
+from infoflow.retrieval.types import ComparisonTree
 
 
 class Architecture(StrictModel):
@@ -102,25 +103,24 @@ class RetrievalSpec(SpecBase):
         return params
 
     @model_validator(mode="after")
-    def _plan(self) -> RetrievalSpec:
-        """The target parses, reads no position beyond the sequence, and plans."""
-        from infoflow.retrieval.layers import PlanTooLarge
-        from infoflow.retrieval.predict import comparison_tree, derive
+    def _target_fits(self) -> RetrievalSpec:
+        """The target parses into a comparison tree, and reads no position and asks for no
+        k beyond the sequence. Planning it is predicting: :mod:`~infoflow.retrieval.derive`."""
+        from infoflow.retrieval.mechanisms import kth  # its cost laws need sympy
 
         params = tuple(sorted(self.params.items()))
         try:
-            tree = comparison_tree(self.target, params, self.options.separable_sum)
+            tree = tree_of(self.target, params, self.options.separable_sum)
             if self.seq_len is not None:
                 _check_positions(tree, self.seq_len)
-            derive(self)
+                for k in tree.kth_values():
+                    kth.rank(k, self.seq_len)
         except TargetError as exc:
             raise FieldError("target", str(exc)) from None
-        except PlanTooLarge as exc:
-            raise FieldError("architecture", str(exc)) from None
         return self
 
 
-def _check_positions(tree, seq_len: int) -> None:
+def _check_positions(tree: ComparisonTree, seq_len: int) -> None:
     """Every fixed position the target reads lies in 1..seq_len."""
     for text in sorted(fixed_positions(tree)):
         if not 1 <= position_number(text, seq_len) <= seq_len:

@@ -12,6 +12,7 @@ every value of each swept field, since no check couples two numbers.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 from collections.abc import Iterator
@@ -23,9 +24,12 @@ import numpy as np
 import sympy
 
 from infoflow.core.errors import SpecError
-from infoflow.retrieval import cost
-from infoflow.retrieval.predict import Derivation, derive
+from infoflow.retrieval.derive import derive
+from infoflow.retrieval.laws import E, T, d, n
+from infoflow.retrieval.schedule_to_cost import bottleneck
 from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.types import Derivation
+from infoflow.spec import load_spec, set_path
 
 #: The swept fields that are numbers in the formulas (evaluated as arrays).
 NUMBERS = ("seq_len", "input_dim", "architecture.embed_dim", "epsilon")
@@ -40,6 +44,7 @@ COLUMNS = (
     "bottleneck",
 )
 MAX_POINTS = 10_000_000
+_WHAT = np.frompyfunc(lambda term: term.what, 1, 1)  # a bottleneck term's words, element-wise
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,7 @@ def _evaluate(data, grids, index, chosen, columns, name) -> None:
     derivations: dict[int, list[int]] = {}
     by_id: dict[int, Derivation] = {}
     for i, spec in enumerate(at_t):
-        der = derive(spec)
+        der = derive(spec, name)
         by_id[id(der)] = der
         derivations.setdefault(id(der), []).append(i)
     heads = min(at_t[0].architecture.heads_per_layer)
@@ -136,43 +141,27 @@ def _columns(der: Derivation, at: dict[str, np.ndarray], heads: int) -> dict[str
         "min_cost_exponent": _compiled(der.minimal_exponent)(*args),
         "num_comparisons": der.tree.dimension * at["seq_len"] ** der.tree.order,
         "efficient": der.efficient,
-        "feasible": der.plan.feasible,
+        "feasible": der.schedule.feasible,
         "bottleneck": _bottleneck(der, args),
     }
 
 
 def _bottleneck(der: Derivation, args) -> np.ndarray:
-    """What sets the exponent at each point (as ``predict`` chooses it, term by term)."""
-    what = _choose(der.terms, args)
-    if der.fallback_terms:
-        mine = _compiled(cost.exponent(der.terms))(*args)
-        other = _compiled(cost.exponent(der.fallback_terms))(*args)
-        what = np.where(other < mine, _choose(der.fallback_terms, args), what)
-    return what
-
-
-def _choose(terms: list[cost.Term], args) -> np.ndarray:
-    size = len(args[0])
-    infinite = [t for t in terms if t.expression == sympy.oo]
-    if infinite:
-        return np.full(size, infinite[0].what, dtype=object)
-    candidates = [t for t in terms if t.expression.has(cost.T)] or terms
-    values = np.stack([np.broadcast_to(_compiled(t.expression)(*args), size) for t in candidates])
-    names = np.array([t.what for t in candidates], dtype=object)
-    return names[np.argmax(values, axis=0)]
+    """What sets the exponent at each point (the rule ``predict`` follows:
+    :func:`~infoflow.retrieval.schedule_to_cost.bottleneck`)."""
+    chosen = bottleneck(der, lambda expression: _compiled(expression)(*args))
+    return np.broadcast_to(_WHAT(chosen), args[0].shape)
 
 
 @lru_cache(maxsize=1024)
 def _compiled(expression) -> Any:
     """``expression`` as a numpy function of (T, d, E, n), compiled once."""
-    function = sympy.lambdify((cost.T, cost.d, cost.E, cost.n), expression, "numpy")
+    function = sympy.lambdify((T, d, E, n), expression, "numpy")
     return lambda *args: np.broadcast_to(np.asarray(function(*args), dtype=float), args[0].shape)
 
 
 def _load(data: dict, name: str, key: str, value: Any) -> RetrievalSpec:
     """The spec ``data`` (``key`` at ``value``), validated; a SpecError names the point."""
-    from infoflow.spec import load_spec
-
     try:
         return load_spec(data)
     except SpecError as error:
@@ -181,13 +170,9 @@ def _load(data: dict, name: str, key: str, value: Any) -> RetrievalSpec:
 
 def _with(data: dict, values: dict[str, Any]) -> dict:
     """A copy of the raw spec ``data`` with dotted ``values`` set."""
-    out = json.loads(json.dumps(data))
+    out = copy.deepcopy(data)
     for key, value in values.items():
-        *parents, last = key.split(".")
-        node = out
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
+        set_path(out, key, value, "<sweep>", f"sweep.{key}")
     return out
 
 

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import infoflow
-from infoflow.retrieval.canonical import canonical
-from infoflow.retrieval.parse import parse_target
+from infoflow.retrieval.expression_to_canonical import canonical
+from infoflow.retrieval.text_to_expression import parse_target
 
 NAMES = ["a", "b", "c", "e"]
 FRESH = ["p", "r", "u", "v", "w", "y", "z", "m"]

@@ -9,10 +9,10 @@ import sympy
 from conftest import SPECS
 
 import infoflow
-from infoflow.retrieval import cost
-from infoflow.retrieval.cost import E, T, d, n
-from infoflow.retrieval.flow import information_dag
-from infoflow.retrieval.predict import _derive, derive
+from infoflow.retrieval.derive import _derive, derive
+from infoflow.retrieval.laws import E, T, d, n
+from infoflow.retrieval.schedule_to_cost import annotate_edges
+from infoflow.retrieval.schedule_to_flow import information_dag
 
 PAIRWISE_MIN = "min(dot(x[s], x[t]) for s in T for t in T if s != t)"
 INTRINSIC = "sum(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(D))"
@@ -234,7 +234,7 @@ def test_symbolic_work_does_not_depend_on_T() -> None:
     assert _derive.cache_info().misses == 1
     assert small["cost_exponent"].expression == large["cost_exponent"].expression
     spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json", ["seq_len=1000000"])
-    assert information_dag(derive(spec).plan).number_of_nodes() == 2 * 3
+    assert information_dag(derive(spec).schedule).number_of_nodes() == 2 * 3
 
 
 def test_symbolic_T() -> None:
@@ -246,7 +246,7 @@ def test_symbolic_T() -> None:
 def test_edge_costs_follow_their_mode() -> None:
     spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json", ["architecture.layers=1"])
     der = derive(spec)
-    dag = information_dag(der.plan)
-    cost.annotate_edges(dag, der.plan, der.options)
+    dag = information_dag(der.schedule)
+    annotate_edges(dag, der.schedule, der.options)
     modes = {data["mode"]: data["cost"] for _, _, data in dag.edges(data=True)}
     assert modes == {"residual": "0", "global": str(T * d / E - 1)}

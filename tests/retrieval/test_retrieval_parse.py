@@ -11,14 +11,8 @@ from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infoflow.retrieval.parse import (
-    Apply,
-    Reduce,
-    TargetError,
-    Token,
-    Variable,
-    parse_target,
-)
+from infoflow.retrieval.expression import Apply, Reduce, TargetError, Token, Variable
+from infoflow.retrieval.text_to_expression import parse_target
 
 EXAMPLES = [
     "min(dot(x[s], x[t]) for s in T for t in T if s != t)",
@@ -88,7 +82,7 @@ def test_hostile_input_is_refused(name, monkeypatch) -> None:
     def forbidden(*args, **kwargs):
         raise AssertionError("the parser executed something")
 
-    from infoflow.retrieval.tree import build_tree
+    from infoflow.retrieval.canonical_to_tree import build_tree
 
     monkeypatch.setattr(builtins, "eval", forbidden)
     monkeypatch.setattr(builtins, "exec", forbidden)
@@ -153,7 +147,7 @@ LANGUAGE = st.sampled_from(
 
 
 def _outcome(text: str) -> str:
-    from infoflow.retrieval.tree import build_tree
+    from infoflow.retrieval.canonical_to_tree import build_tree
 
     try:
         build_tree(parse_target(text))

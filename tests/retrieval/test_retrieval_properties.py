@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import infoflow
-from infoflow.retrieval.flow import information_dag
-from infoflow.retrieval.layers import fits
-from infoflow.retrieval.predict import derive
+from infoflow.retrieval.derive import derive
+from infoflow.retrieval.layer_fit import fits
+from infoflow.retrieval.schedule_to_flow import information_dag
 
 NAMES = ["a", "b", "c", "e"]
 POINTS = [{"seq_len": T} for T in (8, 64, 1024, 10**6)]
@@ -125,7 +125,7 @@ def test_information_sets_only_grow_along_residual_edges(target, heads) -> None:
             "architecture": {"layers": len(heads), "heads": heads},
         }
     )
-    dag = information_dag(derive(spec).plan)
+    dag = information_dag(derive(spec).schedule)
     residual = [(u, v) for u, v, mode in dag.edges(data="mode") if mode == "residual"]
     assert residual
     for u, v in residual:

@@ -7,10 +7,10 @@ import sympy
 from conftest import SPECS, run_cli
 
 import infoflow
-from infoflow.retrieval.cost import T, d, n
+from infoflow.retrieval.derive import derive
 from infoflow.retrieval.explain import explain
-from infoflow.retrieval.flow import information_dag
-from infoflow.retrieval.predict import derive
+from infoflow.retrieval.laws import T, d, n
+from infoflow.retrieval.schedule_to_flow import information_dag
 
 CHAIN = "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)"
 STAR = (
@@ -65,8 +65,8 @@ def test_chains_and_stars_run_in_sequence_as_well_as_in_parallel() -> None:
 def test_a_layer_between_steps_is_fine() -> None:
     """What a token retrieved stays in its residual stream: steps need not be adjacent."""
     assert value(CHAIN, [2, 0 + 1, 1], "efficient")
-    plan = derive(spec("min(dot(x[s], x[t]) for s in T for t in T)", [1, 1, 1])).plan
-    assert plan.heads_used() in ([1, 1, 0], [1, 0, 1], [0, 1, 1])
+    schedule = derive(spec("min(dot(x[s], x[t]) for s in T for t in T)", [1, 1, 1])).schedule
+    assert schedule.heads_used() in ([1, 1, 0], [1, 0, 1], [0, 1, 1])
 
 
 # ---- item 3: k-th retrieval is a step like any other -------------------------------------
@@ -209,7 +209,7 @@ def test_explain_describes_each_step_as_what_it_does() -> None:
 
 
 def test_the_first_peeled_token_appears_in_the_graph() -> None:
-    plan = derive(spec("kth_largest((dot(q, x[t]) for t in T), k=3)", [1, 1, 1])).plan
-    dag = information_dag(plan)
+    schedule = derive(spec("kth_largest((dot(q, x[t]) for t in T), k=3)", [1, 1, 1])).schedule
+    dag = information_dag(schedule)
     assert dag.nodes["readout@1"]["info"] == ["t* (1st largest)"]
     assert "t* (3rd largest)" in dag.nodes["readout@3"]["info"]

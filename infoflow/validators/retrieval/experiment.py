@@ -20,8 +20,8 @@ from pathlib import Path
 import torch
 
 import infoflow
-from infoflow.retrieval.parse import parse_target
 from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.validators.protocol import CannotValidate, Job
 from infoflow.validators.retrieval.model import Member
 from infoflow.validators.retrieval.targets import (

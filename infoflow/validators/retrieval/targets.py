@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from infoflow.retrieval.parse import Apply, Const, Node, Param, Reduce, Token, parse_target
+from infoflow.retrieval.expression import Apply, Const, Node, Param, Reduce, Token
 from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.text_to_expression import parse_target
 
 Tensor = torch.Tensor
 CHUNK = 256  # sequences evaluated at once

@@ -10,9 +10,9 @@ from typing import Any
 
 import torch
 
-from infoflow.retrieval.predict import derive
+from infoflow.retrieval.canonical_to_tree import position_number
+from infoflow.retrieval.derive import derive
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.tree import position_number
 from infoflow.validators.claims import Section
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.retrieval import plots, report

@@ -22,8 +22,21 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from dataclasses import dataclass
 from functools import lru_cache
+
+from infoflow.retrieval.expression import (
+    SEQUENCE,
+    TOKENS,
+    Apply,
+    Condition,
+    Const,
+    Node,
+    Param,
+    Reduce,
+    TargetError,
+    Token,
+    Variable,
+)
 
 MAX_CHARS = 4000
 MAX_NODES = 1000
@@ -34,8 +47,6 @@ MAX_K = 10**9
 MAX_OFFSET = 64
 MAX_RANGE = 10**4
 
-TOKENS = "x"
-SEQUENCE = "T"
 REDUCTIONS = {"min", "max", "sum", "argmin", "argmax", "kth_largest", "kth_smallest"}
 FUNCTIONS = {
     "dot": 2,
@@ -52,93 +63,6 @@ FUNCTIONS = {
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _COMPARE = {ast.NotEq: "!=", ast.Eq: "==", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,15}")
-
-
-class TargetError(ValueError):
-    """A target the engine does not accept; ``column`` is 1-based (0 when unknown)."""
-
-    def __init__(self, message: str, column: int = 0):
-        self.column = column
-        super().__init__(f"at column {column}: {message}" if column else message)
-
-
-# ---- the expression tree ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Token:
-    """``x[index + offset]``: index is a bound token variable, a fixed 1-based position, or
-    ``T`` (the last position; offset <= 0)."""
-
-    index: str | int
-    component: tuple[str | int, ...] = ()
-    offset: int = 0
-
-    @property
-    def is_fixed(self) -> bool:
-        """A position that does not move with a bound index (``x[3]``, ``x[T - 1]``)."""
-        return isinstance(self.index, int) or self.index == SEQUENCE
-
-    def text(self) -> str:
-        """``x[t-1]``, ``x[3]``, ``x[T]`` (without the coordinate)."""
-        shift = f"{self.offset:+d}" if self.offset else ""
-        return f"x[{self.index}{shift}]"
-
-
-@dataclass(frozen=True)
-class Param:
-    """A fixed parameter (independent of the tokens), maybe indexed: ``q``, ``A[i]``."""
-
-    name: str
-    index: tuple[str | int, ...] = ()
-
-
-@dataclass(frozen=True)
-class Const:
-    value: int | float
-
-
-@dataclass(frozen=True)
-class Apply:
-    """A function or operator applied to arguments (``+``, ``dot``, ``norm``, ...)."""
-
-    fn: str
-    args: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class Variable:
-    """A bound index: over the tokens (``size`` None) or over ``range(size)``."""
-
-    name: str
-    size: int | None = None
-
-    @property
-    def is_token(self) -> bool:
-        return self.size is None
-
-
-@dataclass(frozen=True)
-class Condition:
-    """``left op right`` between indices or an index and a constant."""
-
-    left: str | int
-    op: str
-    right: str | int
-
-
-@dataclass(frozen=True)
-class Reduce:
-    """A reduction over a generator: ``op(body for variables if conditions)``."""
-
-    op: str
-    variables: tuple[Variable, ...]
-    body: Node
-    conditions: tuple[Condition, ...] = ()
-    k: int | None = None
-
-
-Node = Token | Param | Const | Apply | Reduce
 
 
 def parse_target(text: str, params: tuple[tuple[str, int], ...] = ()) -> Node:

@@ -1,4 +1,4 @@
-"""Parsed target -> canonical form: the reductions the planner places, whatever the spelling.
+"""Expression -> canonical form: the reductions the planner places, whatever the spelling.
 
 The rules (theory note, "Canonical form and schedules"; all ``reconstruction:canonical_form``):
 
@@ -23,72 +23,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from infoflow.retrieval.parse import Apply, Const, Node, Param, Reduce, TargetError, Token, Variable
-from infoflow.retrieval.terms import UnionFind, additive, flattens, signed
+from infoflow.retrieval.algebra import UnionFind, additive, flattens, signed
+from infoflow.retrieval.expression import (
+    KTH,
+    Apply,
+    Const,
+    Node,
+    Param,
+    Reduce,
+    TargetError,
+    Token,
+    Variable,
+)
+from infoflow.retrieval.types import Canonical, Comparison, Factor
 
-KTH = {"kth_largest", "kth_smallest"}
 PRODUCTS = {"*", "dot", "bilinear"}
-ORDER_TESTS = {"<", "<=", ">", ">="}
-
-
-@dataclass(frozen=True)
-class Factor:
-    """Terms of a score that couple the same token indices, and what they need first."""
-
-    scope: frozenset[str]
-    children: tuple[Comparison, ...] = ()
-    shifts: frozenset[tuple[str, int]] = frozenset()  # neighbours read: x[t-1] -> ("t", -1)
-    fixed: frozenset[str] = frozenset()  # fixed positions read: "x[1]", "x[T]"
-    conditions: tuple[str, ...] = ()  # index conditions that read positions ("s < t")
-
-    @property
-    def reads_positions(self) -> bool:
-        return bool(self.shifts or self.fixed or self.conditions)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A reduction over token indices: ``op`` as written, its own indices, its score's
-    factors (over its own and enclosing indices), and how many copies run side by side."""
-
-    op: str
-    variables: tuple[str, ...]
-    factors: tuple[Factor, ...]
-    copies: int = 1
-    k: int | None = None
-    ranges: frozenset[str] = frozenset()  # enclosing range indices (construction only)
-
-    @property
-    def kind(self) -> str:
-        """extremum (min, max, argmin, argmax), sum, or kth."""
-        return "kth" if self.op in KTH else ("sum" if self.op == "sum" else "extremum")
-
-    @property
-    def free(self) -> frozenset[str]:
-        """Enclosing token indices its value depends on."""
-        scopes = frozenset().union(*(f.scope for f in self.factors))
-        return scopes - set(self.variables)
-
-    @property
-    def children(self) -> tuple[Comparison, ...]:
-        return tuple(child for f in self.factors for child in f.children)
-
-    @property
-    def label(self) -> str:
-        return f"{self.op} over {', '.join(self.variables)}"
-
-    def walk(self):
-        yield self
-        for child in self.children:
-            yield from child.walk()
-
-
-@dataclass(frozen=True)
-class Canonical:
-    """The target's top-level comparisons and the fixed positions it reads directly."""
-
-    parts: tuple[Comparison, ...]
-    positions: frozenset[str]
 
 
 def canonical(target: Node) -> Canonical:

@@ -3,7 +3,7 @@ reductions flatten into their parent, and connected groups of indices."""
 
 from __future__ import annotations
 
-from infoflow.retrieval.parse import Apply, Const, Node, Reduce
+from infoflow.retrieval.expression import Apply, Const, Node, Reduce
 
 EXTREMUM = {"max": 1, "argmax": 1, "min": -1, "argmin": -1}
 

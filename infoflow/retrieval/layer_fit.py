@@ -9,7 +9,7 @@ from __future__ import annotations
 MAX_STATES = 200_000  # states of the exhaustive search before it refuses
 
 
-class PlanTooLarge(ValueError):
+class SearchTooLarge(ValueError):
     """The exact layer search would take more than MAX_STATES states."""
 
 
@@ -91,7 +91,7 @@ def _exhaustive(heads, preds, succs, height, caps) -> list[int] | None:
             return False
         states[0] += 1
         if states[0] > MAX_STATES:
-            raise PlanTooLarge(
+            raise SearchTooLarge(
                 f"the exact layer search exceeded {MAX_STATES:,} states; try fewer layers, "
                 "fewer heads or a smaller target"
             )

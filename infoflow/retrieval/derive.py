@@ -1,0 +1,73 @@
+"""A retrieval spec -> its derivation: the stages in order, text -> expression -> canonical
+form -> comparison tree -> steps -> schedule -> cost, plus the minimal architectures.
+
+The symbolic work depends only on the target, the params, the architecture's shape, the
+options and (through the ranks of k-th steps near the end of the sequence) T; it is derived
+once per such key and cached, and each spec or sweep point substitutes its own numbers (T, d,
+E, eps) afterwards.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sympy
+
+from infoflow.core.errors import SpecError
+from infoflow.retrieval.canonical_to_tree import tree_of
+from infoflow.retrieval.laws import T
+from infoflow.retrieval.layer_fit import SearchTooLarge
+from infoflow.retrieval.mechanisms import kth
+from infoflow.retrieval.schedule_to_cost import exponent, terms
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.steps_to_schedule import minimal, schedule
+from infoflow.retrieval.types import CostOptions, Derivation, Shape
+
+
+def derive(spec: RetrievalSpec, source: str = "<spec>") -> Derivation:
+    """The cached symbolic derivation for ``spec``; a SpecError naming ``source`` and the
+    architecture when the exact layer search would not end in time."""
+    arch, opts = spec.architecture, spec.options
+    params = tuple(sorted(spec.params.items()))
+    tree = tree_of(spec.target, params, opts.separable_sum)
+    ranks = tuple(sorted({k: kth.rank(k, spec.seq_len) for k in tree.kth_values()}.items()))
+    shape = Shape(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding)
+    options = CostOptions(opts.decode_offset, opts.exponent_floor, opts.kth_cost)
+    try:
+        return _derive(spec.target, params, shape, opts.separable_sum, options, ranks)
+    except SearchTooLarge as exc:
+        raise SpecError(source, [("architecture", str(exc))]) from None
+
+
+@lru_cache(maxsize=4096)
+def _derive(
+    target: str,
+    params: tuple[tuple[str, int], ...],
+    shape: Shape,
+    separable_sum: str,
+    options: CostOptions,
+    ranks: tuple[tuple[int, int], ...],
+) -> Derivation:
+    tree = tree_of(target, params, separable_sum)
+    best = schedule(tree, shape, dict(ranks))
+    found = terms(best, options)
+    alpha = exponent(found)
+    efficient = not alpha.has(T)
+    fallback = []
+    if best.theorem2:  # the smaller of the two exponents, whatever T is
+        fallback = terms(kth.without_single_head(best), options)
+        efficient = efficient or not exponent(fallback).has(T)
+        alpha = sympy.Min(alpha, exponent(fallback))
+    ideal, alternatives = minimal(tree, dict(ranks))
+    return Derivation(
+        tree,
+        best,
+        found,
+        fallback,
+        alpha,
+        efficient and best.feasible,
+        alternatives[0],
+        alternatives,
+        exponent(terms(ideal, options)),
+        options,
+    )

@@ -1,0 +1,83 @@
+"""The ways a transformer resolves a comparison, one module each, and their registry.
+
+A comparison is resolved by the mechanism of its kind (:data:`BY_KIND`): a min or max by
+max-position retrieval (:mod:`.max_position`), a sum over one token by an averaging head
+(:mod:`.pooling`), a k-th largest by peeling or by one head (:mod:`.kth`); when that
+mechanism cannot (its ``limit``), or something nested in the comparison cannot be resolved,
+by global aggregation (:mod:`.global_aggregation`), the fallback. Two shared steps bring
+positions to every token (:data:`SHARED`): the fixed-position fetch (:mod:`.fetch`) and the
+neighbour fetch (:mod:`.neighbour`).
+
+A comparison mechanism's module gives: ``NAME`` (its words in explain), ``EDGES`` (its step
+kinds and the propagation mode of their edges in the information-set DAG), ``limit(c,
+separable_sum)`` (why it cannot resolve c, '' when it can), ``own_steps(c, to, heads, ranks)``
+(every way to resolve c as steps, each with the factors it consumes), ``labels(step,
+placement)`` (what a step brings to whoever holds its result), ``sentence(step, placement, j,
+who)`` (the step in explain's words, with its provenance) and ``edge_cost(schedule, part,
+layer, options)`` (the exponent of its edges); a mechanism that prices its own steps in the
+exponent gives ``terms(placement, options)`` too (k-th retrieval: Theorem 2). A shared step's
+module gives ``keys(factor)``, ``step(key)``, ``labels``, ``sentence``, ``part_text``,
+``edge_roles`` and ``edge_cost``. docs/retrieval.md, "Adding a mechanism", lists the files
+a new one touches.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from types import ModuleType
+
+from infoflow.retrieval.mechanisms import (
+    fetch,
+    global_aggregation,
+    kth,
+    max_position,
+    neighbour,
+    pooling,
+)
+from infoflow.retrieval.types import Comparison
+
+#: The mechanism that resolves a comparison of each kind (types.Comparison.kind).
+BY_KIND: dict[str, ModuleType] = {"extremum": max_position, "sum": pooling, "kth": kth}
+#: The shared steps that bring positions, in the order a factor's score asks for them.
+SHARED: tuple[ModuleType, ...] = (fetch, neighbour)
+#: Every mechanism, the fallback included.
+ALL: tuple[ModuleType, ...] = (*BY_KIND.values(), *SHARED, global_aggregation)
+#: The mechanism of each step kind, the DAG's propagation mode of each step kind, and the
+#: mechanism behind each mode.
+BY_STEP: dict[str, ModuleType] = {kind: m for m in ALL for kind in m.EDGES}
+EDGE_MODES: dict[str, str] = {kind: mode for m in ALL for kind, mode in m.EDGES.items()}
+BY_EDGE: dict[str, ModuleType] = {mode: m for m in reversed(ALL) for mode in m.EDGES.values()}
+
+
+def of(c: Comparison) -> ModuleType:
+    """The mechanism that resolves ``c`` when it needs no global aggregation."""
+    return BY_KIND[c.kind]
+
+
+def shared(key: str) -> ModuleType:
+    """The mechanism of the shared step ``key`` (``fetch``, ``shift-1``)."""
+    return fetch if key == fetch.KEY else neighbour
+
+
+def shared_keys(factor) -> list[str]:
+    """The shared steps a factor's score waits for."""
+    return [key for m in SHARED for key in m.keys(factor)]
+
+
+@lru_cache(maxsize=4096)
+def needs_global(c: Comparison, separable_sum: str = "pool") -> str:
+    """Why ``c`` needs global aggregation whatever the architecture ('' when it does not):
+    its mechanism cannot resolve it, or something nested in it needs it."""
+    reason = of(c).limit(c, separable_sum)
+    if reason:
+        return reason
+    for child in c.children:
+        reason = needs_global(child, separable_sum)
+        if reason:
+            return f"{child.label} inside it: {reason}"
+    return ""
+
+
+def name(c: Comparison, separable_sum: str = "pool") -> str:
+    """How ``c`` is resolved, in explain's words."""
+    return global_aggregation.NAME if needs_global(c, separable_sum) else of(c).NAME

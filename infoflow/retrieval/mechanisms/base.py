@@ -1,0 +1,29 @@
+"""What the mechanism modules share: the parts of a step's labels (which copy of a part it
+serves, how many heads, whose result it is) and who makes a step, in words."""
+
+from __future__ import annotations
+
+from infoflow.retrieval.types import EVERY, Placement, Step
+
+
+def tagged(placement: Placement) -> str:
+    """``_c1.2``: the part's tag as a subscript ('' for a part without one)."""
+    return f"_{placement.tag}" if placement.tag else ""
+
+
+def copies(step: Step) -> str:
+    """`` x3`` for a step of three heads side by side ('' for one)."""
+    return f" x{step.heads}" if step.heads > 1 else ""
+
+
+def holder(step: Step, placement: Placement) -> str:
+    """``(s*)``: the token whose best value the step retrieves for ('' for the readout and for
+    a value every token gets)."""
+    return f"({step.holder}*{tagged(placement)})" if step.holder not in (None, EVERY) else ""
+
+
+def who(step: Step) -> str:
+    """Who makes the step, in words."""
+    return {None: "the readout", EVERY: "every token"}.get(
+        step.holder, f"every token {step.holder}"
+    )

@@ -1,0 +1,91 @@
+"""Fixed-position fetch (specific-position aggregation, the papers' summary): one head, shared
+by every part, in which every token and the readout attend to the fixed positions the target
+reads (``x[1]``, ``x[T]``), directly or inside a score. It needs positional encoding: without
+it the model is permutation invariant and no head can single out a position. Decoding what it
+brings costs Theorem 3's exponent over the positions it fetches.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from infoflow.retrieval.laws import decode_exponent
+from infoflow.retrieval.types import (
+    FETCH,
+    CostOptions,
+    Factor,
+    Fragment,
+    Option,
+    Part,
+    Schedule,
+    Shape,
+    Step,
+)
+
+NAME = "specific-position head"
+KEY = FETCH  # the shared step's key in a schedule
+EDGES = {"fetch": "specific-position"}
+
+
+def keys(factor: Factor) -> list[str]:
+    """The shared step a score needs first: the fetch, when it reads a fixed position."""
+    return [KEY] if factor.fixed else []
+
+
+def step(key: str) -> Step:
+    return Step("fetch")
+
+
+def part(positions: frozenset[str], shape: Shape) -> Part:
+    """The part for the fixed positions the target reads directly: fetched (with positional
+    encoding, else impossible), or left to global aggregation when no head is left."""
+    label = "fixed positions " + ", ".join(sorted(positions))
+    if shape.positional_encoding:
+        reason = "no head left for a specific-position head"
+        fetch = Fragment((), (), (), -1, (KEY,))
+        options = (Option("scheduled", fetch), Option("global", reason=reason))
+    else:
+        reason = "without positional encoding no head can single out a fixed position"
+        options = (Option("impossible", reason=reason),)
+    return Part(label, None, 1, options, -1)
+
+
+def positions(schedule: Schedule) -> list[str]:
+    """Fixed positions the head brings in: read directly or in a scheduled part's score."""
+    inside = {
+        q
+        for pl in schedule.placements
+        if pl.comparison and pl.mode == "scheduled"
+        for c in pl.comparison.walk()
+        for f in c.factors
+        for q in f.fixed
+    }
+    return sorted(set(schedule.positions) | inside)
+
+
+def labels(schedule: Schedule, step: Step) -> list[str]:
+    """What every token (and the readout) holds after the fetch: the positions."""
+    return positions(schedule)
+
+
+def sentence(schedule: Schedule, step: Step) -> str:
+    fixed = ", ".join(positions(schedule))
+    return (
+        f"1 head: every token and the readout attend to the fixed positions {fixed} "
+        "[paper:summary, specific-position]"
+    )
+
+
+def part_text(schedule: Schedule, step: Step) -> str:
+    """What the DAG's edges from the fixed positions are for."""
+    return f"fixed positions {', '.join(positions(schedule))}"
+
+
+def edge_roles(positions: list[str]) -> list[tuple[str, str]]:
+    """The DAG's edges of the fetch: from each fixed position to the token and the readout."""
+    return [(q, "token") for q in positions] + [(q, "readout") for q in positions]
+
+
+def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -> sympy.Expr:
+    """Decoding the fetched positions."""
+    return decode_exponent(len(positions(schedule)), options)

@@ -1,0 +1,179 @@
+"""k-th retrieval: the k-th largest (or smallest) of a score over one token.
+
+It retrieves rank r, counted from the nearer end ([R] ``kth_symmetry``: the k-th largest of
+T values is the (T + 1 - k)-th smallest, and negating a score is free); rank 1 is a max or a
+min, resolved by max-position retrieval. Above rank 1 there are two ways:
+
+- ``peel``: r steps in increasing layers, one head each, layer j learning the j-th largest
+  ([R] ``kth_layers``); free in the exponent, like any retrieval;
+- ``kth``: one head retrieves the r-th largest directly, priced by Theorem 2 as
+  (T - r - 1)/(n + 1), a lower bound (option ``kth_cost: summary`` reads (r - 1)/n instead),
+  with n = E/h the head width: on layers of different widths the widest head the
+  architecture has ([R] ``kth_width``), so the term stays a lower bound wherever the step
+  runs.
+
+Peeling fewer than r leaves the (r - p)-th largest of T - p candidates, which Theorem 2
+prices as the r-th of T, so a k-th step is peeled whole or not at all. Both costs may grow
+with T, so the schedule without single-head k-th retrievals (each falling back to global
+aggregation) is the other candidate for the cheapest: :func:`without_single_head`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sympy
+
+from infoflow.retrieval.expression import TargetError
+from infoflow.retrieval.laws import E, T, n
+from infoflow.retrieval.mechanisms import max_position
+from infoflow.retrieval.mechanisms.base import copies, holder, tagged
+from infoflow.retrieval.types import (
+    Comparison,
+    CostOptions,
+    CostTerm,
+    Placement,
+    Schedule,
+    Step,
+)
+
+NAME = "k-th largest retrieval"
+EDGES = {"peel": "max-position", "kth": "k-th largest"}
+ALREADY_GLOBAL = (
+    "another part needs global aggregation, which costs less than a single-head k-th retrieval"
+)
+INSTEAD = "in place of its single-head k-th retrieval, where that costs more"
+
+
+def limit(c: Comparison, separable_sum: str = "pool") -> str:
+    """A k-th retrieval fails where a max-position retrieval does (order above 2)."""
+    return max_position.limit(c, separable_sum)
+
+
+def rank(k: int, seq_len: int | None) -> int:
+    """The rank a k-th step retrieves, from the nearer end: the k-th largest of T values is
+    the (T + 1 - k)-th smallest, and negating a score is free ([R] kth_symmetry); rank 1 is
+    the max or the min. With T symbolic, k counts from its own end (T >= 2k - 1 assumed)."""
+    if seq_len is None:
+        return k
+    if k > seq_len:
+        raise TargetError(f"k = {k} exceeds T = {seq_len}: there is no {k}-th value of {seq_len}")
+    return min(k, seq_len + 1 - k)
+
+
+def own_steps(c: Comparison, to: str | None, heads: int, ranks: dict) -> list[list]:
+    """Rank 1: the max-position retrievals; above it, the peel, then the single head."""
+    r = ranks.get(c.k, c.k)
+    if r == 1:
+        return max_position.own_steps(c, to, heads, ranks)
+    every = tuple(range(len(c.factors)))
+    variable = c.variables[0]
+    peel = Step("peel", heads, r, variable, to, r, c)
+    single = Step("kth", heads, 1, variable, to, r, c)
+    return [[(peel, every)], [(single, every)]]
+
+
+def labels(step: Step, placement: Placement) -> list[str]:
+    """One label per rank the step brings: every rank up to r for a peel, r for one head."""
+    k = step.comparison.k if step.comparison else None
+    end = _end(step, k)
+    ranks = range(1, step.rank + 1) if step.kind == "peel" else [step.rank]
+    v = f"{step.variable}*{tagged(placement)}{holder(step, placement)}"
+    return [f"{v} ({ordinal(j)} {end}){copies(step)}" for j in ranks]
+
+
+def _end(step: Step, k: int | None) -> str:
+    """largest or smallest: the end a k-th step counts from (the nearer one, [R])."""
+    smallest = step.comparison is not None and step.comparison.op == "kth_smallest"
+    if k is not None and step.rank != k:
+        smallest = not smallest
+    return "smallest" if smallest else "largest"
+
+
+def sentence(step: Step, placement: Placement, j: int, who: str) -> str:
+    """A peel's j-th layer, or the single head, in explain's words."""
+    if step.kind == "peel":
+        return (
+            f"{step.heads} head(s): {who} learns the {ordinal(j)} largest {step.variable} "
+            f"(of {step.rank}) for {placement.label} [reconstruction:kth_layers]"
+        )
+    symmetric = not (step.comparison and step.rank == step.comparison.k)
+    tag = "reconstruction:kth_symmetry" if symmetric else "paper:theorem-2"
+    return (
+        f"{step.heads} head(s): {who} retrieves the {ordinal(step.rank)} largest "
+        f"{step.variable} with one head for {placement.label} [{tag}]"
+    )
+
+
+def kth_exponent(r: int, width: sympy.Expr, options: CostOptions) -> sympy.Expr:
+    """Theorem 2's exponent for a single head retrieving the r-th largest (head width
+    ``width``)."""
+    if options.kth_cost == "summary":
+        return sympy.Integer(r - 1) / width
+    return (T - r - 1) / (width + 1)
+
+
+def head_width(schedule: Schedule) -> sympy.Expr:
+    """n = E / h: the widest head of the architecture (its layer with the fewest heads)."""
+    return E / min(schedule.shape.heads)
+
+
+def terms(placement: Placement, options: CostOptions) -> list[CostTerm]:
+    """Theorem 2's term for every single-head k-th retrieval of a scheduled part."""
+    if placement.mode != "scheduled" or not placement.fragment:
+        return []
+    out = []
+    for step, layers in zip(placement.fragment.steps, placement.layers, strict=True):
+        if step.kind != "kth":
+            continue
+        c = step.comparison
+        inner = f": {c.label}" if c is not None and c is not placement.comparison else ""
+        what = (
+            f"{placement.label}{inner} as one head retrieving the "
+            f"{ordinal(step.rank)} largest in layer {layers[-1]}"
+        )
+        if options.kth_cost == "summary":
+            tag = "reconstruction:kth_cost"
+        elif c is not None and step.rank != c.k:
+            tag = "reconstruction:kth_symmetry"
+            what += f" (k = {c.k}, counted from the other end)"
+        else:
+            tag = "paper:theorem-2"
+        out.append(CostTerm(kth_exponent(step.rank, n, options), what, tag))
+    return out
+
+
+def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -> sympy.Expr:
+    """A single head's edge into ``layer`` costs Theorem 2's term; a peel's, nothing."""
+    placement = next(q for q in schedule.placements if q.label == part)
+    for step, layers in zip(placement.fragment.steps, placement.layers, strict=True):
+        if step.kind == "kth" and layer in layers:
+            return kth_exponent(step.rank, n, options)
+    return sympy.Integer(0)
+
+
+def without_single_head(schedule: Schedule, reason: str = INSTEAD) -> Schedule:
+    """``schedule`` with every part that makes a single-head k-th retrieval falling back to
+    global aggregation instead: the other candidate for the cheapest schedule, since both
+    exponents grow with T and either may be the smaller one at a given T, E and d."""
+    placements = [
+        replace(q, mode="global", fragment=None, layers=(), reason=reason)
+        if q.fragment and q.fragment.theorem2
+        else q
+        for q in schedule.placements
+    ]
+    needed = {
+        key
+        for q in placements
+        if q.fragment
+        for keys in (*q.fragment.shared, q.fragment.needs)
+        for key in keys
+    }
+    shared = {key: v for key, v in schedule.shared.items() if key in needed}
+    return Schedule(schedule.shape, placements, shared, schedule.positions)
+
+
+def ordinal(k: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 21st."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"

@@ -1,0 +1,83 @@
+"""Max-position retrieval: a min or max over tokens, read as variable elimination in a
+min-sum problem ([R] ``variable_elimination``). Eliminating index v is one head (step
+``retrieve``) in which every token holding the one other index v's factors touch, or the
+readout when none is left, retrieves the best v. The elimination tree may be rooted at any
+of the comparison's indices ([R] ``sequential_schedule``): a chain a-b-c rooted at b runs in
+layers [2, 1], rooted at a in [1, 1, 1]. A retrieval costs nothing of its own in the
+exponent: what it brings is decoded with the rest of the readout's state (Theorem 3). It
+cannot resolve a comparison of order above 2 (a triangle): no chain of retrievals does, and
+global aggregation takes over.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from infoflow.retrieval.canonical_to_tree import order
+from infoflow.retrieval.mechanisms.base import copies, holder, tagged
+from infoflow.retrieval.types import Comparison, CostOptions, Placement, Schedule, Step
+
+NAME = "max-position retrieval"
+EDGES = {"retrieve": "max-position"}  # step kind -> the DAG's propagation mode
+PLANNER = "reconstruction:variable_elimination"
+SCHEDULES = "reconstruction:sequential_schedule"
+
+
+def limit(c: Comparison, separable_sum: str = "pool") -> str:
+    """Why no chain of retrievals resolves ``c`` ('' when one does)."""
+    if order(c) > 2:
+        return f"order {order(c)}: no chain of max-position retrievals resolves it"
+    return ""
+
+
+def own_steps(c: Comparison, to: str | None, heads: int, ranks: dict) -> list[list]:
+    """Every elimination tree of ``c`` whose result goes to ``to``, one per root (the
+    enclosing indices, else every own index): its steps as (step, factors consumed), in
+    elimination order."""
+    roots = sorted(c.free) if c.free else list(c.variables)
+    return [_rooted(c, root, to, heads) for root in roots]
+
+
+def _rooted(c: Comparison, root: str, to: str | None, heads: int) -> list:
+    """The elimination tree of ``c`` rooted at ``root`` (an own index, or the enclosing index
+    the result goes to): (step, factors consumed) in elimination order."""
+    edges: dict[str, set[str]] = {v: set() for v in (*c.variables, *c.free)}
+    for f in c.factors:
+        if len(f.scope) == 2:
+            a, b = sorted(f.scope)
+            edges[a].add(b)
+            edges[b].add(a)
+    parent, depth, queue = {root: None}, {root: 0}, [root]
+    for v in queue:
+        for u in sorted(edges[v]):
+            if u not in parent:
+                parent[u], depth[u] = v, depth[v] + 1
+                queue.append(u)
+    own = [v for v in reversed(queue) if v in c.variables]
+    consumed: dict[str, list[int]] = {v: [] for v in own}
+    for i, f in enumerate(c.factors):
+        consumed[max((v for v in f.scope if v in c.variables), key=depth.get)].append(i)
+    steps = []
+    for v in own:
+        up = parent[v] if parent[v] in c.variables else to
+        steps.append((Step("retrieve", heads, 1, v, up, None, c), tuple(consumed[v])))
+    return steps
+
+
+def labels(step: Step, placement: Placement) -> list[str]:
+    """What the step brings to whoever holds its result: ``s*(t*)``, the best s for t."""
+    return [f"{step.variable}*{tagged(placement)}{holder(step, placement)}{copies(step)}"]
+
+
+def sentence(step: Step, placement: Placement, j: int, who: str) -> str:
+    """The step in explain's words, with its provenance."""
+    tag = SCHEDULES if placement.sequential else PLANNER
+    return (
+        f"{step.heads} head(s): {who} retrieves the best {step.variable} for "
+        f"{placement.label} [{tag}]"
+    )
+
+
+def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -> sympy.Expr:
+    """A retrieval's edge adds nothing to the exponent."""
+    return sympy.Integer(0)

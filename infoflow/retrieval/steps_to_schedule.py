@@ -1,0 +1,296 @@
+"""Steps + an architecture's shape -> a schedule: which step of which part runs in which
+layer.
+
+Each top-level part (a comparison, each of its copies up to SPLIT, the fixed positions read
+directly) has options: its fragments (:mod:`~infoflow.retrieval.tree_to_steps`), cheapest
+first, then global aggregation ([R]: a fallback that may share a head); or it is impossible
+(positions without positional encoding). A depth-first search picks one option per part and
+keeps the best by (impossible parts, fallbacks, Theorem-2 steps, their ranks);
+:func:`~infoflow.retrieval.layer_fit.fits` decides exactly whether the chosen steps fit the
+heads of each layer. So a head or a layer more never makes the schedule worse. Nothing here
+depends on T.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from infoflow.retrieval import mechanisms
+from infoflow.retrieval.canonical_to_tree import position_reads
+from infoflow.retrieval.layer_fit import fits
+from infoflow.retrieval.mechanisms import fetch, kth
+from infoflow.retrieval.tree_to_steps import fragments
+from infoflow.retrieval.types import (
+    FETCH,
+    NO_THEOREM2,
+    Comparison,
+    ComparisonTree,
+    Fragment,
+    Option,
+    Part,
+    Placement,
+    Schedule,
+    Shape,
+)
+
+SPLIT = 16  # copies of a top-level comparison placed one by one (more: as one block)
+
+
+# ---- the parts and their options ---------------------------------------------------------
+
+
+def parts(tree: ComparisonTree, shape: Shape, ranks: dict) -> list[Part]:
+    """Every part of ``tree`` with its options on ``shape``, cheapest first."""
+    out: list[Part] = []
+    many = len(tree.parts) > 1
+    for i, c in enumerate(tree.parts):
+        split = 1 < c.copies <= SPLIT
+        unit = replace(c, copies=1) if split else c
+        options = tuple(_options(unit, shape, ranks, tree.separable_sum))
+        for j in range(c.copies if split else 1):
+            tag = ".".join(([f"c{i + 1}"] if many else []) + ([str(j + 1)] if split else []))
+            label = f"{c.label} ({_tag_words(tag, c.copies)})" if tag else c.label
+            out.append(Part(label, unit, 1 if split else c.copies, options, i, tag))
+    if tree.positions:
+        out.append(fetch.part(tree.positions, shape))
+    return out
+
+
+def _options(c: Comparison, shape: Shape, ranks: dict, separable_sum: str) -> list[Option]:
+    reads = position_reads(c)
+    if reads and not shape.positional_encoding:
+        reason = (
+            f"{reads[0]} reads positions, and without positional encoding the model is "
+            "permutation invariant"
+        )
+        return [Option("impossible", reason=reason)]
+    reason = mechanisms.needs_global(c, separable_sum)
+    if reason:
+        return [Option("global", reason=reason)]
+    every = fragments(c, None, 1, ranks)
+    widest = max(shape.heads)
+    fit = [f for f in every if f.depth <= shape.layers and max(s.heads for s in f.steps) <= widest]
+    return [Option("scheduled", f) for f in fit] + [
+        Option("global", reason=_fallback(every, shape))
+    ]
+
+
+def _fallback(every: list[Fragment], shape: Shape) -> str:
+    need = min(f.depth for f in every)
+    if need > shape.layers:
+        return f"too few layers: it needs {need}, the architecture has {shape.layers}"
+    return (
+        f"too few heads: it needs {every[0].profile()} in increasing layers beside the other parts"
+    )
+
+
+def _tag_words(tag: str, copies_of: int) -> str:
+    words = []
+    for piece in tag.split("."):
+        words.append(
+            f"comparison {piece[1:]}" if piece.startswith("c") else f"copy {piece} of {copies_of}"
+        )
+    return ", ".join(words)
+
+
+# ---- the search --------------------------------------------------------------------------
+
+
+def schedule(tree: ComparisonTree, shape: Shape, ranks: dict) -> Schedule:
+    """The best schedule of ``tree`` on ``shape`` (SearchTooLarge when the exact layer
+    search would not end in time)."""
+    found = parts(tree, shape, ranks)
+    choice = _search(found, list(shape.heads))
+    chosen = [found[i].options[j] for i, j in enumerate(choice)]
+    frags = [o.fragment for o in chosen if o.fragment]
+    layers, shared = _place(frags, list(shape.heads))
+    placements, k = [], 0
+    for part, option in zip(found, chosen, strict=True):
+        placement = Placement(
+            part.label,
+            option.mode,
+            part.copies,
+            part.comparison,
+            option.fragment,
+            reason=option.reason,
+            tag=part.tag,
+        )
+        if option.fragment:
+            placement.layers = layers[k]
+            placement.sequential = _spread(layers[k]) > min(
+                o.fragment.depth
+                for o in part.options
+                if o.fragment and o.fragment.theorem2 == option.fragment.theorem2
+            )
+            k += 1
+        placements.append(placement)
+    best = Schedule(shape, placements, shared, tree.positions)
+    if best.uses_global and best.theorem2:  # the global term is paid anyway
+        return kth.without_single_head(best, kth.ALREADY_GLOBAL)
+    return best
+
+
+def _spread(layers: tuple) -> int:
+    """How many layers a part's steps run in."""
+    return len({layer for used in layers for layer in used})
+
+
+def _search(found: list[Part], caps: list[int]) -> list[int]:
+    """The option index per part of the best schedule (depth first, best options first;
+    copies of one comparison take option indices in non-decreasing order)."""
+    scores = [[o.score(p.copies) for o in p.options] for p in found]
+    costs = [[o.fragment.heads if o.fragment else 0 for o in p.options] for p in found]
+    lowest = _total(s[0] for s in scores)
+    best: list = [None, None]  # score, choice
+    capacity = sum(caps)
+
+    def dfs(i: int, choice: list[int], acc: tuple, used: int) -> bool:
+        if i == len(found):
+            if best[0] is None or acc < best[0]:
+                best[0], best[1] = acc, list(choice)
+            return acc == lowest
+        part = found[i]
+        start = choice[-1] if i and found[i - 1].group == part.group >= 0 else 0
+        for j in range(start, len(part.options)):
+            total, spent = _add(acc, scores[i][j]), used + costs[i][j]
+            if best[0] is not None:
+                bound = _add(total, _rest_bound(scores[i + 1 :], costs[i + 1 :], capacity - spent))
+                if bound >= best[0]:
+                    continue
+            option = part.options[j]
+            if option.fragment and not _fits_choice(found, [*choice, j], caps):
+                continue
+            if dfs(i + 1, [*choice, j], total, spent):
+                return True
+        return False
+
+    dfs(0, [], (0, 0, NO_THEOREM2, 0), 0)
+    return best[1]
+
+
+def _add(a: tuple, b: tuple) -> tuple:
+    """Two scores together: counts add, the worst Theorem-2 rank is the worse one."""
+    return (a[0] + b[0], a[1] + b[1], max(a[2], b[2]), a[3] + b[3])
+
+
+def _total(scores) -> tuple:
+    out = (0, 0, NO_THEOREM2, 0)
+    for score in scores:
+        out = _add(out, score)
+    return out
+
+
+def _rest_bound(scores: list, costs: list, room: int) -> tuple:
+    """A lower bound on what the remaining parts cost: each its best option, plus the
+    fallbacks and Theorem-2 steps needed for their heads to fit the heads left (a
+    relaxation that ignores layers)."""
+    base = _total(s[0] for s in scores)
+    cheapest = [
+        min([c for c, s in zip(cs, ss, strict=True) if s[1] == 0] or [0])
+        for cs, ss in zip(costs, scores, strict=True)
+    ]
+    fallbacks = _needed(sorted(cheapest, reverse=True), sum(cheapest) - room)
+    first = sorted((cs[0] for cs in costs), reverse=True)
+    deficit = sum(first) - room - sum(first[:fallbacks])
+    savings = sorted((cs[0] - low for cs, low in zip(costs, cheapest, strict=True)), reverse=True)
+    more = _needed(savings, deficit) if fallbacks == 0 else 0
+    return _add(base, (0, fallbacks, NO_THEOREM2, more))
+
+
+def _needed(savings: list[int], deficit: int) -> int:
+    """How many of ``savings`` (largest first) it takes to cover ``deficit``."""
+    count = 0
+    for saving in savings:
+        if deficit <= 0:
+            break
+        deficit -= saving
+        count += 1
+    return count
+
+
+def _fits_choice(found: list[Part], choice: list[int], caps: list[int]) -> bool:
+    frags = [found[i].options[j].fragment for i, j in enumerate(choice)]
+    heads, preds, _, _ = _graph([f for f in frags if f])
+    return fits(heads, preds, caps) is not None
+
+
+def _graph(frags: list[Fragment]):
+    """The chosen steps as one graph of single-layer nodes (a peel of rank r is a chain of
+    r nodes): heads and predecessors per node, the nodes of each step, the shared steps."""
+    keys = sorted({k for f in frags for ks in (*f.shared, f.needs) for k in ks})
+    heads = [1] * len(keys)
+    preds: list[list[int]] = [[] for _ in keys]
+    shared_node = {k: i for i, k in enumerate(keys)}
+    nodes_of: list[list[list[int]]] = []
+    for frag in frags:
+        mine: list[list[int]] = []
+        for i, step in enumerate(frag.steps):
+            waits = [mine[p][-1] for p in frag.preds[i]] + [shared_node[k] for k in frag.shared[i]]
+            chain = []
+            for _ in range(step.length):
+                heads.append(step.heads)
+                preds.append(waits)
+                chain.append(len(heads) - 1)
+                waits = [chain[-1]]
+            mine.append(chain)
+        nodes_of.append(mine)
+    return heads, preds, nodes_of, shared_node
+
+
+def _place(frags: list[Fragment], caps: list[int]):
+    """Layers of every chosen step, and of the shared steps."""
+    heads, preds, nodes_of, shared_node = _graph(frags)
+    layer = fits(heads, preds, caps) if heads else []
+    assert layer is not None  # the search only keeps what fits
+    per_fragment = [tuple(tuple(layer[n] for n in chain) for chain in mine) for mine in nodes_of]
+    shared = {
+        key: (mechanisms.shared(key).step(key), layer[node]) for key, node in shared_node.items()
+    }
+    return per_fragment, shared
+
+
+# ---- the minimal architectures ------------------------------------------------------------
+
+
+def minimal(tree: ComparisonTree, ranks: dict) -> tuple[Schedule, list[Shape]]:
+    """The schedule on the fewest layers that reach the best exponent (every part from the
+    first layer, as early as it can), and the shapes with the same cost: that one and the
+    narrowest (one head per layer, the steps one after another)."""
+    placements, frags = [], []
+    for c in tree.parts:
+        reason = mechanisms.needs_global(c, tree.separable_sum)
+        if reason:
+            placements.append(Placement(c.label, "global", c.copies, c, reason=reason))
+            continue
+        whole = [f for f in fragments(c, None, 1, ranks) if not f.theorem2]
+        best = min(whole, key=lambda f: (f.depth, max(f.profile()), f.profile()))
+        layers = tuple(
+            range(end - step.length + 1, end + 1)
+            for step, end in zip(best.steps, best.finish(), strict=True)
+        )
+        placements.append(Placement(c.label, "scheduled", c.copies, c, best, layers))
+        frags.append(best)
+    pe = bool(tree.positions) or any(position_reads(c) for c in tree.parts)
+    keys = sorted(
+        {k for f in frags for ks in f.shared for k in ks} | ({FETCH} if tree.positions else set())
+    )
+    profile = _sum_profiles(
+        [f.profile() for f in frags] + [[len(keys)]] if keys else [f.profile() for f in frags]
+    )
+    heads = tuple(max(h, 1) for h in profile) or (1,)
+    fewest = Shape(len(heads), heads, pe)
+    shared = {k: (mechanisms.shared(k).step(k), 1) for k in keys}
+    asap = Schedule(fewest, placements, shared, tree.positions)
+    total = sum(f.heads for f in frags) + len(keys)
+    alternatives = [fewest]
+    if total > len(heads) and max(heads) > 1:
+        alternatives.append(Shape(total, (1,) * total, pe))
+    return asap, alternatives
+
+
+def _sum_profiles(profiles: list[list[int]]) -> list[int]:
+    out = [0] * max((len(p) for p in profiles), default=0)
+    for p in profiles:
+        for i, h in enumerate(p):
+            out[i] += h
+    return out
