@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from infoflow.core.version import __version__
 
 _EXPORTS = {
+    "check_family": "infoflow.checks",
     "load_spec": "infoflow.spec",
     "expand": "infoflow.spec",
     "spec_schema": "infoflow.spec",
@@ -29,6 +30,7 @@ __all__ = [
     "Result",
     "SpecError",
     "__version__",
+    "check_family",
     "expand",
     "load_spec",
     "predict",
@@ -36,6 +38,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from infoflow.checks import check_family
     from infoflow.core.errors import SpecError
     from infoflow.core.results import Prediction, Result
     from infoflow.predictor import predict

@@ -23,7 +23,7 @@ from infoflow.looped_kv.formulas import INTEGERS, REALS, Form, symbols
 CACHE = Path(__file__).with_name("expressions.json")
 
 
-class Term:
+class Traced:
     """A formula applied to symbols, as the text of every operation (fully parenthesised)."""
 
     __slots__ = ("text",)
@@ -31,31 +31,31 @@ class Term:
     def __init__(self, text: str) -> None:
         self.text = text
 
-    def __add__(self, other: Any) -> Term:
+    def __add__(self, other: Any) -> Traced:
         return _op(self, "+", other)
 
-    def __radd__(self, other: Any) -> Term:
+    def __radd__(self, other: Any) -> Traced:
         return _op(other, "+", self)
 
-    def __sub__(self, other: Any) -> Term:
+    def __sub__(self, other: Any) -> Traced:
         return _op(self, "-", other)
 
-    def __rsub__(self, other: Any) -> Term:
+    def __rsub__(self, other: Any) -> Traced:
         return _op(other, "-", self)
 
-    def __mul__(self, other: Any) -> Term:
+    def __mul__(self, other: Any) -> Traced:
         return _op(self, "*", other)
 
-    def __rmul__(self, other: Any) -> Term:
+    def __rmul__(self, other: Any) -> Traced:
         return _op(other, "*", self)
 
-    def __truediv__(self, other: Any) -> Term:
+    def __truediv__(self, other: Any) -> Traced:
         return _op(self, "/", other)
 
-    def __rtruediv__(self, other: Any) -> Term:
+    def __rtruediv__(self, other: Any) -> Traced:
         return _op(other, "/", self)
 
-    def __le__(self, other: Any) -> Term:
+    def __le__(self, other: Any) -> Traced:
         return _op(self, "<=", other)
 
     def __bool__(self) -> bool:
@@ -63,23 +63,23 @@ class Term:
 
 
 def _text(value: Any) -> str:
-    """A term's text, or a constant's ``repr`` (so 2, 2.0 and Fraction(2) differ)."""
-    return value.text if isinstance(value, Term) else repr(value)
+    """A traced value's text, or a constant's ``repr`` (so 2, 2.0 and Fraction(2) differ)."""
+    return value.text if isinstance(value, Traced) else repr(value)
 
 
-def _op(left: Any, op: str, right: Any) -> Term:
-    return Term(f"({_text(left)} {op} {_text(right)})")
+def _op(left: Any, op: str, right: Any) -> Traced:
+    return Traced(f"({_text(left)} {op} {_text(right)})")
 
 
-def _call(name: str, *args: Any) -> Term:
-    return Term(f"{name}({', '.join(map(_text, args))})")
+def _call(name: str, *args: Any) -> Traced:
+    return Traced(f"{name}({', '.join(map(_text, args))})")
 
 
 @lru_cache(maxsize=1)
 def traced() -> SimpleNamespace:
-    """The symbols as :class:`Term`, with floor, min, cancel and piecewise spelled out."""
+    """The symbols as :class:`Traced`, with floor, min, cancel and piecewise spelled out."""
     return SimpleNamespace(
-        **{name: Term(name) for name in (INTEGERS + " " + REALS).split()},
+        **{name: Traced(name) for name in (INTEGERS + " " + REALS).split()},
         floor=lambda x: _call("floor", x),
         min=lambda a, b: _call("Min", a, b),
         cancel=lambda x: _call("cancel", x),

@@ -37,8 +37,8 @@ Glossary:
   (a neighbour x[t - 1]); a fragment: the steps resolving one comparison and what is nested;
 - schedule: which step of which part runs in which layer; placement: one part's place in it;
   global: the fallback that averages all T positions;
-- Theorem 1: one layer cannot resolve an order-2 min or max without global aggregation
-  (depth separation); Theorem 2: the single-head k-th exponent; Theorem 3: the decoding
-  cost law alpha_decode(T0) = T0*d/E - c;
+- Theorem 1: depth separation (the pairwise minimum needs alpha linear in T on one layer,
+  alpha = 1 on two); Theorem 2: the single-head k-th exponent (T - k - 1)/(n + 1);
+  Theorem 3: the decoding cost law alpha_decode(T0) = T0*d/E - c;
 - [R]: a reconstruction (a named option with a documented default; docs/retrieval.md).
 """

@@ -239,7 +239,7 @@ class Placement:
 
 @dataclass
 class Schedule:
-    """A plan of the target on an architecture's ``shape``: where each part runs, and the
+    """The target laid out on an architecture's ``shape``: where each part runs, and the
     shared steps (fetch, shift) with the layer each runs in."""
 
     shape: Shape

@@ -5,90 +5,64 @@ is an error everywhere, and a toy fourth family goes end to end through `predict
 
 from __future__ import annotations
 
-import ast
 import json
-from pathlib import Path
 
 import pytest
 from conftest import ROOT
 from typer.testing import CliRunner
 
-from infoflow import families
+from infoflow.checks import FamilyCheckError, check_family
 from infoflow.core.errors import SpecError
 from infoflow.families import FAMILIES, Family, family
 
 PACKAGE = ROOT / "infoflow"
-PROTOCOL = ("scale", "plan", "train", "judge", "describe", "markdown", "plot")
 
 
 @pytest.mark.parametrize("kind", sorted(FAMILIES))
 def test_every_registered_kind_is_complete(kind) -> None:
+    """check_family's checks, the validator planning two bundled specs (every spec: the slow
+    test below), and the family's packages where the registry expects them."""
+    check_family(kind, plans=2)
     f = FAMILIES[kind]
-    model = f.spec_model()
-    assert model.model_fields["kind"].annotation.__args__ == (kind,)  # the spec's literal
-    assert callable(f.predictor())
-    assert set(f.commands) <= set(families.EXTRA_COMMANDS)
-    assert all(callable(f.command(name)) for name in f.commands)
-    if f.validator is None:
-        assert f.not_validated, f"{kind}: no validator and no reason"
-    else:
-        pytest.importorskip("torch")
-        validator = f.load_validator()
-        assert validator.kind == kind
-        assert all(callable(getattr(validator, name)) for name in PROTOCOL)
     assert (ROOT / f.docs).is_file() and f.docs == f"docs/{kind}.md"
-    specs = sorted((ROOT / f.specs).glob("*.json"))
-    assert specs, f"{kind}: no bundled specs in {f.specs}"
-    assert all(json.loads(p.read_text())["kind"] == kind for p in specs)
     assert (PACKAGE / kind).is_dir() and (PACKAGE / "validators" / kind).is_dir()
 
 
-def _shared_modules() -> list[Path]:
-    """Every module outside the family packages, the registry excepted."""
-    family_dirs = {PACKAGE / kind for kind in FAMILIES} | {
-        PACKAGE / "validators" / kind for kind in FAMILIES
-    }
-    return [
-        path
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if path.name != "families.py" and not any(d in path.parents for d in family_dirs)
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(FAMILIES))
+def test_every_bundled_spec_of_a_kind_is_planned_into_groups(kind) -> None:
+    check_family(kind)
+
+
+def test_check_family_reports_what_a_family_gets_wrong(toy, monkeypatch) -> None:
+    """The toy family has no docs page and no specs folder, and a broken copy of it predicts
+    a name that is not snake_case and plans a job whose group is not a Group."""
+    with pytest.raises(FamilyCheckError) as found:
+        check_family("toy")
+    assert found.value.problems == [
+        "no docs page (docs/<kind>.md)",
+        "no bundled specs folder (specs/<kind>)",
     ]
+    (toy / "specs" / "toy").mkdir(parents=True)
+    (toy / "docs").mkdir()
+    (toy / "docs" / "toy.md").write_text("# toy")
+    (toy / "specs" / "toy" / "one.json").write_text(json.dumps({"kind": "toy", "n": 2}))
+    entry = FAMILIES["toy"]
+    monkeypatch.setitem(
+        FAMILIES, "toy", Family(**{**vars(entry), "docs": "docs/toy.md", "specs": "specs/toy"})
+    )
+    check_family("toy", root=toy)  # complete now
+    import toy_family
 
+    good = toy_family.predict
 
-def _imported(node: ast.AST) -> list[str]:
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if isinstance(node, ast.ImportFrom) and node.module:
-        return [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-    return []
+    def bad_predict(spec, source=None):
+        result = good(spec, source)
+        return type(result)("toy", spec, {"Double": result["double"]}, source)
 
-
-def test_no_dispatch_on_a_kind_outside_the_registry_and_the_families() -> None:
-    """Shared modules neither import a family's code nor compare with a kind's name."""
-    owned = [f"infoflow.{k}" for k in FAMILIES] + [f"infoflow.validators.{k}" for k in FAMILIES]
-    assert len(_shared_modules()) >= 15
-    for path in _shared_modules():
-        where = path.relative_to(ROOT)
-        for node in ast.walk(ast.parse(path.read_text())):
-            for name in _imported(node):
-                assert not any(name == o or name.startswith(o + ".") for o in owned), (
-                    f"{where} imports {name}"
-                )
-            if isinstance(node, ast.Constant) and node.value in FAMILIES:
-                raise AssertionError(f"{where}:{node.lineno}: {node.value!r}")
-
-
-def test_modules_and_functions_stay_small_and_documented() -> None:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        text = path.read_text()
-        where = path.relative_to(ROOT)
-        assert len(text.splitlines()) <= 400, f"{where}: over 400 lines"
-        tree = ast.parse(text)
-        assert ast.get_docstring(tree), f"{where}: no module docstring"
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                length = node.end_lineno - node.lineno + 1
-                assert length <= 60, f"{where}: {node.name} is {length} lines"
+    monkeypatch.setattr(toy_family, "predict", bad_predict)
+    with pytest.raises(FamilyCheckError, match="'Double' is not a snake_case name"):
+        check_family("toy", root=toy)
 
 
 def test_an_unknown_kind_is_an_error_everywhere(tmp_path) -> None:

@@ -75,7 +75,7 @@ class ExactAttention:
         self.outputs: dict[Slot, Tensor] = {}
 
     def attend(self, slot: Slot, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
-        heads = q.shape[1]
+        heads = q.shape[1]  # q: [B, H, n, d_head]; k, v: [B, n_kv, L, d_head]
         out = F.scaled_dot_product_attention(
             q, expand_kv(k, heads), expand_kv(v, heads), is_causal=True
         )
@@ -97,13 +97,14 @@ class Block(nn.Module):
         )
 
     def forward(self, h: Tensor, slot: Slot, cache, rope: tuple[Tensor, Tensor]) -> Tensor:
-        b, n, d = h.shape
-        q, k, v = self.W_QKV(self.norm1(h)).split(d, dim=-1)
+        b, n, d = h.shape  # batch, tokens, d_model
+        q, k, v = self.W_QKV(self.norm1(h)).split(d, dim=-1)  # each [b, n, d]
+        # [b, H, n, d_head]
         q, k, v = (x.view(b, n, self.heads, -1).transpose(1, 2) for x in (q, k, v))
         q, k = _rotate(q, *rope), _rotate(k, *rope)
-        out = cache.attend(slot, q, k, v).transpose(1, 2).reshape(b, n, d)
+        out = cache.attend(slot, q, k, v).transpose(1, 2).reshape(b, n, d)  # [b, n, d]
         h = h + self.W_O(out)
-        return h + self.mlp(self.norm2(h))
+        return h + self.mlp(self.norm2(h))  # [b, n, d]
 
 
 class OuroBlock(nn.Module):
@@ -127,16 +128,16 @@ class OuroBlock(nn.Module):
         self.down_proj = nn.Linear(config.mlp_width, d, bias=False)
 
     def forward(self, h: Tensor, slot: Slot, cache, rope: tuple[Tensor, Tensor]) -> Tensor:
-        b, n, _ = h.shape
+        b, n, _ = h.shape  # batch, tokens, d_model
         z = self.input_layernorm(h)
-        q = self.q_proj(z).view(b, n, self.heads, -1).transpose(1, 2)
-        k = self.k_proj(z).view(b, n, self.kv_heads, -1).transpose(1, 2)
-        v = self.v_proj(z).view(b, n, self.kv_heads, -1).transpose(1, 2)
+        q = self.q_proj(z).view(b, n, self.heads, -1).transpose(1, 2)  # [b, H, n, d_head]
+        k = self.k_proj(z).view(b, n, self.kv_heads, -1).transpose(1, 2)  # [b, n_kv, n, d_head]
+        v = self.v_proj(z).view(b, n, self.kv_heads, -1).transpose(1, 2)  # [b, n_kv, n, d_head]
         q, k = _rotate_half(q, *rope), _rotate_half(k, *rope)
-        out = cache.attend(slot, q, k, v).transpose(1, 2).reshape(b, n, -1)
-        h = h + self.input_layernorm_2(self.o_proj(out))
+        out = cache.attend(slot, q, k, v).transpose(1, 2).reshape(b, n, -1)  # [b, n, H d_head]
+        h = h + self.input_layernorm_2(self.o_proj(out))  # [b, n, d]
         z = self.post_attention_layernorm(h)
-        z = self.down_proj(F.silu(self.gate_proj(z)) * self.up_proj(z))
+        z = self.down_proj(F.silu(self.gate_proj(z)) * self.up_proj(z))  # [b, n, d]
         return h + self.post_attention_layernorm_2(z)
 
 
@@ -161,7 +162,7 @@ class LoopedDecoder(nn.Module):
         rope = (_rope_half if ouro else _rope)(
             c.head_dim, offset, x.shape[1], x.device, c.rope_theta, c.rope_scale
         )
-        h = self.embed(x)
+        h = self.embed(x)  # [B, n, d_model]
         for i, block in enumerate(self.prelude):
             h = block(h, ("prelude", i), cache, rope)
         for t in range(c.loops):
@@ -171,7 +172,7 @@ class LoopedDecoder(nn.Module):
                 h = self.norm(h)
         for i, block in enumerate(self.coda):
             h = block(h, ("coda", i), cache, rope)
-        return self.unembed(h if ouro and not c.coda else self.norm(h))
+        return self.unembed(h if ouro and not c.coda else self.norm(h))  # [B, n, vocab]
 
 
 def _rope(dim: int, offset: int, n: int, device, theta: float, scale: float = 1.0):

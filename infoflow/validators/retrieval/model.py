@@ -156,42 +156,43 @@ class EnsembleTransformer(nn.Module):
         [members, batch, heads, T + 1] (computed explicitly, for analysis)."""
         m, b = len(self.members), x.shape[0]
         c = self.channels[:, None, None]  # [m, 1, 1, e]
-        h = torch.einsum("btd,mde->mbte", x, self.W_in) + self.b_in[:, None, None]
-        readout = self.readout[:, None, None].expand(m, b, 1, -1)
+        h = torch.einsum("btd,mde->mbte", x, self.W_in) + self.b_in[:, None, None]  # [m, b, t, e]
+        readout = self.readout[:, None, None].expand(m, b, 1, -1)  # [m, b, 1, e]
         h = torch.cat([h, readout], dim=2)  # [m, b, t + 1, e]
         h = (h + self.pe_mask[:, None, None, None] * self.W_pos[:, None]) * c
         attention = None
         for layer in range(self.layers):
-            keep = self.layer_mask[layer][:, None, None, None]
+            keep = self.layer_mask[layer][:, None, None, None]  # [m, 1, 1, 1]
             a, probs = self._attention(self._norm(h, self.ln1[layer]), layer, return_attention)
             attention = probs if attention is None else attention
-            h = h + keep * a * c
+            h = h + keep * a * c  # [m, b, s, e], s = t + 1
             z = self._norm(h, self.ln2[layer])
             z = torch.einsum("mbse,mef->mbsf", z, self.W_1[layer]) + self.b_1[layer][:, None, None]
-            z = F.relu(z) * self.hidden[:, None, None]
+            z = F.relu(z) * self.hidden[:, None, None]  # [m, b, s, f]
             z = torch.einsum("mbsf,mfe->mbse", z, self.W_2[layer]) + self.b_2[layer][:, None, None]
-            h = h + keep * z * c
-        out = self._norm(h[:, :, -1:], self.ln_f)[:, :, 0]
-        y = torch.einsum("mbe,meo->mbo", out, self.W_out) + self.b_out[:, None]
+            h = h + keep * z * c  # [m, b, s, e]
+        out = self._norm(h[:, :, -1:], self.ln_f)[:, :, 0]  # the readout: [m, b, e]
+        y = torch.einsum("mbe,meo->mbo", out, self.W_out) + self.b_out[:, None]  # [m, b, o]
         return (y, attention) if return_attention else y
 
     def _attention(self, z: Tensor, layer: int, want_probs: bool):
         m, b, s, _ = z.shape
         h, w = self.heads, self.head_width
-        qkv = torch.einsum("mbse,mef->mbsf", z, self.W_QKV[layer])
+        qkv = torch.einsum("mbse,mef->mbsf", z, self.W_QKV[layer])  # [m, b, s, 3 h w]
         dims = self.head_dims[layer][:, None, None]  # [m, 1, 1, h, w]
         q, k, v = (part.reshape(m, b, s, h, w) * dims for part in qkv.split(h * w, dim=-1))
         q = q * self.q_scale[layer][:, None, None, None, None]
-        q, k, v = (t.reshape(m * b, s, h, w).transpose(1, 2) for t in (q, k, v))
+        q, k, v = (t.reshape(m * b, s, h, w).transpose(1, 2) for t in (q, k, v))  # [m b, h, s, w]
         probs = None
         if want_probs:
             weights = (q @ k.transpose(-1, -2) / math.sqrt(w)).softmax(-1)
             out = weights @ v
-            probs = weights.reshape(m, b, h, s, s)[:, :, :, -1]
+            probs = weights.reshape(m, b, h, s, s)[:, :, :, -1]  # the readout's: [m, b, h, s]
         else:
             out = F.scaled_dot_product_attention(q, k, v)
-        out = out.transpose(1, 2).reshape(m, b, s, h, w) * dims
-        return torch.einsum("mbsf,mfe->mbse", out.reshape(m, b, s, h * w), self.W_O[layer]), probs
+        out = out.transpose(1, 2).reshape(m, b, s, h, w) * dims  # [m, b, s, h, w]
+        mixed = torch.einsum("mbsf,mfe->mbse", out.reshape(m, b, s, h * w), self.W_O[layer])
+        return mixed, probs  # [m, b, s, e]
 
     def _norm(self, x: Tensor, gain_bias: Tensor) -> Tensor:
         """LayerNorm over each member's own channels, with its gain and bias ([m, 2, e]);
