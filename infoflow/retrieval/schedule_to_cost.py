@@ -25,7 +25,7 @@ import sympy
 
 from infoflow.retrieval import mechanisms
 from infoflow.retrieval.laws import T, decode_exponent
-from infoflow.retrieval.mechanisms import fetch, global_aggregation, kth
+from infoflow.retrieval.mechanisms import fetch, global_aggregation
 from infoflow.retrieval.types import (
     FETCH,
     Comparison,
@@ -52,7 +52,8 @@ def terms(schedule: Schedule, options: CostOptions) -> list[CostTerm]:
         if placement.mode == "impossible":
             what = f"{placement.label}: {placement.reason}"
             out.append(CostTerm(sympy.oo, what, "paper:summary"))
-        out += kth.terms(placement, options)
+        for mechanism in mechanisms.PRICED:
+            out += mechanism.terms(placement, options)
     positions = decoded_positions(schedule)
     if positions is None:
         out.append(global_aggregation.term(schedule, options))

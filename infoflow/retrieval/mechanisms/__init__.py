@@ -40,8 +40,9 @@ from infoflow.retrieval.types import Comparison
 BY_KIND: dict[str, ModuleType] = {"extremum": max_position, "sum": pooling, "kth": kth}
 #: The shared steps that bring positions, in the order a factor's score asks for them.
 SHARED: tuple[ModuleType, ...] = (fetch, neighbour)
-#: Every mechanism, the fallback included.
+#: Every mechanism, the fallback included; those that price their own steps in the exponent.
 ALL: tuple[ModuleType, ...] = (*BY_KIND.values(), *SHARED, global_aggregation)
+PRICED: tuple[ModuleType, ...] = tuple(m for m in ALL if hasattr(m, "terms"))
 #: The mechanism of each step kind, the DAG's propagation mode of each step kind, and the
 #: mechanism behind each mode.
 BY_STEP: dict[str, ModuleType] = {kind: m for m in ALL for kind in m.EDGES}
