@@ -229,21 +229,23 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
 # ---- an Ouro-style checkpoint from a local folder -----------------------------------------
 
 
-def _tiny_ouro(folder):
+def _tiny_ouro(folder, seed: int = 1, core: int = 2, loops: int = 3, **more):
+    """A tiny Ouro-style model (``more``: other config fields), saved to ``folder``."""
     from infoflow.validators.looped_kv.ouro import save_ouro
 
-    torch.manual_seed(1)
+    torch.manual_seed(seed)
     config = LoopedConfig(
         vocab=32,
         d_model=32,
         heads=4,
         kv_heads=2,
         prelude=0,
-        core=2,
-        loops=3,
+        core=core,
+        loops=loops,
         coda=0,
         mlp_width=48,
         style="ouro",
+        **more,
     )
     model = LoopedDecoder(config).eval()
     save_ouro(model, folder)
@@ -365,24 +367,9 @@ def test_grouped_query_prelude_and_coda_read_their_kv_heads() -> None:
 def test_linear_rope_scaling_is_read_and_others_refused(tmp_path) -> None:
     pytest.importorskip("safetensors")
     from infoflow.core.errors import SpecError
-    from infoflow.validators.looped_kv.ouro import load_ouro, save_ouro
+    from infoflow.validators.looped_kv.ouro import load_ouro
 
-    torch.manual_seed(2)
-    config = LoopedConfig(
-        vocab=32,
-        d_model=32,
-        heads=4,
-        kv_heads=2,
-        prelude=0,
-        core=1,
-        loops=2,
-        coda=0,
-        mlp_width=48,
-        style="ouro",
-        rope_scale=4.0,
-    )
-    model = LoopedDecoder(config).eval()
-    save_ouro(model, tmp_path / "scaled")
+    model = _tiny_ouro(tmp_path / "scaled", seed=2, core=1, loops=2, rope_scale=4.0)
     loaded = load_ouro(tmp_path / "scaled")
     x = torch.randint(0, 32, (1, 12))
     with torch.no_grad():
