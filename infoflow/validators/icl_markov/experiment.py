@@ -1,5 +1,7 @@
-"""An icl_markov spec -> an experiment: its sweep's settings, each a group whose members are
-the K values and seeds, capped to the scale, with the prediction at every (group, K)."""
+"""An icl_markov spec -> its experiments' groups, capped to a scale (:class:`IclScale`): the K
+sweep (a group per setting of the spec's sweep, whose members are the K values and seeds, with
+the prediction at every (group, K)), and when the spec asks for them the clock runs
+(``race``) and the decoder alone (``decoder``)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ import numpy as np
 
 import infoflow
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.validators.icl_markov.clocks import ClockGroup, plan_clocks
-from infoflow.validators.icl_markov.data import IclGroup
-from infoflow.validators.icl_markov.decoder import DecoderGroup
+from infoflow.validators.icl_markov.clocks.data import ClockGroup, plan_clocks
+from infoflow.validators.icl_markov.decoder.data import DecoderGroup
+from infoflow.validators.icl_markov.ksweep.data import IclGroup
 from infoflow.validators.protocol import Job
 
 #: Seeds per K unless ``--seeds`` says otherwise: enough for a majority without ties and for
