@@ -19,8 +19,8 @@ experiments), ``experiment`` (the scales and ``plan``: a spec -> its experiments
 ``references`` (the reference predictors), ``model`` (the stacked GPT of the K sweep and the
 clocks), ``training`` (their batches and training loop), ``estimate`` (what ``infoflow plan``
 prints) and ``report`` (the experiments' parts of report.md, in order). The clocks read the
-K sweep (the race is judged against its K*_1 and drawn in its colours); nothing else crosses
-between experiments.
+K sweep (the race is judged against its K*_1, and drawn and written as its groups are);
+nothing else crosses between experiments.
 
 Glossary:
 

@@ -49,8 +49,9 @@ SCALES = {
 
 @dataclass
 class IclExperiment:
-    """One spec's groups (a group per setting; its members are the K values and seeds) and
-    the prediction at every (group, K)."""
+    """One spec's plan (the protocol's experiment): the groups of its K sweep (a group per
+    setting; its members are the K values and seeds), of its clock runs and of its decoder
+    alone, and the prediction at every (K sweep group, K)."""
 
     name: str
     base: IclMarkovSpec
@@ -72,7 +73,9 @@ class IclExperiment:
 def plan(
     name: str, spec: IclMarkovSpec, scale: IclScale, base_dir: Path | None = None
 ) -> IclExperiment:
-    """Every group the spec's sweep needs, capped to ``scale``."""
+    """Every group the spec's experiments need, capped to ``scale``: the K sweep's, then
+    (with ``race``) the clock runs at its settings and (with ``decoder``) one decoder group
+    per setting."""
     experiment = IclExperiment(name, spec)
     settings: dict[str, tuple[IclMarkovSpec, list[int]]] = {}
     for _, point in infoflow.expand(spec, base_dir):

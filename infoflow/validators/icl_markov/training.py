@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from infoflow.icl_markov.spec import Training
 from infoflow.validators.chains import ChainSampler
 from infoflow.validators.ensemble import ensemble_step, precision, resume
 from infoflow.validators.icl_markov.model import StackedGPT
@@ -133,14 +134,7 @@ def train_group(
     started, device, store = time.perf_counter(), context.device, context.store
     spec, training = group.spec, group.spec.training
     model = build_model(group, device)
-    optimizer = torch.optim.AdamW(
-        model.parameter_groups(training.weight_decay),
-        lr=training.lr,
-        betas=(0.9, 0.95),
-        fused=device.type == "cuda",
-    )
-    warmup = max(1, training.steps // 50)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    optimizer, schedule = _optimiser(model, training, device)
     generator = torch.Generator(device=device).manual_seed(spec.seed + 2)
     checkpoint, start = resume(context, group, model, optimizer, schedule, generator)
 
@@ -178,6 +172,20 @@ def train_group(
                 break
     store.record_throughput(group.name, speed.rates())
     store.finish_group(group.name, time.perf_counter() - started)
+
+
+def _optimiser(model: StackedGPT, training: Training, device: torch.device):
+    """AdamW (betas (0.9, 0.95), weight decay on the matrices only) and its schedule: a
+    linear warmup over the first 2% of the steps, then a constant rate."""
+    optimizer = torch.optim.AdamW(
+        model.parameter_groups(training.weight_decay),
+        lr=training.lr,
+        betas=(0.9, 0.95),
+        fused=device.type == "cuda",
+    )
+    warmup = max(1, training.steps // 50)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    return optimizer, schedule
 
 
 @contextmanager

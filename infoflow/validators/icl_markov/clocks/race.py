@@ -152,15 +152,8 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
     )
     shown = {"ratio": measured, "k1_fit": measured0, "k1_fit_slowed": measured1}
     if measured == (0.0, math.inf):
-        return Claim.undecided(
-            ident,
-            claim,
-            predicted,
-            shown,
-            tolerance,
-            "the K sweeps do not bound the shift",
-            derived,
-        )
+        reason = "the K sweeps do not bound the shift"
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, reason, derived)
     holds = predicted[0] <= measured[1] and predicted[1] >= measured[0]
     return Claim.judged(ident, claim, predicted, shown, tolerance, holds, "", derived)
 

@@ -4,7 +4,6 @@ level, then its claims."""
 from __future__ import annotations
 
 from infoflow.core.text import markdown_text
-from infoflow.validators.icl_markov.ksweep.report import maybe
 from infoflow.validators.report import claims_markdown, number
 
 
@@ -19,8 +18,8 @@ def decoder_markdown(decoder: dict) -> list[str]:
         f"The second MLP (d_model {decoder['setting']['model']['d_model']}, MLP "
         f"{decoder['setting']['model']['mlp_width']}) by itself; G2's level at this context: "
         f"{number(m['g2_level'], '.4f')}. Capacity: fits up to K = "
-        f"{maybe(capacity['low'])}, fails from {maybe(capacity['high'])} (predicted "
-        f"K*_2 {maybe(decoder['k2_star'])}).",
+        f"{number(capacity['low'], ',')}, fails from {number(capacity['high'], ',')} "
+        f"(predicted K*_2 {number(decoder['k2_star'], '.4g')}).",
         "",
         "| test | K or D_phi | KL on its chains | KL on fresh chains | below G2's level |",
         "|---|--:|--:|--:|---|",

@@ -173,35 +173,15 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     if fit["status"] == "none":
         return Claim.undecided(ident, claim, predicted, shown, tolerance, fit["reason"])
     if fit["low"] is None and fit["high"] is None:
-        return Claim.undecided(
-            ident,
-            claim,
-            predicted,
-            shown,
-            tolerance,
-            "the interval is open on both sides: the outcomes do not place K*_1",
-        )
+        reason = "the interval is open on both sides: the outcomes do not place K*_1"
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, reason)
     if fit["low"] is not None and high < fit["low"]:
-        return Claim.judged(
-            ident,
-            claim,
-            predicted,
-            shown,
-            tolerance,
-            False,
-            f"the measured interval starts at K={fit['low']:.3g}",
-        )
-    if fit["high"] is not None and low > fit["high"]:
-        return Claim.judged(
-            ident,
-            claim,
-            predicted,
-            shown,
-            tolerance,
-            False,
-            f"the measured interval ends at K={fit['high']:.3g}",
-        )
-    return Claim.judged(ident, claim, predicted, shown, tolerance, True)
+        refuted = f"the measured interval starts at K={fit['low']:.3g}"
+    elif fit["high"] is not None and low > fit["high"]:
+        refuted = f"the measured interval ends at K={fit['high']:.3g}"
+    else:
+        refuted = ""
+    return Claim.judged(ident, claim, predicted, shown, tolerance, not refuted, refuted)
 
 
 def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:
