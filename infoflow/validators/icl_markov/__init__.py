@@ -39,6 +39,7 @@ Glossary:
 - GAP: a model memorizes when its ID KL to the truth is at most GAP x its OOD KL.
 - MARGIN: how clearly nearer one phase reference must be than every other to be called.
 - ceiling: per K, whether even a perfect M2 memorizes by GAP; where not, untestable.
+- separation: how far two references are from each other on the same test data.
 - outcome: which came first at a K, generalization (G2) or memorization; else undecided.
 - K*_1: the K above which G2 forms before memorization (below it memorization wins).
 - K*_2: the K above which G2 persists; between K*_1 and K*_2 it gives way to M2.

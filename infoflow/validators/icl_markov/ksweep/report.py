@@ -1,76 +1,13 @@
-"""A K sweep group's report: its record in report.json (enough to redraw its plots and to
-refit the calibration from report.json alone) and its Markdown (the setting, a row per
-member, the thresholds, the reference-to-reference distances); the claims' table follows it
-in :mod:`infoflow.validators.icl_markov.report`."""
+"""A K sweep group's Markdown, from its record in report.json (:mod:`.judge` builds it): the
+setting, a row per member, the thresholds, the reference-to-reference distances; the claims'
+table follows it in :mod:`infoflow.validators.icl_markov.report`."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from infoflow.core.text import markdown_code, markdown_text
-from infoflow.validators.claims import Claim
-from infoflow.validators.icl_markov.ksweep.data import TARGETS
-from infoflow.validators.icl_markov.ksweep.phases import PHASES
 from infoflow.validators.report import number
-
-
-def group_section(
-    experiment, group, histories, measurement, levels, metrics, positions, claims: list[Claim]
-) -> dict:
-    """The report's record of one group."""
-    members = []
-    for i, h in enumerate(histories):
-        rows = metrics[i]
-        kl = {
-            p: [(rows[s][f"id:{p}"] + rows[s][f"ood:{p}"]) / 2 for s in h.steps]
-            for p in (*PHASES, "G1_park")
-        }
-        members.append(
-            {
-                "chains": h.chains,
-                "seed": h.seed,
-                "steps": h.steps,
-                "phases": h.phases,
-                "trajectory": h.trajectory,
-                "outcome": h.outcome,
-                "first_g2": h.first_g2,
-                "memorized_at": h.memorized_at,
-                "transient_duration": h.transient_duration,
-                "final": h.final,
-                "kl": kl,
-                "id_truth": [rows[s]["id:truth"] for s in h.steps],
-                "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
-                "levels": {split: levels[split][i] for split in levels},
-                "positions": _positions(positions, i),
-            }
-        )
-    predictions = {
-        k: {
-            name: {"value": p.value, "provenance": p.provenance, "interval": p.interval}
-            for name, p in experiment.predictions[(group.name, k)].predictions.items()
-        }
-        for k in group.chains
-    }
-    section = {
-        "name": group.name,
-        **group.describe(),
-        "predictions": predictions,
-        "members": members,
-        "measurement": measurement,
-        "claims": [c.to_json() for c in claims],
-    }
-    return json.loads(json.dumps(section))  # as report.json will hold it: string keys
-
-
-def _positions(positions: dict, member: int) -> dict[str, list[float]]:
-    """The final model's KL per position: to the truth on each split, and to each reference
-    as the mean of the two splits (as the phase rule weighs them)."""
-    out = {f"{split}:truth": positions[split][member, 0].tolist() for split in positions}
-    for i, target in enumerate(TARGETS[1:], start=1):
-        both = (positions["id"][member, i] + positions["ood"][member, i]) / 2
-        out[target] = both.tolist()
-    return out
 
 
 def group_markdown(group: dict[str, Any]) -> list[str]:
