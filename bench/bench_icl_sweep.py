@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import infoflow
-from infoflow.validators.icl_markov.data import IclGroup, MemberData
+from infoflow.validators.icl_markov.ksweep.data import IclGroup, MemberData
 from infoflow.validators.icl_markov.model import StackedGPT
 
 STEPS = 20

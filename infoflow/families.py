@@ -98,7 +98,7 @@ FAMILIES: dict[str, Family] = {
             predict="infoflow.icl_markov.predict:predict_icl_markov",
             commands={
                 "calibrate": "infoflow.icl_markov.fit:calibrate",
-                "plan": "infoflow.validators.icl_markov.plan:plan_command",
+                "plan": "infoflow.validators.icl_markov.estimate:plan_command",
             },
             validator="infoflow.validators.icl_markov.validator:VALIDATOR",
             docs="docs/icl_markov.md",

@@ -11,25 +11,15 @@ torch = pytest.importorskip("torch")
 
 import infoflow  # noqa: E402
 from infoflow.icl_markov.race import Clocks, race  # noqa: E402
-from infoflow.validators.icl_markov.clocks import (  # noqa: E402
-    ClockData,
-    ClockGroup,
-    clock_time,
-    settled,
-)
-from infoflow.validators.icl_markov.decoder import (  # noqa: E402
-    DecoderGroup,
-    decoder_claims,
-    fit,
-    measure_decoder,
-)
+from infoflow.validators.icl_markov.clocks.data import ClockData, ClockGroup  # noqa: E402
+from infoflow.validators.icl_markov.clocks.measure import clock_time, settled  # noqa: E402
+from infoflow.validators.icl_markov.clocks.race import race_claim, shift_claim, slowing_claims  # noqa: E402
+from infoflow.validators.icl_markov.decoder.claims import decoder_claims  # noqa: E402
+from infoflow.validators.icl_markov.decoder.data import DecoderGroup  # noqa: E402
+from infoflow.validators.icl_markov.decoder.judge import measure_decoder  # noqa: E402
+from infoflow.validators.icl_markov.decoder.train import fit  # noqa: E402
 from infoflow.validators.icl_markov.model import StackedGPT, fixed_pattern  # noqa: E402
-from infoflow.validators.icl_markov.racing import (  # noqa: E402
-    race_claim,
-    shift_claim,
-    slowing_claims,
-)
-from infoflow.validators.icl_markov.train import _train, slowed_layer1_attention  # noqa: E402
+from infoflow.validators.icl_markov.training import slowed_layer1_attention, train_group  # noqa: E402
 from infoflow.validators.protocol import Context  # noqa: E402
 from infoflow.validators.store import Recorder  # noqa: E402
 
@@ -112,7 +102,7 @@ def test_a_clock_group_stops_once_every_clock_is_final(tmp_path) -> None:
         data = ClockData(group, torch.device("cpu"))
         context = Context(torch.device("cpu"), recorder, tmp_path / folder)
         context.checkpoints.mkdir()
-        _train(group, context, data, data.evaluate, finished)
+        train_group(group, context, data, data.evaluate, finished)
         rows: dict[int, dict] = {}
         for method, args in recorder.rows:
             if method == "record_metrics":
@@ -219,7 +209,7 @@ def test_a_one_sided_k1_is_judged_on_its_interval() -> None:
     """K*_1 above 25 (no value: the race's median tie lies above its grid) against a measured
     23..32 overlaps; against 10..20 it is refuted; "below 8" against 23..32 is refuted too."""
     from infoflow.core.results import Prediction
-    from infoflow.validators.icl_markov.claims import k1_claim
+    from infoflow.validators.icl_markov.ksweep.claims import k1_claim
 
     def judged(interval, low, high) -> str:
         fit = {"status": "separable", "value": None, "low": low, "high": high}
@@ -267,7 +257,7 @@ def test_the_slowed_previous_token_head_rule_can_be_refuted() -> None:
 
 def test_the_report_states_a_race_with_an_open_interval() -> None:
     """report.json holds an infinite interval end as null; the sentence says "open"."""
-    from infoflow.validators.icl_markov.report import _race
+    from infoflow.validators.icl_markov.clocks.report import race_sentence as _race
 
     race = {
         "k1_star": 54.1,

@@ -12,8 +12,9 @@ torch = pytest.importorskip("torch")
 import infoflow  # noqa: E402
 from infoflow.validators.chains import sample_chains, stationary  # noqa: E402
 from infoflow.validators.icl_markov import references  # noqa: E402
-from infoflow.validators.icl_markov.data import IclGroup, MemberData  # noqa: E402
-from infoflow.validators.icl_markov.train import build_model, position_kl  # noqa: E402
+from infoflow.validators.icl_markov.ksweep.data import IclGroup, MemberData  # noqa: E402
+from infoflow.validators.icl_markov.ksweep.train import position_kl  # noqa: E402
+from infoflow.validators.icl_markov.training import build_model  # noqa: E402
 
 TINY = {
     "kind": "icl_markov",

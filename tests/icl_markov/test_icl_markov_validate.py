@@ -19,11 +19,12 @@ from conftest import assert_same, infoflow_cmd, park_only_calibration, run_cli  
 import infoflow  # noqa: E402
 from infoflow.validators.chains import ChainSampler, sample_chains, stationary  # noqa: E402
 from infoflow.validators.icl_markov import references  # noqa: E402
-from infoflow.validators.icl_markov.claims import claims  # noqa: E402
-from infoflow.validators.icl_markov.data import IclGroup, MemberData, Prefetched  # noqa: E402
 from infoflow.validators.icl_markov.experiment import SCALES, plan  # noqa: E402
+from infoflow.validators.icl_markov.ksweep.claims import claims  # noqa: E402
+from infoflow.validators.icl_markov.ksweep.data import IclGroup, MemberData  # noqa: E402
+from infoflow.validators.icl_markov.ksweep.phases import MemberHistory, ceiling, measure  # noqa: E402
 from infoflow.validators.icl_markov.model import StackedGPT  # noqa: E402
-from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure  # noqa: E402
+from infoflow.validators.icl_markov.training import Prefetched  # noqa: E402
 
 TINY = {
     "kind": "icl_markov",

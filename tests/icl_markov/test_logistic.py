@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from infoflow.validators.icl_markov.logistic import CHI2_95, threshold
+from infoflow.validators.icl_markov.ksweep.logistic import CHI2_95, threshold
 
 GRID = [4, 6, 8, 11, 16, 22, 32, 45, 64]
 

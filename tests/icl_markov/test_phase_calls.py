@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from infoflow.validators.icl_markov import references  # noqa: E402
-from infoflow.validators.icl_markov.phases import (  # noqa: E402
+from infoflow.validators.icl_markov.ksweep.phases import (  # noqa: E402
     MARGIN,
     UNDETERMINED,
     MemberHistory,

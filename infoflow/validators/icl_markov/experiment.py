@@ -1,5 +1,7 @@
-"""An icl_markov spec -> an experiment: its sweep's settings, each a group whose members are
-the K values and seeds, capped to the scale, with the prediction at every (group, K)."""
+"""An icl_markov spec -> its experiments' groups, capped to a scale (:class:`IclScale`): the K
+sweep (a group per setting of the spec's sweep, whose members are the K values and seeds, with
+the prediction at every (group, K)), and when the spec asks for them the clock runs
+(``race``) and the decoder alone (``decoder``)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ import numpy as np
 
 import infoflow
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.validators.icl_markov.clocks import ClockGroup, plan_clocks
-from infoflow.validators.icl_markov.data import IclGroup
-from infoflow.validators.icl_markov.decoder import DecoderGroup
+from infoflow.validators.icl_markov.clocks.data import ClockGroup, plan_clocks
+from infoflow.validators.icl_markov.decoder.data import DecoderGroup
+from infoflow.validators.icl_markov.ksweep.data import IclGroup
 from infoflow.validators.protocol import Job
 
 #: Seeds per K unless ``--seeds`` says otherwise: enough for a majority without ties and for
@@ -47,8 +49,9 @@ SCALES = {
 
 @dataclass
 class IclExperiment:
-    """One spec's groups (a group per setting; its members are the K values and seeds) and
-    the prediction at every (group, K)."""
+    """One spec's plan (the protocol's experiment): the groups of its K sweep (a group per
+    setting; its members are the K values and seeds), of its clock runs and of its decoder
+    alone, and the prediction at every (K sweep group, K)."""
 
     name: str
     base: IclMarkovSpec
@@ -70,7 +73,9 @@ class IclExperiment:
 def plan(
     name: str, spec: IclMarkovSpec, scale: IclScale, base_dir: Path | None = None
 ) -> IclExperiment:
-    """Every group the spec's sweep needs, capped to ``scale``."""
+    """Every group the spec's experiments need, capped to ``scale``: the K sweep's, then
+    (with ``race``) the clock runs at its settings and (with ``decoder``) one decoder group
+    per setting."""
     experiment = IclExperiment(name, spec)
     settings: dict[str, tuple[IclMarkovSpec, list[int]]] = {}
     for _, point in infoflow.expand(spec, base_dir):

@@ -1,13 +1,15 @@
 """Many small GPTs of one shape, trained at once on next-state prediction.
 
-Weights are stacked on a leading member axis ``m`` (and a layer axis ``l``): ``W_QKV`` has
-shape [l, m, d, 3 d]. Unlike :mod:`~infoflow.validators.retrieval.model`, every member has the same
+Axes: ``m`` members, ``b`` sequences of a batch, ``t`` positions (``s`` the positions
+attended to), ``d`` d_model, ``f`` mlp_width, ``h`` heads, ``C`` states, ``l`` layers. Weights
+are stacked on a leading member axis (and a layer axis): ``W_QKV`` has shape
+[l, m, d, 3 d]. Unlike :mod:`~infoflow.validators.retrieval.model`, every member has the same
 shape and reads its own batch (the members of a K sweep see different chains). Blocks are
 pre-LN (attention, then a GELU MLP), positions are learned and absolute, attention is causal
 through ``scaled_dot_product_attention`` with members folded into the batch.
 
 A layer's attention can also be a fixed pattern with learned values and output (the clock
-models of :mod:`~infoflow.validators.icl_markov.clocks`, after the paper's minimal model):
+models of :mod:`~infoflow.validators.icl_markov.clocks.data`, after the paper's minimal model):
 ``previous`` attends to the previous position only (a hard-wired previous-token head, so the
 layer outputs the current state together with the previous one), ``self`` to the current
 position only (it cannot see the previous token), ``uniform`` to every earlier position
@@ -95,31 +97,36 @@ class StackedGPT(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """x: states [members, batch, t] (t <= context_len) -> logits [members, batch, t, C]."""
         m, _, t = x.shape
-        members = torch.arange(m, device=x.device)[:, None, None]
-        h = self.W_E[members, x] + self.W_pos[:, None, :t]
+        members = torch.arange(m, device=x.device)[:, None, None]  # [m, 1, 1]
+        h = self.W_E[members, x] + self.W_pos[:, None, :t]  # [m, b, t, d]
         for layer in range(self.W_QKV.shape[0]):
-            h = h + self._attention(_norm(h, self.ln1[layer]), layer)
-            z = _norm(h, self.ln2[layer])
-            z = torch.einsum("mbte,mef->mbtf", z, self.W_1[layer]) + self.b_1[layer][:, None, None]
-            z = torch.einsum("mbtf,mfe->mbte", F.gelu(z), self.W_2[layer])
-            h = h + z + self.b_2[layer][:, None, None]
-        h = _norm(h, self.ln_f)
-        return torch.einsum("mbte,mec->mbtc", h, self.W_U) + self.b_U[:, None, None]
+            h = h + self._attention(_norm(h, self.ln1[layer]), layer)  # [m, b, t, d]
+            z = _norm(h, self.ln2[layer])  # [m, b, t, d]
+            z = torch.einsum("mbtd,mdf->mbtf", z, self.W_1[layer])  # [m, b, t, f]
+            z = F.gelu(z + self.b_1[layer][:, None, None])  # [m, b, t, f]
+            z = torch.einsum("mbtf,mfd->mbtd", z, self.W_2[layer])  # [m, b, t, d]
+            h = h + z + self.b_2[layer][:, None, None]  # [m, b, t, d]
+        h = _norm(h, self.ln_f)  # [m, b, t, d]
+        logits = torch.einsum("mbtd,mdc->mbtc", h, self.W_U)  # [m, b, t, C]
+        return logits + self.b_U[:, None, None]
 
     def _attention(self, z: Tensor, layer: int) -> Tensor:
+        """Layer ``layer``'s attention on z [m, b, t, d] -> [m, b, t, d]: learned and causal
+        (SDPA, members folded into the batch), or a fixed pattern with learned values."""
         m, b, t, d = z.shape
         if self.attention[layer] != "causal":
-            v = torch.einsum("mbte,mef->mbtf", z, self.W_QKV[layer][..., 2 * d :])
-            out = torch.einsum("ts,mbse->mbte", fixed_pattern(self.attention[layer], t, z), v)
-            return torch.einsum("mbte,mef->mbtf", out, self.W_O[layer])
-        qkv = torch.einsum("mbte,mef->mbtf", z, self.W_QKV[layer])
+            v = torch.einsum("mbtd,mde->mbte", z, self.W_QKV[layer][..., 2 * d :])  # [m, b, t, d]
+            pattern = fixed_pattern(self.attention[layer], t, z)  # [t, s]
+            out = torch.einsum("ts,mbsd->mbtd", pattern, v)  # [m, b, t, d]
+            return torch.einsum("mbtd,mde->mbte", out, self.W_O[layer])  # [m, b, t, d]
+        qkv = torch.einsum("mbtd,mde->mbte", z, self.W_QKV[layer])  # [m, b, t, 3 d]
         q, k, v = (
-            part.reshape(m * b, t, self.heads, d // self.heads).transpose(1, 2)
+            part.reshape(m * b, t, self.heads, d // self.heads).transpose(1, 2)  # [m b, h, t, d/h]
             for part in qkv.split(d, dim=-1)
         )
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        out = out.transpose(1, 2).reshape(m, b, t, d)
-        return torch.einsum("mbte,mef->mbtf", out, self.W_O[layer])
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [m b, h, t, d/h]
+        out = out.transpose(1, 2).reshape(m, b, t, d)  # [m, b, t, d]
+        return torch.einsum("mbtd,mde->mbte", out, self.W_O[layer])  # [m, b, t, d]
 
 
 def fixed_pattern(kind: str, t: int, like: Tensor) -> Tensor:
@@ -137,5 +144,5 @@ def fixed_pattern(kind: str, t: int, like: Tensor) -> Tensor:
 
 def _norm(x: Tensor, gain_bias: Tensor) -> Tensor:
     """LayerNorm with each member's gain and bias; ``gain_bias`` is [m, 2, d]."""
-    gain, bias = gain_bias[:, None, None, 0], gain_bias[:, None, None, 1]
+    gain, bias = gain_bias[:, None, None, 0], gain_bias[:, None, None, 1]  # [m, 1, 1, d]
     return F.layer_norm(x, x.shape[-1:]) * gain + bias

@@ -1,6 +1,8 @@
-"""The icl_markov validator: a spec -> its K sweep trained as one stacked ensemble per
-setting -> each member's phases over training, the thresholds and timescales across K ->
-claims (:mod:`~infoflow.validators.icl_markov.claims`), a report section and plots."""
+"""The icl_markov validator: the protocol object (:mod:`infoflow.validators.protocol`), which
+hands each stage to the experiments. A spec -> its groups (:mod:`.experiment`) -> each trained
+by its experiment -> judged: every K sweep group (:mod:`.ksweep.judge`), the race of the
+clock runs at its setting (:mod:`.clocks.race`), the decoder alone (:mod:`.decoder.judge`)
+-> a report section (:mod:`.report`) and plots."""
 
 from __future__ import annotations
 
@@ -8,29 +10,25 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import infoflow
-from infoflow.icl_markov.calibration import load_calibration
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.claims import Section
-from infoflow.validators.icl_markov import plots, report
-from infoflow.validators.icl_markov.claims import claims
-from infoflow.validators.icl_markov.decoder import (
-    DecoderGroup,
-    decoder_claims,
-    measure_decoder,
-    train_decoder_group,
-)
+from infoflow.validators.icl_markov import report
+from infoflow.validators.icl_markov.clocks.data import ClockGroup
+from infoflow.validators.icl_markov.clocks.plots import plot_race
+from infoflow.validators.icl_markov.clocks.race import clock_records, measured_clocks, race_sweeps
+from infoflow.validators.icl_markov.clocks.train import train_clocks
+from infoflow.validators.icl_markov.decoder.data import DecoderGroup
+from infoflow.validators.icl_markov.decoder.judge import judge_decoder
+from infoflow.validators.icl_markov.decoder.train import train_decoder
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
-from infoflow.validators.icl_markov.phases import MemberHistory, ceiling, measure, separation
-from infoflow.validators.icl_markov.racing import (
-    measured_clocks,
-    race_claim,
-    race_for,
-    shift_claims,
-    slowing_claims,
-)
-from infoflow.validators.icl_markov.train import load_trained, position_kl, train_icl_group
+from infoflow.validators.icl_markov.ksweep.data import IclGroup
+from infoflow.validators.icl_markov.ksweep.judge import judge_sweep, sweep_records
+from infoflow.validators.icl_markov.ksweep.plots import plot_phases, plot_positions
+from infoflow.validators.icl_markov.ksweep.train import train_sweep
 from infoflow.validators.protocol import Context, Job
+
+#: Each kind of group -> the experiment's training.
+TRAINERS = {IclGroup: train_sweep, ClockGroup: train_clocks, DecoderGroup: train_decoder}
 
 
 class IclMarkovValidator:
@@ -52,52 +50,20 @@ class IclMarkovValidator:
         return plan(name, spec, scale, base_dir)
 
     def train(self, job: Job, context: Context) -> None:
-        if isinstance(job.group, DecoderGroup):
-            train_decoder_group(job.group, context)
-        else:
-            train_icl_group(job.group, context)
+        TRAINERS[type(job.group)](job.group, context)
 
     def judge(self, experiment: IclExperiment, context: Context) -> Section:
-        groups, found, raced = [], [], {}
         clocks = measured_clocks(experiment.clocks, context.store.metrics)
-        for group in experiment.groups:
-            data, model = load_trained(group, context)
-            levels, positions = data.levels(), position_kl(model, data)
-            apart = data.separations()
-            metrics = context.store.metrics(group.name)
-            variant = group.spec.options.g1_variant
-            histories = [
-                MemberHistory.from_metrics(k, seed, metrics[i], apart[i], variant)
-                for i, (k, seed) in enumerate(group.members)
-            ]
-            measurement = measure(histories, ceiling(levels, group.members))
-            measurement["separation"] = separation(apart, group.members, variant)
-            mine = claims(experiment, group, measurement)
-            result = race_for(group.spec, clocks)
-            if result is not None:
-                measurement["race"] = result.to_json()
-                mine.append(race_claim(result, measurement))
-                raced[group.name] = (result, measurement["k1_fit"])
-            if len(experiment.groups) > 1:
-                mine = [claim.prefixed(group.name) for claim in mine]
-            groups.append(
-                report.group_section(
-                    experiment, group, histories, measurement, levels, metrics, positions, mine
-                )
-            )
-            found += mine
-        race_claims = shift_claims(experiment.groups, raced) + slowing_claims(clocks)
-        found += race_claims
-        decoders = [_judge_decoder(group, context) for group in experiment.decoders]
-        found += [claim for _, mine in decoders for claim in mine]
-        decoders = [section for section, _ in decoders]
+        sweeps = [judge_sweep(experiment, group, context) for group in experiment.groups]
+        race_claims = race_sweeps(sweeps, clocks)
+        groups, found = sweep_records(experiment, sweeps)
+        decoders = [judge_decoder(group, context) for group in experiment.decoders]
+        found += race_claims + [claim for _, mine in decoders for claim in mine]
         body = {
             "capped": experiment.capped,
             "groups": groups,
-            "clocks": [
-                {k: v for k, v in entry.items() if k != "clocks"} for entry in clocks.values()
-            ],
-            "decoders": decoders,
+            "clocks": clock_records(clocks),
+            "decoders": [section for section, _ in decoders],
             "race_claims": [c.to_json() for c in race_claims],
         }
         return Section(self.kind, experiment.name, body, tuple(found))
@@ -111,27 +77,9 @@ class IclMarkovValidator:
     def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
         written = []
         for section in sections:
-            written += plots.plot_phases(out, section) + plots.plot_positions(out, section)
-            written += plots.plot_race(out, section)
+            written += plot_phases(out, section) + plot_positions(out, section)
+            written += plot_race(out, section)
         return written
-
-
-def _judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list]:
-    """A decoder group's record for the report, and its claims (against the prediction of
-    K*_2 at its setting)."""
-    measured = measure_decoder(group, context.store.metrics(group.name))
-    k2 = infoflow.predict(group.spec)["k2_star"].value
-    capacity = load_calibration(group.spec.calibration).capacity
-    here = capacity.provenance == "fit:decoder" and group.name in capacity.source
-    mine = decoder_claims(measured, k2, group.spec.states, here)
-    section = {
-        "name": group.name,
-        **group.describe(),
-        "k2_star": k2,
-        "measurement": measured,
-        "claims": [c.to_json() for c in mine],
-    }
-    return section, mine
 
 
 VALIDATOR = IclMarkovValidator()

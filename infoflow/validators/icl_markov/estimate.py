@@ -19,8 +19,12 @@ from pathlib import Path
 import torch
 
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.validators.icl_markov.clocks import ClockGroup
-from infoflow.validators.icl_markov.decoder import GENERALISATION_CHAINS, STEPS, DecoderGroup
+from infoflow.validators.icl_markov.clocks.data import ClockGroup
+from infoflow.validators.icl_markov.decoder.data import (
+    GENERALISATION_CHAINS,
+    STEPS,
+    DecoderGroup,
+)
 from infoflow.validators.steptime import StepTime, step_time
 from infoflow.validators.throughput import flops_per_token
 

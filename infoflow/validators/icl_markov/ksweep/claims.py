@@ -1,4 +1,4 @@
-"""An icl_markov group's measurements (:mod:`~infoflow.validators.icl_markov.phases`) ->
+"""A K sweep group's measurements (:mod:`~infoflow.validators.icl_markov.ksweep.phases`) ->
 claims: the phase (or the mechanism that comes first) at each K, K*_1 (the predicted
 interval against the logistic fit's), K*_2, tau_2Gen, tau_2Gen flat in K, memorization
 slowing with K.
@@ -14,9 +14,9 @@ import math
 import infoflow
 from infoflow.icl_markov.fit import regression
 from infoflow.validators.claims import Claim
-from infoflow.validators.icl_markov.data import IclGroup
 from infoflow.validators.icl_markov.experiment import IclExperiment
-from infoflow.validators.icl_markov.phases import (
+from infoflow.validators.icl_markov.ksweep.data import IclGroup
+from infoflow.validators.icl_markov.ksweep.phases import (
     GAP,
     MARGIN,
     MEMORIZING,
@@ -67,7 +67,8 @@ def _blind(k: int, limit: dict) -> str:
 def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Claim:
     """The phase at the end of training when the prediction times the phases; otherwise which
     mechanism comes first (the phase sequence). Untestable where the ceiling says the data
-    cannot show memorization (``limit``, from :func:`phases.ceiling`)."""
+    cannot show memorization (``limit``, from :func:`phases.ceiling`), and undecided where K
+    lies within the predicted K*_1 range."""
     shown = {
         "final_phase": measured["final_phase"],
         "final_kind": measured["final_kind"],
@@ -76,60 +77,72 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
         "id_kl": measured["id_kl"],
         "ood_kl": measured["ood_kl"],
     }
-    final, sequence = result["final_phase"], result["phase_sequence"].value
     low, high = result["k1_star"].interval or (None, None)
     near = low is not None and low <= k <= high
     near_reason = f"K lies within the predicted K*_1 range {low:.3g}..{high:.3g}" if near else ""
-    if final.provenance == "uncalibrated":
-        expected = "memorization" if sequence and "M1" in sequence else "generalization"
-        path = " -> ".join(sequence or ["?"])
-        ident = f"first:K={k}"
-        claim = f"K={k} follows {path}: {expected} comes first"
-        tolerance = "memorization wins when the model memorizes before G2 appears"
-        if near or measured["outcome"] == "undecided" or not sequence or _blind(k, limit):
-            unplaced = "no phase sequence is predicted at this K"
-            reason = (
-                near_reason or _blind(k, limit) or (_undecided(measured) if sequence else unplaced)
-            )
-            return Claim.undecided(ident, claim, path, shown, tolerance, reason)
-        return Claim.judged(ident, claim, path, shown, tolerance, measured["outcome"] == expected)
+    if result["final_phase"].provenance == "uncalibrated":
+        return _first(k, result["phase_sequence"].value, measured, limit, shown, near_reason)
+    return _final_phase(k, result["final_phase"].value, measured, limit, shown, near_reason)
+
+
+def _first(
+    k: int, sequence: list[str] | None, measured: dict, limit: dict, shown: dict, near: str
+) -> Claim:
+    """Which mechanism comes first at ``k``: memorization when the predicted ``sequence``
+    passes through M1, else generalization. ``near``: why K is too near K*_1 to judge, or
+    ""."""
+    expected = "memorization" if sequence and "M1" in sequence else "generalization"
+    path = " -> ".join(sequence or ["?"])
+    ident = f"first:K={k}"
+    claim = f"K={k} follows {path}: {expected} comes first"
+    tolerance = "memorization wins when the model memorizes before G2 appears"
+    if near or measured["outcome"] == "undecided" or not sequence or _blind(k, limit):
+        unplaced = "no phase sequence is predicted at this K"
+        reason = near or _blind(k, limit) or (_undecided(measured) if sequence else unplaced)
+        return Claim.undecided(ident, claim, path, shown, tolerance, reason)
+    return Claim.judged(ident, claim, path, shown, tolerance, measured["outcome"] == expected)
+
+
+def _final_phase(k: int, final: str, measured: dict, limit: dict, shown: dict, near: str) -> Claim:
+    """The kind of phase ``k`` ends in (M1 and M2 both memorizing), against the predicted
+    ``final``. ``near``: why K is too near K*_1 to judge, or ""."""
     ident = f"final_phase:K={k}"
-    claim = f"K={k} ends in phase {final.value}"
+    claim = f"K={k} ends in phase {final}"
     tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
     if near:
-        return Claim.undecided(ident, claim, final.value, shown, tolerance, near_reason)
+        return Claim.undecided(ident, claim, final, shown, tolerance, near)
     if measured["final_kind"] == SPLIT:
         reason = "the seeds end in different kinds of phase, none the majority"
-        return Claim.undecided(ident, claim, final.value, shown, tolerance, reason)
+        return Claim.undecided(ident, claim, final, shown, tolerance, reason)
     if measured["final_kind"] == UNDETERMINED:
         return Claim.undecided(
             ident,
             claim,
-            final.value,
+            final,
             shown,
             tolerance,
             f"the last checkpoint is undetermined: no reference is nearer "
             f"than the others by the margin {MARGIN:.2g}",
         )
     memorizes = measured["final_kind"] == "memorizing"
-    if _blind(k, limit) and (final.value in MEMORIZING or memorizes):
-        return Claim.undecided(ident, claim, final.value, shown, tolerance, _blind(k, limit))
-    same = measured["final_kind"] == _kind(final.value)
+    if _blind(k, limit) and (final in MEMORIZING or memorizes):
+        return Claim.undecided(ident, claim, final, shown, tolerance, _blind(k, limit))
+    same = measured["final_kind"] == _kind(final)
     if (
         same
-        and final.value in MEMORIZING
+        and final in MEMORIZING
         and not memorizing({"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]})
     ):
         return Claim.judged(
             ident,
             claim,
-            final.value,
+            final,
             shown,
             tolerance,
             False,
             f"final phase {measured['final_phase']}, but ID KL is not below {GAP} x OOD KL",
         )
-    return Claim.judged(ident, claim, final.value, shown, tolerance, same)
+    return Claim.judged(ident, claim, final, shown, tolerance, same)
 
 
 def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
@@ -160,35 +173,15 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     if fit["status"] == "none":
         return Claim.undecided(ident, claim, predicted, shown, tolerance, fit["reason"])
     if fit["low"] is None and fit["high"] is None:
-        return Claim.undecided(
-            ident,
-            claim,
-            predicted,
-            shown,
-            tolerance,
-            "the interval is open on both sides: the outcomes do not place K*_1",
-        )
+        reason = "the interval is open on both sides: the outcomes do not place K*_1"
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, reason)
     if fit["low"] is not None and high < fit["low"]:
-        return Claim.judged(
-            ident,
-            claim,
-            predicted,
-            shown,
-            tolerance,
-            False,
-            f"the measured interval starts at K={fit['low']:.3g}",
-        )
-    if fit["high"] is not None and low > fit["high"]:
-        return Claim.judged(
-            ident,
-            claim,
-            predicted,
-            shown,
-            tolerance,
-            False,
-            f"the measured interval ends at K={fit['high']:.3g}",
-        )
-    return Claim.judged(ident, claim, predicted, shown, tolerance, True)
+        refuted = f"the measured interval starts at K={fit['low']:.3g}"
+    elif fit["high"] is not None and low > fit["high"]:
+        refuted = f"the measured interval ends at K={fit['high']:.3g}"
+    else:
+        refuted = ""
+    return Claim.judged(ident, claim, predicted, shown, tolerance, not refuted, refuted)
 
 
 def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:

@@ -1,8 +1,6 @@
-"""Clock runs: each mechanism's formation time, measured in isolation on a model where only
-that mechanism can form -> the clocks of the race (:mod:`infoflow.icl_markov.race`).
-
-One group per clock and setting, its members the K values and seeds (theory note
-``icl_markov.md``, "Corrections and the mechanistic predictor"):
+"""The clock runs' data: each mechanism's formation time is measured in isolation, on a model
+where only that mechanism can form (theory note ``icl_markov.md``, "Corrections and the
+mechanistic predictor"). One group per clock and setting, its members the K values and seeds:
 
 - ``G``: the full model at K = infinity (a fresh chain per sequence): tau_G;
 - ``G_prev``: layer-1 attention hard-wired to the previous token (the paper's minimal model),
@@ -14,17 +12,15 @@ One group per clock and setting, its members the K values and seeds (theory note
 - ``G@r``: the full model at K = infinity with layer 1's attention at r times the learning
   rate, for every r the spec's sweep asks for.
 
-One criterion for every clock (:data:`HALFWAY`): the first step at which the model's
-KL(truth || model) on the clock's test set (fresh chains for G, the member's own chains for
-M1 and M2) is halfway from the unigram plateau (the Bayes unigram G1_bayes) to the
-mechanism's exact Bayes level (G2, M2 or M1), interpolated in log step between evaluations.
-K = infinity is a pool of :data:`POOL` fresh chains drawn uniformly, far more than the
-sequences a small model could memorise.
+Each member's test sets carry the levels the clock is read against
+(:mod:`~infoflow.validators.icl_markov.clocks.measure`): the unigram plateau (the Bayes
+unigram G1_bayes) and the mechanism's exact Bayes level (G2, M2 or M1), on fresh chains for G
+and on the member's own chains for M1 and M2. K = infinity is a pool of :data:`POOL` fresh
+chains drawn uniformly, far more than the sequences a small model could memorise.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -33,7 +29,7 @@ import torch
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.chains import ChainSampler, sample_chains
 from infoflow.validators.icl_markov import references
-from infoflow.validators.icl_markov.data import (
+from infoflow.validators.icl_markov.training import (
     NOT_TRAINED,
     TRAINING_VERSION,
     Mixtures,
@@ -41,11 +37,7 @@ from infoflow.validators.icl_markov.data import (
 )
 from infoflow.validators.protocol import Group
 
-HALFWAY = 0.5  # the clock stops this far from the plateau to the mechanism's level
 POOL = 65_536  # fresh chains standing in for K = infinity
-#: A mechanism is timed only where its level is at least this share of the plateau below
-#: the plateau (otherwise noise crosses the halfway line).
-MIN_DROP = 0.1
 #: clock -> (layer attention patterns, the mechanism's reference)
 CLOCKS = {
     "G": (("causal", "causal"), "G2"),
@@ -53,8 +45,6 @@ CLOCKS = {
     "M2_prev": (("previous", "uniform"), "M2"),
     "M1": (("self", "causal"), "M1"),
 }
-
-
 CLOCK_EVALUATIONS = 48  # log-spaced evaluations of a clock run
 
 
@@ -221,60 +211,3 @@ class ClockData:
 def _stack(tests: list[tuple], device: torch.device) -> TestSet:
     xs, truths, levels = zip(*tests, strict=True)
     return TestSet(torch.stack(xs).to(device), torch.stack(truths).to(device), list(levels))
-
-
-#: What a clock run found: its mechanism formed (at ``time``), did not form within the run,
-#: generalised first (a memorising clock whose fresh-chain KL crossed G2's halfway line no
-#: later than its own: not memorisation in isolation), or cannot be timed (its level is not
-#: MIN_DROP below the plateau).
-STATUSES = ("formed", "not formed", "generalised first", "not timed")
-
-
-def clock_time(rows: dict[int, dict[str, float]]) -> tuple[float | None, str]:
-    """(time, status) of one member from its evaluations (see :data:`STATUSES`)."""
-    own = crossing_step(rows, "own")
-    if own == "not timed":
-        return None, "not timed"
-    fresh = crossing_step(rows, "fresh") if "fresh:kl" in rows[min(rows)] else None
-    if isinstance(fresh, float) and (own is None or fresh <= own):
-        return None, "generalised first"
-    return (own, "formed") if own is not None else (None, "not formed")
-
-
-def settled(row: dict[str, float]) -> bool:
-    """Whether a member's clock is final at the evaluation ``row``: it cannot be timed, or its
-    own KL is on or below the halfway line. Its time and status then depend only on the
-    evaluations so far (the first crossing of each test set), so training it on changes
-    nothing the race reads."""
-    line = halfway_line(row, "own")
-    return line is None or row["own:kl"] <= line
-
-
-def halfway_line(row: dict[str, float], split: str) -> float | None:
-    """The KL halfway from ``split``'s plateau to the mechanism's level; None when the level
-    is not MIN_DROP below the plateau (the mechanism cannot be timed)."""
-    plateau, level = row[f"{split}:plateau"], row[f"{split}:mechanism"]
-    if plateau - level < MIN_DROP * plateau:
-        return None
-    return plateau - HALFWAY * (plateau - level)
-
-
-def crossing_step(rows: dict[int, dict[str, float]], split: str) -> float | str | None:
-    """The step at which ``split``'s KL crosses the halfway line from the plateau to the
-    mechanism's level, log-interpolated between the evaluations around it; None when it
-    never does; "not timed" when the level is not MIN_DROP below the plateau."""
-    steps = sorted(rows)
-    line = halfway_line(rows[steps[0]], split)
-    if line is None:
-        return "not timed"
-    previous = None
-    for step in steps:
-        kl = rows[step][f"{split}:kl"]
-        if kl <= line:
-            if previous is None:
-                return float(step)
-            (s0, kl0) = previous
-            share = (kl0 - line) / (kl0 - kl)
-            return math.exp(math.log(s0) + share * (math.log(step) - math.log(s0)))
-        previous = (step, kl)
-    return None

@@ -1,4 +1,4 @@
-"""An icl_markov group's metrics -> each member's phases over training -> the thresholds
+"""A K sweep group's metrics -> each member's phases over training -> the thresholds
 and timescales across K.
 
 Rules (theory note ``icl_markov.md``; thresholds are named constants below):
@@ -18,7 +18,7 @@ Rules (theory note ``icl_markov.md``; thresholds are named constants below):
   memorization wins and the smallest K from which generalization wins at every larger K;
 - the fitted K*_1: a logistic fit of P(generalization first | log K) over every seed's
   decided outcome at the K where the ceiling lets memorization be seen
-  (:mod:`~infoflow.validators.icl_markov.logistic`);
+  (:mod:`~infoflow.validators.icl_markov.ksweep.logistic`);
 - G2 is transient at K when generalization won and the model ends in M2, memorizing: K*_2
   lies above the largest such K; at this budget G2 persists from the smallest larger K;
 - per K the seeds vote (outcome, final phase, and its kind: memorizing for M1 and M2, and for
@@ -37,7 +37,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from infoflow.validators.icl_markov import logistic
+from infoflow.validators.icl_markov.ksweep import logistic
 
 GAP = 0.5  # memorizing: ID KL to the truth at most this times the OOD KL
 #: A phase is called when the model sits at least (1 + MARGIN) / 2 of the way from every
@@ -222,10 +222,25 @@ def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
     """Per K (majority over seeds, and every seed's outcome) and across K: the thresholds and
     timescales. ``limit`` is :func:`ceiling`'s; K where it is blind are left out of the
     logistic fit of K*_1 (memorization cannot be seen there)."""
+    per_k = _per_k(histories)
+    k1, winners = _k1_bracket(per_k)
+    return {
+        "per_k": per_k,
+        "k1_star": k1,
+        "k1_fit": _k1_fit(histories, limit or {}),
+        "k2_star": _k2_star(per_k, winners),
+        "tau_2gen": _tau_2gen(per_k, winners, histories[0].steps),
+        "ceiling": limit or {},
+    }
+
+
+def _per_k(histories: list[MemberHistory]) -> dict[int, dict]:
+    """Per K: the seeds' vote on the outcome, the final phase and its kind, the medians of
+    their times, the means of their final KLs to the truth, and every seed's outcome."""
     by_k: dict[int, list[MemberHistory]] = {}
     for h in histories:
         by_k.setdefault(h.chains, []).append(h)
-    per_k = {
+    return {
         k: {
             "outcome": _mode([h.outcome for h in hs]) or "undecided",
             "outcomes": {h.seed: h.outcome for h in hs},
@@ -240,12 +255,11 @@ def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
         }
         for k, hs in sorted(by_k.items())
     }
-    blind = sorted(k for k, v in (limit or {}).items() if not v["detectable"])
-    fitted = [
-        (h.chains, h.outcome == "generalization")
-        for h in histories
-        if h.outcome != "undecided" and h.chains not in blind
-    ]
+
+
+def _k1_bracket(per_k: dict[int, dict]) -> tuple[dict, list[int]]:
+    """The grid bracket of K*_1, between the largest K where memorization wins and the
+    smallest K from which generalization wins at every larger K; and those K (the winners)."""
     decided = [k for k in per_k if per_k[k]["outcome"] != "undecided"]
     won = [per_k[k]["outcome"] == "generalization" for k in decided]
     start = next((i for i in range(len(decided)) if all(won[i:])), len(decided))
@@ -256,28 +270,40 @@ def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
         "undecided": [k for k in per_k if k not in decided],
     }
     k1["value"] = math.sqrt(k1["low"] * k1["high"]) if k1["low"] and k1["high"] else None
-    winners = decided[start:]
+    return k1, decided[start:]
+
+
+def _k1_fit(histories: list[MemberHistory], limit: dict) -> dict:
+    """The logistic fit of K*_1 over every seed's decided outcome, but at the K where the
+    ceiling (``limit``) hides memorization."""
+    blind = sorted(k for k, v in limit.items() if not v["detectable"])
+    fitted = [
+        (h.chains, h.outcome == "generalization")
+        for h in histories
+        if h.outcome != "undecided" and h.chains not in blind
+    ]
+    return {**logistic.threshold(fitted), "left_out": blind}
+
+
+def _k2_star(per_k: dict[int, dict], winners: list[int]) -> dict:
+    """K*_2 lies above the largest K where G2 was transient; G2 persists (at this budget)
+    from the smallest larger K where generalization won."""
     transient = [k for k in winners if per_k[k]["transient_duration"] is not None]
-    k2_low = max(transient, default=None)
-    persists = [k for k in winners if k2_low is None or k > k2_low]
+    low = max(transient, default=None)
+    persists = [k for k in winners if low is None or k > low]
+    return {"low": low, "g2_persists_from": min(persists, default=None)}
+
+
+def _tau_2gen(per_k: dict[int, dict], winners: list[int], steps: list[int]) -> dict:
+    """tau_2Gen: the median over the K that generalize of the first G2 checkpoint, its range,
+    and the largest ratio between consecutive checkpoints (how finely it is measured)."""
     times = [per_k[k]["first_g2"] for k in winners]
-    steps = histories[0].steps
     spacing = max((b / a for a, b in itertools.pairwise(steps)), default=1.0)
-    tau = {
+    return {
         "value": statistics.median(times) if times else None,
         "min": min(times, default=None),
         "max": max(times, default=None),
         "checkpoint_ratio": spacing,
-    }
-    k2 = {"low": k2_low, "g2_persists_from": min(persists, default=None)}
-    k1_fit = {**logistic.threshold(fitted), "left_out": blind}
-    return {
-        "per_k": per_k,
-        "k1_star": k1,
-        "k1_fit": k1_fit,
-        "k2_star": k2,
-        "tau_2gen": tau,
-        "ceiling": limit or {},
     }
 
 

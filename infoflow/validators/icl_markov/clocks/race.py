@@ -1,9 +1,12 @@
-"""The race in a validation run: the clock groups' metrics (:mod:`.clocks`) -> this run's
-clocks -> K*_1 from the race (:mod:`infoflow.icl_markov.race`) at each setting of the sweep
--> claims against the K sweep's measured K*_1, and the intervention's shift (slowing layer
-1's attention) against the shift the sweep measured.
+"""The race in a validation run: the clock groups' metrics (:mod:`.data`, :mod:`.measure`) ->
+this run's clocks -> K*_1 from the race (:mod:`infoflow.icl_markov.race`) at each setting of
+the K sweep -> claims against the K sweep's measured K*_1, and the intervention's shift
+(slowing layer 1's attention) against the shift the sweep measured.
 
-The race uses no K*_1 measurement: its clocks come from the clock groups alone.
+The race uses no K*_1 measurement: its clocks come from the clock groups alone. It is judged
+by the rule of the K sweep's K*_1 claim
+(:func:`~infoflow.validators.icl_markov.ksweep.claims.k1_claim`), and its result joins each
+K sweep group's measurement and claims (:func:`race_sweeps`).
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from infoflow.core.results import Prediction
 from infoflow.icl_markov.race import Race, clocks_of, g_clocks, race, span
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.claims import Claim
-from infoflow.validators.icl_markov.claims import k1_claim
-from infoflow.validators.icl_markov.clocks import ClockGroup, clock_time
-from infoflow.validators.icl_markov.data import NOT_TRAINED
+from infoflow.validators.icl_markov.clocks.data import ClockGroup
+from infoflow.validators.icl_markov.clocks.measure import clock_time
+from infoflow.validators.icl_markov.ksweep.claims import k1_claim
+from infoflow.validators.icl_markov.ksweep.judge import JudgedSweep
+from infoflow.validators.icl_markov.training import NOT_TRAINED
 
 
 def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
@@ -51,6 +56,12 @@ def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
     return out
 
 
+def clock_records(clocks: dict[str, dict]) -> list[dict]:
+    """The clock runs as report.json holds them: :func:`measured_clocks` less the
+    :class:`Clocks` object."""
+    return [{k: v for k, v in entry.items() if k != "clocks"} for entry in clocks.values()]
+
+
 def _base_key(spec: IclMarkovSpec) -> str:
     training = spec.training.model_copy(update={"layer1_attention_lr": 1.0})
     base = spec.model_copy(update={"training": training})
@@ -63,9 +74,23 @@ def race_for(spec: IclMarkovSpec, clocks: dict[str, dict]) -> Race | None:
     return race(entry["clocks"], spec.training.layer1_attention_lr) if entry else None
 
 
+def race_sweeps(sweeps: list[JudgedSweep], clocks: dict[str, dict]) -> list[Claim]:
+    """The race at each K sweep group's setting joins its measurement (``race``) and its claims
+    (``k1_star_race``); returned: the claims across groups, the shift of K*_1 where a setting
+    was swept at two rates of layer 1's attention and the slowed G clocks' delay."""
+    raced: dict[str, tuple[Race, dict]] = {}
+    for sweep in sweeps:
+        result = race_for(sweep.group.spec, clocks)
+        if result is not None:
+            sweep.measurement["race"] = result.to_json()
+            sweep.claims.append(race_claim(result, sweep.measurement))
+            raced[sweep.group.name] = (result, sweep.measurement["k1_fit"])
+    return shift_claims([sweep.group for sweep in sweeps], raced) + slowing_claims(clocks)
+
+
 def race_claim(result: Race, measurement: dict) -> Claim:
     """K*_1 from the race against the K sweep's measured K*_1, by the rule of the K*_1 claim
-    (:func:`~infoflow.validators.icl_markov.claims.k1_claim`): the race's interval over the
+    (:func:`~infoflow.validators.icl_markov.ksweep.claims.k1_claim`): the race's interval over the
     clock seeds against the logistic fit's interval. A race whose tie lies off the grid
     predicts one side (below the smallest K, or above the largest), which can be refuted too."""
     predicted = Prediction(
@@ -127,15 +152,8 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
     )
     shown = {"ratio": measured, "k1_fit": measured0, "k1_fit_slowed": measured1}
     if measured == (0.0, math.inf):
-        return Claim.undecided(
-            ident,
-            claim,
-            predicted,
-            shown,
-            tolerance,
-            "the K sweeps do not bound the shift",
-            derived,
-        )
+        reason = "the K sweeps do not bound the shift"
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, reason, derived)
     holds = predicted[0] <= measured[1] and predicted[1] >= measured[0]
     return Claim.judged(ident, claim, predicted, shown, tolerance, holds, "", derived)
 

@@ -1,6 +1,6 @@
-"""The data of an icl_markov group: its members (K, seed), each member's chains, mixture
-weights and ID / OOD test sets with every reference's predictions on them, and the training
-batches, drawn many steps at a time and resumable to the same stream.
+"""The K sweep's data: a group's members (K, seed), each member's chains, mixture weights
+and ID / OOD test sets with every reference's predictions on them, and its training batches
+(:class:`~infoflow.validators.icl_markov.training.Mixtures`).
 
 Member (K, s) trains on the first K chains of seed s's pool (so the chain sets are nested
 in K) with mixture weights that are Dirichlet(1) for every K (normalised i.i.d. Exp(1)
@@ -13,22 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.chains import ChainSampler, sample_chains, stationary
 from infoflow.validators.icl_markov import references
+from infoflow.validators.icl_markov.training import (
+    NOT_TRAINED,
+    TRAINING_VERSION,
+    Mixtures,
+    mixture_weights,
+)
 from infoflow.validators.protocol import Group
-
-#: The version of the model, data and training code: part of every group's identity, so a
-#: change here (bump it) never resumes a checkpoint trained by the code before.
-TRAINING_VERSION = 2
-
-#: Spec fields that do not reach a group's training (the calibration file changes only
-#: predictions: the report keeps it, the identity drops it).
-NOT_TRAINED = {"chains", "sweep", "description", "calibration", "race", "decoder"}
 
 #: What each member is compared with: the generating chain, then the references.
 TARGETS = ("truth", *references.REFERENCES)
@@ -73,28 +70,6 @@ class IclGroup(Group):
 
     def member_rows(self) -> list[dict]:
         return [{"label": f"K={k}, seed {s}", "chains": k, "seed": s} for k, s in self.members]
-
-
-class Mixtures:
-    """Every member's training chains P[i] [K_i, C, C] and mixture weights [K_i], on ``device``:
-    batches of fresh sequences, each from a chain drawn by its member's weights."""
-
-    def __init__(self, P: list[Tensor], weights: list[Tensor], device: torch.device):
-        widest = max(len(w) for w in weights)
-        padded = torch.zeros(len(P), widest)
-        for i, w in enumerate(weights):
-            padded[i, : len(w)] = w.float()
-        self.padded = padded.to(device)
-        self.offsets = torch.tensor(np.cumsum([0] + [len(p) for p in P[:-1]]), device=device)
-        self.sampler = ChainSampler(torch.cat(P), device)
-
-    def batches(self, count: int, size: int, length: int, generator: torch.Generator) -> Tensor:
-        """``count`` steps' training sequences [count, members, size, length]."""
-        members = len(self.padded)
-        local = torch.multinomial(self.padded, count * size, replacement=True, generator=generator)
-        chain = (local + self.offsets[:, None]).flatten()
-        x = self.sampler.sample(chain, length, generator).view(members, count, size, length)
-        return x.transpose(0, 1)
 
 
 class MemberData:
@@ -188,28 +163,6 @@ class MemberData:
         return found.mean((-1, -2))
 
 
-class Prefetched:
-    """Training batches drawn ``count`` steps at a time: the sampler loops over positions, so
-    one draw for many steps saves launches on a GPU. ``state(step)`` is the generator state
-    from which the batch of ``step`` is drawn again, so a resumed run sees the same data."""
-
-    def __init__(self, data: MemberData, size: int, length: int, generator, count: int = 16):
-        self.data, self.size, self.length, self.count = data, size, length, count
-        self.generator = generator
-        self.buffer, self.index, self.start = None, -1, None
-
-    def at(self, step: int) -> Tensor:
-        if step // self.count != self.index:  # buffers are drawn in order, from the state
-            self.start = self.generator.get_state()
-            self.buffer = self.data.batches(self.count, self.size, self.length, self.generator)
-            self.index = step // self.count
-        return self.buffer[step % self.count]
-
-    def state(self, step: int) -> Tensor:
-        """The generator state to save when ``step`` is the next step to train."""
-        return self.start if step % self.count else self.generator.get_state()
-
-
 def position_weights(x: Tensor, chains: Tensor, by_stationary: bool) -> Tensor:
     """The weight of each scored position (all but the last) of sequences x [n, L] drawn from
     ``chains`` [n, C, C]: 1 (uniform), or the chain's stationary probability of the current
@@ -219,13 +172,3 @@ def position_weights(x: Tensor, chains: Tensor, by_stationary: bool) -> Tensor:
         return torch.ones(x.shape)
     found = stationary(chains).gather(1, x)
     return (found / found.mean(1, keepdim=True)).float()
-
-
-def mixture_weights(k: int, pool: int, mixture: str, seed: int) -> Tensor:
-    """The chains' weights: equal, normalised Exp(1) draws (Dirichlet(1): ``random``) or
-    normalised U(0, 1) draws (``park``); the first k of a pool's draws, so nested in K."""
-    if mixture == "uniform":
-        return torch.full((k,), 1 / k, dtype=torch.float64)
-    rng = np.random.default_rng(seed + 7)
-    draws = (rng.uniform(size=pool) if mixture == "park" else rng.exponential(size=pool))[:k]
-    return torch.tensor(draws / draws.sum())

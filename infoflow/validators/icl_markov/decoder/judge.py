@@ -1,0 +1,67 @@
+"""The decoder's metrics -> its measurement (the capacity bracket, and each D_phi's KL on fresh
+chains against G2's level) -> its claims at the K*_2 predicted for its setting
+(:mod:`.claims`) -> its record in report.json.
+
+The decoder *fits* K when its mean KL(row || decoder) over the K chains and C states is below
+the in-context bigram's (G2's) KL to the truth at the spec's context length: only then does
+memorising beat G2. The measured capacity is the largest K on the grid it fits (the grid's
+next K bounds it). A D_phi *generalises* when on fresh chains its KL is below G2's level.
+"""
+
+from __future__ import annotations
+
+import infoflow
+from infoflow.icl_markov.calibration import load_calibration
+from infoflow.validators.claims import Claim
+from infoflow.validators.icl_markov.decoder.claims import decoder_claims
+from infoflow.validators.icl_markov.decoder.data import STEPS, DecoderGroup
+from infoflow.validators.protocol import Context
+
+
+def judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list[Claim]]:
+    """A decoder group's record for the report, and its claims (against the prediction of
+    K*_2 at its setting)."""
+    measured = measure_decoder(group, context.store.metrics(group.name))
+    k2 = infoflow.predict(group.spec)["k2_star"].value
+    capacity = load_calibration(group.spec.calibration).capacity
+    here = capacity.provenance == "fit:decoder" and group.name in capacity.source
+    mine = decoder_claims(measured, k2, group.spec.states, here)
+    section = {
+        "name": group.name,
+        **group.describe(),
+        "k2_star": k2,
+        "measurement": measured,
+        "claims": [c.to_json() for c in mine],
+    }
+    return section, mine
+
+
+def measure_decoder(group: DecoderGroup, metrics: dict) -> dict:
+    """The capacity bracket and each D_phi's fresh-chain KL against G2's level."""
+    rows = {member: metrics[i][STEPS] for i, member in enumerate(group.members) if i in metrics}
+    fits = {
+        n: row["decoder:train_kl"] < row["decoder:g2_level"]
+        for (what, n), row in rows.items()
+        if what == "capacity"
+    }
+    fitted = [k for k, ok in sorted(fits.items()) if ok]
+    low = max(fitted, default=None)
+    high = min((k for k, ok in fits.items() if not ok and (low is None or k > low)), default=None)
+    train_kl = {k: rows[("capacity", k)]["decoder:train_kl"] for k in fits}
+    capacity = {
+        "low": low,
+        "high": high,
+        "monotone": fitted == sorted(fits)[: len(fitted)],
+        "train_kl": train_kl,
+    }
+    dims = {
+        n: {
+            "train_kl": row["decoder:train_kl"],
+            "fresh_kl": row["decoder:fresh_kl"],
+            "generalizes": row["decoder:fresh_kl"] < row["decoder:g2_level"],
+        }
+        for (what, n), row in rows.items()
+        if what == "task_dim"
+    }
+    level = next(iter(rows.values()))["decoder:g2_level"] if rows else None
+    return {"g2_level": level, "capacity": capacity, "task_dims": dims}

@@ -1,0 +1,159 @@
+"""The K sweep's plots, from report.json's sections, per group: ``NAME-phases.png`` (the phase
+diagram: K across, step up, colour = the phase call, white where undetermined; beside it,
+final ID and OOD KL to the truth against K), ``NAME-kl.png`` (KL to each reference over
+training, a line per K) and ``NAME-positions.png`` (the final model's KL against the
+position in the context)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from infoflow.validators.icl_markov.ksweep.phases import MARGIN, PHASES, UNDETERMINED
+from infoflow.validators.plots import pyplot, save
+
+PHASE_COLOURS = {
+    "G1": "#bdbdbd",
+    "G2": "#2b8cbe",
+    "M1": "#fdae6b",
+    "M2": "#d94801",
+    UNDETERMINED: "#ffffff",
+}
+
+
+def plot_phases(out: Path, section: dict) -> list[Path]:
+    """Per group of an icl_markov spec: ``NAME-phases.png`` (phase diagram: K across, step
+    up, colour = the phase call, white where undetermined; beside it, final ID and OOD KL to
+    the truth against K) and ``NAME-kl.png`` (KL to each reference over training, a line per
+    K)."""
+    plt = pyplot()
+    written = []
+    for group in section["groups"]:
+        members = _first_seed(group)
+        fig, (ax, side) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=[1.4, 1])
+        _phase_diagram(ax, section["name"], group, members)
+        _final_kl(side, group, members)
+        written.append(save(fig, out / f"{group['name']}-phases.png"))
+
+        fig, axes = plt.subplots(1, len(PHASES), figsize=(15, 3.6), sharey=True)
+        for ax, name in zip(axes, PHASES, strict=True):
+            _line_per_k(ax, members, lambda m, name=name: (m["steps"], m["kl"][name]))
+            ax.set(xscale="log", yscale="log", xlabel="step", title=_kl(group, name))
+        axes[0].set_ylabel("mean of ID and OOD")
+        axes[-1].legend(fontsize=6, ncol=2)
+        written.append(save(fig, out / f"{group['name']}-kl.png"))
+    return written
+
+
+def _first_seed(group: dict) -> list[dict]:
+    """The group's members of its first seed, in increasing K."""
+    members = [m for m in group["members"] if m["seed"] == group["seeds"][0]]
+    return sorted(members, key=lambda m: m["chains"])
+
+
+def _phase_diagram(ax, title: str, group: dict, members: list[dict]) -> None:
+    """K across, checkpoint up, each cell coloured by its phase call; the predicted K*_1 as
+    a dashed line."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    chains = [m["chains"] for m in members]
+    steps = members[0]["steps"]
+    names = list(PHASE_COLOURS)
+    grid = [[names.index(p) for p in m["phases"]] for m in members]  # [K, checkpoint]
+    ax.pcolormesh(
+        range(len(chains) + 1),
+        range(len(steps) + 1),
+        list(zip(*grid, strict=True)),
+        cmap=ListedColormap(list(PHASE_COLOURS.values())),
+        vmin=-0.5,
+        vmax=len(names) - 0.5,
+    )
+    ax.set_xticks([i + 0.5 for i in range(len(chains))], [str(k) for k in chains], fontsize=7)
+    ticks = range(0, len(steps), max(1, len(steps) // 8))
+    ax.set_yticks([i + 0.5 for i in ticks], [f"{steps[i]:,}" for i in ticks], fontsize=7)
+    ax.set(
+        xlabel="K (training chains)",
+        ylabel="training step (log-spaced checkpoints)",
+        title=f"{title}: phase (margin {MARGIN:.2g})",
+    )
+    k1 = group["predictions"][str(chains[0])]["k1_star"]["value"]
+    if k1:
+        position = _grid_position(chains, k1)
+        ax.axvline(position, color="black", linestyle="--", linewidth=1)
+        ax.text(position, len(steps) * 0.97, " predicted K*_1", fontsize=7, va="top")
+    ax.legend(
+        handles=[
+            Patch(facecolor=c, edgecolor="#636363", label=p) for p, c in PHASE_COLOURS.items()
+        ],
+        fontsize=7,
+        loc="lower right",
+    )
+
+
+def _final_kl(ax, group: dict, members: list[dict]) -> None:
+    """The final ID and OOD KL to the truth against K, with G2's level."""
+    chains = [m["chains"] for m in members]
+    ax.plot(chains, [m["final"]["ood:truth"] for m in members], "o-", label="OOD")
+    ax.plot(chains, [m["final"]["id:truth"] for m in members], "s-", label="ID")
+    g2 = sum(m["levels"]["ood"]["G2"] for m in members) / len(members)
+    ax.axhline(g2, color=PHASE_COLOURS["G2"], linestyle=":", label="in-context bigram (G2)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="K",
+        ylabel=f"final {_kl(group, 'truth')}",
+        title="end of training",
+    )
+    ax.legend(fontsize=7)
+
+
+def _kl(group: dict, target: str) -> str:
+    """The KL the group's metrics use, between ``target`` and the model."""
+    if group["setting"]["options"].get("kl_direction") == "model_reference":
+        return f"KL(model || {target})"
+    return f"KL({target} || model)"
+
+
+def _line_per_k(ax, members: list[dict], curve) -> None:
+    """One line per member, coloured by its place in the K sweep; ``curve(member)`` gives
+    the line's (x, y)."""
+    colours = pyplot().cm.viridis([i / max(1, len(members) - 1) for i in range(len(members))])
+    for member, colour in zip(members, colours, strict=True):
+        ax.plot(*curve(member), color=colour, label=f"K={member['chains']}")
+
+
+def _grid_position(chains: list[int], value: float) -> float:
+    """Where ``value`` falls on the categorical K axis (cell i spans i..i+1, centred at K_i),
+    interpolating in log K."""
+    if value <= chains[0]:
+        return 0.5
+    for i in range(len(chains) - 1):
+        if chains[i] <= value <= chains[i + 1]:
+            span = math.log(chains[i + 1] / chains[i])
+            return i + 0.5 + math.log(value / chains[i]) / span
+    return len(chains) - 0.5
+
+
+def plot_positions(out: Path, section: dict) -> list[Path]:
+    """Per group: ``NAME-positions.png``, the final model's KL to the truth (ID, OOD) and to
+    each reference against the position in the context, a line per K."""
+    plt = pyplot()
+    written = []
+    panels = ["id:truth", "ood:truth", *PHASES]
+    for group in section["groups"]:
+        members = _first_seed(group)
+        fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.4), sharey=True)
+        for ax, name in zip(axes, panels, strict=True):
+
+            def positions(m, name=name):
+                return range(1, len(m["positions"][name]) + 1), m["positions"][name]
+
+            _line_per_k(ax, members, positions)
+            split = name.split(":")[0].upper()
+            title = f"{_kl(group, 'truth')}, {split}" if ":" in name else _kl(group, name)
+            ax.set(yscale="log", xlabel="position t", title=title)
+        axes[0].set_ylabel("final model, mean over sequences")
+        axes[-1].legend(fontsize=6, ncol=2)
+        written.append(save(fig, out / f"{group['name']}-positions.png"))
+    return written

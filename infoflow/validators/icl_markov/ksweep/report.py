@@ -1,0 +1,131 @@
+"""A K sweep group's Markdown, from its record in report.json (:mod:`.judge` builds it): the
+setting, a row per member, the thresholds, the reference-to-reference distances; the claims'
+table follows it in :mod:`infoflow.validators.icl_markov.report`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infoflow.core.text import markdown_code, markdown_text
+from infoflow.validators.report import number
+
+
+def group_markdown(group: dict[str, Any]) -> list[str]:
+    """One group's heading, setting and a row per member, then its thresholds and the
+    distances between the phase references."""
+    lines = [
+        "",
+        f"### {markdown_text(group['name'])}",
+        "",
+        _setting(group),
+        "",
+        "| K | seed | trajectory | first | first G2 | tau_1Mem | final | predicted final | "
+        "ID KL | OOD KL | G2 level (OOD) |",
+        "|--:|--:|---|---|--:|--:|---|---|--:|--:|--:|",
+    ]
+    lines += [_member_row(group, member) for member in group["members"]]
+    lines += ["", _thresholds(group["measurement"]), ""]
+    return lines + _separation(group["measurement"]["separation"])
+
+
+def _setting(group: dict[str, Any]) -> str:
+    """The group's setting, seeds and plot files, in a sentence."""
+    s = group["setting"]
+    model, training = s["model"], s["training"]
+    return (
+        f"C = {s['states']}, context {s['context_len']}, Dirichlet({s['dirichlet_alpha']}), "
+        f"{s['mixture']} mixture; {model['layers']} layers, d_model {model['d_model']}, "
+        f"{model['heads']} heads, MLP {model['mlp_width']}; {training['steps']:,} steps of "
+        f"batch {training['batch_size']}, lr {training['lr']}, weight decay "
+        f"{training['weight_decay']}{_rate(training)}; seeds {group['seeds']}; plots "
+        f"{markdown_code(group['name'] + '-phases.png')}, "
+        f"{markdown_code(group['name'] + '-kl.png')}, "
+        f"{markdown_code(group['name'] + '-positions.png')}."
+    )
+
+
+def _member_row(group: dict[str, Any], member: dict[str, Any]) -> str:
+    """A member's row: its phases over training, what came first, the final KLs."""
+    k = member["chains"]
+    predicted = group["predictions"][str(k)]["final_phase"]["value"]
+    final = (
+        member["final"]["id:truth"],
+        member["final"]["ood:truth"],
+        member["levels"]["ood"]["G2"],
+    )
+    cells = [
+        str(k),
+        str(member["seed"]),
+        " -> ".join(member["trajectory"]),
+        member["outcome"],
+        maybe(member["first_g2"]),
+        maybe(member["memorized_at"]),
+        member["phases"][-1],
+        str(predicted),
+    ]
+    cells += [number(v, ".3f") for v in final]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _rate(training: dict) -> str:
+    rate = training.get("layer1_attention_lr", 1)
+    return f", layer 1's attention at {rate:g} x the rate" if rate != 1 else ""
+
+
+def _thresholds(m: dict[str, Any]) -> str:
+    """The measured K*_1 (grid bracket and logistic fit), K*_2 and tau_2Gen, in sentences."""
+    k1, k2, tau = m["k1_star"], m["k2_star"], m["tau_2gen"]
+    if k1["low"] and k1["high"]:
+        where = f"between K = {k1['low']} and {k1['high']}"
+    elif k1["low"]:
+        where = f"above K = {k1['low']}: generalization never came first on this grid"
+    elif k1["high"]:
+        where = f"at or below K = {k1['high']}: generalization came first at every K"
+    else:
+        where = "not measured: no K decided"
+    undecided = f"; undecided at K = {k1['undecided']}" if k1["undecided"] else ""
+    k2_text = (
+        f"above K = {k2['low']} (G2 gave way to M2 there)"
+        if k2["low"]
+        else "not placed (no transient G2 observed)"
+    )
+    return (
+        f"Measured K*_1 (majority per K) {where}{'' if k1['monotone'] else ' (not monotone in K)'}"
+        f"{undecided}. {_fitted(m['k1_fit'])} K*_2 {k2_text}; G2 persists at this budget from "
+        f"K = {maybe(k2['g2_persists_from'])}. tau_2Gen {maybe(tau['value'])} steps "
+        f"(checkpoints {tau['checkpoint_ratio']:.2f}x apart)."
+    )
+
+
+def _fitted(fit: dict[str, Any]) -> str:
+    """The logistic fit of K*_1 over every seed's outcome, in a sentence."""
+    used = f"{fit['outcomes']} seed outcomes"
+    if fit["left_out"]:
+        used += f"; K = {fit['left_out']} left out, where the ceiling hides memorization"
+    bounds = " to ".join("open" if v is None else f"{v:.3g}" for v in (fit["low"], fit["high"]))
+    if fit["status"] == "fit":
+        return f"Logistic fit: K*_1 = {fit['value']:.3g}, 95% interval {bounds} ({used})."
+    if fit["status"] == "separable":
+        return f"Logistic fit: separable, K*_1 between {bounds}, no finite fit ({used})."
+    return f"Logistic fit: none, {fit['reason']} ({used})."
+
+
+def _separation(table: dict[str, dict[str, float]]) -> list[str]:
+    """Per K, how far apart the phase references are (symmetrised, mean of ID and OOD)."""
+    pairs = list(next(iter(table.values()), {}))
+    lines = [
+        "Reference-to-reference distances (the mean of the two directed scores, ID and "
+        "OOD averaged; a phase call needs a margin relative to these):",
+        "",
+        "| K | " + " | ".join(pairs) + " |",
+        "|--:|" + "--:|" * len(pairs),
+    ]
+    for k, row in table.items():
+        lines.append(f"| {k} | " + " | ".join(number(row[p], ".3g") for p in pairs) + " |")
+    return lines
+
+
+def maybe(value) -> str:
+    """A number that may be missing ("-"): a count with thousands separated, anything else to
+    four significant digits."""
+    return number(value, "," if isinstance(value, int) else ".4g")
