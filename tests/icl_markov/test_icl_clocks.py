@@ -154,6 +154,7 @@ def test_slowing_layer1_attention_scales_its_step_exactly() -> None:
     )
 
 
+@pytest.mark.slow  # it trains: 6,000 rows x 3,000 full-batch Adam steps
 def test_the_decoder_stores_few_chains_and_not_many() -> None:
     spec = infoflow.load_spec(TINY)
     from infoflow.validators.chains import sample_chains
