@@ -8,10 +8,10 @@ problem found (it trains nothing):
   is none, a docs page and a specs folder (when run from a source checkout);
 - every bundled spec loads, is of this kind, and predicts a result whose predictions have
   snake_case names, a bound, a provenance, and a strict JSON form;
-- the validator (when torch is installed): it implements the protocol, its smoke scale is a
-  dataclass, and it plans every bundled spec into jobs whose groups are
-  :class:`~infoflow.validators.protocol.Group` s of this kind, named by their identity, or
-  refuses the spec with a reason;
+- the validator: it implements the protocol, its smoke scale is a dataclass, and it plans
+  every bundled spec into jobs whose groups are :class:`~infoflow.validators.protocol.Group`
+  s of this kind, named by their identity, or refuses the spec with a reason (without torch
+  the validator cannot be imported: ``check_family`` returns that it was not checked);
 - the family's packages import no other family (:func:`foreign_imports`).
 """
 
@@ -40,25 +40,30 @@ class FamilyCheckError(AssertionError):
         super().__init__(f"{kind}: " + "\n".join(problems))
 
 
-def check_family(kind: str, root: Path | None = None, plans: int | None = None) -> None:
-    """Run every check on the family ``kind``; ``root`` is the source checkout holding its
-    docs and specs (default: the one this package sits in, when there is one); ``plans``
-    caps how many bundled specs the validator plans (None: every one; planning a retrieval
-    spec designs its experiment, which takes a second or so)."""
+def check_family(kind: str, root: Path | None = None, plans: int | None = None) -> list[str]:
+    """Run every check on the family ``kind`` and return what could not be checked here, and
+    why; ``root`` is the source checkout holding its docs and specs (default: the one this
+    package sits in, when there is one); ``plans`` caps how many bundled specs the validator
+    plans (None: every one; planning a retrieval spec designs its experiment, a second or
+    so)."""
     entry = family(kind)
     root = root or PACKAGE.parent
     problems = _registry(entry, root)
     specs = sorted((root / entry.specs).glob("*.json")) if entry.specs else []
+    if (root / "specs").is_dir() and entry.specs and not specs:
+        problems.append(f"no bundled specs in {entry.specs}")
     loaded = []
     for path in specs:
         found, spec = _predicts(kind, path)
         problems += found
         if spec is not None:
             loaded.append((path, spec))
-    problems += _validator(entry, loaded[:plans])
+    found, unchecked = _validator(entry, loaded[:plans])
+    problems += found
     problems += [f"imports another family: {line}" for line in foreign_imports(kind)]
     if problems:
         raise FamilyCheckError(kind, problems)
+    return unchecked
 
 
 def _registry(entry: Family, root: Path) -> list[str]:
@@ -89,7 +94,10 @@ def _predicts(kind: str, path: Path) -> tuple[list[str], Any]:
         return [f"{path.name} does not load: {exc}"], None
     if spec.kind != kind:
         return [f"{path.name} is a {spec.kind} spec"], None
-    result = infoflow.predict(spec, str(path))
+    try:
+        result = infoflow.predict(spec, str(path))
+    except infoflow.SpecError as exc:
+        return [f"{path.name} does not predict: {exc}"], None
     problems = []
     for name, prediction in result.predictions.items():
         if not SNAKE.fullmatch(name):
@@ -105,19 +113,20 @@ def _predicts(kind: str, path: Path) -> tuple[list[str], Any]:
     return problems, spec
 
 
-def _validator(entry: Family, loaded: list[tuple[Path, Any]]) -> list[str]:
-    """The validator implements the protocol and plans every bundled spec into groups."""
+def _validator(entry: Family, loaded: list[tuple[Path, Any]]) -> tuple[list[str], list[str]]:
+    """The validator implements the protocol and plans every bundled spec into groups: the
+    problems found, and what could not be checked."""
     if entry.validator is None:
-        return []
+        return [], []
     try:
         from infoflow.validators.identity import content_name
         from infoflow.validators.protocol import CannotValidate, Group
-    except ModuleNotFoundError:  # no torch: the validator cannot be imported
-        return []
+    except ModuleNotFoundError as exc:  # no torch: the validator cannot be imported
+        return [], [f"the validator: it needs {exc.name}, which is not installed"]
     validator = entry.load_validator()
     missing = [name for name in PROTOCOL if not callable(getattr(validator, name, None))]
     if missing or validator.kind != entry.kind:
-        return [f"the validator lacks {missing} or is not of kind {entry.kind}"]
+        return [f"the validator lacks {missing} or is not of kind {entry.kind}"], []
     scale = validator.scale("smoke", None, None, "cpu")
     problems = [] if dataclasses.is_dataclass(scale) else ["the smoke scale is not a dataclass"]
     for path, spec in loaded:
@@ -137,7 +146,7 @@ def _validator(entry: Family, loaded: list[tuple[Path, Any]]) -> list[str]:
                 problems.append(f"{path.name}: group {group.name} is not JSON data ({exc})")
             if group.name != content_name(group.prefix, group.identity()):
                 problems.append(f"{path.name}: group {group.name} is not named by its identity")
-    return problems
+    return problems, []
 
 
 def family_modules(kind: str) -> list[Path]:
@@ -147,8 +156,11 @@ def family_modules(kind: str) -> list[Path]:
 
 
 def imported(path: Path) -> list[str]:
-    """Every module ``path`` imports, at any level (relative imports resolved)."""
-    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+    """Every module ``path`` imports, at any level (relative imports resolved inside the
+    package)."""
+    inside = PACKAGE in path.resolve().parents
+    parts = path.resolve().relative_to(PACKAGE.parent).with_suffix("").parts if inside else ()
+    package = ".".join(parts[:-1])
     names = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):

@@ -78,9 +78,7 @@ def expand(
     if not spec.sweep:
         return [({}, spec)]
     keys, grids = list(spec.sweep), list(spec.sweep.values())
-    fixed = [key for key in keys if key.split(".")[0] in ("kind", "sweep")]
-    if fixed:
-        raise SpecError(name, [(f"sweep.{fixed[0]}", "a sweep cannot vary the kind or the sweep")])
+    check_sweep_keys(keys, name)
     if any(not grid for grid in grids):
         raise SpecError(name, [("sweep", "every sweep entry needs at least one value")])
     if math.prod(len(grid) for grid in grids) > MAX_SWEEP_POINTS:
@@ -101,6 +99,13 @@ def expand(
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise SpecError(f"{name} (sweep point {where})", problems) from None
     return points
+
+
+def check_sweep_keys(keys: Sequence[str], name: str) -> None:
+    """A SpecError naming ``name`` when a sweep would vary the kind or the sweep itself."""
+    fixed = [key for key in keys if key.split(".")[0] in ("kind", "sweep")]
+    if fixed:
+        raise SpecError(name, [(f"sweep.{fixed[0]}", "a sweep cannot vary the kind or the sweep")])
 
 
 def spec_schema(kind: str | None = None) -> dict[str, Any]:

@@ -1,15 +1,12 @@
 """Shared helpers: the bundled specs, the real ``infoflow`` entry point, a toy fourth family,
-the step-time model every test's design uses, and the guard that keeps the fast loop fast:
-a test not marked ``slow`` whose call takes more than :data:`FAST_LIMIT` CPU seconds (its
-own process and the subprocesses it waits for; CPU time, so a busy machine does not trip it)
-fails the run, named in the summary."""
+the step-time model every test's design uses; and the plugins every run loads: the guard
+that keeps the fast loop fast (tests/fast_loop.py) and pytester (to test that guard)."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -20,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["fast_loop", "pytester"]
+
 ROOT = Path(__file__).resolve().parent.parent
-#: CPU seconds a test not marked slow may take (``INFOFLOW_FAST_LIMIT`` overrides it).
-FAST_LIMIT = float(os.environ.get("INFOFLOW_FAST_LIMIT", "10"))
-_TOO_SLOW: list[tuple[str, float]] = []
 SPECS = ROOT / "specs"
 LOOPED_KV = SPECS / "looped_kv"
 
@@ -270,35 +266,3 @@ def step_time_cache(tmp_path_factory) -> Iterator[Path]:
         os.environ.pop("INFOFLOW_CACHE", None)
     else:
         os.environ["INFOFLOW_CACHE"] = before
-
-
-def _cpu_seconds() -> float:
-    """CPU time of this process and of the children it has waited for."""
-    own, children = (
-        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-    )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item):
-    """Time the call of every test not marked slow; remember the ones over FAST_LIMIT."""
-    start = _cpu_seconds()
-    yield
-    spent = _cpu_seconds() - start
-    if spent > FAST_LIMIT and item.get_closest_marker("slow") is None:
-        _TOO_SLOW.append((item.nodeid, spent))
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    for nodeid, spent in _TOO_SLOW:
-        terminalreporter.write_line(
-            f"TOO SLOW for the fast loop: {nodeid} took {spent:.1f} CPU s (limit {FAST_LIMIT:g}):"
-            " mark it slow, or make it smaller",
-            red=True,
-        )
-
-
-def pytest_sessionfinish(session, exitstatus) -> None:
-    if _TOO_SLOW and exitstatus == 0:
-        session.exitstatus = 1

@@ -55,7 +55,7 @@ def _derive(
     efficient = not alpha.has(T)
     fallback = []
     if best.theorem2:  # the smaller of the two exponents, whatever T is
-        fallback = terms(kth.without_single_head(best), options)
+        fallback = terms(kth.without_theorem2(best), options)
         efficient = efficient or not exponent(fallback).has(T)
         alpha = sympy.Min(alpha, exponent(fallback))
     ideal, alternatives = minimal(tree, dict(ranks))

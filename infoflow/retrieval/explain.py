@@ -15,14 +15,11 @@ from infoflow.retrieval.canonical_to_tree import order
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.mechanisms.base import who
-from infoflow.retrieval.mechanisms.max_position import PLANNER
 from infoflow.retrieval.predict import predictions
 from infoflow.retrieval.schedule_to_cost import annotate_edges, exponent
 from infoflow.retrieval.schedule_to_flow import information_dag, readout_sets, to_dot
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.types import Comparison, ComparisonTree, Schedule
-
-CANONICAL = "reconstruction:canonical_form"
+from infoflow.retrieval.types import CANONICAL, PLANNER, Comparison, ComparisonTree, Schedule
 
 
 def explain(spec: RetrievalSpec, source: str | None = None) -> str:
@@ -44,7 +41,7 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
         f"about {result['num_comparisons'].expression} candidate tuples"
     )
     pe = "with" if arch.positional_encoding else "without"
-    lines += [
+    lines += [  # the output says "plan" for what the code calls the schedule
         "",
         f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, "
         f"E = {arch.embed_dim or 'E'}, {pe} positional encoding",

@@ -1,6 +1,7 @@
 """A retrieval spec's derivation -> predictions: order, dimension, layers, heads, cost
 exponent, bottleneck, information sets, each with its provenance; the spec's numbers (T, d,
-E, eps) are substituted here into the derivation's expressions."""
+E, eps) are substituted here into the derivation's expressions. (The notes say "plan" for
+what the code calls the schedule: the words users read are kept as they were.)"""
 
 from __future__ import annotations
 
@@ -11,11 +12,17 @@ from infoflow.core.results import Prediction, Result
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.laws import E, T, d, n
 from infoflow.retrieval.mechanisms import kth
-from infoflow.retrieval.mechanisms.max_position import PLANNER, SCHEDULES
 from infoflow.retrieval.schedule_to_cost import bottleneck
 from infoflow.retrieval.schedule_to_flow import readout_sets
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.types import ComparisonTree, CostTerm, Derivation, Schedule
+from infoflow.retrieval.types import (
+    PLANNER,
+    SCHEDULES,
+    ComparisonTree,
+    CostTerm,
+    Derivation,
+    Schedule,
+)
 
 EPS = sympy.Symbol("epsilon", positive=True)
 

@@ -25,9 +25,8 @@ import sympy
 
 from infoflow.retrieval import mechanisms
 from infoflow.retrieval.laws import T, decode_exponent
-from infoflow.retrieval.mechanisms import fetch, global_aggregation
+from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.types import (
-    FETCH,
     Comparison,
     CostOptions,
     CostTerm,
@@ -75,7 +74,7 @@ def decoded_positions(schedule: Schedule) -> int | None:
         for p in schedule.placements
         if p.comparison and p.mode == "scheduled"
     )
-    return held + (len(fetch.positions(schedule)) if FETCH in schedule.shared else 0)
+    return held + sum(m.decoded(schedule) for m in mechanisms.SHARED)
 
 
 def held_positions(c: Comparison) -> int:
@@ -91,10 +90,13 @@ def exponent(all_terms: list[CostTerm]) -> sympy.Expr:
 
 
 def bottleneck(derivation: Derivation, values: Values) -> np.ndarray:
-    """The term that sets the exponent at each point ``values`` evaluates at: an infinite
-    term first, then the largest of those that grow with T (of all, when none does), taken
-    from the all-global alternative to single-head k-th retrievals where that is smaller;
-    where the terms are not numbers, the last of them."""
+    """The term that sets the exponent at each point ``values`` evaluates at (an array of
+    CostTerm, one per point, or one for all): an infinite term first, then the largest of
+    those that grow with T (of all, when none does), taken from the all-global alternative to
+    single-head k-th retrievals where that is smaller; where the candidates are not numbers,
+    the last candidate. ``predict`` evaluates at one point, from the exact values rounded to
+    float64 (two exponents closer than float64 can tell apart would count as equal);
+    ``sweep`` at many, in float64."""
     chosen = _largest(derivation.terms, values)
     if derivation.fallback_terms:
         mine = values(exponent(derivation.terms))
@@ -108,11 +110,11 @@ def _largest(all_terms: list[CostTerm], values: Values) -> np.ndarray:
     infinite = [t for t in all_terms if t.expression == sympy.oo]
     candidates = infinite[:1] or [t for t in all_terms if t.expression.has(T)] or all_terms
     found = [values(t.expression) for t in candidates]
-    terms = np.empty(len(candidates), dtype=object)
-    terms[:] = candidates
+    chosen = np.empty(len(candidates), dtype=object)
+    chosen[:] = candidates
     if infinite or any(v is None for v in found):
-        return terms[-1:]
-    return terms[np.argmax(np.stack(found), axis=0)]
+        return chosen[-1:]
+    return chosen[np.argmax(np.stack(found), axis=0)]
 
 
 def annotate_edges(graph: nx.MultiDiGraph, schedule: Schedule, options: CostOptions) -> None:

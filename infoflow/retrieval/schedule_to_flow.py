@@ -8,9 +8,9 @@ from __future__ import annotations
 import networkx as nx
 
 from infoflow.retrieval import mechanisms
-from infoflow.retrieval.mechanisms import fetch, global_aggregation
+from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.mechanisms.base import tagged
-from infoflow.retrieval.types import EVERY, FETCH, Fragment, Placement, Schedule, Step
+from infoflow.retrieval.types import EVERY, Fragment, Placement, Schedule, Step
 
 # ---- information sets --------------------------------------------------------------------
 
@@ -32,8 +32,8 @@ def readout_sets(schedule: Schedule) -> list[list[str]]:
             if placement.mode != "scheduled" or not placement.fragment:
                 continue
             labels += _held(placement, layer)
-        if FETCH in schedule.shared and schedule.shared[FETCH][1] <= layer:
-            labels += fetch.positions(schedule)
+        for mechanism in mechanisms.SHARED:
+            labels += mechanism.readout_labels(schedule, layer)
         sets.append(list(dict.fromkeys(labels)))
     return sets
 
@@ -122,8 +122,7 @@ def information_dag(schedule: Schedule) -> nx.MultiDiGraph:
     """Nodes ``role@layer`` (a generic token, the readout, each fixed position) with their
     information sets; edges labelled by propagation mode. Its size does not depend on T."""
     graph = nx.MultiDiGraph()
-    positions = fetch.positions(schedule) if FETCH in schedule.shared else []
-    roles = ["token", "readout", *positions]
+    roles = ["token", "readout", *(r for m in mechanisms.SHARED for r in m.roles(schedule))]
     readout = [[], *readout_sets(schedule)]
     token = token_sets(schedule)
     for layer in range(schedule.shape.layers + 1):
@@ -145,7 +144,7 @@ def information_dag(schedule: Schedule) -> nx.MultiDiGraph:
     for key, (step, layer) in sorted(schedule.shared.items()):
         mechanism = mechanisms.shared(key)
         mode, what = mechanism.EDGES[step.kind], mechanism.part_text(schedule, step)
-        for source, target in mechanism.edge_roles(positions):
+        for source, target in mechanism.edge_roles(schedule):
             graph.add_edge(
                 f"{source}@{layer - 1}", f"{target}@{layer}", mode=mode, part=what, heads=1
             )

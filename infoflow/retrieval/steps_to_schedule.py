@@ -126,7 +126,7 @@ def schedule(tree: ComparisonTree, shape: Shape, ranks: dict) -> Schedule:
         placements.append(placement)
     best = Schedule(shape, placements, shared, tree.positions)
     if best.uses_global and best.theorem2:  # the global term is paid anyway
-        return kth.without_single_head(best, kth.ALREADY_GLOBAL)
+        return kth.without_theorem2(best, kth.ALREADY_GLOBAL)
     return best
 
 

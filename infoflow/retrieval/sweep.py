@@ -26,10 +26,11 @@ import sympy
 from infoflow.core.errors import SpecError
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.laws import E, T, d, n
+from infoflow.retrieval.mechanisms import kth
 from infoflow.retrieval.schedule_to_cost import bottleneck
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.types import Derivation
-from infoflow.spec import load_spec, set_path
+from infoflow.retrieval.types import CostTerm, Derivation
+from infoflow.spec import check_sweep_keys, load_spec, set_path
 
 #: The swept fields that are numbers in the formulas (evaluated as arrays).
 NUMBERS = ("seq_len", "input_dim", "architecture.embed_dim", "epsilon")
@@ -44,7 +45,6 @@ COLUMNS = (
     "bottleneck",
 )
 MAX_POINTS = 10_000_000
-_WHAT = np.frompyfunc(lambda term: term.what, 1, 1)  # a bottleneck term's words, element-wise
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,7 @@ def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
     grids = dict(spec.sweep or {})
     if not grids or any(not grid for grid in grids.values()):
         raise SpecError(name, [("sweep", "a vectorised sweep needs a sweep, with values")])
-    fixed = [key for key in grids if key.split(".")[0] in ("kind", "sweep")]
-    if fixed:
-        raise SpecError(name, [(f"sweep.{fixed[0]}", "a sweep cannot vary the kind or the sweep")])
+    check_sweep_keys(list(grids), name)
     shape = [len(grid) for grid in grids.values()]
     if np.prod(shape, dtype=float) > MAX_POINTS:
         raise SpecError(name, [("sweep", f"more than {MAX_POINTS:,} points")])
@@ -85,7 +83,7 @@ def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
     for key in grouped:
         group = group * len(grids[key]) + index[key]
     for g, values in enumerate(itertools.product(*(grids[k] for k in grouped))):
-        data = _with(base, dict(zip(grouped, values, strict=True)))
+        data = _with(base, dict(zip(grouped, values, strict=True)), name)
         chosen = np.flatnonzero(group == g)
         if chosen.size:
             _evaluate(data, grids, {k: v[chosen] for k, v in index.items()}, chosen, columns, name)
@@ -95,7 +93,7 @@ def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
 def _evaluate(data, grids, index, chosen, columns, name) -> None:
     """Fill ``columns`` at the points ``chosen`` of one group (``data``: its spec)."""
     specs = {
-        key: [_load(_with(data, {key: v}), name, key, v) for v in grids[key]]
+        key: [_load(_with(data, {key: v}, name), name, key, v) for v in grids[key]]
         for key in NUMBERS
         if key in grids
     }
@@ -113,25 +111,20 @@ def _evaluate(data, grids, index, chosen, columns, name) -> None:
     derivations: dict[int, list[int]] = {}
     by_id: dict[int, Derivation] = {}
     for i, spec in enumerate(at_t):
-        der = derive(spec, name)
+        der = derive(spec, f"{name} (sweep seq_len={spec.seq_len})")
         by_id[id(der)] = der
         derivations.setdefault(id(der), []).append(i)
-    heads = min(at_t[0].architecture.heads_per_layer)
     for key, t_values in derivations.items():
         mask = np.isin(t_index, t_values)
         at = {k: v[mask] for k, v in numbers.items()}
-        for column, values in _columns(by_id[key], at, heads).items():
+        for column, values in _columns(by_id[key], at).items():
             columns[column][chosen[mask]] = values
 
 
-def _columns(der: Derivation, at: dict[str, np.ndarray], heads: int) -> dict[str, Any]:
+def _columns(der: Derivation, at: dict[str, np.ndarray]) -> dict[str, Any]:
     """The predictions of one derivation at the arrays ``at``."""
-    args = (
-        at["seq_len"],
-        at["input_dim"],
-        at["architecture.embed_dim"],
-        at["architecture.embed_dim"] / heads,
-    )
+    embed_dim = at["architecture.embed_dim"]
+    args = (at["seq_len"], at["input_dim"], embed_dim, embed_dim / kth.fewest_heads(der.schedule))
     alpha = _compiled(der.exponent)(*args)
     with np.errstate(over="ignore"):  # eps^-alpha beyond float64 is inf, as predict says
         param_cost = (1 / at["epsilon"]) ** alpha
@@ -150,7 +143,14 @@ def _bottleneck(der: Derivation, args) -> np.ndarray:
     """What sets the exponent at each point (the rule ``predict`` follows:
     :func:`~infoflow.retrieval.schedule_to_cost.bottleneck`)."""
     chosen = bottleneck(der, lambda expression: _compiled(expression)(*args))
-    return np.broadcast_to(_WHAT(chosen), args[0].shape)
+    return np.broadcast_to(_words(chosen), args[0].shape)
+
+
+def _what(term: CostTerm) -> str:
+    return term.what
+
+
+_words = np.frompyfunc(_what, 1, 1)  # the bottleneck terms' words, element by element
 
 
 @lru_cache(maxsize=1024)
@@ -168,11 +168,12 @@ def _load(data: dict, name: str, key: str, value: Any) -> RetrievalSpec:
         raise SpecError(f"{name} (sweep {key}={value})", error.problems) from None
 
 
-def _with(data: dict, values: dict[str, Any]) -> dict:
-    """A copy of the raw spec ``data`` with dotted ``values`` set."""
+def _with(data: dict, values: dict[str, Any], name: str) -> dict:
+    """A copy of the raw spec ``data`` with dotted ``values`` set (``name``: the spec's file,
+    for errors)."""
     out = copy.deepcopy(data)
     for key, value in values.items():
-        set_path(out, key, value, "<sweep>", f"sweep.{key}")
+        set_path(out, key, value, name, f"sweep.{key}")
     return out
 
 

@@ -25,7 +25,7 @@ def fragments(c: Comparison, holder: str | None, heads: int, ranks: dict) -> lis
     with ``holder``, cheapest first: fewest Theorem-2 steps, then shallowest."""
     heads *= c.copies
     children = [_child_fragments(f, heads, ranks) for f in c.factors]
-    owns = mechanisms.of(c).own_steps(c, holder, heads, ranks)
+    owns = mechanisms.own_steps(c, holder, heads, ranks)
     out = []
     for own in owns:
         for picked in itertools.islice(itertools.product(*children), MAX_FRAGMENTS * 4):

@@ -14,6 +14,11 @@ from infoflow.retrieval.expression import KTH
 if TYPE_CHECKING:
     import sympy
 
+#: The provenance of the planner's rules (the theory note's reconstructions): reading a min or
+#: max as variable elimination; running eliminations one after another; the canonical form.
+PLANNER = "reconstruction:variable_elimination"
+SCHEDULES = "reconstruction:sequential_schedule"
+CANONICAL = "reconstruction:canonical_form"
 EVERY = "*"  # the holder of a step every token makes (a broadcast value)
 FETCH = "fetch"  # the key of the shared step that brings the fixed positions
 NO_THEOREM2 = -(10**18)  # the score of an option without single-head k-th retrievals

@@ -100,6 +100,17 @@ class Section:
     body: dict[str, Any] = field(default_factory=dict)
     claims: tuple[Claim, ...] = ()
 
+    def __post_init__(self) -> None:
+        """Claims that share an id (a family's slip) keep apart as ``id#2``, ``id#3``: the
+        database keys claims by id, and a second would replace the first."""
+        seen: dict[str, int] = {}
+        unique = []
+        for claim in self.claims:
+            seen[claim.id] = seen.get(claim.id, 0) + 1
+            count = seen[claim.id]
+            unique.append(claim if count == 1 else replace(claim, id=f"{claim.id}#{count}"))
+        object.__setattr__(self, "claims", tuple(unique))
+
     def to_json(self) -> dict[str, Any]:
         claims = [claim.to_json() for claim in self.claims]
         return _plain({"kind": self.kind, "name": self.name, **self.body, "claims": claims})

@@ -30,6 +30,9 @@ from infoflow.validators.throughput import flops_per_token
 
 #: Timed steps per size (after two untimed ones); the fastest counts.
 TIMED_STEPS = 6
+#: The version of :class:`Probe`, part of the cache's name: a model measured with another
+#: probe is measured again, never read as this one's.
+PROBE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -167,10 +170,10 @@ def _seconds_per_step(probe: Probe, device: torch.device) -> float:
 
 def cache_file(device: str) -> Path:
     """Where the model of ``device`` is cached: one file per device type, device name,
-    thread count and torch version."""
+    thread count, torch version and probe version."""
     folder = Path(os.environ.get("INFOFLOW_CACHE") or Path.home() / ".cache" / "infoflow")
     name = torch.cuda.get_device_name() if device == "cuda" else _cpu_name()
-    text = f"{device}-{name}-{torch.get_num_threads()}-{torch.__version__}"
+    text = f"{device}-{name}-{torch.get_num_threads()}-{torch.__version__}-probe{PROBE_VERSION}"
     return folder / (
         "steptime-" + "".join(c if c.isalnum() or c in "-." else "_" for c in text) + ".json"
     )

@@ -242,14 +242,14 @@ class Store:
                 "UPDATE groups SET done = 1, seconds = ? WHERE name = ?", (seconds, name)
             )
 
-    def last_values(self, name: str, metric: str) -> list[float]:
-        """Each member's last recorded ``metric`` in group ``name``, in member order."""
+    def last_values(self, name: str, metric: str) -> list[float | None]:
+        """Each member's last recorded ``metric`` in group ``name``, in member order (None
+        for a member that recorded none)."""
         rows = self.db.execute(
-            "SELECT member, value FROM metrics WHERE group_name = ? AND metric = ? AND "
-            "member >= 0 AND step = (SELECT MAX(step) FROM metrics AS m WHERE "
-            "m.group_name = metrics.group_name AND m.member = metrics.member AND "
-            "m.metric = metrics.metric) ORDER BY member",
-            (name, metric),
+            "SELECT m.member, (SELECT value FROM metrics AS v WHERE v.group_name = m.group_name "
+            "AND v.member = m.member AND v.metric = ? ORDER BY v.step DESC LIMIT 1) "
+            "FROM members AS m WHERE m.group_name = ? ORDER BY m.member",
+            (metric, name),
         )
         return [value for _, value in rows]
 

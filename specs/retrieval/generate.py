@@ -22,9 +22,14 @@ def write(name: str, spec: dict) -> None:
 
 
 def main() -> None:
-    write(
-        "pairwise-min",
-        {
+    for name, spec in {**_depth_and_kth(), **_intrinsic(), **_paper_settings()}.items():
+        write(name, spec)
+
+
+def _depth_and_kth() -> dict[str, dict]:
+    """Theorem 1's pairwise minimum and Theorem 2's second largest, over T."""
+    return {
+        "pairwise-min": {
             "description": "Depth separation (Theorem 1): the pairwise minimum with one layer "
             "against two, one head each, over T. d = 4 and E = 64 are choices made here.",
             "target": PAIRWISE_MIN,
@@ -33,25 +38,40 @@ def main() -> None:
             "architecture": {"layers": 2, "heads": 1, "embed_dim": 64},
             "sweep": {"architecture.layers": [1, 2], "seq_len": [8, 16, 32, 64]},
         },
-    )
-    for D in range(2, 7):
-        write(
-            f"intrinsic-dimension-D{D}",
-            {
-                "description": f"Intrinsic dimension, D = {D}: two layers with heads (D, D), "
-                "(D-1, D), (D, D-1); d = 4, T = 64 as in the paper; E = 60 (divisible by every "
-                "head count 1..6) is a choice made here (the paper does not publish it).",
-                "target": INTRINSIC,
-                "params": {"D": D},
-                "input_dim": 4,
-                "seq_len": 64,
-                "architecture": {"layers": 2, "heads": [D, D], "embed_dim": 60},
-                "sweep": {"architecture.heads": [[D, D], [D - 1, D], [D, D - 1]]},
-            },
-        )
-    write(
-        "triangle-center",
-        {
+        "kth-largest": {
+            "description": "Second-largest retrieval (Theorem 2): one head in one layer costs "
+            "(T-k-1)/(n+1); k layers make it efficient. d = 4, E = 32 are choices made here.",
+            "target": KTH,
+            "input_dim": 4,
+            "seq_len": 16,
+            "architecture": {"layers": 1, "heads": 1, "embed_dim": 32},
+            "sweep": {"architecture.layers": [1, 2], "seq_len": [8, 16, 32, 64]},
+        },
+    }
+
+
+def _intrinsic() -> dict[str, dict]:
+    """Intrinsic dimension at D = 2..6, heads (D, D) against one head fewer."""
+    return {
+        f"intrinsic-dimension-D{D}": {
+            "description": f"Intrinsic dimension, D = {D}: two layers with heads (D, D), "
+            "(D-1, D), (D, D-1); d = 4, T = 64 as in the paper; E = 60 (divisible by every "
+            "head count 1..6) is a choice made here (the paper does not publish it).",
+            "target": INTRINSIC,
+            "params": {"D": D},
+            "input_dim": 4,
+            "seq_len": 64,
+            "architecture": {"layers": 2, "heads": [D, D], "embed_dim": 60},
+            "sweep": {"architecture.heads": [[D, D], [D - 1, D], [D, D - 1]]},
+        }
+        for D in range(2, 7)
+    }
+
+
+def _paper_settings() -> dict[str, dict]:
+    """The triangle center, the specific position and the induction head."""
+    return {
+        "triangle-center": {
             "description": "Triangle center: d = 2, x ~ N(0, 2I) clamped to norm [0.2, 4], "
             "T in {3, 8, 16, 32, 64}, heads (2, 2) and (4, 4), E in {24, 48}, as in the paper.",
             "target": TRIANGLE,
@@ -65,10 +85,7 @@ def main() -> None:
                 "architecture.embed_dim": [24, 48],
             },
         },
-    )
-    write(
-        "specific-position",
-        {
+        "specific-position": {
             "description": "x(1) + x(2) + x(3) with T = 10, one layer, one head, with and without "
             "positional encoding; the readout should put about 1/3 of its attention on each.",
             "target": POSITIONS,
@@ -82,22 +99,7 @@ def main() -> None:
             },
             "sweep": {"architecture.positional_encoding": [True, False]},
         },
-    )
-    write(
-        "kth-largest",
-        {
-            "description": "Second-largest retrieval (Theorem 2): one head in one layer costs "
-            "(T-k-1)/(n+1); k layers make it efficient. d = 4, E = 32 are choices made here.",
-            "target": KTH,
-            "input_dim": 4,
-            "seq_len": 16,
-            "architecture": {"layers": 1, "heads": 1, "embed_dim": 32},
-            "sweep": {"architecture.layers": [1, 2], "seq_len": [8, 16, 32, 64]},
-        },
-    )
-    write(
-        "induction-head",
-        {
+        "induction-head": {
             "description": "The induction head's match (Sanford et al. 2024; theory note, "
             "positions): the best score of a token whose predecessor matches the last token. A "
             "previous-token head and the last token in layer 1, the match in layer 2: heads "
@@ -112,7 +114,7 @@ def main() -> None:
                 "positional_encoding": True,
             },
         },
-    )
+    }
 
 
 if __name__ == "__main__":

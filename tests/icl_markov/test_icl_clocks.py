@@ -12,8 +12,8 @@ torch = pytest.importorskip("torch")
 import infoflow  # noqa: E402
 from infoflow.icl_markov.race import Clocks, race  # noqa: E402
 from infoflow.validators.icl_markov.clocks.data import ClockData, ClockGroup  # noqa: E402
+from infoflow.validators.icl_markov.clocks.judge import race_claim, shift_claim, slowing_claims  # noqa: E402
 from infoflow.validators.icl_markov.clocks.measure import clock_time, settled  # noqa: E402
-from infoflow.validators.icl_markov.clocks.race import race_claim, shift_claim, slowing_claims  # noqa: E402
 from infoflow.validators.icl_markov.decoder.claims import decoder_claims  # noqa: E402
 from infoflow.validators.icl_markov.decoder.data import DecoderGroup  # noqa: E402
 from infoflow.validators.icl_markov.decoder.judge import measure_decoder  # noqa: E402

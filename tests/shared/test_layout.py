@@ -1,14 +1,17 @@
-"""The shape of the house, held by tests: families never import each other; the theory
-never imports the command line, the renderer, the validators or torch; the ground floor
-imports nothing above it; nothing outside the registry and the families dispatches on a kind;
-the formatter decides the layout (a ``# fmt: skip`` only with its reason); modules and
-functions stay small and documented. (That a test not marked slow stays fast is held by
-tests/conftest.py, which fails the run when one takes more than ``FAST_LIMIT`` seconds.)"""
+"""The shape of the house, held by tests: families never import each other; the theory never
+imports the command line, the renderer, the validators or torch (not even through another
+module); the ground floor imports nothing above it; nothing outside the registry and the
+families dispatches on a kind; the formatter decides the layout (a ``# fmt: skip`` only with
+its reason); modules and functions stay small and documented; a test not marked slow stays
+fast (tests/fast_loop.py). Each rule is also shown to fail on a module that breaks it."""
 
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
@@ -20,6 +23,19 @@ from infoflow.families import FAMILIES
 
 #: Where the formatter is switched off, and the reason that must follow on the same line.
 FORMATTER_OFF = re.compile(r"#\s*fmt:\s*(skip|off)\b(.*)")
+#: What the theory (everything outside infoflow/validators/) never imports.
+ABOVE_THE_THEORY = ("infoflow.cli", "infoflow.render", "infoflow.validators", "torch")
+
+
+def breaking(paths: list[Path], forbidden: tuple[str, ...]) -> list[str]:
+    """``module imports name`` for every import in ``paths`` of a module in ``forbidden``
+    (or inside one)."""
+    return [
+        f"{path.name} imports {name}"
+        for path in paths
+        for name in imported(path)
+        if any(name == f or name.startswith(f + ".") for f in forbidden)
+    ]
 
 
 @pytest.mark.parametrize("kind", sorted(FAMILIES))
@@ -29,23 +45,66 @@ def test_no_family_imports_another(kind) -> None:
 
 @pytest.mark.parametrize("kind", sorted(FAMILIES))
 def test_the_theory_imports_no_cli_renderer_validator_or_torch(kind) -> None:
-    above = ("infoflow.cli", "infoflow.render", "infoflow.validators", "torch")
     modules = sorted((PACKAGE / kind).rglob("*.py"))
-    assert modules
-    for path in modules:
-        for name in imported(path):
-            assert not any(name == a or name.startswith(a + ".") for a in above), (
-                f"{path.relative_to(ROOT)} imports {name}"
-            )
+    assert modules and breaking(modules, ABOVE_THE_THEORY) == []
+
+
+@pytest.mark.parametrize("kind", sorted(FAMILIES))
+def test_the_theory_loads_no_cli_renderer_validator_or_torch(kind) -> None:
+    """Importing every module of a family's theory (and what they import in turn) loads
+    none of them."""
+    names = [
+        ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts)
+        for p in sorted((PACKAGE / kind).rglob("*.py"))
+    ]
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {names!r}: importlib.import_module(name.removesuffix('.__init__'))\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout)
+    assert [
+        m for m in loaded if any(m == a or m.startswith(a + ".") for a in ABOVE_THE_THEORY)
+    ] == []
 
 
 def test_the_ground_floor_imports_nothing_above_it() -> None:
     modules = sorted((PACKAGE / "core").rglob("*.py"))
     assert len(modules) >= 7
-    for path in modules:
-        for name in imported(path):
-            if name == "infoflow" or name.startswith("infoflow."):
-                assert name.startswith("infoflow.core"), f"{path.relative_to(ROOT)} imports {name}"
+    above = tuple(f"infoflow.{p.stem}" for p in PACKAGE.iterdir() if p.name != "core")
+    assert breaking(modules, (*above, "infoflow.__init__")) == []
+    assert all(name != "infoflow" for p in modules for name in imported(p))
+
+
+def test_the_import_rules_fail_on_modules_that_break_them(tmp_path) -> None:
+    """What the guards above read, on modules written to break them: absolute and relative
+    imports, at the top and inside a function."""
+    folder = PACKAGE / "core"  # ``imported`` resolves relative imports against the package
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import torch\nfrom infoflow.render import to_json\n"
+        "def f():\n    from infoflow.validators import run\n"
+    )
+    assert breaking([bad], ABOVE_THE_THEORY) == [
+        "bad.py imports torch",
+        "bad.py imports infoflow.render",
+        "bad.py imports infoflow.render.to_json",
+        "bad.py imports infoflow.validators",
+        "bad.py imports infoflow.validators.run",
+    ]
+    relative = folder / "_relative_import_probe.py"
+    relative.write_text("from ..cli import app\nfrom . import text\n")
+    try:
+        assert imported(relative) == [
+            "infoflow.cli",
+            "infoflow.cli.app",
+            "infoflow.core",
+            "infoflow.core.text",
+        ]
+    finally:
+        relative.unlink()
 
 
 def test_the_formatter_is_switched_off_only_with_a_reason() -> None:
@@ -93,37 +152,50 @@ def _shared_modules() -> list[Path]:
     ]
 
 
-def _imported(node: ast.AST) -> list[str]:
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if isinstance(node, ast.ImportFrom) and node.module:
-        return [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-    return []
-
-
 def test_no_dispatch_on_a_kind_outside_the_registry_and_the_families() -> None:
     """Shared modules neither import a family's code nor compare with a kind's name."""
-    owned = [f"infoflow.{k}" for k in FAMILIES] + [f"infoflow.validators.{k}" for k in FAMILIES]
+    owned = tuple(f"infoflow.{k}" for k in FAMILIES) + tuple(
+        f"infoflow.validators.{k}" for k in FAMILIES
+    )
     assert len(_shared_modules()) >= 15
+    assert breaking(_shared_modules(), owned) == []
     for path in _shared_modules():
-        where = path.relative_to(ROOT)
         for node in ast.walk(ast.parse(path.read_text())):
-            for name in _imported(node):
-                assert not any(name == o or name.startswith(o + ".") for o in owned), (
-                    f"{where} imports {name}"
-                )
             if isinstance(node, ast.Constant) and node.value in FAMILIES:
-                raise AssertionError(f"{where}:{node.lineno}: {node.value!r}")
+                raise AssertionError(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
 
 
 def test_modules_and_functions_stay_small_and_documented() -> None:
-    for path in sorted(PACKAGE.rglob("*.py")):
+    """Package modules: at most 400 lines, with a docstring; every function of the package,
+    the benchmarks and the spec generators: at most 60 lines."""
+    scripts = sorted((ROOT / "bench").glob("*.py")) + sorted((ROOT / "specs").rglob("*.py"))
+    for path in [*sorted(PACKAGE.rglob("*.py")), *scripts]:
         text = path.read_text()
         where = path.relative_to(ROOT)
-        assert len(text.splitlines()) <= 400, f"{where}: over 400 lines"
         tree = ast.parse(text)
-        assert ast.get_docstring(tree), f"{where}: no module docstring"
+        if PACKAGE in path.parents:
+            assert len(text.splitlines()) <= 400, f"{where}: over 400 lines"
+            assert ast.get_docstring(tree), f"{where}: no module docstring"
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = node.end_lineno - node.lineno + 1
                 assert length <= 60, f"{where}: {node.name} is {length} lines"
+
+
+def test_a_test_not_marked_slow_over_the_limit_fails_the_run(pytester, monkeypatch) -> None:
+    """The fast-loop guard (tests/fast_loop.py), in a run of its own: a test that burns more
+    CPU than the limit fails the run unless it is marked slow."""
+    monkeypatch.setenv("INFOFLOW_FAST_LIMIT", "0.3")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
+    pytester.makeini("[pytest]\nmarkers =\n    slow: trains\n")
+    pytester.makepyfile(
+        burn="import time\n\ndef burn():\n    end = time.process_time() + 0.6\n"
+        "    while time.process_time() < end:\n        pass\n",
+        test_marked="import pytest\nfrom burn import burn\n\n@pytest.mark.slow\n"
+        "def test_busy_but_marked():\n    burn()\n\ndef test_quick():\n    pass\n",
+    )
+    assert pytester.runpytest_subprocess("-p", "fast_loop").ret == 0
+    pytester.makepyfile(test_busy="from burn import burn\n\ndef test_busy():\n    burn()\n")
+    result = pytester.runpytest_subprocess("-p", "fast_loop")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*TOO SLOW for the fast loop: test_busy.py::test_busy*"])

@@ -253,3 +253,23 @@ def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
     damaged = run_cli("validate", *args, "--resume", "--steps", "20")
     assert damaged.returncode == 2 and "Traceback" not in damaged.stderr
     assert damaged.stderr.count("\n") == 1 and "damaged checkpoint" in damaged.stderr
+
+
+def test_a_member_reads_its_own_last_value(tmp_path) -> None:
+    """The store's measurements are metrics: each member's last value of one, in member
+    order, None for a member that recorded none (never another member's)."""
+    store = Store(tmp_path / "results.sqlite")
+    rows = [{"label": label} for label in ("a", "b", "c")]
+    store.add_group("g-1", "g", {}, rows, {"code": 1})
+    store.record_metrics("g-1", 10, [{"eval:nmse": 0.5}, {"eval:nmse": 0.4}, {}])
+    store.record_metrics("g-1", 20, [{"eval:nmse": 0.3}, {}, {}])
+    store.record_metrics("g-1", 30, [{"train:loss": 9.0}, {}, {}])
+    assert store.last_values("g-1", "eval:nmse") == [0.3, 0.4, None]
+
+
+def test_claims_that_share_an_id_are_kept_apart() -> None:
+    from infoflow.validators.claims import Claim, Section
+
+    same = [Claim.judged("k1_star", f"claim {i}", 1, 1, "equal", True) for i in range(3)]
+    ids = [c.id for c in Section("icl_markov", "spec", {}, tuple(same)).claims]
+    assert ids == ["k1_star", "k1_star#2", "k1_star#3"]

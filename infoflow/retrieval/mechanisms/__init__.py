@@ -1,10 +1,11 @@
 """The ways a transformer resolves a comparison, one module each, and their registry.
 
-A comparison is resolved by the mechanism of its kind (:data:`BY_KIND`): a min or max by
+A comparison is resolved by the mechanisms of its kind (:data:`BY_KIND`): a min or max by
 max-position retrieval (:mod:`.max_position`), a sum over one token by an averaging head
-(:mod:`.pooling`), a k-th largest by peeling or by one head (:mod:`.kth`); when that
-mechanism cannot (its ``limit``), or something nested in the comparison cannot be resolved,
-by global aggregation (:mod:`.global_aggregation`), the fallback. Two shared steps bring
+(:mod:`.pooling`), a k-th largest by peeling or by one head (:mod:`.kth`); when none of them
+can (their ``limit``), or something nested in the comparison cannot be resolved, by global
+aggregation (:mod:`.global_aggregation`), the fallback, which has an interface of its own
+(``term``, ``sentence(placement)``, ``edge_cost``, ``READOUT``). Two shared steps bring
 positions to every token (:data:`SHARED`): the fixed-position fetch (:mod:`.fetch`) and the
 neighbour fetch (:mod:`.neighbour`).
 
@@ -16,9 +17,10 @@ placement)`` (what a step brings to whoever holds its result), ``sentence(step, 
 who)`` (the step in explain's words, with its provenance) and ``edge_cost(schedule, part,
 layer, options)`` (the exponent of its edges); a mechanism that prices its own steps in the
 exponent gives ``terms(placement, options)`` too (k-th retrieval: Theorem 2). A shared step's
-module gives ``keys(factor)``, ``step(key)``, ``labels``, ``sentence``, ``part_text``,
-``edge_roles`` and ``edge_cost``. docs/retrieval.md, "Adding a mechanism", lists the files
-a new one touches.
+module gives ``owns(key)``, ``keys(factor)``, ``step(key)``, ``decoded(schedule)``,
+``readout_labels(schedule, layer)``, ``roles(schedule)``, ``labels``, ``sentence``,
+``part_text``, ``edge_roles`` and ``edge_cost``. docs/retrieval.md, "Adding a mechanism",
+lists the files a new one touches.
 """
 
 from __future__ import annotations
@@ -36,12 +38,21 @@ from infoflow.retrieval.mechanisms import (
 )
 from infoflow.retrieval.types import Comparison
 
-#: The mechanism that resolves a comparison of each kind (types.Comparison.kind).
-BY_KIND: dict[str, ModuleType] = {"extremum": max_position, "sum": pooling, "kth": kth}
+#: The mechanisms that can resolve a comparison of each kind (types.Comparison.kind), the
+#: one explain names first: every way of each is a candidate for the schedule.
+BY_KIND: dict[str, tuple[ModuleType, ...]] = {
+    "extremum": (max_position,),
+    "sum": (pooling,),
+    "kth": (kth,),
+}
 #: The shared steps that bring positions, in the order a factor's score asks for them.
 SHARED: tuple[ModuleType, ...] = (fetch, neighbour)
 #: Every mechanism, the fallback included; those that price their own steps in the exponent.
-ALL: tuple[ModuleType, ...] = (*BY_KIND.values(), *SHARED, global_aggregation)
+ALL: tuple[ModuleType, ...] = (
+    *dict.fromkeys(m for ways in BY_KIND.values() for m in ways),
+    *SHARED,
+    global_aggregation,
+)
 PRICED: tuple[ModuleType, ...] = tuple(m for m in ALL if hasattr(m, "terms"))
 #: The mechanism of each step kind, the DAG's propagation mode of each step kind, and the
 #: mechanism behind each mode.
@@ -50,14 +61,14 @@ EDGE_MODES: dict[str, str] = {kind: mode for m in ALL for kind, mode in m.EDGES.
 BY_EDGE: dict[str, ModuleType] = {mode: m for m in reversed(ALL) for mode in m.EDGES.values()}
 
 
-def of(c: Comparison) -> ModuleType:
-    """The mechanism that resolves ``c`` when it needs no global aggregation."""
-    return BY_KIND[c.kind]
+def own_steps(c: Comparison, to: str | None, heads: int, ranks: dict) -> list[list]:
+    """Every way the mechanisms of ``c``'s kind resolve its own indices."""
+    return [way for m in BY_KIND[c.kind] for way in m.own_steps(c, to, heads, ranks)]
 
 
 def shared(key: str) -> ModuleType:
     """The mechanism of the shared step ``key`` (``fetch``, ``shift-1``)."""
-    return fetch if key == fetch.KEY else neighbour
+    return next(m for m in SHARED if m.owns(key))
 
 
 def shared_keys(factor) -> list[str]:
@@ -67,11 +78,12 @@ def shared_keys(factor) -> list[str]:
 
 @lru_cache(maxsize=4096)
 def needs_global(c: Comparison, separable_sum: str = "pool") -> str:
-    """Why ``c`` needs global aggregation whatever the architecture ('' when it does not):
-    its mechanism cannot resolve it, or something nested in it needs it."""
-    reason = of(c).limit(c, separable_sum)
-    if reason:
-        return reason
+    """Why ``c`` needs global aggregation whatever the architecture ('' when it does not): no
+    mechanism of its kind can resolve it (the first one's reason), or something nested in it
+    needs it."""
+    reasons = [m.limit(c, separable_sum) for m in BY_KIND[c.kind]]
+    if all(reasons):
+        return reasons[0]
     for child in c.children:
         reason = needs_global(child, separable_sum)
         if reason:
@@ -81,4 +93,4 @@ def needs_global(c: Comparison, separable_sum: str = "pool") -> str:
 
 def name(c: Comparison, separable_sum: str = "pool") -> str:
     """How ``c`` is resolved, in explain's words."""
-    return global_aggregation.NAME if needs_global(c, separable_sum) else of(c).NAME
+    return global_aggregation.NAME if needs_global(c, separable_sum) else BY_KIND[c.kind][0].NAME

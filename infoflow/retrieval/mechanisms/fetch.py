@@ -27,6 +27,10 @@ KEY = FETCH  # the shared step's key in a schedule
 EDGES = {"fetch": "specific-position"}
 
 
+def owns(key: str) -> bool:
+    return key == KEY
+
+
 def keys(factor: Factor) -> list[str]:
     """The shared step a score needs first: the fetch, when it reads a fixed position."""
     return [KEY] if factor.fixed else []
@@ -68,6 +72,22 @@ def labels(schedule: Schedule, step: Step) -> list[str]:
     return positions(schedule)
 
 
+def decoded(schedule: Schedule) -> int:
+    """Positions the fetch adds to the readout's state."""
+    return len(positions(schedule)) if KEY in schedule.shared else 0
+
+
+def readout_labels(schedule: Schedule, layer: int) -> list[str]:
+    """What the readout holds of the fetch after ``layer``."""
+    fetched = KEY in schedule.shared and schedule.shared[KEY][1] <= layer
+    return positions(schedule) if fetched else []
+
+
+def roles(schedule: Schedule) -> list[str]:
+    """The DAG's nodes the fetch adds: one per fixed position."""
+    return positions(schedule) if KEY in schedule.shared else []
+
+
 def sentence(schedule: Schedule, step: Step) -> str:
     fixed = ", ".join(positions(schedule))
     return (
@@ -81,9 +101,10 @@ def part_text(schedule: Schedule, step: Step) -> str:
     return f"fixed positions {', '.join(positions(schedule))}"
 
 
-def edge_roles(positions: list[str]) -> list[tuple[str, str]]:
+def edge_roles(schedule: Schedule) -> list[tuple[str, str]]:
     """The DAG's edges of the fetch: from each fixed position to the token and the readout."""
-    return [(q, "token") for q in positions] + [(q, "readout") for q in positions]
+    fixed = roles(schedule)
+    return [(q, "token") for q in fixed] + [(q, "readout") for q in fixed]
 
 
 def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -> sympy.Expr:

@@ -15,7 +15,7 @@ min, resolved by max-position retrieval. Above rank 1 there are two ways:
 Peeling fewer than r leaves the (r - p)-th largest of T - p candidates, which Theorem 2
 prices as the r-th of T, so a k-th step is peeled whole or not at all. Both costs may grow
 with T, so the schedule without single-head k-th retrievals (each falling back to global
-aggregation) is the other candidate for the cheapest: :func:`without_single_head`.
+aggregation) is the other candidate for the cheapest: :func:`without_theorem2`.
 """
 
 from __future__ import annotations
@@ -115,7 +115,12 @@ def kth_exponent(r: int, width: sympy.Expr, options: CostOptions) -> sympy.Expr:
 
 def head_width(schedule: Schedule) -> sympy.Expr:
     """n = E / h: the widest head of the architecture (its layer with the fewest heads)."""
-    return E / min(schedule.shape.heads)
+    return E / fewest_heads(schedule)
+
+
+def fewest_heads(schedule: Schedule) -> int:
+    """h in n = E / h: the heads of the layer with the fewest ([R] ``kth_width``)."""
+    return min(schedule.shape.heads)
 
 
 def terms(placement: Placement, options: CostOptions) -> list[CostTerm]:
@@ -152,7 +157,7 @@ def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -
     return sympy.Integer(0)
 
 
-def without_single_head(schedule: Schedule, reason: str = INSTEAD) -> Schedule:
+def without_theorem2(schedule: Schedule, reason: str = INSTEAD) -> Schedule:
     """``schedule`` with every part that makes a single-head k-th retrieval falling back to
     global aggregation instead: the other candidate for the cheapest schedule, since both
     exponents grow with T and either may be the smaller one at a given T, E and d."""

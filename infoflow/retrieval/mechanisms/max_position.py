@@ -15,12 +15,18 @@ import sympy
 
 from infoflow.retrieval.canonical_to_tree import order
 from infoflow.retrieval.mechanisms.base import copies, holder, tagged
-from infoflow.retrieval.types import Comparison, CostOptions, Placement, Schedule, Step
+from infoflow.retrieval.types import (
+    PLANNER,
+    SCHEDULES,
+    Comparison,
+    CostOptions,
+    Placement,
+    Schedule,
+    Step,
+)
 
 NAME = "max-position retrieval"
 EDGES = {"retrieve": "max-position"}  # step kind -> the DAG's propagation mode
-PLANNER = "reconstruction:variable_elimination"
-SCHEDULES = "reconstruction:sequential_schedule"
 
 
 def limit(c: Comparison, separable_sum: str = "pool") -> str:

@@ -15,6 +15,10 @@ NAME = "neighbour fetch"
 EDGES = {"shift": "relative-position"}
 
 
+def owns(key: str) -> bool:
+    return key.startswith("shift")
+
+
 def keys(factor: Factor) -> list[str]:
     """The shared steps a score needs first: one per neighbour offset it reads."""
     return [f"shift{offset:+d}" for offset in sorted({o for _, o in factor.shifts})]
@@ -29,6 +33,21 @@ def labels(schedule: Schedule, step: Step) -> list[str]:
     return [f"x[t{step.offset:+d}]"]
 
 
+def decoded(schedule: Schedule) -> int:
+    """Nothing of its own: a neighbour is counted with the comparison that reads it."""
+    return 0
+
+
+def readout_labels(schedule: Schedule, layer: int) -> list[str]:
+    """Nothing: the readout has no neighbour."""
+    return []
+
+
+def roles(schedule: Schedule) -> list[str]:
+    """No node of its own in the DAG."""
+    return []
+
+
 def sentence(schedule: Schedule, step: Step) -> str:
     return (
         f"1 head: every token t copies its neighbour x[t{step.offset:+d}] "
@@ -41,7 +60,7 @@ def part_text(schedule: Schedule, step: Step) -> str:
     return f"the neighbour x[t{step.offset:+d}]"
 
 
-def edge_roles(positions: list[str]) -> list[tuple[str, str]]:
+def edge_roles(schedule: Schedule) -> list[tuple[str, str]]:
     """The DAG's edge of the neighbour fetch: from the token to itself, a layer up."""
     return [("token", "token")]
 

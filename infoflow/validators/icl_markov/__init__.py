@@ -9,7 +9,7 @@ report):
   ``plots``);
 - ``clocks/``: the clock runs. Each mechanism's formation time measured in isolation, then
   the race of those clocks, which predicts K*_1 without any K*_1 data (``data``, ``train``,
-  ``measure``, ``race``, ``report``, ``plots``);
+  ``measure``, ``judge`` (the race and its claims), ``report``, ``plots``);
 - ``decoder/``: the decoder alone. The second MLP trained by itself: its capacity against
   K*_2, and the task vector's dimension D_phi against C^2 (``data``, ``train``, ``judge``,
   ``claims``, ``report``).

@@ -1,7 +1,7 @@
 """The icl_markov validator: the protocol object (:mod:`infoflow.validators.protocol`), which
 hands each stage to the experiments. A spec -> its groups (:mod:`.experiment`) -> each trained
 by its experiment -> judged: every K sweep group (:mod:`.ksweep.judge`), the race of the
-clock runs at its setting (:mod:`.clocks.race`), the decoder alone (:mod:`.decoder.judge`)
+clock runs at its setting (:mod:`.clocks.judge`), the decoder alone (:mod:`.decoder.judge`)
 -> a report section (:mod:`.report`) and plots."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.claims import Section
 from infoflow.validators.icl_markov import report
 from infoflow.validators.icl_markov.clocks.data import ClockGroup
+from infoflow.validators.icl_markov.clocks.judge import clock_records, measured_clocks, race_sweeps
 from infoflow.validators.icl_markov.clocks.plots import plot_race
-from infoflow.validators.icl_markov.clocks.race import clock_records, measured_clocks, race_sweeps
 from infoflow.validators.icl_markov.clocks.train import train_clocks
 from infoflow.validators.icl_markov.decoder.data import DecoderGroup
 from infoflow.validators.icl_markov.decoder.judge import judge_decoder

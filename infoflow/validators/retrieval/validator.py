@@ -10,8 +10,7 @@ from typing import Any
 
 import torch
 
-from infoflow.retrieval.canonical_to_tree import position_number
-from infoflow.retrieval.derive import derive
+from infoflow.retrieval.canonical_to_tree import position_number, tree_of
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.claims import Section
 from infoflow.validators.protocol import Context, Job
@@ -73,7 +72,8 @@ class RetrievalValidator:
 def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
     """For targets that read fixed positions: the readout's mean first-layer attention on
     each of them, over the heads in use, averaged over seeds."""
-    tree = derive(experiment.base).tree
+    spec = experiment.base
+    tree = tree_of(spec.target, tuple(sorted(spec.params.items())), spec.options.separable_sum)
     positions = sorted(position_number(p, group.seq_len) for p in tree.positions)
     if not positions:
         return {}

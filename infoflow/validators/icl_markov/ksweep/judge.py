@@ -3,7 +3,7 @@
 group's record in report.json, from which :mod:`.report` writes its Markdown and
 :mod:`.plots` draws it.
 
-:func:`judge_sweep` loads and measures one group; the race (:mod:`..clocks.race`) may then add
+:func:`judge_sweep` loads and measures one group; the race (:mod:`..clocks.judge`) may then add
 its own measurement and claim to it, before :func:`sweep_records` writes the records.
 """
 

@@ -118,7 +118,8 @@ def shift_claims(groups: list, raced: dict[str, tuple[Race, dict]]) -> list[Clai
     for group in groups:
         rate, base = group.spec.training.layer1_attention_lr, by_base.get(_base_key(group.spec))
         if rate != 1 and base is not None and {group.name, base.name} <= raced.keys():
-            out.append(shift_claim(rate, raced[base.name], raced[group.name]))
+            claim = shift_claim(rate, raced[base.name], raced[group.name])
+            out.append(replace(claim, id=f"{group.name}/{claim.id}"))  # one per slowed sweep
     return out
 
 
@@ -162,12 +163,12 @@ def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
     """Per setting and slowed rate r: the [R] rule behind an unmeasured rate, tau_G(r) =
     tau_G|prev + tau_prev / r, against the G clock measured at r (the seed ranges overlap)."""
     out = []
-    for entry in clocks.values():
+    for n, entry in enumerate(clocks.values(), 1):
         found = entry["clocks"]
         for rate, times in found.g_slowed.items():
             predicted, _ = g_clocks(replace(found, g_slowed={}), rate)
             measured = span(times)
-            ident = f"g2_delay:r={rate:g}"
+            ident = f"g2_delay:r={rate:g}" + (f":setting{n}" if len(clocks) > 1 else "")
             claim = (
                 f"layer 1's attention at {rate:g} x the rate delays G2 to tau_G|prev + "
                 f"tau_prev / {rate:g}"

@@ -1,0 +1,59 @@
+"""A pytest plugin that keeps the fast loop fast: a test not marked ``slow`` whose setup and
+call take more than ``INFOFLOW_FAST_LIMIT`` CPU seconds (default 10; its own process and the
+subprocesses it waits for) fails the run, named in the summary. CPU time, not wall time, so a
+busy machine does not trip it; nothing is asserted inside a test."""
+
+from __future__ import annotations
+
+import os
+import resource
+
+import pytest
+
+SPENT = pytest.StashKey[dict]()
+TOO_SLOW = pytest.StashKey[list]()
+
+
+def limit() -> float:
+    return float(os.environ.get("INFOFLOW_FAST_LIMIT", "10"))
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def pytest_configure(config) -> None:
+    config.stash[SPENT], config.stash[TOO_SLOW] = {}, []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    start = cpu_seconds()
+    yield
+    item.config.stash[SPENT][item.nodeid] = cpu_seconds() - start
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    start = cpu_seconds()
+    yield
+    spent = item.config.stash[SPENT].pop(item.nodeid, 0.0) + cpu_seconds() - start
+    if spent > limit() and item.get_closest_marker("slow") is None:
+        item.config.stash[TOO_SLOW].append((item.nodeid, spent))
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    for nodeid, spent in config.stash[TOO_SLOW]:
+        terminalreporter.write_line(
+            f"TOO SLOW for the fast loop: {nodeid} took {spent:.1f} CPU s (limit {limit():g}):"
+            " mark it slow, or make it smaller",
+            red=True,
+        )
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if session.config.stash[TOO_SLOW] and exitstatus == 0:
+        session.exitstatus = 1
