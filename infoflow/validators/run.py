@@ -145,6 +145,30 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
     return planned
 
 
+def plan_one(
+    validator,
+    spec,
+    source: str,
+    scale: str,
+    device: str | None,
+    budget: float | None,
+    steps: int | None,
+    seeds: int | None,
+    field: str | None = None,
+):
+    """One spec's experiment as ``validate`` would plan it, with the scale it is sized to and
+    the device type (None: the one validate would use, CUDA where there is one): what ``infoflow
+    plan`` describes. A spec the validator cannot train is a SpecError naming ``source`` (and
+    ``field``), exit 2."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    sized = validator.scale(scale, steps, seeds, device, budget)
+    try:
+        experiment = validator.plan(Path(source).stem, spec, sized, Path(source).parent)
+    except CannotValidate as exc:
+        raise SpecError(source, [(field, f"cannot be validated: {exc}")]) from None
+    return experiment, sized, device
+
+
 def _tag(path: Path) -> str:
     """Six hex digits of the hash of ``path`` (resolved): what tells apart the experiments
     of two spec files of one name, whatever order they are given in."""

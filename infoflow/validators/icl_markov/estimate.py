@@ -14,9 +14,6 @@ training's arithmetic and launches, not of the data sampler or the references.
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
-import torch
 
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.icl_markov.clocks.data import ClockGroup
@@ -70,10 +67,10 @@ def plan_command(
 ) -> tuple[str, float]:
     """What ``infoflow plan`` prints for one icl_markov spec, and its estimated seconds."""
     from infoflow.validators.icl_markov.validator import VALIDATOR
+    from infoflow.validators.run import plan_one
 
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    sized = VALIDATOR.scale(scale, steps, seeds, device, budget)
-    experiment = VALIDATOR.plan(Path(source).stem, spec, sized, Path(source).parent)
+    args = (scale, device, budget, steps, seeds)
+    experiment, sized, device = plan_one(VALIDATOR, spec, source, *args)
     steptime = step_time(device)
     lines = [
         f"{source}: icl_markov at scale {sized.name} on {device}, seeds {sized.seeds}",

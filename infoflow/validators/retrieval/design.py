@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import torch
-
 import infoflow
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
@@ -187,13 +185,9 @@ def plan_command(
     """``infoflow plan`` for one retrieval spec on ``device`` (None: the one validate would
     use, CUDA where there is one): its description and estimated seconds; a SpecError (exit
     2) when the validator cannot train it."""
-    from infoflow.core.errors import SpecError
     from infoflow.validators.retrieval.validator import VALIDATOR
+    from infoflow.validators.run import plan_one
 
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    sized = VALIDATOR.scale(scale, steps, seeds, device, budget)
-    try:
-        experiment = choose(Path(source).stem, spec, sized, Path(source).parent)
-    except CannotValidate as exc:
-        raise SpecError(source, [("target", f"cannot be validated: {exc}")]) from None
+    args = (scale, device, budget, steps, seeds)
+    experiment, _, _ = plan_one(VALIDATOR, spec, source, *args, field="target")
     return describe(experiment, source), seconds(experiment)
