@@ -51,19 +51,22 @@ def _derive(
     tree = tree_of(target, params, separable_sum)
     best = schedule(tree, shape, dict(ranks))
     found = terms(best, options)
-    alpha = exponent(found)
+    own = alpha = exponent(found)
     efficient = not alpha.has(T)
-    fallback = []
+    fallback, other = [], None
     if best.theorem2:  # the smaller of the two exponents, whatever T is
         fallback = terms(kth.without_theorem2(best), options)
-        efficient = efficient or not exponent(fallback).has(T)
-        alpha = sympy.Min(alpha, exponent(fallback))
+        other = exponent(fallback)
+        efficient = efficient or not other.has(T)
+        alpha = sympy.Min(alpha, other)
     ideal, alternatives = minimal(tree, dict(ranks))
     return Derivation(
         tree,
         best,
         found,
         fallback,
+        own,
+        other,
         alpha,
         efficient and best.feasible,
         alternatives[0],

@@ -16,7 +16,7 @@ from infoflow.retrieval.derive import derive
 from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.mechanisms.base import who
 from infoflow.retrieval.predict import predictions
-from infoflow.retrieval.schedule_to_cost import annotate_edges, exponent
+from infoflow.retrieval.schedule_to_cost import annotate_edges
 from infoflow.retrieval.schedule_to_flow import information_dag, readout_sets, to_dot
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.types import CANONICAL, PLANNER, Comparison, ComparisonTree, Schedule
@@ -53,7 +53,7 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
     if der.fallback_terms:
         lines.append(
             "   or, where that is smaller, global aggregation in place of the single-head "
-            f"k-th retrievals: {_show(exponent(der.fallback_terms))}"
+            f"k-th retrievals: {_show(der.fallback_exponent)}"
         )
     alpha = result["cost_exponent"]
     at = _numbers_text(spec)

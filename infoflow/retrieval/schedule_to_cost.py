@@ -99,8 +99,8 @@ def bottleneck(derivation: Derivation, values: Values) -> np.ndarray:
     ``sweep`` at many, in float64."""
     chosen = _largest(derivation.terms, values)
     if derivation.fallback_terms:
-        mine = values(exponent(derivation.terms))
-        other = values(exponent(derivation.fallback_terms))
+        mine = values(derivation.terms_exponent)
+        other = values(derivation.fallback_exponent)
         if mine is not None and other is not None:
             chosen = np.where(other < mine, _largest(derivation.fallback_terms, values), chosen)
     return chosen

@@ -307,7 +307,9 @@ class Derivation:
     schedule: Schedule
     terms: list[CostTerm]
     fallback_terms: list[CostTerm]  # the all-global alternative to Theorem-2 steps, if any
-    exponent: sympy.Expr
+    terms_exponent: sympy.Expr  # the largest of ``terms``
+    fallback_exponent: sympy.Expr | None  # the largest of ``fallback_terms`` (None: none)
+    exponent: sympy.Expr  # the smaller of the two
     efficient: bool  # feasible, and some candidate's exponent does not grow with T
     minimal: Shape
     alternatives: list[Shape]

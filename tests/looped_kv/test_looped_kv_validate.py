@@ -183,18 +183,8 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
 @pytest.mark.slow
 def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = run_cli(
-        "validate",
-        str(TINY),
-        str(LOOPED_KV / "ouro-1.4b.json"),
-        "--steps",
-        "10",
-        "--quiet",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-    )
+    args = ["--steps", "10", "--quiet", "--device", "cpu", "--out", str(out)]
+    proc = run_cli("validate", str(TINY), str(LOOPED_KV / "ouro-1.4b.json"), *args)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     (section,) = report["specs"]
@@ -206,18 +196,7 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert (out / "tiny-looped-spectra.png").stat().st_size > 1000
     checkpoint = next((out / "checkpoints").glob("tiny-looped-looped-*.pt"))
     trained_at = checkpoint.stat().st_mtime_ns
-    again = run_cli(
-        "validate",
-        str(TINY),
-        "--steps",
-        "10",
-        "--quiet",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--resume",
-    )
+    again = run_cli("validate", str(TINY), *args, "--resume")
     assert again.returncode == 0, again.stderr
     assert checkpoint.stat().st_mtime_ns == trained_at  # judged from the checkpoint, not retrained
     (resumed,) = json.loads((out / "report.json").read_text())["specs"]
