@@ -12,10 +12,7 @@ import pytest
 
 SPENT = pytest.StashKey[dict]()
 TOO_SLOW = pytest.StashKey[list]()
-
-
-def limit() -> float:
-    return float(os.environ.get("INFOFLOW_FAST_LIMIT", "10"))
+LIMIT = pytest.StashKey[float]()
 
 
 def cpu_seconds() -> float:
@@ -26,7 +23,10 @@ def cpu_seconds() -> float:
 
 
 def pytest_configure(config) -> None:
+    """The limit is read once, at the start: a test that sets the variable for a run of its own
+    does not change the limit it is itself held to."""
     config.stash[SPENT], config.stash[TOO_SLOW] = {}, []
+    config.stash[LIMIT] = float(os.environ.get("INFOFLOW_FAST_LIMIT", "10"))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -41,14 +41,15 @@ def pytest_runtest_call(item):
     start = cpu_seconds()
     yield
     spent = item.config.stash[SPENT].pop(item.nodeid, 0.0) + cpu_seconds() - start
-    if spent > limit() and item.get_closest_marker("slow") is None:
+    if spent > item.config.stash[LIMIT] and item.get_closest_marker("slow") is None:
         item.config.stash[TOO_SLOW].append((item.nodeid, spent))
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
     for nodeid, spent in config.stash[TOO_SLOW]:
         terminalreporter.write_line(
-            f"TOO SLOW for the fast loop: {nodeid} took {spent:.1f} CPU s (limit {limit():g}):"
+            f"TOO SLOW for the fast loop: {nodeid} took {spent:.1f} CPU s"
+            f" (limit {config.stash[LIMIT]:g}):"
             " mark it slow, or make it smaller",
             red=True,
         )

@@ -187,6 +187,7 @@ def test_a_test_not_marked_slow_over_the_limit_fails_the_run(pytester, monkeypat
     CPU than the limit fails the run unless it is marked slow."""
     monkeypatch.setenv("INFOFLOW_FAST_LIMIT", "0.3")
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     pytester.makeini("[pytest]\nmarkers =\n    slow: trains\n")
     pytester.makepyfile(
         burn="import time\n\ndef burn():\n    end = time.process_time() + 0.6\n"
