@@ -21,6 +21,13 @@ from typing import Any, Literal
 Verdict = Literal["confirmed", "refuted", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("confirmed", "refuted", "inconclusive")
 
+#: What a claim puts to the test, in the order reports list them: a claim the paper states
+#: (``paper``), a published number reproduced (``reproduction``), a rule the project
+#: reconstructed where the paper is not public (``reconstruction``), a hand-built witness
+#: (``construction``), and a check of the tool itself: byte counts, identities, training
+#: that converges (``engineering``). Reports tally each kind apart.
+KINDS = ("paper", "reproduction", "reconstruction", "construction", "engineering")
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -34,10 +41,13 @@ class Claim:
     verdict: Verdict
     reason: str = ""
     derived_from: Any = None  # the predictions the claim was derived from (JSON data)
+    kind: str = ""  # one of KINDS; a Section refuses a claim without one
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+        if self.kind and self.kind not in KINDS:
+            raise ValueError(f"claim kind {self.kind!r} is not one of {KINDS}")
 
     @classmethod
     def judged(
@@ -75,9 +85,13 @@ class Claim:
         starting ``[prefix]``."""
         return replace(self, id=f"{prefix}/{self.id}", statement=f"[{prefix}] {self.statement}")
 
+    def of_kind(self, kind: str) -> Claim:
+        return replace(self, kind=kind)
+
     def to_json(self) -> dict[str, Any]:
         data = {
             "id": self.id,
+            "kind": self.kind,
             "claim": self.statement,
             "predicted": self.predicted,
             "measured": self.measured,
@@ -101,11 +115,14 @@ class Section:
     claims: tuple[Claim, ...] = ()
 
     def __post_init__(self) -> None:
-        """Claims that share an id (a family's slip) keep apart as ``id#2``, ``id#3``: the
-        database keys claims by id, and a second would replace the first."""
+        """Every claim has a kind (ValueError otherwise). Claims that share an id (a family's
+        slip) keep apart as ``id#2``, ``id#3``: the database keys claims by id, and a second
+        would replace the first."""
         seen: dict[str, int] = {}
         unique = []
         for claim in self.claims:
+            if not claim.kind:
+                raise ValueError(f"claim {claim.id!r} has no kind (one of {KINDS})")
             seen[claim.id] = seen.get(claim.id, 0) + 1
             count = seen[claim.id]
             unique.append(claim if count == 1 else replace(claim, id=f"{claim.id}#{count}"))
@@ -114,6 +131,28 @@ class Section:
     def to_json(self) -> dict[str, Any]:
         claims = [claim.to_json() for claim in self.claims]
         return _plain({"kind": self.kind, "name": self.name, **self.body, "claims": claims})
+
+
+def labelled(claims: list[Claim], kinds: dict[str, str]) -> tuple[Claim, ...]:
+    """``claims`` with their kinds, looked up in ``kinds`` by the id's head (what comes
+    before the first ``:``, after any ``prefix/``); a claim whose head is not there keeps
+    the kind it has (a Section refuses it if it has none)."""
+    out = []
+    for claim in claims:
+        head = claim.id.rsplit("/", 1)[-1].split(":", 1)[0]
+        out.append(claim.of_kind(kinds[head]) if head in kinds else claim)
+    return tuple(out)
+
+
+def tally(claims: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Verdict counts per kind (claims in their JSON form), kinds in :data:`KINDS` order,
+    only the kinds present."""
+    out = {}
+    for kind in KINDS:
+        verdicts = [c["verdict"] for c in claims if c.get("kind") == kind]
+        if verdicts:
+            out[kind] = {v: verdicts.count(v) for v in VERDICTS}
+    return out
 
 
 def _plain(data: dict[str, Any]) -> dict[str, Any]:

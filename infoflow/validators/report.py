@@ -45,14 +45,17 @@ def markdown(report: dict) -> str:
         family(kind).load_validator().describe(settings)
         for kind, settings in report["settings"].items()
     )
-    verdicts = ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items())
+    verdicts = "; ".join(
+        f"{KIND_NAMES[kind]}: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+        for kind, counts in report["by_kind"].items()
+    )
     lines = [
         "# infoflow validate",
         "",
         f"Scale `{report['scale']}` on `{report['device']}`, {report['started']} to "
         f"{report['finished']}." + (f" {families}" if families else ""),
         "",
-        f"Verdicts: {verdicts}.",
+        f"Verdicts by kind of claim: {verdicts or 'no claims'}.",
     ]
     for spec in report["specs"]:
         lines += family(spec["kind"]).load_validator().markdown(spec)
@@ -74,16 +77,34 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: How report.md names each kind of claim (:data:`~infoflow.validators.claims.KINDS`).
+KIND_NAMES = {
+    "paper": "paper claims",
+    "reproduction": "reproductions of published numbers",
+    "reconstruction": "reconstructions",
+    "construction": "constructions",
+    "engineering": "engineering checks",
+}
+
+
 def number(value: float | None, spec: str = ".3g") -> str:
     """A measured number for a table; ``-`` for a missing (or non-finite) one."""
     return "-" if value is None else format(value, spec)
 
 
 def claims_markdown(claims: list[dict]) -> list[str]:
-    """A table of claims (their JSON form): claim, verdict, measured, tolerance, why."""
-    lines = ["", "| claim | verdict | measured | tolerance | why |", "|---|---|---|---|---|"]
+    """A table of claims (their JSON form): kind, claim, verdict, measured, tolerance, why;
+    the paper's claims first (the kinds in :data:`KIND_NAMES` order)."""
+    order = list(KIND_NAMES)
+    claims = sorted(claims, key=lambda c: order.index(c["kind"]) if c.get("kind") in order else 9)
+    lines = [
+        "",
+        "| kind | claim | verdict | measured | tolerance | why |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in claims:
         cells = [
+            c.get("kind") or "-",
             markdown_text(c["claim"]),
             f"**{c['verdict']}**",
             markdown_code(json.dumps(c["measured"])),

@@ -27,7 +27,7 @@ import infoflow
 from infoflow.core.errors import SpecError
 from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
-from infoflow.validators.claims import Section
+from infoflow.validators.claims import VERDICTS, Section, tally
 from infoflow.validators.executor import train_local, train_on_ray
 from infoflow.validators.identity import differences
 from infoflow.validators.protocol import (
@@ -269,7 +269,8 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
     first start, for a resumed run); a value that is not a finite number is null, its place
     listed in ``non_finite``."""
     specs, non_finite = finite(sections, "specs")
-    verdicts = [claim["verdict"] for spec in specs for claim in spec["claims"]]
+    claims = [claim for spec in specs for claim in spec["claims"]]
+    verdicts = [claim["verdict"] for claim in claims]
     return {
         "infoflow_version": infoflow.__version__,
         "scale": _scale_name(options),
@@ -278,6 +279,7 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
         "started": times[0],
         "finished": times[1],
         "summary": {v: verdicts.count(v) for v in ("confirmed", "refuted", "inconclusive")},
+        "by_kind": tally(claims),
         "specs": specs,
         "skipped": planned.skipped,
         "superseded": replaced,
@@ -319,5 +321,12 @@ def _now() -> str:
 
 
 def summary_line(report: dict) -> str:
-    counts = report["summary"]
-    return ", ".join(f"{counts[k]} {k}" for k in ("confirmed", "refuted", "inconclusive"))
+    """The verdict counts, the paper's claims first: ``paper 3 confirmed, 1 refuted, 0
+    inconclusive; engineering ...``."""
+    return (
+        "; ".join(
+            f"{kind} " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
+            for kind, counts in report["by_kind"].items()
+        )
+        or "no claims"
+    )

@@ -84,6 +84,7 @@ def test_an_unknown_kind_is_an_error_everywhere(tmp_path) -> None:
     report = {
         "settings": {},
         "summary": {},
+        "by_kind": {},
         "scale": "smoke",
         "device": "cpu",
         "started": "",

@@ -271,5 +271,26 @@ def test_claims_that_share_an_id_are_kept_apart() -> None:
     from infoflow.validators.claims import Claim, Section
 
     same = [Claim.judged("k1_star", f"claim {i}", 1, 1, "equal", True) for i in range(3)]
+    same = [claim.of_kind("reconstruction") for claim in same]
     ids = [c.id for c in Section("icl_markov", "spec", {}, tuple(same)).claims]
     assert ids == ["k1_star", "k1_star#2", "k1_star#3"]
+
+
+def test_a_claim_without_a_kind_is_refused_and_kinds_are_tallied_apart() -> None:
+    from infoflow.validators.claims import Claim, Section, labelled, tally
+
+    claims = [
+        Claim.judged("k1_star", "a", 1, 1, "equal", True),
+        Claim.judged("store_bytes:x", "b", 1, 2, "equal", False),
+        Claim.undecided("p/final_phase:K=3", "c", 1, None, "equal", "not measured"),
+    ]
+    with pytest.raises(ValueError, match="has no kind"):
+        Section("icl_markov", "spec", {}, tuple(claims))
+    kinds = {"k1_star": "reconstruction", "store_bytes": "engineering", "final_phase": "paper"}
+    section = Section("icl_markov", "spec", {}, labelled(claims, kinds))
+    assert [c.kind for c in section.claims] == ["reconstruction", "engineering", "paper"]
+    counts = tally([c.to_json() for c in section.claims])
+    assert list(counts) == ["paper", "reconstruction", "engineering"]  # the paper's first
+    assert counts["engineering"] == {"confirmed": 0, "refuted": 1, "inconclusive": 0}
+    with pytest.raises(ValueError, match="not one of"):
+        claims[0].of_kind("folklore")

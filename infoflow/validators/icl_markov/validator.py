@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.validators.claims import Section
+from infoflow.validators.claims import Section, labelled
 from infoflow.validators.icl_markov import report
 from infoflow.validators.icl_markov.clocks.data import ClockGroup
 from infoflow.validators.icl_markov.clocks.judge import clock_records, measured_clocks, race_sweeps
@@ -29,6 +29,25 @@ from infoflow.validators.protocol import Context, Job
 
 #: Each kind of group -> the experiment's training.
 TRAINERS = {IclGroup: train_sweep, ClockGroup: train_clocks, DecoderGroup: train_decoder}
+
+
+#: The kind of each claim (by its id's head), from the theory note: the paper states the
+#: phases and the functional forms (memorisation slows with K, tau_2Gen flat in K, the task
+#: vector's size); the thresholds' working forms, the clock race and the capacity fit are
+#: the project's reconstructions.
+CLAIM_KINDS = {
+    "final_phase": "paper",
+    "memorization_slows": "paper",
+    "tau_2gen_flat": "paper",
+    "task_vector": "paper",
+    "k1_star": "reconstruction",
+    "k2_star": "reconstruction",
+    "k2_capacity": "reconstruction",
+    "tau_2gen": "reconstruction",
+    "first": "reconstruction",
+    "g2_delay": "reconstruction",
+    "k1_shift": "reconstruction",
+}
 
 
 class IclMarkovValidator:
@@ -66,7 +85,7 @@ class IclMarkovValidator:
             "decoders": [section for section, _ in decoders],
             "race_claims": [c.to_json() for c in race_claims],
         }
-        return Section(self.kind, experiment.name, body, tuple(found))
+        return Section(self.kind, experiment.name, body, labelled(found, CLAIM_KINDS))
 
     def describe(self, settings: dict[str, Any]) -> str:
         return report.describe(settings)
