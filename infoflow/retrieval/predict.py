@@ -92,6 +92,24 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
 
 
+def unfloored_exponent(spec: RetrievalSpec) -> float | None:
+    """The cost exponent on ``spec``'s architecture at its numbers as if ``exponent_floor``
+    were 0 (None: infinite), from the cached derivation: for an architecture predicted
+    inefficient, the paper's lower bound that the reconstructed floor may lift."""
+    der = derive(spec)
+    numbers = _numbers(spec, der.schedule)
+    without = [t.expression for t in der.terms if t.provenance != _FLOOR]
+    alpha = sympy.Max(0, *without)
+    if der.fallback_terms:
+        fallback = [t.expression for t in der.fallback_terms if t.provenance != _FLOOR]
+        alpha = sympy.Min(alpha, sympy.Max(0, *fallback))
+    value = _value(alpha, numbers)
+    return None if value is None else float(value)
+
+
+_FLOOR = "reconstruction:exponent_floor"
+
+
 def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction]:
     """What the smallest architectures that reach the best exponent look like."""
     return {

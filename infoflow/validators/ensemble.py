@@ -1,5 +1,5 @@
-"""What every trainer shares: the optimiser step of a stacked ensemble and checkpoints that a
-killed run resumes from.
+"""What every trainer shares: the optimiser step of a stacked ensemble, an AdamW whose
+learning rate is set per member, and checkpoints that a killed run resumes from.
 
 Members of an ensemble are stacked on a leading axis and trained by one optimiser on the sum
 of their losses (their gradients do not mix). A :class:`Checkpoint` holds the model, the
@@ -36,6 +36,59 @@ def ensemble_step(optimizer, schedule, per_member: torch.Tensor) -> torch.Tensor
     optimizer.step()
     schedule.step()
     return per_member.detach()
+
+
+class MemberAdamW(torch.optim.Optimizer):
+    """AdamW (decoupled weight decay, bias-corrected moments) over stacked parameters, each
+    given with the axis its members lie on, with a learning rate per member: the group's
+    ``lr`` times ``member_lr[i]`` (set before each step; ones at the start). A member whose
+    factor is 0 does not change at all, weight decay included."""
+
+    def __init__(
+        self,
+        params: list[tuple[torch.nn.Parameter, int]],
+        members: int,
+        lr: float,
+        weight_decay: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ):
+        self.axes = [axis for _, axis in params]
+        defaults = {"lr": lr, "weight_decay": weight_decay, "betas": betas, "eps": eps}
+        super().__init__([p for p, _ in params], defaults)
+        self.member_lr = torch.ones(members, device=params[0][0].device)
+        self.extra: dict = {}  # what the trainer keeps with the optimiser (JSON-like data)
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "extra": self.extra}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        self.extra = state_dict.pop("extra", {})
+        super().load_state_dict(state_dict)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            (beta1, beta2), eps = group["betas"], group["eps"]
+            for p, axis in zip(group["params"], self.axes, strict=True):
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                t = state["step"]
+                shape = [1] * p.dim()
+                shape[axis] = -1
+                rate = (group["lr"] * self.member_lr).view(shape)
+                p.mul_(1 - rate * group["weight_decay"])
+                state["exp_avg"].lerp_(p.grad, 1 - beta1)
+                state["exp_avg_sq"].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                denominator = (state["exp_avg_sq"] / (1 - beta2**t)).sqrt_().add_(eps)
+                p.sub_(rate * state["exp_avg"] / (1 - beta1**t) / denominator)
 
 
 @dataclass(frozen=True)

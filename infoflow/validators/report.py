@@ -92,6 +92,18 @@ def number(value: float | None, spec: str = ".3g") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def rounded(data: Any, digits: int = 3) -> Any:
+    """``data`` with every float to ``digits`` significant digits (for reading, not for
+    report.json)."""
+    if isinstance(data, dict):
+        return {key: rounded(value, digits) for key, value in data.items()}
+    if isinstance(data, list):
+        return [rounded(value, digits) for value in data]
+    if isinstance(data, float) and math.isfinite(data):
+        return float(f"{data:.{digits}g}")
+    return data
+
+
 def claims_markdown(claims: list[dict]) -> list[str]:
     """A table of claims (their JSON form): kind, claim, verdict, measured, tolerance, why;
     the paper's claims first (the kinds in :data:`KIND_NAMES` order)."""
@@ -107,7 +119,7 @@ def claims_markdown(claims: list[dict]) -> list[str]:
             c.get("kind") or "-",
             markdown_text(c["claim"]),
             f"**{c['verdict']}**",
-            markdown_code(json.dumps(c["measured"])),
+            markdown_code(json.dumps(rounded(c["measured"]))),
             markdown_text(c["tolerance"]),
             markdown_text(c["reason"]),
         ]

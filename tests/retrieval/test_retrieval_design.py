@@ -19,46 +19,75 @@ from conftest import SPECS, run_cli  # noqa: E402
 import infoflow  # noqa: E402
 from infoflow.validators.retrieval import design as design_module  # noqa: E402
 from infoflow.validators.retrieval import timing  # noqa: E402
-from infoflow.validators.retrieval.claims import BAND, MARGIN, claims, untested  # noqa: E402
-from infoflow.validators.retrieval.design import choose, designs, outcomes, seconds  # noqa: E402
+from infoflow.validators.retrieval.claims import claims, untested  # noqa: E402
+from infoflow.validators.retrieval.design import choose, designs, seconds  # noqa: E402
+from infoflow.validators.retrieval.expect import (  # noqa: E402
+    MARGIN,
+    Expectation,
+    expect,
+    expectations,
+)
 from infoflow.validators.retrieval.experiment import SCALES, Design, Model, plan  # noqa: E402
+from infoflow.validators.retrieval.exponents import Ladder  # noqa: E402
+from infoflow.validators.retrieval.floors import Floors  # noqa: E402
+from infoflow.validators.retrieval.model import Member  # noqa: E402
 from infoflow.validators.steptime import ASSUMED_H200, measure, step_time  # noqa: E402
 
 RETRIEVAL = sorted((SPECS / "retrieval").glob("*.json"))
 SMOKE = SCALES["smoke"]
 
 
+def _ladders(planned, slope=-0.5, level=0.01, overrides=None):
+    """A ladder for every model: NMSE = level * (size / smallest)^slope for every seed, up to
+    a 1% seed-dependent wobble; ``overrides`` maps a model to its own (slope, level)."""
+    out = {}
+    for model in planned.models:
+        s, v = (overrides or {}).get(model, (slope, level))
+        sizes = [
+            Member(model.heads, False, 0, model.embed_dim, w).decoder_parameters()
+            for w in SMOKE.rungs
+        ]
+        rows = [[v * (n / sizes[0]) ** s * (1 + 0.01 * seed) for seed in range(3)] for n in sizes]
+        out[model] = Ladder(sizes, rows)
+    return out
+
+
+def _claims(planned, ladders, improving=None, shortcut=0.5):
+    floors = {m.seq_len: Floors(m.seq_len, 1.0, shortcut, shortcut / 4) for m in planned.models}
+    return claims(planned, ladders, floors, improving or {})
+
+
 def _comparisons(found):
-    return [c for c in found if c.derived_from and "margin" in c.derived_from]
+    heads = ("separation", "equality", "exponent_floor")
+    return [c for c in found if c.id.split(":")[0] in heads]
 
 
 @pytest.mark.parametrize("path", RETRIEVAL, ids=lambda p: p.stem)
-def test_every_comparison_says_what_the_exponents_at_its_models_say(path) -> None:
+def test_every_comparison_says_what_the_bounds_at_its_models_say(path) -> None:
     spec = infoflow.load_spec(path)
     for candidate in designs(spec, path.parent)[::3]:
         planned = plan(path.stem, spec, SMOKE, path.parent, candidate)
-        nmse = {m: [0.01, 0.012] for m in planned.models}
-        every = claims(planned, nmse, SMOKE)
+        every = _claims(planned, _ladders(planned))
         found = _comparisons(every)
-        tested = [(a, b) for a, b in planned.pairs if not _below_margin(planned, a, b)]
+        tested = [(a, b) for a, b, e in expectations(planned) if isinstance(e, Expectation)]
         assert len(found) == len(tested)
-        small = [line for line in untested(planned, every) if "differ by less" in line]
-        assert len(small) == len(planned.pairs) - len(tested)
+        assert len(untested(planned, every)) >= len(planned.pairs) - len(tested)
         for (a, b), claim in zip(tested, found, strict=True):
-            alpha_a = infoflow.predict(_point(spec, a))["cost_exponent"].value
-            alpha_b = infoflow.predict(_point(spec, b))["cost_exponent"].value
-            assert claim.derived_from[a.label()]["exponent"] == pytest.approx(alpha_a)
-            assert claim.derived_from[b.label()]["exponent"] == pytest.approx(alpha_b)
-            alpha_a, alpha_b = (math.inf if v is None else float(v) for v in (alpha_a, alpha_b))
-            delta = 0 if alpha_a == alpha_b else abs(alpha_a - alpha_b)
-            assert delta == 0 or delta >= MARGIN
-            kind = "no separation" if delta == 0 else "separation"
-            assert claim.predicted.startswith(kind)
-
-
-def _below_margin(planned, a: Model, b: Model) -> bool:
-    delta = abs(planned.exponent(a) - planned.exponent(b))
-    return 0 < delta < MARGIN
+            for model in (a, b):
+                point = _point(spec, model)
+                alpha = infoflow.predict(point)["cost_exponent"].value
+                derived = claim.derived_from[model.label()]
+                assert derived["exponent"] == (None if alpha is None else pytest.approx(alpha))
+                floor0 = point.options.model_copy(update={"exponent_floor": 0})
+                raw = infoflow.predict(point.model_copy(update={"options": floor0}))
+                raw = raw["cost_exponent"].value
+                assert derived["without_floor"] == (None if raw is None else pytest.approx(raw))
+            expected = expect(planned, a, b)
+            assert claim.kind == expected.kind
+            assert claim.predicted.startswith(expected.outcome)
+            if expected.outcome == "separation" and expected.kind == "paper":
+                lower, upper = planned.expected[expected.worse], planned.expected[expected.better]
+                assert lower.raw - (upper.alpha if upper.efficient else upper.raw) >= MARGIN
 
 
 def _point(spec, model: Model):
@@ -76,35 +105,76 @@ def _point(spec, model: Model):
     return spec.model_copy(update=update)
 
 
-def test_separation_and_equality_split_the_measurements() -> None:
+def test_bounds_decide_what_a_pair_predicts() -> None:
+    """Pairwise minimum at E = 24: at T = 8 only the floor makes one layer equal to two (a
+    reconstruction claim); at T = 16 the lower bound 5/3 clears the construction's 1 by the
+    margin (the paper's separation); one layer grows with T, two layers stay flat."""
+    planned, (one8, two8, one16, two16) = _pairwise_min()
+    assert planned.expected[one8].floor_hides and not planned.expected[one16].floor_hides
+    floor = expect(planned, one8, two8)
+    assert (floor.outcome, floor.kind, floor.floor) == ("equality", "reconstruction", True)
+    apart = expect(planned, one16, two16)
+    assert (apart.outcome, apart.kind, apart.better) == ("separation", "paper", two16)
+    grows = expect(planned, one8, one16)
+    assert (grows.outcome, grows.kind, grows.better) == ("separation", "paper", one8)
+    flat = expect(planned, two8, two16)
+    assert (flat.outcome, flat.kind) == ("equality", "paper")
+
+
+def _pairwise_min():
+    spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "pairwise-min.json")
+    planned = plan("pm", spec, SMOKE, None, Design((8, 16), 24))
+    models = [Model(t, 24, heads, False) for t in (8, 16) for heads in ((1,), (1, 1))]
+    return planned, models
+
+
+def test_a_lower_bound_within_the_margin_and_two_lower_bounds_predict_nothing() -> None:
     spec = infoflow.load_spec(SPECS / "retrieval" / "kth-largest.json")
-    equal = plan("kth", spec, SMOKE, None, Design((8,), 16))  # both exponents 1 at T = 8, n = 16
-    apart = plan("kth", spec, SMOKE, None, Design((8, 16, 32, 64), 16))  # 3.6 at T = 64
-    one8, two8 = Model(8, 16, (1,), False), Model(8, 16, (1, 1), False)
-    one64, two64 = Model(64, 16, (1,), False), Model(64, 16, (1, 1), False)
-    assert equal.exponent(one8) == equal.exponent(two8) == 1
-    assert apart.exponent(one64) - apart.exponent(two64) >= MARGIN
-    for ratio, separated in ((5.0, True), (1.2, False)):
-        for planned, one, two in ((apart, one64, two64), (equal, one8, two8)):
-            nmse = {m: [0.01] * 2 for m in planned.models} | {one: [0.01 * ratio] * 2}
-            claim = _claim_for(planned, nmse, one, two)
-            holds = separated if planned is apart else not separated
-            assert claim.verdict == ("confirmed" if holds else "refuted"), claim
+    planned = plan("kth", spec, SMOKE, None, Design((16,), 8))  # Theorem 2: 13/9 against 1
+    one, two = Model(16, 8, (1,), False), Model(16, 8, (1, 1), False)
+    assert planned.expected[one].raw == pytest.approx(13 / 9)
+    assert "not 0.5 above" in expect(planned, one, two)
+    triangle = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "triangle.json")
+    planned = plan("tri", triangle, SMOKE, None, Design((16,), None))
+    deficient = [(a, b) for a, b in planned.pairs if a.seq_len == b.seq_len]
+    assert deficient and all("two lower bounds" in expect(planned, a, b) for a, b in deficient)
 
 
-def _claim_for(planned, nmse, a: Model, b: Model):
-    """The comparison claim about the pair {a, b}."""
-    found = _comparisons(claims(planned, nmse, SMOKE))
-    tested = [pair for pair in planned.pairs if not _below_margin(planned, *pair)]
-    by_pair = {frozenset(pair): c for pair, c in zip(tested, found, strict=True)}
-    return by_pair[frozenset((a, b))]
+def test_separation_equality_and_floor_claims_follow_the_slopes() -> None:
+    planned, (one8, two8, one16, two16) = _pairwise_min()
+    # Depth separation as the theory says: one layer's NMSE hardly falls, two layers' does.
+    flat_one = {one8: (-0.05, 0.3), one16: (-0.02, 0.5)}
+    verdicts = {c.id: c.verdict for c in _claims(planned, _ladders(planned, -0.6, 0.05, flat_one))}
+    assert verdicts[f"separation:{two16.key()}:{one16.key()}"] == "confirmed"
+    assert verdicts[f"separation:{one8.key()}:{one16.key()}"] == "inconclusive"  # T=8 unlearned
+    assert verdicts[f"equality:{two8.key()}:{two16.key()}"] == "confirmed"
+    assert verdicts[f"exponent_floor:{two8.key()}:{one8.key()}"] == "refuted"  # the floor fails
+    # The other way round: one layer's NMSE falls faster; the separation is refuted.
+    found = _claims(planned, _ladders(planned, -0.3, 0.05, {one16: (-1.0, 0.05)}))
+    claim = next(c for c in found if c.id == f"separation:{two16.key()}:{one16.key()}")
+    assert claim.verdict == "refuted" and claim.kind == "paper"
+    # Equal slopes everywhere: the floor's equality holds.
+    found = _claims(planned, _ladders(planned, -0.5, 0.01))
+    claim = next(c for c in found if c.id.startswith("exponent_floor:"))
+    assert claim.verdict == "confirmed" and claim.kind == "reconstruction"
 
 
 def test_a_model_that_learned_nothing_decides_nothing() -> None:
-    spec = infoflow.load_spec(SPECS / "retrieval" / "kth-largest.json")
-    planned = plan("kth", spec, SMOKE, None, Design((8, 16, 32, 64), 16))
-    stuck = {m: [0.9, 0.95] for m in planned.models}
-    assert {c.verdict for c in _comparisons(claims(planned, stuck, SMOKE))} == {"inconclusive"}
+    planned, _ = _pairwise_min()
+    stuck = _ladders(planned, 0.0, 0.9)
+    assert {c.verdict for c in _comparisons(_claims(planned, stuck))} == {"inconclusive"}
+
+
+def test_learning_is_judged_against_the_targets_floor_and_the_plateau() -> None:
+    planned, (*_, two16) = _pairwise_min()
+
+    def learns(ladders, improving=None):
+        found = _claims(planned, ladders, improving)
+        return next(c for c in found if c.id == f"learns:{two16.key()}")
+
+    assert learns(_ladders(planned, -0.5, 0.1)).verdict == "confirmed"  # 0.1 * 16^-0.5 < 0.125
+    assert learns(_ladders(planned, 0.0, 0.3)).verdict == "refuted"
+    assert learns(_ladders(planned, 0.0, 0.3), {two16: 2}).verdict == "inconclusive"
 
 
 @pytest.fixture
@@ -119,8 +189,7 @@ def fast_device(monkeypatch):
 def test_every_bundled_spec_yields_a_claim_that_can_be_decided(path, fast_device) -> None:
     spec = infoflow.load_spec(path)
     chosen = choose(path.stem, spec, SMOKE, path.parent)
-    learned = {m: [0.01, 0.011] for m in chosen.models}
-    decided = [c for c in claims(chosen, learned, SMOKE) if c.verdict != "inconclusive"]
+    decided = [c for c in _claims(chosen, _ladders(chosen)) if c.verdict != "inconclusive"]
     assert decided, f"{path.stem}: no claim can be decided at {chosen.design}"
 
 
@@ -130,11 +199,11 @@ def test_every_bundled_spec_yields_a_claim_that_can_be_decided(path, fast_device
 def test_the_design_finds_the_separations_the_theory_predicts(name, fast_device) -> None:
     spec = infoflow.load_spec(SPECS / "retrieval" / f"{name}.json")
     chosen = choose(name, spec, SMOKE, None)
-    separated = [row for row in outcomes(chosen) if row[-1] == "separation"]
-    assert separated, f"{name}: {chosen.design} tests no separation"
-    best_at_spec_size = plan(name, spec, SMOKE, None, Design((16,), None))
-    count = sum(row[-1] == "separation" for row in outcomes(best_at_spec_size))
-    assert len(separated) >= count
+    found = [e for *_, e in expectations(chosen) if isinstance(e, Expectation)]
+    assert found, f"{name}: {chosen.design} tests nothing"
+    at_spec_size = plan(name, spec, SMOKE, None, Design((16,), None))
+    tested = [e for *_, e in expectations(at_spec_size) if isinstance(e, Expectation)]
+    assert sum(e.kind == "paper" for e in found) >= sum(e.kind == "paper" for e in tested)
 
 
 def test_a_budget_is_respected_or_the_cheapest_design_is_taken(monkeypatch) -> None:
@@ -180,7 +249,8 @@ def test_plan_prints_exponents_claims_and_estimates() -> None:
     proc = run_cli("plan", str(SPECS / "retrieval" / "kth-largest.json"), "--budget", "1h")
     assert proc.returncode == 0, proc.stderr
     assert "budget 60.0 min" in proc.stdout and "fixed for the tests" in proc.stdout
-    assert "separation" in proc.stdout and "estimated total:" in proc.stdout
+    assert "comparisons the claims make" in proc.stdout and "floors at T=" in proc.stdout
+    assert "separation (paper)" in proc.stdout and "estimated total:" in proc.stdout
     gpu = run_cli(
         "plan",
         str(SPECS / "retrieval" / "intrinsic-dimension-D2.json"),
@@ -234,9 +304,9 @@ def test_validate_records_the_design_in_the_report(tmp_path) -> None:
     for group in design["groups"]:
         seconds = report["throughput"][group["name"]]["seconds"]
         assert group["estimated_seconds"] > 0 and seconds > 0
-    for claim in section["claims"]:
-        if "margin" in (claim.get("derived_from") or {}):
-            assert claim["derived_from"]["band"] == BAND
+    assert section["floors"] and all(claim["kind"] for claim in section["claims"])
+    for model in section["models"]:
+        assert len(model["ladder"]["nmse"]) == len(SMOKE.rungs)
 
 
 def _train_briefly(device: torch.device, folder):
@@ -272,8 +342,8 @@ def test_the_gpu_path_trains_in_bf16_with_a_fused_optimiser_on_device_data(tmp_p
     assert x.device.type == "cuda" and next(model.parameters()).device.type == "cuda"
     with precision(cuda):  # what train_group trains under
         assert model(x[:8]).dtype == torch.bfloat16
-    optimizer = make_optimizer(model, TrainSettings(steps=1, batch=1), cuda)
-    assert optimizer.param_groups[0]["fused"]
+    optimizer = make_optimizer(model, TrainSettings(steps=1, batch=1))
+    assert optimizer.member_lr.device.type == "cuda"
     assert not step_time("cuda").assumed
 
 
@@ -289,9 +359,12 @@ def test_a_single_inefficient_point_is_compared_with_itself_at_half_the_length()
     )
     planned = plan("triangle", spec, SMOKE)
     assert planned.pairs == [(Model(16, 8, (1,), False), Model(8, 8, (1,), False))]
-    learned = {m: [0.01, 0.011] for m in planned.models}
-    (claim,) = claims(planned, learned, SMOKE)
+    assert planned.rescue == Model(16, 16, (1,), False)
+    found = _claims(planned, _ladders(planned))  # every model learns, alike
+    claim = next(c for c in found if c.id.startswith("separation:"))
     assert claim.predicted.startswith("separation") and claim.verdict == "refuted"
+    rescue = next(c for c in found if c.id.startswith("no_rescue:"))
+    assert rescue.verdict == "refuted" and rescue.kind == "paper"
 
 
 def test_a_spec_that_leaves_sizes_open_is_planned_at_the_defaults(fast_device) -> None:
@@ -328,25 +401,3 @@ def test_candidate_widths_are_multiples_of_every_head_count() -> None:
         }
         for candidate in designs(spec, path.parent):
             assert candidate.embed_dim is None or all(candidate.embed_dim % h == 0 for h in heads)
-
-
-def test_a_separation_the_other_way_round_is_refuted() -> None:
-    spec = infoflow.load_spec(SPECS / "retrieval" / "kth-largest.json")
-    planned = plan("kth", spec, SMOKE, None, Design((64,), 16))
-    one, two = Model(64, 16, (1,), False), Model(64, 16, (1, 1), False)
-    nmse = {one: [0.01, 0.012], two: [0.2, 0.21]}  # the one predicted worse learned
-    claim = _claim_for(planned, nmse, one, two)
-    assert claim.verdict == "refuted" and "predicted worse, converged" in claim.reason
-
-
-def test_differences_under_the_margin_are_listed_as_untested_not_claimed() -> None:
-    spec = infoflow.load_spec(SPECS / "retrieval" / "kth-largest.json")
-    planned = plan("kth", spec, SMOKE, None, Design((24,), 16))  # one layer: 21/17 = 1.24
-    small = [(a, b) for a, b in planned.pairs if _below_margin(planned, a, b)]
-    nmse = {m: [0.01, 0.011] for m in planned.models}
-    listed = [
-        line
-        for line in untested(planned, claims(planned, nmse, SMOKE))
-        if "differ by less than the margin" in line
-    ]
-    assert small and len(listed) == len(small)

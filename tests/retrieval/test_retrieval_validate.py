@@ -21,7 +21,10 @@ import infoflow  # noqa: E402
 from infoflow.validators.protocol import CannotValidate  # noqa: E402
 from infoflow.validators.retrieval import experiment  # noqa: E402
 from infoflow.validators.retrieval.claims import claims  # noqa: E402
+from infoflow.validators.retrieval.design import with_floors  # noqa: E402
+from infoflow.validators.retrieval.expect import Expectation, expectations  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, plan  # noqa: E402
+from infoflow.validators.retrieval.exponents import Ladder  # noqa: E402
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member  # noqa: E402
 from infoflow.validators.retrieval.targets import TargetFunction  # noqa: E402
 
@@ -125,34 +128,36 @@ def test_target_evaluator_matches_a_direct_computation() -> None:
 # ---- claims can be refuted ---------------------------------------------------------------
 
 
-def _fake(planned, values: dict) -> dict:
-    """NMSE per model from a rule on its (heads, PE)."""
-    return {m: [values(m)] * 2 for m in planned.models}
+def _ladders(planned, nmse) -> dict:
+    """Every model's ladder, flat at ``nmse(model)`` for every rung and seed."""
+    rungs, seeds = SCALES["smoke"].rungs, SCALES["smoke"].seeds
+    return {m: Ladder(list(rungs), [[nmse(m)] * seeds for _ in rungs]) for m in planned.models}
+
+
+def _judged(planned, nmse):
+    found = with_floors(planned).floors
+    return claims(planned, _ladders(planned, nmse), found, {})
 
 
 def test_claims_are_refuted_when_the_measurements_say_so() -> None:
-    smoke = SCALES["smoke"]
-    planned = plan("positions", infoflow.load_spec(POSITIONS), smoke)
-    learned_anyway = _fake(planned, lambda m: 0.001)  # without PE it learned too
-    verdicts = {c.statement: c.verdict for c in claims(planned, learned_anyway, smoke)}
-    assert "refuted" in verdicts.values()
-    honest = _fake(planned, lambda m: 0.001 if m.positional_encoding else 0.9)
-    assert {c.verdict for c in claims(planned, honest, smoke)} == {"confirmed"}
+    planned = plan("positions", infoflow.load_spec(POSITIONS), SCALES["smoke"])
+    learned_anyway = _judged(planned, lambda m: 0.001)  # without PE it learned too
+    verdicts = {c.id.split(":")[0]: c.verdict for c in learned_anyway}
+    assert verdicts["needs_positional_encoding"] == "refuted"
+    honest = _judged(planned, lambda m: 0.001 if m.positional_encoding else 0.9)
+    assert {c.verdict for c in honest} == {"confirmed"}
+    assert {c.kind for c in honest} == {"engineering", "paper"}
 
 
-def test_unconverged_smoke_runs_are_inconclusive_not_refuted() -> None:
-    smoke, paper = SCALES["smoke"], SCALES["paper"]
+def test_the_paper_scale_compares_intrinsic_dimension_as_the_paper_does() -> None:
     spec = infoflow.load_spec(SPECS / "retrieval" / "intrinsic-dimension-D2.json")
-    planned = plan("id2", spec, smoke)  # T = 64, E = 60: alpha 1 for (2, 2), 3.27 without
-    stuck = _fake(planned, lambda m: 0.02 if m.heads == (2, 2) else 0.03)
-    out = claims(planned, stuck, smoke)
-    apart = [c for c in out if "at least 3x worse than heads [2, 2]" in c.statement]
-    assert len(apart) == 3  # (1, 2), (2, 1) and one layer fewer
-    assert {c.verdict for c in apart} == {"refuted"}  # converged at 0.02 <= 0.05, ratio 1.5
-    stuck = _fake(planned, lambda m: 0.2)
-    assert {c.verdict for c in claims(planned, stuck, smoke)} == {"inconclusive"}
-    refuted = claims(planned, stuck, paper)
-    assert [c.verdict for c in refuted if "learns" in c.statement] == ["refuted"]
+    planned = plan("id2", spec, SCALES["paper"])  # T = 64, E = 60: alpha 1 for (2, 2)
+    found = [e for *_, e in expectations(planned) if isinstance(e, Expectation)]
+    apart = [e for e in found if e.outcome == "separation"]
+    assert len(apart) == 3 and {e.kind for e in apart} == {"paper"}  # (1, 2), (2, 1), [2]
+    assert {e.better.heads for e in apart} == {(2, 2)}
+    stuck = _judged(planned, lambda m: 0.2)
+    assert {c.verdict for c in stuck if c.id.startswith("separation")} == {"inconclusive"}
 
 
 # ---- end to end --------------------------------------------------------------------------
@@ -182,10 +187,11 @@ def test_validate_smoke_end_to_end(tmp_path) -> None:
     assert skipped["spec"] == str(LOOPED_KV / "ouro-1.4b.json")
     assert "parameters: the looped_kv validator trains models up to" in skipped["reason"]
     assert (out / "report.md").read_text().startswith("# infoflow validate")
-    assert (out / "nmse_by_architecture.png").stat().st_size > 1000
+    assert (out / "ladders.png").stat().st_size > 1000
     db = sqlite3.connect(out / "results.sqlite")
-    nmse = "SELECT COUNT(*) FROM metrics WHERE metric = 'eval:nmse'"
-    assert db.execute(nmse).fetchone()[0] == 4 * 4  # members x evals
+    members = 2 * len(SCALES["smoke"].rungs) * SCALES["smoke"].seeds  # PE and not, ladder, seeds
+    stopped = "SELECT COUNT(*) FROM metrics WHERE metric = 'plateau:step'"
+    assert db.execute(stopped).fetchone()[0] == members
     assert db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == len(claims)
     again = run_cli("validate", str(POSITIONS), "--out", str(out), "--steps", "400", "--quiet")
     assert again.returncode == 2 and "--resume" in again.stderr

@@ -1,189 +1,282 @@
-"""A retrieval experiment's measurements (best NMSE per model, the readout's attention) ->
-claims, each derived from the engine's numbers at the models it compares.
+"""A retrieval experiment's measurements (each model's ladder of NMSE over seeds, the
+readout's attention) -> claims, each derived from the engine's numbers at the models it
+compares and judged against the target's own floors.
 
-Every comparison the experiment planned (:attr:`Experiment.pairs`: two architectures at one
-(T, E), or one architecture at two sequence lengths) is judged from the predicted cost
-exponents alpha of its two models, evaluated at each model's own T, d, E and heads:
+- **separation** (:mod:`~infoflow.validators.retrieval.expect`): the model with the
+  smaller exponent has the steeper ladder: the seed-paired difference of the slopes (log
+  NMSE against log decoder size) is positive for every seed. Refuted when it is negative
+  for every seed; judged only when the better model learns.
+- **equality**: the paired difference of the slopes lies within
+  ``EQUAL_SLOPES`` times the steeper slope (the median's magnitude) for every seed; refuted
+  when every seed's difference is outside, on one side. Judged only when one of the two
+  learns (two ladders that do not fall are equal for no reason). The floor's own equality
+  claims (``exponent_floor:``) are judged the same way, as reconstructions.
+- **learns** (an engineering check): a model predicted efficient learns the target: its
+  largest rung is below the learning threshold (:data:`~infoflow.validators.retrieval.
+  floors.LEARNS_FACTOR` times below the pooling shortcut) for every seed; refuted when it is
+  above for every seed and no seed was still improving at the cap.
+- **needs positional encoding** (the paper's): with PE the model learns, without it not.
+- **attends to positions** (a reproduction of the paper's figure): the readout puts about
+  1/|P| of its attention on each fixed position.
+- **no rescue** (the paper's): where no architecture is efficient, the model at the longest
+  T with twice the width and twice the steps still does not learn.
 
-- they differ by at least :data:`MARGIN`: a separation, in the predicted direction: the
-  model with the larger exponent ends at least :data:`BAND` times worse (NMSE ratio);
-- they are equal: no separation: the NMSE ratio stays within [1/BAND, BAND];
-- they differ by less than the margin: too small to test; no claim (the report lists the
-  pair under ``untested``).
-
-Besides: a model predicted efficient learns the target at the budget (only the paper scale
-may refute that); a target that needs positional encoding is learned with it, not without;
-for positions read directly, the readout's attention rests on them. Why the band and the
-margin have these values: docs/validate.md, "Retrieval claims".
-
-A claim is confirmed or refuted only when its preconditions hold (the model predicted to do
-better converged, or for an equality either one; its seeds agree); otherwise it is
-inconclusive and says why. A separation the other way round (the model predicted worse
-converged, the other ends at least BAND times worse) is refuted.
+"Every seed" is the interval of :mod:`~infoflow.validators.retrieval.exponents` (the range
+over seeds) clearing the threshold; otherwise the claim is inconclusive and says why.
+Medians, never the best seed.
 """
 
 from __future__ import annotations
 
 from infoflow.validators.claims import Claim
-from infoflow.validators.retrieval.experiment import Experiment, Model, Scale
+from infoflow.validators.retrieval.expect import Expectation, expect
+from infoflow.validators.retrieval.experiment import Experiment, Model
+from infoflow.validators.retrieval.exponents import Interval, Ladder, paired_differences
+from infoflow.validators.retrieval.floors import LEARNS_FACTOR, Floors
 
-#: Exponents that differ by less than this are not called a separation.
-MARGIN = 0.5
-#: NMSE ratio: a separation is a ratio of at least BAND; no separation, one within
-#: [1/BAND, BAND]. The two claims split the measurements between them.
-BAND = 3.0
-#: Exponents closer than this are equal (they are exact rationals printed as floats).
-EQUAL = 1e-9
+#: Equal exponents: the slopes differ by less than this fraction of the steeper one.
+EQUAL_SLOPES = 0.5
 
 
 def claims(
-    experiment: Experiment, nmse: dict[Model, list[float]], scale: Scale, attention=None
+    experiment: Experiment,
+    ladders: dict[Model, Ladder],
+    floors: dict[int, Floors],
+    improving: dict[Model, int],
+    attention=None,
 ) -> list[Claim]:
-    """Every claim the predictions make, with measured values and a verdict.
-
-    ``nmse`` maps each model to its NMSE per seed; ``attention`` maps a model to the mean
-    share of the readout's attention on each fixed position (when measured)."""
-    out = []
-    best = {model: min(values) for model, values in nmse.items()}
-    for model in experiment.points:
-        result = experiment.models[model]
-        if result["efficient"].value:
-            out.append(_converges(model, nmse[model], scale, experiment.derived(model)))
+    """Every claim the predictions make, with measured values and a verdict. ``improving``
+    counts, per model, the members whose loss was still falling when the cap stopped them;
+    ``attention`` maps a model to the mean share of the readout's attention on each fixed
+    position (when measured)."""
+    judge = Judge(experiment, ladders, floors, improving)
+    out = [judge.learns(m) for m in experiment.points if experiment.expected[m].efficient]
     for a, b in experiment.pairs:
-        if predicted_outcome(experiment.exponent(a), experiment.exponent(b)) != "below margin":
-            out.append(_compare(experiment, a, b, nmse, scale))
+        expectation = expect(experiment, a, b)
+        if isinstance(expectation, Expectation):
+            out.append(judge.compare(expectation))
     for model in experiment.points:
         if experiment.models[model]["requires_positional_encoding"].value:
             twin = Model(model.seq_len, model.embed_dim, model.heads, False)
-            if model.positional_encoding and twin in best:
-                derived = {
-                    **experiment.derived(model),
-                    **experiment.derived(twin),
-                    "requires_positional_encoding": True,
-                }
-                out.append(_needs_pe(model, twin, best, scale, derived))
+            if model.positional_encoding and twin in ladders:
+                out.append(judge.needs_pe(model, twin))
             if attention and model in attention:
-                out.append(_attends_to_positions(model, attention[model], best[model], scale))
+                out.append(judge.attends(model, attention[model]))
+    if experiment.rescue:
+        out.append(judge.no_rescue(experiment.rescue))
     return out
 
 
 def untested(experiment: Experiment, found: list[Claim]) -> list[str]:
-    """What the theory does not let this experiment test, and why: the comparisons whose
-    exponents differ by less than the margin, or, when nothing is claimed, the reason."""
+    """The pairs the theory does not let this experiment test, each with the reason."""
     out = []
     for a, b in experiment.pairs:
-        alpha_a, alpha_b = experiment.exponent(a), experiment.exponent(b)
-        if predicted_outcome(alpha_a, alpha_b) == "below margin":
-            out.append(
-                f"{a.label()} ({alpha_a:.3g}) against {b.label()} ({alpha_b:.3g}): the "
-                f"exponents differ by less than the margin {MARGIN}"
-            )
+        expectation = expect(experiment, a, b)
+        if isinstance(expectation, str):
+            out.append(f"{a.label()} against {b.label()}: {expectation}")
     if not found:
-        out.append(
-            "no claim: no model is predicted efficient, and no two models trained "
-            "here have exponents the margin can tell apart or equal ones"
-        )
+        out.append("no claim: no model is predicted efficient and no pair is predicted apart")
     return out
 
 
-def predicted_outcome(alpha_a: float, alpha_b: float) -> str:
-    """What the exponents of two models predict: ``separation``, ``no separation`` or
-    ``below margin``."""
-    delta = 0.0 if alpha_a == alpha_b else abs(alpha_b - alpha_a)  # inf == inf: both infeasible
-    if delta < EQUAL:
-        return "no separation"
-    return "separation" if delta >= MARGIN else "below margin"
+class Judge:
+    """The measurements a claim reads, and the rules that turn them into verdicts."""
 
+    def __init__(self, experiment, ladders, floors, improving):
+        self.experiment, self.ladders, self.floors = experiment, ladders, floors
+        self.improving = improving
 
-def _agree(values: list[float]) -> bool:
-    """Seeds agree when the spread between them stays within a factor of 10."""
-    return max(values) <= 10 * max(min(values), 1e-12)
+    def threshold(self, model: Model) -> float:
+        return self.floors[model.seq_len].learns_below
 
+    def learned(self, model: Model) -> Interval:
+        """The largest rung's NMSE over seeds."""
+        return self.ladders[model].largest()
 
-def _converges(model: Model, values: list[float], scale: Scale, derived: dict) -> Claim:
-    best = min(values)
-    ident = f"learns:{model.key()}"
-    claim = f"{model.label()} learns the target (NMSE <= {scale.converged})"
-    measured = {"best_nmse": best, "seeds": values}
-    tolerance = f"NMSE <= {scale.converged}"
-    if best <= scale.converged:
-        return Claim.judged(
-            ident, claim, "efficient", measured, tolerance, True, derived_from=derived
+    def learns_text(self, model: Model) -> str:
+        floor = self.floors[model.seq_len]
+        return (
+            f"NMSE < {floor.learns_below:.3g} (the pooling shortcut {floor.shortcut:.3g} / "
+            f"{LEARNS_FACTOR:g})"
         )
-    if scale.name != "paper":  # only the full paper budget may refute convergence
-        reason = f"not converged within the {scale.name} budget (best NMSE {best:.3g})"
-        return Claim.undecided(ident, claim, "efficient", measured, tolerance, reason, derived)
-    return Claim.judged(
-        ident,
-        claim,
-        "efficient",
-        measured,
-        tolerance,
-        False,
-        f"best NMSE {best:.3g} after the full paper budget",
-        derived,
-    )
 
+    def derived(self, *models: Model) -> dict:
+        out = {}
+        for model in models:
+            out.update(self.experiment.derived(model))
+        out["floors"] = {m.label(): self.floors[m.seq_len].describe() for m in models}
+        return out
 
-def _compare(experiment: Experiment, a: Model, b: Model, nmse, scale: Scale) -> Claim:
-    """The claim two models' exponents make about their NMSE."""
-    alpha = {m: experiment.exponent(m) for m in (a, b)}
-    derived = {**experiment.derived(a), **experiment.derived(b), "margin": MARGIN, "band": BAND}
-    best = {m: min(nmse[m]) for m in (a, b)}
-    ratio = best[b] / max(best[a], 1e-12)
-    measured = {_name(a, b): best[a], _name(b, a): best[b], "ratio": ratio}
-    outcome = predicted_outcome(alpha[a], alpha[b])
-    if outcome == "no separation":
-        return _no_separation(a, b, alpha[a], ratio, nmse, measured, derived, scale)
-    worse, better = (b, a) if alpha[b] > alpha[a] else (a, b)
-    ident = f"separation:{a.key()}:{b.key()}"
-    claim = (
-        f"{_name(worse, better)} ends at least {BAND:g}x worse than {_name(better, worse)}"
-        f"{_context(a, b)} (exponent {alpha[worse]:.3g} against {alpha[better]:.3g})"
-    )
-    predicted = f"separation: exponent {alpha[worse]:.3g} > {alpha[better]:.3g}"
-    tolerance = f"NMSE ratio >= {BAND:g}"
-    if best[better] > scale.converged and best[worse] <= scale.converged:
-        reversed_ = best[better] >= BAND * best[worse]  # the other way round, and clearly
-        if reversed_ and _agree(nmse[worse]):
-            reason = f"{_name(worse, better)}, predicted worse, converged and the other did not"
-            return Claim.judged(
-                ident, claim, predicted, measured, tolerance, False, reason, derived
+    def learns(self, model: Model) -> Claim:
+        ident = f"learns:{model.key()}"
+        statement = f"{model.label()} learns the target at its largest decoder"
+        largest, threshold = self.learned(model), self.threshold(model)
+        measured = {
+            "largest_rung_nmse": largest.to_json(),
+            "still_improving_at_cap": self.improving.get(model, 0),
+        }
+        tolerance = f"every seed at {self.learns_text(model)}"
+        derived = self.derived(model)
+        if largest.below(threshold):
+            return _judged(ident, statement, "efficient", measured, tolerance, True, derived)
+        if largest.above(threshold) and not self.improving.get(model):
+            reason = "every seed above the threshold, and every seed had stopped improving"
+            return _judged(
+                ident, statement, "efficient", measured, tolerance, False, derived, reason
             )
-    if best[better] > scale.converged:
-        reason = f"{_name(better, worse)} did not converge (NMSE {best[better]:.3g})"
-        return Claim.undecided(ident, claim, predicted, measured, tolerance, reason, derived)
-    if not _agree(nmse[better]):
-        reason = f"the seeds of {_name(better, worse)} disagree"
-        return Claim.undecided(ident, claim, predicted, measured, tolerance, reason, derived)
-    holds = best[worse] / max(best[better], 1e-12) >= BAND
-    return Claim.judged(ident, claim, predicted, measured, tolerance, holds, derived_from=derived)
+        reason = "the seeds straddle the threshold, or some were still improving at the cap"
+        return _undecided(ident, statement, "efficient", measured, tolerance, reason, derived)
 
+    def compare(self, e: Expectation) -> Claim:
+        better, worse = e.better, e.worse
+        ladders = (self.ladders[better], self.ladders[worse])
+        measured = {
+            "slope": {m.label(): self.ladders[m].slope().to_json() for m in (better, worse)},
+            "exponent": {m.label(): self.ladders[m].to_json()["exponent"] for m in (better, worse)},
+            "largest_rung_nmse": {m.label(): self.learned(m).to_json() for m in (better, worse)},
+        }
+        derived = {**self.derived(better, worse), "why": e.why}
+        if e.outcome == "separation":
+            return self._separation(e, ladders, measured, derived)
+        return self._equality(e, ladders, measured, derived)
 
-def _no_separation(a, b, alpha, ratio, nmse, measured, derived, scale: Scale) -> Claim:
-    ident = f"no_separation:{a.key()}:{b.key()}"
-    claim = (
-        f"{_name(b, a)} and {_name(a, b)} end within {BAND:g}x of each other{_context(a, b)} "
-        f"(equal exponents, {alpha:.3g})"
-    )
-    predicted = f"no separation: equal exponents {alpha:.3g}"
-    tolerance = f"NMSE ratio within [1/{BAND:g}, {BAND:g}]"
-    if min(measured[_name(a, b)], measured[_name(b, a)]) > scale.converged:
-        reason = f"neither converged (NMSE > {scale.converged})"
-        return Claim.undecided(ident, claim, predicted, measured, tolerance, reason, derived)
-    if not (_agree(nmse[a]) and _agree(nmse[b])):
-        return Claim.undecided(
-            ident, claim, predicted, measured, tolerance, "their seeds disagree", derived
+    def _separation(self, e: Expectation, ladders, measured, derived) -> Claim:
+        better, worse = e.better, e.worse
+        ident = f"separation:{better.key()}:{worse.key()}"
+        statement = (
+            f"{_name(better, worse)} has the smaller exponent: its NMSE falls faster with the "
+            f"decoder's size than that of {_name(worse, better)}{_context(better, worse)}"
         )
-    holds = 1 / BAND <= ratio <= BAND
-    return Claim.judged(ident, claim, predicted, measured, tolerance, holds, derived_from=derived)
+        difference = paired_differences(ladders[1], ladders[0])
+        measured = {**measured, "slope_difference": difference.to_json()}
+        tolerance = "slope(worse) - slope(better) > 0 for every seed"
+        predicted = f"separation ({e.why})"
+        if not self.learned(better).below(self.threshold(better)):
+            reason = f"{_name(better, worse)} does not learn: not every seed at " + (
+                self.learns_text(better)
+            )
+            return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+        if difference.above(0):
+            return _judged(ident, statement, predicted, measured, tolerance, True, derived, kind=e)
+        if difference.below(0):
+            reason = "the predicted-worse model's NMSE falls faster for every seed"
+            return _judged(
+                ident, statement, predicted, measured, tolerance, False, derived, reason, e
+            )
+        reason = "the seeds' differences straddle 0"
+        return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+
+    def _equality(self, e: Expectation, ladders, measured, derived) -> Claim:
+        a, b = e.better, e.worse
+        head = "exponent_floor" if e.floor else "equality"
+        ident = f"{head}:{a.key()}:{b.key()}"
+        statement = (
+            f"{_name(a, b)} and {_name(b, a)} have equal exponents: their NMSE falls alike with "
+            f"the decoder's size{_context(a, b)}"
+        )
+        difference = paired_differences(ladders[0], ladders[1])
+        slopes = [ladder.slope().median for ladder in ladders]
+        steepest = max((abs(s) for s in slopes if s is not None), default=0.0)
+        bound = EQUAL_SLOPES * steepest
+        measured = {**measured, "slope_difference": difference.to_json(), "tolerance": bound}
+        tolerance = f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed"
+        predicted = f"equality ({e.why})"
+        learners = [m for m in (a, b) if self.learned(m).below(self.threshold(m))]
+        if not learners:
+            reason = "neither model learns the target, so equal slopes would mean nothing"
+            return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+        if difference.count >= 2 and -bound < difference.low and difference.high < bound:
+            return _judged(ident, statement, predicted, measured, tolerance, True, derived, kind=e)
+        if difference.above(bound) or difference.below(-bound):
+            reason = "every seed's slopes differ by more than the tolerance, the same way"
+            return _judged(
+                ident, statement, predicted, measured, tolerance, False, derived, reason, e
+            )
+        reason = "the seeds' differences straddle the tolerance"
+        return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+
+    def needs_pe(self, model: Model, twin: Model) -> Claim:
+        ident = f"needs_positional_encoding:{model.key()}"
+        statement = f"{model.label()} learns the target only with positional encoding"
+        tolerance = f"with PE every seed at {self.learns_text(model)}; without PE none"
+        with_pe, without = self.learned(model), self.learned(twin)
+        measured = {"with_pe": with_pe.to_json(), "without_pe": without.to_json()}
+        derived = {**self.derived(model, twin), "requires_positional_encoding": True}
+        threshold = self.threshold(model)
+        claim = (ident, statement, "PE required", measured, tolerance)
+        if without.below(threshold):
+            return _judged(*claim, False, derived, "learned without PE", "paper")
+        if with_pe.below(threshold) and without.above(threshold):
+            return _judged(*claim, True, derived, kind="paper")
+        reason = "the model with PE does not learn, or the seeds straddle the threshold"
+        return _undecided(*claim, reason, derived, "paper")
+
+    def attends(self, model: Model, shares: dict[int, float]) -> Claim:
+        count = len(shares)
+        ident = f"attends_to_positions:{model.key()}"
+        statement = f"the readout attends to the fixed positions, about 1/{count} each"
+        tolerance = f"total >= 0.8 and each within [{0.5 / count:.2f}, {1.5 / count:.2f}]"
+        measured = {"shares": {str(k): v for k, v in shares.items()}, "total": sum(shares.values())}
+        derived = {"positions": sorted(shares)}
+        claim = (ident, statement, "specific-position head", measured, tolerance)
+        if not self.learned(model).below(self.threshold(model)):
+            return _undecided(
+                *claim, "the model does not learn the target", derived, "reproduction"
+            )
+        ok = measured["total"] >= 0.8 and all(
+            0.5 / count <= v <= 1.5 / count for v in shares.values()
+        )
+        return _judged(*claim, ok, derived, kind="reproduction")
+
+    def no_rescue(self, model: Model) -> Claim:
+        ident = f"no_rescue:{model.key()}"
+        statement = (
+            f"{model.label()}, twice the width and twice the steps, still does not learn the "
+            "target (no architecture is efficient for it)"
+        )
+        largest, threshold = self.learned(model), self.threshold(model)
+        measured = {
+            "largest_rung_nmse": largest.to_json(),
+            "still_improving_at_cap": self.improving.get(model, 0),
+        }
+        tolerance = f"every seed above {threshold:.3g} (the learning threshold)"
+        claim = (ident, statement, "not efficient at any size", measured, tolerance)
+        derived = self.derived(model)
+        if largest.above(threshold):
+            return _judged(*claim, True, derived, kind="paper")
+        if largest.below(threshold):
+            return _judged(*claim, False, derived, "every seed learned it", "paper")
+        return _undecided(*claim, "the seeds straddle the threshold", derived, "paper")
+
+
+def _kind(kind) -> str:
+    return kind.kind if isinstance(kind, Expectation) else kind
+
+
+def _judged(
+    ident, statement, predicted, measured, tolerance, holds, derived, reason="", kind="engineering"
+):
+    claim = Claim.judged(ident, statement, predicted, measured, tolerance, holds, reason, derived)
+    return claim.of_kind(_kind(kind))
+
+
+def _undecided(
+    ident, statement, predicted, measured, tolerance, reason, derived, kind="engineering"
+):
+    claim = Claim.undecided(ident, statement, predicted, measured, tolerance, reason, derived)
+    return claim.of_kind(_kind(kind))
 
 
 def _name(model: Model, other: Model) -> str:
-    """What tells ``model`` apart from ``other``: its heads, or its sequence length."""
+    """What tells ``model`` apart from ``other``: its heads, its length or its width."""
     if model.seq_len != other.seq_len:
         return f"T={model.seq_len}"
-    return f"heads {list(model.heads)}"
+    if model.embed_dim != other.embed_dim:
+        return f"E={model.embed_dim}"
+    pe = " with PE" if model.positional_encoding else " without PE"
+    return f"heads {list(model.heads)}" + (
+        pe if model.positional_encoding != other.positional_encoding else ""
+    )
 
 
 def _context(a: Model, b: Model) -> str:
@@ -191,52 +284,3 @@ def _context(a: Model, b: Model) -> str:
     if a.seq_len != b.seq_len:
         return f" (heads {list(a.heads)}, E={a.embed_dim})"
     return f" (T={a.seq_len}, E={a.embed_dim})"
-
-
-def _needs_pe(model: Model, twin: Model, best, scale: Scale, derived: dict) -> Claim:
-    ident = f"needs_positional_encoding:{model.key()}"
-    claim = f"{model.label()} learns the target only with positional encoding"
-    tolerance = f"with PE NMSE <= {scale.converged}; without PE NMSE >= {scale.not_learned}"
-    measured = {"with_pe": best[model], "without_pe": best[twin]}
-    if best[model] > scale.converged:
-        return Claim.undecided(
-            ident,
-            claim,
-            "PE required",
-            measured,
-            tolerance,
-            f"not converged even with PE (NMSE {best[model]:.3g})",
-            derived,
-        )
-    return Claim.judged(
-        ident,
-        claim,
-        "PE required",
-        measured,
-        tolerance,
-        best[twin] >= scale.not_learned,
-        derived_from=derived,
-    )
-
-
-def _attends_to_positions(model: Model, shares: dict[int, float], nmse: float, scale) -> Claim:
-    count = len(shares)
-    ident = f"attends_to_positions:{model.key()}"
-    claim = f"the readout attends to the fixed positions, about 1/{count} each"
-    tolerance = f"total >= 0.8 and each within [{0.5 / count:.2f}, {1.5 / count:.2f}]"
-    measured = {"shares": {str(k): v for k, v in shares.items()}, "total": sum(shares.values())}
-    derived = {"positions": sorted(shares)}
-    if nmse > scale.converged:
-        return Claim.undecided(
-            ident,
-            claim,
-            "specific-position head",
-            measured,
-            tolerance,
-            "the model did not converge",
-            derived,
-        )
-    ok = measured["total"] >= 0.8 and all(0.5 / count <= v <= 1.5 / count for v in shares.values())
-    return Claim.judged(
-        ident, claim, "specific-position head", measured, tolerance, ok, derived_from=derived
-    )

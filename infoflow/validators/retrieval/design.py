@@ -3,12 +3,16 @@
 Candidate designs size the spec's points (the sequence lengths kept, the width E); each is
 planned (:func:`~infoflow.validators.retrieval.experiment.plan`), the engine predicts the
 exponent of every model, and each pair the claims will compare is a predicted separation,
-a predicted equality, or a difference too small to test (:func:`claims.predicted_outcome`).
-The chosen design tests the most separations, then the largest ones (each counted up to
-:data:`DELTA_CAP`), within the scale's time budget on the device, estimated with the
-device's step-time model (:mod:`~infoflow.validators.steptime`) and the target's
-own evaluation time, measured. Without a budget (the paper scale) the spec's own sizes are
-the design: only the estimate is added.
+a predicted equality, or nothing the theory lets a run test
+(:func:`~infoflow.validators.retrieval.expect.expect`, which respects each prediction's
+bound). The chosen design tests the most of the paper's claims, then the most claims, then
+the largest separations (each counted up to :data:`DELTA_CAP`), within the scale's time
+budget on the device, estimated at the cap with the device's step-time model
+(:mod:`~infoflow.validators.steptime`) and the target's own evaluation time, measured.
+Without a budget (the paper scale) the spec's own sizes are the design: only the estimate is
+added. The chosen design's floors (:mod:`~infoflow.validators.retrieval.floors`) are
+computed from the target alone (:func:`with_floors`), printed by ``infoflow plan`` and
+judged against after training.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from pathlib import Path
 import infoflow
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
-from infoflow.validators.retrieval.claims import predicted_outcome
+from infoflow.validators.retrieval.expect import Expectation, expectations
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
+from infoflow.validators.retrieval.floors import floors
 from infoflow.validators.retrieval.timing import group_flops, target_seconds
 from infoflow.validators.retrieval.train import Group
 from infoflow.validators.steptime import StepTime, step_time
@@ -54,6 +59,14 @@ def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) 
     return max(fits, key=lambda e: score(e, spec, longest))
 
 
+def with_floors(experiment: Experiment) -> Experiment:
+    """The experiment with its target's floors at every length it trains (computed once)."""
+    for seq_len in sorted({m.seq_len for m in experiment.models}):
+        if seq_len not in experiment.floors:
+            experiment.floors[seq_len] = floors(experiment.base, seq_len)
+    return experiment
+
+
 def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
     """Every (lengths, E) worth trying. Lengths: for a spec of one T, that T or any shorter
     one in :data:`SEQ_LENS`; for a sweep over T, its lengths up to each of them, or the
@@ -79,12 +92,15 @@ def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
 
 
 def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
-    """More separations, then larger ones, then the spec's own width and lengths, then less
-    work (FLOPs, not seconds: the choice must not depend on the machine's load)."""
+    """More of the paper's claims, then more claims, then larger separations, then the
+    spec's own width and lengths, then less work (FLOPs, not seconds: the choice must not
+    depend on the machine's load)."""
+    found = [e for _, _, e in expectations(experiment) if isinstance(e, Expectation)]
+    paper = sum(e.kind == "paper" for e in found)
     separations = [
-        min(abs(alpha_a - alpha_b), DELTA_CAP)
-        for _, _, alpha_a, alpha_b, outcome in outcomes(experiment)
-        if outcome == "separation"
+        min(abs(experiment.exponent(e.worse) - experiment.exponent(e.better)), DELTA_CAP)
+        for e in found
+        if e.outcome == "separation"
     ]
     design = experiment.design
     own_width = design.embed_dim in (None, spec.architecture.embed_dim)
@@ -93,7 +109,8 @@ def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
         group_flops(g.members, g.seq_len, spec.input_dim or 4, g.settings.batch)
         for g in experiment.groups
     )
-    return (len(separations), round(sum(separations), 9), own_width, own_lengths, -work)
+    size = round(sum(separations), 9)
+    return (paper, len(found), size, own_width, own_lengths, -work)
 
 
 def seconds(experiment: Experiment) -> float:
@@ -123,19 +140,10 @@ def group_seconds(group: Group, steptime: StepTime) -> float:
     return s.steps * (train + target) + evaluations * evaluation
 
 
-def outcomes(experiment: Experiment) -> list[tuple]:
-    """Each pair the claims compare, with its exponents and predicted outcome."""
-    rows = []
-    for a, b in experiment.pairs:
-        alpha_a, alpha_b = experiment.exponent(a), experiment.exponent(b)
-        rows.append((a, b, alpha_a, alpha_b, predicted_outcome(alpha_a, alpha_b)))
-    return rows
-
-
 def describe(experiment: Experiment, source: str) -> str:
     """What ``infoflow plan`` prints for one spec: the design, each group with its models'
     exponents and estimated time, and the comparisons the claims will make."""
-    scale, design = experiment.scale, experiment.design
+    scale, design = experiment.scale, with_floors(experiment).design
     budget = f"budget {_duration(scale.budget_seconds)}" if scale.budget_seconds else "no budget"
     lengths = ", ".join(map(str, design.seq_lens)) if design.seq_lens else "the spec's"
     width = design.embed_dim or "the spec's"
@@ -151,14 +159,27 @@ def describe(experiment: Experiment, source: str) -> str:
             f"{group.settings.steps:,} steps, about "
             f"{_duration(experiment.estimates[group.name])}"
         )
-    lines.append("  models (alpha at their own T, d, E, heads):")
-    for model, result in experiment.models.items():
-        alpha = experiment.exponent(model)
-        lines.append(f"    {model.label():<36} {alpha:>7.3g}  {result['cost_exponent'].expression}")
+    rungs = ", ".join(map(str, scale.rungs))
+    lines.append(f"  ladder: MLP widths {rungs}; each member until its loss stops improving")
+    for seq_len, floor in sorted(experiment.floors.items()):
+        lines.append(
+            f"  floors at T={seq_len}: pooling shortcut NMSE {floor.shortcut:.3g}, "
+            f"learns below {floor.learns_below:.3g}"
+        )
+    lines.append("  models (alpha at their own T, d, E, heads; without the floor; bound):")
+    for model, expected in experiment.expected.items():
+        bound = "upper" if expected.efficient else "lower"
+        lines.append(
+            f"    {model.label():<36} {expected.alpha:>7.3g} {expected.raw:>7.3g} {bound:<6}"
+            f" {expected.expression}"
+        )
     lines.append("  comparisons the claims make:")
-    for a, b, alpha_a, alpha_b, outcome in outcomes(experiment):
-        pair = f"{a.label()} ({alpha_a:.3g}) vs {b.label()} ({alpha_b:.3g})"
-        lines.append(f"    {outcome:<14} {pair}")
+    for a, b, e in expectations(experiment):
+        pair = f"{a.label()} vs {b.label()}"
+        if isinstance(e, Expectation):
+            lines.append(f"    {e.outcome} ({e.kind}): {pair}: {e.why}")
+        else:
+            lines.append(f"    untested: {pair}: {e}")
     if not experiment.pairs:
         lines.append("    none: no two models trained here differ in one thing only")
     fits = scale.budget_seconds is None or seconds(experiment) <= scale.budget_seconds

@@ -2,8 +2,12 @@
 points sized by the design, the neighbours of the ones predicted efficient, an efficient
 reference for the ones predicted inefficient, or themselves at half the length when they
 are minimal already, and the twins without positional encoding), each with the engine's
-prediction at its own size; the pairs of models whose exponents the claims compare; and one
-ensemble group per sequence length.
+prediction at its own size (:class:`Expected`); the pairs of models whose exponents the
+claims compare; and one ensemble group per sequence length, in which every model trains as
+a ladder of decoder sizes (the scale's MLP widths) times the seeds. A target that no
+architecture makes efficient also gets a rescue group: its architecture at the longest T
+with twice the width and twice the steps (:mod:`~infoflow.validators.retrieval.claims`
+checks it does not learn all the same).
 
 Which models are trained comes from the engine's predictions for each point of the spec,
 not from the spec's name, so a target nobody wrote a validator for is still checked. Which
@@ -13,16 +17,18 @@ sizes are trained (the design) is chosen by :mod:`~infoflow.validators.retrieval
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations, groupby
 from pathlib import Path
 
 import torch
 
 import infoflow
+from infoflow.retrieval.predict import unfloored_exponent
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.validators.protocol import CannotValidate, Job
+from infoflow.validators.retrieval.floors import Floors
 from infoflow.validators.retrieval.model import Member
 from infoflow.validators.retrieval.targets import (
     CHUNK,
@@ -38,32 +44,32 @@ MAX_TARGET_BYTES = 2 * 2**30  # the largest tensor the target's evaluator may bu
 
 @dataclass(frozen=True)
 class Scale:
-    """How big the experiments are, how long each spec may train on ``device``, and the
-    NMSE thresholds for learning."""
+    """How big the experiments are: the training settings (``steps`` is the cap), the seeds,
+    the ladder of MLP widths every model trains at, and how long each spec may train on
+    ``device``. What counts as learning comes from the target
+    (:mod:`~infoflow.validators.retrieval.floors`), not from the scale."""
 
     name: str
     settings: TrainSettings
     seeds: int
     budget_seconds: float | None  # per spec; None: train the spec's own sizes
-    converged: float  # NMSE under which a model counts as having learned the target
-    not_learned: float = 0.5  # NMSE above which a model has not learned the target
+    rungs: tuple[int, ...] = (8, 16, 32, 64, 128)  # MLP widths: the ladder
     device: str = "cpu"  # the device type the budget is spent on
 
 
 SCALES = {
     "smoke": Scale(
         "smoke",
-        TrainSettings(steps=1500, batch=64, eval_every=100, eval_size=1024),
-        seeds=2,
-        budget_seconds=150,
-        converged=0.05,
+        TrainSettings(steps=2000, batch=64, eval_every=100, eval_size=2048),
+        seeds=3,
+        budget_seconds=300,
     ),
     "paper": Scale(
         "paper",
-        TrainSettings(steps=20000, batch=256, eval_every=500, eval_size=4096),
-        seeds=3,
+        TrainSettings(steps=40000, batch=256, eval_every=500, eval_size=8192),
+        seeds=5,
         budget_seconds=None,
-        converged=0.01,
+        rungs=(16, 32, 64, 128, 256, 512),
     ),
 }
 
@@ -102,6 +108,32 @@ class Model:
         return f"T{self.seq_len}-E{self.embed_dim}-h{heads}{pe}"
 
 
+@dataclass(frozen=True)
+class Expected:
+    """What the engine says of one model: its exponent with the spec's floor (``alpha``),
+    without it (``raw``: for a model predicted inefficient, the paper's lower bound, which
+    the floor may hide), whether it is efficient (the exponent does not grow with T, a
+    construction: an upper bound), whether it can represent the target at all, the term that
+    sets the exponent (its provenance) and the exponent's formula."""
+
+    alpha: float
+    raw: float
+    efficient: bool
+    feasible: bool
+    provenance: str
+    expression: str
+
+    @property
+    def floor_hides(self) -> bool:
+        """The floor lifts an inefficient model's lower bound: the engine's number is then the
+        reconstruction's, not the paper's."""
+        return not self.efficient and self.raw < self.alpha - EQUAL
+
+
+#: Exponents closer than this are equal (they are exact rationals printed as floats).
+EQUAL = 1e-9
+
+
 @dataclass
 class Experiment:
     """The models one spec needs, the predictions that say what they should show, and the
@@ -112,57 +144,75 @@ class Experiment:
     scale: Scale
     design: Design = Design()
     models: dict[Model, infoflow.Result] = field(default_factory=dict)
+    expected: dict[Model, Expected] = field(default_factory=dict)
     points: list[Model] = field(default_factory=list)  # the spec's own points, as designed
     pairs: list[tuple[Model, Model]] = field(default_factory=list)  # what the claims compare
     groups: list[Group] = field(default_factory=list)
+    rescue: Model | None = None  # trained with twice the width and the steps
+    floors: dict[int, Floors] = field(default_factory=dict)  # by T, filled by the design
     estimates: dict[str, float] = field(default_factory=dict)  # group name -> seconds
     step_time: str = ""  # where the estimates' step-time model comes from
 
     @property
     def jobs(self) -> list[Job]:
-        steps = self.scale.settings.steps
-        return [Job("retrieval", self.name, group, steps) for group in self.groups]
+        return [Job("retrieval", self.name, g, g.settings.steps) for g in self.groups]
 
-    def model_of(self, group: Group, index: int) -> Model:
-        """The model member ``index`` of ``group`` is a seed of."""
+    def model_of(self, group: Group, index: int) -> tuple[Model, int, int]:
+        """The model member ``index`` of ``group`` belongs to, its rung and its seed."""
         member = group.members[index]
-        return Model(group.seq_len, member.embed_dim, member.heads, member.positional_encoding)
+        model = Model(group.seq_len, member.embed_dim, member.heads, member.positional_encoding)
+        return model, self.scale.rungs.index(member.hidden), member.seed
 
     def exponent(self, model: Model) -> float:
         """The engine's cost exponent alpha at ``model``'s own T, d, E and heads; infinite
         where the architecture cannot represent the target at all (infeasible)."""
-        value = self.models[model]["cost_exponent"].value
-        return math.inf if value is None else float(value)
+        return self.expected[model].alpha
 
     def derived(self, model: Model) -> dict:
-        """What a claim about ``model`` is derived from: its exponent, value and formula."""
-        prediction = self.models[model]["cost_exponent"]
-        alpha = self.exponent(model)  # JSON has no infinity: an infeasible model is null
+        """What a claim about ``model`` is derived from: the engine's exponent with and
+        without the floor, its bound and formula (JSON has no infinity: null)."""
+        e = self.expected[model]
+        finite = lambda v: v if math.isfinite(v) else None  # noqa: E731
+        bound = "upper (a construction)" if e.efficient else "lower (the fallback's)"
         return {
             model.label(): {
-                "exponent": alpha if math.isfinite(alpha) else None,
-                "expression": str(prediction.expression),
+                "exponent": finite(e.alpha),
+                "without_floor": finite(e.raw),
+                "bound": bound if e.feasible else "infeasible",
+                "provenance": e.provenance,
+                "expression": e.expression,
             }
         }
 
 
 def _groups(experiment: Experiment) -> list[Group]:
-    """One ensemble per sequence length: every width, architecture and seed in it."""
+    """One ensemble per sequence length: every width, architecture, rung and seed in it;
+    the rescue model in a group of its own, with twice the steps."""
     groups, scale = [], experiment.scale
     key = lambda m: m.seq_len  # noqa: E731
     for seq_len, models in groupby(sorted(experiment.models, key=_order), key=key):
-        models = list(models)
-        members, labels = [], []
-        for model in models:
-            for seed in range(scale.seeds):
-                members.append(
-                    Member(model.heads, model.positional_encoding, seed, model.embed_dim)
-                )
-                labels.append(f"{model.label()}, seed {seed}")
-        spec = experiment.models[models[0]].spec
-        prefix = f"{experiment.name}-T{seq_len}"
-        groups.append(Group(prefix, spec, seq_len, members, labels, scale.settings))
+        models = [m for m in models if m != experiment.rescue]
+        if models:
+            prefix = f"{experiment.name}-T{seq_len}"
+            groups.append(_group(experiment, prefix, models, scale.settings))
+    if experiment.rescue:
+        settings = replace(scale.settings, steps=2 * scale.settings.steps)
+        prefix = f"{experiment.name}-rescue-T{experiment.rescue.seq_len}"
+        groups.append(_group(experiment, prefix, [experiment.rescue], settings))
     return groups
+
+
+def _group(experiment: Experiment, prefix: str, models: list[Model], settings) -> Group:
+    members, labels = [], []
+    for model in models:
+        for width in experiment.scale.rungs:
+            for seed in range(experiment.scale.seeds):
+                members.append(
+                    Member(model.heads, model.positional_encoding, seed, model.embed_dim, width)
+                )
+                labels.append(f"{model.label()}, MLP {width}, seed {seed}")
+    spec = experiment.models[models[0]].spec
+    return Group(prefix, spec, models[0].seq_len, members, labels, settings)
 
 
 def _order(model: Model) -> tuple:
@@ -187,21 +237,45 @@ def plan(
         model = _add(experiment, point)
         if model not in experiment.points:
             experiment.points.append(model)
-        result = experiment.models[model]
-        partners = _neighbours(point) if result["efficient"].value else _reference(point, result)
-        if not partners and result["feasible"].value and not result["efficient"].value:
+        expected = experiment.expected[model]
+        partners = (
+            _neighbours(point) if expected.efficient else _reference(point, model, experiment)
+        )
+        if not partners and expected.feasible and not expected.efficient:
             partners = _shorter(point)  # its own architecture at half the length
         for partner in partners:
             _pair(experiment, model, _add(experiment, partner))
-        if result["requires_positional_encoding"].value and model.positional_encoding:
+        if (
+            experiment.models[model]["requires_positional_encoding"].value
+            and model.positional_encoding
+        ):
             _add(experiment, _with(point, positional_encoding=False))
     for a, b in combinations(experiment.points, 2):
         if _setting(a) == _setting(b):
             _pair(experiment, a, b)
     for a, b in _series(experiment.points):
         _pair(experiment, a, b)
+    experiment.rescue = _rescue(experiment)
     experiment.groups = _groups(experiment)
     return experiment
+
+
+def _rescue(experiment: Experiment) -> Model | None:
+    """When no architecture makes the target efficient: the longest point's architecture
+    with twice the width (trained with twice the steps), else None."""
+    longest = max(experiment.points, key=lambda m: (m.seq_len, m.embed_dim))
+    result = experiment.models[longest]
+    minimal = result["min_cost_exponent"].expression
+    hopeless = "T" in {str(symbol) for symbol in minimal.free_symbols}
+    if not hopeless or not experiment.expected[longest].feasible:
+        return None
+    wider = Model(
+        longest.seq_len, 2 * longest.embed_dim, longest.heads, longest.positional_encoding
+    )
+    point = _with(result.spec, embed_dim=wider.embed_dim)
+    experiment.models[wider] = infoflow.predict(point)
+    experiment.expected[wider] = _expected(point, experiment.models[wider])
+    return wider
 
 
 def _sized(points: list[RetrievalSpec], design: Design) -> list[RetrievalSpec]:
@@ -257,7 +331,22 @@ def _add(experiment: Experiment, point: RetrievalSpec) -> Model:
     )
     if model not in experiment.models:
         experiment.models[model] = infoflow.predict(point)
+        experiment.expected[model] = _expected(point, experiment.models[model])
     return model
+
+
+def _expected(point: RetrievalSpec, result: infoflow.Result) -> Expected:
+    """The engine's numbers for one model, with its exponent as if the floor were 0."""
+    number = lambda v: math.inf if v is None else float(v)  # noqa: E731
+    prediction = result["cost_exponent"]
+    return Expected(
+        number(prediction.value),
+        number(unfloored_exponent(point)),
+        bool(result["efficient"].value),
+        bool(result["feasible"].value),
+        prediction.provenance,
+        str(prediction.expression),
+    )
 
 
 def _with(point: RetrievalSpec, **architecture) -> RetrievalSpec:
@@ -265,10 +354,10 @@ def _with(point: RetrievalSpec, **architecture) -> RetrievalSpec:
     return point.model_copy(update={"architecture": arch})
 
 
-def _reference(point: RetrievalSpec, result: infoflow.Result) -> list[RetrievalSpec]:
+def _reference(point: RetrievalSpec, model: Model, experiment: Experiment) -> list[RetrievalSpec]:
     """The engine's minimal architecture with the fewest layers, when it is not ``point``'s
     own: the reference a point predicted inefficient is compared with."""
-    heads = result["min_architectures"].value[0]
+    heads = experiment.models[model]["min_architectures"].value[0]
     if list(heads) == list(point.architecture.heads_per_layer):
         return []
     return [_with(point, layers=len(heads), heads=list(heads))]

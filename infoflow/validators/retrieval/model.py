@@ -22,16 +22,36 @@ from torch import Tensor, nn
 
 @dataclass(frozen=True)
 class Member:
-    """One model: heads per layer (its layer count is their number), width E, PE, seed."""
+    """One model: heads per layer (its layer count is their number), width E, PE, seed, and
+    the hidden width of its MLPs (None: 4 E)."""
 
     heads: tuple[int, ...]
     positional_encoding: bool
     seed: int
     embed_dim: int = 32
+    mlp_width: int | None = None
 
     @property
     def layers(self) -> int:
         return len(self.heads)
+
+    @property
+    def hidden(self) -> int:
+        """The MLPs' hidden width."""
+        return self.mlp_width or 4 * self.embed_dim
+
+    def decoder_parameters(self) -> int:
+        """The parameters of its MLPs: the part of the model whose size the cost law says
+        must grow as eps^-alpha (the attention layout is fixed by the architecture)."""
+        return self.layers * (2 * self.embed_dim * self.hidden + self.hidden + self.embed_dim)
+
+    def parameters(self, seq_len: int, input_dim: int, output_dim: int) -> int:
+        """All its parameters: embeddings, attention, layer norms, MLPs and the output."""
+        e = self.embed_dim
+        attention = sum(4 * e * (e // h) * h for h in self.heads)
+        norms = (2 * self.layers + 1) * 2 * e
+        embed = input_dim * e + e + e + (seq_len + 1) * e * self.positional_encoding
+        return embed + attention + norms + self.decoder_parameters() + e * output_dim + output_dim
 
     def head_width(self, layer: int) -> int:
         """n = E / h for the layer (rounded down)."""
@@ -47,12 +67,17 @@ def stack_size(members: list[Member]) -> tuple[int, int, int, int]:
     return layers, embed_dim, heads, width
 
 
+#: The axis the members lie on, for each parameter of the stack (the layer axis comes first
+#: in the per-layer ones).
+MEMBER_AXIS = {"ln1": 1, "W_QKV": 1, "W_O": 1, "ln2": 1, "W_1": 1, "b_1": 1, "W_2": 1, "b_2": 1}
+
+
 def parameter_shapes(
-    members: list[Member], seq_len: int, input_dim: int, output_dim: int, mlp_ratio: int = 4
+    members: list[Member], seq_len: int, input_dim: int, output_dim: int
 ) -> dict[str, tuple[int, ...]]:
     """Every parameter of the stack by name, with its shape (layer norms: gain and bias)."""
     m, (L, e, h, w) = len(members), stack_size(members)
-    f = mlp_ratio * e
+    f = max(member.hidden for member in members)
     return {
         "W_in": (m, input_dim, e),
         "b_in": (m, e),
@@ -76,23 +101,14 @@ class EnsembleTransformer(nn.Module):
     """``members`` pre-LN transformers on sequences of ``seq_len`` tokens of width
     ``input_dim``, each read out at an extra trainable token."""
 
-    def __init__(
-        self,
-        members: list[Member],
-        seq_len: int,
-        input_dim: int,
-        output_dim: int,
-        mlp_ratio: int = 4,
-    ):
+    def __init__(self, members: list[Member], seq_len: int, input_dim: int, output_dim: int):
         super().__init__()
         self.members = members
         m = len(members)
         L, e, h, w = stack_size(members)
         self.layers, self.embed_dim, self.heads, self.head_width = L, e, h, w
-        f = mlp_ratio * e
-        for name, shape in parameter_shapes(
-            members, seq_len, input_dim, output_dim, mlp_ratio
-        ).items():
+        f = max(member.hidden for member in members)
+        for name, shape in parameter_shapes(members, seq_len, input_dim, output_dim).items():
             init = torch.ones if name.startswith("ln") else torch.empty
             setattr(self, name, nn.Parameter(init(shape)))
 
@@ -101,7 +117,7 @@ class EnsembleTransformer(nn.Module):
         q_scale = torch.ones(L, m)
         for i, member in enumerate(members):
             channels[i, : member.embed_dim] = 1
-            hidden[i, : mlp_ratio * member.embed_dim] = 1
+            hidden[i, : member.hidden] = 1
             for layer, count in enumerate(member.heads):
                 n = member.head_width(layer)
                 head_dims[layer, i, :count, :n] = 1
@@ -128,7 +144,7 @@ class EnsembleTransformer(nn.Module):
                 norm[..., 0, :] = 1
             for i, member in enumerate(self.members):
                 g = torch.Generator().manual_seed(member.seed)
-                em, fm = member.embed_dim, 4 * member.embed_dim
+                em, fm = member.embed_dim, member.hidden
                 out_std = 0.02 / math.sqrt(2 * member.layers)
 
                 def draw(*shape: int, std: float = 0.02, g=g) -> Tensor:
@@ -148,6 +164,11 @@ class EnsembleTransformer(nn.Module):
                     )
                     self.W_1[layer, i, :em, :fm] = draw(em, fm)
                     self.W_2[layer, i, :fm, :em] = draw(fm, em, std=out_std)
+
+    def member_axes(self) -> list[tuple[nn.Parameter, int]]:
+        """Every parameter with the axis its members lie on (for
+        :class:`~infoflow.validators.ensemble.MemberAdamW`)."""
+        return [(param, MEMBER_AXIS.get(name, 0)) for name, param in self.named_parameters()]
 
     def forward(self, x: Tensor, return_attention: bool = False):
         """x: [batch, T, input_dim] (shared by every member) -> [members, batch, output_dim].

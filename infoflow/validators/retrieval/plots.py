@@ -1,7 +1,7 @@
-"""Retrieval plots, from report.json's sections: ``nmse_vs_T.png`` (best NMSE against T per
-architecture, dashed where predicted inefficient) for specs with several T, and
-``nmse_by_architecture.png`` (best NMSE per head configuration, green where predicted
-efficient) for the others; one panel per spec."""
+"""Retrieval plots, from report.json's sections: ``ladders.png``, one panel per spec: each
+model's NMSE against its decoder's size (the median over seeds, the bar spanning the seeds),
+dashed where predicted inefficient, with the pooling shortcut and the learning threshold as
+horizontal lines (of the spec's longest T)."""
 
 from __future__ import annotations
 
@@ -12,55 +12,43 @@ from infoflow.validators.plots import pyplot, save
 
 
 def plot(out: Path, sections: list[dict[str, Any]]) -> list[Path]:
-    """Write the two figures when there is data for them."""
-    by_T, by_arch = [], []
-    for section in sections:
-        lengths = {m["seq_len"] for m in section["models"] if m["spec_point"]}
-        (by_T if len(lengths) > 1 else by_arch).append(section)
-    written = []
-    for name, panels, draw in (
-        ("nmse_vs_T.png", by_T, _draw_vs_T),
-        ("nmse_by_architecture.png", by_arch, _draw_by_arch),
-    ):
-        if not panels:
+    """Write the figure when there is data for it."""
+    panels = [s for s in sections if any(m.get("ladder") for m in s["models"])]
+    if not panels:
+        return []
+    plt = pyplot()
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
+    for ax, section in zip(axes.flat, panels, strict=False):
+        _draw(ax, section)
+    for ax in axes.flat[len(panels) :]:
+        ax.axis("off")
+    return [save(fig, out / "ladders.png")]
+
+
+def _draw(ax, section: dict[str, Any]) -> None:
+    for m in section["models"]:
+        ladder = m.get("ladder")
+        if not ladder:
             continue
-        plt = pyplot()
-        cols = min(3, len(panels))
-        rows = -(-len(panels) // cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 3.8 * rows), squeeze=False)
-        for ax, section in zip(axes.flat, panels, strict=False):
-            draw(ax, section)
-        for ax in axes.flat[len(panels) :]:
-            ax.axis("off")
-        written.append(save(fig, out / name))
-    return written
-
-
-def _draw_vs_T(ax, section: dict[str, Any]) -> None:
-    points = [m for m in section["models"] if m["spec_point"]]
-    series: dict = {}
-    for m in points:
-        key = (tuple(m["heads"]), m["embed_dim"], m["positional_encoding"])
-        series.setdefault(key, []).append((m["seq_len"], m["best_nmse"]))
-    for (heads, embed_dim, pe), values in sorted(series.items()):
-        values.sort()
-        first = next(m for m in points if (tuple(m["heads"]), m["embed_dim"]) == (heads, embed_dim))
-        ax.plot(
-            [t for t, _ in values],
-            [v for _, v in values],
-            marker="o",
-            linestyle="-" if first["predicted_efficient"] else "--",
-            label=f"heads {list(heads)}, E={embed_dim}" + (" PE" if pe else ""),
-        )
-    ax.set(xscale="log", yscale="log", xlabel="T", ylabel="best NMSE", title=section["name"])
-    ax.legend(fontsize=7, title="dashed: predicted inefficient", title_fontsize=7)
-
-
-def _draw_by_arch(ax, section: dict[str, Any]) -> None:
-    models = sorted(section["models"], key=lambda m: (m["heads"], m["positional_encoding"]))
-    labels = [f"{m['heads']}" + (" PE" if m["positional_encoding"] else "") for m in models]
-    colors = ["tab:green" if m["predicted_efficient"] else "tab:red" for m in models]
-    ax.bar(range(len(models)), [m["best_nmse"] for m in models], color=colors)
-    ax.set_xticks(range(len(models)), labels, rotation=30, fontsize=7)
-    ax.set(yscale="log", ylabel="best NMSE", title=section["name"])
-    ax.set_xlabel("heads per layer (green: predicted efficient)", fontsize=8)
+        sizes, medians, low, high = [], [], [], []
+        for size, row in zip(ladder["sizes"], ladder["nmse"], strict=True):
+            values = sorted(v for v in row if v is not None)
+            if values:
+                median = values[len(values) // 2]
+                sizes.append(size)
+                medians.append(median)
+                low.append(median - values[0])
+                high.append(values[-1] - median)
+        slope = (ladder.get("slope") or {}).get("median")
+        label = m["label"] + (f" (slope {slope:.2f})" if slope is not None else "")
+        style = "-" if m["predicted_efficient"] else "--"
+        ax.errorbar(sizes, medians, yerr=[low, high], marker="o", linestyle=style, label=label)
+    if section.get("floors"):
+        longest = section["floors"][max(section["floors"], key=int)]
+        ax.axhline(longest["shortcut"], color="grey", linewidth=0.8, label="pooling shortcut")
+        ax.axhline(longest["learns_below"], color="grey", linestyle=":", label="learns below")
+    ax.set(xscale="log", yscale="log", xlabel="decoder parameters", ylabel="held-out NMSE")
+    ax.set_title(section["name"], fontsize=9)
+    ax.legend(fontsize=6, title="dashed: predicted inefficient", title_fontsize=6)

@@ -1,5 +1,5 @@
-"""A retrieval experiment's report: the section's body (every model with its prediction and
-NMSE per seed), the header sentence and the Markdown section."""
+"""A retrieval experiment's report: the section's body (the target's floors, every model
+with its prediction and its ladder), the header sentence and the Markdown section."""
 
 from __future__ import annotations
 
@@ -8,25 +8,34 @@ from typing import Any
 from infoflow.core.text import markdown_code, markdown_text
 from infoflow.validators.report import claims_markdown, number
 from infoflow.validators.retrieval.experiment import Experiment, Model
+from infoflow.validators.retrieval.exponents import Ladder, coverage
+from infoflow.validators.retrieval.floors import LEARNS_FACTOR, Floors
 
 
-def body(experiment: Experiment, nmse: dict[Model, list[float]]) -> dict[str, Any]:
+def body(
+    experiment: Experiment,
+    ladders: dict[Model, Ladder],
+    floors: dict[int, Floors],
+    improving: dict[Model, int],
+) -> dict[str, Any]:
     """What report.json keeps of a retrieval experiment besides its claims: the design with
     each group's estimated training time (the measured one is in report.json's
-    ``throughput``: wall time is not part of what a run found), and every model."""
+    ``throughput``), the floors, and every model with its ladder."""
     groups = [
         {
             "name": g.name,
             "seq_len": g.seq_len,
             "members": len(g.members),
+            "steps_cap": g.settings.steps,
             "estimated_seconds": experiment.estimates.get(g.name),
         }
         for g in experiment.groups
     ]
     design = {**experiment.design.describe(), "step_time": experiment.step_time, "groups": groups}
     models = []
-    for model, prediction in experiment.models.items():
-        values = nmse.get(model, [])
+    for model in experiment.models:
+        derived = experiment.derived(model)[model.label()]
+        ladder = ladders.get(model)
         models.append(
             {
                 "label": model.label(),
@@ -35,25 +44,43 @@ def body(experiment: Experiment, nmse: dict[Model, list[float]]) -> dict[str, An
                 "heads": list(model.heads),
                 "positional_encoding": model.positional_encoding,
                 "spec_point": model in experiment.points,
-                "predicted_efficient": prediction["efficient"].value,
-                "predicted_exponent": str(prediction["cost_exponent"].expression),
-                "predicted_alpha": experiment.derived(model)[model.label()]["exponent"],
-                "nmse_per_seed": values,
-                "best_nmse": min(values) if values else None,
+                "rescue": model == experiment.rescue,
+                "predicted_efficient": experiment.expected[model].efficient,
+                "predicted_exponent": derived["expression"],
+                "predicted_alpha": derived["exponent"],
+                "alpha_without_floor": derived["without_floor"],
+                "bound": derived["bound"],
+                "ladder": ladder.to_json() if ladder else None,
+                "still_improving_at_cap": improving.get(model, 0),
             }
         )
-    return {"target": experiment.base.target, "design": design, "models": models}
+    return {
+        "target": experiment.base.target,
+        "design": design,
+        "rungs": list(experiment.scale.rungs),
+        "floors": {str(t): f.describe() for t, f in sorted(floors.items())},
+        "models": models,
+    }
 
 
 def describe(settings: dict[str, Any]) -> str:
     s = settings["settings"]
+    rungs = ", ".join(map(str, settings["rungs"]))
+    seeds = settings["seeds"]
     return (
-        f"Retrieval: {s['steps']} steps, batch {s['batch']}, {settings['seeds']} seeds, AdamW "
-        f"lr {s['lr']}, weight decay {s['weight_decay']}, cosine schedule."
+        f"Retrieval: every model a ladder of MLP widths {rungs}, {seeds} seeds, each member "
+        f"trained until its loss stops improving (at most {s['steps']} steps), batch "
+        f"{s['batch']}, AdamW lr {s['lr']}, weight decay {s['weight_decay']}; intervals are "
+        f"the range over seeds ({coverage(seeds):.0%} coverage of the median); a model learns "
+        f"when its NMSE is {LEARNS_FACTOR:g}x below the pooling shortcut."
     )
 
 
 def markdown(spec: dict[str, Any]) -> list[str]:
+    floors = "; ".join(
+        f"T={t}: pooling shortcut {number(f['shortcut'])}, learns below {number(f['learns_below'])}"
+        for t, f in spec["floors"].items()
+    )
     lines = [
         "",
         f"## {markdown_text(spec['name'])}",
@@ -62,17 +89,24 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         "",
         _design(spec.get("design")),
         "",
-        "| model | predicted | alpha | exponent | best NMSE | NMSE per seed |",
-        "|---|---|--:|---|--:|---|",
+        f"Floors (trivial predictor: NMSE 1): {floors}.",
+        "",
+        "| model | predicted | alpha (bound) | without floor | slope [range] | measured alpha "
+        "| largest rung NMSE [range] | still improving at cap |",
+        "|---|---|--:|--:|---|--:|---|--:|",
     ]
     for m in spec["models"]:
         predicted = "efficient" if m["predicted_efficient"] else "inefficient"
-        seeds = ", ".join(number(v) for v in m["nmse_per_seed"])
+        if m.get("rescue"):
+            predicted += ", rescue"
+        ladder = m.get("ladder") or {}
+        slope = ladder.get("slope") or {}
+        largest = _largest(ladder)
         lines.append(
-            f"| {markdown_text(m['label'])} | {predicted} | "
-            f"{number(m.get('predicted_alpha'))} | "
-            f"{markdown_code(m['predicted_exponent'])} | {number(m['best_nmse'])} | "
-            f"{seeds} |"
+            f"| {markdown_text(m['label'])} | {predicted} | {number(m['predicted_alpha'])} "
+            f"({markdown_text(m['bound'])}) | {number(m['alpha_without_floor'])} | "
+            f"{_range(slope)} | {_alpha(ladder.get('exponent'))} | {largest} | "
+            f"{m['still_improving_at_cap']} |"
         )
     lines += claims_markdown(spec["claims"])
     untested = spec.get("untested") or []
@@ -81,8 +115,26 @@ def markdown(spec: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _range(interval: dict) -> str:
+    if not interval or interval.get("median") is None:
+        return "-"
+    return f"{interval['median']:.3g} [{interval['low']:.3g}, {interval['high']:.3g}]"
+
+
+def _largest(ladder: dict) -> str:
+    rows = ladder.get("nmse") or []
+    values = sorted(v for v in (rows[-1] if rows else []) if v is not None)
+    if not values:
+        return "-"
+    return f"{values[len(values) // 2]:.3g} [{values[0]:.3g}, {values[-1]:.3g}]"
+
+
+def _alpha(value) -> str:
+    return value if isinstance(value, str) else number(value)
+
+
 def _design(design: dict[str, Any] | None) -> str:
-    """The design in a sentence: sizes, and each group's estimated and measured time."""
+    """The design in a sentence: sizes, and each group's cap and estimated time."""
     if not design:
         return "Design: the spec's own sizes."
     lengths = design["seq_lens"]
@@ -91,10 +143,11 @@ def _design(design: dict[str, Any] | None) -> str:
         f"E = {design['embed_dim']}" if design["embed_dim"] else "the spec's E",
     ]
     times = "; ".join(
-        f"T={g['seq_len']}: {g['members']} members, estimated {number(g['estimated_seconds'])} s"
+        f"{g['name']}: {g['members']} members, at most {g.get('steps_cap', '?')} steps, "
+        f"estimated {number(g['estimated_seconds'])} s"
         for g in design["groups"]
     )
     return (
         f"Design: {', '.join(sizes)} ({markdown_text(design['step_time'] or 'no estimate')})."
-        f" {times}."
+        f" {markdown_text(times)}."
     )

@@ -1,5 +1,6 @@
-"""Train one retrieval group: AdamW, cosine schedule, fresh i.i.d. batches, NMSE on a
-held-out set, checkpoints that a killed run resumes from.
+"""Train one retrieval group: AdamW, warmup then a constant rate until each member's loss
+stops improving, then its own cooldown (:mod:`~infoflow.validators.retrieval.plateau`),
+fresh i.i.d. batches, NMSE on a held-out set, checkpoints that a killed run resumes from.
 
 A group is the set of members that train together in one process on one device: one
 target, one sequence length, every width and architecture the experiment needs. Every
@@ -22,15 +23,22 @@ import torch
 
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators import protocol
-from infoflow.validators.ensemble import Checkpoint, ensemble_step, precision, resume
+from infoflow.validators.ensemble import (
+    Checkpoint,
+    MemberAdamW,
+    ensemble_step,
+    precision,
+    resume,
+)
 from infoflow.validators.protocol import Context
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
+from infoflow.validators.retrieval.plateau import MemberSchedule, MemberState
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 from infoflow.validators.throughput import meter
 
 #: The version of the model and training code: part of every group's identity, so a change
 #: here (bump it) never resumes a checkpoint trained by the code before.
-TRAINING_VERSION = 1
+TRAINING_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -105,32 +113,39 @@ def build_model(group: Group, data: HeldOut, device: torch.device) -> EnsembleTr
     )
 
 
-def make_optimizer(model: torch.nn.Module, settings: TrainSettings, device: torch.device):
-    """AdamW, fused on a GPU."""
-    fused = device.type == "cuda"
-    return torch.optim.AdamW(
-        model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay, fused=fused
-    )
+def make_optimizer(model: EnsembleTransformer, settings: TrainSettings) -> MemberAdamW:
+    """AdamW with a learning rate per member (each member's cooldown is its own)."""
+    return MemberAdamW(model.member_axes(), len(model.members), settings.lr, settings.weight_decay)
 
 
 def train_group(group: Group, context: Context) -> None:
-    """Train ``group`` to the end, resuming from its checkpoint; every ``eval_every`` steps
-    (and at the last) record each member's mean training loss (``train:loss``) and held-out
-    NMSE (``eval:nmse``)."""
+    """Train ``group`` until every member is done (:mod:`plateau`: warmup, a constant rate
+    until its loss stops improving, a cooldown) or the cap of ``settings.steps``, resuming
+    from its checkpoint. Every ``eval_every`` steps, and at the end, record each member's
+    mean training loss (``train:loss``) and held-out NMSE (``eval:nmse``); at the end, how
+    each member stopped (``plateau:capped`` 1 when the cap, not a plateau, started its
+    cooldown; ``plateau:improving`` 1 when its loss was still falling then;
+    ``plateau:slope``, the log-log loss slope then; ``plateau:step``, its last training
+    step)."""
     started, device, store = time.perf_counter(), context.device, context.store
     settings = group.settings
     target = TargetFunction(group.spec, seed=group.data_seed, device=device)
     data = held_out(group, target, device)
     model = build_model(group, data, device)
-    optimizer = make_optimizer(model, settings, device)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine(settings))
+    optimizer = make_optimizer(model, settings)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup(settings))
     generator = torch.Generator(device=device).manual_seed(group.data_seed + 2)
+    optimizer.extra = MemberSchedule.start(len(group.members), settings.steps).to_dict()
     checkpoint, start = resume(context, group, model, optimizer, schedule, generator)
+    members = MemberSchedule.from_dict(optimizer.extra)
 
     autocast = precision(device)
     losses, window = torch.zeros(len(group.members), device=device), 0
     speed = meter(model, group.seq_len, device)
-    for step in range(start, settings.steps):
+    step = start
+    while step < settings.steps and not members.done(step):
+        factors = members.factors(step)
+        optimizer.member_lr = torch.tensor(factors, device=device)
         x = sample_inputs(group.spec, settings.batch, group.seq_len, generator)
         y = (_as_matrix(target(x)) - data.mean) / data.std
         with autocast:
@@ -138,24 +153,43 @@ def train_group(group: Group, context: Context) -> None:
         per_member = ((prediction.float() - y) ** 2).mean((1, 2))
         losses += ensemble_step(optimizer, schedule, per_member)
         speed.add(len(group.members) * settings.batch * group.seq_len)
-        window += 1
-        done = step + 1
-        if done % settings.eval_every == 0 or done == settings.steps:
+        window, step = window + 1, step + 1
+        if step % settings.eval_every == 0 or step == settings.steps or members.done(step):
             mean_loss = (losses / window).tolist()
             losses.zero_()
             window = 0
+            members.observe(step, mean_loss)
             nmse = evaluate(model, data.x, data.y)
             rows = [
                 {"train:loss": loss, "eval:nmse": value}
                 for loss, value in zip(mean_loss, nmse, strict=True)
             ]
-            store.record_metrics(group.name, done, rows)
-            checkpoint.save(model, optimizer, schedule, generator.get_state(), done, store.rows)
+            if members.done(step) or step == settings.steps:
+                rows = [
+                    {**row, **_stopped(state)}
+                    for row, state in zip(rows, members.members, strict=True)
+                ]
+            store.record_metrics(group.name, step, rows)
+            optimizer.extra = members.to_dict()
+            checkpoint.save(model, optimizer, schedule, generator.get_state(), step, store.rows)
             if context.progress:
                 mean = sum(mean_loss) / len(mean_loss)
-                context.progress(group.name, done, settings.steps, mean, speed.text())
+                context.progress(group.name, step, settings.steps, mean, speed.text())
     store.record_throughput(group.name, speed.rates())
     store.finish_group(group.name, time.perf_counter() - started)
+
+
+def _stopped(state: MemberState) -> dict[str, float]:
+    """How a member stopped, as metrics (a slope that could not be fitted is NaN)."""
+    slope = math.nan if state.slope is None else state.slope
+    stopped = state.cooldown_start is not None
+    end = state.cooldown_start + state.cooldown_length if stopped else math.nan
+    return {
+        "plateau:capped": float(state.capped),
+        "plateau:improving": float(state.still_improving),
+        "plateau:slope": slope,
+        "plateau:step": end,
+    }
 
 
 def load_trained(
@@ -186,13 +220,8 @@ def _as_matrix(y: torch.Tensor) -> torch.Tensor:
     return y[:, None] if y.dim() == 1 else y
 
 
-def _cosine(settings: TrainSettings) -> Callable[[int], float]:
+def _warmup(settings: TrainSettings) -> Callable[[int], float]:
+    """Linear warmup over ``warmup_fraction`` of the cap, then the full rate (each member's
+    cooldown multiplies it: :mod:`~infoflow.validators.retrieval.plateau`)."""
     warmup = max(1, int(settings.steps * settings.warmup_fraction))
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = (step - warmup) / max(1, settings.steps - warmup)
-        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-    return factor
+    return lambda step: min(1.0, (step + 1) / warmup)

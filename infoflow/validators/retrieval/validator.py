@@ -1,6 +1,8 @@
-"""The retrieval validator: a spec -> ensembles of small transformers trained on the target
--> best NMSE per model and the readout's attention on fixed positions -> claims
-(:mod:`~infoflow.validators.retrieval.claims`), a report section and two plots."""
+"""The retrieval validator: a spec -> ensembles of small transformers trained on the target,
+every model as a ladder of decoder sizes over seeds, each member until its loss stops
+improving -> each model's ladder (NMSE per rung and seed), the target's floors and the
+readout's attention on fixed positions -> claims
+(:mod:`~infoflow.validators.retrieval.claims`), a report section and a plot of the ladders."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from infoflow.validators.claims import Section
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.retrieval import plots, report
 from infoflow.validators.retrieval.claims import claims, untested
-from infoflow.validators.retrieval.design import choose
+from infoflow.validators.retrieval.design import choose, with_floors
 from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, Scale
+from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.train import Group, load_trained, train_group
 
 
@@ -48,14 +51,16 @@ class RetrievalValidator:
         train_group(job.group, context)
 
     def judge(self, experiment: Experiment, context: Context) -> Section:
-        nmse: dict[Model, list[float]] = {}
+        ladders, improving = measured_ladders(experiment, context.store)
         attention: dict[Model, dict[int, float]] = {}
         for group in experiment.groups:
-            for i, value in enumerate(context.store.last_values(group.name, "eval:nmse")):
-                nmse.setdefault(experiment.model_of(group, i), []).append(value)
             attention.update(_attention(experiment, group, context))
-        found = claims(experiment, nmse, experiment.scale, attention)
-        body = {**report.body(experiment, nmse), "untested": untested(experiment, found)}
+        floors = with_floors(experiment).floors
+        found = claims(experiment, ladders, floors, improving, attention)
+        body = {
+            **report.body(experiment, ladders, floors, improving),
+            "untested": untested(experiment, found),
+        }
         return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
@@ -68,10 +73,28 @@ class RetrievalValidator:
         return plots.plot(out, sections)
 
 
+def measured_ladders(experiment: Experiment, store) -> tuple[dict[Model, Ladder], dict]:
+    """Each model's ladder (the last held-out NMSE of every rung and seed) and how many of
+    its members the cap stopped while their loss was still falling."""
+    rungs, seeds = experiment.scale.rungs, experiment.scale.seeds
+    nmse: dict[Model, list[list[float | None]]] = {}
+    improving: dict[Model, int] = {}
+    sizes: dict[Model, list[int]] = {}
+    for group in experiment.groups:
+        values = store.last_values(group.name, "eval:nmse")
+        stopped = store.last_values(group.name, "plateau:improving")
+        for i, member in enumerate(group.members):
+            model, rung, seed = experiment.model_of(group, i)
+            nmse.setdefault(model, [[None] * seeds for _ in rungs])[rung][seed] = values[i]
+            improving[model] = improving.get(model, 0) + int(bool(stopped[i]))
+            sizes.setdefault(model, [0] * len(rungs))[rung] = member.decoder_parameters()
+    return {m: Ladder(sizes[m], rows) for m, rows in nmse.items()}, improving
+
+
 @torch.no_grad()
 def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
     """For targets that read fixed positions: the readout's mean first-layer attention on
-    each of them, over the heads in use, averaged over seeds."""
+    each of them, over the heads in use, averaged over the seeds of the largest rung."""
     spec = experiment.base
     tree = tree_of(spec.target, tuple(sorted(spec.params.items())), spec.options.separable_sum)
     positions = sorted(position_number(p, group.seq_len) for p in tree.positions)
@@ -81,9 +104,9 @@ def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
     _, probs = model(x_eval[:512], return_attention=True)  # [members, batch, heads, T + 1]
     seeds: dict = {}
     for i, member in enumerate(group.members):
-        if member.positional_encoding:
+        if member.positional_encoding and member.hidden == max(experiment.scale.rungs):
             active = probs[i, :, : member.heads[0]].float().mean((0, 1))
-            seeds.setdefault(experiment.model_of(group, i), []).append(active)
+            seeds.setdefault(experiment.model_of(group, i)[0], []).append(active)
     return {
         key: {p: float(torch.stack(values).mean(0)[p - 1]) for p in positions}
         for key, values in seeds.items()

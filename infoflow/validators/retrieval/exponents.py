@@ -1,0 +1,123 @@
+"""A size ladder's NMSE -> the measured cost exponent, with an interval over seeds.
+
+The engine predicts parameters ~ eps^-alpha, eps the sup-norm error. The validator measures
+NMSE = MSE / Var(y), a mean squared error: reading eps as the root-mean-square error (a
+reconstruction: the papers bound the sup norm, which the RMS error does not exceed), NMSE
+~ eps^2, so NMSE ~ P^(-2/alpha) along a ladder of sizes P. The slope of log NMSE against log P
+is then -2/alpha, and a measured exponent is alpha = -2/slope (infinite for a slope >= 0:
+the error does not fall with size). P is the decoder's parameters (the MLPs), the part the
+cost law says grows; the attention layout is the architecture and stays fixed.
+
+Each seed trains the whole ladder, so each seed gives one slope. A model's slope is the
+median over seeds; its interval is the range of the seeds' slopes (order statistics: with n
+seeds the range covers the median of the slope's distribution with probability
+1 - 2^(1-n), 75% for three). A comparison of two models pairs their seeds (seed i of both
+trained on the same data stream) and takes the range of the paired differences.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+
+def fit_slope(sizes: list[float], nmse: list[float | None]) -> float | None:
+    """Least-squares slope of log NMSE against log size over the rungs with a positive,
+    finite NMSE (None with fewer than three such rungs)."""
+    points = [
+        (math.log(p), math.log(v))
+        for p, v in zip(sizes, nmse, strict=True)
+        if v is not None and v > 0 and math.isfinite(v)
+    ]
+    if len(points) < 3:
+        return None
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    spread = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / spread
+
+
+def exponent_of(slope: float | None) -> float | None:
+    """alpha = -2 / slope (NMSE ~ eps^2); infinite when the NMSE does not fall with size;
+    None for no slope."""
+    if slope is None:
+        return None
+    return -2 / slope if slope < 0 else math.inf
+
+
+def coverage(seeds: int) -> float:
+    """The probability that the range of ``seeds`` draws covers their distribution's median."""
+    return 1 - 2 ** (1 - seeds) if seeds > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A median and the range of the values it is taken over (None: no value)."""
+
+    median: float | None
+    low: float | None
+    high: float | None
+    count: int
+
+    @classmethod
+    def of(cls, values: list[float | None]) -> Interval:
+        found = sorted(v for v in values if v is not None and math.isfinite(v))
+        if not found:
+            return cls(None, None, None, 0)
+        return cls(statistics.median(found), found[0], found[-1], len(found))
+
+    def above(self, threshold: float) -> bool:
+        """The whole interval lies above ``threshold`` (and it has two values at least)."""
+        return self.count >= 2 and self.low > threshold
+
+    def below(self, threshold: float) -> bool:
+        return self.count >= 2 and self.high < threshold
+
+    def to_json(self) -> dict:
+        return {"median": self.median, "low": self.low, "high": self.high, "seeds": self.count}
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """One architecture at one (T, E): the decoder size of each rung, and each rung's
+    NMSE per seed (``nmse[rung][seed]``)."""
+
+    sizes: list[int]
+    nmse: list[list[float | None]]
+
+    @property
+    def seeds(self) -> int:
+        return len(self.nmse[0]) if self.nmse else 0
+
+    def slopes(self) -> list[float | None]:
+        """Each seed's slope over the ladder."""
+        return [fit_slope(self.sizes, [row[s] for row in self.nmse]) for s in range(self.seeds)]
+
+    def slope(self) -> Interval:
+        return Interval.of(self.slopes())
+
+    def largest(self) -> Interval:
+        """The NMSE of the largest rung, over seeds."""
+        return Interval.of(self.nmse[-1])
+
+    def to_json(self) -> dict:
+        slope = self.slope()
+        return {
+            "sizes": self.sizes,
+            "nmse": self.nmse,
+            "slopes": self.slopes(),
+            "slope": slope.to_json(),
+            "exponent": _plain(exponent_of(slope.median)),
+        }
+
+
+def paired_differences(a: Ladder, b: Ladder) -> Interval:
+    """slope(a) - slope(b), seed by seed."""
+    pairs = zip(a.slopes(), b.slopes(), strict=False)
+    return Interval.of([x - y if x is not None and y is not None else None for x, y in pairs])
+
+
+def _plain(value: float | None) -> float | str | None:
+    """JSON has no infinity: an exponent that is infinite is written ``"inf"``."""
+    return "inf" if value is not None and math.isinf(value) else value

@@ -1,0 +1,162 @@
+"""What the retrieval claims are measured with: the plateau rule and the per-member schedule it
+drives, the exponent fit on size ladders (synthetic power laws of known slope), the
+intervals over seeds, the pooling shortcut on targets where its floor is known in closed
+form, the optimiser with a learning rate per member, and the parameter counts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+
+import infoflow  # noqa: E402
+from infoflow.validators.ensemble import MemberAdamW  # noqa: E402
+from infoflow.validators.retrieval.exponents import (  # noqa: E402
+    Interval,
+    Ladder,
+    coverage,
+    exponent_of,
+    fit_slope,
+    paired_differences,
+)
+from infoflow.validators.retrieval.floors import LEARNS_FACTOR, floors  # noqa: E402
+from infoflow.validators.retrieval.model import EnsembleTransformer, Member  # noqa: E402
+from infoflow.validators.retrieval.plateau import (  # noqa: E402
+    EARLIEST,
+    PLATEAU_SLOPE,
+    WINDOW,
+    MemberSchedule,
+    loss_slope,
+    plateaued,
+)
+
+
+def test_the_loss_slope_is_the_log_log_slope_of_the_last_window() -> None:
+    steps = [100 * i for i in range(1, 9)]
+    assert loss_slope(steps, [0.5 * s**-0.3 for s in steps]) == pytest.approx(-0.3)
+    assert loss_slope(steps[: WINDOW - 1], [0.5] * (WINDOW - 1)) is None  # too short
+    early_drop = [1.0, 0.5, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1]  # only the last window counts
+    assert loss_slope(steps, early_drop) == pytest.approx(0.0)
+
+
+def test_a_plateau_is_flat_and_below_the_trivial_loss() -> None:
+    steps = [100 * i for i in range(1, 6)]
+    assert plateaued(steps, [0.2] * 5)
+    assert not plateaued(steps, [0.95] * 5)  # still at the trivial predictor's loss
+    slow = [0.2 * s ** -(PLATEAU_SLOPE / 2) for s in steps]
+    fast = [0.2 * s ** -(2 * PLATEAU_SLOPE) for s in steps]
+    assert plateaued(steps, slow) and not plateaued(steps, fast)
+
+
+def test_each_member_cools_down_at_its_own_plateau_or_near_the_cap() -> None:
+    cap, every = 1000, 50
+    schedule = MemberSchedule.start(2, cap)
+    step = 0
+    while not schedule.done(step) and step < cap:
+        step += every
+        flat, falling = 0.3, 0.5 * step**-0.5  # member 1 improves until the end
+        schedule.observe(step, [flat, falling])
+    settled, capped = schedule.members
+    assert not settled.capped and settled.cooldown_start == EARLIEST * cap
+    assert settled.cooldown_length == round(0.2 * settled.cooldown_start)
+    assert settled.factor(settled.cooldown_start) == 1.0
+    assert settled.factor(settled.cooldown_start + settled.cooldown_length // 2) == 0.5
+    assert settled.done(settled.cooldown_start + settled.cooldown_length)
+    assert capped.capped and capped.still_improving and capped.slope == pytest.approx(-0.5)
+    assert capped.cooldown_start + capped.cooldown_length == cap
+    again = MemberSchedule.from_dict(schedule.to_dict())
+    assert again == schedule
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    slope=st.floats(-3.0, -0.05),
+    level=st.floats(1e-4, 1.0),
+    base=st.integers(50, 5000),
+    rungs=st.integers(3, 7),
+)
+def test_the_fit_recovers_a_power_law_and_its_exponent(slope, level, base, rungs) -> None:
+    sizes = [base * 2**i for i in range(rungs)]
+    nmse = [level * (s / base) ** slope for s in sizes]
+    assert fit_slope(sizes, nmse) == pytest.approx(slope, abs=1e-9)
+    alpha = exponent_of(fit_slope(sizes, nmse))
+    assert alpha == pytest.approx(-2 / slope)  # NMSE ~ eps^2 and params ~ eps^-alpha
+
+
+def test_a_ladder_that_does_not_fall_has_an_infinite_exponent() -> None:
+    assert exponent_of(0.01) == math.inf and exponent_of(None) is None
+    assert fit_slope([1, 2, 4, 8], [0.5, None, float("nan"), 0.5]) is None  # two usable rungs
+
+
+def test_intervals_are_the_range_over_seeds_and_pair_seeds() -> None:
+    sizes = [100, 200, 400, 800]
+    a = Ladder(sizes, [[(s / 100) ** k for k in (-1.0, -0.8, -1.2)] for s in sizes])
+    b = Ladder(sizes, [[(s / 100) ** k for k in (-0.1, -0.3, 0.0)] for s in sizes])
+    slope = a.slope()
+    assert (slope.median, slope.low, slope.high) == pytest.approx((-1.0, -1.2, -0.8))
+    difference = paired_differences(b, a)  # seed by seed: 0.9, 0.5, 1.2
+    assert (difference.low, difference.high) == pytest.approx((0.5, 1.2))
+    assert difference.above(0) and not difference.above(0.6) and not difference.below(0)
+    assert not Interval.of([0.3]).above(0)  # one seed decides nothing
+    assert coverage(3) == 0.75 and coverage(1) == 0.0
+
+
+def _spec(target: str, seq_len: int):
+    return infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "target": target,
+            "input_dim": 4,
+            "seq_len": seq_len,
+            "architecture": {"layers": 1, "heads": 1, "embed_dim": 16},
+        }
+    )
+
+
+@pytest.mark.parametrize("seq_len", [5, 10])
+def test_the_pooling_shortcut_meets_its_closed_form(seq_len) -> None:
+    """x1 + x2 + x3 from what pooling holds: E[x1 + x2 + x3 | the multiset] is 3 times the
+    mean, so the best NMSE is 1 - 3/T (tokens i.i.d.), whatever the features add."""
+    found = floors(_spec("x[1] + x[2] + x[3]", seq_len), seq_len)
+    assert found.shortcut == pytest.approx(1 - 3 / seq_len, abs=0.02)
+    assert found.learns_below == found.shortcut / LEARNS_FACTOR and found.trivial == 1.0
+    assert floors(_spec("sum(x[t] for t in T)", seq_len), seq_len).shortcut < 1e-9
+
+
+def test_member_adamw_is_adamw_per_member_and_a_zero_rate_freezes() -> None:
+    torch.manual_seed(0)
+    ours_param = torch.nn.Parameter(torch.randn(3, 5, 4))
+    their_param = torch.nn.Parameter(ours_param.detach().clone())
+    ours = MemberAdamW([(ours_param, 1)], 5, lr=1e-2, weight_decay=0.1)
+    theirs = torch.optim.AdamW([their_param], lr=1e-2, weight_decay=0.1)
+    ours.member_lr = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.5])
+    start = ours_param.detach().clone()
+    for _ in range(10):
+        gradient = torch.randn(3, 5, 4)
+        ours_param.grad, their_param.grad = gradient.clone(), gradient.clone()
+        ours.step()
+        theirs.step()
+    assert torch.allclose(ours_param[:, :2], their_param[:, :2], atol=1e-6)
+    assert torch.equal(ours_param[:, 2], start[:, 2])
+    moved = (ours_param[:, 4] - start[:, 4]).abs().mean() / (
+        their_param[:, 4] - start[:, 4]
+    ).abs().mean()
+    assert 0.3 < moved < 0.7  # half the rate, about half the way
+    ours.extra = {"kept": [1, 2]}
+    state = ours.state_dict()
+    again = MemberAdamW([(torch.nn.Parameter(start.clone()), 1)], 5, lr=1e-2, weight_decay=0.1)
+    again.load_state_dict(state)
+    assert again.extra == {"kept": [1, 2]}
+
+
+@pytest.mark.parametrize("heads, width", [((1,), 8), ((2, 2), 48), ((4, 4, 4), 128)])
+def test_a_members_parameter_count_is_its_own_models(heads, width) -> None:
+    member = Member(heads, True, 0, 16, width)
+    model = EnsembleTransformer([member], seq_len=10, input_dim=4, output_dim=3)
+    assert member.parameters(10, 4, 3) == sum(p.numel() for p in model.parameters())
+    mlp = sum(getattr(model, name).numel() for name in ("W_1", "b_1", "W_2", "b_2"))
+    assert member.decoder_parameters() == mlp
