@@ -38,7 +38,7 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
     alpha = der.exponent
     alpha_value = _value(alpha, numbers)
     neck = _bottleneck(der, numbers)
-    bound = "lower" if neck.provenance == "paper:theorem-2" else "estimate"
+    bound = _bound(der, neck)
     param_cost = EPS**-alpha
     out = {
         **_tree_predictions(der.tree, numbers),
@@ -90,6 +90,15 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
         ),
     }
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
+
+
+def _bound(der: Derivation, neck: CostTerm) -> str:
+    """``lower`` where the exponent comes from a lower bound: Theorem 2's term, or a fallback
+    whose exponent grows with T on an architecture predicted inefficient (Theorem 1: any
+    single layer needs at least that), even where the floor lifts it; else ``estimate`` (a
+    construction's cost, by the cost law)."""
+    grows = not der.efficient and der.schedule.feasible and neck.expression.has(T)
+    return "lower" if neck.provenance == "paper:theorem-2" or grows else "estimate"
 
 
 def unfloored_exponent(spec: RetrievalSpec) -> float | None:

@@ -53,7 +53,7 @@ class Scale:
     settings: TrainSettings
     seeds: int
     budget_seconds: float | None  # per spec; None: train the spec's own sizes
-    rungs: tuple[int, ...] = (8, 16, 32, 64, 128)  # MLP widths: the ladder
+    rungs: tuple[int, ...] = (8, 16, 32, 72)  # MLP widths: >= 8x in decoder parameters
     device: str = "cpu"  # the device type the budget is spent on
 
 
@@ -66,10 +66,10 @@ SCALES = {
     ),
     "paper": Scale(
         "paper",
-        TrainSettings(steps=40000, batch=256, eval_every=500, eval_size=8192),
-        seeds=5,
+        TrainSettings(steps=20000, batch=256, eval_every=500, eval_size=8192),
+        seeds=3,
         budget_seconds=None,
-        rungs=(16, 32, 64, 128, 256, 512),
+        rungs=(16, 32, 64, 128, 256),
     ),
 }
 
