@@ -165,6 +165,16 @@ def test_a_model_that_learned_nothing_decides_nothing() -> None:
     assert {c.verdict for c in _comparisons(_claims(planned, stuck))} == {"inconclusive"}
 
 
+def test_flat_ladders_measure_no_exponent_however_the_seeds_fall() -> None:
+    """Learned, but limited by training, not by size: every seed's slope difference has the
+    predicted sign, yet the ladders are flat, so nothing is judged."""
+    planned, (one8, _, one16, _) = _pairwise_min()
+    flat = {one8: (0.01, 0.6), one16: (0.02, 0.6)}
+    found = _claims(planned, _ladders(planned, -0.03, 0.02, flat))
+    assert {c.verdict for c in _comparisons(found)} == {"inconclusive"}
+    assert all("flat" in c.reason for c in _comparisons(found) if "learn" not in c.reason)
+
+
 def test_learning_is_judged_against_the_targets_floor_and_the_plateau() -> None:
     planned, (*_, two16) = _pairwise_min()
 

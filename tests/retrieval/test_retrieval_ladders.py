@@ -160,3 +160,13 @@ def test_a_members_parameter_count_is_its_own_models(heads, width) -> None:
     assert member.parameters(10, 4, 3) == sum(p.numel() for p in model.parameters())
     mlp = sum(getattr(model, name).numel() for name in ("W_1", "b_1", "W_2", "b_2"))
     assert member.decoder_parameters() == mlp
+
+
+@pytest.mark.parametrize("name", ["smoke", "paper"])
+@pytest.mark.parametrize("embed_dim", [8, 16, 24, 32, 60])
+def test_every_scales_ladder_spans_eight_times_in_decoder_parameters(name, embed_dim) -> None:
+    from infoflow.validators.retrieval.experiment import SCALES
+
+    rungs = SCALES[name].rungs
+    sizes = [Member((1, 1), False, 0, embed_dim, width).decoder_parameters() for width in rungs]
+    assert len(rungs) >= 4 and sizes == sorted(sizes) and sizes[-1] >= 8 * sizes[0]

@@ -5,12 +5,15 @@ compares and judged against the target's own floors.
 - **separation** (:mod:`~infoflow.validators.retrieval.expect`): the model with the
   smaller exponent has the steeper ladder: the seed-paired difference of the slopes (log
   NMSE against log decoder size) is positive for every seed. Refuted when it is negative
-  for every seed; judged only when the better model learns.
+  for every seed; judged only when the better model learns and its ladder is steep (a slope
+  below ``-STEEP`` for every seed: a flat ladder is limited by training, not by size, and
+  measures no exponent).
 - **equality**: the paired difference of the slopes lies within
   ``EQUAL_SLOPES`` times the steeper slope (the median's magnitude) for every seed; refuted
   when every seed's difference is outside, on one side. Judged only when one of the two
-  learns (two ladders that do not fall are equal for no reason). The floor's own equality
-  claims (``exponent_floor:``) are judged the same way, as reconstructions.
+  learns and has a steep ladder (two ladders that do not fall are equal for no reason). The
+  floor's own equality claims (``exponent_floor:``) are judged the same way, as
+  reconstructions.
 - **learns** (an engineering check): a model predicted efficient learns the target: its
   largest rung is below the learning threshold (:data:`~infoflow.validators.retrieval.
   floors.LEARNS_FACTOR` times below the pooling shortcut) for every seed; refuted when it is
@@ -36,6 +39,9 @@ from infoflow.validators.retrieval.floors import LEARNS_FACTOR, Floors
 
 #: Equal exponents: the slopes differ by less than this fraction of the steeper one.
 EQUAL_SLOPES = 0.5
+#: A ladder measures an exponent only where its NMSE falls with size: a slope below -STEEP
+#: for every seed (7% per doubling of the decoder, the plateau rule's figure for steps).
+STEEP = 0.1
 
 
 def claims(
@@ -107,6 +113,19 @@ class Judge:
         out["floors"] = {m.label(): self.floors[m.seq_len].describe() for m in models}
         return out
 
+    def steep(self, model: Model) -> bool:
+        """The ladder's NMSE falls with size for every seed (slope below -STEEP)."""
+        return self.ladders[model].slope().below(-STEEP)
+
+    def flat_text(self, model: Model, other: Model | None = None) -> str:
+        slope = self.ladders[model].slope()
+        name = _name(model, other) if other else model.label()
+        shown = "none" if slope.low is None else f"{slope.low:.3g} to {slope.high:.3g}"
+        return (
+            f"the ladder of {name} is flat (slopes {shown}, not all below -{STEEP:g}): its "
+            "NMSE is limited by training, not by size, so it measures no exponent"
+        )
+
     def learns(self, model: Model) -> Claim:
         ident = f"learns:{model.key()}"
         statement = f"{model.label()} learns the target at its largest decoder"
@@ -149,12 +168,15 @@ class Judge:
         )
         difference = paired_differences(ladders[1], ladders[0])
         measured = {**measured, "slope_difference": difference.to_json()}
-        tolerance = "slope(worse) - slope(better) > 0 for every seed"
+        tolerance = f"slope(worse) - slope(better) > 0 for every seed, slope(better) < -{STEEP:g}"
         predicted = f"separation ({e.why})"
         if not self.learned(better).below(self.threshold(better)):
             reason = f"{_name(better, worse)} does not learn: not every seed at " + (
                 self.learns_text(better)
             )
+            return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+        if not self.steep(better):
+            reason = self.flat_text(better, worse)
             return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
         if difference.above(0):
             return _judged(ident, statement, predicted, measured, tolerance, True, derived, kind=e)
@@ -179,11 +201,24 @@ class Judge:
         steepest = max((abs(s) for s in slopes if s is not None), default=0.0)
         bound = EQUAL_SLOPES * steepest
         measured = {**measured, "slope_difference": difference.to_json(), "tolerance": bound}
-        tolerance = f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed"
+        tolerance = (
+            f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed; a learner's "
+            f"slope < -{STEEP:g}"
+        )
         predicted = f"equality ({e.why})"
         learners = [m for m in (a, b) if self.learned(m).below(self.threshold(m))]
         if not learners:
             reason = "neither model learns the target, so equal slopes would mean nothing"
+            return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+        if not any(self.steep(m) for m in learners):
+            reason = (
+                self.flat_text(*learners)
+                if len(learners) == 1
+                else (
+                    f"both ladders are flat (not every seed's slope below -{STEEP:g}): no "
+                    "exponent is measured"
+                )
+            )
             return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
         if difference.count >= 2 and -bound < difference.low and difference.high < bound:
             return _judged(ident, statement, predicted, measured, tolerance, True, derived, kind=e)

@@ -53,7 +53,7 @@ class Scale:
     settings: TrainSettings
     seeds: int
     budget_seconds: float | None  # per spec; None: train the spec's own sizes
-    rungs: tuple[int, ...] = (8, 16, 32, 72)  # MLP widths: >= 8x in decoder parameters
+    rungs: tuple[int, ...] = (2, 4, 8, 20)  # MLP widths: >= 8x in decoder parameters
     device: str = "cpu"  # the device type the budget is spent on
 
 
@@ -69,7 +69,7 @@ SCALES = {
         TrainSettings(steps=20000, batch=256, eval_every=500, eval_size=8192),
         seeds=3,
         budget_seconds=None,
-        rungs=(16, 32, 64, 128, 256),
+        rungs=(4, 8, 16, 32, 64, 128),
     ),
 }
 
