@@ -159,6 +159,20 @@ def test_separation_equality_and_floor_claims_follow_the_slopes() -> None:
     assert claim.verdict == "confirmed" and claim.kind == "reconstruction"
 
 
+def test_a_lower_bound_is_refuted_by_a_ladder_that_falls_faster() -> None:
+    planned, (one8, _, one16, _) = _pairwise_min()  # lower bounds 1/3 and 5/3
+    limit = -2 / (5 / 3)
+
+    def verdict(slope):
+        found = _claims(planned, _ladders(planned, -0.5, 0.05, {one16: (slope, 0.05)}))
+        return next(c for c in found if c.id == f"lower_bound:{one16.key()}").verdict
+
+    assert verdict(limit + 0.2) == "confirmed" and verdict(limit - 0.2) == "refuted"
+    found = _claims(planned, _ladders(planned))
+    assert f"lower_bound:{one8.key()}" in {c.id for c in found}
+    assert all(c.kind == "paper" for c in found if c.id.startswith("lower_bound"))
+
+
 def test_a_model_that_learned_nothing_decides_nothing() -> None:
     planned, _ = _pairwise_min()
     stuck = _ladders(planned, 0.0, 0.9)

@@ -21,6 +21,10 @@ compares and judged against the target's own floors.
 - **needs positional encoding** (the paper's): with PE the model learns, without it not.
 - **attends to positions** (a reproduction of the paper's figure): the readout puts about
   1/|P| of its attention on each fixed position.
+- **lower bound** (the paper's): a model predicted inefficient does not beat its lower bound
+  (without the floor): its measured exponent -2/slope is at least the bound, i.e. its slope
+  is not steeper than -2/bound, for every seed. Training is not optimal, so a construction's
+  upper bound cannot be tested this way; a lower bound can.
 - **no rescue** (the paper's): where no architecture is efficient, the model at the longest
   T with twice the width and twice the steps still does not learn.
 
@@ -57,6 +61,9 @@ def claims(
     position (when measured)."""
     judge = Judge(experiment, ladders, floors, improving)
     out = [judge.learns(m) for m in experiment.points if experiment.expected[m].efficient]
+    for model, expected in experiment.expected.items():
+        if not expected.efficient and expected.feasible and expected.raw > 0 and model in ladders:
+            out.append(judge.lower_bound(model))
     for a, b in experiment.pairs:
         expectation = expect(experiment, a, b)
         if isinstance(expectation, Expectation):
@@ -262,6 +269,24 @@ class Judge:
             0.5 / count <= v <= 1.5 / count for v in shares.values()
         )
         return _judged(*claim, ok, derived, kind="reproduction")
+
+    def lower_bound(self, model: Model) -> Claim:
+        bound = self.experiment.expected[model].raw
+        ident = f"lower_bound:{model.key()}"
+        statement = (
+            f"{model.label()} does not beat its lower bound: measured exponent >= {bound:.3g}"
+        )
+        limit = -2 / bound
+        slope = self.ladders[model].slope()
+        measured = {"slope": slope.to_json(), "exponent": self.ladders[model].to_json()["exponent"]}
+        tolerance = f"slope >= {limit:.3g} (= -2 / {bound:.3g}) for every seed"
+        claim = (ident, statement, f"alpha >= {bound:.3g} (lower bound)", measured, tolerance)
+        derived = self.derived(model)
+        if slope.count >= 2 and slope.low >= limit:
+            return _judged(*claim, True, derived, kind="paper")
+        if slope.below(limit):
+            return _judged(*claim, False, derived, "every seed's ladder falls faster", "paper")
+        return _undecided(*claim, "the seeds straddle the limit", derived, "paper")
 
     def no_rescue(self, model: Model) -> Claim:
         ident = f"no_rescue:{model.key()}"
