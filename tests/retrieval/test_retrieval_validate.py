@@ -19,7 +19,7 @@ from conftest import LOOPED_KV, SPECS, infoflow_cmd, run_cli  # noqa: E402
 
 import infoflow  # noqa: E402
 from infoflow.validators.protocol import CannotValidate  # noqa: E402
-from infoflow.validators.retrieval import experiment  # noqa: E402
+from infoflow.validators.retrieval import targets  # noqa: E402
 from infoflow.validators.retrieval.claims import claims  # noqa: E402
 from infoflow.validators.retrieval.design import with_floors  # noqa: E402
 from infoflow.validators.retrieval.expect import Expectation, expectations  # noqa: E402
@@ -242,8 +242,8 @@ def test_gpu_flag_without_cuda_exits_2(tmp_path) -> None:
 
 def test_targets_the_evaluator_cannot_compute_are_listed_not_crashed() -> None:
     spec = _spec("argmax(dot(x[s], x[t]) for s in T for t in T)")
-    assert "argmax over several indices" in experiment._cannot_evaluate(spec)
-    assert experiment._cannot_evaluate(_spec("min(dot(x[s], x[t]) for s in T for t in T)")) is None
+    assert "argmax over several indices" in targets.cannot_evaluate(spec)
+    assert targets.cannot_evaluate(_spec("min(dot(x[s], x[t]) for s in T for t in T)")) is None
     with pytest.raises(CannotValidate, match="argmax over several indices"):
         plan("argmax", spec, SCALES["smoke"])
 

@@ -21,25 +21,14 @@ from dataclasses import dataclass, field, replace
 from itertools import combinations, groupby
 from pathlib import Path
 
-import torch
-
 import infoflow
 from infoflow.retrieval.predict import unfloored_exponent
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.validators.protocol import CannotValidate, Job
 from infoflow.validators.retrieval.floors import Floors
 from infoflow.validators.retrieval.model import Member
-from infoflow.validators.retrieval.targets import (
-    CHUNK,
-    TargetFunction,
-    fixed_positions,
-    footprint,
-    sample_inputs,
-)
+from infoflow.validators.retrieval.targets import problem_at
 from infoflow.validators.retrieval.train import Group, TrainSettings
-
-MAX_TARGET_BYTES = 2 * 2**30  # the largest tensor the target's evaluator may build
 
 
 @dataclass(frozen=True)
@@ -231,7 +220,7 @@ def plan(
     cannot be evaluated on tensors at a trained point."""
     experiment = Experiment(name, spec, scale, design)
     for point in _sized([point for _, point in infoflow.expand(spec, base_dir)], design):
-        problem = _problem(point)
+        problem = problem_at(point)
         if problem:
             raise CannotValidate(problem)
         model = _add(experiment, point)
@@ -367,7 +356,7 @@ def _shorter(point: RetrievalSpec) -> list[RetrievalSpec]:
     """``point`` at half its length, when the target can be trained there: the companion of
     a point predicted inefficient that has no better architecture to be compared with."""
     shorter = point.model_copy(update={"seq_len": max(2, (point.seq_len or 16) // 2)})
-    return [] if _problem(shorter) else [shorter]
+    return [] if problem_at(shorter) else [shorter]
 
 
 def _neighbours(point: RetrievalSpec) -> list[RetrievalSpec]:
@@ -381,46 +370,3 @@ def _neighbours(point: RetrievalSpec) -> list[RetrievalSpec]:
     if len(heads) > 1:
         out.append(_with(point, layers=len(heads) - 1, heads=heads[:-1]))
     return out
-
-
-_PROBLEMS: dict[str, str | None] = {}
-
-
-def _problem(point: RetrievalSpec) -> str | None:
-    """:func:`_cannot_evaluate`, once per target and size (the architecture plays no part)."""
-    key = point.model_dump_json(exclude={"architecture", "description", "sweep", "epsilon"})
-    if key not in _PROBLEMS:
-        _PROBLEMS[key] = _cannot_evaluate(point)
-    return _PROBLEMS[key]
-
-
-def _cannot_evaluate(spec: RetrievalSpec) -> str | None:
-    """Why the validator cannot learn this target at the spec's size (None when it can): an
-    operation it does not evaluate, a position or coordinate beyond the input, tensors beyond
-    MAX_TARGET_BYTES, or values that are not finite numbers on sampled inputs."""
-    seq_len, d = spec.seq_len or 16, spec.input_dim or 4
-    tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
-    beyond = sorted(p for p in fixed_positions(tree) if p > seq_len)
-    if beyond:
-        return f"the target reads x[{beyond[0]}], beyond the T = {seq_len} trained at this scale"
-    needed = footprint(tree, seq_len, d)
-    if needed > MAX_TARGET_BYTES:
-        return (
-            f"evaluating the target at T = {seq_len} needs about {needed / 2**30:,.1f} GiB per "
-            f"chunk of {CHUNK} sequences (the limit is {MAX_TARGET_BYTES / 2**30:g} GiB)"
-        )
-    x = sample_inputs(spec, 64, seq_len, torch.Generator().manual_seed(0))
-    try:
-        y = TargetFunction(spec, seed=0)(x)
-    except NotImplementedError as exc:
-        return f"the validator cannot evaluate this target yet: {exc}"
-    except (RuntimeError, IndexError, ValueError) as exc:  # k beyond T, a coordinate beyond d
-        return f"the target cannot be evaluated at T = {seq_len}, d = {d} ({exc})"
-    finite = float(torch.isfinite(y).float().mean())
-    if finite < 1:
-        return (
-            f"the target is not a finite number on {1 - finite:.0%} of sampled inputs "
-            "(a logarithm or root of a negative number, a division by zero, an empty "
-            "reduction?): there is nothing to regress on"
-        )
-    return None
