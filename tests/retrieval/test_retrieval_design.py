@@ -168,6 +168,9 @@ def test_a_lower_bound_is_refuted_by_a_ladder_that_falls_faster() -> None:
         return next(c for c in found if c.id == f"lower_bound:{one16.key()}").verdict
 
     assert verdict(limit + 0.2) == "confirmed" and verdict(limit - 0.2) == "refuted"
+    flat = _claims(planned, _ladders(planned, -0.03, 0.05))  # nothing at T=16 is steep
+    claim = next(c for c in flat if c.id == f"lower_bound:{one16.key()}")
+    assert claim.verdict == "inconclusive" and "cannot show" in claim.reason
     found = _claims(planned, _ladders(planned))
     assert f"lower_bound:{one8.key()}" in {c.id for c in found}
     assert all(c.kind == "paper" for c in found if c.id.startswith("lower_bound"))

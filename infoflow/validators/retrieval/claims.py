@@ -24,7 +24,9 @@ compares and judged against the target's own floors.
 - **lower bound** (the paper's): a model predicted inefficient does not beat its lower bound
   (without the floor): its measured exponent -2/slope is at least the bound, i.e. its slope
   is not steeper than -2/bound, for every seed. Training is not optimal, so a construction's
-  upper bound cannot be tested this way; a lower bound can.
+  upper bound cannot be tested this way; a lower bound can, but only where the training
+  budget can show a steep ladder at all: judged only when a model predicted efficient at the
+  same T has a steep one (else a flat ladder would confirm it for no reason).
 - **no rescue** (the paper's): where no architecture is efficient, the model at the longest
   T with twice the width and twice the steps still does not learn.
 
@@ -282,6 +284,17 @@ class Judge:
         tolerance = f"slope >= {limit:.3g} (= -2 / {bound:.3g}) for every seed"
         claim = (ident, statement, f"alpha >= {bound:.3g} (lower bound)", measured, tolerance)
         derived = self.derived(model)
+        witnesses = [
+            m
+            for m in self.ladders
+            if m.seq_len == model.seq_len and self.experiment.expected[m].efficient
+        ]
+        if not any(self.steep(m) for m in witnesses):
+            reason = (
+                f"no model predicted efficient at T={model.seq_len} has a steep ladder: this "
+                "training budget cannot show a ladder that falls faster than the bound"
+            )
+            return _undecided(*claim, reason, derived, "paper")
         if slope.count >= 2 and slope.low >= limit:
             return _judged(*claim, True, derived, kind="paper")
         if slope.below(limit):
