@@ -360,7 +360,7 @@ def test_the_device_path_runs_on_the_cpu(tmp_path) -> None:
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_the_gpu_path_trains_in_bf16_with_a_fused_optimiser_on_device_data(tmp_path) -> None:
+def test_the_gpu_path_trains_in_bf16_on_device_data(tmp_path) -> None:
     from infoflow.validators.ensemble import precision
     from infoflow.validators.retrieval.train import TrainSettings, make_optimizer
 
