@@ -59,6 +59,7 @@ def markdown(report: dict) -> str:
     ]
     for spec in report["specs"]:
         lines += family(spec["kind"]).load_validator().markdown(spec)
+    lines += _speeds(report.get("throughput") or {})
     if report["skipped"]:
         lines += ["", "## Not validated", ""]
         lines += [
@@ -85,6 +86,28 @@ KIND_NAMES = {
     "construction": "constructions",
     "engineering": "engineering checks",
 }
+
+
+def _speeds(throughput: dict[str, dict]) -> list[str]:
+    """Each trained group's measured time, tokens per second and MFU (report.json's
+    ``throughput``), for reading beside the estimates in the sections."""
+    if not throughput:
+        return []
+    lines = [
+        "",
+        "## Training time",
+        "",
+        "| group | seconds | tokens/s | MFU |",
+        "|---|--:|--:|--:|",
+    ]
+    for name, speed in throughput.items():
+        mfu = speed.get("mfu")
+        lines.append(
+            f"| {markdown_text(name)} | {number(speed.get('seconds'), ',.0f')} | "
+            f"{number(speed.get('tokens_per_second'), ',.0f')} | "
+            f"{'-' if mfu is None else f'{mfu:.2%}'} |"
+        )
+    return lines
 
 
 def number(value: float | None, spec: str = ".3g") -> str:

@@ -17,11 +17,11 @@ def body(
     ladders: dict[Model, Ladder],
     floors: dict[int, Floors],
     improving: dict[Model, int],
-    speeds: dict[str, dict] | None = None,
 ) -> dict[str, Any]:
     """What report.json keeps of a retrieval experiment besides its claims: the design with
-    each group's estimated training time and, from ``speeds``, its measured time, tokens per
-    second and MFU; the floors; and every model with its ladder."""
+    each group's cap and estimated training time (the measured time, tokens per second and
+    MFU are in report.json's ``throughput``: wall time is not part of what a run found), the
+    floors, and every model with its ladder."""
     groups = [
         {
             "name": g.name,
@@ -29,9 +29,6 @@ def body(
             "members": len(g.members),
             "steps_cap": g.settings.steps,
             "estimated_seconds": experiment.estimates.get(g.name),
-            "measured_seconds": (speeds or {}).get(g.name, {}).get("seconds"),
-            "tokens_per_second": (speeds or {}).get(g.name, {}).get("tokens_per_second"),
-            "mfu": (speeds or {}).get(g.name, {}).get("mfu"),
         }
         for g in experiment.groups
     ]
@@ -133,10 +130,6 @@ def _largest(ladder: dict) -> str:
     return f"{values[len(values) // 2]:.3g} [{values[0]:.3g}, {values[-1]:.3g}]"
 
 
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.2g}%"
-
-
 def _alpha(value) -> str:
     return value if isinstance(value, str) else number(value)
 
@@ -152,8 +145,7 @@ def _design(design: dict[str, Any] | None) -> str:
     ]
     times = "; ".join(
         f"{g['name']}: {g['members']} members, at most {g.get('steps_cap', '?')} steps, "
-        f"estimated {number(g['estimated_seconds'])} s, took {number(g.get('measured_seconds'))} s"
-        f" ({number(g.get('tokens_per_second'), ',.0f')} tokens/s, MFU {_percent(g.get('mfu'))})"
+        f"estimated {number(g['estimated_seconds'])} s"
         for g in design["groups"]
     )
     return (

@@ -58,7 +58,7 @@ class RetrievalValidator:
         floors = with_floors(experiment).floors
         found = claims(experiment, ladders, floors, improving, attention)
         body = {
-            **report.body(experiment, ladders, floors, improving, _speeds(experiment, context)),
+            **report.body(experiment, ladders, floors, improving),
             "untested": untested(experiment, found),
         }
         return Section(self.kind, experiment.name, body, tuple(found))
@@ -71,15 +71,6 @@ class RetrievalValidator:
 
     def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
         return plots.plot(out, sections)
-
-
-def _speeds(experiment: Experiment, context: Context) -> dict[str, dict]:
-    """Each group's measured training time, tokens per second and MFU."""
-    store = context.store
-    return {
-        g.name: {**store.throughput(g.name), "seconds": store.seconds(g.name)}
-        for g in experiment.groups
-    }
 
 
 def measured_ladders(experiment: Experiment, store) -> tuple[dict[Model, Ladder], dict]:
