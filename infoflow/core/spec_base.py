@@ -2,16 +2,42 @@
 
 from __future__ import annotations
 
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 
 class StrictModel(BaseModel):
-    """A spec section: unknown fields are errors, so a typo cannot pass silently."""
+    """A spec section: unknown fields are errors, so a typo cannot pass silently; nor can a
+    boolean where a number belongs (pydantic would read ``true`` as 1)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, field in cls.model_fields.items():
+                key = field.alias or name
+                if isinstance(data.get(key), bool) and _numeric(field.annotation):
+                    raise ValueError(f"'{key}' is a boolean, where a number belongs")
+        return data
+
+
+def _numeric(annotation: Any) -> bool:
+    """The annotation takes numbers and not booleans (``int``, ``float | None``, an
+    ``Annotated`` int, ...)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _numeric(typing.get_args(annotation)[0])
+    if annotation in (int, float):
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        return bool not in args and any(_numeric(a) for a in args)
+    return False
 
 
 class SpecBase(StrictModel):

@@ -65,6 +65,21 @@ UNMODELLED = {
 }
 
 
+#: Config keys transformers reads as booleans: a value of another type (the string "false",
+#: which Python reads as true) is refused, never guessed.
+BOOLEANS = (
+    "tie_word_embeddings",
+    "tie_embeddings",
+    "attention_bias",
+    "mlp_bias",
+    "qk_bias",
+    "use_sliding_window",
+    "add_cross_attention",
+    "is_encoder_decoder",
+    "multi_query",
+)
+
+
 def read_hf_config(path: Path) -> dict[str, Any]:
     """Model fields read from a Hugging Face config file (raises FieldError on hf_config)."""
     try:
@@ -75,6 +90,14 @@ def read_hf_config(path: Path) -> dict[str, Any]:
         raise FieldError("hf_config", f"{path} is not a JSON object")
     reader, reads = _layout(config, path)
     config = {**DEFAULTS.get(config.get("model_type"), {}), **config}
+    for key in BOOLEANS:
+        value = config.get(key)
+        if value is not None and not isinstance(value, bool):
+            message = (
+                f"{path}: '{key}' is {value!r}, not true or false: transformers reads it as "
+                'a boolean, and a string such as "false" would count as true'
+            )
+            raise FieldError("hf_config", message)
     for key, what in UNMODELLED.items():
         if key not in reads and _turned_on(config, key):
             message = (

@@ -139,6 +139,26 @@ def test_what_is_not_modelled_is_refused(tmp_path, change, message) -> None:
     assert message in refused("predict", str(tmp_path / "spec.json"))
 
 
+@pytest.mark.parametrize("key", ["tie_word_embeddings", "mlp_bias", "attention_bias"])
+def test_a_boolean_written_as_a_string_is_refused_not_read_as_true(tmp_path, key) -> None:
+    """Llama-3-8B's config has all three false; the string "false" used to count as true
+    (7,504,924,672 parameters for tied embeddings instead of 8,030,261,248)."""
+    config = json.loads((CONFIGS / "llama-3-8b.json").read_text())
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": str(tmp_path / "config.json")},
+        "serving": {"context_tokens": 1},
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "config.json").write_text(json.dumps({**config, key: "false"}))
+    assert f"'{key}' is 'false', not true or false" in refused(
+        "predict", str(tmp_path / "spec.json")
+    )
+    (tmp_path / "config.json").write_text(json.dumps({**config, key: False}))
+    counted = infoflow.predict(infoflow.load_spec(tmp_path / "spec.json"))
+    assert counted["model_parameters"].value == 8_030_261_248
+
+
 def _meta_model(transformers, torch, model_type: str, fields: dict):
     config = transformers.AutoConfig.for_model(model_type, **fields)
     with torch.device("meta"):

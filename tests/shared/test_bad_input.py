@@ -448,3 +448,21 @@ def test_bundled_specs_with_any_overrides_answer_0_or_2(spec, overrides) -> None
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
     else:
         _strict(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("spec", "setting", "message"),
+    [
+        (
+            "retrieval/pairwise-min.json",
+            "architecture.layers=true",
+            "field 'architecture': 'layers'",
+        ),
+        ("retrieval/pairwise-min.json", "seq_len=true", "'seq_len'"),
+        ("looped_kv/ouro-1.4b.json", "serving.context_tokens=false", "'context_tokens'"),
+    ],
+)
+def test_a_boolean_where_a_number_belongs_is_refused(spec, setting, message) -> None:
+    """pydantic would read true as 1: the spec layer refuses it, naming the field."""
+    line = refused("predict", str(SPECS / spec), "--set", setting, "--set", "sweep=null")
+    assert f"{message} is a boolean, where a number belongs" in line
