@@ -14,8 +14,10 @@ each family turns its own groups into FLOPs and seconds.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -73,13 +75,24 @@ def step_time(device: str) -> StepTime:
     path = cache_file(device)
     if path.is_file():
         try:
-            return StepTime(**json.loads(path.read_text()))
+            cached = StepTime(**json.loads(path.read_text()))
         except (ValueError, TypeError):
-            pass  # a damaged cache is measured anew
+            cached = None
+        if cached is not None and _plausible(cached):
+            return cached
+        print(f"warning: {path} is damaged; measuring the device again", file=sys.stderr)
     model = measure(torch.device(device))
     path.parent.mkdir(parents=True, exist_ok=True)
     write_with(path, lambda temporary: temporary.write_text(json.dumps(asdict(model))))
     return model
+
+
+def _plausible(model: StepTime) -> bool:
+    """Finite numbers, a non-negative overhead and a positive time per FLOP."""
+    numbers = (model.overhead, model.per_flop)
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in numbers):
+        return False
+    return model.overhead >= 0 and model.per_flop > 0
 
 
 def measure(device: torch.device) -> StepTime:

@@ -261,6 +261,34 @@ def test_step_time_is_measured_on_this_machine(monkeypatch) -> None:
     assert step_time("cuda") is ASSUMED_H200
 
 
+@pytest.mark.parametrize("damage", [{"overhead": -5.0}, {"per_flop": float("nan")}, {"x": 1}])
+def test_a_damaged_step_time_cache_is_measured_again_with_a_warning(
+    monkeypatch, tmp_path, capsys, damage
+) -> None:
+    from infoflow.validators import steptime
+
+    monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path))
+    good = {"device_type": "cpu", "name": "t", "overhead": 0.01, "per_flop": 1e-9, "source": "s"}
+    steptime.cache_file("cpu").write_text(json.dumps({**good, **damage}))
+    fresh = steptime.StepTime("cpu", "t", 0.02, 2e-9, "measured again")
+    monkeypatch.setattr(steptime, "measure", lambda device: fresh)
+    assert step_time("cpu") == fresh and "damaged" in capsys.readouterr().err
+    assert step_time("cpu") == fresh  # and cached again
+
+
+def test_a_damaged_target_time_is_measured_again(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path))
+    monkeypatch.setattr(timing, "_TARGET_TIMES", {})
+    monkeypatch.setattr(timing, "_time_target", lambda *args: 0.5)
+    spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
+    assert timing.target_seconds(spec, 12, 64, "cpu") == 0.5
+    (path,) = tmp_path.glob("*-targets.json")
+    path.write_text(json.dumps({key: -51553233.1 for key in json.loads(path.read_text())}))
+    monkeypatch.setattr(timing, "_TARGET_TIMES", {})
+    monkeypatch.setattr(timing, "_time_target", lambda *args: 0.25)
+    assert timing.target_seconds(spec, 12, 64, "cpu") == 0.25
+
+
 def test_a_target_is_timed_once_then_read_from_the_cache(monkeypatch) -> None:
     spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
     first = timing.target_seconds(spec, 12, 64, "cpu")

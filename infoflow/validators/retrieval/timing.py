@@ -57,7 +57,8 @@ def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -
         except ValueError:
             _TARGET_TIMES[path] = {}  # a damaged cache is measured anew
     known = _TARGET_TIMES[path]
-    if not isinstance(known.get(key), float):
+    value = known.get(key)
+    if not (isinstance(value, float) and math.isfinite(value) and value >= 0):  # or damaged
         known[key] = _time_target(spec, seq_len, batch, torch.device(device))
         path.parent.mkdir(parents=True, exist_ok=True)
         write_with(path, lambda temporary: temporary.write_text(json.dumps(known)))
