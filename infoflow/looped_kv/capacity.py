@@ -48,8 +48,16 @@ def plot(spec: LoopedKVSpec, out: str = "capacity.png", source: str = "<spec>") 
         raise SpecError(
             source, [(None, "plot needs matplotlib: pip install 'infoflow[validate]'")]
         ) from None
-    lines = capacities(spec)
     fig, ax = plt.subplots(figsize=(7, 4.2))
+    formats = fig.canvas.get_supported_filetypes()
+    suffix = Path(out).suffix.lower().lstrip(".")
+    if suffix not in formats:
+        plt.close(fig)
+        known = ", ".join(sorted(formats))
+        raise SpecError(
+            "--out", [(None, f"{out!r}: not an image format matplotlib writes ({known})")]
+        )
+    lines = capacities(spec)
     for variant, batches in lines.items():
         shown = [b if b > 0 else math.nan for b in batches]  # log axis: no zeros
         ax.plot(CONTEXTS, shown, marker="o", markersize=3, label=variant)
@@ -62,6 +70,8 @@ def plot(spec: LoopedKVSpec, out: str = "capacity.png", source: str = "<spec>") 
         title=title,
     )
     ax.legend(fontsize=8, title=_ranks(spec), title_fontsize=8)
+    for text in fig.findobj(matplotlib.text.Text):  # a model name with $ is not mathtext
+        text.set_parse_math(False)
     fig.tight_layout()
     write_with(Path(out), lambda temporary: fig.savefig(temporary, dpi=110))
     plt.close(fig)

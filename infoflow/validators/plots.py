@@ -19,9 +19,19 @@ def pyplot() -> Any:
     return plt
 
 
+def plain_text(fig) -> None:
+    """Every text of ``fig`` drawn as written: a name with ``$`` in it is not mathtext
+    (which would fail on it, after the training it plots)."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+
+
 def save(fig, path: Path) -> Path:
-    """Lay out, write at 110 dpi (whole or not at all) and close ``fig``."""
+    """Lay out, write at 110 dpi (whole or not at all) and close ``fig``; texts as written."""
     plt = pyplot()
+    plain_text(fig)
     fig.tight_layout()
     write_with(path, lambda temporary: fig.savefig(temporary, dpi=110))
     plt.close(fig)

@@ -309,10 +309,13 @@ def pick_device(gpu: bool, device: str | None) -> torch.device:
 
 
 def bundled_specs() -> list[Path]:
-    """specs/*/*.json of the working directory, else of the source checkout."""
+    """specs/*/*.json of the working directory, else of the source checkout: the first of
+    the two that holds any (SpecError, exit 2, when neither does)."""
     for root in (Path.cwd() / "specs", Path(infoflow.__file__).resolve().parent.parent / "specs"):
         if root.is_dir():
-            return sorted(root.glob("*/*.json"))
+            found = sorted(root.glob("*/*.json"))
+            if found:
+                return found
     raise SpecError("specs/", [(None, "no bundled specs here: pass spec files to validate")])
 
 

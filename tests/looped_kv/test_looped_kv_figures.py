@@ -347,3 +347,21 @@ def test_the_capacity_plot_draws_what_predict_says(tmp_path) -> None:
     assert "a capacity needs a budget" in refused(
         "plot", str(LOOPED_KV / "ouro-1.4b.json"), *no_budget
     )
+
+
+def test_the_capacity_plot_refuses_an_unknown_format_and_draws_any_name(tmp_path) -> None:
+    """An extension matplotlib cannot write is exit 2 before drawing; a name with mathtext
+    in it ($ signs, unbalanced) is drawn as written."""
+    pytest.importorskip("matplotlib")
+    spec = str(LOOPED_KV / "ouro-1.4b-h200.json")
+    line = refused("plot", spec, "--out", str(tmp_path / "capacity.xyz"))
+    assert "not an image format matplotlib writes" in line and "png" in line
+    from typer.testing import CliRunner
+
+    from infoflow.cli import app
+
+    out = tmp_path / "named.png"
+    name = '--set=model.name="a$\\\\frac{b$ c"'
+    result = CliRunner().invoke(app, ["plot", spec, name, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:4] == b"\x89PNG"

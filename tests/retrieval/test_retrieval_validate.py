@@ -252,3 +252,29 @@ def test_address_without_the_ray_executor_exits_2(tmp_path) -> None:
     proc = run_cli("validate", str(POSITIONS), "--address", "head:6379", "--out", str(tmp_path))
     assert proc.returncode == 2 and "--executor ray" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_ladder_plot_draws_a_name_with_mathtext_in_it(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from infoflow.validators.retrieval.plots import plot
+
+    ladder = {"sizes": [10, 20, 40, 80], "nmse": [[0.5], [0.4], [None], [0.2]], "slope": {}}
+    model = {"label": "heads [1] $\\frac{$", "ladder": ladder, "predicted_efficient": True}
+    section = {
+        "name": "spec $\\frac{$",
+        "models": [model],
+        "floors": {"8": {"shortcut": 0.5, "learns_below": 0.1}},
+    }
+    (written,) = plot(tmp_path, [section])
+    assert written.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_validate_with_no_spec_and_no_bundled_specs_is_refused(tmp_path, monkeypatch) -> None:
+    from infoflow.core.errors import SpecError
+    from infoflow.validators import run
+
+    (tmp_path / "specs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run.infoflow, "__file__", str(tmp_path / "pkg" / "__init__.py"))
+    with pytest.raises(SpecError, match="no bundled specs here"):
+        run.bundled_specs()
