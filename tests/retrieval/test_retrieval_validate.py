@@ -258,7 +258,7 @@ def test_the_ladder_plot_draws_a_name_with_mathtext_in_it(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     from infoflow.validators.retrieval.plots import plot
 
-    ladder = {"sizes": [10, 20, 40, 80], "nmse": [[0.5], [0.4], [None], [0.2]], "slope": {}}
+    ladder = Ladder([10, 20, 40, 80], [[0.5], [0.4], [None], [0.2]]).to_json()
     model = {"label": "heads [1] $\\frac{$", "ladder": ladder, "predicted_efficient": True}
     section = {
         "name": "spec $\\frac{$",

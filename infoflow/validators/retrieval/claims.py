@@ -178,24 +178,22 @@ class Judge:
         difference = paired_differences(ladders[1], ladders[0])
         measured = {**measured, "slope_difference": difference.to_json()}
         tolerance = f"slope(worse) - slope(better) > 0 for every seed, slope(better) < -{STEEP:g}"
-        predicted = f"separation ({e.why})"
+        claim = (ident, statement, f"separation ({e.why})", measured, tolerance)
         if not self.learned(better).below(self.threshold(better)):
             reason = f"{_name(better, worse)} does not learn: not every seed at " + (
                 self.learns_text(better)
             )
-            return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+            return _undecided(*claim, reason, derived, e.kind)
         if not self.steep(better):
             reason = self.flat_text(better, worse)
-            return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+            return _undecided(*claim, reason, derived, e.kind)
         if difference.above(0):
-            return _judged(ident, statement, predicted, measured, tolerance, True, derived, kind=e)
+            return _judged(*claim, True, derived, kind=e.kind)
         if difference.below(0):
             reason = "the predicted-worse model's NMSE falls faster for every seed"
-            return _judged(
-                ident, statement, predicted, measured, tolerance, False, derived, reason, e
-            )
+            return _judged(*claim, False, derived, reason, e.kind)
         reason = "the seeds' differences straddle 0"
-        return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+        return _undecided(*claim, reason, derived, e.kind)
 
     def _equality(self, e: Expectation, ladders, measured, derived) -> Claim:
         a, b = e.better, e.worse
@@ -214,11 +212,11 @@ class Judge:
             f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed; a learner's "
             f"slope < -{STEEP:g}"
         )
-        predicted = f"equality ({e.why})"
+        claim = (ident, statement, f"equality ({e.why})", measured, tolerance)
         learners = [m for m in (a, b) if self.learned(m).below(self.threshold(m))]
         if not learners:
             reason = "neither model learns the target, so equal slopes would mean nothing"
-            return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+            return _undecided(*claim, reason, derived, e.kind)
         if not any(self.steep(m) for m in learners):
             reason = (
                 self.flat_text(*learners)
@@ -228,16 +226,14 @@ class Judge:
                     "exponent is measured"
                 )
             )
-            return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+            return _undecided(*claim, reason, derived, e.kind)
         if difference.count >= 2 and -bound < difference.low and difference.high < bound:
-            return _judged(ident, statement, predicted, measured, tolerance, True, derived, kind=e)
+            return _judged(*claim, True, derived, kind=e.kind)
         if difference.above(bound) or difference.below(-bound):
             reason = "every seed's slopes differ by more than the tolerance, the same way"
-            return _judged(
-                ident, statement, predicted, measured, tolerance, False, derived, reason, e
-            )
+            return _judged(*claim, False, derived, reason, e.kind)
         reason = "the seeds' differences straddle the tolerance"
-        return _undecided(ident, statement, predicted, measured, tolerance, reason, derived, e)
+        return _undecided(*claim, reason, derived, e.kind)
 
     def needs_pe(self, model: Model, twin: Model) -> Claim:
         ident = f"needs_positional_encoding:{model.key()}"
@@ -322,22 +318,18 @@ class Judge:
         return _undecided(*claim, "the seeds straddle the threshold", derived, "paper")
 
 
-def _kind(kind) -> str:
-    return kind.kind if isinstance(kind, Expectation) else kind
-
-
 def _judged(
     ident, statement, predicted, measured, tolerance, holds, derived, reason="", kind="engineering"
-):
+) -> Claim:
     claim = Claim.judged(ident, statement, predicted, measured, tolerance, holds, reason, derived)
-    return claim.of_kind(_kind(kind))
+    return claim.of_kind(kind)
 
 
 def _undecided(
     ident, statement, predicted, measured, tolerance, reason, derived, kind="engineering"
-):
+) -> Claim:
     claim = Claim.undecided(ident, statement, predicted, measured, tolerance, reason, derived)
-    return claim.of_kind(_kind(kind))
+    return claim.of_kind(kind)
 
 
 def _name(model: Model, other: Model) -> str:

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 def fit_slope(sizes: list[float], nmse: list[float | None]) -> float | None:
     """Least-squares slope of log NMSE against log size over the rungs with a positive,
-    finite NMSE (None with fewer than three such rungs)."""
+    finite NMSE (None with fewer than three such rungs); the plateau rule fits its loss
+    curves with it too."""
     points = [
         (math.log(p), math.log(v))
         for p, v in zip(sizes, nmse, strict=True)
@@ -106,6 +107,7 @@ class Ladder:
         return {
             "sizes": self.sizes,
             "nmse": self.nmse,
+            "rungs": [Interval.of(row).to_json() for row in self.nmse],
             "slopes": self.slopes(),
             "slope": slope.to_json(),
             "exponent": _plain(exponent_of(slope.median)),

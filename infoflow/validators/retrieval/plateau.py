@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from infoflow.validators.retrieval.exponents import fit_slope
+
 #: A loss whose log-log slope against the step is above -PLATEAU_SLOPE has stopped improving.
 PLATEAU_SLOPE = 0.1
 #: Evaluations the slope is fitted over.
@@ -42,10 +44,7 @@ def loss_slope(steps: list[int], losses: list[float]) -> float | None:
     steps, losses = steps[-WINDOW:], losses[-WINDOW:]
     if len(steps) < WINDOW or not all(v > 0 and math.isfinite(v) for v in losses):
         return None
-    xs, ys = [math.log(s) for s in steps], [math.log(v) for v in losses]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    spread = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / spread
+    return fit_slope(steps, losses)
 
 
 def plateaued(steps: list[int], losses: list[float]) -> bool:

@@ -32,19 +32,19 @@ def _draw(ax, section: dict[str, Any]) -> None:
         ladder = m.get("ladder")
         if not ladder:
             continue
-        sizes, medians, low, high = [], [], [], []
-        for size, row in zip(ladder["sizes"], ladder["nmse"], strict=True):
-            values = sorted(v for v in row if v is not None)
-            if values:
-                median = values[len(values) // 2]
-                sizes.append(size)
-                medians.append(median)
-                low.append(median - values[0])
-                high.append(values[-1] - median)
+        rungs = [
+            (n, r) for n, r in zip(ladder["sizes"], ladder["rungs"], strict=True) if r["seeds"]
+        ]
+        sizes = [n for n, _ in rungs]
+        medians = [r["median"] for _, r in rungs]
+        spread = [
+            [r["median"] - r["low"] for _, r in rungs],
+            [r["high"] - r["median"] for _, r in rungs],
+        ]
         slope = (ladder.get("slope") or {}).get("median")
         label = m["label"] + (f" (slope {slope:.2f})" if slope is not None else "")
         style = "-" if m["predicted_efficient"] else "--"
-        ax.errorbar(sizes, medians, yerr=[low, high], marker="o", linestyle=style, label=label)
+        ax.errorbar(sizes, medians, yerr=spread, marker="o", linestyle=style, label=label)
     if section.get("floors"):
         longest = section["floors"][max(section["floors"], key=int)]
         ax.axhline(longest["shortcut"], color="grey", linewidth=0.8, label="pooling shortcut")

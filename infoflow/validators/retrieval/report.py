@@ -102,7 +102,7 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             predicted += ", rescue"
         ladder = m.get("ladder") or {}
         slope = ladder.get("slope") or {}
-        largest = _largest(ladder)
+        largest = _range((ladder.get("rungs") or [{}])[-1])
         lines.append(
             f"| {markdown_text(m['label'])} | {predicted} | {number(m['predicted_alpha'])} "
             f"({markdown_text(m['bound'])}) | {number(m['alpha_without_floor'])} | "
@@ -120,14 +120,6 @@ def _range(interval: dict) -> str:
     if not interval or interval.get("median") is None:
         return "-"
     return f"{interval['median']:.3g} [{interval['low']:.3g}, {interval['high']:.3g}]"
-
-
-def _largest(ladder: dict) -> str:
-    rows = ladder.get("nmse") or []
-    values = sorted(v for v in (rows[-1] if rows else []) if v is not None)
-    if not values:
-        return "-"
-    return f"{values[len(values) // 2]:.3g} [{values[0]:.3g}, {values[-1]:.3g}]"
 
 
 def _alpha(value) -> str:
