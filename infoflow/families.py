@@ -20,7 +20,16 @@ from importlib import import_module
 from typing import Any
 
 #: Commands beyond predict and validate that a family may support.
-EXTRA_COMMANDS = ("explain", "graph", "calibrate", "compare", "plot", "sweep", "plan")
+EXTRA_COMMANDS = (
+    "explain",
+    "graph",
+    "calibrate",
+    "compare",
+    "plot",
+    "sweep",
+    "plan",
+    "compile",
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,7 @@ FAMILIES: dict[str, Family] = {
                 "graph": "infoflow.retrieval.explain:graph",
                 "sweep": "infoflow.retrieval.sweep:sweep_lines",
                 "plan": "infoflow.validators.retrieval.design:plan_command",
+                "compile": "infoflow.validators.retrieval.compile_report:compile_command",
             },
             validator="infoflow.validators.retrieval.validator:VALIDATOR",
             docs="docs/retrieval.md",

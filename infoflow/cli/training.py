@@ -219,3 +219,31 @@ def calibrate(
     for row in rows:
         table.add_row(*row)
     console().print(table)
+
+
+@app.command(name="compile")
+def compile_(
+    spec: Annotated[Path, typer.Argument(help="A retrieval spec.", show_default=False)],
+    out: Annotated[
+        Path, typer.Option(help="Folder for model.safetensors, witness.json (and the sweep).")
+    ] = Path("witness"),
+    beta: Annotated[
+        float, typer.Option(min=0.01, max=1e6, help="Softmax sharpness of the heads.")
+    ] = 100.0,
+    width: Annotated[int, typer.Option(min=8, max=65536, help="The MLPs' hidden width.")] = 2048,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the target's parameters.")] = 0,
+    sweep: Annotated[
+        bool, typer.Option(help="Measure the error against beta and width, fit the exponent.")
+    ] = False,
+    overrides: Overrides = None,
+) -> None:
+    """The engine's plan as explicit weights of the validator's model: a witness that the
+    architecture represents the target, with its NMSE (exit 2 for a spec the engine calls
+    inefficient, naming the bottleneck)."""
+    with user_errors(), _needs_torch("compile"):
+        if out.exists() and not out.is_dir():
+            from infoflow.core.errors import SpecError
+
+            raise SpecError(str(out), [("--out", "exists and is not a folder")])
+        loaded, run_compile = load_for("compile", spec, overrides)
+        typer.echo(run_compile(loaded, str(spec), out, beta, width, seed, sweep), nl=False)

@@ -10,11 +10,11 @@ import json
 import networkx as nx
 import sympy
 
+from infoflow.core.errors import SpecError
 from infoflow.retrieval import mechanisms
 from infoflow.retrieval.canonical_to_tree import order
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.mechanisms import global_aggregation
-from infoflow.retrieval.mechanisms.base import who
 from infoflow.retrieval.predict import predictions
 from infoflow.retrieval.schedule_to_cost import annotate_edges
 from infoflow.retrieval.schedule_to_flow import information_dag, readout_sets, to_dot
@@ -46,7 +46,7 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
         f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, "
         f"E = {arch.embed_dim or 'E'}, {pe} positional encoding",
     ]
-    lines += _schedule_lines(der.schedule)
+    lines += _schedule_lines(der.schedule, _compiled(spec, source))
     lines += ["", "3. Cost exponent (parameters ~ eps^-alpha; the largest term wins)"]
     for term in der.terms:
         lines.append(f"   {_show(term.expression):<26} {term.what}  [{term.provenance}]")
@@ -108,15 +108,30 @@ def _tree(c: Comparison, tree: ComparisonTree, indent: str) -> list[str]:
     return lines
 
 
-def _schedule_lines(schedule: Schedule) -> list[str]:
-    steps = _steps(schedule)
+def _compiled(spec: RetrievalSpec, source: str | None) -> dict[str, str]:
+    """The compiled head that realises each step's sentence (``infoflow compile``), when
+    compile builds this spec; empty when it refuses."""
+    from infoflow.retrieval.schedule_to_circuit import circuit_of
+
+    try:
+        circuit = circuit_of(spec, source or "<spec>")
+    except SpecError:
+        return {}
+    return {h.step: f"layer {h.layer} head {h.slot}" for h in circuit.heads if h.step}
+
+
+def _schedule_lines(schedule: Schedule, compiled: dict[str, str]) -> list[str]:
+    steps = mechanisms.sentences(schedule)
     sets = readout_sets(schedule)
     lines = []
     for layer in range(1, schedule.shape.layers + 1):
         used = schedule.heads_used()[layer - 1]
         heads = schedule.shape.heads[layer - 1]
         lines.append(f"   layer {layer} ({used} of {heads} heads in use)")
-        lines += [f"     - {step}" for step in steps.get(layer, [])] or ["     - residual only"]
+        lines += [
+            f"     - {step}" + (f"  -> compiled: {compiled[step]}" if step in compiled else "")
+            for step in steps.get(layer, [])
+        ] or ["     - residual only"]
         readout = ", ".join(sets[layer - 1]) or "nothing yet"
         lines.append(f"     readout holds: {{{readout}}}")
     for q in schedule.placements:
@@ -124,24 +139,6 @@ def _schedule_lines(schedule: Schedule) -> list[str]:
             how = global_aggregation.NAME if q.mode == "global" else q.mode
             lines.append(f"   ! {q.label}: {how}, because {q.reason}")
     return lines
-
-
-def _steps(schedule: Schedule) -> dict[int, list[str]]:
-    """What runs in each layer, part by part (global fallbacks in the last layer)."""
-    out: dict[int, list[str]] = {}
-    last = schedule.shape.layers
-    for q in schedule.placements:
-        if q.mode == "global":
-            out.setdefault(last, []).append(global_aggregation.sentence(q))
-        if q.mode != "scheduled" or not q.fragment:
-            continue
-        for step, layers in zip(q.fragment.steps, q.layers, strict=True):
-            mechanism = mechanisms.BY_STEP[step.kind]
-            for j, layer in enumerate(layers, 1):
-                out.setdefault(layer, []).append(mechanism.sentence(step, q, j, who(step)))
-    for key, (step, layer) in sorted(schedule.shared.items()):
-        out.setdefault(layer, []).append(mechanisms.shared(key).sentence(schedule, step))
-    return out
 
 
 def _heads(heads: list[int]) -> str:

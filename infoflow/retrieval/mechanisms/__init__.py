@@ -36,7 +36,8 @@ from infoflow.retrieval.mechanisms import (
     neighbour,
     pooling,
 )
-from infoflow.retrieval.types import Comparison
+from infoflow.retrieval.mechanisms.base import who
+from infoflow.retrieval.types import Comparison, Schedule
 
 #: The mechanisms that can resolve a comparison of each kind (types.Comparison.kind), the
 #: one explain names first: every way of each is a candidate for the schedule.
@@ -94,3 +95,21 @@ def needs_global(c: Comparison, separable_sum: str = "pool") -> str:
 def name(c: Comparison, separable_sum: str = "pool") -> str:
     """How ``c`` is resolved, in explain's words."""
     return global_aggregation.NAME if needs_global(c, separable_sum) else BY_KIND[c.kind][0].NAME
+
+
+def sentences(schedule: Schedule) -> dict[int, list[str]]:
+    """What runs in each layer, part by part (global fallbacks in the last layer)."""
+    out: dict[int, list[str]] = {}
+    last = schedule.shape.layers
+    for q in schedule.placements:
+        if q.mode == "global":
+            out.setdefault(last, []).append(global_aggregation.sentence(q))
+        if q.mode != "scheduled" or not q.fragment:
+            continue
+        for step, layers in zip(q.fragment.steps, q.layers, strict=True):
+            mechanism = BY_STEP[step.kind]
+            for j, layer in enumerate(layers, 1):
+                out.setdefault(layer, []).append(mechanism.sentence(step, q, j, who(step)))
+    for key, (step, layer) in sorted(schedule.shared.items()):
+        out.setdefault(layer, []).append(shared(key).sentence(schedule, step))
+    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sympy
 
+from infoflow.retrieval.circuit import ANCHOR, THE_READOUT, Copy, Form, Head
 from infoflow.retrieval.laws import decode_exponent
 from infoflow.retrieval.types import (
     FETCH,
@@ -110,3 +111,11 @@ def edge_roles(schedule: Schedule) -> list[tuple[str, str]]:
 def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -> sympy.Expr:
     """Decoding the fetched positions."""
     return decode_exponent(len(positions(schedule)), options)
+
+
+def circuit_head(flag: str, value: Copy, does: str) -> Head:
+    """The fixed-position head compile builds: the key reads a flag channel the positional
+    encoding sets at the fixed positions, so the readout's logit is beta there and 0
+    elsewhere, and it averages ``value`` over them (``value.scale`` = |P| makes the sum)."""
+    score = (Form(ANCHOR, flag),)
+    return Head(1, -1, "fetch", THE_READOUT, does, score=score, values=(value,), positions=flag)

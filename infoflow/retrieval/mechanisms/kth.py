@@ -24,6 +24,17 @@ from dataclasses import replace
 
 import sympy
 
+from infoflow.retrieval.circuit import (
+    ANCHOR,
+    EVERY_TOKEN,
+    THE_READOUT,
+    TOKENS,
+    Circuit,
+    Copy,
+    Form,
+    Head,
+    Mlp,
+)
 from infoflow.retrieval.expression import TargetError
 from infoflow.retrieval.laws import E, T, n
 from infoflow.retrieval.mechanisms import max_position
@@ -182,3 +193,44 @@ def ordinal(k: int) -> str:
     """1st, 2nd, 3rd, 4th, ..., 11th, 21st."""
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
+
+
+def circuit_peel(
+    c: Circuit, tag: str, matrix: str, sign: int, rounds: int
+) -> tuple[list[Head], list[Mlp]]:
+    """The peel, compiled: s(t) = sign * M x(t). In layer j < ``rounds`` every token (the
+    readout too) retrieves the largest s still in the race into ``tag.m<j>``, and the MLP
+    takes a token whose s reached it out of the race (``tag.key`` = s minus a penalty, four
+    exact ReLUs; round 1 also writes s itself). In layer ``rounds`` the readout retrieves the
+    best key, the r-th largest s, and copies M x(t) into ``tag.out``. Every token peels, not
+    only the readout: the key a later round reads is the token's own."""
+    key, out = c.add(f"{tag}.key", 1), c.add(f"{tag}.out", 1)
+    heads, mlps = [], []
+    for j in range(1, rounds):
+        m = c.add(f"{tag}.m{j}", 1)
+        score = Form(ANCHOR, TOKENS, matrix, sign) if j == 1 else Form(ANCHOR, key)
+        heads.append(
+            Head(
+                j,
+                -1,
+                "k-th retrieval (peel)",
+                EVERY_TOKEN,
+                f"every token learns the {ordinal(j)} largest s into {m}",
+                score=(score,),
+                values=(Copy(TOKENS, m, matrix, float(sign)),),
+            )
+        )
+        does = f"takes a token whose s reached {m} out of the race ({key})"
+        mlps.append(Mlp(j, "peel", (TOKENS, m), key, matrix, sign, first=j == 1, does=does))
+    heads.append(
+        Head(
+            rounds,
+            -1,
+            "k-th retrieval (peel)",
+            THE_READOUT,
+            f"the readout retrieves the {ordinal(rounds)} largest s and copies it into {out}",
+            score=(Form(ANCHOR, key),),
+            values=(Copy(TOKENS, out, matrix),),
+        )
+    )
+    return heads, mlps

@@ -14,6 +14,17 @@ from __future__ import annotations
 import sympy
 
 from infoflow.retrieval.canonical_to_tree import order
+from infoflow.retrieval.circuit import (
+    ANCHOR,
+    EVERY_TOKEN,
+    THE_READOUT,
+    TOKENS,
+    Circuit,
+    Copy,
+    Form,
+    Head,
+    Mlp,
+)
 from infoflow.retrieval.mechanisms.base import copies, holder, tagged
 from infoflow.retrieval.types import (
     PLANNER,
@@ -87,3 +98,48 @@ def sentence(step: Step, placement: Placement, j: int, who: str) -> str:
 def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -> sympy.Expr:
     """A retrieval's edge adds nothing to the exponent."""
     return sympy.Integer(0)
+
+
+def circuit_single(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[Head], list[Mlp]]:
+    """Order 1, compiled: the readout's logit on token t is beta * sign * (M x(t)); it copies
+    M x(t*) into ``tag.out``. Its error falls as beta grows (the softmax tends to the max)."""
+    out = c.add(f"{tag}.out", 1)
+    head = Head(
+        1,
+        -1,
+        "max-position retrieval",
+        THE_READOUT,
+        f"retrieves the best t and copies its score into {out}",
+        score=(Form(ANCHOR, TOKENS, matrix, sign),),
+        values=(Copy(TOKENS, out, matrix),),
+    )
+    return [head], []
+
+
+def circuit_pair(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[Head], list[Mlp]]:
+    """Order 2, compiled: in layer 1 every token s retrieves its best partner t (logit beta *
+    sign * x(s)^T M x(t)) into ``tag.partner``, and the MLP decodes ``tag.value`` =
+    x(s)^T M partner by regression (the decode step, the construction's size); in layer 2
+    the readout retrieves the best s by that value and copies it into ``tag.out``."""
+    partner = c.add(f"{tag}.partner", c.channels[TOKENS])
+    value, out = c.add(f"{tag}.value", 1), c.add(f"{tag}.out", 1)
+    first = Head(
+        1,
+        -1,
+        "max-position retrieval",
+        EVERY_TOKEN,
+        f"every token s retrieves its best t into {partner}",
+        score=(Form(TOKENS, TOKENS, matrix, sign),),
+        values=(Copy(TOKENS, partner),),
+    )
+    decode = Mlp(1, "decode", (TOKENS, partner), value, matrix, does=f"x(s)^T {matrix} x(t*(s))")
+    second = Head(
+        2,
+        -1,
+        "max-position retrieval",
+        THE_READOUT,
+        f"the readout retrieves the best s by {value} and copies it into {out}",
+        score=(Form(ANCHOR, value, "I", sign),),
+        values=(Copy(value, out),),
+    )
+    return [first, second], [decode]

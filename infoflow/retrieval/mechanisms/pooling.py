@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sympy
 
+from infoflow.retrieval.circuit import THE_READOUT, Copy, Head
 from infoflow.retrieval.laws import decode_exponent
 from infoflow.retrieval.mechanisms.base import copies, tagged
 from infoflow.retrieval.types import Comparison, CostOptions, Placement, Schedule, Step
@@ -49,3 +50,10 @@ def sentence(step: Step, placement: Placement, j: int, who: str) -> str:
 def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -> sympy.Expr:
     """Decoding the one position the average couples."""
     return decode_exponent(1, options)
+
+
+def circuit_head(value: Copy, does: str) -> Head:
+    """The averaging head compile builds: every logit zero (the readout left out), so the
+    readout takes the mean of ``value`` over the tokens; ``value.scale`` = T turns it into
+    the sum. Exact whatever the temperature."""
+    return Head(1, -1, "pooling", THE_READOUT, does, values=(value,), sharp=False)

@@ -90,6 +90,17 @@ class TargetFunction:
         value, _ = self._eval(self.tree, [])
         return value.reshape(x.shape[0], *value.shape[1:])
 
+    def parameter(self, name: str, index: tuple[int, ...], vdims: int, seq_len: int) -> Tensor:
+        """The numbers of the parameter ``name[index]`` (a vector when ``vdims`` is 1, a
+        matrix when 2), as the target uses them: drawn by evaluating the target once, in the
+        order evaluation draws them."""
+        if f"{name}/{vdims}" not in self._params:
+            self(torch.zeros(1, seq_len, self.d, device=self.device))
+        family = self._params.get(f"{name}/{vdims}")
+        if family is None:
+            raise KeyError(f"the target has no parameter {name} with {vdims} value dimension(s)")
+        return family[index] if index else family
+
     def output_dim(self, seq_len: int) -> int:
         """1 for a scalar target, d for a vector one."""
         out = self(torch.zeros(1, seq_len, self.d, device=self.device))

@@ -1,0 +1,138 @@
+"""What ``infoflow compile`` builds, before any number is written: the residual stream's named
+channels, the heads (which layer, which slot, what each scores and copies), the MLPs, and what
+the output reads. Torch-free: the validator's ``circuit_to_weights`` turns a circuit into the
+weights of its own model class, and explain can name the head that realises each step.
+
+A score or a copy names its matrix instead of holding numbers: ``I`` (the identity), ``e:j``
+(the j-th coordinate), or a parameter of the target (``q``, ``A[0]``), which the validator
+draws from the target's seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+#: Channels every circuit has: a constant anchor (it keeps LayerNorm's scale fixed), a channel
+#: that is always zero (every read is taken against it), one that balances the others' sum to
+#: zero (LayerNorm's mean is the anchor's), the readout's flag, the tokens.
+ANCHOR, ZERO, BALANCE, READOUT, TOKENS = "one", "zero", "balance", "readout", "x"
+EVERY_TOKEN, THE_READOUT = "every token", "the readout"
+
+
+@dataclass(frozen=True)
+class Form:
+    """``sign * query^T M key``: a bilinear score between two channel groups (query and key
+    token), M named by ``matrix``."""
+
+    query: str
+    key: str
+    matrix: str = "I"
+    sign: int = 1
+
+
+@dataclass(frozen=True)
+class Copy:
+    """``scale * M source`` written from the attended token into ``dest`` of the attending
+    one."""
+
+    source: str
+    dest: str
+    matrix: str = "I"
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class Head:
+    """One attention head. Its logit is ``beta`` times the sum of ``score`` (``sharp``), or
+    zero for an averaging head, and ``-inf`` in effect on the readout as a key (``mask``);
+    ``positions`` names a flag channel that marks the fixed positions it attends to."""
+
+    layer: int  # 1-based
+    slot: int  # 0-based, within the layer
+    mechanism: str
+    who: str  # EVERY_TOKEN or THE_READOUT: whose query matters
+    does: str  # in words
+    score: tuple[Form, ...] = ()
+    values: tuple[Copy, ...] = ()
+    sharp: bool = True
+    mask_readout: bool = True
+    positions: str = ""
+    step: str = ""  # the engine's sentence for the step it realises
+
+
+@dataclass(frozen=True)
+class Mlp:
+    """A function the MLP of ``layer`` writes into ``output``, from ``inputs`` (channel groups).
+
+    ``decode``: ``bilinear(inputs[0], matrix, inputs[1])``, fitted by regression on exact
+    inputs, with its share of the layer's width. ``peel``: ``-penalty * clip((s - m) / margin
+    + 1, 0, 1)`` with ``s = sign * matrix . inputs[0]`` and ``m = inputs[1]``, exact with four
+    ReLUs (a token whose score reached the value just retrieved leaves the race); the first
+    round also writes ``s`` itself (two ReLUs)."""
+
+    layer: int
+    kind: str  # decode | peel
+    inputs: tuple[str, ...]
+    output: str
+    matrix: str = "I"
+    sign: int = 1
+    first: bool = False
+    does: str = ""
+
+
+@dataclass
+class Circuit:
+    """A construction: channels (name -> width, in order), heads, MLPs, the output (channel
+    groups with their coefficients), the fixed positions each flag channel marks, and notes on
+    what the construction does not do exactly."""
+
+    layers: int
+    heads_per_layer: tuple[int, ...]
+    positional_encoding: bool
+    channels: dict[str, int] = field(default_factory=dict)
+    heads: list[Head] = field(default_factory=list)
+    mlps: list[Mlp] = field(default_factory=list)
+    output: list[tuple[str, float]] = field(default_factory=list)
+    flags: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, name: str, width: int) -> str:
+        """A channel group of ``width`` channels (once per name)."""
+        self.channels.setdefault(name, width)
+        return name
+
+    def offset(self, name: str) -> int:
+        """The first channel of group ``name``."""
+        start = 0
+        for group, width in self.channels.items():
+            if group == name:
+                return start
+            start += width
+        raise KeyError(name)
+
+    @property
+    def width(self) -> int:
+        """Channels in use: the smallest E that holds the circuit."""
+        return sum(self.channels.values())
+
+    def decoders(self, layer: int) -> list[Mlp]:
+        return [m for m in self.mlps if m.layer == layer and m.kind == "decode"]
+
+    def to_json(self) -> dict:
+        """The circuit channel by channel and head by head."""
+        channels, start = [], 0
+        for name, width in self.channels.items():
+            channels.append({"group": name, "first": start, "width": width})
+            start += width
+        return {
+            "layers": self.layers,
+            "heads_per_layer": list(self.heads_per_layer),
+            "positional_encoding": self.positional_encoding,
+            "width": self.width,
+            "channels": channels,
+            "heads": [asdict(h) for h in sorted(self.heads, key=lambda h: (h.layer, h.slot))],
+            "mlps": [asdict(m) for m in self.mlps],
+            "output": [{"group": g, "coefficient": c} for g, c in self.output],
+            "flags": {name: list(ps) for name, ps in self.flags.items()},
+            "notes": list(self.notes),
+        }

@@ -1,0 +1,301 @@
+"""A spec the engine calls efficient -> the circuit that carries out its plan
+(:mod:`.circuit`), the first stage of ``infoflow compile``.
+
+The engine's schedule says which step runs in which layer; the target's expression says what
+each step scores. Compile reads both: it refuses a spec the engine calls inefficient or
+impossible (naming the bottleneck), reads the target as a sum of terms it can build, lays the
+terms side by side from layer 1 on (each its own heads), asks each mechanism for the heads
+and MLPs of its term, and checks the result fits the architecture (layers, heads per layer,
+head width, E). Terms it builds:
+
+- fixed positions read directly (``x[1] + x[2] + x[3]``, positional encoding): one fetch head;
+- ``sum`` over one token of a linear score (``dot(q, x[t])``, ``x[t][j]``, ``x[t]``): pooling;
+- ``max``/``min`` over one token of a linear score: one max-position retrieval;
+- ``max``/``min`` over two tokens of ``dot`` or ``bilinear``: two retrievals and a decode;
+- ``kth_largest``/``kth_smallest`` over one token of a linear score: the peel;
+- any of these summed over a range index (``sum(... for i in range(D))``): one copy each.
+
+Anything else is refused with the term and the reason: a construction is a witness only when
+it is built, never approximated by a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from infoflow.core.errors import SpecError
+from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
+from infoflow.retrieval.derive import derive
+from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce, Token
+from infoflow.retrieval.laws import T
+from infoflow.retrieval.mechanisms import fetch, kth, max_position, pooling, sentences
+from infoflow.retrieval.predict import predictions
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.text_to_expression import parse_target
+
+EXTREMA = ("max", "min")
+ORDER2_CONDITIONS = {("!=",)}  # s != t: kept in the target, not enforced (see the note)
+
+
+class Unbuildable(ValueError):
+    """A term compile does not build, with the reason."""
+
+
+def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
+    """The circuit of ``spec``'s plan on its own architecture; a SpecError (exit 2) naming
+    the bottleneck when the engine calls the spec inefficient, or the term compile cannot
+    build, or what does not fit."""
+    der = derive(spec, source)
+    if not der.efficient:
+        result = predictions(spec, der, source)
+        how = "impossible" if not der.schedule.feasible else "not efficient (alpha grows with T)"
+        hint = (
+            "no architecture makes it efficient"
+            if der.minimal_exponent.has(T)
+            else "try the minimal architecture `infoflow explain` prints"
+        )
+        raise SpecError(
+            source,
+            [
+                (
+                    "architecture",
+                    f"the engine calls this architecture {how}; bottleneck: "
+                    f"{result['bottleneck'].value}. Compile builds witnesses of efficient "
+                    f"plans only ({hint})",
+                )
+            ],
+        )
+    arch = spec.architecture
+    circuit = Circuit(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding)
+    fixed = (ANCHOR, 1), (ZERO, 1), (BALANCE, 1), (READOUT, 1), (TOKENS, spec.input_dim or 4)
+    for group, width in fixed:
+        circuit.add(group, width)
+    try:
+        tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
+        _build(circuit, tree, spec)
+        _fit(circuit, spec)
+    except Unbuildable as exc:
+        raise SpecError(source, [("target", f"compile cannot build this plan: {exc}")]) from None
+    _name_steps(circuit, sentences(der.schedule))
+    return circuit
+
+
+def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
+    """Every term's heads and MLPs, laid side by side from layer 1, and the output."""
+    terms = _terms(tree)
+    fixed = [t for t in terms if isinstance(t, Token)]
+    if fixed:
+        _fixed_positions(circuit, fixed, spec)
+    for n, term in enumerate(t for t in terms if not isinstance(t, Token)):
+        tag = f"p{n}"
+        heads, mlps = _term(circuit, term, tag, spec)
+        circuit.heads += heads
+        circuit.mlps += mlps
+        circuit.output.append((f"{tag}.out", 1.0))
+    used: dict[int, int] = {}
+    for i, head in enumerate(circuit.heads):
+        slot = used.get(head.layer, 0)
+        used[head.layer] = slot + 1
+        circuit.heads[i] = replace(head, slot=slot)
+
+
+def _terms(node: Node) -> list[Node]:
+    """The target as a sum of terms; a sum over a range index is one term per value."""
+    if isinstance(node, Apply) and node.fn == "+":
+        return [t for arg in node.args for t in _terms(arg)]
+    if (
+        isinstance(node, Reduce)
+        and node.op == "sum"
+        and not any(v.is_token for v in node.variables)
+    ):
+        if len(node.variables) != 1 or node.conditions:
+            raise Unbuildable("a sum over range indices is built for one index without conditions")
+        var = node.variables[0]
+        return [t for i in range(var.size) for t in _terms(_bind(node.body, var.name, i))]
+    return [node]
+
+
+def _bind(node: Node, name: str, value: int) -> Node:
+    """``node`` with the range index ``name`` fixed to ``value`` in parameter indices."""
+    if isinstance(node, Param):
+        return Param(node.name, tuple(value if i == name else i for i in node.index))
+    if isinstance(node, Apply):
+        return Apply(node.fn, tuple(_bind(a, name, value) for a in node.args))
+    if isinstance(node, Reduce):
+        return replace(node, body=_bind(node.body, name, value))
+    return node
+
+
+def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[list, list]:
+    """The heads and MLPs of one term (not a fixed position)."""
+    if not isinstance(term, Reduce) or not all(v.is_token for v in term.variables):
+        raise Unbuildable(f"the term {_text(term)} is not a reduction over tokens")
+    names = [v.name for v in term.variables]
+    body, op, conditions = term.body, term.op, term.conditions
+    if op in EXTREMA and len(names) == 1 and isinstance(body, Reduce) and body.op == op:
+        names += [v.name for v in body.variables]  # max over s of max over t
+        conditions, body = conditions + body.conditions, body.body
+    if len(names) == 2 and op in EXTREMA:
+        matrix, sign = _bilinear(body, *names)
+        if any(c.op != "!=" or {c.left, c.right} != set(names) for c in conditions):
+            raise Unbuildable(f"{_text(term)}: only the condition {names[0]} != {names[1]}")
+        if conditions:
+            circuit.notes.append(
+                f"{tag}: the condition {names[0]} != {names[1]} is not enforced: without "
+                "positional encoding a token cannot tell itself from another; the pair (s, s) "
+                "competes, which changes the value only where it is the best pair"
+            )
+        return max_position.circuit_pair(circuit, tag, matrix, sign * _sign(op))
+    if len(names) != 1 or conditions:
+        raise Unbuildable(f"{_text(term)}: one token index without conditions is built here")
+    matrix, sign = _linear(body, names[0])
+    if op in EXTREMA:
+        return max_position.circuit_single(circuit, tag, matrix, sign * _sign(op))
+    if op == "sum":
+        width = circuit.channels[TOKENS] if matrix == "I" else 1
+        out = circuit.add(f"{tag}.out", width)
+        copy = Copy(TOKENS, out, matrix, float(sign * spec.seq_len))
+        return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], []
+    if op in KTH:
+        if matrix == "I":
+            raise Unbuildable(f"{_text(term)}: the k-th of a vector")
+        rank = kth.rank(term.k, spec.seq_len)
+        largest = (op == "kth_largest") == (rank == term.k)
+        ext = sign * (1 if largest else -1)
+        if rank == 1:
+            return max_position.circuit_single(circuit, tag, matrix, ext)
+        return kth.circuit_peel(circuit, tag, matrix, ext, rank)
+    raise Unbuildable(f"{_text(term)}: compile does not build {op}")
+
+
+def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> None:
+    """``x[1] + x[2] + ...``: one fetch head averaging the positions, times their count."""
+    if any(t.component for t in tokens):
+        raise Unbuildable("fixed positions are fetched whole (x[1], not x[1][0])")
+    positions = sorted(
+        {t.index if isinstance(t.index, int) else spec.seq_len + t.offset for t in tokens}
+    )
+    if len(positions) != len(tokens):
+        raise Unbuildable("a fixed position read twice")
+    flag = circuit.add("fixed", 1)
+    circuit.flags[flag] = tuple(positions)
+    out = circuit.add("fixed.out", circuit.channels[TOKENS])
+    copy = Copy(TOKENS, out, "I", float(len(positions)))
+    where = ", ".join(f"x[{p}]" for p in positions)
+    circuit.heads.append(fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}"))
+    circuit.output.append((out, 1.0))
+
+
+def _linear(node: Node, var: str) -> tuple[str, int]:
+    """(matrix, sign) of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``,
+    ``x[t]``, negated or not."""
+    if isinstance(node, Apply) and node.fn == "neg":
+        matrix, sign = _linear(node.args[0], var)
+        return matrix, -sign
+    if isinstance(node, Token) and node.index == var and not node.offset:
+        if not node.component:
+            return "I", 1
+        if len(node.component) == 1 and isinstance(node.component[0], int):
+            return f"e:{node.component[0]}", 1
+    if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
+        a, b = node.args
+        param, token = (a, b) if isinstance(a, Param) else (b, a)
+        if isinstance(param, Param) and isinstance(token, Token) and _plain(token, var):
+            return _reference(param), 1
+    raise Unbuildable(f"{_text(node)} is not a linear score of x[{var}] (dot(q, x[{var}]))")
+
+
+def _bilinear(node: Node, s: str, t: str) -> tuple[str, int]:
+    """(matrix, sign) of a score ``x(s)^T M x(t)``: ``dot`` or ``bilinear``."""
+    if isinstance(node, Apply) and node.fn == "neg":
+        matrix, sign = _bilinear(node.args[0], s, t)
+        return matrix, -sign
+    if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
+        a, b = node.args
+        if {_index(a), _index(b)} == {s, t} and _plain(a, s) + _plain(b, s) == 1:
+            return "I", 1
+    if isinstance(node, Apply) and node.fn == "bilinear":
+        a, m, b = node.args
+        if isinstance(m, Param) and _plain(a, _index(a)) and _plain(b, _index(b)):
+            if (_index(a), _index(b)) == (s, t):
+                return _reference(m), 1
+            if (_index(a), _index(b)) == (t, s):
+                return _reference(m) + "^T", 1
+    raise Unbuildable(f"{_text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear)")
+
+
+def _plain(node: Node, var: str | None) -> bool:
+    return isinstance(node, Token) and node.index == var and not node.offset and not node.component
+
+
+def _index(node: Node) -> str | None:
+    return node.index if isinstance(node, Token) and isinstance(node.index, str) else None
+
+
+def _reference(param: Param) -> str:
+    """``A[0]`` for the parameter A at index 0 (the validator draws its numbers)."""
+    if any(not isinstance(i, int) for i in param.index):
+        raise Unbuildable(f"the parameter {param.name} is indexed by a token")
+    return param.name + "".join(f"[{i}]" for i in param.index)
+
+
+def _sign(op: str) -> int:
+    return 1 if op == "max" else -1
+
+
+def _text(node: Node) -> str:
+    if isinstance(node, Reduce):
+        return f"{node.op}(... over {', '.join(v.name for v in node.variables)})"
+    if isinstance(node, Apply):
+        return f"{node.fn}(...)"
+    if isinstance(node, Const):
+        return str(node.value)
+    return repr(node)
+
+
+def _fit(circuit: Circuit, spec: RetrievalSpec) -> None:
+    """Refuse what the architecture cannot hold: layers, heads, head width, E."""
+    arch = spec.architecture
+    depth = max(h.layer for h in circuit.heads)
+    if depth > arch.layers:
+        raise Unbuildable(
+            f"the construction needs {depth} layers, the architecture has {arch.layers}"
+        )
+    for layer in range(1, depth + 1):
+        count = sum(h.layer == layer for h in circuit.heads)
+        have = arch.heads_per_layer[layer - 1]
+        if count > have:
+            raise Unbuildable(
+                f"layer {layer} needs {count} heads side by side, the architecture has {have} "
+                "(compile lays the parts side by side; a sequential schedule is not built yet)"
+            )
+    e = arch.embed_dim or circuit.width
+    if circuit.width > e:
+        raise Unbuildable(f"the circuit needs {circuit.width} channels, E = {e}")
+    for head in circuit.heads:
+        n = e // arch.heads_per_layer[head.layer - 1]
+        need = head_dims(circuit, head)
+        if need > n:
+            raise Unbuildable(
+                f"head {head.slot} of layer {head.layer} needs {need} dimensions, n = E / h = {n}"
+            )
+
+
+def head_dims(circuit: Circuit, head) -> int:
+    """The dimensions a head uses: its scores' (the smaller group of each) plus one to leave
+    the readout out, or its copies' (the smaller side of each), whichever is more."""
+    width = circuit.channels
+    score = sum(min(width[f.query], width[f.key]) for f in head.score) + int(head.mask_readout)
+    values = sum(min(width[c.source], width[c.dest]) for c in head.values)
+    return max(score, values)
+
+
+def _name_steps(circuit: Circuit, steps: dict[int, list[str]]) -> None:
+    """Give each head the engine's sentence for the step it realises: the steps of a layer in
+    the engine's order, the heads in theirs (one sentence per step, heads side by side)."""
+    for layer, said in steps.items():
+        heads = [h for h in circuit.heads if h.layer == layer]
+        if len(heads) == len(said):
+            for head, sentence in zip(heads, said, strict=True):
+                i = circuit.heads.index(head)
+                circuit.heads[i] = replace(head, step=sentence)

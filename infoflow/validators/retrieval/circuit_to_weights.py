@@ -1,0 +1,227 @@
+"""A circuit (:mod:`infoflow.retrieval.circuit`) -> the weights of the validator's own model
+(:class:`~.model.EnsembleTransformer`, one member), the second stage of ``infoflow compile``.
+
+The model is pre-LN, so every read of the residual stream passes through a LayerNorm. Three
+channels make that harmless: the anchor holds a large constant at every position, so the
+norm's scale is nearly the same for every token (sigma0 = ANCHOR_VALUE sqrt(E - 1) / E); the
+balance channel holds minus the sum of all the others, so the norm's mean is the anchor's
+alone and its scale moves only by a relative |content|^2 / (2 sigma0^2 E); a channel that is
+always zero is the reference every read is taken against. A read of channel c is then
+``sigma0 (e_c - e_zero)``, exact up to that second-order error.
+
+Heads: the logit is ``beta * score / sqrt(n)`` in the model's convention, so the query carries
+``beta sqrt(n)``; the readout is left out as a key by a logit of ``-MASK``. MLPs: a ``decode``
+is fitted by least squares on exact inputs (:func:`fit_decoders`); a ``peel`` is written exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import torch
+from torch import Tensor
+
+from infoflow.retrieval.circuit import (
+    ANCHOR,
+    BALANCE,
+    READOUT,
+    TOKENS,
+    ZERO,
+    Circuit,
+    Copy,
+    Form,
+    Head,
+    Mlp,
+)
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators.retrieval.model import EnsembleTransformer, Member
+from infoflow.validators.retrieval.targets import TargetFunction
+
+ANCHOR_VALUE = {torch.float64: 1e6, torch.float32: 1e3}  # the anchor's constant, by dtype
+MASK = 1e6  # the logit that leaves the readout out as a key
+PENALTY = 1e3  # what a peeled token's key loses
+_REFERENCE = re.compile(r"^([A-Za-z_]\w*)((?:\[\d+\])*)(\^T)?$")
+
+
+class Weights:
+    """Writes ``circuit`` into a fresh one-member model: ``beta`` the softmax sharpness,
+    ``width`` the MLPs' hidden width, in ``dtype``."""
+
+    def __init__(
+        self,
+        circuit: Circuit,
+        spec: RetrievalSpec,
+        target: TargetFunction,
+        *,
+        beta: float,
+        width: int,
+        dtype: torch.dtype = torch.float64,
+    ):
+        self.circuit, self.spec, self.target, self.beta = circuit, spec, target, beta
+        self.d, self.seq_len = spec.input_dim or 4, spec.seq_len or 16
+        e = spec.architecture.embed_dim or _round_up(circuit.width, circuit.heads_per_layer)
+        self.member = Member(
+            tuple(circuit.heads_per_layer), circuit.positional_encoding, 0, e, mlp_width=width
+        )
+        out_dim = target.output_dim(self.seq_len)
+        self.model = EnsembleTransformer([self.member], self.seq_len, self.d, out_dim).to(dtype)
+        self.dtype, self.e = dtype, e
+        self.anchor = ANCHOR_VALUE[dtype]
+        self.sigma0 = self.anchor * math.sqrt(e - 1) / e
+        self._used: dict[int, int] = {}  # hidden units handed out, per layer
+
+    def build(self) -> EnsembleTransformer:
+        """Every weight; the decode MLPs are left to :func:`fit_decoders`."""
+        m = self.model
+        with torch.no_grad():
+            for p in m.parameters():
+                p.zero_()
+            for norm in (m.ln1, m.ln2, m.ln_f):
+                norm[..., 0, :] = 1
+            self._embedding()
+            for head in self.circuit.heads:
+                self._head(head)
+            for mlp in self.circuit.mlps:
+                if mlp.kind == "peel":
+                    self._peel(mlp)
+            for group, coefficient in self.circuit.output:
+                width = self.circuit.channels[group]
+                m.W_out[0, :, :width] += coefficient * self.read(group)
+        self.balance()
+        return m
+
+    def balance(self) -> None:
+        """Make every write to the residual stream sum to zero over the channels other than
+        the anchor, by writing minus its sum into the balance channel: LayerNorm's mean is
+        then the anchor's alone, and its scale moves only to second order in the content.
+        Run again after anything writes (the decoders)."""
+        m, c = self.model, self.circuit
+        keep = torch.ones(self.e, dtype=torch.bool)
+        keep[[c.offset(ANCHOR), c.offset(BALANCE)]] = False
+        with torch.no_grad():
+            for write in (
+                m.W_in[0],
+                m.readout[0],
+                m.W_pos[0],
+                m.W_O[:, 0],
+                m.W_2[:, 0],
+                m.b_2[:, 0],
+            ):
+                write[..., c.offset(BALANCE)] = -write[..., keep].sum(-1)
+
+    def read(self, group: str) -> Tensor:
+        """[E, width]: the columns that read ``group`` from a normed residual stream (the
+        anchor reads 1)."""
+        c = self.circuit
+        start, width = c.offset(group), c.channels[group]
+        out = torch.zeros(self.e, width, dtype=self.dtype)
+        out[start : start + width] = torch.eye(width, dtype=self.dtype) * self.sigma0
+        out[c.offset(ZERO)] = -self.sigma0
+        return out / (self.anchor if group == ANCHOR else 1.0)
+
+    def matrix(self, name: str, rows: int, cols: int) -> Tensor:
+        """The matrix a score or copy names, [rows, cols]: the identity, a coordinate, or
+        the target's parameter (a vector is one row)."""
+        if name == "I":
+            return torch.eye(rows, cols, dtype=self.dtype)
+        if name.startswith("e:"):
+            out = torch.zeros(1, cols, dtype=self.dtype)
+            out[0, int(name[2:])] = 1
+            return out
+        found = _REFERENCE.match(name)
+        if found is None:
+            raise ValueError(f"not a matrix reference: {name}")
+        index = tuple(int(i) for i in re.findall(r"\d+", found.group(2)))
+        vdims = 1 if rows == 1 else 2
+        value = self.target.parameter(found.group(1), index, vdims, self.seq_len)
+        value = value.to(self.dtype).reshape(-1, cols) if vdims == 1 else value.to(self.dtype)
+        return value.T if found.group(3) else value
+
+    def _embedding(self) -> None:
+        m, c = self.model, self.circuit
+        x, one, flag = c.offset(TOKENS), c.offset(ANCHOR), c.offset(READOUT)
+        m.W_in[0, :, x : x + self.d] = torch.eye(self.d, dtype=self.dtype)
+        m.b_in[0, one] = self.anchor
+        m.readout[0, one] = self.anchor
+        m.readout[0, flag] = 1
+        for group, positions in c.flags.items():
+            for p in positions:
+                m.W_pos[0, p - 1, c.offset(group)] = 1
+
+    def _head(self, head: Head) -> None:
+        m = self.model
+        layer, h, w = head.layer - 1, self.model.heads, self.model.head_width
+        n = self.member.head_width(layer)
+        qkv = m.W_QKV[layer, 0].view(self.e, 3, h, w)
+        q, k, v = (qkv[:, i, head.slot, :n] for i in range(3))
+        a = 0
+        for form in head.score:
+            a += self._score(form, q, k, a, self.beta if head.sharp else 0.0)
+        if head.mask_readout:
+            q[:, a] = self.read(ANCHOR)[:, 0]
+            k[:, a] = -MASK * self.read(READOUT)[:, 0]
+        q *= math.sqrt(n)
+        out = m.W_O[layer, 0].view(h, w, self.e)[head.slot, :n]
+        b = 0
+        for copy in head.values:
+            b += self._copy(copy, v, out, b)
+
+    def _score(self, form: Form, q: Tensor, k: Tensor, a: int, beta: float) -> int:
+        """Write ``beta * sign * query^T M key`` into dimensions a.. of a head; how many."""
+        width = self.circuit.channels
+        rows, cols = width[form.query], width[form.key]
+        matrix = self.matrix(form.matrix, rows, cols) * (beta * form.sign)
+        if rows <= cols:
+            q[:, a : a + rows] = self.read(form.query)
+            k[:, a : a + rows] = self.read(form.key) @ matrix.T
+            return rows
+        q[:, a : a + cols] = self.read(form.query) @ matrix
+        k[:, a : a + cols] = self.read(form.key)
+        return cols
+
+    def _copy(self, copy: Copy, v: Tensor, out: Tensor, b: int) -> int:
+        """Write ``scale * M source -> dest`` into dimensions b.. of a head; how many."""
+        width = self.circuit.channels
+        rows, cols = width[copy.dest], width[copy.source]
+        matrix = self.matrix(copy.matrix, rows, cols) * copy.scale
+        dest = self.circuit.offset(copy.dest)
+        if cols <= rows:
+            v[:, b : b + cols] = self.read(copy.source)
+            out[b : b + cols, dest : dest + rows] = matrix.T
+            return cols
+        v[:, b : b + rows] = self.read(copy.source) @ matrix.T
+        out[b : b + rows, dest : dest + rows] = torch.eye(rows, dtype=self.dtype)
+        return rows
+
+    def units(self, layer: int, count: int) -> slice:
+        """The next ``count`` hidden units of ``layer``'s MLP (peels first, then decoders)."""
+        used = self._used.get(layer, 0)
+        if used + count > self.member.hidden:
+            raise ValueError(f"layer {layer}'s MLP needs more than its {self.member.hidden} units")
+        self._used[layer] = used + count
+        return slice(used, used + count)
+
+    def left(self, layer: int) -> int:
+        """Hidden units of ``layer``'s MLP not handed out yet."""
+        return self.member.hidden - self._used.get(layer, 0)
+
+    def _peel(self, mlp: Mlp) -> None:
+        """key -= PENALTY * clip((s - m) / margin + 1, 0, 1), s = sign M x; round 1 adds s."""
+        m, layer = self.model, mlp.layer - 1
+        margin = 1 / self.beta
+        score = self.read(TOKENS) @ self.matrix(mlp.matrix, 1, self.d).T * mlp.sign  # [E, 1]
+        reached = (score - self.read(mlp.inputs[1])) / margin  # u - 1
+        key = self.circuit.offset(mlp.output)
+        units = self.units(mlp.layer, 4 if mlp.first else 2)
+        columns = [reached, reached] + ([score, -score] if mlp.first else [])
+        m.W_1[layer, 0, :, units] = torch.cat(columns, dim=1)
+        m.b_1[layer, 0, units.start : units.start + 2] = torch.tensor([1.0, 0.0])
+        out = [-PENALTY, PENALTY] + ([1.0, -1.0] if mlp.first else [])
+        m.W_2[layer, 0, units, key] = torch.tensor(out, dtype=self.dtype)
+
+
+def _round_up(width: int, heads: tuple[int, ...]) -> int:
+    """The smallest E >= width that every layer's head count divides."""
+    step = math.lcm(*heads)
+    return -(-width // step) * step

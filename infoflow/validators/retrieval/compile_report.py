@@ -1,0 +1,144 @@
+"""``infoflow compile``: build a spec's witness, describe it head by head, write it to a folder,
+and with ``--sweep`` measure and plot its error against the construction's precision."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from infoflow.retrieval.circuit import Circuit
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators.retrieval import construction
+from infoflow.validators.retrieval.construction import Witness, measured_text
+
+
+def compile_command(
+    spec: RetrievalSpec,
+    source: str,
+    out: Path,
+    beta: float = construction.BETA,
+    width: int = construction.WIDTH,
+    seed: int = 0,
+    sweep: bool = False,
+) -> str:
+    """Build, describe and save the witness (and sweep it); the text to print."""
+    witness = construction.build(spec, source, beta=beta, width=width, seed=seed)
+    written = construction.save(witness, out)
+    lines = describe(witness, source)
+    if sweep:
+        result = construction.sweep(spec, source, seed)
+        (out / "sweep.json").write_text(json.dumps(result, indent=2) + "\n")
+        written += [out / "sweep.json", plot_sweep(result, out / "sweep.png", source)]
+        lines += ["", *sweep_lines(result)]
+    lines += ["", "wrote " + ", ".join(str(p) for p in written)]
+    return "\n".join(lines) + "\n"
+
+
+def describe(witness: Witness, source: str) -> list[str]:
+    """The witness head by head: channels, heads (with the engine's step each realises),
+    MLPs, the output, the notes and the measured NMSE."""
+    c, member = witness.circuit, witness.model.members[0]
+    lines = [
+        f"Compiled {source}: {c.layers} layer(s), heads {list(c.heads_per_layer)}, "
+        f"E = {member.embed_dim} ({c.width} channels in use), MLP width {witness.width}, "
+        f"beta {witness.beta:g}, T = {witness.spec.seq_len}",
+        "channels: " + ", ".join(_channel_text(c, name) for name in c.channels),
+    ]
+    for head in sorted(c.heads, key=lambda h: (h.layer, h.slot)):
+        lines.append(f"layer {head.layer} head {head.slot} ({head.mechanism}): {head.does}")
+        if head.step:
+            lines.append(f"    realises: {head.step}")
+    for mlp in c.mlps:
+        fit = witness.decoders.get(mlp.output)
+        how = f" (NMSE {fit:.2g} on exact inputs)" if fit is not None else " (exact)"
+        lines.append(f"layer {mlp.layer} MLP ({mlp.kind}): {mlp.does or mlp.output}{how}")
+    lines.append("output: " + " + ".join(g for g, _ in c.output))
+    lines += [f"note: {n}" for n in c.notes]
+    lines.append(f"NMSE on {construction.SAMPLES} fresh sequences: {witness.nmse:.3g}")
+    return lines
+
+
+def _channel_text(c: Circuit, name: str) -> str:
+    first, width = c.offset(name), c.channels[name]
+    return f"{name} {first}" if width == 1 else f"{name} {first}-{first + width - 1}"
+
+
+def sweep_lines(result: dict) -> list[str]:
+    """The sweep as text: both curves, the measured exponent and the verdicts."""
+    lines = ["Error against precision", "  beta     NMSE"]
+    lines += [f"  {r['beta']:<8g} {r['nmse']:.3g}" for r in result["beta"]]
+    lines.append(
+        "  the error falls as beta grows"
+        if result["beta_falls"]
+        else "  FINDING: the error does not fall as beta grows: the heads do not carry out the plan"
+    )
+    if not result["width"]:
+        return [*lines, f"  {result['width_note']}"]
+    lines.append(f"  MLP width  decoder params  NMSE   (beta {construction.SHARP:g})")
+    lines += [
+        f"  {r['width']:<10} {r['decoder_parameters']:<15,} {r['nmse']:.3g}"
+        for r in result["width"]
+    ]
+    slope = result["slope"]
+    lines.append(
+        f"  slope of log NMSE against log decoder parameters: {slope:.3g}; measured alpha "
+        f"{measured_text(result['measured_alpha'])}; engine alpha {result['engine_alpha']} "
+        f"({result['engine_bound']})"
+        if slope is not None
+        else "  no slope: fewer than three usable points"
+    )
+    lines.append(f"  {compared(result['measured_alpha'], result['engine_alpha'])}")
+    if not result["width_falls"]:
+        lines.append(
+            "  FINDING: the error does not fall as the MLP grows: the decode step does not "
+            "carry out the plan"
+        )
+    return lines
+
+
+def compared(measured: float | None, engine) -> str:
+    """The witness's exponent against the engine's, in words. A witness is one construction,
+    so the true minimal cost is at most its exponent."""
+    if measured is None or not isinstance(engine, int | float):
+        return "no comparison: no measured or no numeric engine exponent"
+    if measured < engine - 0.1:
+        return (
+            "the witness costs less than the engine predicts: the minimal exponent is at most "
+            f"{measured:.2g}, below the engine's {engine:g} (a finding against the engine's "
+            "number here, e.g. its floor, a reconstruction)"
+        )
+    if measured > engine + 0.1:
+        return (
+            f"the witness costs more than the engine's {engine:g}: this construction does not "
+            "reach the engine's rate (it bounds the cost from above only)"
+        )
+    return f"the witness's exponent matches the engine's {engine:g} (within 0.1)"
+
+
+def plot_sweep(result: dict, path: Path, source: str) -> Path:
+    """NMSE against beta, and against decoder parameters with the engine's slope -2/alpha
+    drawn through the first point (the cost law's rate, for comparison)."""
+    from infoflow.validators.plots import plain_text, pyplot, save
+
+    plt = pyplot()
+    panels = 2 if result["width"] else 1
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
+    ax = axes[0][0]
+    ax.loglog([r["beta"] for r in result["beta"]], [r["nmse"] for r in result["beta"]], "o-")
+    ax.set(xlabel="beta (softmax sharpness)", ylabel="NMSE", title="error against beta")
+    if result["width"]:
+        ax = axes[0][1]
+        sizes = [r["decoder_parameters"] for r in result["width"]]
+        errors = [r["nmse"] for r in result["width"]]
+        ax.loglog(
+            sizes, errors, "o-", label=f"witness (alpha {measured_text(result['measured_alpha'])})"
+        )
+        alpha = result["engine_alpha"]
+        if isinstance(alpha, int | float) and alpha > 0:
+            rate = [errors[0] * (p / sizes[0]) ** (-2 / alpha) for p in sizes]
+            ax.loglog(sizes, rate, "--", label=f"engine's rate (alpha {alpha:g})")
+        ax.set(xlabel="decoder parameters", ylabel="NMSE", title="error against size")
+        ax.legend()
+    fig.suptitle(source)
+    plain_text(fig)
+    return save(fig, path)
