@@ -10,7 +10,7 @@ draws from the target's seed.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 #: Channels every circuit has: a constant anchor (it keeps LayerNorm's scale fixed), a channel
 #: that is always zero (every read is taken against it), one that balances the others' sum to
@@ -136,3 +136,46 @@ class Circuit:
             "flags": {name: list(ps) for name, ps in self.flags.items()},
             "notes": list(self.notes),
         }
+
+
+def without_head(circuit: Circuit, layer: int, slot: int) -> Circuit:
+    """``circuit`` on one head fewer in ``layer``: that head removed, with everything that
+    reads what it wrote (MLPs, heads, output terms), transitively; the other heads keep their
+    order, slots renumbered. What is left computes the rest of the target exactly."""
+    heads = [h for h in circuit.heads if (h.layer, h.slot) != (layer, slot)]
+    removed = [h for h in circuit.heads if (h.layer, h.slot) == (layer, slot)]
+    if not removed:
+        raise ValueError(f"the circuit has no head {slot} in layer {layer}")
+    dead = {c.dest for c in removed[0].values}
+    mlps = list(circuit.mlps)
+    while True:
+        gone_mlps = [m for m in mlps if dead & set(m.inputs)]
+        gone_heads = [h for h in heads if dead & _reads(h)]
+        if not gone_mlps and not gone_heads:
+            break
+        dead |= {m.output for m in gone_mlps} | {c.dest for h in gone_heads for c in h.values}
+        mlps = [m for m in mlps if m not in gone_mlps]
+        heads = [h for h in heads if h not in gone_heads]
+    counts = list(circuit.heads_per_layer)
+    counts[layer - 1] -= 1
+    slots: dict[int, int] = {}
+    renumbered = []
+    for h in sorted(heads, key=lambda h: (h.layer, h.slot)):
+        slots[h.layer] = slots.get(h.layer, -1) + 1
+        renumbered.append(replace(h, slot=slots[h.layer]))
+    return Circuit(
+        circuit.layers,
+        tuple(counts),
+        circuit.positional_encoding,
+        dict(circuit.channels),
+        renumbered,
+        mlps,
+        [(g, c) for g, c in circuit.output if g not in dead],
+        dict(circuit.flags),
+        [*circuit.notes, f"head {slot} of layer {layer} removed, with what read it"],
+    )
+
+
+def _reads(head: Head) -> set[str]:
+    """The channel groups a head reads."""
+    return {g for f in head.score for g in (f.query, f.key)} | {c.source for c in head.values}

@@ -20,12 +20,19 @@ def pyplot() -> Any:
 
 
 def plain_text(fig) -> None:
-    """Every text of ``fig`` drawn as written: a name with ``$`` in it is not mathtext
-    (which would fail on it, after the training it plots)."""
-    from matplotlib.text import Text
-
-    for text in fig.findobj(Text):
-        text.set_parse_math(False)
+    """The texts of ``fig`` that come from names (titles, axis labels, legends, annotations)
+    drawn as written: a name with ``$`` in it is not mathtext (which would fail on it, after
+    the training it plots). Tick labels keep mathtext: a log axis writes 10^k with it."""
+    texts = [*fig.texts, getattr(fig, "_suptitle", None)]
+    for ax in fig.axes:
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        texts += ax.texts
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += [legend.get_title(), *legend.get_texts()]
+    for text in texts:
+        if text is not None:
+            text.set_parse_math(False)
 
 
 def save(fig, path: Path) -> Path:

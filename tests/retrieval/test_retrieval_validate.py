@@ -269,6 +269,24 @@ def test_the_ladder_plot_draws_a_name_with_mathtext_in_it(tmp_path) -> None:
     assert written.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_names_are_drawn_as_written_and_log_ticks_as_powers_of_ten() -> None:
+    pytest.importorskip("matplotlib")
+    from infoflow.validators.plots import plain_text, pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    ax.loglog([1, 10, 100], [1e-3, 1e-2, 1e-1], label="a $ name")
+    ax.set_title("spec $\\frac{$")
+    ax.legend()
+    plain_text(fig)
+    fig.canvas.draw()  # would raise on the title's mathtext
+    assert not ax.title.get_parse_math()
+    assert not ax.get_legend().get_texts()[0].get_parse_math()
+    ticks = ax.get_yticklabels()
+    assert ticks and all(t.get_parse_math() for t in ticks)  # 10^k is mathtext
+    plt.close(fig)
+
+
 def test_validate_with_no_spec_and_no_bundled_specs_is_refused(tmp_path, monkeypatch) -> None:
     from infoflow.core.errors import SpecError
     from infoflow.validators import run

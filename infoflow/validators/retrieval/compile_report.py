@@ -103,9 +103,9 @@ def compared(measured: float | None, engine) -> str:
         return "no comparison: no measured or no numeric engine exponent"
     if measured < engine - 0.1:
         return (
-            "the witness costs less than the engine predicts: the minimal exponent is at most "
-            f"{measured:.2g}, below the engine's {engine:g} (a finding against the engine's "
-            "number here, e.g. its floor, a reconstruction)"
+            "over the widths measured the witness costs less than the engine predicts: its "
+            f"exponent {measured:.2g} is below the engine's {engine:g} (a finding against the "
+            "engine's number here, e.g. its floor, a reconstruction)"
         )
     if measured > engine + 0.1:
         return (

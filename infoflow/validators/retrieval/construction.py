@@ -82,7 +82,7 @@ def build(
     """The witness of ``spec`` (a SpecError, exit 2, when compile refuses it), evaluated on
     fresh data; ``seed`` draws the target's parameters, as validate's seed does."""
     circuit = circuit or circuit_of(spec, source)
-    target = TargetFunction(spec, seed=seed)
+    target = TargetFunction(spec, seed=seed, dtype=dtype)
     weights = Weights(circuit, spec, target, beta=beta, width=width, dtype=dtype)
     model = weights.build()
     decoders = fit_decoders(weights, seed)
@@ -97,7 +97,7 @@ def nmse(
     """MSE / Var(y) of the model's first member on SAMPLES fresh sequences."""
     generator = torch.Generator().manual_seed(10_000 + seed)
     dtype = next(model.parameters()).dtype
-    x = sample_inputs(spec, SAMPLES, spec.seq_len or 16, generator)
+    x = sample_inputs(spec, SAMPLES, spec.seq_len or 16, generator).to(target.dtype)
     y = target(x).to(dtype).reshape(SAMPLES, -1)
     with torch.no_grad():
         p = torch.cat([model(x[i : i + CHUNK].to(dtype))[0] for i in range(0, SAMPLES, CHUNK)])
@@ -162,10 +162,11 @@ def load(folder: Path) -> tuple[EnsembleTransformer, dict]:
         meta["embed_dim"],
         mlp_width=meta["width"],
     )
-    target = TargetFunction(spec, seed=meta["seed"])
+    dtype = getattr(torch, meta["dtype"])
+    target = TargetFunction(spec, seed=meta["seed"], dtype=dtype)
     seq_len = spec.seq_len or 16
     model = EnsembleTransformer([member], seq_len, spec.input_dim or 4, target.output_dim(seq_len))
-    model = model.to(getattr(torch, meta["dtype"]))
+    model = model.to(dtype)
     model.load_state_dict(load_file(folder / "model.safetensors"))
     return model, meta
 

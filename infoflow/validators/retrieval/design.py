@@ -21,6 +21,8 @@ import math
 from pathlib import Path
 
 import infoflow
+from infoflow.core.errors import SpecError
+from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
@@ -28,6 +30,7 @@ from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, 
 from infoflow.validators.retrieval.floors import floors
 from infoflow.validators.retrieval.timing import group_flops, target_seconds
 from infoflow.validators.retrieval.train import Group
+from infoflow.validators.retrieval.witness import plan_lines, spec_at
 from infoflow.validators.steptime import StepTime, step_time
 
 #: Sequence lengths a design may choose (within the spec's own largest T), and the range of
@@ -92,7 +95,8 @@ def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
 
 
 def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
-    """More of the paper's claims, then more claims, then larger separations, then the
+    """More of the paper's claims, then more claims, then more compiled witnesses (the
+    construction claims need the witness to fit in E), then larger separations, then the
     spec's own width and lengths, then less work (FLOPs, not seconds: the choice must not
     depend on the machine's load)."""
     found = [e for _, _, e in expectations(experiment) if isinstance(e, Expectation)]
@@ -110,7 +114,20 @@ def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
         for g in experiment.groups
     )
     size = round(sum(separations), 9)
-    return (paper, len(found), size, own_width, own_lengths, -work)
+    return (paper, len(found), _witnesses(experiment), size, own_width, own_lengths, -work)
+
+
+def _witnesses(experiment: Experiment) -> int:
+    """How many of the spec's efficient points compile builds."""
+    count = 0
+    for model in experiment.points:
+        if experiment.expected[model].efficient:
+            try:
+                circuit_of(spec_at(experiment, model))
+                count += 1
+            except SpecError:
+                pass
+    return count
 
 
 def seconds(experiment: Experiment) -> float:
@@ -182,6 +199,7 @@ def describe(experiment: Experiment, source: str) -> str:
             lines.append(f"    untested: {pair}: {e}")
     if not experiment.pairs:
         lines.append("    none: no two models trained here differ in one thing only")
+    lines += plan_lines(experiment)
     fits = scale.budget_seconds is None or seconds(experiment) <= scale.budget_seconds
     verdict = "" if fits else " (over the budget: no design fits, this is the cheapest)"
     lines.append(f"  estimated time: {_duration(seconds(experiment))}{verdict}")

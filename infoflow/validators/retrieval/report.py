@@ -109,10 +109,54 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             f"{_range(slope)} | {_alpha(ladder.get('exponent'))} | {largest} | "
             f"{m['still_improving_at_cap']} |"
         )
+    lines += _witnesses(spec.get("witnesses") or [])
     lines += claims_markdown(spec["claims"])
     untested = spec.get("untested") or []
     if untested:
         lines += ["", *(f"- not tested: {markdown_text(line)}" for line in untested)]
+    return lines
+
+
+def _witnesses(records: list[dict]) -> list[str]:
+    """The compiled witnesses and the deficient models trained from them."""
+    built = [r for r in records if "nmse" in r]
+    lines = [f"- not compiled: {markdown_text(r['refused'])}" for r in records if "refused" in r]
+    if built:
+        lines = [
+            "",
+            "Compiled witnesses (infoflow compile; NMSE on fresh data, float64):",
+            "",
+            "| model | channels | NMSE (width 2048) | width 512 | largest trained width |",
+            "|---|--:|--:|--:|--:|",
+            *(
+                f"| {markdown_text(r['model'])} | {r['channels']} | {number(r['nmse'])} | "
+                f"{number(r['nmse_quarter'])} | {number(r['nmse_trained_width'])} |"
+                for r in built
+            ),
+            *([""] if any(r.get("nmse_trained_width_why") for r in built) else []),
+            *(
+                f"- {markdown_text(r['model'])} at the largest trained width: "
+                f"{markdown_text(r['nmse_trained_width_why'])}"
+                for r in built
+                if r.get("nmse_trained_width_why")
+            ),
+            *lines,
+        ]
+    ablated = [a for r in built for a in r.get("ablated", [])]
+    if ablated:
+        lines += [
+            "",
+            "Trained from the witness with a part removed (float32, width 512; the control is "
+            "the witness trained alike):",
+            "",
+            "| model | removed | NMSE at start | best | control's best | steps |",
+            "|---|---|--:|--:|--:|--:|",
+            *(
+                f"| {markdown_text(a['model'])} | {a['removed']} | {number(a['ablated_start'])} | "
+                f"{number(a['ablated_best'])} | {number(a['control_best'])} | {a['steps']} |"
+                for a in ablated
+            ),
+        ]
     return lines
 
 

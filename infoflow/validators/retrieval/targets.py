@@ -73,7 +73,16 @@ _ELEMENTWISE = {
 class TargetFunction:
     """``f(x)`` for x of shape [batch, T, d]; returns [batch] or [batch, d]."""
 
-    def __init__(self, spec: RetrievalSpec, seed: int, device: torch.device | str = "cpu"):
+    def __init__(
+        self,
+        spec: RetrievalSpec,
+        seed: int,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ):
+        """``dtype``: of the parameters and of what the target is evaluated on (the same
+        draws in any dtype: drawn in float32, then cast)."""
+        self.dtype = dtype
         self.tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
         self.d = spec.input_dim or 4
         self.squared_norm = spec.options.squared_norm
@@ -95,7 +104,7 @@ class TargetFunction:
         matrix when 2), as the target uses them: drawn by evaluating the target once, in the
         order evaluation draws them."""
         if f"{name}/{vdims}" not in self._params:
-            self(torch.zeros(1, seq_len, self.d, device=self.device))
+            self(torch.zeros(1, seq_len, self.d, device=self.device, dtype=self.dtype))
         family = self._params.get(f"{name}/{vdims}")
         if family is None:
             raise KeyError(f"the target has no parameter {name} with {vdims} value dimension(s)")
@@ -103,7 +112,7 @@ class TargetFunction:
 
     def output_dim(self, seq_len: int) -> int:
         """1 for a scalar target, d for a vector one."""
-        out = self(torch.zeros(1, seq_len, self.d, device=self.device))
+        out = self(torch.zeros(1, seq_len, self.d, device=self.device, dtype=self.dtype))
         return 1 if out.dim() == 1 else out.shape[-1]
 
     # each value is (tensor, vdims): shape [B or 1, *one axis per bound index, *value dims]
@@ -149,7 +158,7 @@ class TargetFunction:
             scale = 1 / math.sqrt(self.d) if vdims else 1.0
             shape = (*sizes, *([self.d] * vdims))
             drawn = torch.randn(shape, generator=self._generator) * scale
-            self._params[key] = drawn.to(self.device)
+            self._params[key] = drawn.to(self.device, self.dtype)
         family = self._params[key]
         if any(s > f for s, f in zip(sizes, family.shape, strict=False)):
             raise NotImplementedError(f"parameter {node.name} used with different sizes")

@@ -22,6 +22,7 @@ from infoflow.validators.retrieval.design import choose, with_floors
 from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, Scale
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.train import Group, load_trained, train_group
+from infoflow.validators.retrieval.witness import construction_claims
 
 
 class RetrievalValidator:
@@ -57,10 +58,13 @@ class RetrievalValidator:
             attention.update(_attention(experiment, group, context))
         floors = with_floors(experiment).floors
         found = claims(experiment, ladders, floors, improving, attention)
+        built, witnesses = construction_claims(experiment, context)
         body = {
             **report.body(experiment, ladders, floors, improving),
             "untested": untested(experiment, found),
+            "witnesses": witnesses,
         }
+        found += built
         return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:

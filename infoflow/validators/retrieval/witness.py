@@ -1,0 +1,254 @@
+"""Construction claims of ``validate``: what the compiled witness (:mod:`.construction`) settles
+where training on a CPU cannot.
+
+For every architecture of the spec's own points that the engine calls efficient and compile
+builds:
+
+- ``witness``: its witness reaches the learns threshold the target's floors set (NMSE below
+  the pooling shortcut / LEARNS_FACTOR) and its error falls as its MLP grows (WIDTH / 4 ->
+  WIDTH); refuted, a finding against the plan, when either fails. Its NMSE at the largest
+  trained width is reported beside it (how far the trained ladder is from what the
+  architecture represents).
+- ``ablated``: each of the spec's architectures that is the witness's with one head of a
+  layer (or one layer) removed is initialised from the witness without it and trained (AdamW, fresh
+  batches; the witness itself trained the same way is the control). Where the engine gives it
+  a larger exponent than the witness's at this T, the claim is that training does not bring it
+  back to the control: confirmed when its best NMSE stays LEARNS_FACTOR times above the
+  control's, refuted when it reaches the control's, inconclusive between. Where the exponents
+  are equal the engine predicts nothing, and the numbers are reported without a claim.
+
+Results are kept in the checkpoints folder under their content's name, so a resumed run
+does not train them again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import torch
+
+from infoflow.core.errors import SpecError
+from infoflow.retrieval.circuit import without_head
+from infoflow.retrieval.schedule_to_circuit import circuit_of
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators.claims import Claim
+from infoflow.validators.identity import content_name
+from infoflow.validators.protocol import Context
+from infoflow.validators.retrieval import construction
+from infoflow.validators.retrieval.ablation import fine_tune, without_layer
+from infoflow.validators.retrieval.experiment import Experiment, Model
+from infoflow.validators.retrieval.floors import LEARNS_FACTOR
+
+KIND = "construction"
+#: The version of the construction and ablation code: part of every cached result's key, so a
+#: change here (bump it) never reuses a result computed by the code before.
+WITNESS_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Tune:
+    """How the ablated witnesses train: steps, batch and learning rate."""
+
+    steps: int
+    batch: int = 256
+    lr: float = 1e-3
+    width: int = 512  # the MLP width of the witness they start from
+
+
+TUNE = {"smoke": Tune(400), "paper": Tune(5000)}
+
+
+def spec_at(experiment: Experiment, model: Model) -> RetrievalSpec:
+    """The experiment's spec at one model's T, E, heads and PE."""
+    data = experiment.base.model_dump(mode="json", exclude={"sweep"})
+    data["seq_len"] = model.seq_len
+    data["architecture"] = {
+        "layers": len(model.heads),
+        "heads": list(model.heads),
+        "embed_dim": model.embed_dim,
+        "positional_encoding": model.positional_encoding,
+    }
+    return RetrievalSpec.model_validate(data)
+
+
+def construction_claims(experiment: Experiment, context: Context) -> tuple[list[Claim], list]:
+    """The construction claims and their records (report.json's ``witnesses``)."""
+    claims, records = [], []
+    floors = experiment.floors
+    for model in experiment.points:
+        if not experiment.expected[model].efficient or model.seq_len not in floors:
+            continue
+        spec = spec_at(experiment, model)
+        try:
+            circuit = circuit_of(spec)
+        except SpecError as exc:
+            records.append({"model": model.label(), "refused": str(exc)})
+            continue
+        record = _witness_record(experiment, model, spec, circuit, context)
+        records.append(record)
+        claims.append(_witness_claim(model, record, floors[model.seq_len].learns_below))
+        for other in experiment.points:
+            removed = _removed(model, other)
+            if removed is not None:
+                result = _ablation(experiment, model, other, removed, spec, context)
+                record.setdefault("ablated", []).append(result)
+                claim = _ablated_claim(experiment, model, other, result)
+                if claim:
+                    claims.append(claim)
+    return claims, records
+
+
+def plan_lines(experiment: Experiment) -> list[str]:
+    """What ``plan`` says of the construction claims: which witnesses compile builds and
+    which deficient architectures train from them."""
+    lines = ["  construction claims (infoflow compile; their time is not in the estimate):"]
+    tune = TUNE.get(experiment.scale.name.split(" ")[0], TUNE["smoke"])
+    for model in experiment.points:
+        if not experiment.expected[model].efficient:
+            continue
+        try:
+            circuit = circuit_of(spec_at(experiment, model))
+        except SpecError as exc:
+            lines.append(f"    {model.label()}: not compiled: {str(exc).split(': ', 1)[-1]}")
+            continue
+        lines.append(f"    witness {model.label()}: {circuit.width} channels")
+        for other in experiment.points:
+            removed = _removed(model, other)
+            if removed is not None:
+                layer, slot = removed
+                what = f"layer {layer}" if slot is None else f"head {slot} of layer {layer}"
+                lines.append(
+                    f"    {other.label()}: the witness without {what}, trained {tune.steps} steps"
+                )
+    return lines if len(lines) > 1 else []
+
+
+def _removed(witness: Model, other: Model) -> tuple[int, int | None] | None:
+    """(layer, slot) of the head ``other`` lacks, (layer, None) for a layer, else None."""
+    same = (witness.seq_len, witness.embed_dim, witness.positional_encoding)
+    if same != (other.seq_len, other.embed_dim, other.positional_encoding):
+        return None
+    a, b = witness.heads, other.heads
+    if len(b) == len(a):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1 and b[diff[0]] == a[diff[0]] - 1:
+            return diff[0] + 1, a[diff[0]] - 1  # the last head of that layer
+    if len(b) == len(a) - 1:
+        for i in range(len(a)):
+            if a[:i] + a[i + 1 :] == b:
+                return i + 1, None
+    return None
+
+
+def _witness_record(experiment, model, spec, circuit, context) -> dict:
+    """The witness's NMSE at WIDTH, at WIDTH / 4 and at the largest trained width."""
+    key = {"witness": spec.model_dump(mode="json"), "width": construction.WIDTH}
+    cached = _cached(context, key)
+    if cached:
+        return cached
+    out = {"model": model.label(), "key": model.key(), "beta": construction.BETA}
+    for name, width in (
+        ("nmse", construction.WIDTH),
+        ("nmse_quarter", construction.WIDTH // 4),
+        ("nmse_trained_width", max(experiment.scale.rungs)),
+    ):
+        try:
+            out[name] = construction.build(spec, width=width, circuit=circuit).nmse
+        except ValueError as exc:  # too narrow for the decoders
+            out[name], out[f"{name}_why"] = None, str(exc)
+    out["channels"], out["circuit"] = circuit.width, circuit.to_json()
+    return _store(context, key, out)
+
+
+def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
+    nmse, quarter = record["nmse"], record["nmse_quarter"]
+    falls = quarter is not None and nmse * construction.FALLS <= quarter
+    holds = nmse < learns_below and falls
+    statement = (
+        f"{model.label()}: the compiled witness represents the target (NMSE below the learns "
+        f"threshold {learns_below:.3g}) and its error falls as its MLP grows 4x"
+    )
+    measured = {"nmse": nmse, "nmse_at_quarter_width": quarter}
+    tolerance = f"NMSE < shortcut / {LEARNS_FACTOR:g}; a fall of {construction.FALLS:g}x"
+    reason = "" if holds else "a finding against the plan: the construction does not carry it out"
+    claim = Claim.judged(
+        f"witness:{model.key()}", statement, "represents", measured, tolerance, holds, reason
+    )
+    return claim.of_kind(KIND)
+
+
+def _ablation(experiment, witness, other, removed, spec, context) -> dict:
+    """Train ``other`` from the witness without the removed head (or layer), and the witness
+    itself the same way (the control); best NMSE of each."""
+    tune = TUNE.get(experiment.scale.name.split(" ")[0], TUNE["smoke"])
+    key = {"ablated": spec.model_dump(mode="json"), "removed": list(removed), "tune": vars(tune)}
+    cached = _cached(context, key)
+    if cached:
+        return cached
+    layer, slot = removed
+    witness = construction.build(spec, width=tune.width, dtype=torch.float32)
+    if slot is None:  # a layer: the witness's weights without it
+        model = without_layer(witness.model, layer)
+    else:  # a head: the circuit without it and what read it, built on the smaller model
+        smaller = without_head(witness.circuit, layer, slot)
+        model = construction.build(
+            spec_at(experiment, other), circuit=smaller, width=tune.width, dtype=torch.float32
+        ).model
+    _, control = fine_tune(witness.model, spec, tune, context.device)
+    initial, best = fine_tune(model, spec, tune, context.device)
+    what = f"layer {layer}" if slot is None else f"head {slot} of layer {layer}"
+    out = {
+        "model": other.label(),
+        "removed": what,
+        "witness_float32": witness.nmse,
+        "control_best": control,
+        "ablated_start": initial,
+        "ablated_best": best,
+        "steps": tune.steps,
+    }
+    return _store(context, key, out)
+
+
+def _ablated_claim(experiment, witness: Model, other: Model, result: dict) -> Claim | None:
+    a, b = experiment.expected[witness].alpha, experiment.expected[other].alpha
+    if not b > a:
+        result["no_claim"] = f"the engine gives both alpha {a:g} at this T: it predicts nothing"
+        return None
+    best, control = result["ablated_best"], result["control_best"]
+    statement = (
+        f"{other.label()} (the witness without {result['removed']}, trained {result['steps']} "
+        f"steps) stays above the witness trained alike: alpha {b:.3g} > {a:.3g}"
+    )
+    measured = {"ablated_best": best, "control_best": control}
+    tolerance = f"confirmed above {LEARNS_FACTOR:g}x the control, refuted at or below it"
+    ident = f"ablated:{other.key()}"
+    if best > LEARNS_FACTOR * control:
+        claim = Claim.judged(ident, statement, "above", measured, tolerance, True)
+    elif best <= control:
+        claim = Claim.judged(ident, statement, "above", measured, tolerance, False)
+    else:
+        why = f"between the control and {LEARNS_FACTOR:g}x it"
+        claim = Claim.undecided(ident, statement, "above", measured, tolerance, why)
+    return claim.of_kind(KIND)
+
+
+def _path(context: Context, key: dict):
+    named = content_name("witness", {**key, "version": WITNESS_VERSION})
+    return context.checkpoints / f"{named}.json"
+
+
+def _cached(context: Context, key: dict) -> dict | None:
+    path = _path(context, key)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _store(context: Context, key: dict, value: dict) -> dict:
+    context.checkpoints.mkdir(parents=True, exist_ok=True)
+    path = _path(context, key)
+    clean = {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in value.items()
+    }
+    path.write_text(json.dumps(clean, indent=2) + "\n")
+    return clean

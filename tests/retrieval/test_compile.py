@@ -1,0 +1,253 @@
+"""infoflow compile: each mechanism's construction against the target it carries out, the
+intrinsic-dimension witness, the refusals, the files, and explain's pointer to each head."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import SPECS, refused, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit
+from infoflow.retrieval.mechanisms import global_aggregation
+from infoflow.retrieval.schedule_to_circuit import circuit_of
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators.retrieval import construction
+from infoflow.validators.retrieval.circuit_to_weights import Weights
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+
+RETRIEVAL = SPECS / "retrieval"
+
+
+def spec(target: str, heads: list[int], embed_dim: int = 32, seq_len: int = 16, **extra):
+    arch = {"layers": len(heads), "heads": heads, "embed_dim": embed_dim}
+    arch["positional_encoding"] = extra.pop("positional_encoding", False)
+    data = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": seq_len}
+    return RetrievalSpec.model_validate({**data, "architecture": arch, **extra})
+
+
+def bundled(name: str, **overrides) -> RetrievalSpec:
+    data = json.loads((RETRIEVAL / name).read_text())
+    data.pop("sweep", None)
+    for key, value in overrides.items():
+        (data["architecture"] if key in ("heads", "layers", "embed_dim") else data)[key] = value
+    return RetrievalSpec.model_validate(data)
+
+
+#: "Exact up to floating point" in float64: the anchor (1e6) and the readout's mask (1e6) are
+#: large, and a fused multiply-add leaves a rounding of about 1e-16 of their product in a
+#: logit, so an exact construction measures an NMSE near 1e-11, whatever beta or width.
+EXACT = 1e-10
+
+
+def test_pooling_and_fixed_position_fetch_are_exact() -> None:
+    pooled = spec("sum(dot(q, x[t]) for t in T)", [1], embed_dim=16)
+    fetched = bundled("specific-position.json")
+    for s in (pooled, fetched):
+        witness = construction.build(s, beta=100, width=16)
+        assert witness.nmse < EXACT, (s.target, witness.nmse)
+    assert [h.mechanism for h in circuit_of(fetched).heads] == ["fetch"]
+
+
+def test_the_global_aggregation_head_averages_every_token() -> None:
+    s = spec("sum(x[t] for t in T)", [1], embed_dim=16)
+    circuit = Circuit(1, (1,), False)
+    for group, width in ((ANCHOR, 1), (ZERO, 1), (BALANCE, 1), (READOUT, 1), (TOKENS, 4)):
+        circuit.add(group, width)
+    mean = circuit.add("mean", 4)
+    circuit.heads.append(global_aggregation.circuit_head(mean, "averages"))
+    circuit.output.append((mean, 16.0))  # T times the mean is the sum
+    witness = construction.build(s, circuit=circuit, width=16)
+    assert witness.nmse < EXACT
+
+
+def test_max_position_retrieval_error_falls_as_beta_grows() -> None:
+    s = spec("max(dot(q, x[t]) for t in T)", [1], embed_dim=16)
+    errors = [construction.build(s, beta=b, width=16).nmse for b in (3, 30, 300)]
+    assert errors[0] > errors[1] > errors[2], errors
+    assert errors[2] < 1e-4 < errors[0]
+
+
+def test_the_peeled_kth_retrieval_error_falls_as_beta_grows() -> None:
+    s = bundled("kth-largest.json", layers=2, heads=[1, 1])
+    circuit = circuit_of(s)
+    assert [(h.layer, h.mechanism) for h in circuit.heads] == [
+        (1, "k-th retrieval (peel)"),
+        (2, "k-th retrieval (peel)"),
+    ]
+    errors = [
+        construction.build(s, beta=b, width=16, circuit=circuit).nmse for b in (10, 100, 1000)
+    ]
+    assert errors[0] > errors[1] > errors[2], errors
+    assert errors[2] < 1e-3
+
+
+def test_a_pair_decode_error_falls_as_the_mlp_grows() -> None:
+    s = bundled("pairwise-min.json", seq_len=16)
+    small, large = (construction.build(s, beta=1000, width=w) for w in (128, 512))
+    assert large.nmse * 10 < small.nmse, (small.nmse, large.nmse)
+    assert large.decoders["p0.value"] < small.decoders["p0.value"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [2, 3])
+def test_the_intrinsic_dimension_witness_reaches_nmse_below_1e_3(d: int) -> None:
+    s = bundled(f"intrinsic-dimension-D{d}.json", seq_len=16)
+    witness = construction.build(s)
+    assert witness.nmse < 1e-3, witness.nmse
+    layers = [(h.layer, h.who) for h in witness.circuit.heads]
+    assert sorted(layers) == [(1, "every token")] * d + [(2, "the readout")] * d
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(-5, 5), min_size=6, max_size=6))
+def test_every_read_through_layer_norm_gives_the_channel(content: list[float]) -> None:
+    s = bundled("pairwise-min.json", seq_len=8)
+    circuit = circuit_of(s)
+    weights = Weights(circuit, s, TargetFunction(s, seed=0), beta=10, width=64)
+    model = weights.build()
+    h = torch.zeros(1, 1, 1, weights.e, dtype=torch.float64)
+    h[..., circuit.offset(ANCHOR)] = weights.anchor
+    x = circuit.offset(TOKENS)
+    h[..., x : x + 4] = torch.tensor(content[:4], dtype=torch.float64)
+    h[..., circuit.offset("p0.value")] = content[4]
+    h[..., circuit.offset(READOUT)] = content[5]
+    keep = [
+        i for i in range(weights.e) if i not in (circuit.offset(ANCHOR), circuit.offset(BALANCE))
+    ]
+    h[..., circuit.offset(BALANCE)] = -h[..., keep].sum(-1)
+    normed = model._norm(h, model.ln1[0])[0, 0, 0]
+    for group, want in ((TOKENS, content[:4]), ("p0.value", content[4:5]), (READOUT, content[5:])):
+        got = normed @ weights.read(group)
+        assert torch.allclose(got, torch.tensor(want, dtype=torch.float64), atol=1e-8), group
+
+
+def test_compile_writes_a_witness_that_loads_into_the_validators_model(tmp_path) -> None:
+    out = tmp_path / "witness"
+    proc = run_cli(
+        "compile",
+        str(RETRIEVAL / "pairwise-min.json"),
+        "--set",
+        "seq_len=16",
+        "--width",
+        "256",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "layer 1 head 0 (max-position retrieval)" in proc.stdout
+    assert "realises: 1 head(s): every token s retrieves the best t" in proc.stdout
+    meta = json.loads((out / "witness.json").read_text())
+    assert [h["layer"] for h in meta["circuit"]["heads"]] == [1, 2]
+    model, loaded = construction.load(out)
+    s = RetrievalSpec.model_validate(loaded["spec"])
+    target = TargetFunction(s, seed=0, dtype=torch.float64)
+    again = construction.nmse(model, s, target, seed=0)
+    assert again == pytest.approx(meta["nmse"], rel=1e-9)
+    assert meta["nmse"] < 1e-2
+
+
+def test_compile_refuses_an_inefficient_spec_naming_the_bottleneck(tmp_path) -> None:
+    line = refused("compile", str(RETRIEVAL / "triangle-center.json"), "--out", str(tmp_path))
+    assert "bottleneck: global aggregation" in line and "no architecture makes it" in line
+    line = refused(
+        "compile",
+        str(RETRIEVAL / "intrinsic-dimension-D2.json"),
+        "--set",
+        "architecture.heads=[1,2]",
+        "--out",
+        str(tmp_path),
+    )
+    assert "too few heads" in line and "try the minimal architecture" in line
+    assert not any(tmp_path.iterdir())
+
+
+def test_compile_refuses_what_it_does_not_build(tmp_path) -> None:
+    path = tmp_path / "norm.json"
+    data = {
+        "kind": "retrieval",
+        "target": "min(norm(x[s] - x[t]) for s in T for t in T)",
+        "seq_len": 16,
+        "architecture": {"layers": 2, "heads": 1, "embed_dim": 32},
+    }
+    path.write_text(json.dumps(data))
+    line = refused("compile", str(path), "--out", str(tmp_path / "w"))
+    assert "field 'target'" in line and "is not x[s]^T M x[t]" in line
+    line = refused(
+        "compile",
+        str(RETRIEVAL / "intrinsic-dimension-D2.json"),
+        "--set",
+        "architecture.embed_dim=12",
+        "--out",
+        str(tmp_path / "w"),
+    )
+    assert "needs 20 channels, E = 12" in line
+
+
+def test_explain_points_each_step_to_its_compiled_head() -> None:
+    proc = run_cli("explain", str(RETRIEVAL / "intrinsic-dimension-D2.json"))
+    assert proc.returncode == 0, proc.stderr
+    for layer in (1, 2):
+        for slot in (0, 1):
+            assert f"-> compiled: layer {layer} head {slot}" in proc.stdout
+    proc = run_cli("explain", str(RETRIEVAL / "triangle-center.json"))
+    assert "-> compiled" not in proc.stdout
+
+
+def test_the_sweep_measures_an_exponent_and_says_whether_the_error_falls(monkeypatch) -> None:
+    monkeypatch.setattr(construction, "BETAS", (3.0, 30.0, 300.0))
+    monkeypatch.setattr(construction, "WIDTHS", (128, 256, 512))
+    result = construction.sweep(bundled("pairwise-min.json", seq_len=8))
+    assert result["beta_falls"] and result["width_falls"]
+    assert result["slope"] < 0 and 0 < result["measured_alpha"] < 5
+    assert result["engine_alpha"] == 1
+
+
+def test_a_witness_without_a_layer_keeps_the_other_layers_weights() -> None:
+    from infoflow.validators.retrieval.ablation import without_layer
+
+    s = bundled("pairwise-min.json", seq_len=8, layers=3, heads=[1, 1, 1])  # layer 3 unused
+    witness = construction.build(s, width=256)
+    smaller = without_layer(witness.model, 3)
+    assert smaller.members[0].heads == (1, 1)
+    x = sample_inputs(s, 64, 8, torch.Generator().manual_seed(5)).double()
+    with torch.no_grad():
+        assert torch.allclose(smaller(x), witness.model(x), atol=1e-9)
+        # without layer 2 the readout's retrieval is gone: the output is not the target's
+        assert not torch.allclose(without_layer(witness.model, 2)(x), witness.model(x), atol=1e-3)
+
+
+def test_a_circuit_without_a_head_computes_the_rest_of_the_target() -> None:
+    from infoflow.retrieval.circuit import without_head
+
+    s = bundled("intrinsic-dimension-D2.json", seq_len=8)
+    circuit = circuit_of(s)
+    smaller = without_head(circuit, 1, 1)  # copy 2's retrieval, its decode, its readout head
+    assert smaller.heads_per_layer == (1, 2)
+    assert [(h.layer, h.slot) for h in smaller.heads] == [(1, 0), (2, 0)]
+    assert smaller.output == [("p0.out", 1.0)] and len(smaller.mlps) == 1
+    deficient = bundled("intrinsic-dimension-D2.json", seq_len=8, heads=[1, 2])
+    built = construction.build(deficient, circuit=smaller, beta=1000, width=1024)
+    x = sample_inputs(s, 256, 8, torch.Generator().manual_seed(2)).double()
+    model = built.model
+    matrix = TargetFunction(s, seed=0, dtype=torch.float64).parameter("A", (0,), 2, 8)
+    first = torch.einsum("bsi,ij,btj->bst", x, matrix, x).amax((1, 2))
+    with torch.no_grad():
+        got = model(x)[0, :, 0]
+    assert float(((got - first) ** 2).mean() / first.var()) < 1e-4
+
+
+def test_which_architectures_are_the_witness_with_a_part_removed() -> None:
+    from infoflow.validators.retrieval.experiment import Model
+    from infoflow.validators.retrieval.witness import _removed
+
+    w = Model(16, 20, (2, 2), False)
+    assert _removed(w, Model(16, 20, (1, 2), False)) == (1, 1)
+    assert _removed(w, Model(16, 20, (2, 1), False)) == (2, 1)
+    assert _removed(w, Model(16, 20, (2,), False)) == (1, None)
+    for other in (Model(16, 24, (1, 2), False), Model(8, 20, (1, 2), False), w):
+        assert _removed(w, other) is None
+    assert _removed(w, Model(16, 20, (1, 1), False)) is None
