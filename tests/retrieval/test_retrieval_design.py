@@ -457,3 +457,12 @@ def test_candidate_widths_are_multiples_of_every_head_count() -> None:
         }
         for candidate in designs(spec, path.parent):
             assert candidate.embed_dim is None or all(candidate.embed_dim % h == 0 for h in heads)
+
+
+def test_a_sweep_over_e_fixes_e_and_a_single_e_is_the_designs_to_choose() -> None:
+    path = SPECS / "retrieval" / "cpu-suite" / "intrinsic-dimension.json"
+    pinned = infoflow.load_spec(path)
+    assert {d.embed_dim for d in designs(pinned, path.parent)} == {None}
+    free = infoflow.load_spec(path, ['sweep={"architecture.heads": [[2, 2], [1, 2]]}'])
+    widths = {d.embed_dim for d in designs(free, path.parent)}
+    assert None in widths and 16 in widths  # the design may pick another E

@@ -3,21 +3,22 @@
 
 The model is pre-LN, so every read of the residual stream passes through a LayerNorm. Three
 channels make that harmless: the anchor holds a large constant at every position, so the
-norm's scale is nearly the same for every token (sigma0 = ANCHOR_VALUE sqrt(E - 1) / E); the
+norm's scale is nearly the same for every token (sigma0 = anchor sqrt(E - 1) / E); the
 balance channel holds minus the sum of all the others, so the norm's mean is the anchor's
 alone and its scale moves only by a relative |content|^2 / (2 sigma0^2 E); a channel that is
 always zero is the reference every read is taken against. A read of channel c is then
 ``sigma0 (e_c - e_zero)``, exact up to that second-order error.
 
 Heads: the logit is ``beta * score / sqrt(n)`` in the model's convention, so the query carries
-``beta sqrt(n)``; the readout is left out as a key by a logit of ``-MASK``. MLPs: a ``decode``
-is fitted by least squares on exact inputs (:func:`fit_decoders`); a ``peel`` is written exactly.
+``beta sqrt(n)``; the readout is left out as a key by a large negative logit (:class:`Scales`).
+MLPs: a ``decode`` is built by :func:`~.decode.build_decoders`; a ``peel`` is written exactly.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -38,9 +39,20 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.retrieval.targets import TargetFunction
 
-ANCHOR_VALUE = {torch.float64: 1e6, torch.float32: 1e3}  # the anchor's constant, by dtype
-MASK = 1e6  # the logit that leaves the readout out as a key
-PENALTY = 1e3  # what a peeled token's key loses
+
+@dataclass(frozen=True)
+class Scales:
+    """The construction's large numbers, by dtype: the anchor's constant, the logit that
+    leaves the readout out as a key, and what a peeled token's key loses. Rounding leaves
+    about eps * mask in a logit and eps * anchor in a read (eps the dtype's), so float32
+    takes smaller ones and pays a larger LayerNorm error (|content|^2 / anchor^2)."""
+
+    anchor: float
+    mask: float
+    penalty: float
+
+
+SCALES = {torch.float64: Scales(1e6, 1e6, 1e3), torch.float32: Scales(1e3, 1e4, 30.0)}
 _REFERENCE = re.compile(r"^([A-Za-z_]\w*)((?:\[\d+\])*)(\^T)?$")
 
 
@@ -67,12 +79,13 @@ class Weights:
         out_dim = target.output_dim(self.seq_len)
         self.model = EnsembleTransformer([self.member], self.seq_len, self.d, out_dim).to(dtype)
         self.dtype, self.e = dtype, e
-        self.anchor = ANCHOR_VALUE[dtype]
+        self.scales = SCALES[dtype]
+        self.anchor = self.scales.anchor
         self.sigma0 = self.anchor * math.sqrt(e - 1) / e
         self._used: dict[int, int] = {}  # hidden units handed out, per layer
 
     def build(self) -> EnsembleTransformer:
-        """Every weight; the decode MLPs are left to :func:`fit_decoders`."""
+        """Every weight; the decode MLPs are left to :func:`build_decoders`."""
         m = self.model
         with torch.no_grad():
             for p in m.parameters():
@@ -160,7 +173,7 @@ class Weights:
             a += self._score(form, q, k, a, self.beta if head.sharp else 0.0)
         if head.mask_readout:
             q[:, a] = self.read(ANCHOR)[:, 0]
-            k[:, a] = -MASK * self.read(READOUT)[:, 0]
+            k[:, a] = -self.scales.mask * self.read(READOUT)[:, 0]
         q *= math.sqrt(n)
         out = m.W_O[layer, 0].view(h, w, self.e)[head.slot, :n]
         b = 0
@@ -207,7 +220,7 @@ class Weights:
         return self.member.hidden - self._used.get(layer, 0)
 
     def _peel(self, mlp: Mlp) -> None:
-        """key -= PENALTY * clip((s - m) / margin + 1, 0, 1), s = sign M x; round 1 adds s."""
+        """key -= penalty * clip((s - m) / margin + 1, 0, 1), s = sign M x; round 1 adds s."""
         m, layer = self.model, mlp.layer - 1
         margin = 1 / self.beta
         score = self.read(TOKENS) @ self.matrix(mlp.matrix, 1, self.d).T * mlp.sign  # [E, 1]
@@ -217,7 +230,8 @@ class Weights:
         columns = [reached, reached] + ([score, -score] if mlp.first else [])
         m.W_1[layer, 0, :, units] = torch.cat(columns, dim=1)
         m.b_1[layer, 0, units.start : units.start + 2] = torch.tensor([1.0, 0.0])
-        out = [-PENALTY, PENALTY] + ([1.0, -1.0] if mlp.first else [])
+        penalty = self.scales.penalty
+        out = [-penalty, penalty] + ([1.0, -1.0] if mlp.first else [])
         m.W_2[layer, 0, units, key] = torch.tensor(out, dtype=self.dtype)
 
 

@@ -24,7 +24,7 @@ from infoflow.retrieval.predict import predict_retrieval
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.retrieval.circuit_to_weights import Weights
-from infoflow.validators.retrieval.decode import fit_decoders
+from infoflow.validators.retrieval.decode import build_decoders
 from infoflow.validators.retrieval.exponents import exponent_of, fit_slope
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
@@ -85,7 +85,7 @@ def build(
     target = TargetFunction(spec, seed=seed, dtype=dtype)
     weights = Weights(circuit, spec, target, beta=beta, width=width, dtype=dtype)
     model = weights.build()
-    decoders = fit_decoders(weights, seed)
+    decoders = build_decoders(weights, seed)
     weights.balance()
     error = nmse(model, spec, target, seed)
     return Witness(spec, circuit, model, beta, width, decoders, error, seed)

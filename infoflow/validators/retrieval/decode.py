@@ -49,9 +49,9 @@ def _sign_of(weights: Weights, mlp: Mlp) -> int:
     raise ValueError(f"no head writes {partner}")
 
 
-def fit_decoders(weights: Weights, seed: int = 0) -> dict[str, float]:
-    """Fit every decode MLP of the circuit into the model, sharing each layer's free hidden
-    units equally; the fit's NMSE on its own inputs, by output channel."""
+def build_decoders(weights: Weights, seed: int = 0) -> dict[str, float]:
+    """Write every decode MLP of the circuit into the model, sharing each layer's free hidden
+    units equally; each one's NMSE on exact inputs (the range's samples), by output channel."""
     generator = torch.Generator().manual_seed(seed)
     model, out = weights.model, {}
     for layer in sorted({m.layer for m in weights.circuit.mlps if m.kind == "decode"}):
@@ -71,8 +71,8 @@ def fit_decoders(weights: Weights, seed: int = 0) -> dict[str, float]:
                 channel = weights.circuit.offset(mlp.output)
                 model.W_2[layer - 1, 0, units, channel] = w
                 model.b_2[layer - 1, 0, channel] += bias
-            fitted = torch.relu(z @ directions + knots) @ w + bias
-            out[mlp.output] = float(((fitted - y) ** 2).mean() / y.var())
+            written = torch.relu(z @ directions + knots) @ w + bias
+            out[mlp.output] = float(((written - y) ** 2).mean() / y.var())
     return out
 
 

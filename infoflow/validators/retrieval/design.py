@@ -21,8 +21,6 @@ import math
 from pathlib import Path
 
 import infoflow
-from infoflow.core.errors import SpecError
-from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
@@ -30,7 +28,7 @@ from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, 
 from infoflow.validators.retrieval.floors import floors
 from infoflow.validators.retrieval.timing import group_flops, target_seconds
 from infoflow.validators.retrieval.train import Group
-from infoflow.validators.retrieval.witness import plan_lines, spec_at
+from infoflow.validators.retrieval.witness import plan_lines
 from infoflow.validators.steptime import StepTime, step_time
 
 #: Sequence lengths a design may choose (within the spec's own largest T), and the range of
@@ -73,9 +71,10 @@ def with_floors(experiment: Experiment) -> Experiment:
 def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
     """Every (lengths, E) worth trying. Lengths: for a spec of one T, that T or any shorter
     one in :data:`SEQ_LENS`; for a sweep over T, its lengths up to each of them, or the
-    shortest and that one. E: the spec's own, or, for a spec of one width, any in
-    :data:`WIDTHS` that is a multiple of every head count (the least such multiple of at
-    least 8 being the step) with heads at least d wide."""
+    shortest and that one. E: the spec's own, or, for a spec of one width that does not
+    sweep E (a sweep over E, even of one value, fixes it), any in :data:`WIDTHS` that is a
+    multiple of every head count (the least such multiple of at least 8 being the step) with
+    heads at least d wide."""
     points = [point for _, point in infoflow.expand(spec, base_dir)]
     lengths = sorted({p.seq_len or 16 for p in points})
     if len(lengths) == 1:
@@ -85,7 +84,7 @@ def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
         choices |= {(lengths[0], t) for t in lengths[1:]}
     widths: list[int | None] = [None]
     own = {p.architecture.embed_dim for p in points}
-    if len(own) == 1:
+    if len(own) == 1 and "architecture.embed_dim" not in (spec.sweep or {}):
         heads = {h for p in points for h in p.architecture.heads_per_layer}
         step = math.lcm(*heads) * math.ceil(8 / math.lcm(*heads))
         d = spec.input_dim or 4
@@ -95,8 +94,7 @@ def designs(spec: RetrievalSpec, base_dir: Path | None) -> list[Design]:
 
 
 def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
-    """More of the paper's claims, then more claims, then more compiled witnesses (the
-    construction claims need the witness to fit in E), then larger separations, then the
+    """More of the paper's claims, then more claims, then larger separations, then the
     spec's own width and lengths, then less work (FLOPs, not seconds: the choice must not
     depend on the machine's load)."""
     found = [e for _, _, e in expectations(experiment) if isinstance(e, Expectation)]
@@ -114,20 +112,7 @@ def score(experiment: Experiment, spec: RetrievalSpec, longest: int) -> tuple:
         for g in experiment.groups
     )
     size = round(sum(separations), 9)
-    return (paper, len(found), _witnesses(experiment), size, own_width, own_lengths, -work)
-
-
-def _witnesses(experiment: Experiment) -> int:
-    """How many of the spec's efficient points compile builds."""
-    count = 0
-    for model in experiment.points:
-        if experiment.expected[model].efficient:
-            try:
-                circuit_of(spec_at(experiment, model))
-                count += 1
-            except SpecError:
-                pass
-    return count
+    return (paper, len(found), size, own_width, own_lengths, -work)
 
 
 def seconds(experiment: Experiment) -> float:

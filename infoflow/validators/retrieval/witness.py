@@ -44,7 +44,7 @@ from infoflow.validators.retrieval.floors import LEARNS_FACTOR
 KIND = "construction"
 #: The version of the construction and ablation code: part of every cached result's key, so a
 #: change here (bump it) never reuses a result computed by the code before.
-WITNESS_VERSION = 3
+WITNESS_VERSION = 4
 
 
 @dataclass(frozen=True)
