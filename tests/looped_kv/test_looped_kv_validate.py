@@ -90,9 +90,9 @@ def test_store_bytes_equal_the_calculator_exactly(teacher) -> None:
     assert [r["variant"] for r in rows] == ["none", "per_head", "2d"]
     assert all(r["measured_bytes"] == r["predicted_bytes"] for r in rows)
     none, per_head, two_d = (r["measured_bytes"] / r["tokens"] for r in rows)
-    assert none == 4 * 2 * 4 * 16 * (1 + 4 * 2 + 1)  # fp32, K and V, 4 heads x 16, 10 slots
-    assert per_head == 4 * 2 * 4 * 32 + 4 * 2 * 4 * 16 * 2  # (12 + 20) per head, + prelude, coda
-    assert two_d == 4 * 2 * 128 + 4 * 2 * 4 * 16 * 2  # (48 + 80) per layer
+    assert none == 2 * 2 * 4 * 16 * (1 + 4 * 2 + 1)  # bf16, K and V, 4 heads x 16, 10 slots
+    assert per_head == 2 * 2 * 4 * 32 + 2 * 2 * 4 * 16 * 2  # (12 + 20) per head, + prelude, coda
+    assert two_d == 2 * 2 * 128 + 2 * 2 * 4 * 16 * 2  # (48 + 80) per layer
 
 
 def test_distillation_moves_the_codec_not_the_teacher(teacher) -> None:
@@ -129,7 +129,10 @@ def _measured(**changes) -> dict:
     """Measurements shaped as `run` returns them, where every claim holds."""
     methods = {
         name: {f"{r:.3g}": {"attention_error": e * r, "kl": e * r / 10} for r in RHOS}
-        for name, e in (("lla", 0.01), ("lla_2d", 0.005), ("head_axis", 0.05), ("quantize", 0.001))
+        for name, e in (("lla", 0.01), ("lla_2d", 0.005), ("head_axis", 0.05))
+    }
+    methods["quantize"] = {
+        f"{r:.3g}": {"attention_error": 0.1 * r, "kl": 0.01 * r, "bits": 6} for r in RHOS[:3]
     }
     methods["final_loop"] = {"4": {"attention_error": 0.5, "kl": 0.1}}
     spectra = {w: {"loop": [1.0] * 64, "head": [0.5] * 64, "layer": [0.4] * 32} for w in "KV"}
@@ -160,8 +163,8 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
     m = _measured()
     m["stores"][0]["measured_bytes"] = 101
     m["full_rank_relative_error"] = 0.01
-    m["spectra"]["K"]["head"] = [1.5] * 64
-    m["methods"]["lla"]["8"]["attention_error"] = 10.0  # error rises again at rho 8 -> 16
+    m["methods"]["lla_2d"]["8"]["attention_error"] = 10.0  # error falls again at rho 8 -> 10.7
+    m["methods"]["quantize"]["2"]["kl"] = 0.0
     m["methods"]["final_loop"]["4"] = {"attention_error": 0.0, "kl": 0.0}
     m["methods"]["head_axis"]["2"]["kl"] = 0.0
     m["methods"]["lla_distilled"] = {"4": {"attention_error": 0.0, "kl": 0.0}}
@@ -170,14 +173,61 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
     for claim in (
         "the per_head store holds the calculator's bytes",
         "full rank reconstructs the cache exactly",
-        "K: the loop axis is the most compressible at matched bytes",
-        "lla: error falls as rank rises",
+        "lla_2d: error falls as rank rises",
         "LLA beats final-loop reuse at rho = 4",
         "LLA beats head-axis compression at matched bytes",
+        "LLA beats uniform quantization of the cache at matched bytes",
         "distillation (teacher frozen) lowers LLA's KL",
     ):
         assert verdicts[claim] == "refuted", claim
-    assert verdicts["V: the loop axis is the most compressible at matched bytes"] == "confirmed"
+
+
+def _table(margin=0.1, low=0.05, high=0.2, error=0.01) -> dict:
+    """A structure table (two widths, two snapshots) where every claim holds."""
+    row = {}
+    for rho in RHOS:
+        for name in "KV":
+            row[f"margin:{name}:{rho:.3g}"] = {
+                "median": margin,
+                "low": low,
+                "high": high,
+                "seeds": 3,
+            }
+        value = error * rho
+        row[f"lla_error:{rho:.3g}"] = {"median": value, "low": value, "high": value, "seeds": 3}
+    return {w: {"150": dict(row), "600": dict(row)} for w in ("1", "2")}
+
+
+def test_the_loop_axis_claims_read_every_seed_and_width_at_the_last_snapshot() -> None:
+    from infoflow.validators.looped_kv.structure import claims as structure_claims
+
+    def verdicts(table):
+        return {c.id: c.verdict for c in structure_claims(table)}
+
+    assert set(verdicts(_table()).values()) == {"confirmed"}
+    table = _table()
+    table["2"]["600"]["margin:K:32"] = {"median": -0.1, "low": -0.2, "high": -0.05, "seeds": 3}
+    table["1"]["600"]["margin:V:4"] = {"median": 0.1, "low": -0.01, "high": 0.2, "seeds": 3}
+    table["1"]["150"]["margin:V:2"] = {"median": -1, "low": -1, "high": -1, "seeds": 3}  # early
+    table["1"]["600"]["lla_error:8"] = {"median": 1.0, "low": 1.0, "high": 1.0, "seeds": 3}
+    assert verdicts(table) == {
+        "loop_axis:K": "refuted",
+        "loop_axis:V": "inconclusive",
+        "error_falls:lla": "refuted",
+    }
+
+
+def test_the_structure_table_takes_medians_and_ranges_over_seeds() -> None:
+    from infoflow.validators.looped_kv.structure import table
+
+    runs = [
+        {"seed": s, "width": w, "snapshots": {150: {"m": s + w}, 600: {"m": 10 * s + w}}}
+        for s in range(3)
+        for w in (1, 2)
+    ]
+    summary = table(runs)
+    assert summary["2"]["600"]["m"] == {"median": 12, "low": 2, "high": 22, "seeds": 3}
+    assert summary["1"]["150"]["m"] == {"median": 2, "low": 1, "high": 3, "seeds": 3}
 
 
 @pytest.mark.slow
@@ -188,7 +238,10 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     (section,) = report["specs"]
-    assert section["kind"] == "looped_kv" and len(section["claims"]) == 11
+    assert section["kind"] == "looped_kv" and len(section["claims"]) == 12
+    structure = section["structure"]  # 3 seeds x 2 widths, snapshots at 2, 5 and 10 steps
+    assert set(structure) == {"1", "2"} and set(structure["2"]) == {"2", "5", "10"}
+    assert structure["1"]["10"]["margin:K:4"]["seeds"] == 3
     stores = section["measured"]["stores"]
     assert all(s["measured_bytes"] == s["predicted_bytes"] for s in stores)
     assert "Ouro-1.4B has 1," in report["skipped"][0]["reason"]
@@ -369,4 +422,4 @@ def test_the_measurements_run_on_the_gpu(teacher) -> None:
     model = LoopedDecoder(LoopedConfig()).eval()
     measured = measure(spec, model, SCALES["smoke"], torch.device("cuda"))
     assert all(s["measured_bytes"] == s["predicted_bytes"] for s in measured["stores"])
-    assert len(claims(measured)) == 11
+    assert len(claims(measured)) == 9

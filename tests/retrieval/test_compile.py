@@ -251,3 +251,19 @@ def test_which_architectures_are_the_witness_with_a_part_removed() -> None:
     for other in (Model(16, 24, (1, 2), False), Model(8, 20, (1, 2), False), w):
         assert _removed(w, other) is None
     assert _removed(w, Model(16, 20, (1, 1), False)) is None
+
+
+def test_the_witness_claim_needs_the_threshold_and_a_fall_with_precision() -> None:
+    from infoflow.validators.retrieval.experiment import Model
+    from infoflow.validators.retrieval.witness import _witness_claim
+
+    model = Model(16, 16, (1, 1), False)
+
+    def verdict(nmse, coarse, knob="beta"):
+        record = {"nmse": nmse, "nmse_coarse": coarse, "knob": knob}
+        return _witness_claim(model, record, learns_below=0.08).verdict
+
+    assert verdict(1e-3, 0.05) == "confirmed"
+    assert verdict(1e-3, 2e-3, "MLP width") == "refuted"  # the error does not fall
+    assert verdict(0.1, 5.0) == "refuted"  # not below the learns threshold
+    assert verdict(1e-3, None) == "refuted"  # no coarser witness to compare with

@@ -99,8 +99,18 @@ class SVDCodec:
     def decode(self, latent: Tensor) -> Tensor:
         return latent @ self.basis.transpose(1, 2) + self.mu[:, None]
 
-    def reconstruct(self, x: Tensor) -> Tensor:
-        return unfold(self.decode(self.encode(fold(x, self.how))), self.how, x.shape)
+    def reconstruct(self, x: Tensor, stored: torch.dtype | None = None) -> Tensor:
+        """x through the codec, its latent kept in the cache's dtype ``stored`` (None: as
+        computed)."""
+        latent = self.encode(fold(x, self.how))
+        if stored is not None:
+            latent = as_stored(latent, stored)
+        return unfold(self.decode(latent), self.how, x.shape)
+
+
+def as_stored(x: Tensor, dtype: torch.dtype) -> Tensor:
+    """``x`` rounded to the cache's dtype and read back (the identity for its own dtype)."""
+    return x.to(dtype).to(x.dtype)
 
 
 def energy_captured(x: Tensor, how: str) -> Tensor:
@@ -221,7 +231,8 @@ class LatentStore:
     def _rebuild(self, which: int, t: int, r: int) -> Tensor:
         """K (which = 0) or V of core layer r at loop t for the stored tokens [B, H, n, d]."""
         c, codec = self.config, self.codecs[which]
-        latent = self.latent[which][r, :, :, : self.length]  # [B, G, n, rank]
+        latent = self.latent[which][r, :, :, : self.length]  # [B, G, n, rank], stored dtype
+        latent = latent.to(codec.basis.dtype)  # read back for the computation
         d, H = c.head_dim, c.kv
         if codec.how == "loop":
             basis = codec.basis.view(c.core, H, c.loops, d, -1)[r, :, t]  # [H, d, rank]
@@ -289,9 +300,12 @@ class LearnedCodec(torch.nn.Module):
         self.W_down = torch.nn.Parameter(codec.basis.clone())
         self.W_up = torch.nn.Parameter(codec.basis.clone())
 
-    def reconstruct(self, x: Tensor) -> Tensor:
+    def reconstruct(self, x: Tensor, stored: torch.dtype | None = None) -> Tensor:
+        """As :meth:`SVDCodec.reconstruct`, the latent kept in ``stored``."""
         folded = fold(x, self.how)
         latent = (folded - self.mu[:, None]) @ self.W_down
+        if stored is not None:
+            latent = as_stored(latent, stored)
         return unfold(latent @ self.W_up.transpose(1, 2) + self.mu[:, None], self.how, x.shape)
 
 

@@ -27,6 +27,11 @@ TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16":
 
 @dataclass(frozen=True)
 class LoopedScale:
+    """How the looped models train and are measured: the main model (the spec's, seed 0) is
+    measured whole; ``seeds`` x ``widths`` (multiples of the spec's d_model) models, the main
+    one among them, record the loop-axis structure at ``snapshots`` (fractions of the
+    steps)."""
+
     name: str
     steps: int
     batch: int
@@ -34,6 +39,9 @@ class LoopedScale:
     calibration: int  # sequences
     evaluation: int
     distill_steps: int  # refinement of the LLA codec, teacher frozen
+    seeds: int = 3
+    widths: tuple[int, ...] = (1, 2)
+    snapshots: tuple[float, ...] = (0.25, 0.5, 1.0)
 
 
 SCALES = {
@@ -51,6 +59,8 @@ class LoopedGroup(Group):
     prefix: str
     config: LoopedConfig
     scale: LoopedScale
+    seed: int = 0
+    snapshots: tuple[int, ...] = ()  # steps at which the loop-axis structure is recorded
 
     def trained(self) -> dict:
         """Everything that determines the trained model (the corpus and the seeds are fixed
@@ -63,10 +73,13 @@ class LoopedGroup(Group):
             "steps": self.scale.steps,
             "batch": self.scale.batch,
             "length": self.scale.length,
+            "seed": self.seed,
+            "snapshots": list(self.snapshots),
         }
 
     def member_rows(self) -> list[dict]:
-        return [{"label": f"looped {self.config.core} x {self.config.loops}"}]
+        c = self.config
+        return [{"label": f"looped {c.core} x {c.loops}, d_model {c.d_model}, seed {self.seed}"}]
 
 
 @dataclass(frozen=True)
@@ -74,13 +87,12 @@ class LoopedExperiment:
     name: str
     spec: LoopedKVSpec
     scale: LoopedScale
-    group: LoopedGroup | None  # None: the model is loaded from ``spec.model.checkpoint``
+    group: LoopedGroup | None  # the main model; None: loaded from ``spec.model.checkpoint``
+    structure: tuple[LoopedGroup, ...] = ()  # every seed and width, the main model first
 
     @property
     def jobs(self) -> list[Job]:
-        if self.group is None:
-            return []
-        return [Job("looped_kv", self.name, self.group, self.scale.steps)]
+        return [Job("looped_kv", self.name, g, self.scale.steps) for g in self.structure]
 
 
 def plan(name: str, spec: LoopedKVSpec, scale: LoopedScale) -> LoopedExperiment:
@@ -90,8 +102,19 @@ def plan(name: str, spec: LoopedKVSpec, scale: LoopedScale) -> LoopedExperiment:
         raise CannotValidate(reason)
     if spec.model.checkpoint:
         return LoopedExperiment(name, spec, scale, None)
-    group = LoopedGroup(f"{name}-looped", config_of(spec, scale.length), scale)
-    return LoopedExperiment(name, spec, scale, group)
+    snapshots = tuple(sorted({max(1, round(f * scale.steps)) for f in scale.snapshots}))
+    structure = tuple(
+        LoopedGroup(
+            f"{name}-looped" + (f"-w{width}-s{seed}" if (width, seed) != (1, 0) else ""),
+            config_of(spec, scale.length, width),
+            scale,
+            seed,
+            snapshots,
+        )
+        for width in scale.widths
+        for seed in range(scale.seeds)
+    )
+    return LoopedExperiment(name, spec, scale, structure[0], structure)
 
 
 def cannot_train(spec: LoopedKVSpec) -> str | None:
@@ -116,17 +139,18 @@ def cannot_train(spec: LoopedKVSpec) -> str | None:
     return None
 
 
-def config_of(spec: LoopedKVSpec, length: int) -> LoopedConfig:
+def config_of(spec: LoopedKVSpec, length: int, width: int = 1) -> LoopedConfig:
+    """The spec's model, its widths (d_model, head width, MLP) times ``width``."""
     m = spec.model
     return LoopedConfig(
         vocab=m.vocab_size,
-        d_model=m.hidden_size,
+        d_model=m.hidden_size * width,
         heads=m.heads,
         prelude=m.prelude_layers,
         core=m.layers,
         loops=m.loops,
         coda=m.coda_layers,
-        mlp_width=m.intermediate_size,
+        mlp_width=m.intermediate_size * width,
         max_len=length,
     )
 

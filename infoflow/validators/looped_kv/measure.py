@@ -4,7 +4,10 @@ the full-rank check, and the bytes the latent store holds beside the calculator'
 
 Methods at matched bytes: LLA per head (the loop axis folded in, SVD), LLA distilled with
 the teacher frozen, LLA-2D (loop and head axes), head-axis compression (MLA-style, a
-control), uniform quantization, and final-loop reuse (at rho = T only).
+control), uniform quantization, and final-loop reuse (at rho = T only). Everything is stored
+in the cache's dtype (``serving.cache_dtype``, else the model's): the plain cache rounded to
+it is the method ``cache`` (rho 1, the floor under every codec), a codec's latents are
+rounded to it, and quantization starts from the cache's values and its bits.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from infoflow.validators.looped_kv import codec as kv_codec
 from infoflow.validators.looped_kv.experiment import TORCH_DTYPES, LoopedScale, corpus
 from infoflow.validators.looped_kv.model import ExactAttention, LoopedDecoder
 
-RHOS = (4 / 3, 2.0, 4.0, 8.0, 16.0)
-METHODS = ("lla", "lla_distilled", "lla_2d", "head_axis", "quantize", "final_loop")
+#: The codec grid: the paper's ratios (r_k + r_v = 768, 512, 256, 96, 48 and 32 on Ouro:
+#: 1.33x to 32x, 21.3x its headline) and 8x and 16x between them.
+RHOS = (4 / 3, 2.0, 4.0, 8.0, 32 / 3, 16.0, 64 / 3, 32.0)
+METHODS = ("cache", "lla", "lla_distilled", "lla_2d", "head_axis", "quantize", "final_loop")
 
 
 def ranks(total: int) -> tuple[int, int]:
@@ -80,8 +85,8 @@ def measure(spec: LoopedKVSpec, model: LoopedDecoder, scale: LoopedScale, device
         for name, x in (("K", k_cal), ("V", v_cal))
     }
     weights = [p.detach().clone() for p in model.parameters()]
-    cache_bits = 8 * TORCH_DTYPES[spec.serving.cache_dtype or spec.model.dtype].itemsize
-    methods = _methods(model, (k_cal, v_cal), calibration, score, scale, cache_bits)
+    dtype = TORCH_DTYPES[spec.serving.cache_dtype or spec.model.dtype]
+    methods = _methods(model, (k_cal, v_cal), calibration, score, scale, dtype)
     T, d, H = config.loops, config.head_dim, config.kv
     full = {"loop": T * d, "loop_head": T * H * d}
     full_rank = [
@@ -99,6 +104,7 @@ def measure(spec: LoopedKVSpec, model: LoopedDecoder, scale: LoopedScale, device
     dims = {"loop": T * d, "head": H * d, "layer": config.core * d}  # the folds' vector sizes
     return {
         "config": config.__dict__,
+        "cache_dtype": str(dtype).removeprefix("torch."),
         "dims": dims,
         "spectra": spectra,
         "methods": methods,
@@ -110,13 +116,17 @@ def measure(spec: LoopedKVSpec, model: LoopedDecoder, scale: LoopedScale, device
     }
 
 
-def _methods(model, calibrated, tokens, score: Scorer, scale: LoopedScale, cache_bits) -> dict:
-    """Every method's scores at every rho of the grid (and rho = T for final-loop reuse);
-    quantization at the bits the cache's dtype leaves at that rho, scales counted."""
+def _methods(model, calibrated, tokens, score: Scorer, scale: LoopedScale, dtype) -> dict:
+    """Every method's scores at every rho of the grid (and rho = T for final-loop reuse), all
+    stored in ``dtype``; quantization at the bits the dtype leaves at that rho, scales
+    counted."""
     k_cal, v_cal = calibrated
     config = model.config
     T, d, H = config.loops, config.head_dim, config.kv
+    cache_bits = 8 * dtype.itemsize
+    k_stored, v_stored = kv_codec.as_stored(score.k, dtype), kv_codec.as_stored(score.v, dtype)
     methods: dict[str, dict[str, dict]] = {name: {} for name in METHODS}
+    methods["cache"]["1"] = score(k_stored, v_stored)
     for rho in sorted({*RHOS, float(T)}):  # final-loop reuse exists at rho = T only
         key = f"{rho:.3g}"
         for name, how, dim in (
@@ -129,19 +139,23 @@ def _methods(model, calibrated, tokens, score: Scorer, scale: LoopedScale, cache
                 kv_codec.SVDCodec.fit(k_cal, how, r_k),
                 kv_codec.SVDCodec.fit(v_cal, how, r_v),
             )
-            result = score(codecs[0].reconstruct(score.k), codecs[1].reconstruct(score.v))
+            result = score(
+                codecs[0].reconstruct(score.k, dtype), codecs[1].reconstruct(score.v, dtype)
+            )
             methods[name][key] = {"r_k": r_k, "r_v": r_v, **result}
             if name == "lla" and scale.distill_steps:
                 with torch.enable_grad():
                     learned = kv_codec.distill(model, codecs, tokens, scale.distill_steps)
-                refined = score(learned[0].reconstruct(score.k), learned[1].reconstruct(score.v))
+                refined = score(
+                    learned[0].reconstruct(score.k, dtype), learned[1].reconstruct(score.v, dtype)
+                )
                 methods["lla_distilled"][key] = {"r_k": r_k, "r_v": r_v, **refined}
         bits = kv_codec.matched_bits(cache_bits, rho, d)
         if bits:  # at matched bytes, the scales included
-            quantized = score(kv_codec.quantize(score.k, bits), kv_codec.quantize(score.v, bits))
+            quantized = score(kv_codec.quantize(k_stored, bits), kv_codec.quantize(v_stored, bits))
             methods["quantize"][key] = {"bits": bits, **quantized}
     last = lambda x: x[:, -1:].expand_as(x)  # noqa: E731
-    methods["final_loop"][f"{float(T):.3g}"] = score(last(score.k), last(score.v))
+    methods["final_loop"][f"{float(T):.3g}"] = score(last(k_stored), last(v_stored))
     return methods
 
 

@@ -213,10 +213,14 @@ def train_looped(
     progress=None,
     every: int = 100,
     device="cpu",
+    snapshots: tuple[int, ...] = (),
+    on_snapshot=None,
 ) -> LoopedDecoder:
     """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences
     (drawn on the CPU, trained on ``device``), saving the training state to ``checkpoint``
-    every ``every`` steps and resuming from it (a finished run only loads its weights)."""
+    every ``every`` steps and resuming from it (a finished run only loads its weights).
+    ``on_snapshot(step, model)`` runs at each of ``snapshots``, the model in eval mode, before
+    that step's checkpoint (a run killed after it repeats it on resume)."""
     torch.manual_seed(seed)
     model = LoopedDecoder(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
@@ -232,6 +236,10 @@ def train_looped(
         optimizer.step()
         schedule.step()
         done = step + 1
+        if on_snapshot is not None and done in snapshots:
+            model.eval()
+            on_snapshot(done, model)
+            model.train()
         if done % every == 0 or done == steps:
             checkpoint.save(model, optimizer, schedule, generator.get_state(), done)
             if progress:

@@ -8,6 +8,7 @@ from pathlib import Path
 from infoflow.validators.plots import pyplot, save
 
 CODEC_STYLES = {
+    "cache": "k*",
     "lla": "o-",
     "lla_distilled": "o--",
     "lla_2d": "s-",

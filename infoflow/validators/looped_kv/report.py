@@ -17,6 +17,17 @@ def describe(settings: dict[str, Any]) -> str:
     )
 
 
+def _cache_floor(rows: dict) -> str:
+    """The plain cache's own error in its dtype (the floor under every codec)."""
+    row = rows.get("1")
+    if not row:
+        return ""
+    return (
+        f" (the plain cache in it: {number(row['attention_error'])} / {number(row['kl'])}, "
+        "the floor under every codec)"
+    )
+
+
 def markdown(spec: dict[str, Any]) -> list[str]:
     m, name = spec["measured"], spec["name"]
     c = m["config"]
@@ -35,12 +46,17 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         f"(uniform: ln {c['vocab']} = {math.log(c['vocab']):.3f}); {timing}. Plots "
         f"{markdown_code(name + '-codec.png')}, {markdown_code(name + '-spectra.png')}.",
         "",
-        "Attention-output error (relative, mean over core slots) / next-token KL to the teacher:",
+        "Attention-output error (relative, mean over core slots) / next-token KL to the teacher, "
+        f"everything stored in {m.get('cache_dtype', 'the model dtype')}"
+        + _cache_floor(m["methods"].get("cache", {}))
+        + ":",
         "",
         "| method | " + " | ".join(f"rho {r}" for r in rhos) + " |",
         "|---|" + "--:|" * len(rhos),
     ]
     for method, rows in m["methods"].items():
+        if method == "cache":
+            continue
         cells = [
             f"{number(rows[r]['attention_error'])} / {number(rows[r]['kl'])}" if r in rows else "-"
             for r in rhos
@@ -57,4 +73,35 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             f"| {s['variant']} | {ranks} | {s['tokens']} | {s['measured_bytes']:,} | "
             f"{s['predicted_bytes']:,} |"
         )
-    return lines + claims_markdown(spec["claims"])
+    return lines + _structure(spec.get("structure")) + claims_markdown(spec["claims"])
+
+
+#: The rhos the structure table shows (the paper's 4x and its 21.3x headline).
+SHOWN = ("4", "21.3")
+
+
+def _structure(summary: dict | None) -> list[str]:
+    """The loop margins and LLA's error at each width and training length, median [range]
+    over seeds."""
+    if not summary:
+        return []
+    columns = [f"margin:{n}:{r}" for n in "KV" for r in SHOWN] + [f"lla_error:{r}" for r in SHOWN]
+    lines = [
+        "",
+        "Loop-axis structure over seeds (median [low, high]); a margin is the energy the loop "
+        "fold captures at matched bytes minus the better of the head and layer folds:",
+        "",
+        "| width | step | " + " | ".join(c.replace(":", " ") for c in columns) + " |",
+        "|---|--:|" + "--:|" * len(columns),
+    ]
+    for width, steps in summary.items():
+        for step, row in sorted(steps.items(), key=lambda item: int(item[0])):
+            cells = [_interval(row.get(c)) for c in columns]
+            lines.append(f"| x{width} | {step} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _interval(value: dict | None) -> str:
+    if not value:
+        return "-"
+    return f"{number(value['median'])} [{number(value['low'])}, {number(value['high'])}]"

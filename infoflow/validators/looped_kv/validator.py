@@ -14,7 +14,7 @@ from typing import Any
 from infoflow.looped_kv.spec import LoopedKVSpec
 from infoflow.validators.claims import Section, labelled
 from infoflow.validators.ensemble import Checkpoint
-from infoflow.validators.looped_kv import plots, report
+from infoflow.validators.looped_kv import plots, report, structure
 from infoflow.validators.looped_kv.claims import claims
 from infoflow.validators.looped_kv.experiment import (
     SCALES,
@@ -37,6 +37,7 @@ CLAIM_KINDS = {
     "loop_axis": "paper",
     "beats_final_loop": "paper",
     "beats_head_axis": "paper",
+    "beats_quantize": "paper",
     "distillation_helps": "paper",
 }
 
@@ -81,8 +82,13 @@ class LoopedKVValidator:
             scale.batch,
             scale.length + 1,
             Checkpoint.of(group, context.checkpoints),
+            seed=group.seed,
             progress=report_step,
             device=context.device,
+            snapshots=group.snapshots,
+            on_snapshot=lambda step, model: context.store.record_metrics(
+                group.name, step, [structure.snapshot(model, scale.length)]
+            ),
         )
         context.store.finish_group(group.name, time.perf_counter() - started)
 
@@ -98,12 +104,12 @@ class LoopedKVValidator:
             **measure(spec, model, experiment.scale, context.device),
             "training_seconds": trained,
         }
-        return Section(
-            self.kind,
-            experiment.name,
-            {"measured": measured},
-            labelled(claims(measured), CLAIM_KINDS),
-        )
+        found = claims(measured)
+        body: dict[str, Any] = {"measured": measured}
+        if experiment.structure:
+            body["structure"] = structure.table(_runs(experiment, context))
+            found += structure.claims(body["structure"])
+        return Section(self.kind, experiment.name, body, labelled(found, CLAIM_KINDS))
 
     def describe(self, settings: dict[str, Any]) -> str:
         return report.describe(settings)
@@ -113,6 +119,19 @@ class LoopedKVValidator:
 
     def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
         return [path for section in sections for path in plots.plot(out, section)]
+
+
+def _runs(experiment: LoopedExperiment, context: Context) -> list[dict]:
+    """Each trained model's snapshots: {"seed", "width", "snapshots": {step: metrics}}."""
+    base = experiment.spec.model.hidden_size
+    return [
+        {
+            "seed": g.seed,
+            "width": g.config.d_model // base,
+            "snapshots": context.store.metrics(g.name).get(0, {}),
+        }
+        for g in experiment.structure
+    ]
 
 
 VALIDATOR = LoopedKVValidator()

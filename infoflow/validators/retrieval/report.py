@@ -126,11 +126,12 @@ def _witnesses(records: list[dict]) -> list[str]:
             "",
             "Compiled witnesses (infoflow compile; NMSE on fresh data, float64):",
             "",
-            "| model | channels | NMSE (width 2048) | width 512 | largest trained width |",
+            "| model | channels | NMSE (width 2048, beta 100) | coarser: width 512, or beta 10 "
+            "| largest trained width |",
             "|---|--:|--:|--:|--:|",
             *(
                 f"| {markdown_text(r['model'])} | {r['channels']} | {number(r['nmse'])} | "
-                f"{number(r['nmse_quarter'])} | {number(r['nmse_trained_width'])} |"
+                f"{number(r['nmse_coarse'])} ({r['knob']}) | {number(r['nmse_trained_width'])} |"
                 for r in built
             ),
             *([""] if any(r.get("nmse_trained_width_why") for r in built) else []),

@@ -5,8 +5,9 @@ For every architecture of the spec's own points that the engine calls efficient 
 builds:
 
 - ``witness``: its witness reaches the learns threshold the target's floors set (NMSE below
-  the pooling shortcut / LEARNS_FACTOR) and its error falls as its MLP grows (WIDTH / 4 ->
-  WIDTH); refuted, a finding against the plan, when either fails. Its NMSE at the largest
+  the pooling shortcut / LEARNS_FACTOR) and its error falls FALLS times as its precision
+  grows (its MLP 4x where it decodes, else beta 10x); refuted, a finding against the plan,
+  when either fails. Its NMSE at the largest
   trained width is reported beside it (how far the trained ladder is from what the
   architecture represents).
 - ``ablated``: each of the spec's architectures that is the witness's with one head of a
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -44,7 +45,7 @@ from infoflow.validators.retrieval.floors import LEARNS_FACTOR
 KIND = "construction"
 #: The version of the construction and ablation code: part of every cached result's key, so a
 #: change here (bump it) never reuses a result computed by the code before.
-WITNESS_VERSION = 4
+WITNESS_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,12 @@ class Tune:
 
 
 TUNE = {"smoke": Tune(400), "paper": Tune(5000)}
+
+
+def tune_of(experiment: Experiment) -> Tune:
+    """The scale's fine-tuning, never longer than the ladder's own cap (``--steps``)."""
+    tune = TUNE.get(experiment.scale.name.split(" ")[0], TUNE["smoke"])
+    return replace(tune, steps=min(tune.steps, experiment.scale.settings.steps))
 
 
 def spec_at(experiment: Experiment, model: Model) -> RetrievalSpec:
@@ -104,7 +111,7 @@ def plan_lines(experiment: Experiment) -> list[str]:
     """What ``plan`` says of the construction claims: which witnesses compile builds and
     which deficient architectures train from them."""
     lines = ["  construction claims (infoflow compile; their time is not in the estimate):"]
-    tune = TUNE.get(experiment.scale.name.split(" ")[0], TUNE["smoke"])
+    tune = tune_of(experiment)
     for model in experiment.points:
         if not experiment.expected[model].efficient:
             continue
@@ -143,19 +150,24 @@ def _removed(witness: Model, other: Model) -> tuple[int, int | None] | None:
 
 
 def _witness_record(experiment, model, spec, circuit, context) -> dict:
-    """The witness's NMSE at WIDTH, at WIDTH / 4 and at the largest trained width."""
+    """The witness's NMSE at its default precision, at a coarser one (a quarter of the MLP
+    width where it decodes, else a tenth of beta: the knob its error depends on) and at the
+    largest trained width."""
     key = {"witness": spec.model_dump(mode="json"), "width": construction.WIDTH}
     cached = _cached(context, key)
     if cached:
         return cached
-    out = {"model": model.label(), "key": model.key(), "beta": construction.BETA}
-    for name, width in (
-        ("nmse", construction.WIDTH),
-        ("nmse_quarter", construction.WIDTH // 4),
-        ("nmse_trained_width", max(experiment.scale.rungs)),
+    decodes = any(m.kind == "decode" for m in circuit.mlps)
+    knob = "MLP width" if decodes else "beta"
+    coarse = {"width": construction.WIDTH // 4} if decodes else {"beta": construction.BETA / 10}
+    out = {"model": model.label(), "key": model.key(), "beta": construction.BETA, "knob": knob}
+    for name, setting in (
+        ("nmse", {}),
+        ("nmse_coarse", coarse),
+        ("nmse_trained_width", {"width": max(experiment.scale.rungs)}),
     ):
         try:
-            out[name] = construction.build(spec, width=width, circuit=circuit).nmse
+            out[name] = construction.build(spec, circuit=circuit, **setting).nmse
         except ValueError as exc:  # too narrow for the decoders
             out[name], out[f"{name}_why"] = None, str(exc)
     out["channels"], out["circuit"] = circuit.width, circuit.to_json()
@@ -163,14 +175,15 @@ def _witness_record(experiment, model, spec, circuit, context) -> dict:
 
 
 def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
-    nmse, quarter = record["nmse"], record["nmse_quarter"]
-    falls = quarter is not None and nmse * construction.FALLS <= quarter
+    nmse, coarse, knob = record["nmse"], record["nmse_coarse"], record["knob"]
+    falls = coarse is not None and nmse * construction.FALLS <= coarse
     holds = nmse < learns_below and falls
+    grows = "4x" if knob == "MLP width" else "10x"
     statement = (
         f"{model.label()}: the compiled witness represents the target (NMSE below the learns "
-        f"threshold {learns_below:.3g}) and its error falls as its MLP grows 4x"
+        f"threshold {learns_below:.3g}) and its error falls as its {knob} grows {grows}"
     )
-    measured = {"nmse": nmse, "nmse_at_quarter_width": quarter}
+    measured = {"nmse": nmse, "nmse_coarser": coarse}
     tolerance = f"NMSE < shortcut / {LEARNS_FACTOR:g}; a fall of {construction.FALLS:g}x"
     reason = "" if holds else "a finding against the plan: the construction does not carry it out"
     claim = Claim.judged(
@@ -182,7 +195,7 @@ def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
 def _ablation(experiment, witness, other, removed, spec, context) -> dict:
     """Train ``other`` from the witness without the removed head (or layer), and the witness
     itself the same way (the control); best NMSE of each."""
-    tune = TUNE.get(experiment.scale.name.split(" ")[0], TUNE["smoke"])
+    tune = tune_of(experiment)
     key = {"ablated": spec.model_dump(mode="json"), "removed": list(removed), "tune": vars(tune)}
     cached = _cached(context, key)
     if cached:
