@@ -139,14 +139,13 @@ class Circuit:
 
 
 def without_head(circuit: Circuit, layer: int, slot: int) -> Circuit:
-    """``circuit`` on one head fewer in ``layer``: that head removed, with everything that
-    reads what it wrote (MLPs, heads, output terms), transitively; the other heads keep their
-    order, slots renumbered. What is left computes the rest of the target exactly."""
+    """``circuit`` on one head fewer in ``layer``: that head removed (when the circuit uses
+    it), with everything that reads what it wrote (MLPs, heads, output terms), transitively;
+    the other heads keep their order, slots renumbered. What is left computes the rest of the
+    target exactly."""
     heads = [h for h in circuit.heads if (h.layer, h.slot) != (layer, slot)]
     removed = [h for h in circuit.heads if (h.layer, h.slot) == (layer, slot)]
-    if not removed:
-        raise ValueError(f"the circuit has no head {slot} in layer {layer}")
-    dead = {c.dest for c in removed[0].values}
+    dead = {c.dest for h in removed for c in h.values}
     mlps = list(circuit.mlps)
     while True:
         gone_mlps = [m for m in mlps if dead & set(m.inputs)]

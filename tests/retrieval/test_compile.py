@@ -229,6 +229,8 @@ def test_a_circuit_without_a_head_computes_the_rest_of_the_target() -> None:
     assert smaller.heads_per_layer == (1, 2)
     assert [(h.layer, h.slot) for h in smaller.heads] == [(1, 0), (2, 0)]
     assert smaller.output == [("p0.out", 1.0)] and len(smaller.mlps) == 1
+    unused = without_head(circuit_of(bundled("pairwise-min.json", heads=[2, 1])), 1, 1)
+    assert unused.heads_per_layer == (1, 1) and len(unused.heads) == 2  # nothing read it
     deficient = bundled("intrinsic-dimension-D2.json", seq_len=8, heads=[1, 2])
     built = construction.build(deficient, circuit=smaller, beta=1000, width=1024)
     x = sample_inputs(s, 256, 8, torch.Generator().manual_seed(2)).double()

@@ -7,19 +7,20 @@ builds:
 - ``witness``: its witness reaches the learns threshold the target's floors set (NMSE below
   the pooling shortcut / LEARNS_FACTOR) and its error falls FALLS times as its precision
   grows (its MLP 4x where it decodes, else beta 10x); refuted, a finding against the plan,
-  when either fails. Its NMSE at the largest
-  trained width is reported beside it (how far the trained ladder is from what the
-  architecture represents).
+  when either fails. Its NMSE at the largest trained width is reported beside it (how far the
+  trained ladder is from what the architecture represents).
 - ``ablated``: each of the spec's architectures that is the witness's with one head of a
-  layer (or one layer) removed is initialised from the witness without it and trained (AdamW, fresh
-  batches; the witness itself trained the same way is the control). Where the engine gives it
-  a larger exponent than the witness's at this T, the claim is that training does not bring it
-  back to the control: confirmed when its best NMSE stays LEARNS_FACTOR times above the
-  control's, refuted when it reaches the control's, inconclusive between. Where the exponents
-  are equal the engine predicts nothing, and the numbers are reported without a claim.
+  layer, or one layer, removed starts from the witness without it (for a head, the circuit
+  without the head and what read it, ``circuit.without_head``; for a layer, the witness's
+  weights without it), its output bias moved by the mean residual, and trains (AdamW, fresh
+  batches); the witness trained alike is the control. Where the engine gives it a larger
+  exponent than the witness's at this T, the claim is that training does not bring it back:
+  confirmed when its best NMSE stays LEARNS_FACTOR times above the control's, refuted when it
+  reaches the control's, inconclusive between. Where the exponents are equal the engine
+  predicts nothing, and the numbers are reported without a claim.
 
-Results are kept in the checkpoints folder under their content's name, so a resumed run
-does not train them again.
+Results are kept in the checkpoints folder under their content's name (and WITNESS_VERSION),
+so a resumed run does not compute them again.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def construction_claims(experiment: Experiment, context: Context) -> tuple[list[
         for other in experiment.points:
             removed = _removed(model, other)
             if removed is not None:
-                result = _ablation(experiment, model, other, removed, spec, context)
+                result = _ablation(experiment, other, removed, spec, context)
                 record.setdefault("ablated", []).append(result)
                 claim = _ablated_claim(experiment, model, other, result)
                 if claim:
@@ -192,7 +193,7 @@ def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
     return claim.of_kind(KIND)
 
 
-def _ablation(experiment, witness, other, removed, spec, context) -> dict:
+def _ablation(experiment, other, removed, spec, context) -> dict:
     """Train ``other`` from the witness without the removed head (or layer), and the witness
     itself the same way (the control); best NMSE of each."""
     tune = tune_of(experiment)
