@@ -269,3 +269,27 @@ def test_the_witness_claim_needs_the_threshold_and_a_fall_with_precision() -> No
     assert verdict(1e-3, 2e-3, "MLP width") == "refuted"  # the error does not fall
     assert verdict(0.1, 5.0) == "refuted"  # not below the learns threshold
     assert verdict(1e-3, None) == "refuted"  # no coarser witness to compare with
+
+
+def test_the_sweep_is_drawn_and_written_in_words(tmp_path) -> None:
+    from infoflow.validators.retrieval.compile_report import plot_sweep, sweep_lines
+
+    result = {
+        "beta": [{"beta": b, "nmse": 1 / b} for b in (1.0, 10.0, 100.0)],
+        "beta_falls": True,
+        "engine_alpha": 1,
+        "engine_bound": "estimate",
+        "width": [
+            {"width": w, "decoder_parameters": 100 * w, "nmse": w**-4.0} for w in (8, 16, 32)
+        ],
+        "slope": -4.0,
+        "measured_alpha": 0.5,
+        "width_falls": True,
+    }
+    path = plot_sweep(result, tmp_path / "sweep.png", "spec $x$")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    text = "\n".join(sweep_lines(result))
+    assert "measured alpha 0.5; engine alpha 1" in text
+    assert "costs less than the engine predicts" in text
+    result.update(width_falls=False, measured_alpha=float("inf"), slope=0.1)
+    assert "FINDING: the error does not fall as the MLP grows" in "\n".join(sweep_lines(result))

@@ -118,6 +118,8 @@ def compared(measured: float | None, engine) -> str:
 def plot_sweep(result: dict, path: Path, source: str) -> Path:
     """NMSE against beta, and against decoder parameters with the engine's slope -2/alpha
     drawn through the first point (the cost law's rate, for comparison)."""
+    from matplotlib.ticker import NullFormatter
+
     from infoflow.validators.plots import plain_text, pyplot, save
 
     plt = pyplot()
@@ -138,6 +140,7 @@ def plot_sweep(result: dict, path: Path, source: str) -> Path:
             rate = [errors[0] * (p / sizes[0]) ** (-2 / alpha) for p in sizes]
             ax.loglog(sizes, rate, "--", label=f"engine's rate (alpha {alpha:g})")
         ax.set(xlabel="decoder parameters", ylabel="NMSE", title="error against size")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # the minor labels overlap
         ax.legend()
     fig.suptitle(source)
     plain_text(fig)
