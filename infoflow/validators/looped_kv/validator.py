@@ -54,6 +54,8 @@ class LoopedKVValidator:
         budget: float | None = None,
     ) -> LoopedScale:
         scale = SCALES[name]
+        if seeds:  # the seeds the loop-axis structure is judged over
+            scale = replace(scale, seeds=seeds)
         if steps:
             scale = replace(
                 scale,
