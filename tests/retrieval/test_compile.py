@@ -199,7 +199,8 @@ def test_explain_points_each_step_to_its_compiled_head() -> None:
 
 def test_the_sweep_measures_an_exponent_and_says_whether_the_error_falls(monkeypatch) -> None:
     monkeypatch.setattr(construction, "BETAS", (3.0, 30.0, 300.0))
-    monkeypatch.setattr(construction, "WIDTHS", (128, 256, 512))
+    monkeypatch.setattr(construction, "WIDTHS", (32, 64, 128))
+    monkeypatch.setattr(construction, "SAMPLES", 512)
     result = construction.sweep(bundled("pairwise-min.json", seq_len=8))
     assert result["beta_falls"] and result["width_falls"]
     assert result["slope"] < 0 and 0 < result["measured_alpha"] < 5
