@@ -16,6 +16,7 @@ from infoflow.retrieval.canonical_to_tree import order
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.predict import predictions
+from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.schedule_to_cost import annotate_edges
 from infoflow.retrieval.schedule_to_flow import information_dag, readout_sets, to_dot
 from infoflow.retrieval.spec import RetrievalSpec
@@ -111,8 +112,6 @@ def _tree(c: Comparison, tree: ComparisonTree, indent: str) -> list[str]:
 def _compiled(spec: RetrievalSpec, source: str | None) -> dict[str, str]:
     """The compiled head that realises each step's sentence (``infoflow compile``), when
     compile builds this spec; empty when it refuses."""
-    from infoflow.retrieval.schedule_to_circuit import circuit_of
-
     try:
         circuit = circuit_of(spec, source or "<spec>")
     except SpecError:
