@@ -47,7 +47,8 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
         f"2. Plan on {arch.layers} layer(s), heads {arch.heads_per_layer}, "
         f"E = {arch.embed_dim or 'E'}, {pe} positional encoding",
     ]
-    lines += _schedule_lines(der.schedule, _compiled(spec, source))
+    compiled = _compiled(spec, source) if der.efficient else {}  # compile builds no other
+    lines += _schedule_lines(der.schedule, compiled)
     lines += ["", "3. Cost exponent (parameters ~ eps^-alpha; the largest term wins)"]
     for term in der.terms:
         lines.append(f"   {_show(term.expression):<26} {term.what}  [{term.provenance}]")

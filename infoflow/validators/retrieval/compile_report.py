@@ -4,12 +4,13 @@ and with ``--sweep`` measure and plot its error against the construction's preci
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.retrieval import construction
-from infoflow.validators.retrieval.construction import Witness, measured_text
+from infoflow.validators.retrieval.construction import Witness
 
 
 def compile_command(
@@ -145,3 +146,10 @@ def plot_sweep(result: dict, path: Path, source: str) -> Path:
     fig.suptitle(source)
     plain_text(fig)
     return save(fig, path)
+
+
+def measured_text(value: float | None) -> str:
+    """A measured exponent in words: none, infinite (no fall) or its value."""
+    if value is None:
+        return "none (fewer than three usable points)"
+    return "infinite (the error does not fall)" if math.isinf(value) else f"{value:.3g}"

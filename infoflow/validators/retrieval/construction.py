@@ -13,7 +13,6 @@ plan, and is reported as one.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,9 +168,3 @@ def load(folder: Path) -> tuple[EnsembleTransformer, dict]:
     model = model.to(dtype)
     model.load_state_dict(load_file(folder / "model.safetensors"))
     return model, meta
-
-
-def measured_text(value: float | None) -> str:
-    if value is None:
-        return "none (fewer than three usable points)"
-    return "infinite (the error does not fall)" if math.isinf(value) else f"{value:.3g}"
