@@ -123,7 +123,7 @@ class ClockRun(_Strict):
     seed, and the step its mechanism formed (None: not within the run)."""
 
     clock: Literal["G", "G_prev", "M2_prev", "M1"]
-    layer1_attention_lr: float = Field(gt=0, le=1)
+    layer1_attention_lr: float = Field(gt=0, le=4)
     chains: int | None = Field(None, gt=0)
     seed: int = Field(ge=0)
     time: float | None = Field(None, gt=0, allow_inf_nan=False)

@@ -48,9 +48,10 @@ class Training(StrictModel):
     weight_decay: NonNegativeFloat = 0.1
     layer1_attention_lr: PositiveFloat = Field(
         1.0,
-        le=1.0,
+        le=4.0,
         description="Layer 1's attention learns at this times the rate (the paper's "
-        "intervention: slowing it delays the previous-token head, so G2 and M2 but not M1).",
+        "intervention: slowing it delays the previous-token head, so G2 and M2 but not M1; "
+        "above 1 it hastens them).",
     )
 
 
@@ -77,6 +78,21 @@ class MarkovOptions(StrictModel):
         description="How the scored positions (every one but the last) are weighted: equally, "
         "or each by the generating chain's stationary probability of the current state "
         "(a reading of Park et al.'s stationary-weighted contexts).",
+    )
+    criterion: Literal["projection", "gap"] = Field(
+        "projection",
+        description="What decides which mechanism a model has formed, in the K sweep and the "
+        "clocks alike: the weights of a convex mixture of G1, G2, M1 and M2 fitted to the "
+        "model (a kind has formed at weight >= 1/2), or the rule before it (nearest "
+        "reference by a margin, memorization as ID KL <= 0.5 x OOD KL, clocks halfway from "
+        "the plateau). Fixed before a run and recorded in it.",
+    )
+    criterion_tolerance: PositiveFloat = Field(
+        0.01,
+        description="The ceiling of the projection criterion, in nats: a kind of phase is "
+        "testable at K only when each of its references is at least this far (KL to the "
+        "midpoint) from every reference of another kind on the run's data; a trained model "
+        "strays about this far from the reference it implements.",
     )
 
 

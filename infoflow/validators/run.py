@@ -288,9 +288,16 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
 
 
 def _settings(planned: Plan) -> dict[str, dict]:
-    """Each family's scale, for the families that have experiments in this run."""
+    """Each family's scale, for the families that have experiments in this run, with what
+    decides each experiment's verdicts where its validator pre-registers it (the scale's
+    ``preregistered``: experiment -> criterion), recorded before anything trains."""
     ran = {validator.kind for validator, _ in planned.experiments}
-    return {kind: asdict(planned.scales[kind]) for kind in FAMILIES if kind in ran}
+    found = {kind: asdict(planned.scales[kind]) for kind in FAMILIES if kind in ran}
+    for validator, experiment in planned.experiments:
+        if hasattr(validator, "preregister"):
+            criteria = found[validator.kind].setdefault("preregistered", {})
+            criteria[experiment.name] = validator.preregister(experiment)
+    return found
 
 
 def _scale_name(options: Options) -> str:

@@ -206,9 +206,12 @@ def test_race_and_shift_claims_can_be_refuted() -> None:
     assert shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(10, 15))).verdict == "refuted"
 
 
-def test_a_one_sided_k1_is_judged_on_its_interval() -> None:
-    """K*_1 above 25 (no value: the race's median tie lies above its grid) against a measured
-    23..32 overlaps; against 10..20 it is refuted; "below 8" against 23..32 is refuted too."""
+def test_a_one_sided_k1_is_confirmed_only_beyond_its_bound_by_the_intervals_width() -> None:
+    """K*_1 above 25 (the race's tie above its grid) against a measured 23..32 overlaps the
+    bound: inconclusive, no longer confirmed; against 10..20 it is refuted; 60..80 lies a
+    factor 2.4 above it, more than its own width (x1.33): confirmed; 30..60 lies a factor 1.2
+    above, less than its width (x2): inconclusive. "Below 8" against 23..32 is refuted, and a
+    value with an interval open above (the race's "25.2 to open") is one-sided too."""
     from infoflow.core.results import Prediction
     from infoflow.validators.icl_markov.ksweep.claims import k1_claim
 
@@ -219,9 +222,16 @@ def test_a_one_sided_k1_is_judged_on_its_interval() -> None:
         )
         return k1_claim(prediction, fit, {}).verdict
 
-    assert judged((25.0, math.inf), 23, 32) == "confirmed"
+    assert judged((25.0, math.inf), 23, 32) == "inconclusive"
     assert judged((25.0, math.inf), 10, 20) == "refuted"
+    assert judged((25.0, math.inf), 60, 80) == "confirmed"
+    assert judged((25.0, math.inf), 30, 60) == "inconclusive"
+    assert judged((25.0, math.inf), 30, None) == "inconclusive"  # open: no width
     assert judged((0.0, 8.0), 23, 32) == "refuted"
+    assert judged((0.0, 8.0), 2, 3) == "confirmed"  # 8 / 3 = 2.7 > 3 / 2
+    valued = Prediction(40.0, "chains", "estimate", "race", "", None, (25.2, math.inf))
+    fit = {"status": "separable", "value": None, "low": 23, "high": 32}
+    assert k1_claim(valued, fit, {}).verdict == "inconclusive"
 
 
 def test_plan_lists_the_sweeps_and_clock_runs_with_times() -> None:

@@ -193,7 +193,8 @@ def _measurement(low, high, k2_low=None, first_g2=(100, 100), blind_from=None) -
 def _limit(blind: bool) -> dict:
     """A ceiling entry: a perfect M2's ID KL is 0.8 x its OOD KL (blind) or 0.1 x."""
     ratio = 0.8 if blind else 0.1
-    return {"m2_id_kl": ratio * 0.5, "m2_ood_kl": 0.5, "ratio": ratio, "detectable": not blind}
+    reason = f"even a perfect M2 has ID KL {ratio * 0.5:.3g}, {ratio:.2f} x its OOD KL"
+    return {"ratio": ratio, "detectable": not blind, "reason": reason}
 
 
 def _verdict(found: list, start: str) -> str:
@@ -256,7 +257,7 @@ def test_claims_the_ceiling_makes_untestable_are_not_judged(tmp_path) -> None:
     k2 = experiment.predictions[(group.name, 1)]["k2_star"].value  # 11.4: K = 64 lies above
     blind = claims(experiment, group, _measurement(1, 4, blind_from=64))
     (claim,) = [c for c in blind if c.statement.startswith("K*_2")]
-    assert k2 < 64 and claim.verdict == "inconclusive" and "untestable at K=64" in claim.reason
+    assert k2 < 64 and claim.verdict == "inconclusive" and "untestable here (K=64)" in claim.reason
     calibration = str(park_only_calibration(tmp_path, tau_2gen={"value": 10.0}))
     spec = infoflow.load_spec(
         {**TINY, "states": 10, "context_len": 512, "calibration": calibration}

@@ -129,6 +129,34 @@ class StackedGPT(nn.Module):
         return torch.einsum("mbtd,mde->mbte", out, self.W_O[layer])  # [m, b, t, d]
 
 
+#: Test sequences on which layer 1's attention to the previous token is measured.
+PREVIOUS_SEQUENCES = 64
+
+
+def previous_token_attention(model: StackedGPT, x: Tensor) -> Tensor:
+    """How much layer 1 attends to the previous token: per member, the largest over its
+    heads of the mean attention weight from position t to t - 1 (t >= 1) on states x
+    [members, batch, t] -> [members]. A fixed pattern's is exact: 1 for ``previous``, 0 for
+    ``self``, the mean of 1 / (t + 1) for ``uniform``."""
+    m, _, t = x.shape
+    if model.attention[0] != "causal":
+        pattern = fixed_pattern(model.attention[0], t, model.W_E)
+        return pattern.diagonal(-1).mean().expand(m)
+    members = torch.arange(m, device=x.device)[:, None, None]
+    h = model.W_E[members, x] + model.W_pos[:, None, :t]  # [m, b, t, d]
+    z = _norm(h, model.ln1[0])
+    d = z.shape[-1]
+    q, k = (
+        torch.einsum("mbtd,mde->mbte", z, w).unflatten(-1, (model.heads, -1)).transpose(2, 3)
+        for w in (model.W_QKV[0][..., :d], model.W_QKV[0][..., d : 2 * d])
+    )  # [m, b, h, t, d/h]
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # [m, b, h, t, s]
+    causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+    weights = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+    previous = weights.diagonal(-1, dim1=-2, dim2=-1)  # [m, b, h, t - 1]
+    return previous.mean((1, 3)).amax(-1)
+
+
 def fixed_pattern(kind: str, t: int, like: Tensor) -> Tensor:
     """The [t, t] attention weights of a fixed pattern (rows: queries, causal)."""
     eye = torch.eye(t, dtype=like.dtype, device=like.device)

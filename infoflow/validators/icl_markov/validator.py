@@ -14,14 +14,21 @@ from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.claims import Section, labelled
 from infoflow.validators.icl_markov import report
 from infoflow.validators.icl_markov.clocks.data import ClockGroup
-from infoflow.validators.icl_markov.clocks.judge import clock_records, measured_clocks, race_sweeps
+from infoflow.validators.icl_markov.clocks.judge import (
+    base_key,
+    clock_records,
+    measured_clocks,
+    race_sweeps,
+)
 from infoflow.validators.icl_markov.clocks.plots import plot_race
 from infoflow.validators.icl_markov.clocks.train import train_clocks
+from infoflow.validators.icl_markov.criterion import preregistration
 from infoflow.validators.icl_markov.decoder.data import DecoderGroup
 from infoflow.validators.icl_markov.decoder.judge import judge_decoder
 from infoflow.validators.icl_markov.decoder.train import train_decoder
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
 from infoflow.validators.icl_markov.ksweep.data import IclGroup
+from infoflow.validators.icl_markov.ksweep.dose import dose_claims
 from infoflow.validators.icl_markov.ksweep.judge import judge_sweep, sweep_records
 from infoflow.validators.icl_markov.ksweep.plots import plot_phases, plot_positions
 from infoflow.validators.icl_markov.ksweep.train import train_sweep
@@ -41,12 +48,14 @@ CLAIM_KINDS = {
     "tau_2gen_flat": "paper",
     "task_vector": "paper",
     "k1_star": "reconstruction",
+    "k1_star_race": "reconstruction",
     "k2_star": "reconstruction",
     "k2_capacity": "reconstruction",
     "tau_2gen": "reconstruction",
     "first": "reconstruction",
     "g2_delay": "reconstruction",
     "k1_shift": "reconstruction",
+    "k1_dose": "reconstruction",
 }
 
 
@@ -68,6 +77,11 @@ class IclMarkovValidator:
     def plan(self, name: str, spec: IclMarkovSpec, scale: IclScale, base_dir: Path):
         return plan(name, spec, scale, base_dir)
 
+    def preregister(self, experiment: IclExperiment) -> dict:
+        """The criterion that decides the phases and clocks, per setting of the K sweep."""
+        found = {g.name: preregistration(g.spec) for g in experiment.groups}
+        return found if len(set(map(str, found.values()))) > 1 else next(iter(found.values()))
+
     def train(self, job: Job, context: Context) -> None:
         TRAINERS[type(job.group)](job.group, context)
 
@@ -75,6 +89,16 @@ class IclMarkovValidator:
         clocks = measured_clocks(experiment.clocks, context.store.metrics)
         sweeps = [judge_sweep(experiment, group, context) for group in experiment.groups]
         race_claims = race_sweeps(sweeps, clocks)
+        race_claims += dose_claims(
+            [
+                (
+                    base_key(s.group.spec),
+                    s.group.spec.training.layer1_attention_lr,
+                    s.measurement["k1_fit"],
+                )
+                for s in sweeps
+            ]
+        )
         groups, found = sweep_records(experiment, sweeps)
         decoders = [judge_decoder(group, context) for group in experiment.decoders]
         found += race_claims + [claim for _, mine in decoders for claim in mine]

@@ -29,6 +29,16 @@ import torch
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.chains import ChainSampler, sample_chains
 from infoflow.validators.icl_markov import references
+from infoflow.validators.icl_markov.clocks.measure import Projected
+from infoflow.validators.icl_markov.criterion import (
+    KINDS,
+    PROJECTED,
+    PROJECTION_SEQUENCES,
+    project,
+    separability,
+    stacked,
+)
+from infoflow.validators.icl_markov.model import PREVIOUS_SEQUENCES, previous_token_attention
 from infoflow.validators.icl_markov.training import (
     NOT_TRAINED,
     TRAINING_VERSION,
@@ -61,6 +71,15 @@ class ClockGroup(Group):
     seeds: list[int]
     checkpoints: list[int]
     eval_sequences: int
+
+    @property
+    def rule(self) -> Projected | None:
+        """The spec's criterion for this clock: :class:`~.measure.Projected`, or None (the
+        halfway criterion)."""
+        options = self.spec.options
+        if options.criterion != "projection":
+            return None
+        return Projected(KINDS[CLOCKS[self.clock][1]], options.criterion_tolerance)
 
     @property
     def attention(self) -> tuple[str, ...]:
@@ -131,12 +150,15 @@ def plan_clocks(
 
 @dataclass
 class TestSet:
-    """Test sequences of every member [M, n, L], their true next-state rows [M, n, L, C] and,
-    per member, the reference levels on them (KL(truth || reference), scored positions)."""
+    """Test sequences of every member [M, n, L], their true next-state rows [M, n, L, C],
+    per member the reference levels on them (KL(truth || reference), scored positions), and
+    the projection's references at the scored positions of the first sequences
+    [M, R, n', L - 1, C]."""
 
     x: torch.Tensor
     truth: torch.Tensor
     levels: list[dict[str, float]]
+    refs: torch.Tensor
 
 
 class ClockData:
@@ -146,6 +168,8 @@ class ClockData:
 
     def __init__(self, group: ClockGroup, device: torch.device):
         self.group, self.mechanism = group, CLOCKS[group.clock][1]
+        # the projection's references: no training chain exists at K = infinity
+        self.phases = PROJECTED if group.chains != [None] else ("U", "G1", "G2")
         spec, n = group.spec, group.eval_sequences
         generator = torch.Generator().manual_seed(spec.seed + 1)
         P, weights, own, fresh = [], [], [], []
@@ -165,6 +189,10 @@ class ClockData:
         if fresh:
             self.tests["fresh"] = _stack(fresh, device)
         self.training = Mixtures(P, weights, device)
+        # every test set together: the references [M, R, N, C] and the ceiling per member
+        self.projected = torch.cat([t.refs.flatten(2, 3) for t in self.tests.values()], 2)
+        uniform = torch.ones(self.projected.shape[-2])
+        self.separable = [separability(r.cpu(), uniform, self.phases) for r in self.projected]
 
     def _test(self, chains, weights, mechanism: str, generator, distinct: bool = False):
         """(states [n, L], truth [n, L, C], levels) of n sequences from ``chains``: one chain
@@ -182,7 +210,10 @@ class ClockData:
             name: float(references.kl(truth, refs[name])[:, :-1].mean())
             for name in ("G1_bayes", mechanism)
         }
-        return x, truth, {"plateau": levels["G1_bayes"], "mechanism": levels[mechanism]}
+        first = PROJECTION_SEQUENCES
+        projected = stacked({n: r[:first, :-1] for n, r in refs.items()}, self.phases)
+        levels = {"plateau": levels["G1_bayes"], "mechanism": levels[mechanism]}
+        return x, truth, levels, projected
 
     def batches(self, count: int, size: int, length: int, generator: torch.Generator):
         """``count`` steps' training sequences [count, members, size, length]."""
@@ -191,23 +222,49 @@ class ClockData:
     @torch.no_grad()
     def evaluate(self, model, chunk: int = 64) -> list[dict[str, float]]:
         """Per member and test set: KL(truth || model) and the two levels, as
-        ``{"own:kl", "own:plateau", "own:mechanism", "fresh:kl", ...}``."""
+        ``{"own:kl", "own:plateau", "own:mechanism", "fresh:kl", ...}``; on every test set
+        together, the projection's weights (``"w:G2"``), its misfit and each reference's
+        separability (``"sep:M1"``: :mod:`..criterion`); layer 1's attention to the previous
+        token (``"prev:attention"``)."""
         model.eval()
         out: list[dict[str, float]] = [{} for _ in self.group.members]
+        probabilities = []
         for split, test in self.tests.items():
             x = test.x[..., :-1]
-            total = torch.zeros(x.shape[0], device=x.device)
-            for i in range(0, x.shape[1], chunk):
-                logp = torch.log_softmax(model(x[:, i : i + chunk]).float(), -1)
-                truth = test.truth[:, i : i + chunk, :-1]
-                total += (truth * ((truth + 1e-12).log() - logp)).sum(-1).sum((1, 2))
-            kl = (total / (x.shape[1] * x.shape[2])).tolist()
+            logp = torch.cat(
+                [
+                    torch.log_softmax(model(x[:, i : i + chunk]).float(), -1)
+                    for i in range(0, x.shape[1], chunk)
+                ],
+                1,
+            )
+            truth = test.truth[..., :-1, :]
+            kl = (truth * ((truth + 1e-12).log() - logp)).sum(-1).mean((1, 2)).tolist()
             for row, value, levels in zip(out, kl, test.levels, strict=True):
                 row.update({f"{split}:kl": value, **{f"{split}:{k}": v for k, v in levels.items()}})
+            probabilities.append(logp[:, :PROJECTION_SEQUENCES].exp().flatten(1, 2))
+        previous = previous_token_attention(
+            model, self.tests["own"].x[:, :PREVIOUS_SEQUENCES]
+        ).tolist()
         model.train()
+        model_p = torch.cat(probabilities, 1)
+        positions = torch.ones(model_p.shape[:2], device=model_p.device)
+        weights, misfit = project(model_p, self.projected, positions)
+        found = zip(out, weights.tolist(), misfit.tolist(), self.separable, strict=True)
+        for row, w, miss, sep in found:
+            row.update({f"w:{p}": v for p, v in zip(self.phases, w, strict=True)})
+            row.update({f"sep:{p}": v for p, v in sep.items()})
+            row["fit:misfit"] = miss
+        for row, value in zip(out, previous, strict=True):
+            row["prev:attention"] = value
         return out
 
 
 def _stack(tests: list[tuple], device: torch.device) -> TestSet:
-    xs, truths, levels = zip(*tests, strict=True)
-    return TestSet(torch.stack(xs).to(device), torch.stack(truths).to(device), list(levels))
+    xs, truths, levels, refs = zip(*tests, strict=True)
+    return TestSet(
+        torch.stack(xs).to(device),
+        torch.stack(truths).to(device),
+        list(levels),
+        torch.stack(refs).to(device),
+    )

@@ -34,13 +34,13 @@ def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
     for group in groups:
         metrics = metrics_of(group.name)
         rate = group.spec.training.layer1_attention_lr
-        key = _base_key(group.spec)
+        key = base_key(group.spec)
         setting = json.loads(key)
         entry = out.setdefault(
             key, {"setting": setting, "steps": group.spec.training.steps, "members": []}
         )
         for i, (k, seed) in enumerate(group.members):
-            time, status = clock_time(metrics[i])
+            time, status = clock_time(metrics[i], group.rule)
             entry["members"].append(
                 {
                     "clock": group.clock,
@@ -62,7 +62,8 @@ def clock_records(clocks: dict[str, dict]) -> list[dict]:
     return [{k: v for k, v in entry.items() if k != "clocks"} for entry in clocks.values()]
 
 
-def _base_key(spec: IclMarkovSpec) -> str:
+def base_key(spec: IclMarkovSpec) -> str:
+    """The setting's identity less layer 1's rate: what a slowed sweep shares with others."""
     training = spec.training.model_copy(update={"layer1_attention_lr": 1.0})
     base = spec.model_copy(update={"training": training})
     return base.model_dump_json(exclude=NOT_TRAINED)
@@ -70,7 +71,7 @@ def _base_key(spec: IclMarkovSpec) -> str:
 
 def race_for(spec: IclMarkovSpec, clocks: dict[str, dict]) -> Race | None:
     """The race at ``spec``'s setting and layer-1 rate, from this run's clocks."""
-    entry = clocks.get(_base_key(spec))
+    entry = clocks.get(base_key(spec))
     return race(entry["clocks"], spec.training.layer1_attention_lr) if entry else None
 
 
@@ -113,10 +114,10 @@ def race_claim(result: Race, measurement: dict) -> Claim:
 def shift_claims(groups: list, raced: dict[str, tuple[Race, dict]]) -> list[Claim]:
     """A shift claim for every K sweep at a slowed rate whose setting was also swept at the
     measured rate (``raced``: group name -> its race and measured K*_1)."""
-    by_base = {_base_key(g.spec): g for g in groups if g.spec.training.layer1_attention_lr == 1}
+    by_base = {base_key(g.spec): g for g in groups if g.spec.training.layer1_attention_lr == 1}
     out = []
     for group in groups:
-        rate, base = group.spec.training.layer1_attention_lr, by_base.get(_base_key(group.spec))
+        rate, base = group.spec.training.layer1_attention_lr, by_base.get(base_key(group.spec))
         if rate != 1 and base is not None and {group.name, base.name} <= raced.keys():
             claim = shift_claim(rate, raced[base.name], raced[group.name])
             out.append(replace(claim, id=f"{group.name}/{claim.id}"))  # one per slowed sweep

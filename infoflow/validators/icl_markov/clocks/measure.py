@@ -1,7 +1,14 @@
 """A clock run's evaluations -> each member's clock: the step at which the mechanism formed,
 or why it has none (:data:`STATUSES`).
 
-One criterion for every clock (:data:`HALFWAY`): the first step at which the model's
+The criterion is the spec's, shared with the K sweep (:mod:`..criterion`). With
+``projection`` (:class:`Projected`), a clock is the first step, interpolated in log step
+between evaluations, at which its mechanism's kind carries WEIGHT of the mixture fitted to
+the model on every test set together; a memorising clock whose generalizing weight got there
+no later "generalised first", and one whose references the data cannot separate (the
+ceiling) is "not timed".
+
+With ``gap``, one criterion for every clock (:data:`HALFWAY`): the first step at which the model's
 KL(truth || model) on the clock's test set (fresh chains for G, the member's own chains for
 M1 and M2) is halfway from the unigram plateau (the Bayes unigram G1_bayes) to the
 mechanism's exact Bayes level (G2, M2 or M1), interpolated in log step between evaluations.
@@ -13,6 +20,9 @@ group can stop training early.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+from infoflow.validators.icl_markov.criterion import WEIGHT, distinguishable, kind_weights
 
 HALFWAY = 0.5  # the clock stops this far from the plateau to the mechanism's level
 #: A mechanism is timed only where its level is at least this share of the plateau below
@@ -27,8 +37,61 @@ MIN_DROP = 0.1
 STATUSES = ("formed", "not formed", "generalised first", "not timed")
 
 
-def clock_time(rows: dict[int, dict[str, float]]) -> tuple[float | None, str]:
-    """(time, status) of one member from its evaluations (see :data:`STATUSES`)."""
+@dataclass(frozen=True)
+class Projected:
+    """The projection criterion for a clock whose mechanism is of ``kind`` (generalizing or
+    memorizing), with the spec's ceiling ``tolerance`` (nats)."""
+
+    kind: str
+    tolerance: float
+
+    def time(self, rows: dict[int, dict[str, float]]) -> tuple[float | None, str]:
+        """(time, status) of one member from its evaluations (see :data:`STATUSES`)."""
+        first = rows[min(rows)]
+        if not distinguishable(_prefixed(first, "sep:"), self.kind, self.tolerance):
+            return None, "not timed"
+        own = weight_crossing(rows, self.kind)
+        if self.kind == "memorizing":
+            other = weight_crossing(rows, "generalizing")
+            if other is not None and (own is None or other <= own):
+                return None, "generalised first"
+        return (own, "formed") if own is not None else (None, "not formed")
+
+    def settled(self, row: dict[str, float]) -> bool:
+        """Whether the member's clock is final at ``row``: untimed, or a kind it reads has
+        formed (its first crossing is then known)."""
+        weights = kind_weights(_prefixed(row, "w:"))
+        untimed = not distinguishable(_prefixed(row, "sep:"), self.kind, self.tolerance)
+        return untimed or max(weights["memorizing"], weights["generalizing"]) >= WEIGHT
+
+
+def weight_crossing(rows: dict[int, dict[str, float]], kind: str) -> float | None:
+    """The step at which ``kind``'s weight first reaches WEIGHT, log-interpolated between the
+    evaluations around it; None when it never does."""
+    previous = None
+    for step in sorted(rows):
+        weight = kind_weights(_prefixed(rows[step], "w:"))[kind]
+        if weight >= WEIGHT:
+            if previous is None:
+                return float(step)
+            s0, w0 = previous
+            share = (WEIGHT - w0) / (weight - w0)
+            return math.exp(math.log(s0) + share * (math.log(step) - math.log(s0)))
+        previous = (step, weight)
+    return None
+
+
+def _prefixed(row: dict[str, float], prefix: str) -> dict[str, float]:
+    return {k[len(prefix) :]: v for k, v in row.items() if k.startswith(prefix)}
+
+
+def clock_time(
+    rows: dict[int, dict[str, float]], rule: Projected | None = None
+) -> tuple[float | None, str]:
+    """(time, status) of one member from its evaluations (see :data:`STATUSES`), by the
+    projection ``rule`` or, without one, the halfway criterion."""
+    if rule is not None:
+        return rule.time(rows)
     own = crossing_step(rows, "own")
     if own == "not timed":
         return None, "not timed"
@@ -38,11 +101,13 @@ def clock_time(rows: dict[int, dict[str, float]]) -> tuple[float | None, str]:
     return (own, "formed") if own is not None else (None, "not formed")
 
 
-def settled(row: dict[str, float]) -> bool:
-    """Whether a member's clock is final at the evaluation ``row``: it cannot be timed, or its
-    own KL is on or below the halfway line. Its time and status then depend only on the
-    evaluations so far (the first crossing of each test set), so training it on changes
-    nothing the race reads."""
+def settled(row: dict[str, float], rule: Projected | None = None) -> bool:
+    """Whether a member's clock is final at the evaluation ``row`` (by ``rule`` when given):
+    it cannot be timed, or its own KL is on or below the halfway line. Its time and status
+    then depend only on the evaluations so far (the first crossing of each test set), so
+    training it on changes nothing the race reads."""
+    if rule is not None:
+        return rule.settled(row)
     line = halfway_line(row, "own")
     return line is None or row["own:kl"] <= line
 

@@ -20,4 +20,7 @@ def train_clocks(group: ClockGroup, context: Context) -> None:
     from its checkpoint; the metrics of every evaluation go to the store."""
     torch.manual_seed(group.spec.seed)
     data = ClockData(group, context.device)
-    train_group(group, context, data, data.evaluate, lambda rows: all(map(settled, rows)))
+    rule = group.rule
+    train_group(
+        group, context, data, data.evaluate, lambda rows: all(settled(r, rule) for r in rows)
+    )

@@ -58,10 +58,7 @@ def _blind(k: int, limit: dict) -> str:
     """Why memorization cannot be seen at ``k`` ("" when it can)."""
     if limit["detectable"]:
         return ""
-    return (
-        f"untestable at K={k}: even a perfect M2 has ID KL {limit['m2_id_kl']:.3g}, "
-        f"{limit['ratio']:.2f} x its OOD KL (the rule needs <= {GAP})"
-    )
+    return f"untestable here (K={k}): {limit['reason']}"
 
 
 def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Claim:
@@ -147,25 +144,31 @@ def _final_phase(k: int, final: str, measured: dict, limit: dict, shown: dict, n
 
 def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     """The predicted K*_1 interval (its value when it has none) against the 95% interval of
-    the logistic fit; with separable outcomes, against their bracket. A one-sided prediction
-    (no value, an interval from 0 or to infinity: the race's tie off its grid) is judged on
-    its interval too, and can be refuted."""
+    the logistic fit; with separable outcomes, against their bracket. A two-sided prediction
+    is confirmed when the intervals overlap. A one-sided one (an interval from 0 or to
+    infinity: the race's tie off its grid, or a seed end off it) is judged by
+    :func:`one_sided`: confirmed only when the measured interval lies on its side by at least
+    its own width, refuted when it lies wholly on the other side."""
     ident = "k1_star"
     claim = "K*_1: below it memorization wins, above it G2 forms first"
     shown = {"fit": fit, "grid": grid}
+    measured = (
+        "the 95% profile-likelihood interval of a logistic fit of P(G2 first | log K) over "
+        "every seed's outcome"
+    )
     if fit["status"] == "separable":
+        measured = "the bracket of the separable outcomes (no finite logistic fit)"
+    predicted, interval = prediction.value, prediction.interval
+    open_side = interval is not None and (interval[0] <= 0 or math.isinf(interval[1]))
+    if open_side:
         tolerance = (
-            "the predicted interval overlaps the bracket of the separable outcomes (no "
-            "finite logistic fit; the bracket stands in for its interval)"
+            f"one-sided: {measured} lies beyond the predicted bound by at least its own "
+            "width in log K"
         )
     else:
-        tolerance = (
-            "the predicted interval overlaps the 95% profile-likelihood interval of a "
-            "logistic fit of P(G2 first | log K) over every seed's outcome"
-        )
-    predicted, interval = prediction.value, prediction.interval
+        tolerance = f"the predicted interval overlaps {measured}"
     if predicted is None and interval is not None:  # one-sided: the bound it names
-        predicted = interval[1] if interval[0] == 0 else interval[0]
+        predicted = interval[1] if interval[0] <= 0 else interval[0]
     if predicted is None:
         return Claim.undecided(ident, claim, None, shown, tolerance, "no prediction")
     low, high = interval or (predicted, predicted)
@@ -175,6 +178,16 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     if fit["low"] is None and fit["high"] is None:
         reason = "the interval is open on both sides: the outcomes do not place K*_1"
         return Claim.undecided(ident, claim, predicted, shown, tolerance, reason)
+    if open_side:
+        above = interval[0] > 0
+        verdict, reason = one_sided(
+            interval[0] if above else interval[1], above, fit["low"], fit["high"]
+        )
+        if verdict is None:
+            return Claim.undecided(ident, claim, predicted, shown, tolerance, reason)
+        return Claim.judged(
+            ident, claim, predicted, shown, tolerance, verdict, "" if verdict else reason
+        )
     if fit["low"] is not None and high < fit["low"]:
         refuted = f"the measured interval starts at K={fit['low']:.3g}"
     elif fit["high"] is not None and low > fit["high"]:
@@ -182,6 +195,30 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     else:
         refuted = ""
     return Claim.judged(ident, claim, predicted, shown, tolerance, not refuted, refuted)
+
+
+def one_sided(
+    bound: float, above: bool, low: float | None, high: float | None
+) -> tuple[bool | None, str]:
+    """A one-sided prediction (K*_1 above ``bound`` when ``above``, else below it) against a
+    measured interval [low, high] (None: open): (True, "") when the interval lies on the
+    predicted side by at least its width in log K; (False, why) when it lies wholly on the
+    other side; (None, why) otherwise."""
+    side = "above" if above else "below"
+    if above and high is not None and high < bound:
+        return False, f"the measured interval ends at K={high:.3g}, below the bound {bound:.3g}"
+    if not above and low is not None and low > bound:
+        return False, f"the measured interval starts at K={low:.3g}, above the bound {bound:.3g}"
+    if low is None or high is None:
+        return None, f"the measured interval is open, so its width cannot put it {side} {bound:.3g}"
+    width = math.log(high / low)
+    beyond = math.log(low / bound) if above else math.log(bound / high)
+    if beyond >= width:
+        return True, ""
+    return None, (
+        f"the measured interval {low:.3g} to {high:.3g} lies {side} {bound:.3g} by a factor "
+        f"{math.exp(max(beyond, 0)):.3g}, less than its own width (x{math.exp(width):.3g})"
+    )
 
 
 def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:

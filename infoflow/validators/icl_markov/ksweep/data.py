@@ -19,6 +19,12 @@ from torch import Tensor
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.chains import ChainSampler, sample_chains, stationary
 from infoflow.validators.icl_markov import references
+from infoflow.validators.icl_markov.criterion import (
+    PROJECTED,
+    PROJECTION_SEQUENCES,
+    separability,
+    stacked,
+)
 from infoflow.validators.icl_markov.training import (
     NOT_TRAINED,
     TRAINING_VERSION,
@@ -110,6 +116,23 @@ class MemberData:
         self.x = {split: torch.stack(xs).to(device) for split, xs in self.x.items()}
         self.refs = {split: torch.stack(r).to(device) for split, r in refs.items()}
         self.scored = {split: torch.stack(w).to(device) for split, w in scored.items()}
+        # the projection's references and position weights on the first sequences of both
+        # splits together: [M, references, 2 n' (L - 1), C] and [M, 2 n' (L - 1)]
+        first = PROJECTION_SEQUENCES
+        self.projected = torch.cat(
+            [stacked(_named(self.refs[s][:, :, :first, :-1])).flatten(2, 3) for s in SPLITS], 2
+        )
+        self.projected_weights = torch.cat(
+            [self.scored[s][:, :first].flatten(1) for s in SPLITS], 1
+        )
+
+    def separability(self) -> list[dict[str, float]]:
+        """Per member, each phase reference's separability on its test data: the ceiling of
+        the projection criterion (:func:`..criterion.separability`)."""
+        return [
+            separability(refs.cpu(), weights.cpu(), PROJECTED)
+            for refs, weights in zip(self.projected, self.projected_weights, strict=True)
+        ]
 
     def divergence(self, target: Tensor, log_model: Tensor) -> Tensor:
         """The KL of the spec's ``kl_direction`` per position, over the last axis, between
@@ -161,6 +184,11 @@ class MemberData:
         weights = weights.view(weights.shape[0], *[1] * (target.dim() - 4), *weights.shape[1:])
         found = weights * self.divergence(target, (model + EPS).log())
         return found.mean((-1, -2))
+
+
+def _named(refs: Tensor) -> dict[str, Tensor]:
+    """The references of a [M, targets, ...] tensor by name (:data:`TARGETS`)."""
+    return {name: refs[:, i] for i, name in enumerate(TARGETS)}
 
 
 def position_weights(x: Tensor, chains: Tensor, by_stationary: bool) -> Tensor:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from infoflow.validators.claims import Claim
+from infoflow.validators.icl_markov.criterion import preregistration
 from infoflow.validators.icl_markov.experiment import IclExperiment
 from infoflow.validators.icl_markov.ksweep.claims import claims
 from infoflow.validators.icl_markov.ksweep.data import TARGETS, IclGroup
@@ -21,6 +22,7 @@ from infoflow.validators.icl_markov.ksweep.phases import (
     MemberHistory,
     ceiling,
     measure,
+    projection_ceiling,
     separation,
 )
 from infoflow.validators.icl_markov.ksweep.train import load_trained, position_kl
@@ -94,11 +96,18 @@ def judge_sweep(experiment: IclExperiment, group: IclGroup, context: Context) ->
     apart = data.separations()
     metrics = context.store.metrics(group.name)
     variant = group.spec.options.g1_variant
+    options = group.spec.options
     histories = [
-        MemberHistory.from_metrics(k, seed, metrics[i], apart[i], variant)
+        MemberHistory.from_metrics(k, seed, metrics[i], apart[i], variant, options.criterion)
         for i, (k, seed) in enumerate(group.members)
     ]
-    measurement = measure(histories, ceiling(levels, group.members))
+    if options.criterion == "projection":
+        separable = data.separability()
+        limit = projection_ceiling(separable, group.members, options.criterion_tolerance)
+    else:
+        limit = ceiling(levels, group.members)
+    measurement = measure(histories, limit)
+    measurement["criterion"] = preregistration(group.spec)
     measurement["separation"] = separation(apart, group.members, variant)
     found = claims(experiment, group, measurement)
     return JudgedSweep(group, histories, measurement, levels, metrics, positions, found)

@@ -37,6 +37,15 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from infoflow.validators.icl_markov.criterion import (
+    KINDS,
+    PROJECTED,
+    WEIGHT,
+    distinguishable,
+    formed,
+    kind_weights,
+    phase_references,
+)
 from infoflow.validators.icl_markov.ksweep import logistic
 
 GAP = 0.5  # memorizing: ID KL to the truth at most this times the OOD KL
@@ -49,12 +58,6 @@ PHASES = ("G1", "G2", "M1", "M2")
 UNDETERMINED = "undetermined"  # no phase reference is nearer than the others by the margin
 SPLIT = "split"  # the final phase (or kind) when the seeds disagree, none the majority
 MEMORIZING = ("M1", "M2")
-
-
-def references(g1_variant: str = "laplace") -> dict[str, str]:
-    """Each phase -> the reference that stands for it (G1 per ``g1_variant``)."""
-    g1 = {"park": "G1_park", "bayes": "G1_bayes"}.get(g1_variant, "G1")
-    return {"G1": g1, "G2": "G2", "M1": "M1", "M2": "M2"}
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ def phase(row: dict[str, float], separation: dict[str, float], g1_variant: str =
     """The phase call at a checkpoint's ``row`` of metrics, given how far apart the references
     are on the same data (``separation``: ``"p>q"`` -> p's score against a model equal to q,
     from :meth:`MemberData.separations`)."""
-    names = references(g1_variant)
+    names = phase_references(g1_variant)
     distance = {p: (row[f"id:{ref}"] + row[f"ood:{ref}"]) / 2 for p, ref in names.items()}
     nearest = min(distance, key=distance.get)
     a = names[nearest]
@@ -140,13 +143,18 @@ class MemberHistory:
         rows: dict[int, dict[str, float]],
         separation: dict[str, float],
         g1_variant: str = "laplace",
+        criterion: str = "gap",
     ) -> MemberHistory:
         steps = sorted(rows)
-        calls = [phase(rows[s], separation, g1_variant) for s in steps]
+        if criterion == "projection":
+            calls, memorizes = [projected_call(rows[s]) for s in steps], memorizing_weight
+        else:
+            calls = [phase(rows[s], separation, g1_variant) for s in steps]
+            memorizes = memorizing
         history = cls(chains, seed, steps, calls, rows[steps[-1]])
         phases = history.phases
         history.first_g2 = next((s for s, p in zip(steps, phases, strict=True) if p == "G2"), None)
-        gap = [s for s in steps if memorizing(rows[s])]
+        gap = [s for s in steps if memorizes(rows[s])]
         history.memorized_at = gap[0] if gap else None
         g2, mem = history.first_g2, history.memorized_at
         if g2 is not None and (mem is None or g2 < mem):
@@ -154,9 +162,9 @@ class MemberHistory:
             ends = [
                 s
                 for s, p in zip(steps, phases, strict=True)
-                if s > g2 and p == "M2" and memorizing(rows[s])
+                if s > g2 and p == "M2" and memorizes(rows[s])
             ]
-            if ends and phases[-1] == "M2" and memorizing(rows[steps[-1]]):
+            if ends and phases[-1] == "M2" and memorizes(rows[steps[-1]]):
                 history.transient_duration = ends[0] - g2
         elif mem is not None and (g2 is None or mem < g2):
             history.outcome = "memorization"
@@ -175,6 +183,32 @@ def memorizing(row: dict[str, float]) -> bool:
     return row["id:truth"] <= GAP * row["ood:truth"]
 
 
+def memorizing_weight(row: dict[str, float]) -> bool:
+    """The projection's call: M1 and M2 carry at least WEIGHT of the mixture."""
+    return formed(weights_of(row), "memorizing")
+
+
+def weights_of(row: dict[str, float]) -> dict[str, float]:
+    """The projection's weights in a row of metrics: phase -> weight."""
+    return {p: row[f"w:{p}"] for p in PROJECTED if f"w:{p}" in row}
+
+
+def projected_call(row: dict[str, float]) -> Call:
+    """The phase by the projection: the heaviest phase of the kind whose references carry at
+    least WEIGHT of the mixture; else undetermined among the phases of weight at least
+    WEIGHT / 2 (the two heaviest when none is). ``position`` is the leading kind's weight."""
+    weights = weights_of(row)
+    kinds = kind_weights(weights)
+    leading = max(kinds, key=kinds.get)
+    order = sorted(weights, key=lambda p: -weights[p])
+    if kinds[leading] >= WEIGHT:
+        best = max((p for p in weights if KINDS[p] == leading), key=weights.get)
+        best = "G1" if best == "U" else best  # the plateau is called G1, as by the gap rule
+        return Call(best, order[0], order[1], kinds[leading], (best,))
+    among = tuple(p for p in weights if weights[p] >= WEIGHT / 2) or tuple(sorted(order[:2]))
+    return Call(UNDETERMINED, order[0], order[1], kinds[leading], among)
+
+
 def ceiling(levels: dict[str, list[dict[str, float]]], members: list[tuple[int, int]]) -> dict:
     """Per K, what the data can tell: how far a perfect memorizer (the M2 reference itself)
     sits from the truth on ID and on OOD sequences, and whether the memorization rule can see
@@ -187,11 +221,43 @@ def ceiling(levels: dict[str, list[dict[str, float]]], members: list[tuple[int, 
     for k, pairs in sorted(by_k.items()):
         id_kl = statistics.mean(p[0] for p in pairs)
         ood_kl = statistics.mean(p[1] for p in pairs)
+        ratio = id_kl / max(ood_kl, 1e-12)
         out[k] = {
             "m2_id_kl": id_kl,
             "m2_ood_kl": ood_kl,
-            "ratio": id_kl / max(ood_kl, 1e-12),
+            "ratio": ratio,
             "detectable": id_kl <= GAP * ood_kl,
+            "reason": f"even a perfect M2 has ID KL {id_kl:.3g}, {ratio:.2f} x its OOD KL (the "
+            f"rule needs <= {GAP})",
+        }
+    return out
+
+
+def projection_ceiling(
+    separable: list[dict[str, float]], members: list[tuple[int, int]], tolerance: float
+) -> dict:
+    """Per K, what the projection can tell apart: each phase reference's separability (mean
+    over the seeds' data, :meth:`MemberData.separability`), which kinds are testable at
+    ``tolerance`` nats, and whether "which comes first" is (memorizing and generalizing
+    both testable); a reason with the numbers where it is not."""
+    by_k: dict[int, list[dict[str, float]]] = {}
+    for (k, _seed), found in zip(members, separable, strict=True):
+        by_k.setdefault(k, []).append(found)
+    out = {}
+    for k, rows in sorted(by_k.items()):
+        mean = {p: statistics.mean(r[p] for r in rows) for p in rows[0]}
+        kinds = {
+            kind: distinguishable(mean, kind, tolerance) for kind in ("memorizing", "generalizing")
+        }
+        short = [p for p in mean if KINDS[p] != "plateau" and mean[p] < tolerance]
+        numbers = ", ".join(f"{p} {mean[p]:.3g}" for p in short)
+        out[k] = {
+            "separability": mean,
+            "testable": kinds,
+            "tolerance": tolerance,
+            "detectable": all(kinds.values()),
+            "reason": f"{numbers} nats from the nearest reference of another kind, under the "
+            f"tolerance {tolerance:g}: the projection cannot tell the phases apart here",
         }
     return out
 
@@ -203,7 +269,7 @@ def separation(
     ``"p-q"`` -> the mean of p's score against a model equal to q and q's against p (the
     symmetrised KL in the default direction). ``separations`` is
     :meth:`MemberData.separations`."""
-    names = references(g1_variant)
+    names = phase_references(g1_variant)
     by_k: dict[int, list[dict[str, float]]] = {}
     for (k, _seed), found in zip(members, separations, strict=True):
         by_k.setdefault(k, []).append(found)

@@ -1,0 +1,174 @@
+"""The criterion that decides which mechanism a model has formed, shared by the K sweep and
+the clock runs, and its ceiling: what the data of a run can tell apart at all.
+
+The criterion is named in the spec (``options.criterion``) and written into the run folder
+before anything trains (:func:`preregistration`); a new criterion is a new spec, never a
+change made after a run.
+
+``projection`` (the default; Park et al.'s method of reading a model as a mixture of the
+algorithms): at a checkpoint, the model's next-state distributions on the test positions (ID
+and OOD together, weighted as the spec scores positions) are fitted by a convex mixture of the
+references (:data:`SOURCES`: the plateau's uniform and Bayes-unigram, G2, M1 and M2), the
+weights minimising the mean
+KL(model || mixture) (:func:`project`, exact EM for mixture proportions). A mechanism has
+formed when its references carry at least :data:`WEIGHT` of the mixture: memorization when M1
+and M2 together do, generalization when G2 does. The two cannot both hold, so "which comes
+first" is always decided by the first checkpoint at which one does. A clock is the first
+(log-interpolated) step at which its mechanism's weight reaches :data:`WEIGHT`, on the
+references its model can be compared with (no M1 or M2 at K = infinity, where no training
+chain exists).
+
+``gap`` (the rule before, kept as a named option): the phase is the nearest reference by a
+margin, memorization is an ID KL at most GAP x the OOD KL (:mod:`.ksweep.phases`), and a clock
+is halfway from the plateau to its mechanism's Bayes level (:mod:`.clocks.measure`).
+
+The ceiling (:func:`separability`): a trained model never equals a reference; it sits some
+KL away. How far it may stray from reference X, towards a reference Y of another kind,
+before the projection gives Y the larger weight, is KL(X || (X + Y) / 2) at the crossing; the
+smallest over Y is X's separability on the run's data, computed from the ideal Bayesians
+alone. A kind of phase is testable at K when each of its references is separable by at least
+the spec's ``criterion_tolerance`` (nats): where it is not, a claim that needs it is
+"untestable here", with the numbers, never a verdict.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+#: A mechanism has formed when its references carry at least this share of the mixture.
+WEIGHT = 0.5
+#: The projection's references -> the reference predictor each is
+#: (:mod:`..references`; None: the uniform distribution). The plateau has two: where an
+#: untrained model sits (U) and where a barely trained one does (G1, the Bayes unigram; a
+#: pilot found a near-uniform model given weight 0.55 on M1 when the plateau was the Laplace
+#: unigram alone).
+SOURCES = {"U": None, "G1": "G1_bayes", "G2": "G2", "M1": "M1", "M2": "M2"}
+PROJECTED = tuple(SOURCES)
+#: The kind of each: what the claims ask about.
+KINDS = {
+    "U": "plateau",
+    "G1": "plateau",
+    "G2": "generalizing",
+    "M1": "memorizing",
+    "M2": "memorizing",
+}
+#: At most this many rounds of the projection's accelerated EM (three EM steps each); it
+#: stops once no weight moves by CONVERGED in a round (the calls compare weights with 1/2).
+ROUNDS = 50
+CONVERGED = 1e-5
+#: Test sequences per test set the projection reads (of the first ones): its weights move
+#: by about 1e-3 between subsets of this size, and a checkpoint's projection stays a small
+#: part of training.
+PROJECTION_SEQUENCES = 32
+TINY = 1e-12
+
+
+def phase_references(g1_variant: str = "laplace") -> dict[str, str]:
+    """Each phase -> the reference that stands for it (G1 per ``g1_variant``)."""
+    g1 = {"park": "G1_park", "bayes": "G1_bayes"}.get(g1_variant, "G1")
+    return {"G1": g1, "G2": "G2", "M1": "M1", "M2": "M2"}
+
+
+def stacked(refs: dict[str, Tensor], names: tuple[str, ...] = PROJECTED) -> Tensor:
+    """The references ``names`` (:data:`SOURCES`) from a predictor's outputs ``refs`` (name ->
+    [..., C] probabilities), stacked on a new axis before the last three."""
+    like = refs["G2"]
+    found = [
+        torch.full_like(like, 1 / like.shape[-1]) if SOURCES[n] is None else refs[SOURCES[n]]
+        for n in names
+    ]
+    return torch.stack(found, dim=-4 if like.dim() >= 4 else 0)
+
+
+def project(model: Tensor, refs: Tensor, weights: Tensor) -> tuple[Tensor, Tensor]:
+    """The convex mixture of ``refs`` closest to ``model``: (weights [..., R], misfit [...]).
+
+    ``model`` [..., N, C] and ``refs`` [..., R, N, C] are probabilities at N positions,
+    ``weights`` [..., N] the positions' weights. The mixture weights w minimise the weighted
+    mean of KL(model || sum_r w_r ref_r), which is convex in w; misfit is that KL at the
+    optimum. EM for mixture proportions (w_r <- sum_n weight_n sum_c model_nc w_r ref_rnc /
+    mixture_nc) converges slowly where references nearly coincide, so each round takes two EM
+    steps and extrapolates along them (SQUAREM, Varadhan and Roland 2008), keeping the
+    extrapolation only where it lowers the objective."""
+    refs, model = refs.float(), model.float()
+    share = (weights / weights.sum(-1, keepdim=True)).float()
+    w = torch.full(refs.shape[:-2], 1 / refs.shape[-3], device=refs.device)
+    for _ in range(ROUNDS):
+        w1 = _em_step(w, model, refs, share)
+        w2 = _em_step(w1, model, refs, share)
+        r, v = w1 - w, w2 - 2 * w1 + w
+        alpha = -(r.norm(dim=-1) / v.norm(dim=-1).clamp_min(TINY)).clamp_min(1.0)[..., None]
+        jump = (w - 2 * alpha * r + alpha**2 * v).clamp_min(0)
+        jump = _em_step(jump / jump.sum(-1, keepdim=True), model, refs, share)
+        better = _misfit(jump, model, refs, share) <= _misfit(w2, model, refs, share)
+        w, before = torch.where(better[..., None], jump, w2), w
+        if (w - before).abs().max() < CONVERGED:
+            break
+    return w, _misfit(w, model, refs, share)
+
+
+def _em_step(w: Tensor, model: Tensor, refs: Tensor, share: Tensor) -> Tensor:
+    parts = w[..., None, None] * refs  # [..., R, N, C]
+    mixture = parts.sum(-3, keepdim=True).clamp_min(TINY)  # [..., 1, N, C]
+    return ((model[..., None, :, :] * parts / mixture).sum(-1) * share[..., None, :]).sum(-1)
+
+
+def _misfit(w: Tensor, model: Tensor, refs: Tensor, share: Tensor) -> Tensor:
+    mixture = (w[..., None, None] * refs).sum(-3).clamp_min(TINY)
+    kl = (model * ((model + TINY).log() - mixture.log())).sum(-1)  # [..., N]
+    return (kl * share).sum(-1)
+
+
+def kind_weights(weights: dict[str, float]) -> dict[str, float]:
+    """Phase weights -> the weight of each kind (plateau, generalizing, memorizing)."""
+    out = {kind: 0.0 for kind in dict.fromkeys(KINDS.values())}
+    for phase, value in weights.items():
+        out[KINDS[phase]] += value
+    return out
+
+
+def formed(weights: dict[str, float], kind: str) -> bool:
+    """Whether the references of ``kind`` carry at least :data:`WEIGHT` of the mixture."""
+    return kind_weights(weights)[kind] >= WEIGHT
+
+
+def separability(refs: Tensor, weights: Tensor, names: tuple[str, ...]) -> dict[str, float]:
+    """Each reference's separability on the data: the smallest KL(X || (X + Y) / 2) over the
+    references Y of another kind (mean over the positions, by ``weights``), for ``refs``
+    [R, N, C] named ``names`` (phases) and position weights [N]."""
+    share = (weights / weights.sum()).double()
+    out = {}
+    for i, x in enumerate(names):
+        found = []
+        for j, y in enumerate(names):
+            if KINDS[y] == KINDS[x]:
+                continue
+            middle = (refs[i].double() + refs[j].double()) / 2
+            kl = (refs[i] * ((refs[i] + TINY).log() - (middle + TINY).log())).sum(-1)
+            found.append(float((kl * share).sum()))
+        out[x] = min(found) if found else float("inf")
+    return out
+
+
+def distinguishable(separable: dict[str, float], kind: str, tolerance: float) -> bool:
+    """Whether every reference of ``kind`` is separable by at least ``tolerance`` nats."""
+    return all(v >= tolerance for p, v in separable.items() if KINDS[p] == kind)
+
+
+def preregistration(spec) -> dict:
+    """What decides the verdicts, as the run folder records it before training starts."""
+    options = spec.options
+    if options.criterion == "gap":
+        from infoflow.validators.icl_markov.clocks.measure import HALFWAY
+        from infoflow.validators.icl_markov.ksweep.phases import GAP, MARGIN
+
+        return {"criterion": "gap", "gap": GAP, "margin": MARGIN, "clock_halfway": HALFWAY}
+    return {
+        "criterion": "projection",
+        "weight": WEIGHT,
+        "references": {p: SOURCES[p] or "uniform" for p in PROJECTED},
+        "tolerance_nats": options.criterion_tolerance,
+        "rounds": ROUNDS,
+        "sequences_per_test_set": PROJECTION_SEQUENCES,
+    }

@@ -1,0 +1,145 @@
+"""The shared criterion (projection onto the references) and its ceiling, against direct
+computation; the clocks and the K sweep read it alike."""
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from infoflow.validators.chains import ChainSampler, sample_chains  # noqa: E402
+from infoflow.validators.icl_markov import references  # noqa: E402
+from infoflow.validators.icl_markov.clocks.measure import Projected, clock_time  # noqa: E402
+from infoflow.validators.icl_markov.criterion import (  # noqa: E402
+    KINDS,
+    PROJECTED,
+    WEIGHT,
+    distinguishable,
+    project,
+    separability,
+    stacked,
+)
+from infoflow.validators.icl_markov.ksweep.phases import (  # noqa: E402
+    MemberHistory,
+    projected_call,
+    projection_ceiling,
+)
+from infoflow.validators.icl_markov.training import mixture_weights  # noqa: E402
+
+
+def _refs(states: int, length: int, chains: int, n: int = 48, seed: int = 0):
+    """The projection's references [R, N, C] on n sequences of ``chains`` chains."""
+    P = sample_chains(chains, states, 1.0, seed)
+    w = mixture_weights(chains, chains, "random", seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    x = ChainSampler(P).sample(torch.multinomial(w.float(), n, True, generator=g), length, g)
+    found = references.predictions(x, P, w, 1.0)
+    return stacked({k: v[:, :-1] for k, v in found.items()}).flatten(1, 2).double()
+
+
+def test_the_projection_recovers_a_known_mixture_and_a_pure_reference() -> None:
+    refs = _refs(3, 32, 8)
+    weights = torch.ones(refs.shape[1])
+    truth = torch.tensor([0.0, 0.2, 0.5, 0.3, 0.0], dtype=torch.float64)
+    model = (truth[:, None, None] * refs).sum(0)
+    found, misfit = project(model, refs, weights)
+    assert found.sum().item() == pytest.approx(1.0)
+    assert found.tolist() == pytest.approx(truth.tolist(), abs=0.02)
+    assert misfit.item() < 1e-4
+    pure, _ = project(refs[PROJECTED.index("M2")], refs, weights)
+    assert pure[PROJECTED.index("M2")].item() > 0.97
+
+
+def test_the_projection_minimises_the_kl_over_the_simplex() -> None:
+    """No other mixture, on a grid of the simplex's corners and midpoints, fits better."""
+    refs = _refs(3, 24, 4)
+    weights = torch.ones(refs.shape[1])
+    model = torch.softmax(
+        torch.randn(refs.shape[1:], generator=torch.Generator().manual_seed(3)), -1
+    )
+    _, misfit = project(model.double(), refs, weights)
+    r = len(PROJECTED)
+    for i in range(r):
+        for j in range(r):
+            w = torch.zeros(r, dtype=torch.float64)
+            w[i] += 0.5
+            w[j] += 0.5
+            mixture = (w[:, None, None] * refs).sum(0)
+            kl = (model * (model.log() - mixture.log())).sum(-1).mean()
+            assert misfit.item() <= kl.item() + 1e-9
+
+
+@pytest.mark.parametrize("states,length,chains", [(3, 64, 32), (5, 48, 6)])
+def test_separability_is_the_kl_to_the_nearest_midpoint_of_another_kind(
+    states, length, chains
+) -> None:
+    """At two settings, each reference's separability against direct computation: the
+    smallest over references of another kind of KL(X || (X + Y) / 2), averaged over the
+    positions; and the projection of that midpoint is split evenly between the two."""
+    refs = _refs(states, length, chains)
+    found = separability(refs, torch.ones(refs.shape[1]), PROJECTED)
+    for i, x in enumerate(PROJECTED):
+        direct = []
+        for j, y in enumerate(PROJECTED):
+            if KINDS[x] != KINDS[y]:
+                middle = (refs[i] + refs[j]) / 2
+                direct.append(float((refs[i] * (refs[i] / middle).log()).sum(-1).mean()))
+        assert found[x] == pytest.approx(min(direct), rel=1e-6)
+    m1, g2 = PROJECTED.index("M1"), PROJECTED.index("G2")
+    weights, _ = project((refs[m1] + refs[g2]) / 2, refs, torch.ones(refs.shape[1]))
+    assert weights[m1].item() + weights[PROJECTED.index("M2")].item() == pytest.approx(
+        0.5, abs=0.05
+    )
+
+
+def test_the_ceiling_says_untestable_with_the_numbers() -> None:
+    close = {"U": 0.1, "G1": 0.004, "G2": 0.02, "M1": 0.004, "M2": 0.02}
+    assert distinguishable(close, "generalizing", 0.01) and not distinguishable(
+        close, "memorizing", 0.01
+    )
+    limit = projection_ceiling([close, close], [(32, 0), (32, 1)], 0.01)[32]
+    assert not limit["detectable"] and "M1 0.004" in limit["reason"]
+    assert projection_ceiling([close], [(32, 0)], 0.003)[32]["detectable"]
+
+
+def _row(u=0.0, g1=0.0, g2=0.0, m1=0.0, m2=0.0, sep=0.05) -> dict[str, float]:
+    weights = dict(zip(PROJECTED, (u, g1, g2, m1, m2), strict=True))
+    row = {f"w:{p}": v for p, v in weights.items()}
+    row.update({f"sep:{p}": sep for p in PROJECTED})
+    return row
+
+
+def test_the_sweep_and_the_clocks_read_the_same_weights() -> None:
+    """One set of rows: the sweep's outcome and the memorising clock agree on when
+    memorization formed (M1 + M2 reach WEIGHT between steps 100 and 200)."""
+    rows = {
+        10: _row(u=0.9, g1=0.1),
+        100: _row(g1=0.6, m1=0.3, m2=0.1),
+        200: _row(g1=0.2, m1=0.5, m2=0.3),
+        400: _row(g2=0.6, m2=0.4),
+    }
+    history = MemberHistory.from_metrics(8, 0, rows, {}, criterion="projection")
+    assert history.outcome == "memorization" and history.memorized_at == 200
+    assert [c.phase for c in history.calls] == ["G1", "G1", "M1", "G2"]
+    time, status = clock_time(rows, Projected("memorizing", 0.01))
+    assert status == "formed" and 100 < time < 200
+    share = (WEIGHT - 0.4) / (0.8 - 0.4)
+    assert time == pytest.approx(math.exp(math.log(100) + share * math.log(2)))
+    # the same rows read as a G clock: G2 forms at 400, after memorization
+    assert clock_time(rows, Projected("generalizing", 0.01))[0] == pytest.approx(
+        math.exp(math.log(200) + (WEIGHT / 0.6) * math.log(2))
+    )
+    assert clock_time(rows, Projected("memorizing", 0.1)) == (None, "not timed")
+
+
+def test_a_memorising_clock_that_generalises_first_is_not_timed_as_memorization() -> None:
+    rows = {10: _row(g1=1.0), 100: _row(g1=0.3, g2=0.7), 200: _row(m1=0.6, g2=0.4)}
+    assert clock_time(rows, Projected("memorizing", 0.01)) == (None, "generalised first")
+    assert MemberHistory.from_metrics(8, 0, rows, {}, criterion="projection").outcome == (
+        "generalization"
+    )
+
+
+def test_an_undetermined_projection_call_names_its_candidates() -> None:
+    call = projected_call(_row(g1=0.4, g2=0.3, m1=0.3))
+    assert call.phase == "undetermined" and call.label == "G1/G2/M1?"
