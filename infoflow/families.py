@@ -82,6 +82,7 @@ FAMILIES: dict[str, Family] = {
             commands={
                 "compare": "infoflow.looped_kv.compare:compare",
                 "plot": "infoflow.looped_kv.capacity:plot",
+                "plan": "infoflow.validators.looped_kv.estimate:plan_command",
             },
             validator="infoflow.validators.looped_kv.validator:VALIDATOR",
             docs="docs/looped_kv.md",

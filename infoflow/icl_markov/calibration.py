@@ -114,6 +114,15 @@ class Anchor(_Strict):
     k1_star: Bracket | None = None
     k2_star: Bracket | None = None
     tau_2gen: Bracket | None = None
+    final_boundary: Bracket | None = Field(
+        None,
+        description="The K at which the phase at the end of training changes from memorizing "
+        "to G2 at this budget (a published final-time boundary such as Park et al.'s Figure "
+        "1(a)): not K*_1, which asks which mechanism forms first.",
+    )
+    budget_steps: int | None = Field(
+        None, gt=0, description="The training steps behind final_boundary."
+    )
 
     _complete = field_validator("settings")(complete_settings)
 
@@ -140,6 +149,11 @@ class ClockSet(_Strict):
     device: str
     date: str
     steps: int = Field(gt=0, description="The clock runs' length: a clock past it is None.")
+    criterion: Literal["projection", "gap"] = Field(
+        "gap",
+        description="What timed the clocks (the spec's options.criterion): clocks of one "
+        "criterion are never pooled with, or raced for a spec of, another.",
+    )
     members: list[ClockRun]
 
     _complete = field_validator("settings")(complete_settings)
@@ -162,12 +176,18 @@ class Calibration(_Strict):
         found = [a for a in self.anchors if getattr(a, quantity) is not None]
         return min(found, key=lambda a: distance(a.settings, settings), default=None)
 
-    def clocks_at(self, settings: dict[str, Any], steps: int) -> ClockSet | None:
-        """The clocks measured at exactly ``settings`` by runs of ``steps`` steps (the race is
-        not scaled; the warmup, 2% of the steps, differs between lengths), pooled over every
-        set measured there. A run two sets share (the same group in two reports: equal clock,
-        rate, K, seed and time) counts once."""
-        same = [c for c in self.clocks if distance(c.settings, settings) == 0 and c.steps == steps]
+    def clocks_at(
+        self, settings: dict[str, Any], steps: int, criterion: str = "gap"
+    ) -> ClockSet | None:
+        """The clocks timed by ``criterion`` at exactly ``settings`` by runs of ``steps`` steps
+        (the race is not scaled; the warmup, 2% of the steps, differs between lengths), pooled
+        over every set measured there. A run two sets share (the same group in two reports:
+        equal clock, rate, K, seed and time) counts once."""
+        same = [
+            c
+            for c in self.clocks
+            if distance(c.settings, settings) == 0 and c.steps == steps and c.criterion == criterion
+        ]
         if len(same) < 2:
             return same[0] if same else None
         members = {m.model_dump_json(): m for c in same for m in c.members}

@@ -32,6 +32,7 @@ from infoflow.icl_markov.calibration import (
     Anchor,
     Bracket,
     Calibration,
+    ClockRun,
     ClockSet,
     Constant,
     load_calibration,
@@ -298,7 +299,8 @@ def clock_sets(file: Path, report: dict) -> list[ClockSet]:
                     device=report["device"],
                     date=report["started"],
                     steps=entry["steps"],
-                    members=members,
+                    criterion=entry.get("criterion", "gap"),
+                    members=[{f: m[f] for f in ClockRun.model_fields if f in m} for m in members],
                 )
             )
     return out

@@ -26,6 +26,7 @@ from infoflow.icl_markov.calibration import (
     Calibration,
     ClockSet,
     differences,
+    distance,
     load_calibration,
     settings_of,
 )
@@ -96,7 +97,38 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
         spec, sequence, k1_value, tau_value, transient, exponent
     )
     predictions["task_vector_generalizes"] = _task_vector(spec)
+    predictions["final_boundary"] = _final_boundary(spec, calibration)
     return Result("icl_markov", spec, predictions, source)
+
+
+def _final_boundary(spec: IclMarkovSpec, calibration: Calibration) -> Prediction:
+    """The K at which the phase at the end of training changes from memorizing to G2, where
+    an anchor measured it at exactly this setting and budget (it is not scaled: a published
+    final-time boundary, such as Park et al.'s, says nothing about another budget)."""
+    settings, steps = settings_of(spec), spec.training.steps
+    anchor = calibration.nearest("final_boundary", settings)
+    if anchor is None:
+        why = "the calibration file has no final-time boundary"
+        return Prediction(None, "chains", "estimate", "uncalibrated", f"None: {why}.")
+    if distance(anchor.settings, settings) > 0 or anchor.budget_steps != steps:
+        diff = differences(anchor.settings, settings)
+        if anchor.budget_steps != steps:
+            diff.append(f"steps {anchor.budget_steps:,} (here {steps:,})")
+        why = (
+            f"the only final-time boundary, {anchor.name}'s, was read at other settings "
+            f"({'; '.join(diff)}), and a boundary at the end of training is not scaled to "
+            "another budget or setting"
+        )
+        return Prediction(None, "chains", "estimate", "uncalibrated", f"None: {why}.")
+    measured = anchor.final_boundary
+    note = (
+        f"{_fmt(measured.value)} (range {_fmt(measured.low)} to {_fmt(measured.high)}) at "
+        f"{anchor.name} ({anchor.source}; {anchor.device}, {anchor.date}): the K above which "
+        f"the model ends in G2 rather than memorizing after {steps:,} steps."
+    )
+    interval = (measured.low, measured.high) if measured.low is not None else None
+    provenance = f"calibrated:{anchor.name} ({anchor.provenance})"
+    return Prediction(measured.value, "chains", "estimate", provenance, note, None, interval)
 
 
 def _thresholds(spec: IclMarkovSpec, calibration: Calibration, values: dict) -> tuple:
@@ -111,7 +143,7 @@ def _thresholds(spec: IclMarkovSpec, calibration: Calibration, values: dict) -> 
     rate = spec.training.layer1_attention_lr
     if rate != 1:
         tau = _rate_blind("tau_2gen", "steps", rate), None
-    clocks = calibration.clocks_at(settings, spec.training.steps)
+    clocks = calibration.clocks_at(settings, spec.training.steps, spec.options.criterion)
     if clocks is not None:
         k1 = _raced(clocks, rate)
     elif rate != 1:

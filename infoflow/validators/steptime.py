@@ -194,3 +194,17 @@ def cache_file(device: str) -> Path:
 
 def _cpu_name() -> str:
     return platform.processor() or platform.machine() or "cpu"
+
+
+def minutes(seconds: float) -> str:
+    """An estimate for ``infoflow plan``: minutes to a tenth, or whole seconds under one."""
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{math.ceil(seconds)} s"
+
+
+def gpu_line(source: str, scale: str, seeds: int, seconds: float) -> str:
+    """The plan's last line: the command of the GPU run and its time on the GPU step time."""
+    basis = step_time("cuda").source.split(":")[0]
+    return (
+        f"  on a GPU: infoflow validate {source} --scale {scale} --gpu --seeds {seeds} "
+        f"(about {minutes(seconds)} on the {basis} step time)"
+    )

@@ -143,3 +143,71 @@ def test_a_memorising_clock_that_generalises_first_is_not_timed_as_memorization(
 def test_an_undetermined_projection_call_names_its_candidates() -> None:
     call = projected_call(_row(g1=0.4, g2=0.3, m1=0.3))
     assert call.phase == "undetermined" and call.label == "G1/G2/M1?"
+
+
+def test_previous_token_attention_is_the_models_own_layer1_attention() -> None:
+    """The measured attention reproduces layer 1's output: its weights times the values,
+    through W_O, equal the model's attention block (SDPA)."""
+    from infoflow.validators.icl_markov.model import (
+        StackedGPT,
+        _norm,
+        previous_token_attention,
+    )
+
+    model = StackedGPT([3, 4], 3, 12, 2, 16, 2, 32)
+    with torch.no_grad():
+        model.W_QKV.normal_(0, 0.5)  # sharp, unequal patterns
+    x = torch.randint(0, 3, (2, 5, 12))
+    members = torch.arange(2)[:, None, None]
+    z = _norm(model.W_E[members, x] + model.W_pos[:, None, :12], model.ln1[0])
+    d, heads = 16, 2
+    q, k, v = (
+        torch.einsum("mbtd,mde->mbte", z, model.W_QKV[0][..., i * d : (i + 1) * d])
+        .unflatten(-1, (heads, -1))
+        .transpose(2, 3)
+        for i in range(3)
+    )
+    scores = (q @ k.transpose(-1, -2) / math.sqrt(d // heads)).masked_fill(
+        ~torch.ones(12, 12, dtype=torch.bool).tril(), float("-inf")
+    )
+    weights = scores.softmax(-1)
+    out = (weights @ v).transpose(2, 3).flatten(-2)
+    direct = torch.einsum("mbtd,mde->mbte", out, model.W_O[0])
+    assert torch.allclose(direct, model._attention(z, 0), atol=1e-5)
+    expected = weights.diagonal(-1, dim1=-2, dim2=-1).mean((1, 3)).amax(-1)
+    assert torch.allclose(previous_token_attention(model, x), expected, atol=1e-6)
+    hard = StackedGPT([1], 3, 12, 2, 16, 2, 32, ("previous", "causal"))
+    assert previous_token_attention(hard, x[:1]).item() == 1.0
+
+
+def test_the_dose_response_claim_reads_the_extreme_rates() -> None:
+    from infoflow.validators.icl_markov.ksweep.dose import dose_claim, dose_claims
+
+    def fit(low, high):
+        return {"status": "fit", "low": low, "high": high, "value": math.sqrt(low * high)}
+
+    falls = {0.25: fit(40, 60), 0.5: fit(30, 45), 1.0: fit(20, 32), 2.0: fit(12, 20)}
+    assert dose_claim(falls).verdict == "confirmed"
+    rises = {0.25: fit(10, 14), 1.0: fit(20, 32), 2.0: fit(40, 60)}
+    assert dose_claim(rises).verdict == "refuted" and "rises with r" in dose_claim(rises).reason
+    overlap = {0.25: fit(20, 40), 1.0: fit(20, 32), 2.0: fit(18, 30)}
+    assert dose_claim(overlap).verdict == "inconclusive"
+    none = {**falls, 2.0: {"status": "none", "low": None, "high": None, "reason": "off"}}
+    assert dose_claim(none).verdict == "inconclusive"
+    two = dose_claims([("a", 1.0, fit(1, 2)), ("a", 0.5, fit(3, 4))])
+    assert two == []  # two rates are a shift, not a dose-response
+
+
+def test_the_final_boundary_claim_places_the_change_of_final_phase() -> None:
+    from infoflow.core.results import Prediction
+    from infoflow.validators.icl_markov.ksweep.claims import final_boundary
+
+    kinds = {16: "memorizing", 32: "memorizing", 64: "G2", 128: "G2"}
+    per_k = {k: {"final_kind": v} for k, v in kinds.items()}
+    limit = {k: {"detectable": True} for k in kinds}
+    park = Prediction(45.25, "chains", "estimate", "calibrated:park2025", "", None, (32, 64))
+    assert final_boundary(park, per_k, limit).verdict == "confirmed"
+    later = Prediction(200.0, "chains", "estimate", "p", "", None, (150, 256))
+    assert final_boundary(later, per_k, limit).verdict == "refuted"
+    missing = Prediction(None, "chains", "estimate", "uncalibrated", "None: other budget.")
+    assert final_boundary(missing, per_k, limit).verdict == "inconclusive"

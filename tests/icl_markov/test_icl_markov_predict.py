@@ -32,22 +32,29 @@ def _spec(**fields):
     return infoflow.load_spec(base)
 
 
-def test_park_setting_puts_k1_between_2_5_and_2_6() -> None:
+def test_park_settings_boundary_is_their_final_time_boundary_not_k1() -> None:
+    """Park et al.'s Figure 1(a) threshold (2^5 to 2^6) is the final-phase boundary at their
+    budget: predicted as ``final_boundary`` there and nowhere else (not scaled), and K*_1 does
+    not come from it."""
     result = infoflow.predict(PARK)
-    k1 = result["k1_star"]
-    assert 2**5 < k1.value < 2**6
-    assert k1.interval == (32, 64)
-    assert k1.provenance.startswith("calibrated:park2025")
-    assert "Figure 1(a)" in k1.note and "Calibrated at these settings." in k1.note
+    boundary = result["final_boundary"]
+    assert 2**5 < boundary.value < 2**6 and boundary.interval == (32, 64)
+    assert boundary.provenance.startswith("calibrated:park2025")
+    assert "Figure 1(a)" in boundary.note and "108,000 steps" in boundary.note
+    assert not result["k1_star"].provenance.startswith("calibrated:park2025")
     assert result["task_vector_generalizes"].value is False  # d_model 64 < C^2 = 100
+    shorter = infoflow.predict(_spec(training={"steps": 6000, "batch_size": 128, "lr": 6e-4}))
+    assert shorter["final_boundary"].value is None
+    assert "steps 108,000 (here 6,000)" in shorter["final_boundary"].note
 
 
-def test_k1_scales_as_the_working_form_between_context_lengths() -> None:
+def test_k1_scales_as_the_working_form_between_context_lengths(tmp_path) -> None:
     """K*_1(N) / K*_1(512) = (g(N) / g(512))^(1/a), g(N) = N / ln N, a from the file."""
-    a = load_calibration().exponents.memorization.value
+    path = str(park_only_calibration(tmp_path))
+    a = load_calibration(path).exponents.memorization.value
     g = lambda n: n / math.log(n)  # noqa: E731
     for n in (64, 128, 1024, 4096):
-        k1 = infoflow.predict(_spec(context_len=n))["k1_star"]
+        k1 = infoflow.predict(_spec(context_len=n, calibration=path))["k1_star"]
         expected = 45.25 * (g(n) / g(512)) ** (1 / a)
         assert k1.value == pytest.approx(expected, abs=0.05)
         assert "context_len" in k1.note and "Calibrated on other settings" in k1.note

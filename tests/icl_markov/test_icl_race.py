@@ -190,6 +190,7 @@ def with_clocks(folder: Path, members: list[dict], chains: int = 8) -> dict:
             "device": "none",
             "date": "2026-11-30",
             "steps": 1500,
+            "criterion": "projection",
             "members": members,
         }
     ]
@@ -205,6 +206,11 @@ def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path
     k1 = infoflow.predict(infoflow.load_spec(tmp_path / "spec.json"))["k1_star"]
     assert k1.value == pytest.approx(20) and k1.interval == pytest.approx((20, 20))
     assert k1.provenance == "mechanism:clock_race (calibrated:synthetic)"
+    # clocks timed by one criterion never race for a spec judged by another
+    gap = {**spec, "options": {"criterion": "gap"}, "calibration": "calibration.json"}
+    (tmp_path / "gap.json").write_text(json.dumps(gap))
+    k1 = infoflow.predict(infoflow.load_spec(tmp_path / "gap.json"))["k1_star"]
+    assert k1.provenance.startswith("calibrated:")
     # another setting, or runs of another length (another warmup), have no clocks: the
     # anchor, which says so in its provenance
     longer = {**SMOKE["training"], "steps": 3000}
@@ -238,7 +244,7 @@ def test_clock_sets_at_one_setting_are_pooled_and_a_shared_run_counts_once(tmp_p
     calibration["clocks"].append({**calibration["clocks"][0], "name": "more", "members": second})
     (tmp_path / "calibration.json").write_text(json.dumps(calibration))
     found = load_calibration(tmp_path / "calibration.json").clocks_at(
-        calibration["clocks"][0]["settings"], 1500
+        calibration["clocks"][0]["settings"], 1500, "projection"
     )
     assert found.name == "synthetic + more" and len(found.members) == 2 + 6 * len(KS)
     clocks = found.clocks()

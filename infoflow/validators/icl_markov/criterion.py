@@ -33,11 +33,16 @@ the spec's ``criterion_tolerance`` (nats): where it is not, a claim that needs i
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
 #: A mechanism has formed when its references carry at least this share of the mixture.
 WEIGHT = 0.5
+#: The previous-token head has formed when layer 1 puts at least this much attention on the
+#: previous token (the largest over its heads, mean over positions).
+PREVIOUS_FORMED = 0.5
 #: The projection's references -> the reference predictor each is
 #: (:mod:`..references`; None: the uniform distribution). The plateau has two: where an
 #: untrained model sits (U) and where a barely trained one does (G1, the Bayes unigram; a
@@ -118,6 +123,28 @@ def _misfit(w: Tensor, model: Tensor, refs: Tensor, share: Tensor) -> Tensor:
     mixture = (w[..., None, None] * refs).sum(-3).clamp_min(TINY)
     kl = (model * ((model + TINY).log() - mixture.log())).sum(-1)  # [..., N]
     return (kl * share).sum(-1)
+
+
+def rising_crossing(points: list[tuple[int, float]], level: float) -> float | None:
+    """The step at which a value first reaches ``level``, log-interpolated between the
+    (step, value) ``points`` around it (in order of step); None when it never does."""
+    previous = None
+    for step, value in points:
+        if value >= level:
+            if previous is None:
+                return float(step)
+            s0, v0 = previous
+            share = (level - v0) / (value - v0)
+            return math.exp(math.log(s0) + share * (math.log(step) - math.log(s0)))
+        previous = (step, value)
+    return None
+
+
+def previous_head_time(rows: dict[int, dict[str, float]]) -> float | None:
+    """The step at which layer 1's attention to the previous token first reaches
+    PREVIOUS_FORMED (log-interpolated); None when it never does or was not recorded."""
+    points = [(s, rows[s]["prev:attention"]) for s in sorted(rows) if "prev:attention" in rows[s]]
+    return rising_crossing(points, PREVIOUS_FORMED)
 
 
 def kind_weights(weights: dict[str, float]) -> dict[str, float]:

@@ -13,16 +13,15 @@ training's arithmetic and launches, not of the data sampler or the references.
 
 from __future__ import annotations
 
-import math
-
 from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.validators.icl_markov.ceiling import plan_lines
 from infoflow.validators.icl_markov.clocks.data import ClockGroup
 from infoflow.validators.icl_markov.decoder.data import (
     GENERALISATION_CHAINS,
     STEPS,
     DecoderGroup,
 )
-from infoflow.validators.steptime import StepTime, step_time
+from infoflow.validators.steptime import StepTime, gpu_line, minutes, step_time
 from infoflow.validators.throughput import flops_per_token
 
 
@@ -91,7 +90,7 @@ def plan_command(
             else f"{steps:,} steps, about"
         )
         lines.append(
-            f"  {what}: K = {ks}; {len(group.members)} members, {length} {_minutes(seconds)}"
+            f"  {what}: K = {ks}; {len(group.members)} members, {length} {minutes(seconds)}"
         )
     for group in experiment.decoders:
         seconds = decoder_seconds(group, steptime)
@@ -99,14 +98,20 @@ def plan_command(
         lines.append(
             f"  decoder alone: capacity K = {', '.join(map(str, group.chains))}; D_phi = "
             f"{', '.join(map(str, group.task_dims))}; {len(group.members)} fits of "
-            f"{STEPS:,} full-batch steps, about {_minutes(seconds)}"
+            f"{STEPS:,} full-batch steps, about {minutes(seconds)}"
         )
+    for group in experiment.groups:
+        if group.spec.training.layer1_attention_lr == 1 or len(experiment.groups) == 1:
+            k1 = experiment.predictions[(group.name, group.chains[0])]["k1_star"]
+            interval = k1.interval or ((k1.value, k1.value) if k1.value else None)
+            lines += plan_lines(group.spec, group.chains, group.seeds, interval)
+            break
     if experiment.capped:
         lines.append("  capped: " + "; ".join(experiment.capped))
+    cuda = step_time("cuda")
+    gpu = sum(group_seconds(g, cuda) for g in [*experiment.groups, *experiment.clocks])
+    gpu += sum(decoder_seconds(g, cuda) for g in experiment.decoders)
+    lines.append(gpu_line(source, scale, sized.seeds, gpu))
     if budget is not None and total > budget:
-        lines.append(f"  over the budget of {_minutes(budget)}: lower --steps or the sweep")
+        lines.append(f"  over the budget of {minutes(budget)}: lower --steps or the sweep")
     return "\n".join(lines), total
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{math.ceil(seconds)} s"

@@ -125,23 +125,43 @@ def _rows(w: Tensor, P: Tensor, x: Tensor) -> Tensor:
 
 
 def predictions(
-    x: Tensor, P: Tensor, weights: Tensor, alpha: float, chunk: int = 32
+    x: Tensor,
+    P: Tensor,
+    weights: Tensor,
+    alpha: float,
+    chunk: int = 32,
+    context: dict[str, Tensor] | None = None,
 ) -> dict[str, Tensor]:
     """Every reference's predictions on sequences x [B, L] for the training chains P with
     mixture ``weights``: :data:`REFERENCES` -> [B, L, C] (float32), computed in
-    float64 a ``chunk`` of sequences at a time (the posteriors are [chunk, L, K])."""
-    c = P.shape[-1]
-    parts: dict[str, list[Tensor]] = {name: [] for name in REFERENCES}
+    float64 a ``chunk`` of sequences at a time (the posteriors are [chunk, L, K]).
+    ``context``: :func:`in_context`'s on the same x, when already computed (they do not
+    depend on the chains)."""
+    context = context or in_context(x, P.shape[-1], alpha, chunk)
+    parts: dict[str, list[Tensor]] = {name: [] for name in MEMORISED}
     for i in range(0, x.shape[0], chunk):
         xs = x[i : i + chunk]
         for name, value in (
-            ("G1", unigram(xs, c, alpha)),
-            ("G1_park", unigram_park(xs, c, alpha)),
-            ("G1_bayes", bayes_unigram(xs, c, alpha)),
-            ("G2", bigram(xs, c, alpha)),
             ("M1", memorize_unigram_bigram(xs, P, weights)),
             ("M1_unigram", memorize_unigram(xs, P, weights)),
             ("M2", memorize_bigram(xs, P, weights)),
+        ):
+            parts[name].append(value.float())
+    found = {**context, **{name: torch.cat(values) for name, values in parts.items()}}
+    return {name: found[name] for name in REFERENCES}
+
+
+def in_context(x: Tensor, states: int, alpha: float, chunk: int = 32) -> dict[str, Tensor]:
+    """The references that read only the context (no training chain): G1, G1_park, G1_bayes
+    and G2 on sequences x [B, L] -> [B, L, C] (float32)."""
+    parts: dict[str, list[Tensor]] = {name: [] for name in IN_CONTEXT}
+    for i in range(0, x.shape[0], chunk):
+        xs = x[i : i + chunk]
+        for name, value in (
+            ("G1", unigram(xs, states, alpha)),
+            ("G1_park", unigram_park(xs, states, alpha)),
+            ("G1_bayes", bayes_unigram(xs, states, alpha)),
+            ("G2", bigram(xs, states, alpha)),
         ):
             parts[name].append(value.float())
     return {name: torch.cat(values) for name, values in parts.items()}
@@ -149,6 +169,8 @@ def predictions(
 
 #: The reference predictors, by the name the theory note gives them.
 REFERENCES = ("G1", "G1_park", "G1_bayes", "G2", "M1", "M1_unigram", "M2")
+IN_CONTEXT = ("G1", "G1_park", "G1_bayes", "G2")
+MEMORISED = ("M1", "M1_unigram", "M2")
 #: The seed of the pool of fresh chains behind G1_bayes.
 BAYES_POOL_SEED = 20_251_130
 

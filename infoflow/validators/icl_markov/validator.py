@@ -30,7 +30,7 @@ from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, Icl
 from infoflow.validators.icl_markov.ksweep.data import IclGroup
 from infoflow.validators.icl_markov.ksweep.dose import dose_claims
 from infoflow.validators.icl_markov.ksweep.judge import judge_sweep, sweep_records
-from infoflow.validators.icl_markov.ksweep.plots import plot_phases, plot_positions
+from infoflow.validators.icl_markov.ksweep.plots import plot_phases, plot_positions, plot_weights
 from infoflow.validators.icl_markov.ksweep.train import train_sweep
 from infoflow.validators.protocol import Context, Job
 
@@ -44,6 +44,7 @@ TRAINERS = {IclGroup: train_sweep, ClockGroup: train_clocks, DecoderGroup: train
 #: the project's reconstructions.
 CLAIM_KINDS = {
     "final_phase": "paper",
+    "final_boundary": "reproduction",
     "memorization_slows": "paper",
     "tau_2gen_flat": "paper",
     "task_vector": "paper",
@@ -56,6 +57,7 @@ CLAIM_KINDS = {
     "g2_delay": "reconstruction",
     "k1_shift": "reconstruction",
     "k1_dose": "reconstruction",
+    "prev_head": "reconstruction",
 }
 
 
@@ -121,6 +123,7 @@ class IclMarkovValidator:
         written = []
         for section in sections:
             written += plot_phases(out, section) + plot_positions(out, section)
+            written += plot_weights(out, section)
             written += plot_race(out, section)
         return written
 

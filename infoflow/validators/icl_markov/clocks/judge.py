@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import replace
 
 from infoflow.core.results import Prediction
@@ -21,7 +22,8 @@ from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.claims import Claim
 from infoflow.validators.icl_markov.clocks.data import ClockGroup
 from infoflow.validators.icl_markov.clocks.measure import clock_time
-from infoflow.validators.icl_markov.ksweep.claims import k1_claim
+from infoflow.validators.icl_markov.criterion import PREVIOUS_FORMED, previous_head_time
+from infoflow.validators.icl_markov.ksweep.claims import TIME_TOLERANCE, k1_claim
 from infoflow.validators.icl_markov.ksweep.judge import JudgedSweep
 from infoflow.validators.icl_markov.training import NOT_TRAINED
 
@@ -37,7 +39,13 @@ def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
         key = base_key(group.spec)
         setting = json.loads(key)
         entry = out.setdefault(
-            key, {"setting": setting, "steps": group.spec.training.steps, "members": []}
+            key,
+            {
+                "setting": setting,
+                "steps": group.spec.training.steps,
+                "criterion": group.spec.options.criterion,
+                "members": [],
+            },
         )
         for i, (k, seed) in enumerate(group.members):
             time, status = clock_time(metrics[i], group.rule)
@@ -49,6 +57,7 @@ def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
                     "seed": seed,
                     "time": time,
                     "status": status,
+                    "previous_head": previous_head_time(metrics[i]),
                 }
             )
     for entry in out.values():
@@ -86,6 +95,9 @@ def race_sweeps(sweeps: list[JudgedSweep], clocks: dict[str, dict]) -> list[Clai
             sweep.measurement["race"] = result.to_json()
             sweep.claims.append(race_claim(result, sweep.measurement))
             raced[sweep.group.name] = (result, sweep.measurement["k1_fit"])
+        coupling = coupling_claim(sweep, clocks[base_key(sweep.group.spec)]) if result else None
+        if coupling is not None:
+            sweep.claims.append(coupling)
     return shift_claims([sweep.group for sweep in sweeps], raced) + slowing_claims(clocks)
 
 
@@ -175,12 +187,57 @@ def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
                 f"tau_prev / {rate:g}"
             )
             tolerance = "the predicted and measured tau_G ranges over the clock seeds overlap"
-            holds = predicted[0] <= measured[2] and predicted[2] >= measured[0]
             derived = {"tau_g": span(found.g), "tau_g_prev": span(found.g_prev), "rate": rate}
-            out.append(
-                Claim.judged(ident, claim, predicted, measured, tolerance, holds, "", derived)
-            )
+            if math.isinf(predicted[1]) or math.isinf(measured[1]):
+                where = "at this rate" if math.isinf(measured[1]) else "at the full rate"
+                why = f"G2 did not form within the clock runs {where} (median over the seeds)"
+                found_claim = Claim.undecided(
+                    ident, claim, predicted, measured, tolerance, why, derived
+                )
+            else:
+                holds = predicted[0] <= measured[2] and predicted[2] >= measured[0]
+                found_claim = Claim.judged(
+                    ident, claim, predicted, measured, tolerance, holds, "", derived
+                )
+            out.append(found_claim)
     return out
+
+
+def coupling_claim(sweep: JudgedSweep, entry: dict) -> Claim | None:
+    """The race takes tau_prev from the full model at K = infinity; in the K sweep at the same
+    setting and rate, does layer 1's previous-token head form at the same time at finite K?
+    Each K's median over its seeds against K = infinity's, within TIME_TOLERANCE; a K whose
+    seeds never formed it (within the budget) where K = infinity did refutes it too. None
+    when the clocks ran no G at this rate."""
+    rate = sweep.group.spec.training.layer1_attention_lr
+    infinite = [
+        m["previous_head"]
+        for m in entry["members"]
+        if m["clock"] == "G" and m["layer1_attention_lr"] == rate
+    ]
+    if not infinite:
+        return None
+    ident = "prev_head" + (f":r={rate:g}" if rate != 1 else "")
+    claim = "the previous-token head forms as fast at finite K as at K = inf (the race assumes so)"
+    tolerance = (
+        f"each K's median step (layer 1's previous-token attention >= {PREVIOUS_FORMED}) "
+        f"within a factor {TIME_TOLERANCE} of K = inf's; a K that never forms it refutes"
+    )
+    per_k = {k: v["previous_head"] for k, v in sweep.measurement["per_k"].items()}
+    formed = [t for t in infinite if t is not None]
+    shown = {"K=inf": infinite, "per_k": per_k}
+    if len(formed) * 2 <= len(infinite):
+        why = "the head formed at K = inf in at most half the clock seeds"
+        return Claim.undecided(ident, claim, "same", shown, tolerance, why)
+    reference = statistics.median(formed)
+    off = {
+        k: t
+        for k, t in per_k.items()
+        if t is None or max(t / reference, reference / t) > TIME_TOLERANCE
+    }
+    why = ", ".join(f"K = {k}: {'never' if t is None else f'{t:.0f}'}" for k, t in off.items())
+    why = f"{why} against {reference:.0f} at K = inf" if off else ""
+    return Claim.judged(ident, claim, "same", shown, tolerance, not off, why)
 
 
 def _measured_interval(fit: dict) -> tuple[float | None, float | None]:

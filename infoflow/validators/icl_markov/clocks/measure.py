@@ -22,7 +22,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from infoflow.validators.icl_markov.criterion import WEIGHT, distinguishable, kind_weights
+from infoflow.validators.icl_markov.criterion import (
+    WEIGHT,
+    distinguishable,
+    kind_weights,
+    rising_crossing,
+)
 
 HALFWAY = 0.5  # the clock stops this far from the plateau to the mechanism's level
 #: A mechanism is timed only where its level is at least this share of the plateau below
@@ -68,17 +73,8 @@ class Projected:
 def weight_crossing(rows: dict[int, dict[str, float]], kind: str) -> float | None:
     """The step at which ``kind``'s weight first reaches WEIGHT, log-interpolated between the
     evaluations around it; None when it never does."""
-    previous = None
-    for step in sorted(rows):
-        weight = kind_weights(_prefixed(rows[step], "w:"))[kind]
-        if weight >= WEIGHT:
-            if previous is None:
-                return float(step)
-            s0, w0 = previous
-            share = (WEIGHT - w0) / (weight - w0)
-            return math.exp(math.log(s0) + share * (math.log(step) - math.log(s0)))
-        previous = (step, weight)
-    return None
+    points = [(s, kind_weights(_prefixed(rows[s], "w:"))[kind]) for s in sorted(rows)]
+    return rising_crossing(points, WEIGHT)
 
 
 def _prefixed(row: dict[str, float], prefix: str) -> dict[str, float]:

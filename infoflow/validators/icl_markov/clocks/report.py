@@ -9,37 +9,51 @@ from infoflow.validators.icl_markov.ksweep.report import maybe
 def clock_table(entries: list[dict]) -> list[str]:
     """The clock runs: per setting, a row per clock, layer-1 rate and K with each seed's
     time (steps to halfway; - where it did not form)."""
-    lines = [
-        "",
-        "### The clock runs",
-        "",
-        "Steps until each mechanism is halfway from the unigram plateau to its Bayes level, "
-        'on models where only it can form (docs/icl_markov.md, "The race"); one value '
-        "per seed, - where it did not form within the run.",
-    ]
+    lines = ["", "### The clock runs"]
     for entry in entries:
+        lines += ["", CRITERIA[entry.get("criterion", "gap")]]
         s = entry["setting"]
         lines += [
             "",
             f"C = {s['states']}, context {s['context_len']}, d_model "
             f"{s['model']['d_model']}, {entry['steps']:,} steps:",
             "",
-            "| clock | layer-1 rate | K | times (per seed) |",
-            "|---|--:|--:|---|",
+            "| clock | layer-1 rate | K | times (per seed) | previous-token head (per seed) |",
+            "|---|--:|--:|---|---|",
         ]
         rows: dict[tuple, list] = {}
         for m in entry["members"]:
             key = (m["clock"], m["layer1_attention_lr"], m["chains"])
-            rows.setdefault(key, []).append(m["time"])
-        for (clock, rate, k), times in rows.items():
+            rows.setdefault(key, []).append(m)
+        for (clock, rate, k), members in rows.items():
             cells = [
                 clock,
                 f"{rate:g}",
                 "inf" if k is None else str(k),
-                ", ".join("-" if t is None else f"{t:.0f}" for t in times),
+                ", ".join(_time(m["time"], m["status"]) for m in members),
+                ", ".join(_time(m.get("previous_head")) for m in members),
             ]
             lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+#: What a clock's time is, by the criterion that timed it.
+CRITERIA = {
+    "projection": "Steps until the mechanism's kind carries half the weight of the projection "
+    "(the criterion the K sweep reads), on models where only it can form "
+    '(docs/icl_markov.md, "The race"); one value per seed: - where it did not form within '
+    "the run, n/t where the data cannot separate its references (the ceiling), g where a "
+    "memorising clock generalised first. The previous-token head: steps until layer 1 puts "
+    "half its attention on the previous token.",
+    "gap": "Steps until each mechanism is halfway from the unigram plateau to its Bayes "
+    'level, on models where only it can form (docs/icl_markov.md, "The race"); one value '
+    "per seed, - where it did not form within the run.",
+}
+
+
+def _time(time: float | None, status: str = "formed") -> str:
+    marks = {"not timed": "n/t", "generalised first": "g"}
+    return marks.get(status) or ("-" if time is None else f"{time:.0f}")
 
 
 def race_sentence(race: dict) -> str:

@@ -38,6 +38,7 @@ def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> lis
     ]
     out.append(k1_claim(first["k1_star"], measurement["k1_fit"], measurement["k1_star"]))
     out.append(_k2_star(first["k2_star"].value, measurement["k2_star"], limit))
+    out.append(final_boundary(first["final_boundary"], measurement["per_k"], limit))
     out.append(_tau_2gen(first["tau_2gen"].value, measurement["tau_2gen"]))
     out.append(_tau_2gen_flat(measurement))
     out.append(_memorization_slows(measurement))
@@ -219,6 +220,34 @@ def one_sided(
         f"the measured interval {low:.3g} to {high:.3g} lies {side} {bound:.3g} by a factor "
         f"{math.exp(max(beyond, 0)):.3g}, less than its own width (x{math.exp(width):.3g})"
     )
+
+
+def final_boundary(prediction, per_k: dict, limit: dict) -> Claim:
+    """A published final-time boundary (the K above which the model ends in G2 rather than
+    memorizing, at the anchor's budget) against the run's: between the largest K whose seeds
+    end memorizing and the smallest K from which every larger K ends in G2. Only where the
+    prediction exists (this setting and budget are the anchor's)."""
+    ident = "final_boundary"
+    claim = "the final phase changes from memorizing to G2 at this K (end of training)"
+    tolerance = "the predicted range overlaps the bracket of the final phases on the grid"
+    if prediction.value is None:
+        return Claim.undecided(ident, claim, None, None, tolerance, prediction.note)
+    ks = sorted(per_k)
+    kinds = {k: per_k[k]["final_kind"] for k in ks}
+    memorizing = [k for k in ks if kinds[k] == "memorizing"]
+    low = max(memorizing, default=None)
+    high = next((k for k in ks if all(kinds[j] == "G2" for j in ks if j >= k)), None)
+    shown = {"final_kinds": kinds, "bracket": [low, high]}
+    blind = [k for k in ks if not limit[k]["detectable"]]
+    if low is None or high is None or high < low:
+        why = "the final phases do not change once from memorizing to G2 on this grid"
+        if blind:
+            why += f" (untestable here at K = {blind})"
+        return Claim.undecided(ident, claim, prediction.value, shown, tolerance, why)
+    predicted_low, predicted_high = prediction.interval or (prediction.value,) * 2
+    holds = predicted_low <= high and predicted_high >= low
+    why = "" if holds else f"the final phases change between K = {low} and {high}"
+    return Claim.judged(ident, claim, prediction.value, shown, tolerance, holds, why)
 
 
 def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:

@@ -98,6 +98,7 @@ class MemberData:
         ood_chains = sample_chains(n, c, alpha, seed=spec.seed + 1_000_003)
         ood_x = ChainSampler(ood_chains).sample(torch.arange(n), length, cpu)
         ood = (ood_x, ood_chains)
+        ood_context = references.in_context(ood_x, c, alpha)  # the same for every member
         by_stationary = spec.options.positions == "stationary"
         self.x = {"id": [], "ood": []}
         refs: dict[str, list[Tensor]] = {"id": [], "ood": []}
@@ -107,7 +108,8 @@ class MemberData:
             x = ChainSampler(P_k).sample(chain, length, cpu)
             for split, (xs, chains) in (("id", (x, P_k[chain])), ("ood", ood)):
                 truth = chains[torch.arange(n)[:, None], xs]
-                found = references.predictions(xs, P_k, w, alpha)
+                shared = ood_context if split == "ood" else None
+                found = references.predictions(xs, P_k, w, alpha, context=shared)
                 refs[split].append(torch.stack([truth.float(), *found.values()]))
                 scored[split].append(position_weights(xs, chains, by_stationary))
                 self.x[split].append(xs)

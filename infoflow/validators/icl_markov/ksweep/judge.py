@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 
 from infoflow.validators.claims import Claim
-from infoflow.validators.icl_markov.criterion import preregistration
+from infoflow.validators.icl_markov.criterion import kind_weights, preregistration
 from infoflow.validators.icl_markov.experiment import IclExperiment
 from infoflow.validators.icl_markov.ksweep.claims import claims
 from infoflow.validators.icl_markov.ksweep.data import TARGETS, IclGroup
@@ -24,6 +24,7 @@ from infoflow.validators.icl_markov.ksweep.phases import (
     measure,
     projection_ceiling,
     separation,
+    weights_of,
 )
 from infoflow.validators.icl_markov.ksweep.train import load_trained, position_kl
 from infoflow.validators.protocol import Context
@@ -69,6 +70,15 @@ class JudgedSweep:
                     "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
                     "levels": {split: self.levels[split][i] for split in self.levels},
                     "positions": _positions(self.positions, i),
+                    "weights": {
+                        kind: [kind_weights(weights_of(rows[s])).get(kind) for s in h.steps]
+                        for kind in ("plateau", "generalizing", "memorizing")
+                    }
+                    if "w:G2" in rows[h.steps[0]]
+                    else {},
+                    "misfit": [rows[s].get("fit:misfit") for s in h.steps],
+                    "previous_attention": [rows[s].get("prev:attention") for s in h.steps],
+                    "previous_head": h.previous_head,
                 }
             )
         predictions = {

@@ -45,6 +45,7 @@ from infoflow.validators.icl_markov.criterion import (
     formed,
     kind_weights,
     phase_references,
+    previous_head_time,
 )
 from infoflow.validators.icl_markov.ksweep import logistic
 
@@ -130,6 +131,7 @@ class MemberHistory:
     first_g2: int | None = None
     memorized_at: int | None = None  # tau_1Mem: the first checkpoint with the ID/OOD gap
     outcome: str = "undecided"  # which mechanism came first: generalization or memorization
+    previous_head: float | None = None  # when layer 1's previous-token attention formed
     transient_duration: int | None = None  # G2 -> M2
 
     def __post_init__(self) -> None:
@@ -152,6 +154,7 @@ class MemberHistory:
             calls = [phase(rows[s], separation, g1_variant) for s in steps]
             memorizes = memorizing
         history = cls(chains, seed, steps, calls, rows[steps[-1]])
+        history.previous_head = previous_head_time(rows)
         phases = history.phases
         history.first_g2 = next((s for s, p in zip(steps, phases, strict=True) if p == "G2"), None)
         gap = [s for s in steps if memorizes(rows[s])]
@@ -251,13 +254,16 @@ def projection_ceiling(
         }
         short = [p for p in mean if KINDS[p] != "plateau" and mean[p] < tolerance]
         numbers = ", ".join(f"{p} {mean[p]:.3g}" for p in short)
+        reason = (
+            f"{numbers} nats from the nearest reference of another kind, under the tolerance "
+            f"{tolerance:g}: the projection cannot tell the phases apart here"
+        )
         out[k] = {
             "separability": mean,
             "testable": kinds,
             "tolerance": tolerance,
             "detectable": all(kinds.values()),
-            "reason": f"{numbers} nats from the nearest reference of another kind, under the "
-            f"tolerance {tolerance:g}: the projection cannot tell the phases apart here",
+            "reason": "" if all(kinds.values()) else reason,
         }
     return out
 
@@ -316,6 +322,8 @@ def _per_k(histories: list[MemberHistory]) -> dict[int, dict]:
             "first_g2": _median([h.first_g2 for h in hs]),
             "memorized_at": _median([h.memorized_at for h in hs]),
             "transient_duration": _median([h.transient_duration for h in hs]),
+            "previous_head": _median([h.previous_head for h in hs]),
+            "previous_heads": {h.seed: h.previous_head for h in hs},
             "id_kl": statistics.mean(h.final["id:truth"] for h in hs),
             "ood_kl": statistics.mean(h.final["ood:truth"] for h in hs),
         }

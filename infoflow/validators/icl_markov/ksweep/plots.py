@@ -1,14 +1,16 @@
 """The K sweep's plots, from report.json's sections, per group: ``NAME-phases.png`` (the phase
 diagram: K across, step up, colour = the phase call, white where undetermined; beside it,
 final ID and OOD KL to the truth against K), ``NAME-kl.png`` (KL to each reference over
-training, a line per K) and ``NAME-positions.png`` (the final model's KL against the
-position in the context)."""
+training, a line per K), ``NAME-positions.png`` (the final model's KL against the
+position in the context) and ``NAME-weights.png`` (the projection's weights over training,
+a panel per K, a line per seed: what the pre-registered criterion reads)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+from infoflow.validators.icl_markov.criterion import WEIGHT
 from infoflow.validators.icl_markov.ksweep.phases import MARGIN, PHASES, UNDETERMINED
 from infoflow.validators.plots import pyplot, save
 
@@ -42,6 +44,31 @@ def plot_phases(out: Path, section: dict) -> list[Path]:
         axes[0].set_ylabel("mean of ID and OOD")
         axes[-1].legend(fontsize=6, ncol=2)
         written.append(save(fig, out / f"{group['name']}-kl.png"))
+    return written
+
+
+def plot_weights(out: Path, section: dict) -> list[Path]:
+    """Per group judged by the projection: ``NAME-weights.png``, a panel per K with the
+    memorizing and generalizing weights of every seed over training and the line at which
+    a kind has formed."""
+    plt = pyplot()
+    written = []
+    for group in section["groups"]:
+        members = [m for m in group["members"] if m.get("weights")]
+        if not members:
+            continue
+        ks = sorted({m["chains"] for m in members})
+        fig, axes = plt.subplots(1, len(ks), figsize=(2.6 * len(ks), 3.2), sharey=True)
+        panels = list(getattr(axes, "flat", [axes]))
+        for ax, k in zip(panels, ks, strict=True):
+            for m in (m for m in members if m["chains"] == k):
+                for kind, colour in (("memorizing", "#d94801"), ("generalizing", "#2b8cbe")):
+                    ax.plot(m["steps"], m["weights"][kind], color=colour, lw=0.9, alpha=0.8)
+            ax.axhline(WEIGHT, color="black", ls="--", lw=0.7)
+            ax.set(xscale="log", xlabel="step", title=f"K = {k}", ylim=(0, 1))
+        panels[0].set_ylabel("weight: memorizing (orange), G2 (blue)")
+        fig.suptitle(f"{section['name']}: the projection's weights, a line per seed", fontsize=9)
+        written.append(save(fig, out / f"{group['name']}-weights.png"))
     return written
 
 

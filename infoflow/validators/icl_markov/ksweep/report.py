@@ -13,19 +13,58 @@ from infoflow.validators.report import number
 def group_markdown(group: dict[str, Any]) -> list[str]:
     """One group's heading, setting and a row per member, then its thresholds and the
     distances between the phase references."""
+    measurement = group["measurement"]
     lines = [
         "",
         f"### {markdown_text(group['name'])}",
         "",
         _setting(group),
         "",
-        "| K | seed | trajectory | first | first G2 | tau_1Mem | final | predicted final | "
-        "ID KL | OOD KL | G2 level (OOD) |",
-        "|--:|--:|---|---|--:|--:|---|---|--:|--:|--:|",
+        _criterion(measurement.get("criterion", {})),
+        "",
+        "| K | seed | trajectory | first | first G2 | tau_1Mem | previous-token head | final "
+        "| predicted final | ID KL | OOD KL | G2 level (OOD) |",
+        "|--:|--:|---|---|--:|--:|--:|---|---|--:|--:|--:|",
     ]
     lines += [_member_row(group, member) for member in group["members"]]
-    lines += ["", _thresholds(group["measurement"]), ""]
-    return lines + _separation(group["measurement"]["separation"])
+    lines += ["", _thresholds(measurement), ""]
+    if measurement.get("criterion", {}).get("criterion") == "projection":
+        return lines + _ceiling(measurement["ceiling"])
+    return lines + _separation(measurement["separation"])
+
+
+def _criterion(pre: dict[str, Any]) -> str:
+    """The pre-registered criterion, in a sentence."""
+    if pre.get("criterion") == "projection":
+        refs = ", ".join(f"{p} ({r})" for p, r in pre["references"].items())
+        return (
+            f"Criterion (pre-registered): projection onto {refs}, the first "
+            f"{pre['sequences_per_test_set']} sequences of each test set; a kind has formed at "
+            f"weight >= {pre['weight']:g}; ceiling {pre['tolerance_nats']:g} nats."
+        )
+    if pre.get("criterion") == "gap":
+        return (
+            f"Criterion (pre-registered): gap (memorizing at ID KL <= {pre['gap']:g} x OOD KL, "
+            f"phases by margin {pre['margin']:.2g}, clocks halfway)."
+        )
+    return "Criterion: not recorded (a run from before criteria were pre-registered)."
+
+
+def _ceiling(table: dict[str, dict[str, Any]]) -> list[str]:
+    """Per K, each reference's separability and what the projection can test there."""
+    names = list(next(iter(table.values()), {}).get("separability", {}))
+    lines = [
+        "The ceiling: each reference's separability on the run's test data (KL to the "
+        "midpoint with the nearest reference of another kind, nats; mean over the seeds):",
+        "",
+        "| K | " + " | ".join(names) + " | testable |",
+        "|--:|" + "--:|" * len(names) + "---|",
+    ]
+    for k, entry in table.items():
+        cells = [number(entry["separability"][p], ".4f") for p in names]
+        verdict = "yes" if entry["detectable"] else "**untestable here**"
+        lines.append(f"| {k} | " + " | ".join(cells) + f" | {verdict} |")
+    return lines
 
 
 def _setting(group: dict[str, Any]) -> str:
@@ -60,6 +99,7 @@ def _member_row(group: dict[str, Any], member: dict[str, Any]) -> str:
         member["outcome"],
         maybe(member["first_g2"]),
         maybe(member["memorized_at"]),
+        maybe(member.get("previous_head")),
         member["phases"][-1],
         str(predicted),
     ]

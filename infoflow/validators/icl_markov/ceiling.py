@@ -1,0 +1,93 @@
+"""What ``infoflow plan`` says before anything trains about the criterion's ceiling: at each K
+of a K sweep, whether the run's data can tell the phases apart at all (the projection's
+separability of M1, M2 and G2 from the ideal Bayesians on the test data the run will draw,
+:mod:`.criterion`), the testable K range against the predicted K*_1, and, where the
+predicted range is not testable, a nearby setting (more states, longer contexts) where it is.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from infoflow.icl_markov.spec import IclMarkovSpec
+from infoflow.validators.icl_markov.criterion import PROJECTION_SEQUENCES
+from infoflow.validators.icl_markov.ksweep.data import IclGroup, MemberData
+from infoflow.validators.icl_markov.ksweep.phases import projection_ceiling
+
+#: The settings tried, in order, when the predicted K*_1 range is not testable: (states
+#: added, context multiplied). More states separate the memorised chains from the plateau
+#: and from each other; longer contexts give the posteriors more evidence.
+CANDIDATES = ((0, 2), (0, 4), (1, 1), (2, 1), (1, 2), (2, 2), (4, 1))
+
+
+def ceilings(spec: IclMarkovSpec, chains: list[int], seeds: list[int]) -> dict:
+    """:func:`~.ksweep.phases.projection_ceiling` at each K of ``chains`` on the data the run's
+    ``seeds`` will draw (their first test sequences, as the projection reads them)."""
+    group = IclGroup("ceiling", spec, sorted(chains), seeds, [1], PROJECTION_SEQUENCES)
+    data = MemberData(group, torch.device("cpu"))
+    tolerance = spec.options.criterion_tolerance
+    return projection_ceiling(data.separability(), group.members, tolerance)
+
+
+def plan_lines(spec: IclMarkovSpec, chains: list[int], seeds: list[int], k1_interval) -> list[str]:
+    """The ceiling's lines of ``infoflow plan`` for one K sweep setting and its seeds."""
+    if spec.options.criterion != "projection":
+        return ["  criterion: gap (the ceiling is computed after the run, from a perfect M2)"]
+    limit = ceilings(spec, chains, seeds)
+    lines = [
+        f"  criterion: projection (a kind has formed at weight >= 1/2); ceiling: each "
+        f"reference >= {spec.options.criterion_tolerance:g} nats from every other kind",
+        "    K: separability of M1 / M2 / G2 (nats, mean over the seeds) -> testable",
+    ]
+    for k, entry in limit.items():
+        sep = entry["separability"]
+        verdict = "testable" if entry["detectable"] else "untestable here"
+        numbers = " / ".join(f"{sep[p]:.4f}" for p in ("M1", "M2", "G2"))
+        lines.append(f"    K = {k}: {numbers} -> {verdict}")
+    lines.append("  " + _range_line(limit, k1_interval))
+    if k1_interval and not _covers(limit, k1_interval):
+        lines.append("  " + propose(spec, chains, seeds, k1_interval))
+    return lines
+
+
+def _covers(limit: dict, interval) -> bool:
+    """Whether every K of the grid inside the predicted interval (or the two grid points
+    around it) is testable."""
+    inside = _around(sorted(limit), interval)
+    return bool(inside) and all(limit[k]["detectable"] for k in inside)
+
+
+def _around(ks: list[int], interval) -> list[int]:
+    low, high = interval
+    inside = [k for k in ks if low <= k <= high]
+    below = [k for k in ks if k < low]
+    above = [k for k in ks if k > high]
+    return sorted(set(inside + below[-1:] + above[:1]))
+
+
+def _range_line(limit: dict, interval) -> str:
+    testable = [k for k, v in limit.items() if v["detectable"]]
+    shown = ", ".join(map(str, testable)) or "none"
+    if not interval:
+        return f"testable K: {shown} (no predicted K*_1 range to compare)"
+    low, high = interval
+    where = "testable" if _covers(limit, interval) else "NOT testable here"
+    return f"testable K: {shown}; the predicted K*_1 range {low:.3g} to {high:.3g} is {where}"
+
+
+def propose(spec: IclMarkovSpec, chains: list[int], seeds: list[int], interval) -> str:
+    """The first of :data:`CANDIDATES` whose ceiling covers the predicted K*_1 range, as the
+    overrides that select it."""
+    for more_states, longer in CANDIDATES:
+        states, context = spec.states + more_states, spec.context_len * longer
+        candidate = spec.model_copy(update={"states": states, "context_len": context})
+        ks = _around(sorted(chains), interval) or sorted(chains)
+        limit = ceilings(candidate, ks, seeds)
+        if all(v["detectable"] for v in limit.values()):
+            sep = min(v["separability"][p] for v in limit.values() for p in ("M1", "M2", "G2"))
+            return (
+                f"proposed: --set states={states} --set context_len={context} makes K = "
+                f"{', '.join(map(str, ks))} testable (smallest separability {sep:.4f} nats); "
+                "K*_1 there is predicted anew"
+            )
+    return "proposed: none of the nearby settings tried makes the predicted range testable"

@@ -1,0 +1,80 @@
+"""``infoflow plan`` for a looped_kv spec: the models validate would train (every seed and
+width of the loop-axis structure, the main model first), their parameters and steps, the
+estimated time on a device from the step-time model of :mod:`~infoflow.validators.steptime`
+(measured on this machine, or the stated H200 assumption for ``cuda`` without one), and the
+command of the GPU run.
+
+A training step costs the model's FLOPs (6 per parameter, the core's counted once per loop,
+plus attention) over a batch; the measurement after training (calibration, the codec grid,
+distillation) is counted as ``distill_steps`` more steps, a rough bound: it is mostly
+forward passes and SVDs of the calibration cache.
+"""
+
+from __future__ import annotations
+
+from infoflow.looped_kv.spec import LoopedKVSpec
+from infoflow.validators.looped_kv.model import LoopedConfig
+from infoflow.validators.steptime import StepTime, gpu_line, minutes, step_time
+from infoflow.validators.throughput import flops_per_token
+
+
+def looped_flops_per_token(config: LoopedConfig) -> float:
+    """Training FLOPs per token of the looped model: each block applied as often as it runs
+    (the core ``loops`` times)."""
+    d, f, v = config.d_model, config.mlp_width, config.vocab
+    block = 4 * d * d + 2 * d * f + f + 5 * d  # attention, MLP, norms and biases
+    applied = config.prelude + config.core * config.loops + config.coda
+    params = applied * block + 2 * v * d + config.max_len * d
+    return flops_per_token(params, applied * config.max_len * d)
+
+
+def group_seconds(config: LoopedConfig, steps: int, batch: int, steptime: StepTime) -> float:
+    tokens = batch * config.max_len
+    return steps * steptime.step(looped_flops_per_token(config) * tokens)
+
+
+def plan_command(
+    spec: LoopedKVSpec,
+    source: str,
+    scale: str,
+    device: str | None,
+    budget: float | None,
+    steps: int | None,
+    seeds: int | None,
+) -> tuple[str, float]:
+    """What ``infoflow plan`` prints for one looped_kv spec, and its estimated seconds."""
+    from infoflow.validators.looped_kv.validator import VALIDATOR
+    from infoflow.validators.run import plan_one
+
+    experiment, sized, device = plan_one(
+        VALIDATOR, spec, source, scale, device, budget, steps, seeds, "model"
+    )
+    if experiment.group is None:
+        line = f"{source}: looped_kv loads {spec.model.checkpoint}; nothing is trained"
+        return line, 0.0
+    lines = [
+        f"{source}: looped_kv at scale {sized.name} on {device}: {sized.seeds} seeds x widths "
+        f"{', '.join(f'{w}x' for w in sized.widths)}, snapshots at "
+        f"{', '.join(f'{s:g}' for s in sized.snapshots)} of the steps",
+        f"  step time: {step_time(device).source}",
+    ]
+    total = 0.0
+    for group in experiment.structure:
+        seconds = group_seconds(
+            group.config, sized.steps + sized.distill_steps, sized.batch, step_time(device)
+        )
+        total += seconds
+        c = group.config
+        lines.append(
+            f"  {group.name}: d_model {c.d_model}, MLP {c.mlp_width}, {c.loops} loops; "
+            f"{sized.steps:,} steps of {sized.batch} x {c.max_len} tokens, "
+            f"about {minutes(seconds)}"
+        )
+    gpu = sum(
+        group_seconds(g.config, sized.steps + sized.distill_steps, sized.batch, step_time("cuda"))
+        for g in experiment.structure
+    )
+    lines.append(gpu_line(source, scale, sized.seeds, gpu))
+    if budget is not None and total > budget:
+        lines.append(f"  over the budget of {minutes(budget)}: lower --steps or --seeds")
+    return "\n".join(lines), total

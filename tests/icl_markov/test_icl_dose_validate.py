@@ -1,0 +1,88 @@
+"""End to end: a tiny race with K sweeps at three layer-1 rates, judged by the pre-registered
+projection criterion; and what ``infoflow plan`` says before anything trains."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from conftest import run_cli
+
+TINY_RACE = {
+    "kind": "icl_markov",
+    "states": 4,
+    "chains": 4,
+    "context_len": 16,
+    "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
+    "training": {"steps": 40, "batch_size": 8, "lr": 0.003},
+    "race": {"chains": [2, 8]},
+    "sweep": {"chains": [2, 4, 8], "training.layer1_attention_lr": [0.5, 1.0, 2.0]},
+}
+
+
+@pytest.mark.slow
+def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tmp_path):
+    spec = tmp_path / "tiny-race.json"
+    spec.write_text(json.dumps(TINY_RACE))
+    out = tmp_path / "out"
+    proc = run_cli(
+        "validate", str(spec), "--seeds", "2", "--quiet", "--device", "cpu", "--out", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    pre = report["settings"]["icl_markov"]["preregistered"]["tiny-race"]
+    assert pre["criterion"] == "projection" and pre["weight"] == 0.5
+    (section,) = report["specs"]
+    ids = [claim["id"] for claim in section["claims"]]
+    assert "k1_dose" in ids and any(i.endswith("k1_star_race") for i in ids)
+    assert all(claim["kind"] for claim in section["claims"])
+    group = section["groups"][0]
+    assert group["measurement"]["criterion"] == pre
+    assert set(group["measurement"]["ceiling"]["2"]["separability"]) == {
+        "U",
+        "G1",
+        "G2",
+        "M1",
+        "M2",
+    }
+    member = group["members"][0]
+    assert len(member["weights"]["memorizing"]) == len(member["steps"])
+    assert all(0 <= a <= 1 for a in member["previous_attention"])
+    assert (out / f"{group['name']}-weights.png").stat().st_size > 1000
+    clocks = section["clocks"][0]
+    assert clocks["criterion"] == "projection"
+    assert {"previous_head", "status"} <= set(clocks["members"][0])
+    text = (out / "report.md").read_text()
+    assert "Criterion (pre-registered): projection" in text and "The ceiling:" in text
+
+
+def test_plan_shows_the_ceiling_before_anything_trains_and_the_gpu_run() -> None:
+    out = run_cli("plan", "specs/icl_markov/race-c3-short.json", "--seeds", "2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("    K = 16: ") and "testable" in line for line in lines)
+    assert any("testable K:" in line and "predicted K*_1 range" in line for line in lines)
+    assert any(
+        "on a GPU: infoflow validate specs/icl_markov/race-c3-short.json --scale smoke --gpu"
+        in line
+        for line in lines
+    )
+
+
+def test_plan_proposes_a_testable_setting_where_the_predicted_range_is_not() -> None:
+    """A tolerance no reference meets at C = 3 makes the predicted range untestable; the plan
+    says so and names a setting with more states that meets it."""
+    out = run_cli(
+        "plan",
+        "specs/icl_markov/race-c3-short.json",
+        "--seeds",
+        "1",
+        "--set",
+        "options.criterion_tolerance=0.02",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "is NOT testable here" in out.stdout
+    assert "proposed: --set states=" in out.stdout

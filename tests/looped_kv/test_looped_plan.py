@@ -1,0 +1,31 @@
+"""``infoflow plan`` for the looped validator: every model it would train, and the GPU run."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from conftest import run_cli
+
+
+def test_plan_lists_every_seed_and_width_and_the_gpu_command() -> None:
+    out = run_cli("plan", "specs/looped_kv/looped-d256.json", "--scale", "paper", "--seeds", "2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "2 seeds x widths 1x, 2x" in lines[0]
+    models = [line for line in lines if "loops;" in line]
+    assert len(models) == 4  # 2 seeds x 2 widths
+    assert sum("d_model 512, MLP 2048" in line for line in models) == 2
+    assert any("4,000 steps of 64 x 128 tokens" in line for line in models)
+    assert any(
+        "on a GPU: infoflow validate specs/looped_kv/looped-d256.json --scale paper --gpu "
+        "--seeds 2" in line
+        for line in lines
+    )
+
+
+def test_plan_refuses_a_model_the_validator_cannot_train() -> None:
+    out = run_cli("plan", "specs/looped_kv/ouro-1.4b.json")
+    assert out.returncode == 2
+    assert "cannot be validated" in out.stderr and "parameters" in out.stderr
