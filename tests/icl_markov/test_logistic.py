@@ -78,11 +78,27 @@ def test_separable_outcomes_give_the_bracket_not_an_interval() -> None:
     assert (first["status"], first["low"], first["high"]) == ("separable", None, 6)
 
 
+def test_outcomes_all_on_one_side_bound_k1_at_the_grids_end() -> None:
+    """Memorization first at every K puts K*_1 above the largest; generalization first at
+    every K, below the smallest: a one-sided measurement that a prediction inside the grid
+    can be refuted by."""
+    above = threshold([(k, False) for k in GRID])
+    assert (above["status"], above["low"], above["high"]) == ("open", max(GRID), None)
+    assert "memorization came first in every outcome" in above["reason"]
+    below = threshold([(k, True) for k in GRID])
+    assert (below["status"], below["low"], below["high"]) == ("open", None, min(GRID))
+    from infoflow.core.results import Prediction
+    from infoflow.validators.icl_markov.ksweep.claims import k1_claim
+
+    inside = Prediction(22.6, "chains", "estimate", "p", "", None, (16.0, 32.0))
+    assert k1_claim(inside, above, {}).verdict == "refuted"
+    beyond = Prediction(None, "chains", "estimate", "p", "", None, (30.0, math.inf))
+    assert k1_claim(beyond, above, {}).verdict == "inconclusive"  # open: no width
+
+
 @pytest.mark.parametrize(
     ("outcomes", "reason"),
     [
-        ([(k, True) for k in GRID], "generalization came first in every outcome"),
-        ([(k, False) for k in GRID], "memorization came first in every outcome"),
         ([(k, k < 16) for k in GRID], "only at smaller K"),
         ([], "no decided outcome"),
     ],

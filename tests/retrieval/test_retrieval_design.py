@@ -330,9 +330,10 @@ def test_plan_refuses_bad_options_in_one_line(args, message) -> None:
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_plan_is_for_retrieval_and_icl_markov_specs() -> None:
+def test_plan_refuses_a_spec_its_validator_cannot_train() -> None:
     proc = run_cli("plan", str(SPECS / "looped_kv" / "deepseek-v3.json"))
-    assert proc.returncode == 2 and "'plan' is not available for looped_kv" in proc.stderr
+    assert proc.returncode == 2 and "cannot be validated" in proc.stderr
+    assert "dense decoder" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.slow

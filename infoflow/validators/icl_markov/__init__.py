@@ -16,9 +16,11 @@ report):
 
 What they share sits here: ``validator`` (the protocol object, which hands each stage to the
 experiments), ``experiment`` (the scales and ``plan``: a spec -> its experiments' groups),
-``references`` (the reference predictors), ``model`` (the stacked GPT of the K sweep and the
-clocks), ``training`` (their batches and training loop), ``estimate`` (what ``infoflow plan``
-prints) and ``report`` (the experiments' parts of report.md, in order). The clocks read the
+``references`` (the reference predictors), ``criterion`` (the pre-registered statistic that
+decides which mechanism formed, for the K sweep and the clocks alike, and its ceiling),
+``model`` (the stacked GPT of the K sweep and the clocks), ``training`` (their batches and
+training loop), ``estimate`` and ``ceiling`` (what ``infoflow plan`` prints) and ``report``
+(the experiments' parts of report.md, in order). The clocks read the
 K sweep (the race is judged against its K*_1, and drawn and written as its groups are);
 nothing else crosses between experiments.
 
@@ -34,11 +36,23 @@ Glossary:
 - M1: the posterior over the K training chains from unigram evidence, predicting their rows.
 - M1_unigram: the same posterior predicting the chains' stationary distributions.
 - M2: the posterior over the K chains from bigram evidence (task recognition), their rows.
-- phase: the reference a checkpoint's model is nearest to by MARGIN, else undetermined.
+- criterion: the spec's ``options.criterion``, fixed before the run: ``projection`` (the
+  weights of the convex mixture of U, G1, G2, M1 and M2 closest to the model; a kind has
+  formed at WEIGHT 1/2) or ``gap`` (the rules below that name GAP and MARGIN).
+- U: the uniform distribution, the plateau's other reference in the projection.
+- kind: plateau (U, G1), generalizing (G2), memorizing (M1, M2).
+- separability: how far a reference is from the midpoint with the nearest reference of
+  another kind, on the run's data; below the spec's tolerance the kind is untestable there.
+- misfit: KL(model || the projection's mixture): what the references do not explain.
+- previous-token head: layer 1's largest per-head mean attention from t to t - 1; formed at
+  PREVIOUS_FORMED 1/2.
+- phase: with ``projection``, the heaviest reference of the kind at WEIGHT, else
+  undetermined; with ``gap``, the reference nearest the model by MARGIN, else undetermined.
 - ID, OOD: test sequences of a member's own chains; of one freshly drawn chain each.
 - GAP: a model memorizes when its ID KL to the truth is at most GAP x its OOD KL.
 - MARGIN: how clearly nearer one phase reference must be than every other to be called.
-- ceiling: per K, whether even a perfect M2 memorizes by GAP; where not, untestable.
+- ceiling: per K, whether the data can show the kinds apart (projection: separability; gap:
+  whether even a perfect M2 memorizes by GAP); where not, untestable.
 - separation: how far two references are from each other on the same test data.
 - outcome: which came first at a K, generalization (G2) or memorization; else undecided.
 - K*_1: the K above which G2 forms before memorization (below it memorization wins).
@@ -46,7 +60,7 @@ Glossary:
 - tau_2Gen: steps until the G2 phase first appears (the median over the K that generalize).
 - tau_1Mem(K): steps until the model first memorizes, at K.
 - clock: a mechanism's formation time on a model where only it can form: steps until its
-  KL to the truth is halfway from the plateau to the mechanism's Bayes level.
+  kind has formed by the criterion (gap: halfway from the plateau to its Bayes level).
 - tau_G: G2's clock on the full model at K = inf.
 - tau_G|prev: G2's clock with layer-1 attention hard-wired to the previous token.
 - tau_M2|prev(K): M2's clock with that head and layer-2 attention uniform, on K chains.

@@ -91,7 +91,7 @@ class ClockGroup(Group):
 
     def trained(self) -> dict:
         patterns, mechanism = CLOCKS[self.clock]
-        return {
+        found = {
             "clock": self.clock,
             "patterns": patterns,
             "mechanism": mechanism,
@@ -99,6 +99,9 @@ class ClockGroup(Group):
             "tests": ["own", "fresh"],
             **self.describe(),
         }
+        if self.chains != [None]:  # since 2026-12-02: M1 and M2 recall the member's chains
+            found["fresh_references"] = "member chains"
+        return found
 
     def describe(self) -> dict:
         spec = self.spec.model_dump(mode="json", exclude=NOT_TRAINED)
@@ -184,7 +187,10 @@ class ClockData:
             P.append(sample_chains(k, spec.states, spec.dirichlet_alpha, seed))
             weights.append(mixture_weights(k, k, spec.mixture, seed))
             own.append(self._test(P[-1], weights[-1], self.mechanism, generator))
-            fresh.append(self._test(fresh_chains, uniform, "G2", generator, distinct=True))
+            known = (P[-1], weights[-1])
+            fresh.append(
+                self._test(fresh_chains, uniform, "G2", generator, distinct=True, known=known)
+            )
         self.tests = {"own": _stack(own, device)}
         if fresh:
             self.tests["fresh"] = _stack(fresh, device)
@@ -194,9 +200,11 @@ class ClockData:
         uniform = torch.ones(self.projected.shape[-2])
         self.separable = [separability(r.cpu(), uniform, self.phases) for r in self.projected]
 
-    def _test(self, chains, weights, mechanism: str, generator, distinct: bool = False):
-        """(states [n, L], truth [n, L, C], levels) of n sequences from ``chains``: one chain
-        each when ``distinct``, else drawn by ``weights``."""
+    def _test(self, chains, weights, mechanism: str, generator, distinct: bool = False, known=None):
+        """(states [n, L], truth [n, L, C], levels, the projection's references) of n
+        sequences from ``chains``: one chain each when ``distinct``, else drawn by
+        ``weights``. ``known``: the member's own (chains, weights), which M1 and M2 recall on
+        fresh chains (default: ``chains`` and ``weights``)."""
         n, spec = self.group.eval_sequences, self.group.spec
         chain = (
             torch.arange(n)
@@ -205,7 +213,7 @@ class ClockData:
         )
         x = ChainSampler(chains).sample(chain, spec.context_len, generator)
         truth = chains[chain[:, None], x].float()
-        refs = references.predictions(x, chains, weights, spec.dirichlet_alpha)
+        refs = references.predictions(x, *(known or (chains, weights)), spec.dirichlet_alpha)
         levels = {
             name: float(references.kl(truth, refs[name])[:, :-1].mean())
             for name in ("G1_bayes", mechanism)

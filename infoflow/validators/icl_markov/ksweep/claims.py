@@ -159,6 +159,8 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     )
     if fit["status"] == "separable":
         measured = "the bracket of the separable outcomes (no finite logistic fit)"
+    elif fit["status"] == "open":
+        measured = "the one-sided bound of outcomes that all fall on one side (the grid's end)"
     predicted, interval = prediction.value, prediction.interval
     open_side = interval is not None and (interval[0] <= 0 or math.isinf(interval[1]))
     if open_side:

@@ -26,8 +26,10 @@ REACH = 10.0  # how far (in grid spans) beyond the data a confidence bound is se
 def threshold(outcomes: list[tuple[float, bool]]) -> dict:
     """The fitted K*_1 from (K, generalization first) pairs: ``status`` "fit" (``value``,
     the 95% interval ``low``..``high``, None where open, and ``slope`` per unit log K),
-    "separable" (``low``..``high`` the bracket, no value) or "none" (``reason`` says why);
-    ``outcomes`` counts the pairs used."""
+    "separable" (``low``..``high`` the bracket, no value), "open" (every outcome on one side:
+    ``low`` the largest K when memorization always came first, ``high`` the smallest when
+    generalization did, the other end open) or "none" (``reason`` says why); ``outcomes``
+    counts the pairs used."""
     x = np.log(np.array([k for k, _ in outcomes], dtype=float))
     y = np.array([won for _, won in outcomes], dtype=float)
     out = {
@@ -39,14 +41,16 @@ def threshold(outcomes: list[tuple[float, bool]]) -> dict:
         "outcomes": len(outcomes),
         "reason": "",
     }
-    if not outcomes or y.all() or not y.any():
-        won = "generalization" if y.all() else "memorization"
-        out["reason"] = (
-            f"{won} came first in every outcome: the transition is off the grid"
-            if outcomes
-            else "no decided outcome"
-        )
+    if not outcomes:
+        out["reason"] = "no decided outcome"
         return out
+    if y.all() or not y.any():  # one side of K*_1 only: a bound at the grid's last K
+        won = "generalization" if y.all() else "memorization"
+        ks = [k for k, _ in outcomes]
+        edge = min(ks) if y.all() else max(ks)
+        out["reason"] = f"{won} came first in every outcome: the transition is off the grid"
+        side = {"high": edge} if y.all() else {"low": edge}
+        return {**out, "status": "open", **side}
     if x[y == 1].max() <= x[y == 0].min():
         out["reason"] = "generalization came first only at smaller K than memorization"
         return out

@@ -67,7 +67,11 @@ def plot_weights(out: Path, section: dict) -> list[Path]:
             ax.axhline(WEIGHT, color="black", ls="--", lw=0.7)
             ax.set(xscale="log", xlabel="step", title=f"K = {k}", ylim=(0, 1))
         panels[0].set_ylabel("weight: memorizing (orange), G2 (blue)")
-        fig.suptitle(f"{section['name']}: the projection's weights, a line per seed", fontsize=9)
+        rate = group["setting"]["training"].get("layer1_attention_lr", 1)
+        where = f", layer 1 at {rate:g} x the rate" if rate != 1 else ""
+        fig.suptitle(
+            f"{section['name']}{where}: the projection's weights, a line per seed", fontsize=9
+        )
         written.append(save(fig, out / f"{group['name']}-weights.png"))
     return written
 

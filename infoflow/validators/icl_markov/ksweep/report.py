@@ -147,6 +147,8 @@ def _fitted(fit: dict[str, Any]) -> str:
         return f"Logistic fit: K*_1 = {fit['value']:.3g}, 95% interval {bounds} ({used})."
     if fit["status"] == "separable":
         return f"Logistic fit: separable, K*_1 between {bounds}, no finite fit ({used})."
+    if fit["status"] == "open":
+        return f"Logistic fit: none, {fit['reason']}: K*_1 between {bounds} ({used})."
     return f"Logistic fit: none, {fit['reason']} ({used})."
 
 
