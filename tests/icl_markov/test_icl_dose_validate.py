@@ -86,3 +86,20 @@ def test_plan_proposes_a_testable_setting_where_the_predicted_range_is_not() -> 
     assert out.returncode == 0, out.stderr
     assert "is NOT testable here" in out.stdout
     assert "proposed: --set states=" in out.stdout
+
+
+def test_plan_says_whether_the_predicted_k2_can_be_tested() -> None:
+    import infoflow
+    from infoflow.validators.icl_markov.ceiling import plan_lines
+
+    spec = infoflow.load_spec("specs/icl_markov/k2-c3.json")
+
+    def lines(tolerance: float) -> str:
+        options = spec.options.model_copy(update={"criterion_tolerance": tolerance})
+        tuned = spec.model_copy(update={"options": options})
+        return "\n".join(plan_lines(tuned, [16, 64], [0], (16.0, 32.0), 50.0))
+
+    assert "the predicted K*_2 50 (K = 16, 64 around it) is testable" in lines(0.001)
+    strict = lines(0.2)  # no reference is that far from another kind
+    assert "the predicted K*_2 50 (K = 16, 64 around it) is NOT testable here" in strict
+    assert "proposed: none of the nearby settings tried" in strict

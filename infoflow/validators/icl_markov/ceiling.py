@@ -29,8 +29,12 @@ def ceilings(spec: IclMarkovSpec, chains: list[int], seeds: list[int]) -> dict:
     return projection_ceiling(data.separability(), group.members, tolerance)
 
 
-def plan_lines(spec: IclMarkovSpec, chains: list[int], seeds: list[int], k1_interval) -> list[str]:
-    """The ceiling's lines of ``infoflow plan`` for one K sweep setting and its seeds."""
+def plan_lines(
+    spec: IclMarkovSpec, chains: list[int], seeds: list[int], k1_interval, k2: float | None = None
+) -> list[str]:
+    """The ceiling's lines of ``infoflow plan`` for one K sweep setting and its seeds: the
+    separabilities per K, whether the predicted K*_1 range (and K*_2, when it lies within the
+    grid) can be tested, and a nearby setting where it can when it cannot."""
     if spec.options.criterion != "projection":
         return ["  criterion: gap (the ceiling is computed after the run, from a perfect M2)"]
     limit = ceilings(spec, chains, seeds)
@@ -45,8 +49,15 @@ def plan_lines(spec: IclMarkovSpec, chains: list[int], seeds: list[int], k1_inte
         numbers = " / ".join(f"{sep[p]:.4f}" for p in ("M1", "M2", "G2"))
         lines.append(f"    K = {k}: {numbers} -> {verdict}")
     lines.append("  " + _range_line(limit, k1_interval))
-    if k1_interval and not _covers(limit, k1_interval):
-        lines.append("  " + propose(spec, chains, seeds, k1_interval))
+    failing = k1_interval if k1_interval and not _covers(limit, k1_interval) else None
+    if k2 is not None and min(chains) <= k2 <= max(chains):
+        covered = _covers(limit, (k2, k2))
+        around = ", ".join(map(str, _around(sorted(limit), (k2, k2))))
+        where = "testable" if covered else "NOT testable here"
+        lines.append(f"  the predicted K*_2 {k2:.3g} (K = {around} around it) is {where}")
+        failing = failing or (None if covered else (k2, k2))
+    if failing:
+        lines.append("  " + propose(spec, chains, seeds, failing))
     return lines
 
 
@@ -76,8 +87,8 @@ def _range_line(limit: dict, interval) -> str:
 
 
 def propose(spec: IclMarkovSpec, chains: list[int], seeds: list[int], interval) -> str:
-    """The first of :data:`CANDIDATES` whose ceiling covers the predicted K*_1 range, as the
-    overrides that select it."""
+    """The first of :data:`CANDIDATES` whose ceiling covers a predicted range that this
+    setting cannot test (K*_1's, else K*_2's), as the overrides that select it."""
     for more_states, longer in CANDIDATES:
         states, context = spec.states + more_states, spec.context_len * longer
         candidate = spec.model_copy(update={"states": states, "context_len": context})
@@ -88,6 +99,6 @@ def propose(spec: IclMarkovSpec, chains: list[int], seeds: list[int], interval) 
             return (
                 f"proposed: --set states={states} --set context_len={context} makes K = "
                 f"{', '.join(map(str, ks))} testable (smallest separability {sep:.4f} nats); "
-                "K*_1 there is predicted anew"
+                "the thresholds there are predicted anew"
             )
     return "proposed: none of the nearby settings tried makes the predicted range testable"

@@ -102,9 +102,10 @@ def plan_command(
         )
     for group in experiment.groups:
         if group.spec.training.layer1_attention_lr == 1 or len(experiment.groups) == 1:
-            k1 = experiment.predictions[(group.name, group.chains[0])]["k1_star"]
+            predicted = experiment.predictions[(group.name, group.chains[0])]
+            k1, k2 = predicted["k1_star"], predicted["k2_star"].value
             interval = k1.interval or ((k1.value, k1.value) if k1.value else None)
-            lines += plan_lines(group.spec, group.chains, group.seeds, interval)
+            lines += plan_lines(group.spec, group.chains, group.seeds, interval, k2)
             break
     if experiment.capped:
         lines.append("  capped: " + "; ".join(experiment.capped))
