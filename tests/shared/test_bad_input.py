@@ -163,7 +163,7 @@ def test_an_hf_config_that_is_not_a_file_names_the_field(tmp_path) -> None:
             "exponents.memorization.value",
         ),
         (lambda c: c["capacity"].update(value=0), "capacity.value"),
-        (lambda c: c["anchors"][0]["k1_star"].update(low=100.0), "low <= value <= high"),
+        (lambda c: c["anchors"][0]["final_boundary"].update(low=100.0), "low <= value <= high"),
         (
             lambda c: c["anchors"][0]["settings"].update(context_len=0),
             "settings.context_len must be a positive number",

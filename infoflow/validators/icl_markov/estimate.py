@@ -100,13 +100,7 @@ def plan_command(
             f"{', '.join(map(str, group.task_dims))}; {len(group.members)} fits of "
             f"{STEPS:,} full-batch steps, about {minutes(seconds)}"
         )
-    for group in experiment.groups:
-        if group.spec.training.layer1_attention_lr == 1 or len(experiment.groups) == 1:
-            predicted = experiment.predictions[(group.name, group.chains[0])]
-            k1, k2 = predicted["k1_star"], predicted["k2_star"].value
-            interval = k1.interval or ((k1.value, k1.value) if k1.value else None)
-            lines += plan_lines(group.spec, group.chains, group.seeds, interval, k2)
-            break
+    lines += ceiling_lines(experiment)
     if experiment.capped:
         lines.append("  capped: " + "; ".join(experiment.capped))
     cuda = step_time("cuda")
@@ -116,3 +110,15 @@ def plan_command(
     if budget is not None and total > budget:
         lines.append(f"  over the budget of {minutes(budget)}: lower --steps or the sweep")
     return "\n".join(lines), total
+
+
+def ceiling_lines(experiment) -> list[str]:
+    """The criterion's ceiling at the K sweep's setting (at the full layer-1 rate, when it is
+    swept), against the predicted thresholds."""
+    for group in experiment.groups:
+        if group.spec.training.layer1_attention_lr == 1 or len(experiment.groups) == 1:
+            predicted = experiment.predictions[(group.name, group.chains[0])]
+            k1, k2 = predicted["k1_star"], predicted["k2_star"].value
+            interval = k1.interval or ((k1.value, k1.value) if k1.value else None)
+            return plan_lines(group.spec, group.chains, group.seeds, interval, k2)
+    return []

@@ -1,6 +1,11 @@
 """A K sweep group's metrics -> each member's phases over training -> the thresholds
 and timescales across K.
 
+The spec's criterion decides the phase call, "memorizes" and the ceiling: with
+``projection`` (:mod:`..criterion`) they are :func:`projected_call`, :func:`memorizing_weight`
+and :func:`projection_ceiling`; with ``gap``, the rules below that name GAP and MARGIN. The
+rest is shared.
+
 Rules (theory note ``icl_markov.md``; thresholds are named constants below):
 
 - the phase at a checkpoint is the reference nearest to the model (the smallest mean over the
