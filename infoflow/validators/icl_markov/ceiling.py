@@ -89,10 +89,10 @@ def _range_line(limit: dict, interval) -> str:
 def propose(spec: IclMarkovSpec, chains: list[int], seeds: list[int], interval) -> str:
     """The first of :data:`CANDIDATES` whose ceiling covers a predicted range that this
     setting cannot test (K*_1's, else K*_2's), as the overrides that select it."""
+    ks = _around(sorted(chains), interval) or sorted(chains)
     for more_states, longer in CANDIDATES:
         states, context = spec.states + more_states, spec.context_len * longer
         candidate = spec.model_copy(update={"states": states, "context_len": context})
-        ks = _around(sorted(chains), interval) or sorted(chains)
         limit = ceilings(candidate, ks, seeds)
         if all(v["detectable"] for v in limit.values()):
             sep = min(v["separability"][p] for v in limit.values() for p in ("M1", "M2", "G2"))

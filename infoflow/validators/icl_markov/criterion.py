@@ -147,6 +147,12 @@ def previous_head_time(rows: dict[int, dict[str, float]]) -> float | None:
     return rising_crossing(points, PREVIOUS_FORMED)
 
 
+def named(row: dict[str, float], prefix: str) -> dict[str, float]:
+    """A row of metrics' values for the projection's references under ``prefix``: "w:" (the
+    weights) or "sep:" (the separabilities), reference -> value, the recorded ones only."""
+    return {p: row[prefix + p] for p in PROJECTED if prefix + p in row}
+
+
 def kind_weights(weights: dict[str, float]) -> dict[str, float]:
     """Phase weights -> the weight of each kind (plateau, generalizing, memorizing)."""
     out = {kind: 0.0 for kind in dict.fromkeys(KINDS.values())}

@@ -138,39 +138,43 @@ def predictions(
     ``context``: :func:`in_context`'s on the same x, when already computed (they do not
     depend on the chains)."""
     context = context or in_context(x, P.shape[-1], alpha, chunk)
-    parts: dict[str, list[Tensor]] = {name: [] for name in MEMORISED}
-    for i in range(0, x.shape[0], chunk):
-        xs = x[i : i + chunk]
-        for name, value in (
-            ("M1", memorize_unigram_bigram(xs, P, weights)),
-            ("M1_unigram", memorize_unigram(xs, P, weights)),
-            ("M2", memorize_bigram(xs, P, weights)),
-        ):
-            parts[name].append(value.float())
-    found = {**context, **{name: torch.cat(values) for name, values in parts.items()}}
+    memorised = _by_chunk(
+        x,
+        chunk,
+        lambda xs: {
+            "M1": memorize_unigram_bigram(xs, P, weights),
+            "M1_unigram": memorize_unigram(xs, P, weights),
+            "M2": memorize_bigram(xs, P, weights),
+        },
+    )
+    found = {**context, **memorised}
     return {name: found[name] for name in REFERENCES}
 
 
 def in_context(x: Tensor, states: int, alpha: float, chunk: int = 32) -> dict[str, Tensor]:
     """The references that read only the context (no training chain): G1, G1_park, G1_bayes
     and G2 on sequences x [B, L] -> [B, L, C] (float32)."""
-    parts: dict[str, list[Tensor]] = {name: [] for name in IN_CONTEXT}
-    for i in range(0, x.shape[0], chunk):
-        xs = x[i : i + chunk]
-        for name, value in (
-            ("G1", unigram(xs, states, alpha)),
-            ("G1_park", unigram_park(xs, states, alpha)),
-            ("G1_bayes", bayes_unigram(xs, states, alpha)),
-            ("G2", bigram(xs, states, alpha)),
-        ):
-            parts[name].append(value.float())
-    return {name: torch.cat(values) for name, values in parts.items()}
+    return _by_chunk(
+        x,
+        chunk,
+        lambda xs: {
+            "G1": unigram(xs, states, alpha),
+            "G1_park": unigram_park(xs, states, alpha),
+            "G1_bayes": bayes_unigram(xs, states, alpha),
+            "G2": bigram(xs, states, alpha),
+        },
+    )
+
+
+def _by_chunk(x: Tensor, chunk: int, predict) -> dict[str, Tensor]:
+    """``predict(xs)`` (name -> [chunk, L, C]) on ``chunk`` sequences of x at a time, joined
+    and in float32."""
+    parts = [predict(x[i : i + chunk]) for i in range(0, x.shape[0], chunk)]
+    return {name: torch.cat([p[name].float() for p in parts]) for name in parts[0]}
 
 
 #: The reference predictors, by the name the theory note gives them.
 REFERENCES = ("G1", "G1_park", "G1_bayes", "G2", "M1", "M1_unigram", "M2")
-IN_CONTEXT = ("G1", "G1_park", "G1_bayes", "G2")
-MEMORISED = ("M1", "M1_unigram", "M2")
 #: The seed of the pool of fresh chains behind G1_bayes.
 BAYES_POOL_SEED = 20_251_130
 

@@ -52,17 +52,16 @@ def plan_command(
     if experiment.group is None:
         line = f"{source}: looped_kv loads {spec.model.checkpoint}; nothing is trained"
         return line, 0.0
+    here, cuda, steps = step_time(device), step_time("cuda"), sized.steps + sized.distill_steps
     lines = [
         f"{source}: looped_kv at scale {sized.name} on {device}: {sized.seeds} seeds x widths "
         f"{', '.join(f'{w}x' for w in sized.widths)}, snapshots at "
         f"{', '.join(f'{s:g}' for s in sized.snapshots)} of the steps",
-        f"  step time: {step_time(device).source}",
+        f"  step time: {here.source}",
     ]
     total = 0.0
     for group in experiment.structure:
-        seconds = group_seconds(
-            group.config, sized.steps + sized.distill_steps, sized.batch, step_time(device)
-        )
+        seconds = group_seconds(group.config, steps, sized.batch, here)
         total += seconds
         c = group.config
         lines.append(
@@ -70,10 +69,7 @@ def plan_command(
             f"{sized.steps:,} steps of {sized.batch} x {c.max_len} tokens, "
             f"about {minutes(seconds)}"
         )
-    gpu = sum(
-        group_seconds(g.config, sized.steps + sized.distill_steps, sized.batch, step_time("cuda"))
-        for g in experiment.structure
-    )
+    gpu = sum(group_seconds(g.config, steps, sized.batch, cuda) for g in experiment.structure)
     lines.append(gpu_line(source, scale, sized.seeds, gpu))
     if budget is not None and total > budget:
         lines.append(f"  over the budget of {minutes(budget)}: lower --steps or --seeds")

@@ -26,6 +26,7 @@ from infoflow.validators.icl_markov.criterion import (
     WEIGHT,
     distinguishable,
     kind_weights,
+    named,
     rising_crossing,
 )
 
@@ -53,7 +54,7 @@ class Projected:
     def time(self, rows: dict[int, dict[str, float]]) -> tuple[float | None, str]:
         """(time, status) of one member from its evaluations (see :data:`STATUSES`)."""
         first = rows[min(rows)]
-        if not distinguishable(_prefixed(first, "sep:"), self.kind, self.tolerance):
+        if not distinguishable(named(first, "sep:"), self.kind, self.tolerance):
             return None, "not timed"
         own = weight_crossing(rows, self.kind)
         if self.kind == "memorizing":
@@ -65,20 +66,16 @@ class Projected:
     def settled(self, row: dict[str, float]) -> bool:
         """Whether the member's clock is final at ``row``: untimed, or a kind it reads has
         formed (its first crossing is then known)."""
-        weights = kind_weights(_prefixed(row, "w:"))
-        untimed = not distinguishable(_prefixed(row, "sep:"), self.kind, self.tolerance)
+        weights = kind_weights(named(row, "w:"))
+        untimed = not distinguishable(named(row, "sep:"), self.kind, self.tolerance)
         return untimed or max(weights["memorizing"], weights["generalizing"]) >= WEIGHT
 
 
 def weight_crossing(rows: dict[int, dict[str, float]], kind: str) -> float | None:
     """The step at which ``kind``'s weight first reaches WEIGHT, log-interpolated between the
     evaluations around it; None when it never does."""
-    points = [(s, kind_weights(_prefixed(rows[s], "w:"))[kind]) for s in sorted(rows)]
+    points = [(s, kind_weights(named(rows[s], "w:"))[kind]) for s in sorted(rows)]
     return rising_crossing(points, WEIGHT)
-
-
-def _prefixed(row: dict[str, float], prefix: str) -> dict[str, float]:
-    return {k[len(prefix) :]: v for k, v in row.items() if k.startswith(prefix)}
 
 
 def clock_time(

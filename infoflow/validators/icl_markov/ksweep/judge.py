@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 
 from infoflow.validators.claims import Claim
-from infoflow.validators.icl_markov.criterion import kind_weights, preregistration
+from infoflow.validators.icl_markov.criterion import kind_weights, named, preregistration
 from infoflow.validators.icl_markov.experiment import IclExperiment
 from infoflow.validators.icl_markov.ksweep.claims import claims
 from infoflow.validators.icl_markov.ksweep.data import TARGETS, IclGroup
@@ -24,7 +24,6 @@ from infoflow.validators.icl_markov.ksweep.phases import (
     measure,
     projection_ceiling,
     separation,
-    weights_of,
 )
 from infoflow.validators.icl_markov.ksweep.train import load_trained, position_kl
 from infoflow.validators.protocol import Context
@@ -70,12 +69,7 @@ class JudgedSweep:
                     "ood_truth": [rows[s]["ood:truth"] for s in h.steps],
                     "levels": {split: self.levels[split][i] for split in self.levels},
                     "positions": _positions(self.positions, i),
-                    "weights": {
-                        kind: [kind_weights(weights_of(rows[s])).get(kind) for s in h.steps]
-                        for kind in ("plateau", "generalizing", "memorizing")
-                    }
-                    if "w:G2" in rows[h.steps[0]]
-                    else {},
+                    "weights": _kind_weights(rows, h.steps),
                     "misfit": [rows[s].get("fit:misfit") for s in h.steps],
                     "previous_attention": [rows[s].get("prev:attention") for s in h.steps],
                     "previous_head": h.previous_head,
@@ -136,6 +130,14 @@ def sweep_records(
         records.append(sweep.record(experiment, mine))
         found += mine
     return records, found
+
+
+def _kind_weights(rows: dict, steps: list[int]) -> dict[str, list[float]]:
+    """Each kind's projection weight at every step ({} for a run that recorded none)."""
+    if "w:G2" not in rows[steps[0]]:
+        return {}
+    per_step = [kind_weights(named(rows[s], "w:")) for s in steps]
+    return {kind: [w[kind] for w in per_step] for kind in per_step[0]}
 
 
 def _positions(positions: dict, member: int) -> dict[str, list[float]]:

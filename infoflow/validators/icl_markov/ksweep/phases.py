@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 
 from infoflow.validators.icl_markov.criterion import (
     KINDS,
-    PROJECTED,
     WEIGHT,
     distinguishable,
     formed,
     kind_weights,
+    named,
     phase_references,
     previous_head_time,
 )
@@ -193,19 +193,14 @@ def memorizing(row: dict[str, float]) -> bool:
 
 def memorizing_weight(row: dict[str, float]) -> bool:
     """The projection's call: M1 and M2 carry at least WEIGHT of the mixture."""
-    return formed(weights_of(row), "memorizing")
-
-
-def weights_of(row: dict[str, float]) -> dict[str, float]:
-    """The projection's weights in a row of metrics: phase -> weight."""
-    return {p: row[f"w:{p}"] for p in PROJECTED if f"w:{p}" in row}
+    return formed(named(row, "w:"), "memorizing")
 
 
 def projected_call(row: dict[str, float]) -> Call:
     """The phase by the projection: the heaviest phase of the kind whose references carry at
     least WEIGHT of the mixture; else undetermined among the phases of weight at least
     WEIGHT / 2 (the two heaviest when none is). ``position`` is the leading kind's weight."""
-    weights = weights_of(row)
+    weights = named(row, "w:")
     kinds = kind_weights(weights)
     leading = max(kinds, key=kinds.get)
     order = sorted(weights, key=lambda p: -weights[p])
