@@ -29,8 +29,16 @@ def _normalise(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
 
+def _marked(block: tuple[str, str, str]):
+    """A paper-scale block computes the paper's data (the ICL ceiling reads 512-state test
+    sets): slow, out of the fast loop."""
+    return pytest.param(*block, marks=pytest.mark.slow) if "--scale paper" in block[1] else block
+
+
 @pytest.mark.parametrize(
-    ("page", "command", "output"), _console_blocks(), ids=lambda v: v if len(v) < 60 else None
+    ("page", "command", "output"),
+    [_marked(block) for block in _console_blocks()],
+    ids=lambda v: v if len(v) < 60 else None,
 )
 def test_console_block_prints_what_the_page_shows(page, command, output) -> None:
     argv = infoflow_cmd() + shlex.split(command)[1:]

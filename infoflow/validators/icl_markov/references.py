@@ -77,16 +77,21 @@ def _posterior(log_evidence: Tensor, weights: Tensor) -> Tensor:
     return torch.softmax(log_evidence + _log(weights)[None, None], dim=-1)
 
 
+def _unigram_evidence(x: Tensor, pi: Tensor) -> Tensor:
+    """sum_{s<=t} log pi_k(x_s) [B, L, K] for distributions pi [K, C]: the prefix's state
+    counts times log pi, one matmul rather than a cumulative sum over K."""
+    return _one_hot(x, pi.shape[-1]).cumsum(1) @ _log(pi).T
+
+
 def memorize_unigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
     """M1_unigram: w_k ∝ prior_k prod_s pi_k(x_s); predict sum_k w_k pi_k."""
     pi = stationary(P)  # [K, C]
-    evidence = _log(pi).T[x].cumsum(1)  # [B, L, K]
-    return _posterior(evidence, weights) @ pi
+    return _posterior(_unigram_evidence(x, pi), weights) @ pi
 
 
 def memorize_unigram_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
     """M1 (the paper's): w_k ∝ prior_k prod_s pi_k(x_s); predict sum_k w_k P_k[x_t]."""
-    evidence = _log(stationary(P)).T[x].cumsum(1)  # [B, L, K]
+    evidence = _unigram_evidence(x, stationary(P))
     return _rows(_posterior(evidence, weights), P, x)
 
 
@@ -96,7 +101,9 @@ def bayes_unigram(x: Tensor, states: int, alpha: float) -> Tensor:
     chains (:func:`bayes_pool`): M1_unigram over that pool, uniformly weighted."""
     pi = bayes_pool(states, alpha)
     uniform = torch.full((pi.shape[0],), 1 / pi.shape[0], dtype=torch.float64)
-    return _posterior(_log(pi).T[x].cumsum(1), uniform) @ pi
+    # one sequence at a time: its [L, pool] blocks are small enough to be reused by the
+    # allocator, where a chunk's are mapped afresh on every call (four times the time)
+    return torch.cat([_posterior(_unigram_evidence(s, pi), uniform) @ pi for s in x.split(1)])
 
 
 @functools.lru_cache(maxsize=16)

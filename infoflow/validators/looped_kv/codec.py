@@ -79,15 +79,26 @@ class SVDCodec:
 
     @classmethod
     def fit(cls, x: Tensor, how: str, rank: int) -> SVDCodec:
+        return cls.full(x, how).truncated(rank)
+
+    @classmethod
+    def full(cls, x: Tensor, how: str) -> SVDCodec:
+        """Every direction of the centred SVD, in order of energy: one decomposition that
+        :meth:`truncated` cuts to each rank of a grid."""
         folded = fold(x, how).double()
         mu = folded.mean(1)
         _, _, vh = torch.linalg.svd(folded - mu[:, None], full_matrices=False)
-        basis = vh[:, :rank].transpose(1, 2)
-        if basis.shape[-1] < rank:  # fewer samples than the rank: pad with zero directions
+        return cls(how, mu.float(), vh.transpose(1, 2).float())
+
+    def truncated(self, rank: int) -> SVDCodec:
+        """The top ``rank`` directions (padded with zero directions when there were fewer
+        samples than the rank)."""
+        basis = self.basis[..., :rank]
+        if basis.shape[-1] < rank:
             basis = torch.cat(
                 [basis, basis.new_zeros(*basis.shape[:2], rank - basis.shape[-1])], -1
             )
-        return cls(how, mu.float(), basis.float())
+        return SVDCodec(self.how, self.mu, basis)
 
     @property
     def rank(self) -> int:

@@ -127,18 +127,20 @@ def _methods(model, calibrated, tokens, score: Scorer, scale: LoopedScale, dtype
     k_stored, v_stored = kv_codec.as_stored(score.k, dtype), kv_codec.as_stored(score.v, dtype)
     methods: dict[str, dict[str, dict]] = {name: {} for name in METHODS}
     methods["cache"]["1"] = score(k_stored, v_stored)
+    axes = (
+        ("lla", "loop", T * d),
+        ("lla_2d", "loop_head", T * H * d),
+        ("head_axis", "head", H * d),
+    )
+    full = {
+        how: (kv_codec.SVDCodec.full(k_cal, how), kv_codec.SVDCodec.full(v_cal, how))
+        for _, how, _ in axes
+    }
     for rho in sorted({*RHOS, float(T)}):  # final-loop reuse exists at rho = T only
         key = f"{rho:.3g}"
-        for name, how, dim in (
-            ("lla", "loop", T * d),
-            ("lla_2d", "loop_head", T * H * d),
-            ("head_axis", "head", H * d),
-        ):
+        for name, how, dim in axes:
             r_k, r_v = ranks(round(2 * dim / rho))
-            codecs = (
-                kv_codec.SVDCodec.fit(k_cal, how, r_k),
-                kv_codec.SVDCodec.fit(v_cal, how, r_v),
-            )
+            codecs = full[how][0].truncated(r_k), full[how][1].truncated(r_v)
             result = score(
                 codecs[0].reconstruct(score.k, dtype), codecs[1].reconstruct(score.v, dtype)
             )

@@ -46,9 +46,10 @@ def snapshot(model: LoopedDecoder, length: int) -> dict[str, float]:
             at = {how: float(spectra[how][_rank(dim, rho) - 1]) for how, dim in dims.items()}
             out[f"margin:{name}:{rho:.3g}"] = at["loop"] - max(at["head"], at["layer"])
     score = Scorer(model, evaluation)
+    full_k, full_v = kv_codec.SVDCodec.full(k, "loop"), kv_codec.SVDCodec.full(v, "loop")
     for rho in RHOS:
         r_k, r_v = ranks(round(2 * T * d / rho))
-        codecs = kv_codec.SVDCodec.fit(k, "loop", r_k), kv_codec.SVDCodec.fit(v, "loop", r_v)
+        codecs = full_k.truncated(r_k), full_v.truncated(r_v)
         result = score(codecs[0].reconstruct(score.k), codecs[1].reconstruct(score.v))
         out[f"lla_error:{rho:.3g}"] = result["attention_error"]
     return out
