@@ -149,7 +149,7 @@ class ClockSet(_Strict):
     device: str
     date: str
     steps: int = Field(gt=0, description="The clock runs' length: a clock past it is None.")
-    criterion: Literal["projection", "gap"] = Field(
+    criterion: Literal["projection", "projection_global", "gap"] = Field(
         "gap",
         description="What timed the clocks (the spec's options.criterion): clocks of one "
         "criterion are never pooled with, or raced for a spec of, another.",

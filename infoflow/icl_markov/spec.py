@@ -79,13 +79,14 @@ class MarkovOptions(StrictModel):
         "or each by the generating chain's stationary probability of the current state "
         "(a reading of Park et al.'s stationary-weighted contexts).",
     )
-    criterion: Literal["projection", "gap"] = Field(
+    criterion: Literal["projection", "projection_global", "gap"] = Field(
         "projection",
         description="What decides which mechanism a model has formed, in the K sweep and the "
-        "clocks alike: the weights of a convex mixture of G1, G2, M1 and M2 fitted to the "
-        "model (a kind has formed at weight >= 1/2), or the rule before it (nearest "
-        "reference by a margin, memorization as ID KL <= 0.5 x OOD KL, clocks halfway from "
-        "the plateau). Fixed before a run and recorded in it.",
+        "clocks alike: the weights of a convex mixture of the uniform, G1, G2, M1 and M2 "
+        "fitted to the model (a kind has formed at weight >= 1/2); projection_global, its "
+        "later version, with the training mixture's bigram in the plateau as well; or the "
+        "rule before both (nearest reference by a margin, memorization as ID KL <= 0.5 x "
+        "OOD KL, clocks halfway from the plateau). Fixed before a run and recorded in it.",
     )
     criterion_tolerance: PositiveFloat = Field(
         0.01,

@@ -1,20 +1,26 @@
 """The shared criterion (projection onto the references) and its ceiling, against direct
 computation; the clocks and the K sweep read it alike."""
 
+import json
 import math
 
 import pytest
+from conftest import SPECS
 
 torch = pytest.importorskip("torch")
 
+from infoflow.icl_markov.spec import IclMarkovSpec  # noqa: E402
 from infoflow.validators.chains import ChainSampler, sample_chains  # noqa: E402
 from infoflow.validators.icl_markov import references  # noqa: E402
 from infoflow.validators.icl_markov.clocks.measure import Projected, clock_time  # noqa: E402
 from infoflow.validators.icl_markov.criterion import (  # noqa: E402
+    CRITERIA,
     KINDS,
     PROJECTED,
     WEIGHT,
     distinguishable,
+    kind_weights,
+    preregistration,
     project,
     separability,
     stacked,
@@ -27,14 +33,14 @@ from infoflow.validators.icl_markov.ksweep.phases import (  # noqa: E402
 from infoflow.validators.icl_markov.training import mixture_weights  # noqa: E402
 
 
-def _refs(states: int, length: int, chains: int, n: int = 48, seed: int = 0):
-    """The projection's references [R, N, C] on n sequences of ``chains`` chains."""
+def _refs(states: int, length: int, chains: int, n: int = 48, seed: int = 0, names=PROJECTED):
+    """The projection's references ``names`` [R, N, C] on n sequences of ``chains`` chains."""
     P = sample_chains(chains, states, 1.0, seed)
     w = mixture_weights(chains, chains, "random", seed)
     g = torch.Generator().manual_seed(seed + 1)
     x = ChainSampler(P).sample(torch.multinomial(w.float(), n, True, generator=g), length, g)
     found = references.predictions(x, P, w, 1.0)
-    return stacked({k: v[:, :-1] for k, v in found.items()}).flatten(1, 2).double()
+    return stacked({k: v[:, :-1] for k, v in found.items()}, names).flatten(1, 2).double()
 
 
 def test_the_projection_recovers_a_known_mixture_and_a_pure_reference() -> None:
@@ -211,3 +217,42 @@ def test_the_final_boundary_claim_places_the_change_of_final_phase() -> None:
     assert final_boundary(later, per_k, limit).verdict == "refuted"
     missing = Prediction(None, "chains", "estimate", "uncalibrated", "None: other budget.")
     assert final_boundary(missing, per_k, limit).verdict == "inconclusive"
+
+
+def test_the_training_bigram_is_the_pair_frequency_of_the_training_sequences() -> None:
+    """B(j | i) weighs each chain's row by its mixture weight and its stationary mass at i (the
+    unweighted mixture of rows is 0.03 off here, beyond the tolerance)."""
+    P = sample_chains(6, 3, 1.0, 2)
+    w = mixture_weights(6, 6, "random", 2)
+    g = torch.Generator().manual_seed(5)
+    x = ChainSampler(P).sample(torch.multinomial(w.float(), 4000, True, generator=g), 40, g)
+    counts = torch.zeros(3, 3, dtype=torch.float64)
+    pairs = (x[:, :-1].flatten(), x[:, 1:].flatten())
+    counts.index_put_(pairs, torch.ones(pairs[0].numel(), dtype=torch.float64), accumulate=True)
+    empirical = counts / counts.sum(-1, keepdim=True)
+    found = references.training_bigram(torch.arange(3)[None], P, w)[0]
+    assert found.flatten().tolist() == pytest.approx(empirical.flatten().tolist(), abs=0.01)
+
+
+def test_the_later_criterion_reads_a_model_at_the_training_bigram_as_the_plateau() -> None:
+    """A model that predicts from the current state alone: projection_global puts it on the
+    plateau almost exactly; the first version has no reference for it (its misfit exceeds
+    the 0.01-nat tolerance) and spreads it over U and the memorizers."""
+    names = CRITERIA["projection_global"]
+    refs = _refs(3, 64, 16, names=names)
+    weights = torch.ones(refs.shape[1])
+    model = refs[names.index("B")]
+    found, misfit = project(model, refs, weights)
+    assert kind_weights(dict(zip(names, found.tolist(), strict=True)))["plateau"] > 0.99
+    assert misfit.item() < 1e-4
+    first = tuple(n for n in names if n != "B")
+    before, before_misfit = project(model, refs[[names.index(n) for n in first]], weights)
+    assert before_misfit.item() > 0.01
+    assert kind_weights(dict(zip(first, before.tolist(), strict=True)))["memorizing"] > 0.05
+
+
+def test_each_criterion_version_registers_its_own_references() -> None:
+    base = json.loads((SPECS / "icl_markov" / "race-c3-short.json").read_text())
+    for criterion, names in CRITERIA.items():
+        spec = IclMarkovSpec.model_validate({**base, "options": {"criterion": criterion}})
+        assert tuple(preregistration(spec)["references"]) == names

@@ -20,11 +20,14 @@ TINY_RACE = {
     "training": {"steps": 40, "batch_size": 8, "lr": 0.003},
     "race": {"chains": [2, 8]},
     "sweep": {"chains": [2, 4, 8], "training.layer1_attention_lr": [0.5, 1.0, 2.0]},
+    "options": {"criterion": "projection_global"},
 }
 
 
 @pytest.mark.slow
 def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tmp_path):
+    """The later criterion version, whose plateau holds the training mixture's bigram B, in
+    the sweeps and the clocks alike (K = infinity included: B of the pool)."""
     spec = tmp_path / "tiny-race.json"
     spec.write_text(json.dumps(TINY_RACE))
     out = tmp_path / "out"
@@ -34,7 +37,8 @@ def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tm
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     pre = report["settings"]["icl_markov"]["preregistered"]["tiny-race"]
-    assert pre["criterion"] == "projection" and pre["weight"] == 0.5
+    assert pre["criterion"] == "projection_global" and pre["weight"] == 0.5
+    assert pre["references"]["B"] == "B"
     (section,) = report["specs"]
     ids = [claim["id"] for claim in section["claims"]]
     assert "k1_dose" in ids and any(i.endswith("k1_star_race") for i in ids)
@@ -44,6 +48,7 @@ def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tm
     assert set(group["measurement"]["ceiling"]["2"]["separability"]) == {
         "U",
         "G1",
+        "B",
         "G2",
         "M1",
         "M2",
@@ -53,10 +58,11 @@ def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tm
     assert all(0 <= a <= 1 for a in member["previous_attention"])
     assert (out / f"{group['name']}-weights.png").stat().st_size > 1000
     clocks = section["clocks"][0]
-    assert clocks["criterion"] == "projection"
+    assert clocks["criterion"] == "projection_global"
     assert {"previous_head", "status"} <= set(clocks["members"][0])
     text = (out / "report.md").read_text()
-    assert "Criterion (pre-registered): projection" in text and "The ceiling:" in text
+    assert "Criterion (pre-registered): projection_global, the projection onto" in text
+    assert "The ceiling:" in text
 
 
 def test_plan_shows_the_ceiling_before_anything_trains_and_the_gpu_run() -> None:

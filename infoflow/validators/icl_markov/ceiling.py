@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from infoflow.icl_markov.spec import IclMarkovSpec
-from infoflow.validators.icl_markov.criterion import PROJECTION_SEQUENCES
+from infoflow.validators.icl_markov.criterion import PROJECTION_SEQUENCES, projected
 from infoflow.validators.icl_markov.ksweep.data import IclGroup, MemberData
 from infoflow.validators.icl_markov.ksweep.phases import projection_ceiling
 
@@ -35,12 +35,14 @@ def plan_lines(
     """The ceiling's lines of ``infoflow plan`` for one K sweep setting and its seeds: the
     separabilities per K, whether the predicted K*_1 range (and K*_2, when it lies within the
     grid) can be tested, and a nearby setting where it can when it cannot."""
-    if spec.options.criterion != "projection":
+    if spec.options.criterion == "gap":
         return ["  criterion: gap (the ceiling is computed after the run, from a perfect M2)"]
     limit = ceilings(spec, chains, seeds)
     lines = [
-        f"  criterion: projection (a kind has formed at weight >= 1/2); ceiling: each "
-        f"reference >= {spec.options.criterion_tolerance:g} nats from every other kind",
+        f"  criterion: {spec.options.criterion} (the projection onto "
+        f"{', '.join(projected(spec.options.criterion))}; a kind has formed at weight >= 1/2); "
+        f"ceiling: each reference >= {spec.options.criterion_tolerance:g} nats from every other "
+        "kind",
         "    K: separability of M1 / M2 / G2 (nats, mean over the seeds) -> testable",
     ]
     for k, entry in limit.items():

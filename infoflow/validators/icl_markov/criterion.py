@@ -8,8 +8,9 @@ change made after a run.
 ``projection`` (the default; Park et al.'s method of reading a model as a mixture of the
 algorithms): at a checkpoint, the model's next-state distributions on the test positions (ID
 and OOD together, weighted as the spec scores positions) are fitted by a convex mixture of the
-references (:data:`SOURCES`: the plateau's uniform and Bayes-unigram, G2, M1 and M2), the
-weights minimising the mean
+references (:data:`CRITERIA`: the plateau's uniform and Bayes-unigram, G2, M1 and M2; in
+``projection_global``, the later version, the training mixture's bigram B joins the plateau),
+the weights minimising the mean
 KL(model || mixture) (:func:`project`, exact EM for mixture proportions). A mechanism has
 formed when its references carry at least :data:`WEIGHT` of the mixture: memorization when M1
 and M2 together do, generalization when G2 does. The two cannot both hold, so "which comes
@@ -48,16 +49,25 @@ PREVIOUS_FORMED = 0.5
 #: untrained model sits (U) and where a barely trained one does (G1, the Bayes unigram; a
 #: pilot found a near-uniform model given weight 0.55 on M1 when the plateau was the Laplace
 #: unigram alone).
-SOURCES = {"U": None, "G1": "G1_bayes", "G2": "G2", "M1": "M1", "M2": "M2"}
-PROJECTED = tuple(SOURCES)
+SOURCES = {"U": None, "G1": "G1_bayes", "B": "B", "G2": "G2", "M1": "M1", "M2": "M2"}
 #: The kind of each: what the claims ask about.
 KINDS = {
     "U": "plateau",
     "G1": "plateau",
+    "B": "plateau",
     "G2": "generalizing",
     "M1": "memorizing",
     "M2": "memorizing",
 }
+#: The references each projection criterion reads. ``projection_global`` (a later version)
+#: adds the training mixture's bigram B to the plateau: a model that predicts from the
+#: current state alone, which M1 with a flat posterior resembles, so that the first
+#: criterion can call it memorizing (the 2026-12-02 runs' early M1 weight).
+CRITERIA = {
+    "projection": ("U", "G1", "G2", "M1", "M2"),
+    "projection_global": ("U", "G1", "B", "G2", "M1", "M2"),
+}
+PROJECTED = CRITERIA["projection"]
 #: At most this many rounds of the projection's accelerated EM (three EM steps each); it
 #: stops once no weight moves by CONVERGED in a round (the calls compare weights with 1/2).
 ROUNDS = 50
@@ -67,6 +77,14 @@ CONVERGED = 1e-5
 #: part of training.
 PROJECTION_SEQUENCES = 32
 TINY = 1e-12
+
+
+def projected(criterion: str, memorised: bool = True) -> tuple[str, ...]:
+    """The references a projection ``criterion`` reads (under ``gap``, which records the
+    projection without deciding by it, the first version's); without M1 and M2 when no
+    training chain exists to recall (``memorised`` False: K = infinity)."""
+    names = CRITERIA["projection" if criterion == "gap" else criterion]
+    return names if memorised else tuple(n for n in names if KINDS[n] != "memorizing")
 
 
 def phase_references(g1_variant: str = "laplace") -> dict[str, str]:
@@ -150,7 +168,7 @@ def previous_head_time(rows: dict[int, dict[str, float]]) -> float | None:
 def named(row: dict[str, float], prefix: str) -> dict[str, float]:
     """A row of metrics' values for the projection's references under ``prefix``: "w:" (the
     weights) or "sep:" (the separabilities), reference -> value, the recorded ones only."""
-    return {p: row[prefix + p] for p in PROJECTED if prefix + p in row}
+    return {p: row[prefix + p] for p in SOURCES if prefix + p in row}
 
 
 def kind_weights(weights: dict[str, float]) -> dict[str, float]:
@@ -198,9 +216,9 @@ def preregistration(spec) -> dict:
 
         return {"criterion": "gap", "gap": GAP, "margin": MARGIN, "clock_halfway": HALFWAY}
     return {
-        "criterion": "projection",
+        "criterion": options.criterion,
         "weight": WEIGHT,
-        "references": {p: SOURCES[p] or "uniform" for p in PROJECTED},
+        "references": {p: SOURCES[p] or "uniform" for p in CRITERIA[options.criterion]},
         "tolerance_nats": options.criterion_tolerance,
         "rounds": ROUNDS,
         "sequences_per_test_set": PROJECTION_SEQUENCES,

@@ -12,7 +12,9 @@ A trained model's phase is the reference predictor it is closest to:
 - M1, the paper's: the posterior over the K training chains from unigram evidence,
   predicting the chosen chains' transition rows (retrieval with unigram evidence, bigram
   prediction); M1_unigram, the same posterior predicting their stationary distributions;
-- M2, posterior over the K training chains from bigram evidence (task recognition).
+- M2, posterior over the K training chains from bigram evidence (task recognition);
+- B, the training mixture's bigram: the next state from the current one alone, as the
+  training sequences' pair frequencies give it (no inference from the context).
 
 Every predictor returns, for sequences x of shape [B, L], the predictive distribution of the
 next state after each prefix x_1..x_t: a tensor [B, L, C], computed exactly and vectorised;
@@ -124,6 +126,15 @@ def memorize_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
     return _rows(_posterior(evidence, weights), P, x)
 
 
+def training_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
+    """B: the training mixture's bigram, p(j | x_t) = sum_k w_k pi_k(x_t) P_k(x_t, j) /
+    sum_k w_k pi_k(x_t), the pair frequencies of the training sequences: what a model
+    predicts from the current state alone, with no inference from the context (M1 with a
+    still flat posterior is close to it)."""
+    joint = torch.einsum("k,ki,kij->ij", weights, stationary(P), P)
+    return (joint / joint.sum(-1, keepdim=True))[x]
+
+
 def _rows(w: Tensor, P: Tensor, x: Tensor) -> Tensor:
     """sum_k w_k P_k[x_t] for posteriors w [B, L, K]: the next-state row of the current one."""
     k, c = P.shape[0], P.shape[-1]
@@ -152,6 +163,7 @@ def predictions(
             "M1": memorize_unigram_bigram(xs, P, weights),
             "M1_unigram": memorize_unigram(xs, P, weights),
             "M2": memorize_bigram(xs, P, weights),
+            "B": training_bigram(xs, P, weights),
         },
     )
     found = {**context, **memorised}
@@ -181,7 +193,7 @@ def _by_chunk(x: Tensor, chunk: int, predict) -> dict[str, Tensor]:
 
 
 #: The reference predictors, by the name the theory note gives them.
-REFERENCES = ("G1", "G1_park", "G1_bayes", "G2", "M1", "M1_unigram", "M2")
+REFERENCES = ("G1", "G1_park", "G1_bayes", "G2", "M1", "M1_unigram", "M2", "B")
 #: The seed of the pool of fresh chains behind G1_bayes.
 BAYES_POOL_SEED = 20_251_130
 

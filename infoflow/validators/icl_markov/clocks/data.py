@@ -32,9 +32,9 @@ from infoflow.validators.icl_markov import references
 from infoflow.validators.icl_markov.clocks.measure import Projected
 from infoflow.validators.icl_markov.criterion import (
     KINDS,
-    PROJECTED,
     PROJECTION_SEQUENCES,
     project,
+    projected,
     separability,
     stacked,
 )
@@ -77,7 +77,7 @@ class ClockGroup(Group):
         """The spec's criterion for this clock: :class:`~.measure.Projected`, or None (the
         halfway criterion)."""
         options = self.spec.options
-        if options.criterion != "projection":
+        if options.criterion == "gap":
             return None
         return Projected(KINDS[CLOCKS[self.clock][1]], options.criterion_tolerance)
 
@@ -171,9 +171,9 @@ class ClockData:
 
     def __init__(self, group: ClockGroup, device: torch.device):
         self.group, self.mechanism = group, CLOCKS[group.clock][1]
-        # the projection's references: no training chain exists at K = infinity
-        self.phases = PROJECTED if group.chains != [None] else ("U", "G1", "G2")
         spec, n = group.spec, group.eval_sequences
+        # the projection's references: no training chain exists to recall at K = infinity
+        self.phases = projected(spec.options.criterion, memorised=group.chains != [None])
         generator = torch.Generator().manual_seed(spec.seed + 1)
         P, weights, own, fresh = [], [], [], []
         for k, seed in group.members:

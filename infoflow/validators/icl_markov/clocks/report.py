@@ -45,6 +45,8 @@ CRITERIA = {
     "the run, n/t where the data cannot separate its references (the ceiling), g where a "
     "memorising clock generalised first. The previous-token head: steps until layer 1 puts "
     "half its attention on the previous token.",
+    "projection_global": "As under projection, with the training mixture's bigram among the "
+    "plateau's references.",
     "gap": "Steps until each mechanism is halfway from the unigram plateau to its Bayes "
     'level, on models where only it can form (docs/icl_markov.md, "The race"); one value '
     "per seed, - where it did not form within the run.",

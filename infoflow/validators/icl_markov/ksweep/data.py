@@ -20,8 +20,8 @@ from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.chains import ChainSampler, sample_chains, stationary
 from infoflow.validators.icl_markov import references
 from infoflow.validators.icl_markov.criterion import (
-    PROJECTED,
     PROJECTION_SEQUENCES,
+    projected,
     separability,
     stacked,
 )
@@ -86,6 +86,7 @@ class MemberData:
         c, alpha, length = spec.states, spec.dirichlet_alpha, spec.context_len
         n = group.eval_sequences
         self.direction = spec.options.kl_direction
+        self.phases = projected(spec.options.criterion)
         P, weights = [], []
         for k, seed in group.members:
             pool = sample_chains(max(group.chains), c, alpha, seed)
@@ -122,7 +123,11 @@ class MemberData:
         # splits together: [M, references, 2 n' (L - 1), C] and [M, 2 n' (L - 1)]
         first = PROJECTION_SEQUENCES
         self.projected = torch.cat(
-            [stacked(_named(self.refs[s][:, :, :first, :-1])).flatten(2, 3) for s in SPLITS], 2
+            [
+                stacked(_named(self.refs[s][:, :, :first, :-1]), self.phases).flatten(2, 3)
+                for s in SPLITS
+            ],
+            2,
         )
         self.projected_weights = torch.cat(
             [self.scored[s][:, :first].flatten(1) for s in SPLITS], 1
@@ -132,7 +137,7 @@ class MemberData:
         """Per member, each phase reference's separability on its test data: the ceiling of
         the projection criterion (:func:`..criterion.separability`)."""
         return [
-            separability(refs.cpu(), weights.cpu(), PROJECTED)
+            separability(refs.cpu(), weights.cpu(), self.phases)
             for refs, weights in zip(self.projected, self.projected_weights, strict=True)
         ]
 

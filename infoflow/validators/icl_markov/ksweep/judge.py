@@ -13,7 +13,12 @@ import json
 from dataclasses import dataclass
 
 from infoflow.validators.claims import Claim
-from infoflow.validators.icl_markov.criterion import kind_weights, named, preregistration
+from infoflow.validators.icl_markov.criterion import (
+    CRITERIA,
+    kind_weights,
+    named,
+    preregistration,
+)
 from infoflow.validators.icl_markov.experiment import IclExperiment
 from infoflow.validators.icl_markov.ksweep.claims import claims
 from infoflow.validators.icl_markov.ksweep.data import TARGETS, IclGroup
@@ -105,7 +110,7 @@ def judge_sweep(experiment: IclExperiment, group: IclGroup, context: Context) ->
         MemberHistory.from_metrics(k, seed, metrics[i], apart[i], variant, options.criterion)
         for i, (k, seed) in enumerate(group.members)
     ]
-    if options.criterion == "projection":
+    if options.criterion in CRITERIA:
         separable = data.separability()
         limit = projection_ceiling(separable, group.members, options.criterion_tolerance)
     else:

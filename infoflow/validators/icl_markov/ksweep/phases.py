@@ -43,6 +43,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from infoflow.validators.icl_markov.criterion import (
+    CRITERIA,
     KINDS,
     WEIGHT,
     distinguishable,
@@ -153,7 +154,7 @@ class MemberHistory:
         criterion: str = "gap",
     ) -> MemberHistory:
         steps = sorted(rows)
-        if criterion == "projection":
+        if criterion in CRITERIA:
             calls, memorizes = [projected_call(rows[s]) for s in steps], memorizing_weight
         else:
             calls = [phase(rows[s], separation, g1_variant) for s in steps]

@@ -16,6 +16,7 @@ from infoflow.validators.plots import pyplot, save
 
 PHASE_COLOURS = {
     "G1": "#bdbdbd",
+    "B": "#9e9ac8",  # the training mixture's bigram (projection_global's plateau)
     "G2": "#2b8cbe",
     "M1": "#fdae6b",
     "M2": "#d94801",

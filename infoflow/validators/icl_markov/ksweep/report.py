@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from infoflow.core.text import markdown_code, markdown_text
+from infoflow.validators.icl_markov.criterion import CRITERIA
 from infoflow.validators.report import number
 
 
@@ -28,19 +29,19 @@ def group_markdown(group: dict[str, Any]) -> list[str]:
     ]
     lines += [_member_row(group, member) for member in group["members"]]
     lines += ["", _thresholds(measurement), ""]
-    if measurement.get("criterion", {}).get("criterion") == "projection":
+    if measurement.get("criterion", {}).get("criterion") in CRITERIA:
         return lines + _ceiling(measurement["ceiling"])
     return lines + _separation(measurement["separation"])
 
 
 def _criterion(pre: dict[str, Any]) -> str:
     """The pre-registered criterion, in a sentence."""
-    if pre.get("criterion") == "projection":
+    if pre.get("criterion") in CRITERIA:
         refs = ", ".join(f"{p} ({r})" for p, r in pre["references"].items())
         return (
-            f"Criterion (pre-registered): projection onto {refs}, the first "
-            f"{pre['sequences_per_test_set']} sequences of each test set; a kind has formed at "
-            f"weight >= {pre['weight']:g}; ceiling {pre['tolerance_nats']:g} nats."
+            f"Criterion (pre-registered): {pre['criterion']}, the projection onto {refs}, the "
+            f"first {pre['sequences_per_test_set']} sequences of each test set; a kind has "
+            f"formed at weight >= {pre['weight']:g}; ceiling {pre['tolerance_nats']:g} nats."
         )
     if pre.get("criterion") == "gap":
         return (

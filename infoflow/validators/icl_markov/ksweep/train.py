@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from infoflow.validators.ensemble import Checkpoint
-from infoflow.validators.icl_markov.criterion import PROJECTED, PROJECTION_SEQUENCES, project
+from infoflow.validators.icl_markov.criterion import PROJECTION_SEQUENCES, project
 from infoflow.validators.icl_markov.ksweep.data import SPLITS, TARGETS, IclGroup, MemberData
 from infoflow.validators.icl_markov.model import (
     PREVIOUS_SEQUENCES,
@@ -91,6 +91,6 @@ def evaluate(model: StackedGPT, data: MemberData) -> list[dict[str, float]]:
     model_p = torch.cat([logp[split][:, :first].exp().flatten(1, 2) for split in SPLITS], 1)
     weights, misfit = project(model_p, data.projected, data.projected_weights)
     for member, (row, miss) in enumerate(zip(weights.tolist(), misfit.tolist(), strict=True)):
-        out[member].update({f"w:{p}": v for p, v in zip(PROJECTED, row, strict=True)})
+        out[member].update({f"w:{p}": v for p, v in zip(data.phases, row, strict=True)})
         out[member]["fit:misfit"] = miss
     return out
