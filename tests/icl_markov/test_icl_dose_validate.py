@@ -43,6 +43,7 @@ def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tm
     ids = [claim["id"] for claim in section["claims"]]
     assert "k1_dose" in ids and any(i.endswith("k1_star_race") for i in ids)
     assert all(claim["kind"] for claim in section["claims"])
+    assert all(claim["kind"] for g in section["groups"] for claim in g["claims"])
     group = section["groups"][0]
     assert group["measurement"]["criterion"] == pre
     assert set(group["measurement"]["ceiling"]["2"]["separability"]) == {
@@ -62,7 +63,7 @@ def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tm
     assert {"previous_head", "status"} <= set(clocks["members"][0])
     text = (out / "report.md").read_text()
     assert "Criterion (pre-registered): projection_global, the projection onto" in text
-    assert "The ceiling:" in text
+    assert "The ceiling:" in text and "\n| - |" not in text  # every table row has a kind
 
 
 def test_plan_shows_the_ceiling_before_anything_trains_and_the_gpu_run() -> None:

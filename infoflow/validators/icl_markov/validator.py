@@ -27,6 +27,7 @@ from infoflow.validators.icl_markov.decoder.data import DecoderGroup
 from infoflow.validators.icl_markov.decoder.judge import judge_decoder
 from infoflow.validators.icl_markov.decoder.train import train_decoder
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
+from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
 from infoflow.validators.icl_markov.ksweep.data import IclGroup
 from infoflow.validators.icl_markov.ksweep.dose import dose_claims
 from infoflow.validators.icl_markov.ksweep.judge import judge_sweep, sweep_records
@@ -36,29 +37,6 @@ from infoflow.validators.protocol import Context, Job
 
 #: Each kind of group -> the experiment's training.
 TRAINERS = {IclGroup: train_sweep, ClockGroup: train_clocks, DecoderGroup: train_decoder}
-
-
-#: The kind of each claim (by its id's head), from the theory note: the paper states the
-#: phases and the functional forms (memorisation slows with K, tau_2Gen flat in K, the task
-#: vector's size); the thresholds' working forms, the clock race and the capacity fit are
-#: the project's reconstructions.
-CLAIM_KINDS = {
-    "final_phase": "paper",
-    "final_boundary": "reproduction",
-    "memorization_slows": "paper",
-    "tau_2gen_flat": "paper",
-    "task_vector": "paper",
-    "k1_star": "reconstruction",
-    "k1_star_race": "reconstruction",
-    "k2_star": "reconstruction",
-    "k2_capacity": "reconstruction",
-    "tau_2gen": "reconstruction",
-    "first": "reconstruction",
-    "g2_delay": "reconstruction",
-    "k1_shift": "reconstruction",
-    "k1_dose": "reconstruction",
-    "prev_head": "reconstruction",
-}
 
 
 class IclMarkovValidator:
@@ -101,6 +79,7 @@ class IclMarkovValidator:
                 for s in sweeps
             ]
         )
+        race_claims = list(labelled(race_claims, CLAIM_KINDS))
         groups, found = sweep_records(experiment, sweeps)
         decoders = [judge_decoder(group, context) for group in experiment.decoders]
         found += race_claims + [claim for _, mine in decoders for claim in mine]
@@ -111,7 +90,7 @@ class IclMarkovValidator:
             "decoders": [section for section, _ in decoders],
             "race_claims": [c.to_json() for c in race_claims],
         }
-        return Section(self.kind, experiment.name, body, labelled(found, CLAIM_KINDS))
+        return Section(self.kind, experiment.name, body, tuple(found))
 
     def describe(self, settings: dict[str, Any]) -> str:
         return report.describe(settings)

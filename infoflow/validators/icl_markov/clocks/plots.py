@@ -21,12 +21,14 @@ def plot_race(out: Path, section: dict) -> list[Path]:
         if race is None:
             continue
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        formed = [v for v in race["tau_g"] if not math.isnan(_finite(v))]
         for path, colour in (("M1", PHASE_COLOURS["M1"]), ("M2", PHASE_COLOURS["M2"])):
             times = race["paths"][path]
             ks = sorted(int(k) for k in times)
             low, middle, high = ([_finite(times[str(k)][i]) for k in ks] for i in range(3))
             ax.plot(ks, middle, "o-", color=colour, label=f"{path} path")
             ax.fill_between(ks, low, high, color=colour, alpha=0.2)
+            formed += [v for v in low + middle + high if not math.isnan(v)]
         tau_low, tau, tau_high = (_finite(v) for v in race["tau_g"])
         ax.axhline(tau, color=PHASE_COLOURS["G2"], label="tau_G (G2 path)")
         ax.axhspan(tau_low, tau_high, color=PHASE_COLOURS["G2"], alpha=0.15)
@@ -51,9 +53,11 @@ def plot_race(out: Path, section: dict) -> list[Path]:
                 alpha=0.12,
                 label="measured K*_1 (K sweep)",
             )
+        if not formed:  # a log axis needs a time; say why the panel is empty
+            ax.text(0.5, 0.5, "no clock formed within the runs", transform=ax.transAxes)
         ax.set(
             xscale="log",
-            yscale="log",
+            yscale="log" if formed else "linear",
             xlabel="K (training chains)",
             ylabel="steps to halfway (clock runs)",
             title=f"{group['name']}: the race",

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import infoflow
 from infoflow.icl_markov.calibration import load_calibration
-from infoflow.validators.claims import Claim
+from infoflow.validators.claims import Claim, labelled
 from infoflow.validators.icl_markov.decoder.claims import decoder_claims
 from infoflow.validators.icl_markov.decoder.data import STEPS, DecoderGroup
+from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
 from infoflow.validators.protocol import Context
 
 
@@ -25,7 +26,7 @@ def judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list[Cla
     k2 = infoflow.predict(group.spec)["k2_star"].value
     capacity = load_calibration(group.spec.calibration).capacity
     here = capacity.provenance == "fit:decoder" and group.name in capacity.source
-    mine = decoder_claims(measured, k2, group.spec.states, here)
+    mine = list(labelled(decoder_claims(measured, k2, group.spec.states, here), CLAIM_KINDS))
     section = {
         "name": group.name,
         **group.describe(),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from infoflow.validators.claims import Claim
+from infoflow.validators.claims import Claim, labelled
 from infoflow.validators.icl_markov.criterion import (
     CRITERIA,
     kind_weights,
@@ -20,6 +20,7 @@ from infoflow.validators.icl_markov.criterion import (
     preregistration,
 )
 from infoflow.validators.icl_markov.experiment import IclExperiment
+from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
 from infoflow.validators.icl_markov.ksweep.claims import claims
 from infoflow.validators.icl_markov.ksweep.data import TARGETS, IclGroup
 from infoflow.validators.icl_markov.ksweep.phases import (
@@ -125,11 +126,12 @@ def judge_sweep(experiment: IclExperiment, group: IclGroup, context: Context) ->
 def sweep_records(
     experiment: IclExperiment, sweeps: list[JudgedSweep]
 ) -> tuple[list[dict], list[Claim]]:
-    """Each group's record for report.json, and every group's claims in order; a claim's id
-    is prefixed with its group's name when the experiment has several groups."""
+    """Each group's record for report.json, and every group's claims in order, with their
+    kinds (:mod:`..kinds`); a claim's id is prefixed with its group's name when the
+    experiment has several groups."""
     records, found = [], []
     for sweep in sweeps:
-        mine = sweep.claims
+        mine = list(labelled(sweep.claims, CLAIM_KINDS))
         if len(sweeps) > 1:
             mine = [claim.prefixed(sweep.group.name) for claim in mine]
         records.append(sweep.record(experiment, mine))

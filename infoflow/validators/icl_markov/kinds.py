@@ -1,0 +1,24 @@
+"""The kind of each icl_markov claim (:data:`~infoflow.validators.claims.KINDS`), by its
+id's head, from the theory note: the paper states the phases and the functional forms
+(memorisation slows with K, tau_2Gen flat in K, the task vector's size); the thresholds'
+working forms, the clock race and the capacity fit are the project's reconstructions."""
+
+from __future__ import annotations
+
+CLAIM_KINDS = {
+    "final_phase": "paper",
+    "final_boundary": "reproduction",
+    "memorization_slows": "paper",
+    "tau_2gen_flat": "paper",
+    "task_vector": "paper",
+    "k1_star": "reconstruction",
+    "k1_star_race": "reconstruction",
+    "k2_star": "reconstruction",
+    "k2_capacity": "reconstruction",
+    "tau_2gen": "reconstruction",
+    "first": "reconstruction",
+    "g2_delay": "reconstruction",
+    "k1_shift": "reconstruction",
+    "k1_dose": "reconstruction",
+    "prev_head": "reconstruction",
+}
