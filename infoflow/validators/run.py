@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import platform
+import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -113,8 +114,17 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
         for kind in FAMILIES:  # the plots draw NaN as gaps: they read the sections as measured
             mine = [section for section in sections if section["kind"] == kind]
             if mine:
-                family(kind).load_validator().plot(options.out, mine)
+                _plot(kind, options.out, mine)
     return report
+
+
+def _plot(kind: str, out: Path, sections: list[dict]) -> None:
+    """A family's plots of ``sections``; a plot that fails is named in a warning, never the
+    end of a finished run (its report is already written)."""
+    try:
+        family(kind).load_validator().plot(out, sections)
+    except Exception as error:  # any plotting error: the report stands
+        print(f"warning: the {kind} plots were not drawn ({error})", file=sys.stderr)
 
 
 def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:

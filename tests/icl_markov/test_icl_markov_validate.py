@@ -242,6 +242,8 @@ def test_timed_predictions_are_judged_on_the_final_phase_and_tau(tmp_path) -> No
     measurement = _measurement(1, 4, first_g2=(100, 100))
     found = claims(experiment, group, measurement)
     assert _verdict(found, "K=1 ends in phase M2") == "confirmed"
+    (final,) = [c for c in found if c.statement.startswith("K=1 ends")]
+    assert final.kind == "reconstruction"  # the phase at a budget rests on the timescales
     assert _verdict(found, "tau_2Gen, the steps") == "refuted"  # 100 against 10
     measurement["per_k"][1].update(final_phase="G2", final_kind="G2", id_kl=0.09, ood_kl=0.09)
     found = claims(experiment, group, measurement)

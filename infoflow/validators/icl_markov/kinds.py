@@ -1,12 +1,13 @@
 """The kind of each icl_markov claim (:data:`~infoflow.validators.claims.KINDS`), by its
 id's head, from the theory note: the paper states the phases and the functional forms
 (memorisation slows with K, tau_2Gen flat in K, the task vector's size); the thresholds'
-working forms, the clock race and the capacity fit are the project's reconstructions."""
+working forms, the clock race and the capacity fit are the project's reconstructions. A
+final phase at K is given its kind where it is made, by its prediction's provenance (the
+phase at a budget rests on the reconstructed timescales)."""
 
 from __future__ import annotations
 
 CLAIM_KINDS = {
-    "final_phase": "paper",
     "final_boundary": "reproduction",
     "memorization_slows": "paper",
     "tau_2gen_flat": "paper",

@@ -80,7 +80,10 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
     near_reason = f"K lies within the predicted K*_1 range {low:.3g}..{high:.3g}" if near else ""
     if result["final_phase"].provenance == "uncalibrated":
         return _first(k, result["phase_sequence"].value, measured, limit, shown, near_reason)
-    return _final_phase(k, result["final_phase"].value, measured, limit, shown, near_reason)
+    final = result["final_phase"]
+    found = _final_phase(k, final.value, measured, limit, shown, near_reason)
+    # the phase at a budget is the paper's only where its prediction is (its provenance)
+    return found.of_kind("paper" if final.provenance.startswith("paper") else "reconstruction")
 
 
 def _first(
