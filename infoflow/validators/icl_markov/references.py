@@ -129,8 +129,8 @@ def memorize_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
 def training_bigram(x: Tensor, P: Tensor, weights: Tensor) -> Tensor:
     """B: the training mixture's bigram, p(j | x_t) = sum_k w_k pi_k(x_t) P_k(x_t, j) /
     sum_k w_k pi_k(x_t), the pair frequencies of the training sequences: what a model
-    predicts from the current state alone, with no inference from the context (M1 with a
-    still flat posterior is close to it)."""
+    predicts from the current state alone, with no inference from the context (M1 at the
+    first position, before any evidence)."""
     joint = torch.einsum("k,ki,kij->ij", weights, stationary(P), P)
     return (joint / joint.sum(-1, keepdim=True))[x]
 
