@@ -45,6 +45,9 @@ NUMERIC_SETTINGS = (
 )
 CATEGORICAL_SETTINGS = ("mixture",)
 MAX_EXPONENT = 20.0
+#: The provenance of a constant that is only a lower bound (a G2 that persisted to the end of
+#: a budget bounds transient_scale from below): predictions from it are lower bounds too.
+LOWER_BOUND = "fit:lower-bound"
 
 
 class _Strict(BaseModel):

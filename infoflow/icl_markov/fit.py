@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from infoflow.core.errors import SpecError
 from infoflow.core.files import read_json
 from infoflow.icl_markov.calibration import (
+    LOWER_BOUND,
     Anchor,
     Bracket,
     Calibration,
@@ -249,7 +250,7 @@ def _transient_bound(groups, base: Calibration) -> Constant | None:
     value, k = max(bounds)
     return Constant(
         value=value,
-        provenance="fit:lower-bound",
+        provenance=LOWER_BOUND,
         source=f"a lower bound: G2 persisted to the end of the budget at K = {k} "
         f"(K*_2 from capacity {base.capacity.value:g}, gamma {gamma:g})",
     )

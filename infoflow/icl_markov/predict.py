@@ -23,6 +23,7 @@ import sympy
 from infoflow.core.errors import SpecError
 from infoflow.core.results import Prediction, Result
 from infoflow.icl_markov.calibration import (
+    LOWER_BOUND,
     Calibration,
     ClockSet,
     differences,
@@ -93,8 +94,9 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
         predictions["transient_g2_duration"] = Prediction(
             None, "steps", "estimate", "paper:summary", f"None: {why}."
         )
+    bounded = calibration.transient_scale.provenance == LOWER_BOUND
     predictions["final_phase"] = _final_phase(
-        spec, sequence, k1_value, tau_value, transient, exponent
+        spec, sequence, k1_value, tau_value, (transient, bounded), exponent
     )
     predictions["task_vector_generalizes"] = _task_vector(spec)
     predictions["final_boundary"] = _final_boundary(spec, calibration)
@@ -163,7 +165,7 @@ def _transient(scale, value: float, exponent: float) -> Prediction:
     return Prediction(
         round(value),
         "steps",
-        "estimate",
+        "lower" if scale.provenance == LOWER_BOUND else "estimate",
         f"reconstruction:transient_scale ({scale.provenance})",
         f"{PAPER} give Delta tau_K ∝ (K*_2 - K)^-gamma, gamma = {exponent:g}; the "
         f"scale is {scale.source}",
@@ -287,7 +289,10 @@ def _regime(k: int, k1: float | None, k2: float, interval=None) -> str | None:
     return "between K*_1 and K*_2" if k < k2 else "above K*_2"
 
 
-def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
+def _final_phase(spec, sequence, k1, tau, transient_bound, exponent) -> Prediction:
+    """The phase at the end of the budget. ``transient_bound``: (G2's transient, whether it
+    is only bounded below): past a lower bound the phase is not predicted."""
+    transient, bounded = transient_bound
     steps = spec.training.steps
     if sequence is None:
         return Prediction(None, "", "estimate", "uncalibrated", "None: no K*_1 (see k1_star).")
@@ -310,6 +315,16 @@ def _final_phase(spec, sequence, k1, tau, transient, exponent) -> Prediction:
     else:
         end = tau + (transient if transient is not None else float("inf"))
         phase = "G1" if steps < tau else ("G2" if steps <= end else "M2")
+        if phase == "M2" and bounded:
+            return Prediction(
+                None,
+                "",
+                "estimate",
+                "uncalibrated",
+                f"None: G2 forms at tau_2Gen = {_fmt(tau)} steps and lasts at least "
+                f"{_fmt(transient)} more (a lower bound on the transient), so whether it has "
+                f"given way to M2 within {steps:,} steps is not predicted.",
+            )
         note = (
             f"G2 forms at tau_2Gen = {_fmt(tau)} steps"
             + (f" and gives way to M2 after {_fmt(transient)} more" if transient else "")

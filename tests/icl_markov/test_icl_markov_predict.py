@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import infoflow
-from infoflow.icl_markov.calibration import SHIPPED, load_calibration
+from infoflow.icl_markov.calibration import LOWER_BOUND, SHIPPED, load_calibration
 from infoflow.icl_markov.fit import fit, regression
 
 PARK = SPECS / "icl_markov" / "park2025.json"
@@ -118,6 +118,22 @@ def test_phases_follow_the_timescales(tmp_path, chains, steps, sequence, final) 
         assert duration == round(1000 * (1 - chains / 500) ** -2)  # gamma = 2
     else:
         assert duration is None
+
+
+def test_past_a_lower_bound_on_the_transient_no_final_phase_is_predicted(tmp_path) -> None:
+    """A transient_scale that is only a lower bound (a G2 that persisted) bounds the transient
+    from below: before its end the phase is still G2; after it, G2 or M2, so none is
+    predicted (the K = 45 run of 2026-12-02 took "M2" from such a bound)."""
+    path = park_only_calibration(tmp_path, tau_2gen={"value": 1000.0}, k2_star={"value": 500.0})
+    data = json.loads(path.read_text())
+    data["transient_scale"] = {"value": 1.0, "provenance": LOWER_BOUND, "source": "-"}
+    path.write_text(json.dumps(data))
+    for steps, final in ((2000, "G2"), (3000, None)):
+        training = {"steps": steps, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1}
+        result = infoflow.predict(_spec(chains=100, training=training, calibration=str(path)))
+        assert result["transient_g2_duration"].bound == "lower"
+        assert result["final_phase"].value == final
+    assert "lasts at least 1,562 more" in result["final_phase"].note
 
 
 def test_task_vector_criterion_is_d_model_against_c_squared() -> None:

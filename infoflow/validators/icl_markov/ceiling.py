@@ -1,7 +1,7 @@
 """What ``infoflow plan`` says before anything trains about the criterion's ceiling: at each K
 of a K sweep, whether the run's data can tell the phases apart at all (the projection's
-separability of M1, M2 and G2 from the ideal Bayesians on the test data the run will draw,
-:mod:`.criterion`), the testable K range against the predicted K*_1, and, where the
+separability of M1, M2 and G2 from the ideal Bayesians on test data drawn as the run draws
+them, :mod:`.criterion`), the testable K range against the predicted K*_1, and, where the
 predicted range is not testable, a nearby setting (more states, longer contexts) where it is.
 """
 
@@ -21,8 +21,10 @@ CANDIDATES = ((0, 2), (0, 4), (1, 1), (2, 1), (1, 2), (2, 2), (4, 1))
 
 
 def ceilings(spec: IclMarkovSpec, chains: list[int], seeds: list[int]) -> dict:
-    """:func:`~.ksweep.phases.projection_ceiling` at each K of ``chains`` on the data the run's
-    ``seeds`` will draw (their first test sequences, as the projection reads them)."""
+    """:func:`~.ksweep.phases.projection_ceiling` at each K of ``chains`` on test sets drawn
+    as the run's ``seeds`` draw theirs, but only as many sequences as the projection reads
+    (the run draws more from the same stream, so its own table, on its first sequences,
+    differs from this one in the third digit)."""
     group = IclGroup("ceiling", spec, sorted(chains), seeds, [1], PROJECTION_SEQUENCES)
     data = MemberData(group, torch.device("cpu"))
     tolerance = spec.options.criterion_tolerance

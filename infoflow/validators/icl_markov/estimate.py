@@ -113,12 +113,14 @@ def plan_command(
 
 
 def ceiling_lines(experiment) -> list[str]:
-    """The criterion's ceiling at the K sweep's setting (at the full layer-1 rate, when it is
-    swept), against the predicted thresholds."""
-    for group in experiment.groups:
-        if group.spec.training.layer1_attention_lr == 1 or len(experiment.groups) == 1:
-            predicted = experiment.predictions[(group.name, group.chains[0])]
-            k1, k2 = predicted["k1_star"], predicted["k2_star"].value
-            interval = k1.interval or ((k1.value, k1.value) if k1.value else None)
-            return plan_lines(group.spec, group.chains, group.seeds, interval, k2)
-    return []
+    """The criterion's ceiling at the K sweep's setting (the data do not depend on the
+    layer-1 rate; the predictions are the full rate's when it is swept, else the first
+    group's), against the predicted thresholds."""
+    if not experiment.groups:
+        return []
+    full = [g for g in experiment.groups if g.spec.training.layer1_attention_lr == 1]
+    group = (full or experiment.groups)[0]
+    predicted = experiment.predictions[(group.name, group.chains[0])]
+    k1, k2 = predicted["k1_star"], predicted["k2_star"].value
+    interval = k1.interval or ((k1.value, k1.value) if k1.value else None)
+    return plan_lines(group.spec, group.chains, group.seeds, interval, k2)
