@@ -14,9 +14,9 @@ from infoflow.validators.chains import ChainSampler, sample_chains  # noqa: E402
 from infoflow.validators.icl_markov import references  # noqa: E402
 from infoflow.validators.icl_markov.clocks.measure import Projected, clock_time  # noqa: E402
 from infoflow.validators.icl_markov.criterion import (  # noqa: E402
-    CRITERIA,
     KINDS,
     PROJECTED,
+    PROJECTIONS,
     WEIGHT,
     distinguishable,
     kind_weights,
@@ -238,7 +238,7 @@ def test_the_later_criterion_reads_a_model_at_the_training_bigram_as_the_plateau
     """A model that predicts from the current state alone: projection_global puts it on the
     plateau almost exactly; the first version has no reference for it (its misfit exceeds
     the 0.01-nat tolerance) and spreads it over U and the memorizers."""
-    names = CRITERIA["projection_global"]
+    names = PROJECTIONS["projection_global"]
     refs = _refs(3, 64, 16, names=names)
     weights = torch.ones(refs.shape[1])
     model = refs[names.index("B")]
@@ -253,6 +253,6 @@ def test_the_later_criterion_reads_a_model_at_the_training_bigram_as_the_plateau
 
 def test_each_criterion_version_registers_its_own_references() -> None:
     base = json.loads((SPECS / "icl_markov" / "race-c3-short.json").read_text())
-    for criterion, names in CRITERIA.items():
+    for criterion, names in PROJECTIONS.items():
         spec = IclMarkovSpec.model_validate({**base, "options": {"criterion": criterion}})
         assert tuple(preregistration(spec)["references"]) == names

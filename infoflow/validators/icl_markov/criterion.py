@@ -8,7 +8,7 @@ change made after a run.
 ``projection`` (the default; Park et al.'s method of reading a model as a mixture of the
 algorithms): at a checkpoint, the model's next-state distributions on the test positions (ID
 and OOD together, weighted as the spec scores positions) are fitted by a convex mixture of the
-references (:data:`CRITERIA`: the plateau's uniform and Bayes-unigram, G2, M1 and M2; in
+references (:data:`PROJECTIONS`: the plateau's uniform and Bayes-unigram, G2, M1 and M2; in
 ``projection_global``, the later version, the training mixture's bigram B joins the plateau),
 the weights minimising the mean
 KL(model || mixture) (:func:`project`, exact EM for mixture proportions). A mechanism has
@@ -63,11 +63,11 @@ KINDS = {
 #: adds the training mixture's bigram B to the plateau: a model that predicts from the
 #: current state alone, for which the first version has no reference (its best mixture
 #: misses such a model by about 0.02 nats, twice the tolerance, and gives M1 and M2 a tenth).
-CRITERIA = {
+PROJECTIONS = {
     "projection": ("U", "G1", "G2", "M1", "M2"),
     "projection_global": ("U", "G1", "B", "G2", "M1", "M2"),
 }
-PROJECTED = CRITERIA["projection"]
+PROJECTED = PROJECTIONS["projection"]
 #: At most this many rounds of the projection's accelerated EM (three EM steps each); it
 #: stops once no weight moves by CONVERGED in a round (the calls compare weights with 1/2).
 ROUNDS = 50
@@ -83,7 +83,7 @@ def projected(criterion: str, memorised: bool = True) -> tuple[str, ...]:
     """The references a projection ``criterion`` reads (under ``gap``, which records the
     projection without deciding by it, the first version's); without M1 and M2 when no
     training chain exists to recall (``memorised`` False: K = infinity)."""
-    names = CRITERIA["projection" if criterion == "gap" else criterion]
+    names = PROJECTIONS["projection" if criterion == "gap" else criterion]
     return names if memorised else tuple(n for n in names if KINDS[n] != "memorizing")
 
 
@@ -218,7 +218,7 @@ def preregistration(spec) -> dict:
     return {
         "criterion": options.criterion,
         "weight": WEIGHT,
-        "references": {p: SOURCES[p] or "uniform" for p in CRITERIA[options.criterion]},
+        "references": {p: SOURCES[p] or "uniform" for p in projected(options.criterion)},
         "tolerance_nats": options.criterion_tolerance,
         "rounds": ROUNDS,
         "sequences_per_test_set": PROJECTION_SEQUENCES,

@@ -21,7 +21,8 @@ def plot_race(out: Path, section: dict) -> list[Path]:
         if race is None:
             continue
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        formed = [v for v in race["tau_g"] if not math.isnan(_finite(v))]
+        tau_low, tau, tau_high = (_finite(v) for v in race["tau_g"])
+        formed = [v for v in (tau_low, tau, tau_high) if not math.isnan(v)]
         for path, colour in (("M1", PHASE_COLOURS["M1"]), ("M2", PHASE_COLOURS["M2"])):
             times = race["paths"][path]
             ks = sorted(int(k) for k in times)
@@ -29,7 +30,6 @@ def plot_race(out: Path, section: dict) -> list[Path]:
             ax.plot(ks, middle, "o-", color=colour, label=f"{path} path")
             ax.fill_between(ks, low, high, color=colour, alpha=0.2)
             formed += [v for v in low + middle + high if not math.isnan(v)]
-        tau_low, tau, tau_high = (_finite(v) for v in race["tau_g"])
         ax.axhline(tau, color=PHASE_COLOURS["G2"], label="tau_G (G2 path)")
         ax.axhspan(tau_low, tau_high, color=PHASE_COLOURS["G2"], alpha=0.15)
         left, right = ax.get_xlim()

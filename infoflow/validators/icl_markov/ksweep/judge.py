@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from infoflow.validators.claims import Claim, labelled
 from infoflow.validators.icl_markov.criterion import (
-    CRITERIA,
+    PROJECTIONS,
     kind_weights,
     named,
     preregistration,
@@ -111,7 +111,7 @@ def judge_sweep(experiment: IclExperiment, group: IclGroup, context: Context) ->
         MemberHistory.from_metrics(k, seed, metrics[i], apart[i], variant, options.criterion)
         for i, (k, seed) in enumerate(group.members)
     ]
-    if options.criterion in CRITERIA:
+    if options.criterion in PROJECTIONS:
         separable = data.separability()
         limit = projection_ceiling(separable, group.members, options.criterion_tolerance)
     else:

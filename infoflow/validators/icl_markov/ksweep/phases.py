@@ -43,8 +43,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from infoflow.validators.icl_markov.criterion import (
-    CRITERIA,
     KINDS,
+    PROJECTIONS,
     WEIGHT,
     distinguishable,
     formed,
@@ -154,7 +154,7 @@ class MemberHistory:
         criterion: str = "gap",
     ) -> MemberHistory:
         steps = sorted(rows)
-        if criterion in CRITERIA:
+        if criterion in PROJECTIONS:
             calls, memorizes = [projected_call(rows[s]) for s in steps], memorizing_weight
         else:
             calls = [phase(rows[s], separation, g1_variant) for s in steps]
