@@ -253,6 +253,7 @@ def step_time_cache(tmp_path_factory) -> Iterator[Path]:
     os.environ["INFOFLOW_CACHE"] = str(folder)
     try:
         from infoflow.validators import steptime
+        from infoflow.validators.retrieval.timing import PROBES
     except ModuleNotFoundError:  # no torch: nothing designs experiments
         steptime = None
     if steptime is not None:  # for this process's thread count and for one thread (a
@@ -262,7 +263,8 @@ def step_time_cache(tmp_path_factory) -> Iterator[Path]:
         threads = torch.get_num_threads()
         for count in sorted({1, threads}):
             torch.set_num_threads(count)
-            steptime.cache_file("cpu").write_text(json.dumps(model))
+            for probes in (steptime.GENERIC, PROBES):
+                steptime.cache_file("cpu", probes.name).write_text(json.dumps(model))
         torch.set_num_threads(threads)
     yield folder
     if before is None:

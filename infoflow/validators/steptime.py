@@ -3,12 +3,15 @@
 A step costs about ``overhead + flops * per_flop`` seconds: a fixed part (Python, kernel
 launches, the optimiser's loop) and a part proportional to the step's floating-point work.
 Both constants are measured on the machine at hand, with a few timed steps of a small and a
-large stacked ensemble (:class:`Probe`: pre-LN attention and MLP blocks on a member axis, the
-shape of what every family trains), and cached per device, thread count and torch version
-(``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). For a CUDA device on a machine without
-one, the model is an assumption stated in :data:`ASSUMED_H200` (docs say so wherever an
-estimate uses it). FLOPs are counted as the throughput meter counts them (nanoGPT's count);
-each family turns its own groups into FLOPs and seconds.
+large stacked ensemble, and cached per device, thread count, torch version and probe
+(``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). The generic probe (:class:`Probe`: pre-LN
+attention and MLP blocks on a member axis, torch's AdamW) has the shape of what every family
+trains; a family whose own stack costs more per FLOP (masks, a per-member optimiser) gives
+its own pair (:class:`Probes`), so that its estimates are measured on what it trains. For a
+CUDA device on a machine without one, the model is an assumption stated in
+:data:`ASSUMED_H200` (docs say so wherever an estimate uses it). FLOPs are counted as the
+throughput meter counts them (nanoGPT's count); each family turns its own groups into FLOPs
+and seconds.
 """
 
 from __future__ import annotations
@@ -17,10 +20,14 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -30,11 +37,28 @@ from infoflow.core.files import write_with
 from infoflow.validators.ensemble import ensemble_step, precision
 from infoflow.validators.throughput import flops_per_token
 
-#: Timed steps per size (after two untimed ones); the fastest counts.
-TIMED_STEPS = 6
-#: The version of :class:`Probe`, part of the cache's name: a model measured with another
-#: probe is measured again, never read as this one's.
-PROBE_VERSION = 2
+#: Timed steps per size (after two untimed ones); their median counts.
+TIMED_STEPS = 8
+
+
+class Stepper(Protocol):
+    """What a probe is: its FLOPs per training step, and a function doing one step."""
+
+    def flops(self) -> float: ...
+
+    def stepper(self, device: torch.device) -> Callable[[], None]: ...
+
+
+@dataclass(frozen=True)
+class Probes:
+    """How to build a small and a large probe, and the name of the cache they fill (bump its
+    version when a probe changes: a model measured with another probe is measured again,
+    never read as this one's)."""
+
+    name: str
+    small: Callable[[], Stepper]
+    large: Callable[[], Stepper]
+    label: str = ""  # what the measurement's source adds, e.g. "on the retrieval stack"
 
 
 @dataclass(frozen=True)
@@ -67,12 +91,14 @@ ASSUMED_H200 = StepTime(
 )
 
 
-def step_time(device: str) -> StepTime:
-    """The step-time model of ``device`` ("cpu" or "cuda"): cached, else measured now; for
-    "cuda" without a CUDA device, :data:`ASSUMED_H200`."""
+def step_time(device: str, probes: Probes | None = None) -> StepTime:
+    """The step-time model of ``device`` ("cpu" or "cuda") on ``probes`` (the generic
+    :data:`GENERIC` when None): cached, else measured now; for "cuda" without a CUDA device,
+    :data:`ASSUMED_H200`."""
     if device == "cuda" and not torch.cuda.is_available():
         return ASSUMED_H200
-    path = cache_file(device)
+    probes = probes or GENERIC
+    path = cache_file(device, probes.name)
     if path.is_file():
         try:
             cached = StepTime(**json.loads(path.read_text()))
@@ -81,7 +107,7 @@ def step_time(device: str) -> StepTime:
         if cached is not None and _plausible(cached):
             return cached
         print(f"warning: {path} is damaged; measuring the device again", file=sys.stderr)
-    model = measure(torch.device(device))
+    model = measure(torch.device(device), probes)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_with(path, lambda temporary: temporary.write_text(json.dumps(asdict(model))))
     return model
@@ -95,15 +121,18 @@ def _plausible(model: StepTime) -> bool:
     return model.overhead >= 0 and model.per_flop > 0
 
 
-def measure(device: torch.device) -> StepTime:
+def measure(device: torch.device, probes: Probes | None = None) -> StepTime:
     """Time a small and a large probe for a few steps and fit the two constants."""
-    small, large = Probe(1, 16, 8), Probe(6, 64, 32)
-    (f0, s0), (f1, s1) = ((p.flops(), _seconds_per_step(p, device)) for p in (small, large))
+    probes = probes or GENERIC
+    pair = (probes.small(), probes.large())
+    (f0, s0), (f1, s1) = ((p.flops(), _seconds_per_step(p, device)) for p in pair)
     per_flop = max((s1 - s0) / (f1 - f0), 1e-15)
     overhead = max(s0 - f0 * per_flop, 0.0)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
     when = time.strftime("%Y-%m-%d")
     source = f"measured on {name}, {torch.get_num_threads()} threads, {when}"
+    if probes.label:
+        source += f", {probes.label}"
     return StepTime(device.type, name, overhead, per_flop, source)
 
 
@@ -153,22 +182,41 @@ class Probe(nn.Module):
         attention = self.LAYERS * self.members * self.length * self.width
         return flops_per_token(params, attention) * self.BATCH * self.length
 
+    def stepper(self, device: torch.device) -> Callable[[], None]:
+        """One training step of the probe on ``device`` (torch's AdamW, a fixed batch)."""
+        probe = self.to(device)
+        optimizer = torch.optim.AdamW(probe.parameters(), lr=1e-3, fused=device.type == "cuda")
+        x = torch.randn(Probe.BATCH, probe.length, Probe.INPUTS, device=device)
+        y = torch.randn(Probe.BATCH, 1, device=device)
+        return regression_step(probe, optimizer, x, y)
 
-def _seconds_per_step(probe: Probe, device: torch.device) -> float:
-    """The fastest of TIMED_STEPS timed steps, after two untimed ones: other work on the
-    machine only adds time."""
-    probe = probe.to(device)
-    optimizer = torch.optim.AdamW(probe.parameters(), lr=1e-3, fused=device.type == "cuda")
+
+def regression_step(model: nn.Module, optimizer, x: Tensor, y: Tensor) -> Callable[[], None]:
+    """One training step of a stacked ensemble regressing ``y`` from ``x`` (members' squared
+    errors summed), under the device's precision."""
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
-    x = torch.randn(Probe.BATCH, probe.length, Probe.INPUTS, device=device)
-    y = torch.randn(Probe.BATCH, 1, device=device)
-    autocast = precision(device)
+    autocast = precision(x.device)
+
+    def step() -> None:
+        with autocast:
+            prediction = model(x)
+        ensemble_step(optimizer, schedule, ((prediction.float() - y) ** 2).mean((1, 2)))
+
+    return step
+
+
+#: The generic probes: a small and a large stacked ensemble of :class:`Probe`.
+GENERIC = Probes("probe3", partial(Probe, 1, 16, 8), partial(Probe, 6, 64, 32))
+
+
+def _seconds_per_step(probe: Stepper, device: torch.device) -> float:
+    """The median of TIMED_STEPS timed steps, after two untimed ones: what a long run
+    sustains (the fastest step made the estimates optimistic), robust to a stray slow one."""
+    step = probe.stepper(device)
 
     def steps(count: int) -> None:
         for _ in range(count):
-            with autocast:
-                prediction = probe(x)
-            ensemble_step(optimizer, schedule, ((prediction.float() - y) ** 2).mean((1, 2)))
+            step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
@@ -178,15 +226,16 @@ def _seconds_per_step(probe: Probe, device: torch.device) -> float:
         start = time.perf_counter()
         steps(1)
         times.append(time.perf_counter() - start)
-    return min(times)
+    return statistics.median(times)
 
 
-def cache_file(device: str) -> Path:
+def cache_file(device: str, probes: str | None = None) -> Path:
     """Where the model of ``device`` is cached: one file per device type, device name,
-    thread count, torch version and probe version."""
+    thread count, torch version and probes (their name, with its version)."""
     folder = Path(os.environ.get("INFOFLOW_CACHE") or Path.home() / ".cache" / "infoflow")
     name = torch.cuda.get_device_name() if device == "cuda" else _cpu_name()
-    text = f"{device}-{name}-{torch.get_num_threads()}-{torch.__version__}-probe{PROBE_VERSION}"
+    probes = probes or GENERIC.name
+    text = f"{device}-{name}-{torch.get_num_threads()}-{torch.__version__}-{probes}"
     return folder / (
         "steptime-" + "".join(c if c.isalnum() or c in "-." else "_" for c in text) + ".json"
     )

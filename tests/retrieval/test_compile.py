@@ -15,9 +15,16 @@ from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, C
 from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.validators.retrieval import construction
+from infoflow.validators.retrieval import construction, witness_ladder
 from infoflow.validators.retrieval.circuit_to_weights import Weights
+from infoflow.validators.retrieval.experiment import Model
+from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+from infoflow.validators.retrieval.witness_ladder import (
+    exponent_claim,
+    flat_claim,
+    same_architecture,
+)
 
 RETRIEVAL = SPECS / "retrieval"
 
@@ -294,3 +301,46 @@ def test_the_sweep_is_drawn_and_written_in_words(tmp_path) -> None:
     assert "costs less than the engine predicts" in text
     result.update(width_falls=False, measured_alpha=float("inf"), slope=0.1)
     assert "FINDING: the error does not fall as the MLP grows" in "\n".join(sweep_lines(result))
+
+
+def _power_ladder(slopes: list[float]) -> Ladder:
+    """A ladder whose seed i falls as (decoder parameters)^slopes[i] exactly."""
+    sizes = [1000, 2000, 4000, 8000]
+    return Ladder(sizes, [[(p / 1000) ** s for s in slopes] for p in sizes])
+
+
+def test_the_witness_exponent_claim_reads_the_seeds_slopes_against_the_engines_bound() -> None:
+    model = Model(16, 24, (1, 1), False)
+
+    def verdict(slopes):
+        return exponent_claim(model, _power_ladder(slopes), alpha=1.0).verdict
+
+    assert verdict([-4.0, -4.1, -3.9]) == "confirmed"  # alpha 0.5 <= 1: slope <= -2
+    assert verdict([-1.0, -1.5, -0.5]) == "refuted"  # alpha 2 > 1 for every seed
+    assert verdict([-3.0, -1.0, -2.5]) == "inconclusive"
+
+
+def test_the_witness_flat_claim_compares_one_architecture_at_two_lengths() -> None:
+    short, long = Model(8, 24, (1, 1), False), Model(16, 24, (1, 1), False)
+    assert same_architecture(short, long) and not same_architecture(short, short)
+    assert not same_architecture(short, Model(16, 24, (2, 1), False))
+
+    def verdict(a, b):
+        ladders = {short: _power_ladder(a), long: _power_ladder(b)}
+        return flat_claim(short, long, ladders, alpha=1.0).verdict
+
+    assert verdict([-4.0, -4.0, -4.1], [-4.02, -3.9, -4.0]) == "confirmed"
+    assert verdict([-4.0, -4.0, -4.1], [-1.0, -1.2, -0.9]) == "refuted"
+    assert verdict([-4.0, -4.0, -4.0], [-1.0, -4.0, -3.9]) == "inconclusive"
+
+
+def test_the_witness_ladder_measures_the_constructions_exponent(monkeypatch) -> None:
+    monkeypatch.setattr(witness_ladder, "WIDTHS", (64, 128, 256))
+    monkeypatch.setattr(construction, "SAMPLES", 256)
+    s = bundled("pairwise-min.json", seq_len=8)
+    ladder = witness_ladder.ladder_of(s, circuit_of(s), seeds=2)
+    assert ladder.seeds == 2 and ladder.sizes == sorted(ladder.sizes)
+    slope = ladder.slope()
+    assert slope.count == 2 and slope.high < -2  # faster than the engine's alpha = 1
+    no_decoder = bundled("kth-largest.json", layers=2, heads=[1, 1], seq_len=8)
+    assert witness_ladder.ladder_of(no_decoder, circuit_of(no_decoder), seeds=2) is None

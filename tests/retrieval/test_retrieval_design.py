@@ -31,7 +31,13 @@ from infoflow.validators.retrieval.experiment import SCALES, Design, Model, plan
 from infoflow.validators.retrieval.exponents import Ladder  # noqa: E402
 from infoflow.validators.retrieval.floors import Floors  # noqa: E402
 from infoflow.validators.retrieval.model import Member  # noqa: E402
-from infoflow.validators.steptime import ASSUMED_H200, measure, step_time  # noqa: E402
+from infoflow.validators.steptime import (  # noqa: E402
+    ASSUMED_H200,
+    GENERIC,
+    cache_file,
+    measure,
+    step_time,
+)
 
 RETRIEVAL = sorted((SPECS / "retrieval").glob("*.json"))
 SMOKE = SCALES["smoke"]
@@ -208,7 +214,7 @@ def test_learning_is_judged_against_the_targets_floor_and_the_plateau() -> None:
 def fast_device(monkeypatch):
     """Designs against a device that trains anything in a minute."""
     fixed = ASSUMED_H200.__class__("cpu", "fast", 1e-3, 1e-13, "fixed for this test")
-    monkeypatch.setattr(design_module, "step_time", lambda device: fixed)
+    monkeypatch.setattr(design_module, "step_model", lambda device: fixed)
     monkeypatch.setattr(design_module, "target_seconds", lambda *args: 0.0)
 
 
@@ -235,7 +241,7 @@ def test_the_design_finds_the_separations_the_theory_predicts(name, fast_device)
 
 def test_a_budget_is_respected_or_the_cheapest_design_is_taken(monkeypatch) -> None:
     slow = ASSUMED_H200.__class__("cpu", "slow", 0.01, 1e-10, "fixed for this test")
-    monkeypatch.setattr(design_module, "step_time", lambda device: slow)
+    monkeypatch.setattr(design_module, "step_model", lambda device: slow)
     monkeypatch.setattr(design_module, "target_seconds", lambda *args: 0.0)
     spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
     every = [
@@ -254,9 +260,12 @@ def test_the_paper_scale_trains_the_spec_as_written(fast_device) -> None:
     assert {m.embed_dim for m in chosen.models} == {60}
 
 
+@pytest.mark.slow  # two pairs of probes, timed
 def test_step_time_is_measured_on_this_machine(monkeypatch) -> None:
     model = measure(torch.device("cpu"))
     assert model.overhead >= 0 and model.per_flop > 0 and "measured" in model.source
+    own = measure(torch.device("cpu"), timing.PROBES)
+    assert own.overhead >= 0 and own.per_flop > 0 and "on the retrieval stack" in own.source
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert step_time("cuda") is ASSUMED_H200
 
@@ -271,9 +280,24 @@ def test_a_damaged_step_time_cache_is_measured_again_with_a_warning(
     good = {"device_type": "cpu", "name": "t", "overhead": 0.01, "per_flop": 1e-9, "source": "s"}
     steptime.cache_file("cpu").write_text(json.dumps({**good, **damage}))
     fresh = steptime.StepTime("cpu", "t", 0.02, 2e-9, "measured again")
-    monkeypatch.setattr(steptime, "measure", lambda device: fresh)
+    monkeypatch.setattr(steptime, "measure", lambda device, probes: fresh)
     assert step_time("cpu") == fresh and "damaged" in capsys.readouterr().err
     assert step_time("cpu") == fresh  # and cached again
+
+
+def test_a_retrieval_design_is_estimated_on_the_retrieval_stacks_own_model(
+    monkeypatch, tmp_path
+) -> None:
+    monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path))
+    base = {"device_type": "cpu", "name": "t", "per_flop": 1e-12}
+    for probes, overhead in ((GENERIC, 1e-4), (timing.PROBES, 2e-4)):
+        model = {**base, "overhead": overhead, "source": probes.name}
+        cache_file("cpu", probes.name).write_text(json.dumps(model))
+    assert cache_file("cpu", GENERIC.name) != cache_file("cpu", timing.PROBES.name)
+    spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "specific-position.json")
+    assert choose("sp", spec, SMOKE, None).step_time == timing.PROBES.name
+    probe = timing.PROBES.large()  # its FLOPs are counted as a group's are
+    assert probe.flops() == timing.group_flops(probe.members, 16, 4, timing.PROBE_BATCH)
 
 
 def test_a_damaged_target_time_is_measured_again(monkeypatch, tmp_path) -> None:
@@ -300,6 +324,7 @@ def test_a_target_is_timed_once_then_read_from_the_cache(monkeypatch) -> None:
     assert timing.target_seconds(spec, 12, 64, "cpu") == first > 0
 
 
+@pytest.mark.slow  # two plans, every design of a four-length spec
 def test_plan_prints_exponents_claims_and_estimates() -> None:
     proc = run_cli("plan", str(SPECS / "retrieval" / "kth-largest.json"), "--budget", "1h")
     assert proc.returncode == 0, proc.stderr

@@ -26,10 +26,10 @@ from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
 from infoflow.validators.retrieval.floors import floors
-from infoflow.validators.retrieval.timing import group_flops, target_seconds
+from infoflow.validators.retrieval.timing import group_flops, step_model, target_seconds
 from infoflow.validators.retrieval.train import Group
 from infoflow.validators.retrieval.witness import plan_lines
-from infoflow.validators.steptime import StepTime, step_time
+from infoflow.validators.steptime import StepTime
 
 #: Sequence lengths a design may choose (within the spec's own largest T), and the range of
 #: widths (multiples of every head count).
@@ -42,7 +42,7 @@ DELTA_CAP = 3.0
 def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) -> Experiment:
     """The experiment for ``spec`` at ``scale``: the best design within the budget (the
     cheapest when none fits), its groups' times estimated."""
-    steptime = step_time(scale.device)
+    steptime = step_model(scale.device)
     if scale.budget_seconds is None:
         return estimate(plan(name, spec, scale, base_dir), steptime)
     candidates, refused = [], None

@@ -127,11 +127,13 @@ def _witnesses(records: list[dict]) -> list[str]:
             "Compiled witnesses (infoflow compile; NMSE on fresh data, float64):",
             "",
             "| model | channels | NMSE (width 2048, beta 100) | coarser: width 512, or beta 10 "
-            "| largest trained width |",
-            "|---|--:|--:|--:|--:|",
+            "| largest trained width | width ladder 128-1024: slope [range] | measured alpha |",
+            "|---|--:|--:|--:|--:|---|--:|",
             *(
                 f"| {markdown_text(r['model'])} | {r['channels']} | {number(r['nmse'])} | "
-                f"{number(r['nmse_coarse'])} ({r['knob']}) | {number(r['nmse_trained_width'])} |"
+                f"{number(r['nmse_coarse'])} ({r['knob']}) | {number(r['nmse_trained_width'])} | "
+                f"{_range((r.get('ladder') or {}).get('slope') or {})} | "
+                f"{_alpha((r.get('ladder') or {}).get('exponent'))} |"
                 for r in built
             ),
             *([""] if any(r.get("nmse_trained_width_why") for r in built) else []),

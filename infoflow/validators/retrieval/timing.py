@@ -1,23 +1,74 @@
 """What the step-time model (:mod:`~infoflow.validators.steptime`) needs of a retrieval
-group: the FLOPs of one training step of its stack, and the seconds to draw a batch and
-evaluate the target on it (measured once per device and cached beside the step-time model,
-so that a resumed run designs the same experiment)."""
+group: the model itself, measured on the retrieval stack (:data:`PROBES`: the ensemble
+transformer with its masks and the per-member AdamW, which cost about three times the
+generic probe's time per FLOP on a CPU), the FLOPs of one training step of a group's stack,
+and the seconds to draw a batch and evaluate the target on it (measured once per device and
+cached beside the step-time model, so that a resumed run designs the same experiment)."""
 
 from __future__ import annotations
 
 import json
 import math
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
 
 from infoflow.core.files import write_with
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.validators.retrieval.model import Member, parameter_shapes, stack_size
+from infoflow.validators.ensemble import MemberAdamW
+from infoflow.validators.retrieval.model import (
+    EnsembleTransformer,
+    Member,
+    parameter_shapes,
+    stack_size,
+)
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
-from infoflow.validators.steptime import cache_file
+from infoflow.validators.steptime import Probes, StepTime, cache_file, regression_step, step_time
 from infoflow.validators.throughput import flops_per_token
+
+#: The batch the probes train on (the smoke scale's).
+PROBE_BATCH = 64
+
+
+class StackProbe:
+    """A retrieval group's stack of ``members`` at ``seq_len`` on 4 inputs, trained as
+    :mod:`~infoflow.validators.retrieval.train` trains it (the per-member AdamW)."""
+
+    def __init__(self, members: list[Member], seq_len: int):
+        self.members, self.seq_len = members, seq_len
+
+    def flops(self) -> float:
+        return group_flops(self.members, self.seq_len, 4, PROBE_BATCH)
+
+    def stepper(self, device: torch.device) -> Callable[[], None]:
+        model = EnsembleTransformer(self.members, self.seq_len, 4, 1).to(device)
+        optimizer = MemberAdamW(model.member_axes(), len(self.members), 1e-3, 1e-2)
+        x = torch.randn(PROBE_BATCH, self.seq_len, 4, device=device)
+        y = torch.randn(PROBE_BATCH, 1, device=device)
+        return regression_step(model, optimizer, x, y)
+
+
+def _ladder(heads: tuple[int, ...], embed_dim: int, widths: tuple[int, ...]) -> list[Member]:
+    return [Member(heads, False, seed, embed_dim, width) for width in widths for seed in range(3)]
+
+
+#: A two-layer stack of two narrow members at T = 8 (a step's fixed cost is mostly launches,
+#: which grow with the layers); a ladder group at T = 16 of one and two layers, four widths,
+#: three seeds (the size of the CPU suite's groups).
+PROBES = Probes(
+    "retrieval3",
+    partial(StackProbe, [Member((1, 1), False, 0, 8, 2), Member((1,), False, 0, 8, 2)], 8),
+    partial(StackProbe, _ladder((1, 1), 24, (2, 4, 8, 20)) + _ladder((1,), 24, (2, 4, 8, 20)), 16),
+    "on the retrieval stack",
+)
+
+
+def step_model(device: str) -> StepTime:
+    """The step-time model of the retrieval stack on ``device``."""
+    return step_time(device, PROBES)
 
 
 def group_flops(members: list[Member], seq_len: int, input_dim: int, batch: int) -> float:

@@ -9,6 +9,9 @@ builds:
   grows (its MLP 4x where it decodes, else beta 10x); refuted, a finding against the plan,
   when either fails. Its NMSE at the largest trained width is reported beside it (how far the
   trained ladder is from what the architecture represents).
+- ``witness_exponent`` and ``witness_flat`` (:mod:`.witness_ladder`): the witness's width
+  ladder over the scale's seeds measures the construction's exponent, against the engine's
+  at this T, and across the lengths the same architecture is witnessed at.
 - ``ablated``: each of the spec's architectures that is the witness's with one head of a
   layer, or one layer, removed starts from the witness without it (for a head, the circuit
   without the head and what read it, ``circuit.without_head``; for a layer, the witness's
@@ -41,12 +44,20 @@ from infoflow.validators.protocol import Context
 from infoflow.validators.retrieval import construction
 from infoflow.validators.retrieval.ablation import fine_tune, without_layer
 from infoflow.validators.retrieval.experiment import Experiment, Model
+from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.floors import LEARNS_FACTOR
+from infoflow.validators.retrieval.witness_ladder import (
+    WIDTHS,
+    exponent_claim,
+    flat_claim,
+    ladder_of,
+    same_architecture,
+)
 
 KIND = "construction"
 #: The version of the construction and ablation code: part of every cached result's key, so a
 #: change here (bump it) never reuses a result computed by the code before.
-WITNESS_VERSION = 5
+WITNESS_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -83,7 +94,7 @@ def spec_at(experiment: Experiment, model: Model) -> RetrievalSpec:
 
 def construction_claims(experiment: Experiment, context: Context) -> tuple[list[Claim], list]:
     """The construction claims and their records (report.json's ``witnesses``)."""
-    claims, records = [], []
+    claims, records, ladders = [], [], {}
     floors = experiment.floors
     for model in experiment.points:
         if not experiment.expected[model].efficient or model.seq_len not in floors:
@@ -97,6 +108,9 @@ def construction_claims(experiment: Experiment, context: Context) -> tuple[list[
         record = _witness_record(experiment, model, spec, circuit, context)
         records.append(record)
         claims.append(_witness_claim(model, record, floors[model.seq_len].learns_below))
+        if record.get("ladder"):
+            ladders[model] = Ladder(record["ladder"]["sizes"], record["ladder"]["nmse"])
+            claims.append(exponent_claim(model, ladders[model], experiment.expected[model].alpha))
         for other in experiment.points:
             removed = _removed(model, other)
             if removed is not None:
@@ -105,7 +119,19 @@ def construction_claims(experiment: Experiment, context: Context) -> tuple[list[
                 claim = _ablated_claim(experiment, model, other, result)
                 if claim:
                     claims.append(claim)
-    return claims, records
+    return claims + _flat_claims(experiment, ladders), records
+
+
+def _flat_claims(experiment: Experiment, ladders: dict[Model, Ladder]) -> list[Claim]:
+    """One architecture witnessed at two lengths with the engine's same exponent at both."""
+    found = []
+    models = sorted(ladders, key=lambda m: m.seq_len)
+    for i, short in enumerate(models):
+        for long in models[i + 1 :]:
+            alpha = experiment.expected[short].alpha
+            if same_architecture(short, long) and experiment.expected[long].alpha == alpha:
+                found.append(flat_claim(short, long, ladders, alpha))
+    return found
 
 
 def plan_lines(experiment: Experiment) -> list[str]:
@@ -152,9 +178,14 @@ def _removed(witness: Model, other: Model) -> tuple[int, int | None] | None:
 
 def _witness_record(experiment, model, spec, circuit, context) -> dict:
     """The witness's NMSE at its default precision, at a coarser one (a quarter of the MLP
-    width where it decodes, else a tenth of beta: the knob its error depends on) and at the
-    largest trained width."""
-    key = {"witness": spec.model_dump(mode="json"), "width": construction.WIDTH}
+    width where it decodes, else a tenth of beta: the knob its error depends on), at the
+    largest trained width, and its width ladder over the scale's seeds."""
+    seeds = experiment.scale.seeds
+    key = {
+        "witness": spec.model_dump(mode="json"),
+        "width": construction.WIDTH,
+        "ladder": [list(WIDTHS), seeds],
+    }
     cached = _cached(context, key)
     if cached:
         return cached
@@ -171,6 +202,8 @@ def _witness_record(experiment, model, spec, circuit, context) -> dict:
             out[name] = construction.build(spec, circuit=circuit, **setting).nmse
         except ValueError as exc:  # too narrow for the decoders
             out[name], out[f"{name}_why"] = None, str(exc)
+    ladder = ladder_of(spec, circuit, seeds)
+    out["ladder"] = ladder.to_json() if ladder else None
     out["channels"], out["circuit"] = circuit.width, circuit.to_json()
     return _store(context, key, out)
 

@@ -1,0 +1,113 @@
+"""A compiled witness's width ladder -> the construction's measured exponent, and the claims
+that compare it with the engine's.
+
+A witness that decodes (:mod:`.construction`) is built at the MLP widths :data:`WIDTHS` (8x)
+at the sharpness ``construction.SHARP`` (the softmax's error stays below the decoders'), once
+per seed (the seed draws the target's parameters and the fresh sequences its NMSE is measured
+on). Each seed's slope of log NMSE against log decoder parameters is a measured exponent,
+alpha = -2 / slope (:mod:`.exponents`). A witness is one construction: its exponent bounds the
+architecture's cost from above, which is what the engine's exponent of an efficient
+architecture is (a construction's cost). Two claims, of kind construction:
+
+- ``witness_exponent:KEY``: the construction costs no more than the engine says: every
+  seed's slope at or below -2 / alpha. Refuted when every seed's slope is above it: the plan's
+  construction does not achieve the engine's number at this T.
+- ``witness_flat:KEY:KEY``: the same architecture at two lengths, where the engine gives
+  both the same exponent (the paper's "independent of T" for an efficient architecture): the
+  seed-paired slopes differ by less than ``EQUAL_SLOPES`` times the steeper slope, every
+  seed; refuted when every seed's difference is outside, the same way. This is the two-layer
+  half of the depth separation, settled by construction where trained ladders are flat.
+
+A witness without a decoder (its error depends on beta, not on a size) has no ladder and no
+exponent claims.
+"""
+
+from __future__ import annotations
+
+from infoflow.retrieval.circuit import Circuit
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators.claims import Claim
+from infoflow.validators.retrieval import construction
+from infoflow.validators.retrieval.claims import EQUAL_SLOPES
+from infoflow.validators.retrieval.experiment import Model
+from infoflow.validators.retrieval.exponents import Ladder, exponent_of, paired_differences
+
+KIND = "construction"
+#: The MLP widths of a witness's ladder (8x in width, about 8x in decoder parameters).
+WIDTHS = (128, 256, 512, 1024)
+
+
+def ladder_of(spec: RetrievalSpec, circuit: Circuit, seeds: int) -> Ladder | None:
+    """The witness's NMSE at every width of :data:`WIDTHS` and seed (None: no decoder)."""
+    if not any(m.kind == "decode" for m in circuit.mlps):
+        return None
+    sizes, rows = [], []
+    for width in WIDTHS:
+        row = []
+        for seed in range(seeds):
+            built = construction.build(
+                spec, beta=construction.SHARP, width=width, seed=seed, circuit=circuit
+            )
+            row.append(built.nmse)
+        sizes.append(built.model.members[0].decoder_parameters())
+        rows.append(row)
+    return Ladder(sizes, rows)
+
+
+def exponent_claim(model: Model, ladder: Ladder, alpha: float) -> Claim:
+    """The witness's measured exponent is at most the engine's ``alpha``."""
+    limit = -2 / alpha
+    slope = ladder.slope()
+    statement = (
+        f"{model.label()}: the compiled witness costs no more than the engine's exponent "
+        f"{alpha:.3g} (an efficient architecture's cost is a construction's, an upper bound)"
+    )
+    measured = {"slope": slope.to_json(), "exponent": exponent_of(slope.median)}
+    tolerance = f"slope <= {limit:.3g} (= -2 / {alpha:.3g}) for every seed"
+    ident, predicted = f"witness_exponent:{model.key()}", f"alpha <= {alpha:.3g}"
+    if slope.count >= 2 and slope.high <= limit:
+        claim = Claim.judged(ident, statement, predicted, measured, tolerance, True)
+    elif slope.above(limit):
+        reason = "the plan's construction does not achieve the engine's exponent"
+        claim = Claim.judged(ident, statement, predicted, measured, tolerance, False, reason)
+    else:
+        why = "the seeds' slopes straddle the limit"
+        claim = Claim.undecided(ident, statement, predicted, measured, tolerance, why)
+    return claim.of_kind(KIND)
+
+
+def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: float) -> Claim:
+    """The witnesses of one architecture at two lengths have equal exponents."""
+    a, b = ladders[short], ladders[long]
+    difference = paired_differences(a, b)
+    steepest = max(abs(s) for s in (a.slope().median, b.slope().median) if s is not None)
+    bound = EQUAL_SLOPES * steepest
+    statement = (
+        f"heads {list(short.heads)}, E={short.embed_dim}: the compiled witness's exponent is "
+        f"the same at T={short.seq_len} and T={long.seq_len} (the engine: {alpha:.3g} at both)"
+    )
+    measured = {
+        "slope": {m.label(): ladders[m].slope().to_json() for m in (short, long)},
+        "slope_difference": difference.to_json(),
+        "tolerance": bound,
+    }
+    tolerance = f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed"
+    ident, predicted = f"witness_flat:{short.key()}:{long.key()}", "equal exponents"
+    if difference.count >= 2 and -bound < difference.low and difference.high < bound:
+        claim = Claim.judged(ident, statement, predicted, measured, tolerance, True)
+    elif difference.above(bound) or difference.below(-bound):
+        reason = "every seed's slopes differ by more than the tolerance, the same way"
+        claim = Claim.judged(ident, statement, predicted, measured, tolerance, False, reason)
+    else:
+        why = "the seeds' differences straddle the tolerance"
+        claim = Claim.undecided(ident, statement, predicted, measured, tolerance, why)
+    return claim.of_kind(KIND)
+
+
+def same_architecture(a: Model, b: Model) -> bool:
+    """Two models that differ in their length only."""
+    return (a.heads, a.embed_dim, a.positional_encoding) == (
+        b.heads,
+        b.embed_dim,
+        b.positional_encoding,
+    ) and a.seq_len != b.seq_len
