@@ -180,6 +180,26 @@ def test_a_lock_held_by_another_process_names_it(toy, tmp_path) -> None:
     assert _validate(str(toy / "right.json"), "--out", str(out)).exit_code == 0  # a dead holder
 
 
+@pytest.mark.parametrize("name", [".lock", "report.md", "checkpoints/x.pt"])
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_nothing_is_written_through_a_link_planted_in_the_run_folder(
+    toy, tmp_path, name, link
+) -> None:
+    out = toy / "run"
+    victim = tmp_path / "notes.txt"
+    victim.write_text("a user's file\n")
+    planted = out / name
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    if link == "symbolic":
+        planted.symlink_to(victim)
+    else:
+        planted.hardlink_to(victim)
+    line = refused("validate", str(toy / "right.json"), "--out", str(out), "--quiet")
+    assert name.split("/")[-1] in line and "writes through no link" in line
+    assert victim.read_text() == "a user's file\n"  # untouched
+    assert not (out / "results.sqlite").exists()  # refused before anything was written
+
+
 def test_a_damaged_folder_is_refused_in_one_line(toy) -> None:
     spec = str(toy / "right.json")
     out = toy / "run"
