@@ -30,6 +30,7 @@ from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
 from infoflow.validators.claims import VERDICTS, Section, tally
 from infoflow.validators.executor import train_local, train_on_ray
+from infoflow.validators.folder import locked
 from infoflow.validators.identity import differences
 from infoflow.validators.protocol import (
     CannotValidate,
@@ -39,7 +40,7 @@ from infoflow.validators.protocol import (
     Progress,
 )
 from infoflow.validators.report import finite, write_reports
-from infoflow.validators.store import Store, locked
+from infoflow.validators.store import Store
 
 DATABASE = "results.sqlite"
 
@@ -186,9 +187,10 @@ def _tag(path: Path) -> str:
 
 
 def register(planned: Plan, options: Options, device: torch.device) -> Store:
-    """Open the run's database (a new one, or the one ``--resume`` continues), record the
-    run's settings and every job's group (a group recorded with another identity is refused),
-    and clear temporary files a killed run left."""
+    """Open the run's database (a new one, or the one ``--resume`` continues; its finished
+    groups verified against their digests), record the run's settings and every job's group
+    (a group recorded with another identity is refused), and clear temporary files a killed
+    run left."""
     database = options.out / DATABASE
     if database.exists() and not options.resume:
         raise SpecError(
@@ -202,6 +204,7 @@ def register(planned: Plan, options: Options, device: torch.device) -> Store:
     for stale in [*checkpoints.glob(f"{TEMPORARY}*"), *options.out.glob(f"{TEMPORARY}*")]:
         stale.unlink(missing_ok=True)
     store = Store(database)
+    store.verify()
     settings = {
         "families": _settings(planned),
         "torch": torch.__version__,

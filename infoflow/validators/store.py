@@ -1,25 +1,21 @@
-"""The results folder: one SQLite database, readable with any SQL tool, and the lock that
-keeps a second process out of the folder while a run writes it.
+"""The results database: one SQLite file, readable with any SQL tool (the lock that keeps
+a second process out of the folder is :mod:`~infoflow.validators.folder`).
 
 Tables: ``runs`` (settings, device, times), ``groups`` (ensembles trained together, the
 identity that names each, whether they finished), ``members`` (each model's config),
 ``metrics`` (every measurement a family records, by name, member and step: a retrieval
 member's ``train:loss`` and ``eval:nmse``, an icl_markov member's KLs), ``claims`` (by their
 id: what was predicted, what was measured, the verdict). Writes are keyed, so a
-resumed run that records a step again replaces the row with the same values.
+resumed run that records a step again replaces the row with the same values. A finished
+group carries the SHA-256 of its rows (``groups.digest``), checked when the database is
+opened again (:meth:`Store.verify`).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import fcntl
+import hashlib
 import json
-import os
-import socket
 import sqlite3
-import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +30,7 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE TABLE IF NOT EXISTS groups (
     name TEXT PRIMARY KEY, spec TEXT, settings TEXT, identity TEXT, device TEXT,
-    done INTEGER DEFAULT 0, seconds REAL
+    done INTEGER DEFAULT 0, seconds REAL, digest TEXT
 );
 CREATE TABLE IF NOT EXISTS members (
     group_name TEXT, member INTEGER, label TEXT, config TEXT,
@@ -54,7 +50,7 @@ CREATE TABLE IF NOT EXISTS claims (
 #: The columns this version reads, by table: a database that lacks one is refused.
 COLUMNS = {
     "runs": {"id", "started", "finished", "scale", "device", "settings"},
-    "groups": {"name", "spec", "settings", "identity", "device", "done", "seconds"},
+    "groups": {"name", "spec", "settings", "identity", "device", "done", "seconds", "digest"},
     "members": {"group_name", "member", "label", "config"},
     "metrics": {"group_name", "member", "step", "metric", "value"},
     "claims": {"spec", "id", "claim", "predicted", "measured", "tolerance", "verdict", "reason"},
@@ -76,12 +72,14 @@ class Store:
     def __init__(self, path: Path):
         """Open (or create) the database at ``path``; a damaged one, or one from an older
         infoflow, is a SpecError naming it."""
+        self.path = path
         try:
             self.db = sqlite3.connect(path)
             (check,) = self.db.execute("PRAGMA quick_check").fetchone()
             if check != "ok":
                 raise sqlite3.DatabaseError(check)
             self.db.executescript(SCHEMA)
+            _add_digests(self.db)
             tables = {
                 table: {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
                 for table in COLUMNS
@@ -237,11 +235,34 @@ class Store:
         return row[0] if row else None
 
     def finish_group(self, name: str, seconds: float) -> None:
-        """Mark group ``name`` finished, after ``seconds`` of training."""
+        """Mark group ``name`` finished, after ``seconds`` of training, with the digest of
+        what it recorded."""
         with self.db:
             self.db.execute(
-                "UPDATE groups SET done = 1, seconds = ? WHERE name = ?", (seconds, name)
+                "UPDATE groups SET done = 1, seconds = ?, digest = ? WHERE name = ?",
+                (seconds, _digest(self.db, name, seconds), name),
             )
+
+    def verify(self) -> None:
+        """Refuse (a SpecError naming the group) a finished group whose stored measurements
+        are not what it recorded: a member's value that is not a number (the throughput rows,
+        member -1, hold text too), or rows that no longer match the digest written when it
+        finished (edited, or damaged)."""
+        rows = self.db.execute("SELECT name, seconds, digest FROM groups WHERE done = 1")
+        for name, seconds, digest in rows.fetchall():
+            strange = self.db.execute(
+                "SELECT metric FROM metrics WHERE group_name = ? AND member >= 0 AND value IS "
+                "NOT NULL AND typeof(value) NOT IN ('real', 'integer') LIMIT 1",
+                (name,),
+            ).fetchone()
+            if strange:
+                why = f"a stored {strange[0]} is not a number"
+            elif digest != _digest(self.db, name, seconds):
+                why = "its stored measurements do not match the digest written when it finished"
+            else:
+                continue
+            message = f"{why} (edited, or damaged): delete the folder, or pick another --out"
+            raise SpecError(f"{self.path}: group {name}", [(None, message)])
 
     def last_values(self, name: str, metric: str) -> list[float | None]:
         """Each member's last recorded ``metric`` in group ``name``, in member order (None
@@ -272,6 +293,32 @@ class Store:
             )
 
 
+def _digest(db: sqlite3.Connection, name: str, seconds: float | None) -> str:
+    """SHA-256 of group ``name``'s metric rows (every member, step and value, exactly as
+    stored) and its training seconds."""
+    rows = db.execute(
+        "SELECT member, step, metric, value FROM metrics WHERE group_name = ? "
+        "ORDER BY member, step, metric",
+        (name,),
+    ).fetchall()
+    text = json.dumps([seconds, rows], default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _add_digests(db: sqlite3.Connection) -> None:
+    """A database an infoflow before digests wrote gains the column, and its finished
+    groups their digest as they stand now (edits made before this version go unseen)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(groups)")}
+    if "digest" in columns:
+        return
+    with db:
+        db.execute("ALTER TABLE groups ADD COLUMN digest TEXT")
+        done = db.execute("SELECT name, seconds FROM groups WHERE done = 1").fetchall()
+        for name, seconds in done:
+            digest = _digest(db, name, seconds)
+            db.execute("UPDATE groups SET digest = ? WHERE name = ?", (digest, name))
+
+
 class Recorder:
     """Stands in for the :class:`Store` where a group trains away from the database (a Ray
     worker): it keeps what the training records, as rows that travel inside the group's
@@ -296,65 +343,3 @@ class Recorder:
     def replay(self, store: Store) -> None:
         for method, args in self.rows:
             getattr(store, method)(*args)
-
-
-@contextmanager
-def locked(folder: Path) -> Iterator[None]:
-    """Hold ``folder/.lock`` for the duration: a second process that asks for it gets a
-    SpecError naming the holder. The lock dies with its process (even with SIGKILL), so a
-    killed run leaves nothing to clean up. A lock file that is a link, or that has another
-    name elsewhere (a hard link), is refused, never opened for writing; so is a run folder
-    holding either (:func:`check_run_folder`)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        if (folder / ".lock").is_symlink():
-            raise SpecError(str(folder / ".lock"), [(None, _LINK)]) from None
-        raise SpecError(str(folder), [(None, f"cannot use it as --out ({exc.strerror})")]) from None
-    handle = os.fdopen(descriptor, "r+")
-    if not _own_file(os.fstat(descriptor)):
-        handle.close()
-        raise SpecError(str(folder / ".lock"), [(None, _LINK)])
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise SpecError(
-            str(folder), [(None, f"in use by {holder}: wait for it to end, or pick another --out")]
-        ) from None
-    try:
-        check_run_folder(folder)
-        handle.truncate()
-        since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        handle.write(f"process {os.getpid()} on {socket.gethostname()} since {since}\n")
-        handle.flush()
-        yield
-    finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
-
-
-_LINK = (
-    "a link, or a file with another name elsewhere: a run folder holds only files the run "
-    "wrote, and infoflow writes through no link; remove it"
-)
-
-
-def check_run_folder(folder: Path) -> None:
-    """Refuse (SpecError naming the path) a run folder that holds a symbolic link, or a file
-    with a second name (a hard link), anywhere inside: writing the run's files through it
-    would write somewhere else."""
-    for root, directories, files in os.walk(folder, followlinks=False):
-        for name in [*directories, *files]:
-            path = Path(root) / name
-            if not _own_file(path.lstat()):
-                raise SpecError(str(path), [(None, _LINK)])
-
-
-def _own_file(info: os.stat_result) -> bool:
-    """Not a link, and a regular file with one name (or a directory)."""
-    if stat.S_ISDIR(info.st_mode):
-        return True
-    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1

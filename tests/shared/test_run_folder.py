@@ -22,11 +22,12 @@ import infoflow  # noqa: E402
 from infoflow.cli import app  # noqa: E402
 from infoflow.core.errors import SpecError  # noqa: E402
 from infoflow.validators.ensemble import Checkpoint  # noqa: E402
+from infoflow.validators.folder import locked  # noqa: E402
 from infoflow.validators.protocol import CannotValidate  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design  # noqa: E402
 from infoflow.validators.retrieval.experiment import plan as plan_retrieval  # noqa: E402
 from infoflow.validators.run import Options, plan  # noqa: E402
-from infoflow.validators.store import Store, locked  # noqa: E402
+from infoflow.validators.store import Store  # noqa: E402
 
 
 def _validate(*args: str):
@@ -161,7 +162,7 @@ def test_a_lock_held_by_another_process_names_it(toy, tmp_path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from infoflow.validators.store import "
+            "import sys, time; from pathlib import Path; from infoflow.validators.folder import "
             "locked\nwith locked(Path(sys.argv[1])):\n    print('held', flush=True); "
             "time.sleep(600)",
             str(out),
@@ -198,6 +199,37 @@ def test_nothing_is_written_through_a_link_planted_in_the_run_folder(
     assert name.split("/")[-1] in line and "writes through no link" in line
     assert victim.read_text() == "a user's file\n"  # untouched
     assert not (out / "results.sqlite").exists()  # refused before anything was written
+
+
+def test_edited_measurements_are_refused_on_resume(toy) -> None:
+    spec, out = str(toy / "right.json"), toy / "run"
+    assert _validate(spec, "--out", str(out)).exit_code == 0
+    database = sqlite3.connect(out / "results.sqlite")
+    assert _validate(spec, "--out", str(out), "--resume").exit_code == 0  # untouched: fine
+    (row, metric) = database.execute(
+        "SELECT rowid, metric FROM metrics WHERE member = 0 AND value IS NOT NULL LIMIT 1"
+    ).fetchone()
+    edit = "UPDATE metrics SET value = ? WHERE rowid = ?"
+    with database:
+        database.execute(edit, (1e-6, row))
+    line = refused("validate", spec, "--out", str(out), "--resume")
+    assert "do not match the digest written when it finished" in line and "group " in line
+    with database:
+        database.execute(edit, ("n/a", row))  # a numeric string would be stored as a REAL
+    line = refused("validate", spec, "--out", str(out), "--resume")
+    assert f"a stored {metric} is not a number" in line
+
+
+def test_a_database_from_before_digests_gains_them(toy) -> None:
+    spec, out = str(toy / "right.json"), toy / "run"
+    assert _validate(spec, "--out", str(out)).exit_code == 0
+    database = sqlite3.connect(out / "results.sqlite")
+    with database:
+        database.execute("ALTER TABLE groups DROP COLUMN digest")
+    database.close()
+    assert _validate(spec, "--out", str(out), "--resume").exit_code == 0
+    digests = sqlite3.connect(out / "results.sqlite").execute("SELECT digest FROM groups")
+    assert all(len(d) == 64 for (d,) in digests)
 
 
 def test_a_damaged_folder_is_refused_in_one_line(toy) -> None:

@@ -1,0 +1,77 @@
+"""The run folder a validation writes: the lock one process holds while it runs, and what
+the folder may hold (only files the run wrote, never a link)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+import socket
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from infoflow.core.errors import SpecError
+
+
+@contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold ``folder/.lock`` for the duration: a second process that asks for it gets a
+    SpecError naming the holder. The lock dies with its process (even with SIGKILL), so a
+    killed run leaves nothing to clean up. A lock file that is a link, or that has another
+    name elsewhere (a hard link), is refused, never opened for writing; so is a run folder
+    holding either (:func:`check_run_folder`)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if (folder / ".lock").is_symlink():
+            raise SpecError(str(folder / ".lock"), [(None, _LINK)]) from None
+        raise SpecError(str(folder), [(None, f"cannot use it as --out ({exc.strerror})")]) from None
+    handle = os.fdopen(descriptor, "r+")
+    if not _own_file(os.fstat(descriptor)):
+        handle.close()
+        raise SpecError(str(folder / ".lock"), [(None, _LINK)])
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise SpecError(
+            str(folder), [(None, f"in use by {holder}: wait for it to end, or pick another --out")]
+        ) from None
+    try:
+        check_run_folder(folder)
+        handle.truncate()
+        since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        handle.write(f"process {os.getpid()} on {socket.gethostname()} since {since}\n")
+        handle.flush()
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+_LINK = (
+    "a link, or a file with another name elsewhere: a run folder holds only files the run "
+    "wrote, and infoflow writes through no link; remove it"
+)
+
+
+def check_run_folder(folder: Path) -> None:
+    """Refuse (SpecError naming the path) a run folder that holds a symbolic link, or a file
+    with a second name (a hard link), anywhere inside: writing the run's files through it
+    would write somewhere else."""
+    for root, directories, files in os.walk(folder, followlinks=False):
+        for name in [*directories, *files]:
+            path = Path(root) / name
+            if not _own_file(path.lstat()):
+                raise SpecError(str(path), [(None, _LINK)])
+
+
+def _own_file(info: os.stat_result) -> bool:
+    """Not a link, and a regular file with one name (or a directory)."""
+    if stat.S_ISDIR(info.st_mode):
+        return True
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
