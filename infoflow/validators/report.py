@@ -89,22 +89,28 @@ KIND_NAMES = {
 
 
 def _speeds(throughput: dict[str, dict]) -> list[str]:
-    """Each trained group's measured time, tokens per second and MFU (report.json's
-    ``throughput``), for reading beside the estimates in the sections."""
+    """Each trained group's measured time beside the design's estimate (at the cap: a group
+    whose members stop at their plateau takes less), tokens per second and MFU (report.json's
+    ``throughput``)."""
     if not throughput:
         return []
     lines = [
         "",
         "## Training time",
         "",
-        "| group | seconds | tokens/s | MFU |",
-        "|---|--:|--:|--:|",
+        "| group | seconds | estimated | measured / estimated | tokens/s | MFU |",
+        "|---|--:|--:|--:|--:|--:|",
     ]
     for name, speed in throughput.items():
-        mfu = speed.get("mfu")
+        mfu, seconds, estimate = (
+            speed.get("mfu"),
+            speed.get("seconds"),
+            speed.get("estimated_seconds"),
+        )
+        ratio = seconds / estimate if seconds and estimate else None
         lines.append(
-            f"| {markdown_text(name)} | {number(speed.get('seconds'), ',.0f')} | "
-            f"{number(speed.get('tokens_per_second'), ',.0f')} | "
+            f"| {markdown_text(name)} | {number(seconds, ',.0f')} | {number(estimate, ',.0f')} | "
+            f"{number(ratio, '.2f')} | {number(speed.get('tokens_per_second'), ',.0f')} | "
             f"{'-' if mfu is None else f'{mfu:.2%}'} |"
         )
     return lines

@@ -247,12 +247,19 @@ def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
 
 def throughput(planned: Plan, store: Store) -> dict[str, dict]:
     """Each trained group's speed: tokens per second, model FLOP/s and MFU against the
-    device's peak (the groups that measured it; a resumed group: since its resumption), and
-    its training seconds."""
-    speeds = {job.name: store.throughput(job.name) for job in planned.jobs}
-    return {
-        name: {**speed, "seconds": store.seconds(name)} for name, speed in speeds.items() if speed
-    }
+    device's peak (the groups that measured it; a resumed group: since its resumption), its
+    training seconds, and the design's estimate of them where the family makes one."""
+    out = {}
+    for _, experiment in planned.experiments:
+        estimates = getattr(experiment, "estimates", {})  # the families that estimate a group
+        for job in experiment.jobs:
+            speed = store.throughput(job.name)
+            if speed:
+                seconds = {"seconds": store.seconds(job.name)}
+                if job.name in estimates:
+                    seconds["estimated_seconds"] = estimates[job.name]
+                out[job.name] = {**speed, **seconds}
+    return out
 
 
 def train(planned: Plan, context: Context, options: Options) -> None:

@@ -383,8 +383,10 @@ def test_validate_records_the_design_in_the_report(tmp_path) -> None:
     design = section["design"]
     assert design["step_time"] == "fixed for the tests" and design["groups"]
     for group in design["groups"]:
-        seconds = report["throughput"][group["name"]]["seconds"]
-        assert group["estimated_seconds"] > 0 and seconds > 0
+        measured = report["throughput"][group["name"]]
+        assert group["estimated_seconds"] > 0 and measured["seconds"] > 0
+        assert measured["estimated_seconds"] == group["estimated_seconds"]
+    assert "| measured / estimated |" in (out / "report.md").read_text()
     assert section["floors"] and all(claim["kind"] for claim in section["claims"])
     for model in section["models"]:
         assert len(model["ladder"]["nmse"]) == len(SMOKE.rungs)
