@@ -269,6 +269,29 @@ def test_the_ladder_plot_draws_a_name_with_mathtext_in_it(tmp_path) -> None:
     assert written.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_the_ladder_plot_draws_each_witness_ladder_beside_the_trained_ones() -> None:
+    pytest.importorskip("matplotlib")
+    from infoflow.validators.plots import pyplot
+    from infoflow.validators.retrieval.plots import _draw
+
+    trained = Ladder([10, 20, 40, 80], [[0.5], [0.4], [0.3], [0.2]]).to_json()
+    witness = Ladder([1000, 2000, 4000, 8000], [[1e-2], [2.5e-3], [6.25e-4], [1.5625e-4]])
+    section = {
+        "name": "pm",
+        "models": [{"label": "heads [1, 1]", "ladder": trained, "predicted_efficient": True}],
+        "witnesses": [
+            {"model": "heads [1, 1], T=8", "ladder": witness.to_json()},
+            {"refused": "x"},
+        ],
+    }
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    _draw(ax, section)
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert "witness heads [1, 1], T=8 (slope -2.00)" in labels and len(ax.get_lines()) >= 2
+    plt.close(fig)
+
+
 def test_names_are_drawn_as_written_and_log_ticks_as_powers_of_ten() -> None:
     pytest.importorskip("matplotlib")
     from infoflow.validators.plots import plain_text, pyplot

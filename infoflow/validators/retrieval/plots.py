@@ -1,7 +1,8 @@
 """Retrieval plots, from report.json's sections: ``ladders.png``, one panel per spec: each
 model's NMSE against its decoder's size (the median over seeds, the bar spanning the seeds),
-dashed where predicted inefficient, with the pooling shortcut and the learning threshold as
-horizontal lines (of the spec's longest T)."""
+dashed where predicted inefficient, each compiled witness's width ladder in black (what the
+architecture represents, against what training reached), with the pooling shortcut and the
+learning threshold as horizontal lines (of the spec's longest T)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,12 @@ def _draw(ax, section: dict[str, Any]) -> None:
         label = m["label"] + (f" (slope {slope:.2f})" if slope is not None else "")
         style = "-" if m["predicted_efficient"] else "--"
         ax.errorbar(sizes, medians, yerr=spread, marker="o", linestyle=style, label=label)
+    witnessed = [w for w in section.get("witnesses") or [] if w.get("ladder")]
+    for w, marker in zip(witnessed, "s^vD<>" * len(witnessed), strict=False):
+        ladder = w["ladder"]
+        medians = [r["median"] for r in ladder["rungs"]]
+        label = f"witness {w['model']} (slope {ladder['slope']['median']:.2f})"
+        ax.plot(ladder["sizes"], medians, "k:", marker=marker, markersize=3, label=label)
     if section.get("floors"):
         longest = section["floors"][max(section["floors"], key=int)]
         ax.axhline(longest["shortcut"], color="grey", linewidth=0.8, label="pooling shortcut")
