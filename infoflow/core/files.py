@@ -7,11 +7,13 @@ Every refusal is a :class:`~infoflow.core.errors.SpecError` naming the file (exi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -98,6 +100,18 @@ def write_text(path: Path, text: str) -> None:
     write_with(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
 
 
+def write_cache(path: Path, text: str) -> None:
+    """Write a cache file (a measurement worth keeping, not a result): a folder that cannot
+    hold it (``$INFOFLOW_CACHE`` a file, or read-only) is a warning, and the caller goes on
+    with what it measured."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, text)
+    except (OSError, SpecError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else str(exc).split(": ", 1)[-1]
+        print(f"warning: cannot cache {path} ({why}): measured, not kept", file=sys.stderr)
+
+
 def write_with(path: Path, write: Callable[[Path], Any]) -> None:
     """Have ``write`` fill a temporary file beside ``path`` (same suffix, unique to this
     process), flush it to disk, then rename it over ``path``: the file appears whole or not
@@ -117,4 +131,5 @@ def write_with(path: Path, write: Callable[[Path], Any]) -> None:
     except OSError as exc:
         raise SpecError(str(path), [(None, f"cannot write it ({exc.strerror or exc})")]) from None
     finally:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # read-only: the error above is the one to tell
+            temporary.unlink(missing_ok=True)

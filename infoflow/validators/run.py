@@ -202,7 +202,8 @@ def register(planned: Plan, options: Options, device: torch.device) -> Store:
     except OSError as exc:
         raise SpecError(str(checkpoints), [(None, f"cannot create it ({exc.strerror})")]) from None
     for stale in [*checkpoints.glob(f"{TEMPORARY}*"), *options.out.glob(f"{TEMPORARY}*")]:
-        stale.unlink(missing_ok=True)
+        if stale.is_file():  # a killed writer's; a folder of that name is not infoflow's
+            stale.unlink(missing_ok=True)
     store = Store(database)
     store.verify()
     settings = {

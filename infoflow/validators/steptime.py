@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from infoflow.core.files import write_with
+from infoflow.core.files import write_cache
 from infoflow.validators.ensemble import ensemble_step, precision
 from infoflow.validators.throughput import flops_per_token
 
@@ -108,8 +108,7 @@ def step_time(device: str, probes: Probes | None = None) -> StepTime:
             return cached
         print(f"warning: {path} is damaged; measuring the device again", file=sys.stderr)
     model = measure(torch.device(device), probes)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_with(path, lambda temporary: temporary.write_text(json.dumps(asdict(model))))
+    write_cache(path, json.dumps(asdict(model)))
     return model
 
 

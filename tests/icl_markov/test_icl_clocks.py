@@ -234,6 +234,7 @@ def test_a_one_sided_k1_is_confirmed_only_beyond_its_bound_by_the_intervals_widt
     assert k1_claim(valued, fit, {}).verdict == "inconclusive"
 
 
+@pytest.mark.slow  # a plan of 15 groups, each with the ceiling's reference predictors
 def test_plan_lists_the_sweeps_and_clock_runs_with_times() -> None:
     from conftest import run_cli
 

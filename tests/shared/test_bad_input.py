@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from infoflow.cli import app
 from infoflow.core.errors import SpecError
-from infoflow.core.files import MAX_DEPTH, write_text, write_with
+from infoflow.core.files import MAX_DEPTH, write_cache, write_text, write_with
 
 OURO = str(LOOPED_KV / "ouro-1.4b.json")
 
@@ -307,6 +307,26 @@ def test_a_write_that_fails_leaves_the_old_file_whole(tmp_path) -> None:
     assert link.is_symlink() and path.read_text() == "through the link\n"
     with pytest.raises(SpecError, match="cannot write it"):
         write_text(tmp_path / "no-such-folder" / "x.json", "x")
+
+
+def test_a_read_only_folder_is_told_as_the_write_that_failed(tmp_path, monkeypatch) -> None:
+    def refused_write(temporary: Path) -> None:
+        raise OSError(30, "Read-only file system")
+
+    def unlink(self, missing_ok=False) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(Path, "unlink", unlink)  # the cleanup fails as well
+    with pytest.raises(SpecError, match="cannot write it \\(Read-only file system\\)"):
+        write_with(tmp_path / "x.json", refused_write)
+
+
+def test_a_cache_folder_that_cannot_hold_the_cache_is_a_warning(tmp_path, capsys) -> None:
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("a file where the cache folder belongs\n")
+    write_cache(not_a_folder / "steptime.json", "{}")
+    assert "warning: cannot cache" in capsys.readouterr().err
+    assert not_a_folder.read_text() == "a file where the cache folder belongs\n"
 
 
 # ---- the contract under fuzzing ----------------------------------------------------------

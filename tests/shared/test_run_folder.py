@@ -201,6 +201,15 @@ def test_nothing_is_written_through_a_link_planted_in_the_run_folder(
     assert not (out / "results.sqlite").exists()  # refused before anything was written
 
 
+def test_a_folder_named_like_a_temporary_file_is_left_alone(toy) -> None:
+    spec, out = str(toy / "right.json"), toy / "run"
+    assert _validate(spec, "--out", str(out)).exit_code == 0
+    (out / ".infoflow-notes").mkdir()
+    (out / ".infoflow-notes" / "mine.txt").write_text("kept\n")
+    assert _validate(spec, "--out", str(out), "--resume").exit_code == 0
+    assert (out / ".infoflow-notes" / "mine.txt").read_text() == "kept\n"
+
+
 def test_edited_measurements_are_refused_on_resume(toy) -> None:
     spec, out = str(toy / "right.json"), toy / "run"
     assert _validate(spec, "--out", str(out)).exit_code == 0

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from infoflow.core.files import write_with
+from infoflow.core.files import write_cache
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.ensemble import MemberAdamW
 from infoflow.validators.retrieval.model import (
@@ -111,8 +111,7 @@ def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -
     value = known.get(key)
     if not (isinstance(value, float) and math.isfinite(value) and value >= 0):  # or damaged
         known[key] = _time_target(spec, seq_len, batch, torch.device(device))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_with(path, lambda temporary: temporary.write_text(json.dumps(known)))
+        write_cache(path, json.dumps(known))
     return known[key]
 
 
