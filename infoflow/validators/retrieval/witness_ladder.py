@@ -64,16 +64,12 @@ def exponent_claim(model: Model, ladder: Ladder, alpha: float) -> Claim:
     )
     measured = {"slope": slope.to_json(), "exponent": exponent_of(slope.median)}
     tolerance = f"slope <= {limit:.3g} (= -2 / {alpha:.3g}) for every seed"
-    ident, predicted = f"witness_exponent:{model.key()}", f"alpha <= {alpha:.3g}"
-    if slope.count >= 2 and slope.high <= limit:
-        claim = Claim.judged(ident, statement, predicted, measured, tolerance, True)
-    elif slope.above(limit):
-        reason = "the plan's construction does not achieve the engine's exponent"
-        claim = Claim.judged(ident, statement, predicted, measured, tolerance, False, reason)
-    else:
-        why = "the seeds' slopes straddle the limit"
-        claim = Claim.undecided(ident, statement, predicted, measured, tolerance, why)
-    return claim.of_kind(KIND)
+    claim = (f"witness_exponent:{model.key()}", statement, f"alpha <= {alpha:.3g}", measured)
+    holds = slope.count >= 2 and slope.high <= limit
+    fails = "the plan's construction does not achieve the engine's exponent"
+    return _verdict(
+        *claim, tolerance, holds, slope.above(limit), fails, "the seeds' slopes straddle the limit"
+    )
 
 
 def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: float) -> Claim:
@@ -92,14 +88,22 @@ def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: f
         "tolerance": bound,
     }
     tolerance = f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed"
-    ident, predicted = f"witness_flat:{short.key()}:{long.key()}", "equal exponents"
-    if difference.count >= 2 and -bound < difference.low and difference.high < bound:
-        claim = Claim.judged(ident, statement, predicted, measured, tolerance, True)
-    elif difference.above(bound) or difference.below(-bound):
-        reason = "every seed's slopes differ by more than the tolerance, the same way"
-        claim = Claim.judged(ident, statement, predicted, measured, tolerance, False, reason)
+    claim = (f"witness_flat:{short.key()}:{long.key()}", statement, "equal exponents", measured)
+    holds = difference.count >= 2 and -bound < difference.low and difference.high < bound
+    refuted = difference.above(bound) or difference.below(-bound)
+    fails = "every seed's slopes differ by more than the tolerance, the same way"
+    why = "the seeds' differences straddle the tolerance"
+    return _verdict(*claim, tolerance, holds, refuted, fails, why)
+
+
+def _verdict(ident, statement, predicted, measured, tolerance, holds, refuted, fails, why) -> Claim:
+    """Confirmed when ``holds``, refuted (saying ``fails``) when ``refuted``, else
+    inconclusive (saying ``why``); of kind construction."""
+    if holds or refuted:
+        claim = Claim.judged(
+            ident, statement, predicted, measured, tolerance, holds, "" if holds else fails
+        )
     else:
-        why = "the seeds' differences straddle the tolerance"
         claim = Claim.undecided(ident, statement, predicted, measured, tolerance, why)
     return claim.of_kind(KIND)
 
