@@ -1,9 +1,14 @@
-"""Expression algebra for the canonical form: additive terms with their signs, which nested
-reductions flatten into their parent, and connected groups of indices."""
+"""Expression algebra for the canonical form: additive terms with their signs (and, exactly,
+with their coefficients), which nested reductions flatten into their parent, renaming bound
+indices and the name-free key of an expression, and connected groups of indices."""
 
 from __future__ import annotations
 
-from infoflow.retrieval.expression import Apply, Const, Node, Reduce
+from dataclasses import replace
+from fractions import Fraction
+from itertools import count
+
+from infoflow.retrieval.expression import Apply, Const, Node, Param, Reduce, Token, Variable
 
 EXTREMUM = {"max": 1, "argmax": 1, "min": -1, "argmin": -1}
 
@@ -44,6 +49,100 @@ def flattens(op: str, sign: int, term: Node) -> bool:
     if op in EXTREMUM and term.op in ("max", "min"):
         return sign * EXTREMUM[term.op] == EXTREMUM[op]
     return False
+
+
+def rename(node: Node, mapping: dict, bound: bool = False) -> Node:
+    """``node`` with the indices it reads renamed (or bound to a number) as ``mapping``
+    says; with ``bound``, the indices its outermost reduction binds too. No index bound
+    inside ``node`` may have a new name (callers freshen first)."""
+    if isinstance(node, Token):
+        index = mapping.get(node.index, node.index) if isinstance(node.index, str) else node.index
+        return Token(index, tuple(mapping.get(i, i) for i in node.component), node.offset)
+    if isinstance(node, Param):
+        return Param(node.name, tuple(mapping.get(i, i) for i in node.index))
+    if isinstance(node, Apply):
+        return Apply(node.fn, tuple(rename(a, mapping) for a in node.args))
+    if isinstance(node, Reduce):
+        variables = node.variables
+        if bound:
+            variables = tuple(Variable(mapping.get(v.name, v.name), v.size) for v in variables)
+        conditions = tuple(
+            replace(c, left=mapping.get(c.left, c.left), right=mapping.get(c.right, c.right))
+            for c in node.conditions
+        )
+        body = rename(node.body, mapping)
+        return replace(node, variables=variables, body=body, conditions=conditions)
+    return node
+
+
+def names(node: Node) -> set[str]:
+    """Every index name the expression binds."""
+    if isinstance(node, Apply):
+        return set().union(*(names(a) for a in node.args))
+    if isinstance(node, Reduce):
+        return {v.name for v in node.variables} | names(node.body)
+    return set()
+
+
+def key(node: Node) -> Node:
+    """``node`` with its bound indices named by order of binding: equal keys, equal
+    functions."""
+    fresh = count()
+
+    def walk(n: Node) -> Node:
+        if isinstance(n, Apply):
+            return Apply(n.fn, tuple(walk(a) for a in n.args))
+        if not isinstance(n, Reduce):
+            return n
+        renamed = rename(n, {v.name: f"_{next(fresh)}" for v in n.variables}, bound=True)
+        return replace(renamed, body=walk(renamed.body))
+
+    return walk(node)
+
+
+def collect(node: Node) -> Node:
+    """Identical additive terms as one, with the sum of their coefficients; a term whose
+    coefficients cancel is dropped (0 when nothing is left)."""
+    terms = _terms(node, Fraction(1))
+    grouped: dict[Node | None, list] = {}
+    for coefficient, term in terms:
+        entry = grouped.setdefault(None if term is None else key(term), [Fraction(0), term])
+        entry[0] += coefficient
+    if len(grouped) == len(terms) and all(c for c, _ in grouped.values()):
+        return node
+    parts: list[Node] = []
+    for coefficient, term in grouped.values():
+        if not coefficient:
+            continue
+        value = int(coefficient) if coefficient.denominator == 1 else float(coefficient)
+        if term is None:
+            parts.append(Const(value))
+        else:
+            parts.append(term if value == 1 else Apply("*", (Const(value), term)))
+    out = parts[0] if parts else Const(0)
+    for part in parts[1:]:
+        out = Apply("+", (out, part))
+    return out
+
+
+def _terms(node: Node, coefficient: Fraction) -> list[tuple[Fraction, Node | None]]:
+    """The additive terms of ``node`` with exact coefficients (None: the constant term)."""
+    if isinstance(node, Const):
+        return [(coefficient * Fraction(str(node.value)), None)]
+    if isinstance(node, Apply):
+        args = node.args
+        if node.fn in ("+", "-"):
+            sign = 1 if node.fn == "+" else -1
+            return _terms(args[0], coefficient) + _terms(args[1], sign * coefficient)
+        if node.fn == "neg":
+            return _terms(args[0], -coefficient)
+        if node.fn == "*" and isinstance(args[0], Const):
+            return _terms(args[1], coefficient * Fraction(str(args[0].value)))
+        if node.fn == "*" and isinstance(args[1], Const):
+            return _terms(args[0], coefficient * Fraction(str(args[1].value)))
+        if node.fn == "/" and isinstance(args[1], Const) and args[1].value:
+            return _terms(args[0], coefficient / Fraction(str(args[1].value)))
+    return [(coefficient, node)]
 
 
 class UnionFind:

@@ -74,11 +74,21 @@ class Variable:
 
 @dataclass(frozen=True)
 class Condition:
-    """``left op right`` between indices or an index and a constant."""
+    """``left op right + shift``: ``left`` a bound index, ``right`` a bound index, a constant
+    or ``T`` (the last position). ``t < s + 3`` has shift 3; ``abs(s - t) <= w`` is read as
+    two conditions."""
 
     left: str | int
     op: str
     right: str | int
+    shift: int = 0
+
+    def text(self, left: str | int | None = None, right: str | int | None = None) -> str:
+        """``s <= t + 3`` (with the sides renamed when given)."""
+        left = self.left if left is None else left
+        right = self.right if right is None else right
+        shift = f" {'+' if self.shift > 0 else '-'} {abs(self.shift)}" if self.shift else ""
+        return f"{left} {self.op} {right}{shift}"
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from infoflow.retrieval.expression import (
     Token,
     Variable,
 )
+from infoflow.retrieval.expression_rewrite import rewrite
 from infoflow.retrieval.types import Canonical, Comparison, Factor
 
 PRODUCTS = {"*", "dot", "bilinear"}
@@ -42,8 +43,13 @@ PRODUCTS = {"*", "dot", "bilinear"}
 
 def canonical(target: Node) -> Canonical:
     """The canonical form of a parsed target (TargetError for what cannot be planned)."""
-    summary = _Canonicalizer().summary(target, {})
+    summary = _Canonicalizer().summary(rewrite(target), {})
     parts = tuple(sorted(_merge_pools(summary.children), key=structure_key))
+    if not parts and not summary.fixed:
+        raise TargetError(
+            "the target reads no token (with identical terms cancelled it is a constant): "
+            "there is nothing to learn"
+        )
     return Canonical(parts, frozenset(summary.fixed))
 
 
@@ -320,11 +326,10 @@ def _poolable(c: Comparison) -> bool:
 
 
 def _condition(c, env: Env) -> _Test:
-    sides = [env[s] if isinstance(s, str) else s for s in (c.left, c.right)]
+    sides = [env[s] if isinstance(s, str) and s in env else s for s in (c.left, c.right)]
     variables = [s for s in sides if isinstance(s, Variable)]
     tokens = frozenset(v.name for v in variables if v.is_token)
     ranges = frozenset(v.name for v in variables if not v.is_token)
-    text = " ".join(str(s.name if isinstance(s, Variable) else s) for s in sides)
-    text = text.replace(" ", f" {c.op} ", 1)
-    invariant = c.op in ("!=", "==") and len(tokens) == 2
+    text = c.text(*(s.name if isinstance(s, Variable) else s for s in sides))
+    invariant = c.op in ("!=", "==") and len(tokens) == 2 and not c.shift
     return _Test(tokens, ranges, text, not invariant)

@@ -137,7 +137,7 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         conditions, body = conditions + body.conditions, body.body
     if len(names) == 2 and op in EXTREMA:
         matrix, sign = _bilinear(body, *names)
-        if any(c.op != "!=" or {c.left, c.right} != set(names) for c in conditions):
+        if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
             raise Unbuildable(f"{_text(term)}: only the condition {names[0]} != {names[1]}")
         if conditions:
             circuit.notes.append(

@@ -13,7 +13,9 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 from infoflow.core.errors import FieldError
 from infoflow.core.spec_base import SpecBase, StrictModel
 from infoflow.retrieval.canonical_to_tree import fixed_positions, position_number, tree_of
+from infoflow.retrieval.domains import check_domains
 from infoflow.retrieval.expression import TargetError
+from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import ComparisonTree
 
 
@@ -104,8 +106,9 @@ class RetrievalSpec(SpecBase):
 
     @model_validator(mode="after")
     def _target_fits(self) -> RetrievalSpec:
-        """The target parses into a comparison tree, and reads no position and asks for no
-        k beyond the sequence. Planning it is predicting: :mod:`~infoflow.retrieval.derive`."""
+        """The target parses into a comparison tree, reads no position and asks for no k
+        beyond the sequence, and reduces over something at its length. Planning it is
+        predicting: :mod:`~infoflow.retrieval.derive`."""
         from infoflow.retrieval.mechanisms import kth  # its cost laws need sympy
 
         params = tuple(sorted(self.params.items()))
@@ -113,6 +116,7 @@ class RetrievalSpec(SpecBase):
             tree = tree_of(self.target, params, self.options.separable_sum)
             if self.seq_len is not None:
                 _check_positions(tree, self.seq_len)
+                check_domains(parse_target(self.target, params), self.seq_len)
                 for k in tree.kth_values():
                     kth.rank(k, self.seq_len)
         except TargetError as exc:

@@ -8,7 +8,9 @@ The language is Python expression syntax read by :func:`ast.parse`; only these f
   ``A[i]``) or integer ``params`` of the spec (``D``).
 - Reductions over generators: ``min``, ``max``, ``sum``, ``argmin``, ``argmax``,
   ``kth_largest(gen, k=K)``, ``kth_smallest(gen, k=K)``; generators run over ``T`` or
-  ``range(n)`` with a constant n, with optional ``if`` conditions comparing indices.
+  ``range(n)`` with a constant n, with optional ``if`` conditions comparing indices, each
+  side an index, a number or ``T`` shifted by a number (``s < t``, ``t - s <= 4``,
+  ``t < T``), or a window ``abs(s - t) <= w``.
 - Functions: ``dot``, ``bilinear``, ``norm``, ``sqnorm``, ``abs``, ``exp``, ``log``, ``sqrt``,
   ``relu``, ``tanh``, and pointwise ``min``/``max`` of several arguments.
 - Arithmetic ``+ - * /``, and ``**`` with a small constant exponent.
@@ -289,11 +291,77 @@ class _Reader:
     def _conditions(self, node: ast.AST, scope: frozenset[Variable]) -> list[Condition]:
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             return [c for value in node.values for c in self._conditions(value, scope)]
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
-            left = self._index(node.left, scope)
-            right = self._index(node.comparators[0], scope)
-            return [Condition(left, _COMPARE[type(node.ops[0])], right)]
-        raise TargetError("a condition compares two indices (s != t)", _col(node))
+        if not (
+            isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE
+        ):
+            raise TargetError("a condition compares two indices (s != t)", _col(node))
+        op, left, right = _COMPARE[type(node.ops[0])], node.left, node.comparators[0]
+        if isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "abs":
+            return self._window(left, op, right, scope)
+        linear = self._linear(left, scope, 1)
+        for name, coefficient in self._linear(right, scope, -1).items():
+            linear[name] = linear.get(name, 0) + coefficient
+        return [_normal(linear, op, scope, _col(node))]
+
+    def _window(self, node: ast.Call, op: str, right: ast.AST, scope) -> list[Condition]:
+        """``abs(s - t) <= w``: the two conditions s - t <= w and t - s <= w."""
+        width = self._linear(right, scope, 1)
+        if op not in ("<", "<=") or len(node.args) != 1 or set(width) - {""}:
+            message = "a window is written abs(s - t) <= w (or <), with w a number"
+            raise TargetError(message, _col(node))
+        inside = self._linear(node.args[0], scope, 1)
+        out = []
+        for sign in (1, -1):
+            linear = {name: sign * c for name, c in inside.items()}
+            linear[""] = linear.get("", 0) - width.get("", 0)
+            out.append(_normal(linear, op, scope, _col(node)))
+        return out
+
+    def _linear(self, node: ast.AST, scope, sign: int) -> dict[str, int]:
+        """A side of a condition as coefficients: {"t": 1, "s": -1, "T": 0, "": 3}."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+            out = self._linear(node.left, scope, sign)
+            flip = -sign if isinstance(node.op, ast.Sub) else sign
+            for name, coefficient in self._linear(node.right, scope, flip).items():
+                out[name] = out.get(name, 0) + coefficient
+            return out
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return self._linear(node.operand, scope, -sign)
+        if isinstance(node, ast.Name) and node.id == SEQUENCE:
+            return {SEQUENCE: sign}
+        index = self._index(node, scope)
+        return {"": sign * index} if isinstance(index, int) else {index: sign}
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_LINEAR = (
+    "a condition compares an index with another index, a number or T, each shifted by a "
+    "number: s < t + 2, t <= T - 1, abs(s - t) <= 4"
+)
+
+
+def _normal(linear: dict[str, int], op: str, scope, column: int) -> Condition:
+    """``linear op 0`` as ``left op right + shift`` (left an index with coefficient 1)."""
+    constant, seq = linear.pop("", 0), linear.pop(SEQUENCE, 0)
+    names = {n: c for n, c in linear.items() if c}
+    if not names:
+        raise TargetError("a condition must compare a bound index", column)
+    if all(c < 0 for c in names.values()):
+        names = {n: -c for n, c in names.items()}
+        constant, seq, op = -constant, -seq, _FLIP[op]
+    ranges = {v.name for v in scope if not v.is_token}
+    if len(names) == 1 and list(names.values()) == [1] and seq in (0, -1):
+        (name,) = names
+        if seq and name in ranges:
+            raise TargetError(f"the range index {name!r} cannot be compared with T", column)
+        return Condition(name, op, SEQUENCE, -constant) if seq else Condition(name, op, -constant)
+    if len(names) == 2 and sorted(names.values()) == [-1, 1] and not seq:
+        left, right = sorted(names, key=lambda n: -names[n])
+        if op == "==" and constant:
+            hint = f"{left} == {right} + {-constant}: read x[{right}{-constant:+d}] instead"
+            raise TargetError(f"an index equal to another shifted ({hint})", column)
+        return Condition(left, op, right, -constant)
+    raise TargetError(_LINEAR, column)
 
 
 def _is_token_variable(name: str, bound: frozenset[Variable]) -> bool:

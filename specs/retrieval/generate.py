@@ -14,7 +14,7 @@ INTRINSIC = "sum(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in 
 TRIANGLE = "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)"
 KTH = "kth_largest((dot(q, x[t]) for t in T), k=2)"
 POSITIONS = "x[1] + x[2] + x[3]"
-INDUCTION = "max(dot(x[t-1], x[T]) for t in T)"
+INDUCTION = "argmax(dot(x[t-1], x[T]) for t in T)"
 
 
 def write(name: str, spec: dict) -> None:
@@ -100,10 +100,12 @@ def _paper_settings() -> dict[str, dict]:
             "sweep": {"architecture.positional_encoding": [True, False]},
         },
         "induction-head": {
-            "description": "The induction head's match (Sanford et al. 2024; theory note, "
-            "positions): the best score of a token whose predecessor matches the last token. A "
-            "previous-token head and the last token in layer 1, the match in layer 2: heads "
-            "(2, 1) with positional encoding. d = 4, T = 16, E = 32 are choices made here.",
+            "description": "The induction head (Sanford et al. 2024; theory note, positions): "
+            "the position of the token after the best match, the token whose predecessor "
+            "matches the last token. A previous-token head and the last token in layer 1, the "
+            "match in layer 2: heads (2, 1) with positional encoding. (The best match's score "
+            "alone, max(dot(x[t-1], x[T]) for t in T), is a masked retrieval over the "
+            "predecessors: heads (1, 1).) d = 4, T = 16, E = 32 are choices made here.",
             "target": INDUCTION,
             "input_dim": 4,
             "seq_len": 16,

@@ -151,10 +151,16 @@ def test_index_conditions_read_positions() -> None:
 
 
 def test_neighbours_and_fixed_queries_cost_a_layer() -> None:
-    previous = "max(dot(q, x[t-1]) for t in T)"
+    # a neighbour read with its own token is a second query: a previous-token head first
+    previous = "max(dot(q, x[t-1]) + dot(w, x[t]) for t in T)"
     assert value(previous, [1], "min_architectures") == [[1, 1]]
     assert not value(previous, [1], "efficient", pe=True)
     assert value(previous, [1, 1], "efficient", pe=True)
+    # read alone, x[t-1] only renames the index: a masked retrieval over t <= T - 1
+    renamed = "max(dot(q, x[t-1]) for t in T)"
+    assert value(renamed, [1], "min_architectures") == [[1]]
+    assert value(renamed, [1], "efficient", pe=True)
+    assert not value(renamed, [1], "feasible")  # the mask reads positions
     fixed_query = "max(dot(x[1], x[t]) for t in T)"
     assert value(fixed_query, [1], "min_architectures") == [[1, 1]]
     assert value(fixed_query, [1, 1], "efficient", pe=True)

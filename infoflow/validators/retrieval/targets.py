@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from infoflow.retrieval.expression import Apply, Const, Node, Param, Reduce, Token
+from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Param, Reduce, Token
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
 
@@ -243,10 +243,11 @@ class TargetFunction:
         """Where the reduction's conditions hold; token indices count positions from 1."""
         shape = [1] + [a.size for a in inner]
         names = [a.name for a in inner]
+        seq = self._x.shape[1]
 
         def index(value: str | int) -> Tensor:
-            if isinstance(value, int):
-                return torch.tensor(value, device=self.device)
+            if isinstance(value, int) or value == SEQUENCE:
+                return torch.tensor(seq if value == SEQUENCE else value, device=self.device)
             axis = inner[names.index(value)]
             view = [1] * len(shape)
             view[1 + names.index(value)] = axis.size
@@ -262,9 +263,8 @@ class TargetFunction:
             ">=": torch.ge,
         }
         mask = torch.ones(shape, dtype=torch.bool, device=self.device)
-        for condition in node.conditions:
-            mask = mask & compare[condition.op](index(condition.left), index(condition.right))
-        seq = self._x.shape[1]
+        for c in node.conditions:
+            mask = mask & compare[c.op](index(c.left), index(c.right) + c.shift)
         for name, offset in _offsets(node.body):  # x[t-1] exists from t = 2 on
             if name in [v.name for v in node.variables]:
                 position = index(name) + offset

@@ -1,0 +1,315 @@
+"""Expression -> expression: the rewrites that give one spelling to one function before the
+canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
+``reconstruction:canonical_form`` (theory note: "the function decides, not its spelling"):
+
+- an index read only at one offset is renamed: ``max(f(x[t-1]) for t in T)`` is
+  ``max(f(x[t]) for t in T if t <= T - 1)``, the boundary becoming a mask (and the index's
+  other conditions shifted with it); an index read at two offsets (the induction head's match
+  x[t-1] and the token after it, x[t]) keeps its neighbour, and so does an index under an
+  argmax (its value is the position as written: the token after the match);
+- a pointwise max (min) of max (min) reductions over the same indices and conditions is one
+  reduction of the pointwise max of their bodies (an unrolled ``for i in range(n)``);
+- a pointwise max (min) of one function at several fixed positions is a max over a masked
+  token index: ``max(f(x[1]), f(x[2]), f(x[3]))`` is ``max(f(x[t]) for t in T if t <= 3)``;
+- identical additive terms (equal up to the names of their indices) are one term with the sum
+  of their coefficients; terms that cancel vanish (``f - f`` is 0);
+- an index that nothing reads and whose only condition is ``t != s`` counts T - 1 copies of a
+  sum (``sum(f(x[s]) for s in T for t in T if s != t)`` is ``(T - 1) * sum(f(x[s]) for s in
+  T)``) and does not change a max or min.
+
+The rewritten expression is what the engine plans; the validator evaluates the target as
+written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from infoflow.retrieval.algebra import collect, key, names, rename
+from infoflow.retrieval.expression import (
+    SEQUENCE,
+    Apply,
+    Condition,
+    Const,
+    Node,
+    Param,
+    Reduce,
+    Token,
+    Variable,
+)
+
+EXTREMA = ("max", "min")
+COUNT = Param("T_minus_1")  # the number of values an index t != s takes (a fixed number)
+HOLE = "_hole"  # the position that differs between the arguments of a pointwise max
+
+
+def rewrite(node: Node) -> Node:
+    """``node`` with every rewrite applied, innermost first."""
+    return _Rewriter(names(node)).rewrite(node)
+
+
+class _Rewriter:
+    def __init__(self, used: set[str]):
+        self.used = set(used)
+
+    def fresh(self, base: str = "t") -> str:
+        """A name no index of the target has."""
+        name, n = base, 1
+        while name in self.used:
+            n += 1
+            name = f"{base}{n}"
+        self.used.add(name)
+        return name
+
+    def rewrite(self, node: Node) -> Node:
+        if isinstance(node, Reduce):
+            node = replace(node, body=self.rewrite(node.body))
+            return _drop_diagonal(_rename_shifts(node))
+        if isinstance(node, Apply):
+            node = Apply(node.fn, tuple(self.rewrite(a) for a in node.args))
+            if node.fn in EXTREMA and len(node.args) > 1:
+                return self.pointwise(node)
+            if node.fn in ("+", "-", "neg", "*", "/"):
+                return collect(node)
+        return node
+
+    def pointwise(self, node: Apply) -> Node:
+        """A pointwise max (min): reductions over one domain merged, fixed positions of one
+        function made a masked index, repeated arguments dropped."""
+        args = self.merge_reductions(node.fn, list(node.args))
+        args = self.merge_positions(node.fn, args)
+        unique = list({key(a): a for a in args}.values())
+        return unique[0] if len(unique) == 1 else Apply(node.fn, tuple(unique))
+
+    def merge_reductions(self, fn: str, args: list[Node]) -> list[Node]:
+        """max(max(f) over D, max(g) over D) -> max(max(f, g)) over D."""
+        groups: dict[tuple, list[Reduce]] = {}
+        for arg in args:
+            if isinstance(arg, Reduce) and arg.op == fn:
+                groups.setdefault(_domain(arg), []).append(arg)
+        out = []
+        for arg in args:
+            group = groups.get(_domain(arg)) if isinstance(arg, Reduce) and arg.op == fn else None
+            if not group or len(group) == 1:
+                out.append(arg)
+            elif arg is group[0]:
+                out.append(self.merged(fn, group))
+        return out
+
+    def merged(self, fn: str, group: list[Reduce]) -> Reduce:
+        """One reduction over the group's domain of the pointwise ``fn`` of their bodies."""
+        base, bodies = group[0], [group[0].body]
+        for other in group[1:]:
+            mapping = {v.name: u.name for v, u in zip(other.variables, base.variables, strict=True)}
+            bodies.append(rename(self.freshen(other.body, set(mapping.values())), mapping))
+        return replace(base, body=self.pointwise(Apply(fn, tuple(bodies))))
+
+    def freshen(self, node: Node, avoid: set[str]) -> Node:
+        """``node`` with every index it binds whose name is in ``avoid`` renamed."""
+        if isinstance(node, Apply):
+            return Apply(node.fn, tuple(self.freshen(a, avoid) for a in node.args))
+        if not isinstance(node, Reduce):
+            return node
+        mapping = {v.name: self.fresh(v.name) for v in node.variables if v.name in avoid}
+        node = rename(node, mapping, bound=True) if mapping else node
+        return replace(node, body=self.freshen(node.body, avoid))
+
+    def merge_positions(self, fn: str, args: list[Node]) -> list[Node]:
+        """max(f(x[1]), f(x[2])) -> max(f(x[t]) for t in T if t <= 2)."""
+        groups: list[list] = []  # [first argument, skeleton or None, positions]
+        for arg in args:
+            for group in groups:
+                found = _match(group[0], arg)
+                if found and group[1] in (None, found[0]):
+                    if group[1] is None:
+                        group[1], group[2] = found[0], [found[1]]
+                    group[2].append(found[2])
+                    break
+            else:
+                groups.append([arg, None, []])
+        out = []
+        for first, skeleton, positions in groups:
+            spots = sorted(set(positions))
+            if skeleton is None or len({side for side, _ in spots}) != 1:
+                out.append(first)
+                out += [_fill(skeleton, p) for p in positions[1:]] if skeleton else []
+                continue
+            name = self.fresh()
+            mask = _membership(name, spots)
+            if mask is None:
+                out += [first] + [_fill(skeleton, p) for p in positions[1:]]
+                continue
+            out.append(Reduce(fn, (Variable(name),), rename(skeleton, {HOLE: name}), mask))
+        return out
+
+
+def _domain(node: Reduce) -> tuple:
+    """What a reduction runs over, names aside: the sizes of its indices in order, its k and
+    its conditions."""
+    mapping = {v.name: f"_{i}" for i, v in enumerate(node.variables)}
+    named = rename(replace(node, body=Const(0)), mapping, bound=True)
+    return (tuple(v.size for v in named.variables), node.k, frozenset(named.conditions))
+
+
+def reads(node: Node, name: str) -> set[int]:
+    """The offsets at which ``node`` reads the token index ``name`` (conditions aside)."""
+    if isinstance(node, Token):
+        return {node.offset} if node.index == name else set()
+    if isinstance(node, Apply):
+        return set().union(*(reads(a, name) for a in node.args))
+    if isinstance(node, Reduce):
+        return reads(node.body, name)
+    return set()
+
+
+def _in_conditions(node: Node, name: str) -> bool:
+    """Whether a condition nested in ``node`` compares ``name``."""
+    if isinstance(node, Apply):
+        return any(_in_conditions(a, name) for a in node.args)
+    if isinstance(node, Reduce):
+        mine = any(name in (c.left, c.right) for c in node.conditions)
+        return mine or _in_conditions(node.body, name)
+    return False
+
+
+# ---- index shifts --------------------------------------------------------------------------
+
+
+def _rename_shifts(node: Reduce) -> Reduce:
+    """Each token index read only at one offset o != 0 becomes the position it reads (not
+    under an argmax or argmin, whose value is the index as written)."""
+    if node.op in ("argmax", "argmin"):
+        return node
+    for v in node.variables:
+        offsets = reads(node.body, v.name) if v.is_token else set()
+        if len(offsets) != 1 or 0 in offsets:
+            continue
+        (offset,) = offsets
+        boundary = (
+            Condition(v.name, "<=", SEQUENCE, offset)
+            if offset < 0
+            else Condition(v.name, ">=", 1 + offset)
+        )
+        conditions = tuple(_shift_condition(c, v.name, offset) for c in node.conditions)
+        node = replace(
+            node,
+            body=_unshift(node.body, v.name, offset),
+            conditions=(*conditions, boundary),
+        )
+    return node
+
+
+def _shift_condition(c: Condition, name: str, offset: int) -> Condition:
+    """A condition on t rewritten for u = t + offset."""
+    shift = c.shift + (offset if c.left == name else 0) - (offset if c.right == name else 0)
+    return replace(c, shift=shift)
+
+
+def _unshift(node: Node, name: str, offset: int) -> Node:
+    if isinstance(node, Token) and node.index == name:
+        return replace(node, offset=node.offset - offset)
+    if isinstance(node, Apply):
+        return Apply(node.fn, tuple(_unshift(a, name, offset) for a in node.args))
+    if isinstance(node, Reduce):
+        conditions = tuple(_shift_condition(c, name, offset) for c in node.conditions)
+        return replace(node, body=_unshift(node.body, name, offset), conditions=conditions)
+    return node
+
+
+# ---- the diagonal ------------------------------------------------------------------------
+
+
+def _drop_diagonal(node: Reduce) -> Node:
+    """A token index that nothing reads, compared only by ``t != s`` with another index of
+    the same reduction, leaves it: T - 1 copies in a sum, nothing in a max or min."""
+    if node.op not in ("sum", *EXTREMA) or len(node.variables) < 2:
+        return node
+    own = {v.name for v in node.variables if v.is_token}
+    for v in node.variables:
+        if not v.is_token or reads(node.body, v.name) or _in_conditions(node.body, v.name):
+            continue
+        mine = [c for c in node.conditions if v.name in (c.left, c.right)]
+        if len(mine) != 1 or mine[0].op != "!=" or mine[0].shift:
+            continue
+        other = mine[0].right if mine[0].left == v.name else mine[0].left
+        if other not in own or other == v.name:
+            continue
+        rest = replace(
+            node,
+            variables=tuple(u for u in node.variables if u != v),
+            conditions=tuple(c for c in node.conditions if c is not mine[0]),
+        )
+        return Apply("*", (COUNT, rest)) if node.op == "sum" else rest
+    return node
+
+
+# ---- fixed positions ---------------------------------------------------------------------
+
+MAX_GAPS = 16  # positions left out between fixed positions that a mask spells one by one
+
+
+def _match(first: Node, other: Node) -> tuple[Node, tuple, tuple] | None:
+    """(f with a hole, p, q) when ``first`` is f(x[p]) and ``other`` is f(x[q]), p != q."""
+    holes: list[tuple] = []
+    skeleton = _holes(first, other, holes)
+    if skeleton is None or len(set(holes)) != 1:
+        return None
+    ((p, q),) = set(holes)
+    return skeleton, p, q
+
+
+def _holes(a: Node, b: Node, out: list) -> Node | None:
+    """``a`` with a hole where it reads a fixed position ``b`` reads another one; None when
+    they differ otherwise."""
+    if isinstance(a, Token) and isinstance(b, Token):
+        if a == b:
+            return a
+        if a.is_fixed and b.is_fixed and a.component == b.component:
+            out.append((_spot(a), _spot(b)))
+            return Token(HOLE, a.component)
+        return None
+    if isinstance(a, Apply) and isinstance(b, Apply) and (a.fn, len(a.args)) == (b.fn, len(b.args)):
+        args = [_holes(x, y, out) for x, y in zip(a.args, b.args, strict=True)]
+        return None if any(x is None for x in args) else Apply(a.fn, tuple(args))
+    if isinstance(a, Reduce) and isinstance(b, Reduce):
+        if replace(a, body=Const(0)) != replace(b, body=Const(0)):
+            return None
+        body = _holes(a.body, b.body, out)
+        return None if body is None else replace(a, body=body)
+    return a if a == b else None
+
+
+def _spot(token: Token) -> tuple[str, int]:
+    """("start", 3) for x[3], ("end", -1) for x[T-1]."""
+    return ("end", token.offset) if token.index == SEQUENCE else ("start", token.index)
+
+
+def _fill(node: Node, spot: tuple[str, int]) -> Node:
+    """The skeleton with its hole at ``spot``."""
+    if isinstance(node, Token) and node.index == HOLE:
+        side, value = spot
+        if side == "start":
+            return Token(value, node.component)
+        return Token(SEQUENCE, node.component, value)
+    if isinstance(node, Apply):
+        return Apply(node.fn, tuple(_fill(a, spot) for a in node.args))
+    if isinstance(node, Reduce):
+        return replace(node, body=_fill(node.body, spot))
+    return node
+
+
+def _membership(name: str, spots: list[tuple[str, int]]) -> tuple[Condition, ...] | None:
+    """Conditions that hold exactly at the positions ``spots`` (all from the start, or all
+    from the end); None when more than MAX_GAPS positions between them are left out."""
+    values = sorted(v for _, v in spots)
+    low, high = values[0], values[-1]
+    gaps = [v for v in range(low, high + 1) if v not in values]
+    if len(gaps) > MAX_GAPS:
+        return None
+    if spots[0][0] == "start":
+        bounds = [Condition(name, ">=", low)] if low > 1 else []
+        bounds.append(Condition(name, "<=", high))
+        return (*bounds, *(Condition(name, "!=", v) for v in gaps))
+    bounds = [Condition(name, ">=", SEQUENCE, low)]
+    bounds += [Condition(name, "<=", SEQUENCE, high)] if high < 0 else []
+    return (*bounds, *(Condition(name, "!=", SEQUENCE, v) for v in gaps))
