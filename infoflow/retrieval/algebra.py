@@ -8,7 +8,16 @@ from dataclasses import replace
 from fractions import Fraction
 from itertools import count
 
-from infoflow.retrieval.expression import Apply, Const, Node, Param, Reduce, Token, Variable
+from infoflow.retrieval.expression import (
+    SEQUENCE,
+    Apply,
+    Const,
+    Node,
+    Param,
+    Reduce,
+    Token,
+    Variable,
+)
 
 EXTREMUM = {"max": 1, "argmax": 1, "min": -1, "argmin": -1}
 
@@ -81,6 +90,22 @@ def names(node: Node) -> set[str]:
         return set().union(*(names(a) for a in node.args))
     if isinstance(node, Reduce):
         return {v.name for v in node.variables} | names(node.body)
+    return set()
+
+
+def free_indices(node: Node) -> set[str]:
+    """The indices ``node`` reads that it does not bind (``T`` aside)."""
+    if isinstance(node, Token):
+        index = {node.index} if isinstance(node.index, str) and not node.is_fixed else set()
+        return index | {i for i in node.component if isinstance(i, str)}
+    if isinstance(node, Param):
+        return {i for i in node.index if isinstance(i, str)}
+    if isinstance(node, Apply):
+        return set().union(*(free_indices(a) for a in node.args))
+    if isinstance(node, Reduce):
+        sides = {s for c in node.conditions for s in (c.left, c.right) if isinstance(s, str)}
+        inner = (free_indices(node.body) | sides) - {SEQUENCE}
+        return inner - {v.name for v in node.variables}
     return set()
 
 

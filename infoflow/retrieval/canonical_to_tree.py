@@ -59,15 +59,30 @@ def order(c: Comparison) -> int:
     return _elimination_width(c.variables, scopes)
 
 
+#: Why a read needs positional encoding: a fixed position is specific-position aggregation
+#: (the papers' summary); a neighbour or an index condition is the theory note's [R].
+FIXED_POSITIONS = "paper:summary"
+POSITION_READS = "reconstruction:position_reads"
+
+
 def position_reads(c: Comparison) -> list[str]:
-    """What ``c`` (or anything nested in it) reads by position, in words."""
-    reads = []
+    """What ``c`` (or anything nested in it) reads by position, in words, fixed positions
+    first."""
+    fixed, other = [], []
     for comparison in c.walk():
         for f in comparison.factors:
-            reads += [f"the condition {text}" for text in f.conditions]
-            reads += [f"the neighbour x[{v}{o:+d}]" for v, o in sorted(f.shifts)]
-            reads += [f"the fixed position {p}" for p in sorted(f.fixed)]
-    return list(dict.fromkeys(reads))
+            fixed += [f"the fixed position {p}" for p in sorted(f.fixed)]
+            other += [f"the condition {text}" for text in f.conditions]
+            other += [f"the neighbour x[{v}{o:+d}]" for v, o in sorted(f.shifts)]
+    return list(dict.fromkeys(fixed + other))
+
+
+def positions_provenance(c: Comparison | None) -> str:
+    """Whose rule says that ``c`` needs positional encoding (None: the fixed positions the
+    target reads directly): the papers' when it reads a fixed position, else the
+    reconstruction's."""
+    reads = position_reads(c) if c is not None else ["the fixed position"]
+    return FIXED_POSITIONS if reads and reads[0].startswith("the fixed") else POSITION_READS
 
 
 def position_number(text: str, seq_len: int) -> int:

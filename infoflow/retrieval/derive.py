@@ -9,6 +9,7 @@ E, eps) afterwards.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import sympy
@@ -34,9 +35,11 @@ def derive(spec: RetrievalSpec, source: str = "<spec>") -> Derivation:
     shape = Shape(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding)
     options = CostOptions(opts.decode_offset, opts.exponent_floor, opts.kth_cost)
     try:
-        return _derive(spec.target, params, shape, opts.separable_sum, options, ranks)
+        der = _derive(spec.target, params, shape, opts.separable_sum, options, ranks)
     except SearchTooLarge as exc:
         raise SpecError(source, [("architecture", str(exc))]) from None
+    found = kth.in_range(der.terms, spec.seq_len)
+    return der if found == der.terms else replace(der, terms=found)
 
 
 @lru_cache(maxsize=4096)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from infoflow.retrieval.algebra import UnionFind, additive, flattens, signed
+from infoflow.retrieval.algebra import UnionFind, additive, flattens, free_indices, key, signed
 from infoflow.retrieval.expression import (
     KTH,
     Apply,
@@ -124,6 +124,7 @@ Env = dict[str, Variable]  # user name -> the bound variable (with its unique na
 class _Canonicalizer:
     def __init__(self, used: set[str] | None = None):
         self.used: set[str] = set(used or ())
+        self.closed: dict[Node, _Summary] = {}  # by key: reductions without free indices
 
     def bind(self, variables: tuple[Variable, ...], env: Env) -> tuple[Env, list[Variable]]:
         """Give each variable a name unique in the target."""
@@ -150,7 +151,14 @@ class _Canonicalizer:
             for arg in node.args:
                 out.merge(self.summary(arg, env))
             return out
-        return self.reduce(node, env)
+        if free_indices(node):
+            return self.reduce(node, env)
+        # a reduction that reads no enclosing index is one comparison however often it
+        # appears: planned once, its result shared
+        name = key(node)
+        if name not in self.closed:
+            self.closed[name] = self.reduce(node, env)
+        return replace(self.closed[name], children=list(self.closed[name].children))
 
     def _token(self, node: Token, env: Env) -> _Summary:
         out = _Summary(ranges={env[i].name for i in node.component if isinstance(i, str)})
@@ -302,7 +310,9 @@ def _with_copies(summary: _Summary, folded: dict[str, int]) -> _Summary:
 def _merge_pools(children: list[Comparison]) -> list[Comparison]:
     """Sums over one token index that read only that token (nothing nested, no enclosing
     index) are one averaging head however many there are: ``sum f + sum g`` is
-    ``sum (f + g)``, and D copies of such a sum are one head averaging D features."""
+    ``sum (f + g)``, and D copies of such a sum are one head averaging D features. Equal
+    comparisons are one."""
+    children = list(dict.fromkeys(children))  # a comparison met twice is planned once
     pools = [c for c in children if _poolable(c)]
     if not pools:
         return children

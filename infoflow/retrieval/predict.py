@@ -9,6 +9,11 @@ import numpy as np
 import sympy
 
 from infoflow.core.results import Prediction, Result
+from infoflow.retrieval.canonical_to_tree import (
+    FIXED_POSITIONS,
+    POSITION_READS,
+    fixed_positions,
+)
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.laws import E, T, d, n
 from infoflow.retrieval.mechanisms import kth
@@ -93,12 +98,13 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
 
 
 def _bound(der: Derivation, neck: CostTerm) -> str:
-    """``lower`` where the exponent comes from a lower bound: Theorem 2's term, or a fallback
-    whose exponent grows with T on an architecture predicted inefficient (Theorem 1: any
-    single layer needs at least that), even where the floor lifts it; else ``estimate`` (a
-    construction's cost, by the cost law)."""
+    """``lower`` where the exponent comes from a lower bound: a term that is one (Theorem 2's
+    single-head k-th retrieval, Theorem 1's one layer), or a fallback whose exponent grows
+    with T on an architecture predicted inefficient (Theorem 1: any single layer needs at
+    least that), even where the floor lifts it; else ``estimate`` (a construction's cost, by
+    the cost law)."""
     grows = not der.efficient and der.schedule.feasible and neck.expression.has(T)
-    return "lower" if neck.provenance == "paper:theorem-2" or grows else "estimate"
+    return "lower" if neck.bound == "lower" or grows else "estimate"
 
 
 def unfloored_exponent(spec: RetrievalSpec) -> float | None:
@@ -148,8 +154,9 @@ def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction
             der.minimal.positional_encoding,
             "",
             "exact",
-            "paper:summary",
-            "Fixed positions, neighbours and index conditions need positional encoding.",
+            _positions_provenance(der),
+            "Fixed positions (the papers), neighbours and index conditions (the "
+            "reconstruction) need positional encoding.",
         ),
         "min_cost_exponent": Prediction(
             _value(der.minimal_exponent, numbers),
@@ -160,6 +167,14 @@ def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction
             der.minimal_exponent,
         ),
     }
+
+
+def _positions_provenance(der: Derivation) -> str:
+    """The papers' rule when the target reads a fixed position, the reconstruction's when
+    only neighbours or conditions read positions, the planner's when nothing does."""
+    if not der.minimal.positional_encoding:
+        return PLANNER
+    return FIXED_POSITIONS if fixed_positions(der.tree) else POSITION_READS
 
 
 def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Prediction]:

@@ -24,6 +24,7 @@ import numpy as np
 import sympy
 
 from infoflow.retrieval import mechanisms
+from infoflow.retrieval.canonical_to_tree import positions_provenance
 from infoflow.retrieval.laws import T, decode_exponent
 from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.types import (
@@ -50,7 +51,8 @@ def terms(schedule: Schedule, options: CostOptions) -> list[CostTerm]:
     for placement in schedule.placements:
         if placement.mode == "impossible":
             what = f"{placement.label}: {placement.reason}"
-            out.append(CostTerm(sympy.oo, what, "paper:summary"))
+            tag = positions_provenance(placement.comparison)
+            out.append(CostTerm(sympy.oo, what, tag))
         for mechanism in mechanisms.PRICED:
             out += mechanism.terms(placement, options)
     positions = decoded_positions(schedule)

@@ -79,9 +79,9 @@ def _fallback(every: list[Fragment], shape: Shape) -> str:
     need = min(f.depth for f in every)
     if need > shape.layers:
         return f"too few layers: it needs {need}, the architecture has {shape.layers}"
-    return (
-        f"too few heads: it needs {every[0].profile()} in increasing layers beside the other parts"
-    )
+    profile = every[0].profile() or [0]
+    profile[0] += len({key for keys in every[0].shared for key in keys} | set(every[0].needs))
+    return f"too few heads: it needs {profile} in increasing layers beside the other parts"
 
 
 def _tag_words(tag: str, copies_of: int) -> str:

@@ -297,6 +297,8 @@ class CostTerm:
     expression: sympy.Expr
     what: str
     provenance: str
+    bound: str = "estimate"  # lower: a lower bound's term (Theorem 1's or Theorem 2's)
+    rank: int = 0  # a single-head k-th retrieval's rank (Theorem 2 holds for 2 <= r <= T - 2)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ def test_explain_walks_through_the_derivation() -> None:
         "fewest layers: 2 layer(s), heads [1, 1]",
     ):
         assert section in out
-    assert "too few layers: it needs 2" in out and "[paper:theorem-1]" in out
+    assert "too few layers: it needs 2" in out and "[reconstruction:theorem1_coefficient]" in out
     assert "not efficient: alpha grows with T" in out
 
 

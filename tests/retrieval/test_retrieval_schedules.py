@@ -198,7 +198,10 @@ def test_large_k_and_large_architectures_are_answered_in_closed_form() -> None:
 
 def test_provenance_separates_the_paper_from_reconstructions() -> None:
     pairwise = "min(dot(x[s], x[t]) for s in T for t in T if s != t)"
-    assert predict(pairwise, [1])["cost_exponent"].provenance == "paper:theorem-1"
+    one_layer = predict(pairwise, [1])["cost_exponent"]
+    # Theorem 1 is a lower bound linear in T; its coefficient is the reconstruction's
+    assert one_layer.provenance == "reconstruction:theorem1_coefficient"
+    assert one_layer.bound == "lower"
     triangle = "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)"
     assert predict(triangle, [2, 2])["cost_exponent"].provenance == (
         "reconstruction:global_aggregation"

@@ -18,8 +18,12 @@ def copies(step: Step) -> str:
 
 def holder(step: Step, placement: Placement) -> str:
     """``(s*)``: the token whose best value the step retrieves for ('' for the readout and for
-    a value every token gets)."""
-    return f"({step.holder}*{tagged(placement)})" if step.holder not in (None, EVERY) else ""
+    a value every token gets); ``(s)`` when s is pooled, not retrieved (every s counts)."""
+    if step.holder in (None, EVERY):
+        return ""
+    steps = placement.fragment.steps if placement.fragment else ()
+    pooled = any(s.variable == step.holder and s.kind == "pool" for s in steps)
+    return f"({step.holder}{'' if pooled else '*'}{tagged(placement)})"
 
 
 def who(step: Step) -> str:

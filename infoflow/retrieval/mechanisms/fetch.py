@@ -90,11 +90,20 @@ def roles(schedule: Schedule) -> list[str]:
 
 
 def sentence(schedule: Schedule, step: Step) -> str:
+    """The fetch in explain's words: the papers' specific-position aggregation; bringing a
+    position to every token for a score to read is the theory note's [R]."""
     fixed = ", ".join(positions(schedule))
-    return (
-        f"1 head: every token and the readout attend to the fixed positions {fixed} "
-        "[paper:summary, specific-position]"
+    inside = any(
+        f.fixed
+        for pl in schedule.placements
+        if pl.comparison and pl.mode == "scheduled"
+        for c in pl.comparison.walk()
+        for f in c.factors
     )
+    tag = "paper:summary, specific-position" + (
+        "; reconstruction:fixed_query, to every token" if inside else ""
+    )
+    return f"1 head: every token and the readout attend to the fixed positions {fixed} [{tag}]"
 
 
 def part_text(schedule: Schedule, step: Step) -> str:

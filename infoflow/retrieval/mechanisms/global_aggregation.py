@@ -14,6 +14,8 @@ from infoflow.retrieval.circuit import THE_READOUT, TOKENS, Copy, Head
 from infoflow.retrieval.laws import T, decode_exponent
 from infoflow.retrieval.types import CostOptions, CostTerm, Placement, Schedule
 
+#: Theorem 1 gives Omega(k(T)) with k linear in T; T * d/E - c is the reconstruction's form.
+THEOREM1 = "reconstruction:theorem1_coefficient"
 NAME = "global aggregation"
 EDGES = {"global": "global"}
 READOUT = "all T positions"  # what the readout holds after it
@@ -23,18 +25,23 @@ def term(schedule: Schedule, options: CostOptions) -> CostTerm:
     """Decoding all T positions, for every part that fell back to global aggregation."""
     fallen = [q for q in schedule.placements if q.mode == "global"]
     what = "; ".join(f"global aggregation for {q.label} ({q.reason})" for q in fallen)
-    return CostTerm(decode_exponent(T, options), what, _provenance(schedule, fallen))
+    if _depth_separation(schedule, fallen):
+        what += (
+            " (Theorem 1: one layer needs an exponent linear in T, a lower bound; its "
+            "coefficient d/E and offset are Theorem 3's at T0 = T, the reconstruction)"
+        )
+        return CostTerm(decode_exponent(T, options), what, THEOREM1, "lower")
+    return CostTerm(decode_exponent(T, options), what, "reconstruction:global_aggregation")
 
 
-def _provenance(schedule: Schedule, fallen: list[Placement]) -> str:
-    """Theorem 1 when an order-2 min or max falls back on one layer (the paper's depth
-    separation); otherwise the reconstruction T0 = T in Theorem 3's cost law."""
-    for q in fallen:
-        c = q.comparison
-        one_layer = schedule.shape.layers == 1
-        if one_layer and c is not None and c.kind == "extremum" and order(c) == 2:
-            return "paper:theorem-1"
-    return "reconstruction:global_aggregation"
+def _depth_separation(schedule: Schedule, fallen: list[Placement]) -> bool:
+    """Whether an order-2 min or max falls back on one layer: Theorem 1's setting (the
+    paper's depth separation), where the exponent is a lower bound."""
+    one_layer = schedule.shape.layers == 1
+    return one_layer and any(
+        q.comparison is not None and q.comparison.kind == "extremum" and order(q.comparison) == 2
+        for q in fallen
+    )
 
 
 def sentence(placement: Placement) -> str:

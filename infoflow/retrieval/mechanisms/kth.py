@@ -68,7 +68,9 @@ def rank(k: int, seq_len: int | None) -> int:
     if seq_len is None:
         return k
     if k > seq_len:
-        raise TargetError(f"k = {k} exceeds T = {seq_len}: there is no {k}-th value of {seq_len}")
+        raise TargetError(
+            f"k = {k} exceeds T = {seq_len}: there is no {ordinal(k)} value of {seq_len}"
+        )
     return min(k, seq_len + 1 - k)
 
 
@@ -149,14 +151,33 @@ def terms(placement: Placement, options: CostOptions) -> list[CostTerm]:
             f"{ordinal(step.rank)} largest in layer {layers[-1]}"
         )
         if options.kth_cost == "summary":
-            tag = "reconstruction:kth_cost"
+            tag = "paper:summary"
         elif c is not None and step.rank != c.k:
             tag = "reconstruction:kth_symmetry"
             what += f" (k = {c.k}, counted from the other end)"
         else:
             tag = "paper:theorem-2"
-        out.append(CostTerm(kth_exponent(step.rank, n, options), what, tag))
+        exponent = kth_exponent(step.rank, n, options)
+        out.append(CostTerm(exponent, what, tag, "lower", step.rank))
     return out
+
+
+def in_range(found: list[CostTerm], seq_len: int | None) -> list[CostTerm]:
+    """The terms with Theorem 2's outside its range 2 <= k <= T - 2 at T = ``seq_len`` (T = 3,
+    k = 2) tagged ``reconstruction:kth_range``, an estimate: the formula, not the theorem."""
+    if seq_len is None:
+        return found
+    return [
+        replace(
+            t,
+            provenance="reconstruction:kth_range",
+            bound="estimate",
+            what=f"{t.what} (Theorem 2's form outside its range k <= T - 2 at T = {seq_len})",
+        )
+        if t.rank and t.rank > seq_len - 2 and t.provenance.startswith("paper:")
+        else t
+        for t in found
+    ]
 
 
 def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -> sympy.Expr:
