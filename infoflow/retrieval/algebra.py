@@ -128,13 +128,29 @@ def key(node: Node) -> Node:
 def collect(node: Node) -> Node:
     """Identical additive terms as one, with the sum of their coefficients; a term whose
     coefficients cancel is dropped (0 when nothing is left)."""
-    terms = _terms(node, Fraction(1))
-    grouped: dict[Node | None, list] = {}
-    for coefficient, term in terms:
-        entry = grouped.setdefault(None if term is None else key(term), [Fraction(0), term])
-        entry[0] += coefficient
-    if len(grouped) == len(terms) and all(c for c, _ in grouped.values()):
+    found = terms(node)
+    grouped = collected(found)
+    if len(grouped) == len(found) and all(c for c, _ in grouped.values()):
         return node
+    return rebuilt(grouped)
+
+
+Collected = dict[Node | None, tuple[Fraction, Node | None]]
+
+
+def collected(found: list[tuple[Fraction, Node | None]]) -> Collected:
+    """Per term's key (None: the constant), in order of appearance: the sum of its
+    coefficients and its first spelling."""
+    grouped: Collected = {}
+    for coefficient, term in found:
+        name = None if term is None else key(term)
+        total, first = grouped.get(name, (Fraction(0), term))
+        grouped[name] = (total + coefficient, first)
+    return grouped
+
+
+def rebuilt(grouped: Collected) -> Node:
+    """The sum of ``coefficient * term`` (0 when every coefficient is 0)."""
     parts: list[Node] = []
     for coefficient, term in grouped.values():
         if not coefficient:
@@ -150,7 +166,7 @@ def collect(node: Node) -> Node:
     return out
 
 
-def _terms(node: Node, coefficient: Fraction) -> list[tuple[Fraction, Node | None]]:
+def terms(node: Node, coefficient: Fraction = Fraction(1)) -> list[tuple[Fraction, Node | None]]:
     """The additive terms of ``node`` with exact coefficients (None: the constant term)."""
     if isinstance(node, Const):
         return [(coefficient * Fraction(str(node.value)), None)]
@@ -158,15 +174,15 @@ def _terms(node: Node, coefficient: Fraction) -> list[tuple[Fraction, Node | Non
         args = node.args
         if node.fn in ("+", "-"):
             sign = 1 if node.fn == "+" else -1
-            return _terms(args[0], coefficient) + _terms(args[1], sign * coefficient)
+            return terms(args[0], coefficient) + terms(args[1], sign * coefficient)
         if node.fn == "neg":
-            return _terms(args[0], -coefficient)
+            return terms(args[0], -coefficient)
         if node.fn == "*" and isinstance(args[0], Const):
-            return _terms(args[1], coefficient * Fraction(str(args[0].value)))
+            return terms(args[1], coefficient * Fraction(str(args[0].value)))
         if node.fn == "*" and isinstance(args[1], Const):
-            return _terms(args[0], coefficient * Fraction(str(args[1].value)))
+            return terms(args[0], coefficient * Fraction(str(args[1].value)))
         if node.fn == "/" and isinstance(args[1], Const) and args[1].value:
-            return _terms(args[0], coefficient / Fraction(str(args[1].value)))
+            return terms(args[0], coefficient / Fraction(str(args[1].value)))
     return [(coefficient, node)]
 
 

@@ -24,8 +24,19 @@ written.
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 
-from infoflow.retrieval.algebra import collect, key, names, rename
+from infoflow.retrieval.algebra import (
+    UnionFind,
+    collect,
+    collected,
+    free_indices,
+    key,
+    names,
+    rebuilt,
+    rename,
+    terms,
+)
 from infoflow.retrieval.expression import (
     SEQUENCE,
     Apply,
@@ -39,13 +50,26 @@ from infoflow.retrieval.expression import (
 )
 
 EXTREMA = ("max", "min")
+ADDITIVE = ("+", "-", "neg", "*", "/")
 COUNT = Param("T_minus_1")  # the number of values an index t != s takes (a fixed number)
 HOLE = "_hole"  # the position that differs between the arguments of a pointwise max
 
 
 def rewrite(node: Node) -> Node:
-    """``node`` with every rewrite applied, innermost first."""
-    return _Rewriter(names(node)).rewrite(node)
+    """``node`` with every rewrite applied, innermost first; separable maxima are split last
+    (after unrolled maxima are merged over their joint domain)."""
+    return _separate(_Rewriter(names(node)).rewrite(node))
+
+
+def _separate(node: Node) -> Node:
+    """Every separable max or min split, and identical terms collected again."""
+    if isinstance(node, Reduce):
+        node = replace(node, body=_separate(node.body))
+        return _split(node)
+    if isinstance(node, Apply):
+        node = Apply(node.fn, tuple(_separate(a) for a in node.args))
+        return collect(node) if node.fn in ADDITIVE else node
+    return node
 
 
 class _Rewriter:
@@ -63,13 +87,12 @@ class _Rewriter:
 
     def rewrite(self, node: Node) -> Node:
         if isinstance(node, Reduce):
-            node = replace(node, body=self.rewrite(node.body))
-            return _drop_diagonal(_rename_shifts(node))
+            return _drop_diagonal(_rename_shifts(replace(node, body=self.rewrite(node.body))))
         if isinstance(node, Apply):
             node = Apply(node.fn, tuple(self.rewrite(a) for a in node.args))
             if node.fn in EXTREMA and len(node.args) > 1:
                 return self.pointwise(node)
-            if node.fn in ("+", "-", "neg", "*", "/"):
+            if node.fn in ADDITIVE:
                 return collect(node)
         return node
 
@@ -97,12 +120,23 @@ class _Rewriter:
         return out
 
     def merged(self, fn: str, group: list[Reduce]) -> Reduce:
-        """One reduction over the group's domain of the pointwise ``fn`` of their bodies."""
+        """One reduction over the group's domain of the pointwise ``fn`` of their bodies,
+        the additive terms they all share outside it (max(a + c, b + c) = c + max(a, b))."""
         base, bodies = group[0], [group[0].body]
         for other in group[1:]:
             mapping = {v.name: u.name for v, u in zip(other.variables, base.variables, strict=True)}
             bodies.append(rename(self.freshen(other.body, set(mapping.values())), mapping))
-        return replace(base, body=self.pointwise(Apply(fn, tuple(bodies))))
+        each = [collected(terms(body)) for body in bodies]
+        shared = {
+            name: value
+            for name, value in each[0].items()
+            if name is not None and all(rest.get(name, (None,))[0] == value[0] for rest in each[1:])
+        }
+        rests = [rebuilt({n: c for n, c in e.items() if n not in shared}) for e in each]
+        inner = self.pointwise(Apply(fn, tuple(rests)))
+        if not shared:
+            return replace(base, body=inner)
+        return replace(base, body=Apply("+", (rebuilt(shared), inner)))
 
     def freshen(self, node: Node, avoid: set[str]) -> Node:
         """``node`` with every index it binds whose name is in ``avoid`` renamed."""
@@ -214,6 +248,41 @@ def _unshift(node: Node, name: str, offset: int) -> Node:
         conditions = tuple(_shift_condition(c, name, offset) for c in node.conditions)
         return replace(node, body=_unshift(node.body, name, offset), conditions=conditions)
     return node
+
+
+# ---- separable extrema -------------------------------------------------------------------
+
+
+def _split(node: Reduce) -> Node:
+    """A max or min over indices whose terms fall apart into groups is the sum of one
+    reduction per group, the terms that touch none of its indices outside: max over a, b of
+    f(a) + g(b) + c is max f + max g + c (so that max f + max f is met as 2 max f)."""
+    if node.op not in EXTREMA:
+        return node
+    own = [v.name for v in node.variables]
+    found = terms(node.body)
+    groups = UnionFind(own)
+    for _, term in found:
+        groups.join(free_indices(term) & set(own) if term is not None else set())
+    for c in node.conditions:
+        groups.join({c.left, c.right} & set(own))
+    roots = groups.roots()
+    outside = [(c, t) for c, t in found if t is None or not free_indices(t) & set(own)]
+    if len(roots) < 2 and not outside:
+        return node
+    pieces = list(outside)
+    for root in roots:
+        members = groups.members(root)
+        mine = [(c, t) for c, t in found if t is not None and free_indices(t) & members]
+        if not mine:
+            continue  # an index nothing reads only narrows the domain of a max
+        body = rebuilt(collected(mine))
+        conditions = tuple(c for c in node.conditions if {c.left, c.right} & members)
+        variables = tuple(v for v in node.variables if v.name in members)
+        pieces.append(
+            (Fraction(1), replace(node, variables=variables, body=body, conditions=conditions))
+        )
+    return collect(rebuilt(collected(pieces)))
 
 
 # ---- the diagonal ------------------------------------------------------------------------

@@ -265,15 +265,23 @@ def _group(op, k, variables: list[Variable], parts: list[_Summary], tests) -> _S
 
 
 def _factors(folded: dict[str, int], parts, tests) -> tuple[Factor, ...]:
-    """A comparison's terms as factors: terms that couple the same token indices, or share
-    a range index folded into the score, are one factor."""
+    """A comparison's terms as factors: terms that share a range index folded into the score
+    are one (the max over it couples them), then groups that couple the same token indices
+    are one."""
     indices = [(s.token_indices(), s.range_indices()) for s in parts]
     indices += [(t.tokens, t.ranges) for t in tests]
     groups = UnionFind([str(i) for i in range(len(indices))])
-    for i, (tokens, ranges) in enumerate(indices):
+    for i, (_, ranges) in enumerate(indices):
         for j in range(i):
-            if tokens == indices[j][0] or ranges & indices[j][1] & folded.keys():
+            if ranges & indices[j][1] & folded.keys():
                 groups.join({str(i), str(j)})
+    scopes: dict[frozenset[str], list[str]] = {}
+    for root in groups.roots():
+        members = groups.members(root)
+        scope = frozenset().union(*(indices[int(m)][0] for m in members))
+        scopes.setdefault(scope, []).append(root)
+    for roots in scopes.values():
+        groups.join(set(roots))
     factors = []
     for root in groups.roots():
         members = sorted(int(m) for m in groups.members(root))

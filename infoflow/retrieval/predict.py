@@ -99,12 +99,15 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
 
 def _bound(der: Derivation, neck: CostTerm) -> str:
     """``lower`` where the exponent comes from a lower bound: a term that is one (Theorem 2's
-    single-head k-th retrieval, Theorem 1's one layer), or a fallback whose exponent grows
-    with T on an architecture predicted inefficient (Theorem 1: any single layer needs at
-    least that), even where the floor lifts it; else ``estimate`` (a construction's cost, by
-    the cost law)."""
-    grows = not der.efficient and der.schedule.feasible and neck.expression.has(T)
-    return "lower" if neck.bound == "lower" or grows else "estimate"
+    single-head k-th retrieval, Theorem 1's one layer), or a global-aggregation fallback whose
+    exponent grows with T on an architecture predicted inefficient (the reconstruction: no
+    chain of retrievals resolves it there); ``exact`` for an impossible plan (infinite); else
+    ``estimate`` (a construction's cost, by the cost law)."""
+    fallback = neck.provenance == "reconstruction:global_aggregation"
+    grows = fallback and not der.efficient and der.schedule.feasible and neck.expression.has(T)
+    if neck.bound in ("lower", "exact"):
+        return neck.bound
+    return "lower" if grows else "estimate"
 
 
 def unfloored_exponent(spec: RetrievalSpec) -> float | None:

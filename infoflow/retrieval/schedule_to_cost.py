@@ -52,7 +52,7 @@ def terms(schedule: Schedule, options: CostOptions) -> list[CostTerm]:
         if placement.mode == "impossible":
             what = f"{placement.label}: {placement.reason}"
             tag = positions_provenance(placement.comparison)
-            out.append(CostTerm(sympy.oo, what, tag))
+            out.append(CostTerm(sympy.oo, what, tag, "exact"))
         for mechanism in mechanisms.PRICED:
             out += mechanism.terms(placement, options)
     positions = decoded_positions(schedule)

@@ -15,6 +15,7 @@ TRIANGLE = "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)"
 KTH = "kth_largest((dot(q, x[t]) for t in T), k=2)"
 POSITIONS = "x[1] + x[2] + x[3]"
 INDUCTION = "argmax(dot(x[t-1], x[T]) for t in T)"
+WINDOW = "max(dot(x[s], x[t]) for s in T for t in T if s < t and t - s <= 4)"
 
 
 def write(name: str, spec: dict) -> None:
@@ -69,7 +70,7 @@ def _intrinsic() -> dict[str, dict]:
 
 
 def _paper_settings() -> dict[str, dict]:
-    """The triangle center, the specific position and the induction head."""
+    """The triangle center, the specific position, the induction head and a sliding window."""
     return {
         "triangle-center": {
             "description": "Triangle center: d = 2, x ~ N(0, 2I) clamped to norm [0.2, 4], "
@@ -115,6 +116,23 @@ def _paper_settings() -> dict[str, dict]:
                 "embed_dim": 32,
                 "positional_encoding": True,
             },
+        },
+        "sliding-window": {
+            "description": "A sliding-window retrieval (the DSL's windows): the best pair of "
+            "tokens within the causal window of 4, as a sliding-window model sees them. The "
+            "window reads positions: a masked pairwise retrieval, two layers with one head "
+            "each with positional encoding, impossible without it. d = 4, T = 16, E = 32 are "
+            "choices made here.",
+            "target": WINDOW,
+            "input_dim": 4,
+            "seq_len": 16,
+            "architecture": {
+                "layers": 2,
+                "heads": [1, 1],
+                "embed_dim": 32,
+                "positional_encoding": True,
+            },
+            "sweep": {"architecture.positional_encoding": [True, False]},
         },
     }
 
