@@ -329,6 +329,8 @@ class _Reader:
             return self._linear(node.operand, scope, -sign)
         if isinstance(node, ast.Name) and node.id == SEQUENCE:
             return {SEQUENCE: sign}
+        if not isinstance(node, ast.Name | ast.Constant):
+            raise TargetError(_LINEAR, _col(node))
         index = self._index(node, scope)
         return {"": sign * index} if isinstance(index, int) else {index: sign}
 

@@ -1,0 +1,144 @@
+"""One function, one answer (issue 28): the rewrites the engine plans with are identities
+(checked numerically with the validator's evaluator), windows are part of the language, and
+targets with nothing to plan are refused."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from conftest import SPECS, run_cli
+
+import infoflow
+from infoflow.core.errors import SpecError
+from infoflow.retrieval.domains import check_domains
+from infoflow.retrieval.expression import Condition, TargetError
+from infoflow.retrieval.expression_rewrite import COUNT, rewrite
+from infoflow.retrieval.text_to_expression import parse_target
+
+torch = pytest.importorskip("torch")
+from infoflow.validators.retrieval.targets import TargetFunction  # noqa: E402
+
+REWRITTEN = [
+    "max(dot(q, x[t-1]) for t in T)",  # renamed: t over 1..T-1
+    "max(bilinear(x[s], A, x[t-1]) for s in T for t in T if s < t)",
+    "sum(dot(q, x[t+2]) * relu(x[t+2][0]) for t in T if t >= 2)",
+    "max(dot(q, x[1]), dot(q, x[2]), dot(q, x[4]))",  # a masked index with a gap
+    "min(norm(x[T] - w), norm(x[T-2] - w))",
+    "max(max(dot(q, x[s]) + dot(x[s], x[t]) for s in T for t in T), "
+    "max(dot(w, x[s]) + dot(x[s], x[t]) for s in T for t in T))",  # one domain, merged
+    "max(dot(q, x[t]) for t in T) + max(dot(q, x[s]) for s in T)",  # 2 max
+    "max(dot(q, x[t]) - 0.5 * dot(q, x[t]) for t in T)",
+    "sum(dot(q, x[s]) for s in T for t in T if s != t)",  # (T - 1) sum
+    "max(dot(x[a], q) + dot(x[b], w) for a in T for b in T)",  # separable
+]
+
+
+def evaluate(tree, target: str, x):
+    spec = infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "target": target,
+            "input_dim": 4,
+            "seq_len": x.shape[1],
+            "architecture": {"layers": 1, "heads": 1, "embed_dim": 8},
+        }
+    )
+    function = TargetFunction(spec, seed=3, dtype=torch.float64)
+    function.tree = tree
+    function._params[f"{COUNT.name}/0"] = torch.tensor(x.shape[1] - 1.0, dtype=torch.float64)
+    return function(x)
+
+
+@pytest.mark.parametrize("target", REWRITTEN)
+def test_each_rewrite_is_an_identity(target) -> None:
+    x = torch.randn(64, 8, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    tree = parse_target(target)
+    assert rewrite(tree) != tree  # the rewrite did something
+    assert torch.allclose(evaluate(rewrite(tree), target, x), evaluate(tree, target, x))
+
+
+def test_a_window_masks_exactly_the_pairs_it_names() -> None:
+    target = "max(dot(x[s], x[t]) for s in T for t in T if s < t and t - s <= 2)"
+    x = torch.randn(16, 7, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    got = evaluate(parse_target(target), target, x)
+    pairs = [(s, t) for s, t in itertools.product(range(7), repeat=2) if 0 < t - s <= 2]
+    want = torch.stack([(x[:, s] * x[:, t]).sum(-1) for s, t in pairs], -1).amax(-1)
+    assert torch.allclose(got, want)
+
+
+@pytest.mark.parametrize(
+    ("condition", "read"),
+    [
+        ("abs(s - t) <= 3", [Condition("s", "<=", "t", 3), Condition("t", "<=", "s", 3)]),
+        ("t - s <= 4", [Condition("t", "<=", "s", 4)]),
+        ("s + 2 <= t", [Condition("s", "<=", "t", -2)]),
+        ("t < T", [Condition("t", "<", "T")]),
+        ("t <= T - 1", [Condition("t", "<=", "T", -1)]),
+        ("3 <= t", [Condition("t", ">=", 3)]),
+        ("s != t", [Condition("s", "!=", "t")]),
+    ],
+)
+def test_windows_and_shifted_conditions_parse(condition, read) -> None:
+    tree = parse_target(f"max(dot(x[s], x[t]) for s in T for t in T if {condition})")
+    assert list(tree.conditions) == read
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ("abs(s - t) >= 3", "a window is written"),
+        ("t == s + 1", r"read x\[s\+1\] instead"),
+        ("2 * t <= s", "a condition compares"),
+        ("s + t <= 4", "a condition compares"),
+        ("t <= -T", "a condition compares"),
+    ],
+)
+def test_conditions_outside_the_language_are_refused_with_a_reason(condition, message) -> None:
+    with pytest.raises(TargetError, match=message):
+        parse_target(f"max(dot(x[s], x[t]) for s in T for t in T if {condition})")
+
+
+@pytest.mark.parametrize(
+    ("target", "seq_len", "empty"),
+    [
+        ("min(dot(x[s], x[t]) for s in T for t in T if s != t)", 1, True),
+        ("min(dot(x[s], x[t]) for s in T for t in T if s != t)", 2, False),
+        ("max(dot(x[s], x[t]) for s in T for t in T if s < t and t <= s)", 64, True),
+        ("max(dot(q, x[t]) for t in T if t > 64)", 64, True),
+        ("max(dot(q, x[t]) for t in T if t > 63)", 64, False),
+        ("max(dot(q, x[t-1]) for t in T)", 1, True),
+        ("max(dot(x[s], x[t]) for s in T for t in T if abs(s - t) <= 1 and s != t)", 2, False),
+        ("max(max(dot(x[s], x[t]) for t in T if t < s) for s in T)", 2, False),
+        ("max(dot(x[s], x[t]) for s in T for t in T if t - s >= 5)", 5, True),
+        ("sum(x[i + 1][0] for i in range(3) if i > 2)", 8, None),  # range indices are 0..n-1
+    ],
+)
+def test_an_empty_reduction_is_found_exactly(target, seq_len, empty) -> None:
+    if empty is None:  # the language's other checks come first
+        with pytest.raises(TargetError):
+            check_domains(parse_target(target), seq_len)
+        return
+    if empty:
+        with pytest.raises(TargetError, match="runs over nothing"):
+            check_domains(parse_target(target), seq_len)
+    else:
+        check_domains(parse_target(target), seq_len)
+
+
+def test_targets_with_nothing_to_plan_exit_2_with_the_reason(tmp_path) -> None:
+    spec = str(tmp_path / "s.json")
+    base = (
+        '{"kind": "retrieval", "target": "TARGET", "input_dim": 4, "seq_len": 8, '
+        '"architecture": {"layers": 1, "heads": 1, "embed_dim": 8}}'
+    )
+    for target, reason in [
+        ("max(dot(q, x[t]) - dot(q, x[t]) for t in T)", "reads no token"),
+        ("3.0", "reads no token"),
+        ("max(dot(q, x[t]) for t in T if t > 8)", "runs over nothing at T = 8"),
+    ]:
+        (tmp_path / "s.json").write_text(base.replace("TARGET", target))
+        proc = run_cli("predict", spec)
+        assert proc.returncode == 2 and reason in proc.stderr and "Traceback" not in proc.stderr
+    with pytest.raises(SpecError, match="runs over nothing at T = 1"):
+        infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json", ["seq_len=1"])
