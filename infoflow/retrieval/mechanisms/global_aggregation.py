@@ -26,10 +26,7 @@ def term(schedule: Schedule, options: CostOptions) -> CostTerm:
     fallen = [q for q in schedule.placements if q.mode == "global"]
     what = "; ".join(f"global aggregation for {q.label} ({q.reason})" for q in fallen)
     if _depth_separation(schedule, fallen):
-        what += (
-            " (Theorem 1: one layer needs an exponent linear in T, a lower bound; its "
-            "coefficient d/E and offset are Theorem 3's at T0 = T, the reconstruction)"
-        )
+        what += " (Theorem 1: linear in T, a lower bound; the coefficient is reconstructed)"
         return CostTerm(decode_exponent(T, options), what, THEOREM1, "lower")
     return CostTerm(decode_exponent(T, options), what, "reconstruction:global_aggregation")
 
