@@ -142,3 +142,51 @@ def test_targets_with_nothing_to_plan_exit_2_with_the_reason(tmp_path) -> None:
         assert proc.returncode == 2 and reason in proc.stderr and "Traceback" not in proc.stderr
     with pytest.raises(SpecError, match="runs over nothing at T = 1"):
         infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json", ["seq_len=1"])
+
+
+ISSUE_28 = [  # (one spelling, another) of one function, from the issue's report
+    ("max(dot(q, x[t-1]) for t in T)", "max(dot(q, x[t]) for t in T if t != T)"),
+    (
+        "max(bilinear(x[s], A, x[t-1]) for s in T for t in T if s < t)",
+        "max(bilinear(x[s], A, x[u]) for s in T for u in T if s <= u and u != T)",
+    ),
+    (
+        "max(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(2))",
+        "max(max(bilinear(x[s], A[0], x[t]) for s in T for t in T), "
+        "max(bilinear(x[s], A[1], x[t]) for s in T for t in T))",
+    ),
+    ("max(dot(q, x[1]), dot(q, x[2]), dot(q, x[3]))", "max(dot(q, x[t]) for t in T if t <= 3)"),
+    (
+        "max(dot(q, x[t]) for t in T) + max(dot(q, x[s]) for s in T)",
+        "2 * max(dot(q, x[t]) for t in T)",
+    ),
+    ("sum(dot(q, x[s]) for s in T for t in T if s != t)", "7 * sum(dot(q, x[s]) for s in T)"),
+    (
+        "max(dot(x[s], x[t]) for s in T for t in T if abs(s - t) <= 2)",
+        "max(dot(x[s], x[t]) for s in T for t in T if s - t <= 2 and t - s <= 2)",
+    ),
+]
+
+
+def verdicts(target: str, heads: list[int]) -> dict:
+    spec = {
+        "kind": "retrieval",
+        "target": target,
+        "input_dim": 4,
+        "seq_len": 8,
+        "architecture": {
+            "layers": len(heads),
+            "heads": heads,
+            "embed_dim": 4,
+            "positional_encoding": True,
+        },
+    }
+    names = ("min_heads", "min_architectures", "cost_exponent", "efficient", "comparison_order")
+    result = infoflow.predict(spec)
+    return {name: result.predictions[name].value for name in names}
+
+
+@pytest.mark.parametrize(("one", "other"), ISSUE_28)
+def test_the_issues_spellings_of_one_function_get_one_verdict(one, other) -> None:
+    for heads in ([1], [2], [1, 1], [2, 2], [1, 1, 1]):
+        assert verdicts(one, heads) == verdicts(other, heads), heads
