@@ -23,7 +23,12 @@ def write(name: str, spec: dict) -> None:
 
 
 def main() -> None:
-    for name, spec in {**_depth_and_kth(), **_intrinsic(), **_paper_settings()}.items():
+    for name, spec in {
+        **_depth_and_kth(),
+        **_intrinsic(),
+        **_paper_settings(),
+        **_positions(),
+    }.items():
         write(name, spec)
 
 
@@ -70,7 +75,7 @@ def _intrinsic() -> dict[str, dict]:
 
 
 def _paper_settings() -> dict[str, dict]:
-    """The triangle center, the specific position, the induction head and a sliding window."""
+    """The triangle center and the specific position."""
     return {
         "triangle-center": {
             "description": "Triangle center: d = 2, x ~ N(0, 2I) clamped to norm [0.2, 4], "
@@ -100,6 +105,12 @@ def _paper_settings() -> dict[str, dict]:
             },
             "sweep": {"architecture.positional_encoding": [True, False]},
         },
+    }
+
+
+def _positions() -> dict[str, dict]:
+    """The induction head and a sliding window: targets that read positions."""
+    return {
         "induction-head": {
             "description": "The induction head (Sanford et al. 2024; theory note, positions): "
             "the position of the token after the best match, the token whose predecessor "

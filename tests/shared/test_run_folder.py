@@ -142,7 +142,9 @@ def test_targets_the_validator_cannot_evaluate_are_refused_before_training() -> 
             Design((16,)),
         )
     with pytest.raises(CannotValidate, match="not a finite number on 100% of sampled inputs"):
-        plan_retrieval("e", spec("max(x[t][0] for t in T if t < 0)", 16), SCALES["smoke"])
+        plan_retrieval("e", spec("sqrt(-1 - sqnorm(x[1]))", 16), SCALES["smoke"])
+    with pytest.raises(SpecError, match="runs over nothing at T = 16"):  # refused before
+        spec("max(x[t][0] for t in T if t < 0)", 16)
 
 
 # ---- the folder ----------------------------------------------------------------------------
