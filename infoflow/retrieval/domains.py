@@ -6,14 +6,25 @@ indices in 0..n-1), cut by the conditions on the way down and by the neighbours 
 constraints (``s < t + 2``, ``t <= T - 1``): a system of them has an integer solution exactly
 when its constraint graph has no negative cycle (Bellman-Ford); ``s != t`` is split into
 ``s < t`` or ``s > t``. A reduction over nothing (``s != t`` at T = 1; ``s < t and t <= s``)
-has no value, so the target is refused rather than planned.
+has no value, so the target is refused rather than planned. So is a value that cannot
+exist: a division by 0, a log or a root outside its domain, a coordinate beyond d.
 """
 
 from __future__ import annotations
 
+import math
 from itertools import product
 
-from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Node, Reduce, TargetError
+from infoflow.retrieval.expression import (
+    SEQUENCE,
+    Apply,
+    Condition,
+    Const,
+    Node,
+    Reduce,
+    TargetError,
+    Token,
+)
 from infoflow.retrieval.expression_rewrite import reads
 
 ZERO = ""  # the node fixed at 0 in the constraint graph
@@ -102,3 +113,84 @@ def _consistent(edges: list[Edge]) -> bool:
         if not changed:
             return True
     return False
+
+
+def check_coordinates(node: Node, input_dim: int) -> None:
+    """A TargetError for a coordinate beyond the token's width: ``x[1][100]`` at d = 4, or
+    ``x[t][i]`` over ``range(n)`` with n > d."""
+    sizes: dict[str, int] = {}
+
+    def walk(n: Node) -> None:
+        if isinstance(n, Reduce):
+            sizes.update({v.name: v.size for v in n.variables if v.size is not None})
+            walk(n.body)
+        elif isinstance(n, Apply):
+            for arg in n.args:
+                walk(arg)
+        elif isinstance(n, Token) and n.component:
+            index = n.component[0]
+            last = index if isinstance(index, int) else sizes.get(index, 1) - 1
+            if last >= input_dim:
+                raise TargetError(
+                    f"{n.text()}[{index}] reads coordinate {last} of a token of width "
+                    f"d = {input_dim} (coordinates count from 0)"
+                )
+
+    walk(node)
+
+
+# ---- values ------------------------------------------------------------------------------
+
+_DOMAIN = {"log": lambda v: v > 0, "sqrt": lambda v: v >= 0}
+
+
+def check_values(node: Node) -> None:
+    """A TargetError for a value that cannot exist: a division by a number that is 0, a log
+    of a number <= 0, a root of a negative number (identical terms cancelled first)."""
+    if isinstance(node, Reduce):
+        check_values(node.body)
+    if not isinstance(node, Apply):
+        return
+    for arg in node.args:
+        check_values(arg)
+    if node.fn == "/" and constant(node.args[1]) == 0:
+        raise TargetError("a division by 0: the target has no value")
+    if node.fn == "**" and constant(node.args[0]) == 0 and (constant(node.args[1]) or 0) < 0:
+        raise TargetError("0 to a negative power: the target has no value")
+    if node.fn in _DOMAIN:
+        value = constant(node.args[0])
+        if value is not None and not _DOMAIN[node.fn](value):
+            raise TargetError(f"{node.fn}({value:g}) has no real value")
+
+
+def constant(node: Node) -> float | None:
+    """The value of an expression of numbers only (None when it reads anything else or has
+    no value)."""
+    if isinstance(node, Const):
+        return float(node.value)
+    if not isinstance(node, Apply) or node.fn not in _FOLD:
+        return None
+    values = [constant(arg) for arg in node.args]
+    if any(v is None for v in values):
+        return None
+    try:
+        result = _FOLD[node.fn](*values)
+    except (ArithmeticError, ValueError):
+        return None
+    return result if isinstance(result, float) and math.isfinite(result) else None
+
+
+_FOLD = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "**": lambda a, b: float(a**b) if not (a < 0 and b != int(b)) else math.nan,
+    "neg": lambda a: -a,
+    "abs": abs,
+    "exp": math.exp,
+    "log": math.log,
+    "sqrt": math.sqrt,
+    "relu": lambda a: max(a, 0.0),
+    "tanh": math.tanh,
+}

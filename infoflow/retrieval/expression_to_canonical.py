@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from infoflow.retrieval.algebra import UnionFind, additive, flattens, free_indices, key, signed
+from infoflow.retrieval.domains import check_values
 from infoflow.retrieval.expression import (
     KTH,
     Apply,
@@ -43,7 +44,9 @@ PRODUCTS = {"*", "dot", "bilinear"}
 
 def canonical(target: Node) -> Canonical:
     """The canonical form of a parsed target (TargetError for what cannot be planned)."""
-    summary = _Canonicalizer().summary(rewrite(target), {})
+    written = rewrite(target)
+    check_values(written)
+    summary = _Canonicalizer().summary(written, {})
     parts = tuple(sorted(_merge_pools(summary.children), key=structure_key))
     if not parts and not summary.fixed:
         raise TargetError(

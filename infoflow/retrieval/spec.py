@@ -13,7 +13,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 from infoflow.core.errors import FieldError
 from infoflow.core.spec_base import SpecBase, StrictModel
 from infoflow.retrieval.canonical_to_tree import fixed_positions, position_number, tree_of
-from infoflow.retrieval.domains import check_domains
+from infoflow.retrieval.domains import check_coordinates, check_domains
 from infoflow.retrieval.expression import TargetError
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import ComparisonTree
@@ -38,6 +38,12 @@ class Architecture(StrictModel):
             )
         if max(self.heads_per_layer) > 4096:
             raise FieldError("heads", "at most 4096 heads in a layer")
+        widest = max(self.heads_per_layer)
+        if self.embed_dim is not None and widest > self.embed_dim:
+            message = (
+                f"{widest} heads in a layer at E = {self.embed_dim}: a head needs n = E/h >= 1"
+            )
+            raise FieldError("heads", message)
         return self
 
     @property
@@ -107,7 +113,8 @@ class RetrievalSpec(SpecBase):
     @model_validator(mode="after")
     def _target_fits(self) -> RetrievalSpec:
         """The target parses into a comparison tree, reads no position and asks for no k
-        beyond the sequence, and reduces over something at its length. Planning it is
+        beyond the sequence, reduces over something at its length, and reads no coordinate
+        beyond d. Planning it is
         predicting: :mod:`~infoflow.retrieval.derive`."""
         from infoflow.retrieval.mechanisms import kth  # its cost laws need sympy
 
@@ -117,6 +124,8 @@ class RetrievalSpec(SpecBase):
             if self.seq_len is not None:
                 _check_positions(tree, self.seq_len)
                 check_domains(parse_target(self.target, params), self.seq_len)
+            if self.input_dim is not None:
+                check_coordinates(parse_target(self.target, params), self.input_dim)
                 for k in tree.kth_values():
                     kth.rank(k, self.seq_len)
         except TargetError as exc:

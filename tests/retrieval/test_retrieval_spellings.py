@@ -190,3 +190,40 @@ def verdicts(target: str, heads: list[int]) -> dict:
 def test_the_issues_spellings_of_one_function_get_one_verdict(one, other) -> None:
     for heads in ([1], [2], [1, 1], [2, 2], [1, 1, 1]):
         assert verdicts(one, heads) == verdicts(other, heads), heads
+
+
+@pytest.mark.parametrize(
+    ("target", "heads", "message"),
+    [
+        ("x[1][0] / 0", 1, "a division by 0"),
+        ("x[1][0] / (x[2][0] - x[2][0])", 1, "a division by 0"),
+        ("log(0) + sqrt(-1) + x[1][0]", 1, r"log\(0\) has no real value"),
+        ("sqrt(x[1][0] - x[1][0] - 2)", 1, r"sqrt\(-2\) has no real value"),
+        ("x[1][100]", 1, "coordinate 100 of a token of width d = 4"),
+        ("sum(x[1][i] for i in range(5))", 1, "coordinate 4 of a token of width d = 4"),
+        ("max(x[t-64][0] for t in T)", 1, "runs over nothing at T = 16"),
+        ("x[1][0]", 80, "80 heads in a layer at E = 64"),
+    ],
+)
+def test_targets_that_cannot_exist_are_refused(target, heads, message) -> None:
+    """Issue 29, item 4: never a finite 'efficient' cost for what has no value."""
+    spec = {
+        "kind": "retrieval",
+        "target": target,
+        "input_dim": 4,
+        "seq_len": 16,
+        "architecture": {"layers": 1, "heads": heads, "embed_dim": 64},
+    }
+    with pytest.raises(SpecError, match=message):
+        infoflow.load_spec(spec)
+
+
+def test_values_in_their_domain_and_coordinates_within_d_are_planned() -> None:
+    spec = {
+        "kind": "retrieval",
+        "target": "x[1][0] / 2 + log(3) + sqrt(0) + x[2][3] + sum(x[1][i] for i in range(4))",
+        "input_dim": 4,
+        "seq_len": 16,
+        "architecture": {"layers": 1, "heads": 64, "embed_dim": 64},
+    }
+    assert infoflow.predict(spec).predictions["feasible"].value is False  # no PE
