@@ -70,16 +70,20 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
         gamma: calibration.exponents.transient.value,
     }
     (k1, k1_value), (k2, k2_value), (tau, tau_value) = _thresholds(spec, calibration, values)
+    _check_positive(spec, k1_value, k2_value, tau_value, source)
     predictions = {"k1_star": k1, "k2_star": k2, "tau_2gen": tau}
-    regime = _regime(spec.chains, k1_value, k2_value, k1.interval)
+    contradiction = _contradiction(spec.chains, k1_value, k2_value)
+    regime = None if contradiction else _regime(spec.chains, k1_value, k2_value, k1.interval)
     sequence = SEQUENCES.get(regime)
+    unplaced = CONTRADICTION if contradiction else "unplaced: no K*_1"
+    unsourced = FORMS if contradiction else "uncalibrated"
     predictions["phase_sequence"] = Prediction(
         sequence,
         "",
         "estimate",
-        "paper:summary" if sequence else "uncalibrated",
+        "paper:summary" if sequence else unsourced,
         f"{PAPER}: small K goes G1 -> M1 -> M2, large K G1 -> G2, and between K*_1 and K*_2 "
-        f"G2 gives way to M2; K = {spec.chains} is {regime or 'unplaced: no K*_1'} "
+        f"G2 gives way to M2; K = {spec.chains} is {regime or unplaced} "
         f"(K*_1 {_k1_text(k1_value, k1.interval)}, K*_2 = {_fmt(k2_value)}).",
     )
     transient = None
@@ -98,9 +102,38 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     predictions["final_phase"] = _final_phase(
         spec, sequence, k1_value, tau_value, (transient, bounded), exponent
     )
+    if contradiction:
+        predictions["final_phase"] = Prediction(None, "", "estimate", FORMS, f"None: {unplaced}.")
     predictions["task_vector_generalizes"] = _task_vector(spec)
     predictions["final_boundary"] = _final_boundary(spec, calibration)
     return Result("icl_markov", spec, predictions, source)
+
+
+def _check_positive(spec: IclMarkovSpec, k1, k2, tau, source: str | None) -> None:
+    """A SpecError when the working forms leave their range at this spec's sizes: a
+    threshold or tau_2Gen that is not a positive number."""
+    sizes = f"states {spec.states}, context_len {spec.context_len}, d_model {spec.model.d_model}"
+    problems = [
+        f"{name} = {value:.4g} is not a positive number"
+        for name, value in (("K*_1", k1), ("K*_2", k2), ("tau_2Gen", tau))
+        if value is not None and not 0 < value < math.inf
+    ]
+    if problems:
+        message = f"{'; '.join(problems)} at {sizes}: the calibrated working forms do not hold here"
+        raise SpecError(source or "<spec>", [(None, message)])
+
+
+FORMS = "reconstruction:working_forms"
+CONTRADICTION = (
+    "unplaced: K*_1 >= K*_2 and K lies between them, where the race (memorization forms "
+    "first) and the capacity (K chains do not fit) disagree"
+)
+
+
+def _contradiction(k: int, k1: float | None, k2: float) -> bool:
+    """K*_1 >= K*_2 and K between them: the race says memorization forms first (K < K*_1),
+    the capacity says K chains cannot be stored (K >= K*_2); the module predicts no phase."""
+    return k1 is not None and k2 <= k < k1
 
 
 def _final_boundary(spec: IclMarkovSpec, calibration: Calibration) -> Prediction:
@@ -200,7 +233,7 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
         f"{_fmt(measured.value)} measured at {anchor.name} ({anchor.source}; {anchor.device}, "
         f"{anchor.date}), scaled by {_fmt(factor)}{spread}. {where}"
     )
-    rounded = round(value) if unit == "steps" else round(value, 1)
+    rounded = round(value) if unit == "steps" else _chains(value)
     provenance = f"calibrated:{anchor.name} ({anchor.provenance})"
     expression = sympy.Symbol(f"{quantity}_anchor") * ratio
     prediction = Prediction(rounded, unit, "estimate", provenance, note, expression, interval)
@@ -257,7 +290,7 @@ def _k2_star(calibration: Calibration, settings, values):
         f"second MLP over the C (C - 1) numbers of one transition matrix; {constant.source}"
     )
     prediction = Prediction(
-        round(value, 1),
+        _chains(value),
         "chains",
         "estimate",
         f"reconstruction:capacity ({constant.provenance})",
@@ -357,6 +390,12 @@ def _k1_text(value: float | None, interval) -> str:
         return f"= {_fmt(value)}"
     low, high = interval
     return f"> {_fmt(low)}" if math.isinf(high) else f"< {_fmt(high)}"
+
+
+def _chains(value: float) -> float:
+    """A threshold in chains: one decimal, or three significant digits below one chain (never
+    a 0.0 that is not 0)."""
+    return round(value, 1) if value >= 1 else float(f"{value:.3g}")
 
 
 def _fmt(value: float | None) -> str:

@@ -269,3 +269,19 @@ def test_calibrate_rejects_what_it_cannot_use(tmp_path) -> None:
     empty.write_text(json.dumps({"specs": []}))
     proc = run_cli("calibrate", "icl_markov", str(empty))
     assert proc.returncode == 2 and "no icl_markov results" in proc.stderr
+
+
+def test_where_the_race_and_the_capacity_disagree_no_phase_is_predicted() -> None:
+    """Issue 29, item 4: 2^53 states leave K*_2 far below one chain while K*_1 stays at 90;
+    a K between them would memorize first (the race) but cannot store its chains (the
+    capacity): no phase, with the reason, and K*_2 shown with its digits, not as 0.0."""
+    huge = infoflow.predict(_spec(states=2**53, chains=64)).predictions
+    k1, k2 = huge["k1_star"].value, huge["k2_star"].value
+    assert 0 < k2 < 1e-20 and k1 > 64
+    for name in ("phase_sequence", "final_phase"):
+        assert huge[name].value is None and huge[name].provenance == "reconstruction:working_forms"
+        assert "the race (memorization forms first) and the capacity" in huge[name].note
+    # a context of 10^8 puts K*_1 above K*_2 too; K = 1, below both, is placed
+    long = infoflow.predict(_spec(context_len=10**8, chains=1)).predictions
+    assert long["k1_star"].value > long["k2_star"].value > 1
+    assert long["phase_sequence"].value == ["G1", "M1", "M2"]
