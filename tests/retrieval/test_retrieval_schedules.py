@@ -3,10 +3,12 @@ items 2-6)."""
 
 from __future__ import annotations
 
+import pytest
 import sympy
 from conftest import SPECS, run_cli
 
 import infoflow
+from infoflow.core.errors import SpecError
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.explain import explain
 from infoflow.retrieval.laws import T, d, n
@@ -191,6 +193,11 @@ def test_large_k_and_large_architectures_are_answered_in_closed_form() -> None:
     assert many["comparison_dimension"].value == 20
     assert many["min_layers"].value == 21  # the 21st largest takes 21 peels
     assert many["cost_exponent"].expression.has((T - 18) / (n + 1))  # ranks 17..21 are not peeled
+    # k near T is a small rank from the other end; a rank past the engine's bound is refused
+    near_end = predict("kth_largest((dot(q, x[t]) for t in T), k=999999999)", [1], seq_len=10**9)
+    assert near_end["min_layers"].value == 2
+    with pytest.raises(SpecError, match="the engine plans ranks up to 100,000"):
+        predict("kth_largest((dot(q, x[t]) for t in T), k=100001)", [1], seq_len=10**9)
 
 
 # ---- item 6: explain, graph and provenance tell the truth ---------------------------------

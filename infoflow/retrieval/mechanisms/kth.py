@@ -61,17 +61,26 @@ def limit(c: Comparison, separable_sum: str = "pool") -> str:
     return max_position.limit(c, separable_sum)
 
 
+MAX_RANK = 100_000  # peeled rounds the engine lists (a layer each); predict answers in seconds
+
+
 def rank(k: int, seq_len: int | None) -> int:
     """The rank a k-th step retrieves, from the nearer end: the k-th largest of T values is
     the (T + 1 - k)-th smallest, and negating a score is free ([R] kth_symmetry); rank 1 is
-    the max or the min. With T symbolic, k counts from its own end (T >= 2k - 1 assumed)."""
-    if seq_len is None:
-        return k
-    if k > seq_len:
+    the max or the min. With T symbolic, k counts from its own end (T >= 2k - 1 assumed).
+    A rank above MAX_RANK is refused: its minimal architecture lists that many layers."""
+    if seq_len is not None and k > seq_len:
         raise TargetError(
             f"k = {k} exceeds T = {seq_len}: there is no {ordinal(k)} value of {seq_len}"
         )
-    return min(k, seq_len + 1 - k)
+    r = k if seq_len is None else min(k, seq_len + 1 - k)
+    if r > MAX_RANK:
+        raise TargetError(
+            f"the {ordinal(k)} value is rank {r:,} from its nearer end: its minimal "
+            f"architecture has {r:,} layers, listed one by one; the engine plans ranks up to "
+            f"{MAX_RANK:,}"
+        )
+    return r
 
 
 def own_steps(c: Comparison, to: str | None, heads: int, ranks: dict) -> list[list]:
