@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from infoflow.core.errors import SpecError
 from infoflow.core.results import Result
 from infoflow.families import family
 from infoflow.spec import Spec, load_spec
@@ -22,4 +23,9 @@ def predict(spec: Spec | str | Path | Mapping[str, Any], source: str | None = No
         spec, source = load_spec(spec), str(spec)
     elif isinstance(spec, Mapping):
         spec = load_spec(spec)
+    elif not isinstance(spec, Spec):
+        kind = type(spec).__name__
+        raise SpecError(
+            "<spec>", [(None, f"a spec is a loaded spec, a path or a dict, not {kind}")]
+        )
     return family(spec.kind, source or "<spec>").predictor()(spec, source)

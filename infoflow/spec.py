@@ -24,7 +24,7 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from infoflow.core.errors import FieldError, SpecError
-from infoflow.core.files import parse_json, read_json
+from infoflow.core.files import check_values, parse_json, read_json
 from infoflow.core.spec_base import SpecBase
 from infoflow.core.text import one_line
 from infoflow.families import FAMILIES, family, resolve
@@ -52,14 +52,23 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     ``overrides`` are ``key.path=value`` strings applied before validation; ``value`` is
     read as JSON when it parses (numbers, booleans, objects) and as a string otherwise.
     Relative paths inside the spec (``model.hf_config``) are resolved against the spec
-    file's folder (the working directory for a dict). Raises :class:`SpecError`.
+    file's folder (the working directory for a dict). A dict is held to the bounds a file is
+    (nesting, integer sizes, finite numbers). Raises :class:`SpecError`, for any argument.
     """
+    if isinstance(overrides, str | bytes) or not isinstance(overrides, Sequence):
+        raise SpecError("<overrides>", [(None, "overrides are a list of 'key.path=value'")])
     if isinstance(source, Mapping):
+        check_values(source, "<dict>")
         name, base_dir, data = "<dict>", Path.cwd(), copy.deepcopy(dict(source))
-    else:
+    elif isinstance(source, str | Path):
         path = Path(source)
         name, base_dir, data = str(path), path.parent, _read_json(path)
+    else:
+        kind = type(source).__name__
+        raise SpecError("<spec>", [(None, f"a spec is a JSON file's path or a dict, not {kind}")])
     for override in overrides:
+        if not isinstance(override, str):
+            raise SpecError(name, [(None, f"an override is 'key.path=value', not {override!r}")])
         _apply_override(data, override, name)
     if "kind" not in data:
         raise SpecError(name, [("kind", f"missing; expected one of {', '.join(FAMILIES)}")])

@@ -88,7 +88,9 @@ def check_values(data: Any, source: str, where: str | None = None) -> None:
         elif isinstance(value, float) and not math.isfinite(value):
             raise SpecError(source, [(field, f"{value} is not a finite number")])
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
-            raise SpecError(source, [(field, f"{value:.3g} is beyond any sensible size")])
+            digits = int(abs(value).bit_length() * math.log10(2)) + 1
+            shown = f"{value:.3g}" if digits < 300 else f"an integer of about {digits} digits"
+            raise SpecError(source, [(field, f"{shown} is beyond any sensible size")])
 
 
 def _no_constant(name: str) -> None:

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+import infoflow
 from infoflow.cli import app
 from infoflow.core.errors import SpecError
 from infoflow.core.files import MAX_DEPTH, write_cache, write_text, write_with
@@ -403,6 +404,55 @@ def test_the_loader_and_cli_answer_0_or_2_never_a_traceback(tmp_path, kind, fiel
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
     else:
         _strict(result.stdout)
+
+
+LIBRARY_INPUTS = st.one_of(
+    VALUES,
+    st.builds(
+        lambda kind, fields: {"kind": kind, **fields},
+        st.sampled_from(["looped_kv", "retrieval", "icl_markov", "nope", 3]),
+        st.dictionaries(FIELDS, VALUES | st.floats() | st.integers(), max_size=6),
+    ),
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.floats(),
+    st.binary(max_size=8),
+    st.lists(st.integers(), max_size=3),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=SLOW_IS_FINE)
+@given(
+    source=LIBRARY_INPUTS,
+    overrides=st.one_of(
+        st.just(()), st.lists(st.text(max_size=12), max_size=2), st.text(max_size=5), st.integers()
+    ),
+)
+def test_the_library_raises_only_its_documented_error(source, overrides) -> None:
+    """Issue 29, item 3: load_spec and predict hold a dict to a file's bounds and answer a
+    bad argument of any type with SpecError."""
+    with no_hang(120):
+        for call in (
+            lambda: infoflow.load_spec(source, overrides),
+            lambda: infoflow.predict(source),
+        ):
+            try:
+                call()
+            except SpecError as error:
+                assert "\n" not in str(error)
+
+
+def test_a_dict_is_held_to_the_bounds_of_a_file() -> None:
+    deep: dict = {}
+    inner = deep
+    for _ in range(5000):
+        inner["a"] = inner = {}
+    base = {"kind": "retrieval", "target": "x[1][0]", "architecture": {"layers": 1, "heads": 1}}
+    with pytest.raises(SpecError, match=f"nested deeper than {MAX_DEPTH} levels"):
+        infoflow.load_spec({**base, "description": deep})
+    with pytest.raises(SpecError, match="an integer of about 5001 digits is beyond any sensible"):
+        infoflow.load_spec({**base, "seq_len": 10**5000})
+    with pytest.raises(SpecError, match="not float"):
+        infoflow.predict(1.5)
 
 
 BUNDLED = sorted(SPECS.glob("*/*.json"))
