@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from infoflow.core.errors import SpecError
+from infoflow.core.text import one_line
 from infoflow.families import family
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.store import Recorder
@@ -54,9 +55,14 @@ def train_on_ray(
         ) from None
     if not jobs:
         return
-    ray.init(
-        address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False
-    )
+    try:
+        ray.init(
+            address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False
+        )
+    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as error:
+        where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+        reason = one_line(error, 200)
+        raise SpecError("--ray-address", [(None, f"cannot reach {where}: {reason}")]) from None
     resources = {"num_gpus": gpus_per_group} if context.device.type == "cuda" else {"num_cpus": 1}
     remote = ray.remote(max_retries=3)(train_one).options(**resources)
     try:

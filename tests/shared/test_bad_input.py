@@ -536,3 +536,19 @@ def test_a_boolean_where_a_number_belongs_is_refused(spec, setting, message) -> 
     """pydantic would read true as 1: the spec layer refuses it, naming the field."""
     line = refused("predict", str(SPECS / spec), "--set", setting, "--set", "sweep=null")
     assert f"{message} is a boolean, where a number belongs" in line
+
+
+def test_an_unreachable_ray_cluster_is_one_line(monkeypatch) -> None:
+    """Issue 29, item 7: ray.init's failure to connect is exit 2 naming the address."""
+    ray = pytest.importorskip("ray")
+    from infoflow.validators.executor import train_on_ray
+
+    def unreachable(**kwargs):
+        raise ConnectionError(f"Could not find any running Ray instance at {kwargs['address']}\n")
+
+    monkeypatch.setattr(ray, "init", unreachable)
+    with pytest.raises(
+        SpecError, match=r"cannot reach the Ray cluster at 10\.9\.9\.9:6379: Could"
+    ) as e:
+        train_on_ray([object()], None, "10.9.9.9:6379", 0)
+    assert "\n" not in str(e.value)
