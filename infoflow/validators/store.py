@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,15 @@ def _loads(text: object) -> object:
         return None
 
 
+def _full(error: Exception) -> str:
+    """The message for a full disk ('' for any other error)."""
+    if "full" not in str(error).lower():
+        return ""
+    return (
+        "the disk is full: free some space, then run again with --resume (what was written is kept)"
+    )
+
+
 class Store:
     """A thin wrapper over the run's SQLite database."""
 
@@ -86,7 +97,7 @@ class Store:
             }
         except sqlite3.Error as exc:
             message = f"damaged results database ({exc}): move it away, or pick another --out"
-            raise SpecError(str(path), [(None, message)]) from None
+            raise SpecError(str(path), [(None, _full(exc) or message)]) from None
         for table, columns in COLUMNS.items():
             if not columns <= tables[table]:
                 missing = ", ".join(sorted(columns - tables[table]))
@@ -103,7 +114,7 @@ class Store:
         self.db.close()
 
     def start_run(self, started: str, scale: str, device: str, settings: dict[str, Any]) -> None:
-        with self.db:
+        with self.writing():
             self.db.execute(
                 "INSERT INTO runs (started, scale, device, settings) VALUES (?, ?, ?, ?)",
                 (started, scale, device, json.dumps(settings)),
@@ -114,7 +125,7 @@ class Store:
         return self.db.execute("SELECT started FROM runs ORDER BY id LIMIT 1").fetchone()[0]
 
     def finish_run(self, finished: str) -> None:
-        with self.db:
+        with self.writing():
             self.db.execute(
                 "UPDATE runs SET finished = ? WHERE id = (SELECT MAX(id) FROM runs)", (finished,)
             )
@@ -132,7 +143,7 @@ class Store:
         recorded with another identity, or unfinished and training on another device type,
         is a SpecError that says what differs: it is never trained on."""
         text = json.dumps(identity, sort_keys=True, default=str)
-        with self.db:
+        with self.writing():
             self.db.execute(
                 "INSERT OR IGNORE INTO groups (name, spec, settings, identity, device) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -187,7 +198,7 @@ class Store:
 
     def record_metrics(self, name: str, step: int, metrics: list[dict[str, float]]) -> None:
         """Named metrics of every member of group ``name`` at ``step``."""
-        with self.db:
+        with self.writing():
             self.db.executemany(
                 "INSERT OR REPLACE INTO metrics VALUES (?, ?, ?, ?, ?)",
                 [
@@ -212,7 +223,7 @@ class Store:
     def record_throughput(self, name: str, rates: dict[str, float | str | None]) -> None:
         """Group ``name``'s training speed (see :mod:`~infoflow.validators.throughput`),
         kept among the metrics as member -1."""
-        with self.db:
+        with self.writing():
             self.db.executemany(
                 "INSERT OR REPLACE INTO metrics VALUES (?, -1, 0, ?, ?)",
                 [(name, key, value) for key, value in rates.items()],
@@ -237,11 +248,22 @@ class Store:
     def finish_group(self, name: str, seconds: float) -> None:
         """Mark group ``name`` finished, after ``seconds`` of training, with the digest of
         what it recorded."""
-        with self.db:
+        with self.writing():
             self.db.execute(
                 "UPDATE groups SET done = 1, seconds = ?, digest = ? WHERE name = ?",
                 (seconds, _digest(self.db, name, seconds), name),
             )
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """One transaction; a full disk is a SpecError that says so."""
+        try:
+            with self.db:
+                yield
+        except sqlite3.OperationalError as exc:
+            if _full(exc):
+                raise SpecError(str(self.path), [(None, _full(exc))]) from None
+            raise
 
     def verify(self) -> None:
         """Refuse (a SpecError naming the group) a finished group whose stored measurements
@@ -277,7 +299,7 @@ class Store:
 
     def record_claim(self, spec: str, claim: Claim) -> None:
         row = claim.to_json()
-        with self.db:
+        with self.writing():
             self.db.execute(
                 "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (

@@ -91,6 +91,16 @@ def test_a_group_recorded_with_another_identity_is_refused(tmp_path) -> None:
     store.add_group("g-1", "spec", {}, [{"label": "m"}], {"steps": 100, "lr": 0.1}, "cuda")
 
 
+def test_a_full_disk_is_told_as_a_full_disk(tmp_path) -> None:
+    """Issue 29, item 7: not a 'damaged results database'."""
+    store = Store(tmp_path / "results.sqlite")
+    (pages,) = store.db.execute("PRAGMA page_count").fetchone()
+    store.db.execute(f"PRAGMA max_page_count = {pages}")  # no room for one more page
+    members = [{"label": f"m{i}", "notes": "x" * 2000} for i in range(200)]
+    with pytest.raises(SpecError, match="the disk is full: free some space, then run again"):
+        store.add_group("g-1", "spec", {}, members, {"steps": 100, "lr": 0.1})
+
+
 def test_a_checkpoint_is_read_only_for_its_own_group(tmp_path) -> None:
     model = torch.nn.Linear(3, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
