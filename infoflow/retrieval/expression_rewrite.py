@@ -372,9 +372,9 @@ def _membership(name: str, spots: list[tuple[str, int]]) -> tuple[Condition, ...
     from the end); None when more than MAX_GAPS positions between them are left out."""
     values = sorted(v for _, v in spots)
     low, high = values[0], values[-1]
-    gaps = [v for v in range(low, high + 1) if v not in values]
-    if len(gaps) > MAX_GAPS:
+    if high - low + 1 - len(values) > MAX_GAPS:
         return None
+    gaps = [v for v in range(low, high + 1) if v not in values]
     if spots[0][0] == "start":
         bounds = [Condition(name, ">=", low)] if low > 1 else []
         bounds.append(Condition(name, "<=", high))
