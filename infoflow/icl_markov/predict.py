@@ -31,6 +31,15 @@ from infoflow.icl_markov.calibration import (
     load_calibration,
     settings_of,
 )
+from infoflow.icl_markov.phases import (
+    CONTRADICTION,
+    FORMS,
+    SEQUENCES,
+    contradiction,
+    final_phase,
+    fmt,
+    regime,
+)
 from infoflow.icl_markov.race import race
 from infoflow.icl_markov.spec import IclMarkovSpec
 
@@ -72,37 +81,37 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     (k1, k1_value), (k2, k2_value), (tau, tau_value) = _thresholds(spec, calibration, values)
     _check_positive(spec, k1_value, k2_value, tau_value, source)
     predictions = {"k1_star": k1, "k2_star": k2, "tau_2gen": tau}
-    contradiction = _contradiction(spec.chains, k1_value, k2_value)
-    regime = None if contradiction else _regime(spec.chains, k1_value, k2_value, k1.interval)
-    sequence = SEQUENCES.get(regime)
-    unplaced = CONTRADICTION if contradiction else "unplaced: no K*_1"
-    unsourced = FORMS if contradiction else "uncalibrated"
+    torn = contradiction(spec.chains, k1_value, k2_value)
+    placed = None if torn else regime(spec.chains, k1_value, k2_value, k1.interval)
+    sequence = SEQUENCES.get(placed)
+    unplaced = CONTRADICTION if torn else "unplaced: no K*_1"
+    unsourced = FORMS if torn else "uncalibrated"
     predictions["phase_sequence"] = Prediction(
         sequence,
         "",
         "estimate",
         "paper:summary" if sequence else unsourced,
         f"{PAPER}: small K goes G1 -> M1 -> M2, large K G1 -> G2, and between K*_1 and K*_2 "
-        f"G2 gives way to M2; K = {spec.chains} is {regime or unplaced} "
-        f"(K*_1 {_k1_text(k1_value, k1.interval)}, K*_2 = {_fmt(k2_value)}).",
+        f"G2 gives way to M2; K = {spec.chains} is {placed or unplaced} "
+        f"(K*_1 {_k1_text(k1_value, k1.interval)}, K*_2 = {fmt(k2_value)}).",
     )
     transient = None
-    if regime == "between K*_1 and K*_2" and tau_value is not None:
+    if placed == "between K*_1 and K*_2" and tau_value is not None:
         scale = calibration.transient_scale
         transient = float(scale.value * tau_value * (1 - spec.chains / k2_value) ** -values[gamma])
         predictions["transient_g2_duration"] = _transient(scale, transient, values[gamma])
     else:
-        why = f"G2 is not transient at K = {spec.chains} ({regime or 'unplaced'})"
+        why = f"G2 is not transient at K = {spec.chains} ({placed or 'unplaced'})"
         if tau_value is None:
             why = "no tau_2Gen calibration"
         predictions["transient_g2_duration"] = Prediction(
             None, "steps", "estimate", "paper:summary", f"None: {why}."
         )
     bounded = calibration.transient_scale.provenance == LOWER_BOUND
-    predictions["final_phase"] = _final_phase(
+    predictions["final_phase"] = final_phase(
         spec, sequence, k1_value, tau_value, (transient, bounded), exponent
     )
-    if contradiction:
+    if torn:
         predictions["final_phase"] = Prediction(None, "", "estimate", FORMS, f"None: {unplaced}.")
     predictions["task_vector_generalizes"] = _task_vector(spec)
     predictions["final_boundary"] = _final_boundary(spec, calibration)
@@ -121,19 +130,6 @@ def _check_positive(spec: IclMarkovSpec, k1, k2, tau, source: str | None) -> Non
     if problems:
         message = f"{'; '.join(problems)} at {sizes}: the calibrated working forms do not hold here"
         raise SpecError(source or "<spec>", [(None, message)])
-
-
-FORMS = "reconstruction:working_forms"
-CONTRADICTION = (
-    "unplaced: K*_1 >= K*_2 and K lies between them, where the race (memorization forms "
-    "first) and the capacity (K chains do not fit) disagree"
-)
-
-
-def _contradiction(k: int, k1: float | None, k2: float) -> bool:
-    """K*_1 >= K*_2 and K between them: the race says memorization forms first (K < K*_1),
-    the capacity says K chains cannot be stored (K >= K*_2); the module predicts no phase."""
-    return k1 is not None and k2 <= k < k1
 
 
 def _final_boundary(spec: IclMarkovSpec, calibration: Calibration) -> Prediction:
@@ -157,7 +153,7 @@ def _final_boundary(spec: IclMarkovSpec, calibration: Calibration) -> Prediction
         return Prediction(None, "chains", "estimate", "uncalibrated", f"None: {why}.")
     measured = anchor.final_boundary
     note = (
-        f"{_fmt(measured.value)} (range {_fmt(measured.low)} to {_fmt(measured.high)}) at "
+        f"{fmt(measured.value)} (range {fmt(measured.low)} to {fmt(measured.high)}) at "
         f"{anchor.name} ({anchor.source}; {anchor.device}, {anchor.date}): the K above which "
         f"the model ends in G2 rather than memorizing after {steps:,} steps."
     )
@@ -221,7 +217,7 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
     spread, interval = "", None
     if measured.low is not None and measured.high is not None:
         interval = (measured.low * factor, measured.high * factor)
-        spread = f"; range {_fmt(interval[0])} to {_fmt(interval[1])}"
+        spread = f"; range {fmt(interval[0])} to {fmt(interval[1])}"
     diff = differences(anchor.settings, settings)
     where = (
         f"Calibrated on other settings ({'; '.join(diff)}): the working form scales "
@@ -230,8 +226,8 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
         else "Calibrated at these settings."
     )
     note = (
-        f"{_fmt(measured.value)} measured at {anchor.name} ({anchor.source}; {anchor.device}, "
-        f"{anchor.date}), scaled by {_fmt(factor)}{spread}. {where}"
+        f"{fmt(measured.value)} measured at {anchor.name} ({anchor.source}; {anchor.device}, "
+        f"{anchor.date}), scaled by {fmt(factor)}{spread}. {where}"
     )
     rounded = round(value) if unit == "steps" else _chains(value)
     provenance = f"calibrated:{anchor.name} ({anchor.provenance})"
@@ -262,8 +258,8 @@ def _raced(clocks: ClockSet, layer1_lr: float) -> tuple[Prediction, float | None
     else:
         rate = f" At layer-1 rate {layer1_lr:g}, tau_prev / {layer1_lr:g} [R] (not measured)."
     note = (
-        f"The race of the subcircuits' clocks: {result.reason}; tau_G = {_fmt(tau_g)}, "
-        f"tau_prev = {_fmt(tau_prev)} steps.{rate} Clocks {clocks.name} ({clocks.source}; "
+        f"The race of the subcircuits' clocks: {result.reason}; tau_G = {fmt(tau_g)}, "
+        f"tau_prev = {fmt(tau_prev)} steps.{rate} Clocks {clocks.name} ({clocks.source}; "
         f"{clocks.device}, {clocks.date})."
     )
     value = None if result.k1_star is None else round(result.k1_star, 1)
@@ -300,72 +296,6 @@ def _k2_star(calibration: Calibration, settings, values):
     return prediction, value
 
 
-#: The phases each regime passes through (paper).
-SEQUENCES = {
-    "below K*_1": ["G1", "M1", "M2"],
-    "between K*_1 and K*_2": ["G1", "G2", "M2"],
-    "above K*_2": ["G1", "G2"],
-}
-
-
-def _regime(k: int, k1: float | None, k2: float, interval=None) -> str | None:
-    """Where K lies; without a K*_1 value, a one-sided interval (the race's tie off its grid)
-    still places a K below its low end or at and above its high end."""
-    if k1 is None:
-        low, high = interval or (0.0, math.inf)  # the grid's end K is on the bound's side
-        if k <= low:
-            return "below K*_1"
-        if k < high:
-            return None
-    elif k < k1:
-        return "below K*_1"
-    return "between K*_1 and K*_2" if k < k2 else "above K*_2"
-
-
-def _final_phase(spec, sequence, k1, tau, transient_bound, exponent) -> Prediction:
-    """The phase at the end of the budget. ``transient_bound``: (G2's transient, whether it
-    is only bounded below): past a lower bound the phase is not predicted."""
-    transient, bounded = transient_bound
-    steps = spec.training.steps
-    if sequence is None:
-        return Prediction(None, "", "estimate", "uncalibrated", "None: no K*_1 (see k1_star).")
-    if tau is None or (k1 is None and sequence[1] == "M1"):
-        why = "no tau_2Gen calibration" if tau is None else "K*_1 is only bounded (see k1_star)"
-        return Prediction(
-            sequence[-1],
-            "",
-            "estimate",
-            "uncalibrated",
-            f"The end of the phase sequence: {why} to say whether the budget reaches it.",
-        )
-    if sequence[1] == "M1":
-        memorize = tau * (spec.chains / k1) ** exponent  # tau_1Mem(K), equal to tau at K*_1
-        phase = "M2" if steps >= memorize else "G1"
-        note = (
-            f"tau_1Mem(K) = tau_2Gen (K/K*_1)^a = {_fmt(memorize)} steps against a budget of "
-            f"{steps:,}; the M1 -> M2 step is not timed, M2 is taken as the end state."
-        )
-    else:
-        end = tau + (transient if transient is not None else float("inf"))
-        phase = "G1" if steps < tau else ("G2" if steps <= end else "M2")
-        if phase == "M2" and bounded:
-            return Prediction(
-                None,
-                "",
-                "estimate",
-                "uncalibrated",
-                f"None: G2 forms at tau_2Gen = {_fmt(tau)} steps and lasts at least "
-                f"{_fmt(transient)} more (a lower bound on the transient), so whether it has "
-                f"given way to M2 within {steps:,} steps is not predicted.",
-            )
-        note = (
-            f"G2 forms at tau_2Gen = {_fmt(tau)} steps"
-            + (f" and gives way to M2 after {_fmt(transient)} more" if transient else "")
-            + f"; the budget is {steps:,} steps."
-        )
-    return Prediction(phase, "", "estimate", "reconstruction:timescales", note)
-
-
 def generalizes(task_dim: int, states: int) -> bool:
     """The paper's criterion: the task-recognition head generalizes when D_phi >~ C^2."""
     return task_dim >= states**2
@@ -387,18 +317,12 @@ def _task_vector(spec: IclMarkovSpec) -> Prediction:
 def _k1_text(value: float | None, interval) -> str:
     """``= 45.2``, or the side a one-sided interval puts K*_1 on."""
     if value is not None or not interval:
-        return f"= {_fmt(value)}"
+        return f"= {fmt(value)}"
     low, high = interval
-    return f"> {_fmt(low)}" if math.isinf(high) else f"< {_fmt(high)}"
+    return f"> {fmt(low)}" if math.isinf(high) else f"< {fmt(high)}"
 
 
 def _chains(value: float) -> float:
     """A threshold in chains: one decimal, or three significant digits below one chain (never
     a 0.0 that is not 0)."""
     return round(value, 1) if value >= 1 else float(f"{value:.3g}")
-
-
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
