@@ -27,7 +27,7 @@ Form = Callable[[Any], Any]
 #: The integer symbols, by name (sympy prints them so), and the two real ones.
 INTEGERS = (
     "bytes n_kv d_head P R C T r_k r_v N h V f n_q experts shared top_k f_e L_moe "
-    "c_kv q_rank d_rope d_nope d_v W L_w"
+    "c_kv q_rank d_rope d_nope d_v W L_w n_pos"
 )
 REALS = "budget step"
 
@@ -141,12 +141,18 @@ def model_parameters(s, model: LoopedModel) -> Any:
     model and enter as numbers; the dimensions stay symbols.
     """
     attention = _latent_attention(s, model) if model.latent_attention else _attention(s, model)
+    if model.qk_norm == "head":
+        attention += 2 * s.d_head
+    elif model.qk_norm == "full":
+        attention += (s.n_q + s.n_kv) * s.d_head
     gated = model.mlp == "swiglu"
     mlp = (3 if gated else 2) * s.h * s.f
     if model.mlp_bias:
         mlp += (2 if gated else 1) * s.f + s.h
-    norm = s.h if model.norm == "rmsnorm" else 2 * s.h
+    norm = 2 * s.h if model.norm == "layernorm" else s.h
     embeddings = s.V * s.h * (1 if model.tie_embeddings else 2)
+    if model.positions:
+        embeddings += s.n_pos * s.h
     if model.experts:
         experts = (s.experts + s.shared) * 3 * s.h * s.f_e + s.experts * s.h
         moe = experts + (s.experts if model.experts.router_bias else 0)
@@ -261,6 +267,8 @@ def model_values(model: LoopedModel, cache_bytes: int | Fraction) -> Numbers:
         values.__dict__.update(
             c_kv=a.kv_rank, q_rank=a.q_rank or 0, d_rope=a.rope_dim, d_nope=a.nope_dim, d_v=a.v_dim
         )
+    if model.positions:
+        values.n_pos = model.positions
     if model.sliding_window:
         values.W = model.sliding_window
         values.L_w = sum(model.window_layers) if model.window_layers else model.layers

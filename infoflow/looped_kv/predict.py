@@ -11,11 +11,20 @@ from fractions import Fraction
 
 from infoflow.core.results import Prediction, Result
 from infoflow.looped_kv import formulas as F
+from infoflow.looped_kv.budget import PAPER, batch_memory, capacity, plain
 from infoflow.looped_kv.expressions import Expression
-from infoflow.looped_kv.spec import DEVICES, DTYPE_BYTES, QUANTIZED, LoopedKVSpec
+from infoflow.looped_kv.spec import DTYPE_BYTES, QUANTIZED, LoopedKVSpec
+from infoflow.looped_kv.weights import quantized_weight_bytes
 
-PAPER = "O'Neill & Reid 2026 (Looped Latent Attention)"
-GIB = 2**30
+#: The rows of a codec: a plain decoder without one (T = 1, no codec) has none of them.
+CODEC_ROWS = (
+    "kv_bytes_per_token_compressed",
+    "compression_ratio",
+    "whole_cache_ratio",
+    "kv_cache_bytes_compressed",
+    "codec_parameters",
+    "codec_weight_bytes",
+)
 
 #: What each codec variant keeps of the looped part, in words.
 VARIANTS = {
@@ -67,13 +76,32 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
         ),
         **_weights(spec),
     }
+    if plain(spec):
+        formulas = {k: v for k, v in formulas.items() if k not in CODEC_ROWS}
     out = {
         name: Prediction(_number(form(values)), unit, "exact", provenance, note, Expression(form))
         for name, (form, unit, provenance, note) in formulas.items()
     }
+    if model.weight_quantization:
+        out["weight_bytes"] = _quantized_weights(spec, out["model_parameters"].value)
     forms = (full, compressed), (full_sequence, compressed_sequence)
-    out.update(_capacity(spec, out, values, forms))
+    out.update(capacity(spec, out, values, forms))
+    out.update(batch_memory(spec, out, values, full_sequence))
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
+
+
+def _quantized_weights(spec: LoopedKVSpec, parameters: int) -> Prediction:
+    """The bytes of weights stored in fp8 with block scales (:mod:`weights`)."""
+    model = spec.model
+    total, numbers, scales = quantized_weight_bytes(model, parameters)
+    rows, cols = model.weight_quantization.block
+    note = (
+        f"{numbers:,} linear weights of the decoder layers in fp8 (1 B) with {scales:,} "
+        f"float32 scales (one per {rows}x{cols} block), the other {parameters - numbers:,} "
+        f"parameters (embeddings, LM head, norms, biases, routers) in {model.dtype}, as the "
+        "checkpoint stores them."
+    )
+    return Prediction(total, "B", "exact", "derived", note)
 
 
 def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
@@ -175,6 +203,10 @@ def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
             f"A token cached by every layer: 2*bytes*n_kv*d_head*R; the L_w windowed layers "
             f"keep only the last W = {model.sliding_window:,} tokens{scales}."
         )
+    if plain(spec):
+        return "standard:kv-cache", (
+            f"K and V of every layer: 2*bytes*n_kv*d_head*R, in {dtype}{scales}."
+        )
     return "paper:summary", (
         f"{PAPER}: every loop keeps its own K/V, 2*bytes*n_kv*d_head*(P + T*R + C){scales}."
     )
@@ -191,119 +223,6 @@ def _compressed_source(spec: LoopedKVSpec, kept: str) -> tuple[str, str]:
             "the layout); prelude and coda stay full."
         )
     return "paper:summary", f"{PAPER}: {kept}; prelude and coda stay full."
-
-
-def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> dict:
-    """Cache budgets, maximal batch and maximal context, when the spec gives a budget."""
-    budgets = _budgets(spec, out)
-    if budgets is None:
-        return {}
-    where, budget_full, budget_compressed = budgets
-    serving, model = spec.serving, spec.model
-    stepped = serving.batch_step is not None
-    rounding = f", rounded down to a multiple of {serving.batch_step}" if stepped else ""
-    at = F.Numbers(**vars(values), step=serving.batch_step or 1)
-    divisor = (
-        "cache bytes of one sequence, windows capped"
-        if model.sliding_window
-        else "(N * cache bytes per token)"
-    )
-    source = "paper:summary" if model.loops > 1 else "derived"  # the paper's rule is for loops
-    result = {}
-    for suffix, budget, per_token, per_sequence in zip(
-        ("", "_compressed"), (budget_full, budget_compressed), *forms, strict=True
-    ):
-        at.budget = max(0, F.Numbers.floor(budget))
-        per_token, per_sequence, copied = _stored(spec, bool(suffix), per_token, per_sequence)
-
-        def batch(s, per_sequence=per_sequence):
-            return F.max_batch(s, per_sequence(s), stepped)
-
-        def context(s, per_token=per_token):
-            return F.max_context(s, model, per_token(s))
-
-        result[f"cache_budget_bytes{suffix}"] = Prediction(
-            at.budget, "B", "exact", "derived", f"Memory for the cache: {where}."
-        )
-        result[f"max_batch{suffix}"] = Prediction(
-            int(batch(at)),
-            "sequences",
-            "upper",
-            source,
-            f"{PAPER}: floor(budget / {divisor}){rounding}{copied}; an upper bound (paging, "
-            "fragmentation and activations take their share).",
-            Expression(batch),
-        )
-        result[f"max_context_tokens{suffix}"] = _max_context(model, context, at, per_token)
-    return result
-
-
-def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
-    """(where the budget comes from, full budget, compressed budget) in bytes, or None."""
-    serving = spec.serving
-    if serving.memory_budget_gib is not None:
-        budget = _exact(serving.memory_budget_gib) * GIB
-        return "the spec's memory_budget_gib, all of it for the cache", budget, budget
-    device = serving.device_bytes
-    if device is None:
-        return None
-    tp = serving.tensor_parallel
-    usable = Fraction(device) * tp * _exact(serving.usable_fraction)
-    budget_full = usable - out["weight_bytes"].value - tp * _exact(serving.overhead_gib) * GIB
-    budget_compressed = budget_full - out["codec_weight_bytes"].value
-    memory = f"{serving.device} ({DEVICES[serving.device]} GB)" if serving.device else "device"
-    devices = f"{tp} x " if tp > 1 else ""
-    where = (
-        f"{devices}{memory} memory * usable_fraction - weights - {devices}overhead (- codec "
-        "weights)"
-    )
-    return where, budget_full, budget_compressed
-
-
-def _stored(spec: LoopedKVSpec, compressed: bool, per_token: F.Form, per_sequence: F.Form):
-    """The bytes all ``tensor_parallel`` devices hold together for one token and for one
-    sequence, and a note (a reconstruction of how serving engines place a cache): K/V heads
-    are split over the devices, each copied when there are more devices than heads; a latent
-    shared by all heads (latent attention, LLA-2D, the head-axis latent) is kept on every
-    device, while the prelude and coda K/V beside it split like heads."""
-    tp, model, variant = spec.serving.tensor_parallel, spec.model, spec.codec.variant
-    head_copies = max(1, tp // model.kv_heads)
-    heads = f"; each KV head kept {head_copies} times" if head_copies > 1 else ""
-    if model.latent_attention:
-        note = f"; the latent kept on each of the {tp} devices" if tp > 1 else ""
-        return lambda s: tp * per_token(s), lambda s: tp * per_sequence(s), note
-    if compressed and variant in ("2d", "head_axis") and tp > 1:
-
-        def token(s):
-            return tp * F.looped_compressed(s, variant) + head_copies * F.unlooped(s)
-
-        note = f"; the shared latents kept on each of the {tp} devices{heads}"
-        return token, lambda s: s.N * token(s), note
-    return (lambda s: head_copies * per_token(s), lambda s: head_copies * per_sequence(s), heads)
-
-
-def _max_context(model, context: F.Form, at: F.Numbers, per_token: F.Form) -> Prediction:
-    """The longest sequence; unbounded when every layer is windowed and a full window of
-    ``per_token`` bytes (as the devices hold it) fits."""
-    note = "The longest single sequence whose cache fits in the budget."
-    if model.sliding_window and at.L_w == at.R:
-        windowed = at.W * per_token(at)
-        if windowed <= at.budget:
-            return Prediction(
-                None,
-                "tokens",
-                "upper",
-                "derived",
-                f"Unbounded: every layer is windowed, and a full window "
-                f"({int(windowed):,} B) fits in the budget.",
-                Expression(context),
-            )
-    return Prediction(int(context(at)), "tokens", "upper", "derived", note, Expression(context))
-
-
-def _exact(number: float) -> Fraction:
-    """A spec's decimal number as an exact rational (0.9 -> 9/10), so floors are exact."""
-    return Fraction(str(number))
 
 
 def _number(value: int | Fraction) -> int | float:

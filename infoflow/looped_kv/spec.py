@@ -14,9 +14,7 @@ from typing import Literal
 
 from pydantic import (
     Field,
-    NonNegativeFloat,
     NonNegativeInt,
-    PositiveFloat,
     PositiveInt,
     ValidationInfo,
     field_validator,
@@ -26,93 +24,30 @@ from pydantic import (
 from infoflow.core.errors import FieldError
 from infoflow.core.spec_base import SpecBase, StrictModel, existing_path
 from infoflow.looped_kv.hf_config import read_hf_config
+from infoflow.looped_kv.parts import Experts, LatentAttention, WeightQuantization
+from infoflow.looped_kv.serving import DEVICES, QUANTIZED, CacheDType, Serving
+
+__all__ = [
+    "DEVICES",
+    "DTYPE_BYTES",
+    "QUANTIZED",
+    "CacheDType",
+    "Codec",
+    "Experts",
+    "LatentAttention",
+    "LoopedKVSpec",
+    "LoopedModel",
+    "Serving",
+    "WeightQuantization",
+    "rank_limit",
+]
 
 DType = Literal["bfloat16", "float16", "float32", "float8"]
-CacheDType = Literal["bfloat16", "float16", "float32", "float8", "int8", "int4"]
-#: Integer cache dtypes and their bits; each group of numbers carries an fp16 scale and zero
-#: point (4 bytes).
-QUANTIZED = {"int8": 8, "int4": 4}
-#: GPU presets: memory per device as the vendor publishes it, in GB (10^9 bytes).
-DEVICES = {
-    "h200": 141,
-    "h100-sxm": 80,
-    "h100-nvl": 94,
-    "h20": 96,
-    "a100-80gb": 80,
-    "a100-40gb": 40,
-    "l40s": 48,
-    "l4": 24,
-    "a10g": 24,
-    "rtx-4090": 24,
-    "rtx-5090": 32,
-    "rtx-6000-ada": 48,
-    "b200": 180,
-    "mi300x": 192,
-    "mi325x": 256,
-}
-DeviceName = Literal[
-    "h200",
-    "h100-sxm",
-    "h100-nvl",
-    "h20",
-    "a100-80gb",
-    "a100-40gb",
-    "l40s",
-    "l4",
-    "a10g",
-    "rtx-4090",
-    "rtx-5090",
-    "rtx-6000-ada",
-    "b200",
-    "mi300x",
-    "mi325x",
-]
 #: The codecs that keep latents, with ranks r_k and r_v.
 RANKED = ("per_head", "2d", "head_axis")
 
 #: Bytes per element of each dtype.
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2, "float8": 1}
-
-
-class Experts(StrictModel):
-    """A mixture of experts in place of the MLP (Mixtral, DeepSeek): SwiGLU experts."""
-
-    routed: PositiveInt = Field(description="Routed experts in an MoE layer.")
-    per_token: PositiveInt = Field(description="Routed experts each token uses (top-k).")
-    shared: NonNegativeInt = Field(0, description="Shared experts every token uses.")
-    width: PositiveInt | None = Field(
-        None, description="An expert's intermediate size; default: the model's."
-    )
-    dense_layers: NonNegativeInt = Field(
-        0, description="The first layers keep a dense MLP (first_k_dense_replace)."
-    )
-    every: PositiveInt = Field(1, description="After those, every n-th layer is MoE.")
-    router_bias: bool = Field(
-        False, description="A bias per expert in the router (DeepSeek-V3's correction bias)."
-    )
-
-    @model_validator(mode="after")
-    def _top_k(self) -> Experts:
-        if self.per_token > self.routed:
-            raise FieldError("per_token", f"{self.per_token} of only {self.routed} experts")
-        return self
-
-    def moe_layers(self, layers: int) -> int:
-        """How many of ``layers`` layers are MoE layers."""
-        return sum(1 for i in range(self.dense_layers, layers) if i % self.every == 0)
-
-
-class LatentAttention(StrictModel):
-    """Multi-head latent attention (DeepSeek-V2/V3): keys and values come from a compressed
-    latent, which the cache holds with the decoupled RoPE key, shared by all heads."""
-
-    kv_rank: PositiveInt = Field(description="The latent's size (kv_lora_rank).")
-    q_rank: PositiveInt | None = Field(
-        None, description="The query's low rank (q_lora_rank); none: a full query projection."
-    )
-    rope_dim: PositiveInt = Field(description="The decoupled RoPE key (qk_rope_head_dim).")
-    nope_dim: PositiveInt = Field(description="Per head, the key without RoPE (qk_nope_head_dim).")
-    v_dim: PositiveInt = Field(description="Per head, the value (v_head_dim).")
 
 
 class LoopedModel(StrictModel):
@@ -137,8 +72,10 @@ class LoopedModel(StrictModel):
     tie_embeddings: bool = False
     mlp: Literal["swiglu", "gelu"] = "swiglu"
     dtype: DType = "bfloat16"
-    norm: Literal["rmsnorm", "layernorm"] = Field(
-        "rmsnorm", description="rmsnorm has a weight; layernorm a weight and a bias."
+    norm: Literal["rmsnorm", "layernorm", "layernorm_no_bias"] = Field(
+        "rmsnorm",
+        description="rmsnorm and layernorm_no_bias (Cohere) have a weight; layernorm a weight "
+        "and a bias.",
     )
     norms_per_layer: NonNegativeInt = Field(
         2, description="2 for pre-norm blocks; 4 for sandwich norms (Ouro, Huginn)."
@@ -147,6 +84,17 @@ class LoopedModel(StrictModel):
         "none", description="Which attention projections carry a bias."
     )
     mlp_bias: bool = False
+    qk_norm: Literal["none", "head", "full"] = Field(
+        "none",
+        description="Norms on queries and keys: head (one weight of head_dim each, Qwen3, "
+        "Gemma-3) or full (n_q*head_dim and n_kv*head_dim, OLMo-2, Command-R+).",
+    )
+    positions: NonNegativeInt = Field(
+        0, description="Learned absolute position embeddings (GPT-2's n_positions); 0: none."
+    )
+    weight_quantization: WeightQuantization | None = Field(
+        None, description="Weights stored quantised (fp8 with block scales)."
+    )
     loop_adapter: bool = Field(
         False,
         description="A Linear(2*hidden, hidden) that injects the embedding at every loop "
@@ -243,74 +191,6 @@ class Codec(StrictModel):
     )
     r_k: PositiveInt | None = Field(None, description="Key latent rank (latent codecs).")
     r_v: PositiveInt | None = Field(None, description="Value latent rank (latent codecs).")
-
-
-class Serving(StrictModel):
-    """The serving setting: sequence length and the memory the cache may use."""
-
-    context_tokens: PositiveInt
-    generated_tokens: NonNegativeInt = 0
-    cache_dtype: CacheDType | None = Field(
-        None,
-        description="KV-cache dtype; default: model.dtype. int8 and int4 carry an fp16 "
-        "scale and zero point per group of cache_group_size numbers.",
-    )
-    cache_group_size: PositiveInt = Field(
-        64, description="Numbers per quantization group of an int8 or int4 cache."
-    )
-    memory_budget_gib: PositiveFloat | None = Field(
-        None, description="Memory for the KV cache, given directly (GiB)."
-    )
-    device: DeviceName | None = Field(
-        None, description="A GPU preset: its memory as the vendor publishes it (GB) per device."
-    )
-    tensor_parallel: PositiveInt = Field(
-        1,
-        description="Devices the model is split over (tensor parallel): their memory adds "
-        "up, the weights are split, and a cache shared by all heads is kept on every device.",
-    )
-    device_memory_gib: PositiveFloat | None = Field(
-        None,
-        description="Device memory (GiB); the cache gets device * usable_fraction - weights - "
-        "codec weights - overhead.",
-    )
-    usable_fraction: float = Field(0.9, gt=0, le=1)
-    overhead_gib: NonNegativeFloat = Field(
-        0.0, description="Memory reserved for activations and runtime (GiB)."
-    )
-    batch_step: PositiveInt | None = Field(
-        None, description="Round capacities down to a multiple of this (papers use grids)."
-    )
-
-    @model_validator(mode="after")
-    def _one_budget(self) -> Serving:
-        given = [
-            name
-            for name in ("memory_budget_gib", "device_memory_gib", "device")
-            if getattr(self, name) is not None
-        ]
-        if len(given) > 1:
-            raise FieldError(
-                given[0],
-                f"give one of memory_budget_gib, device_memory_gib and "
-                f"device, not {' and '.join(given)} (set one to null: "
-                f"--set serving.{given[0]}=null)",
-            )
-        return self
-
-    @property
-    def device_bytes(self) -> Fraction | None:
-        """Memory of one device in bytes (exact), from the preset or device_memory_gib."""
-        if self.device is not None:
-            return Fraction(DEVICES[self.device] * 10**9)
-        if self.device_memory_gib is not None:
-            return Fraction(str(self.device_memory_gib)) * 2**30
-        return None
-
-    @property
-    def sequence_tokens(self) -> int:
-        """Tokens cached per sequence at the end of generation."""
-        return self.context_tokens + self.generated_tokens
 
 
 def rank_limit(model: LoopedModel, variant: str) -> tuple[int, str]:

@@ -1,0 +1,69 @@
+"""A model's linear layers -> the bytes of weights stored quantised.
+
+fp8 with block scales (DeepSeek-V3's released weights, transformers' fine-grained fp8): every
+linear weight of the decoder layers is stored in one byte a number, plus one float32 scale
+per block of ``block`` rows and columns (``weight_scale_inv``, ceil(out / rows) *
+ceil(in / columns) of them); the embeddings, the LM head, norms, biases and routers stay in
+the model's dtype. :func:`linear_shapes` lists the linear weights (how many, rows, columns)
+as the checkpoint stores them: DeepSeek's shared experts are one MLP of n_shared times the
+expert width.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from infoflow.looped_kv.spec import DTYPE_BYTES, LoopedModel
+
+#: Bytes of one block scale (float32).
+SCALE_BYTES = 4
+
+
+def linear_shapes(model: LoopedModel) -> list[tuple[int, int, int]]:
+    """(count, rows, columns) of every linear weight in the decoder layers."""
+    h = model.hidden_size
+    layers = model.prelude_layers + model.layers + model.coda_layers
+    shapes = [(layers * count, rows, cols) for count, rows, cols in _attention(model)]
+    moe = model.experts.moe_layers(model.layers) if model.experts else 0
+    dense_mlp = _mlp(model.mlp, h, model.intermediate_size)
+    shapes += [(count * (layers - moe), rows, cols) for count, rows, cols in dense_mlp]
+    if model.experts:
+        e = model.experts
+        width = e.width or model.intermediate_size
+        expert = [(count * e.routed, r, c) for count, r, c in _mlp("swiglu", h, width)]
+        if e.shared:
+            expert += _mlp("swiglu", h, e.shared * width)
+        shapes += [(count * moe, rows, cols) for count, rows, cols in expert]
+    return [shape for shape in shapes if shape[0]]
+
+
+def _attention(model: LoopedModel) -> list[tuple[int, int, int]]:
+    h, n_q, d, n_kv = model.hidden_size, model.heads, model.head_dim, model.kv_heads
+    a = model.latent_attention
+    if a is None:
+        return [(1, n_q * d, h), (2, n_kv * d, h), (1, h, n_q * d)]
+    head_qk = a.nope_dim + a.rope_dim
+    query = (
+        [(1, a.q_rank, h), (1, n_q * head_qk, a.q_rank)] if a.q_rank else [(1, n_q * head_qk, h)]
+    )
+    latent = [(1, a.kv_rank + a.rope_dim, h), (1, n_q * (a.nope_dim + a.v_dim), a.kv_rank)]
+    return [*query, *latent, (1, h, n_q * a.v_dim)]
+
+
+def _mlp(kind: str, h: int, width: int) -> list[tuple[int, int, int]]:
+    if kind == "swiglu":
+        return [(2, width, h), (1, h, width)]
+    return [(1, width, h), (1, h, width)]
+
+
+def quantized_weight_bytes(model: LoopedModel, parameters: int) -> tuple[int, int, int]:
+    """(bytes of all weights, numbers stored in fp8, block scales) for a model of
+    ``parameters`` parameters whose linear weights are stored in fp8 with block scales."""
+    quantization = model.weight_quantization
+    assert quantization is not None
+    rows, cols = quantization.block
+    shapes = linear_shapes(model)
+    numbers = sum(count * r * c for count, r, c in shapes)
+    scales = sum(count * ceil(r / rows) * ceil(c / cols) for count, r, c in shapes)
+    rest = (parameters - numbers) * DTYPE_BYTES[model.dtype]
+    return numbers + scales * SCALE_BYTES + rest, numbers, scales
