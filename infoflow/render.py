@@ -52,12 +52,15 @@ def _list_text(value: list, limit: int = 16) -> str:
 
 
 def to_table(result: Result) -> Table:
-    """A rich table of one result: name, value, bound, provenance."""
+    """A rich table of one result: name, value, bound, provenance; under it the spec's
+    description and the note of every prediction that is false (a model that does not fit
+    its device says why)."""
     from rich.markup import escape
     from rich.table import Table
 
-    description = result.spec.description
-    caption = escape(one_line(description, 2000)) if description else None
+    lines = [result.spec.description] if result.spec.description else []
+    lines += [f"{name}: {p.note}" for name, p in result.predictions.items() if p.value is False]
+    caption = escape("\n".join(one_line(line, 2000) for line in lines)) if lines else None
     table = Table(title=escape(one_line(_title(result), 400)), caption=caption)
     table.add_column("prediction", style="bold")
     table.add_column("value", justify="right")

@@ -35,19 +35,38 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(BAD_INPUT) from None
 
 
-def load_points(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any]]:
+def load_points(
+    paths: list[Path], overrides: list[str] | None, serving: Any = None
+) -> list[tuple[str, Any]]:
     """Every spec with its sweep expanded, as (its name in output, the spec at that point),
-    exiting 2 on the first bad one."""
-    from infoflow.spec import expand, load_spec
+    exiting 2 on the first bad one. A path that is a model's config.json (or a folder holding
+    one) is sized as it is served, with the ``serving`` options (a ServingOptions)."""
+    from infoflow.spec import expand
 
     loaded = []
     with user_errors():
         for path in paths:
-            spec = load_spec(path, overrides or ())
+            spec = _load(path, list(overrides or ()), serving)
             for point, at in expand(spec, path.parent, str(path)):
                 where = ", ".join(f"{k}={v}" for k, v in point.items())
                 loaded.append((f"{path} [{where}]" if where else str(path), at))
     return loaded
+
+
+def _load(path: Path, overrides: list[str], serving: Any) -> Any:
+    """A spec file with the serving options as overrides, or the spec of a model config."""
+    from infoflow.core.errors import SpecError
+    from infoflow.looped_kv.direct import ServingOptions, config_path, spec_for_config
+    from infoflow.spec import load_spec
+
+    serving = serving or ServingOptions()
+    config = config_path(path)
+    if config is None:
+        return load_spec(path, [*serving.overrides(), *overrides])
+    try:
+        return load_spec(spec_for_config(config, serving), overrides)
+    except SpecError as exc:
+        raise SpecError(str(config), exc.problems) from None
 
 
 def load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any, Any]:
