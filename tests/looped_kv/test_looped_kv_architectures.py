@@ -234,29 +234,6 @@ def test_keys_a_config_leaves_out_take_transformers_defaults(tmp_path) -> None:
     assert _counted(tmp_path, deepseek)["model_parameters"].value == EXPECTED["deepseek-v2"][0]
 
 
-def test_fp8_weights_are_read_and_other_quantized_weights_refused(tmp_path) -> None:
-    config = json.loads((CONFIGS / "deepseek-v3.json").read_text())
-    fp8 = {**config, "quantization_config": {"quant_method": "fp8", "fmt": "e4m3"}}
-    result = _counted(tmp_path, fp8)
-    assert result.spec.model.dtype == "float8"
-    assert result["weight_bytes"].value == result["model_parameters"].value
-    (tmp_path / "spec.json").write_text(
-        json.dumps(
-            {
-                "kind": "looped_kv",
-                "model": {"hf_config": "config.json"},
-                "serving": {"context_tokens": 1},
-            }
-        )
-    )
-    (tmp_path / "config.json").write_text(
-        json.dumps({**config, "quantization_config": {"quant_method": "gptq", "bits": 4}})
-    )
-    assert "weights quantized by 'gptq' are not counted" in refused(
-        "predict", str(tmp_path / "spec.json")
-    )
-
-
 def test_tensor_parallel_copies_only_what_cannot_be_split(tmp_path) -> None:
     """Mistral-7B has 8 KV heads: on 16 devices each is kept twice, so a full window no longer
     fits 0.75 GiB, and the context is bounded again."""

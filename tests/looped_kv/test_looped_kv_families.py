@@ -19,7 +19,7 @@ import infoflow
 
 pytest.importorskip("torch", reason="the comparison builds transformers' models (torch)")
 pytest.importorskip("transformers", reason="the comparison needs transformers (dev extra)")
-import transformers_reference as reference  # noqa: E402
+import transformers_reference as reference
 
 CONFIGS = LOOPED_KV / "hf_configs"
 TOKENS = 12  # a prefill longer than the shrunk windows (5)

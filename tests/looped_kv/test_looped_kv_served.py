@@ -1,0 +1,261 @@
+"""Inputs that used to give a wrong number labelled exact (issue 27), each now exact or
+refused: fp8 weights (the cache keeps the compute dtype; the weights count their block scales
+and unquantised embeddings and head), keys a config leaves out, a config without model_type,
+tensor parallelism beyond the KV heads, weights that do not fit the device."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from conftest import LOOPED_KV, refused
+
+import infoflow
+
+CONFIGS = LOOPED_KV / "hf_configs"
+FP8 = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
+
+
+def config(name: str) -> dict:
+    return json.loads((CONFIGS / f"{name}.json").read_text())
+
+
+def counted(tmp_path, data: dict, **serving) -> infoflow.Result:
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": str(tmp_path / "config.json")},
+        "serving": {"context_tokens": 4096, **serving},
+    }
+    return infoflow.predict(spec)
+
+
+def test_fp8_weights_keep_the_compute_dtype_for_the_cache(tmp_path) -> None:
+    """DeepSeek-V3's released config: fp8 weights, a bf16 cache (70,272 B a token, as
+    transformers keeps it), unless the serving options make the cache fp8."""
+    data = config("deepseek-v3")
+    bf16 = counted(tmp_path, data)
+    fp8 = counted(tmp_path, {**data, "quantization_config": FP8})
+    assert fp8.spec.model.dtype == "bfloat16"
+    assert fp8["kv_bytes_per_token"].value == bf16["kv_bytes_per_token"].value == 61 * 576 * 2
+    assert fp8["weight_bytes"].value < bf16["weight_bytes"].value
+    cached_fp8 = counted(tmp_path, {**data, "quantization_config": FP8}, cache_dtype="float8")
+    assert 2 * cached_fp8["kv_bytes_per_token"].value == bf16["kv_bytes_per_token"].value
+
+
+def _fp8_bytes_of(model, block: int = 128) -> int:
+    """The bytes of transformers' model with every linear weight of the decoder layers in fp8
+    with a float32 scale per block (its fused experts, [experts, rows, columns], per expert),
+    the rest (embeddings, LM head, norms, routers) in bf16."""
+    import torch
+
+    fp8 = scales = 0
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and name != "lm_head":
+            rows, cols = module.weight.shape
+            fp8 += rows * cols
+            scales += math.ceil(rows / block) * math.ceil(cols / block)
+    for _, parameter in model.named_parameters():
+        if parameter.dim() == 3:
+            experts, rows, cols = parameter.shape
+            fp8 += parameter.numel()
+            scales += experts * math.ceil(rows / block) * math.ceil(cols / block)
+    total = sum(p.numel() for p in model.parameters())
+    total += sum(b.numel() for key, b in model.named_buffers() if key in model.state_dict())
+    return fp8 + 4 * scales + 2 * (total - fp8)
+
+
+SMALL = {
+    "hidden_size": 256,
+    "intermediate_size": 320,  # not a multiple of the block: ceil
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 512,
+}
+SMALL_DEEPSEEK = {
+    **SMALL,
+    "num_key_value_heads": 4,
+    "moe_intermediate_size": 128,  # transformers fuses gate and up: whole blocks either way
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "first_k_dense_replace": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "kv_lora_rank": 128,
+    "q_lora_rank": 192,
+    "qk_rope_head_dim": 32,
+    "qk_nope_head_dim": 64,
+    "v_head_dim": 64,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "small"), [("llama-3-8b", SMALL), ("deepseek-v3", SMALL_DEEPSEEK)]
+)
+def test_fp8_weights_count_block_scales_and_unquantised_embeddings(tmp_path, name, small) -> None:
+    """The fp8 Llama used to count every parameter in one byte (0.884x)."""
+    pytest.importorskip("transformers", reason="the reference is transformers' model")
+    import transformers_reference as reference
+
+    data = {**config(name), **small}
+    result = counted(tmp_path, {**data, "quantization_config": FP8})
+    assert result["weight_bytes"].value == _fp8_bytes_of(reference.meta_model(data))
+    assert "float32 scales (one per 128x128 block)" in result["weight_bytes"].note
+
+
+@pytest.mark.parametrize("method", ["gptq", "awq", "bitsandbytes", "mxfp4", "compressed-tensors"])
+def test_other_quantised_weights_are_refused_by_method(tmp_path, method) -> None:
+    data = {**config("llama-3-8b"), "quantization_config": {"quant_method": method, "bits": 4}}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    line = refused("predict", str(tmp_path / "config.json"))
+    assert f"weights quantized by {method!r} are not counted" in line
+
+
+def test_an_fp8_exemption_the_calculator_cannot_place_is_refused(tmp_path) -> None:
+    quantized = {**FP8, "modules_to_not_convert": ["model.layers.0.mlp"]}
+    (tmp_path / "config.json").write_text(
+        json.dumps({**config("llama-3-8b"), "quantization_config": quantized})
+    )
+    assert "'model.layers.0.mlp', which the calculator cannot place" in refused(
+        "predict", str(tmp_path / "config.json")
+    )
+
+
+#: Keys whose default differs between model types (transformers' config classes).
+DEFAULTED = ("num_key_value_heads", "head_dim", "tie_word_embeddings", "sliding_window")
+SHIPPED = sorted(p.stem for p in CONFIGS.glob("*.json") if "model_type" in config(p.stem))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_keys_left_out_take_transformers_default_for_the_model_type(tmp_path, name) -> None:
+    """Mistral and Mixtral default to 8 KV heads (a config without the key used to be read as
+    one KV head per query head: the cache 4x); Qwen3 and Gemma to their own head widths.
+    Each key dropped in turn: the calculator's model and transformers' agree, or the
+    calculator refuses what transformers builds inconsistently (more KV heads than heads)."""
+    pytest.importorskip("transformers", reason="the defaults are transformers' own")
+    import transformers_reference as reference
+
+    for key in DEFAULTED:
+        data = {k: v for k, v in config(name).items() if k != key}
+        if key not in config(name) or data["model_type"] in ("huginn_raven", "ouro"):
+            continue
+        expected = reference.config_of(data)
+        try:
+            result = counted(tmp_path, data)
+        except infoflow.SpecError as exc:
+            assert expected.num_attention_heads % expected.num_key_value_heads, (key, exc)
+            continue
+        model = result.spec.model
+        built = reference.parameters(reference.meta_model(data))
+        assert result["model_parameters"].value == built, key
+        if not model.latent_attention and "falcon" not in name:
+            heads = expected.num_attention_heads
+            assert model.kv_heads == getattr(expected, "num_key_value_heads", heads), key
+            width = getattr(expected, "head_dim", None) or expected.hidden_size // heads
+            assert model.head_dim == width, key
+        assert model.tie_embeddings == expected.tie_word_embeddings, key
+        window = getattr(expected, "sliding_window", None) if model.window_layers else None
+        assert model.sliding_window == window, key
+
+
+@pytest.mark.parametrize(
+    ("name", "architecture"),
+    [
+        ("gemma-7b", "GemmaForCausalLM"),
+        ("pythia-160m", "GPTNeoXForCausalLM"),
+        ("command-r-v01", "CohereForCausalLM"),
+    ],
+)
+def test_a_config_without_model_type_is_refused_unless_it_names_its_layout(
+    tmp_path, name, architecture
+) -> None:
+    """Read as Llama, these counted 1.09x, 1.28x and 1.06x their parameters, "exact"."""
+    data = {k: v for k, v in config(name).items() if k != "model_type"}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert "no model_type, and its keys do not say which layout" in refused(
+        "predict", str(tmp_path / "config.json")
+    )
+    named = counted(tmp_path, {**data, "architectures": [architecture]})
+    typed = counted(tmp_path, config(name))
+    assert named["model_parameters"].value == typed["model_parameters"].value
+    assert named["kv_bytes_per_token"].value == typed["kv_bytes_per_token"].value
+
+
+def test_tensor_parallel_beyond_the_kv_heads_is_an_upper_bound_with_copies_counted(
+    tmp_path,
+) -> None:
+    """Llama-3-8B has 8 KV heads: on 16 devices each is kept twice; the budget, which does
+    not subtract the weights every device repeats, is an upper bound."""
+    one = counted(tmp_path, config("llama-3-8b"), device="h200")
+    assert one["cache_budget_bytes"].bound == "exact"
+    sixteen = counted(tmp_path, config("llama-3-8b"), device="h200", tensor_parallel=16)
+    budget = sixteen["cache_budget_bytes"]
+    assert budget.bound == "upper" and "not subtracted" in budget.note
+    assert budget.value == math.floor(16 * 141 * 10**9 * 0.9 - sixteen["weight_bytes"].value)
+    per_sequence = sixteen["kv_cache_bytes"].value
+    assert sixteen["max_batch"].value == budget.value // (2 * per_sequence)
+    assert "each KV head kept 2 times" in sixteen["max_batch"].note
+
+
+def test_weights_that_do_not_fit_say_so_and_give_no_capacity(tmp_path) -> None:
+    """DeepSeek-V3 on one H200: 1.34 TB of bf16 weights; it used to print a 0 B budget and
+    max batch 0, "exact"."""
+    result = counted(tmp_path, config("deepseek-v3"), device="h200")
+    fits = result["fits_device"]
+    weights = result["weight_bytes"].value
+    assert fits.value is False
+    assert f"weights {weights:,} B" in fits.note and f"> memory {141 * 9 * 10**8:,} B" in fits.note
+    assert not {"cache_budget_bytes", "max_batch", "max_context_tokens"} & set(result.predictions)
+    sixteen = counted(tmp_path, config("deepseek-v3"), device="h200", tensor_parallel=16)
+    assert sixteen["fits_device"].value is True and sixteen["max_batch"].value > 0
+
+
+def test_predict_takes_a_config_json_without_a_spec(tmp_path) -> None:
+    """The direct entry point: a config (or its folder), serving options on the command line;
+    a plain decoder's rows are a plain decoder's (no codec rows, no looped provenance)."""
+    from conftest import run_cli
+
+    path = CONFIGS / "llama-3-8b.json"
+    proc = run_cli("predict", str(path), "--context", "8192", "--batch", "4", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    predictions = json.loads(proc.stdout)["predictions"]
+    per_token = predictions["kv_bytes_per_token"]["value"]
+    assert predictions["kv_cache_bytes"]["value"] == 8192 * per_token
+    assert predictions["kv_cache_bytes_batch"]["value"] == 4 * 8192 * per_token
+    assert not [name for name in predictions if "compress" in name or "codec" in name]
+    assert predictions["kv_bytes_per_token"]["provenance"] == "standard:kv-cache"
+    assert not [p for p in predictions.values() if "O'Neill" in p["note"]]
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(path.read_text())
+    table = run_cli("predict", str(tmp_path / "model"), "--device", "h200", "--tp", "2")
+    assert table.returncode == 0 and "max_batch" in table.stdout
+    assert "compression" not in table.stdout and "codec" not in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda tmp: tmp / "absent.json", "absent.json: spec or config file not found"),
+        (lambda tmp: tmp, "a folder without a config.json"),
+        (
+            lambda tmp: _write(tmp, {"model_type": "llama", "hidden_size": 64}),
+            "config.json: field 'model.hf_config'",
+        ),
+        (lambda tmp: _write(tmp, [1, 2]), "neither a spec nor a model config"),
+    ],
+    ids=["missing", "folder", "key", "not-an-object"],
+)
+def test_a_bad_config_is_one_line_naming_the_file(tmp_path, make, words) -> None:
+    assert words in refused("predict", str(make(tmp_path)))
+
+
+def test_a_bad_serving_option_names_the_field(tmp_path) -> None:
+    line = refused("predict", str(CONFIGS / "gpt2.json"), "--cache-dtype", "int9")
+    assert "gpt2.json: field 'serving.cache_dtype'" in line
+
+
+def _write(folder, data) -> str:
+    (folder / "config.json").write_text(json.dumps(data))
+    return folder / "config.json"
