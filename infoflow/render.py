@@ -53,13 +53,12 @@ def _list_text(value: list, limit: int = 16) -> str:
 
 def to_table(result: Result) -> Table:
     """A rich table of one result: name, value, bound, provenance; under it the spec's
-    description and the note of every prediction that is false (a model that does not fit
-    its device says why)."""
+    description and the result's messages."""
     from rich.markup import escape
     from rich.table import Table
 
     lines = [result.spec.description] if result.spec.description else []
-    lines += [f"{name}: {p.note}" for name, p in result.predictions.items() if p.value is False]
+    lines += result.messages
     caption = escape("\n".join(one_line(line, 2000) for line in lines)) if lines else None
     table = Table(title=escape(one_line(_title(result), 400)), caption=caption)
     table.add_column("prediction", style="bold")
@@ -77,6 +76,8 @@ def to_markdown(result: Result) -> str:
     lines = [f"### {markdown_text(_title(result))}", ""]
     if result.spec.description:
         lines += [markdown_text(result.spec.description, starts_line=True), ""]
+    for message in result.messages:
+        lines += [markdown_text(message, starts_line=True), ""]
     lines += ["| prediction | value | bound | provenance | note |", "|---|--:|---|---|---|"]
     for name, p in result.predictions.items():
         cells = [format_value(p), p.bound, p.provenance, p.note]

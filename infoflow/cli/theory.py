@@ -62,10 +62,17 @@ def predict(
     A model's config.json is sized as served: cache, weights and, with --device or
     --budget-gib, the largest batch and context that fit."""
     from infoflow import render
-    from infoflow.looped_kv.direct import ServingOptions
     from infoflow.predictor import predict as run_predict
 
-    serving = ServingOptions(context, batch, device, cache_dtype, tp, budget_gib)
+    serving = {
+        "context_tokens": context,
+        "batch": batch,
+        "device": device,
+        "cache_dtype": cache_dtype,
+        "tensor_parallel": tp,
+        "memory_budget_gib": budget_gib,
+    }
+    serving = {key: value for key, value in serving.items() if value is not None}
     loaded = load_points(specs, overrides, serving)
     with user_errors():  # a family's own inputs (a calibration file) can be bad too
         results = [run_predict(spec, source) for source, spec in loaded]

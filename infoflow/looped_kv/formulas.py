@@ -141,6 +141,8 @@ def model_parameters(s, model: LoopedModel) -> Any:
     model and enter as numbers; the dimensions stay symbols.
     """
     attention = _latent_attention(s, model) if model.latent_attention else _attention(s, model)
+    if model.attention_sinks:
+        attention += s.n_q  # one learned sink logit per query head
     if model.qk_norm == "head":
         attention += 2 * s.d_head
     elif model.qk_norm == "full":
@@ -156,6 +158,8 @@ def model_parameters(s, model: LoopedModel) -> Any:
     if model.experts:
         experts = (s.experts + s.shared) * 3 * s.h * s.f_e + s.experts * s.h
         moe = experts + (s.experts if model.experts.router_bias else 0)
+        if model.experts.bias:
+            moe += s.experts * (2 * s.f_e + s.h)
         layers = (
             s.R * (attention + model.norms_per_layer * norm) + (s.R - s.L_moe) * mlp + s.L_moe * moe
         )
@@ -171,7 +175,8 @@ def model_parameters(s, model: LoopedModel) -> Any:
 
 def active_parameters(s, model: LoopedModel) -> Any:
     """Parameters one token uses: all but the routed experts it is not sent to."""
-    return model_parameters(s, model) - s.L_moe * (s.experts - s.top_k) * 3 * s.h * s.f_e
+    expert = 3 * s.h * s.f_e + ((2 * s.f_e + s.h) if model.experts.bias else 0)
+    return model_parameters(s, model) - s.L_moe * (s.experts - s.top_k) * expert
 
 
 def _attention(s, model: LoopedModel) -> Any:

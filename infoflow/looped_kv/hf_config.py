@@ -33,7 +33,7 @@ from typing import Any
 from infoflow.core.errors import FieldError, SpecError
 from infoflow.core.files import read_json
 from infoflow.looped_kv.hf_defaults import ARCHITECTURES, DEFAULTS, REFUSED
-from infoflow.looped_kv.hf_families import LAYOUTS
+from infoflow.looped_kv.hf_layouts import LAYOUTS
 
 __all__ = ["BOOLEANS", "DEFAULTS", "LAYOUTS", "UNMODELLED", "read_hf_config"]
 
@@ -136,18 +136,31 @@ def _check_keys(config: dict[str, Any], reads: set[str], path: Path) -> None:
             raise FieldError("hf_config", message)
 
 
+#: What MXFP4 checkpoints (GPT-OSS) keep unquantised: all but the routed experts anyway.
+_MXFP4_EXEMPT = {
+    "model.layers.*.self_attn",
+    "model.layers.*.mlp.router",
+    "model.embed_tokens",
+    "lm_head",
+}
+
+
 def _quantization(quantized: Any, path: Path) -> dict[str, Any]:
-    """The weight_quantization fields of a quantization_config: fp8 with block scales, the
-    LM head exempt at most; any other method or exemption is refused by name."""
+    """The weight_quantization fields of a quantization_config: fp8 with block scales (the LM
+    head exempt at most) or MXFP4 experts; any other method or exemption is refused by name."""
     method = quantized.get("quant_method") if isinstance(quantized, dict) else quantized
-    if method != "fp8":
+    if method not in ("fp8", "mxfp4"):
         message = f"{path}: weights quantized by {method!r} are not counted (fp8 with block "
-        raise FieldError("hf_config", message + "scales is): refused, not counted as bf16")
+        message += "scales and MXFP4 experts are): refused, not counted as bf16"
+        raise FieldError("hf_config", message)
     exempt = quantized.get("modules_to_not_convert") or []
-    unknown = [name for name in exempt if name != "lm_head"]
+    known = _MXFP4_EXEMPT if method == "mxfp4" else {"lm_head"}
+    unknown = [name for name in exempt if name not in known]
     if unknown:
         message = f"{path}: quantization_config.modules_to_not_convert names {unknown[0]!r}, "
         raise FieldError("hf_config", message + "which the calculator cannot place: refused")
+    if method == "mxfp4":
+        return {"method": "mxfp4", "block": [1, 32], "exempt": exempt}
     block = quantized.get("weight_block_size") or [128, 128]
     return {"method": "fp8", "block": block, "exempt": exempt}
 

@@ -50,6 +50,23 @@ DEFAULTS: dict[str, dict[str, object]] = {
         "bias": False,
     },
     "olmoe": {"num_experts": 64, "num_experts_per_tok": 8},
+    "gpt_oss": {
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "sliding_window": 128,
+        "attention_bias": True,
+        "num_local_experts": 128,
+        "num_experts_per_tok": 4,
+    },
+    "llama4_text": {
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "attention_chunk_size": 8192,
+        "interleave_moe_layer_step": 1,
+        "num_local_experts": 16,
+        "num_experts_per_tok": 1,
+        "intermediate_size_mlp": 16384,
+    },
     "deepseek_v2": {
         "q_lora_rank": 1536,
         "n_shared_experts": 2,
@@ -93,14 +110,13 @@ ARCHITECTURES = {
     "FalconForCausalLM": "falcon",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "GptOssForCausalLM": "gpt_oss",
 }
 
 #: Model types known and not counted, with what the calculator would need to count them.
 REFUSED = {
-    "gpt_oss": "attention sinks, experts with biases and MXFP4 expert weights",
-    "llama4": "a vision encoder, chunked attention and interleaved MoE layers",
-    "llama4_text": "chunked attention (attention_chunk_size), interleaved MoE layers with a "
-    "shared expert and no-RoPE layers",
+    "llama4": "a vision encoder: give its text_config as a config of its own (model_type "
+    "llama4_text)",
     "jamba": "hybrid Mamba layers (a constant conv and SSM state per sequence)",
     "phimoe": "experts with LayerNorms that carry biases and a biased LM head",
     "gemma3": "a vision tower: give its text_config as a config of its own (model_type "

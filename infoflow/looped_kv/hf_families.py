@@ -6,8 +6,8 @@ LayerNorms, GELU MLPs, learned positions, tied embeddings), sliding windows by t
 own per-layer pattern, and mixtures of experts. Fused projections (Phi-3's qkv and gate_up,
 GPT-2's c_attn, GPT-NeoX's and Falcon's query_key_value) hold as many numbers as separate ones;
 partial rotary, parallel residuals and logit soft-capping hold none: they read as the same
-fields. :data:`LAYOUTS` lists the readers by ``model_type`` with the refusable keys
-(``hf_config.UNMODELLED``) each one reads.
+fields. The mixtures of experts are read in :mod:`hf_experts`; :mod:`hf_layouts` lists
+the readers by ``model_type``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _huginn(config: Config) -> Config:
 #: layer, from ``max_window_layers`` on (Qwen), on even layers (Gemma-2), on all but every
 #: ``sliding_window_pattern``-th (Gemma-3).
 _STYLES = {"qwen2": "qwen", "qwen3": "qwen", "qwen3_moe": "qwen", "gemma2": "gemma2"}
-_STYLES["gemma3_text"] = "gemma3"
+_STYLES |= {"gemma3_text": "gemma3", "gpt_oss": "gemma2"}
 
 
 def windows(config: Config, fields: Config) -> Config:
@@ -116,21 +116,6 @@ def _qwen3(config: Config) -> Config:
     return windows(config, {**fields, "qk_norm": "head"})
 
 
-def _qwen3_moe(config: Config) -> Config:
-    """Qwen3-MoE: Qwen3's attention; layer i is an MoE layer unless listed in mlp_only_layers,
-    when (i + 1) is a multiple of decoder_sparse_step; no shared expert, no router bias."""
-    layers, step = config["num_hidden_layers"], config["decoder_sparse_step"]
-    dense = set(config.get("mlp_only_layers") or [])
-    marks = [i not in dense and (i + 1) % step == 0 for i in range(layers)]
-    experts = {
-        "routed": config["num_experts"],
-        "per_token": config["num_experts_per_tok"],
-        "width": config["moe_intermediate_size"],
-        "layers": marks,
-    }
-    return {**_qwen3(config), "experts": experts}
-
-
 def _gemma(config: Config) -> Config:
     """Gemma (1): tied embeddings, 256-wide heads; Gemma-2 and Gemma-3 add a norm after the
     attention and after the MLP (four a layer) and windows on some layers; Gemma-3 adds an
@@ -149,13 +134,6 @@ def _olmo2(config: Config) -> Config:
     """OLMo-2: norms after attention and MLP (two a layer), and RMSNorms over all queries
     (n_q * head_dim) and all keys (n_kv * head_dim)."""
     return {**_llama_like(config), "qk_norm": "full"}
-
-
-def _olmoe(config: Config) -> Config:
-    """OLMoE: OLMo-2's q/k norms before the residual, every layer a mixture of SwiGLU experts
-    of intermediate_size, no shared expert."""
-    experts = {"routed": config["num_experts"], "per_token": config["num_experts_per_tok"]}
-    return {**_llama_like(config), "qk_norm": "full", "experts": experts}
 
 
 def _cohere(config: Config) -> Config:
@@ -231,68 +209,3 @@ def _falcon(config: Config) -> Config:
     bias = bool(config.get("bias"))
     fields.update(attention_bias="qkvo" if bias else "none", mlp_bias=bias, kv_heads=kv_heads)
     return {**fields, "norms_per_layer": 2 if two or not parallel else 1}
-
-
-def _mixtral(config: Config) -> Config:
-    """Mixtral: every layer's MLP is a mixture of SwiGLU experts of intermediate_size."""
-    experts = {"routed": config["num_local_experts"], "per_token": config["num_experts_per_tok"]}
-    return {**_windowed(config), "experts": experts}
-
-
-def _deepseek(config: Config) -> Config:
-    """DeepSeek-V2/V3: routed and shared experts after dense first layers, and multi-head
-    latent attention; V3's router carries a correction bias per expert (a stored tensor)."""
-    experts = {
-        "routed": config["n_routed_experts"],
-        "per_token": config["num_experts_per_tok"],
-        "shared": config["n_shared_experts"] or 0,
-        "width": config["moe_intermediate_size"],
-        "dense_layers": config["first_k_dense_replace"],
-        "every": config["moe_layer_freq"],
-        "router_bias": config.get("model_type") == "deepseek_v3",
-    }
-    latent = {
-        "kv_rank": config["kv_lora_rank"],
-        "q_rank": config["q_lora_rank"],
-        "rope_dim": config["qk_rope_head_dim"],
-        "nope_dim": config["qk_nope_head_dim"],
-        "v_dim": config["v_head_dim"],
-    }
-    return {**_llama_like(config), "experts": experts, "latent_attention": latent}
-
-
-_WINDOW_KEYS = {"sliding_window", "layer_types", "sliding_window_pattern"}
-_QWEN_MOE_KEYS = {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "mlp_only_layers"}
-_DEEPSEEK_KEYS = {
-    "n_routed_experts",
-    "n_shared_experts",
-    "num_experts_per_tok",
-    "moe_intermediate_size",
-    "kv_lora_rank",
-    "q_lora_rank",
-    "qk_rope_head_dim",
-}
-#: The layouts read, by model_type: the reader and the UNMODELLED keys it reads.
-LAYOUTS = {
-    "llama": (_llama_like, set()),
-    "ouro": (_llama_like, set()),
-    "mistral": (_windowed, _WINDOW_KEYS),
-    "qwen2": (_windowed, _WINDOW_KEYS),
-    "phi3": (_windowed, _WINDOW_KEYS),
-    "qwen3": (_qwen3, _WINDOW_KEYS),
-    "qwen3_moe": (_qwen3_moe, _WINDOW_KEYS | _QWEN_MOE_KEYS),
-    "gemma": (_gemma, set()),
-    "gemma2": (_gemma, _WINDOW_KEYS),
-    "gemma3_text": (_gemma, _WINDOW_KEYS),
-    "olmo2": (_olmo2, set()),
-    "olmoe": (_olmoe, {"num_experts", "num_experts_per_tok"}),
-    "cohere": (_cohere, set()),
-    "gpt2": (_gpt2, set()),
-    "gpt_neox": (_gpt_neox, set()),
-    "starcoder2": (_starcoder2, _WINDOW_KEYS),
-    "falcon": (_falcon, {"multi_query"}),
-    "mixtral": (_mixtral, {"num_local_experts", "num_experts_per_tok", *_WINDOW_KEYS}),
-    "deepseek_v2": (_deepseek, _DEEPSEEK_KEYS),
-    "deepseek_v3": (_deepseek, _DEEPSEEK_KEYS),
-    "huginn_raven": (_huginn, set()),
-}

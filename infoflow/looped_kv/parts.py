@@ -27,6 +27,11 @@ class Experts(StrictModel):
     router_bias: bool = Field(
         False, description="A bias per expert in the router (DeepSeek-V3's correction bias)."
     )
+    bias: bool = Field(
+        False,
+        description="Each routed expert's projections carry biases (GPT-OSS: 2 * width + "
+        "hidden numbers an expert).",
+    )
     layers: list[bool] | None = Field(
         None,
         description="Per layer, whether it is an MoE layer (Qwen3-MoE's decoder_sparse_step "
@@ -62,15 +67,17 @@ class LatentAttention(StrictModel):
 class WeightQuantization(StrictModel):
     """Weights stored quantised, as the checkpoint's ``quantization_config`` says: fp8 (e4m3)
     linear weights with one float32 scale per block (DeepSeek-V3's and transformers'
-    fine-grained fp8); embeddings, the LM head, norms, routers and the modules the config
-    exempts stay in the model's dtype."""
+    fine-grained fp8), or MXFP4 routed-expert weights (GPT-OSS: 4 bits a number and a one-byte
+    scale per 32 along the input); embeddings, the LM head, norms, routers and the modules the
+    config exempts stay in the model's dtype."""
 
-    method: Literal["fp8"] = "fp8"
+    method: Literal["fp8", "mxfp4"] = "fp8"
     block: tuple[PositiveInt, PositiveInt] = Field(
-        (128, 128), description="Rows and columns of a weight that share one scale."
+        (128, 128),
+        description="Rows and columns of a weight that share one scale (fp8; MXFP4: 1 x 32).",
     )
     exempt: list[str] = Field(
         default_factory=list,
         description="Modules kept unquantised (modules_to_not_convert); only names the "
-        "calculator knows (lm_head) are accepted.",
+        "calculator knows to be unquantised anyway are accepted.",
     )

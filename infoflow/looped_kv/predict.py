@@ -7,6 +7,7 @@ printed text comes from :mod:`expressions`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from infoflow.core.results import Prediction, Result
@@ -84,10 +85,24 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     }
     if model.weight_quantization:
         out["weight_bytes"] = _quantized_weights(spec, out["model_parameters"].value)
+    if model.sliding_window and model.window_kind == "chunked":
+        out["kv_cache_bytes"] = _chunked(out["kv_cache_bytes"])
     forms = (full, compressed), (full_sequence, compressed_sequence)
     out.update(capacity(spec, out, values, forms))
     out.update(batch_memory(spec, out, values, full_sequence))
-    return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
+    fits = out.get("fits_device")
+    messages = (fits.note,) if fits is not None and fits.value is False else ()
+    return Result(kind=spec.kind, spec=spec, predictions=out, source=source, messages=messages)
+
+
+def _chunked(prediction: Prediction) -> Prediction:
+    """A chunked layer counted as keeping a whole chunk: an upper bound."""
+    note = (
+        f"{prediction.note} A chunked-attention layer is counted as keeping up to a whole "
+        "chunk (as transformers keeps it, as a window); an engine that drops finished chunks "
+        "keeps only the current one's tokens: an upper bound."
+    )
+    return replace(prediction, bound="upper", note=note)
 
 
 def _quantized_weights(spec: LoopedKVSpec, parameters: int) -> Prediction:
@@ -95,12 +110,19 @@ def _quantized_weights(spec: LoopedKVSpec, parameters: int) -> Prediction:
     model = spec.model
     total, numbers, scales = quantized_weight_bytes(model, parameters)
     rows, cols = model.weight_quantization.block
-    note = (
-        f"{numbers:,} linear weights of the decoder layers in fp8 (1 B) with {scales:,} "
-        f"float32 scales (one per {rows}x{cols} block), the other {parameters - numbers:,} "
-        f"parameters (embeddings, LM head, norms, biases, routers) in {model.dtype}, as the "
-        "checkpoint stores them."
-    )
+    rest = f"the other {parameters - numbers:,} parameters"
+    if model.weight_quantization.method == "mxfp4":
+        note = (
+            f"{numbers:,} routed-expert weights in MXFP4 (4 bits, whole blocks of 32 numbers) "
+            f"with {scales:,} one-byte scales, {rest} (attention, routers, embeddings, LM "
+            f"head, norms, biases) in {model.dtype}, as the checkpoint stores them."
+        )
+    else:
+        note = (
+            f"{numbers:,} linear weights of the decoder layers in fp8 (1 B) with {scales:,} "
+            f"float32 scales (one per {rows}x{cols} block), {rest} (embeddings, LM head, "
+            f"norms, biases, routers) in {model.dtype}, as the checkpoint stores them."
+        )
     return Prediction(total, "B", "exact", "derived", note)
 
 
@@ -199,9 +221,10 @@ def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
             f"caches the latent keeps them{scales}."
         )
     if model.sliding_window:
+        kept = "the current chunk of" if model.window_kind == "chunked" else "only the last"
         return "standard:sliding-window", (
             f"A token cached by every layer: 2*bytes*n_kv*d_head*R; the L_w windowed layers "
-            f"keep only the last W = {model.sliding_window:,} tokens{scales}."
+            f"keep {kept} W = {model.sliding_window:,} tokens{scales}."
         )
     if plain(spec):
         return "standard:kv-cache", (

@@ -89,6 +89,9 @@ class LoopedModel(StrictModel):
         description="Norms on queries and keys: head (one weight of head_dim each, Qwen3, "
         "Gemma-3) or full (n_q*head_dim and n_kv*head_dim, OLMo-2, Command-R+).",
     )
+    attention_sinks: bool = Field(
+        False, description="A learned sink logit per query head and layer (GPT-OSS)."
+    )
     positions: NonNegativeInt = Field(
         0, description="Learned absolute position embeddings (GPT-2's n_positions); 0: none."
     )
@@ -112,6 +115,12 @@ class LoopedModel(StrictModel):
     )
     window_layers: list[bool] | None = Field(
         None, description="Per layer, whether it is windowed; default: every layer."
+    )
+    window_kind: Literal["sliding", "chunked"] = Field(
+        "sliding",
+        description="sliding: a windowed layer keeps the last sliding_window tokens; chunked "
+        "(Llama-4): it attends within chunks of sliding_window tokens, and is counted as "
+        "keeping up to a chunk (an upper bound on what a chunk-aware engine keeps).",
     )
     checkpoint: str | None = Field(
         None,

@@ -1,5 +1,8 @@
 """A model's linear layers -> the bytes of weights stored quantised.
 
+MXFP4 (GPT-OSS's released weights): the routed experts' weights in 4 bits a number, with a
+one-byte (E8M0) scale per 32 numbers along the input; everything else in the model's dtype.
+
 fp8 with block scales (DeepSeek-V3's released weights, transformers' fine-grained fp8): every
 linear weight of the decoder layers is stored in one byte a number, plus one float32 scale
 per block of ``block`` rows and columns (``weight_scale_inv``, ceil(out / rows) *
@@ -27,14 +30,21 @@ def linear_shapes(model: LoopedModel) -> list[tuple[int, int, int]]:
     moe = model.experts.moe_layers(model.layers) if model.experts else 0
     dense_mlp = _mlp(model.mlp, h, model.intermediate_size)
     shapes += [(count * (layers - moe), rows, cols) for count, rows, cols in dense_mlp]
-    if model.experts:
-        e = model.experts
-        width = e.width or model.intermediate_size
-        expert = [(count * e.routed, r, c) for count, r, c in _mlp("swiglu", h, width)]
-        if e.shared:
-            expert += _mlp("swiglu", h, e.shared * width)
-        shapes += [(count * moe, rows, cols) for count, rows, cols in expert]
+    shapes += routed_expert_shapes(model)
+    if model.experts and model.experts.shared:
+        width = model.experts.width or model.intermediate_size
+        shared = _mlp("swiglu", h, model.experts.shared * width)
+        shapes += [(count * moe, rows, cols) for count, rows, cols in shared]
     return [shape for shape in shapes if shape[0]]
+
+
+def routed_expert_shapes(model: LoopedModel) -> list[tuple[int, int, int]]:
+    """(count, rows, columns) of the routed experts' weights, in every MoE layer."""
+    if not model.experts:
+        return []
+    e = model.experts
+    moe, width = e.moe_layers(model.layers), e.width or model.intermediate_size
+    return [(c * e.routed * moe, r, k) for c, r, k in _mlp("swiglu", model.hidden_size, width)]
 
 
 def _attention(model: LoopedModel) -> list[tuple[int, int, int]]:
@@ -57,13 +67,16 @@ def _mlp(kind: str, h: int, width: int) -> list[tuple[int, int, int]]:
 
 
 def quantized_weight_bytes(model: LoopedModel, parameters: int) -> tuple[int, int, int]:
-    """(bytes of all weights, numbers stored in fp8, block scales) for a model of
-    ``parameters`` parameters whose linear weights are stored in fp8 with block scales."""
+    """(bytes of all weights, numbers stored quantised, block scales) for a model of
+    ``parameters`` parameters stored as its weight_quantization says."""
     quantization = model.weight_quantization
     assert quantization is not None
     rows, cols = quantization.block
-    shapes = linear_shapes(model)
+    mxfp4 = quantization.method == "mxfp4"
+    shapes = routed_expert_shapes(model) if mxfp4 else linear_shapes(model)
     numbers = sum(count * r * c for count, r, c in shapes)
     scales = sum(count * ceil(r / rows) * ceil(c / cols) for count, r, c in shapes)
     rest = (parameters - numbers) * DTYPE_BYTES[model.dtype]
+    if mxfp4:  # two numbers a byte, whole blocks of 32; one byte a scale
+        return scales * (cols // 2 + 1) + rest, numbers, scales
     return numbers + scales * SCALE_BYTES + rest, numbers, scales

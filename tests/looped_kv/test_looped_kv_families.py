@@ -81,6 +81,13 @@ CASES = {
         "num_kv_heads": 2,
         "_name_or_path": "falcon-new-architecture",
     },
+    "gpt-oss-20b": {"layer_types": None, "quantization_config": None},
+    "llama-4-scout-17b-16e": {"attention_chunk_size": 5, "intermediate_size_mlp": 80},
+    "llama-4-maverick": {
+        "attention_chunk_size": 5,
+        "intermediate_size_mlp": 80,
+        "interleave_moe_layer_step": 2,
+    },
     "deepseek-v2-lite": {"num_key_value_heads": 4},  # transformers' MLA groups by KV heads
     "deepseek-v3": {"num_key_value_heads": 4},
 }
@@ -89,6 +96,7 @@ _SHIPPED = {
     "pythia-160m-no-bias": "pythia-160m",
     "command-r-plus": "command-r-v01",
     "falcon-40b": "falcon-7b",
+    "llama-4-maverick": "llama-4-scout-17b-16e",
 }
 
 

@@ -105,7 +105,7 @@ def test_fp8_weights_count_block_scales_and_unquantised_embeddings(tmp_path, nam
     assert "float32 scales (one per 128x128 block)" in result["weight_bytes"].note
 
 
-@pytest.mark.parametrize("method", ["gptq", "awq", "bitsandbytes", "mxfp4", "compressed-tensors"])
+@pytest.mark.parametrize("method", ["gptq", "awq", "bitsandbytes", "compressed-tensors", "fbgemm_fp8"])
 def test_other_quantised_weights_are_refused_by_method(tmp_path, method) -> None:
     data = {**config("llama-3-8b"), "quantization_config": {"quant_method": method, "bits": 4}}
     (tmp_path / "config.json").write_text(json.dumps(data))
@@ -237,13 +237,13 @@ def test_predict_takes_a_config_json_without_a_spec(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("make", "words"),
     [
-        (lambda tmp: tmp / "absent.json", "absent.json: spec or config file not found"),
-        (lambda tmp: tmp, "a folder without a config.json"),
+        (lambda tmp: tmp / "absent.json", "absent.json: spec file not found"),
+        (lambda tmp: tmp, "is a directory, not a spec file, and holds no config.json"),
         (
             lambda tmp: _write(tmp, {"model_type": "llama", "hidden_size": 64}),
             "config.json: field 'model.hf_config'",
         ),
-        (lambda tmp: _write(tmp, [1, 2]), "neither a spec nor a model config"),
+        (lambda tmp: _write(tmp, [1, 2]), "a spec must be a JSON object"),
     ],
     ids=["missing", "folder", "key", "not-an-object"],
 )
@@ -259,3 +259,20 @@ def test_a_bad_serving_option_names_the_field(tmp_path) -> None:
 def _write(folder, data) -> str:
     (folder / "config.json").write_text(json.dumps(data))
     return folder / "config.json"
+
+
+def test_mxfp4_experts_count_four_bits_and_a_scale_per_32(tmp_path) -> None:
+    """GPT-OSS's released weights: the routed experts in MXFP4 (16 bytes of numbers and one
+    scale byte per block of 32), attention, router, embeddings and head in bf16."""
+    pytest.importorskip("transformers", reason="the reference is transformers' model")
+    import transformers_reference as reference
+
+    small = {**SMALL, "intermediate_size": 96, "num_local_experts": 4, "num_experts_per_tok": 2}
+    data = {**config("gpt-oss-20b"), **small, "head_dim": 64, "layer_types": None}
+    model = reference.meta_model(data)
+    experts = sum(p.numel() for p in model.parameters() if p.dim() == 3)
+    total = reference.parameters(model)
+    result = counted(tmp_path, data)
+    assert result.spec.model.weight_quantization.method == "mxfp4"
+    assert result["weight_bytes"].value == experts // 32 * 17 + 2 * (total - experts)
+    assert result["model_parameters"].value == total

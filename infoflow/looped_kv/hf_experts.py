@@ -1,0 +1,106 @@
+"""Hugging Face config -> ``looped_kv`` model fields, for the mixtures of experts: Mixtral,
+Qwen3-MoE, OLMoE, DeepSeek-V2/V3 (with latent attention), Llama-4 (chunked attention, a
+shared expert, interleaved MoE layers) and GPT-OSS (attention sinks, experts with biases,
+alternating windows). The dense part of each is read as in :mod:`hf_families`."""
+
+from __future__ import annotations
+
+from infoflow.core.errors import FieldError
+from infoflow.looped_kv.hf_families import Config, _llama_like, _qwen3, _windowed, windows
+
+
+def _mixtral(config: Config) -> Config:
+    """Mixtral: every layer's MLP is a mixture of SwiGLU experts of intermediate_size."""
+    experts = {"routed": config["num_local_experts"], "per_token": config["num_experts_per_tok"]}
+    return {**_windowed(config), "experts": experts}
+
+
+def _deepseek(config: Config) -> Config:
+    """DeepSeek-V2/V3: routed and shared experts after dense first layers, and multi-head
+    latent attention; V3's router carries a correction bias per expert (a stored tensor)."""
+    experts = {
+        "routed": config["n_routed_experts"],
+        "per_token": config["num_experts_per_tok"],
+        "shared": config["n_shared_experts"] or 0,
+        "width": config["moe_intermediate_size"],
+        "dense_layers": config["first_k_dense_replace"],
+        "every": config["moe_layer_freq"],
+        "router_bias": config.get("model_type") == "deepseek_v3",
+    }
+    latent = {
+        "kv_rank": config["kv_lora_rank"],
+        "q_rank": config["q_lora_rank"],
+        "rope_dim": config["qk_rope_head_dim"],
+        "nope_dim": config["qk_nope_head_dim"],
+        "v_dim": config["v_head_dim"],
+    }
+    return {**_llama_like(config), "experts": experts, "latent_attention": latent}
+
+
+def _qwen3_moe(config: Config) -> Config:
+    """Qwen3-MoE: Qwen3's attention; layer i is an MoE layer unless listed in mlp_only_layers,
+    when (i + 1) is a multiple of decoder_sparse_step; no shared expert, no router bias."""
+    layers, step = config["num_hidden_layers"], config["decoder_sparse_step"]
+    dense = set(config.get("mlp_only_layers") or [])
+    marks = [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    experts = {
+        "routed": config["num_experts"],
+        "per_token": config["num_experts_per_tok"],
+        "width": config["moe_intermediate_size"],
+        "layers": marks,
+    }
+    return {**_qwen3(config), "experts": experts}
+
+
+def _olmoe(config: Config) -> Config:
+    """OLMoE: OLMo-2's q/k norms before the residual, every layer a mixture of SwiGLU experts
+    of intermediate_size, no shared expert."""
+    experts = {"routed": config["num_experts"], "per_token": config["num_experts_per_tok"]}
+    return {**_llama_like(config), "qk_norm": "full", "experts": experts}
+
+
+def _llama4(config: Config) -> Config:
+    """Llama-4 (text): MoE layers (moe_layers, or every interleave_moe_layer_step-th) with a
+    shared expert and routed experts of intermediate_size, dense layers of
+    intermediate_size_mlp; chunked attention on the layers layer_types marks (by default
+    the RoPE layers: all but every fourth); the q/k L2 norm holds no parameters."""
+    layers, step = config["num_hidden_layers"], config.get("interleave_moe_layer_step") or 1
+    moe = config.get("moe_layers")
+    moe = set(range(step - 1, layers, step) if moe is None else moe)
+    experts = {
+        "routed": config["num_local_experts"],
+        "per_token": config["num_experts_per_tok"],
+        "shared": 1,
+        "width": config["intermediate_size"],
+        "layers": [i in moe for i in range(layers)],
+    }
+    fields = {**_llama_like(config), "intermediate_size": config["intermediate_size_mlp"]}
+    types = config.get("layer_types")
+    if types is None:
+        interval = config.get("no_rope_layer_interval") or 4
+        types = [
+            "chunked_attention" if (i + 1) % interval else "full_attention" for i in range(layers)
+        ]
+    unknown = sorted(set(types) - {"full_attention", "chunked_attention"})
+    if unknown:
+        raise FieldError("hf_config", f"layer_types holds {unknown[0]!r} beside chunked layers")
+    chunk = config.get("attention_chunk_size")
+    fields["experts"] = experts
+    if chunk and "chunked_attention" in types:
+        marks = [kind == "chunked_attention" for kind in types]
+        fields.update(sliding_window=chunk, window_layers=marks, window_kind="chunked")
+    return fields
+
+
+def _gpt_oss(config: Config) -> Config:
+    """GPT-OSS: every layer a mixture of experts of intermediate_size whose projections and
+    router carry biases, a learned sink per query head, biases on the attention
+    projections, windows on the layers layer_types marks (by default every other one)."""
+    experts = {
+        "routed": config["num_local_experts"],
+        "per_token": config["num_experts_per_tok"],
+        "router_bias": True,
+        "bias": True,
+    }
+    fields = {**_llama_like(config), "attention_sinks": True, "experts": experts}
+    return windows(config, fields)
