@@ -27,7 +27,7 @@ Form = Callable[[Any], Any]
 #: The integer symbols, by name (sympy prints them so), and the two real ones.
 INTEGERS = (
     "bytes n_kv d_head P R C T r_k r_v N h V f n_q experts shared top_k f_e L_moe "
-    "c_kv q_rank d_rope d_nope d_v W L_w n_pos"
+    "c_kv q_rank d_rope d_nope d_v W L_w n_pos L_mtp"
 )
 REALS = "budget step"
 
@@ -140,26 +140,11 @@ def model_parameters(s, model: LoopedModel) -> Any:
     Structural choices (MLP type, biases, norms, tying, adapter, exit gate) are read from the
     model and enter as numbers; the dimensions stay symbols.
     """
-    attention = _latent_attention(s, model) if model.latent_attention else _attention(s, model)
-    if model.attention_sinks:
-        attention += s.n_q  # one learned sink logit per query head
-    if model.qk_norm == "head":
-        attention += 2 * s.d_head
-    elif model.qk_norm == "full":
-        attention += (s.n_q + s.n_kv) * s.d_head
-    gated = model.mlp == "swiglu"
-    mlp = (3 if gated else 2) * s.h * s.f
-    if model.mlp_bias:
-        mlp += (2 if gated else 1) * s.f + s.h
-    norm = 2 * s.h if model.norm == "layernorm" else s.h
+    attention, mlp, moe, norm = _layer_parts(s, model)
     embeddings = s.V * s.h * (1 if model.tie_embeddings else 2)
     if model.positions:
         embeddings += s.n_pos * s.h
     if model.experts:
-        experts = (s.experts + s.shared) * 3 * s.h * s.f_e + s.experts * s.h
-        moe = experts + (s.experts if model.experts.router_bias else 0)
-        if model.experts.bias:
-            moe += s.experts * (2 * s.f_e + s.h)
         layers = (
             s.R * (attention + model.norms_per_layer * norm) + (s.R - s.L_moe) * mlp + s.L_moe * moe
         )
@@ -173,10 +158,45 @@ def model_parameters(s, model: LoopedModel) -> Any:
     return total
 
 
+def _layer_parts(s, model: LoopedModel) -> tuple[Any, Any, Any, Any]:
+    """A layer's attention, dense MLP, MoE block (None without experts) and one norm."""
+    attention = _latent_attention(s, model) if model.latent_attention else _attention(s, model)
+    if model.attention_sinks:
+        attention += s.n_q  # one learned sink logit per query head
+    if model.qk_norm == "head":
+        attention += 2 * s.d_head
+    elif model.qk_norm == "full":
+        attention += (s.n_q + s.n_kv) * s.d_head
+    gated = model.mlp == "swiglu"
+    mlp = (3 if gated else 2) * s.h * s.f
+    if model.mlp_bias:
+        mlp += (2 if gated else 1) * s.f + s.h
+    norm = 2 * s.h if model.norm == "layernorm" else s.h
+    moe = None
+    if model.experts:
+        experts = (s.experts + s.shared) * 3 * s.h * s.f_e + s.experts * s.h
+        moe = experts + (s.experts if model.experts.router_bias else 0)
+        if model.experts.bias:
+            moe += s.experts * (2 * s.f_e + s.h)
+    return attention, mlp, moe, norm
+
+
+def mtp_parameters(s, model: LoopedModel) -> Any:
+    """DeepSeek-V3's multi-token-prediction modules, as the checkpoint stores them and vLLM
+    loads them for speculative decoding: per module, a decoder layer (MoE after the dense
+    first layers), the norms of the hidden state and the embedding (enorm, hnorm), their
+    projection eh_proj (2h -> h), and its own embedding, head norm and head."""
+    attention, mlp, moe, norm = _layer_parts(s, model)
+    layer = attention + 2 * norm + (moe if moe is not None else mlp)
+    return s.L_mtp * (layer + 3 * norm + 2 * s.h * s.h + 2 * s.V * s.h)
+
+
 def active_parameters(s, model: LoopedModel) -> Any:
     """Parameters one token uses: all but the routed experts it is not sent to."""
-    expert = 3 * s.h * s.f_e + ((2 * s.f_e + s.h) if model.experts.bias else 0)
-    return model_parameters(s, model) - s.L_moe * (s.experts - s.top_k) * expert
+    unused = s.L_moe * (s.experts - s.top_k) * 3 * s.h * s.f_e
+    if model.experts.bias:
+        unused += s.L_moe * (s.experts - s.top_k) * (2 * s.f_e + s.h)
+    return model_parameters(s, model) - unused
 
 
 def _attention(s, model: LoopedModel) -> Any:
@@ -274,6 +294,8 @@ def model_values(model: LoopedModel, cache_bytes: int | Fraction) -> Numbers:
         )
     if model.positions:
         values.n_pos = model.positions
+    if model.mtp_layers:
+        values.L_mtp = model.mtp_layers
     if model.sliding_window:
         values.W = model.sliding_window
         values.L_w = sum(model.window_layers) if model.window_layers else model.layers

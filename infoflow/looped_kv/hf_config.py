@@ -67,8 +67,7 @@ UNMODELLED = {
     "cross_attention_layers": "cross attention",
     "add_cross_attention": "cross attention",
     "is_encoder_decoder": "an encoder-decoder",
-    "num_nextn_predict_layers": "multi-token-prediction layers, which transformers does not "
-    "build either: a copy of the config without the key counts the rest",
+    "num_nextn_predict_layers": "multi-token-prediction layers (counted for deepseek_v3 only)",
     "multi_query": "multi-query attention (give kv_heads: 1 in the spec)",
     "kv_cache_dtype": "a cache dtype (give serving.cache_dtype in the spec)",
 }

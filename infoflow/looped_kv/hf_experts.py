@@ -34,7 +34,8 @@ def _deepseek(config: Config) -> Config:
         "nope_dim": config["qk_nope_head_dim"],
         "v_dim": config["v_head_dim"],
     }
-    return {**_llama_like(config), "experts": experts, "latent_attention": latent}
+    fields = {**_llama_like(config), "experts": experts, "latent_attention": latent}
+    return {**fields, "mtp_layers": config.get("num_nextn_predict_layers") or 0}
 
 
 def _qwen3_moe(config: Config) -> Config:

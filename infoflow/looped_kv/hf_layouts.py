@@ -28,6 +28,7 @@ _DEEPSEEK_KEYS = {
     "kv_lora_rank",
     "q_lora_rank",
     "qk_rope_head_dim",
+    "num_nextn_predict_layers",
 }
 _LLAMA4_KEYS = {"num_local_experts", "num_experts_per_tok", "attention_chunk_size", "layer_types"}
 #: The layouts read, by model_type: the reader and the UNMODELLED keys it reads.

@@ -168,6 +168,12 @@ def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
             f"Codec parameters in {model.dtype}.",
         ),
     }
+    return {**out, **_expert_rows(spec)}
+
+
+def _expert_rows(spec: LoopedKVSpec) -> dict[str, tuple]:
+    """The parameters one token uses (experts), and the MTP modules reported apart."""
+    model, out = spec.model, {}
     if model.experts:
         out["active_parameters"] = (
             lambda s: F.active_parameters(s, model),
@@ -175,6 +181,16 @@ def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
             "derived",
             "Parameters one token uses: every parameter but the routed experts it is not sent "
             f"to ({model.experts.per_token} of {model.experts.routed} in each MoE layer).",
+        )
+    if model.mtp_layers:
+        out["mtp_parameters"] = (
+            lambda s: F.mtp_parameters(s, model),
+            "params",
+            "derived",
+            f"The {model.mtp_layers} multi-token-prediction module(s) of the checkpoint, not in "
+            "model_parameters or weight_bytes: transformers does not build them and vLLM "
+            "loads them only for MTP speculative decoding (then with their own embedding and "
+            "head, and one more layer of cache).",
         )
     return out
 
@@ -206,7 +222,7 @@ def _cache_forms(spec: LoopedKVSpec) -> tuple[F.Form, ...]:
 
 def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
     """Provenance and note of the cache bytes per token."""
-    model, dtype = spec.model, spec.serving.cache_dtype or spec.model.dtype
+    model, dtype = spec.model, spec.cache_dtype
     scales = ""
     if dtype in QUANTIZED:
         group = spec.serving.cache_group_size

@@ -66,8 +66,8 @@ class Serving(StrictModel):
     generated_tokens: NonNegativeInt = 0
     cache_dtype: CacheDType | None = Field(
         None,
-        description="KV-cache dtype; default: model.dtype. int8 and int4 carry an fp16 "
-        "scale and zero point per group of cache_group_size numbers.",
+        description="KV-cache dtype; default: model.dtype (bfloat16 for float8 weights). int8 "
+        "and int4 carry an fp16 scale and zero point per group of cache_group_size numbers.",
     )
     cache_group_size: PositiveInt = Field(
         64, description="Numbers per quantization group of an int8 or int4 cache."

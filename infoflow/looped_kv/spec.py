@@ -92,6 +92,11 @@ class LoopedModel(StrictModel):
     attention_sinks: bool = Field(
         False, description="A learned sink logit per query head and layer (GPT-OSS)."
     )
+    mtp_layers: NonNegativeInt = Field(
+        0,
+        description="Multi-token-prediction modules (DeepSeek-V3's num_nextn_predict_layers): "
+        "not loaded for plain serving, reported apart (mtp_parameters).",
+    )
     positions: NonNegativeInt = Field(
         0, description="Learned absolute position embeddings (GPT-2's n_positions); 0: none."
     )
@@ -220,10 +225,17 @@ class LoopedKVSpec(SpecBase):
     serving: Serving
 
     @property
+    def cache_dtype(self) -> str:
+        """The cache's dtype: serving.cache_dtype, or the model's compute dtype (bf16 for
+        weights stored in fp8: the cache is written in the dtype the model computes in)."""
+        model_dtype = "bfloat16" if self.model.dtype == "float8" else self.model.dtype
+        return self.serving.cache_dtype or model_dtype
+
+    @property
     def cache_element_bytes(self) -> Fraction:
         """Bytes per cached number, quantization scales included (9/16 for int4 in groups of
         64: half a byte, plus 4 bytes per 64 numbers)."""
-        dtype = self.serving.cache_dtype or self.model.dtype
+        dtype = self.cache_dtype
         if dtype in QUANTIZED:
             return Fraction(QUANTIZED[dtype], 8) + Fraction(4, self.serving.cache_group_size)
         return Fraction(DTYPE_BYTES[dtype])
@@ -232,7 +244,7 @@ class LoopedKVSpec(SpecBase):
     def _check_cache(self) -> LoopedKVSpec:
         """A codec is modelled on per-head caches only; an integer cache needs vectors made of
         whole groups and no codec."""
-        model, dtype = self.model, self.serving.cache_dtype or self.model.dtype
+        model, dtype = self.model, self.cache_dtype
         if self.codec.variant != "none" and (model.latent_attention or model.sliding_window):
             raise FieldError(
                 "codec.variant", "a codec on latent attention or windowed layers is not modelled"

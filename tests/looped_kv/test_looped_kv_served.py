@@ -105,7 +105,9 @@ def test_fp8_weights_count_block_scales_and_unquantised_embeddings(tmp_path, nam
     assert "float32 scales (one per 128x128 block)" in result["weight_bytes"].note
 
 
-@pytest.mark.parametrize("method", ["gptq", "awq", "bitsandbytes", "compressed-tensors", "fbgemm_fp8"])
+@pytest.mark.parametrize(
+    "method", ["gptq", "awq", "bitsandbytes", "compressed-tensors", "fbgemm_fp8"]
+)
 def test_other_quantised_weights_are_refused_by_method(tmp_path, method) -> None:
     data = {**config("llama-3-8b"), "quantization_config": {"quant_method": method, "bits": 4}}
     (tmp_path / "config.json").write_text(json.dumps(data))
@@ -157,6 +159,8 @@ def test_keys_left_out_take_transformers_default_for_the_model_type(tmp_path, na
             assert model.head_dim == width, key
         assert model.tie_embeddings == expected.tie_word_embeddings, key
         window = getattr(expected, "sliding_window", None) if model.window_layers else None
+        if model.window_kind == "chunked":
+            window = expected.attention_chunk_size
         assert model.sliding_window == window, key
 
 
@@ -276,3 +280,23 @@ def test_mxfp4_experts_count_four_bits_and_a_scale_per_32(tmp_path) -> None:
     assert result.spec.model.weight_quantization.method == "mxfp4"
     assert result["weight_bytes"].value == experts // 32 * 17 + 2 * (total - experts)
     assert result["model_parameters"].value == total
+
+
+def test_deepseek_v3_mtp_layer_is_reported_apart_as_engines_load_it(tmp_path) -> None:
+    """The released config has one multi-token-prediction module: transformers does not build
+    it and vLLM loads it only for speculative decoding, so the model's count stays
+    transformers' and the module is reported apart; together they make the published 685B."""
+    released = {**config("deepseek-v3"), "num_nextn_predict_layers": 1}
+    result = counted(tmp_path, released)
+    assert (
+        result["model_parameters"].value
+        == counted(tmp_path, config("deepseek-v3"))["model_parameters"].value
+    )
+    total = result["model_parameters"].value + result["mtp_parameters"].value
+    assert total == pytest.approx(685e9, rel=1e-3)
+    assert "speculative decoding" in result["mtp_parameters"].note
+
+
+def test_weights_stored_in_fp8_by_the_spec_keep_a_bf16_cache() -> None:
+    spec = infoflow.load_spec(LOOPED_KV / "ouro-1.4b.json", ["model.dtype=float8"])
+    assert spec.cache_dtype == "bfloat16" and spec.cache_element_bytes == 2
