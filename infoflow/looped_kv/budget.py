@@ -134,6 +134,21 @@ def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
 _ZERO = Prediction(0, "B", "exact", "derived")
 
 
+def _batch_fits(spec: LoopedKVSpec, batch: int, memory: int) -> Prediction | None:
+    """Whether weights, overhead and the batch's cache fit the devices' usable memory: a
+    certain no when they do not (what is left out only adds), an estimate when they do."""
+    device = spec.serving.device_bytes
+    if device is None:
+        return None
+    usable = Fraction(device) * spec.serving.tensor_parallel * exact(spec.serving.usable_fraction)
+    fits = memory <= usable
+    said = "<=" if fits else ">"
+    note = f"a batch of {batch} takes {_bytes(memory)} {said} memory {_bytes(int(usable))}"
+    if fits:
+        return Prediction(True, "", "estimate", "derived", note + " (activations not counted)")
+    return Prediction(False, "", "exact", "derived", note + ": it does not fit")
+
+
 def batch_memory(spec: LoopedKVSpec, out: dict[str, Prediction], values, per_sequence) -> dict:
     """The cache and the memory of ``serving.batch`` sequences, when the spec gives a batch."""
     batch = spec.serving.batch
@@ -144,7 +159,9 @@ def batch_memory(spec: LoopedKVSpec, out: dict[str, Prediction], values, per_seq
     tp = spec.serving.tensor_parallel
     overhead = int(tp * exact(spec.serving.overhead_gib) * GIB)
     memory = out["weight_bytes"].value + cache + overhead
+    fits = _batch_fits(spec, batch, memory)
     return {
+        **({"batch_fits_device": fits} if fits is not None else {}),
         "kv_cache_bytes_batch": Prediction(
             cache,
             "B",

@@ -90,8 +90,8 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     forms = (full, compressed), (full_sequence, compressed_sequence)
     out.update(capacity(spec, out, values, forms))
     out.update(batch_memory(spec, out, values, full_sequence))
-    fits = out.get("fits_device")
-    messages = (fits.note,) if fits is not None and fits.value is False else ()
+    failed = [out[name] for name in ("fits_device", "batch_fits_device") if name in out]
+    messages = tuple(p.note for p in failed if p.value is False)
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source, messages=messages)
 
 

@@ -300,3 +300,16 @@ def test_deepseek_v3_mtp_layer_is_reported_apart_as_engines_load_it(tmp_path) ->
 def test_weights_stored_in_fp8_by_the_spec_keep_a_bf16_cache() -> None:
     spec = infoflow.load_spec(LOOPED_KV / "ouro-1.4b.json", ["model.dtype=float8"])
     assert spec.cache_dtype == "bfloat16" and spec.cache_element_bytes == 2
+
+
+def test_a_batch_that_does_not_fit_says_so(tmp_path) -> None:
+    """Qwen3-0.6B at 32k tokens on an L4 (24 GB): 16 sequences take 56 GiB of cache."""
+    data = config("qwen3-0.6b")
+    many = counted(tmp_path, data, context_tokens=32768, device="l4", batch=16)
+    memory = many["serving_memory_bytes"].value
+    assert memory == many["weight_bytes"].value + 16 * many["kv_cache_bytes"].value
+    assert many["batch_fits_device"].value is False and many["max_batch"].value < 16
+    assert many.messages == (many["batch_fits_device"].note,)
+    few = counted(tmp_path, data, context_tokens=32768, device="l4", batch=4)
+    assert few["batch_fits_device"].value is True and few.messages == ()
+    assert few["batch_fits_device"].bound == "estimate"  # activations are not counted
