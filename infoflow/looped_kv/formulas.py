@@ -27,7 +27,7 @@ Form = Callable[[Any], Any]
 #: The integer symbols, by name (sympy prints them so), and the two real ones.
 INTEGERS = (
     "bytes n_kv d_head P R C T r_k r_v N h V f n_q experts shared top_k f_e L_moe "
-    "c_kv q_rank d_rope d_nope d_v W L_w n_pos L_mtp"
+    "c_kv q_rank d_rope d_nope d_v W L_w n_pos L_mtp L_ssm d_in d_state d_conv r_dt"
 )
 REALS = "budget step"
 
@@ -144,7 +144,14 @@ def model_parameters(s, model: LoopedModel) -> Any:
     embeddings = s.V * s.h * (1 if model.tie_embeddings else 2)
     if model.positions:
         embeddings += s.n_pos * s.h
-    if model.experts:
+    if model.mamba:
+        layers = (s.R - s.L_ssm) * attention + s.L_ssm * _mamba(s, model)
+        layers += s.R * model.norms_per_layer * norm
+        if model.experts:
+            layers += (s.R - s.L_moe) * mlp + s.L_moe * moe
+        else:
+            layers += s.R * mlp
+    elif model.experts:
         layers = (
             s.R * (attention + model.norms_per_layer * norm) + (s.R - s.L_moe) * mlp + s.L_moe * moe
         )
@@ -179,6 +186,28 @@ def _layer_parts(s, model: LoopedModel) -> tuple[Any, Any, Any, Any]:
         if model.experts.bias:
             moe += s.experts * (2 * s.f_e + s.h)
     return attention, mlp, moe, norm
+
+
+def _mamba(s, model: LoopedModel) -> Any:
+    """A Mamba mixer: in_proj (h -> 2 d_in), the depthwise convolution, x_proj (d_in -> r_dt
+    + 2 d_state), dt_proj (r_dt -> d_in, with bias), A_log, D, out_proj (d_in -> h), and
+    Jamba's norms of the step, B and C."""
+    m = model.mamba
+    mixer = 2 * s.h * s.d_in + s.d_in * s.d_conv + s.d_in * (s.r_dt + 2 * s.d_state)
+    mixer += s.r_dt * s.d_in + s.d_in + s.d_in * s.d_state + s.d_in + s.d_in * s.h
+    if m.conv_bias:
+        mixer += s.d_in
+    if m.proj_bias:
+        mixer += 2 * s.d_in + s.h
+    if m.inner_norms:
+        mixer += s.r_dt + 2 * s.d_state
+    return mixer
+
+
+def mamba_state(s) -> Any:
+    """Bytes of the constant state one sequence keeps in the Mamba layers: the convolution's
+    inputs and the SSM state, d_in channels each."""
+    return s.bytes * s.L_ssm * s.d_in * (s.d_conv + s.d_state)
 
 
 def mtp_parameters(s, model: LoopedModel) -> Any:
@@ -230,11 +259,16 @@ def cache_per_token(s, model: LoopedModel) -> Any:
     attention."""
     if model.latent_attention:
         return s.bytes * s.R * (s.c_kv + s.d_rope)
+    if model.mamba:
+        return kv_per_layer(s) * (s.R - s.L_ssm)
     return full_per_token(s)
 
 
 def cache_per_sequence(s, model: LoopedModel) -> Any:
-    """Cache bytes of one sequence of N tokens: a windowed layer keeps min(N, W) of them."""
+    """Cache bytes of one sequence of N tokens: a windowed layer keeps min(N, W) of them; a
+    Mamba layer its constant state."""
+    if model.mamba:
+        return s.N * cache_per_token(s, model) + mamba_state(s)
     if not model.sliding_window:
         return s.N * cache_per_token(s, model)
     per_layer = cache_per_token(s, model) / s.R
@@ -243,7 +277,10 @@ def cache_per_sequence(s, model: LoopedModel) -> Any:
 
 def max_context(s, model: LoopedModel, per_token: Any) -> Any:
     """The longest sequence whose cache (``per_token`` bytes a token) fits in ``budget``
-    bytes (for windows: full layers grow with N, windowed ones up to W)."""
+    bytes (for windows: full layers grow with N, windowed ones up to W; Mamba layers keep
+    their state whatever N)."""
+    if model.mamba:
+        return s.floor((s.budget - mamba_state(s)) / per_token)
     if not model.sliding_window:
         return s.floor(s.budget / per_token)
     per_layer = per_token / s.R
@@ -296,6 +333,11 @@ def model_values(model: LoopedModel, cache_bytes: int | Fraction) -> Numbers:
         values.n_pos = model.positions
     if model.mtp_layers:
         values.L_mtp = model.mtp_layers
+    if model.mamba:
+        m = model.mamba
+        values.__dict__.update(
+            L_ssm=sum(m.layers), d_in=m.d_inner, d_state=m.d_state, d_conv=m.d_conv, r_dt=m.dt_rank
+        )
     if model.sliding_window:
         values.W = model.sliding_window
         values.L_w = sum(model.window_layers) if model.window_layers else model.layers

@@ -50,6 +50,21 @@ DEFAULTS: dict[str, dict[str, object]] = {
         "bias": False,
     },
     "olmoe": {"num_experts": 64, "num_experts_per_tok": 8},
+    "jamba": {
+        "num_key_value_heads": 8,
+        "num_experts": 16,
+        "num_experts_per_tok": 2,
+        "attn_layer_period": 8,
+        "attn_layer_offset": 4,
+        "expert_layer_period": 2,
+        "expert_layer_offset": 1,
+        "mamba_d_state": 16,
+        "mamba_d_conv": 4,
+        "mamba_expand": 2,
+        "mamba_dt_rank": "auto",
+        "mamba_conv_bias": True,
+        "mamba_proj_bias": False,
+    },
     "gpt_oss": {
         "num_key_value_heads": 8,
         "head_dim": 64,
@@ -111,13 +126,13 @@ ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "GptOssForCausalLM": "gpt_oss",
+    "JambaForCausalLM": "jamba",
 }
 
 #: Model types known and not counted, with what the calculator would need to count them.
 REFUSED = {
     "llama4": "a vision encoder: give its text_config as a config of its own (model_type "
     "llama4_text)",
-    "jamba": "hybrid Mamba layers (a constant conv and SSM state per sequence)",
     "phimoe": "experts with LayerNorms that carry biases and a biased LM head",
     "gemma3": "a vision tower: give its text_config as a config of its own (model_type "
     "gemma3_text)",

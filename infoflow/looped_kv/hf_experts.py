@@ -105,3 +105,30 @@ def _gpt_oss(config: Config) -> Config:
     }
     fields = {**_llama_like(config), "attention_sinks": True, "experts": experts}
     return windows(config, fields)
+
+
+def _jamba(config: Config) -> Config:
+    """Jamba: attention on layer i when i % attn_layer_period == attn_layer_offset, a Mamba
+    mixer elsewhere; experts on layer i when i % expert_layer_period == expert_layer_offset
+    (and num_experts > 1), a dense MLP elsewhere; no router bias, no shared expert."""
+    layers, hidden = config["num_hidden_layers"], config["hidden_size"]
+    period, offset = config["attn_layer_period"], config["attn_layer_offset"]
+    rank = config["mamba_dt_rank"]
+    mamba = {
+        "layers": [i % period != offset for i in range(layers)],
+        "d_state": config["mamba_d_state"],
+        "d_conv": config["mamba_d_conv"],
+        "d_inner": config["mamba_expand"] * hidden,
+        "dt_rank": -(-hidden // 16) if rank == "auto" else rank,
+        "conv_bias": bool(config["mamba_conv_bias"]),
+        "proj_bias": bool(config["mamba_proj_bias"]),
+    }
+    fields = {**_llama_like(config), "mamba": mamba}
+    if config["num_experts"] > 1:
+        period, offset = config["expert_layer_period"], config["expert_layer_offset"]
+        fields["experts"] = {
+            "routed": config["num_experts"],
+            "per_token": config["num_experts_per_tok"],
+            "layers": [i % period == offset for i in range(layers)],
+        }
+    return fields

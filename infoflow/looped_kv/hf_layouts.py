@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from infoflow.looped_kv.hf_experts import _deepseek, _gpt_oss, _llama4, _mixtral, _olmoe, _qwen3_moe
+from infoflow.looped_kv.hf_experts import (
+    _deepseek,
+    _gpt_oss,
+    _jamba,
+    _llama4,
+    _mixtral,
+    _olmoe,
+    _qwen3_moe,
+)
 from infoflow.looped_kv.hf_families import (
     _cohere,
     _falcon,
@@ -31,6 +39,7 @@ _DEEPSEEK_KEYS = {
     "num_nextn_predict_layers",
 }
 _LLAMA4_KEYS = {"num_local_experts", "num_experts_per_tok", "attention_chunk_size", "layer_types"}
+_JAMBA_KEYS = {"num_experts", "num_experts_per_tok", "mamba_d_state", "attn_layer_period"}
 #: The layouts read, by model_type: the reader and the UNMODELLED keys it reads.
 LAYOUTS = {
     "llama": (_llama_like, set()),
@@ -55,5 +64,6 @@ LAYOUTS = {
     "deepseek_v3": (_deepseek, _DEEPSEEK_KEYS),
     "llama4_text": (_llama4, _LLAMA4_KEYS),
     "gpt_oss": (_gpt_oss, {"num_local_experts", "num_experts_per_tok", *_WINDOW_KEYS}),
+    "jamba": (_jamba, _JAMBA_KEYS),
     "huginn_raven": (_huginn, set()),
 }

@@ -81,3 +81,20 @@ class WeightQuantization(StrictModel):
         description="Modules kept unquantised (modules_to_not_convert); only names the "
         "calculator knows to be unquantised anyway are accepted.",
     )
+
+
+class MambaLayers(StrictModel):
+    """Mamba mixers in place of attention on some layers (Jamba): each keeps, per sequence, a
+    constant state: the convolution's last d_conv inputs and the SSM state, d_inner numbers
+    each wide, whatever the context."""
+
+    layers: list[bool] = Field(description="Per layer, whether its mixer is Mamba.")
+    d_state: PositiveInt = Field(description="SSM state per channel (mamba_d_state).")
+    d_conv: PositiveInt = Field(description="Convolution width (mamba_d_conv).")
+    d_inner: PositiveInt = Field(description="Channels: mamba_expand * hidden_size.")
+    dt_rank: PositiveInt = Field(description="Rank of the step projection (mamba_dt_rank).")
+    conv_bias: bool = True
+    proj_bias: bool = False
+    inner_norms: bool = Field(
+        True, description="RMSNorms on the step, B and C (Jamba's dt/b/c layernorms)."
+    )

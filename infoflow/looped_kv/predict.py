@@ -182,6 +182,15 @@ def _expert_rows(spec: LoopedKVSpec) -> dict[str, tuple]:
             "Parameters one token uses: every parameter but the routed experts it is not sent "
             f"to ({model.experts.per_token} of {model.experts.routed} in each MoE layer).",
         )
+    if model.mamba:
+        out["ssm_state_bytes"] = (
+            F.mamba_state,
+            "B",
+            "standard:mamba",
+            "The constant state one sequence keeps in the Mamba layers (the convolution's last "
+            "d_conv inputs and the SSM state, d_in channels each), whatever its length; part "
+            "of kv_cache_bytes.",
+        )
     if model.mtp_layers:
         out["mtp_parameters"] = (
             lambda s: F.mtp_parameters(s, model),
@@ -199,7 +208,7 @@ def _cache_forms(spec: LoopedKVSpec) -> tuple[F.Form, ...]:
     """Cache bytes per token and per sequence, full and compressed. Latent attention and
     windowed layers take no codec (the spec checks), so theirs are the full forms."""
     model, variant = spec.model, spec.codec.variant
-    if model.latent_attention or model.sliding_window:
+    if model.latent_attention or model.sliding_window or model.mamba:
 
         def per_token(s):
             return F.cache_per_token(s, model)
@@ -236,6 +245,12 @@ def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
             "the decoupled RoPE key (d_rope), shared by all heads, as a serving engine that "
             f"caches the latent keeps them{scales}."
         )
+    if model.mamba:
+        return "standard:mamba", (
+            "K and V of the attention layers only, 2*bytes*n_kv*d_head*(R - L_ssm); each of the "
+            f"L_ssm Mamba layers keeps a constant state per sequence instead (d_in*(d_conv + "
+            f"d_state) numbers, in {dtype}: ssm_state_bytes){scales}."
+        )
     if model.sliding_window:
         kept = "the current chunk of" if model.window_kind == "chunked" else "only the last"
         return "standard:sliding-window", (
@@ -253,7 +268,7 @@ def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
 
 def _compressed_source(spec: LoopedKVSpec, kept: str) -> tuple[str, str]:
     """Provenance and note of the compressed cache bytes per token."""
-    if spec.model.latent_attention or spec.model.sliding_window:
+    if spec.model.latent_attention or spec.model.sliding_window or spec.model.mamba:
         provenance, note = _cache_source(spec)
         return provenance, f"No codec: the same as kv_bytes_per_token. {note}"
     if spec.codec.variant == "head_axis":

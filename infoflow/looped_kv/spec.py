@@ -24,7 +24,7 @@ from pydantic import (
 from infoflow.core.errors import FieldError
 from infoflow.core.spec_base import SpecBase, StrictModel, existing_path
 from infoflow.looped_kv.hf_config import read_hf_config
-from infoflow.looped_kv.parts import Experts, LatentAttention, WeightQuantization
+from infoflow.looped_kv.parts import Experts, LatentAttention, MambaLayers, WeightQuantization
 from infoflow.looped_kv.serving import DEVICES, QUANTIZED, CacheDType, Serving
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "LatentAttention",
     "LoopedKVSpec",
     "LoopedModel",
+    "MambaLayers",
     "Serving",
     "WeightQuantization",
     "rank_limit",
@@ -115,6 +116,9 @@ class LoopedModel(StrictModel):
     latent_attention: LatentAttention | None = Field(
         None, description="Multi-head latent attention (not looped)."
     )
+    mamba: MambaLayers | None = Field(
+        None, description="Mamba mixers on some layers, with a constant state (not looped)."
+    )
     sliding_window: PositiveInt | None = Field(
         None, description="Tokens a windowed layer attends to and caches (not looped)."
     )
@@ -172,6 +176,7 @@ class LoopedModel(StrictModel):
             "experts": self.experts,
             "latent_attention": self.latent_attention,
             "sliding_window": self.sliding_window,
+            "mamba": self.mamba,
         }
         looped = self.loops > 1 or self.prelude_layers or self.coda_layers
         for name, value in extensions.items():
@@ -181,6 +186,11 @@ class LoopedModel(StrictModel):
                 )
         if self.experts and (self.mlp != "swiglu" or self.mlp_bias):
             raise FieldError("experts", "experts are modelled as SwiGLU MLPs without bias")
+        if self.mamba and (len(self.mamba.layers) != self.layers or self.sliding_window):
+            message = "needs one mark per layer, and no windows (not modelled together)"
+            raise FieldError("mamba", message)
+        if self.mamba and (self.weight_quantization or self.latent_attention):
+            raise FieldError("mamba", "with quantised weights or latent attention: not modelled")
         if self.latent_attention and self.attention_bias != "none":
             raise FieldError("latent_attention", "modelled without attention biases")
         if self.window_layers is not None:
@@ -245,9 +255,12 @@ class LoopedKVSpec(SpecBase):
         """A codec is modelled on per-head caches only; an integer cache needs vectors made of
         whole groups and no codec."""
         model, dtype = self.model, self.cache_dtype
-        if self.codec.variant != "none" and (model.latent_attention or model.sliding_window):
+        if self.codec.variant != "none" and (
+            model.latent_attention or model.sliding_window or model.mamba
+        ):
             raise FieldError(
-                "codec.variant", "a codec on latent attention or windowed layers is not modelled"
+                "codec.variant",
+                "a codec on latent attention, windowed or Mamba layers is not modelled",
             )
         if dtype in QUANTIZED:
             group = self.serving.cache_group_size
@@ -267,6 +280,9 @@ class LoopedKVSpec(SpecBase):
         tp, heads = self.serving.tensor_parallel, self.model.kv_heads
         if tp > 1 and tp % heads and heads % tp:
             message = f"{tp} devices cannot split {heads} KV heads evenly"
+            raise FieldError("serving.tensor_parallel", message)
+        if self.model.mamba and tp > heads:
+            message = f"more devices than the {heads} KV heads beside Mamba states: not modelled"
             raise FieldError("serving.tensor_parallel", message)
         return self
 

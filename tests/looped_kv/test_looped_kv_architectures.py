@@ -118,7 +118,7 @@ def test_integer_caches_count_their_scales(dtype, per_token) -> None:
         ),
         (
             {"codec": {"variant": "per_head", "r_k": 32, "r_v": 32}},
-            "field 'codec.variant': a codec on latent attention or windowed layers",
+            "field 'codec.variant': a codec on latent attention, windowed or Mamba layers",
         ),
         (
             {"model": {"hf_config": str(CONFIGS / "mixtral-8x7b.json"), "loops": 4}},

@@ -88,6 +88,13 @@ CASES = {
         "intermediate_size_mlp": 80,
         "interleave_moe_layer_step": 2,
     },
+    "jamba-v0.1": {
+        "num_hidden_layers": 8,
+        "attn_layer_period": 4,
+        "attn_layer_offset": 1,
+        "mamba_d_state": 8,
+        "mamba_dt_rank": "auto",
+    },
     "deepseek-v2-lite": {"num_key_value_heads": 4},  # transformers' MLA groups by KV heads
     "deepseek-v3": {"num_key_value_heads": 4},
 }

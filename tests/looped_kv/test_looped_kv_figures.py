@@ -171,7 +171,7 @@ DENSE = {
     ("extra", "words"),
     [
         ({"model_type": "qwen2_moe", "num_experts": 60}, "it needs shared experts with a gate"),
-        ({"model_type": "jamba", "attn_layer_period": 8}, "it needs hybrid Mamba layers"),
+        ({"attn_layer_period": 8}, "'attn_layer_period' (hybrid layers)"),
         ({"model_type": "phimoe"}, "model_type 'phimoe' is not counted yet: it needs experts"),
         ({"model_type": "bloom"}, "model_type 'bloom' has a layout the calculator does not"),
         ({"num_local_experts": 8}, "'num_local_experts' (mixture of experts)"),
@@ -190,7 +190,7 @@ DENSE = {
     ],
     ids=[
         "qwen-moe",
-        "jamba",
+        "llama-hybrid",
         "phimoe",
         "unknown",
         "llama-experts",

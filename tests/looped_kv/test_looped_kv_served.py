@@ -313,3 +313,21 @@ def test_a_batch_that_does_not_fit_says_so(tmp_path) -> None:
     few = counted(tmp_path, data, context_tokens=32768, device="l4", batch=4)
     assert few["batch_fits_device"].value is True and few.messages == ()
     assert few["batch_fits_device"].bound == "estimate"  # activations are not counted
+
+
+def test_a_hybrid_model_keeps_a_constant_state_per_sequence(tmp_path) -> None:
+    """Jamba: 4 attention layers of 32 grow with the context, 28 Mamba layers keep their
+    convolution and SSM states (8,192 channels of 4 + 16 numbers) whatever it is."""
+    data = config("jamba-v0.1")
+    short, long = (
+        counted(tmp_path, data, context_tokens=n, memory_budget_gib=8) for n in (1024, 4096)
+    )
+    state = short["ssm_state_bytes"].value
+    assert state == long["ssm_state_bytes"].value == 2 * 28 * 8192 * (4 + 16)
+    per_token = short["kv_bytes_per_token"].value
+    assert per_token == 2 * 2 * 8 * 128 * 4
+    assert long["kv_cache_bytes"].value == 4096 * per_token + state
+    assert long["max_context_tokens"].value == (8 * 2**30 - state) // per_token
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    line = refused("predict", str(tmp_path / "config.json"), "--tp", "16", "--device", "h200")
+    assert "field 'serving.tensor_parallel'" in line

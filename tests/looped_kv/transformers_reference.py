@@ -33,14 +33,23 @@ def parameters(model) -> int:
 
 
 def cache_bytes(data: dict[str, Any], tokens: int) -> int:
-    """Bytes of the cache a float32 model keeps after a prefill of ``tokens`` tokens."""
+    """Bytes of the cache a float32 model keeps after a prefill of ``tokens`` tokens: the K/V
+    of attention layers, the convolution and recurrent states of Mamba layers."""
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(config_of(data)).float().eval()
     ids = torch.randint(0, data.get("vocab_size", 64), (1, tokens))
     with torch.no_grad():
         cache = model(input_ids=ids, use_cache=True).past_key_values
-    return sum(
-        layer.keys.numel() * layer.keys.element_size()
-        + layer.values.numel() * layer.values.element_size()
-        for layer in cache.layers
-    )
+    return sum(_bytes(tensor) for layer in cache.layers for tensor in _tensors(layer))
+
+
+def _tensors(layer) -> list:
+    """The tensors a cache layer holds."""
+    held = [getattr(layer, name, None) for name in ("keys", "values")]
+    for name in ("conv_states", "recurrent_states"):
+        held += list((getattr(layer, name, None) or {}).values())
+    return [tensor for tensor in held if isinstance(tensor, torch.Tensor)]
+
+
+def _bytes(tensor) -> int:
+    return tensor.numel() * tensor.element_size()
