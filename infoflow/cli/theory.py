@@ -57,6 +57,9 @@ def predict(
     budget_gib: Annotated[
         float | None, _option("Memory for the cache, in GiB.", "--budget-gib")
     ] = None,
+    engine: Annotated[
+        str | None, _option("Cache allocation: peak, transformers or vllm.", "--engine")
+    ] = None,
 ) -> None:
     """Predict, symbolically, what each spec's task needs (a spec with a sweep: each point).
     A model's config.json is sized as served: cache, weights and, with --device or
@@ -71,6 +74,7 @@ def predict(
         "cache_dtype": cache_dtype,
         "tensor_parallel": tp,
         "memory_budget_gib": budget_gib,
+        "engine": engine,
     }
     serving = {key: value for key, value in serving.items() if value is not None}
     loaded = load_points(specs, overrides, serving)

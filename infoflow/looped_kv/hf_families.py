@@ -208,4 +208,5 @@ def _falcon(config: Config) -> Config:
     two = new and (config.get("num_ln_in_parallel_attn") or 2) == 2
     bias = bool(config.get("bias"))
     fields.update(attention_bias="qkvo" if bias else "none", mlp_bias=bias, kv_heads=kv_heads)
-    return {**fields, "norms_per_layer": 2 if two or not parallel else 1}
+    broadcast = bool(new) and kv_heads < heads  # transformers caches every query head's copy
+    return {**fields, "norms_per_layer": 2 if two or not parallel else 1, "kv_broadcast": broadcast}

@@ -41,13 +41,16 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     """Every ``looped_kv`` prediction for ``spec``."""
     model, codec, serving = spec.model, spec.codec, spec.serving
     values = F.model_values(model, spec.cache_element_bytes)
-    values.N = serving.sequence_tokens
+    values.N = serving.cached_tokens
+    if serving.engine == "transformers" and model.sliding_window:
+        values.W = model.sliding_window - 1  # what its cache keeps between steps
     if codec.r_k is not None and codec.r_v is not None:
         values.r_k, values.r_v = codec.r_k, codec.r_v
     variant = codec.variant
     kept = VARIANTS[codec.variant]
     full, compressed, full_sequence, compressed_sequence = _cache_forms(spec)
     tokens = f"one sequence of N = {serving.sequence_tokens:,} tokens (context + generated)"
+    tokens += _engine_note(spec)
 
     formulas = {  # name: (formula, unit, provenance, note); all exact
         "kv_bytes_per_token": (full, "B/token", *_cache_source(spec)),
@@ -93,6 +96,21 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     failed = [out[name] for name in ("fits_device", "batch_fits_device") if name in out]
     messages = tuple(p.note for p in failed if p.value is False)
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source, messages=messages)
+
+
+def _engine_note(spec: LoopedKVSpec) -> str:
+    """How the engine's allocation changes what one sequence holds."""
+    serving = spec.serving
+    if serving.engine == "vllm":
+        return (
+            f", held in vLLM's pages of {serving.block_size} tokens: "
+            f"N = {serving.cached_tokens:,} token slots"
+        )
+    if serving.engine == "transformers" and spec.model.sliding_window:
+        return (
+            f", as transformers keeps it between steps: W - 1 = {spec.model.sliding_window - 1:,}"
+        )
+    return ""
 
 
 def _chunked(prediction: Prediction) -> Prediction:

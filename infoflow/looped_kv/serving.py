@@ -92,6 +92,14 @@ class Serving(StrictModel):
     overhead_gib: NonNegativeFloat = Field(
         0.0, description="Memory reserved for activations and runtime (GiB)."
     )
+    engine: Literal["peak", "transformers", "vllm"] = Field(
+        "peak",
+        description="How the cache is allocated: peak (what a decoding step holds: a window "
+        "of W tokens); transformers (its cache between steps: W - 1 tokens a windowed "
+        "layer); vllm (paged: every sequence takes whole blocks of block_size tokens in "
+        "every layer; windows and Mamba states, which vLLM pages per layer type, are refused).",
+    )
+    block_size: PositiveInt = Field(16, description="Tokens a page holds (engine vllm).")
     batch: PositiveInt | None = Field(
         None, description="Sequences served at once: the cache and memory they take."
     )
@@ -128,3 +136,11 @@ class Serving(StrictModel):
     def sequence_tokens(self) -> int:
         """Tokens cached per sequence at the end of generation."""
         return self.context_tokens + self.generated_tokens
+
+    @property
+    def cached_tokens(self) -> int:
+        """The token slots a sequence holds: its tokens, rounded up to whole pages (vllm)."""
+        tokens = self.sequence_tokens
+        if self.engine == "vllm":
+            return -(-tokens // self.block_size) * self.block_size
+        return tokens

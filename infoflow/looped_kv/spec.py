@@ -125,6 +125,11 @@ class LoopedModel(StrictModel):
     window_layers: list[bool] | None = Field(
         None, description="Per layer, whether it is windowed; default: every layer."
     )
+    kv_broadcast: bool = Field(
+        False,
+        description="transformers broadcasts the KV heads to every query head before caching "
+        "them (Falcon's new architecture); engines keep the KV heads.",
+    )
     window_kind: Literal["sliding", "chunked"] = Field(
         "sliding",
         description="sliding: a windowed layer keeps the last sliding_window tokens; chunked "
@@ -281,6 +286,13 @@ class LoopedKVSpec(SpecBase):
         if tp > 1 and tp % heads and heads % tp:
             message = f"{tp} devices cannot split {heads} KV heads evenly"
             raise FieldError("serving.tensor_parallel", message)
+        engine, model = self.serving.engine, self.model
+        if engine == "vllm" and (model.sliding_window or model.mamba):
+            message = "vLLM pages windowed layers and Mamba states per layer type: not counted"
+            raise FieldError("serving.engine", message)
+        if engine == "transformers" and model.kv_broadcast:
+            message = "transformers caches this model's K/V broadcast to every query head: "
+            raise FieldError("serving.engine", message + "not counted")
         if self.model.mamba and tp > heads:
             message = f"more devices than the {heads} KV heads beside Mamba states: not modelled"
             raise FieldError("serving.tensor_parallel", message)

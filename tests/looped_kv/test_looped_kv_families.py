@@ -127,6 +127,7 @@ def shrunk(name: str) -> dict:
 
 
 def counted(tmp_path, data: dict, **serving) -> infoflow.Result:
+    """The calculator's result for the config ``data`` at TOKENS tokens."""
     (tmp_path / "config.json").write_text(json.dumps(data))
     spec = {
         "kind": "looped_kv",
@@ -179,3 +180,22 @@ def test_windows_follow_each_familys_pattern(tmp_path) -> None:
         marks = counted(tmp_path, data).spec.model.window_layers
         types = getattr(config, "layer_types", None) or ["sliding_attention"] * 6
         assert marks == [kind == "sliding_attention" for kind in types], name
+
+
+WINDOWED = ["gemma-2-2b", "gemma-3-1b", "mistral-7b-v0.1", "phi-3-mini-4k", "gpt-oss-20b"]
+
+
+@pytest.mark.parametrize("name", [*WINDOWED, "llama-4-scout-17b-16e", "qwen2-7b"])
+def test_engine_transformers_counts_transformers_cache_exactly(tmp_path, name) -> None:
+    """serving.engine transformers: windowed (and chunked) layers keep W - 1 tokens, as
+    transformers' cache does between steps; no documented difference is left."""
+    data = shrunk(name)
+    result = counted(tmp_path, data, engine="transformers")
+    assert result["kv_cache_bytes"].value == reference.cache_bytes(data, TOKENS)
+    assert documented_difference(counted(tmp_path, data)) > 0
+
+
+def test_engine_transformers_refuses_what_it_would_miscount(tmp_path) -> None:
+    """Falcon's new architecture: transformers caches every query head's copy of the K/V."""
+    with pytest.raises(infoflow.SpecError, match="broadcast to every query head"):
+        counted(tmp_path, shrunk("falcon-40b"), engine="transformers")

@@ -331,3 +331,21 @@ def test_a_hybrid_model_keeps_a_constant_state_per_sequence(tmp_path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(data))
     line = refused("predict", str(tmp_path / "config.json"), "--tp", "16", "--device", "h200")
     assert "field 'serving.tensor_parallel'" in line
+
+
+def test_engine_vllm_holds_whole_pages_and_refuses_per_layer_type_pages(tmp_path) -> None:
+    """vLLM's paged cache: 1,000 tokens take 63 pages of 16 (1,008 slots) in every layer, and
+    the largest batch counts whole pages; windows and Mamba states it pages per layer type
+    are refused."""
+    data = config("llama-3-8b")
+    paged = counted(tmp_path, data, context_tokens=1000, memory_budget_gib=1, engine="vllm")
+    per_token = paged["kv_bytes_per_token"].value
+    assert paged["kv_cache_bytes"].value == 1008 * per_token
+    assert paged["max_batch"].value == 2**30 // (1008 * per_token)
+    wide = counted(
+        tmp_path, data, context_tokens=1000, engine="vllm", block_size=128, memory_budget_gib=1
+    )
+    assert wide["kv_cache_bytes"].value == 1024 * per_token
+    for name in ("mistral-7b-v0.1", "jamba-v0.1"):
+        with pytest.raises(infoflow.SpecError, match="per layer type: not counted"):
+            counted(tmp_path, config(name), engine="vllm")
