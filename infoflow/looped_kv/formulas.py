@@ -27,7 +27,7 @@ Form = Callable[[Any], Any]
 #: The integer symbols, by name (sympy prints them so), and the two real ones.
 INTEGERS = (
     "bytes n_kv d_head P R C T r_k r_v N h V f n_q experts shared top_k f_e L_moe "
-    "c_kv q_rank d_rope d_nope d_v W L_w n_pos L_mtp L_ssm d_in d_state d_conv r_dt"
+    "c_kv q_rank d_rope d_nope d_v W L_w n_pos L_mtp L_ssm d_in d_state d_conv r_dt f_s"
 )
 REALS = "budget step"
 
@@ -144,6 +144,8 @@ def model_parameters(s, model: LoopedModel) -> Any:
     embeddings = s.V * s.h * (1 if model.tie_embeddings else 2)
     if model.positions:
         embeddings += s.n_pos * s.h
+    if model.head_bias:
+        embeddings += s.V
     if model.mamba:
         layers = (s.R - s.L_ssm) * attention + s.L_ssm * _mamba(s, model)
         layers += s.R * model.norms_per_layer * norm
@@ -179,13 +181,23 @@ def _layer_parts(s, model: LoopedModel) -> tuple[Any, Any, Any, Any]:
     if model.mlp_bias:
         mlp += (2 if gated else 1) * s.f + s.h
     norm = 2 * s.h if model.norm == "layernorm" else s.h
-    moe = None
-    if model.experts:
+    return attention, mlp, _moe(s, model) if model.experts else None, norm
+
+
+def _moe(s, model: LoopedModel) -> Any:
+    """An MoE block: the routed and shared experts (SwiGLU), the router and its bias, the
+    shared expert's gate, the experts' biases."""
+    e = model.experts
+    if e.shared_width:  # a shared expert of its own width (Qwen2-MoE)
+        moe = s.experts * 3 * s.h * s.f_e + 3 * s.h * s.f_s + s.experts * s.h
+        if e.shared_gate:
+            moe += s.h
+    else:
         experts = (s.experts + s.shared) * 3 * s.h * s.f_e + s.experts * s.h
-        moe = experts + (s.experts if model.experts.router_bias else 0)
-        if model.experts.bias:
-            moe += s.experts * (2 * s.f_e + s.h)
-    return attention, mlp, moe, norm
+        moe = experts + (s.experts if e.router_bias else 0)
+    if e.bias:
+        moe += s.experts * (2 * s.f_e + s.h)
+    return moe
 
 
 def _mamba(s, model: LoopedModel) -> Any:
@@ -323,6 +335,7 @@ def model_values(model: LoopedModel, cache_bytes: int | Fraction) -> Numbers:
             top_k=e.per_token,
             f_e=e.width or model.intermediate_size,
             L_moe=e.moe_layers(model.layers),
+            f_s=e.shared_width or 0,
         )
     if model.latent_attention:
         a = model.latent_attention

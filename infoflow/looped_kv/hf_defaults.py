@@ -50,6 +50,23 @@ DEFAULTS: dict[str, dict[str, object]] = {
         "bias": False,
     },
     "olmoe": {"num_experts": 64, "num_experts_per_tok": 8},
+    "qwen2_moe": {
+        **_QWEN_WINDOWS,
+        "qkv_bias": True,
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 5632,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+    },
+    "phimoe": {
+        "num_key_value_heads": 8,
+        "num_local_experts": 16,
+        "num_experts_per_tok": 2,
+        "attention_bias": False,
+        "lm_head_bias": False,
+    },
     "jamba": {
         "num_key_value_heads": 8,
         "num_experts": 16,
@@ -127,14 +144,14 @@ ARCHITECTURES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "GptOssForCausalLM": "gpt_oss",
     "JambaForCausalLM": "jamba",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "PhimoeForCausalLM": "phimoe",
 }
 
 #: Model types known and not counted, with what the calculator would need to count them.
 REFUSED = {
     "llama4": "a vision encoder: give its text_config as a config of its own (model_type "
     "llama4_text)",
-    "phimoe": "experts with LayerNorms that carry biases and a biased LM head",
     "gemma3": "a vision tower: give its text_config as a config of its own (model_type "
     "gemma3_text)",
-    "qwen2_moe": "shared experts with a gate (shared_expert_intermediate_size)",
 }

@@ -132,3 +132,25 @@ def _jamba(config: Config) -> Config:
             "layers": [i % period == offset for i in range(layers)],
         }
     return fields
+
+
+def _qwen2_moe(config: Config) -> Config:
+    """Qwen2-MoE: Qwen3-MoE's layer pattern with Qwen2's attention (q/k/v biases when
+    qkv_bias, no q/k norms), and a shared expert of shared_expert_intermediate_size with a
+    sigmoid gate (a Linear(hidden, 1))."""
+    fields = _qwen3_moe(config)
+    fields["experts"].update(
+        shared_width=config["shared_expert_intermediate_size"], shared_gate=True
+    )
+    bias = "qkv" if config.get("qkv_bias") else "none"
+    return {**fields, "qk_norm": "none", "attention_bias": bias}
+
+
+def _phimoe(config: Config) -> Config:
+    """Phi-3.5-MoE: LayerNorms with biases, biases on the attention projections when
+    attention_bias, a biased LM head when lm_head_bias, every layer a mixture of SwiGLU
+    experts of intermediate_size, a window on every layer."""
+    experts = {"routed": config["num_local_experts"], "per_token": config["num_experts_per_tok"]}
+    fields = {**_llama_like(config), "norm": "layernorm", "experts": experts}
+    fields["head_bias"] = bool(config.get("lm_head_bias"))
+    return windows(config, fields)

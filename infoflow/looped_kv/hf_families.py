@@ -70,7 +70,8 @@ def _huginn(config: Config) -> Config:
 #: How each family places its windows when the config gives no ``layer_types``: on every
 #: layer, from ``max_window_layers`` on (Qwen), on even layers (Gemma-2), on all but every
 #: ``sliding_window_pattern``-th (Gemma-3).
-_STYLES = {"qwen2": "qwen", "qwen3": "qwen", "qwen3_moe": "qwen", "gemma2": "gemma2"}
+_STYLES = {"qwen2": "qwen", "qwen3": "qwen", "qwen3_moe": "qwen", "qwen2_moe": "qwen"}
+_STYLES["gemma2"] = "gemma2"
 _STYLES |= {"gemma3_text": "gemma3", "gpt_oss": "gemma2"}
 
 

@@ -10,6 +10,8 @@ from infoflow.looped_kv.hf_experts import (
     _llama4,
     _mixtral,
     _olmoe,
+    _phimoe,
+    _qwen2_moe,
     _qwen3_moe,
 )
 from infoflow.looped_kv.hf_families import (
@@ -65,5 +67,7 @@ LAYOUTS = {
     "llama4_text": (_llama4, _LLAMA4_KEYS),
     "gpt_oss": (_gpt_oss, {"num_local_experts", "num_experts_per_tok", *_WINDOW_KEYS}),
     "jamba": (_jamba, _JAMBA_KEYS),
+    "qwen2_moe": (_qwen2_moe, _WINDOW_KEYS | _QWEN_MOE_KEYS | {"shared_expert_intermediate_size"}),
+    "phimoe": (_phimoe, {"num_local_experts", "num_experts_per_tok", *_WINDOW_KEYS}),
     "huginn_raven": (_huginn, set()),
 }

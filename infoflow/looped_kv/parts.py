@@ -27,6 +27,14 @@ class Experts(StrictModel):
     router_bias: bool = Field(
         False, description="A bias per expert in the router (DeepSeek-V3's correction bias)."
     )
+    shared_width: PositiveInt | None = Field(
+        None,
+        description="The shared expert MLP's intermediate size (Qwen2-MoE's "
+        "shared_expert_intermediate_size); default: shared * width.",
+    )
+    shared_gate: bool = Field(
+        False, description="A Linear(hidden, 1) gating the shared expert (Qwen2-MoE)."
+    )
     bias: bool = Field(
         False,
         description="Each routed expert's projections carry biases (GPT-OSS: 2 * width + "

@@ -85,6 +85,7 @@ class LoopedModel(StrictModel):
         "none", description="Which attention projections carry a bias."
     )
     mlp_bias: bool = False
+    head_bias: bool = Field(False, description="The LM head carries a bias (Phi-3.5-MoE).")
     qk_norm: Literal["none", "head", "full"] = Field(
         "none",
         description="Norms on queries and keys: head (one weight of head_dim each, Qwen3, "

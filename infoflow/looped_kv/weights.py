@@ -31,9 +31,11 @@ def linear_shapes(model: LoopedModel) -> list[tuple[int, int, int]]:
     dense_mlp = _mlp(model.mlp, h, model.intermediate_size)
     shapes += [(count * (layers - moe), rows, cols) for count, rows, cols in dense_mlp]
     shapes += routed_expert_shapes(model)
-    if model.experts and model.experts.shared:
-        width = model.experts.width or model.intermediate_size
-        shared = _mlp("swiglu", h, model.experts.shared * width)
+    if model.experts and (model.experts.shared or model.experts.shared_width):
+        e = model.experts
+        shared = _mlp(
+            "swiglu", h, e.shared_width or e.shared * (e.width or model.intermediate_size)
+        )
         shapes += [(count * moe, rows, cols) for count, rows, cols in shared]
     return [shape for shape in shapes if shape[0]]
 

@@ -169,8 +169,8 @@ def _meta_model(transformers, torch, model_type: str, fields: dict):
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_transformers_counts_the_same(name) -> None:
     """transformers' own model, built on the meta device: the same parameters (its stored
-    buffers included: DeepSeek-V3's router bias); for models whose cache transformers keeps
-    as we count it (not latent attention, whose latent it expands per head), the same cache
+    buffers included: DeepSeek-V3's router bias); for the models without latent attention
+    (test_looped_kv_families compares those on shrunk copies), the same cache
     after a prefill of 6,000 tokens (Mixtral's attention is Mistral's: its experts route by
     data, which the meta device cannot run)."""
     torch = pytest.importorskip("torch")

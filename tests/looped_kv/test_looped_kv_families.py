@@ -88,6 +88,8 @@ CASES = {
         "intermediate_size_mlp": 80,
         "interleave_moe_layer_step": 2,
     },
+    "qwen1.5-moe-a2.7b": {"shared_expert_intermediate_size": 48, "mlp_only_layers": [2]},
+    "phi-3.5-moe": {},
     "jamba-v0.1": {
         "num_hidden_layers": 8,
         "attn_layer_period": 4,
