@@ -170,9 +170,9 @@ DENSE = {
 @pytest.mark.parametrize(
     ("extra", "words"),
     [
-        ({"model_type": "qwen2_moe", "num_experts": 60}, "it needs shared experts with a gate"),
+        ({"model_type": "gemma3"}, "it needs a vision tower: give its text_config"),
         ({"attn_layer_period": 8}, "'attn_layer_period' (hybrid layers)"),
-        ({"model_type": "phimoe"}, "model_type 'phimoe' is not counted yet: it needs experts"),
+        ({"model_type": "llama4"}, "model_type 'llama4' is not counted yet: it needs a vision"),
         ({"model_type": "bloom"}, "model_type 'bloom' has a layout the calculator does not"),
         ({"num_local_experts": 8}, "'num_local_experts' (mixture of experts)"),
         ({"sliding_window": 4096}, "'sliding_window' (sliding-window attention)"),
@@ -189,9 +189,9 @@ DENSE = {
         ({"cross_attention_layers": [3, 8, 13]}, "'cross_attention_layers' (cross attention)"),
     ],
     ids=[
-        "qwen-moe",
+        "gemma3-vision",
         "llama-hybrid",
-        "phimoe",
+        "llama4-vision",
         "unknown",
         "llama-experts",
         "llama-window",
