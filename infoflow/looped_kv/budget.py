@@ -84,6 +84,8 @@ def _capacity_rows(spec: LoopedKVSpec, suffix: str, at, forms) -> dict:
         return F.max_batch(s, per_sequence(s), stepped)
 
     def context(s):
+        if serving.cache_residual_tokens:
+            return F.max_context_with_residual(s, per_token(s))
         return F.max_context(s, model, per_token(s))
 
     note = (

@@ -27,7 +27,8 @@ Form = Callable[[Any], Any]
 #: The integer symbols, by name (sympy prints them so), and the two real ones.
 INTEGERS = (
     "bytes n_kv d_head P R C T r_k r_v N h V f n_q experts shared top_k f_e L_moe "
-    "c_kv q_rank d_rope d_nope d_v W L_w n_pos L_mtp L_ssm d_in d_state d_conv r_dt f_s"
+    "c_kv q_rank d_rope d_nope d_v W L_w n_pos L_mtp L_ssm d_in d_state d_conv r_dt f_s "
+    "N_res b_res"
 )
 REALS = "budget step"
 
@@ -301,6 +302,23 @@ def max_context(s, model: LoopedModel, per_token: Any) -> Any:
         s.budget <= (grows + capped) * s.W,
         lambda: s.floor(s.budget / (grows + capped)),
         lambda: s.floor((s.budget - capped * s.W) / grows),
+    )
+
+
+def with_residual(s, per_token: Any) -> Any:
+    """Bytes of one sequence in a quantised cache (``per_token`` bytes a token) that keeps up
+    to N_res of its latest tokens in the model's dtype (b_res bytes a number)."""
+    return per_token * (s.N + s.min(s.N, s.N_res) * (s.b_res / s.bytes - 1))
+
+
+def max_context_with_residual(s, per_token: Any) -> Any:
+    """The longest sequence that fits ``budget`` in a cache with a full-precision residual:
+    the first N_res tokens cost the model's dtype, the rest the quantised one."""
+    full = per_token * s.b_res / s.bytes
+    return s.piecewise(
+        s.budget <= full * s.N_res,
+        lambda: s.floor(s.budget / full),
+        lambda: s.floor((s.budget - (full - per_token) * s.N_res) / per_token),
     )
 
 

@@ -44,6 +44,9 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     values.N = serving.cached_tokens
     if serving.engine == "transformers" and model.sliding_window:
         values.W = model.sliding_window - 1  # what its cache keeps between steps
+    if serving.cache_residual_tokens:
+        values.N_res = serving.cache_residual_tokens
+        values.b_res = DTYPE_BYTES[spec.residual_dtype]
     if codec.r_k is not None and codec.r_v is not None:
         values.r_k, values.r_v = codec.r_k, codec.r_v
     variant = codec.variant
@@ -90,12 +93,24 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
         out["weight_bytes"] = _quantized_weights(spec, out["model_parameters"].value)
     if model.sliding_window and model.window_kind == "chunked":
         out["kv_cache_bytes"] = _chunked(out["kv_cache_bytes"])
+    if serving.cache_residual_tokens:
+        out["kv_cache_bytes"] = _residual(spec, out["kv_cache_bytes"])
     forms = (full, compressed), (full_sequence, compressed_sequence)
     out.update(capacity(spec, out, values, forms))
     out.update(batch_memory(spec, out, values, full_sequence))
     failed = [out[name] for name in ("fits_device", "batch_fits_device") if name in out]
     messages = tuple(p.note for p in failed if p.value is False)
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source, messages=messages)
+
+
+def _residual(spec: LoopedKVSpec, prediction: Prediction) -> Prediction:
+    """A quantised cache's full-precision residual, counted full: an upper bound."""
+    note = (
+        f"{prediction.note} The latest min(N, {spec.serving.cache_residual_tokens}) tokens are "
+        f"kept in {spec.residual_dtype} before they are quantised; the residual holds up to "
+        "that many (transformers quantises it whenever it fills): an upper bound."
+    )
+    return replace(prediction, bound="upper", note=note)
 
 
 def _engine_note(spec: LoopedKVSpec) -> str:
@@ -239,6 +254,12 @@ def _cache_forms(spec: LoopedKVSpec) -> tuple[F.Form, ...]:
     def compressed(s):
         return F.compressed_per_token(s, variant)
 
+    if spec.serving.cache_residual_tokens:  # no codec then (the spec checks)
+
+        def per_sequence(s):
+            return F.with_residual(s, F.full_per_token(s))
+
+        return F.full_per_token, F.full_per_token, per_sequence, per_sequence
     return (
         F.full_per_token,
         compressed,

@@ -72,6 +72,12 @@ class Serving(StrictModel):
     cache_group_size: PositiveInt = Field(
         64, description="Numbers per quantization group of an int8 or int4 cache."
     )
+    cache_residual_tokens: NonNegativeInt = Field(
+        0,
+        description="An int8 or int4 cache keeps up to this many of a sequence's latest "
+        "tokens in the model's dtype before quantising them (transformers' QuantizedCache "
+        "residual_length, 128 there); 0: none.",
+    )
     memory_budget_gib: PositiveFloat | None = Field(
         None, description="Memory for the KV cache, given directly (GiB)."
     )

@@ -268,6 +268,7 @@ class LoopedKVSpec(SpecBase):
                 "codec.variant",
                 "a codec on latent attention, windowed or Mamba layers is not modelled",
             )
+        self._check_residual(dtype)
         if dtype in QUANTIZED:
             group = self.serving.cache_group_size
             if self.codec.variant != "none":
@@ -279,6 +280,22 @@ class LoopedKVSpec(SpecBase):
                 message = f"{group} does not divide the cached vector ({vector})"
                 raise FieldError("serving.cache_group_size", message)
         return self
+
+    def _check_residual(self, dtype: str) -> None:
+        """A full-precision residual: an integer cache's, on plain K/V layers."""
+        if not self.serving.cache_residual_tokens:
+            return
+        field = "serving.cache_residual_tokens"
+        if dtype not in QUANTIZED:
+            raise FieldError(field, f"only an int8 or int4 cache keeps one, not {dtype}")
+        model = self.model
+        if model.latent_attention or model.sliding_window or model.mamba:
+            raise FieldError(field, "with latent attention, windows or Mamba: not modelled")
+
+    @property
+    def residual_dtype(self) -> str:
+        """The dtype of a quantised cache's residual tokens: the model's compute dtype."""
+        return "bfloat16" if self.model.dtype == "float8" else self.model.dtype
 
     @model_validator(mode="after")
     def _check_parallel(self) -> LoopedKVSpec:

@@ -349,3 +349,25 @@ def test_engine_vllm_holds_whole_pages_and_refuses_per_layer_type_pages(tmp_path
     for name in ("mistral-7b-v0.1", "jamba-v0.1"):
         with pytest.raises(infoflow.SpecError, match="per layer type: not counted"):
             counted(tmp_path, config(name), engine="vllm")
+
+
+def test_a_quantised_cache_counts_its_full_precision_residual(tmp_path) -> None:
+    """Llama-3-8B with an int4 cache that keeps its latest 128 tokens in bf16 (transformers'
+    QuantizedCache): those cost 131,072 B a token, the rest the int4 bytes and their scales;
+    the residual holds up to 128 tokens, so the cache is an upper bound."""
+    data = config("llama-3-8b")
+    plain = counted(tmp_path, data, cache_dtype="int4")
+    result = counted(
+        tmp_path, data, cache_dtype="int4", cache_residual_tokens=128, memory_budget_gib=1
+    )
+    quantised, full = plain["kv_bytes_per_token"].value, 2 * 2 * 32 * 8 * 128
+    cache = result["kv_cache_bytes"]
+    assert cache.value == 4096 * quantised + 128 * (full - quantised)
+    assert cache.bound == "upper" and "kept in bfloat16" in cache.note
+    budget = 2**30
+    assert result["max_context_tokens"].value == (budget - 128 * (full - quantised)) // quantised
+    assert result["max_batch"].value == budget // cache.value
+    line = refused(
+        "predict", str(CONFIGS / "llama-3-8b.json"), "--set", "serving.cache_residual_tokens=128"
+    )
+    assert "only an int8 or int4 cache keeps one, not bfloat16" in line
