@@ -76,9 +76,9 @@ def load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any
     expanded) and its family's implementation of ``command`` (a SpecError when the family
     has none)."""
     from infoflow.families import family
-    from infoflow.spec import expand, load_spec
+    from infoflow.spec import expand
 
-    spec = load_spec(path, overrides or ())
+    spec = _load(path, list(overrides or ()), {})  # a model's config.json too
     run = family(spec.kind, str(path)).command(command, str(path))
     expand(spec, path.parent, str(path))
     return spec, run

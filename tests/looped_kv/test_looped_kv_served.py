@@ -371,3 +371,27 @@ def test_a_quantised_cache_counts_its_full_precision_residual(tmp_path) -> None:
         "predict", str(CONFIGS / "llama-3-8b.json"), "--set", "serving.cache_residual_tokens=128"
     )
     assert "only an int8 or int4 cache keeps one, not bfloat16" in line
+
+
+def test_plot_and_compare_take_a_plain_decoder_as_it_is(tmp_path) -> None:
+    """A model that does not loop draws one line (its full cache; a model that does not fit
+    has no batch: zeros, not drawn) and has no codecs to compare."""
+    from infoflow.looped_kv.capacity import capacities
+
+    spec = infoflow.load_spec(
+        {
+            "kind": "looped_kv",
+            "model": {"hf_config": str(CONFIGS / "llama-3-8b.json")},
+            "serving": {"context_tokens": 4096, "device": "h200"},
+        }
+    )
+    lines = capacities(spec)
+    assert list(lines) == ["none"] and lines["none"][0] > 0
+    huge = spec.model_copy(update={"model": spec.model.model_copy(update={"vocab_size": 10**9})})
+    assert set(capacities(huge)["none"]) == {0}
+    line = refused(
+        "compare",
+        str(CONFIGS / "llama-3-8b.json"),
+        *("--set", "codec.variant=per_head", "--set", "codec.r_k=8", "--set", "codec.r_v=8"),
+    )
+    assert "codecs compress the loop axis, and this model does not loop" in line
