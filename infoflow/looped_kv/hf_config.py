@@ -12,8 +12,9 @@ The layouts read (by ``model_type``; a config without one is read only when its 
   ``gemma2``, ``gemma3_text``, ``olmo2``, ``cohere``, ``gpt2``, ``gpt_neox``, ``starcoder2``,
   ``falcon``, with grouped-query attention and sliding windows (``sliding_window``, the
   family's per-layer pattern, or ``layer_types``); mixtures of experts (``mixtral``,
-  ``qwen3_moe``, ``olmoe``; ``deepseek_v2``, ``deepseek_v3`` with shared experts, dense first
-  layers and multi-head latent attention).
+  ``qwen2_moe``, ``qwen3_moe``, ``phimoe``, ``olmoe``, ``gpt_oss``, ``llama4_text`` with
+  chunked attention; ``deepseek_v2``, ``deepseek_v3`` with shared experts, dense first layers
+  and multi-head latent attention); ``jamba``, with Mamba layers beside attention.
 
 A key a config leaves out takes transformers' default for that model type
 (:data:`~infoflow.looped_kv.hf_defaults.DEFAULTS`, for the keys whose absence changes a
@@ -21,8 +22,8 @@ count). Config-driven memory calculators ignore the loop keys and count Ouro's c
 low; reading them is the point of this module.
 Another ``model_type``, or a key that turns on something these layouts do not count
 (:data:`UNMODELLED`), is refused with the key named, never counted as if it were a dense
-decoder; fp8 weights with block scales (``quantization_config``) are read, other quantized
-weights refused by method.
+decoder; fp8 weights with block scales and MXFP4 experts (``quantization_config``) are read,
+other quantized weights refused by method.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ UNMODELLED = {
     "cross_attention_layers": "cross attention",
     "add_cross_attention": "cross attention",
     "is_encoder_decoder": "an encoder-decoder",
-    "num_nextn_predict_layers": "multi-token-prediction layers (counted for deepseek_v3 only)",
+    "num_nextn_predict_layers": "multi-token-prediction layers (reported for DeepSeek only)",
     "multi_query": "multi-query attention (give kv_heads: 1 in the spec)",
     "kv_cache_dtype": "a cache dtype (give serving.cache_dtype in the spec)",
 }

@@ -39,16 +39,8 @@ VARIANTS = {
 
 def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     """Every ``looped_kv`` prediction for ``spec``."""
-    model, codec, serving = spec.model, spec.codec, spec.serving
-    values = F.model_values(model, spec.cache_element_bytes)
-    values.N = serving.cached_tokens
-    if serving.engine == "transformers" and model.sliding_window:
-        values.W = model.sliding_window - 1  # what its cache keeps between steps
-    if serving.cache_residual_tokens:
-        values.N_res = serving.cache_residual_tokens
-        values.b_res = DTYPE_BYTES[spec.residual_dtype]
-    if codec.r_k is not None and codec.r_v is not None:
-        values.r_k, values.r_v = codec.r_k, codec.r_v
+    codec, serving = spec.codec, spec.serving
+    values = _values(spec)
     variant = codec.variant
     kept = VARIANTS[codec.variant]
     full, compressed, full_sequence, compressed_sequence = _cache_forms(spec)
@@ -89,18 +81,40 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
         name: Prediction(_number(form(values)), unit, "exact", provenance, note, Expression(form))
         for name, (form, unit, provenance, note) in formulas.items()
     }
-    if model.weight_quantization:
-        out["weight_bytes"] = _quantized_weights(spec, out["model_parameters"].value)
-    if model.sliding_window and model.window_kind == "chunked":
-        out["kv_cache_bytes"] = _chunked(out["kv_cache_bytes"])
-    if serving.cache_residual_tokens:
-        out["kv_cache_bytes"] = _residual(spec, out["kv_cache_bytes"])
+    _as_stored(spec, out)
     forms = (full, compressed), (full_sequence, compressed_sequence)
     out.update(capacity(spec, out, values, forms))
     out.update(batch_memory(spec, out, values, full_sequence))
     failed = [out[name] for name in ("fits_device", "batch_fits_device") if name in out]
     messages = tuple(p.note for p in failed if p.value is False)
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source, messages=messages)
+
+
+def _values(spec: LoopedKVSpec) -> F.Numbers:
+    """The symbols' values: the model's, the tokens a sequence holds (whole pages for vllm),
+    the window as the engine keeps it, a quantised cache's residual, the codec's ranks."""
+    model, codec, serving = spec.model, spec.codec, spec.serving
+    values = F.model_values(model, spec.cache_element_bytes)
+    values.N = serving.cached_tokens
+    if serving.engine == "transformers" and model.sliding_window:
+        values.W = model.sliding_window - 1  # what its cache keeps between steps
+    if serving.cache_residual_tokens:
+        values.N_res = serving.cache_residual_tokens
+        values.b_res = DTYPE_BYTES[spec.residual_dtype]
+    if codec.r_k is not None and codec.r_v is not None:
+        values.r_k, values.r_v = codec.r_k, codec.r_v
+    return values
+
+
+def _as_stored(spec: LoopedKVSpec, out: dict[str, Prediction]) -> None:
+    """Quantised weights as the checkpoint stores them; the cache of chunked layers and of a
+    quantised cache's residual as the upper bounds they are."""
+    if spec.model.weight_quantization:
+        out["weight_bytes"] = _quantized_weights(spec, out["model_parameters"].value)
+    if spec.model.sliding_window and spec.model.window_kind == "chunked":
+        out["kv_cache_bytes"] = _chunked(out["kv_cache_bytes"])
+    if spec.serving.cache_residual_tokens:
+        out["kv_cache_bytes"] = _residual(spec, out["kv_cache_bytes"])
 
 
 def _residual(spec: LoopedKVSpec, prediction: Prediction) -> Prediction:
