@@ -6,16 +6,16 @@ alternating windows). The dense part of each is read as in :mod:`hf_families`.""
 from __future__ import annotations
 
 from infoflow.core.errors import FieldError
-from infoflow.looped_kv.hf_families import Config, _llama_like, _qwen3, _windowed, windows
+from infoflow.looped_kv.hf_families import Config, llama_like, qwen3, windowed, windows
 
 
-def _mixtral(config: Config) -> Config:
+def mixtral(config: Config) -> Config:
     """Mixtral: every layer's MLP is a mixture of SwiGLU experts of intermediate_size."""
     experts = {"routed": config["num_local_experts"], "per_token": config["num_experts_per_tok"]}
-    return {**_windowed(config), "experts": experts}
+    return {**windowed(config), "experts": experts}
 
 
-def _deepseek(config: Config) -> Config:
+def deepseek(config: Config) -> Config:
     """DeepSeek-V2/V3: routed and shared experts after dense first layers, and multi-head
     latent attention; V3's router carries a correction bias per expert (a stored tensor)."""
     experts = {
@@ -34,11 +34,11 @@ def _deepseek(config: Config) -> Config:
         "nope_dim": config["qk_nope_head_dim"],
         "v_dim": config["v_head_dim"],
     }
-    fields = {**_llama_like(config), "experts": experts, "latent_attention": latent}
+    fields = {**llama_like(config), "experts": experts, "latent_attention": latent}
     return {**fields, "mtp_layers": config.get("num_nextn_predict_layers") or 0}
 
 
-def _qwen3_moe(config: Config) -> Config:
+def qwen3_moe(config: Config) -> Config:
     """Qwen3-MoE: Qwen3's attention; layer i is an MoE layer unless listed in mlp_only_layers,
     when (i + 1) is a multiple of decoder_sparse_step; no shared expert, no router bias."""
     layers, step = config["num_hidden_layers"], config["decoder_sparse_step"]
@@ -50,17 +50,17 @@ def _qwen3_moe(config: Config) -> Config:
         "width": config["moe_intermediate_size"],
         "layers": marks,
     }
-    return {**_qwen3(config), "experts": experts}
+    return {**qwen3(config), "experts": experts}
 
 
-def _olmoe(config: Config) -> Config:
+def olmoe(config: Config) -> Config:
     """OLMoE: OLMo-2's q/k norms before the residual, every layer a mixture of SwiGLU experts
     of intermediate_size, no shared expert."""
     experts = {"routed": config["num_experts"], "per_token": config["num_experts_per_tok"]}
-    return {**_llama_like(config), "qk_norm": "full", "experts": experts}
+    return {**llama_like(config), "qk_norm": "full", "experts": experts}
 
 
-def _llama4(config: Config) -> Config:
+def llama4(config: Config) -> Config:
     """Llama-4 (text): MoE layers (moe_layers, or every interleave_moe_layer_step-th) with a
     shared expert and routed experts of intermediate_size, dense layers of
     intermediate_size_mlp; chunked attention on the layers layer_types marks (by default
@@ -75,7 +75,7 @@ def _llama4(config: Config) -> Config:
         "width": config["intermediate_size"],
         "layers": [i in moe for i in range(layers)],
     }
-    fields = {**_llama_like(config), "intermediate_size": config["intermediate_size_mlp"]}
+    fields = {**llama_like(config), "intermediate_size": config["intermediate_size_mlp"]}
     types = config.get("layer_types")
     if types is None:
         interval = config.get("no_rope_layer_interval") or 4
@@ -93,7 +93,7 @@ def _llama4(config: Config) -> Config:
     return fields
 
 
-def _gpt_oss(config: Config) -> Config:
+def gpt_oss(config: Config) -> Config:
     """GPT-OSS: every layer a mixture of experts of intermediate_size whose projections and
     router carry biases, a learned sink per query head, biases on the attention
     projections, windows on the layers layer_types marks (by default every other one)."""
@@ -103,11 +103,11 @@ def _gpt_oss(config: Config) -> Config:
         "router_bias": True,
         "bias": True,
     }
-    fields = {**_llama_like(config), "attention_sinks": True, "experts": experts}
+    fields = {**llama_like(config), "attention_sinks": True, "experts": experts}
     return windows(config, fields)
 
 
-def _jamba(config: Config) -> Config:
+def jamba(config: Config) -> Config:
     """Jamba: attention on layer i when i % attn_layer_period == attn_layer_offset, a Mamba
     mixer elsewhere; experts on layer i when i % expert_layer_period == expert_layer_offset
     (and num_experts > 1), a dense MLP elsewhere; no router bias, no shared expert."""
@@ -123,7 +123,7 @@ def _jamba(config: Config) -> Config:
         "conv_bias": bool(config["mamba_conv_bias"]),
         "proj_bias": bool(config["mamba_proj_bias"]),
     }
-    fields = {**_llama_like(config), "mamba": mamba}
+    fields = {**llama_like(config), "mamba": mamba}
     if config["num_experts"] > 1:
         period, offset = config["expert_layer_period"], config["expert_layer_offset"]
         fields["experts"] = {
@@ -134,11 +134,11 @@ def _jamba(config: Config) -> Config:
     return fields
 
 
-def _qwen2_moe(config: Config) -> Config:
+def qwen2_moe(config: Config) -> Config:
     """Qwen2-MoE: Qwen3-MoE's layer pattern with Qwen2's attention (q/k/v biases when
     qkv_bias, no q/k norms), and a shared expert of shared_expert_intermediate_size with a
     sigmoid gate (a Linear(hidden, 1))."""
-    fields = _qwen3_moe(config)
+    fields = qwen3_moe(config)
     fields["experts"].update(
         shared_width=config["shared_expert_intermediate_size"], shared_gate=True
     )
@@ -146,11 +146,11 @@ def _qwen2_moe(config: Config) -> Config:
     return {**fields, "qk_norm": "none", "attention_bias": bias}
 
 
-def _phimoe(config: Config) -> Config:
+def phimoe(config: Config) -> Config:
     """Phi-3.5-MoE: LayerNorms with biases, biases on the attention projections when
     attention_bias, a biased LM head when lm_head_bias, every layer a mixture of SwiGLU
     experts of intermediate_size, a window on every layer."""
     experts = {"routed": config["num_local_experts"], "per_token": config["num_experts_per_tok"]}
-    fields = {**_llama_like(config), "norm": "layernorm", "experts": experts}
+    fields = {**llama_like(config), "norm": "layernorm", "experts": experts}
     fields["head_bias"] = bool(config.get("lm_head_bias"))
     return windows(config, fields)

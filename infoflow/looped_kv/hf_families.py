@@ -19,7 +19,7 @@ from infoflow.core.errors import FieldError
 Config = dict[str, Any]
 
 
-def _llama_like(config: Config) -> Config:
+def llama_like(config: Config) -> Config:
     """Ouro-style (total_ut_steps) or a plain decoder (T = 1)."""
     looped = "total_ut_steps" in config
     if config.get("attention_bias"):
@@ -46,7 +46,7 @@ def _llama_like(config: Config) -> Config:
     }
 
 
-def _huginn(config: Config) -> Config:
+def huginn(config: Config) -> Config:
     heads = config["n_heads"]
     return {
         "hidden_size": config["n_embd"],
@@ -105,24 +105,24 @@ def windows(config: Config, fields: Config) -> Config:
     return {**fields, "sliding_window": window, "window_layers": marks}
 
 
-def _windowed(config: Config) -> Config:
+def windowed(config: Config) -> Config:
     """Llama-like fields plus the sliding window (Mistral, Qwen2, Phi-3)."""
-    return windows(config, _llama_like(config))
+    return windows(config, llama_like(config))
 
 
-def _qwen3(config: Config) -> Config:
+def qwen3(config: Config) -> Config:
     """Qwen3: Qwen2's layout with a bias only where attention_bias says, and an RMSNorm on
     every query and key head."""
-    fields = _llama_like(config)
+    fields = llama_like(config)
     return windows(config, {**fields, "qk_norm": "head"})
 
 
-def _gemma(config: Config) -> Config:
+def gemma(config: Config) -> Config:
     """Gemma (1): tied embeddings, 256-wide heads; Gemma-2 and Gemma-3 add a norm after the
     attention and after the MLP (four a layer) and windows on some layers; Gemma-3 adds an
     RMSNorm on every query and key head. Soft-capping and the embedding scale hold no
     parameters."""
-    fields, kind = _llama_like(config), config.get("model_type")
+    fields, kind = llama_like(config), config.get("model_type")
     if kind == "gemma":
         return fields
     fields["norms_per_layer"] = 4
@@ -131,16 +131,16 @@ def _gemma(config: Config) -> Config:
     return windows(config, fields)
 
 
-def _olmo2(config: Config) -> Config:
+def olmo2(config: Config) -> Config:
     """OLMo-2: norms after attention and MLP (two a layer), and RMSNorms over all queries
     (n_q * head_dim) and all keys (n_kv * head_dim)."""
-    return {**_llama_like(config), "qk_norm": "full"}
+    return {**llama_like(config), "qk_norm": "full"}
 
 
-def _cohere(config: Config) -> Config:
+def cohere(config: Config) -> Config:
     """Command-R: one LayerNorm without bias a layer (attention and MLP in parallel), tied
     embeddings; Command-R+ adds LayerNorms over all query and key heads (use_qk_norm)."""
-    fields = {**_llama_like(config), "norm": "layernorm_no_bias", "norms_per_layer": 1}
+    fields = {**llama_like(config), "norm": "layernorm_no_bias", "norms_per_layer": 1}
     if config.get("use_qk_norm"):
         fields["qk_norm"] = "full"
     return fields
@@ -170,7 +170,7 @@ def _gelu_decoder(config: Config, **keys: str) -> Config:
     }
 
 
-def _gpt2(config: Config) -> Config:
+def gpt2(config: Config) -> Config:
     """GPT-2: fused c_attn and c_proj with biases, learned absolute positions (n_positions),
     an MLP of n_inner (default 4 * n_embd), tied embeddings."""
     fields = _gelu_decoder(
@@ -179,7 +179,7 @@ def _gpt2(config: Config) -> Config:
     return {**fields, "positions": config["n_positions"]}
 
 
-def _gpt_neox(config: Config) -> Config:
+def gpt_neox(config: Config) -> Config:
     """GPT-NeoX / Pythia: fused query_key_value, biases where attention_bias says (on all
     four), an untied embed_out without bias; partial rotary and the parallel residual hold no
     parameters."""
@@ -187,7 +187,7 @@ def _gpt_neox(config: Config) -> Config:
     return {**fields, "attention_bias": "qkvo" if config.get("attention_bias") else "none"}
 
 
-def _starcoder2(config: Config) -> Config:
+def starcoder2(config: Config) -> Config:
     """StarCoder2: biases on every projection when use_bias, LayerNorms, a window on every
     layer."""
     fields = _gelu_decoder(config)
@@ -196,7 +196,7 @@ def _starcoder2(config: Config) -> Config:
     return windows(config, fields)
 
 
-def _falcon(config: Config) -> Config:
+def falcon(config: Config) -> Config:
     """Falcon: one fused query_key_value for the query heads and one K/V head (multi_query),
     or num_kv_heads of them (new_decoder_architecture); biases when bias; one LayerNorm a
     layer in parallel attention (two in the new architecture, or when sequential)."""
