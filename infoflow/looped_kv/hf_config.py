@@ -146,12 +146,13 @@ _MXFP4_EXEMPT = {
 
 
 def _quantization(quantized: Any, path: Path) -> dict[str, Any]:
-    """The weight_quantization fields of a quantization_config: fp8 with block scales (the LM
-    head exempt at most) or MXFP4 experts; any other method or exemption is refused by name."""
+    """The weight_quantization fields of a quantization_config: fp8 with block scales, MXFP4
+    experts, GPTQ or AWQ (the LM head exempt at most); any other method, format or
+    exemption is refused by name."""
     method = quantized.get("quant_method") if isinstance(quantized, dict) else quantized
-    if method not in ("fp8", "mxfp4"):
+    if method not in ("fp8", "mxfp4", "gptq", "awq"):
         message = f"{path}: weights quantized by {method!r} are not counted (fp8 with block "
-        message += "scales and MXFP4 experts are): refused, not counted as bf16"
+        message += "scales, MXFP4 experts, GPTQ and AWQ are): refused, not counted as bf16"
         raise FieldError("hf_config", message)
     exempt = quantized.get("modules_to_not_convert") or []
     known = _MXFP4_EXEMPT if method == "mxfp4" else {"lm_head"}
@@ -161,8 +162,25 @@ def _quantization(quantized: Any, path: Path) -> dict[str, Any]:
         raise FieldError("hf_config", message + "which the calculator cannot place: refused")
     if method == "mxfp4":
         return {"method": "mxfp4", "block": [1, 32], "exempt": exempt}
+    if method in ("gptq", "awq"):
+        return {**_integer_weights(method, quantized, path), "exempt": exempt}
     block = quantized.get("weight_block_size") or [128, 128]
     return {"method": "fp8", "block": block, "exempt": exempt}
+
+
+def _integer_weights(method: str, quantized: dict[str, Any], path: Path) -> dict[str, Any]:
+    """GPTQ (4 or 8 bits, the gptq checkpoint format) or AWQ (4 bits, the GEMM layout)."""
+    bits = quantized.get("bits", quantized.get("w_bit", 4))
+    group = quantized.get("group_size", quantized.get("q_group_size", 128))
+    layout = str(quantized.get("checkpoint_format") or quantized.get("version") or "").lower()
+    allowed = {"gptq": ({4, 8}, {"", "gptq", "gptq_v2"}), "awq": ({4}, {"", "gemm"})}[method]
+    if bits not in allowed[0] or layout not in allowed[1]:
+        message = f"{path}: {method} weights of {bits} bits in the {layout or 'default'} "
+        raise FieldError("hf_config", message + "layout are not counted: refused")
+    fields = {"method": method, "bits": bits, "group_size": None if group == -1 else group}
+    if method == "awq":
+        fields["zero_point"] = bool(quantized.get("zero_point", True))
+    return fields
 
 
 def _model_type(config: dict[str, Any], path: Path) -> str:

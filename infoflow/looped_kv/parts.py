@@ -75,11 +75,18 @@ class LatentAttention(StrictModel):
 class WeightQuantization(StrictModel):
     """Weights stored quantised, as the checkpoint's ``quantization_config`` says: fp8 (e4m3)
     linear weights with one float32 scale per block (DeepSeek-V3's and transformers'
-    fine-grained fp8), or MXFP4 routed-expert weights (GPT-OSS: 4 bits a number and a one-byte
-    scale per 32 along the input); embeddings, the LM head, norms, routers and the modules the
-    config exempts stay in the model's dtype."""
+    fine-grained fp8), MXFP4 routed-expert weights (GPT-OSS: 4 bits a number and a one-byte
+    scale per 32 along the input), or GPTQ and AWQ linear weights (4 or 8 bits packed in
+    int32, an fp16 scale and a packed zero point per group of group_size inputs, and GPTQ's
+    int32 g_idx per input); embeddings, the LM head, norms, routers and the modules the config
+    exempts stay in the model's dtype."""
 
-    method: Literal["fp8", "mxfp4"] = "fp8"
+    method: Literal["fp8", "mxfp4", "gptq", "awq"] = "fp8"
+    bits: Literal[4, 8] = Field(4, description="Bits a number (GPTQ, AWQ).")
+    group_size: PositiveInt | None = Field(
+        128, description="Inputs sharing a scale (GPTQ, AWQ); none: the whole input."
+    )
+    zero_point: bool = Field(True, description="AWQ stores packed zero points.")
     block: tuple[PositiveInt, PositiveInt] = Field(
         (128, 128),
         description="Rows and columns of a weight that share one scale (fp8; MXFP4: 1 x 32).",

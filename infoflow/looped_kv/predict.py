@@ -158,7 +158,16 @@ def _quantized_weights(spec: LoopedKVSpec, parameters: int) -> Prediction:
     total, numbers, scales = quantized_weight_bytes(model, parameters)
     rows, cols = model.weight_quantization.block
     rest = f"the other {parameters - numbers:,} parameters"
-    if model.weight_quantization.method == "mxfp4":
+    q = model.weight_quantization
+    if q.method in ("gptq", "awq"):
+        g_idx = ", and an int32 g_idx per input" if q.method == "gptq" else ""
+        note = (
+            f"{numbers:,} linear weights of the decoder layers in {q.bits}-bit {q.method} "
+            f"packed in int32, with {scales:,} fp16 scales and packed zero points (groups of "
+            f"{q.group_size or 'all'} inputs){g_idx}, {rest} (embeddings, LM head, norms, "
+            f"biases) in {model.dtype}, as the checkpoint stores them."
+        )
+    elif model.weight_quantization.method == "mxfp4":
         note = (
             f"{numbers:,} routed-expert weights in MXFP4 (4 bits, whole blocks of 32 numbers) "
             f"with {scales:,} one-byte scales, {rest} (attention, routers, embeddings, LM "

@@ -195,6 +195,10 @@ class LoopedModel(StrictModel):
         if self.mamba and (len(self.mamba.layers) != self.layers or self.sliding_window):
             message = "needs one mark per layer, and no windows (not modelled together)"
             raise FieldError("mamba", message)
+        integer = self.weight_quantization and self.weight_quantization.method in ("gptq", "awq")
+        if integer and (self.experts or self.latent_attention or self.loops > 1):
+            message = "GPTQ and AWQ are counted on dense, unlooped decoders only"
+            raise FieldError("weight_quantization", message)
         if self.mamba and (self.weight_quantization or self.latent_attention):
             raise FieldError("mamba", "with quantised weights or latent attention: not modelled")
         if self.latent_attention and self.attention_bias != "none":

@@ -73,6 +73,8 @@ def quantized_weight_bytes(model: LoopedModel, parameters: int) -> tuple[int, in
     ``parameters`` parameters stored as its weight_quantization says."""
     quantization = model.weight_quantization
     assert quantization is not None
+    if quantization.method in ("gptq", "awq"):
+        return _integer_bytes(model, parameters)
     rows, cols = quantization.block
     mxfp4 = quantization.method == "mxfp4"
     shapes = routed_expert_shapes(model) if mxfp4 else linear_shapes(model)
@@ -82,3 +84,23 @@ def quantized_weight_bytes(model: LoopedModel, parameters: int) -> tuple[int, in
     if mxfp4:  # two numbers a byte, whole blocks of 32; one byte a scale
         return scales * (cols // 2 + 1) + rest, numbers, scales
     return numbers + scales * SCALE_BYTES + rest, numbers, scales
+
+
+def _integer_bytes(model: LoopedModel, parameters: int) -> tuple[int, int, int]:
+    """GPTQ or AWQ: per linear weight of ``out`` rows and ``inp`` columns, the numbers packed
+    in int32 (GPTQ along the input, AWQ along the output), per group of group_size inputs an
+    fp16 scale per output and packed zero points, and GPTQ's int32 g_idx per input."""
+    q = model.weight_quantization
+    total = numbers = groups_all = 0
+    for count, out, inp in linear_shapes(model):
+        groups = ceil(inp / (q.group_size or inp))
+        packed_out = ceil(out * q.bits / 32)
+        if q.method == "gptq":
+            stored = ceil(inp * q.bits / 32) * out + groups * packed_out + inp  # int32 each
+        else:
+            stored = inp * packed_out + (groups * packed_out if q.zero_point else 0)
+        total += count * (4 * stored + 2 * groups * out)  # + the fp16 scales
+        numbers += count * out * inp
+        groups_all += count * groups * out
+    rest = (parameters - numbers) * DTYPE_BYTES[model.dtype]
+    return total + rest, numbers, groups_all

@@ -105,9 +105,7 @@ def test_fp8_weights_count_block_scales_and_unquantised_embeddings(tmp_path, nam
     assert "float32 scales (one per 128x128 block)" in result["weight_bytes"].note
 
 
-@pytest.mark.parametrize(
-    "method", ["gptq", "awq", "bitsandbytes", "compressed-tensors", "fbgemm_fp8"]
-)
+@pytest.mark.parametrize("method", ["bitsandbytes", "compressed-tensors", "fbgemm_fp8", "hqq"])
 def test_other_quantised_weights_are_refused_by_method(tmp_path, method) -> None:
     data = {**config("llama-3-8b"), "quantization_config": {"quant_method": method, "bits": 4}}
     (tmp_path / "config.json").write_text(json.dumps(data))
@@ -395,3 +393,64 @@ def test_plot_and_compare_take_a_plain_decoder_as_it_is(tmp_path) -> None:
         *("--set", "codec.variant=per_head", "--set", "codec.r_k=8", "--set", "codec.r_v=8"),
     )
     assert "codecs compress the loop axis, and this model does not loop" in line
+
+
+def _integer_bytes_of(model, method: str, bits: int = 4, group: int = 128) -> int:
+    """transformers' model with every linear weight of the decoder layers stored as GPTQ's
+    QuantLinear (qweight packed along the input, qzeros, fp16 scales, int32 g_idx) or AWQ's
+    GEMM layout (qweight and qzeros packed along the output, fp16 scales); the rest in bf16."""
+    import torch
+
+    stored = numbers = 0
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and name != "lm_head":
+            out, inp = module.weight.shape
+            groups, packed_out = math.ceil(inp / group), math.ceil(out * bits / 32)
+            if method == "gptq":
+                int32 = math.ceil(inp * bits / 32) * out + groups * packed_out + inp
+            else:
+                int32 = inp * packed_out + groups * packed_out
+            stored += 4 * int32 + 2 * groups * out
+            numbers += out * inp
+    return stored + 2 * (sum(p.numel() for p in model.parameters()) - numbers)
+
+
+@pytest.mark.parametrize(
+    ("quantized", "bits", "group"),
+    [
+        ({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": True}, 4, 128),
+        ({"quant_method": "gptq", "bits": 8, "group_size": -1}, 8, None),
+        ({"quant_method": "awq", "bits": 4, "group_size": 64, "version": "GEMM"}, 4, 64),
+    ],
+    ids=["gptq-4", "gptq-8-whole-rows", "awq-4"],
+)
+def test_gptq_and_awq_weights_count_their_packing_scales_and_zeros(
+    tmp_path, quantized, bits, group
+) -> None:
+    pytest.importorskip("transformers", reason="the reference is transformers' modules")
+    import transformers_reference as reference
+
+    data = {**config("llama-3-8b"), **SMALL}
+    result = counted(tmp_path, {**data, "quantization_config": quantized})
+    model = reference.meta_model(data)
+    expected = _integer_bytes_of(model, quantized["quant_method"], bits, group or 10**9)
+    assert result["weight_bytes"].value == expected
+    assert result["kv_bytes_per_token"].value == counted(tmp_path, data)["kv_bytes_per_token"].value
+
+
+@pytest.mark.parametrize(
+    ("quantized", "model", "words"),
+    [
+        ({"quant_method": "gptq", "bits": 3}, "llama-3-8b", "gptq weights of 3 bits"),
+        ({"quant_method": "awq", "bits": 4, "version": "gemv"}, "llama-3-8b", "in the gemv"),
+        ({"quant_method": "gptq", "bits": 4}, "mixtral-8x7b", "dense, unlooped decoders only"),
+    ],
+    ids=["gptq-3-bit", "awq-gemv", "gptq-experts"],
+)
+def test_integer_weights_the_calculator_cannot_place_are_refused(
+    tmp_path, quantized, model, words
+) -> None:
+    (tmp_path / "config.json").write_text(
+        json.dumps({**config(model), "quantization_config": quantized})
+    )
+    assert words in refused("predict", str(tmp_path / "config.json"))
