@@ -3,10 +3,11 @@ serves it.
 
 A :class:`Family` names, as ``module:attribute`` strings imported only when used, the spec
 model, the predict function, the extra commands the family supports (those in
-:data:`EXTRA_COMMANDS`) and its validator (or why it has none), plus its docs page and
-specs folder. Everything that dispatches on a kind (the spec loader, ``predict``, the CLI,
-the validate pipeline, the report, the plots, the executor) asks :func:`family`; an unknown
-kind is a :class:`~infoflow.core.errors.SpecError` (exit code 2), never another family's code.
+:data:`EXTRA_COMMANDS`), its validator (or why it has none), the files it reads without a
+spec (a model's config.json), plus its docs page and specs folder. Everything that
+dispatches on a kind (the spec loader, ``predict``, the CLI, the validate pipeline, the
+report, the plots, the executor) asks :func:`family`; an unknown kind is a
+:class:`~infoflow.core.errors.SpecError` (exit code 2), never another family's code.
 
 Adding a family is its own packages (``infoflow/<kind>/``, ``infoflow/validators/<kind>/``)
 plus one entry in :data:`FAMILIES`. This module imports nothing heavy, so ``infoflow
@@ -42,6 +43,9 @@ class Family:
     commands: dict[str, str] = field(default_factory=dict)  # name in EXTRA_COMMANDS -> callable
     validator: str | None = None  # an object implementing validators.protocol.Validator
     not_validated: str | None = None  # why there is no validator (when ``validator`` is None)
+    # (path, serving fields) -> a spec (a dict) for a file the family reads without one (a
+    # model's config.json), or None when the file is not such a file
+    reads: str | None = None
     docs: str = ""  # the family's page, relative to the repository root
     specs: str = ""  # the folder of its bundled specs, relative to the repository root
 
@@ -85,6 +89,7 @@ FAMILIES: dict[str, Family] = {
                 "plan": "infoflow.validators.looped_kv.estimate:plan_command",
             },
             validator="infoflow.validators.looped_kv.validator:VALIDATOR",
+            reads="infoflow.looped_kv.direct:spec_for_file",
             docs="docs/looped_kv.md",
             specs="specs/looped_kv",
         ),

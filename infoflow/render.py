@@ -52,12 +52,14 @@ def _list_text(value: list, limit: int = 16) -> str:
 
 
 def to_table(result: Result) -> Table:
-    """A rich table of one result: name, value, bound, provenance."""
+    """A rich table of one result: name, value, bound, provenance; under it the spec's
+    description and the result's messages."""
     from rich.markup import escape
     from rich.table import Table
 
-    description = result.spec.description
-    caption = escape(one_line(description, 2000)) if description else None
+    lines = [result.spec.description] if result.spec.description else []
+    lines += result.messages
+    caption = escape("\n".join(one_line(line, 2000) for line in lines)) if lines else None
     table = Table(title=escape(one_line(_title(result), 400)), caption=caption)
     table.add_column("prediction", style="bold")
     table.add_column("value", justify="right")
@@ -74,6 +76,8 @@ def to_markdown(result: Result) -> str:
     lines = [f"### {markdown_text(_title(result))}", ""]
     if result.spec.description:
         lines += [markdown_text(result.spec.description, starts_line=True), ""]
+    for message in result.messages:
+        lines += [markdown_text(message, starts_line=True), ""]
     lines += ["| prediction | value | bound | provenance | note |", "|---|--:|---|---|---|"]
     for name, p in result.predictions.items():
         cells = [format_value(p), p.bound, p.provenance, p.note]

@@ -35,19 +35,40 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(BAD_INPUT) from None
 
 
-def load_points(paths: list[Path], overrides: list[str] | None) -> list[tuple[str, Any]]:
+def load_points(
+    paths: list[Path], overrides: list[str] | None, serving: dict[str, Any] | None = None
+) -> list[tuple[str, Any]]:
     """Every spec with its sweep expanded, as (its name in output, the spec at that point),
-    exiting 2 on the first bad one."""
-    from infoflow.spec import expand, load_spec
+    exiting 2 on the first bad one. A path that a family reads without a spec (a model's
+    config.json, or a folder holding one) is sized with the ``serving`` options."""
+    from infoflow.spec import expand
 
     loaded = []
     with user_errors():
         for path in paths:
-            spec = load_spec(path, overrides or ())
+            spec = _load(path, list(overrides or ()), serving or {})
             for point, at in expand(spec, path.parent, str(path)):
                 where = ", ".join(f"{k}={v}" for k, v in point.items())
                 loaded.append((f"{path} [{where}]" if where else str(path), at))
     return loaded
+
+
+def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
+    """The spec a family reads ``path`` as (a model's config.json), or the spec file at
+    ``path`` with the serving options as overrides of its ``serving`` fields."""
+    from infoflow.core.errors import SpecError
+    from infoflow.families import FAMILIES, resolve
+    from infoflow.spec import load_spec
+
+    for family in FAMILIES.values():
+        spec = resolve(family.reads)(path, serving) if family.reads else None
+        if spec is not None:
+            try:
+                return load_spec(spec, overrides)
+            except SpecError as exc:
+                raise SpecError(str(path), exc.problems) from None
+    as_overrides = [f"serving.{key}={value}" for key, value in serving.items()]
+    return load_spec(path, [*as_overrides, *overrides])
 
 
 def load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any, Any]:
@@ -55,9 +76,9 @@ def load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any
     expanded) and its family's implementation of ``command`` (a SpecError when the family
     has none)."""
     from infoflow.families import family
-    from infoflow.spec import expand, load_spec
+    from infoflow.spec import expand
 
-    spec = load_spec(path, overrides or ())
+    spec = _load(path, list(overrides or ()), {})  # a model's config.json too
     run = family(spec.kind, str(path)).command(command, str(path))
     expand(spec, path.parent, str(path))
     return spec, run

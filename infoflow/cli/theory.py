@@ -8,7 +8,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -28,17 +28,56 @@ class GraphFormat(StrEnum):
     json = "json"
 
 
+def _option(help: str, name: str) -> Any:
+    return typer.Option(name, help=help, show_default=False)
+
+
 @app.command()
 def predict(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files (JSON).", show_default=False)],
+    specs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Spec files (JSON), or a model's config.json (or a folder holding one).",
+            show_default=False,
+        ),
+    ],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     overrides: Overrides = None,
+    context: Annotated[
+        int | None, _option("Tokens per sequence (a config: default 4096).", "--context")
+    ] = None,
+    batch: Annotated[int | None, _option("Sequences served at once.", "--batch")] = None,
+    device: Annotated[
+        str | None, _option("A GPU preset (h200, h100-sxm, ...).", "--device")
+    ] = None,
+    cache_dtype: Annotated[
+        str | None, _option("KV-cache dtype (bfloat16, float8, int8, int4...).", "--cache-dtype")
+    ] = None,
+    tp: Annotated[int | None, _option("Tensor-parallel devices.", "--tp")] = None,
+    budget_gib: Annotated[
+        float | None, _option("Memory for the cache, in GiB.", "--budget-gib")
+    ] = None,
+    engine: Annotated[
+        str | None, _option("Cache allocation: peak, transformers or vllm.", "--engine")
+    ] = None,
 ) -> None:
-    """Predict, symbolically, what each spec's task needs (a spec with a sweep: each point)."""
+    """Predict, symbolically, what each spec's task needs (a spec with a sweep: each point).
+    A model's config.json is sized as served: cache, weights and, with --device or
+    --budget-gib, the largest batch and context that fit."""
     from infoflow import render
     from infoflow.predictor import predict as run_predict
 
-    loaded = load_points(specs, overrides)
+    serving = {
+        "context_tokens": context,
+        "batch": batch,
+        "device": device,
+        "cache_dtype": cache_dtype,
+        "tensor_parallel": tp,
+        "memory_budget_gib": budget_gib,
+        "engine": engine,
+    }
+    serving = {key: value for key, value in serving.items() if value is not None}
+    loaded = load_points(specs, overrides, serving)
     with user_errors():  # a family's own inputs (a calibration file) can be bad too
         results = [run_predict(spec, source) for source, spec in loaded]
     if format is Format.json:

@@ -98,15 +98,21 @@ class Result:
     spec: SpecBase
     predictions: dict[str, Prediction] = field(default_factory=dict)
     source: str | None = None
+    #: What a reader must know about the result as a whole (a model that does not fit its
+    #: device), shown with every format.
+    messages: tuple[str, ...] = ()
 
     def __getitem__(self, name: str) -> Prediction:
         return self.predictions[name]
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "infoflow_version": __version__,
             "kind": self.kind,
             "source": self.source,
             "spec": self.spec.model_dump(mode="json"),
             "predictions": {name: p.to_json() for name, p in self.predictions.items()},
         }
+        if self.messages:
+            out["messages"] = list(self.messages)
+        return out

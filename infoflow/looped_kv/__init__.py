@@ -1,10 +1,14 @@
 """The ``looped_kv`` family: the KV cache of looped models and its cross-loop compression
 (theory note ``looped_kv.md``).
 
-Stages: ``spec`` (the pydantic model), ``hf_config`` (Hugging Face configs -> model fields),
+Stages: ``spec`` (the pydantic model, with ``parts`` and ``serving``), ``hf_config``
+(Hugging Face configs -> model fields: ``hf_defaults`` for the keys a config leaves out,
+``hf_families`` and ``hf_experts`` for the readers, ``hf_layouts`` for the readers by
+model_type), ``direct`` (a config.json -> a spec, for ``infoflow predict config.json``),
 ``formulas`` (values and sympy expressions), ``expressions`` (formula -> printed text and
-LaTeX, cached in the shipped ``expressions.json``), ``predict`` (spec -> predictions),
-``compare`` (every way of storing the cache side by side) and ``capacity`` (the capacity plot).
+LaTeX, cached in the shipped ``expressions.json``), ``weights`` (quantised weights -> bytes),
+``predict`` (spec -> predictions), ``budget`` (what fits a device), ``compare`` (every way of
+storing the cache side by side) and ``capacity`` (the capacity plot).
 
 Glossary:
 

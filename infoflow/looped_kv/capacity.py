@@ -80,9 +80,11 @@ def plot(spec: LoopedKVSpec, out: str = "capacity.png", source: str = "<spec>") 
 
 def _variants(spec: LoopedKVSpec) -> list[str]:
     """The rows of ``compare`` that the spec's ranks fit (without ranks, the full cache and
-    final-loop reuse; for latent attention and windows, the full cache alone)."""
+    final-loop reuse; for latent attention, windows, Mamba layers and models that do not
+    loop, the full cache alone)."""
     model, codec = spec.model, spec.codec
-    if model.latent_attention or model.sliding_window:
+    looped = model.loops > 1 or model.prelude_layers or model.coda_layers
+    if model.latent_attention or model.sliding_window or model.mamba or not looped:
         return ["none"]
     if codec.r_k is None or codec.r_v is None:
         return ["none", "final_loop"]
@@ -92,9 +94,11 @@ def _variants(spec: LoopedKVSpec) -> list[str]:
 
 def _max_batch(spec: LoopedKVSpec, tokens: int) -> int:
     serving = spec.serving.model_copy(update={"context_tokens": tokens, "generated_tokens": 0})
-    return predict_looped_kv(spec.model_copy(update={"serving": serving}))[
-        "max_batch_compressed"
-    ].value
+    result = predict_looped_kv(spec.model_copy(update={"serving": serving}))
+    for name in ("max_batch_compressed", "max_batch"):  # a plain decoder has no codec rows
+        if name in result.predictions:
+            return result[name].value
+    return 0  # the weights do not fit
 
 
 def _ranks(spec: LoopedKVSpec) -> str:

@@ -27,8 +27,11 @@ def compare(spec: LoopedKVSpec, format: str = "table", source: str = "<spec>") -
     """The comparison as a table, Markdown or JSON (one object per codec); ``source`` names
     the spec in errors."""
     model, codec = spec.model, spec.codec
-    if model.latent_attention or model.sliding_window:
+    if model.latent_attention or model.sliding_window or model.mamba:
         raise SpecError(source, [("model", "codecs are compared on per-head caches only")])
+    if model.loops == 1 and not (model.prelude_layers or model.coda_layers):
+        message = "codecs compress the loop axis, and this model does not loop (loops 1)"
+        raise SpecError(source, [("model.loops", message)])
     if codec.r_k is None or codec.r_v is None:
         raise SpecError(
             source,

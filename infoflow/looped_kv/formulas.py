@@ -27,7 +27,8 @@ Form = Callable[[Any], Any]
 #: The integer symbols, by name (sympy prints them so), and the two real ones.
 INTEGERS = (
     "bytes n_kv d_head P R C T r_k r_v N h V f n_q experts shared top_k f_e L_moe "
-    "c_kv q_rank d_rope d_nope d_v W L_w"
+    "c_kv q_rank d_rope d_nope d_v W L_w n_pos L_mtp L_ssm d_in d_state d_conv r_dt f_s "
+    "N_res b_res"
 )
 REALS = "budget step"
 
@@ -140,16 +141,20 @@ def model_parameters(s, model: LoopedModel) -> Any:
     Structural choices (MLP type, biases, norms, tying, adapter, exit gate) are read from the
     model and enter as numbers; the dimensions stay symbols.
     """
-    attention = _latent_attention(s, model) if model.latent_attention else _attention(s, model)
-    gated = model.mlp == "swiglu"
-    mlp = (3 if gated else 2) * s.h * s.f
-    if model.mlp_bias:
-        mlp += (2 if gated else 1) * s.f + s.h
-    norm = s.h if model.norm == "rmsnorm" else 2 * s.h
+    attention, mlp, moe, norm = _layer_parts(s, model)
     embeddings = s.V * s.h * (1 if model.tie_embeddings else 2)
-    if model.experts:
-        experts = (s.experts + s.shared) * 3 * s.h * s.f_e + s.experts * s.h
-        moe = experts + (s.experts if model.experts.router_bias else 0)
+    if model.positions:
+        embeddings += s.n_pos * s.h
+    if model.head_bias:
+        embeddings += s.V
+    if model.mamba:
+        layers = (s.R - s.L_ssm) * attention + s.L_ssm * _mamba(s, model)
+        layers += s.R * model.norms_per_layer * norm
+        if model.experts:
+            layers += (s.R - s.L_moe) * mlp + s.L_moe * moe
+        else:
+            layers += s.R * mlp
+    elif model.experts:
         layers = (
             s.R * (attention + model.norms_per_layer * norm) + (s.R - s.L_moe) * mlp + s.L_moe * moe
         )
@@ -163,9 +168,77 @@ def model_parameters(s, model: LoopedModel) -> Any:
     return total
 
 
+def _layer_parts(s, model: LoopedModel) -> tuple[Any, Any, Any, Any]:
+    """A layer's attention, dense MLP, MoE block (None without experts) and one norm."""
+    attention = _latent_attention(s, model) if model.latent_attention else _attention(s, model)
+    if model.attention_sinks:
+        attention += s.n_q  # one learned sink logit per query head
+    if model.qk_norm == "head":
+        attention += 2 * s.d_head
+    elif model.qk_norm == "full":
+        attention += (s.n_q + s.n_kv) * s.d_head
+    gated = model.mlp == "swiglu"
+    mlp = (3 if gated else 2) * s.h * s.f
+    if model.mlp_bias:
+        mlp += (2 if gated else 1) * s.f + s.h
+    norm = 2 * s.h if model.norm == "layernorm" else s.h
+    return attention, mlp, _moe(s, model) if model.experts else None, norm
+
+
+def _moe(s, model: LoopedModel) -> Any:
+    """An MoE block: the routed and shared experts (SwiGLU), the router and its bias, the
+    shared expert's gate, the experts' biases."""
+    e = model.experts
+    if e.shared_width:  # a shared expert of its own width (Qwen2-MoE)
+        moe = s.experts * 3 * s.h * s.f_e + 3 * s.h * s.f_s + s.experts * s.h
+        if e.shared_gate:
+            moe += s.h
+    else:
+        experts = (s.experts + s.shared) * 3 * s.h * s.f_e + s.experts * s.h
+        moe = experts + (s.experts if e.router_bias else 0)
+    if e.bias:
+        moe += s.experts * (2 * s.f_e + s.h)
+    return moe
+
+
+def _mamba(s, model: LoopedModel) -> Any:
+    """A Mamba mixer: in_proj (h -> 2 d_in), the depthwise convolution, x_proj (d_in -> r_dt
+    + 2 d_state), dt_proj (r_dt -> d_in, with bias), A_log, D, out_proj (d_in -> h), and
+    Jamba's norms of the step, B and C."""
+    m = model.mamba
+    mixer = 2 * s.h * s.d_in + s.d_in * s.d_conv + s.d_in * (s.r_dt + 2 * s.d_state)
+    mixer += s.r_dt * s.d_in + s.d_in + s.d_in * s.d_state + s.d_in + s.d_in * s.h
+    if m.conv_bias:
+        mixer += s.d_in
+    if m.proj_bias:
+        mixer += 2 * s.d_in + s.h
+    if m.inner_norms:
+        mixer += s.r_dt + 2 * s.d_state
+    return mixer
+
+
+def mamba_state(s) -> Any:
+    """Bytes of the constant state one sequence keeps in the Mamba layers: the convolution's
+    inputs and the SSM state, d_in channels each."""
+    return s.bytes * s.L_ssm * s.d_in * (s.d_conv + s.d_state)
+
+
+def mtp_parameters(s, model: LoopedModel) -> Any:
+    """DeepSeek-V3's multi-token-prediction modules, as the checkpoint stores them and vLLM
+    loads them for speculative decoding: per module, a decoder layer (MoE after the dense
+    first layers), the norms of the hidden state and the embedding (enorm, hnorm), their
+    projection eh_proj (2h -> h), and its own embedding, head norm and head."""
+    attention, mlp, moe, norm = _layer_parts(s, model)
+    layer = attention + 2 * norm + (moe if moe is not None else mlp)
+    return s.L_mtp * (layer + 3 * norm + 2 * s.h * s.h + 2 * s.V * s.h)
+
+
 def active_parameters(s, model: LoopedModel) -> Any:
     """Parameters one token uses: all but the routed experts it is not sent to."""
-    return model_parameters(s, model) - s.L_moe * (s.experts - s.top_k) * 3 * s.h * s.f_e
+    unused = s.L_moe * (s.experts - s.top_k) * 3 * s.h * s.f_e
+    if model.experts.bias:
+        unused += s.L_moe * (s.experts - s.top_k) * (2 * s.f_e + s.h)
+    return model_parameters(s, model) - unused
 
 
 def _attention(s, model: LoopedModel) -> Any:
@@ -199,11 +272,16 @@ def cache_per_token(s, model: LoopedModel) -> Any:
     attention."""
     if model.latent_attention:
         return s.bytes * s.R * (s.c_kv + s.d_rope)
+    if model.mamba:
+        return kv_per_layer(s) * (s.R - s.L_ssm)
     return full_per_token(s)
 
 
 def cache_per_sequence(s, model: LoopedModel) -> Any:
-    """Cache bytes of one sequence of N tokens: a windowed layer keeps min(N, W) of them."""
+    """Cache bytes of one sequence of N tokens: a windowed layer keeps min(N, W) of them; a
+    Mamba layer its constant state."""
+    if model.mamba:
+        return s.N * cache_per_token(s, model) + mamba_state(s)
     if not model.sliding_window:
         return s.N * cache_per_token(s, model)
     per_layer = cache_per_token(s, model) / s.R
@@ -212,7 +290,10 @@ def cache_per_sequence(s, model: LoopedModel) -> Any:
 
 def max_context(s, model: LoopedModel, per_token: Any) -> Any:
     """The longest sequence whose cache (``per_token`` bytes a token) fits in ``budget``
-    bytes (for windows: full layers grow with N, windowed ones up to W)."""
+    bytes (for windows: full layers grow with N, windowed ones up to W; Mamba layers keep
+    their state whatever N)."""
+    if model.mamba:
+        return s.floor((s.budget - mamba_state(s)) / per_token)
     if not model.sliding_window:
         return s.floor(s.budget / per_token)
     per_layer = per_token / s.R
@@ -221,6 +302,23 @@ def max_context(s, model: LoopedModel, per_token: Any) -> Any:
         s.budget <= (grows + capped) * s.W,
         lambda: s.floor(s.budget / (grows + capped)),
         lambda: s.floor((s.budget - capped * s.W) / grows),
+    )
+
+
+def with_residual(s, per_token: Any) -> Any:
+    """Bytes of one sequence in a quantised cache (``per_token`` bytes a token) that keeps up
+    to N_res of its latest tokens in the model's dtype (b_res bytes a number)."""
+    return per_token * (s.N + s.min(s.N, s.N_res) * (s.b_res / s.bytes - 1))
+
+
+def max_context_with_residual(s, per_token: Any) -> Any:
+    """The longest sequence that fits ``budget`` in a cache with a full-precision residual:
+    the first N_res tokens cost the model's dtype, the rest the quantised one."""
+    full = per_token * s.b_res / s.bytes
+    return s.piecewise(
+        s.budget <= full * s.N_res,
+        lambda: s.floor(s.budget / full),
+        lambda: s.floor((s.budget - (full - per_token) * s.N_res) / per_token),
     )
 
 
@@ -255,11 +353,21 @@ def model_values(model: LoopedModel, cache_bytes: int | Fraction) -> Numbers:
             top_k=e.per_token,
             f_e=e.width or model.intermediate_size,
             L_moe=e.moe_layers(model.layers),
+            f_s=e.shared_width or 0,
         )
     if model.latent_attention:
         a = model.latent_attention
         values.__dict__.update(
             c_kv=a.kv_rank, q_rank=a.q_rank or 0, d_rope=a.rope_dim, d_nope=a.nope_dim, d_v=a.v_dim
+        )
+    if model.positions:
+        values.n_pos = model.positions
+    if model.mtp_layers:
+        values.L_mtp = model.mtp_layers
+    if model.mamba:
+        m = model.mamba
+        values.__dict__.update(
+            L_ssm=sum(m.layers), d_in=m.d_inner, d_state=m.d_state, d_conv=m.d_conv, r_dt=m.dt_rank
         )
     if model.sliding_window:
         values.W = model.sliding_window

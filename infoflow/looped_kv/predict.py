@@ -7,15 +7,25 @@ printed text comes from :mod:`expressions`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from infoflow.core.results import Prediction, Result
 from infoflow.looped_kv import formulas as F
+from infoflow.looped_kv.budget import PAPER, batch_memory, capacity, plain
 from infoflow.looped_kv.expressions import Expression
-from infoflow.looped_kv.spec import DEVICES, DTYPE_BYTES, QUANTIZED, LoopedKVSpec
+from infoflow.looped_kv.spec import DTYPE_BYTES, QUANTIZED, LoopedKVSpec
+from infoflow.looped_kv.weights import quantized_weight_bytes
 
-PAPER = "O'Neill & Reid 2026 (Looped Latent Attention)"
-GIB = 2**30
+#: The rows of a codec: a plain decoder without one (T = 1, no codec) has none of them.
+CODEC_ROWS = (
+    "kv_bytes_per_token_compressed",
+    "compression_ratio",
+    "whole_cache_ratio",
+    "kv_cache_bytes_compressed",
+    "codec_parameters",
+    "codec_weight_bytes",
+)
 
 #: What each codec variant keeps of the looped part, in words.
 VARIANTS = {
@@ -29,15 +39,13 @@ VARIANTS = {
 
 def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     """Every ``looped_kv`` prediction for ``spec``."""
-    model, codec, serving = spec.model, spec.codec, spec.serving
-    values = F.model_values(model, spec.cache_element_bytes)
-    values.N = serving.sequence_tokens
-    if codec.r_k is not None and codec.r_v is not None:
-        values.r_k, values.r_v = codec.r_k, codec.r_v
+    codec, serving = spec.codec, spec.serving
+    values = _values(spec)
     variant = codec.variant
     kept = VARIANTS[codec.variant]
     full, compressed, full_sequence, compressed_sequence = _cache_forms(spec)
     tokens = f"one sequence of N = {serving.sequence_tokens:,} tokens (context + generated)"
+    tokens += _engine_note(spec)
 
     formulas = {  # name: (formula, unit, provenance, note); all exact
         "kv_bytes_per_token": (full, "B/token", *_cache_source(spec)),
@@ -67,13 +75,111 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
         ),
         **_weights(spec),
     }
+    if plain(spec):
+        formulas = {k: v for k, v in formulas.items() if k not in CODEC_ROWS}
     out = {
         name: Prediction(_number(form(values)), unit, "exact", provenance, note, Expression(form))
         for name, (form, unit, provenance, note) in formulas.items()
     }
+    _as_stored(spec, out)
     forms = (full, compressed), (full_sequence, compressed_sequence)
-    out.update(_capacity(spec, out, values, forms))
-    return Result(kind=spec.kind, spec=spec, predictions=out, source=source)
+    out.update(capacity(spec, out, values, forms))
+    out.update(batch_memory(spec, out, values, full_sequence))
+    failed = [out[name] for name in ("fits_device", "batch_fits_device") if name in out]
+    messages = tuple(p.note for p in failed if p.value is False)
+    return Result(kind=spec.kind, spec=spec, predictions=out, source=source, messages=messages)
+
+
+def _values(spec: LoopedKVSpec) -> F.Numbers:
+    """The symbols' values: the model's, the tokens a sequence holds (whole pages for vllm),
+    the window as the engine keeps it, a quantised cache's residual, the codec's ranks."""
+    model, codec, serving = spec.model, spec.codec, spec.serving
+    values = F.model_values(model, spec.cache_element_bytes)
+    values.N = serving.cached_tokens
+    if serving.engine == "transformers" and model.sliding_window:
+        values.W = model.sliding_window - 1  # what its cache keeps between steps
+    if serving.cache_residual_tokens:
+        values.N_res = serving.cache_residual_tokens
+        values.b_res = DTYPE_BYTES[spec.residual_dtype]
+    if codec.r_k is not None and codec.r_v is not None:
+        values.r_k, values.r_v = codec.r_k, codec.r_v
+    return values
+
+
+def _as_stored(spec: LoopedKVSpec, out: dict[str, Prediction]) -> None:
+    """Quantised weights as the checkpoint stores them; the cache of chunked layers and of a
+    quantised cache's residual as the upper bounds they are."""
+    if spec.model.weight_quantization:
+        out["weight_bytes"] = _quantized_weights(spec, out["model_parameters"].value)
+    if spec.model.sliding_window and spec.model.window_kind == "chunked":
+        out["kv_cache_bytes"] = _chunked(out["kv_cache_bytes"])
+    if spec.serving.cache_residual_tokens:
+        out["kv_cache_bytes"] = _residual(spec, out["kv_cache_bytes"])
+
+
+def _residual(spec: LoopedKVSpec, prediction: Prediction) -> Prediction:
+    """A quantised cache's full-precision residual, counted full: an upper bound."""
+    note = (
+        f"{prediction.note} The latest min(N, {spec.serving.cache_residual_tokens}) tokens are "
+        f"kept in {spec.residual_dtype} before they are quantised; the residual holds up to "
+        "that many (transformers quantises it whenever it fills): an upper bound."
+    )
+    return replace(prediction, bound="upper", note=note)
+
+
+def _engine_note(spec: LoopedKVSpec) -> str:
+    """How the engine's allocation changes what one sequence holds."""
+    serving = spec.serving
+    if serving.engine == "vllm":
+        return (
+            f", held in vLLM's pages of {serving.block_size} tokens: "
+            f"N = {serving.cached_tokens:,} token slots"
+        )
+    if serving.engine == "transformers" and spec.model.sliding_window:
+        return (
+            f", as transformers keeps it between steps: W - 1 = {spec.model.sliding_window - 1:,}"
+        )
+    return ""
+
+
+def _chunked(prediction: Prediction) -> Prediction:
+    """A chunked layer counted as keeping a whole chunk: an upper bound."""
+    note = (
+        f"{prediction.note} A chunked-attention layer is counted as keeping up to a whole "
+        "chunk (as transformers keeps it, as a window); an engine that drops finished chunks "
+        "keeps only the current one's tokens: an upper bound."
+    )
+    return replace(prediction, bound="upper", note=note)
+
+
+def _quantized_weights(spec: LoopedKVSpec, parameters: int) -> Prediction:
+    """The bytes of weights stored in fp8 with block scales (:mod:`weights`)."""
+    model = spec.model
+    total, numbers, scales = quantized_weight_bytes(model, parameters)
+    rows, cols = model.weight_quantization.block
+    rest = f"the other {parameters - numbers:,} parameters"
+    q = model.weight_quantization
+    if q.method in ("gptq", "awq"):
+        g_idx = ", and an int32 g_idx per input" if q.method == "gptq" else ""
+        note = (
+            f"{numbers:,} linear weights of the decoder layers in {q.bits}-bit {q.method} "
+            f"packed in int32, with {scales:,} fp16 scales and packed zero points (groups of "
+            f"{q.group_size or 'all'} inputs){g_idx}, {rest} (embeddings, LM head, norms, "
+            f"biases) in {model.dtype}, as the checkpoint stores them."
+        )
+    elif model.weight_quantization.method == "mxfp4":
+        note = (
+            f"{numbers:,} routed-expert weights in MXFP4 (4 bits, whole blocks of 32 numbers) "
+            f"with {scales:,} one-byte scales, {rest} (attention, routers, embeddings, LM "
+            f"head, norms, biases) in {model.dtype}, as the checkpoint stores them."
+        )
+    else:
+        note = (
+            f"{numbers:,} linear weights of the decoder layers in fp8 (1 B) with {scales:,} "
+            f"float32 scales (one per {rows}x{cols} block), {rest} (embeddings, LM head, "
+            f"norms, biases, routers) in {model.dtype}, as the checkpoint stores them."
+        )
+    return Prediction(total, "B", "exact", "derived", note)
 
 
 def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
@@ -118,6 +224,12 @@ def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
             f"Codec parameters in {model.dtype}.",
         ),
     }
+    return {**out, **_expert_rows(spec)}
+
+
+def _expert_rows(spec: LoopedKVSpec) -> dict[str, tuple]:
+    """The parameters one token uses (experts), and the MTP modules reported apart."""
+    model, out = spec.model, {}
     if model.experts:
         out["active_parameters"] = (
             lambda s: F.active_parameters(s, model),
@@ -126,6 +238,25 @@ def _weights(spec: LoopedKVSpec) -> dict[str, tuple]:
             "Parameters one token uses: every parameter but the routed experts it is not sent "
             f"to ({model.experts.per_token} of {model.experts.routed} in each MoE layer).",
         )
+    if model.mamba:
+        out["ssm_state_bytes"] = (
+            F.mamba_state,
+            "B",
+            "standard:mamba",
+            "The constant state one sequence keeps in the Mamba layers (the convolution's last "
+            "d_conv inputs and the SSM state, d_in channels each), whatever its length; part "
+            "of kv_cache_bytes.",
+        )
+    if model.mtp_layers:
+        out["mtp_parameters"] = (
+            lambda s: F.mtp_parameters(s, model),
+            "params",
+            "derived",
+            f"The {model.mtp_layers} multi-token-prediction module(s) of the checkpoint, not in "
+            "model_parameters or weight_bytes: transformers does not build them and vLLM "
+            "loads them only for MTP speculative decoding (then with their own embedding and "
+            "head, and one more layer of cache).",
+        )
     return out
 
 
@@ -133,7 +264,7 @@ def _cache_forms(spec: LoopedKVSpec) -> tuple[F.Form, ...]:
     """Cache bytes per token and per sequence, full and compressed. Latent attention and
     windowed layers take no codec (the spec checks), so theirs are the full forms."""
     model, variant = spec.model, spec.codec.variant
-    if model.latent_attention or model.sliding_window:
+    if model.latent_attention or model.sliding_window or model.mamba:
 
         def per_token(s):
             return F.cache_per_token(s, model)
@@ -146,6 +277,12 @@ def _cache_forms(spec: LoopedKVSpec) -> tuple[F.Form, ...]:
     def compressed(s):
         return F.compressed_per_token(s, variant)
 
+    if spec.serving.cache_residual_tokens:  # no codec then (the spec checks)
+
+        def per_sequence(s):
+            return F.with_residual(s, F.full_per_token(s))
+
+        return F.full_per_token, F.full_per_token, per_sequence, per_sequence
     return (
         F.full_per_token,
         compressed,
@@ -156,7 +293,7 @@ def _cache_forms(spec: LoopedKVSpec) -> tuple[F.Form, ...]:
 
 def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
     """Provenance and note of the cache bytes per token."""
-    model, dtype = spec.model, spec.serving.cache_dtype or spec.model.dtype
+    model, dtype = spec.model, spec.cache_dtype
     scales = ""
     if dtype in QUANTIZED:
         group = spec.serving.cache_group_size
@@ -170,10 +307,21 @@ def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
             "the decoupled RoPE key (d_rope), shared by all heads, as a serving engine that "
             f"caches the latent keeps them{scales}."
         )
+    if model.mamba:
+        return "standard:mamba", (
+            "K and V of the attention layers only, 2*bytes*n_kv*d_head*(R - L_ssm); each of the "
+            f"L_ssm Mamba layers keeps a constant state per sequence instead (d_in*(d_conv + "
+            f"d_state) numbers, in {dtype}: ssm_state_bytes){scales}."
+        )
     if model.sliding_window:
+        kept = "the current chunk of" if model.window_kind == "chunked" else "only the last"
         return "standard:sliding-window", (
             f"A token cached by every layer: 2*bytes*n_kv*d_head*R; the L_w windowed layers "
-            f"keep only the last W = {model.sliding_window:,} tokens{scales}."
+            f"keep {kept} W = {model.sliding_window:,} tokens{scales}."
+        )
+    if plain(spec):
+        return "standard:kv-cache", (
+            f"K and V of every layer: 2*bytes*n_kv*d_head*R, in {dtype}{scales}."
         )
     return "paper:summary", (
         f"{PAPER}: every loop keeps its own K/V, 2*bytes*n_kv*d_head*(P + T*R + C){scales}."
@@ -182,7 +330,7 @@ def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
 
 def _compressed_source(spec: LoopedKVSpec, kept: str) -> tuple[str, str]:
     """Provenance and note of the compressed cache bytes per token."""
-    if spec.model.latent_attention or spec.model.sliding_window:
+    if spec.model.latent_attention or spec.model.sliding_window or spec.model.mamba:
         provenance, note = _cache_source(spec)
         return provenance, f"No codec: the same as kv_bytes_per_token. {note}"
     if spec.codec.variant == "head_axis":
@@ -191,119 +339,6 @@ def _compressed_source(spec: LoopedKVSpec, kept: str) -> tuple[str, str]:
             "the layout); prelude and coda stay full."
         )
     return "paper:summary", f"{PAPER}: {kept}; prelude and coda stay full."
-
-
-def _capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> dict:
-    """Cache budgets, maximal batch and maximal context, when the spec gives a budget."""
-    budgets = _budgets(spec, out)
-    if budgets is None:
-        return {}
-    where, budget_full, budget_compressed = budgets
-    serving, model = spec.serving, spec.model
-    stepped = serving.batch_step is not None
-    rounding = f", rounded down to a multiple of {serving.batch_step}" if stepped else ""
-    at = F.Numbers(**vars(values), step=serving.batch_step or 1)
-    divisor = (
-        "cache bytes of one sequence, windows capped"
-        if model.sliding_window
-        else "(N * cache bytes per token)"
-    )
-    source = "paper:summary" if model.loops > 1 else "derived"  # the paper's rule is for loops
-    result = {}
-    for suffix, budget, per_token, per_sequence in zip(
-        ("", "_compressed"), (budget_full, budget_compressed), *forms, strict=True
-    ):
-        at.budget = max(0, F.Numbers.floor(budget))
-        per_token, per_sequence, copied = _stored(spec, bool(suffix), per_token, per_sequence)
-
-        def batch(s, per_sequence=per_sequence):
-            return F.max_batch(s, per_sequence(s), stepped)
-
-        def context(s, per_token=per_token):
-            return F.max_context(s, model, per_token(s))
-
-        result[f"cache_budget_bytes{suffix}"] = Prediction(
-            at.budget, "B", "exact", "derived", f"Memory for the cache: {where}."
-        )
-        result[f"max_batch{suffix}"] = Prediction(
-            int(batch(at)),
-            "sequences",
-            "upper",
-            source,
-            f"{PAPER}: floor(budget / {divisor}){rounding}{copied}; an upper bound (paging, "
-            "fragmentation and activations take their share).",
-            Expression(batch),
-        )
-        result[f"max_context_tokens{suffix}"] = _max_context(model, context, at, per_token)
-    return result
-
-
-def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
-    """(where the budget comes from, full budget, compressed budget) in bytes, or None."""
-    serving = spec.serving
-    if serving.memory_budget_gib is not None:
-        budget = _exact(serving.memory_budget_gib) * GIB
-        return "the spec's memory_budget_gib, all of it for the cache", budget, budget
-    device = serving.device_bytes
-    if device is None:
-        return None
-    tp = serving.tensor_parallel
-    usable = Fraction(device) * tp * _exact(serving.usable_fraction)
-    budget_full = usable - out["weight_bytes"].value - tp * _exact(serving.overhead_gib) * GIB
-    budget_compressed = budget_full - out["codec_weight_bytes"].value
-    memory = f"{serving.device} ({DEVICES[serving.device]} GB)" if serving.device else "device"
-    devices = f"{tp} x " if tp > 1 else ""
-    where = (
-        f"{devices}{memory} memory * usable_fraction - weights - {devices}overhead (- codec "
-        "weights)"
-    )
-    return where, budget_full, budget_compressed
-
-
-def _stored(spec: LoopedKVSpec, compressed: bool, per_token: F.Form, per_sequence: F.Form):
-    """The bytes all ``tensor_parallel`` devices hold together for one token and for one
-    sequence, and a note (a reconstruction of how serving engines place a cache): K/V heads
-    are split over the devices, each copied when there are more devices than heads; a latent
-    shared by all heads (latent attention, LLA-2D, the head-axis latent) is kept on every
-    device, while the prelude and coda K/V beside it split like heads."""
-    tp, model, variant = spec.serving.tensor_parallel, spec.model, spec.codec.variant
-    head_copies = max(1, tp // model.kv_heads)
-    heads = f"; each KV head kept {head_copies} times" if head_copies > 1 else ""
-    if model.latent_attention:
-        note = f"; the latent kept on each of the {tp} devices" if tp > 1 else ""
-        return lambda s: tp * per_token(s), lambda s: tp * per_sequence(s), note
-    if compressed and variant in ("2d", "head_axis") and tp > 1:
-
-        def token(s):
-            return tp * F.looped_compressed(s, variant) + head_copies * F.unlooped(s)
-
-        note = f"; the shared latents kept on each of the {tp} devices{heads}"
-        return token, lambda s: s.N * token(s), note
-    return (lambda s: head_copies * per_token(s), lambda s: head_copies * per_sequence(s), heads)
-
-
-def _max_context(model, context: F.Form, at: F.Numbers, per_token: F.Form) -> Prediction:
-    """The longest sequence; unbounded when every layer is windowed and a full window of
-    ``per_token`` bytes (as the devices hold it) fits."""
-    note = "The longest single sequence whose cache fits in the budget."
-    if model.sliding_window and at.L_w == at.R:
-        windowed = at.W * per_token(at)
-        if windowed <= at.budget:
-            return Prediction(
-                None,
-                "tokens",
-                "upper",
-                "derived",
-                f"Unbounded: every layer is windowed, and a full window "
-                f"({int(windowed):,} B) fits in the budget.",
-                Expression(context),
-            )
-    return Prediction(int(context(at)), "tokens", "upper", "derived", note, Expression(context))
-
-
-def _exact(number: float) -> Fraction:
-    """A spec's decimal number as an exact rational (0.9 -> 9/10), so floors are exact."""
-    return Fraction(str(number))
 
 
 def _number(value: int | Fraction) -> int | float:

@@ -14,9 +14,7 @@ from typing import Literal
 
 from pydantic import (
     Field,
-    NonNegativeFloat,
     NonNegativeInt,
-    PositiveFloat,
     PositiveInt,
     ValidationInfo,
     field_validator,
@@ -26,93 +24,31 @@ from pydantic import (
 from infoflow.core.errors import FieldError
 from infoflow.core.spec_base import SpecBase, StrictModel, existing_path
 from infoflow.looped_kv.hf_config import read_hf_config
+from infoflow.looped_kv.parts import Experts, LatentAttention, MambaLayers, WeightQuantization
+from infoflow.looped_kv.serving import DEVICES, QUANTIZED, CacheDType, Serving
+
+__all__ = [
+    "DEVICES",
+    "DTYPE_BYTES",
+    "QUANTIZED",
+    "CacheDType",
+    "Codec",
+    "Experts",
+    "LatentAttention",
+    "LoopedKVSpec",
+    "LoopedModel",
+    "MambaLayers",
+    "Serving",
+    "WeightQuantization",
+    "rank_limit",
+]
 
 DType = Literal["bfloat16", "float16", "float32", "float8"]
-CacheDType = Literal["bfloat16", "float16", "float32", "float8", "int8", "int4"]
-#: Integer cache dtypes and their bits; each group of numbers carries an fp16 scale and zero
-#: point (4 bytes).
-QUANTIZED = {"int8": 8, "int4": 4}
-#: GPU presets: memory per device as the vendor publishes it, in GB (10^9 bytes).
-DEVICES = {
-    "h200": 141,
-    "h100-sxm": 80,
-    "h100-nvl": 94,
-    "h20": 96,
-    "a100-80gb": 80,
-    "a100-40gb": 40,
-    "l40s": 48,
-    "l4": 24,
-    "a10g": 24,
-    "rtx-4090": 24,
-    "rtx-5090": 32,
-    "rtx-6000-ada": 48,
-    "b200": 180,
-    "mi300x": 192,
-    "mi325x": 256,
-}
-DeviceName = Literal[
-    "h200",
-    "h100-sxm",
-    "h100-nvl",
-    "h20",
-    "a100-80gb",
-    "a100-40gb",
-    "l40s",
-    "l4",
-    "a10g",
-    "rtx-4090",
-    "rtx-5090",
-    "rtx-6000-ada",
-    "b200",
-    "mi300x",
-    "mi325x",
-]
 #: The codecs that keep latents, with ranks r_k and r_v.
 RANKED = ("per_head", "2d", "head_axis")
 
 #: Bytes per element of each dtype.
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2, "float8": 1}
-
-
-class Experts(StrictModel):
-    """A mixture of experts in place of the MLP (Mixtral, DeepSeek): SwiGLU experts."""
-
-    routed: PositiveInt = Field(description="Routed experts in an MoE layer.")
-    per_token: PositiveInt = Field(description="Routed experts each token uses (top-k).")
-    shared: NonNegativeInt = Field(0, description="Shared experts every token uses.")
-    width: PositiveInt | None = Field(
-        None, description="An expert's intermediate size; default: the model's."
-    )
-    dense_layers: NonNegativeInt = Field(
-        0, description="The first layers keep a dense MLP (first_k_dense_replace)."
-    )
-    every: PositiveInt = Field(1, description="After those, every n-th layer is MoE.")
-    router_bias: bool = Field(
-        False, description="A bias per expert in the router (DeepSeek-V3's correction bias)."
-    )
-
-    @model_validator(mode="after")
-    def _top_k(self) -> Experts:
-        if self.per_token > self.routed:
-            raise FieldError("per_token", f"{self.per_token} of only {self.routed} experts")
-        return self
-
-    def moe_layers(self, layers: int) -> int:
-        """How many of ``layers`` layers are MoE layers."""
-        return sum(1 for i in range(self.dense_layers, layers) if i % self.every == 0)
-
-
-class LatentAttention(StrictModel):
-    """Multi-head latent attention (DeepSeek-V2/V3): keys and values come from a compressed
-    latent, which the cache holds with the decoupled RoPE key, shared by all heads."""
-
-    kv_rank: PositiveInt = Field(description="The latent's size (kv_lora_rank).")
-    q_rank: PositiveInt | None = Field(
-        None, description="The query's low rank (q_lora_rank); none: a full query projection."
-    )
-    rope_dim: PositiveInt = Field(description="The decoupled RoPE key (qk_rope_head_dim).")
-    nope_dim: PositiveInt = Field(description="Per head, the key without RoPE (qk_nope_head_dim).")
-    v_dim: PositiveInt = Field(description="Per head, the value (v_head_dim).")
 
 
 class LoopedModel(StrictModel):
@@ -137,8 +73,10 @@ class LoopedModel(StrictModel):
     tie_embeddings: bool = False
     mlp: Literal["swiglu", "gelu"] = "swiglu"
     dtype: DType = "bfloat16"
-    norm: Literal["rmsnorm", "layernorm"] = Field(
-        "rmsnorm", description="rmsnorm has a weight; layernorm a weight and a bias."
+    norm: Literal["rmsnorm", "layernorm", "layernorm_no_bias"] = Field(
+        "rmsnorm",
+        description="rmsnorm and layernorm_no_bias (Cohere) have a weight; layernorm a weight "
+        "and a bias.",
     )
     norms_per_layer: NonNegativeInt = Field(
         2, description="2 for pre-norm blocks; 4 for sandwich norms (Ouro, Huginn)."
@@ -147,6 +85,26 @@ class LoopedModel(StrictModel):
         "none", description="Which attention projections carry a bias."
     )
     mlp_bias: bool = False
+    head_bias: bool = Field(False, description="The LM head carries a bias (Phi-3.5-MoE).")
+    qk_norm: Literal["none", "head", "full"] = Field(
+        "none",
+        description="Norms on queries and keys: head (one weight of head_dim each, Qwen3, "
+        "Gemma-3) or full (n_q*head_dim and n_kv*head_dim, OLMo-2, Command-R+).",
+    )
+    attention_sinks: bool = Field(
+        False, description="A learned sink logit per query head and layer (GPT-OSS)."
+    )
+    mtp_layers: NonNegativeInt = Field(
+        0,
+        description="Multi-token-prediction modules (DeepSeek-V3's num_nextn_predict_layers): "
+        "not loaded for plain serving, reported apart (mtp_parameters).",
+    )
+    positions: NonNegativeInt = Field(
+        0, description="Learned absolute position embeddings (GPT-2's n_positions); 0: none."
+    )
+    weight_quantization: WeightQuantization | None = Field(
+        None, description="Weights stored quantised (fp8 with block scales)."
+    )
     loop_adapter: bool = Field(
         False,
         description="A Linear(2*hidden, hidden) that injects the embedding at every loop "
@@ -159,11 +117,25 @@ class LoopedModel(StrictModel):
     latent_attention: LatentAttention | None = Field(
         None, description="Multi-head latent attention (not looped)."
     )
+    mamba: MambaLayers | None = Field(
+        None, description="Mamba mixers on some layers, with a constant state (not looped)."
+    )
     sliding_window: PositiveInt | None = Field(
         None, description="Tokens a windowed layer attends to and caches (not looped)."
     )
     window_layers: list[bool] | None = Field(
         None, description="Per layer, whether it is windowed; default: every layer."
+    )
+    kv_broadcast: bool = Field(
+        False,
+        description="transformers broadcasts the KV heads to every query head before caching "
+        "them (Falcon's new architecture); engines keep the KV heads.",
+    )
+    window_kind: Literal["sliding", "chunked"] = Field(
+        "sliding",
+        description="sliding: a windowed layer keeps the last sliding_window tokens; chunked "
+        "(Llama-4): it attends within chunks of sliding_window tokens, and is counted as "
+        "keeping up to a chunk (an upper bound on what a chunk-aware engine keeps).",
     )
     checkpoint: str | None = Field(
         None,
@@ -210,6 +182,7 @@ class LoopedModel(StrictModel):
             "experts": self.experts,
             "latent_attention": self.latent_attention,
             "sliding_window": self.sliding_window,
+            "mamba": self.mamba,
         }
         looped = self.loops > 1 or self.prelude_layers or self.coda_layers
         for name, value in extensions.items():
@@ -219,6 +192,15 @@ class LoopedModel(StrictModel):
                 )
         if self.experts and (self.mlp != "swiglu" or self.mlp_bias):
             raise FieldError("experts", "experts are modelled as SwiGLU MLPs without bias")
+        if self.mamba and (len(self.mamba.layers) != self.layers or self.sliding_window):
+            message = "needs one mark per layer, and no windows (not modelled together)"
+            raise FieldError("mamba", message)
+        integer = self.weight_quantization and self.weight_quantization.method in ("gptq", "awq")
+        if integer and (self.experts or self.latent_attention or self.loops > 1):
+            message = "GPTQ and AWQ are counted on dense, unlooped decoders only"
+            raise FieldError("weight_quantization", message)
+        if self.mamba and (self.weight_quantization or self.latent_attention):
+            raise FieldError("mamba", "with quantised weights or latent attention: not modelled")
         if self.latent_attention and self.attention_bias != "none":
             raise FieldError("latent_attention", "modelled without attention biases")
         if self.window_layers is not None:
@@ -245,74 +227,6 @@ class Codec(StrictModel):
     r_v: PositiveInt | None = Field(None, description="Value latent rank (latent codecs).")
 
 
-class Serving(StrictModel):
-    """The serving setting: sequence length and the memory the cache may use."""
-
-    context_tokens: PositiveInt
-    generated_tokens: NonNegativeInt = 0
-    cache_dtype: CacheDType | None = Field(
-        None,
-        description="KV-cache dtype; default: model.dtype. int8 and int4 carry an fp16 "
-        "scale and zero point per group of cache_group_size numbers.",
-    )
-    cache_group_size: PositiveInt = Field(
-        64, description="Numbers per quantization group of an int8 or int4 cache."
-    )
-    memory_budget_gib: PositiveFloat | None = Field(
-        None, description="Memory for the KV cache, given directly (GiB)."
-    )
-    device: DeviceName | None = Field(
-        None, description="A GPU preset: its memory as the vendor publishes it (GB) per device."
-    )
-    tensor_parallel: PositiveInt = Field(
-        1,
-        description="Devices the model is split over (tensor parallel): their memory adds "
-        "up, the weights are split, and a cache shared by all heads is kept on every device.",
-    )
-    device_memory_gib: PositiveFloat | None = Field(
-        None,
-        description="Device memory (GiB); the cache gets device * usable_fraction - weights - "
-        "codec weights - overhead.",
-    )
-    usable_fraction: float = Field(0.9, gt=0, le=1)
-    overhead_gib: NonNegativeFloat = Field(
-        0.0, description="Memory reserved for activations and runtime (GiB)."
-    )
-    batch_step: PositiveInt | None = Field(
-        None, description="Round capacities down to a multiple of this (papers use grids)."
-    )
-
-    @model_validator(mode="after")
-    def _one_budget(self) -> Serving:
-        given = [
-            name
-            for name in ("memory_budget_gib", "device_memory_gib", "device")
-            if getattr(self, name) is not None
-        ]
-        if len(given) > 1:
-            raise FieldError(
-                given[0],
-                f"give one of memory_budget_gib, device_memory_gib and "
-                f"device, not {' and '.join(given)} (set one to null: "
-                f"--set serving.{given[0]}=null)",
-            )
-        return self
-
-    @property
-    def device_bytes(self) -> Fraction | None:
-        """Memory of one device in bytes (exact), from the preset or device_memory_gib."""
-        if self.device is not None:
-            return Fraction(DEVICES[self.device] * 10**9)
-        if self.device_memory_gib is not None:
-            return Fraction(str(self.device_memory_gib)) * 2**30
-        return None
-
-    @property
-    def sequence_tokens(self) -> int:
-        """Tokens cached per sequence at the end of generation."""
-        return self.context_tokens + self.generated_tokens
-
-
 def rank_limit(model: LoopedModel, variant: str) -> tuple[int, str]:
     """The dimension a latent codec compresses (its largest rank), and its formula."""
     if variant == "2d":
@@ -331,10 +245,17 @@ class LoopedKVSpec(SpecBase):
     serving: Serving
 
     @property
+    def cache_dtype(self) -> str:
+        """The cache's dtype: serving.cache_dtype, or the model's compute dtype (bf16 for
+        weights stored in fp8: the cache is written in the dtype the model computes in)."""
+        model_dtype = "bfloat16" if self.model.dtype == "float8" else self.model.dtype
+        return self.serving.cache_dtype or model_dtype
+
+    @property
     def cache_element_bytes(self) -> Fraction:
         """Bytes per cached number, quantization scales included (9/16 for int4 in groups of
         64: half a byte, plus 4 bytes per 64 numbers)."""
-        dtype = self.serving.cache_dtype or self.model.dtype
+        dtype = self.cache_dtype
         if dtype in QUANTIZED:
             return Fraction(QUANTIZED[dtype], 8) + Fraction(4, self.serving.cache_group_size)
         return Fraction(DTYPE_BYTES[dtype])
@@ -343,11 +264,15 @@ class LoopedKVSpec(SpecBase):
     def _check_cache(self) -> LoopedKVSpec:
         """A codec is modelled on per-head caches only; an integer cache needs vectors made of
         whole groups and no codec."""
-        model, dtype = self.model, self.serving.cache_dtype or self.model.dtype
-        if self.codec.variant != "none" and (model.latent_attention or model.sliding_window):
+        model, dtype = self.model, self.cache_dtype
+        if self.codec.variant != "none" and (
+            model.latent_attention or model.sliding_window or model.mamba
+        ):
             raise FieldError(
-                "codec.variant", "a codec on latent attention or windowed layers is not modelled"
+                "codec.variant",
+                "a codec on latent attention, windowed or Mamba layers is not modelled",
             )
+        self._check_residual(dtype)
         if dtype in QUANTIZED:
             group = self.serving.cache_group_size
             if self.codec.variant != "none":
@@ -360,12 +285,38 @@ class LoopedKVSpec(SpecBase):
                 raise FieldError("serving.cache_group_size", message)
         return self
 
+    def _check_residual(self, dtype: str) -> None:
+        """A full-precision residual: an integer cache's, on plain K/V layers."""
+        if not self.serving.cache_residual_tokens:
+            return
+        field = "serving.cache_residual_tokens"
+        if dtype not in QUANTIZED:
+            raise FieldError(field, f"only an int8 or int4 cache keeps one, not {dtype}")
+        model = self.model
+        if model.latent_attention or model.sliding_window or model.mamba:
+            raise FieldError(field, "with latent attention, windows or Mamba: not modelled")
+
+    @property
+    def residual_dtype(self) -> str:
+        """The dtype of a quantised cache's residual tokens: the model's compute dtype."""
+        return "bfloat16" if self.model.dtype == "float8" else self.model.dtype
+
     @model_validator(mode="after")
     def _check_parallel(self) -> LoopedKVSpec:
         """Tensor parallelism splits the KV heads: one number must divide the other."""
         tp, heads = self.serving.tensor_parallel, self.model.kv_heads
         if tp > 1 and tp % heads and heads % tp:
             message = f"{tp} devices cannot split {heads} KV heads evenly"
+            raise FieldError("serving.tensor_parallel", message)
+        engine, model = self.serving.engine, self.model
+        if engine == "vllm" and (model.sliding_window or model.mamba):
+            message = "vLLM pages windowed layers and Mamba states per layer type: not counted"
+            raise FieldError("serving.engine", message)
+        if engine == "transformers" and model.kv_broadcast:
+            message = "transformers caches this model's K/V broadcast to every query head: "
+            raise FieldError("serving.engine", message + "not counted")
+        if self.model.mamba and tp > heads:
+            message = f"more devices than the {heads} KV heads beside Mamba states: not modelled"
             raise FieldError("serving.tensor_parallel", message)
         return self
 

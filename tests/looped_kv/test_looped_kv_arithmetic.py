@@ -58,7 +58,7 @@ def assert_expressions_give_values(result: infoflow.Result) -> None:
         value = prediction.value
         assert (at == value) if isinstance(value, int) else (float(at) == value), name
         checked += 1
-    assert checked >= 10
+    assert checked >= (10 if "compression_ratio" in result.predictions else 4)
 
 
 @pytest.mark.parametrize("overrides", VARIANTS, ids=range(len(VARIANTS)))

@@ -47,9 +47,8 @@ def looped_specs(draw):
 def _looped_bytes(result: infoflow.Result) -> tuple[int, int]:
     """(full, compressed) bytes per token of the looped part alone."""
     m = result.spec.model
-    unlooped = (
-        2 * DTYPE_BYTES[m.dtype] * m.kv_heads * m.head_dim * (m.prelude_layers + m.coda_layers)
-    )
+    per_number = result.spec.cache_element_bytes  # bf16 for weights stored in fp8
+    unlooped = 2 * per_number * m.kv_heads * m.head_dim * (m.prelude_layers + m.coda_layers)
     return (
         result["kv_bytes_per_token"].value - unlooped,
         result["kv_bytes_per_token_compressed"].value - unlooped,

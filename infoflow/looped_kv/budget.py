@@ -1,0 +1,233 @@
+"""Weights and cache forms -> what fits: the cache budget, the largest batch and context, and
+the memory a given batch takes.
+
+A budget given directly is all the cache's. A device's budget is its memory (times the
+tensor-parallel devices) times the usable fraction, less the weights and the overhead; when
+the weights do not fit, the result says so (weights X > memory Y) and has no capacity rows.
+With tensor parallelism the weights are counted once, split over the devices: what every
+device repeats (norms; K/V projections when there are more devices than KV heads) is not
+counted, so the budget is an upper bound; the cache's copies are counted
+(:func:`stored`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from infoflow.core.results import Prediction
+from infoflow.looped_kv import formulas as F
+from infoflow.looped_kv.expressions import Expression
+from infoflow.looped_kv.spec import DEVICES, LoopedKVSpec
+
+PAPER = "O'Neill & Reid 2026 (Looped Latent Attention)"
+GIB = 2**30
+
+
+def plain(spec: LoopedKVSpec) -> bool:
+    """A decoder that does not loop and has no codec: no codec rows apply to it."""
+    model = spec.model
+    looped = model.loops > 1 or model.prelude_layers or model.coda_layers
+    return not looped and spec.codec.variant == "none"
+
+
+def capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> dict:
+    """Cache budgets, maximal batch and maximal context, when the spec gives a budget (the
+    compressed ones too when a codec applies); a model that does not fit gets ``fits_device``
+    false and no capacity rows."""
+    budgets = _budgets(spec, out)
+    if budgets is None:
+        return {}
+    where, budget_full, budget_compressed, fits = budgets
+    if fits is not None and not fits.value:
+        return {"fits_device": fits}
+    result = {"fits_device": fits} if fits is not None else {}
+    suffixes = ("",) if plain(spec) else ("", "_compressed")
+    for suffix, budget, per_token, per_sequence in zip(
+        suffixes, (budget_full, budget_compressed), *forms, strict=False
+    ):
+        at = F.Numbers(**vars(values), step=spec.serving.batch_step or 1)
+        at.budget = max(0, F.Numbers.floor(budget))
+        result.update(_budget_row(spec, suffix, at.budget, where))
+        result.update(_capacity_rows(spec, suffix, at, (per_token, per_sequence)))
+    return result
+
+
+def _budget_row(spec: LoopedKVSpec, suffix: str, budget: int, where: str) -> dict:
+    """The cache budget row: exact, or an upper bound under tensor parallelism."""
+    tp = spec.serving.tensor_parallel
+    bound, note = "exact", f"Memory for the cache: {where}."
+    if tp > 1 and spec.serving.memory_budget_gib is None:
+        bound = "upper"
+        note += (
+            f" An upper bound: the weights are counted once, split over {tp} devices; what each "
+            "device repeats (norms, and the K/V projections when tensor_parallel exceeds the "
+            f"{spec.model.kv_heads} KV heads) is not subtracted."
+        )
+    return {f"cache_budget_bytes{suffix}": Prediction(budget, "B", bound, "derived", note)}
+
+
+def _capacity_rows(spec: LoopedKVSpec, suffix: str, at, forms) -> dict:
+    """The largest batch and context in ``at.budget``, the cache as the devices hold it."""
+    per_token, per_sequence, copied = stored(spec, bool(suffix), *forms)
+    serving, model = spec.serving, spec.model
+    stepped = serving.batch_step is not None
+    rounding = f", rounded down to a multiple of {serving.batch_step}" if stepped else ""
+    divisor = (
+        "cache bytes of one sequence, windows capped"
+        if model.sliding_window
+        else "(N * cache bytes per token)"
+    )
+    source = "paper:summary" if model.loops > 1 else "derived"  # the paper's rule is for loops
+    rule = f"{PAPER}: " if model.loops > 1 else ""
+
+    def batch(s):
+        return F.max_batch(s, per_sequence(s), stepped)
+
+    def context(s):
+        if serving.cache_residual_tokens:
+            return F.max_context_with_residual(s, per_token(s))
+        return F.max_context(s, model, per_token(s))
+
+    note = (
+        f"{rule}floor(budget / {divisor}){rounding}{copied}; an upper bound (paging, "
+        "fragmentation and activations take their share)."
+    )
+    return {
+        f"max_batch{suffix}": Prediction(
+            int(batch(at)), "sequences", "upper", source, note, Expression(batch)
+        ),
+        f"max_context_tokens{suffix}": _max_context(model, context, at, per_token),
+    }
+
+
+def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
+    """(where the budget comes from, full budget, compressed budget, whether the weights fit
+    the device: a prediction, or None for a budget given directly), or None."""
+    serving = spec.serving
+    if serving.memory_budget_gib is not None:
+        budget = exact(serving.memory_budget_gib) * GIB
+        return "the spec's memory_budget_gib, all of it for the cache", budget, budget, None
+    device = serving.device_bytes
+    if device is None:
+        return None
+    tp = serving.tensor_parallel
+    usable = Fraction(device) * tp * exact(serving.usable_fraction)
+    usable -= tp * exact(serving.overhead_gib) * GIB
+    weights = out["weight_bytes"].value
+    budget_full = usable - weights
+    budget_compressed = budget_full - out.get("codec_weight_bytes", _ZERO).value
+    memory = f"{serving.device} ({DEVICES[serving.device]} GB)" if serving.device else "device"
+    devices = f"{tp} x " if tp > 1 else ""
+    where = f"{devices}{memory} memory * usable_fraction - weights - {devices}overhead" + (
+        "" if plain(spec) else " (- codec weights)"
+    )
+    fits = budget_full > 0
+    said = "<=" if fits else ">"
+    note = (
+        f"weights {_bytes(weights)} {said} memory {_bytes(int(usable))} "
+        f"({devices}{memory} * usable_fraction {serving.usable_fraction}"
+        f"{' - overhead' if serving.overhead_gib else ''})"
+    )
+    if not fits:
+        note += ": the model does not fit, so no capacity is given"
+    return where, budget_full, budget_compressed, Prediction(fits, "", "exact", "derived", note)
+
+
+_ZERO = Prediction(0, "B", "exact", "derived")
+
+
+def _batch_fits(spec: LoopedKVSpec, batch: int, memory: int) -> Prediction | None:
+    """Whether weights, overhead and the batch's cache fit the devices' usable memory: a
+    certain no when they do not (what is left out only adds), an estimate when they do."""
+    device = spec.serving.device_bytes
+    if device is None:
+        return None
+    usable = Fraction(device) * spec.serving.tensor_parallel * exact(spec.serving.usable_fraction)
+    fits = memory <= usable
+    said = "<=" if fits else ">"
+    note = f"a batch of {batch} takes {_bytes(memory)} {said} memory {_bytes(int(usable))}"
+    if fits:
+        return Prediction(True, "", "estimate", "derived", note + " (activations not counted)")
+    return Prediction(False, "", "exact", "derived", note + ": it does not fit")
+
+
+def batch_memory(spec: LoopedKVSpec, out: dict[str, Prediction], values, per_sequence) -> dict:
+    """The cache and the memory of ``serving.batch`` sequences, when the spec gives a batch."""
+    batch = spec.serving.batch
+    if batch is None:
+        return {}
+    per_sequence = stored(spec, False, per_sequence, per_sequence)[1]
+    cache = int(batch * per_sequence(values))
+    tp = spec.serving.tensor_parallel
+    overhead = int(tp * exact(spec.serving.overhead_gib) * GIB)
+    memory = out["weight_bytes"].value + cache + overhead
+    fits = _batch_fits(spec, batch, memory)
+    return {
+        **({"batch_fits_device": fits} if fits is not None else {}),
+        "kv_cache_bytes_batch": Prediction(
+            cache,
+            "B",
+            "exact",
+            "derived",
+            f"The cache of {batch} sequences of N tokens, as all devices hold it.",
+        ),
+        "serving_memory_bytes": Prediction(
+            memory,
+            "B",
+            "lower",
+            "derived",
+            f"Weights + the cache of {batch} sequences + overhead: a lower bound (activations, "
+            "the engine's own buffers and fragmentation come on top).",
+        ),
+    }
+
+
+def stored(spec: LoopedKVSpec, compressed: bool, per_token: F.Form, per_sequence: F.Form):
+    """The bytes all ``tensor_parallel`` devices hold together for one token and for one
+    sequence, and a note (a reconstruction of how serving engines place a cache): K/V heads
+    are split over the devices, each copied when there are more devices than heads; a latent
+    shared by all heads (latent attention, LLA-2D, the head-axis latent) is kept on every
+    device, while the prelude and coda K/V beside it split like heads."""
+    tp, model, variant = spec.serving.tensor_parallel, spec.model, spec.codec.variant
+    head_copies = max(1, tp // model.kv_heads)
+    heads = f"; each KV head kept {head_copies} times" if head_copies > 1 else ""
+    if model.latent_attention:
+        note = f"; the latent kept on each of the {tp} devices" if tp > 1 else ""
+        return lambda s: tp * per_token(s), lambda s: tp * per_sequence(s), note
+    if compressed and variant in ("2d", "head_axis") and tp > 1:
+
+        def token(s):
+            return tp * F.looped_compressed(s, variant) + head_copies * F.unlooped(s)
+
+        note = f"; the shared latents kept on each of the {tp} devices{heads}"
+        return token, lambda s: s.N * token(s), note
+    return (lambda s: head_copies * per_token(s), lambda s: head_copies * per_sequence(s), heads)
+
+
+def _max_context(model, context: F.Form, at: F.Numbers, per_token: F.Form) -> Prediction:
+    """The longest sequence; unbounded when every layer is windowed and a full window of
+    ``per_token`` bytes (as the devices hold it) fits."""
+    note = "The longest single sequence whose cache fits in the budget."
+    if model.sliding_window and at.L_w == at.R:
+        windowed = at.W * per_token(at)
+        if windowed <= at.budget:
+            return Prediction(
+                None,
+                "tokens",
+                "upper",
+                "derived",
+                f"Unbounded: every layer is windowed, and a full window "
+                f"({int(windowed):,} B) fits in the budget.",
+                Expression(context),
+            )
+    return Prediction(int(context(at)), "tokens", "upper", "derived", note, Expression(context))
+
+
+def _bytes(number: int | Fraction) -> str:
+    """Bytes as a person reads them: 150,000,000,000 B (139.7 GiB)."""
+    return f"{int(number):,} B ({number / GIB:.1f} GiB)"
+
+
+def exact(number: float) -> Fraction:
+    """A spec's decimal number as an exact rational (0.9 -> 9/10), so floors are exact."""
+    return Fraction(str(number))
