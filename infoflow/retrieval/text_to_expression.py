@@ -376,7 +376,13 @@ def _col(node: ast.AST) -> int:
 
 def _refusal(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
+        name = node.attr if node.attr not in ("matmul", "inner") else "dot"
+        if name in FUNCTIONS or name in REDUCTIONS or name == "amax" or name == "amin":
+            plain = {"amax": "max", "amin": "min"}.get(name, name)
+            return f"attribute access is not allowed: write {plain}(...), which the target has"
         return "attribute access is not allowed"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return "@ is not part of the target language: write dot(a, b), or bilinear(a, A, b)"
     if isinstance(node, ast.Lambda):
         return "lambdas are not allowed"
     if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp):

@@ -40,6 +40,9 @@ def test_tree_shape() -> None:
 
 HOSTILE = {
     "attribute": ("x.__class__", "not allowed"),
+    "numpy's dot": ("max(np.dot(q, x[t]) for t in T)", "write dot(...), which the target has"),
+    "torch's max": ("torch.max(x[t][0] for t in T)", "write max(...), which the target has"),
+    "matmul": ("max(x[s] @ A @ x[t] for s in T for t in T)", "dot(a, b), or bilinear(a, A, b)"),
     "dunder call": ("__import__('os').system('touch /tmp/infoflow-pwned')", "not allowed"),
     "dunder name": ("__builtins__", "not allowed"),
     "lambda": ("(lambda: 1)()", "lambda"),
