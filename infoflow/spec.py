@@ -32,6 +32,7 @@ from infoflow.families import FAMILIES, family, resolve
 #: A loaded spec of any family (each family's model subclasses SpecBase and adds ``kind``).
 Spec = SpecBase
 MAX_SWEEP_POINTS = 100_000
+SCHEMA_KEY = "$schema"
 
 
 def _adapter() -> TypeAdapter:
@@ -66,6 +67,9 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     else:
         kind = type(source).__name__
         raise SpecError("<spec>", [(None, f"a spec is a JSON file's path or a dict, not {kind}")])
+    editor = data.pop(SCHEMA_KEY, None)  # an editor's pointer to `infoflow schema`
+    if editor is not None and not isinstance(editor, str):
+        raise SpecError(name, [(SCHEMA_KEY, "the schema's location is a string (a path or URL)")])
     for override in overrides:
         if not isinstance(override, str):
             raise SpecError(name, [(None, f"an override is 'key.path=value', not {override!r}")])
@@ -118,10 +122,20 @@ def check_sweep_keys(keys: Sequence[str], name: str) -> None:
 
 
 def spec_schema(kind: str | None = None) -> dict[str, Any]:
-    """JSON Schema of one spec kind, or of the union of all kinds when ``kind`` is None."""
+    """JSON Schema of one spec kind, or of the union of all kinds when ``kind`` is None; a
+    spec may name it in ``"$schema"`` (the key editors read), which load_spec ignores."""
     if kind is None:
-        return _adapter().json_schema()
-    return family(kind, "schema").spec_model().model_json_schema()
+        schema = _adapter().json_schema()
+        specs = [schema["$defs"][ref["$ref"].split("/")[-1]] for ref in schema["oneOf"]]
+    else:
+        schema = family(kind, "schema").spec_model().model_json_schema()
+        specs = [schema]
+    for spec in specs:
+        spec["properties"][SCHEMA_KEY] = {
+            "type": "string",
+            "description": "Where an editor finds this schema (`infoflow schema > schema.json`).",
+        }
+    return schema
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import (
+    ConfigDict,
     Field,
     NonNegativeInt,
     PositiveInt,
@@ -51,8 +52,16 @@ RANKED = ("per_head", "2d", "head_axis")
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2, "float8": 1}
 
 
+def _required_unless_hf_config(schema: dict) -> None:
+    """In the JSON Schema: the model's required fields, unless ``hf_config`` supplies them."""
+    required = schema.pop("required", [])
+    schema["anyOf"] = [{"required": ["hf_config"]}, {"required": required}]
+
+
 class LoopedModel(StrictModel):
     """A decoder whose core block of ``layers`` layers runs ``loops`` times."""
+
+    model_config = ConfigDict(json_schema_extra=_required_unless_hf_config)
 
     hf_config: str | None = Field(
         None,

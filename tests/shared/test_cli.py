@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import LOOPED_KV, SPECS, run_cli
 
 import infoflow
@@ -97,6 +98,26 @@ def test_schema_lists_kinds_and_forbids_extra_fields() -> None:
     one = json.loads(run_cli("schema", "looped_kv").stdout)
     assert one["additionalProperties"] is False
     assert {"model", "codec", "serving"} <= one["properties"].keys()
+
+
+def test_every_bundled_spec_is_valid_under_the_published_schema(tmp_path) -> None:
+    """Issue 30, item 4: an editor pointed at `infoflow schema` accepts what infoflow does
+    (a model read from its hf_config too), and a spec may name the schema in "$schema"."""
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(json.loads(run_cli("schema").stdout))
+    bundled = [p for p in sorted(SPECS.rglob("*.json")) if "hf_configs" not in p.parts]
+    assert len(bundled) > 40
+    for path in bundled:
+        errors = [e.message[-120:] for e in validator.iter_errors(json.loads(path.read_text()))]
+        assert not errors, (path, errors)
+    assert list(validator.iter_errors({"kind": "retrieval", "target": 3}))  # it can refuse
+    spec = json.loads((SPECS / "retrieval" / "pairwise-min.json").read_text())
+    named = tmp_path / "named.json"
+    named.write_text(json.dumps({"$schema": "../schema.json", **spec}))
+    assert infoflow.load_spec(named).kind == "retrieval"
+    assert not list(validator.iter_errors(json.loads(named.read_text())))
+    named.write_text(json.dumps({"$schema": 3, **spec}))
+    assert run_cli("predict", str(named)).returncode == 2
 
 
 def test_help_imports_neither_sympy_nor_torch() -> None:
