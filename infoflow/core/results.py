@@ -14,7 +14,10 @@ from cached text) gives the JSON form without sympy too.
 
 from __future__ import annotations
 
+import html
+import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     Formula = sympy.Expr | Callable[[], sympy.Expr] | None
 
 Bound = Literal["exact", "upper", "lower", "estimate"]
+COLUMNS = ("name", "value", "unit", "bound", "provenance", "note")
 Value = int | float | bool | str | list[Any] | None
 
 
@@ -105,6 +109,50 @@ class Result:
     def __getitem__(self, name: str) -> Prediction:
         return self.predictions[name]
 
+    def __iter__(self) -> Iterator[str]:
+        """The predictions' names, in order (a result reads like a mapping)."""
+        return iter(self.predictions)
+
+    def __len__(self) -> int:
+        return len(self.predictions)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per prediction: name, value, unit, bound, provenance, note."""
+        return [
+            {"name": name, **{k: p.to_json()[k] for k in COLUMNS[1:]}}
+            for name, p in self.predictions.items()
+        ]
+
+    def to_dataframe(self):
+        """The rows as a pandas DataFrame (pandas is optional: installed separately)."""
+        try:
+            import pandas
+        except ModuleNotFoundError:
+            raise ModuleNotFoundError("to_dataframe needs pandas: pip install pandas") from None
+        return pandas.DataFrame(self.rows(), columns=list(COLUMNS))
+
+    def _repr_markdown_(self) -> str:
+        """The table Jupyter shows (Markdown), every cell escaped."""
+        head = f"**{_cell(self.source or self.kind)}** · {self.kind}\n\n"
+        lines = ["| " + " | ".join(COLUMNS[:5]) + " |", "|" + "---|" * 5]
+        for row in self.rows():
+            lines.append("| " + " | ".join(_cell(row[c]) for c in COLUMNS[:5]) + " |")
+        notes = "".join(f"\n\n{_cell(m)}" for m in self.messages)
+        return head + "\n".join(lines) + notes
+
+    def _repr_html_(self) -> str:
+        """The table Jupyter shows (HTML), every cell escaped; notes as tooltips."""
+        cells = "".join(f"<th>{c}</th>" for c in COLUMNS[:5])
+        body = "".join(
+            f'<tr title="{html.escape(str(row["note"]))}">'
+            + "".join(f"<td>{html.escape(_text(row[c]))}</td>" for c in COLUMNS[:5])
+            + "</tr>"
+            for row in self.rows()
+        )
+        caption = f"<caption>{html.escape(self.source or self.kind)} · {self.kind}</caption>"
+        notes = "".join(f"<p>{html.escape(m)}</p>" for m in self.messages)
+        return f"<table>{caption}<tr>{cells}</tr>{body}</table>{notes}"
+
     def to_json(self) -> dict[str, Any]:
         out = {
             "infoflow_version": __version__,
@@ -116,3 +164,16 @@ class Result:
         if self.messages:
             out["messages"] = list(self.messages)
         return out
+
+
+def _text(value: Any) -> str:
+    """A cell's text: JSON for lists and objects, as the CLI prints them."""
+    return json.dumps(value) if isinstance(value, list | dict) else str(value)
+
+
+def _cell(value: Any) -> str:
+    """A Markdown table cell: what a user wrote cannot break the table or format itself."""
+    text = _text(value).replace("\\", "\\\\").replace("|", "\\|")
+    for mark in "*_`[]<>#":
+        text = text.replace(mark, "\\" + mark)
+    return " ".join(text.split())
