@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validat
 
 class StrictModel(BaseModel):
     """A spec section: unknown fields are errors, so a typo cannot pass silently; nor can a
-    boolean where a number belongs (pydantic would read ``true`` as 1)."""
+    boolean where a number belongs (pydantic would read ``true`` as 1), nor a number that is
+    not finite (pydantic would read the string ``"inf"`` as infinity)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod

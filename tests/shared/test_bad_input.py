@@ -93,6 +93,8 @@ def test_undecodable_bytes_are_refused(tmp_path) -> None:
     [
         ("serving.context_tokens=NaN", "field 'serving.context_tokens': unreadable number"),
         ("serving.context_tokens=1e400", "inf is not a finite number"),
+        ("serving.memory_budget_gib=inf", "memory_budget_gib': Input should be a finite number"),
+        ("serving.usable_fraction=nan", "usable_fraction': Input should be a finite number"),
         ("serving.context_tokens=" + "9" * 30, "beyond any sensible size"),
         ("serving.context_tokens=[" + "[" * 50 + "]" * 51, "nested deeper"),
         ("noequals", "expected key.path=value"),
