@@ -130,15 +130,18 @@ def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
     )
     if not fits:
         note += ": the model does not fit, so no capacity is given"
-    return where, budget_full, budget_compressed, Prediction(fits, "", "exact", "derived", note)
+    # across devices, weights each device repeats are not counted: a fit is then not certain
+    bound = "estimate" if fits and tp > 1 else "exact"
+    return where, budget_full, budget_compressed, Prediction(fits, "", bound, "derived", note)
 
 
 _ZERO = Prediction(0, "B", "exact", "derived")
 
 
-def _batch_fits(spec: LoopedKVSpec, batch: int, memory: int) -> Prediction | None:
+def _batch_fits(spec: LoopedKVSpec, batch: int, memory: int, cache: str) -> Prediction | None:
     """Whether weights, overhead and the batch's cache fit the devices' usable memory: a
-    certain no when they do not (what is left out only adds), an estimate when they do."""
+    certain no when they do not and the cache is exact (what is left out only adds), an
+    estimate otherwise (``cache``: the cache's bound; an upper bound may overstate it)."""
     device = spec.serving.device_bytes
     if device is None:
         return None
@@ -148,7 +151,8 @@ def _batch_fits(spec: LoopedKVSpec, batch: int, memory: int) -> Prediction | Non
     note = f"a batch of {batch} takes {_bytes(memory)} {said} memory {_bytes(int(usable))}"
     if fits:
         return Prediction(True, "", "estimate", "derived", note + " (activations not counted)")
-    return Prediction(False, "", "exact", "derived", note + ": it does not fit")
+    bound = "exact" if cache == "exact" else "estimate"
+    return Prediction(False, "", bound, "derived", note + ": it does not fit")
 
 
 def batch_memory(spec: LoopedKVSpec, out: dict[str, Prediction], values, per_sequence) -> dict:
@@ -161,23 +165,25 @@ def batch_memory(spec: LoopedKVSpec, out: dict[str, Prediction], values, per_seq
     tp = spec.serving.tensor_parallel
     overhead = int(tp * exact(spec.serving.overhead_gib) * GIB)
     memory = out["weight_bytes"].value + cache + overhead
-    fits = _batch_fits(spec, batch, memory)
+    bound = out["kv_cache_bytes"].bound  # upper for chunked layers and residual windows
+    fits = _batch_fits(spec, batch, memory, bound)
     return {
         **({"batch_fits_device": fits} if fits is not None else {}),
         "kv_cache_bytes_batch": Prediction(
             cache,
             "B",
-            "exact",
+            bound,
             "derived",
             f"The cache of {batch} sequences of N tokens, as all devices hold it.",
         ),
         "serving_memory_bytes": Prediction(
             memory,
             "B",
-            "lower",
+            "lower" if bound == "exact" else "estimate",
             "derived",
             f"Weights + the cache of {batch} sequences + overhead: a lower bound (activations, "
-            "the engine's own buffers and fragmentation come on top).",
+            "the engine's own buffers and fragmentation come on top)"
+            + ("." if bound == "exact" else ", less certain where the cache is an upper bound."),
         ),
     }
 

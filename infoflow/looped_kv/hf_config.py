@@ -33,6 +33,7 @@ from typing import Any
 
 from infoflow.core.errors import FieldError, SpecError
 from infoflow.core.files import read_json
+from infoflow.core.text import one_line
 from infoflow.looped_kv.hf_defaults import ARCHITECTURES, DEFAULTS, REFUSED
 from infoflow.looped_kv.hf_layouts import LAYOUTS
 
@@ -74,6 +75,26 @@ UNMODELLED = {
 }
 
 
+#: Config keys transformers reads as whole numbers: a string or a float is refused.
+INTEGERS = (
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+    "num_experts",
+    "num_local_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "max_window_layers",
+    "decoder_sparse_step",
+    "attn_layer_period",
+    "sliding_window_pattern",
+)
+
+
 #: Config keys transformers reads as booleans: a value of another type (the string "false",
 #: which Python reads as true) is refused, never guessed.
 BOOLEANS = (
@@ -97,14 +118,21 @@ def read_hf_config(path: Path) -> dict[str, Any]:
         raise FieldError("hf_config", str(exc)) from None
     if not isinstance(config, dict):
         raise FieldError("hf_config", f"{path} is not a JSON object")
-    kind = _model_type(config, path)
-    reader, reads = _layout(kind, path)
-    config = {**DEFAULTS.get(kind, {}), **config, "model_type": kind}
-    _check_keys(config, reads, path)
     try:
+        kind = _model_type(config, path)
+        reader, reads = _layout(kind, path)
+        config = {**DEFAULTS.get(kind, {}), **config, "model_type": kind}
+        _check_keys(config, reads, path)
         fields = reader(config)
     except KeyError as exc:
         raise FieldError("hf_config", f"{path} lacks the key {exc.args[0]!r}") from None
+    except FieldError:
+        raise
+    except (TypeError, ValueError, ArithmeticError, AttributeError, IndexError) as exc:
+        message = (
+            f"{path}: a value of a type or size transformers would not read ({one_line(exc, 160)})"
+        )
+        raise FieldError("hf_config", message) from None
     folder_name = path.parent.resolve().name if path.stem == "config" else path.stem
     fields.setdefault("name", config.get("_name_or_path") or folder_name)
     dtype = _TORCH_DTYPES.get(str(config.get("torch_dtype") or config.get("dtype")))
@@ -125,6 +153,13 @@ def _check_keys(config: dict[str, Any], reads: set[str], path: Path) -> None:
             message = (
                 f"{path}: '{key}' is {value!r}, not true or false: transformers reads it as "
                 'a boolean, and a string such as "false" would count as true'
+            )
+            raise FieldError("hf_config", message)
+    for key in INTEGERS:
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            message = (
+                f"{path}: '{key}' is {value!r}, not a whole number (transformers reads an int)"
             )
             raise FieldError("hf_config", message)
     for key, what in UNMODELLED.items():

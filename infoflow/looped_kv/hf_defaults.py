@@ -38,10 +38,15 @@ DEFAULTS: dict[str, dict[str, object]] = {
         "sliding_window": 4096,
         "sliding_window_pattern": 6,
     },
-    "starcoder2": {"num_key_value_heads": 2, "tie_word_embeddings": True, "use_bias": True},
+    "starcoder2": {
+        "num_key_value_heads": 2,
+        "tie_word_embeddings": True,
+        "use_bias": True,
+        "intermediate_size": 12288,
+    },
     "cohere": {"tie_word_embeddings": True, "use_qk_norm": False},
     "gpt2": {"tie_word_embeddings": True, "n_positions": 1024},
-    "gpt_neox": {"attention_bias": True},
+    "gpt_neox": {"attention_bias": True, "intermediate_size": 24576},
     "falcon": {
         "tie_word_embeddings": True,
         "multi_query": True,
