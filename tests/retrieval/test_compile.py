@@ -204,6 +204,7 @@ def test_explain_points_each_step_to_its_compiled_head() -> None:
     assert "-> compiled" not in proc.stdout
 
 
+@pytest.mark.slow  # builds and evaluates witnesses up to 1024 wide: about 10 CPU s
 def test_the_sweep_measures_an_exponent_and_says_whether_the_error_falls(monkeypatch) -> None:
     monkeypatch.setattr(construction, "BETAS", (3.0, 30.0, 300.0))
     monkeypatch.setattr(construction, "WIDTHS", (32, 64, 128))
@@ -214,6 +215,7 @@ def test_the_sweep_measures_an_exponent_and_says_whether_the_error_falls(monkeyp
     assert result["engine_alpha"] == 1
 
 
+@pytest.mark.slow  # builds and evaluates witnesses up to 1024 wide: about 10 CPU s
 def test_a_witness_without_a_layer_keeps_the_other_layers_weights() -> None:
     from infoflow.validators.retrieval.ablation import without_layer
 
@@ -334,6 +336,7 @@ def test_the_witness_flat_claim_compares_one_architecture_at_two_lengths() -> No
     assert verdict([-4.0, -4.0, -4.0], [-1.0, -4.0, -3.9]) == "inconclusive"
 
 
+@pytest.mark.slow  # builds and evaluates witnesses up to 1024 wide: about 10 CPU s
 def test_the_witness_ladder_measures_the_constructions_exponent(monkeypatch) -> None:
     monkeypatch.setattr(witness_ladder, "WIDTHS", (64, 128, 256))
     monkeypatch.setattr(construction, "SAMPLES", 256)
