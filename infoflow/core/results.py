@@ -118,10 +118,11 @@ class Result:
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per prediction: name, value, unit, bound, provenance, note."""
-        return [
-            {"name": name, **{k: p.to_json()[k] for k in COLUMNS[1:]}}
-            for name, p in self.predictions.items()
-        ]
+        rows = []
+        for name, prediction in self.predictions.items():
+            data = prediction.to_json()  # once: it may print a formula
+            rows.append({"name": name, **{k: data[k] for k in COLUMNS[1:]}})
+        return rows
 
     def to_dataframe(self):
         """The rows as a pandas DataFrame (pandas is optional: installed separately)."""

@@ -16,7 +16,7 @@ from infoflow.retrieval.canonical_to_tree import (
 )
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.laws import E, T, d, n
-from infoflow.retrieval.mechanisms import kth
+from infoflow.retrieval.mechanisms import global_aggregation, kth
 from infoflow.retrieval.schedule_to_cost import bottleneck
 from infoflow.retrieval.schedule_to_flow import readout_sets
 from infoflow.retrieval.spec import RetrievalSpec
@@ -103,7 +103,7 @@ def _bound(der: Derivation, neck: CostTerm) -> str:
     exponent grows with T on an architecture predicted inefficient (the reconstruction: no
     chain of retrievals resolves it there); ``exact`` for an impossible plan (infinite); else
     ``estimate`` (a construction's cost, by the cost law)."""
-    fallback = neck.provenance == "reconstruction:global_aggregation"
+    fallback = neck.provenance == global_aggregation.GLOBAL
     grows = fallback and not der.efficient and der.schedule.feasible and neck.expression.has(T)
     if neck.bound in ("lower", "exact"):
         return neck.bound

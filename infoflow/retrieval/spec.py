@@ -36,9 +36,9 @@ class Architecture(StrictModel):
             raise FieldError(
                 "heads", f"{len(self.heads)} entries for {self.layers} layers: give one per layer"
             )
-        if max(self.heads_per_layer) > 4096:
-            raise FieldError("heads", "at most 4096 heads in a layer")
         widest = max(self.heads_per_layer)
+        if widest > 4096:
+            raise FieldError("heads", "at most 4096 heads in a layer")
         if self.embed_dim is not None and widest > self.embed_dim:
             message = (
                 f"{widest} heads in a layer at E = {self.embed_dim}: a head needs n = E/h >= 1"
@@ -114,20 +114,20 @@ class RetrievalSpec(SpecBase):
     def _target_fits(self) -> RetrievalSpec:
         """The target parses into a comparison tree, reads no position and asks for no k
         beyond the sequence, reduces over something at its length, and reads no coordinate
-        beyond d. Planning it is
-        predicting: :mod:`~infoflow.retrieval.derive`."""
+        beyond d. Planning it is predicting: :mod:`~infoflow.retrieval.derive`."""
         from infoflow.retrieval.mechanisms import kth  # its cost laws need sympy
 
         params = tuple(sorted(self.params.items()))
         try:
             tree = tree_of(self.target, params, self.options.separable_sum)
+            written = parse_target(self.target, params)  # cached: tree_of parsed it
             if self.seq_len is not None:
                 _check_positions(tree, self.seq_len)
-                check_domains(parse_target(self.target, params), self.seq_len)
-            if self.input_dim is not None:
-                check_coordinates(parse_target(self.target, params), self.input_dim)
+                check_domains(written, self.seq_len)
                 for k in tree.kth_values():
                     kth.rank(k, self.seq_len)
+            if self.input_dim is not None:
+                check_coordinates(written, self.input_dim)
         except TargetError as exc:
             raise FieldError("target", str(exc)) from None
         return self

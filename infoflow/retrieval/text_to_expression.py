@@ -377,7 +377,7 @@ def _col(node: ast.AST) -> int:
 def _refusal(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         name = node.attr if node.attr not in ("matmul", "inner") else "dot"
-        if name in FUNCTIONS or name in REDUCTIONS or name == "amax" or name == "amin":
+        if name in FUNCTIONS or name in REDUCTIONS or name in ("amax", "amin"):
             plain = {"amax": "max", "amin": "min"}.get(name, name)
             return f"attribute access is not allowed: write {plain}(...), which the target has"
         return "attribute access is not allowed"

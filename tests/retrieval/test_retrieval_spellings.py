@@ -227,3 +227,15 @@ def test_values_in_their_domain_and_coordinates_within_d_are_planned() -> None:
         "architecture": {"layers": 1, "heads": 64, "embed_dim": 64},
     }
     assert infoflow.predict(spec).predictions["feasible"].value is False  # no PE
+
+
+def test_a_k_beyond_t_is_refused_whether_or_not_d_is_given() -> None:
+    spec = {
+        "kind": "retrieval",
+        "target": "kth_largest((dot(q, x[t]) for t in T), k=17)",
+        "seq_len": 16,
+        "architecture": {"layers": 1, "heads": 1},
+    }
+    for extra in ({}, {"input_dim": 4}):
+        with pytest.raises(SpecError, match="k = 17 exceeds T = 16"):
+            infoflow.load_spec({**spec, **extra})

@@ -57,7 +57,12 @@ def part(positions: frozenset[str], shape: Shape) -> Part:
 
 def positions(schedule: Schedule) -> list[str]:
     """Fixed positions the head brings in: read directly or in a scheduled part's score."""
-    inside = {
+    return sorted(set(schedule.positions) | _inside(schedule))
+
+
+def _inside(schedule: Schedule) -> set[str]:
+    """Fixed positions a scheduled part's score reads (brought to every token)."""
+    return {
         q
         for pl in schedule.placements
         if pl.comparison and pl.mode == "scheduled"
@@ -65,7 +70,6 @@ def positions(schedule: Schedule) -> list[str]:
         for f in c.factors
         for q in f.fixed
     }
-    return sorted(set(schedule.positions) | inside)
 
 
 def labels(schedule: Schedule, step: Step) -> list[str]:
@@ -93,15 +97,8 @@ def sentence(schedule: Schedule, step: Step) -> str:
     """The fetch in explain's words: the papers' specific-position aggregation; bringing a
     position to every token for a score to read is the theory note's [R]."""
     fixed = ", ".join(positions(schedule))
-    inside = any(
-        f.fixed
-        for pl in schedule.placements
-        if pl.comparison and pl.mode == "scheduled"
-        for c in pl.comparison.walk()
-        for f in c.factors
-    )
     tag = "paper:summary, specific-position" + (
-        "; reconstruction:fixed_query, to every token" if inside else ""
+        "; reconstruction:fixed_query, to every token" if _inside(schedule) else ""
     )
     return f"1 head: every token and the readout attend to the fixed positions {fixed} [{tag}]"
 

@@ -16,6 +16,8 @@ from infoflow.retrieval.types import CostOptions, CostTerm, Placement, Schedule
 
 #: Theorem 1 gives Omega(k(T)) with k linear in T; T * d/E - c is the reconstruction's form.
 THEOREM1 = "reconstruction:theorem1_coefficient"
+#: T0 = T in Theorem 3's cost law: the exponent of every other global-aggregation fallback.
+GLOBAL = "reconstruction:global_aggregation"
 NAME = "global aggregation"
 EDGES = {"global": "global"}
 READOUT = "all T positions"  # what the readout holds after it
@@ -28,7 +30,7 @@ def term(schedule: Schedule, options: CostOptions) -> CostTerm:
     if _depth_separation(schedule, fallen):
         what += " (Theorem 1: linear in T, a lower bound; the coefficient is reconstructed)"
         return CostTerm(decode_exponent(T, options), what, THEOREM1, "lower")
-    return CostTerm(decode_exponent(T, options), what, "reconstruction:global_aggregation")
+    return CostTerm(decode_exponent(T, options), what, GLOBAL)
 
 
 def _depth_separation(schedule: Schedule, fallen: list[Placement]) -> bool:
