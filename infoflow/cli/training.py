@@ -30,6 +30,24 @@ class Device(StrEnum):
     cuda = "cuda"
 
 
+Threads = Annotated[
+    int | None,
+    typer.Option(
+        min=1, max=4096, help="Torch threads (default: OMP_NUM_THREADS, else the free cores)."
+    ),
+]
+
+
+def _use_free_cores(threads: int | None, show: bool = True) -> None:
+    """Train on ``threads`` torch threads, else on the cores the load leaves free; with
+    ``show``, say so on stderr in one line (with a warning when the machine is loaded)."""
+    from infoflow.validators.threads import use_free_cores
+
+    chosen = use_free_cores(threads)
+    if show:
+        typer.echo(chosen.line(), err=True)
+
+
 @app.command()
 def plan(
     specs: Annotated[
@@ -48,6 +66,7 @@ def plan(
         int | None, typer.Option(min=1, max=10**9, help="Override the scale's training steps.")
     ] = None,
     seeds: Annotated[int | None, typer.Option(min=1, max=1000, help="Override the seeds.")] = None,
+    threads: Threads = None,
     overrides: Overrides = None,
 ) -> None:
     """The experiments validate would run and their estimated time on the device: for
@@ -58,6 +77,8 @@ def plan(
     total = 0.0
     with user_errors(), _needs_torch("plan"):
         seconds = parse_duration("--budget", budget)
+        if device != Device.cuda:
+            _use_free_cores(threads)
         for path in specs:
             loaded, run_plan = load_for("plan", path, overrides)
             chosen = device.value if device else None
@@ -119,12 +140,13 @@ def validate(
     steps: Annotated[int | None, typer.Option(help="Override the scale's training steps.")] = None,
     seeds: Annotated[int | None, typer.Option(help="Override the scale's seeds.")] = None,
     budget: ValidateBudget = None,
-    quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress display, no thread line.")] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
     overrides: Overrides = None,
     executor: ExecutorOption = Executor.local,
     address: Address = None,
     gpus_per_group: GpusPerGroup = 1.0,
+    threads: Threads = None,
 ) -> None:
     """Train real models and check every prediction that can be tested (needs torch)."""
     from infoflow.core.units import parse_duration
@@ -148,6 +170,8 @@ def validate(
             address=address,
             gpus_per_group=gpus_per_group,
         )
+        if not (gpu or device == Device.cuda):
+            _use_free_cores(threads, show=not quiet)
         with _progress(quiet) as progress:
             report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
