@@ -13,6 +13,7 @@ import typer
 
 from infoflow.cli.app import app
 from infoflow.cli.options import BAD_INPUT, Overrides, console, load_for, user_errors
+from infoflow.cli.progress import progress as progress_display
 
 
 class Scale(StrEnum):
@@ -38,14 +39,19 @@ Threads = Annotated[
 ]
 
 
-def _use_free_cores(threads: int | None, show: bool = True) -> None:
-    """Train on ``threads`` torch threads, else on the cores the load leaves free; with
-    ``show``, say so on stderr in one line (with a warning when the machine is loaded)."""
-    from infoflow.validators.threads import use_free_cores
+@contextmanager
+def _free_cores(threads: int | None, device: Device | None, show: bool = True) -> Iterator[None]:
+    """Train on ``threads`` torch threads, else on the cores the load leaves free (not for a
+    CUDA device); with ``show``, say so on stderr in one line (a warning when loaded)."""
+    if device == Device.cuda:
+        yield
+        return
+    from infoflow.validators.threads import free_cores
 
-    chosen = use_free_cores(threads)
-    if show:
-        typer.echo(chosen.line(), err=True)
+    with free_cores(threads) as chosen:
+        if show:
+            typer.echo(chosen.line(), err=True)
+        yield
 
 
 @app.command()
@@ -75,10 +81,8 @@ def plan(
     from infoflow.core.units import parse_duration
 
     total = 0.0
-    with user_errors(), _needs_torch("plan"):
+    with user_errors(), _needs_torch("plan"), _free_cores(threads, device):
         seconds = parse_duration("--budget", budget)
-        if device != Device.cuda:
-            _use_free_cores(threads)
         for path in specs:
             loaded, run_plan = load_for("plan", path, overrides)
             chosen = device.value if device else None
@@ -170,49 +174,12 @@ def validate(
             address=address,
             gpus_per_group=gpus_per_group,
         )
-        if not (gpu or device == Device.cuda):
-            _use_free_cores(threads, show=not quiet)
-        with _progress(quiet) as progress:
+        cuda = Device.cuda if gpu else device
+        with _free_cores(threads, cuda, show=not quiet), progress_display(quiet) as progress:
             report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)
-
-
-@contextmanager
-def _progress(quiet: bool) -> Iterator:
-    """A rich progress bar over all training steps (group, step, loss, ETA), or nothing."""
-    if quiet:
-        yield None
-        return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[loss]}"),
-        TextColumn("{task.fields[speed]}"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, transient=False) as bar:
-        task = bar.add_task("training", total=1, loss="", speed="")
-        last: dict[str, int] = {}
-
-        def update(group: str, step: int, total: int, loss: float, speed: str = "") -> None:
-            if group == "start":
-                bar.update(task, total=total)
-                return
-            advance = step - last.get(group, 0)
-            last[group] = step
-            bar.update(
-                task,
-                advance=advance,
-                description=f"{group} step {step}/{total}",
-                loss=f"loss {loss:.4f}",
-                speed=speed,
-            )
-
-        yield update
 
 
 @app.command()

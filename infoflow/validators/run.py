@@ -97,6 +97,8 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     """Validate ``paths`` (every bundled spec when empty) into ``options.out``, which this
     process holds locked meanwhile; return the report (report.json's content)."""
     device = pick_device(options.gpu, options.device)
+    if progress:
+        progress.phase("planning", "(measuring the step time where it is not cached)")
     planned = plan(paths or bundled_specs(), options, device.type)
     with locked(options.out):
         store = register(planned, options, device)
@@ -111,6 +113,8 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             report["throughput"] = throughput(planned, store)
         finally:
             store.close()
+        if progress:
+            progress.phase("writing", f"the reports and plots to {options.out}")
         write_reports(options.out, report)
         for kind in FAMILIES:  # the plots draw NaN as gaps: they read the sections as measured
             mine = [section for section in sections if section["kind"] == kind]
@@ -267,7 +271,7 @@ def train(planned: Plan, context: Context, options: Options) -> None:
     """Train every job the database does not hold as finished."""
     pending = [job for job in planned.jobs if not context.store.group_done(job.name)]
     if context.progress:
-        context.progress("start", 0, sum(job.steps for job in pending), 0.0)
+        context.progress.phase("training", total=sum(job.steps for job in pending))
     if options.executor == "ray":
         train_on_ray(pending, context, options.address, options.gpus_per_group)
     else:
@@ -278,6 +282,8 @@ def judge(planned: Plan, context: Context) -> list[Section]:
     """Each experiment's measurements and claims; the claims also go to the database."""
     sections = []
     for validator, experiment in planned.experiments:
+        if context.progress:
+            context.progress.phase("judging", experiment.name)
         section = validator.judge(experiment, context)
         for claim in section.claims:
             context.store.record_claim(experiment.name, claim)

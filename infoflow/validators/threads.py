@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -61,14 +63,18 @@ def machine() -> tuple[int, float]:
     return cores, load
 
 
-def use_free_cores(requested: int | None = None) -> Threads:
-    """Set torch's thread count for this machine now (``requested``, else
-    ``OMP_NUM_THREADS``, else the free cores) and return the choice."""
+@contextmanager
+def free_cores(requested: int | None = None) -> Iterator[Threads]:
+    """Torch's thread count for this machine while the block runs (``requested``, else
+    ``OMP_NUM_THREADS``, else the free cores), the one before restored after it."""
     import torch
 
     source = "--threads"
     if requested is None and os.environ.get("OMP_NUM_THREADS", "").isdigit():
         requested, source = int(os.environ["OMP_NUM_THREADS"]), "OMP_NUM_THREADS"
-    chosen = choose(*machine(), requested or None, source)
+    chosen, before = choose(*machine(), requested or None, source), torch.get_num_threads()
     torch.set_num_threads(chosen.count)
-    return chosen
+    try:
+        yield chosen
+    finally:
+        torch.set_num_threads(before)

@@ -28,17 +28,15 @@ def test_an_explicit_thread_count_wins_over_the_load() -> None:
     assert chosen.count == 2 and chosen.loaded and "--threads" in chosen.line()
 
 
-def test_omp_num_threads_is_an_explicit_choice(monkeypatch) -> None:
+def test_omp_num_threads_is_an_explicit_choice_and_the_count_is_restored(monkeypatch) -> None:
     import torch
 
     before = torch.get_num_threads()
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setattr(threads, "machine", lambda: (2, 0.0))
-    try:
-        assert threads.use_free_cores().reason.startswith("OMP_NUM_THREADS")
-        assert torch.get_num_threads() == 1
-    finally:
-        torch.set_num_threads(before)
+    with threads.free_cores() as chosen:
+        assert chosen.reason.startswith("OMP_NUM_THREADS") and torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
 
 
 def test_the_step_time_cache_is_kept_per_load(monkeypatch, tmp_path, capsys) -> None:

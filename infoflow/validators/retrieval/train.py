@@ -154,6 +154,8 @@ def train_group(group: Group, context: Context) -> None:
         losses += ensemble_step(optimizer, schedule, per_member)
         speed.add(len(group.members) * settings.batch * group.seq_len)
         window, step = window + 1, step + 1
+        if context.progress:
+            context.progress(group.name, step, settings.steps, None, speed.text())
         if step % settings.eval_every == 0 or step == settings.steps or members.done(step):
             mean_loss = (losses / window).tolist()
             losses.zero_()
