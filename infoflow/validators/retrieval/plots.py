@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infoflow.validators.plots import pyplot, save
+from infoflow.validators.plots import save, subplots
 
 
 def plot(out: Path, sections: list[dict[str, Any]]) -> list[Path]:
@@ -17,10 +17,9 @@ def plot(out: Path, sections: list[dict[str, Any]]) -> list[Path]:
     panels = [s for s in sections if any(m.get("ladder") for m in s["models"])]
     if not panels:
         return []
-    plt = pyplot()
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
+    fig, axes = subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
     for ax, section in zip(axes.flat, panels, strict=False):
         _draw(ax, section)
     for ax in axes.flat[len(panels) :]:
