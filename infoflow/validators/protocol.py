@@ -123,6 +123,11 @@ class Experiment(Protocol):
 
 
 class Validator(Protocol):
+    """A family's validator. Optional: ``preregister(experiment)``, the criterion that
+    decides its verdicts, recorded before training; ``floors(section)``, each group's
+    thresholds its claims use (group -> metric -> [(value, what)]), drawn on its learning
+    curves."""
+
     kind: str
 
     def scale(

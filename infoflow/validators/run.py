@@ -30,6 +30,7 @@ from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
 from infoflow.validators.claims import VERDICTS, Section, tally
 from infoflow.validators.executor import train_local, train_on_ray
+from infoflow.validators.exports import write_exports
 from infoflow.validators.folder import locked
 from infoflow.validators.identity import differences
 from infoflow.validators.protocol import (
@@ -111,10 +112,13 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             times = (store.first_started(), finished)
             report = _report(planned, sections, options, device, times, superseded(planned, store))
             report["throughput"] = throughput(planned, store)
+            if progress:
+                progress.phase("writing", f"the reports and plots to {options.out}")
+            validators = [validator for validator, _ in planned.experiments]
+            judged = list(zip(validators, sections, strict=True))
+            report["exports"] = write_exports(options.out, store, judged)
         finally:
             store.close()
-        if progress:
-            progress.phase("writing", f"the reports and plots to {options.out}")
         write_reports(options.out, report)
         for kind in FAMILIES:  # the plots draw NaN as gaps: they read the sections as measured
             mine = [section for section in sections if section["kind"] == kind]
