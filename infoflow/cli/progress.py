@@ -79,11 +79,12 @@ class State:
 
 
 class Display:
-    """The progress callback (:data:`~infoflow.validators.protocol.Progress`) drawing
-    :class:`State` on a rich console's live line."""
+    """The progress callback (:class:`~infoflow.validators.protocol.Progress`) drawing
+    :class:`State` on a rich live line (none into a pipe); ``note`` (the thread count) is
+    printed when training begins, once the specs have been read."""
 
-    def __init__(self, console, live) -> None:
-        self.console, self.live, self.state = console, live, State()
+    def __init__(self, console, live, note: str = "") -> None:
+        self.console, self.live, self.note, self.state = console, live, note, State()
         self.last: dict[str, int] = {}
         self.drawn = 0.0
 
@@ -93,6 +94,8 @@ class Display:
         self.state.phase_started = time.monotonic()
         if name == "training":
             self.state.total = total
+            if self.note:
+                self.console.print(self.note, markup=False, highlight=False, soft_wrap=True)
         self.draw()
 
     def __call__(
@@ -111,16 +114,23 @@ class Display:
             self.draw()
 
     def draw(self) -> None:
+        """Show the state now (the live line also redraws itself four times a second)."""
+        self.drawn = time.monotonic()
+        if self.live is not None:
+            self.live.refresh()
+
+    def __rich__(self):
+        """The live line as of now, one column narrower than the console."""
         from rich.text import Text
 
-        self.drawn = time.monotonic()
         width = max(self.console.width - 1, 20)
-        self.live.update(Text(self.state.line(width, self.drawn), no_wrap=True))
+        return Text(self.state.line(width, time.monotonic()), no_wrap=True)
 
 
 @contextmanager
-def progress(quiet: bool, console=None) -> Iterator[Display | None]:
-    """The display on stderr's console (or ``console``), or None with ``quiet``."""
+def progress(quiet: bool, console=None, note: str = "") -> Iterator[Display | None]:
+    """The display on stderr's console (or ``console``), or None with ``quiet``; into a
+    pipe, only ``note``."""
     if quiet:
         yield None
         return
@@ -128,7 +138,10 @@ def progress(quiet: bool, console=None) -> Iterator[Display | None]:
     from rich.live import Live
 
     console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield Display(console, None, note)
+        return
     with Live(console=console, refresh_per_second=4, transient=False) as live:
-        yield Display(console, live)
-    if not console.is_terminal:  # the last state was printed without its line's end
-        console.line()
+        display = Display(console, live, note)
+        live.update(display)
+        yield display

@@ -40,18 +40,17 @@ Threads = Annotated[
 
 
 @contextmanager
-def _free_cores(threads: int | None, device: Device | None, show: bool = True) -> Iterator[None]:
-    """Train on ``threads`` torch threads, else on the cores the load leaves free (not for a
-    CUDA device); with ``show``, say so on stderr in one line (a warning when loaded)."""
+def _free_cores(threads: int | None, device: Device | None) -> Iterator[str]:
+    """Train on ``threads`` torch threads, else on the cores the load leaves free, while the
+    block runs; yield the line that says so (with a warning when the machine is loaded), ""
+    for a CUDA device."""
     if device == Device.cuda:
-        yield
+        yield ""
         return
     from infoflow.validators.threads import free_cores
 
     with free_cores(threads) as chosen:
-        if show:
-            typer.echo(chosen.line(), err=True)
-        yield
+        yield chosen.line()
 
 
 @app.command()
@@ -81,7 +80,7 @@ def plan(
     from infoflow.core.units import parse_duration
 
     total = 0.0
-    with user_errors(), _needs_torch("plan"), _free_cores(threads, device):
+    with user_errors(), _needs_torch("plan"), _free_cores(threads, device) as note:
         seconds = parse_duration("--budget", budget)
         for path in specs:
             loaded, run_plan = load_for("plan", path, overrides)
@@ -89,6 +88,8 @@ def plan(
             text, estimate = run_plan(loaded, str(path), scale.value, chosen, seconds, steps, seeds)
             typer.echo(text)
             total += estimate
+    if note:
+        typer.echo(note, err=True)
     typer.echo(f"estimated total: {total / 60:.1f} min")
 
 
@@ -175,7 +176,7 @@ def validate(
             gpus_per_group=gpus_per_group,
         )
         cuda = Device.cuda if gpu else device
-        with _free_cores(threads, cuda, show=not quiet), progress_display(quiet) as progress:
+        with _free_cores(threads, cuda) as note, progress_display(quiet, note=note) as progress:
             report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:

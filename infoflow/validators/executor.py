@@ -25,9 +25,12 @@ from infoflow.validators.store import Recorder
 
 
 def train_local(jobs: list[Job], context: Context) -> None:
-    """Train ``jobs`` one after another in this process."""
+    """Train ``jobs`` one after another in this process (a job that stops early counts
+    its remaining steps as done)."""
     for job in jobs:
         family(job.kind).load_validator().train(job, context)
+        if context.progress:
+            context.progress(job.name, job.steps, job.steps)
 
 
 def train_one(job: Job, device: str, checkpoints: str) -> list:
@@ -75,7 +78,7 @@ def train_on_ray(
             recorder.restore(_result(ray, done[0]))
             recorder.replay(context.store)
             if context.progress:
-                context.progress(job.name, job.steps, job.steps, 0.0)
+                context.progress(job.name, job.steps, job.steps)
     finally:
         if address is None:  # the cluster this run started
             ray.shutdown()

@@ -4,6 +4,7 @@ never wider than the terminal."""
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 
@@ -12,9 +13,16 @@ from infoflow.cli.progress import State, progress, shorten
 SPEED = "12.3k tok/s, MFU 4.1%"
 
 
-def _console(width: int = 80) -> tuple[Console, io.StringIO]:
+def _console(terminal: bool, width: int = 80) -> tuple[Console, io.StringIO]:
     out = io.StringIO()
-    return Console(file=out, width=width, force_terminal=False, color_system=None), out
+    console = Console(file=out, width=width, force_terminal=terminal, color_system=None)
+    return console, out
+
+
+def _lines(written: str) -> list[str]:
+    """What a terminal shows, line by line: cursor controls removed, each redraw a line."""
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "\n", written.replace("\r", "\n"))
+    return [line for line in plain.splitlines() if line.strip()]
 
 
 def test_the_first_step_shows_steps_rate_mfu_and_an_eta() -> None:
@@ -38,8 +46,8 @@ def test_a_narrow_line_shortens_the_group_then_drops_the_loss_never_the_numbers(
 
 
 def test_every_phase_is_shown_at_80_columns() -> None:
-    console, out = _console()
-    with progress(False, console) as display:
+    console, out = _console(terminal=True)
+    with progress(False, console, note="torch threads: 1 (2 cores, load 1.2: 1 free)") as display:
         display.phase("planning", "(measuring the step time where it is not cached)")
         assert display.state.line(79, display.state.phase_started).startswith("planning (")
         display.phase("training", total=600)
@@ -50,11 +58,24 @@ def test_every_phase_is_shown_at_80_columns() -> None:
         display("looped-kv-" + "a" * 70, 600, 600, 2.5, SPEED)
         display.phase("judging", "looped-smoke")
         display.phase("writing", "the reports and plots to runs/validate")
-    assert out.getvalue().endswith("\n")
-    shown = out.getvalue().splitlines()
+    shown = _lines(out.getvalue())
     assert shown and all(len(line) <= 80 for line in shown)
+    assert "torch threads: 1 (2 cores, load 1.2: 1 free)" in shown
+    assert any(line.startswith("train looped-kv-") and "600/600 100%" in line for line in shown)
+    assert any(line.startswith("judging looped-smoke") for line in shown)
     assert shown[-1].startswith("writing the reports and plots to runs/validate")
     assert display.state.done == 600 and display.state.loss == 2.5
+
+
+def test_into_a_pipe_only_the_thread_line_is_printed_once_training_begins() -> None:
+    console, out = _console(terminal=False)
+    with progress(False, console, note="torch threads: 2") as display:
+        display.phase("planning")
+        assert out.getvalue() == ""  # a spec refused now is the only line on stderr
+        display.phase("training", total=10)
+        display("g", 10, 10, 0.5, SPEED)
+        display.phase("writing")
+    assert out.getvalue() == "torch threads: 2\n"
 
 
 def test_quiet_shows_nothing() -> None:
