@@ -40,6 +40,8 @@ def plain_text(fig) -> None:
     drawn as written: a name with ``$`` in it is not mathtext (which would fail on it, after
     the training it plots). Tick labels keep mathtext: a log axis writes 10^k with it."""
     texts = [*fig.texts, getattr(fig, "_suptitle", None)]
+    for legend in fig.legends:
+        texts += [legend.get_title(), *legend.get_texts()]
     for ax in fig.axes:
         texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
         texts += ax.texts
@@ -54,7 +56,8 @@ def plain_text(fig) -> None:
 def save(fig, path: Path) -> Path:
     """Lay out and write ``fig`` at 110 dpi (whole or not at all), its texts as written."""
     plain_text(fig)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     write_with(path, lambda temporary: fig.savefig(temporary, dpi=110, format=path.suffix[1:]))
     return path
 
@@ -62,17 +65,27 @@ def save(fig, path: Path) -> Path:
 def learning_curves(title: str, curves: Curves, floors: Floors | None = None) -> Figure:
     """One panel per metric of ``curves`` (its value against the step, both on log scales),
     one line per member, and each of the metric's ``floors`` (the threshold a claim uses) a
-    dashed horizontal line; names are drawn as written."""
-    fig, axes = subplots(1, len(curves), figsize=(5.2 * len(curves), 4.0), squeeze=False)
-    colours = colormap("viridis")
-    for ax, (metric, members) in zip(axes[0], curves.items(), strict=True):
+    dashed horizontal line; one legend beside the panels; names drawn as written."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.4 * len(curves) + 3.0, 4.0), layout="constrained")
+    colours, legend = colormap("viridis"), {}
+    for ax, (metric, members) in zip(
+        fig.subplots(1, len(curves), squeeze=False)[0], curves.items(), strict=True
+    ):
         for i, (member, points) in enumerate(members.items()):
             steps, values = zip(*points, strict=True) if points else ((), ())
             colour = colours(i / max(1, len(members) - 1))
-            ax.plot(steps, values, color=colour, linewidth=1, label=member)
+            legend[member] = ax.plot(steps, values, color=colour, linewidth=1, label=member)[0]
         for value, what in (floors or {}).get(metric, []):
-            ax.axhline(value, color="black", linestyle="--", linewidth=0.9, label=what)
-        ax.set(xscale="log", yscale="log", xlabel="step", ylabel=metric, title=title)
-        ax.legend(fontsize=6, ncol=1 + len(members) // 12)
+            legend[what] = ax.axhline(
+                value, color="black", linestyle="--", linewidth=0.9, label=what
+            )
+        ax.set(xscale="log", yscale="log", xlabel="step", ylabel=metric, title=metric)
+    fig.suptitle(title)
+    columns = 1 + len(legend) // 30
+    fig.legend(
+        list(legend.values()), list(legend), loc="outside right upper", fontsize=6, ncols=columns
+    )
     plain_text(fig)
     return fig

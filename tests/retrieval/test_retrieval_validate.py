@@ -193,6 +193,10 @@ def test_validate_smoke_end_to_end(tmp_path) -> None:
     stopped = "SELECT COUNT(*) FROM metrics WHERE metric = 'plateau:step'"
     assert db.execute(stopped).fetchone()[0] == members
     assert db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == len(claims)
+    curves, rows = report["exports"]["curves"], (out / "metrics.csv").read_text().splitlines()
+    assert curves and all((out / name).stat().st_size > 1000 for name in curves)
+    measured = "SELECT COUNT(*) FROM metrics WHERE member >= 0"
+    assert len(rows) - 1 == db.execute(measured).fetchone()[0]  # a header, then every metric
     again = run_cli("validate", str(POSITIONS), "--out", str(out), "--steps", "400", "--quiet")
     assert again.returncode == 2 and "--resume" in again.stderr
 
