@@ -65,7 +65,8 @@ def save(fig, path: Path) -> Path:
 def learning_curves(title: str, curves: Curves, floors: Floors | None = None) -> Figure:
     """One panel per metric of ``curves`` (its value against the step, both on log scales),
     one line per member, and each of the metric's ``floors`` (the threshold a claim uses) a
-    dashed horizontal line; one legend beside the panels; names drawn as written."""
+    black horizontal line (dashed, dotted, ...); one legend beside the panels; names drawn as
+    written."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(4.4 * len(curves) + 3.0, 4.0), layout="constrained")
@@ -77,10 +78,10 @@ def learning_curves(title: str, curves: Curves, floors: Floors | None = None) ->
             steps, values = zip(*points, strict=True) if points else ((), ())
             colour = colours(i / max(1, len(members) - 1))
             legend[member] = ax.plot(steps, values, color=colour, linewidth=1, label=member)[0]
-        for value, what in (floors or {}).get(metric, []):
-            legend[what] = ax.axhline(
-                value, color="black", linestyle="--", linewidth=0.9, label=what
-            )
+        for j, (value, what) in enumerate((floors or {}).get(metric, [])):
+            style = ("--", ":", "-.")[j % 3]
+            legend[what] = ax.axhline(value, color="black", linestyle=style, linewidth=0.9)
+            legend[what].set_label(what)
         ax.set(xscale="log", yscale="log", xlabel="step", ylabel=metric, title=metric)
     fig.suptitle(title)
     columns = 1 + len(legend) // 30
