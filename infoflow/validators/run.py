@@ -1,5 +1,5 @@
 """``infoflow validate``: spec files and :class:`Options` in; the database, ``report.json``,
-``report.md`` and the plots out.
+``report.md``, the plots and the exports (``metrics.csv``, learning curves, TensorBoard) out.
 
 The pipeline reads as its stages, each family taking part through its validator
 (:mod:`~infoflow.validators.protocol`), found in the registry by the spec's kind:
@@ -8,7 +8,8 @@ The pipeline reads as its stages, each family taking part through its validator
 2. register: the run and every job's group in the database (``--resume`` continues it);
 3. train: the unfinished jobs, here or as Ray tasks (:mod:`~infoflow.validators.executor`);
 4. judge: each experiment's trained models into measurements and claims;
-5. write: the reports (:mod:`~infoflow.validators.report`) and each family's plots.
+5. write: the exports (:mod:`~infoflow.validators.exports`), the reports
+   (:mod:`~infoflow.validators.report`) and each family's plots.
 """
 
 from __future__ import annotations
