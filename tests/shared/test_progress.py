@@ -9,6 +9,7 @@ import re
 from rich.console import Console
 
 from infoflow.cli.progress import State, progress, shorten
+from infoflow.validators.throughput import Meter, Peak, compact
 
 SPEED = "12.3k tok/s, MFU 4.1%"
 
@@ -81,3 +82,13 @@ def test_into_a_pipe_only_the_thread_line_is_printed_once_training_begins() -> N
 def test_quiet_shows_nothing() -> None:
     with progress(True) as display:
         assert display is None
+
+
+def test_the_speed_keeps_its_digits_at_any_size() -> None:
+    assert [compact(v) for v in (850.0, 12_345.0, 4_561_000.0)] == ["850", "12.3k", "4.56M"]
+    meter = Meter(1e6, Peak(1e15, "test"))
+    meter.started -= 1.0  # a second ago
+    meter.add(120)  # 1.2e8 FLOP/s of 1e15: MFU 1.2e-5%
+    assert re.fullmatch(r"(1[01]\d|120) tok/s, MFU <0\.01%", meter.text())  # about 120 a second
+    meter.add(120_000_000)  # 1.2e14 FLOP/s: MFU 12%
+    assert meter.text().endswith("M tok/s, MFU 12%")
