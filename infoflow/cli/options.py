@@ -21,6 +21,11 @@ SET_HELP = (
 )
 #: The ``--set`` option every command that reads a spec takes.
 Overrides = Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)]
+#: What ``--format jsonl`` is, in every command that has it.
+JSONL_HELP = (
+    "one JSON object per line (per spec, sweep point or variant) with the same keys in every "
+    "command: infoflow_version, command, kind, source, point, predictions, messages"
+)
 
 
 @contextmanager
@@ -37,20 +42,25 @@ def user_errors() -> Iterator[None]:
 
 def load_points(
     paths: list[Path], overrides: list[str] | None, serving: dict[str, Any] | None = None
-) -> list[tuple[str, Any]]:
-    """Every spec with its sweep expanded, as (its name in output, the spec at that point),
-    exiting 2 on the first bad one. A path that a family reads without a spec (a model's
-    config.json, or a folder holding one) is sized with the ``serving`` options."""
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Every spec with its sweep expanded, as (its path, the point's swept values, the spec
+    at that point), exiting 2 on the first bad one. A path that a family reads without a
+    spec (a model's config.json, or a folder holding one) is sized with the ``serving``
+    options."""
     from infoflow.spec import expand
 
     loaded = []
     with user_errors():
         for path in paths:
             spec = _load(path, list(overrides or ()), serving or {})
-            for point, at in expand(spec, path.parent, str(path)):
-                where = ", ".join(f"{k}={v}" for k, v in point.items())
-                loaded.append((f"{path} [{where}]" if where else str(path), at))
+            loaded += [(str(path), point, at) for point, at in expand(spec, path.parent, str(path))]
     return loaded
+
+
+def point_name(path: str, point: dict[str, Any]) -> str:
+    """A spec's name in output: its path, and the point's swept values when it has some."""
+    where = ", ".join(f"{k}={v}" for k, v in point.items())
+    return f"{path} [{where}]" if where else path
 
 
 def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:

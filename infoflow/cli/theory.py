@@ -13,14 +13,30 @@ from typing import Annotated, Any
 import typer
 
 from infoflow.cli.app import app
-from infoflow.cli.options import Overrides, console, load_for, load_points, user_errors
+from infoflow.cli.options import (
+    JSONL_HELP,
+    Overrides,
+    console,
+    load_for,
+    load_points,
+    point_name,
+    user_errors,
+)
 
 
 class Format(StrEnum):
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     markdown = "markdown"
     latex = "latex"
+
+
+FORMAT_HELP = (
+    "table; json: one object per spec, an array for several; markdown; latex; jsonl: "
+    + JSONL_HELP
+    + "."
+)
 
 
 class GraphFormat(StrEnum):
@@ -41,7 +57,7 @@ def predict(
             show_default=False,
         ),
     ],
-    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+    format: Annotated[Format, typer.Option("--format", "-f", help=FORMAT_HELP)] = Format.table,
     overrides: Overrides = None,
     context: Annotated[
         int | None, _option("Tokens per sequence (a config: default 4096).", "--context")
@@ -65,6 +81,7 @@ def predict(
     A model's config.json is sized as served: cache, weights and, with --device or
     --budget-gib, the largest batch and context that fit."""
     from infoflow import render
+    from infoflow.core import records
     from infoflow.predictor import predict as run_predict
 
     serving = {
@@ -79,9 +96,12 @@ def predict(
     serving = {key: value for key, value in serving.items() if value is not None}
     loaded = load_points(specs, overrides, serving)
     with user_errors():  # a family's own inputs (a calibration file) can be bad too
-        results = [run_predict(spec, source) for source, spec in loaded]
+        results = [run_predict(spec, point_name(path, point)) for path, point, spec in loaded]
     if format is Format.json:
         typer.echo(render.to_json(results))
+    elif format is Format.jsonl:
+        for (path, point, _), result in zip(loaded, results, strict=True):
+            typer.echo(records.line(records.of_result("predict", result, path, point)))
     elif format is Format.markdown:
         typer.echo("\n".join(render.to_markdown(r) for r in results))
     elif format is Format.latex:
@@ -120,6 +140,7 @@ def graph(
 class CompareFormat(StrEnum):
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     markdown = "markdown"
 
 
@@ -129,7 +150,12 @@ def compare(
         Path, typer.Argument(help="A looped_kv spec with codec ranks.", show_default=False)
     ],
     format: Annotated[
-        CompareFormat, typer.Option("--format", "-f", help="Output format.")
+        CompareFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table; json: one object per codec; markdown; jsonl: " + JSONL_HELP,
+        ),
     ] = CompareFormat.table,
     overrides: Overrides = None,
 ) -> None:
@@ -156,7 +182,11 @@ def plot(
 
 class SweepFormat(StrEnum):
     json = "json"
+    jsonl = "jsonl"
     table = "table"
+
+
+SWEEP_FORMAT_HELP = "json: one object per point; jsonl: " + JSONL_HELP
 
 
 @app.command()
@@ -165,7 +195,7 @@ def sweep(
         Path, typer.Argument(help="A retrieval spec with a sweep.", show_default=False)
     ],
     format: Annotated[
-        SweepFormat, typer.Option("--format", "-f", help="json: one object per point.")
+        SweepFormat, typer.Option("--format", "-f", help=SWEEP_FORMAT_HELP)
     ] = SweepFormat.json,
     overrides: Overrides = None,
 ) -> None:

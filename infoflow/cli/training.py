@@ -12,7 +12,14 @@ from typing import Annotated
 import typer
 
 from infoflow.cli.app import app
-from infoflow.cli.options import BAD_INPUT, Overrides, console, load_for, user_errors
+from infoflow.cli.options import (
+    BAD_INPUT,
+    JSONL_HELP,
+    Overrides,
+    console,
+    load_for,
+    user_errors,
+)
 
 
 class Scale(StrEnum):
@@ -28,6 +35,14 @@ class Executor(StrEnum):
 class Device(StrEnum):
     cpu = "cpu"
     cuda = "cuda"
+
+
+class PlanFormat(StrEnum):
+    text = "text"
+    jsonl = "jsonl"
+
+
+ESTIMATE_NOTE = "the planned steps times the step time measured on the device (see messages)"
 
 
 @app.command()
@@ -49,22 +64,35 @@ def plan(
     ] = None,
     seeds: Annotated[int | None, typer.Option(min=1, max=1000, help="Override the seeds.")] = None,
     overrides: Overrides = None,
+    format: Annotated[
+        PlanFormat, typer.Option("--format", "-f", help="text; jsonl: " + JSONL_HELP + ".")
+    ] = PlanFormat.text,
 ) -> None:
     """The experiments validate would run and their estimated time on the device: for
     retrieval the design (sizes, predicted exponents, the claims they test); for icl_markov
     the K sweeps and clock runs (needs torch)."""
     from infoflow.core.units import parse_duration
 
-    total = 0.0
+    total, jsonl = 0.0, format is PlanFormat.jsonl
     with user_errors(), _needs_torch("plan"):
         seconds = parse_duration("--budget", budget)
         for path in specs:
             loaded, run_plan = load_for("plan", path, overrides)
             chosen = device.value if device else None
             text, estimate = run_plan(loaded, str(path), scale.value, chosen, seconds, steps, seeds)
-            typer.echo(text)
+            typer.echo(_plan_line(loaded.kind, str(path), text, estimate) if jsonl else text)
             total += estimate
-    typer.echo(f"estimated total: {total / 60:.1f} min")
+    if not jsonl:
+        typer.echo(f"estimated total: {total / 60:.1f} min")
+
+
+def _plan_line(kind: str, source: str, text: str, seconds: float) -> str:
+    """One spec's plan as a ``--format jsonl`` line: the estimate, the plan's text lines."""
+    from infoflow.core import records
+
+    estimate = {"value": seconds, "unit": "s", "bound": "estimate", "provenance": "measured:step_time"}
+    predictions = {"estimated_seconds": {**estimate, "note": ESTIMATE_NOTE}}
+    return records.line(records.record("plan", kind, source, {}, predictions, text.splitlines()))
 
 
 @contextmanager
