@@ -4,6 +4,7 @@ bad spec, loading specs for a command, and the console a table is printed on."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,58 @@ JSONL_HELP = (
     "one JSON object per line (per spec, sweep point or variant) with the same keys in every "
     "command: infoflow_version, command, kind, source, point, predictions, messages"
 )
+
+
+LEVEL = "infoflow.verbosity"  # the root context's meta key: -1 quiet, 0 normal, 1 verbose
+
+
+def _verbose(ctx: typer.Context, value: bool) -> bool:
+    """``--verbose``: more detail, and the command's time on stderr when it ends."""
+    if value:
+        _level(ctx, 1)
+        start = time.perf_counter()
+        name = ctx.command_path
+
+        def took() -> None:
+            typer.echo(f"{name}: {time.perf_counter() - start:.2f} s", err=True)
+
+        ctx.find_root().call_on_close(took)
+    return value
+
+
+def _quiet(ctx: typer.Context, value: bool) -> bool:
+    """``--quiet``: no progress display and no notes, only the results."""
+    if value:
+        _level(ctx, -1)
+    return value
+
+
+def _level(ctx: typer.Context, level: int) -> None:
+    meta = ctx.find_root().meta
+    if meta.get(LEVEL, level) != level:
+        raise typer.BadParameter("--verbose and --quiet exclude each other")
+    meta[LEVEL] = level
+
+
+def verbosity() -> int:
+    """-1 under ``--quiet``, 1 under ``--verbose``, else 0 (outside a command too)."""
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return ctx.find_root().meta.get(LEVEL, 0) if ctx else 0
+
+
+#: The verbosity flags every command takes.
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", callback=_verbose, help="More detail; the time taken, on stderr."
+    ),
+]
+Quiet = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", callback=_quiet, help="Results only: no progress, no notes."),
+]
 
 
 @contextmanager

@@ -16,11 +16,14 @@ from infoflow.cli.app import app
 from infoflow.cli.options import (
     JSONL_HELP,
     Overrides,
+    Quiet,
+    Verbose,
     console,
     load_for,
     load_points,
     point_name,
     user_errors,
+    verbosity,
 )
 
 
@@ -76,6 +79,8 @@ def predict(
     engine: Annotated[
         str | None, _option("Cache allocation: peak, transformers or vllm.", "--engine")
     ] = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Predict, symbolically, what each spec's task needs (a spec with a sweep: each point).
     A model's config.json is sized as served: cache, weights and, with --device or
@@ -109,13 +114,15 @@ def predict(
     else:
         screen = console()
         for result in results:
-            screen.print(render.to_table(result))
+            screen.print(render.to_table(result, verbosity()))
 
 
 @app.command()
 def explain(
     spec: Annotated[Path, typer.Argument(help="A retrieval spec (JSON).", show_default=False)],
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Show the derivation step by step: tree, plan per layer, rules, exponent."""
     with user_errors():
@@ -130,6 +137,8 @@ def graph(
         GraphFormat, typer.Option("--format", "-f", help="dot (Graphviz) or json (networkx).")
     ] = GraphFormat.dot,
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Print the information-set DAG: nodes (role, layer), edges by propagation mode."""
     with user_errors():
@@ -158,6 +167,8 @@ def compare(
         ),
     ] = CompareFormat.table,
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Compare every way of storing a looped cache side by side (full, final-loop reuse,
     MLA-style head-axis latent, LLA per head, LLA-2D) at the spec's ranks."""
@@ -173,11 +184,17 @@ def plot(
     ],
     out: Annotated[Path, typer.Option(help="The PNG to write.")] = Path("capacity.png"),
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
-    """Plot serving capacity against context, one line per way of storing the cache."""
+    """Plot serving capacity against context, one line per way of storing the cache. Needs
+    matplotlib (not in the base install): pip install matplotlib, or in a clone of infoflow
+    pip install -e '.[validate]'."""
     with user_errors():
         loaded, run_plot = load_for("plot", spec, overrides)
-        typer.echo(run_plot(loaded, str(out), str(spec)), nl=False)
+        wrote = run_plot(loaded, str(out), str(spec))
+    if not quiet:
+        typer.echo(wrote, nl=False)
 
 
 class SweepFormat(StrEnum):
@@ -198,6 +215,8 @@ def sweep(
         SweepFormat, typer.Option("--format", "-f", help=SWEEP_FORMAT_HELP)
     ] = SweepFormat.json,
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Evaluate a spec's sweep vectorised (up to 10^7 points): the numeric predictions at
     every point, one line each."""
@@ -218,6 +237,8 @@ def schema(
     kind: Annotated[
         str | None, typer.Argument(help="A spec kind; all kinds when omitted.", show_default=False)
     ] = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Print the JSON Schema of the specs (editors use it for completion)."""
     from infoflow.spec import spec_schema

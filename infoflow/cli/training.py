@@ -16,6 +16,8 @@ from infoflow.cli.options import (
     BAD_INPUT,
     JSONL_HELP,
     Overrides,
+    Quiet,
+    Verbose,
     console,
     load_for,
     user_errors,
@@ -67,6 +69,8 @@ def plan(
     format: Annotated[
         PlanFormat, typer.Option("--format", "-f", help="text; jsonl: " + JSONL_HELP + ".")
     ] = PlanFormat.text,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """The experiments validate would run and their estimated time on the device: for
     retrieval the design (sizes, predicted exponents, the claims they test); for icl_markov
@@ -90,7 +94,12 @@ def _plan_line(kind: str, source: str, text: str, seconds: float) -> str:
     """One spec's plan as a ``--format jsonl`` line: the estimate, the plan's text lines."""
     from infoflow.core import records
 
-    estimate = {"value": seconds, "unit": "s", "bound": "estimate", "provenance": "measured:step_time"}
+    estimate = {
+        "value": seconds,
+        "unit": "s",
+        "bound": "estimate",
+        "provenance": "measured:step_time",
+    }
     predictions = {"estimated_seconds": {**estimate, "note": ESTIMATE_NOTE}}
     return records.line(records.record("plan", kind, source, {}, predictions, text.splitlines()))
 
@@ -103,9 +112,10 @@ def _needs_torch(command: str) -> Iterator[None]:
     except ModuleNotFoundError as exc:
         if exc.name != "torch":
             raise
-        typer.echo(
-            f"error: {command} needs torch: pip install 'infoflow[validate]' ({exc})", err=True
-        )
+        from infoflow.core.errors import install_hint
+
+        hint = install_hint("torch matplotlib safetensors", "validate")
+        typer.echo(f"error: {command} needs torch: {hint} ({exc})", err=True)
         raise typer.Exit(BAD_INPUT) from None
 
 
@@ -147,12 +157,13 @@ def validate(
     steps: Annotated[int | None, typer.Option(help="Override the scale's training steps.")] = None,
     seeds: Annotated[int | None, typer.Option(help="Override the scale's seeds.")] = None,
     budget: ValidateBudget = None,
-    quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
     overrides: Overrides = None,
     executor: ExecutorOption = Executor.local,
     address: Address = None,
     gpus_per_group: GpusPerGroup = 1.0,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Train real models and check every prediction that can be tested (needs torch)."""
     from infoflow.core.units import parse_duration
@@ -232,6 +243,8 @@ def calibrate(
     out: Annotated[Path, typer.Option(help="Where to write the new calibration file.")] = Path(
         "calibration.json"
     ),
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Fit the constants of a family's working forms from validation results and write a
     calibration file (point a spec's ``calibration`` field at it)."""
@@ -264,6 +277,8 @@ def compile_(
         bool, typer.Option(help="Measure the error against beta and width, fit the exponent.")
     ] = False,
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """The engine's plan as explicit weights of the validator's model: a witness that the
     architecture represents the target, with its NMSE (exit 2 for a spec the engine calls

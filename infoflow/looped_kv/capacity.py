@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from infoflow.core.errors import SpecError
+from infoflow.core.errors import SpecError, install_hint
 from infoflow.core.files import write_with
 from infoflow.looped_kv.compare import ROWS
 from infoflow.looped_kv.predict import predict_looped_kv
@@ -45,9 +45,8 @@ def plot(spec: LoopedKVSpec, out: str = "capacity.png", source: str = "<spec>") 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ModuleNotFoundError:
-        raise SpecError(
-            source, [(None, "plot needs matplotlib: pip install 'infoflow[validate]'")]
-        ) from None
+        hint = install_hint("matplotlib", "validate")
+        raise SpecError(source, [(None, f"plot needs matplotlib: {hint}")]) from None
     fig, ax = plt.subplots(figsize=(7, 4.2))
     formats = fig.canvas.get_supported_filetypes()
     suffix = Path(out).suffix.lower().lstrip(".")
