@@ -85,8 +85,6 @@ def predict(
     """Predict, symbolically, what each spec's task needs (a spec with a sweep: each point).
     A model's config.json is sized as served: cache, weights and, with --device or
     --budget-gib, the largest batch and context that fit."""
-    from infoflow import render
-    from infoflow.core import records
     from infoflow.predictor import predict as run_predict
 
     serving = {
@@ -102,10 +100,18 @@ def predict(
     loaded = load_points(specs, overrides, serving)
     with user_errors():  # a family's own inputs (a calibration file) can be bad too
         results = [run_predict(spec, point_name(path, point)) for path, point, spec in loaded]
+    _show(results, [(path, point) for path, point, _ in loaded], format)
+
+
+def _show(results: list, points: list[tuple[str, dict]], format: Format) -> None:
+    """``predict``'s results in ``format`` (``points``: each result's path and sweep point)."""
+    from infoflow import render
+    from infoflow.core import records
+
     if format is Format.json:
         typer.echo(render.to_json(results))
     elif format is Format.jsonl:
-        for (path, point, _), result in zip(loaded, results, strict=True):
+        for (path, point), result in zip(points, results, strict=True):
             typer.echo(records.line(records.of_result("predict", result, path, point)))
     elif format is Format.markdown:
         typer.echo("\n".join(render.to_markdown(r) for r in results))
