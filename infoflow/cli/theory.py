@@ -25,6 +25,7 @@ from infoflow.cli.options import (
     user_errors,
     verbosity,
 )
+from infoflow.core.version import __version__
 
 
 class Format(StrEnum):
@@ -47,11 +48,22 @@ class GraphFormat(StrEnum):
     json = "json"
 
 
+JSONL_EXAMPLE = (
+    "Scripting (--format jsonl), e.g. infoflow {command} specs/retrieval/kth-largest.json -f jsonl"
+    ' prints per point: {{"infoflow_version": "{version}", "command": "{command}", "kind":'
+    ' "retrieval", "source": "specs/retrieval/kth-largest.json", "point": {{"architecture.layers":'
+    ' 1, "seq_len": 8}}, "predictions": {{"cost_exponent": {{"value": 1{more}}}, ...}},'
+    ' "messages": []}}'
+)
+
+
 def _option(help: str, name: str) -> Any:
     return typer.Option(name, help=help, show_default=False)
 
 
-@app.command()
+@app.command(
+    epilog=JSONL_EXAMPLE.format(command="predict", version=__version__, more=', "unit": "", ...')
+)
 def predict(
     specs: Annotated[
         list[Path],
@@ -212,7 +224,7 @@ class SweepFormat(StrEnum):
 SWEEP_FORMAT_HELP = "json: one object per point; jsonl: " + JSONL_HELP
 
 
-@app.command()
+@app.command(epilog=JSONL_EXAMPLE.format(command="sweep", version=__version__, more=""))
 def sweep(
     spec: Annotated[
         Path, typer.Argument(help="A retrieval spec with a sweep.", show_default=False)
