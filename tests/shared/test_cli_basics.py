@@ -42,9 +42,11 @@ def test_every_command_takes_verbose_and_quiet(command: str) -> None:
         ["graph", INDUCTION],
         ["compare", OURO],
         ["schema", "retrieval"],
+        ["calibrate", "icl_markov", str(ROOT / "docs" / "results" / "2026-12-02-icl-k2-c5-cpu")],
     ],
 )
-def test_verbose_times_a_command_and_quiet_prints_results_only(args: list[str]) -> None:
+def test_verbose_times_a_command_and_quiet_prints_results_only(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # calibrate writes calibration.json here
     plain, verbose, quiet = invoke(*args), invoke(*args, "-v"), invoke(*args, "--quiet")
     assert plain.exit_code == verbose.exit_code == quiet.exit_code == 0, plain.output
     assert re.fullmatch(rf"infoflow {args[0]}: \d+\.\d\d s\n", verbose.stderr), verbose.stderr
