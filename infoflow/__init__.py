@@ -23,15 +23,19 @@ _EXPORTS = {
     "predict": "infoflow.predictor",
     "Prediction": "infoflow.core.results",
     "Result": "infoflow.core.results",
+    "load_report": "infoflow.validators.run_report",
+    "Report": "infoflow.validators.run_report",
 }
 
 __all__ = [
     "Prediction",
+    "Report",
     "Result",
     "SpecError",
     "__version__",
     "check_family",
     "expand",
+    "load_report",
     "load_spec",
     "predict",
     "spec_schema",
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from infoflow.core.results import Prediction, Result
     from infoflow.predictor import predict
     from infoflow.spec import expand, load_spec, spec_schema
+    from infoflow.validators.run_report import Report, load_report
 
 
 def __getattr__(name: str) -> Any:
