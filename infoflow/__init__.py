@@ -39,6 +39,7 @@ __all__ = [
     "load_spec",
     "predict",
     "spec_schema",
+    "specs",
 ]
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "specs":  # the bundled specs: infoflow.specs.path("retrieval/pairwise-min.json")
+        return import_module("infoflow.specs")
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'infoflow' has no attribute {name!r}")
