@@ -27,6 +27,12 @@ class Report(Tabular):
 
     data: dict[str, Any]
 
+    def __repr__(self) -> str:
+        """A line, not report.json's hundreds of kilobytes."""
+        claims = sum(len(spec["claims"]) for spec in self.data["specs"])
+        specs = ", ".join(self.spec_names())
+        return f"Report(scale={self.data.get('scale')!r}, specs=[{specs}], claims={claims})"
+
     @property
     def claims(self) -> list[Claim]:
         """Every claim of every spec, in the report's order."""

@@ -111,6 +111,7 @@ def test_sweeps_and_reports_are_tidy_dataframes() -> None:
     ]
     assert len(claims) == 50 and claims["verdict"].value_counts()["confirmed"] == 21
     assert set(claims["spec"]) == set(objects["report"].spec_names())
+    assert repr(objects["report"]).startswith("Report(scale='smoke', specs=[intrinsic-dimension")
     assert (
         objects["report"].section("triangle")["claims"][0]["id"]
         == claims.set_index("spec").loc["triangle", "id"].iloc[0]
