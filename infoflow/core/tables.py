@@ -51,7 +51,7 @@ class Tabular:
         lines = [
             f"**{markdown_text(self.caption())}**",
             "",
-            "| " + " | ".join(shown) + " |",
+            "| " + " | ".join(markdown_text(c) for c in shown) + " |",  # a sweep's keys too
             "|" + "---|" * len(shown),
         ]
         for row in self.rows():

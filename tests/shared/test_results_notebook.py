@@ -43,6 +43,16 @@ def test_markdown_and_html_escape_every_cell() -> None:
     assert 'title="say &quot;hi&quot;"' in page and page.count("<tr") == 3
 
 
+def test_a_spec_table_escapes_what_the_user_wrote() -> None:
+    """A spec's rows are its fields as written: a sweep key with | and a tag stays in its
+    cell, as text."""
+    spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
+    odd = spec.model_copy(update={"sweep": {"a|b<i>x</i>": [1]}})
+    row = next(line for line in odd._repr_markdown_().splitlines() if line.startswith("| sweep"))
+    assert row == "| sweep.a\\|b&lt;i>x&lt;/i> | [1] |"
+    assert "<i>" not in odd._repr_html_() and "&lt;i&gt;x&lt;/i&gt;" in odd._repr_html_()
+
+
 def test_to_dataframe_needs_pandas_and_says_so(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ModuleNotFoundError, match="pip install pandas"):
