@@ -25,6 +25,7 @@ import sympy
 
 from infoflow.core import records
 from infoflow.core.errors import SpecError
+from infoflow.core.tables import Tabular
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.laws import E, T, d, n
 from infoflow.retrieval.mechanisms import kth
@@ -49,10 +50,12 @@ MAX_POINTS = 10_000_000
 
 
 @dataclass(frozen=True)
-class Sweep:
+class Sweep(Tabular):
     """Every point of a sweep: ``grids`` (each swept field's values, in grid order),
     ``index`` (per field, each point's position in its grid) and ``columns`` (per
-    prediction, one array entry per point; an infinite exponent is ``inf``)."""
+    prediction, one array entry per point; an infinite exponent is ``inf``). As a table
+    (``rows()``, ``to_dataframe()``, a notebook's display): one row per point, the swept
+    fields then the predictions."""
 
     grids: dict[str, list[Any]]
     index: dict[str, np.ndarray]
@@ -64,6 +67,24 @@ class Sweep:
     def point(self, i: int) -> dict[str, Any]:
         """The swept values of point ``i``."""
         return {key: grid[self.index[key][i]] for key, grid in self.grids.items()}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per point: its swept values, then :data:`COLUMNS`."""
+        fields = {
+            key: [grid[j] for j in self.index[key].tolist()] for key, grid in self.grids.items()
+        }
+        fields |= {column: self.columns[column].tolist() for column in COLUMNS}
+        for column in ("efficient", "feasible"):  # stored as 0.0 / 1.0
+            fields[column] = [bool(value) for value in fields[column]]
+        return [
+            dict(zip(fields, values, strict=True)) for values in zip(*fields.values(), strict=True)
+        ]
+
+    def headers(self) -> tuple[str, ...]:
+        return (*self.grids, *COLUMNS)
+
+    def caption(self) -> str:
+        return f"sweep: {len(self):,} points"
 
 
 def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:

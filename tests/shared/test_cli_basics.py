@@ -102,7 +102,8 @@ def test_install_hints_work_from_a_clone_and_from_an_install() -> None:
 
 def test_a_missing_optional_dependency_is_named_with_its_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    for module in ("matplotlib.pyplot", "matplotlib.figure", "matplotlib.text"):
+        monkeypatch.setitem(sys.modules, module, None)
     result = invoke("plot", OURO, "--out", "never.png")
     assert result.exit_code == 2
     assert "plot needs matplotlib: pip install matplotlib" in result.stderr
