@@ -25,5 +25,5 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
     home = (site / "index.html").read_text()
     assert "--format jsonl" in home  # the README is the home page
     assert 'href="retrieval/#speed"' in home  # its docs/ links point into the site
-    for page in ("retrieval", "looped_kv", "icl_markov", "validate", "cluster"):
+    for page in ("retrieval", "looped_kv", "icl_markov", "notebooks", "validate", "cluster"):
         assert (site / page / "index.html").is_file()
