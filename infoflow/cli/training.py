@@ -256,7 +256,7 @@ def calibrate(
 
     table = Table(title=f"{kind} calibration -> {out}")
     for column in ("quantity", "value", "note"):
-        table.add_column(column)
+        table.add_column(column, justify="right" if column == "value" else "left")
     for row in rows:
         table.add_row(*row)
     console().print(table)
