@@ -104,7 +104,8 @@ def test_the_cli_sweep_table_right_aligns_every_number() -> None:
 
 @pytest.mark.slow
 def test_plan_gives_the_same_shape() -> None:
-    (row,) = jsonl("plan", str(SPECS / "icl_markov" / "smoke-c3.json"))
+    spec = str(SPECS / "looped_kv" / "tiny-looped.json")  # the cheapest plan to estimate
+    (row,) = jsonl("plan", spec)
     estimate = row["predictions"]["estimated_seconds"]
     assert estimate["unit"] == "s" and estimate["value"] > 0 and estimate["bound"] == "estimate"
-    assert row["messages"][0].startswith(str(SPECS / "icl_markov" / "smoke-c3.json"))
+    assert row["kind"] == "looped_kv" and row["messages"][0].startswith(spec)
