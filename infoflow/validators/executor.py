@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from infoflow.core.errors import SpecError
+from infoflow.core.errors import SpecError, install_hint
 from infoflow.core.text import one_line
 from infoflow.families import family
 from infoflow.validators.protocol import Context, Job
@@ -53,9 +53,8 @@ def train_on_ray(
     try:
         import ray
     except ModuleNotFoundError:
-        raise SpecError(
-            "--executor ray", [(None, "Ray is not installed: pip install 'infoflow[ray]'")]
-        ) from None
+        hint = install_hint("ray", "ray")
+        raise SpecError("--executor ray", [(None, f"Ray is not installed: {hint}")]) from None
     if not jobs:
         return
     try:

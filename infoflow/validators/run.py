@@ -348,9 +348,10 @@ def pick_device(gpu: bool, device: str | None) -> torch.device:
 
 
 def bundled_specs() -> list[Path]:
-    """specs/*/*.json of the working directory, else of the source checkout: the first of
-    the two that holds any (SpecError, exit 2, when neither does)."""
-    for root in (Path.cwd() / "specs", Path(infoflow.__file__).resolve().parent.parent / "specs"):
+    """specs/*/*.json of the working directory, else the bundled ones (the checkout's, or
+    the installed package's): the first of the two that holds any (SpecError, exit 2, when
+    neither does)."""
+    for root in (Path.cwd() / "specs", infoflow.specs.root()):
         if root.is_dir():
             found = sorted(root.glob("*/*.json"))
             if found:

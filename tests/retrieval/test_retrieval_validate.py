@@ -316,6 +316,6 @@ def test_validate_with_no_spec_and_no_bundled_specs_is_refused(tmp_path, monkeyp
 
     (tmp_path / "specs").mkdir()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run.infoflow, "__file__", str(tmp_path / "pkg" / "__init__.py"))
+    monkeypatch.setattr(run.infoflow.specs, "root", lambda: tmp_path / "pkg")
     with pytest.raises(SpecError, match="no bundled specs here"):
         run.bundled_specs()
