@@ -268,6 +268,9 @@ def step_time_cache(tmp_path_factory) -> Iterator[Path]:
             for probes, busy in itertools.product((steptime.GENERIC, PROBES), range(cores + 1)):
                 steptime.cache_file("cpu", probes.name, busy).write_text(json.dumps(model))
         torch.set_num_threads(threads)
+        # every subprocess trains on this process's thread count whatever the load, so that
+        # two runs a test compares (whole and killed-then-resumed) sum floats alike
+        os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     yield folder
     if before is None:
         os.environ.pop("INFOFLOW_CACHE", None)

@@ -60,3 +60,25 @@ def test_the_step_time_cache_is_kept_per_load(monkeypatch, tmp_path, capsys) -> 
     steptime.cache_file("cpu").write_text(json.dumps({**idle.__dict__, "threads": 2}))
     assert steptime.step_time("cpu").threads == 1 and measured == [0.1, 1.3, 1.3]
     assert "measured with 2 threads under load 0.1, not as now" in capsys.readouterr().err
+
+
+def test_a_resumed_run_trains_on_the_thread_count_it_started_with(tmp_path, capsys) -> None:
+    import torch
+
+    from infoflow.validators.run import _keep_threads
+    from infoflow.validators.store import Store
+
+    store = Store(tmp_path / "results.sqlite")
+    store.start_run("2026-12-03T10:00:00", "smoke", "cpu", {"threads": 1})
+    store.start_run("2026-12-03T11:00:00", "smoke", "cpu", {"threads": 2})  # an earlier resume
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        _keep_threads(store, torch.device("cuda"))  # a GPU run trains on no CPU threads
+        assert torch.get_num_threads() == 2 and capsys.readouterr().err == ""
+        _keep_threads(store, torch.device("cpu"))
+        assert torch.get_num_threads() == 1
+        assert "note: torch threads: 1, as when this run started" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)
+        store.close()
