@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import platform
 import sys
 from collections import Counter
@@ -43,6 +44,9 @@ from infoflow.validators.report import finite, write_reports
 from infoflow.validators.store import Store
 
 DATABASE = "results.sqlite"
+#: Sweep points a spec may train (a model or more each; a retrieval design is searched over
+#: them all, so planning grows with their square: 32 points plan in seconds).
+MAX_TRAINED_POINTS = 32
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,7 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
     stems = Counter(path.stem for path in paths)
     for path in paths:
         spec = infoflow.load_spec(path, options.overrides)
+        check_points(spec, str(path))
         name = path.stem if stems[path.stem] == 1 else f"{path.stem}-{_tag(path)}"
         kind = family(spec.kind, str(path))
         if kind.validator is None:
@@ -171,6 +176,7 @@ def plan_one(
     the device type (None: the one validate would use, CUDA where there is one): what ``infoflow
     plan`` describes. A spec the validator cannot train is a SpecError naming ``source`` (and
     ``field``), exit 2."""
+    check_points(spec, source)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     sized = validator.scale(scale, steps, seeds, device, budget)
     try:
@@ -178,6 +184,16 @@ def plan_one(
     except CannotValidate as exc:
         raise SpecError(source, [(field, f"cannot be validated: {exc}")]) from None
     return experiment, sized, device
+
+
+def check_points(spec, source: str) -> None:
+    """A SpecError naming ``source`` when the spec's sweep has more points than
+    :data:`MAX_TRAINED_POINTS`."""
+    size = math.prod(len(grid) for grid in (spec.sweep or {}).values())
+    if size > MAX_TRAINED_POINTS:
+        message = f"{size:,} points; plan and validate train at most {MAX_TRAINED_POINTS} "
+        message += "(a model or more each): split the sweep, or use predict or sweep"
+        raise SpecError(source, [("sweep", message)])
 
 
 def _tag(path: Path) -> str:

@@ -56,3 +56,66 @@ def test_a_layout_listed_per_layer_answers_at_its_limit(tmp_path) -> None:
     path = _config(tmp_path, "gemma-2-2b", num_hidden_layers=MAX_LISTED_LAYERS)
     model = infoflow.load_spec(_spec(path)).model
     assert sum(model.window_layers) == MAX_LISTED_LAYERS // 2
+
+
+def _retrieval(tmp_path, sweep: dict) -> str:
+    spec = {
+        "kind": "retrieval",
+        "target": "max(dot(x[t], x[T]) for t in T)",
+        "input_dim": 4,
+        "seq_len": 64,
+        "architecture": {"layers": 1, "heads": [1], "embed_dim": 32},
+        "sweep": sweep,
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    return str(tmp_path / "spec.json")
+
+
+def _refused(done, *words: str) -> None:
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    for word in words:
+        assert word in done.stderr
+
+
+def test_predict_expands_a_sweep_up_to_its_limit(tmp_path) -> None:
+    """predict expands at most MAX_SWEEP_POINTS points (each predicted in full); above, exit 2
+    naming the sweep and pointing at `infoflow sweep`."""
+    from infoflow.spec import MAX_SWEEP_POINTS
+
+    over = {"seq_len": list(range(16, 117)), "input_dim": list(range(1, 101))}
+    assert len(over["seq_len"]) * len(over["input_dim"]) > MAX_SWEEP_POINTS == 10_000
+    _refused(run_cli("predict", _retrieval(tmp_path, over)), "field 'sweep'", "10,000", "sweep")
+    spec = infoflow.load_spec(_retrieval(tmp_path, {"seq_len": [16, 32], "input_dim": [1, 2]}))
+    assert len(infoflow.expand(spec)) == 4
+
+
+def test_plan_and_validate_train_sweeps_up_to_their_limit(tmp_path) -> None:
+    """plan and validate take at most MAX_TRAINED_POINTS points (exit 2 before any training);
+    the spec itself is fine for predict."""
+    from infoflow.validators.run import MAX_TRAINED_POINTS
+
+    path = _retrieval(tmp_path, {"seq_len": list(range(16, 16 + MAX_TRAINED_POINTS + 1))})
+    _refused(run_cli("plan", path), "field 'sweep'", "33 points", "at most 32")
+    out = tmp_path / "run"
+    _refused(run_cli("validate", path, "--out", str(out)), "field 'sweep'", "33 points")
+    assert not out.exists()
+
+
+def test_sweep_is_evaluated_and_printed_a_part_at_a_time(tmp_path) -> None:
+    """`sweep.chunks` gives parts of at most `size` points whose concatenation is the whole
+    sweep (the CLI prints each as it is evaluated); above MAX_POINTS, exit 2."""
+    from infoflow.retrieval.sweep import COLUMNS, MAX_POINTS, chunks, sweep
+
+    grid = {"seq_len": list(range(16, 66)), "architecture.heads": [[1], [2]], "epsilon": [0.1, 0.2]}
+    spec = infoflow.load_spec(_retrieval(tmp_path, grid))
+    parts = list(chunks(spec, size=64))
+    assert [len(p) for p in parts] == [64] * 3 + [8]
+    whole = sweep(spec)
+    for column in COLUMNS:
+        joined = [v for p in parts for v in p.columns[column].tolist()]
+        assert joined == whole.columns[column].tolist(), column
+    huge = {"seq_len": list(range(16, 1016)), "input_dim": list(range(1, 103))}
+    huge["epsilon"] = [0.01 * i for i in range(1, 100)]
+    assert MAX_POINTS < 1000 * 102 * 99
+    _refused(run_cli("sweep", _retrieval(tmp_path, huge)), "field 'sweep'", "10,000,000")
