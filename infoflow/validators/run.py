@@ -154,6 +154,8 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
             )
         try:
             experiment = validator.plan(name, spec, planned.scales[spec.kind], path.parent)
+        except SpecError as exc:  # a spec no model can be built for: named by its file
+            raise SpecError(str(path), exc.problems) from None
         except CannotValidate as exc:
             planned.skipped.append({"spec": str(path), "reason": str(exc)})
             continue
@@ -181,6 +183,8 @@ def plan_one(
     sized = validator.scale(scale, steps, seeds, device, budget)
     try:
         experiment = validator.plan(Path(source).stem, spec, sized, Path(source).parent)
+    except SpecError as exc:
+        raise SpecError(source, exc.problems) from None
     except CannotValidate as exc:
         raise SpecError(source, [(field, f"cannot be validated: {exc}")]) from None
     return experiment, sized, device
