@@ -244,13 +244,16 @@ def calibrate(
 
     with user_errors():
         rows = family(kind, kind).command("calibrate", kind)(results, base, out)
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{kind} calibration -> {out}")
+    from infoflow.core.text import one_line
+
+    table = Table(title=escape(one_line(f"{kind} calibration -> {out}")))
     for column in ("quantity", "value", "note"):
         table.add_column(column, justify="right" if column == "value" else "left")
-    for row in rows:
-        table.add_row(*row)
+    for row in rows:  # a report's group names are what a user wrote: shown, never obeyed
+        table.add_row(*(escape(one_line(cell, 2000)) for cell in row))
     console().print(table)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from infoflow.core.spec_base import SpecBase
@@ -99,9 +99,15 @@ class Prediction(Tabular):
         printed = getattr(self.formula, "printed", None)
         if printed is not None:
             return printed()
-        import sympy
+        return _sympy_printed(self.expression)
 
-        return str(self.expression), sympy.latex(self.expression)
+
+@lru_cache(maxsize=4096)
+def _sympy_printed(expression: Any) -> tuple[str, str]:
+    """An expression's text and LaTeX, printed once (a sweep's points share expressions)."""
+    import sympy
+
+    return str(expression), sympy.latex(expression)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ alternating windows). The dense part of each is read as in :mod:`hf_families`.""
 from __future__ import annotations
 
 from infoflow.core.errors import FieldError
-from infoflow.looped_kv.hf_families import Config, llama_like, qwen3, windowed, windows
+from infoflow.looped_kv.hf_families import Config, llama_like, per_layer, qwen3, windowed, windows
 
 
 def mixtral(config: Config) -> Config:
@@ -43,13 +43,13 @@ def qwen3_moe(config: Config) -> Config:
     when (i + 1) is a multiple of decoder_sparse_step; no shared expert, no router bias."""
     layers, step = config["num_hidden_layers"], config["decoder_sparse_step"]
     dense = set(config.get("mlp_only_layers") or [])
-    marks = [i not in dense and (i + 1) % step == 0 for i in range(layers)]
     experts = {
         "routed": config["num_experts"],
         "per_token": config["num_experts_per_tok"],
         "width": config["moe_intermediate_size"],
-        "layers": marks,
     }
+    if dense or step != 1:  # else every layer: no list
+        experts["layers"] = per_layer(layers, lambda i: i not in dense and (i + 1) % step == 0)
     return {**qwen3(config), "experts": experts}
 
 
@@ -66,22 +66,23 @@ def llama4(config: Config) -> Config:
     intermediate_size_mlp; chunked attention on the layers layer_types marks (by default
     the RoPE layers: all but every fourth); the q/k L2 norm holds no parameters."""
     layers, step = config["num_hidden_layers"], config.get("interleave_moe_layer_step") or 1
-    moe = config.get("moe_layers")
-    moe = set(range(step - 1, layers, step) if moe is None else moe)
+    listed = config.get("moe_layers")
+    every = set(listed or ())
+    moe = (lambda i: (i + 1) % step == 0) if listed is None else (lambda i: i in every)
     experts = {
         "routed": config["num_local_experts"],
         "per_token": config["num_experts_per_tok"],
         "shared": 1,
         "width": config["intermediate_size"],
-        "layers": [i in moe for i in range(layers)],
+        "layers": per_layer(layers, moe),
     }
     fields = {**llama_like(config), "intermediate_size": config["intermediate_size_mlp"]}
     types = config.get("layer_types")
     if types is None:
         interval = config.get("no_rope_layer_interval") or 4
-        types = [
-            "chunked_attention" if (i + 1) % interval else "full_attention" for i in range(layers)
-        ]
+        types = per_layer(
+            layers, lambda i: "chunked_attention" if (i + 1) % interval else "full_attention"
+        )
     unknown = sorted(set(types) - {"full_attention", "chunked_attention"})
     if unknown:
         raise FieldError("hf_config", f"layer_types holds {unknown[0]!r} beside chunked layers")
@@ -115,7 +116,7 @@ def jamba(config: Config) -> Config:
     period, offset = config["attn_layer_period"], config["attn_layer_offset"]
     rank = config["mamba_dt_rank"]
     mamba = {
-        "layers": [i % period != offset for i in range(layers)],
+        "layers": per_layer(layers, lambda i: i % period != offset),
         "d_state": config["mamba_d_state"],
         "d_conv": config["mamba_d_conv"],
         "d_inner": config["mamba_expand"] * hidden,
@@ -129,7 +130,7 @@ def jamba(config: Config) -> Config:
         fields["experts"] = {
             "routed": config["num_experts"],
             "per_token": config["num_experts_per_tok"],
-            "layers": [i % period == offset for i in range(layers)],
+            "layers": per_layer(layers, lambda i: i % period == offset),
         }
     return fields
 

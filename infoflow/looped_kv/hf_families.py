@@ -12,11 +12,25 @@ the readers by ``model_type``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from infoflow.core.errors import FieldError
 
 Config = dict[str, Any]
+#: A layout that differs layer by layer is listed a layer an entry up to this many layers
+#: (they answer in about a second); a uniform one (every layer windowed, every n-th an MoE
+#: layer) is counted in closed form at any number.
+MAX_LISTED_LAYERS = 100_000
+
+
+def per_layer(layers: int, mark: Callable[[int], Any]) -> list[Any]:
+    """``mark(i)`` for every layer ``i``; a FieldError above :data:`MAX_LISTED_LAYERS`."""
+    if layers > MAX_LISTED_LAYERS:
+        message = f"'num_hidden_layers' is {layers:,}: a layout that differs layer by layer is "
+        message += f"listed a layer an entry, up to {MAX_LISTED_LAYERS:,} layers"
+        raise FieldError("hf_config", message)
+    return [mark(i) for i in range(layers)]
 
 
 def llama_like(config: Config) -> Config:
@@ -91,15 +105,15 @@ def windows(config: Config, fields: Config) -> Config:
         if any(marks) and (window is None or style == "all"):
             message = "layer_types marks windowed layers that this layout does not window "
             raise FieldError("hf_config", message + "as marked: refused")
+    elif window is None or style == "all":  # no window, or every layer's (no list needed)
+        return fields if window is None else {**fields, "sliding_window": window}
     elif style == "qwen":
-        marks = [i >= config.get("max_window_layers", 0) for i in range(layers)]
+        marks = per_layer(layers, lambda i: i >= config.get("max_window_layers", 0))
     elif style == "gemma2":
-        marks = [i % 2 == 0 for i in range(layers)]
-    elif style == "gemma3":
-        pattern = config.get("sliding_window_pattern") or 6
-        marks = [(i + 1) % pattern != 0 for i in range(layers)]
+        marks = per_layer(layers, lambda i: i % 2 == 0)
     else:
-        marks = [True] * layers
+        pattern = config.get("sliding_window_pattern") or 6
+        marks = per_layer(layers, lambda i: (i + 1) % pattern != 0)
     if window is None or not any(marks):
         return fields
     return {**fields, "sliding_window": window, "window_layers": marks}

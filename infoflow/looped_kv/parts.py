@@ -56,7 +56,8 @@ class Experts(StrictModel):
         """How many of ``layers`` layers are MoE layers."""
         if self.layers is not None:
             return sum(self.layers)
-        return sum(1 for i in range(self.dense_layers, layers) if i % self.every == 0)
+        first = -(-self.dense_layers // self.every) * self.every  # the first MoE layer
+        return max(0, -(-(layers - first) // self.every))
 
 
 class LatentAttention(StrictModel):

@@ -47,6 +47,8 @@ COLUMNS = (
     "bottleneck",
 )
 MAX_POINTS = 10_000_000
+#: Points evaluated and printed at a time.
+CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,16 @@ class Sweep(Tabular):
 
 def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
     """Evaluate every point of ``spec.sweep`` (points in the order of ``infoflow.expand``)."""
+    parts = list(chunks(spec, name))
+    grids = parts[0].grids
+    index = {k: np.concatenate([p.index[k] for p in parts]) for k in grids}
+    return Sweep(grids, index, {c: np.concatenate([p.columns[c] for p in parts]) for c in COLUMNS})
+
+
+def chunks(spec: RetrievalSpec, name: str = "<spec>", size: int = CHUNK) -> Iterator[Sweep]:
+    """The sweep as consecutive :class:`Sweep` parts of ``size`` points each (memory bounded
+    by ``size``). Every point is checked and every derivation made now, before the first part:
+    a bad point is a SpecError here, never halfway through the output."""
     grids = dict(spec.sweep or {})
     if not grids or any(not grid for grid in grids.values()):
         raise SpecError(name, [("sweep", "a vectorised sweep needs a sweep, with values")])
@@ -96,51 +108,78 @@ def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
     shape = [len(grid) for grid in grids.values()]
     if np.prod(shape, dtype=float) > MAX_POINTS:
         raise SpecError(name, [("sweep", f"more than {MAX_POINTS:,} points")])
-    index = dict(zip(grids, np.indices(shape).reshape(len(shape), -1), strict=True))
-    size = int(np.prod(shape))
-    columns = {c: np.empty(size, dtype=object if c == "bottleneck" else float) for c in COLUMNS}
+    groups = _groups(spec, grids, name)
+    return _parts(grids, shape, groups, size)
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Per group of points (the values of the swept fields that are not numbers): the values
+    of the unswept numbers (``fixed``, [group, number]) and, per index into the ``seq_len``
+    grid, which of ``derivations`` holds (``which``, [group, T index])."""
+
+    fixed: np.ndarray
+    which: np.ndarray
+    derivations: list[Derivation]
+
+
+def _groups(spec: RetrievalSpec, grids: dict[str, list[Any]], name: str) -> _Groups:
+    """Check every value of every group and derive each group at each T."""
     base = spec.model_dump(mode="json", exclude={"sweep"}, exclude_none=True)
     grouped = [key for key in grids if key not in NUMBERS]
-    group = np.zeros(size, dtype=np.int64)
-    for key in grouped:
-        group = group * len(grids[key]) + index[key]
-    for g, values in enumerate(itertools.product(*(grids[k] for k in grouped))):
+    fixed, which, derivations, seen = [], [], [], {}
+    for values in itertools.product(*(grids[k] for k in grouped)):
         data = _with(base, dict(zip(grouped, values, strict=True)), name)
-        chosen = np.flatnonzero(group == g)
-        if chosen.size:
-            _evaluate(data, grids, {k: v[chosen] for k, v in index.items()}, chosen, columns, name)
-    return Sweep(grids, index, columns)
+        specs = {
+            key: [_load(_with(data, {key: v}, name), name, key, v) for v in grids[key]]
+            for key in NUMBERS
+            if key in grids
+        }
+        fixed.append([float(_get(data, key) or np.nan) for key in NUMBERS])
+        if any(k not in grids and np.isnan(fixed[-1][j]) for j, k in enumerate(NUMBERS[:3])):
+            message = "a vectorised sweep needs seq_len, input_dim and architecture.embed_dim"
+            raise SpecError(name, [("sweep", message)])
+        row = []
+        for at in specs.get("seq_len") or [_load(data, name, "seq_len", data["seq_len"])]:
+            der = derive(at, f"{name} (sweep seq_len={at.seq_len})")
+            if id(der) not in seen:
+                seen[id(der)] = len(derivations)
+                derivations.append(der)
+            row.append(seen[id(der)])
+        which.append(row)
+    return _Groups(np.array(fixed, dtype=float), np.array(which, dtype=np.int64), derivations)
 
 
-def _evaluate(data, grids, index, chosen, columns, name) -> None:
-    """Fill ``columns`` at the points ``chosen`` of one group (``data``: its spec)."""
-    specs = {
-        key: [_load(_with(data, {key: v}, name), name, key, v) for v in grids[key]]
-        for key in NUMBERS
-        if key in grids
-    }
-    numbers = {}
-    for key in NUMBERS:
-        if key in grids:
-            numbers[key] = np.asarray(grids[key], dtype=float)[index[key]]
-        else:
-            numbers[key] = np.full(chosen.size, float(_get(data, key) or np.nan))
-    if np.isnan([numbers[k][0] for k in NUMBERS[:3]]).any():
-        message = "a vectorised sweep needs seq_len, input_dim and architecture.embed_dim"
-        raise SpecError(name, [("sweep", message)])
-    at_t = specs.get("seq_len") or [_load(data, name, "seq_len", data["seq_len"])]
-    t_index = index["seq_len"] if "seq_len" in grids else np.zeros(chosen.size, dtype=int)
-    derivations: dict[int, list[int]] = {}
-    by_id: dict[int, Derivation] = {}
-    for i, spec in enumerate(at_t):
-        der = derive(spec, f"{name} (sweep seq_len={spec.seq_len})")
-        by_id[id(der)] = der
-        derivations.setdefault(id(der), []).append(i)
-    for key, t_values in derivations.items():
-        mask = np.isin(t_index, t_values)
-        at = {k: v[mask] for k, v in numbers.items()}
-        for column, values in _columns(by_id[key], at).items():
-            columns[column][chosen[mask]] = values
+def _parts(grids, shape, groups: _Groups, size: int) -> Iterator[Sweep]:
+    """The points ``size`` at a time: each part's points sorted by their derivation, each
+    derivation's expressions evaluated over its points' arrays at once."""
+    keys = list(grids)
+    grouped = [i for i, key in enumerate(keys) if key not in NUMBERS]
+    total = int(np.prod(shape))
+    for start in range(0, total, size):
+        at = np.unravel_index(np.arange(start, min(start + size, total)), shape)
+        index = dict(zip(keys, at, strict=True))
+        group = np.zeros(len(at[0]), dtype=np.int64)
+        for i in grouped:  # the group's number, as itertools.product counts them
+            group = group * shape[i] + at[i]
+        t_index = index["seq_len"] if "seq_len" in grids else np.zeros_like(group)
+        numbers = {
+            key: np.asarray(grids[key], dtype=float)[index[key]]
+            if key in grids
+            else groups.fixed[group, j]
+            for j, key in enumerate(NUMBERS)
+        }
+        code = groups.which[group, t_index]
+        order = np.argsort(code, kind="stable")
+        bounds = np.flatnonzero(np.diff(code[order])) + 1
+        columns = {
+            c: np.empty(len(code), dtype=object if c == "bottleneck" else float) for c in COLUMNS
+        }
+        for chosen in np.split(order, bounds):
+            der = groups.derivations[code[chosen[0]]]
+            for column, values in _columns(der, {k: v[chosen] for k, v in numbers.items()}).items():
+                columns[column][chosen] = values
+        yield Sweep(grids, index, columns)
 
 
 def _columns(der: Derivation, at: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -207,15 +246,17 @@ def _get(data: dict, key: str) -> Any:
 
 
 def sweep_lines(spec: RetrievalSpec, format: str, name: str = "<spec>") -> Iterator[str]:
-    """``infoflow sweep``: evaluate every point now (a bad point is a SpecError before any
-    output), then the lines of :func:`lines`."""
-    return lines(sweep(spec, name), format, name)
+    """``infoflow sweep``: check every point and derive now (a bad point is a SpecError
+    before any output), then the lines of :func:`lines`, a part at a time as evaluated."""
+    parts = chunks(spec, name)
+    return (line for i, part in enumerate(parts) for line in lines(part, format, name, i == 0))
 
 
-def lines(result: Sweep, format: str, name: str = "<spec>") -> Iterator[str]:
+def lines(result: Sweep, format: str, name: str = "<spec>", header: bool = True) -> Iterator[str]:
     """The sweep as text, a line at a time: ``json`` (one object per point, numbers as
     ``predict`` writes them), ``jsonl`` (the scripting shape of :mod:`infoflow.core.records`)
-    or an aligned table (a header, then one row per point; numbers right-aligned)."""
+    or a table (a header unless ``header`` is false, then one row per point; numbers
+    right-aligned, each column as wide as its widest cell of this part)."""
     keys = list(result.grids)
     fields = []
     for key, grid in result.grids.items():
@@ -230,7 +271,10 @@ def lines(result: Sweep, format: str, name: str = "<spec>") -> Iterator[str]:
     names = {what: json.dumps(what) for what in set(cols["bottleneck"])}
     fields.append([names[what] for what in cols["bottleneck"]])
     if format == "table":
-        yield from _table([*keys, *COLUMNS], fields)
+        table = _table([*keys, *COLUMNS], fields)
+        if not header:
+            next(table)
+        yield from table
         return
     if format == "jsonl":
         template = _jsonl_template(keys, name)

@@ -53,9 +53,25 @@ def plain_text(fig) -> None:
             text.set_parse_math(False)
 
 
+def linear_where_empty(fig) -> None:
+    """A log axis with no finite positive value on it (every measurement NaN or infinite: a
+    target of zero variance) drawn linear and said so, where matplotlib would raise."""
+    import numpy as np
+
+    for ax in fig.axes:
+        low, high = ax.dataLim.get_points()
+        for i, axis in enumerate((ax.xaxis, ax.yaxis)):
+            bounds = np.array([low[i], high[i]])
+            if axis.get_scale() == "log" and not (np.isfinite(bounds).all() and low[i] > 0):
+                getattr(ax, f"set_{'xy'[i]}scale")("linear")
+                ax.text(0.5, 0.5, "no finite value to plot", transform=ax.transAxes, ha="center")
+
+
 def save(fig, path: Path) -> Path:
-    """Lay out and write ``fig`` at 110 dpi (whole or not at all), its texts as written."""
+    """Lay out and write ``fig`` at 110 dpi (whole or not at all); texts as written, empty
+    log axes linear."""
     plain_text(fig)
+    linear_where_empty(fig)
     if fig.get_layout_engine() is None:
         fig.tight_layout()
     write_with(path, lambda temporary: fig.savefig(temporary, dpi=110, format=path.suffix[1:]))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import platform
 import sys
 from collections import Counter
@@ -45,6 +46,9 @@ from infoflow.validators.report import finite, write_reports
 from infoflow.validators.store import Store
 
 DATABASE = "results.sqlite"
+#: Sweep points a spec may train (a model or more each; a retrieval design is searched over
+#: them all, so planning grows with their square: 32 points plan in seconds).
+MAX_TRAINED_POINTS = 32
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,7 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
     stems = Counter(path.stem for path in paths)
     for path in paths:
         spec = infoflow.load_spec(path, options.overrides)
+        check_points(spec, str(path))
         name = path.stem if stems[path.stem] == 1 else f"{path.stem}-{_tag(path)}"
         kind = family(spec.kind, str(path))
         if kind.validator is None:
@@ -158,6 +163,8 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
             )
         try:
             experiment = validator.plan(name, spec, planned.scales[spec.kind], path.parent)
+        except SpecError as exc:  # a spec no model can be built for: named by its file
+            raise SpecError(str(path), exc.problems) from None
         except CannotValidate as exc:
             planned.skipped.append({"spec": str(path), "reason": str(exc)})
             continue
@@ -180,13 +187,26 @@ def plan_one(
     the device type (None: the one validate would use, CUDA where there is one): what ``infoflow
     plan`` describes. A spec the validator cannot train is a SpecError naming ``source`` (and
     ``field``), exit 2."""
+    check_points(spec, source)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     sized = validator.scale(scale, steps, seeds, device, budget)
     try:
         experiment = validator.plan(Path(source).stem, spec, sized, Path(source).parent)
+    except SpecError as exc:
+        raise SpecError(source, exc.problems) from None
     except CannotValidate as exc:
         raise SpecError(source, [(field, f"cannot be validated: {exc}")]) from None
     return experiment, sized, device
+
+
+def check_points(spec, source: str) -> None:
+    """A SpecError naming ``source`` when the spec's sweep has more points than
+    :data:`MAX_TRAINED_POINTS`."""
+    size = math.prod(len(grid) for grid in (spec.sweep or {}).values())
+    if size > MAX_TRAINED_POINTS:
+        message = f"{size:,} points; plan and validate train at most {MAX_TRAINED_POINTS} "
+        message += "(a model or more each): split the sweep, or use predict or sweep"
+        raise SpecError(source, [("sweep", message)])
 
 
 def _tag(path: Path) -> str:

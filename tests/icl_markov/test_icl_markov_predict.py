@@ -263,6 +263,18 @@ def test_calibrate_writes_a_file_that_predictions_use(tmp_path) -> None:
     assert result["tau_2gen"].interval == (pytest.approx(300 / 1.25), 320)
 
 
+def test_calibrate_shows_a_reports_group_name_never_obeys_it(tmp_path) -> None:
+    """A group name with terminal escapes and rich markup is printed escaped (issue 29)."""
+    report = _report(0.8)
+    report["specs"][0]["groups"][0]["name"] = "evil\x1b[31mRED\x07[bold]x[/bold]"
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    out = tmp_path / "refit.json"
+    proc = run_cli("calibrate", "icl_markov", str(tmp_path), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    assert "evil\\x1b[31mRED\\x07[bold]x[/bold]" in proc.stdout
+
+
 def test_calibrate_rejects_what_it_cannot_use(tmp_path) -> None:
     assert run_cli("calibrate", "retrieval", str(tmp_path)).returncode == 2
     empty = tmp_path / "report.json"

@@ -166,7 +166,7 @@ def test_keys_left_out_take_transformers_default_for_the_model_type(tmp_path, na
             width = getattr(expected, "head_dim", None) or expected.hidden_size // heads
             assert model.head_dim == width, key
         assert model.tie_embeddings == expected.tie_word_embeddings, key
-        window = getattr(expected, "sliding_window", None) if model.window_layers else None
+        window = getattr(expected, "sliding_window", None) if model.sliding_window else None
         if model.window_kind == "chunked":
             window = expected.attention_chunk_size
         assert model.sliding_window == window, key

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 import infoflow
+from infoflow.core.errors import SpecError
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.icl_markov.clocks.data import ClockGroup, plan_clocks
 from infoflow.validators.icl_markov.decoder.data import DecoderGroup
@@ -20,6 +21,9 @@ from infoflow.validators.protocol import Job
 #: Seeds per K unless ``--seeds`` says otherwise: enough for a majority without ties and for
 #: the logistic fit of K*_1 to see mixed outcomes near the transition.
 DEFAULT_SEEDS = 3
+#: The largest tensor a group may build (its chains' transition matrices, a weight, a batch's
+#: logits), per seed: a spec beyond it is refused before anything trains.
+MAX_TENSOR_BYTES = 2 * 2**30
 
 
 @dataclass(frozen=True)
@@ -78,11 +82,15 @@ def plan(
     per setting."""
     experiment = IclExperiment(name, spec)
     settings: dict[str, tuple[IclMarkovSpec, list[int]]] = {}
+    if spec.race is not None and spec.model.layers != 2:
+        message = f"the race's clock runs train two-layer models, not {spec.model.layers}"
+        raise SpecError(name, [("model.layers", message)])
     for _, point in infoflow.expand(spec, base_dir):
         point = _cap(point, scale, experiment.capped)
         if scale.max_chains and point.chains > scale.max_chains:
             experiment.capped.append(f"K={point.chains} left out (more than {scale.max_chains})")
             continue
+        _check_sizes(name, point)
         training_only = point.model_copy(update={"calibration": None})  # predictions only
         key = training_only.model_dump_json(exclude={"chains", "sweep", "description"})
         settings.setdefault(key, (point, []))[1].append(point.chains)
@@ -99,6 +107,9 @@ def plan(
         experiment.groups.append(group)
         for k in group.chains:
             experiment.predictions[(group.name, k)] = experiment.predictions.pop((key, k))
+    if not settings:
+        message = f"every K is above the {scale.name} scale's {scale.max_chains:,} chains"
+        raise SpecError(name, [("chains", message)])
     if spec.race is not None:
         seeds = [spec.seed + s for s in range(scale.seeds)]
         experiment.clocks = plan_clocks(
@@ -114,6 +125,23 @@ def plan(
         experiment.decoders = list({d.name: d for d in decoders}.values())  # one per setting
     experiment.capped = sorted(set(experiment.capped))
     return experiment
+
+
+def _check_sizes(name: str, point: IclMarkovSpec) -> None:
+    """A SpecError naming the field when a tensor of one seed's model or data would exceed
+    :data:`MAX_TENSOR_BYTES`."""
+    m, batch = point.model, point.training.batch_size
+    tensors = (
+        ("states", point.chains * point.states**2 * 8, "the chains' transition matrices"),
+        ("model.d_model", m.d_model * max(3 * m.d_model, m.mlp_width) * 4, "a layer's weight"),
+        ("model.mlp_width", m.d_model * m.mlp_width * 4, "the MLP's weight"),
+        ("context_len", batch * point.context_len * max(point.states, m.d_model) * 4, "a batch"),
+    )
+    for field_name, size, what in tensors:
+        if size > MAX_TENSOR_BYTES:
+            message = f"{what} would take {size / 2**30:,.1f} GiB (a model of one seed "
+            message += f"builds at most {MAX_TENSOR_BYTES / 2**30:g} GiB a tensor): not trainable"
+            raise SpecError(name, [(field_name, message)])
 
 
 def _cap(point: IclMarkovSpec, scale: IclScale, notes: list[str]) -> IclMarkovSpec:

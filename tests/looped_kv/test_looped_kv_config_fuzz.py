@@ -1,0 +1,65 @@
+"""A model's config.json of any value types (issue 29, item 3): the calculator answers, or
+refuses with its one documented error (SpecError, one line naming the model's field), never a
+traceback or a hang; a boolean key holding anything but a boolean is always refused."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import LOOPED_KV, no_hang
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import infoflow
+from infoflow.core.errors import SpecError
+from infoflow.looped_kv.hf_config import BOOLEANS, INTEGERS
+
+CONFIGS = ["llama-3-8b", "mixtral-8x7b", "gemma-2-2b", "qwen3-30b-a3b", "deepseek-v3", "jamba-v0.1"]
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**12), max_value=10**12)
+    | st.sampled_from([0, 1, 10**9, 10**30, 2**63])
+    | st.floats(allow_nan=True, allow_infinity=False)
+    | st.sampled_from(["false", "true", "8", "", "auto", "full_attention"])
+)
+VALUES = (
+    SCALARS
+    | st.lists(SCALARS, max_size=4)
+    | st.dictionaries(st.text(max_size=5), SCALARS, max_size=2)
+)
+
+
+def _keys(name: str) -> list[str]:
+    return sorted({*json.loads((LOOPED_KV / "hf_configs" / f"{name}.json").read_text()), *INTEGERS})
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data(), name=st.sampled_from(CONFIGS))
+def test_any_config_value_is_counted_or_refused_in_one_line(tmp_path, data, name) -> None:
+    config = json.loads((LOOPED_KV / "hf_configs" / f"{name}.json").read_text())
+    changes = data.draw(
+        st.dictionaries(st.sampled_from(_keys(name)), VALUES, min_size=1, max_size=3)
+    )
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, **changes}))
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": str(path)},
+        "serving": {"context_tokens": 4096},
+    }
+    wrong_boolean = any(
+        k in BOOLEANS and not isinstance(v, bool | None) for k, v in changes.items()
+    )
+    with no_hang(120):
+        try:
+            result = infoflow.predict(spec)
+        except SpecError as error:
+            assert "\n" not in str(error) and "field 'model" in str(error), str(error)
+            return
+    assert not wrong_boolean, changes
+    assert result["model_parameters"].value > 0

@@ -1,0 +1,121 @@
+"""Every documented limit answers promptly (issue 29, item 5): above it, exit 2 in one line
+naming the field; at it or below, an answer. Counts and sizes are asserted, never times (the
+fast loop's guard holds each test to 10 CPU s)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import LOOPED_KV, run_cli
+
+import infoflow
+from infoflow.looped_kv.hf_families import MAX_LISTED_LAYERS
+
+BILLION = 10**9
+
+
+def _config(tmp_path, name: str, **changes) -> str:
+    data = json.loads((LOOPED_KV / "hf_configs" / f"{name}.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**data, **changes}))
+    return str(tmp_path / "config.json")
+
+
+def _spec(path: str) -> dict:
+    return {"kind": "looped_kv", "model": {"hf_config": path}, "serving": {"context_tokens": 4096}}
+
+
+@pytest.mark.parametrize("name", ["mixtral-8x7b", "deepseek-v3", "mistral-7b-v0.1", "qwen2-7b"])
+def test_uniform_layouts_count_a_billion_layers_in_closed_form(tmp_path, name) -> None:
+    """Experts on every (or every n-th) layer and a window on every layer are not listed a
+    layer an entry: a billion layers are counted, with the MoE layers and windows in full."""
+    path = _config(tmp_path, name, num_hidden_layers=BILLION)
+    model = infoflow.load_spec(_spec(path)).model
+    assert model.layers == BILLION and model.window_layers is None
+    if model.experts:
+        assert model.experts.layers is None
+        dense = model.experts.dense_layers
+        assert model.experts.moe_layers(BILLION) == BILLION - dense
+    result = infoflow.predict(_spec(path))
+    assert result["model_parameters"].value > BILLION * model.hidden_size**2
+
+
+@pytest.mark.parametrize("name", ["gemma-2-2b", "llama-4-scout-17b-16e", "jamba-v0.1"])
+def test_layouts_listed_per_layer_are_refused_above_their_limit(tmp_path, name) -> None:
+    """Windows or experts that differ layer by layer are listed up to MAX_LISTED_LAYERS
+    layers; above, exit 2 in one line naming the config and the key."""
+    path = _config(tmp_path, name, num_hidden_layers=MAX_LISTED_LAYERS + 1)
+    done = run_cli("predict", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert path in done.stderr and "'num_hidden_layers' is 100,001" in done.stderr
+
+
+def test_a_layout_listed_per_layer_answers_at_its_limit(tmp_path) -> None:
+    """Gemma-2 at MAX_LISTED_LAYERS layers: every other layer windowed, counted."""
+    path = _config(tmp_path, "gemma-2-2b", num_hidden_layers=MAX_LISTED_LAYERS)
+    model = infoflow.load_spec(_spec(path)).model
+    assert sum(model.window_layers) == MAX_LISTED_LAYERS // 2
+
+
+def _retrieval(tmp_path, sweep: dict) -> str:
+    spec = {
+        "kind": "retrieval",
+        "target": "max(dot(x[t], x[T]) for t in T)",
+        "input_dim": 4,
+        "seq_len": 64,
+        "architecture": {"layers": 1, "heads": [1], "embed_dim": 32},
+        "sweep": sweep,
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    return str(tmp_path / "spec.json")
+
+
+def _refused(done, *words: str) -> None:
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    for word in words:
+        assert word in done.stderr
+
+
+def test_predict_expands_a_sweep_up_to_its_limit(tmp_path) -> None:
+    """predict expands at most MAX_SWEEP_POINTS points (each predicted in full); above, exit 2
+    naming the sweep and pointing at `infoflow sweep`."""
+    from infoflow.spec import MAX_SWEEP_POINTS
+
+    over = {"seq_len": list(range(16, 117)), "input_dim": list(range(1, 101))}
+    assert len(over["seq_len"]) * len(over["input_dim"]) > MAX_SWEEP_POINTS == 10_000
+    _refused(run_cli("predict", _retrieval(tmp_path, over)), "field 'sweep'", "10,000", "sweep")
+    spec = infoflow.load_spec(_retrieval(tmp_path, {"seq_len": [16, 32], "input_dim": [1, 2]}))
+    assert len(infoflow.expand(spec)) == 4
+
+
+def test_plan_and_validate_train_sweeps_up_to_their_limit(tmp_path) -> None:
+    """plan and validate take at most MAX_TRAINED_POINTS points (exit 2 before any training);
+    the spec itself is fine for predict."""
+    from infoflow.validators.run import MAX_TRAINED_POINTS
+
+    path = _retrieval(tmp_path, {"seq_len": list(range(16, 16 + MAX_TRAINED_POINTS + 1))})
+    _refused(run_cli("plan", path), "field 'sweep'", "33 points", "at most 32")
+    out = tmp_path / "run"
+    _refused(run_cli("validate", path, "--out", str(out)), "field 'sweep'", "33 points")
+    assert not out.exists()
+
+
+def test_sweep_is_evaluated_and_printed_a_part_at_a_time(tmp_path) -> None:
+    """`sweep.chunks` gives parts of at most `size` points whose concatenation is the whole
+    sweep (the CLI prints each as it is evaluated); above MAX_POINTS, exit 2."""
+    from infoflow.retrieval.sweep import COLUMNS, MAX_POINTS, chunks, sweep
+
+    grid = {"seq_len": list(range(16, 66)), "architecture.heads": [[1], [2]], "epsilon": [0.1, 0.2]}
+    spec = infoflow.load_spec(_retrieval(tmp_path, grid))
+    parts = list(chunks(spec, size=64))
+    assert [len(p) for p in parts] == [64] * 3 + [8]
+    whole = sweep(spec)
+    for column in COLUMNS:
+        joined = [v for p in parts for v in p.columns[column].tolist()]
+        assert joined == whole.columns[column].tolist(), column
+    huge = {"seq_len": list(range(16, 1016)), "input_dim": list(range(1, 103))}
+    huge["epsilon"] = [0.01 * i for i in range(1, 100)]
+    assert MAX_POINTS < 1000 * 102 * 99
+    _refused(run_cli("sweep", _retrieval(tmp_path, huge)), "field 'sweep'", "10,000,000")
