@@ -44,6 +44,7 @@ from infoflow.validators.protocol import (
 )
 from infoflow.validators.report import finite, write_reports
 from infoflow.validators.store import Store
+from infoflow.validators.threads import keep_threads
 
 DATABASE = "results.sqlite"
 #: Sweep points a spec may train (a model or more each; a retrieval design is searched over
@@ -235,7 +236,7 @@ def register(planned: Plan, options: Options, device: torch.device) -> Store:
             stale.unlink(missing_ok=True)
     store = Store(database)
     store.verify()
-    _keep_threads(store, device)
+    keep_threads(store.first_settings().get("threads"), device.type)
     settings = {
         "families": _settings(planned),
         "torch": torch.__version__,
@@ -339,17 +340,6 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
         "superseded": replaced,
         "non_finite": non_finite,
     }
-
-
-def _keep_threads(store: Store, device: torch.device) -> None:
-    """A resumed CPU run trains on the thread count it started with: float sums depend on
-    it, and a resumed run reproduces the uninterrupted one."""
-    recorded = store.first_settings().get("threads")
-    if device.type != "cpu" or not isinstance(recorded, int) or recorded < 1:
-        return
-    if recorded != torch.get_num_threads():
-        torch.set_num_threads(recorded)
-        print(f"note: torch threads: {recorded}, as when this run started", file=sys.stderr)
 
 
 def _settings(planned: Plan) -> dict[str, dict]:

@@ -65,7 +65,6 @@ def test_the_step_time_cache_is_kept_per_load(monkeypatch, tmp_path, capsys) -> 
 def test_a_resumed_run_trains_on_the_thread_count_it_started_with(tmp_path, capsys) -> None:
     import torch
 
-    from infoflow.validators.run import _keep_threads
     from infoflow.validators.store import Store
 
     store = Store(tmp_path / "results.sqlite")
@@ -74,9 +73,11 @@ def test_a_resumed_run_trains_on_the_thread_count_it_started_with(tmp_path, caps
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        _keep_threads(store, torch.device("cuda"))  # a GPU run trains on no CPU threads
+        threads.keep_threads(
+            store.first_settings()["threads"], "cuda"
+        )  # a GPU run trains on no CPU threads
         assert torch.get_num_threads() == 2 and capsys.readouterr().err == ""
-        _keep_threads(store, torch.device("cpu"))
+        threads.keep_threads(store.first_settings()["threads"], "cpu")
         assert torch.get_num_threads() == 1
         assert "note: torch threads: 1, as when this run started" in capsys.readouterr().err
     finally:
