@@ -20,6 +20,7 @@ import torch
 from infoflow.core.errors import SpecError
 from infoflow.core.text import one_line
 from infoflow.families import family
+from infoflow.validators.ensemble import deterministic
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.store import Recorder
 
@@ -27,6 +28,13 @@ from infoflow.validators.store import Recorder
 def train_local(jobs: list[Job], context: Context) -> None:
     """Train ``jobs`` one after another in this process."""
     for job in jobs:
+        train_job(job, context)
+
+
+def train_job(job: Job, context: Context) -> None:
+    """Train ``job`` with its family's validator, deterministically on a CPU (see
+    :func:`~infoflow.validators.ensemble.deterministic`)."""
+    with deterministic(context.device):
         family(job.kind).load_validator().train(job, context)
 
 
@@ -37,8 +45,7 @@ def train_one(job: Job, device: str, checkpoints: str) -> list:
     folder = Path(checkpoints)
     (folder / f"{job.name}.pid").write_text(str(os.getpid()))
     recorder = Recorder()
-    context = Context(torch.device(device), recorder, folder)
-    family(job.kind).load_validator().train(job, context)
+    train_job(job, Context(torch.device(device), recorder, folder))
     return recorder.rows
 
 
