@@ -34,8 +34,9 @@ def train_local(jobs: list[Job], context: Context) -> None:
 def train_job(job: Job, context: Context) -> None:
     """Train ``job`` with its family's validator, deterministically on a CPU (see
     :func:`~infoflow.validators.ensemble.deterministic`)."""
+    validator = family(job.kind).load_validator()
     with deterministic(context.device):
-        family(job.kind).load_validator().train(job, context)
+        validator.train(job, context)
 
 
 def train_one(job: Job, device: str, checkpoints: str) -> list:

@@ -150,6 +150,18 @@ def _toy_checkpoint(folder):
     return mine, model
 
 
+def _flip_a_tensor_byte(path) -> None:
+    """Flip a bit of the first tensor's bytes in the checkpoint at ``path`` (torch's zip
+    records carry no checksum that torch.load checks)."""
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        (record,) = [r for r in archive.infolist() if r.filename.endswith("/data/0")]
+    at = record.header_offset  # the local header: 30 bytes, then its name and extra field
+    name, extra = struct.unpack("<HH", raw[at + 26 : at + 30])
+    raw[at + 30 + name + extra] ^= 1
+    path.write_bytes(raw)
+
+
 def _refused_line(checkpoint, model) -> str:
     """The one-line message of loading ``checkpoint``, which must be refused without a
     warning."""
@@ -171,13 +183,7 @@ def test_a_checkpoint_whose_content_was_edited_is_refused(tmp_path) -> None:
     torch.save(state, mine.path)
     assert "does not match the digest written with it" in _refused_line(mine, model)
     mine, model = _toy_checkpoint(tmp_path)
-    raw = bytearray(mine.path.read_bytes())
-    with zipfile.ZipFile(mine.path) as archive:  # a byte of a tensor's storage flipped
-        (record,) = [r for r in archive.infolist() if r.filename.endswith("/data/0")]
-    at = record.header_offset  # the local header: 30 bytes, then its name and extra field
-    name, extra = struct.unpack("<HH", raw[at + 26 : at + 30])
-    raw[at + 30 + name + extra] ^= 1
-    mine.path.write_bytes(raw)
+    _flip_a_tensor_byte(mine.path)
     assert "does not match the digest written with it" in _refused_line(mine, model)
     del state["digest"]
     torch.save(state, mine.path)
@@ -394,10 +400,20 @@ def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
     (old,) = json.loads((out / "report.json").read_text())["superseded"]
     assert "setting.training.steps: 30 -> 20" in old["differs"]
     (checkpoint,) = [p for p in (out / "checkpoints").glob("*.pt") if old["group"] not in p.name]
-    checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
-    damaged = run_cli("validate", *args, "--resume", "--steps", "20")
-    assert damaged.returncode == 2 and "Traceback" not in damaged.stderr
-    assert damaged.stderr.count("\n") == 1 and "damaged checkpoint" in damaged.stderr
+    written = checkpoint.read_bytes()
+    marker = tmp_path / "ran"
+    for damage, told in (
+        (lambda: checkpoint.write_bytes(written[:1000]), "damaged checkpoint (truncated"),
+        (lambda: _flip_a_tensor_byte(checkpoint), "does not match the digest written with it"),
+        (lambda: torch.save({"model": _RunsCode(marker)}, checkpoint), "not a checkpoint infoflow"),
+    ):
+        checkpoint.write_bytes(written)
+        damage()
+        refused = run_cli("validate", *args, "--resume", "--steps", "20")
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert refused.stderr.startswith(f"error: {checkpoint}: ") and told in refused.stderr
+        assert "weights_only" not in refused.stderr
+    assert not marker.exists()
 
 
 def test_a_member_reads_its_own_last_value(tmp_path) -> None:
