@@ -341,8 +341,10 @@ import os, signal, sys
 from infoflow.core.files import TEMPORARY
 from infoflow.validators import ensemble
 
+when = sys.argv[1]
+
 def write_then_die(path, write):
-    if sys.argv[1] == "writing":
+    if when == "writing":
         temporary = path.with_name(f"{TEMPORARY}{os.getpid()}-dead.tmp{path.suffix}")
         write(temporary)
         with open(temporary, "r+b") as half:
