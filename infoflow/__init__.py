@@ -23,18 +23,23 @@ _EXPORTS = {
     "predict": "infoflow.predictor",
     "Prediction": "infoflow.core.results",
     "Result": "infoflow.core.results",
+    "load_report": "infoflow.validators.run_report",
+    "Report": "infoflow.validators.run_report",
 }
 
 __all__ = [
     "Prediction",
+    "Report",
     "Result",
     "SpecError",
     "__version__",
     "check_family",
     "expand",
+    "load_report",
     "load_spec",
     "predict",
     "spec_schema",
+    "specs",
 ]
 
 if TYPE_CHECKING:
@@ -43,9 +48,12 @@ if TYPE_CHECKING:
     from infoflow.core.results import Prediction, Result
     from infoflow.predictor import predict
     from infoflow.spec import expand, load_spec, spec_schema
+    from infoflow.validators.run_report import Report, load_report
 
 
 def __getattr__(name: str) -> Any:
+    if name == "specs":  # the bundled specs: infoflow.specs.path("retrieval/pairwise-min.json")
+        return import_module("infoflow.specs")
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'infoflow' has no attribute {name!r}")

@@ -85,7 +85,7 @@ FAMILIES: dict[str, Family] = {
             predict="infoflow.looped_kv.predict:predict_looped_kv",
             commands={
                 "compare": "infoflow.looped_kv.compare:compare",
-                "plot": "infoflow.looped_kv.capacity:plot",
+                "plot": "infoflow.looped_kv.capacity:plot_command",
                 "plan": "infoflow.validators.looped_kv.estimate:plan_command",
             },
             validator="infoflow.validators.looped_kv.validator:VALIDATOR",

@@ -51,22 +51,27 @@ def _list_text(value: list, limit: int = 16) -> str:
     return f"[{head}, ..., {json.dumps(value[-1])}] ({len(value):,} entries)"
 
 
-def to_table(result: Result) -> Table:
-    """A rich table of one result: name, value, bound, provenance; under it the spec's
-    description and the result's messages."""
+def to_table(result: Result, verbosity: int = 0) -> Table:
+    """A rich table of one result: name, value, bound, provenance (verbosity 1: and each
+    note); under it (unless verbosity is -1) the spec's description and the result's
+    messages."""
     from rich.markup import escape
     from rich.table import Table
 
     lines = [result.spec.description] if result.spec.description else []
     lines += result.messages
-    caption = escape("\n".join(one_line(line, 2000) for line in lines)) if lines else None
+    shown = lines and verbosity >= 0
+    caption = escape("\n".join(one_line(line, 2000) for line in lines)) if shown else None
     table = Table(title=escape(one_line(_title(result), 400)), caption=caption)
     table.add_column("prediction", style="bold")
     table.add_column("value", justify="right")
     table.add_column("bound")
     table.add_column("provenance")
+    if verbosity > 0:
+        table.add_column("note")
     for name, prediction in result.predictions.items():
-        cells = (name, format_value(prediction), prediction.bound, prediction.provenance)
+        cells = [name, format_value(prediction), prediction.bound, prediction.provenance]
+        cells += [prediction.note] if verbosity > 0 else []
         table.add_row(*(escape(one_line(cell, 2000)) for cell in cells))
     return table
 

@@ -4,6 +4,7 @@ that keeps the fast loop fast (tests/fast_loop.py) and pytester (to test that gu
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -247,7 +248,7 @@ TEST_STEP_TIME = {"overhead": 0.01, "per_flop": 1e-9, "source": "fixed for the t
 @pytest.fixture(autouse=True, scope="session")
 def step_time_cache(tmp_path_factory) -> Iterator[Path]:
     """``$INFOFLOW_CACHE`` for the whole session, holding :data:`TEST_STEP_TIME` for the CPU
-    (at this process's thread count and at one thread)."""
+    (at this process's thread count and at one thread, under any load)."""
     folder = tmp_path_factory.mktemp("cache")
     before = os.environ.get("INFOFLOW_CACHE")
     os.environ["INFOFLOW_CACHE"] = str(folder)
@@ -261,11 +262,15 @@ def step_time_cache(tmp_path_factory) -> Iterator[Path]:
 
         model = {"device_type": "cpu", "name": "test", **TEST_STEP_TIME}
         threads = torch.get_num_threads()
+        cores = steptime.machine()[0]
         for count in sorted({1, threads}):
             torch.set_num_threads(count)
-            for probes in (steptime.GENERIC, PROBES):
-                steptime.cache_file("cpu", probes.name).write_text(json.dumps(model))
+            for probes, busy in itertools.product((steptime.GENERIC, PROBES), range(cores + 1)):
+                steptime.cache_file("cpu", probes.name, busy).write_text(json.dumps(model))
         torch.set_num_threads(threads)
+        # every subprocess trains on this process's thread count whatever the load, so that
+        # two runs a test compares (whole and killed-then-resumed) sum floats alike
+        os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     yield folder
     if before is None:
         os.environ.pop("INFOFLOW_CACHE", None)

@@ -11,7 +11,7 @@ app = typer.Typer(
     name="infoflow",
     help="Predict what a transformer needs for a task, symbolically; check it by experiment.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 

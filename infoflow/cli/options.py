@@ -4,6 +4,7 @@ bad spec, loading specs for a command, and the console a table is printed on."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,63 @@ SET_HELP = (
 )
 #: The ``--set`` option every command that reads a spec takes.
 Overrides = Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)]
+#: What ``--format jsonl`` is, in every command that has it.
+JSONL_HELP = (
+    "one JSON object per line (per spec, sweep point or variant) with the same keys in every "
+    "command: infoflow_version, command, kind, source, point, predictions, messages"
+)
+
+
+LEVEL = "infoflow.verbosity"  # the root context's meta key: -1 quiet, 0 normal, 1 verbose
+
+
+def _verbose(ctx: typer.Context, value: bool) -> bool:
+    """``--verbose``: more detail, and the command's time on stderr when it ends."""
+    if value:
+        _level(ctx, 1)
+        start = time.perf_counter()
+        name = ctx.command_path
+
+        def took() -> None:
+            typer.echo(f"{name}: {time.perf_counter() - start:.2f} s", err=True)
+
+        ctx.find_root().call_on_close(took)
+    return value
+
+
+def _quiet(ctx: typer.Context, value: bool) -> bool:
+    """``--quiet``: no progress display and no notes, only the results."""
+    if value:
+        _level(ctx, -1)
+    return value
+
+
+def _level(ctx: typer.Context, level: int) -> None:
+    meta = ctx.find_root().meta
+    if meta.get(LEVEL, level) != level:
+        raise typer.BadParameter("--verbose and --quiet exclude each other")
+    meta[LEVEL] = level
+
+
+def verbosity() -> int:
+    """-1 under ``--quiet``, 1 under ``--verbose``, else 0 (outside a command too)."""
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return ctx.find_root().meta.get(LEVEL, 0) if ctx else 0
+
+
+#: The verbosity flags every command takes.
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", callback=_verbose, help="More detail; the time taken, on stderr."
+    ),
+]
+Quiet = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", callback=_quiet, help="Results only: no progress, no notes."),
+]
 
 
 @contextmanager
@@ -37,20 +95,25 @@ def user_errors() -> Iterator[None]:
 
 def load_points(
     paths: list[Path], overrides: list[str] | None, serving: dict[str, Any] | None = None
-) -> list[tuple[str, Any]]:
-    """Every spec with its sweep expanded, as (its name in output, the spec at that point),
-    exiting 2 on the first bad one. A path that a family reads without a spec (a model's
-    config.json, or a folder holding one) is sized with the ``serving`` options."""
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """Every spec with its sweep expanded, as (its path, the point's swept values, the spec
+    at that point), exiting 2 on the first bad one. A path that a family reads without a
+    spec (a model's config.json, or a folder holding one) is sized with the ``serving``
+    options."""
     from infoflow.spec import expand
 
     loaded = []
     with user_errors():
         for path in paths:
             spec = _load(path, list(overrides or ()), serving or {})
-            for point, at in expand(spec, path.parent, str(path)):
-                where = ", ".join(f"{k}={v}" for k, v in point.items())
-                loaded.append((f"{path} [{where}]" if where else str(path), at))
+            loaded += [(str(path), point, at) for point, at in expand(spec, path.parent, str(path))]
     return loaded
+
+
+def point_name(path: str, point: dict[str, Any]) -> str:
+    """A spec's name in output: its path, and the point's swept values when it has some."""
+    where = ", ".join(f"{k}={v}" for k, v in point.items())
+    return f"{path} [{where}]" if where else path
 
 
 def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:

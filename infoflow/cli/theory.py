@@ -13,14 +13,34 @@ from typing import Annotated, Any
 import typer
 
 from infoflow.cli.app import app
-from infoflow.cli.options import Overrides, console, load_for, load_points, user_errors
+from infoflow.cli.options import (
+    JSONL_HELP,
+    Overrides,
+    Quiet,
+    Verbose,
+    console,
+    load_for,
+    load_points,
+    point_name,
+    user_errors,
+    verbosity,
+)
+from infoflow.core.version import __version__
 
 
 class Format(StrEnum):
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     markdown = "markdown"
     latex = "latex"
+
+
+FORMAT_HELP = (
+    "table; json: one object per spec, an array for several; markdown; latex; jsonl: "
+    + JSONL_HELP
+    + "."
+)
 
 
 class GraphFormat(StrEnum):
@@ -28,11 +48,22 @@ class GraphFormat(StrEnum):
     json = "json"
 
 
+JSONL_EXAMPLE = (
+    "Scripting (--format jsonl), e.g. infoflow {command} specs/retrieval/kth-largest.json -f jsonl"
+    ' prints per point: {{"infoflow_version": "{version}", "command": "{command}", "kind":'
+    ' "retrieval", "source": "specs/retrieval/kth-largest.json", "point": {{"architecture.layers":'
+    ' 1, "seq_len": 8}}, "predictions": {{"cost_exponent": {{"value": 1{more}}}, ...}},'
+    ' "messages": []}}'
+)
+
+
 def _option(help: str, name: str) -> Any:
     return typer.Option(name, help=help, show_default=False)
 
 
-@app.command()
+@app.command(
+    epilog=JSONL_EXAMPLE.format(command="predict", version=__version__, more=', "unit": "", ...')
+)
 def predict(
     specs: Annotated[
         list[Path],
@@ -41,7 +72,7 @@ def predict(
             show_default=False,
         ),
     ],
-    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+    format: Annotated[Format, typer.Option("--format", "-f", help=FORMAT_HELP)] = Format.table,
     overrides: Overrides = None,
     context: Annotated[
         int | None, _option("Tokens per sequence (a config: default 4096).", "--context")
@@ -60,11 +91,12 @@ def predict(
     engine: Annotated[
         str | None, _option("Cache allocation: peak, transformers or vllm.", "--engine")
     ] = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Predict, symbolically, what each spec's task needs (a spec with a sweep: each point).
     A model's config.json is sized as served: cache, weights and, with --device or
     --budget-gib, the largest batch and context that fit."""
-    from infoflow import render
     from infoflow.predictor import predict as run_predict
 
     serving = {
@@ -79,9 +111,20 @@ def predict(
     serving = {key: value for key, value in serving.items() if value is not None}
     loaded = load_points(specs, overrides, serving)
     with user_errors():  # a family's own inputs (a calibration file) can be bad too
-        results = [run_predict(spec, source) for source, spec in loaded]
+        results = [run_predict(spec, point_name(path, point)) for path, point, spec in loaded]
+    _show(results, [(path, point) for path, point, _ in loaded], format)
+
+
+def _show(results: list, points: list[tuple[str, dict]], format: Format) -> None:
+    """``predict``'s results in ``format`` (``points``: each result's path and sweep point)."""
+    from infoflow import render
+    from infoflow.core import records
+
     if format is Format.json:
         typer.echo(render.to_json(results))
+    elif format is Format.jsonl:
+        for (path, point), result in zip(points, results, strict=True):
+            typer.echo(records.line(records.of_result("predict", result, path, point)))
     elif format is Format.markdown:
         typer.echo("\n".join(render.to_markdown(r) for r in results))
     elif format is Format.latex:
@@ -89,13 +132,15 @@ def predict(
     else:
         screen = console()
         for result in results:
-            screen.print(render.to_table(result))
+            screen.print(render.to_table(result, verbosity()))
 
 
 @app.command()
 def explain(
     spec: Annotated[Path, typer.Argument(help="A retrieval spec (JSON).", show_default=False)],
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Show the derivation step by step: tree, plan per layer, rules, exponent."""
     with user_errors():
@@ -110,6 +155,8 @@ def graph(
         GraphFormat, typer.Option("--format", "-f", help="dot (Graphviz) or json (networkx).")
     ] = GraphFormat.dot,
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Print the information-set DAG: nodes (role, layer), edges by propagation mode."""
     with user_errors():
@@ -120,6 +167,7 @@ def graph(
 class CompareFormat(StrEnum):
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     markdown = "markdown"
 
 
@@ -129,9 +177,16 @@ def compare(
         Path, typer.Argument(help="A looped_kv spec with codec ranks.", show_default=False)
     ],
     format: Annotated[
-        CompareFormat, typer.Option("--format", "-f", help="Output format.")
+        CompareFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table; json: one object per codec; markdown; jsonl: " + JSONL_HELP,
+        ),
     ] = CompareFormat.table,
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Compare every way of storing a looped cache side by side (full, final-loop reuse,
     MLA-style head-axis latent, LLA per head, LLA-2D) at the spec's ranks."""
@@ -147,27 +202,39 @@ def plot(
     ],
     out: Annotated[Path, typer.Option(help="The PNG to write.")] = Path("capacity.png"),
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
-    """Plot serving capacity against context, one line per way of storing the cache."""
+    """Plot serving capacity against context, one line per way of storing the cache. Needs
+    matplotlib (not in the base install): pip install matplotlib, or in a clone of infoflow
+    pip install -e '.[validate]'."""
     with user_errors():
         loaded, run_plot = load_for("plot", spec, overrides)
-        typer.echo(run_plot(loaded, str(out), str(spec)), nl=False)
+        wrote = run_plot(loaded, str(out), str(spec))
+    if not quiet:
+        typer.echo(wrote, nl=False)
 
 
 class SweepFormat(StrEnum):
     json = "json"
+    jsonl = "jsonl"
     table = "table"
 
 
-@app.command()
+SWEEP_FORMAT_HELP = "json: one object per point; jsonl: " + JSONL_HELP
+
+
+@app.command(epilog=JSONL_EXAMPLE.format(command="sweep", version=__version__, more=""))
 def sweep(
     spec: Annotated[
         Path, typer.Argument(help="A retrieval spec with a sweep.", show_default=False)
     ],
     format: Annotated[
-        SweepFormat, typer.Option("--format", "-f", help="json: one object per point.")
+        SweepFormat, typer.Option("--format", "-f", help=SWEEP_FORMAT_HELP)
     ] = SweepFormat.json,
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Evaluate a spec's sweep vectorised (up to 10^7 points): the numeric predictions at
     every point, one line each."""
@@ -188,6 +255,8 @@ def schema(
     kind: Annotated[
         str | None, typer.Argument(help="A spec kind; all kinds when omitted.", show_default=False)
     ] = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Print the JSON Schema of the specs (editors use it for completion)."""
     from infoflow.spec import spec_schema

@@ -12,7 +12,17 @@ from typing import Annotated
 import typer
 
 from infoflow.cli.app import app
-from infoflow.cli.options import BAD_INPUT, Overrides, console, load_for, user_errors
+from infoflow.cli.options import (
+    BAD_INPUT,
+    JSONL_HELP,
+    Overrides,
+    Quiet,
+    Verbose,
+    console,
+    load_for,
+    user_errors,
+)
+from infoflow.cli.progress import progress as progress_display
 
 
 class Scale(StrEnum):
@@ -28,6 +38,36 @@ class Executor(StrEnum):
 class Device(StrEnum):
     cpu = "cpu"
     cuda = "cuda"
+
+
+Threads = Annotated[
+    int | None,
+    typer.Option(
+        min=1, max=4096, help="Torch threads (default: OMP_NUM_THREADS, else the free cores)."
+    ),
+]
+
+
+@contextmanager
+def _free_cores(threads: int | None, device: Device | None) -> Iterator[str]:
+    """Train on ``threads`` torch threads, else on the cores the load leaves free, while the
+    block runs; yield the line that says so (with a warning when the machine is loaded), ""
+    for a CUDA device."""
+    if device == Device.cuda:
+        yield ""
+        return
+    from infoflow.validators.threads import free_cores
+
+    with free_cores(threads) as chosen:
+        yield chosen.line()
+
+
+class PlanFormat(StrEnum):
+    text = "text"
+    jsonl = "jsonl"
+
+
+ESTIMATE_NOTE = "the planned steps times the step time measured on the device (see messages)"
 
 
 @app.command()
@@ -48,23 +88,46 @@ def plan(
         int | None, typer.Option(min=1, max=10**9, help="Override the scale's training steps.")
     ] = None,
     seeds: Annotated[int | None, typer.Option(min=1, max=1000, help="Override the seeds.")] = None,
+    threads: Threads = None,
     overrides: Overrides = None,
+    format: Annotated[
+        PlanFormat, typer.Option("--format", "-f", help="text; jsonl: " + JSONL_HELP + ".")
+    ] = PlanFormat.text,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """The experiments validate would run and their estimated time on the device: for
     retrieval the design (sizes, predicted exponents, the claims they test); for icl_markov
     the K sweeps and clock runs (needs torch)."""
     from infoflow.core.units import parse_duration
 
-    total = 0.0
-    with user_errors(), _needs_torch("plan"):
+    total, jsonl = 0.0, format is PlanFormat.jsonl
+    with user_errors(), _needs_torch("plan"), _free_cores(threads, device) as note:
         seconds = parse_duration("--budget", budget)
         for path in specs:
             loaded, run_plan = load_for("plan", path, overrides)
             chosen = device.value if device else None
             text, estimate = run_plan(loaded, str(path), scale.value, chosen, seconds, steps, seeds)
-            typer.echo(text)
+            typer.echo(_plan_line(loaded.kind, str(path), text, estimate) if jsonl else text)
             total += estimate
-    typer.echo(f"estimated total: {total / 60:.1f} min")
+    if note and not quiet:
+        typer.echo(note, err=True)
+    if not jsonl:
+        typer.echo(f"estimated total: {total / 60:.1f} min")
+
+
+def _plan_line(kind: str, source: str, text: str, seconds: float) -> str:
+    """One spec's plan as a ``--format jsonl`` line: the estimate, the plan's text lines."""
+    from infoflow.core import records
+
+    estimate = {
+        "value": seconds,
+        "unit": "s",
+        "bound": "estimate",
+        "provenance": "measured:step_time",
+    }
+    predictions = {"estimated_seconds": {**estimate, "note": ESTIMATE_NOTE}}
+    return records.line(records.record("plan", kind, source, {}, predictions, text.splitlines()))
 
 
 @contextmanager
@@ -75,9 +138,10 @@ def _needs_torch(command: str) -> Iterator[None]:
     except ModuleNotFoundError as exc:
         if exc.name != "torch":
             raise
-        typer.echo(
-            f"error: {command} needs torch: pip install 'infoflow[validate]' ({exc})", err=True
-        )
+        from infoflow.core.errors import install_hint
+
+        hint = install_hint("torch matplotlib safetensors", "validate")
+        typer.echo(f"error: {command} needs torch: {hint} ({exc})", err=True)
         raise typer.Exit(BAD_INPUT) from None
 
 
@@ -119,12 +183,14 @@ def validate(
     steps: Annotated[int | None, typer.Option(help="Override the scale's training steps.")] = None,
     seeds: Annotated[int | None, typer.Option(help="Override the scale's seeds.")] = None,
     budget: ValidateBudget = None,
-    quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
     overrides: Overrides = None,
     executor: ExecutorOption = Executor.local,
     address: Address = None,
     gpus_per_group: GpusPerGroup = 1.0,
+    threads: Threads = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Train real models and check every prediction that can be tested (needs torch)."""
     from infoflow.core.units import parse_duration
@@ -148,47 +214,12 @@ def validate(
             address=address,
             gpus_per_group=gpus_per_group,
         )
-        with _progress(quiet) as progress:
+        cuda = Device.cuda if gpu else device
+        with _free_cores(threads, cuda) as note, progress_display(quiet, note=note) as progress:
             report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)
-
-
-@contextmanager
-def _progress(quiet: bool) -> Iterator:
-    """A rich progress bar over all training steps (group, step, loss, ETA), or nothing."""
-    if quiet:
-        yield None
-        return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[loss]}"),
-        TextColumn("{task.fields[speed]}"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, transient=False) as bar:
-        task = bar.add_task("training", total=1, loss="", speed="")
-        last: dict[str, int] = {}
-
-        def update(group: str, step: int, total: int, loss: float, speed: str = "") -> None:
-            if group == "start":
-                bar.update(task, total=total)
-                return
-            advance = step - last.get(group, 0)
-            last[group] = step
-            bar.update(
-                task,
-                advance=advance,
-                description=f"{group} step {step}/{total}",
-                loss=f"loss {loss:.4f}",
-                speed=speed,
-            )
-
-        yield update
 
 
 @app.command()
@@ -204,6 +235,8 @@ def calibrate(
     out: Annotated[Path, typer.Option(help="Where to write the new calibration file.")] = Path(
         "calibration.json"
     ),
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Fit the constants of a family's working forms from validation results and write a
     calibration file (point a spec's ``calibration`` field at it)."""
@@ -215,7 +248,7 @@ def calibrate(
 
     table = Table(title=f"{kind} calibration -> {out}")
     for column in ("quantity", "value", "note"):
-        table.add_column(column)
+        table.add_column(column, justify="right" if column == "value" else "left")
     for row in rows:
         table.add_row(*row)
     console().print(table)
@@ -236,6 +269,8 @@ def compile_(
         bool, typer.Option(help="Measure the error against beta and width, fit the exponent.")
     ] = False,
     overrides: Overrides = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """The engine's plan as explicit weights of the validator's model: a witness that the
     architecture represents the target, with its NMSE (exit 2 for a spec the engine calls

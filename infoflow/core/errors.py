@@ -40,3 +40,10 @@ class FieldError(ValueError):
     def __init__(self, field: str, message: str):
         self.field = field
         super().__init__(message)
+
+
+def install_hint(packages: str, extra: str) -> str:
+    """How to install what is missing, in words that work from an installed package and from
+    a clone of the repository (where an extra of a package named infoflow would be looked
+    for on the package index, not in the clone)."""
+    return f"pip install {packages} (or, in a clone of infoflow: pip install -e '.[{extra}]')"

@@ -14,8 +14,6 @@ from cached text) gives the JSON form without sympy too.
 
 from __future__ import annotations
 
-import html
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +21,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from infoflow.core.spec_base import SpecBase
+from infoflow.core.tables import Tabular
 from infoflow.core.version import __version__
 
 if TYPE_CHECKING:
@@ -39,7 +38,7 @@ Value = int | float | bool | str | list[Any] | None
 
 
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(Tabular):
     """One predicted quantity.
 
     ``provenance`` is a tag (``paper:summary``, ``paper:figure``, ``derived``,
@@ -56,6 +55,17 @@ class Prediction:
     note: str = ""
     formula: Formula = field(default=None, compare=False, repr=False)
     interval: tuple[float, float] | None = None  # where the value is known to lie
+
+    def headers(self) -> tuple[str, ...]:
+        return (*COLUMNS[1:], "expression")
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The prediction as one row: value, unit, bound, provenance, note, expression."""
+        data = self.to_json()
+        return [{key: data.get(key) for key in self.headers()}]
+
+    def caption(self) -> str:
+        return f"{self.provenance} ({self.bound})"
 
     @cached_property
     def expression(self) -> sympy.Expr | None:
@@ -95,8 +105,9 @@ class Prediction:
 
 
 @dataclass(frozen=True)
-class Result:
-    """All predictions for one spec."""
+class Result(Tabular):
+    """All predictions for one spec: a mapping of names to predictions, and a table (rows,
+    Markdown, HTML, a DataFrame)."""
 
     kind: str
     spec: SpecBase
@@ -124,35 +135,17 @@ class Result:
             rows.append({"name": name, **{k: data[k] for k in COLUMNS[1:]}})
         return rows
 
-    def to_dataframe(self):
-        """The rows as a pandas DataFrame (pandas is optional: installed separately)."""
-        try:
-            import pandas
-        except ModuleNotFoundError:
-            raise ModuleNotFoundError("to_dataframe needs pandas: pip install pandas") from None
-        return pandas.DataFrame(self.rows(), columns=list(COLUMNS))
+    def headers(self) -> tuple[str, ...]:
+        return COLUMNS
 
-    def _repr_markdown_(self) -> str:
-        """The table Jupyter shows (Markdown), every cell escaped."""
-        head = f"**{_cell(self.source or self.kind)}** · {self.kind}\n\n"
-        lines = ["| " + " | ".join(COLUMNS[:5]) + " |", "|" + "---|" * 5]
-        for row in self.rows():
-            lines.append("| " + " | ".join(_cell(row[c]) for c in COLUMNS[:5]) + " |")
-        notes = "".join(f"\n\n{_cell(m)}" for m in self.messages)
-        return head + "\n".join(lines) + notes
+    def shown(self) -> tuple[str, ...]:
+        return COLUMNS[:5]  # the note is each row's tooltip
 
-    def _repr_html_(self) -> str:
-        """The table Jupyter shows (HTML), every cell escaped; notes as tooltips."""
-        cells = "".join(f"<th>{c}</th>" for c in COLUMNS[:5])
-        body = "".join(
-            f'<tr title="{html.escape(str(row["note"]))}">'
-            + "".join(f"<td>{html.escape(_text(row[c]))}</td>" for c in COLUMNS[:5])
-            + "</tr>"
-            for row in self.rows()
-        )
-        caption = f"<caption>{html.escape(self.source or self.kind)} · {self.kind}</caption>"
-        notes = "".join(f"<p>{html.escape(m)}</p>" for m in self.messages)
-        return f"<table>{caption}<tr>{cells}</tr>{body}</table>{notes}"
+    def caption(self) -> str:
+        return f"{self.source or self.kind} · {self.kind}"
+
+    def notes(self) -> tuple[str, ...]:
+        return self.messages
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -165,16 +158,3 @@ class Result:
         if self.messages:
             out["messages"] = list(self.messages)
         return out
-
-
-def _text(value: Any) -> str:
-    """A cell's text: JSON for lists and objects, as the CLI prints them."""
-    return json.dumps(value) if isinstance(value, list | dict) else str(value)
-
-
-def _cell(value: Any) -> str:
-    """A Markdown table cell: what a user wrote cannot break the table or format itself."""
-    text = _text(value).replace("\\", "\\\\").replace("|", "\\|")
-    for mark in "*_`[]<>#":
-        text = text.replace(mark, "\\" + mark)
-    return " ".join(text.split())

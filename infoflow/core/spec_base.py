@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
+from infoflow.core.tables import Tabular, flat
+
 
 class StrictModel(BaseModel):
     """A spec section: unknown fields are errors, so a typo cannot pass silently; nor can a
@@ -41,8 +43,9 @@ def _numeric(annotation: Any) -> bool:
     return False
 
 
-class SpecBase(StrictModel):
-    """Fields common to every spec; each family adds ``kind`` as a literal and its own."""
+class SpecBase(StrictModel, Tabular):
+    """Fields common to every spec; each family adds ``kind`` as a literal and its own. In a
+    notebook a spec is a table of its fields (dotted paths) and the values set."""
 
     description: str | None = Field(None, description="Free text: what this spec is and why.")
     sweep: dict[str, list[Any]] | None = Field(
@@ -50,6 +53,21 @@ class SpecBase(StrictModel):
         description="A grid: dotted field paths to lists of values (seq_len: [8, 16]); the "
         "spec stands for every combination. Predictions are made once per point.",
     )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per field that is set (nested fields as dotted paths), the description
+        aside (the table's note)."""
+        data = flat(self.model_dump(mode="json", exclude={"description"}, exclude_none=True))
+        return [{"field": key, "value": value} for key, value in data.items()]
+
+    def headers(self) -> tuple[str, ...]:
+        return ("field", "value")
+
+    def caption(self) -> str:
+        return f"{getattr(self, 'kind', 'spec')} spec"
+
+    def notes(self) -> tuple[str, ...]:
+        return (self.description,) if self.description else ()
 
 
 def existing_path(value: str | None, info: ValidationInfo, what: str, folder: bool) -> str | None:

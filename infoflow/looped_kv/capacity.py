@@ -1,18 +1,22 @@
 """``infoflow plot``: a looped_kv spec's serving capacity (the largest batch that fits the
 budget) against the context length, one line per way of storing the cache (the rows of
-``infoflow compare``, at the spec's ranks), written as a PNG (matplotlib, the validate
-extra)."""
+``infoflow compare``, at the spec's ranks): a matplotlib Figure (the validate extra),
+which ``infoflow plot`` writes as an image."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from infoflow.core.errors import SpecError
+from infoflow.core.errors import SpecError, install_hint
 from infoflow.core.files import write_with
 from infoflow.looped_kv.compare import ROWS
 from infoflow.looped_kv.predict import predict_looped_kv
 from infoflow.looped_kv.spec import RANKED, Codec, LoopedKVSpec, rank_limit
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CONTEXTS = [2**k for k in range(10, 21)]  # 1k to 1M tokens
 
@@ -27,55 +31,58 @@ def capacities(spec: LoopedKVSpec) -> dict[str, list[int]]:
     return out
 
 
-def plot(spec: LoopedKVSpec, out: str = "capacity.png", source: str = "<spec>") -> str:
-    """Draw the capacities into ``out``; return what was written, in a line."""
+def plot(spec: LoopedKVSpec, out: str | Path | None = None, source: str = "<spec>") -> Figure:
+    """The capacities as a matplotlib Figure (saved to ``out`` when given, its format from
+    the suffix). The figure is built without pyplot: the caller's backend and figures are
+    left alone, and a notebook shows it as the cell's value."""
     if spec.serving.memory_budget_gib is None and spec.serving.device_bytes is None:
-        raise SpecError(
-            source,
-            [
-                (
-                    "serving",
-                    "a capacity needs a budget: memory_budget_gib, device_memory_gib or device",
-                )
-            ],
-        )
+        message = "a capacity needs a budget: memory_budget_gib, device_memory_gib or device"
+        raise SpecError(source, [("serving", message)])
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
+        from matplotlib.text import Text
     except ModuleNotFoundError:
-        raise SpecError(
-            source, [(None, "plot needs matplotlib: pip install 'infoflow[validate]'")]
-        ) from None
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    formats = fig.canvas.get_supported_filetypes()
-    suffix = Path(out).suffix.lower().lstrip(".")
-    if suffix not in formats:
-        plt.close(fig)
-        known = ", ".join(sorted(formats))
-        raise SpecError(
-            "--out", [(None, f"{out!r}: not an image format matplotlib writes ({known})")]
-        )
-    lines = capacities(spec)
-    for variant, batches in lines.items():
+        hint = install_hint("matplotlib", "validate")
+        raise SpecError(source, [(None, f"plot needs matplotlib: {hint}")]) from None
+    fig = Figure(figsize=(7, 4.2))
+    if out is not None:
+        _check_format(fig, Path(out))
+    ax = fig.subplots()
+    for variant, batches in capacities(spec).items():
         shown = [b if b > 0 else math.nan for b in batches]  # log axis: no zeros
         ax.plot(CONTEXTS, shown, marker="o", markersize=3, label=variant)
-    title = f"{spec.model.name}: serving capacity"
     ax.set(
         xscale="log",
         yscale="log",
         xlabel="context (tokens per sequence)",
         ylabel="max batch (sequences)",
-        title=title,
+        title=f"{spec.model.name}: serving capacity",
     )
     ax.legend(fontsize=8, title=_ranks(spec), title_fontsize=8)
-    for text in fig.findobj(matplotlib.text.Text):  # a model name with $ is not mathtext
+    for text in fig.findobj(Text):  # a model name with $ is not mathtext
         text.set_parse_math(False)
     fig.tight_layout()
-    write_with(Path(out), lambda temporary: fig.savefig(temporary, dpi=110))
-    plt.close(fig)
-    return f"wrote {out}: {len(lines)} codecs, contexts {CONTEXTS[0]:,} to {CONTEXTS[-1]:,}\n"
+    if out is not None:
+        write_with(Path(out), lambda temporary: fig.savefig(temporary, dpi=110))
+    return fig
+
+
+def plot_command(spec: LoopedKVSpec, out: str = "capacity.png", source: str = "<spec>") -> str:
+    """``infoflow plot``: draw the capacities into ``out``; return what was written, in a
+    line."""
+    figure = plot(spec, out, source)
+    codecs = len(figure.axes[0].get_lines())
+    return f"wrote {out}: {codecs} codecs, contexts {CONTEXTS[0]:,} to {CONTEXTS[-1]:,}\n"
+
+
+def _check_format(fig: Figure, out: Path) -> None:
+    """A SpecError (on ``--out``) when matplotlib writes no image format by ``out``'s
+    suffix."""
+    formats = fig.canvas.get_supported_filetypes()
+    if out.suffix.lower().lstrip(".") not in formats:
+        known = ", ".join(sorted(formats))
+        message = f"{str(out)!r}: not an image format matplotlib writes ({known})"
+        raise SpecError("--out", [(None, message)])
 
 
 def _variants(spec: LoopedKVSpec) -> list[str]:

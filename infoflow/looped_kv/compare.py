@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from infoflow.core import records
 from infoflow.core.errors import SpecError
 from infoflow.looped_kv.predict import VARIANTS, predict_looped_kv
 from infoflow.looped_kv.spec import RANKED, Codec, LoopedKVSpec, rank_limit
@@ -24,8 +25,8 @@ COLUMNS = {  # prediction -> column header
 
 
 def compare(spec: LoopedKVSpec, format: str = "table", source: str = "<spec>") -> str:
-    """The comparison as a table, Markdown or JSON (one object per codec); ``source`` names
-    the spec in errors."""
+    """The comparison as a table, Markdown, JSON (one object per codec) or JSON lines (one
+    line per codec, the shape of :mod:`infoflow.core.records`); ``source`` names the spec."""
     model, codec = spec.model, spec.codec
     if model.latent_attention or model.sliding_window or model.mamba:
         raise SpecError(source, [("model", "codecs are compared on per-head caches only")])
@@ -44,6 +45,8 @@ def compare(spec: LoopedKVSpec, format: str = "table", source: str = "<spec>") -
                 )
             ],
         )
+    if format == "jsonl":
+        return "".join(records.line(_record(spec, variant, source)) + "\n" for variant in ROWS)
     rows = [_row(spec, variant) for variant in ROWS]
     if format == "json":
         return json.dumps(rows, indent=2, allow_nan=False) + "\n"
@@ -52,20 +55,37 @@ def compare(spec: LoopedKVSpec, format: str = "table", source: str = "<spec>") -
     return _table(spec, rows)
 
 
+def _record(spec: LoopedKVSpec, variant: str, source: str) -> dict:
+    """One codec's ``--format jsonl`` line: its point (the codec) and every prediction there,
+    or a message when the spec's ranks do not fit it."""
+    ranks, at, reason = _at(spec, variant)
+    point = {"codec.variant": variant, **{f"codec.{k}": v for k, v in ranks.items()}}
+    if at is None:
+        return records.record("compare", spec.kind, source, point, {}, [reason])
+    return records.of_result("compare", predict_looped_kv(at), source, point)
+
+
 def _row(spec: LoopedKVSpec, variant: str) -> dict:
     """One codec's predictions (a reason instead when the spec's ranks do not fit it)."""
-    ranks = {"r_k": spec.codec.r_k, "r_v": spec.codec.r_v} if variant in RANKED else {}
+    ranks, at, reason = _at(spec, variant)
     row = {"variant": variant, "keeps": VARIANTS[variant], **ranks}
-    limit, formula = rank_limit(spec.model, variant)
-    if ranks and max(ranks.values()) > limit:
-        return {**row, "reason": f"rank above {formula} = {limit}"}
-    point = spec.model_copy(update={"codec": Codec(variant=variant, **ranks)})
-    result = predict_looped_kv(point)
+    if at is None:
+        return {**row, "reason": reason}
+    result = predict_looped_kv(at)
     for name in COLUMNS:
         if name in result.predictions:
             row[name] = result[name].value
     row["provenance"] = result["kv_bytes_per_token_compressed"].provenance
     return row
+
+
+def _at(spec: LoopedKVSpec, variant: str) -> tuple[dict, LoopedKVSpec | None, str]:
+    """The codec's ranks and the spec with that codec, or None and why the ranks do not fit."""
+    ranks = {"r_k": spec.codec.r_k, "r_v": spec.codec.r_v} if variant in RANKED else {}
+    limit, formula = rank_limit(spec.model, variant)
+    if ranks and max(ranks.values()) > limit:
+        return ranks, None, f"rank above {formula} = {limit}"
+    return ranks, spec.model_copy(update={"codec": Codec(variant=variant, **ranks)}), ""
 
 
 def _cells(row: dict) -> list[str]:

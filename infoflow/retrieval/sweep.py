@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 import sympy
 
+from infoflow.core import records
 from infoflow.core.errors import SpecError
+from infoflow.core.tables import Tabular
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.laws import E, T, d, n
 from infoflow.retrieval.mechanisms import kth
@@ -48,10 +50,12 @@ MAX_POINTS = 10_000_000
 
 
 @dataclass(frozen=True)
-class Sweep:
+class Sweep(Tabular):
     """Every point of a sweep: ``grids`` (each swept field's values, in grid order),
     ``index`` (per field, each point's position in its grid) and ``columns`` (per
-    prediction, one array entry per point; an infinite exponent is ``inf``)."""
+    prediction, one array entry per point; an infinite exponent is ``inf``). As a table
+    (``rows()``, ``to_dataframe()``, a notebook's display): one row per point, the swept
+    fields then the predictions."""
 
     grids: dict[str, list[Any]]
     index: dict[str, np.ndarray]
@@ -63,6 +67,24 @@ class Sweep:
     def point(self, i: int) -> dict[str, Any]:
         """The swept values of point ``i``."""
         return {key: grid[self.index[key][i]] for key, grid in self.grids.items()}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per point: its swept values, then :data:`COLUMNS`."""
+        fields = {
+            key: [grid[j] for j in self.index[key].tolist()] for key, grid in self.grids.items()
+        }
+        fields |= {column: self.columns[column].tolist() for column in COLUMNS}
+        for column in ("efficient", "feasible"):  # stored as 0.0 / 1.0
+            fields[column] = [bool(value) for value in fields[column]]
+        return [
+            dict(zip(fields, values, strict=True)) for values in zip(*fields.values(), strict=True)
+        ]
+
+    def headers(self) -> tuple[str, ...]:
+        return (*self.grids, *COLUMNS)
+
+    def caption(self) -> str:
+        return f"sweep: {len(self):,} points"
 
 
 def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
@@ -187,31 +209,31 @@ def _get(data: dict, key: str) -> Any:
 def sweep_lines(spec: RetrievalSpec, format: str, name: str = "<spec>") -> Iterator[str]:
     """``infoflow sweep``: evaluate every point now (a bad point is a SpecError before any
     output), then the lines of :func:`lines`."""
-    return lines(sweep(spec, name), format)
+    return lines(sweep(spec, name), format, name)
 
 
-def lines(result: Sweep, format: str) -> Iterator[str]:
-    """The sweep as text, a line at a time: JSON (one object per point, numbers as
-    ``predict`` writes them) or a compact table (a header, then one row per point)."""
+def lines(result: Sweep, format: str, name: str = "<spec>") -> Iterator[str]:
+    """The sweep as text, a line at a time: ``json`` (one object per point, numbers as
+    ``predict`` writes them), ``jsonl`` (the scripting shape of :mod:`infoflow.core.records`)
+    or an aligned table (a header, then one row per point; numbers right-aligned)."""
     keys = list(result.grids)
     fields = []
     for key, grid in result.grids.items():
         text = [json.dumps(value) for value in grid]
         fields.append([text[j] for j in result.index[key].tolist()])
     cols = {c: result.columns[c].tolist() for c in COLUMNS}
-    fields += [
-        [_number(v) for v in cols["cost_exponent"]],
-        [_number(v, whole=False) for v in cols["param_cost"]],
-        [_number(v) for v in cols["min_cost_exponent"]],
-        [_number(v) for v in cols["num_comparisons"]],
-        ["true" if v else "false" for v in cols["efficient"]],
-        ["true" if v else "false" for v in cols["feasible"]],
-    ]
+    numbers = {"cost_exponent": True, "param_cost": False, "min_cost_exponent": True}
+    numbers["num_comparisons"] = True
+    text = _value if format == "jsonl" else _number
+    fields += [[text(v, whole) for v in cols[c]] for c, whole in numbers.items()]
+    fields += [["true" if v else "false" for v in cols[c]] for c in ("efficient", "feasible")]
     names = {what: json.dumps(what) for what in set(cols["bottleneck"])}
     fields.append([names[what] for what in cols["bottleneck"]])
     if format == "table":
-        yield "  ".join([*keys, *COLUMNS])
-        template = "  ".join(["{}"] * len(fields))
+        yield from _table([*keys, *COLUMNS], fields)
+        return
+    if format == "jsonl":
+        template = _jsonl_template(keys, name)
     else:
         quoted = [json.dumps(k).replace("{", "{{").replace("}", "}}") for k in keys]
         where = ", ".join(f"{k}: {{}}" for k in quoted)
@@ -219,6 +241,46 @@ def lines(result: Sweep, format: str) -> Iterator[str]:
         template = '{{"point": {{' + where + "}}, " + values + "}}"
     for parts in zip(*fields, strict=True):
         yield template.format(*parts)
+
+
+def _table(header: list[str], fields: list[list[str]]) -> Iterator[str]:
+    """Aligned rows: each column as wide as its widest cell, numbers right-aligned."""
+    widths = [max([len(h), *map(len, column)]) for h, column in zip(header, fields, strict=True)]
+    right = [all(_numeric(cell) for cell in column) for column in fields]
+    cells = (h.rjust(w) if r else h.ljust(w) for h, w, r in zip(header, widths, right, strict=True))
+    yield "  ".join(cells).rstrip()
+    for parts in zip(*fields, strict=True):
+        cells = (
+            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(parts, widths, right, strict=True)
+        )
+        yield "  ".join(cells).rstrip()
+
+
+def _numeric(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return cell == "null"
+    return True
+
+
+def _jsonl_template(keys: list[str], name: str) -> str:
+    """A format string of one jsonl line, with a slot per swept value and per prediction."""
+    head = records.line(records.record("sweep", "retrieval", name))
+    head = head.replace("{", "{{").replace("}", "}}")
+    quoted = [json.dumps(k).replace("{", "{{").replace("}", "}}") for k in keys]
+    where = "{{" + ", ".join(f"{k}: {{}}" for k in quoted) + "}}"
+    values = "{{" + ", ".join(f'"{c}": {{{{"value": {{}}}}}}' for c in COLUMNS) + "}}"
+    head = head.replace('"point": {{}}', f'"point": {where}')
+    return head.replace('"predictions": {{}}', f'"predictions": {values}')
+
+
+def _value(value: float, whole: bool = True) -> str:
+    """What follows ``{"value": `` in a jsonl prediction: the number as :func:`_number`
+    writes it, or null and a note saying what it was."""
+    if np.isfinite(value):
+        return _number(value, whole)
+    return f'null, "note": "not a finite number: {value}"'
 
 
 def _number(value: float, whole: bool = True) -> str:

@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from infoflow.core.tables import Tabular
+
 Verdict = Literal["confirmed", "refuted", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("confirmed", "refuted", "inconclusive")
 
@@ -29,9 +31,13 @@ VERDICTS: tuple[Verdict, ...] = ("confirmed", "refuted", "inconclusive")
 KINDS = ("paper", "reproduction", "reconstruction", "construction", "engineering")
 
 
+#: A claim's columns as a table (its JSON form's keys, ``derived_from`` aside).
+CLAIM_COLUMNS = ("id", "kind", "claim", "verdict", "predicted", "measured", "tolerance", "reason")
+
+
 @dataclass(frozen=True)
-class Claim:
-    """One prediction against one measurement."""
+class Claim(Tabular):
+    """One prediction against one measurement (in a notebook: a one-row table)."""
 
     id: str
     statement: str
@@ -79,6 +85,31 @@ class Claim:
         """Inconclusive: the measurement cannot decide the claim, for ``reason``."""
         verdict: Verdict = "inconclusive"
         return cls(id, statement, predicted, measured, tolerance, verdict, reason, derived_from)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Claim:
+        """The claim whose JSON form (report.json's) is ``data``."""
+        return cls(
+            data.get("id", ""),
+            data["claim"],
+            data["predicted"],
+            data["measured"],
+            data["tolerance"],
+            data["verdict"],
+            data.get("reason", ""),
+            data.get("derived_from"),
+            data.get("kind", ""),
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        data = self.to_json()
+        return [{key: data.get(key) for key in CLAIM_COLUMNS}]
+
+    def headers(self) -> tuple[str, ...]:
+        return CLAIM_COLUMNS
+
+    def caption(self) -> str:
+        return f"{self.kind or 'claim'}: {self.verdict}"
 
     def prefixed(self, prefix: str) -> Claim:
         """The same claim about one group of several: its id ``prefix/id``, its statement

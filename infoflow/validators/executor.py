@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from infoflow.core.errors import SpecError
+from infoflow.core.errors import SpecError, install_hint
 from infoflow.core.text import one_line
 from infoflow.families import family
 from infoflow.validators.ensemble import deterministic
@@ -26,9 +26,12 @@ from infoflow.validators.store import Recorder
 
 
 def train_local(jobs: list[Job], context: Context) -> None:
-    """Train ``jobs`` one after another in this process."""
+    """Train ``jobs`` one after another in this process (a job that stops early counts
+    its remaining steps as done)."""
     for job in jobs:
         train_job(job, context)
+        if context.progress:
+            context.progress(job.name, job.steps, job.steps)
 
 
 def train_job(job: Job, context: Context) -> None:
@@ -58,9 +61,8 @@ def train_on_ray(
     try:
         import ray
     except ModuleNotFoundError:
-        raise SpecError(
-            "--executor ray", [(None, "Ray is not installed: pip install 'infoflow[ray]'")]
-        ) from None
+        hint = install_hint("ray", "ray")
+        raise SpecError("--executor ray", [(None, f"Ray is not installed: {hint}")]) from None
     if not jobs:
         return
     try:
@@ -83,7 +85,7 @@ def train_on_ray(
             recorder.restore(_result(ray, done[0]))
             recorder.replay(context.store)
             if context.progress:
-                context.progress(job.name, job.steps, job.steps, 0.0)
+                context.progress(job.name, job.steps, job.steps)
     finally:
         if address is None:  # the cluster this run started
             ray.shutdown()

@@ -1,22 +1,38 @@
-"""What every family's plots share: matplotlib without a screen, and one way to save a
-figure. The plots themselves live with their family (``<family>/plots.py``)."""
+"""What every family's plots share: figures that leave the user's matplotlib backend alone
+(a :class:`matplotlib.figure.Figure` made directly, never pyplot's, so a notebook's inline
+figures keep working), names drawn as written, one way to save a figure, and the learning
+curves of a group. The families' own plots live with them (``<family>/plots.py``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infoflow.core.files import write_with
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def pyplot() -> Any:
-    """matplotlib.pyplot on the Agg backend (no screen needed)."""
+#: A group's curves: metric -> member -> [(step, value)].
+Curves = dict[str, dict[str, list[tuple[int, float]]]]
+#: Horizontal lines a panel draws: metric -> [(value, what it is)].
+Floors = dict[str, list[tuple[float, str]]]
+
+
+def subplots(*args: Any, figsize: tuple[float, float] = (6.4, 4.8), **kwargs: Any):
+    """``(figure, axes)`` as ``pyplot.subplots`` makes them, on a figure pyplot does not
+    hold (saved by :func:`save`, shown by a notebook when returned)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*args, **kwargs)
+
+
+def colormap(name: str):
+    """matplotlib's colour map ``name``."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return matplotlib.colormaps[name]
 
 
 def plain_text(fig) -> None:
@@ -24,6 +40,8 @@ def plain_text(fig) -> None:
     drawn as written: a name with ``$`` in it is not mathtext (which would fail on it, after
     the training it plots). Tick labels keep mathtext: a log axis writes 10^k with it."""
     texts = [*fig.texts, getattr(fig, "_suptitle", None)]
+    for legend in fig.legends:
+        texts += [legend.get_title(), *legend.get_texts()]
     for ax in fig.axes:
         texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
         texts += ax.texts
@@ -36,10 +54,39 @@ def plain_text(fig) -> None:
 
 
 def save(fig, path: Path) -> Path:
-    """Lay out, write at 110 dpi (whole or not at all) and close ``fig``; texts as written."""
-    plt = pyplot()
+    """Lay out and write ``fig`` at 110 dpi (whole or not at all), its texts as written."""
     plain_text(fig)
-    fig.tight_layout()
-    write_with(path, lambda temporary: fig.savefig(temporary, dpi=110))
-    plt.close(fig)
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
+    write_with(path, lambda temporary: fig.savefig(temporary, dpi=110, format=path.suffix[1:]))
     return path
+
+
+def learning_curves(title: str, curves: Curves, floors: Floors | None = None) -> Figure:
+    """One panel per metric of ``curves`` (its value against the step, both on log scales),
+    one line per member, and each of the metric's ``floors`` (the threshold a claim uses) a
+    black horizontal line (dashed, dotted, ...); one legend beside the panels; names drawn as
+    written."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.4 * len(curves) + 3.0, 4.0), layout="constrained")
+    colours, legend = colormap("viridis"), {}
+    for ax, (metric, members) in zip(
+        fig.subplots(1, len(curves), squeeze=False)[0], curves.items(), strict=True
+    ):
+        for i, (member, points) in enumerate(members.items()):
+            steps, values = zip(*points, strict=True) if points else ((), ())
+            colour = colours(i / max(1, len(members) - 1))
+            legend[member] = ax.plot(steps, values, color=colour, linewidth=1, label=member)[0]
+        for j, (value, what) in enumerate((floors or {}).get(metric, [])):
+            style = ("--", ":", "-.")[j % 3]
+            legend[what] = ax.axhline(value, color="black", linestyle=style, linewidth=0.9)
+            legend[what].set_label(what)
+        ax.set(xscale="log", yscale="log", xlabel="step", ylabel=metric, title=metric)
+    fig.suptitle(title)
+    columns = 1 + len(legend) // 30
+    fig.legend(
+        list(legend.values()), list(legend), loc="outside right upper", fontsize=6, ncols=columns
+    )
+    plain_text(fig)
+    return fig

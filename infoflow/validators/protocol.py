@@ -22,7 +22,6 @@ The registry (:mod:`infoflow.families`) names each family's validator object.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -37,9 +36,19 @@ if TYPE_CHECKING:
     from infoflow.validators.claims import Section
     from infoflow.validators.store import Recorder, Store
 
-#: A progress report: (group, step, total steps, mean loss[, speed]); group "start" gives the
-#: total; speed is a short text (tokens per second and MFU) where the trainer measures it.
-Progress = Callable[..., None]
+
+class Progress(Protocol):
+    """Where a run is, for a display: a call per training step of a group (its mean loss at
+    the steps that measure it, else None; speed: a short text, tokens per second and MFU,
+    where the trainer measures it), and :meth:`phase` at each stage of the run."""
+
+    def __call__(
+        self, group: str, step: int, total: int, loss: float | None = None, speed: str = ""
+    ) -> None: ...
+
+    def phase(self, name: str, detail: str = "", total: int = 0) -> None:
+        """A stage begins: planning, training (``total`` steps of all groups), judging,
+        writing; ``detail`` says what on."""
 
 
 class CannotValidate(Exception):
@@ -114,6 +123,11 @@ class Experiment(Protocol):
 
 
 class Validator(Protocol):
+    """A family's validator. Optional: ``preregister(experiment)``, the criterion that
+    decides its verdicts, recorded before training; ``floors(section)``, each group's
+    thresholds its claims use (group -> metric -> [(value, what)]), drawn on its learning
+    curves."""
+
     kind: str
 
     def scale(

@@ -60,6 +60,7 @@ def markdown(report: dict) -> str:
     for spec in report["specs"]:
         lines += family(spec["kind"]).load_validator().markdown(spec)
     lines += _speeds(report.get("throughput") or {})
+    lines += _exports(report.get("exports") or {})
     if report["skipped"]:
         lines += ["", "## Not validated", ""]
         lines += [
@@ -116,14 +117,53 @@ def _speeds(throughput: dict[str, dict]) -> list[str]:
     return lines
 
 
+def _exports(exports: dict[str, Any]) -> list[str]:
+    """Where the run's measurements went besides this report (report.json's ``exports``)."""
+    if not exports:
+        return []
+    if "error" in exports:
+        return ["", f"Exports: not all written ({markdown_text(exports['error'])})."]
+    curves = ", ".join(markdown_code(name) for name in exports["curves"]) or "none"
+    return [
+        "",
+        "## Exports",
+        "",
+        f"- every metric of every member, long form: {markdown_code(exports['metrics'])}",
+        f"- learning curves, one figure per group: {curves}",
+        f"- TensorBoard: {markdown_text(exports['tensorboard'])}",
+    ]
+
+
 def number(value: float | None, spec: str = ".3g") -> str:
     """A measured number for a table; ``-`` for a missing (or non-finite) one."""
     return "-" if value is None else format(value, spec)
 
 
+def decimals(values: list[Any], digits: int = 3) -> int | None:
+    """The decimal places that give the largest finite float of ``values`` ``digits``
+    significant digits (None when there is none): the one precision of an interval."""
+    finite = [abs(v) for v in values if _finite(v) and v]
+    return None if not finite else digits - 1 - math.floor(math.log10(max(finite)))
+
+
+def interval(value: dict | None) -> str:
+    """``median [low, high]``, all three at one precision (3 significant digits of the
+    largest); ``-`` for none."""
+    if not value or value.get("median") is None:
+        return "-"
+    shown = rounded({key: value.get(key) for key in ("median", "low", "high")})
+    median, low, high = (number(shown[key], "g") for key in ("median", "low", "high"))
+    return f"{median} [{low}, {high}]"
+
+
 def rounded(data: Any, digits: int = 3) -> Any:
-    """``data`` with every float to ``digits`` significant digits (for reading, not for
-    report.json)."""
+    """``data`` with every float to ``digits`` significant digits, those of an interval (a
+    dict with ``low`` and ``high``) to one precision, that of its largest (for reading, not
+    for report.json)."""
+    if isinstance(data, dict) and {"low", "high"} <= data.keys():
+        places = decimals(list(data.values()), digits)
+        if places is not None:
+            return {k: round(v, places) if _finite(v) else v for k, v in data.items()}
     if isinstance(data, dict):
         return {key: rounded(value, digits) for key, value in data.items()}
     if isinstance(data, list):
@@ -131,6 +171,10 @@ def rounded(data: Any, digits: int = 3) -> Any:
     if isinstance(data, float) and math.isfinite(data):
         return float(f"{data:.{digits}g}")
     return data
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def claims_markdown(claims: list[dict]) -> list[str]:

@@ -1,5 +1,5 @@
 """``infoflow validate``: spec files and :class:`Options` in; the database, ``report.json``,
-``report.md`` and the plots out.
+``report.md``, the plots and the exports (``metrics.csv``, learning curves, TensorBoard) out.
 
 The pipeline reads as its stages, each family taking part through its validator
 (:mod:`~infoflow.validators.protocol`), found in the registry by the spec's kind:
@@ -8,7 +8,8 @@ The pipeline reads as its stages, each family taking part through its validator
 2. register: the run and every job's group in the database (``--resume`` continues it);
 3. train: the unfinished jobs, here or as Ray tasks (:mod:`~infoflow.validators.executor`);
 4. judge: each experiment's trained models into measurements and claims;
-5. write: the reports (:mod:`~infoflow.validators.report`) and each family's plots.
+5. write: the exports (:mod:`~infoflow.validators.exports`), the reports
+   (:mod:`~infoflow.validators.report`) and each family's plots.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
 from infoflow.validators.claims import VERDICTS, Section, tally
 from infoflow.validators.executor import train_local, train_on_ray
+from infoflow.validators.exports import write_exports
 from infoflow.validators.folder import locked
 from infoflow.validators.identity import differences
 from infoflow.validators.protocol import (
@@ -97,6 +99,8 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     """Validate ``paths`` (every bundled spec when empty) into ``options.out``, which this
     process holds locked meanwhile; return the report (report.json's content)."""
     device = pick_device(options.gpu, options.device)
+    if progress:
+        progress.phase("planning", "(measuring the step time where it is not cached)")
     planned = plan(paths or bundled_specs(), options, device.type)
     with locked(options.out):
         store = register(planned, options, device)
@@ -109,6 +113,11 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             times = (store.first_started(), finished)
             report = _report(planned, sections, options, device, times, superseded(planned, store))
             report["throughput"] = throughput(planned, store)
+            if progress:
+                progress.phase("writing", f"the reports and plots to {options.out}")
+            validators = [validator for validator, _ in planned.experiments]
+            judged = list(zip(validators, sections, strict=True))
+            report["exports"] = write_exports(options.out, store, judged)
         finally:
             store.close()
         write_reports(options.out, report)
@@ -206,9 +215,11 @@ def register(planned: Plan, options: Options, device: torch.device) -> Store:
             stale.unlink(missing_ok=True)
     store = Store(database)
     store.verify()
+    _keep_threads(store, device)
     settings = {
         "families": _settings(planned),
         "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
         "python": platform.python_version(),
     }
     store.start_run(_now(), _scale_name(options), str(device), settings)
@@ -267,7 +278,7 @@ def train(planned: Plan, context: Context, options: Options) -> None:
     """Train every job the database does not hold as finished."""
     pending = [job for job in planned.jobs if not context.store.group_done(job.name)]
     if context.progress:
-        context.progress("start", 0, sum(job.steps for job in pending), 0.0)
+        context.progress.phase("training", total=sum(job.steps for job in pending))
     if options.executor == "ray":
         train_on_ray(pending, context, options.address, options.gpus_per_group)
     else:
@@ -278,6 +289,8 @@ def judge(planned: Plan, context: Context) -> list[Section]:
     """Each experiment's measurements and claims; the claims also go to the database."""
     sections = []
     for validator, experiment in planned.experiments:
+        if context.progress:
+            context.progress.phase("judging", experiment.name)
         section = validator.judge(experiment, context)
         for claim in section.claims:
             context.store.record_claim(experiment.name, claim)
@@ -306,6 +319,17 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
         "superseded": replaced,
         "non_finite": non_finite,
     }
+
+
+def _keep_threads(store: Store, device: torch.device) -> None:
+    """A resumed CPU run trains on the thread count it started with: float sums depend on
+    it, and a resumed run reproduces the uninterrupted one."""
+    recorded = store.first_settings().get("threads")
+    if device.type != "cpu" or not isinstance(recorded, int) or recorded < 1:
+        return
+    if recorded != torch.get_num_threads():
+        torch.set_num_threads(recorded)
+        print(f"note: torch threads: {recorded}, as when this run started", file=sys.stderr)
 
 
 def _settings(planned: Plan) -> dict[str, dict]:
@@ -337,9 +361,10 @@ def pick_device(gpu: bool, device: str | None) -> torch.device:
 
 
 def bundled_specs() -> list[Path]:
-    """specs/*/*.json of the working directory, else of the source checkout: the first of
-    the two that holds any (SpecError, exit 2, when neither does)."""
-    for root in (Path.cwd() / "specs", Path(infoflow.__file__).resolve().parent.parent / "specs"):
+    """specs/*/*.json of the working directory, else the bundled ones (the checkout's, or
+    the installed package's): the first of the two that holds any (SpecError, exit 2, when
+    neither does)."""
+    for root in (Path.cwd() / "specs", infoflow.specs.root()):
         if root.is_dir():
             found = sorted(root.glob("*/*.json"))
             if found:

@@ -3,15 +3,16 @@
 A step costs about ``overhead + flops * per_flop`` seconds: a fixed part (Python, kernel
 launches, the optimiser's loop) and a part proportional to the step's floating-point work.
 Both constants are measured on the machine at hand, with a few timed steps of a small and a
-large stacked ensemble, and cached per device, thread count, torch version and probe
-(``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). The generic probe (:class:`Probe`: pre-LN
-attention and MLP blocks on a member axis, torch's AdamW) has the shape of what every family
-trains; a family whose own stack costs more per FLOP (masks, a per-member optimiser) gives
-its own pair (:class:`Probes`), so that its estimates are measured on what it trains. For a
-CUDA device on a machine without one, the model is an assumption stated in
-:data:`ASSUMED_H200` (docs say so wherever an estimate uses it). FLOPs are counted as the
-throughput meter counts them (nanoGPT's count); each family turns its own groups into FLOPs
-and seconds.
+large stacked ensemble, and cached per device, thread count, busy cores (the load average
+rounded: a model measured on a loaded machine is not used on an idle one, nor the reverse),
+torch version and probe (``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). The generic probe
+(:class:`Probe`: pre-LN attention and MLP blocks on a member axis, torch's AdamW) has the
+shape of what every family trains; a family whose own stack costs more per FLOP (masks, a
+per-member optimiser) gives its own pair (:class:`Probes`), so that its estimates are
+measured on what it trains. For a CUDA device on a machine without one, the model is an
+assumption stated in :data:`ASSUMED_H200` (docs say so wherever an estimate uses it).
+FLOPs are counted as the throughput meter counts them (nanoGPT's count); each family turns
+its own groups into FLOPs and seconds.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from torch import Tensor, nn
 
 from infoflow.core.files import write_cache
 from infoflow.validators.ensemble import ensemble_step, precision
+from infoflow.validators.threads import busy_cores, machine
 from infoflow.validators.throughput import flops_per_token
 
 #: Timed steps per size (after two untimed ones); their median counts.
@@ -72,6 +74,8 @@ class StepTime:
     per_flop: float
     source: str
     assumed: bool = False  # True: not measured (the target's time is then in ``overhead``)
+    threads: int | None = None  # the torch threads it was measured with
+    load: float | None = None  # the 1-minute load average it was measured under
 
     def step(self, flops: float) -> float:
         return self.overhead + flops * self.per_flop
@@ -105,8 +109,16 @@ def step_time(device: str, probes: Probes | None = None) -> StepTime:
         except (ValueError, TypeError):
             cached = None
         if cached is not None and _plausible(cached):
-            return cached
-        print(f"warning: {path} is damaged; measuring the device again", file=sys.stderr)
+            if _same_conditions(cached):
+                return cached
+            print(
+                f"warning: {path} was measured with {cached.threads} threads under load "
+                f"{cached.load:.1f}, not as now; measuring the device again",
+                file=sys.stderr,
+            )
+        else:
+            print(f"warning: {path} is damaged; measuring the device again", file=sys.stderr)
+    print(f"measuring the {device} step time (a few seconds)...", file=sys.stderr)
     model = measure(torch.device(device), probes)
     write_cache(path, json.dumps(asdict(model)))
     return model
@@ -120,6 +132,16 @@ def _plausible(model: StepTime) -> bool:
     return model.overhead >= 0 and model.per_flop > 0
 
 
+def _same_conditions(model: StepTime) -> bool:
+    """Measured with this process's threads and as many busy cores as now (a model that
+    does not record them is taken as it is)."""
+    if model.threads is None or model.load is None:
+        return True
+    cores, load = machine()
+    same_load = busy_cores(cores, model.load) == busy_cores(cores, load)
+    return model.threads == torch.get_num_threads() and same_load
+
+
 def measure(device: torch.device, probes: Probes | None = None) -> StepTime:
     """Time a small and a large probe for a few steps and fit the two constants."""
     probes = probes or GENERIC
@@ -128,11 +150,11 @@ def measure(device: torch.device, probes: Probes | None = None) -> StepTime:
     per_flop = max((s1 - s0) / (f1 - f0), 1e-15)
     overhead = max(s0 - f0 * per_flop, 0.0)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
-    when = time.strftime("%Y-%m-%d")
-    source = f"measured on {name}, {torch.get_num_threads()} threads, {when}"
+    when, threads, load = time.strftime("%Y-%m-%d"), torch.get_num_threads(), machine()[1]
+    source = f"measured on {name}, {threads} threads, load {load:.1f}, {when}"
     if probes.label:
         source += f", {probes.label}"
-    return StepTime(device.type, name, overhead, per_flop, source)
+    return StepTime(device.type, name, overhead, per_flop, source, threads=threads, load=load)
 
 
 class Probe(nn.Module):
@@ -228,13 +250,17 @@ def _seconds_per_step(probe: Stepper, device: torch.device) -> float:
     return statistics.median(times)
 
 
-def cache_file(device: str, probes: str | None = None) -> Path:
+def cache_file(device: str, probes: str | None = None, load: float | None = None) -> Path:
     """Where the model of ``device`` is cached: one file per device type, device name,
-    thread count, torch version and probes (their name, with its version)."""
+    thread count, busy cores under ``load`` (None: the load now), torch version and probes
+    (their name, with its version)."""
     folder = Path(os.environ.get("INFOFLOW_CACHE") or Path.home() / ".cache" / "infoflow")
     name = torch.cuda.get_device_name() if device == "cuda" else _cpu_name()
     probes = probes or GENERIC.name
-    text = f"{device}-{name}-{torch.get_num_threads()}-{torch.__version__}-{probes}"
+    cores, now = machine()
+    busy = busy_cores(cores, now if load is None else load)
+    threads = torch.get_num_threads()
+    text = f"{device}-{name}-{threads}-busy{busy}-{torch.__version__}-{probes}"
     return folder / (
         "steptime-" + "".join(c if c.isalnum() or c in "-." else "_" for c in text) + ".json"
     )

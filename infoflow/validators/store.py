@@ -66,6 +66,12 @@ def _loads(text: object) -> object:
         return None
 
 
+def _seed(config: object) -> int | None:
+    """The seed a member's recorded configuration names, if any."""
+    member = _loads(config)
+    return member.get("seed") if isinstance(member, dict) else None
+
+
 def _full(error: Exception) -> str:
     """The message for a full disk ('' for any other error)."""
     if "full" not in str(error).lower():
@@ -119,6 +125,12 @@ class Store:
                 "INSERT INTO runs (started, scale, device, settings) VALUES (?, ?, ?, ?)",
                 (started, scale, device, json.dumps(settings)),
             )
+
+    def first_settings(self) -> dict[str, Any]:
+        """The settings the run was started with (empty for a new run)."""
+        row = self.db.execute("SELECT settings FROM runs ORDER BY id LIMIT 1").fetchone()
+        settings = _loads(row[0]) if row else {}
+        return settings if isinstance(settings, dict) else {}
 
     def first_started(self) -> str:
         """When the run began (the first start, for a resumed run)."""
@@ -219,6 +231,19 @@ class Store:
         for member, step, metric, value in rows:
             out.setdefault(member, {}).setdefault(step, {})[metric] = value
         return out
+
+    def metric_rows(self) -> list[tuple[str, str, int | None, int, str, float]]:
+        """Every member's metrics in long form: (group, member's label, its seed or None,
+        step, metric, value), by group, member, step and metric."""
+        rows = self.db.execute(
+            "SELECT m.group_name, b.label, b.config, m.step, m.metric, m.value FROM metrics m "
+            "JOIN members b ON b.group_name = m.group_name AND b.member = m.member "
+            "WHERE m.member >= 0 ORDER BY m.group_name, m.member, m.step, m.metric"
+        )
+        return [
+            (group, label, _seed(config), step, metric, value)
+            for group, label, config, step, metric, value in rows
+        ]
 
     def record_throughput(self, name: str, rates: dict[str, float | str | None]) -> None:
         """Group ``name``'s training speed (see :mod:`~infoflow.validators.throughput`),

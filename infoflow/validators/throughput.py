@@ -102,10 +102,20 @@ class Meter:
         }
 
     def text(self) -> str:
-        """``12.3k tok/s, MFU 4.1%``, for a progress bar."""
+        """``12.3k tok/s, MFU 4.1%``, for a progress line: two or three significant digits
+        (``850 tok/s, MFU 0.012%``; ``<0.01%`` below that), never a run of zeros."""
         rates = self.rates()
-        mfu = f"MFU {rates['mfu']:.1%}" if rates["mfu"] is not None else "MFU n/a"
-        return f"{rates['tokens_per_second'] / 1e3:.1f}k tok/s, {mfu}"
+        percent = None if rates["mfu"] is None else 100 * rates["mfu"]
+        mfu = "n/a" if percent is None else f"{percent:.2g}%" if percent >= 0.01 else "<0.01%"
+        return f"{compact(rates['tokens_per_second'])} tok/s, MFU {mfu}"
+
+
+def compact(value: float) -> str:
+    """``850``, ``12.3k``, ``4.56M``: three significant digits and a suffix."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
 
 
 def meter(model: torch.nn.Module, seq_len: int, device: torch.device) -> Meter:

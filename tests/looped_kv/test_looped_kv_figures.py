@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import sympy
@@ -368,3 +369,26 @@ def test_the_capacity_plot_refuses_an_unknown_format_and_draws_any_name(tmp_path
     result = CliRunner().invoke(app, ["plot", spec, name, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_capacity_plot_is_a_figure_that_leaves_the_backend_alone(tmp_path) -> None:
+    """In a notebook: a Figure with one line per codec, drawn without pyplot (no figure
+    opened there, the user's backend unchanged), saved only when a path is given."""
+    matplotlib = pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from infoflow.looped_kv.capacity import CONTEXTS, capacities, plot
+
+    spec = infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json")
+    backend = matplotlib.get_backend()
+    figure = plot(spec)
+    assert isinstance(figure, Figure) and matplotlib.get_backend() == backend
+    assert (
+        "matplotlib.pyplot" not in sys.modules or not sys.modules["matplotlib.pyplot"].get_fignums()
+    )
+    lines = figure.axes[0].get_lines()
+    assert [line.get_label() for line in lines] == list(capacities(spec))
+    assert list(lines[0].get_xdata()) == CONTEXTS and lines[0].get_ydata()[2] == 32  # 4,096
+    assert list(tmp_path.iterdir()) == []
+    assert isinstance(plot(spec, tmp_path / "c.svg"), Figure)
+    assert (tmp_path / "c.svg").read_text().startswith("<?xml")

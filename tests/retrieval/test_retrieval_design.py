@@ -326,8 +326,10 @@ def test_a_target_is_timed_once_then_read_from_the_cache(monkeypatch) -> None:
 
 @pytest.mark.slow  # two plans, every design of a four-length spec
 def test_plan_prints_exponents_claims_and_estimates() -> None:
-    proc = run_cli("plan", str(SPECS / "retrieval" / "kth-largest.json"), "--budget", "1h")
+    spec = str(SPECS / "retrieval" / "kth-largest.json")
+    proc = run_cli("plan", spec, "--budget", "1h", "--threads", "1")
     assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("torch threads: 1 (--threads; ")  # said in one line
     assert "budget 60.0 min" in proc.stdout and "fixed for the tests" in proc.stdout
     assert "comparisons the claims make" in proc.stdout and "floors at T=" in proc.stdout
     assert "(paper)" in proc.stdout and "estimated total:" in proc.stdout
@@ -341,6 +343,7 @@ def test_plan_prints_exponents_claims_and_estimates() -> None:
     )
     assert gpu.returncode == 0, gpu.stderr
     assert ("assumed" in gpu.stdout) != torch.cuda.is_available()
+    assert "torch threads" not in gpu.stderr  # a GPU's plan trains on no CPU threads
 
 
 @pytest.mark.parametrize(

@@ -193,6 +193,10 @@ def test_validate_smoke_end_to_end(tmp_path) -> None:
     stopped = "SELECT COUNT(*) FROM metrics WHERE metric = 'plateau:step'"
     assert db.execute(stopped).fetchone()[0] == members
     assert db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == len(claims)
+    curves, rows = report["exports"]["curves"], (out / "metrics.csv").read_text().splitlines()
+    assert curves and all((out / name).stat().st_size > 1000 for name in curves)
+    measured = "SELECT COUNT(*) FROM metrics WHERE member >= 0"
+    assert len(rows) - 1 == db.execute(measured).fetchone()[0]  # a header, then every metric
     again = run_cli("validate", str(POSITIONS), "--out", str(out), "--steps", "400", "--quiet")
     assert again.returncode == 2 and "--resume" in again.stderr
 
@@ -271,7 +275,7 @@ def test_the_ladder_plot_draws_a_name_with_mathtext_in_it(tmp_path) -> None:
 
 def test_the_ladder_plot_draws_each_witness_ladder_beside_the_trained_ones() -> None:
     pytest.importorskip("matplotlib")
-    from infoflow.validators.plots import pyplot
+    from infoflow.validators.plots import subplots
     from infoflow.validators.retrieval.plots import _draw
 
     trained = Ladder([10, 20, 40, 80], [[0.5], [0.4], [0.3], [0.2]]).to_json()
@@ -284,20 +288,17 @@ def test_the_ladder_plot_draws_each_witness_ladder_beside_the_trained_ones() -> 
             {"refused": "x"},
         ],
     }
-    plt = pyplot()
-    fig, ax = plt.subplots()
+    _, ax = subplots()
     _draw(ax, section)
     labels = [text.get_text() for text in ax.get_legend().get_texts()]
     assert "witness heads [1, 1], T=8 (slope -2.00)" in labels and len(ax.get_lines()) >= 2
-    plt.close(fig)
 
 
 def test_names_are_drawn_as_written_and_log_ticks_as_powers_of_ten() -> None:
     pytest.importorskip("matplotlib")
-    from infoflow.validators.plots import plain_text, pyplot
+    from infoflow.validators.plots import plain_text, subplots
 
-    plt = pyplot()
-    fig, ax = plt.subplots()
+    fig, ax = subplots()
     ax.loglog([1, 10, 100], [1e-3, 1e-2, 1e-1], label="a $ name")
     ax.set_title("spec $\\frac{$")
     ax.legend()
@@ -307,7 +308,6 @@ def test_names_are_drawn_as_written_and_log_ticks_as_powers_of_ten() -> None:
     assert not ax.get_legend().get_texts()[0].get_parse_math()
     ticks = ax.get_yticklabels()
     assert ticks and all(t.get_parse_math() for t in ticks)  # 10^k is mathtext
-    plt.close(fig)
 
 
 def test_validate_with_no_spec_and_no_bundled_specs_is_refused(tmp_path, monkeypatch) -> None:
@@ -316,6 +316,6 @@ def test_validate_with_no_spec_and_no_bundled_specs_is_refused(tmp_path, monkeyp
 
     (tmp_path / "specs").mkdir()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run.infoflow, "__file__", str(tmp_path / "pkg" / "__init__.py"))
+    monkeypatch.setattr(run.infoflow.specs, "root", lambda: tmp_path / "pkg")
     with pytest.raises(SpecError, match="no bundled specs here"):
         run.bundled_specs()

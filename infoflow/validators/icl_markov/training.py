@@ -154,6 +154,8 @@ def train_group(
         speed.add(len(group.members) * training.batch_size * spec.context_len)
         window += 1
         done = step + 1
+        if context.progress:
+            context.progress(group.name, done, training.steps, None, speed.text())
         if done in group.checkpoints or done == training.steps:
             metrics = evaluate_members(model)
             mean_losses = (losses / window).tolist()

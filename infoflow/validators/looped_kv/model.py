@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from infoflow.validators.ensemble import Checkpoint
+from infoflow.validators.throughput import Meter, flops_per_token, peak
 
 Slot = tuple  # ("prelude", i) | ("core", t, r) | ("coda", i)
 
@@ -227,6 +228,7 @@ def train_looped(
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps)
     generator = torch.Generator().manual_seed(seed + 1)
     start, _ = checkpoint.load(model, optimizer, schedule, generator, device)
+    speed = looped_meter(model, length - 1, torch.device(device))
     for step in range(start, steps):
         x = corpus(batch, length, generator).to(device)
         logits = model(x[:, :-1])
@@ -236,6 +238,7 @@ def train_looped(
         optimizer.step()
         schedule.step()
         done = step + 1
+        speed.add(batch * (length - 1))
         if on_snapshot is not None and done in snapshots:
             model.eval()
             on_snapshot(done, model)
@@ -243,8 +246,20 @@ def train_looped(
         if done % every == 0 or done == steps:
             checkpoint.save(model, optimizer, schedule, generator.get_state(), done)
             if progress:
-                progress(done, steps, loss.item())
+                progress(done, steps, loss.item(), speed.text())
+        elif progress:
+            progress(done, steps, None, speed.text())
     return model.eval()
+
+
+def looped_meter(model: LoopedDecoder, length: int, device: torch.device) -> Meter:
+    """A throughput meter for ``model`` on sequences of ``length`` tokens: its core's
+    weights count once per loop, as they run."""
+    c = model.config
+    core = sum(p.numel() for p in model.core.parameters())
+    params = sum(p.numel() for p in model.parameters()) + (c.loops - 1) * core
+    layers = c.prelude + c.core * c.loops + c.coda
+    return Meter(flops_per_token(params, layers * length * c.heads * c.head_dim), peak(device))
 
 
 def load_looped(config: LoopedConfig, checkpoint: Checkpoint, device="cpu") -> LoopedDecoder:

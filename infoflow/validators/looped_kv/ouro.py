@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from infoflow.core.errors import SpecError
+from infoflow.core.errors import SpecError, install_hint
 from infoflow.core.files import read_json
 from infoflow.validators.looped_kv.model import LoopedConfig, LoopedDecoder
 
@@ -78,7 +78,12 @@ def load_ouro(folder: str | Path) -> LoopedDecoder:
     except ModuleNotFoundError:
         raise SpecError(
             str(folder),
-            [(None, "reading a checkpoint needs safetensors: pip install 'infoflow[hf]'")],
+            [
+                (
+                    None,
+                    f"reading a checkpoint needs safetensors: {install_hint('safetensors', 'hf')}",
+                )
+            ],
         ) from None
     config_file, shards = folder / "config.json", sorted(folder.glob("*.safetensors"))
     if not config_file.is_file() or not shards:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infoflow.validators.plots import pyplot, save
+from infoflow.validators.plots import save, subplots
 
 CODEC_STYLES = {
     "cache": "k*",
@@ -22,9 +22,8 @@ def plot(out: Path, section: dict) -> list[Path]:
     """A looped_kv section: ``NAME-codec.png`` (attention-output error and next-token KL to
     the teacher against rho, a line per method) and ``NAME-spectra.png`` (energy captured
     against rho when the loop, head or layer axis is folded into the vector)."""
-    plt = pyplot()
     measured, name = section["measured"], section["name"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = subplots(1, 2, figsize=(10, 3.8))
     for ax, metric in zip(axes, ("attention_error", "kl"), strict=True):
         for method, rows in measured["methods"].items():
             rhos = [float(r) for r in rows]
@@ -44,7 +43,7 @@ def plot(out: Path, section: dict) -> list[Path]:
     codec = save(fig, out / f"{name}-codec.png")
 
     dims = measured["dims"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, axes = subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, which in zip(axes, ("K", "V"), strict=True):
         for how, energy in measured["spectra"][which].items():
             ax.plot([dims[how] / r for r in range(1, len(energy) + 1)], energy, label=f"{how} axis")

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from infoflow.core.text import markdown_code, markdown_text
-from infoflow.validators.report import claims_markdown, number
+from infoflow.validators.report import claims_markdown, interval, number
 
 
 def describe(settings: dict[str, Any]) -> str:
@@ -96,12 +96,6 @@ def _structure(summary: dict | None) -> list[str]:
     ]
     for width, steps in summary.items():
         for step, row in sorted(steps.items(), key=lambda item: int(item[0])):
-            cells = [_interval(row.get(c)) for c in columns]
+            cells = [interval(row.get(c)) for c in columns]
             lines.append(f"| x{width} | {step} | " + " | ".join(cells) + " |")
     return lines
-
-
-def _interval(value: dict | None) -> str:
-    if not value:
-        return "-"
-    return f"{number(value['median'])} [{number(value['low'])}, {number(value['high'])}]"

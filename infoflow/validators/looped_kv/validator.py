@@ -74,7 +74,7 @@ class LoopedKVValidator:
         report_step = (
             None
             if progress is None
-            else (lambda step, steps, loss: progress(group.name, step, steps, loss))
+            else (lambda step, steps, loss, speed: progress(group.name, step, steps, loss, speed))
         )
         scale = group.scale
         train_looped(

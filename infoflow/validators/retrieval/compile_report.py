@@ -121,11 +121,10 @@ def plot_sweep(result: dict, path: Path, source: str) -> Path:
     drawn through the first point (the cost law's rate, for comparison)."""
     from matplotlib.ticker import NullFormatter
 
-    from infoflow.validators.plots import plain_text, pyplot, save
+    from infoflow.validators.plots import plain_text, save, subplots
 
-    plt = pyplot()
     panels = 2 if result["width"] else 1
-    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
+    fig, axes = subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
     ax = axes[0][0]
     ax.loglog([r["beta"] for r in result["beta"]], [r["nmse"] for r in result["beta"]], "o-")
     ax.set(xlabel="beta (softmax sharpness)", ylabel="NMSE", title="error against beta")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infoflow.validators.plots import pyplot, save
+from infoflow.validators.plots import Floors, save, subplots
 
 
 def plot(out: Path, sections: list[dict[str, Any]]) -> list[Path]:
@@ -17,10 +17,9 @@ def plot(out: Path, sections: list[dict[str, Any]]) -> list[Path]:
     panels = [s for s in sections if any(m.get("ladder") for m in s["models"])]
     if not panels:
         return []
-    plt = pyplot()
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
+    fig, axes = subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
     for ax, section in zip(axes.flat, panels, strict=False):
         _draw(ax, section)
     for ax in axes.flat[len(panels) :]:
@@ -59,3 +58,18 @@ def _draw(ax, section: dict[str, Any]) -> None:
     ax.set(xscale="log", yscale="log", xlabel="decoder parameters", ylabel="held-out NMSE")
     ax.set_title(section["name"], fontsize=9)
     ax.legend(fontsize=6, title="dashed: predicted inefficient", title_fontsize=6)
+
+
+def floors(section: dict[str, Any]) -> dict[str, Floors]:
+    """Each group's NMSE thresholds, for its learning curves: the pooling shortcut and the
+    threshold the claims say a model learns below, at the group's T."""
+    at = {str(t): floor for t, floor in (section.get("floors") or {}).items()}
+    out = {}
+    for group in section.get("design", {}).get("groups", []):
+        floor = at.get(str(group["seq_len"]))
+        if floor:
+            shortcut, below = floor["shortcut"], floor["learns_below"]
+            out[group["name"]] = {
+                "eval:nmse": [(shortcut, "pooling shortcut"), (below, "learns below")]
+            }
+    return out

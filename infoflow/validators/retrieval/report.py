@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from infoflow.core.text import markdown_code, markdown_text
-from infoflow.validators.report import claims_markdown, number
+from infoflow.validators.report import claims_markdown, interval, number
 from infoflow.validators.retrieval.experiment import Experiment, Model
 from infoflow.validators.retrieval.exponents import Ladder, coverage
 from infoflow.validators.retrieval.floors import LEARNS_FACTOR, Floors
@@ -102,11 +102,11 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             predicted += ", rescue"
         ladder = m.get("ladder") or {}
         slope = ladder.get("slope") or {}
-        largest = _range((ladder.get("rungs") or [{}])[-1])
+        largest = interval((ladder.get("rungs") or [{}])[-1])
         lines.append(
             f"| {markdown_text(m['label'])} | {predicted} | {number(m['predicted_alpha'])} "
             f"({markdown_text(m['bound'])}) | {number(m['alpha_without_floor'])} | "
-            f"{_range(slope)} | {_alpha(ladder.get('exponent'))} | {largest} | "
+            f"{interval(slope)} | {_alpha(ladder.get('exponent'))} | {largest} | "
             f"{m['still_improving_at_cap']} |"
         )
     lines += _witnesses(spec.get("witnesses") or [])
@@ -132,7 +132,7 @@ def _witnesses(records: list[dict]) -> list[str]:
             *(
                 f"| {markdown_text(r['model'])} | {r['channels']} | {number(r['nmse'])} | "
                 f"{number(r['nmse_coarse'])} ({r['knob']}) | {number(r['nmse_trained_width'])} | "
-                f"{_range((r.get('ladder') or {}).get('slope') or {})} | "
+                f"{interval((r.get('ladder') or {}).get('slope') or {})} | "
                 f"{_alpha((r.get('ladder') or {}).get('exponent'))} |"
                 for r in built
             ),
@@ -161,12 +161,6 @@ def _witnesses(records: list[dict]) -> list[str]:
             ),
         ]
     return lines
-
-
-def _range(interval: dict) -> str:
-    if not interval or interval.get("median") is None:
-        return "-"
-    return f"{interval['median']:.3g} [{interval['low']:.3g}, {interval['high']:.3g}]"
 
 
 def _alpha(value) -> str:

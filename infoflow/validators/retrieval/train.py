@@ -153,9 +153,10 @@ def train_group(group: Group, context: Context) -> None:
         per_member = ((prediction.float() - y) ** 2).mean((1, 2))
         losses += ensemble_step(optimizer, schedule, per_member)
         speed.add(len(group.members) * settings.batch * group.seq_len)
-        window, step = window + 1, step + 1
+        window, step, mean = window + 1, step + 1, None
         if step % settings.eval_every == 0 or step == settings.steps or members.done(step):
             mean_loss = (losses / window).tolist()
+            mean = sum(mean_loss) / len(mean_loss)
             losses.zero_()
             window = 0
             members.observe(step, mean_loss)
@@ -172,9 +173,8 @@ def train_group(group: Group, context: Context) -> None:
             store.record_metrics(group.name, step, rows)
             optimizer.extra = members.to_dict()
             checkpoint.save(model, optimizer, schedule, generator.get_state(), step, store.rows)
-            if context.progress:
-                mean = sum(mean_loss) / len(mean_loss)
-                context.progress(group.name, step, settings.steps, mean, speed.text())
+        if context.progress:
+            context.progress(group.name, step, settings.steps, mean, speed.text())
     store.record_throughput(group.name, speed.rates())
     store.finish_group(group.name, time.perf_counter() - started)
 

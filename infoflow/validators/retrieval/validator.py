@@ -15,6 +15,7 @@ import torch
 from infoflow.retrieval.canonical_to_tree import position_number, tree_of
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.claims import Section
+from infoflow.validators.plots import Floors
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.retrieval import plots, report
 from infoflow.validators.retrieval.claims import claims, untested
@@ -75,6 +76,9 @@ class RetrievalValidator:
 
     def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
         return plots.plot(out, sections)
+
+    def floors(self, section: dict[str, Any]) -> dict[str, Floors]:
+        return plots.floors(section)
 
 
 def measured_ladders(experiment: Experiment, store) -> tuple[dict[Model, Ladder], dict]:

@@ -7,20 +7,19 @@ import math
 from pathlib import Path
 
 from infoflow.validators.icl_markov.ksweep.plots import PHASE_COLOURS
-from infoflow.validators.plots import pyplot, save
+from infoflow.validators.plots import save, subplots
 
 
 def plot_race(out: Path, section: dict) -> list[Path]:
     """Per group with a race: ``NAME-race.png``, the memorising paths' times against K (the
     median over the clock seeds, their range shaded), tau_G across, the race's K*_1 and the
     interval the K sweep measured."""
-    plt = pyplot()
     written = []
     for group in section["groups"]:
         race = group["measurement"].get("race")
         if race is None:
             continue
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        fig, ax = subplots(figsize=(6.4, 4.2))
         tau_low, tau, tau_high = (_finite(v) for v in race["tau_g"])
         formed = [v for v in (tau_low, tau, tau_high) if not math.isnan(v)]
         for path, colour in (("M1", PHASE_COLOURS["M1"]), ("M2", PHASE_COLOURS["M2"])):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from infoflow.validators.icl_markov.criterion import WEIGHT
 from infoflow.validators.icl_markov.ksweep.phases import MARGIN, PHASES, UNDETERMINED
-from infoflow.validators.plots import pyplot, save
+from infoflow.validators.plots import colormap, save, subplots
 
 PHASE_COLOURS = {
     "G1": "#bdbdbd",
@@ -29,16 +29,15 @@ def plot_phases(out: Path, section: dict) -> list[Path]:
     up, colour = the phase call, white where undetermined; beside it, final ID and OOD KL to
     the truth against K) and ``NAME-kl.png`` (KL to each reference over training, a line per
     K)."""
-    plt = pyplot()
     written = []
     for group in section["groups"]:
         members = _first_seed(group)
-        fig, (ax, side) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=[1.4, 1])
+        fig, (ax, side) = subplots(1, 2, figsize=(11, 4.2), width_ratios=[1.4, 1])
         _phase_diagram(ax, section["name"], group, members)
         _final_kl(side, group, members)
         written.append(save(fig, out / f"{group['name']}-phases.png"))
 
-        fig, axes = plt.subplots(1, len(PHASES), figsize=(15, 3.6), sharey=True)
+        fig, axes = subplots(1, len(PHASES), figsize=(15, 3.6), sharey=True)
         for ax, name in zip(axes, PHASES, strict=True):
             _line_per_k(ax, members, lambda m, name=name: (m["steps"], m["kl"][name]))
             ax.set(xscale="log", yscale="log", xlabel="step", title=_kl(group, name))
@@ -52,14 +51,13 @@ def plot_weights(out: Path, section: dict) -> list[Path]:
     """Per group judged by the projection: ``NAME-weights.png``, a panel per K with the
     memorizing and generalizing weights of every seed over training and the line at which
     a kind has formed."""
-    plt = pyplot()
     written = []
     for group in section["groups"]:
         members = [m for m in group["members"] if m.get("weights")]
         if not members:
             continue
         ks = sorted({m["chains"] for m in members})
-        fig, axes = plt.subplots(1, len(ks), figsize=(2.6 * len(ks), 3.2), sharey=True)
+        fig, axes = subplots(1, len(ks), figsize=(2.6 * len(ks), 3.2), sharey=True)
         panels = list(getattr(axes, "flat", [axes]))
         for ax, k in zip(panels, ks, strict=True):
             for m in (m for m in members if m["chains"] == k):
@@ -150,7 +148,7 @@ def _kl(group: dict, target: str) -> str:
 def _line_per_k(ax, members: list[dict], curve) -> None:
     """One line per member, coloured by its place in the K sweep; ``curve(member)`` gives
     the line's (x, y)."""
-    colours = pyplot().cm.viridis([i / max(1, len(members) - 1) for i in range(len(members))])
+    colours = colormap("viridis")([i / max(1, len(members) - 1) for i in range(len(members))])
     for member, colour in zip(members, colours, strict=True):
         ax.plot(*curve(member), color=colour, label=f"K={member['chains']}")
 
@@ -170,12 +168,11 @@ def _grid_position(chains: list[int], value: float) -> float:
 def plot_positions(out: Path, section: dict) -> list[Path]:
     """Per group: ``NAME-positions.png``, the final model's KL to the truth (ID, OOD) and to
     each reference against the position in the context, a line per K."""
-    plt = pyplot()
     written = []
     panels = ["id:truth", "ood:truth", *PHASES]
     for group in section["groups"]:
         members = _first_seed(group)
-        fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.4), sharey=True)
+        fig, axes = subplots(1, len(panels), figsize=(3.4 * len(panels), 3.4), sharey=True)
         for ax, name in zip(axes, panels, strict=True):
 
             def positions(m, name=name):

@@ -1,0 +1,147 @@
+"""``validate``'s progress display: one line, as wide as the terminal and never wider, that
+follows every phase (planning and measuring, training, judging, writing). While training it
+shows the steps done of all groups, the ETA, tokens/s and MFU from the first step, the last
+mean loss and the group training; a narrow terminal shortens the group's name first, then
+drops the loss, never cuts the numbers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+#: Seconds between two redraws while training (a tiny model steps every millisecond).
+REDRAW = 0.1
+
+
+def clock(seconds: float | None) -> str:
+    """``1:02:03`` or ``2:03``; ``-:--`` before there is a rate to extrapolate."""
+    if seconds is None:
+        return "-:--"
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def shorten(name: str, width: int) -> str:
+    """``name`` in at most ``width`` characters: its start and end around an ellipsis (a
+    group's end is its digest, what tells it apart)."""
+    if len(name) <= width:
+        return name
+    if width < 5:
+        return ""
+    tail = (width - 1) // 2
+    return f"{name[: width - 1 - tail]}…{name[-tail:]}"
+
+
+@dataclass
+class State:
+    """Where the run is: its phase, the steps of all groups (done and total), the group
+    training and its last mean loss and speed, and when training and the phase began."""
+
+    phase: str = "planning"
+    detail: str = ""
+    done: int = 0
+    total: int = 0
+    group: str = ""
+    loss: float | None = None
+    speed: str = ""
+    started: float | None = None  # the first training step's time
+    phase_started: float = field(default_factory=time.monotonic)
+
+    def eta(self, now: float) -> float | None:
+        """Seconds left at the rate since training began; None before the first step."""
+        if self.started is None or self.done == 0 or now <= self.started:
+            return None
+        return (self.total - self.done) * (now - self.started) / self.done
+
+    def line(self, width: int, now: float) -> str:
+        """The display's line in at most ``width`` columns."""
+        if self.phase != "training":
+            elapsed = clock(now - self.phase_started)
+            room = width - len(self.phase) - len(elapsed) - 2
+            return " ".join(filter(None, (self.phase, shorten(self.detail, room), elapsed)))
+        percent = 100 * self.done // max(self.total, 1)
+        loss = [] if self.loss is None else [f"loss {self.loss:.3g}"]
+        speed = self.speed.replace(", ", " ")
+        parts = [
+            f"{self.done:,}/{self.total:,} {percent}%",
+            *loss,
+            speed,
+            f"ETA {clock(self.eta(now))}",
+        ]
+        room = width - len(" ".join(["train", *parts])) - 1
+        if room < 8 and loss:  # too narrow: the loss goes before the group's name does
+            parts.remove(loss[0])
+            room += len(loss[0]) + 1
+        return " ".join(filter(None, ["train", shorten(self.group, room), *parts]))[:width]
+
+
+class Display:
+    """The progress callback (:class:`~infoflow.validators.protocol.Progress`) drawing
+    :class:`State` on a rich live line (none into a pipe); ``note`` (the thread count) is
+    printed when training begins, once the specs have been read."""
+
+    def __init__(self, console, live, note: str = "") -> None:
+        self.console, self.live, self.note, self.state = console, live, note, State()
+        self.last: dict[str, int] = {}
+        self.drawn = 0.0
+
+    def phase(self, name: str, detail: str = "", total: int = 0) -> None:
+        """A new phase (``training`` with its ``total`` steps)."""
+        self.state.phase, self.state.detail = name, detail
+        self.state.phase_started = time.monotonic()
+        if name == "training":
+            self.state.total = total
+            if self.note:
+                self.console.print(self.note, markup=False, highlight=False, soft_wrap=True)
+        self.draw()
+
+    def __call__(
+        self, group: str, step: int, total: int, loss: float | None = None, speed: str = ""
+    ) -> None:
+        """Group ``group`` reached ``step`` of ``total`` (its mean ``loss`` where measured)."""
+        state, now = self.state, time.monotonic()
+        if state.started is None:
+            state.started = now
+        state.done += step - self.last.get(group, 0)
+        self.last[group] = step
+        state.group = group
+        state.speed = speed or state.speed
+        state.loss = state.loss if loss is None else loss
+        if now - self.drawn >= REDRAW or step == total:
+            self.draw()
+
+    def draw(self) -> None:
+        """Show the state now (the live line also redraws itself four times a second)."""
+        self.drawn = time.monotonic()
+        if self.live is not None:
+            self.live.refresh()
+
+    def __rich__(self):
+        """The live line as of now, one column narrower than the console."""
+        from rich.text import Text
+
+        width = max(self.console.width - 1, 20)
+        return Text(self.state.line(width, time.monotonic()), no_wrap=True)
+
+
+@contextmanager
+def progress(quiet: bool, console=None, note: str = "") -> Iterator[Display | None]:
+    """The display on stderr's console (or ``console``), or None with ``quiet``; into a
+    pipe, only ``note``."""
+    if quiet:
+        yield None
+        return
+    from rich.console import Console
+    from rich.live import Live
+
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield Display(console, None, note)
+        return
+    with Live(console=console, refresh_per_second=4, transient=False) as live:
+        display = Display(console, live, note)
+        live.update(display)
+        yield display

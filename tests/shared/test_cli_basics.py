@@ -1,0 +1,111 @@
+"""A package's basics on the command line: the verbosity flags of every command, shell
+completion, and install hints that work from a clone as from an install."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SPECS, run_cli
+from typer.testing import CliRunner
+
+from infoflow.cli import app
+from infoflow.core.errors import install_hint
+
+ROOT = Path(__file__).resolve().parents[2]
+OURO = str(SPECS / "looped_kv" / "ouro-1.4b-h200.json")
+INDUCTION = str(SPECS / "retrieval" / "induction-head.json")
+COMMANDS = sorted(command.name or command.callback.__name__ for command in app.registered_commands)
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_takes_verbose_and_quiet(command: str) -> None:
+    result = invoke(command, "--help")
+    assert result.exit_code == 0, result.output
+    text = re.sub(r"\x1b\[[0-9;]*m", "", result.output)
+    for flag in ("--verbose", "-v", "--quiet", "-q"):
+        assert re.search(rf"(?<![\w-]){flag}(?![\w-])", text), (command, flag)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["predict", INDUCTION],
+        ["sweep", str(SPECS / "retrieval" / "kth-largest.json")],
+        ["explain", INDUCTION],
+        ["graph", INDUCTION],
+        ["compare", OURO],
+        ["schema", "retrieval"],
+        ["calibrate", "icl_markov", str(ROOT / "docs" / "results" / "2026-12-02-icl-k2-c5-cpu")],
+    ],
+)
+def test_verbose_times_a_command_and_quiet_prints_results_only(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # calibrate writes calibration.json here
+    plain, verbose, quiet = invoke(*args), invoke(*args, "-v"), invoke(*args, "--quiet")
+    assert plain.exit_code == verbose.exit_code == quiet.exit_code == 0, plain.output
+    assert re.fullmatch(rf"infoflow {args[0]}: \d+\.\d\d s\n", verbose.stderr), verbose.stderr
+    assert plain.stderr == quiet.stderr == ""
+    assert verbose.stdout.startswith(quiet.stdout[:40]) and quiet.stdout
+
+
+def test_predict_quiet_drops_the_notes_and_verbose_adds_each_prediction_s_note() -> None:
+    plain, verbose = invoke("predict", INDUCTION), invoke("predict", INDUCTION, "--verbose")
+    quiet = invoke("predict", INDUCTION, "-q")
+    assert "choices made here" in plain.stdout and "choices made" not in quiet.stdout
+    assert "comparison_order" in quiet.stdout
+    assert "note" not in plain.stdout.split("\n")[2] and "note" in verbose.stdout.split("\n")[2]
+    assert "beta1:" in verbose.stdout and "beta1:" not in plain.stdout
+
+
+def test_quiet_plot_writes_without_a_word(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "capacity.png"
+    result = invoke("plot", OURO, "--out", str(out), "-q")
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_size > 0 and result.output == ""
+
+
+def test_verbose_and_quiet_together_is_bad_input() -> None:
+    proc = run_cli("predict", INDUCTION, "-v", "-q")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "--verbose and --quiet exclude each other" in proc.stderr.splitlines()[-1]
+
+
+def test_bash_completion_script_and_completions() -> None:
+    proc = run_cli("--show-completion", env={"SHELL": "/bin/bash"})
+    assert proc.returncode == 0, proc.stderr
+    assert "complete -o default -F _infoflow_completion infoflow" in proc.stdout
+    assert "_INFOFLOW_COMPLETE=complete_bash" in proc.stdout
+    words = {"_INFOFLOW_COMPLETE": "complete_bash", "COMP_WORDS": "infoflow pre", "COMP_CWORD": "1"}
+    assert run_cli(env=words).stdout.split() == ["predict"]
+    words.update(COMP_WORDS="infoflow sweep x --format j", COMP_CWORD="4")
+    assert run_cli(env=words).stdout.split() == ["json", "jsonl"]
+
+
+def test_install_hints_work_from_a_clone_and_from_an_install() -> None:
+    hint = install_hint("matplotlib", "validate")
+    assert (
+        hint == "pip install matplotlib (or, in a clone of infoflow: pip install -e '.[validate]')"
+    )
+    texts = [*ROOT.glob("infoflow/**/*.py"), ROOT / "README.md", *ROOT.glob("docs/*.md")]
+    for path in texts:
+        for line in path.read_text().splitlines():
+            # an extra of a package named infoflow, which a clone does not install
+            assert not re.search(r"pip install '?infoflow\[", line), (path, line)
+
+
+def test_a_missing_optional_dependency_is_named_with_its_install(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    for module in ("matplotlib.pyplot", "matplotlib.figure", "matplotlib.text"):
+        monkeypatch.setitem(sys.modules, module, None)
+    result = invoke("plot", OURO, "--out", "never.png")
+    assert result.exit_code == 2
+    assert "plot needs matplotlib: pip install matplotlib" in result.stderr
+    assert "pip install -e '.[validate]'" in result.stderr
+    assert "Needs matplotlib" in " ".join(re.findall(r"\w+", invoke("plot", "--help").output))

@@ -1,0 +1,29 @@
+"""The docs site (mkdocs.yml): README.md and docs/ build strictly, so a broken link, a
+missing page or a bad anchor fails the suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
+    for module in ("mkdocs", "material"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (the docs extra: pip install -e '.[docs]')")
+    site = tmp_path / "site"
+    argv = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    home = (site / "index.html").read_text()
+    assert "--format jsonl" in home  # the README is the home page
+    assert 'href="retrieval/#speed"' in home  # its docs/ links point into the site
+    for page in ("retrieval", "looped_kv", "icl_markov", "notebooks", "validate", "cluster"):
+        assert (site / page / "index.html").is_file()

@@ -1,0 +1,94 @@
+"""validate's progress line: steps, ETA, tokens/s and MFU from the first step, every phase,
+never wider than the terminal."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from rich.console import Console
+
+from infoflow.cli.progress import State, progress, shorten
+from infoflow.validators.throughput import Meter, Peak, compact
+
+SPEED = "12.3k tok/s, MFU 4.1%"
+
+
+def _console(terminal: bool, width: int = 80) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=terminal, color_system=None)
+    return console, out
+
+
+def _lines(written: str) -> list[str]:
+    """What a terminal shows, line by line: cursor controls removed, each redraw a line."""
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "\n", written.replace("\r", "\n"))
+    return [line for line in plain.splitlines() if line.strip()]
+
+
+def test_the_first_step_shows_steps_rate_mfu_and_an_eta() -> None:
+    state = State(phase="training", total=15_000, started=100.0)
+    state.done, state.group, state.speed = 1, "looped-kv-smoke-0123456789ab", SPEED
+    line = state.line(79, 100.5)
+    assert "1/15,000 0%" in line and "12.3k tok/s MFU 4.1%" in line
+    assert line.endswith("ETA 2:05:00")  # 14,999 steps to go at 0.5 s a step
+    assert len(line) <= 79
+
+
+def test_a_narrow_line_shortens_the_group_then_drops_the_loss_never_the_numbers() -> None:
+    state = State("training", done=14_999, total=15_000, group="x" * 60, loss=0.0123)
+    state.speed, state.started = "123.4k tok/s, MFU 14.1%", 0.0
+    wide = state.line(79, 3600.0)
+    assert len(wide) <= 79 and "loss 0.0123" in wide and "…" in wide
+    assert wide.endswith("14,999/15,000 99% loss 0.0123 123.4k tok/s MFU 14.1% ETA 0:00")
+    narrow = state.line(60, 3600.0)
+    assert len(narrow) <= 60 and "loss" not in narrow and narrow.endswith("ETA 0:00")
+    assert shorten("retrieval-abcdef", 9) == "retr…cdef" and shorten("ab", 9) == "ab"
+
+
+def test_every_phase_is_shown_at_80_columns() -> None:
+    console, out = _console(terminal=True)
+    with progress(False, console, note="torch threads: 1 (2 cores, load 1.2: 1 free)") as display:
+        display.phase("planning", "(measuring the step time where it is not cached)")
+        assert display.state.line(79, display.state.phase_started).startswith("planning (")
+        display.phase("training", total=600)
+        display("looped-kv-" + "a" * 70, 1, 600, None, SPEED)
+        first = display.state.line(79, display.state.started + 1.0)
+        assert first.startswith("train looped-kv-") and "1/600 0%" in first
+        assert "ETA 9:59" in first and "MFU 4.1%" in first
+        display("looped-kv-" + "a" * 70, 600, 600, 2.5, SPEED)
+        display.phase("judging", "looped-smoke")
+        display.phase("writing", "the reports and plots to runs/validate")
+    shown = _lines(out.getvalue())
+    assert shown and all(len(line) <= 80 for line in shown)
+    assert "torch threads: 1 (2 cores, load 1.2: 1 free)" in shown
+    assert any(line.startswith("train looped-kv-") and "600/600 100%" in line for line in shown)
+    assert any(line.startswith("judging looped-smoke") for line in shown)
+    assert shown[-1].startswith("writing the reports and plots to runs/validate")
+    assert display.state.done == 600 and display.state.loss == 2.5
+
+
+def test_into_a_pipe_only_the_thread_line_is_printed_once_training_begins() -> None:
+    console, out = _console(terminal=False)
+    with progress(False, console, note="torch threads: 2") as display:
+        display.phase("planning")
+        assert out.getvalue() == ""  # a spec refused now is the only line on stderr
+        display.phase("training", total=10)
+        display("g", 10, 10, 0.5, SPEED)
+        display.phase("writing")
+    assert out.getvalue() == "torch threads: 2\n"
+
+
+def test_quiet_shows_nothing() -> None:
+    with progress(True) as display:
+        assert display is None
+
+
+def test_the_speed_keeps_its_digits_at_any_size() -> None:
+    assert [compact(v) for v in (850.0, 12_345.0, 4_561_000.0)] == ["850", "12.3k", "4.56M"]
+    meter = Meter(1e6, Peak(1e15, "test"))
+    meter.started -= 1.0  # a second ago
+    meter.add(120)  # 1.2e8 FLOP/s of 1e15: MFU 1.2e-5%
+    assert re.fullmatch(r"(1[01]\d|120) tok/s, MFU <0\.01%", meter.text())  # about 120 a second
+    meter.add(120_000_000)  # 1.2e14 FLOP/s: MFU 12%
+    assert meter.text().endswith("M tok/s, MFU 12%")
