@@ -3,15 +3,22 @@ learning rate is set per member, and checkpoints that a killed run resumes from.
 
 Members of an ensemble are stacked on a leading axis and trained by one optimiser on the sum
 of their losses (their gradients do not mix). A :class:`Checkpoint` holds the model, the
-optimiser, the schedule, the data generator's state, the step, what a worker recorded and
-the digest of the group's identity; it is written whole or not at all (a temporary file
-unique to the writer, then a rename) and loaded with ``torch.load(weights_only=True)``, so
-a results folder from elsewhere cannot run code. A checkpoint written for another group, or
-one that cannot be read, is a SpecError naming the file (exit code 2), never trained on.
+optimiser, the schedule, the data generator's state, the step, what a worker recorded, the
+digest of the group's identity and the SHA-256 of all of that (:func:`state_digest`); it is
+written whole or not at all (a temporary file unique to the writer, then a rename) and
+loaded with ``torch.load(weights_only=True)``, so a results folder from elsewhere cannot run
+code. A checkpoint written for another group, one whose content does not match its digest
+(edited or damaged), one that holds more than tensors and plain data, or one that cannot be
+read, is a SpecError naming the file (exit code 2, one line), never trained on.
 """
 
 from __future__ import annotations
 
+import hashlib
+import pickle
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +33,24 @@ from infoflow.validators.identity import digest
 def precision(device: torch.device) -> torch.autocast:
     """What trainers compute under: bf16 autocast on a GPU, full precision elsewhere."""
     return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+@contextmanager
+def deterministic(device: torch.device) -> Iterator[None]:
+    """Within the block, on a CPU, torch's deterministic algorithms, so that a run trains
+    bitwise the same models whether or not it was killed and resumed. Without them the
+    backward of an indexed lookup (``W_E[members, x]``) of 32,768 elements or more adds into
+    the weights' gradient from several threads at once, in an order, and so to a float sum,
+    that changes from run to run (a resumed run of tests/icl_markov drifted 1e-3 from the
+    uninterrupted one in 120 steps). A GPU's training is not bitwise reproducible anyway
+    (bf16, atomics) and some of its deterministic kernels need cuBLAS settings: left alone."""
+    before = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(before or device.type == "cpu", warn_only=warn_only)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before, warn_only=warn_only)
 
 
 def ensemble_step(optimizer, schedule, per_member: torch.Tensor) -> torch.Tensor:
@@ -118,6 +143,7 @@ class Checkpoint:
             "records": list(records),
             "identity": self.identity,
         }
+        state["digest"] = state_digest(state)
         write_with(self.path, lambda temporary: torch.save(state, temporary))
 
     def load(self, model, optimizer, schedule, data: torch.Generator, device) -> tuple[int, list]:
@@ -145,31 +171,70 @@ class Checkpoint:
 
     def _read(self, device) -> dict:
         try:
-            state = torch.load(self.path, map_location=device, weights_only=True)
-        except Exception as exc:  # truncated, not a checkpoint, a directory
-            raise self._damaged(exc) from None
+            with warnings.catch_warnings():  # torch's warnings on a file it refuses: ours say it
+                warnings.simplefilter("ignore")
+                state = torch.load(self.path, map_location=device, weights_only=True)
+        except Exception as exc:  # truncated, not a checkpoint, a directory, a foreign pickle
+            raise self._refused(_unreadable(exc)) from None
         if not isinstance(state, dict) or "model" not in state:
-            raise self._damaged(ValueError("no model state in it"))
+            raise self._refused("damaged checkpoint (no model state in it)")
+        if "digest" not in state:
+            raise self._refused("it carries no digest of its content (an older infoflow's)")
+        if state.pop("digest") != state_digest(state):
+            raise self._refused("its content does not match the digest written with it (edited)")
         if self.identity is not None and state.get("identity") != self.identity:
-            raise SpecError(
-                str(self.path),
-                [
-                    (
-                        None,
-                        "was written for another group (another "
-                        "identity): delete it, or pick another "
-                        "--out",
-                    )
-                ],
-            )
+            message = "was written for another group (another identity): delete it, or pick "
+            raise SpecError(str(self.path), [(None, message + "another --out")])
         return state
 
     def _damaged(self, exc: Exception) -> SpecError:
-        reason = f"{type(exc).__name__}: {exc}"
-        return SpecError(
-            str(self.path),
-            [(None, f"damaged checkpoint ({reason}); delete it to train the group from the start")],
+        """A state that does not fit the model or optimiser (say, of another shape)."""
+        return self._refused(f"damaged checkpoint ({type(exc).__name__}: {exc})")
+
+    def _refused(self, why: str) -> SpecError:
+        return SpecError(str(self.path), [(None, f"{why}; delete it to train the group anew")])
+
+
+def state_digest(state: dict) -> str:
+    """The SHA-256 of a checkpoint's content: every key, value and tensor (its dtype, shape
+    and bytes), in order, so that any change to what was written changes it."""
+    hashed = hashlib.sha256()
+    _feed(hashed, state)
+    return hashed.hexdigest()
+
+
+def _feed(hashed, value: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        flat = value.detach().cpu().contiguous().reshape(-1)
+        hashed.update(f"tensor {flat.dtype} {tuple(value.shape)};".encode())
+        hashed.update(flat.view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, dict):
+        hashed.update(f"dict {len(value)};".encode())
+        for key, item in value.items():
+            _feed(hashed, key)
+            _feed(hashed, item)
+    elif isinstance(value, list | tuple):
+        hashed.update(f"{type(value).__name__} {len(value)};".encode())
+        for item in value:
+            _feed(hashed, item)
+    else:  # numbers, strings, None: repr is exact for floats
+        text = repr(value)
+        hashed.update(f"{type(value).__name__} {len(text)} {text};".encode())
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why ``torch.load`` refused a file, in our words (torch's message advises loading it
+    with ``weights_only=False``, which could run code from the file)."""
+    if isinstance(exc, pickle.UnpicklingError) and "unsupported global" in str(exc).lower():
+        return (
+            "not a checkpoint infoflow wrote: it holds objects other than tensors and plain "
+            "data (a pickle that could run code), so it was not loaded"
         )
+    if isinstance(exc, IsADirectoryError):
+        return "damaged checkpoint (a directory, not a file)"
+    if isinstance(exc, OSError):
+        return f"damaged checkpoint (cannot read it: {exc.strerror or type(exc).__name__})"
+    return "damaged checkpoint (truncated, or not a file torch.save wrote)"
 
 
 def resume(context, group, model, optimizer, schedule, data: torch.Generator):

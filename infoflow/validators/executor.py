@@ -20,6 +20,7 @@ import torch
 from infoflow.core.errors import SpecError, install_hint
 from infoflow.core.text import one_line
 from infoflow.families import family
+from infoflow.validators.ensemble import deterministic
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.store import Recorder
 
@@ -28,9 +29,17 @@ def train_local(jobs: list[Job], context: Context) -> None:
     """Train ``jobs`` one after another in this process (a job that stops early counts
     its remaining steps as done)."""
     for job in jobs:
-        family(job.kind).load_validator().train(job, context)
+        train_job(job, context)
         if context.progress:
             context.progress(job.name, job.steps, job.steps)
+
+
+def train_job(job: Job, context: Context) -> None:
+    """Train ``job`` with its family's validator, deterministically on a CPU (see
+    :func:`~infoflow.validators.ensemble.deterministic`)."""
+    validator = family(job.kind).load_validator()
+    with deterministic(context.device):
+        validator.train(job, context)
 
 
 def train_one(job: Job, device: str, checkpoints: str) -> list:
@@ -40,8 +49,7 @@ def train_one(job: Job, device: str, checkpoints: str) -> list:
     folder = Path(checkpoints)
     (folder / f"{job.name}.pid").write_text(str(os.getpid()))
     recorder = Recorder()
-    context = Context(torch.device(device), recorder, folder)
-    family(job.kind).load_validator().train(job, context)
+    train_job(job, Context(torch.device(device), recorder, folder))
     return recorder.rows
 
 

@@ -4,17 +4,17 @@ that can be refuted, and `infoflow validate` end to end, killed and resumed."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
-import time
+import sys
+from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import assert_same, infoflow_cmd, park_only_calibration, run_cli  # noqa: E402
+from conftest import assert_same, park_only_calibration, run_cli  # noqa: E402
 
 import infoflow  # noqa: E402
 from infoflow.validators.chains import ChainSampler, sample_chains, stationary  # noqa: E402
@@ -303,19 +303,21 @@ def _m2_ratio(states: int, k: int, length: int, n: int = 64) -> float:
 # ---- end to end --------------------------------------------------------------------------
 
 
-def _whole_run(tmp_path) -> tuple[list[str], dict]:
-    spec = tmp_path / "tiny.json"
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory) -> tuple[list[str], dict, Path]:
+    """TINY validated without interruption: the CLI arguments, the report and the folder."""
+    folder = tmp_path_factory.mktemp("icl")
+    spec = folder / "tiny.json"
     spec.write_text(json.dumps(TINY))
     args = [str(spec), "--quiet", "--device", "cpu"]
-    proc = run_cli("validate", *args, "--out", str(tmp_path / "whole"))
+    proc = run_cli("validate", *args, "--out", str(folder / "whole"))
     assert proc.returncode == 0, proc.stderr
-    return args, json.loads((tmp_path / "whole" / "report.json").read_text())
+    return args, json.loads((folder / "whole" / "report.json").read_text()), folder / "whole"
 
 
 @pytest.mark.slow
-def test_validate_icl_end_to_end(tmp_path) -> None:
-    _, report = _whole_run(tmp_path)
-    whole = tmp_path / "whole"
+def test_validate_icl_end_to_end(whole_run) -> None:
+    _, report, whole = whole_run
     (section,) = report["specs"]
     (group,) = section["groups"]
     assert [m["chains"] for m in group["members"]] == [1, 4, 64] * 3  # three seeds, default
@@ -331,34 +333,68 @@ def test_validate_icl_end_to_end(tmp_path) -> None:
     assert group["measurement"]["k1_fit"]["status"] in ("fit", "separable", "open", "none")
 
 
+#: ``python -c`` this with ``writing|written`` and the arguments of ``infoflow``: the run is
+#: SIGKILLed at its first checkpoint, half-way through writing it (the temporary file left
+#: half-written, the step's metrics already in the database) or just after it is in place.
+KILLED_AT_FIRST_CHECKPOINT = """
+import os, signal, sys
+from infoflow.core.files import TEMPORARY
+from infoflow.validators import ensemble
+
+when = sys.argv[1]
+
+def write_then_die(path, write):
+    if when == "writing":
+        temporary = path.with_name(f"{TEMPORARY}{os.getpid()}-dead.tmp{path.suffix}")
+        write(temporary)
+        with open(temporary, "r+b") as half:
+            half.truncate(temporary.stat().st_size // 2)
+    else:
+        real(path, write)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+real, ensemble.write_with = ensemble.write_with, write_then_die
+from infoflow.cli import main
+sys.argv = ["infoflow", *sys.argv[2:]]
+main()
+"""
+
+
+def _metrics(folder: Path) -> list[tuple]:
+    """Every member's recorded metrics (not the training speed, member -1), in order."""
+    query = "SELECT group_name, member, step, metric, value FROM metrics WHERE member >= 0"
+    query += " ORDER BY group_name, member, step, metric"
+    return sqlite3.connect(folder / "results.sqlite").execute(query).fetchall()
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug (2026-12-03, open): resumed after a SIGKILL at its first checkpoint, "
-    "this run sometimes ends with a mixture weight 1e-3 (relative) away from the "
-    "uninterrupted run's (2 of 3 tries, on the commit before as well), though two "
-    "uninterrupted runs agree bitwise and resumes by hand at steps 10-41 agreed exactly",
-)
-def test_validate_icl_killed_and_resumed_gives_the_same_report(tmp_path) -> None:
-    args, report = _whole_run(tmp_path)
-    whole = tmp_path / "whole"
+@pytest.mark.parametrize("when", ["writing", "written"])
+def test_validate_icl_killed_at_a_checkpoint_and_resumed_trains_the_same_models(
+    whole_run, tmp_path, when
+) -> None:
+    args, report, whole = whole_run
     killed = tmp_path / "killed"
-    process = subprocess.Popen(
-        [*infoflow_cmd(), "validate", *args, "--out", str(killed)], start_new_session=True
+    command = [sys.executable, "-c", KILLED_AT_FIRST_CHECKPOINT, when, "validate", *args]
+    died = subprocess.run(
+        [*command, "--out", str(killed)],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    deadline = time.monotonic() + 300
-    while not list((killed / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    assert not (killed / "report.json").exists(), "the run ended before it could be killed"
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    (group,) = [g["name"] for g in report["specs"][0]["groups"]]
+    first = min(step for _, _, step, _, _ in _metrics(whole))
+    written = [p.name for p in (killed / "checkpoints").iterdir()]
+    if when == "writing":
+        (temporary,) = written
+        assert temporary.startswith(".infoflow-") and temporary.endswith(".tmp.pt")
+    else:
+        assert written == [f"{group}.pt"]
+    assert {step for _, _, step, _, _ in _metrics(killed)} == {first}
     resumed = run_cli("validate", *args, "--out", str(killed), "--resume")
     assert resumed.returncode == 0, resumed.stderr
     again = json.loads((killed / "report.json").read_text())
     assert_same(again["specs"], report["specs"])
     assert again["summary"] == report["summary"]
-    count = "SELECT COUNT(*) FROM metrics"
-    assert (
-        sqlite3.connect(killed / "results.sqlite").execute(count).fetchone()
-        == sqlite3.connect(whole / "results.sqlite").execute(count).fetchone()
-    )
+    assert _metrics(killed) == _metrics(whole)  # bitwise: the same models were trained
+    assert not list((killed / "checkpoints").glob(".infoflow-*"))

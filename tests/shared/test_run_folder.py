@@ -6,10 +6,15 @@ line."""
 from __future__ import annotations
 
 import json
+import os
+import pickle
 import sqlite3
+import struct
 import subprocess
 import sys
 import time
+import warnings
+import zipfile
 
 import pytest
 
@@ -123,6 +128,79 @@ def test_a_checkpoint_is_read_only_for_its_own_group(tmp_path) -> None:
     mine.path.mkdir()  # a directory where the file belongs
     with pytest.raises(SpecError, match="damaged checkpoint"):
         mine.load(model, optimizer, schedule, data, "cpu")
+
+
+class _RunsCode:
+    """Pickled, a call of ``os.system`` that would create ``marker``: what a checkpoint from
+    elsewhere could hold."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _toy_checkpoint(folder):
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    mine = Checkpoint(folder / "g.pt", "abc")
+    mine.save(model, optimizer, schedule, torch.Generator().get_state(), 5)
+    return mine, model
+
+
+def _flip_a_tensor_byte(path) -> None:
+    """Flip a bit of the first tensor's bytes in the checkpoint at ``path`` (torch's zip
+    records carry no checksum that torch.load checks)."""
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        (record,) = [r for r in archive.infolist() if r.filename.endswith("/data/0")]
+    at = record.header_offset  # the local header: 30 bytes, then its name and extra field
+    name, extra = struct.unpack("<HH", raw[at + 26 : at + 30])
+    raw[at + 30 + name + extra] ^= 1
+    path.write_bytes(raw)
+
+
+def _refused_line(checkpoint, model) -> str:
+    """The one-line message of loading ``checkpoint``, which must be refused without a
+    warning."""
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        with pytest.raises(SpecError) as refusal:
+            checkpoint.load_weights(model, "cpu")
+    assert warned == []
+    line = str(refusal.value)
+    assert "\n" not in line and line.startswith(str(checkpoint.path))
+    assert "weights_only" not in line and "torch.load" not in line
+    return line
+
+
+def test_a_checkpoint_whose_content_was_edited_is_refused(tmp_path) -> None:
+    mine, model = _toy_checkpoint(tmp_path)
+    state = torch.load(mine.path, weights_only=True)
+    state["model"]["weight"][0, 0] += 1e-6  # a consistent file, one weight changed
+    torch.save(state, mine.path)
+    assert "does not match the digest written with it" in _refused_line(mine, model)
+    mine, model = _toy_checkpoint(tmp_path)
+    _flip_a_tensor_byte(mine.path)
+    assert "does not match the digest written with it" in _refused_line(mine, model)
+    del state["digest"]
+    torch.save(state, mine.path)
+    assert "carries no digest of its content" in _refused_line(mine, model)
+
+
+def test_a_checkpoint_that_could_run_code_is_refused_in_our_words(tmp_path) -> None:
+    mine, model = _toy_checkpoint(tmp_path)
+    marker = tmp_path / "ran"
+    torch.save({"model": _RunsCode(marker)}, mine.path)
+    line = _refused_line(mine, model)
+    assert "not a checkpoint infoflow wrote: it holds objects other than tensors" in line
+    mine.path.write_bytes(pickle.dumps({"model": _RunsCode(marker)}, protocol=4))
+    assert "damaged checkpoint (truncated, or not a file torch.save wrote)" in _refused_line(
+        mine, model
+    )
+    assert not marker.exists()  # nothing in either file ran
 
 
 def test_targets_the_validator_cannot_evaluate_are_refused_before_training() -> None:
@@ -322,10 +400,20 @@ def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
     (old,) = json.loads((out / "report.json").read_text())["superseded"]
     assert "setting.training.steps: 30 -> 20" in old["differs"]
     (checkpoint,) = [p for p in (out / "checkpoints").glob("*.pt") if old["group"] not in p.name]
-    checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
-    damaged = run_cli("validate", *args, "--resume", "--steps", "20")
-    assert damaged.returncode == 2 and "Traceback" not in damaged.stderr
-    assert damaged.stderr.count("\n") == 1 and "damaged checkpoint" in damaged.stderr
+    written = checkpoint.read_bytes()
+    marker = tmp_path / "ran"
+    for damage, told in (
+        (lambda: checkpoint.write_bytes(written[:1000]), "damaged checkpoint (truncated"),
+        (lambda: _flip_a_tensor_byte(checkpoint), "does not match the digest written with it"),
+        (lambda: torch.save({"model": _RunsCode(marker)}, checkpoint), "not a checkpoint infoflow"),
+    ):
+        checkpoint.write_bytes(written)
+        damage()
+        refused = run_cli("validate", *args, "--resume", "--steps", "20")
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert refused.stderr.startswith(f"error: {checkpoint}: ") and told in refused.stderr
+        assert "weights_only" not in refused.stderr
+    assert not marker.exists()
 
 
 def test_a_member_reads_its_own_last_value(tmp_path) -> None:
