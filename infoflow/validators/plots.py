@@ -1,7 +1,9 @@
 """What every family's plots share: figures that leave the user's matplotlib backend alone
 (a :class:`matplotlib.figure.Figure` made directly, never pyplot's, so a notebook's inline
 figures keep working), names drawn as written, one way to save a figure, and the learning
-curves of a group. The families' own plots live with them (``<family>/plots.py``)."""
+curves of a group. The families' own plots live with them (``<family>/plots.py``): there a
+builder per picture returns its Figure, and ``figures(sections)`` all of them by file name,
+which a validator's ``plot`` saves (:func:`save_all`)."""
 
 from __future__ import annotations
 
@@ -67,15 +69,26 @@ def linear_where_empty(fig) -> None:
                 ax.text(0.5, 0.5, "no finite value to plot", transform=ax.transAxes, ha="center")
 
 
+def finished(fig: Figure) -> Figure:
+    """``fig`` ready to show or save: texts as written, empty log axes linear."""
+    plain_text(fig)
+    linear_where_empty(fig)
+    return fig
+
+
 def save(fig, path: Path) -> Path:
     """Lay out and write ``fig`` at 110 dpi (whole or not at all); texts as written, empty
     log axes linear."""
-    plain_text(fig)
-    linear_where_empty(fig)
+    finished(fig)
     if fig.get_layout_engine() is None:
         fig.tight_layout()
     write_with(path, lambda temporary: fig.savefig(temporary, dpi=110, format=path.suffix[1:]))
     return path
+
+
+def save_all(out: Path, figures: dict[str, Figure]) -> list[Path]:
+    """Each of ``figures`` (file name -> Figure) saved in ``out`` (:func:`save`), in order."""
+    return [save(fig, out / name) for name, fig in figures.items()]
 
 
 def learning_curves(title: str, curves: Curves, floors: Floors | None = None) -> Figure:

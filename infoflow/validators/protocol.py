@@ -15,7 +15,9 @@ family takes part by implementing :class:`Validator`:
 - ``judge(experiment, context)``: load what was trained, measure, and turn the predictions
   into claims: a :class:`~infoflow.validators.claims.Section`;
 - ``describe(settings)``, ``markdown(section)``, ``plot(out, sections)``: its sentence in the
-  report's header, its part of ``report.md`` and its plots, all from report.json's data.
+  report's header, its part of ``report.md`` and its plots, all from report.json's data;
+  ``figures(sections)``: those plots as matplotlib Figures by file name, unsaved (what
+  ``plot`` writes, and :meth:`~infoflow.validators.run_report.Report.figures` shows).
 
 The registry (:mod:`infoflow.families`) names each family's validator object.
 """
@@ -31,6 +33,7 @@ from infoflow.validators.identity import content_name
 
 if TYPE_CHECKING:
     import torch
+    from matplotlib.figure import Figure
 
     from infoflow.core.spec_base import SpecBase
     from infoflow.validators.claims import Section
@@ -150,3 +153,5 @@ class Validator(Protocol):
     def markdown(self, section: dict[str, Any]) -> list[str]: ...
 
     def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]: ...
+
+    def figures(self, sections: list[dict[str, Any]]) -> dict[str, Figure]: ...

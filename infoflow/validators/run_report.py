@@ -1,18 +1,22 @@
 """A finished validation as an object, for notebooks and scripts: report.json (what
 ``validate`` returns, or a run folder's file) -> :class:`Report`, its claims typed, a table
-of one row per claim (Markdown, HTML, a DataFrame). Imports no torch: a report is read
-where it was not trained."""
+of one row per claim (Markdown, HTML, a DataFrame), its families' plots as Figures. Imports
+no torch: a report is read where it was not trained (only :meth:`Report.figures` loads the
+families' validators)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infoflow.core.errors import SpecError
 from infoflow.core.files import read_json
 from infoflow.core.tables import Tabular
 from infoflow.validators.claims import CLAIM_COLUMNS, KINDS, VERDICTS, Claim, tally
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: A row of the report's table: the spec it belongs to, then the claim's columns.
 COLUMNS = ("spec", *CLAIM_COLUMNS)
@@ -44,6 +48,20 @@ class Report(Tabular):
             if spec["name"] == name:
                 return spec
         raise KeyError(f"no spec {name!r}; the report has {', '.join(self.spec_names())}")
+
+    def figures(self) -> dict[str, Figure]:
+        """The plots ``validate`` draws from this report, unsaved, by file name (each
+        family's ``figures``, e.g. ``ladders.png``, ``NAME-codec.png``, ``NAME-phases.png``):
+        to show in a notebook or save anywhere. Needs matplotlib and the validators (torch)."""
+        from infoflow.families import family
+
+        specs = self.data["specs"]
+        found: dict[str, Figure] = {}
+        for kind in dict.fromkeys(spec.get("kind") for spec in specs):
+            mine = [spec for spec in specs if spec.get("kind") == kind]
+            if kind is not None:
+                found |= family(kind).load_validator().figures(mine)
+        return found
 
     def spec_names(self) -> list[str]:
         return [spec["name"] for spec in self.data["specs"]]

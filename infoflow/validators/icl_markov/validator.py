@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infoflow.icl_markov.spec import IclMarkovSpec
 from infoflow.validators.claims import Section, labelled
 from infoflow.validators.icl_markov import report
+from infoflow.validators.icl_markov.clocks import plots as clocks_plots
 from infoflow.validators.icl_markov.clocks.data import ClockGroup
 from infoflow.validators.icl_markov.clocks.judge import (
     base_key,
@@ -20,7 +21,6 @@ from infoflow.validators.icl_markov.clocks.judge import (
     measured_clocks,
     race_sweeps,
 )
-from infoflow.validators.icl_markov.clocks.plots import plot_race
 from infoflow.validators.icl_markov.clocks.train import train_clocks
 from infoflow.validators.icl_markov.criterion import preregistration
 from infoflow.validators.icl_markov.decoder.data import DecoderGroup
@@ -28,12 +28,16 @@ from infoflow.validators.icl_markov.decoder.judge import judge_decoder
 from infoflow.validators.icl_markov.decoder.train import train_decoder
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
 from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
+from infoflow.validators.icl_markov.ksweep import plots as ksweep_plots
 from infoflow.validators.icl_markov.ksweep.data import IclGroup
 from infoflow.validators.icl_markov.ksweep.dose import dose_claims
 from infoflow.validators.icl_markov.ksweep.judge import judge_sweep, sweep_records
-from infoflow.validators.icl_markov.ksweep.plots import plot_phases, plot_positions, plot_weights
 from infoflow.validators.icl_markov.ksweep.train import train_sweep
+from infoflow.validators.plots import save_all
 from infoflow.validators.protocol import Context, Job
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Each kind of group -> the experiment's training.
 TRAINERS = {IclGroup: train_sweep, ClockGroup: train_clocks, DecoderGroup: train_decoder}
@@ -99,12 +103,13 @@ class IclMarkovValidator:
         return report.markdown(section)
 
     def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
-        written = []
+        return save_all(out, self.figures(sections))
+
+    def figures(self, sections: list[dict[str, Any]]) -> dict[str, Figure]:
+        found = {}
         for section in sections:
-            written += plot_phases(out, section) + plot_positions(out, section)
-            written += plot_weights(out, section)
-            written += plot_race(out, section)
-        return written
+            found |= ksweep_plots.figures(section) | clocks_plots.figures(section)
+        return found
 
 
 VALIDATOR = IclMarkovValidator()

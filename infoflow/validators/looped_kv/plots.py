@@ -1,11 +1,16 @@
 """looped_kv plots, from a report.json section: ``NAME-codec.png`` (error against rho, a line
-per method) and ``NAME-spectra.png`` (energy captured against rho per folded axis)."""
+per method, :func:`codec_figure`) and ``NAME-spectra.png`` (energy captured against rho per
+folded axis, :func:`spectra_figure`); :func:`figures` names them, :func:`plot` writes them."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from infoflow.validators.plots import save, subplots
+from infoflow.validators.plots import finished, save_all, subplots
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CODEC_STYLES = {
     "cache": "k*",
@@ -18,10 +23,23 @@ CODEC_STYLES = {
 }
 
 
-def plot(out: Path, section: dict) -> list[Path]:
-    """A looped_kv section: ``NAME-codec.png`` (attention-output error and next-token KL to
-    the teacher against rho, a line per method) and ``NAME-spectra.png`` (energy captured
-    against rho when the loop, head or layer axis is folded into the vector)."""
+def plot(out: Path, sections: list[dict]) -> list[Path]:
+    """Write the figures of :func:`figures` into ``out``; their paths."""
+    return save_all(out, figures(sections))
+
+
+def figures(sections: list[dict]) -> dict[str, Figure]:
+    """Per looped_kv section: ``NAME-codec.png`` and ``NAME-spectra.png``, by file name."""
+    found = {}
+    for section in sections:
+        found[f"{section['name']}-codec.png"] = codec_figure(section)
+        found[f"{section['name']}-spectra.png"] = spectra_figure(section)
+    return found
+
+
+def codec_figure(section: dict) -> Figure:
+    """Attention-output error and next-token KL to the teacher against rho, a line per
+    method."""
     measured, name = section["measured"], section["name"]
     fig, axes = subplots(1, 2, figsize=(10, 3.8))
     for ax, metric in zip(axes, ("attention_error", "kl"), strict=True):
@@ -40,8 +58,13 @@ def plot(out: Path, section: dict) -> list[Path]:
         ax.set_xticks(grid, [f"{r:.3g}" for r in grid])
         ax.minorticks_off()
         ax.legend(fontsize=7)
-    codec = save(fig, out / f"{name}-codec.png")
+    return finished(fig)
 
+
+def spectra_figure(section: dict) -> Figure:
+    """Energy captured against rho when the loop, head or layer axis is folded into the K
+    and V vectors."""
+    measured = section["measured"]
     dims = measured["dims"]
     fig, axes = subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, which in zip(axes, ("K", "V"), strict=True):
@@ -54,4 +77,4 @@ def plot(out: Path, section: dict) -> list[Path]:
             title=f"{which}: the {which} vectors with one axis folded in",
         )
         ax.legend(fontsize=7)
-    return [codec, save(fig, out / f"{name}-spectra.png")]
+    return finished(fig)

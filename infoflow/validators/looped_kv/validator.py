@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infoflow.looped_kv.spec import LoopedKVSpec
 from infoflow.validators.claims import Section, labelled
@@ -27,6 +27,9 @@ from infoflow.validators.looped_kv.measure import measure
 from infoflow.validators.looped_kv.model import load_looped, train_looped
 from infoflow.validators.looped_kv.ouro import load_ouro
 from infoflow.validators.protocol import Context, Job
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: The kind of each claim (by its id's head): the byte counts and the full-rank SVD are
 #: identities the tool must get right; the rest are the paper's claims about looped models.
@@ -120,7 +123,10 @@ class LoopedKVValidator:
         return report.markdown(section)
 
     def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
-        return [path for section in sections for path in plots.plot(out, section)]
+        return plots.plot(out, sections)
+
+    def figures(self, sections: list[dict[str, Any]]) -> dict[str, Figure]:
+        return plots.figures(sections)
 
 
 def _runs(experiment: LoopedExperiment, context: Context) -> list[dict]:

@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.retrieval import construction
 from infoflow.validators.retrieval.construction import Witness
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def compile_command(
@@ -117,11 +121,19 @@ def compared(measured: float | None, engine) -> str:
 
 
 def plot_sweep(result: dict, path: Path, source: str) -> Path:
-    """NMSE against beta, and against decoder parameters with the engine's slope -2/alpha
-    drawn through the first point (the cost law's rate, for comparison)."""
+    """Write :func:`sweep_figure` to ``path`` (sweep.png); the path."""
+    from infoflow.validators.plots import save
+
+    return save(sweep_figure(result, source), path)
+
+
+def sweep_figure(result: dict, source: str) -> Figure:
+    """The sweep (sweep.json's ``result``) drawn: NMSE against beta, and against decoder
+    parameters with the engine's slope -2/alpha drawn through the first point (the cost
+    law's rate, for comparison)."""
     from matplotlib.ticker import NullFormatter
 
-    from infoflow.validators.plots import plain_text, save, subplots
+    from infoflow.validators.plots import finished, subplots
 
     panels = 2 if result["width"] else 1
     fig, axes = subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
@@ -143,8 +155,7 @@ def plot_sweep(result: dict, path: Path, source: str) -> Path:
         ax.xaxis.set_minor_formatter(NullFormatter())  # the minor labels overlap
         ax.legend()
     fig.suptitle(source)
-    plain_text(fig)
-    return save(fig, path)
+    return finished(fig)
 
 
 def measured_text(value: float | None) -> str:

@@ -2,21 +2,38 @@
 model's NMSE against its decoder's size (the median over seeds, the bar spanning the seeds),
 dashed where predicted inefficient, each compiled witness's width ladder in black (what the
 architecture represents, against what training reached), with the pooling shortcut and the
-learning threshold as horizontal lines (of the spec's longest T)."""
+learning threshold as horizontal lines (of the spec's longest T). :func:`ladders_figure`
+builds it, :func:`figures` names it, :func:`plot` writes it."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from infoflow.validators.plots import Floors, save, subplots
+from infoflow.validators.plots import Floors, finished, save_all, subplots
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def plot(out: Path, sections: list[dict[str, Any]]) -> list[Path]:
-    """Write the figure when there is data for it."""
+    """Write the figures of :func:`figures` into ``out``; their paths."""
+    return save_all(out, figures(sections))
+
+
+def figures(sections: list[dict[str, Any]]) -> dict[str, Figure]:
+    """``{"ladders.png": ladders_figure(sections)}`` when there is data for it, else ``{}``."""
+    fig = ladders_figure(sections)
+    return {"ladders.png": fig} if fig is not None else {}
+
+
+def ladders_figure(sections: list[dict[str, Any]]) -> Figure | None:
+    """One panel per section (report.json's retrieval parts) with a ladder: its models' NMSE
+    against their decoder's size, its witnesses' ladders and its floors; None when no
+    section has a ladder."""
     panels = [s for s in sections if any(m.get("ladder") for m in s["models"])]
     if not panels:
-        return []
+        return None
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
     fig, axes = subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
@@ -24,7 +41,7 @@ def plot(out: Path, sections: list[dict[str, Any]]) -> list[Path]:
         _draw(ax, section)
     for ax in axes.flat[len(panels) :]:
         ax.axis("off")
-    return [save(fig, out / "ladders.png")]
+    return finished(fig)
 
 
 def _draw(ax, section: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -24,6 +24,9 @@ from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, 
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.train import Group, load_trained, train_group
 from infoflow.validators.retrieval.witness import construction_claims
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 class RetrievalValidator:
@@ -76,6 +79,9 @@ class RetrievalValidator:
 
     def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]:
         return plots.plot(out, sections)
+
+    def figures(self, sections: list[dict[str, Any]]) -> dict[str, Figure]:
+        return plots.figures(sections)
 
     def floors(self, section: dict[str, Any]) -> dict[str, Floors]:
         return plots.floors(section)

@@ -3,16 +3,21 @@ diagram: K across, step up, colour = the phase call, white where undetermined; b
 final ID and OOD KL to the truth against K), ``NAME-kl.png`` (KL to each reference over
 training, a line per K), ``NAME-positions.png`` (the final model's KL against the
 position in the context) and ``NAME-weights.png`` (the projection's weights over training,
-a panel per K, a line per seed: what the pre-registered criterion reads)."""
+a panel per K, a line per seed: what the pre-registered criterion reads). Each picture has
+its builder, which returns a Figure (:func:`phases_figure`, :func:`kl_figure`,
+:func:`positions_figure`, :func:`weights_figure`); :func:`figures` names them all."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from infoflow.validators.icl_markov.criterion import WEIGHT
 from infoflow.validators.icl_markov.ksweep.phases import MARGIN, PHASES, UNDETERMINED
-from infoflow.validators.plots import colormap, save, subplots
+from infoflow.validators.plots import colormap, finished, subplots
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PHASE_COLOURS = {
     "G1": "#bdbdbd",
@@ -24,55 +29,69 @@ PHASE_COLOURS = {
 }
 
 
-def plot_phases(out: Path, section: dict) -> list[Path]:
-    """Per group of an icl_markov spec: ``NAME-phases.png`` (phase diagram: K across, step
+def figures(section: dict) -> dict[str, Figure]:
+    """The K sweep's pictures of an icl_markov section, by file name: per group
+    ``NAME-phases.png`` and ``NAME-kl.png``, then per group ``NAME-positions.png``, then per
+    group judged by the projection ``NAME-weights.png``."""
+    groups = section["groups"]
+    found = {}
+    for group in groups:
+        found[f"{group['name']}-phases.png"] = phases_figure(section["name"], group)
+        found[f"{group['name']}-kl.png"] = kl_figure(group)
+    for group in groups:
+        found[f"{group['name']}-positions.png"] = positions_figure(group)
+    for group in groups:
+        fig = weights_figure(section["name"], group)
+        if fig is not None:
+            found[f"{group['name']}-weights.png"] = fig
+    return found
+
+
+def phases_figure(title: str, group: dict) -> Figure:
+    """The phase diagram of ``group`` (a section's group; its first seed): K across, step
     up, colour = the phase call, white where undetermined; beside it, final ID and OOD KL to
-    the truth against K) and ``NAME-kl.png`` (KL to each reference over training, a line per
-    K)."""
-    written = []
-    for group in section["groups"]:
-        members = _first_seed(group)
-        fig, (ax, side) = subplots(1, 2, figsize=(11, 4.2), width_ratios=[1.4, 1])
-        _phase_diagram(ax, section["name"], group, members)
-        _final_kl(side, group, members)
-        written.append(save(fig, out / f"{group['name']}-phases.png"))
-
-        fig, axes = subplots(1, len(PHASES), figsize=(15, 3.6), sharey=True)
-        for ax, name in zip(axes, PHASES, strict=True):
-            _line_per_k(ax, members, lambda m, name=name: (m["steps"], m["kl"][name]))
-            ax.set(xscale="log", yscale="log", xlabel="step", title=_kl(group, name))
-        axes[0].set_ylabel("mean of ID and OOD")
-        axes[-1].legend(fontsize=6, ncol=2)
-        written.append(save(fig, out / f"{group['name']}-kl.png"))
-    return written
+    the truth against K. ``title``: the spec's name."""
+    members = _first_seed(group)
+    fig, (ax, side) = subplots(1, 2, figsize=(11, 4.2), width_ratios=[1.4, 1])
+    _phase_diagram(ax, title, group, members)
+    _final_kl(side, group, members)
+    return finished(fig)
 
 
-def plot_weights(out: Path, section: dict) -> list[Path]:
-    """Per group judged by the projection: ``NAME-weights.png``, a panel per K with the
-    memorizing and generalizing weights of every seed over training and the line at which
-    a kind has formed."""
-    written = []
-    for group in section["groups"]:
-        members = [m for m in group["members"] if m.get("weights")]
-        if not members:
-            continue
-        ks = sorted({m["chains"] for m in members})
-        fig, axes = subplots(1, len(ks), figsize=(2.6 * len(ks), 3.2), sharey=True)
-        panels = list(getattr(axes, "flat", [axes]))
-        for ax, k in zip(panels, ks, strict=True):
-            for m in (m for m in members if m["chains"] == k):
-                for kind, colour in (("memorizing", "#d94801"), ("generalizing", "#2b8cbe")):
-                    ax.plot(m["steps"], m["weights"][kind], color=colour, lw=0.9, alpha=0.8)
-            ax.axhline(WEIGHT, color="black", ls="--", lw=0.7)
-            ax.set(xscale="log", xlabel="step", title=f"K = {k}", ylim=(0, 1))
-        panels[0].set_ylabel("weight: memorizing (orange), G2 (blue)")
-        rate = group["setting"]["training"].get("layer1_attention_lr", 1)
-        where = f", layer 1 at {rate:g} x the rate" if rate != 1 else ""
-        fig.suptitle(
-            f"{section['name']}{where}: the projection's weights, a line per seed", fontsize=9
-        )
-        written.append(save(fig, out / f"{group['name']}-weights.png"))
-    return written
+def kl_figure(group: dict) -> Figure:
+    """The KL to each reference over training (first seed), a panel per reference, a line
+    per K."""
+    members = _first_seed(group)
+    fig, axes = subplots(1, len(PHASES), figsize=(15, 3.6), sharey=True)
+    for ax, name in zip(axes, PHASES, strict=True):
+        _line_per_k(ax, members, lambda m, name=name: (m["steps"], m["kl"][name]))
+        ax.set(xscale="log", yscale="log", xlabel="step", title=_kl(group, name))
+    axes[0].set_ylabel("mean of ID and OOD")
+    axes[-1].legend(fontsize=6, ncol=2)
+    return finished(fig)
+
+
+def weights_figure(title: str, group: dict) -> Figure | None:
+    """A panel per K with the memorizing and generalizing weights of every seed over
+    training and the line at which a kind has formed; None when the group was not judged by
+    the projection. ``title``: the spec's name."""
+    members = [m for m in group["members"] if m.get("weights")]
+    if not members:
+        return None
+    ks = sorted({m["chains"] for m in members})
+    fig, axes = subplots(1, len(ks), figsize=(2.6 * len(ks), 3.2), sharey=True)
+    panels = list(getattr(axes, "flat", [axes]))
+    for ax, k in zip(panels, ks, strict=True):
+        for m in (m for m in members if m["chains"] == k):
+            for kind, colour in (("memorizing", "#d94801"), ("generalizing", "#2b8cbe")):
+                ax.plot(m["steps"], m["weights"][kind], color=colour, lw=0.9, alpha=0.8)
+        ax.axhline(WEIGHT, color="black", ls="--", lw=0.7)
+        ax.set(xscale="log", xlabel="step", title=f"K = {k}", ylim=(0, 1))
+    panels[0].set_ylabel("weight: memorizing (orange), G2 (blue)")
+    rate = group["setting"]["training"].get("layer1_attention_lr", 1)
+    where = f", layer 1 at {rate:g} x the rate" if rate != 1 else ""
+    fig.suptitle(f"{title}{where}: the projection's weights, a line per seed", fontsize=9)
+    return finished(fig)
 
 
 def _first_seed(group: dict) -> list[dict]:
@@ -165,24 +184,21 @@ def _grid_position(chains: list[int], value: float) -> float:
     return len(chains) - 0.5
 
 
-def plot_positions(out: Path, section: dict) -> list[Path]:
-    """Per group: ``NAME-positions.png``, the final model's KL to the truth (ID, OOD) and to
-    each reference against the position in the context, a line per K."""
-    written = []
+def positions_figure(group: dict) -> Figure:
+    """The final model's KL to the truth (ID, OOD) and to each reference against the position
+    in the context (first seed), a line per K."""
     panels = ["id:truth", "ood:truth", *PHASES]
-    for group in section["groups"]:
-        members = _first_seed(group)
-        fig, axes = subplots(1, len(panels), figsize=(3.4 * len(panels), 3.4), sharey=True)
-        for ax, name in zip(axes, panels, strict=True):
+    members = _first_seed(group)
+    fig, axes = subplots(1, len(panels), figsize=(3.4 * len(panels), 3.4), sharey=True)
+    for ax, name in zip(axes, panels, strict=True):
 
-            def positions(m, name=name):
-                return range(1, len(m["positions"][name]) + 1), m["positions"][name]
+        def positions(m, name=name):
+            return range(1, len(m["positions"][name]) + 1), m["positions"][name]
 
-            _line_per_k(ax, members, positions)
-            split = name.split(":")[0].upper()
-            title = f"{_kl(group, 'truth')}, {split}" if ":" in name else _kl(group, name)
-            ax.set(yscale="log", xlabel="position t", title=title)
-        axes[0].set_ylabel("final model, mean over sequences")
-        axes[-1].legend(fontsize=6, ncol=2)
-        written.append(save(fig, out / f"{group['name']}-positions.png"))
-    return written
+        _line_per_k(ax, members, positions)
+        split = name.split(":")[0].upper()
+        title = f"{_kl(group, 'truth')}, {split}" if ":" in name else _kl(group, name)
+        ax.set(yscale="log", xlabel="position t", title=title)
+    axes[0].set_ylabel("final model, mean over sequences")
+    axes[-1].legend(fontsize=6, ncol=2)
+    return finished(fig)

@@ -1,0 +1,58 @@
+"""Retrieval's pictures are Figures built from report data (issue 30, item 2): the ladders
+of a run's sections and the compile sweep, each saved only by its writer."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("torch")  # the compile sweep builds witnesses
+
+from matplotlib.figure import Figure
+
+from infoflow.validators.retrieval import plots
+from infoflow.validators.retrieval.compile_report import plot_sweep, sweep_figure
+from infoflow.validators.retrieval.exponents import Ladder
+
+LADDER = Ladder([10, 20, 40, 80], [[0.5], [0.4], [0.3], [0.2]]).to_json()
+
+
+def _section(name: str, ladder: dict | None) -> dict:
+    model = {"label": "heads [1]", "ladder": ladder, "predicted_efficient": False}
+    return {
+        "name": name,
+        "models": [model],
+        "floors": {"8": {"shortcut": 0.5, "learns_below": 0.1}},
+    }
+
+
+def test_the_ladders_are_one_panel_per_section_with_a_ladder(tmp_path) -> None:
+    sections = [_section("a", LADDER), _section("b", None), _section("c", LADDER)]
+    figure = plots.ladders_figure(sections)
+    assert isinstance(figure, Figure)
+    titles = [ax.get_title() for ax in figure.axes if ax.axison]
+    assert titles == ["a", "c"] and len(figure.axes) == 2
+    assert figure.axes[0].get_lines()[-1].get_ydata()[0] == 0.1  # the learns-below line
+    assert list(plots.figures(sections)) == ["ladders.png"]
+    assert plots.ladders_figure([_section("b", None)]) is None
+    assert plots.figures([_section("b", None)]) == {} and list(tmp_path.iterdir()) == []
+    assert plots.plot(tmp_path, sections) == [tmp_path / "ladders.png"]
+
+
+def test_the_sweep_is_a_figure_with_the_engines_rate(tmp_path) -> None:
+    result = {
+        "beta": [{"beta": b, "nmse": 1 / b} for b in (1.0, 10.0, 100.0)],
+        "engine_alpha": 1,
+        "width": [{"decoder_parameters": 100 * w, "nmse": w**-4.0} for w in (8, 16, 32)],
+        "measured_alpha": 0.5,
+    }
+    figure = sweep_figure(result, "spec $x$")
+    assert isinstance(figure, Figure) and figure.get_suptitle() == "spec $x$"
+    labels = [t.get_text() for t in figure.axes[1].get_legend().get_texts()]
+    assert labels == ["witness (alpha 0.5)", "engine's rate (alpha 1)"]
+    assert list(figure.axes[1].get_lines()[1].get_ydata()) == pytest.approx(
+        [8**-4, 8**-4 / 4, 8**-4 / 16]
+    )  # slope -2/alpha
+    assert len(sweep_figure(result | {"width": []}, "s").axes) == 1
+    assert list(tmp_path.iterdir()) == []
+    assert plot_sweep(result, tmp_path / "sweep.svg", "s").read_text().startswith("<?xml")
