@@ -367,9 +367,9 @@ def test_plan_refuses_a_spec_its_validator_cannot_train() -> None:
 @pytest.mark.slow
 def test_validate_records_the_design_in_the_report(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = run_cli(
+    proc = run_cli(  # the cheapest spec to judge: one witness, no decoder to build
         "validate",
-        str(SPECS / "retrieval" / "kth-largest.json"),
+        str(SPECS / "retrieval" / "specific-position.json"),
         "--steps",
         "2",
         "--seeds",
