@@ -1,6 +1,7 @@
-"""`infoflow validate --executor ray` on a real local Ray cluster: the same verdicts and
-metrics as the local executor, and a worker killed in the middle of a group is retried from
-the group's checkpoint to the same result."""
+"""`infoflow validate --executor ray` on a real local Ray cluster: joining a running cluster
+(and leaving it running), the same verdicts and metrics as the local executor, a worker
+killed in the middle of a group retried from the group's checkpoint to the same result; and
+a Ray of its own, started and stopped by validate."""
 
 from __future__ import annotations
 
@@ -43,24 +44,48 @@ def _report(folder):
     return json.loads((folder / "report.json").read_text())
 
 
-def test_ray_gives_the_local_verdicts_and_metrics(tmp_path) -> None:
+@pytest.fixture(scope="module")
+def cluster():
+    """A running two-CPU Ray cluster the tests join with ``--address auto`` (one start for
+    the module; the looped test starts a local Ray of its own, the other path)."""
+    ray = [str(Path(infoflow_cmd()[0]).parent / "ray")]
+    started = subprocess.run(
+        [*ray, "start", "--head", "--num-cpus", "2", "--include-dashboard", "false"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **ONE_THREAD},  # its workers train as the runs compared with them
+    )
+    assert started.returncode == 0, started.stderr
+    try:
+        yield ["--executor", "ray", "--address", "auto"]
+    finally:
+        subprocess.run([*ray, "stop"], capture_output=True, timeout=300)
+
+
+def test_ray_gives_the_local_verdicts_and_leaves_the_cluster_running(tmp_path, cluster) -> None:
     icl = tmp_path / "tiny-icl.json"
     icl.write_text(json.dumps({**TINY_ICL, "training": {**TINY_ICL["training"], "steps": 100}}))
     args = [str(POSITIONS), str(icl), "--steps", "100", "--quiet", "--device", "cpu"]
     local, ray_run = tmp_path / "local", tmp_path / "ray"
     assert run_cli("validate", *args, "--out", str(local), env=ONE_THREAD).returncode == 0
-    proc = run_cli("validate", *args, "--out", str(ray_run), "--executor", "ray", env=ONE_THREAD)
+    proc = run_cli("validate", *args, "--out", str(ray_run), *cluster, env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
     a, b = _report(local), _report(ray_run)
     assert a["summary"] == b["summary"]
     assert_same(a["specs"], b["specs"])
     assert len(list((ray_run / "checkpoints").glob("*.pid"))) == 2  # a task per group: 1 + 1
+    probe = "import ray; ray.init(address='auto'); print(ray.cluster_resources()['CPU'])"
+    alive = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
+    )
+    assert alive.stdout.strip() == "2.0"  # a cluster validate joined is not its to stop
 
 
-def test_a_killed_worker_is_retried_from_the_checkpoint(tmp_path) -> None:
+def test_a_killed_worker_is_retried_from_the_checkpoint(tmp_path, cluster) -> None:
     spec = tmp_path / "tiny-icl.json"
     spec.write_text(json.dumps({**TINY_ICL, "training": {**TINY_ICL["training"], "steps": 200}}))
-    args = [str(spec), "--quiet", "--device", "cpu", "--executor", "ray"]
+    args = [str(spec), "--quiet", "--device", "cpu", *cluster]
     whole = tmp_path / "whole"
     assert run_cli("validate", *args, "--out", str(whole)).returncode == 0
 
@@ -80,43 +105,6 @@ def test_a_killed_worker_is_retried_from_the_checkpoint(tmp_path) -> None:
     assert process.wait(timeout=300) == 0
     assert int(pid_file.read_text()) != victim  # another worker finished the group
     assert_same(_report(whole)["specs"], _report(killed)["specs"])
-
-
-def test_validate_joins_a_running_cluster_and_leaves_it_running(tmp_path) -> None:
-    ray = [str(Path(infoflow_cmd()[0]).parent / "ray")]
-    started = subprocess.run(
-        [*ray, "start", "--head", "--num-cpus", "2", "--include-dashboard", "false"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert started.returncode == 0, started.stderr
-    try:
-        spec = tmp_path / "tiny-icl.json"
-        spec.write_text(json.dumps({**TINY_ICL, "training": {**TINY_ICL["training"], "steps": 50}}))
-        args = [str(spec), "--quiet", "--device", "cpu"]
-        local = run_cli("validate", *args, "--out", str(tmp_path / "local"), env=ONE_THREAD)
-        assert local.returncode == 0
-        proc = run_cli(
-            "validate",
-            *args,
-            "--out",
-            str(tmp_path / "joined"),
-            "--executor",
-            "ray",
-            "--address",
-            "auto",
-            env=ONE_THREAD,
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert_same(_report(tmp_path / "local")["specs"], _report(tmp_path / "joined")["specs"])
-        probe = "import ray; ray.init(address='auto'); print(ray.cluster_resources()['CPU'])"
-        alive = subprocess.run(
-            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
-        )
-        assert alive.stdout.strip() == "2.0"  # a cluster validate joined is not its to stop
-    finally:
-        subprocess.run([*ray, "stop"], capture_output=True, timeout=300)
 
 
 def test_a_looped_kv_job_trains_as_a_ray_task(tmp_path) -> None:

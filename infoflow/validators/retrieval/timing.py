@@ -88,9 +88,9 @@ _TARGET_TIMES: dict[Path, dict[str, float]] = {}
 
 def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -> float:
     """Seconds to draw a batch and evaluate the target on it on ``device``: measured once,
-    then read from the cache beside the device's step-time model (so that a resumed run
-    designs the same experiment)."""
-    models = cache_file(device)
+    then read from the cache beside the device's idle step-time model, whatever the load
+    now (so that a run resumed under another load designs the same experiment)."""
+    models = cache_file(device, load=0.0)
     path = models.with_name(models.stem + "-targets.json")
     key = json.dumps(
         [
