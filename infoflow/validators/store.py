@@ -304,7 +304,7 @@ class Store:
             ).fetchone()
             if strange:
                 why = f"a stored {strange[0]} is not a number"
-            elif digest != _digest(self.db, name, seconds):
+            elif not _matches(self.db, name, seconds, digest):
                 why = "its stored measurements do not match the digest written when it finished"
             else:
                 continue
@@ -340,16 +340,34 @@ class Store:
             )
 
 
-def _digest(db: sqlite3.Connection, name: str, seconds: float | None) -> str:
+#: The digest's version: its prefix (a digest without one is version 1, metrics alone).
+DIGEST = "v2:"
+
+
+def _digest(db: sqlite3.Connection, name: str, seconds: float | None, version: str = DIGEST) -> str:
     """SHA-256 of group ``name``'s metric rows (every member, step and value, exactly as
-    stored) and its training seconds."""
+    stored), its training seconds and (from version 2) its member rows."""
     rows = db.execute(
         "SELECT member, step, metric, value FROM metrics WHERE group_name = ? "
         "ORDER BY member, step, metric",
         (name,),
     ).fetchall()
-    text = json.dumps([seconds, rows], default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    content: list = [seconds, rows]
+    if version == DIGEST:
+        members = db.execute(
+            "SELECT member, label, config FROM members WHERE group_name = ? "
+            "ORDER BY member, label, config",
+            (name,),
+        ).fetchall()
+        content.append(members)
+    text = json.dumps(content, default=str)
+    return version + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _matches(db: sqlite3.Connection, name: str, seconds: float | None, digest: object) -> bool:
+    """Whether ``digest`` is group ``name``'s, in the version it was written in."""
+    version = DIGEST if isinstance(digest, str) and digest.startswith(DIGEST) else ""
+    return digest == _digest(db, name, seconds, version)
 
 
 def _add_digests(db: sqlite3.Connection) -> None:

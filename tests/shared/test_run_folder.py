@@ -319,6 +319,25 @@ def test_edited_measurements_are_refused_on_resume(toy) -> None:
     assert f"a stored {metric} is not a number" in line
 
 
+def test_edited_members_are_refused_and_older_digests_still_read(toy) -> None:
+    from infoflow.validators.store import _digest
+
+    spec, out = str(toy / "right.json"), toy / "run"
+    assert _validate(spec, "--out", str(out)).exit_code == 0
+    database = sqlite3.connect(out / "results.sqlite")
+    (name, seconds) = database.execute("SELECT name, seconds FROM groups LIMIT 1").fetchone()
+    with database:  # a digest of version 1 (metrics and seconds alone) is checked as such
+        v1 = _digest(database, name, seconds, "")
+        database.execute("UPDATE groups SET digest = ? WHERE name = ?", (v1, name))
+    assert _validate(spec, "--out", str(out), "--resume").exit_code == 0
+    with database:
+        v2 = _digest(database, name, seconds)
+        database.execute("UPDATE groups SET digest = ? WHERE name = ?", (v2, name))
+        database.execute("UPDATE members SET member = NULL WHERE member = 0")
+    line = refused("validate", spec, "--out", str(out), "--resume")
+    assert "do not match the digest written when it finished" in line
+
+
 def test_a_database_from_before_digests_gains_them(toy) -> None:
     spec, out = str(toy / "right.json"), toy / "run"
     assert _validate(spec, "--out", str(out)).exit_code == 0
@@ -328,7 +347,7 @@ def test_a_database_from_before_digests_gains_them(toy) -> None:
     database.close()
     assert _validate(spec, "--out", str(out), "--resume").exit_code == 0
     digests = sqlite3.connect(out / "results.sqlite").execute("SELECT digest FROM groups")
-    assert all(len(d) == 64 for (d,) in digests)
+    assert all(d.startswith("v2:") and len(d) == 67 for (d,) in digests)
 
 
 def test_a_damaged_folder_is_refused_in_one_line(toy) -> None:
