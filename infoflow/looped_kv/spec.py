@@ -322,8 +322,12 @@ class LoopedKVSpec(SpecBase):
             message = "vLLM pages windowed layers and Mamba states per layer type: not counted"
             raise FieldError("serving.engine", message)
         if engine == "transformers" and model.kv_broadcast:
-            message = "transformers caches this model's K/V broadcast to every query head: "
-            raise FieldError("serving.engine", message + "not counted")
+            message = (
+                "transformers before 5.25 caches this model's K/V broadcast to every query "
+                "head, 5.25 its KV heads: not counted (the default engine, peak, counts the "
+                "KV heads)"
+            )
+            raise FieldError("serving.engine", message)
         if self.model.mamba and tp > heads:
             message = f"more devices than the {heads} KV heads beside Mamba states: not modelled"
             raise FieldError("serving.tensor_parallel", message)
