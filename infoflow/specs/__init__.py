@@ -36,3 +36,15 @@ def names() -> list[str]:
     """Every bundled spec, as ``family/file.json`` (the files :func:`path` takes)."""
     folder = root()
     return [p.relative_to(folder).as_posix() for p in sorted(folder.glob("*/*.json"))]
+
+
+def bundled() -> list[Path]:
+    """The specs ``validate`` runs when given none: specs/*/*.json of the working directory,
+    else the bundled ones (the checkout's, or the installed package's): the first of the
+    two that holds any (SpecError, exit 2, when neither does)."""
+    for folder in (Path.cwd() / "specs", root()):
+        if folder.is_dir():
+            found = sorted(folder.glob("*/*.json"))
+            if found:
+                return found
+    raise SpecError("specs/", [(None, "no bundled specs here: pass spec files to validate")])

@@ -43,7 +43,8 @@ from infoflow.validators.protocol import (
     Progress,
 )
 from infoflow.validators.report import finite, write_reports
-from infoflow.validators.store import Store
+from infoflow.validators.steptime import recorded
+from infoflow.validators.store import Store, recorded_settings
 from infoflow.validators.threads import keep_threads
 
 DATABASE = "results.sqlite"
@@ -106,9 +107,12 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     device = pick_device(options.gpu, options.device)
     if progress:
         progress.phase("planning", "(measuring the step time where it is not cached)")
-    planned = plan(paths or bundled_specs(), options, device.type)
+    first = recorded_settings(options.out / DATABASE) if options.resume else {}
+    with recorded(first.get("step_times")) as used:  # a resumed run: the models it began with
+        planned = plan(paths or infoflow.specs.bundled(), options, device.type)
+        step_times = dict(used)
     with locked(options.out):
-        store = register(planned, options, device)
+        store = register(planned, options, device, step_times)
         try:
             context = Context(device, store, options.out / "checkpoints", progress)
             train(planned, context, options)
@@ -216,7 +220,7 @@ def _tag(path: Path) -> str:
     return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:6]
 
 
-def register(planned: Plan, options: Options, device: torch.device) -> Store:
+def register(planned: Plan, options: Options, device: torch.device, step_times: dict) -> Store:
     """Open the run's database (a new one, or the one ``--resume`` continues; its finished
     groups verified against their digests), record the run's settings and every job's group
     (a group recorded with another identity is refused), and clear temporary files a killed
@@ -241,6 +245,7 @@ def register(planned: Plan, options: Options, device: torch.device) -> Store:
         "families": _settings(planned),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "step_times": step_times,
         "python": platform.python_version(),
     }
     store.start_run(_now(), _scale_name(options), str(device), settings)
@@ -368,18 +373,6 @@ def pick_device(gpu: bool, device: str | None) -> torch.device:
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     return torch.device("cuda")
-
-
-def bundled_specs() -> list[Path]:
-    """specs/*/*.json of the working directory, else the bundled ones (the checkout's, or
-    the installed package's): the first of the two that holds any (SpecError, exit 2, when
-    neither does)."""
-    for root in (Path.cwd() / "specs", infoflow.specs.root()):
-        if root.is_dir():
-            found = sorted(root.glob("*/*.json"))
-            if found:
-                return found
-    raise SpecError("specs/", [(None, "no bundled specs here: pass spec files to validate")])
 
 
 def _now() -> str:

@@ -24,7 +24,8 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -95,13 +96,47 @@ ASSUMED_H200 = StepTime(
 )
 
 
+#: What :func:`step_time` answers with inside :func:`recorded`: the models a resumed run
+#: recorded when it started, and those it answered with, by "device:probes".
+_PINNED: dict[str, dict] = {}
+_USED: dict[str, dict] = {}
+
+
+@contextmanager
+def recorded(pins: object = None) -> Iterator[dict[str, dict]]:
+    """While the block runs, :func:`step_time` answers with ``pins`` (a resumed run's
+    recorded models) where they hold a plausible one, so that a run resumed under another
+    load, or on another machine, designs the same experiment; yields the models it answered
+    with, for the run to record."""
+    _USED.clear()
+    _PINNED.update(
+        {k: v for k, v in pins.items() if isinstance(v, dict)} if isinstance(pins, dict) else {}
+    )
+    try:
+        yield _USED
+    finally:
+        _PINNED.clear()
+
+
 def step_time(device: str, probes: Probes | None = None) -> StepTime:
     """The step-time model of ``device`` ("cpu" or "cuda") on ``probes`` (the generic
-    :data:`GENERIC` when None): cached, else measured now; for "cuda" without a CUDA device,
-    :data:`ASSUMED_H200`."""
+    :data:`GENERIC` when None): pinned (:func:`recorded`), cached, else measured now; for
+    "cuda" without a CUDA device, :data:`ASSUMED_H200`."""
+    probes = probes or GENERIC
+    key = f"{device}:{probes.name}"
+    try:
+        model = StepTime(**_PINNED[key]) if key in _PINNED else None
+    except TypeError:
+        model = None
+    if model is None or not _plausible(model):
+        model = _cached_or_measured(device, probes)
+    _USED[key] = asdict(model)
+    return model
+
+
+def _cached_or_measured(device: str, probes: Probes) -> StepTime:
     if device == "cuda" and not torch.cuda.is_available():
         return ASSUMED_H200
-    probes = probes or GENERIC
     path = cache_file(device, probes.name)
     if path.is_file():
         try:

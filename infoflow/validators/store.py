@@ -13,7 +13,6 @@ opened again (:meth:`Store.verify`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from typing import Any
 from infoflow.core.errors import SpecError
 from infoflow.validators.claims import Claim
 from infoflow.validators.identity import differences
+from infoflow.validators.store_digest import add_digests, group_digest, matches
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -57,6 +57,23 @@ COLUMNS = {
     "metrics": {"group_name", "member", "step", "metric", "value"},
     "claims": {"spec", "id", "claim", "predicted", "measured", "tolerance", "verdict", "reason"},
 }
+
+
+def recorded_settings(path: Path) -> dict[str, Any]:
+    """The settings the run in database ``path`` was started with, read without writing ({}
+    when there is none, or it cannot be read: :meth:`Store.verify` says why later)."""
+    if not path.is_file():
+        return {}
+    try:
+        db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT settings FROM runs ORDER BY id LIMIT 1").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return {}
+    settings = _loads(row[0]) if row else None
+    return settings if isinstance(settings, dict) else {}
 
 
 def _loads(text: object) -> object:
@@ -96,7 +113,7 @@ class Store:
             if check != "ok":
                 raise sqlite3.DatabaseError(check)
             self.db.executescript(SCHEMA)
-            _add_digests(self.db)
+            add_digests(self.db)
             tables = {
                 table: {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
                 for table in COLUMNS
@@ -276,7 +293,7 @@ class Store:
         with self.writing():
             self.db.execute(
                 "UPDATE groups SET done = 1, seconds = ?, digest = ? WHERE name = ?",
-                (seconds, _digest(self.db, name, seconds), name),
+                (seconds, group_digest(self.db, name, seconds), name),
             )
 
     @contextmanager
@@ -304,7 +321,7 @@ class Store:
             ).fetchone()
             if strange:
                 why = f"a stored {strange[0]} is not a number"
-            elif not _matches(self.db, name, seconds, digest):
+            elif not matches(self.db, name, seconds, digest):
                 why = "its stored measurements do not match the digest written when it finished"
             else:
                 continue
@@ -338,50 +355,6 @@ class Store:
                     row["reason"],
                 ),
             )
-
-
-#: The digest's version: its prefix (a digest without one is version 1, metrics alone).
-DIGEST = "v2:"
-
-
-def _digest(db: sqlite3.Connection, name: str, seconds: float | None, version: str = DIGEST) -> str:
-    """SHA-256 of group ``name``'s metric rows (every member, step and value, exactly as
-    stored), its training seconds and (from version 2) its member rows."""
-    rows = db.execute(
-        "SELECT member, step, metric, value FROM metrics WHERE group_name = ? "
-        "ORDER BY member, step, metric",
-        (name,),
-    ).fetchall()
-    content: list = [seconds, rows]
-    if version == DIGEST:
-        members = db.execute(
-            "SELECT member, label, config FROM members WHERE group_name = ? "
-            "ORDER BY member, label, config",
-            (name,),
-        ).fetchall()
-        content.append(members)
-    text = json.dumps(content, default=str)
-    return version + hashlib.sha256(text.encode()).hexdigest()
-
-
-def _matches(db: sqlite3.Connection, name: str, seconds: float | None, digest: object) -> bool:
-    """Whether ``digest`` is group ``name``'s, in the version it was written in."""
-    version = DIGEST if isinstance(digest, str) and digest.startswith(DIGEST) else ""
-    return digest == _digest(db, name, seconds, version)
-
-
-def _add_digests(db: sqlite3.Connection) -> None:
-    """A database an infoflow before digests wrote gains the column, and its finished
-    groups their digest as they stand now (edits made before this version go unseen)."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(groups)")}
-    if "digest" in columns:
-        return
-    with db:
-        db.execute("ALTER TABLE groups ADD COLUMN digest TEXT")
-        done = db.execute("SELECT name, seconds FROM groups WHERE done = 1").fetchall()
-        for name, seconds in done:
-            digest = _digest(db, name, seconds)
-            db.execute("UPDATE groups SET digest = ? WHERE name = ?", (digest, name))
 
 
 class Recorder:

@@ -38,6 +38,7 @@ from infoflow.validators.steptime import (  # noqa: E402
     measure,
     step_time,
 )
+from infoflow.validators.store import recorded_settings  # noqa: E402
 
 RETRIEVAL = sorted((SPECS / "retrieval").glob("*.json"))
 SMOKE = SCALES["smoke"]
@@ -385,6 +386,8 @@ def test_validate_records_the_design_in_the_report(tmp_path) -> None:
     (section,) = report["specs"]
     design = section["design"]
     assert design["step_time"] == "fixed for the tests" and design["groups"]
+    recorded = recorded_settings(out / "results.sqlite")["step_times"]  # --resume designs so
+    assert {model["source"] for model in recorded.values()} == {"fixed for the tests"}
     for group in design["groups"]:
         measured = report["throughput"][group["name"]]
         assert group["estimated_seconds"] > 0 and measured["seconds"] > 0

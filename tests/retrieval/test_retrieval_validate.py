@@ -311,11 +311,11 @@ def test_names_are_drawn_as_written_and_log_ticks_as_powers_of_ten() -> None:
 
 
 def test_validate_with_no_spec_and_no_bundled_specs_is_refused(tmp_path, monkeypatch) -> None:
+    import infoflow.specs
     from infoflow.core.errors import SpecError
-    from infoflow.validators import run
 
     (tmp_path / "specs").mkdir()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run.infoflow.specs, "root", lambda: tmp_path / "pkg")
+    monkeypatch.setattr(infoflow.specs, "root", lambda: tmp_path / "pkg")
     with pytest.raises(SpecError, match="no bundled specs here"):
-        run.bundled_specs()
+        infoflow.specs.bundled()

@@ -320,18 +320,18 @@ def test_edited_measurements_are_refused_on_resume(toy) -> None:
 
 
 def test_edited_members_are_refused_and_older_digests_still_read(toy) -> None:
-    from infoflow.validators.store import _digest
+    from infoflow.validators.store_digest import group_digest
 
     spec, out = str(toy / "right.json"), toy / "run"
     assert _validate(spec, "--out", str(out)).exit_code == 0
     database = sqlite3.connect(out / "results.sqlite")
     (name, seconds) = database.execute("SELECT name, seconds FROM groups LIMIT 1").fetchone()
     with database:  # a digest of version 1 (metrics and seconds alone) is checked as such
-        v1 = _digest(database, name, seconds, "")
+        v1 = group_digest(database, name, seconds, "")
         database.execute("UPDATE groups SET digest = ? WHERE name = ?", (v1, name))
     assert _validate(spec, "--out", str(out), "--resume").exit_code == 0
     with database:
-        v2 = _digest(database, name, seconds)
+        v2 = group_digest(database, name, seconds)
         database.execute("UPDATE groups SET digest = ? WHERE name = ?", (v2, name))
         database.execute("UPDATE members SET member = NULL WHERE member = 0")
     line = refused("validate", spec, "--out", str(out), "--resume")

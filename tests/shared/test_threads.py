@@ -83,3 +83,22 @@ def test_a_resumed_run_trains_on_the_thread_count_it_started_with(tmp_path, caps
     finally:
         torch.set_num_threads(before)
         store.close()
+
+
+def test_a_resumed_run_designs_with_the_step_times_it_started_with() -> None:
+    from infoflow.validators.retrieval.timing import PROBES
+
+    then = {"device_type": "cpu", "name": "x", "overhead": 0.5, "per_flop": 2e-9, "source": "then"}
+    wrong = {**then, "per_flop": -1.0}  # an implausible record is not used
+    pins = {f"cpu:{steptime.GENERIC.name}": then, f"cpu:{PROBES.name}": wrong}
+    with steptime.recorded(pins) as used:
+        assert steptime.step_time("cpu").source == "then"
+        assert steptime.step_time("cpu", PROBES).per_flop > 0  # the cache's, not the pin
+    assert used[f"cpu:{steptime.GENERIC.name}"] == {
+        **then,
+        "assumed": False,
+        "threads": None,
+        "load": None,
+    }
+    assert used[f"cpu:{PROBES.name}"]["per_flop"] > 0
+    assert steptime.step_time("cpu").source != "then"  # pinned only inside the block
