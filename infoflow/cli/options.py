@@ -40,7 +40,8 @@ def _verbose(ctx: typer.Context, value: bool) -> bool:
         name = ctx.command_path
 
         def took() -> None:
-            typer.echo(f"{name}: {time.perf_counter() - start:.2f} s", err=True)
+            if sys.exc_info()[0] is None:  # a failed command's one line stays the only one
+                typer.echo(f"{name}: {time.perf_counter() - start:.2f} s", err=True)
 
         ctx.find_root().call_on_close(took)
     return value

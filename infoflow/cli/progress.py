@@ -43,6 +43,7 @@ class State:
     phase: str = "planning"
     detail: str = ""
     done: int = 0
+    timed: int = 0  # the steps taken since training began (a resumed group's earlier: not)
     total: int = 0
     group: str = ""
     loss: float | None = None
@@ -52,9 +53,9 @@ class State:
 
     def eta(self, now: float) -> float | None:
         """Seconds left at the rate since training began; None before the first step."""
-        if self.started is None or self.done == 0 or now <= self.started:
+        if self.started is None or self.timed == 0 or now <= self.started:
             return None
-        return (self.total - self.done) * (now - self.started) / self.done
+        return (self.total - self.done) * (now - self.started) / self.timed
 
     def line(self, width: int, now: float) -> str:
         """The display's line in at most ``width`` columns."""
@@ -106,6 +107,7 @@ class Display:
         if state.started is None:
             state.started = now
         state.done += step - self.last.get(group, 0)
+        state.timed += step - self.last.get(group, step - 1)  # a resumed group: from here
         self.last[group] = step
         state.group = group
         state.speed = speed or state.speed

@@ -215,8 +215,10 @@ def validate(
             gpus_per_group=gpus_per_group,
         )
         cuda = Device.cuda if gpu else device
-        with _free_cores(threads, cuda) as note, progress_display(quiet, note=note) as progress:
-            report = run_validate(list(specs or []), options, progress)
+        with _free_cores(threads, cuda) as note:
+            note = None if resume else note  # a resumed run trains on its recorded count
+            with progress_display(quiet, note=note) as progress:
+                report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)

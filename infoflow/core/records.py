@@ -13,7 +13,6 @@ note says what it was.
 from __future__ import annotations
 
 import json
-import math
 from typing import TYPE_CHECKING, Any
 
 from infoflow.core.version import __version__
@@ -44,13 +43,6 @@ def of_result(
     """The line of one :class:`~infoflow.core.results.Result` (its predictions' JSON form)."""
     predictions = {name: p.to_json() for name, p in result.predictions.items()}
     return record(command, result.kind, source, point, predictions, result.messages)
-
-
-def value(number: Any) -> dict[str, Any]:
-    """A prediction object holding ``number`` alone (null and a note when not finite)."""
-    if isinstance(number, float) and not math.isfinite(number):
-        return {"value": None, "note": f"not a finite number: {number}"}
-    return {"value": number}
 
 
 def line(data: dict[str, Any]) -> str:

@@ -249,7 +249,11 @@ def sweep_lines(spec: RetrievalSpec, format: str, name: str = "<spec>") -> Itera
     """``infoflow sweep``: check every point and derive now (a bad point is a SpecError
     before any output), then the lines of :func:`lines`, a part at a time as evaluated."""
     parts = chunks(spec, name)
-    return (line for i, part in enumerate(parts) for line in lines(part, format, name, i == 0))
+    return (  # a table's every part has its header, its columns aligned within the part
+        line
+        for i, part in enumerate(parts)
+        for line in lines(part, format, name, i == 0 or format == "table")
+    )
 
 
 def lines(result: Sweep, format: str, name: str = "<spec>", header: bool = True) -> Iterator[str]:

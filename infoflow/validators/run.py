@@ -108,7 +108,10 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     if progress:
         progress.phase("planning", "(measuring the step time where it is not cached)")
     first = recorded_settings(options.out / DATABASE) if options.resume else {}
-    with recorded(first.get("step_times")) as used:  # a resumed run: the models it began with
+    resumed_on = keep_threads(first.get("threads"), device.type)  # and plans so, below
+    if resumed_on and progress:
+        print(resumed_on, file=sys.stderr)
+    with recorded(first.get("step_times")) as used:  # a resumed run: what it designed with
         planned = plan(paths or infoflow.specs.bundled(), options, device.type)
         step_times = dict(used)
     with locked(options.out):
@@ -240,7 +243,6 @@ def register(planned: Plan, options: Options, device: torch.device, step_times: 
             stale.unlink(missing_ok=True)
     store = Store(database)
     store.verify()
-    keep_threads(store.first_settings().get("threads"), device.type)
     settings = {
         "families": _settings(planned),
         "torch": torch.__version__,

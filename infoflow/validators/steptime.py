@@ -96,26 +96,36 @@ ASSUMED_H200 = StepTime(
 )
 
 
-#: What :func:`step_time` answers with inside :func:`recorded`: the models a resumed run
-#: recorded when it started, and those it answered with, by "device:probes".
-_PINNED: dict[str, dict] = {}
-_USED: dict[str, dict] = {}
+#: What the design measures, inside :func:`recorded`: the models (and a target's times) a
+#: resumed run recorded when it started, and those answered with, by "device:probes"
+#: (a target's: "target:...").
+_PINNED: dict[str, dict | float] = {}
+_USED: dict[str, dict | float] = {}
 
 
 @contextmanager
-def recorded(pins: object = None) -> Iterator[dict[str, dict]]:
-    """While the block runs, :func:`step_time` answers with ``pins`` (a resumed run's
-    recorded models) where they hold a plausible one, so that a run resumed under another
-    load, or on another machine, designs the same experiment; yields the models it answered
-    with, for the run to record."""
+def recorded(pins: object = None) -> Iterator[dict[str, dict | float]]:
+    """While the block runs, :func:`step_time` and :func:`remembered` answer with ``pins``
+    (what a resumed run recorded) where they hold a plausible value, so that a run resumed
+    under another load, or on another machine, designs the same experiment; yields what
+    they answered with, for the run to record."""
     _USED.clear()
-    _PINNED.update(
-        {k: v for k, v in pins.items() if isinstance(v, dict)} if isinstance(pins, dict) else {}
-    )
+    if isinstance(pins, dict):
+        _PINNED.update({k: v for k, v in pins.items() if isinstance(v, dict | float)})
     try:
         yield _USED
     finally:
         _PINNED.clear()
+
+
+def remembered(key: str, measure: Callable[[], float]) -> float:
+    """A number the design measures besides the step time (a target's time): a resumed
+    run's recorded one inside :func:`recorded`, else ``measure()``; recorded either way."""
+    pinned = _PINNED.get(key)
+    ok = isinstance(pinned, float) and math.isfinite(pinned) and pinned >= 0
+    value = pinned if ok else measure()
+    _USED[key] = value
+    return value
 
 
 def step_time(device: str, probes: Probes | None = None) -> StepTime:
@@ -124,8 +134,9 @@ def step_time(device: str, probes: Probes | None = None) -> StepTime:
     "cuda" without a CUDA device, :data:`ASSUMED_H200`."""
     probes = probes or GENERIC
     key = f"{device}:{probes.name}"
+    pinned = _PINNED.get(key)
     try:
-        model = StepTime(**_PINNED[key]) if key in _PINNED else None
+        model = StepTime(**pinned) if isinstance(pinned, dict) else None
     except TypeError:
         model = None
     if model is None or not _plausible(model):

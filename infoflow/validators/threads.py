@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,13 +80,14 @@ def free_cores(requested: int | None = None) -> Iterator[Threads]:
         torch.set_num_threads(before)
 
 
-def keep_threads(recorded: object, device_type: str) -> None:
-    """A resumed CPU run trains on the thread count it started with (``recorded``, from its
-    settings): float sums depend on it, and a resumed run reproduces the uninterrupted one."""
+def keep_threads(recorded: object, device_type: str) -> str | None:
+    """A resumed CPU run trains (and plans) on the thread count it started with
+    (``recorded``, from its settings): float sums and step times depend on it, and a resumed
+    run reproduces the uninterrupted one. The line that says so, None where nothing was
+    recorded."""
     import torch
 
     if device_type != "cpu" or not isinstance(recorded, int) or recorded < 1:
-        return
-    if recorded != torch.get_num_threads():
-        torch.set_num_threads(recorded)
-        print(f"note: torch threads: {recorded}, as when this run started", file=sys.stderr)
+        return None
+    torch.set_num_threads(recorded)
+    return f"torch threads: {recorded}, as when this run started"

@@ -28,7 +28,8 @@ def _lines(written: str) -> list[str]:
 
 def test_the_first_step_shows_steps_rate_mfu_and_an_eta() -> None:
     state = State(phase="training", total=15_000, started=100.0)
-    state.done, state.group, state.speed = 1, "looped-kv-smoke-0123456789ab", SPEED
+    state.done = state.timed = 1
+    state.group, state.speed = "looped-kv-smoke-0123456789ab", SPEED
     line = state.line(79, 100.5)
     assert "1/15,000 0%" in line and "12.3k tok/s MFU 4.1%" in line
     assert line.endswith("ETA 2:05:00")  # 14,999 steps to go at 0.5 s a step
@@ -36,7 +37,7 @@ def test_the_first_step_shows_steps_rate_mfu_and_an_eta() -> None:
 
 
 def test_a_narrow_line_shortens_the_group_then_drops_the_loss_never_the_numbers() -> None:
-    state = State("training", done=14_999, total=15_000, group="x" * 60, loss=0.0123)
+    state = State("training", done=14_999, timed=14_999, total=15_000, group="x" * 60, loss=0.0123)
     state.speed, state.started = "123.4k tok/s, MFU 14.1%", 0.0
     wide = state.line(79, 3600.0)
     assert len(wide) <= 79 and "loss 0.0123" in wide and "…" in wide
@@ -66,6 +67,16 @@ def test_every_phase_is_shown_at_80_columns() -> None:
     assert any(line.startswith("judging looped-smoke") for line in shown)
     assert shown[-1].startswith("writing the reports and plots to runs/validate")
     assert display.state.done == 600 and display.state.loss == 2.5
+
+
+def test_a_resumed_group_counts_its_earlier_steps_as_done_not_toward_the_rate() -> None:
+    with progress(False, _console(terminal=False)[0]) as display:
+        display.phase("training", total=600)
+        display("g", 501, 600, None, SPEED)  # resumed at step 500: one step taken now
+        display("g", 502, 600, None, SPEED)
+        state = display.state
+        assert (state.done, state.timed) == (502, 2)
+        assert state.eta(state.started + 2.0) == 98.0  # 98 steps to go at a step a second
 
 
 def test_into_a_pipe_only_the_thread_line_is_printed_once_training_begins() -> None:

@@ -62,27 +62,26 @@ def test_the_step_time_cache_is_kept_per_load(monkeypatch, tmp_path, capsys) -> 
     assert "measured with 2 threads under load 0.1, not as now" in capsys.readouterr().err
 
 
-def test_a_resumed_run_trains_on_the_thread_count_it_started_with(tmp_path, capsys) -> None:
+def test_a_resumed_run_trains_on_the_thread_count_it_started_with(tmp_path) -> None:
     import torch
 
-    from infoflow.validators.store import Store
+    from infoflow.validators.store import Store, recorded_settings
 
     store = Store(tmp_path / "results.sqlite")
     store.start_run("2026-12-03T10:00:00", "smoke", "cpu", {"threads": 1})
     store.start_run("2026-12-03T11:00:00", "smoke", "cpu", {"threads": 2})  # an earlier resume
+    store.close()
+    recorded = recorded_settings(tmp_path / "results.sqlite")["threads"]
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        threads.keep_threads(
-            store.first_settings()["threads"], "cuda"
-        )  # a GPU run trains on no CPU threads
-        assert torch.get_num_threads() == 2 and capsys.readouterr().err == ""
-        threads.keep_threads(store.first_settings()["threads"], "cpu")
+        assert threads.keep_threads(recorded, "cuda") is None  # a GPU run: no CPU threads
+        assert threads.keep_threads(None, "cpu") is None and torch.get_num_threads() == 2
+        line = threads.keep_threads(recorded, "cpu")
         assert torch.get_num_threads() == 1
-        assert "note: torch threads: 1, as when this run started" in capsys.readouterr().err
+        assert line == "torch threads: 1, as when this run started"
     finally:
         torch.set_num_threads(before)
-        store.close()
 
 
 def test_a_resumed_run_designs_with_the_step_times_it_started_with() -> None:
@@ -90,10 +89,12 @@ def test_a_resumed_run_designs_with_the_step_times_it_started_with() -> None:
 
     then = {"device_type": "cpu", "name": "x", "overhead": 0.5, "per_flop": 2e-9, "source": "then"}
     wrong = {**then, "per_flop": -1.0}  # an implausible record is not used
-    pins = {f"cpu:{steptime.GENERIC.name}": then, f"cpu:{PROBES.name}": wrong}
+    pins = {f"cpu:{steptime.GENERIC.name}": then, f"cpu:{PROBES.name}": wrong, "t": 0.25}
     with steptime.recorded(pins) as used:
         assert steptime.step_time("cpu").source == "then"
         assert steptime.step_time("cpu", PROBES).per_flop > 0  # the cache's, not the pin
+        assert steptime.remembered("t", lambda: 9.0) == 0.25  # a target's recorded time
+        assert steptime.remembered("u", lambda: 9.0) == 9.0 and used["u"] == 9.0
     assert used[f"cpu:{steptime.GENERIC.name}"] == {
         **then,
         "assumed": False,

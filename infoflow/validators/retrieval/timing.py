@@ -26,7 +26,14 @@ from infoflow.validators.retrieval.model import (
     stack_size,
 )
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
-from infoflow.validators.steptime import Probes, StepTime, cache_file, regression_step, step_time
+from infoflow.validators.steptime import (
+    Probes,
+    StepTime,
+    cache_file,
+    regression_step,
+    remembered,
+    step_time,
+)
 from infoflow.validators.throughput import flops_per_token
 
 #: The batch the probes train on (the smoke scale's).
@@ -89,7 +96,8 @@ _TARGET_TIMES: dict[Path, dict[str, float]] = {}
 def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -> float:
     """Seconds to draw a batch and evaluate the target on it on ``device``: measured once,
     then read from the cache beside the device's idle step-time model, whatever the load
-    now (so that a run resumed under another load designs the same experiment)."""
+    now; a resumed run's is the one it recorded (:func:`~infoflow.validators.steptime.
+    remembered`), so that it designs the same experiment."""
     models = cache_file(device, load=0.0)
     path = models.with_name(models.stem + "-targets.json")
     key = json.dumps(
@@ -102,6 +110,12 @@ def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -
             batch,
         ]
     )
+    measure = partial(_cached_target, path, key, spec, seq_len, batch, device)
+    return remembered(f"target:{device}:{key}", measure)
+
+
+def _cached_target(path: Path, key: str, spec, seq_len: int, batch: int, device: str) -> float:
+    """The target's time from the cache ``path`` (measured and written when missing)."""
     if path not in _TARGET_TIMES:
         try:
             _TARGET_TIMES[path] = json.loads(path.read_text()) if path.is_file() else {}
