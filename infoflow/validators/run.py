@@ -109,13 +109,13 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
         progress.phase("planning", "(measuring the step time where it is not cached)")
     first = recorded_settings(options.out / DATABASE) if options.resume else {}
     resumed_on = keep_threads(first.get("threads"), device.type)  # and plans so, below
-    if resumed_on and progress:
-        print(resumed_on, file=sys.stderr)
     with recorded(first.get("step_times")) as used:  # a resumed run: what it designed with
         planned = plan(paths or infoflow.specs.bundled(), options, device.type)
         step_times = dict(used)
     with locked(options.out):
         store = register(planned, options, device, step_times)
+        if resumed_on and progress:  # once the folder is verified: a refusal stays one line
+            print(resumed_on, file=sys.stderr)
         try:
             context = Context(device, store, options.out / "checkpoints", progress)
             train(planned, context, options)
