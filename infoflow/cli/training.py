@@ -189,6 +189,9 @@ def validate(
     address: Address = None,
     gpus_per_group: GpusPerGroup = 1.0,
     threads: Threads = None,
+    plots: Annotated[
+        bool, typer.Option(help="Draw the figures (plots, learning curves); the data are kept.")
+    ] = True,
     verbose: Verbose = False,
     quiet: Quiet = False,
 ) -> None:
@@ -213,6 +216,7 @@ def validate(
             executor=executor.value,
             address=address,
             gpus_per_group=gpus_per_group,
+            plots=plots,
         )
         cuda = Device.cuda if gpu else device
         with _free_cores(threads, cuda) as note:

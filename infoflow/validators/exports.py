@@ -48,17 +48,19 @@ def group_curves(rows: list[tuple]) -> dict[str, Curves]:
     return {group: curves for group, curves in out.items() if curves}
 
 
-def write_exports(out: Path, store: Store, judged: list[tuple[Any, dict]]) -> dict[str, Any]:
-    """metrics.csv, the curves (with the thresholds the validators of ``judged``, each with
-    its section's JSON, say their claims use) and the TensorBoard logs into ``out``; what
-    report.json's ``exports`` says was written. An export that fails is named in a warning
-    and in the report, never the end of a finished run."""
+def write_exports(
+    out: Path, store: Store, judged: list[tuple[Any, dict]], figures: bool = True
+) -> dict[str, Any]:
+    """metrics.csv, the curves (unless ``figures`` is False; with the thresholds the
+    validators of ``judged``, each with its section's JSON, say their claims use) and the
+    TensorBoard logs into ``out``; what report.json's ``exports`` says was written. An export
+    that fails is named in a warning and in the report, never the end of a finished run."""
     try:
         rows = store.metric_rows()
         write_text(out / "metrics.csv", metrics_csv(rows))
         floors = thresholds(judged)
         written = []
-        for group, curves in group_curves(rows).items():
+        for group, curves in group_curves(rows).items() if figures else ():
             figure = learning_curves(group, curves, floors.get(group))
             written.append(save(figure, out / f"curves-{group}.png").name)
         return {"metrics": "metrics.csv", "curves": written, "tensorboard": tensorboard(out, rows)}

@@ -69,6 +69,7 @@ class Options:
     executor: str = "local"  # or "ray": one Ray task per job
     address: str | None = None  # a Ray cluster to join (default: start a local one)
     gpus_per_group: float = 1.0  # GPUs each Ray task asks for on CUDA
+    plots: bool = True  # draw the figures (the families' plots and the learning curves)
 
     def __post_init__(self) -> None:
         """Refuse options no run can use (a SpecError naming the option)."""
@@ -129,13 +130,13 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
                 progress.phase("writing", f"the reports and plots to {options.out}")
             validators = [validator for validator, _ in planned.experiments]
             judged = list(zip(validators, sections, strict=True))
-            report["exports"] = write_exports(options.out, store, judged)
+            report["exports"] = write_exports(options.out, store, judged, options.plots)
         finally:
             store.close()
         write_reports(options.out, report)
         for kind in FAMILIES:  # the plots draw NaN as gaps: they read the sections as measured
             mine = [section for section in sections if section["kind"] == kind]
-            if mine:
+            if mine and options.plots:
                 _plot(kind, options.out, mine)
     return report
 

@@ -211,6 +211,29 @@ def test_learning_is_judged_against_the_targets_floor_and_the_plateau() -> None:
     assert learns(_ladders(planned, 0.0, 0.3), {two16: 2}).verdict == "inconclusive"
 
 
+def test_a_separation_is_judged_only_below_the_worse_models_held_shortcut() -> None:
+    """Heads (1, 2) resolve one of intrinsic dimension's two maxima: (2, 2) must beat what
+    that alone explains (the held shortcut / LEARNS_FACTOR), not just pooling."""
+    spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "intrinsic-dimension.json")
+    planned = plan("id", spec, SMOKE, None, Design((16,), 20))
+    full, some = Model(16, 20, (2, 2), False), Model(16, 20, (1, 2), False)
+    ident = f"separation:{full.key()}:{some.key()}"
+    held = {"resolved": "1 of 2", "shortcut": 0.1, "learns_below": 0.025, "why": "by hand"}
+
+    def separation(level, with_held=True):
+        ladders = _ladders(planned, -0.05, 0.3, {full: (-0.6, level)})
+        floors = {16: Floors(16, 1.0, 0.5, 0.125, {"heads [1, 2]": held} if with_held else {})}
+        return next(c for c in claims(planned, ladders, floors, {}) if c.id == ident), ladders
+
+    claim, ladders = separation(0.15)
+    assert 0.025 < ladders[full].largest().high < 0.125  # learns, but not below the held
+    assert claim.verdict == "inconclusive" and "held by heads [1, 2]" in claim.reason
+    assert separation(0.15, with_held=False)[0].verdict == "confirmed"
+    claim, ladders = separation(0.05)
+    assert ladders[full].largest().high < 0.025 and claim.verdict == "confirmed"
+    assert "held by heads [1, 2]" in claim.tolerance
+
+
 @pytest.fixture
 def fast_device(monkeypatch):
     """Designs against a device that trains anything in a minute."""

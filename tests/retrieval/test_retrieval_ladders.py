@@ -23,7 +23,14 @@ from infoflow.validators.retrieval.exponents import (  # noqa: E402
     fit_slope,
     paired_differences,
 )
-from infoflow.validators.retrieval.floors import LEARNS_FACTOR, floors  # noqa: E402
+from infoflow.validators.retrieval.floors import (  # noqa: E402
+    FIT_SAMPLES,
+    LEARNS_FACTOR,
+    TEST_SAMPLES,
+    fitted_nmse,
+    floors,
+    pooled_features,
+)
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member  # noqa: E402
 from infoflow.validators.retrieval.plateau import (  # noqa: E402
     EARLIEST,
@@ -33,6 +40,7 @@ from infoflow.validators.retrieval.plateau import (  # noqa: E402
     loss_slope,
     plateaued,
 )
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs  # noqa: E402
 
 
 def test_the_loss_slope_is_the_log_log_slope_of_the_last_window() -> None:
@@ -105,16 +113,71 @@ def test_intervals_are_the_range_over_seeds_and_pair_seeds() -> None:
     assert coverage(3) == 0.75 and coverage(1) == 0.0
 
 
-def _spec(target: str, seq_len: int):
+def _spec(target: str, seq_len: int, params: dict | None = None):
     return infoflow.load_spec(
         {
             "kind": "retrieval",
             "target": target,
+            "params": params or {},
             "input_dim": 4,
             "seq_len": seq_len,
             "architecture": {"layers": 1, "heads": 1, "embed_dim": 16},
         }
     )
+
+
+INTRINSIC = "sum(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(D))"
+
+
+def _by_brute_force(target: TargetFunction, x) -> torch.Tensor:
+    """Each copy max over s, t of x[s]^T A[i] x[t], from the drawn matrices: [batch, D]."""
+    matrices = target.parameter("A", (), 2, x.shape[1])
+    scores = torch.einsum("bsd,ide,bte->bist", x, matrices, x)
+    return scores.flatten(2).amax(-1)
+
+
+def test_copy_values_are_the_targets_terms() -> None:
+    target = TargetFunction(_spec(INTRINSIC, 6, {"D": 3}), seed=0)
+    x = torch.randn(300, 6, 4)
+    values = target.copy_values(x)
+    assert values.shape == (300, 3)
+    assert torch.allclose(values.sum(1), target(x), atol=1e-5)
+    assert torch.allclose(values, _by_brute_force(target, x), atol=1e-5)
+    one = TargetFunction(_spec("min(dot(x[s], x[t]) for s in T for t in T if s != t)", 6), 0)
+    assert torch.equal(one.copy_values(x), one(x)[:, None])
+    two = "max(dot(q, x[t]) for t in T) + min(dot(p, x[t]) for t in T)"
+    assert TargetFunction(_spec(two, 6), 0).copy_values(x) is None
+    assert TargetFunction(_spec("sum(x[t] for t in T)", 6), 0).copy_values(x) is None
+
+
+def test_the_held_shortcut_is_least_squares_on_the_parts_an_architecture_resolves() -> None:
+    """Intrinsic dimension, D = 2: heads (1, 2) resolve one of the two maxima (the engine's
+    schedule), so their shortcut is least squares on the pooled moments and the better of
+    the two maxima, computed here from the matrices by brute force."""
+    spec, seq_len = _spec(INTRINSIC, 8, {"D": 2}), 8
+    architectures = (((2, 2), False), ((1, 2), False), ((1,), False))
+    found = floors(spec, seq_len, architectures)
+    every, some, none = (found.held[n] for n in ("heads [2, 2]", "heads [1, 2]", "heads [1]"))
+    assert (every["resolved"], every["shortcut"]) == ("2 of 2", None)
+    assert (none["resolved"], none["shortcut"]) == ("0 of 2", None)
+    assert found.held_below("heads [2, 2]") is None and found.held_below("heads [9]") is None
+    generator = torch.Generator().manual_seed(7)  # the floors' own samples
+    x = sample_inputs(spec, FIT_SAMPLES + TEST_SAMPLES, seq_len, generator)
+    target = TargetFunction(spec, seed=0)
+    maxima, y = _by_brute_force(target, x).double(), target(x).double()
+    pooled = pooled_features(x.double())
+    by_hand = min(fitted_nmse(torch.cat([pooled, maxima[:, [i]]], 1), y) for i in range(2))
+    assert some["resolved"] == "1 of 2"
+    assert some["shortcut"] == pytest.approx(by_hand, rel=1e-6)
+    assert some["shortcut"] < found.shortcut / 2  # one maximum explains much of the target
+    assert found.held_below("heads [1, 2]") == some["shortcut"] / LEARNS_FACTOR
+
+
+def test_the_held_shortcut_is_not_guessed_for_parts_that_are_not_copies() -> None:
+    two = _spec("max(dot(q, x[t]) for t in T) + min(dot(p, x[t]) for t in T)", 8)
+    held = floors(two, 8, (((1,), False),)).held["heads [1]"]
+    assert held["resolved"] == "1 of 2" and held["shortcut"] is None
+    assert "not copies of one reduction" in held["why"]
 
 
 @pytest.mark.parametrize("seq_len", [5, 10])

@@ -203,9 +203,11 @@ def test_validate_smoke_end_to_end(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_report(tmp_path) -> None:
-    args = [str(POSITIONS), "--steps", "800", "--quiet", "--device", "cpu"]
+    args = [str(POSITIONS), "--steps", "200", "--quiet", "--device", "cpu", "--no-plots"]
     whole = tmp_path / "whole"
     assert run_cli("validate", *args, "--out", str(whole)).returncode == 0
+    assert not list(whole.glob("*.png")) and (whole / "metrics.csv").stat().st_size > 0
+    assert json.loads((whole / "report.json").read_text())["exports"]["curves"] == []
 
     killed = tmp_path / "killed"
     proc = subprocess.Popen(

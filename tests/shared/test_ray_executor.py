@@ -66,7 +66,7 @@ def cluster():
 def test_ray_gives_the_local_verdicts_and_leaves_the_cluster_running(tmp_path, cluster) -> None:
     icl = tmp_path / "tiny-icl.json"
     icl.write_text(json.dumps({**TINY_ICL, "training": {**TINY_ICL["training"], "steps": 100}}))
-    args = [str(POSITIONS), str(icl), "--steps", "100", "--quiet", "--device", "cpu"]
+    args = [str(POSITIONS), str(icl), "--steps", "100", "--quiet", "--device", "cpu", "--no-plots"]
     local, ray_run = tmp_path / "local", tmp_path / "ray"
     assert run_cli("validate", *args, "--out", str(local), env=ONE_THREAD).returncode == 0
     proc = run_cli("validate", *args, "--out", str(ray_run), *cluster, env=ONE_THREAD)
@@ -85,7 +85,7 @@ def test_ray_gives_the_local_verdicts_and_leaves_the_cluster_running(tmp_path, c
 def test_a_killed_worker_is_retried_from_the_checkpoint(tmp_path, cluster) -> None:
     spec = tmp_path / "tiny-icl.json"
     spec.write_text(json.dumps({**TINY_ICL, "training": {**TINY_ICL["training"], "steps": 200}}))
-    args = [str(spec), "--quiet", "--device", "cpu", *cluster]
+    args = [str(spec), "--quiet", "--device", "cpu", "--no-plots", *cluster]
     whole = tmp_path / "whole"
     assert run_cli("validate", *args, "--out", str(whole)).returncode == 0
 

@@ -412,7 +412,7 @@ def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
         )
     )
     out = tmp_path / "run"
-    args = [str(spec), "--quiet", "--device", "cpu", "--out", str(out)]
+    args = [str(spec), "--quiet", "--device", "cpu", "--out", str(out), "--no-plots"]
     assert run_cli("validate", *args).returncode == 0
     resumed = run_cli("validate", *args, "--resume", "--steps", "20")  # another budget
     assert resumed.returncode == 0, resumed.stderr

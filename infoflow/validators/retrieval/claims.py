@@ -5,9 +5,10 @@ compares and judged against the target's own floors.
 - **separation** (:mod:`~infoflow.validators.retrieval.expect`): the model with the
   smaller exponent has the steeper ladder: the seed-paired difference of the slopes (log
   NMSE against log decoder size) is positive for every seed. Refuted when it is negative
-  for every seed; judged only when the better model learns and its ladder is steep (a slope
-  below ``-STEEP`` for every seed: a flat ladder is limited by training, not by size, and
-  measures no exponent).
+  for every seed; judged only when the better model learns, below the worse model's held
+  shortcut too where the worse resolves part of the target (:mod:`~infoflow.validators.
+  retrieval.floors`), and its ladder is steep (a slope below ``-STEEP`` for every seed: a
+  flat ladder is limited by training, not by size, and measures no exponent).
 - **equality**: the paired difference of the slopes lies within
   ``EQUAL_SLOPES`` times the steeper slope (the median's magnitude) for every seed; refuted
   when every seed's difference is outside, on one side. Judged only when one of the two
@@ -115,6 +116,20 @@ class Judge:
             f"{LEARNS_FACTOR:g})"
         )
 
+    def beats(self, better: Model, worse: Model) -> tuple[float, str]:
+        """What ``better`` must be below to show it computes more than ``worse`` can: the
+        learning threshold, or ``worse``'s held shortcut / LEARNS_FACTOR when that is lower
+        (``worse`` resolves some parts of the target itself), with its text."""
+        own = self.threshold(better)
+        held = self.floors[worse.seq_len].held_below(worse.architecture())
+        if held is None or held >= own:
+            return own, self.learns_text(better)
+        shortcut = self.floors[worse.seq_len].held[worse.architecture()]["shortcut"]
+        return held, (
+            f"NMSE < {held:.3g} (the shortcut held by {worse.architecture()}, "
+            f"{shortcut:.3g}, / {LEARNS_FACTOR:g})"
+        )
+
     def derived(self, *models: Model) -> dict:
         out = {}
         for model in models:
@@ -178,11 +193,11 @@ class Judge:
         difference = paired_differences(ladders[1], ladders[0])
         measured = {**measured, "slope_difference": difference.to_json()}
         tolerance = f"slope(worse) - slope(better) > 0 for every seed, slope(better) < -{STEEP:g}"
+        threshold, text = self.beats(better, worse)
+        tolerance = f"{tolerance}, every seed of the better at {text}"
         claim = (ident, statement, f"separation ({e.why})", measured, tolerance)
-        if not self.learned(better).below(self.threshold(better)):
-            reason = f"{_name(better, worse)} does not learn: not every seed at " + (
-                self.learns_text(better)
-            )
+        if not self.learned(better).below(threshold):
+            reason = f"{_name(better, worse)} does not learn: not every seed at {text}"
             return _undecided(*claim, reason, derived, e.kind)
         if not self.steep(better):
             reason = self.flat_text(better, worse)

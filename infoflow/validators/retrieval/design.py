@@ -61,10 +61,14 @@ def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) 
 
 
 def with_floors(experiment: Experiment) -> Experiment:
-    """The experiment with its target's floors at every length it trains (computed once)."""
+    """The experiment with its target's floors at every length it trains, with the held
+    shortcut of every architecture it trains there (computed once)."""
     for seq_len in sorted({m.seq_len for m in experiment.models}):
         if seq_len not in experiment.floors:
-            experiment.floors[seq_len] = floors(experiment.base, seq_len)
+            at = {
+                (m.heads, m.positional_encoding) for m in experiment.models if m.seq_len == seq_len
+            }
+            experiment.floors[seq_len] = floors(experiment.base, seq_len, tuple(sorted(at)))
     return experiment
 
 
@@ -168,6 +172,13 @@ def describe(experiment: Experiment, source: str) -> str:
             f"  floors at T={seq_len}: pooling shortcut NMSE {floor.shortcut:.3g}, "
             f"learns below {floor.learns_below:.3g}"
         )
+        for name, held in floor.held.items():
+            if held["shortcut"] is not None:
+                lines.append(
+                    f"    held by {name} ({held['resolved']} parts resolved): NMSE "
+                    f"{held['shortcut']:.3g}; a model compared with it must be below "
+                    f"{held['learns_below']:.3g}"
+                )
     lines.append("  models (alpha at their own T, d, E, heads; without the floor; bound):")
     for model, expected in experiment.expected.items():
         bound = "upper" if expected.efficient else "lower"

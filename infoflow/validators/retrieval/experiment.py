@@ -25,7 +25,7 @@ import infoflow
 from infoflow.retrieval.predict import unfloored_exponent
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate, Job
-from infoflow.validators.retrieval.floors import Floors
+from infoflow.validators.retrieval.floors import Floors, architecture_label
 from infoflow.validators.retrieval.model import Member
 from infoflow.validators.retrieval.targets import problem_at
 from infoflow.validators.retrieval.train import Group, TrainSettings
@@ -87,8 +87,11 @@ class Model:
     positional_encoding: bool
 
     def label(self) -> str:
-        pe = ", PE" if self.positional_encoding else ""
-        return f"heads {list(self.heads)}{pe}, T={self.seq_len}, E={self.embed_dim}"
+        return f"{self.architecture()}, T={self.seq_len}, E={self.embed_dim}"
+
+    def architecture(self) -> str:
+        """Its heads and positional encoding: what its floors are kept under."""
+        return architecture_label(self.heads, self.positional_encoding)
 
     def key(self) -> str:
         """The model in a claim's id: ``T16-E32-h1.2-pe``."""

@@ -11,6 +11,15 @@ training.
   the ladders measure). For a target that reads fixed positions it is also the best any
   model without positional encoding can do: the exact floor for x[1] + x[2] + x[3] is
   1 - 3/T, whatever the token distribution.
+- The held shortcut of a deficient architecture (one that resolves some parts of the target
+  and falls back to global aggregation for the others, as intrinsic dimension's (1, 2) does):
+  least squares on the pooled moments and on the values of the parts its schedule resolves
+  at the floor's cost (max-position retrievals, no single-head k-th step), the best choice
+  of which copies those are. Its readout holds those parts' positions, so it can decode
+  their values cheaply; the rest it holds only as pooling does. A model predicted better
+  than it must beat this, not just pooling. Computed where the target's parts are copies of
+  one reduction (a sum over a range index of a max, or one reduction); elsewhere the
+  pooling shortcut stands, and the floors say why.
 
 A model "learns" the target when its NMSE is at least :data:`LEARNS_FACTOR` times below the
 shortcut: it computes something pooling cannot.
@@ -18,11 +27,14 @@ shortcut: it computes something pooling cannot.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import itertools
+from dataclasses import asdict, dataclass, field
 
 import torch
 
+from infoflow.retrieval.derive import derive
 from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.types import Schedule
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
 #: A model learns the target when its NMSE is this many times below the pooling shortcut.
@@ -33,15 +45,22 @@ FIT_SAMPLES, TEST_SAMPLES = 8192, 4096
 
 @dataclass(frozen=True)
 class Floors:
-    """The floors of one target at one sequence length."""
+    """The floors of one target at one sequence length; ``held`` maps an architecture that
+    resolves only some of the target's parts (``heads [1, 2]``) to its held shortcut."""
 
     seq_len: int
     trivial: float
     shortcut: float
     learns_below: float  # shortcut / LEARNS_FACTOR
+    held: dict[str, dict] = field(default_factory=dict)
 
     def describe(self) -> dict:
         return asdict(self)
+
+    def held_below(self, architecture: str) -> float | None:
+        """What a model must be below to beat ``architecture``'s held shortcut (None: that
+        architecture resolves no part, or every part, or its shortcut is not computed)."""
+        return (self.held.get(architecture) or {}).get("learns_below")
 
 
 def pooled_features(x: torch.Tensor) -> torch.Tensor:
@@ -55,14 +74,9 @@ def pooled_features(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([torch.ones_like(mean[:, :1]), mean, second, products], dim=1)
 
 
-def shortcut_nmse(spec: RetrievalSpec, seq_len: int, seed: int = 0) -> float:
-    """The pooling shortcut's held-out NMSE (ordinary least squares in float64)."""
-    generator = torch.Generator().manual_seed(seed + 7)
-    target = TargetFunction(spec, seed=seed)
-    x = sample_inputs(spec, FIT_SAMPLES + TEST_SAMPLES, seq_len, generator)
-    y = target(x).double()
+def fitted_nmse(features: torch.Tensor, y: torch.Tensor) -> float:
+    """Ordinary least squares fitted on the first FIT_SAMPLES rows, its NMSE on the rest."""
     y = y[:, None] if y.dim() == 1 else y
-    features = pooled_features(x.double())
     fit, test = slice(0, FIT_SAMPLES), slice(FIT_SAMPLES, None)
     weights = torch.linalg.lstsq(features[fit], y[fit]).solution
     error = ((features[test] @ weights - y[test]) ** 2).sum()
@@ -70,13 +84,91 @@ def shortcut_nmse(spec: RetrievalSpec, seq_len: int, seed: int = 0) -> float:
     return float(error / variance)
 
 
-def floors(spec: RetrievalSpec, seq_len: int, seed: int = 0) -> Floors:
-    """The floors of ``spec``'s target at ``seq_len`` (computed once per process)."""
-    key = (spec.model_dump_json(exclude={"architecture", "sweep", "description"}), seq_len, seed)
+def _samples(spec: RetrievalSpec, seq_len: int, seed: int) -> tuple[TargetFunction, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed + 7)
+    x = sample_inputs(spec, FIT_SAMPLES + TEST_SAMPLES, seq_len, generator)
+    return TargetFunction(spec, seed=seed), x
+
+
+def shortcut_nmse(spec: RetrievalSpec, seq_len: int, seed: int = 0) -> float:
+    """The pooling shortcut's held-out NMSE (ordinary least squares in float64)."""
+    target, x = _samples(spec, seq_len, seed)
+    return fitted_nmse(pooled_features(x.double()), target(x).double())
+
+
+def held_nmse(spec: RetrievalSpec, seq_len: int, count: int, parts: int, seed: int = 0):
+    """The best held-out NMSE of least squares on the pooled moments and ``count`` of the
+    target's ``parts`` copies' values (None when the target is not ``parts`` copies of one
+    reduction)."""
+    target, x = _samples(spec, seq_len, seed)
+    values = target.copy_values(x)
+    if values is None or values.shape[1] != parts:
+        return None
+    pooled, y, values = pooled_features(x.double()), target(x).double(), values.double()
+    return min(
+        fitted_nmse(torch.cat([pooled, values[:, list(chosen)]], dim=1), y)
+        for chosen in itertools.combinations(range(values.shape[1]), count)
+    )
+
+
+def resolved(schedule: Schedule) -> tuple[int, int]:
+    """(parts resolved at the floor's cost, parts): a part is resolved when scheduled with
+    no single-head k-th step (whose cost grows with T, as global aggregation's does)."""
+    cheap = [
+        p.mode == "scheduled" and not (p.fragment and p.fragment.theorem2)
+        for p in schedule.placements
+    ]
+    return sum(cheap), len(cheap)
+
+
+def held_shortcut(spec: RetrievalSpec, seq_len: int, heads, pe: bool, seed: int = 0) -> dict:
+    """The held shortcut of the architecture (``heads``, ``pe``) at ``seq_len``: how many
+    parts it resolves and, when some but not all, the best NMSE of least squares on the
+    pooled moments and that many copies' values (or why it is not computed)."""
+    arch = spec.architecture.model_copy(
+        update={"layers": len(heads), "heads": list(heads), "positional_encoding": pe}
+    )
+    point = spec.model_copy(update={"seq_len": seq_len, "architecture": arch})
+    schedule = derive(point).schedule
+    count, parts = resolved(schedule)
+    out = {"resolved": f"{count} of {parts}", "shortcut": None, "learns_below": None}
+    if count in (0, parts):
+        return {**out, "why": "resolves no part or every part: the pooling shortcut stands"}
+    comparisons = {p.comparison for p in schedule.placements}
+    key = (_target_key(spec), seq_len, seed, count, parts)
+    if len(comparisons) == 1 and None not in comparisons and key not in _HELD:
+        _HELD[key] = held_nmse(spec, seq_len, count, parts, seed)
+    best = _HELD.get(key)
+    if best is None:
+        why = "the target's parts are not copies of one reduction: the pooling shortcut stands"
+        return {**out, "why": why}
+    why = f"least squares on the pooled moments and the best {count} of {parts} copies' values"
+    return {**out, "shortcut": best, "learns_below": best / LEARNS_FACTOR, "why": why}
+
+
+def floors(spec: RetrievalSpec, seq_len: int, architectures: tuple = (), seed: int = 0) -> Floors:
+    """The floors of ``spec``'s target at ``seq_len``, with the held shortcut of each
+    (heads, positional encoding) in ``architectures`` (computed once per process)."""
+    key = (_target_key(spec), seq_len, seed)
     if key not in _SHORTCUTS:
         _SHORTCUTS[key] = shortcut_nmse(spec, seq_len, seed)
+    held = {
+        architecture_label(heads, pe): held_shortcut(spec, seq_len, heads, pe, seed)
+        for heads, pe in architectures
+    }
     shortcut = _SHORTCUTS[key]
-    return Floors(seq_len, 1.0, shortcut, shortcut / LEARNS_FACTOR)
+    return Floors(seq_len, 1.0, shortcut, shortcut / LEARNS_FACTOR, held)
+
+
+def architecture_label(heads, pe: bool) -> str:
+    """``heads [1, 2]``, with ``, PE`` when the architecture has positional encoding."""
+    return f"heads {list(heads)}" + (", PE" if pe else "")
+
+
+def _target_key(spec: RetrievalSpec) -> str:
+    """What the floors depend on: the spec without its architecture, sweep and prose."""
+    return spec.model_dump_json(exclude={"architecture", "sweep", "description"})
 
 
 _SHORTCUTS: dict[tuple, float] = {}
+_HELD: dict[tuple, float | None] = {}

@@ -78,15 +78,20 @@ def _draw(ax, section: dict[str, Any]) -> None:
 
 
 def floors(section: dict[str, Any]) -> dict[str, Floors]:
-    """Each group's NMSE thresholds, for its learning curves: the pooling shortcut and the
-    threshold the claims say a model learns below, at the group's T."""
+    """Each group's NMSE thresholds, for its learning curves: the pooling shortcut, the
+    threshold the claims say a model learns below, and the shortcuts held by architectures
+    that resolve part of the target, at the group's T."""
     at = {str(t): floor for t, floor in (section.get("floors") or {}).items()}
     out = {}
     for group in section.get("design", {}).get("groups", []):
         floor = at.get(str(group["seq_len"]))
         if floor:
             shortcut, below = floor["shortcut"], floor["learns_below"]
-            out[group["name"]] = {
-                "eval:nmse": [(shortcut, "pooling shortcut"), (below, "learns below")]
-            }
+            lines = [(shortcut, "pooling shortcut"), (below, "learns below")]
+            lines += [
+                (held["shortcut"], f"held by {name}")
+                for name, held in (floor.get("held") or {}).items()
+                if held.get("shortcut") is not None
+            ]
+            out[group["name"]] = {"eval:nmse": lines}
     return out

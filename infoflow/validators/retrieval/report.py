@@ -80,6 +80,12 @@ def describe(settings: dict[str, Any]) -> str:
 def markdown(spec: dict[str, Any]) -> list[str]:
     floors = "; ".join(
         f"T={t}: pooling shortcut {number(f['shortcut'])}, learns below {number(f['learns_below'])}"
+        + "".join(
+            f", held by {markdown_text(name)} ({held['resolved']} parts) "
+            f"{number(held['shortcut'])}, beaten below {number(held['learns_below'])}"
+            for name, held in (f.get("held") or {}).items()
+            if held.get("shortcut") is not None
+        )
         for t, f in spec["floors"].items()
     )
     lines = [

@@ -99,6 +99,28 @@ class TargetFunction:
         value, _ = self._eval(self.tree, [])
         return value.reshape(x.shape[0], *value.shape[1:])
 
+    def copy_values(self, x: Tensor) -> Tensor | None:
+        """The copies of the target's one reduction, side by side: [batch, D] for a sum over a
+        range index of one token reduction (column i at index value i), [batch, 1] for a
+        scalar target that is one token reduction; None for any other target."""
+        tree = self.tree
+        if not isinstance(tree, Reduce) or self.output_dim(x.shape[1]) != 1:
+            return None  # output_dim also draws the parameters, in evaluation's order
+        ranges = [Axis(v.name, v.size, False) for v in tree.variables if not v.is_token]
+        if not ranges:
+            return self(x).reshape(-1, 1)
+        inner = tree.body
+        if len(ranges) < len(tree.variables) or tree.op != "sum" or tree.conditions:
+            return None
+        if not isinstance(inner, Reduce) or not any(v.is_token for v in inner.variables):
+            return None
+        out = []
+        for start in range(0, x.shape[0], CHUNK):
+            self._x = x[start : start + CHUNK]
+            value, _ = self._eval(inner, ranges)
+            out.append(value.expand(self._x.shape[0], *value.shape[1:]).flatten(1))
+        return torch.cat(out)
+
     def parameter(self, name: str, index: tuple[int, ...], vdims: int, seq_len: int) -> Tensor:
         """The numbers of the parameter ``name[index]`` (a vector when ``vdims`` is 1, a
         matrix when 2), as the target uses them: drawn by evaluating the target once, in the
