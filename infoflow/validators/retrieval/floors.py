@@ -84,30 +84,36 @@ def fitted_nmse(features: torch.Tensor, y: torch.Tensor) -> float:
     return float(error / variance)
 
 
-def _samples(spec: RetrievalSpec, seq_len: int, seed: int) -> tuple[TargetFunction, torch.Tensor]:
-    generator = torch.Generator().manual_seed(seed + 7)
-    x = sample_inputs(spec, FIT_SAMPLES + TEST_SAMPLES, seq_len, generator)
-    return TargetFunction(spec, seed=seed), x
+def _samples(spec: RetrievalSpec, seq_len: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The floors' samples x and the target on them in float64 (kept for the last target
+    only: its pooling and held shortcuts share one evaluation)."""
+    key = (_target_key(spec), seq_len, seed)
+    if key not in _SAMPLES:
+        _SAMPLES.clear()
+        generator = torch.Generator().manual_seed(seed + 7)
+        x = sample_inputs(spec, FIT_SAMPLES + TEST_SAMPLES, seq_len, generator)
+        _SAMPLES[key] = x, TargetFunction(spec, seed=seed)(x).double()
+    return _SAMPLES[key]
 
 
 def shortcut_nmse(spec: RetrievalSpec, seq_len: int, seed: int = 0) -> float:
     """The pooling shortcut's held-out NMSE (ordinary least squares in float64)."""
-    target, x = _samples(spec, seq_len, seed)
-    return fitted_nmse(pooled_features(x.double()), target(x).double())
+    x, y = _samples(spec, seq_len, seed)
+    return fitted_nmse(pooled_features(x.double()), y)
 
 
 def held_nmse(spec: RetrievalSpec, seq_len: int, count: int, parts: int, seed: int = 0):
     """The best held-out NMSE of least squares on the pooled moments and ``count`` of the
     target's ``parts`` copies' values (None when the target is not ``parts`` copies of one
     reduction)."""
-    target, x = _samples(spec, seq_len, seed)
-    values = target.copy_values(x)
+    x, y = _samples(spec, seq_len, seed)
+    values = TargetFunction(spec, seed=seed).copy_values(x)
     if values is None or values.shape[1] != parts:
         return None
-    pooled, y, values = pooled_features(x.double()), target(x).double(), values.double()
+    pooled, values = pooled_features(x.double()), values.double()
     return min(
         fitted_nmse(torch.cat([pooled, values[:, list(chosen)]], dim=1), y)
-        for chosen in itertools.combinations(range(values.shape[1]), count)
+        for chosen in itertools.combinations(range(parts), count)
     )
 
 
@@ -172,3 +178,4 @@ def _target_key(spec: RetrievalSpec) -> str:
 
 _SHORTCUTS: dict[tuple, float] = {}
 _HELD: dict[tuple, float | None] = {}
+_SAMPLES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
