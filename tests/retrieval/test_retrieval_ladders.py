@@ -173,6 +173,18 @@ def test_the_held_shortcut_is_least_squares_on_the_parts_an_architecture_resolve
     assert found.held_below("heads [1, 2]") == some["shortcut"] / LEARNS_FACTOR
 
 
+def test_report_md_states_each_held_shortcut_and_what_beats_it() -> None:
+    from infoflow.validators.retrieval.report import markdown
+
+    found = floors(_spec(INTRINSIC, 8, {"D": 2}), 8, (((1, 2), False), ((2, 2), False)))
+    section = {"name": "id", "target": INTRINSIC, "claims": [], "models": [], "design": None}
+    (line,) = [x for x in markdown({**section, "floors": {"8": found.describe()}}) if "held" in x]
+    held = found.held["heads [1, 2]"]
+    assert f"held by heads [1, 2] (1 of 2 parts) {held['shortcut']:.3g}" in line
+    assert f"a separation from it needs NMSE below {held['learns_below']:.3g}" in line
+    assert "heads [2, 2]" not in line  # it resolves every part: no shortcut of its own
+
+
 def test_the_held_shortcut_is_not_guessed_for_parts_that_are_not_copies() -> None:
     two = _spec("max(dot(q, x[t]) for t in T) + min(dot(p, x[t]) for t in T)", 8)
     held = floors(two, 8, (((1,), False),)).held["heads [1]"]

@@ -82,7 +82,8 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         f"T={t}: pooling shortcut {number(f['shortcut'])}, learns below {number(f['learns_below'])}"
         + "".join(
             f", held by {markdown_text(name)} ({held['resolved']} parts) "
-            f"{number(held['shortcut'])}, beaten below {number(held['learns_below'])}"
+            f"{number(held['shortcut'])}: a separation from it needs NMSE below "
+            f"{number(held['learns_below'])}"
             for name, held in (f.get("held") or {}).items()
             if held.get("shortcut") is not None
         )
