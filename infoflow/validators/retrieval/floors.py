@@ -16,8 +16,11 @@ training.
   least squares on the pooled moments and on the values of the parts its schedule resolves
   at the floor's cost (max-position retrievals, no single-head k-th step), the best choice
   of which copies those are. Its readout holds those parts' positions, so it can decode
-  their values cheaply; the rest it holds only as pooling does. A model predicted better
-  than it must beat this, not just pooling. Computed where the target's parts are copies of
+  their values cheaply; the rest it holds only as pooling does. Like the pooling shortcut
+  it is a proxy, not a bound: trained (1, 2) and (2, 1) models reached NMSE 0.064-0.092 at
+  T = 16 where it is 0.105 (a real head's decoder of the unresolved part does better than
+  least squares on moments). A model predicted better than it must beat this, not just
+  pooling. Computed where the target's parts are copies of
   one reduction (a sum over a range index of a max, or one reduction); elsewhere the
   pooling shortcut stands, and the floors say why.
 
