@@ -42,6 +42,11 @@ from infoflow.validators.throughput import flops_per_token
 
 #: Timed steps per size (after two untimed ones); their median counts.
 TIMED_STEPS = 8
+#: Each probe is timed this many times, the two probes in turn, and the median time kept: one
+#: timing of a probe varies by up to 30% on a shared CPU from one second to the next (a slow
+#: spell), which moved a budgeted design's lengths; the median of three, taken in turn,
+#: varies by about 5% (the fitted time of a 24-member ladder step, four fits each way).
+REPEATS = 3
 
 
 class Stepper(Protocol):
@@ -55,8 +60,8 @@ class Stepper(Protocol):
 @dataclass(frozen=True)
 class Probes:
     """How to build a small and a large probe, and the name of the cache they fill (bump its
-    version when a probe changes: a model measured with another probe is measured again,
-    never read as this one's)."""
+    version when a probe or the way it is timed changes: a model measured otherwise is
+    measured again, never read as this one's)."""
 
     name: str
     small: Callable[[], Stepper]
@@ -189,10 +194,13 @@ def _same_conditions(model: StepTime) -> bool:
 
 
 def measure(device: torch.device, probes: Probes | None = None) -> StepTime:
-    """Time a small and a large probe for a few steps and fit the two constants."""
+    """Time a small and a large probe for a few steps (:data:`REPEATS` times each, in turn,
+    the median kept) and fit the two constants."""
     probes = probes or GENERIC
     pair = (probes.small(), probes.large())
-    (f0, s0), (f1, s1) = ((p.flops(), _seconds_per_step(p, device)) for p in pair)
+    timed = [[_seconds_per_step(p, device) for p in pair] for _ in range(REPEATS)]
+    s0, s1 = (statistics.median(times) for times in zip(*timed, strict=True))
+    f0, f1 = (p.flops() for p in pair)
     per_flop = max((s1 - s0) / (f1 - f0), 1e-15)
     overhead = max(s0 - f0 * per_flop, 0.0)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
@@ -273,7 +281,7 @@ def regression_step(model: nn.Module, optimizer, x: Tensor, y: Tensor) -> Callab
 
 
 #: The generic probes: a small and a large stacked ensemble of :class:`Probe`.
-GENERIC = Probes("probe3", partial(Probe, 1, 16, 8), partial(Probe, 6, 64, 32))
+GENERIC = Probes("probe4", partial(Probe, 1, 16, 8), partial(Probe, 6, 64, 32))
 
 
 def _seconds_per_step(probe: Stepper, device: torch.device) -> float:

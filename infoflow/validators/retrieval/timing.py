@@ -66,7 +66,7 @@ def _ladder(heads: tuple[int, ...], embed_dim: int, widths: tuple[int, ...]) -> 
 #: which grow with the layers); a ladder group at T = 16 of one and two layers, four widths,
 #: three seeds (the size of the CPU suite's groups).
 PROBES = Probes(
-    "retrieval3",
+    "retrieval4",
     partial(StackProbe, [Member((1, 1), False, 0, 8, 2), Member((1,), False, 0, 8, 2)], 8),
     partial(StackProbe, _ladder((1, 1), 24, (2, 4, 8, 20)) + _ladder((1,), 24, (2, 4, 8, 20)), 16),
     "on the retrieval stack",
