@@ -284,8 +284,24 @@ def test_the_paper_scale_trains_the_spec_as_written(fast_device) -> None:
     assert {m.embed_dim for m in chosen.models} == {60}
 
 
+def test_the_step_time_fits_the_median_of_timings_taken_in_turn(monkeypatch) -> None:
+    """A slow spell in one timing of either probe does not move the fit."""
+    from infoflow.validators import steptime
+
+    timings = iter([0.010, 0.100, 0.030, 0.090, 0.012, 0.500])  # small, large, in turn
+    monkeypatch.setattr(steptime, "_seconds_per_step", lambda probe, device: next(timings))
+    model = measure(torch.device("cpu"), timing.PROBES)
+    small, large = timing.PROBES.small().flops(), timing.PROBES.large().flops()
+    per_flop = (0.100 - 0.012) / (large - small)  # the medians: 0.012 and 0.100
+    assert model.per_flop == pytest.approx(per_flop)
+    assert model.overhead == pytest.approx(0.012 - small * per_flop)
+
+
 @pytest.mark.slow  # two pairs of probes, timed
 def test_step_time_is_measured_on_this_machine(monkeypatch) -> None:
+    from infoflow.validators import steptime
+
+    monkeypatch.setattr(steptime, "REPEATS", 1)  # the statistic is the test above's
     model = measure(torch.device("cpu"))
     assert model.overhead >= 0 and model.per_flop > 0 and "measured" in model.source
     own = measure(torch.device("cpu"), timing.PROBES)
