@@ -25,7 +25,7 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
-from infoflow.validators.retrieval.floors import floors
+from infoflow.validators.retrieval.floors import ALL_OR_NONE, floors
 from infoflow.validators.retrieval.timing import group_flops, step_model, target_seconds
 from infoflow.validators.retrieval.train import Group
 from infoflow.validators.retrieval.witness import plan_lines
@@ -179,6 +179,8 @@ def describe(experiment: Experiment, source: str) -> str:
                     f"{held['shortcut']:.3g}; a model compared with it must be below "
                     f"{held['learns_below']:.3g}"
                 )
+            elif held["why"] != ALL_OR_NONE:
+                lines.append(f"    held by {name}: not computed ({held['why']})")
     lines.append("  models (alpha at their own T, d, E, heads; without the floor; bound):")
     for model, expected in experiment.expected.items():
         bound = "upper" if expected.efficient else "lower"

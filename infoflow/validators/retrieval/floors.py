@@ -44,6 +44,8 @@ from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 LEARNS_FACTOR = 4.0
 #: Samples the shortcut is fitted on and measured on.
 FIT_SAMPLES, TEST_SAMPLES = 8192, 4096
+#: Why an architecture has no held shortcut of its own when it resolves no part or every part.
+ALL_OR_NONE = "resolves no part or every part: the pooling shortcut stands"
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ def held_shortcut(spec: RetrievalSpec, seq_len: int, heads, pe: bool, seed: int 
     count, parts = resolved(schedule)
     out = {"resolved": f"{count} of {parts}", "shortcut": None, "learns_below": None}
     if count in (0, parts):
-        return {**out, "why": "resolves no part or every part: the pooling shortcut stands"}
+        return {**out, "why": ALL_OR_NONE}
     comparisons = {p.comparison for p in schedule.placements}
     key = (_target_key(spec), seq_len, seed, count, parts)
     if len(comparisons) == 1 and None not in comparisons and key not in _HELD:
