@@ -44,8 +44,9 @@ from infoflow.validators.throughput import flops_per_token
 TIMED_STEPS = 8
 #: Each probe is timed this many times, the two probes in turn, and the median time kept: one
 #: timing of a probe varies by up to 30% on a shared CPU from one second to the next (a slow
-#: spell), which moved a budgeted design's lengths; the median of three, taken in turn,
-#: varies by about 5% (the fitted time of a 24-member ladder step, four fits each way).
+#: spell, which a single timing would cache as the machine's speed); the median of three,
+#: taken in turn, varies by about 5% (the fitted time of a 24-member ladder step, four fits
+#: each way).
 REPEATS = 3
 
 

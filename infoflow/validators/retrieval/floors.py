@@ -20,9 +20,9 @@ training.
   it is a proxy, not a bound: trained (1, 2) and (2, 1) models reached NMSE 0.064-0.092 at
   T = 16 where it is 0.105 (a real head's decoder of the unresolved part does better than
   least squares on moments). A model predicted better than it must beat this, not just
-  pooling. Computed where the target's parts are copies of
-  one reduction (a sum over a range index of a max, or one reduction); elsewhere the
-  pooling shortcut stands, and the floors say why.
+  pooling. Computed where the target's parts are copies of one reduction (a sum over a
+  range index of a max, or one reduction); elsewhere the pooling shortcut stands, and the
+  floors say why.
 
 A model "learns" the target when its NMSE is at least :data:`LEARNS_FACTOR` times below the
 shortcut: it computes something pooling cannot.
@@ -145,11 +145,13 @@ def held_shortcut(spec: RetrievalSpec, seq_len: int, heads, pe: bool, seed: int 
     out = {"resolved": f"{count} of {parts}", "shortcut": None, "learns_below": None}
     if count in (0, parts):
         return {**out, "why": ALL_OR_NONE}
-    comparisons = {p.comparison for p in schedule.placements}
-    key = (_target_key(spec), seq_len, seed, count, parts)
-    if len(comparisons) == 1 and None not in comparisons and key not in _HELD:
-        _HELD[key] = held_nmse(spec, seq_len, count, parts, seed)
-    best = _HELD.get(key)
+    best = None
+    comparisons = [p.comparison for p in schedule.placements]
+    if None not in comparisons and len(set(comparisons)) == 1:  # copies of one reduction
+        key = (_target_key(spec), seq_len, seed, count, parts)
+        if key not in _HELD:
+            _HELD[key] = held_nmse(spec, seq_len, count, parts, seed)
+        best = _HELD[key]
     if best is None:
         why = "the target's parts are not copies of one reduction: the pooling shortcut stands"
         return {**out, "why": why}
