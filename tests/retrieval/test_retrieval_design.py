@@ -235,17 +235,18 @@ def test_a_separation_is_judged_only_below_the_worse_models_held_shortcut() -> N
 
 
 def test_plan_says_why_a_held_shortcut_is_not_computed(tmp_path) -> None:
-    """One head resolves one of two different reductions: which of them the engine's part
-    is in the expression would be a guess, so plan says the shortcut is not computed."""
+    """One head resolves one of two reductions multiplied together: what least squares
+    could hold of their product would be a guess, so plan says the shortcut is not
+    computed."""
     spec = tmp_path / "two.json"
-    target = "max(dot(q, x[t]) for t in T) + min(dot(p, x[t]) for t in T)"
+    target = "max(dot(q, x[t]) for t in T) * min(dot(p, x[t]) for t in T)"
     architecture = {"layers": 1, "heads": [2], "embed_dim": 16}
     sweep = {"architecture.heads": [[2], [1]]}
     body = {"target": target, "input_dim": 4, "seq_len": 8, "architecture": architecture}
     spec.write_text(json.dumps({"kind": "retrieval", **body, "sweep": sweep}))
     proc = run_cli("plan", str(spec))
     assert proc.returncode == 0, proc.stderr
-    assert "    held by heads [1]: not computed (the target's parts are not copies" in proc.stdout
+    assert "    held by heads [1]: not computed (a term of the target holds several" in proc.stdout
     assert "held by heads [2]" not in proc.stdout  # it resolves both: no shortcut of its own
 
 

@@ -127,6 +127,16 @@ def _spec(target: str, seq_len: int, params: dict | None = None):
 
 
 INTRINSIC = "sum(max(bilinear(x[s], A[i], x[t]) for s in T for t in T) for i in range(D))"
+MAX_PAIR = "max(dot(x[s], x[t]) for s in T for t in T if s != t)"
+MIN_FIRST = "min(x[u][0] for u in T)"
+MAX_Q, MIN_P = "max(dot(q, x[t]) for t in T)", "min(dot(p, x[t]) for t in T)"
+
+
+def _pair_max(x) -> torch.Tensor:
+    """max over s != t of x[s] . x[t]: [batch, 1]."""
+    scores = torch.einsum("bsd,btd->bst", x, x)
+    eye = torch.eye(x.shape[1], dtype=torch.bool)
+    return scores.masked_fill(eye, float("-inf")).flatten(1).amax(1, keepdim=True)
 
 
 def _by_brute_force(target: TargetFunction, x) -> torch.Tensor:
@@ -136,18 +146,21 @@ def _by_brute_force(target: TargetFunction, x) -> torch.Tensor:
     return scores.flatten(2).amax(-1)
 
 
-def test_copy_values_are_the_targets_terms() -> None:
+def test_term_values_are_the_targets_terms() -> None:
     target = TargetFunction(_spec(INTRINSIC, 6, {"D": 3}), seed=0)
     x = torch.randn(300, 6, 4)
-    values = target.copy_values(x)
+    ((_, values),) = target.term_values(x)  # one term: the sum over i of D copies
     assert values.shape == (300, 3)
     assert torch.allclose(values.sum(1), target(x), atol=1e-5)
     assert torch.allclose(values, _by_brute_force(target, x), atol=1e-5)
     one = TargetFunction(_spec("min(dot(x[s], x[t]) for s in T for t in T if s != t)", 6), 0)
-    assert torch.equal(one.copy_values(x), one(x)[:, None])
-    two = "max(dot(q, x[t]) for t in T) + min(dot(p, x[t]) for t in T)"
-    assert TargetFunction(_spec(two, 6), 0).copy_values(x) is None
-    assert TargetFunction(_spec("sum(x[t] for t in T)", 6), 0).copy_values(x) is None
+    ((_, values),) = one.term_values(x)
+    assert torch.equal(values, one(x)[:, None])
+    two = TargetFunction(_spec(f"{MAX_PAIR} - 2 * {MIN_FIRST}", 6), 0)
+    (_, first), (_, second) = two.term_values(x)  # unscaled, unsigned
+    assert torch.allclose(first[:, 0] - 2 * second[:, 0], two(x), atol=1e-5)
+    assert torch.equal(second[:, 0], x[:, :, 0].amin(1))
+    assert TargetFunction(_spec("sum(x[t] for t in T)", 6), 0).term_values(x) is None
 
 
 def test_the_held_shortcut_is_least_squares_on_the_parts_an_architecture_resolves() -> None:
@@ -185,11 +198,52 @@ def test_report_md_states_each_held_shortcut_and_what_beats_it() -> None:
     assert "heads [2, 2]" not in line  # it resolves every part: no shortcut of its own
 
 
-def test_the_held_shortcut_is_not_guessed_for_parts_that_are_not_copies() -> None:
-    two = _spec("max(dot(q, x[t]) for t in T) + min(dot(p, x[t]) for t in T)", 8)
-    held = floors(two, 8, (((1,), False),)).held["heads [1]"]
+def test_the_held_shortcut_finds_the_resolved_part_by_its_structure() -> None:
+    """One head resolves the minimum over one token but not the maximum over pairs: the
+    held shortcut is least squares on the pooled moments and the minimum's values, not the
+    maximum's (which would explain far more of the target)."""
+    spec, seq_len = _spec(f"{MAX_PAIR} + {MIN_FIRST}", 8), 8
+    held = floors(spec, seq_len, (((1,), False),)).held["heads [1]"]
+    generator = torch.Generator().manual_seed(7)  # the floors' own samples
+    x = sample_inputs(spec, FIT_SAMPLES + TEST_SAMPLES, seq_len, generator).double()
+    y = TargetFunction(spec, seed=0)(x.float()).double()
+    pooled = pooled_features(x)
+    minimum, maximum = x[:, :, :1].amin(1), _pair_max(x)
+    assert held["resolved"] == "1 of 2"
+    assert held["shortcut"] == pytest.approx(fitted_nmse(torch.cat([pooled, minimum], 1), y))
+    assert fitted_nmse(torch.cat([pooled, maximum], 1), y) < held["shortcut"] / 4
+
+
+@pytest.mark.parametrize(
+    "target, why",
+    [
+        (f"{MAX_Q} * {MIN_P}", "a term of the target holds several reductions"),
+        (f"sum(x[t][0] for t in T) + sum(x[s][1] for s in T) + {MAX_Q}", "one to one"),
+        (f"{MAX_Q} + x[1][0]", "the target reads fixed positions"),
+    ],
+)
+def test_the_held_shortcut_is_not_guessed_where_terms_are_not_parts(target, why) -> None:
+    """A product of two reductions, sums the engine pools into one part, a fixed position:
+    which values an architecture holds would be a guess, so the pooling shortcut stands."""
+    held = floors(_spec(target, 8), 8, (((1,), False),)).held["heads [1]"]
     assert held["resolved"] == "1 of 2" and held["shortcut"] is None
-    assert "not copies of one reduction" in held["why"]
+    assert why in held["why"] and held["why"].endswith("the pooling shortcut stands")
+
+
+def test_parts_of_one_structure_are_the_best_choice_among_them() -> None:
+    """A maximum and a minimum of projections have one structure: the engine's one head
+    resolves either, so the held shortcut takes the better one."""
+    spec = _spec(f"{MAX_Q} + {MIN_P}", 8)
+    held = floors(spec, 8, (((1,), False),)).held["heads [1]"]
+    generator = torch.Generator().manual_seed(7)
+    x = sample_inputs(spec, FIT_SAMPLES + TEST_SAMPLES, 8, generator).double()
+    target = TargetFunction(spec, seed=0)
+    y = target(x.float()).double()
+    q, p = (target.parameter(name, (), 1, 8).double() for name in ("q", "p"))
+    pooled = pooled_features(x)
+    each = [(x @ q).amax(1, keepdim=True), (x @ p).amin(1, keepdim=True)]
+    by_hand = min(fitted_nmse(torch.cat([pooled, values], 1), y) for values in each)
+    assert held["shortcut"] == pytest.approx(by_hand, rel=1e-6)
 
 
 @pytest.mark.parametrize("seq_len", [5, 10])

@@ -14,15 +14,18 @@ training.
 - The held shortcut of a deficient architecture (one that resolves some parts of the target
   and falls back to global aggregation for the others, as intrinsic dimension's (1, 2) does):
   least squares on the pooled moments and on the values of the parts its schedule resolves
-  at the floor's cost (max-position retrievals, no single-head k-th step), the best choice
-  of which copies those are. Its readout holds those parts' positions, so it can decode
-  their values cheaply; the rest it holds only as pooling does. Like the pooling shortcut
-  it is a proxy, not a bound: trained (1, 2) and (2, 1) models reached NMSE 0.064-0.092 at
-  T = 16 where it is 0.105 (a real head's decoder of the unresolved part does better than
-  least squares on moments). A model predicted better than it must beat this, not just
-  pooling. Computed where the target's parts are copies of one reduction (a sum over a
-  range index of a max, or one reduction); elsewhere the pooling shortcut stands, and the
-  floors say why.
+  at the floor's cost (max-position retrievals, no single-head k-th step). A part's values
+  are its additive term's, matched to the engine's part by structure (which indices each
+  score couples, what is nested in what: never by names or order); among parts of one
+  structure (the copies of a sum over a range index, or a max and a min of projections)
+  the engine's choice is arbitrary, so the best choice is taken. Its readout holds those
+  parts' positions, so it can decode their values cheaply; the rest it holds only as
+  pooling does. Like the pooling shortcut it is a proxy, not a bound: trained (1, 2) and
+  (2, 1) models reached NMSE 0.064-0.092 at T = 16 where it is 0.105 (a real head's decoder
+  of the unresolved part does better than least squares on moments). A model predicted
+  better than it must beat this, not just pooling. Not computed (the pooling shortcut
+  stands, and the floors say why) where the target's additive terms are not one part each:
+  a product of reductions, sums the engine pools into one part, fixed positions.
 
 A model "learns" the target when its NMSE is at least :data:`LEARNS_FACTOR` times below the
 shortcut: it computes something pooling cannot.
@@ -31,13 +34,16 @@ shortcut: it computes something pooling cannot.
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
 from infoflow.retrieval.derive import derive
+from infoflow.retrieval.expression import TargetError
+from infoflow.retrieval.expression_to_canonical import canonical, structure_key
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.retrieval.types import Schedule
+from infoflow.retrieval.types import Comparison, Placement, Schedule
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
 #: A model learns the target when its NMSE is this many times below the pooling shortcut.
@@ -46,6 +52,8 @@ LEARNS_FACTOR = 4.0
 FIT_SAMPLES, TEST_SAMPLES = 8192, 4096
 #: Why an architecture has no held shortcut of its own when it resolves no part or every part.
 ALL_OR_NONE = "resolves no part or every part: the pooling shortcut stands"
+#: The most choices of resolved parts the held shortcut tries (a least-squares fit each).
+MAX_FITS = 256
 
 
 @dataclass(frozen=True)
@@ -107,55 +115,93 @@ def shortcut_nmse(spec: RetrievalSpec, seq_len: int, seed: int = 0) -> float:
     return fitted_nmse(pooled_features(x.double()), y)
 
 
-def held_nmse(spec: RetrievalSpec, seq_len: int, count: int, parts: int, seed: int = 0):
-    """The best held-out NMSE of least squares on the pooled moments and ``count`` of the
-    target's ``parts`` copies' values (None when the target is not ``parts`` copies of one
-    reduction)."""
+def held_nmse(spec: RetrievalSpec, seq_len: int, parts: dict, seed: int = 0):
+    """(NMSE, why): the best held-out NMSE of least squares on the pooled moments and the
+    values of the resolved parts (``parts``: each part's structure -> (copies resolved,
+    copies)), the best choice among the copies of one structure; (None, why not) when the
+    target's additive terms do not map one to one onto the engine's parts."""
     x, y = _samples(spec, seq_len, seed)
-    values = TargetFunction(spec, seed=seed).copy_values(x)
-    if values is None or values.shape[1] != parts:
-        return None
-    pooled, values = pooled_features(x.double()), values.double()
-    return min(
-        fitted_nmse(torch.cat([pooled, values[:, list(chosen)]], dim=1), y)
-        for chosen in itertools.combinations(range(parts), count)
-    )
-
-
-def resolved(schedule: Schedule) -> tuple[int, int]:
-    """(parts resolved at the floor's cost, parts): a part is resolved when scheduled with
-    no single-head k-th step (whose cost grows with T, as global aggregation's does)."""
-    cheap = [
-        p.mode == "scheduled" and not (p.fragment and p.fragment.theorem2)
-        for p in schedule.placements
+    columns, why_not = part_columns(spec, x, seed)
+    widths = {key: values.shape[1] for key, values in columns.items()}
+    if why_not or widths != {key: copies for key, (_, copies) in parts.items()}:
+        return None, why_not or "the target's terms do not map one to one onto the engine's parts"
+    choices = [
+        [(key, list(chosen)) for chosen in itertools.combinations(range(copies), count)]
+        for key, (count, copies) in sorted(parts.items())
     ]
-    return sum(cheap), len(cheap)
+    if math.prod(map(len, choices)) > MAX_FITS:
+        return None, f"more than {MAX_FITS} ways to choose the resolved parts"
+    pooled = pooled_features(x.double())
+    best = min(
+        fitted_nmse(torch.cat([pooled, *(columns[key][:, c] for key, c in pick)], 1), y)
+        for pick in itertools.product(*choices)
+    )
+    count, total = (sum(side) for side in zip(*parts.values(), strict=True))
+    return best, f"least squares on the pooled moments and the best {count} of {total} parts"
+
+
+def part_columns(spec: RetrievalSpec, x: torch.Tensor, seed: int = 0) -> tuple[dict, str]:
+    """({structure of a part: its values on x, [batch, copies]}, ""), or ({}, why not): each
+    additive term of the target must be one reduction (or its copies over a range index)."""
+    terms = TargetFunction(spec, seed=seed).term_values(x)
+    if terms is None:
+        return {}, "the target is a vector"
+    columns: dict[tuple, list[torch.Tensor]] = {}
+    for term, values in terms:
+        try:
+            parts = canonical(term).parts
+        except TargetError:  # a constant term
+            continue
+        if len(parts) != 1 or parts[0].copies != values.shape[1]:
+            return {}, "a term of the target holds several reductions"
+        columns.setdefault(part_structure(parts[0]), []).append(values.double())
+    return {key: torch.cat(values, 1) for key, values in columns.items()}, ""
+
+
+def part_structure(comparison: Comparison) -> tuple:
+    """What identifies a part among the target's, whatever its names and copies."""
+    return structure_key(replace(comparison, copies=1))
+
+
+def resolved(schedule: Schedule) -> dict[tuple, tuple[int, int]]:
+    """Each part's structure -> (copies resolved at the floor's cost, copies)."""
+    out: dict[tuple, tuple[int, int]] = {}
+    for p in schedule.placements:
+        count, copies = out.get(part_structure(p.comparison), (0, 0))
+        out[part_structure(p.comparison)] = (count + cheap(p), copies + 1)
+    return out
+
+
+def cheap(placement: Placement) -> bool:
+    """Whether a part is resolved at the floor's cost: scheduled with no single-head k-th
+    step (whose cost grows with T, as global aggregation's does)."""
+    fragment = placement.fragment
+    return placement.mode == "scheduled" and not (fragment and fragment.theorem2)
 
 
 def held_shortcut(spec: RetrievalSpec, seq_len: int, heads, pe: bool, seed: int = 0) -> dict:
     """The held shortcut of the architecture (``heads``, ``pe``) at ``seq_len``: how many
     parts it resolves and, when some but not all, the best NMSE of least squares on the
-    pooled moments and that many copies' values (or why it is not computed)."""
+    pooled moments and the values of those parts (or why it is not computed)."""
     arch = spec.architecture.model_copy(
         update={"layers": len(heads), "heads": list(heads), "positional_encoding": pe}
     )
     point = spec.model_copy(update={"seq_len": seq_len, "architecture": arch})
     schedule = derive(point).schedule
-    count, parts = resolved(schedule)
-    out = {"resolved": f"{count} of {parts}", "shortcut": None, "learns_below": None}
-    if count in (0, parts):
+    placements = schedule.placements
+    count = sum(map(cheap, placements))
+    out = {"resolved": f"{count} of {len(placements)}", "shortcut": None, "learns_below": None}
+    if count in (0, len(placements)):
         return {**out, "why": ALL_OR_NONE}
-    best = None
-    comparisons = [p.comparison for p in schedule.placements]
-    if None not in comparisons and len(set(comparisons)) == 1:  # copies of one reduction
-        key = (_target_key(spec), seq_len, seed, count, parts)
-        if key not in _HELD:
-            _HELD[key] = held_nmse(spec, seq_len, count, parts, seed)
-        best = _HELD[key]
+    if any(p.comparison is None for p in placements):
+        return {**out, "why": "the target reads fixed positions: the pooling shortcut stands"}
+    by_structure = resolved(schedule)
+    key = (_target_key(spec), seq_len, seed, tuple(sorted(by_structure.items())))
+    if key not in _HELD:
+        _HELD[key] = held_nmse(spec, seq_len, by_structure, seed)
+    best, why = _HELD[key]
     if best is None:
-        why = "the target's parts are not copies of one reduction: the pooling shortcut stands"
-        return {**out, "why": why}
-    why = f"least squares on the pooled moments and the best {count} of {parts} copies' values"
+        return {**out, "why": f"{why}: the pooling shortcut stands"}
     return {**out, "shortcut": best, "learns_below": best / LEARNS_FACTOR, "why": why}
 
 
@@ -184,5 +230,5 @@ def _target_key(spec: RetrievalSpec) -> str:
 
 
 _SHORTCUTS: dict[tuple, float] = {}
-_HELD: dict[tuple, float | None] = {}
+_HELD: dict[tuple, tuple[float | None, str]] = {}
 _SAMPLES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from infoflow.retrieval.algebra import additive
 from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Param, Reduce, Token
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
@@ -99,26 +100,24 @@ class TargetFunction:
         value, _ = self._eval(self.tree, [])
         return value.reshape(x.shape[0], *value.shape[1:])
 
-    def copy_values(self, x: Tensor) -> Tensor | None:
-        """The copies of the target's one reduction, side by side: [batch, D] for a sum over a
-        range index of one token reduction (column i at index value i), [batch, 1] for a
-        scalar target that is one token reduction; None for any other target."""
-        tree = self.tree
-        if not isinstance(tree, Reduce) or self.output_dim(x.shape[1]) != 1:
+    def term_values(self, x: Tensor) -> list[tuple[Node, Tensor]] | None:
+        """The target's additive terms, each with its values on x: [batch, D] for a sum over a
+        range index of one token reduction (its copies side by side, column i at index value
+        i), [batch, 1] for any other term; None for a vector target."""
+        if self.output_dim(x.shape[1]) != 1:
             return None  # output_dim also draws the parameters, in evaluation's order
-        ranges = [Axis(v.name, v.size, False) for v in tree.variables if not v.is_token]
-        if not ranges:
-            return self(x).reshape(-1, 1)
-        inner = tree.body
-        if len(ranges) < len(tree.variables) or tree.op != "sum" or tree.conditions:
-            return None
-        if not isinstance(inner, Reduce) or not any(v.is_token for v in inner.variables):
-            return None
+        return [(term, self._term_values(term, x)) for _, term in additive(self.tree)]
+
+    def _term_values(self, term: Node, x: Tensor) -> Tensor:
+        node, axes = term, []
+        if _copies(term):
+            node, axes = term.body, [Axis(v.name, v.size, False) for v in term.variables]
         out = []
         for start in range(0, x.shape[0], CHUNK):
             self._x = x[start : start + CHUNK]
-            value, _ = self._eval(inner, ranges)
-            out.append(value.expand(self._x.shape[0], *value.shape[1:]).flatten(1))
+            value, _ = self._eval(node, axes)
+            rows = self._x.shape[0]
+            out.append(value.expand(rows, *value.shape[1:]).reshape(rows, -1))
         return torch.cat(out)
 
     def parameter(self, name: str, index: tuple[int, ...], vdims: int, seq_len: int) -> Tensor:
@@ -292,6 +291,18 @@ class TargetFunction:
                 position = index(name) + offset
                 mask = mask & (position >= 1) & (position <= seq)
         return mask
+
+
+def _copies(term: Node) -> bool:
+    """Whether ``term`` is a sum over range indices of one token reduction (its copies)."""
+    return (
+        isinstance(term, Reduce)
+        and term.op == "sum"
+        and not term.conditions
+        and not any(v.is_token for v in term.variables)
+        and isinstance(term.body, Reduce)
+        and any(v.is_token for v in term.body.variables)
+    )
 
 
 def _shifted(x: Tensor, offset: int) -> Tensor:
