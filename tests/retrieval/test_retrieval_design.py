@@ -31,6 +31,7 @@ from infoflow.validators.retrieval.experiment import SCALES, Design, Model, plan
 from infoflow.validators.retrieval.exponents import Ladder  # noqa: E402
 from infoflow.validators.retrieval.floors import Floors  # noqa: E402
 from infoflow.validators.retrieval.model import Member  # noqa: E402
+from infoflow.validators.retrieval.validator import measured_ladders  # noqa: E402
 from infoflow.validators.steptime import (  # noqa: E402
     ASSUMED_H200,
     GENERIC,
@@ -511,6 +512,41 @@ def test_a_single_inefficient_point_is_compared_with_itself_at_half_the_length()
     assert claim.predicted.startswith("separation") and claim.verdict == "refuted"
     rescue = next(c for c in found if c.id.startswith("no_rescue:"))
     assert rescue.verdict == "refuted" and rescue.kind == "paper"
+    assert not any(c.id == f"lower_bound:{planned.rescue.key()}" for c in found)
+
+
+def test_the_rescue_trains_its_largest_rung_only() -> None:
+    """Its claim reads the largest rung: the smaller ones would cost steps for nothing. Its
+    ladder is that one rung; the other models' ladders keep every rung."""
+    spec = infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "input_dim": 2,
+            "seq_len": 16,
+            "target": "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)",
+            "architecture": {"layers": 1, "heads": 1, "embed_dim": 8},
+        }
+    )
+    planned = plan("triangle", spec, SMOKE)
+    (group,) = [g for g in planned.groups if "-rescue-" in g.name]
+    assert [m.hidden for m in group.members] == [max(SMOKE.rungs)] * SMOKE.seeds
+    assert group.settings.steps == 2 * SMOKE.settings.steps
+
+    class Store:  # each member's last NMSE: its rung's width / 100 + its seed / 1000
+        def last_values(self, name, key):
+            members = next(g for g in planned.groups if g.name == name).members
+            if key == "plateau:improving":
+                return [0.0] * len(members)
+            return [m.hidden / 100 + m.seed / 1000 for m in members]
+
+    ladders, _ = measured_ladders(planned, Store())
+    top = max(SMOKE.rungs) / 100
+    assert ladders[planned.rescue].nmse == [[top + s / 1000 for s in range(SMOKE.seeds)]]
+    assert ladders[planned.rescue].sizes == [group.members[0].decoder_parameters()]
+    assert ladders[planned.rescue].largest().low == pytest.approx(top)
+    assert ladders[planned.rescue].slope().count == 0  # one rung: no slope
+    other = Model(16, 8, (1,), False)
+    assert [row[0] for row in ladders[other].nmse] == [w / 100 for w in SMOKE.rungs]
 
 
 def test_a_spec_that_leaves_sizes_open_is_planned_at_the_defaults(fast_device) -> None:

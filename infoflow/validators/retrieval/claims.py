@@ -65,7 +65,8 @@ def claims(
     judge = Judge(experiment, ladders, floors, improving)
     out = [judge.learns(m) for m in experiment.points if experiment.expected[m].efficient]
     for model, expected in experiment.expected.items():
-        if not expected.efficient and expected.feasible and expected.raw > 0 and model in ladders:
+        bounded = not expected.efficient and expected.feasible and expected.raw > 0
+        if bounded and model in ladders and model != experiment.rescue:  # a rescue: one rung
             out.append(judge.lower_bound(model))
     for a, b in experiment.pairs:
         expectation = expect(experiment, a, b)

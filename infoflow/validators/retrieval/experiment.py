@@ -179,7 +179,8 @@ class Experiment:
 
 def _groups(experiment: Experiment) -> list[Group]:
     """One ensemble per sequence length: every width, architecture, rung and seed in it;
-    the rescue model in a group of its own, with twice the steps."""
+    the rescue model in a group of its own, with twice the steps, at its largest rung only
+    (its claim reads that rung)."""
     groups, scale = [], experiment.scale
     key = lambda m: m.seq_len  # noqa: E731
     for seq_len, models in groupby(sorted(experiment.models, key=_order), key=key):
@@ -190,14 +191,15 @@ def _groups(experiment: Experiment) -> list[Group]:
     if experiment.rescue:
         settings = replace(scale.settings, steps=2 * scale.settings.steps)
         prefix = f"{experiment.name}-rescue-T{experiment.rescue.seq_len}"
-        groups.append(_group(experiment, prefix, [experiment.rescue], settings))
+        largest = (max(scale.rungs),)
+        groups.append(_group(experiment, prefix, [experiment.rescue], settings, largest))
     return groups
 
 
-def _group(experiment: Experiment, prefix: str, models: list[Model], settings) -> Group:
+def _group(experiment: Experiment, prefix: str, models: list[Model], settings, rungs=None) -> Group:
     members, labels = [], []
     for model in models:
-        for width in experiment.scale.rungs:
+        for width in rungs or experiment.scale.rungs:
             for seed in range(experiment.scale.seeds):
                 members.append(
                     Member(model.heads, model.positional_encoding, seed, model.embed_dim, width)

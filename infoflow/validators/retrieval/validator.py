@@ -88,21 +88,24 @@ class RetrievalValidator:
 
 
 def measured_ladders(experiment: Experiment, store) -> tuple[dict[Model, Ladder], dict]:
-    """Each model's ladder (the last held-out NMSE of every rung and seed) and how many of
-    its members the cap stopped while their loss was still falling."""
-    rungs, seeds = experiment.scale.rungs, experiment.scale.seeds
-    nmse: dict[Model, list[list[float | None]]] = {}
+    """Each model's ladder (the last held-out NMSE of every rung it trained, per seed) and
+    how many of its members the cap stopped while their loss was still falling."""
+    seeds = experiment.scale.seeds
+    rows: dict[Model, dict[int, tuple[int, list[float | None]]]] = {}
     improving: dict[Model, int] = {}
-    sizes: dict[Model, list[int]] = {}
     for group in experiment.groups:
         values = store.last_values(group.name, "eval:nmse")
         stopped = store.last_values(group.name, "plateau:improving")
         for i, member in enumerate(group.members):
             model, rung, seed = experiment.model_of(group, i)
-            nmse.setdefault(model, [[None] * seeds for _ in rungs])[rung][seed] = values[i]
+            size = member.decoder_parameters()
+            rows.setdefault(model, {}).setdefault(rung, (size, [None] * seeds))[1][seed] = values[i]
             improving[model] = improving.get(model, 0) + int(bool(stopped[i]))
-            sizes.setdefault(model, [0] * len(rungs))[rung] = member.decoder_parameters()
-    return {m: Ladder(sizes[m], rows) for m, rows in nmse.items()}, improving
+    ladders = {
+        model: Ladder([by[r][0] for r in sorted(by)], [by[r][1] for r in sorted(by)])
+        for model, by in rows.items()
+    }
+    return ladders, improving
 
 
 @torch.no_grad()
