@@ -60,6 +60,19 @@ def _ladders(planned, slope=-0.5, level=0.01, overrides=None):
     return out
 
 
+def _triangle():
+    """The triangle on one layer, one head: one point, no architecture efficient."""
+    return infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "input_dim": 2,
+            "seq_len": 16,
+            "target": "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)",
+            "architecture": {"layers": 1, "heads": 1, "embed_dim": 8},
+        }
+    )
+
+
 def _claims(planned, ladders, improving=None, shortcut=0.5):
     floors = {m.seq_len: Floors(m.seq_len, 1.0, shortcut, shortcut / 4) for m in planned.models}
     return claims(planned, ladders, floors, improving or {})
@@ -494,16 +507,7 @@ def test_the_gpu_path_trains_in_bf16_on_device_data(tmp_path) -> None:
 
 
 def test_a_single_inefficient_point_is_compared_with_itself_at_half_the_length() -> None:
-    spec = infoflow.load_spec(
-        {
-            "kind": "retrieval",
-            "input_dim": 2,
-            "seq_len": 16,
-            "target": "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)",
-            "architecture": {"layers": 1, "heads": 1, "embed_dim": 8},
-        }
-    )
-    planned = plan("triangle", spec, SMOKE)
+    planned = plan("triangle", _triangle(), SMOKE)
     assert planned.pairs == [(Model(16, 8, (1,), False), Model(8, 8, (1,), False))]
     assert planned.rescue == Model(16, 16, (1,), False)
     longer_falls_faster = {Model(16, 8, (1,), False): (-0.9, 0.01)}
@@ -515,19 +519,35 @@ def test_a_single_inefficient_point_is_compared_with_itself_at_half_the_length()
     assert not any(c.id == f"lower_bound:{planned.rescue.key()}" for c in found)
 
 
+@pytest.mark.parametrize(
+    "short, long, verdict",
+    [(0.5, 0.9, "confirmed"), (0.9, 0.5, "refuted"), (0.7, 0.7, "inconclusive")],
+)
+def test_where_no_architecture_is_efficient_the_nmse_rises_with_T(short, long, verdict) -> None:
+    """The paper's triangle figure: at its largest decoder, each architecture ends higher at
+    the longer length, every seed above every seed (the ladders' 1% seed wobble overlaps at
+    one level)."""
+    planned = plan("triangle", _triangle(), SMOKE)
+    shorter, longer = Model(8, 8, (1,), False), Model(16, 8, (1,), False)
+    found = _claims(planned, _ladders(planned, 0.0, short, {longer: (0.0, long)}))
+    (claim,) = [c for c in found if c.id.startswith("rises_with_T:")]
+    assert claim.id == f"rises_with_T:{shorter.key()}:{longer.key()}"
+    assert claim.kind == "reproduction" and claim.verdict == verdict
+    assert "T=16 ends above T=8" in claim.statement
+
+
+def test_an_efficient_target_makes_no_claim_that_its_nmse_rises_with_T() -> None:
+    path = SPECS / "retrieval" / "pairwise-min.json"
+    planned = plan("pairwise-min", infoflow.load_spec(path), SMOKE, path.parent)
+    assert len({m.seq_len for m in planned.points}) > 1 and planned.rescue is None
+    found = _claims(planned, _ladders(planned, 0.0, 0.5))
+    assert not [c for c in found if c.id.startswith("rises_with_T:")]
+
+
 def test_the_rescue_trains_its_largest_rung_only() -> None:
     """Its claim reads the largest rung: the smaller ones would cost steps for nothing. Its
     ladder is that one rung; the other models' ladders keep every rung."""
-    spec = infoflow.load_spec(
-        {
-            "kind": "retrieval",
-            "input_dim": 2,
-            "seq_len": 16,
-            "target": "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)",
-            "architecture": {"layers": 1, "heads": 1, "embed_dim": 8},
-        }
-    )
-    planned = plan("triangle", spec, SMOKE)
+    planned = plan("triangle", _triangle(), SMOKE)
     (group,) = [g for g in planned.groups if "-rescue-" in g.name]
     assert [m.hidden for m in group.members] == [max(SMOKE.rungs)] * SMOKE.seeds
     assert group.settings.steps == 2 * SMOKE.settings.steps

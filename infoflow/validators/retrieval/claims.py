@@ -9,12 +9,11 @@ compares and judged against the target's own floors.
   shortcut too where the worse resolves part of the target (:mod:`~infoflow.validators.
   retrieval.floors`), and its ladder is steep (a slope below ``-STEEP`` for every seed: a
   flat ladder is limited by training, not by size, and measures no exponent).
-- **equality**: the paired difference of the slopes lies within
-  ``EQUAL_SLOPES`` times the steeper slope (the median's magnitude) for every seed; refuted
-  when every seed's difference is outside, on one side. Judged only when one of the two
-  learns and has a steep ladder (two ladders that do not fall are equal for no reason). The
-  floor's own equality claims (``exponent_floor:``) are judged the same way, as
-  reconstructions.
+- **equality**: the paired difference of the slopes lies within ``EQUAL_SLOPES`` times the
+  steeper slope (the median's magnitude) for every seed; refuted when every seed's
+  difference is outside, on one side. Judged only when one of the two learns and has a steep
+  ladder (two ladders that do not fall are equal for no reason). The floor's own equality
+  claims (``exponent_floor:``) are judged the same way, as reconstructions.
 - **learns** (an engineering check): a model predicted efficient learns the target: its
   largest rung is below the learning threshold (:data:`~infoflow.validators.retrieval.
   floors.LEARNS_FACTOR` times below the pooling shortcut) for every seed; refuted when it is
@@ -30,25 +29,27 @@ compares and judged against the target's own floors.
   same T has a steep one (else a flat ladder would confirm it for no reason).
 - **no rescue** (the paper's): where no architecture is efficient, the model at the longest
   T with twice the width and twice the steps still does not learn.
+- **rises with T** (a reproduction of the paper's triangle figure: NMSE rises towards 1 as T
+  grows, whatever the heads or E): where no architecture is efficient, each architecture's
+  largest rung ends higher at the longer of two consecutive lengths, every seed above every
+  seed; refuted when every seed ends lower.
 
 "Every seed" is the interval of :mod:`~infoflow.validators.retrieval.exponents` (the range
 over seeds) clearing the threshold; otherwise the claim is inconclusive and says why.
-Medians, never the best seed.
+Medians, never the best seed. The rules, and ``STEEP`` and ``EQUAL_SLOPES``, are
+:mod:`~infoflow.validators.retrieval.judge`'s.
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval.expect import Expectation, expect
 from infoflow.validators.retrieval.experiment import Experiment, Model
-from infoflow.validators.retrieval.exponents import Interval, Ladder, paired_differences
-from infoflow.validators.retrieval.floors import LEARNS_FACTOR, Floors
-
-#: Equal exponents: the slopes differ by less than this fraction of the steeper one.
-EQUAL_SLOPES = 0.5
-#: A ladder measures an exponent only where its NMSE falls with size: a slope below -STEEP
-#: for every seed (7% per doubling of the decoder, the plateau rule's figure for steps).
-STEEP = 0.1
+from infoflow.validators.retrieval.exponents import Ladder
+from infoflow.validators.retrieval.floors import Floors
+from infoflow.validators.retrieval.judge import Judge
 
 
 def claims(
@@ -80,8 +81,25 @@ def claims(
             if attention and model in attention:
                 out.append(judge.attends(model, attention[model]))
     if experiment.rescue:
+        lengths = _consecutive_lengths(experiment)
+        out += [judge.rises(a, b) for a, b in lengths if {a, b} <= ladders.keys()]
         out.append(judge.no_rescue(experiment.rescue))
     return out
+
+
+def _consecutive_lengths(experiment: Experiment) -> list[tuple[Model, Model]]:
+    """Each trained architecture (heads, E, PE) at two consecutive lengths, the shorter
+    first (the rescue, trained at one length, aside)."""
+    by_architecture: dict[tuple, list[Model]] = {}
+    for model in experiment.models:
+        if model != experiment.rescue:
+            key = (model.heads, model.embed_dim, model.positional_encoding)
+            by_architecture.setdefault(key, []).append(model)
+    return [
+        pair
+        for models in by_architecture.values()
+        for pair in pairwise(sorted(models, key=lambda m: m.seq_len))
+    ]
 
 
 def untested(experiment: Experiment, found: list[Claim]) -> list[str]:
@@ -94,274 +112,3 @@ def untested(experiment: Experiment, found: list[Claim]) -> list[str]:
     if not found:
         out.append("no claim: no model is predicted efficient and no pair is predicted apart")
     return out
-
-
-class Judge:
-    """The measurements a claim reads, and the rules that turn them into verdicts."""
-
-    def __init__(self, experiment, ladders, floors, improving):
-        self.experiment, self.ladders, self.floors = experiment, ladders, floors
-        self.improving = improving
-
-    def threshold(self, model: Model) -> float:
-        return self.floors[model.seq_len].learns_below
-
-    def learned(self, model: Model) -> Interval:
-        """The largest rung's NMSE over seeds."""
-        return self.ladders[model].largest()
-
-    def learns_text(self, model: Model) -> str:
-        floor = self.floors[model.seq_len]
-        return (
-            f"NMSE < {floor.learns_below:.3g} (the pooling shortcut {floor.shortcut:.3g} / "
-            f"{LEARNS_FACTOR:g})"
-        )
-
-    def beats(self, better: Model, worse: Model) -> tuple[float, str]:
-        """What ``better`` must be below to show it computes more than ``worse`` can: the
-        learning threshold, or ``worse``'s held shortcut / LEARNS_FACTOR when that is lower
-        (``worse`` resolves some parts of the target itself), with its text."""
-        own = self.threshold(better)
-        held = self.floors[worse.seq_len].held_below(worse.architecture())
-        if held is None or held >= own:
-            return own, self.learns_text(better)
-        shortcut = self.floors[worse.seq_len].held[worse.architecture()]["shortcut"]
-        return held, (
-            f"NMSE < {held:.3g} (the shortcut held by {worse.architecture()}, "
-            f"{shortcut:.3g}, / {LEARNS_FACTOR:g})"
-        )
-
-    def derived(self, *models: Model) -> dict:
-        out = {}
-        for model in models:
-            out.update(self.experiment.derived(model))
-        out["floors"] = {m.label(): self.floors[m.seq_len].describe() for m in models}
-        return out
-
-    def steep(self, model: Model) -> bool:
-        """The ladder's NMSE falls with size for every seed (slope below -STEEP)."""
-        return self.ladders[model].slope().below(-STEEP)
-
-    def flat_text(self, model: Model, other: Model | None = None) -> str:
-        slope = self.ladders[model].slope()
-        name = _name(model, other) if other else model.label()
-        shown = "none" if slope.low is None else f"{slope.low:.3g} to {slope.high:.3g}"
-        return (
-            f"the ladder of {name} is flat (slopes {shown}, not all below -{STEEP:g}): its "
-            "NMSE is limited by training, not by size, so it measures no exponent"
-        )
-
-    def learns(self, model: Model) -> Claim:
-        ident = f"learns:{model.key()}"
-        statement = f"{model.label()} learns the target at its largest decoder"
-        largest, threshold = self.learned(model), self.threshold(model)
-        measured = {
-            "largest_rung_nmse": largest.to_json(),
-            "still_improving_at_cap": self.improving.get(model, 0),
-        }
-        tolerance = f"every seed at {self.learns_text(model)}"
-        derived = self.derived(model)
-        if largest.below(threshold):
-            return _judged(ident, statement, "efficient", measured, tolerance, True, derived)
-        if largest.above(threshold) and not self.improving.get(model):
-            reason = "every seed above the threshold, and every seed had stopped improving"
-            return _judged(
-                ident, statement, "efficient", measured, tolerance, False, derived, reason
-            )
-        reason = "the seeds straddle the threshold, or some were still improving at the cap"
-        return _undecided(ident, statement, "efficient", measured, tolerance, reason, derived)
-
-    def compare(self, e: Expectation) -> Claim:
-        better, worse = e.better, e.worse
-        ladders = (self.ladders[better], self.ladders[worse])
-        measured = {
-            "slope": {m.label(): self.ladders[m].slope().to_json() for m in (better, worse)},
-            "exponent": {m.label(): self.ladders[m].to_json()["exponent"] for m in (better, worse)},
-            "largest_rung_nmse": {m.label(): self.learned(m).to_json() for m in (better, worse)},
-        }
-        derived = {**self.derived(better, worse), "why": e.why}
-        if e.outcome == "separation":
-            return self._separation(e, ladders, measured, derived)
-        return self._equality(e, ladders, measured, derived)
-
-    def _separation(self, e: Expectation, ladders, measured, derived) -> Claim:
-        better, worse = e.better, e.worse
-        ident = f"separation:{better.key()}:{worse.key()}"
-        statement = (
-            f"{_name(better, worse)} has the smaller exponent: its NMSE falls faster with the "
-            f"decoder's size than that of {_name(worse, better)}{_context(better, worse)}"
-        )
-        difference = paired_differences(ladders[1], ladders[0])
-        measured = {**measured, "slope_difference": difference.to_json()}
-        tolerance = f"slope(worse) - slope(better) > 0 for every seed, slope(better) < -{STEEP:g}"
-        threshold, text = self.beats(better, worse)
-        tolerance = f"{tolerance}, every seed of the better at {text}"
-        claim = (ident, statement, f"separation ({e.why})", measured, tolerance)
-        if not self.learned(better).below(threshold):
-            reason = f"{_name(better, worse)} does not learn: not every seed at {text}"
-            return _undecided(*claim, reason, derived, e.kind)
-        if not self.steep(better):
-            reason = self.flat_text(better, worse)
-            return _undecided(*claim, reason, derived, e.kind)
-        if difference.above(0):
-            return _judged(*claim, True, derived, kind=e.kind)
-        if difference.below(0):
-            reason = "the predicted-worse model's NMSE falls faster for every seed"
-            return _judged(*claim, False, derived, reason, e.kind)
-        reason = "the seeds' differences straddle 0"
-        return _undecided(*claim, reason, derived, e.kind)
-
-    def _equality(self, e: Expectation, ladders, measured, derived) -> Claim:
-        a, b = e.better, e.worse
-        head = "exponent_floor" if e.floor else "equality"
-        ident = f"{head}:{a.key()}:{b.key()}"
-        statement = (
-            f"{_name(a, b)} and {_name(b, a)} have equal exponents: their NMSE falls alike with "
-            f"the decoder's size{_context(a, b)}"
-        )
-        difference = paired_differences(ladders[0], ladders[1])
-        slopes = [ladder.slope().median for ladder in ladders]
-        steepest = max((abs(s) for s in slopes if s is not None), default=0.0)
-        bound = EQUAL_SLOPES * steepest
-        measured = {**measured, "slope_difference": difference.to_json(), "tolerance": bound}
-        tolerance = (
-            f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed; a learner's "
-            f"slope < -{STEEP:g}"
-        )
-        claim = (ident, statement, f"equality ({e.why})", measured, tolerance)
-        learners = [m for m in (a, b) if self.learned(m).below(self.threshold(m))]
-        if not learners:
-            reason = "neither model learns the target, so equal slopes would mean nothing"
-            return _undecided(*claim, reason, derived, e.kind)
-        if not any(self.steep(m) for m in learners):
-            reason = (
-                self.flat_text(*learners)
-                if len(learners) == 1
-                else (
-                    f"both ladders are flat (not every seed's slope below -{STEEP:g}): no "
-                    "exponent is measured"
-                )
-            )
-            return _undecided(*claim, reason, derived, e.kind)
-        if difference.count >= 2 and -bound < difference.low and difference.high < bound:
-            return _judged(*claim, True, derived, kind=e.kind)
-        if difference.above(bound) or difference.below(-bound):
-            reason = "every seed's slopes differ by more than the tolerance, the same way"
-            return _judged(*claim, False, derived, reason, e.kind)
-        reason = "the seeds' differences straddle the tolerance"
-        return _undecided(*claim, reason, derived, e.kind)
-
-    def needs_pe(self, model: Model, twin: Model) -> Claim:
-        ident = f"needs_positional_encoding:{model.key()}"
-        statement = f"{model.label()} learns the target only with positional encoding"
-        tolerance = f"with PE every seed at {self.learns_text(model)}; without PE none"
-        with_pe, without = self.learned(model), self.learned(twin)
-        measured = {"with_pe": with_pe.to_json(), "without_pe": without.to_json()}
-        derived = {**self.derived(model, twin), "requires_positional_encoding": True}
-        threshold = self.threshold(model)
-        claim = (ident, statement, "PE required", measured, tolerance)
-        if without.below(threshold):
-            return _judged(*claim, False, derived, "learned without PE", "paper")
-        if with_pe.below(threshold) and without.above(threshold):
-            return _judged(*claim, True, derived, kind="paper")
-        reason = "the model with PE does not learn, or the seeds straddle the threshold"
-        return _undecided(*claim, reason, derived, "paper")
-
-    def attends(self, model: Model, shares: dict[int, float]) -> Claim:
-        count = len(shares)
-        ident = f"attends_to_positions:{model.key()}"
-        statement = f"the readout attends to the fixed positions, about 1/{count} each"
-        tolerance = f"total >= 0.8 and each within [{0.5 / count:.2f}, {1.5 / count:.2f}]"
-        measured = {"shares": {str(k): v for k, v in shares.items()}, "total": sum(shares.values())}
-        derived = {"positions": sorted(shares)}
-        claim = (ident, statement, "specific-position head", measured, tolerance)
-        if not self.learned(model).below(self.threshold(model)):
-            return _undecided(
-                *claim, "the model does not learn the target", derived, "reproduction"
-            )
-        ok = measured["total"] >= 0.8 and all(
-            0.5 / count <= v <= 1.5 / count for v in shares.values()
-        )
-        return _judged(*claim, ok, derived, kind="reproduction")
-
-    def lower_bound(self, model: Model) -> Claim:
-        bound = self.experiment.expected[model].raw
-        ident = f"lower_bound:{model.key()}"
-        statement = (
-            f"{model.label()} does not beat its lower bound: measured exponent >= {bound:.3g}"
-        )
-        limit = -2 / bound
-        slope = self.ladders[model].slope()
-        measured = {"slope": slope.to_json(), "exponent": self.ladders[model].to_json()["exponent"]}
-        tolerance = f"slope >= {limit:.3g} (= -2 / {bound:.3g}) for every seed"
-        claim = (ident, statement, f"alpha >= {bound:.3g} (lower bound)", measured, tolerance)
-        derived = self.derived(model)
-        witnesses = [
-            m
-            for m in self.ladders
-            if m.seq_len == model.seq_len and self.experiment.expected[m].efficient
-        ]
-        if not any(self.steep(m) for m in witnesses):
-            reason = (
-                f"no model predicted efficient at T={model.seq_len} has a steep ladder: this "
-                "training budget cannot show a ladder that falls faster than the bound"
-            )
-            return _undecided(*claim, reason, derived, "paper")
-        if slope.count >= 2 and slope.low >= limit:
-            return _judged(*claim, True, derived, kind="paper")
-        if slope.below(limit):
-            return _judged(*claim, False, derived, "every seed's ladder falls faster", "paper")
-        return _undecided(*claim, "the seeds straddle the limit", derived, "paper")
-
-    def no_rescue(self, model: Model) -> Claim:
-        ident = f"no_rescue:{model.key()}"
-        statement = (
-            f"{model.label()}, twice the width and twice the steps, still does not learn the "
-            "target (no architecture is efficient for it)"
-        )
-        largest, threshold = self.learned(model), self.threshold(model)
-        measured = {
-            "largest_rung_nmse": largest.to_json(),
-            "still_improving_at_cap": self.improving.get(model, 0),
-        }
-        tolerance = f"every seed above {threshold:.3g} (the learning threshold)"
-        claim = (ident, statement, "not efficient at any size", measured, tolerance)
-        derived = self.derived(model)
-        if largest.above(threshold):
-            return _judged(*claim, True, derived, kind="paper")
-        if largest.below(threshold):
-            return _judged(*claim, False, derived, "every seed learned it", "paper")
-        return _undecided(*claim, "the seeds straddle the threshold", derived, "paper")
-
-
-def _judged(
-    ident, statement, predicted, measured, tolerance, holds, derived, reason="", kind="engineering"
-) -> Claim:
-    claim = Claim.judged(ident, statement, predicted, measured, tolerance, holds, reason, derived)
-    return claim.of_kind(kind)
-
-
-def _undecided(
-    ident, statement, predicted, measured, tolerance, reason, derived, kind="engineering"
-) -> Claim:
-    claim = Claim.undecided(ident, statement, predicted, measured, tolerance, reason, derived)
-    return claim.of_kind(kind)
-
-
-def _name(model: Model, other: Model) -> str:
-    """What tells ``model`` apart from ``other``: its heads, its length or its width."""
-    if model.seq_len != other.seq_len:
-        return f"T={model.seq_len}"
-    if model.embed_dim != other.embed_dim:
-        return f"E={model.embed_dim}"
-    pe = " with PE" if model.positional_encoding else " without PE"
-    return f"heads {list(model.heads)}" + (
-        pe if model.positional_encoding != other.positional_encoding else ""
-    )
-
-
-def _context(a: Model, b: Model) -> str:
-    """What the two models share, for the claim's statement."""
-    if a.seq_len != b.seq_len:
-        return f" (heads {list(a.heads)}, E={a.embed_dim})"
-    return f" (T={a.seq_len}, E={a.embed_dim})"

@@ -28,9 +28,9 @@ from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval import construction
-from infoflow.validators.retrieval.claims import EQUAL_SLOPES
 from infoflow.validators.retrieval.experiment import Model
 from infoflow.validators.retrieval.exponents import Ladder, exponent_of, paired_differences
+from infoflow.validators.retrieval.judge import EQUAL_SLOPES
 
 KIND = "construction"
 #: The MLP widths of a witness's ladder (8x in width, about 8x in decoder parameters).
