@@ -20,7 +20,13 @@ import infoflow  # noqa: E402
 from infoflow.validators.retrieval import design as design_module  # noqa: E402
 from infoflow.validators.retrieval import timing  # noqa: E402
 from infoflow.validators.retrieval.claims import claims, untested  # noqa: E402
-from infoflow.validators.retrieval.design import choose, designs, seconds  # noqa: E402
+from infoflow.validators.retrieval.design import (  # noqa: E402
+    choose,
+    describe,
+    designs,
+    estimate,
+    seconds,
+)
 from infoflow.validators.retrieval.expect import (  # noqa: E402
     MARGIN,
     Expectation,
@@ -551,6 +557,9 @@ def test_the_rescue_trains_its_largest_rung_only() -> None:
     (group,) = [g for g in planned.groups if "-rescue-" in g.name]
     assert [m.hidden for m in group.members] == [max(SMOKE.rungs)] * SMOKE.seeds
     assert group.settings.steps == 2 * SMOKE.settings.steps
+    with_estimates = estimate(planned, ASSUMED_H200)
+    (line,) = [x for x in describe(with_estimates, "t.json").splitlines() if "rescue" in x]
+    assert line.startswith("  group T=16 (rescue: twice the width, the largest rung): 3 members")
 
     class Store:  # each member's last NMSE: its rung's width / 100 + its seed / 1000
         def last_values(self, name, key):

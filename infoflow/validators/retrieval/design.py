@@ -160,8 +160,10 @@ def describe(experiment: Experiment, source: str) -> str:
         f"  design: {sized}; {len(experiment.models)} models x {scale.seeds} seeds",
     ]
     for group in experiment.groups:
+        is_rescue = group.name.startswith(f"{experiment.name}-rescue-")
+        rescue = " (rescue: twice the width, the largest rung)" if is_rescue else ""
         lines.append(
-            f"  group T={group.seq_len}: {len(group.members)} members, "
+            f"  group T={group.seq_len}{rescue}: {len(group.members)} members, "
             f"{group.settings.steps:,} steps, about "
             f"{_duration(experiment.estimates[group.name])}"
         )
