@@ -199,7 +199,7 @@ def measure(device: torch.device, probes: Probes | None = None) -> StepTime:
     the median kept) and fit the two constants."""
     probes = probes or GENERIC
     pair = (probes.small(), probes.large())
-    timed = [[_seconds_per_step(p, device) for p in pair] for _ in range(REPEATS)]
+    timed = [[seconds_per_step(p, device) for p in pair] for _ in range(REPEATS)]
     s0, s1 = (statistics.median(times) for times in zip(*timed, strict=True))
     f0, f1 = (p.flops() for p in pair)
     per_flop = max((s1 - s0) / (f1 - f0), 1e-15)
@@ -285,9 +285,12 @@ def regression_step(model: nn.Module, optimizer, x: Tensor, y: Tensor) -> Callab
 GENERIC = Probes("probe4", partial(Probe, 1, 16, 8), partial(Probe, 6, 64, 32))
 
 
-def _seconds_per_step(probe: Stepper, device: torch.device) -> float:
-    """The median of TIMED_STEPS timed steps, after two untimed ones: what a long run
-    sustains (the fastest step made the estimates optimistic), robust to a stray slow one."""
+def seconds_per_step(
+    probe: Stepper, device: torch.device, timed: int = TIMED_STEPS, limit: float = math.inf
+) -> float:
+    """The median of ``timed`` timed steps (fewer once ``limit`` seconds are spent, one at
+    least), after two untimed ones: what a long run sustains (the fastest step made the
+    estimates optimistic), robust to a stray slow one."""
     step = probe.stepper(device)
 
     def steps(count: int) -> None:
@@ -297,8 +300,8 @@ def _seconds_per_step(probe: Stepper, device: torch.device) -> float:
             torch.cuda.synchronize(device)
 
     steps(2)  # warm-up
-    times = []
-    for _ in range(TIMED_STEPS):
+    times: list[float] = []
+    while len(times) < timed and (not times or sum(times) < limit):
         start = time.perf_counter()
         steps(1)
         times.append(time.perf_counter() - start)

@@ -313,6 +313,68 @@ def test_a_budget_is_respected_or_the_cheapest_design_is_taken(monkeypatch) -> N
     assert seconds(tight) == pytest.approx(min(map(seconds, every)))
 
 
+def _measured_here(overhead=0.01, per_flop=1e-10):
+    """A step-time model as measure() writes one (with the threads it was measured on)."""
+    return ASSUMED_H200.__class__("cpu", "t", overhead, per_flop, "measured here", threads=2)
+
+
+def test_each_groups_step_is_timed_on_its_own_stack(monkeypatch) -> None:
+    """Where the model was measured on this machine, each group's step is timed on its own
+    stack and the estimate uses it; an assumed or fixed model, or a step the model puts
+    over LONGEST_TIMED_STEP, keeps the model's estimate."""
+    monkeypatch.setattr(design_module, "target_seconds", lambda *args: 0.0)
+    steps = {8: 0.05, 16: 0.2}
+    monkeypatch.setattr(design_module, "group_step", lambda m, seq_len, *args: steps[seq_len])
+    spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "pairwise-min.json")
+    model = _measured_here()
+    experiment = design_module.timed(design_module.estimate(plan("pm", spec, SMOKE), model), model)
+    for group in experiment.groups:
+        expected = design_module.group_seconds(group, model, steps[group.seq_len])
+        assert experiment.estimates[group.name] == pytest.approx(expected)
+        assert expected > group.settings.steps * steps[group.seq_len]  # and the evaluations
+    assert experiment.step_time.endswith("; each group's step timed on its own stack")
+    for untimed in (ASSUMED_H200, replace(model, threads=None), replace(model, per_flop=1.0)):
+        modelled = design_module.estimate(plan("pm", spec, SMOKE), untimed)
+        before = dict(modelled.estimates)
+        assert design_module.timed(modelled, untimed).estimates == before
+
+
+def test_a_design_over_the_budget_once_timed_gives_way_to_the_next(monkeypatch) -> None:
+    """The model says both lengths fit; timed, a step at T = 16 takes 0.2 s (400 s for its
+    group, over the smoke budget of 300): the chosen design is one that fits once timed."""
+    model = _measured_here(1e-3, 1e-13)
+    monkeypatch.setattr(design_module, "target_seconds", lambda *args: 0.0)
+    monkeypatch.setattr(
+        design_module, "group_step", lambda m, seq_len, *args: 0.2 if seq_len > 8 else 0.002
+    )
+    spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "pairwise-min.json")
+    fixed = replace(model, threads=None)  # a fixed model: nothing timed
+    monkeypatch.setattr(design_module, "step_model", lambda device: fixed)
+    assert choose("pm", spec, SMOKE, None).design.seq_lens == (8, 16)
+    monkeypatch.setattr(design_module, "step_model", lambda device: model)
+    chosen = choose("pm", spec, SMOKE, None)
+    assert chosen.design.seq_lens == (8,) and seconds(chosen) <= SMOKE.budget_seconds
+
+
+def test_a_groups_step_is_timed_once_and_a_resumed_run_keeps_its_own(monkeypatch) -> None:
+    from infoflow.validators import steptime
+
+    calls = []
+    monkeypatch.setattr(timing, "_GROUP_STEPS", {})
+    monkeypatch.setattr(timing, "seconds_per_step", lambda *args: calls.append(args) or 0.04)
+    members = [Member((1, 1), False, seed, 8, 4) for seed in range(3)]
+    args = (members, 8, 4, 64, "cpu")
+    with steptime.recorded() as used:
+        assert timing.group_step(*args) == timing.group_step(*args) == 0.04
+    assert len(calls) == 1 and list(used.values()) == [0.04]
+    probe, _, timed, limit = calls[0]
+    assert (probe.members, probe.seq_len, probe.batch) == (members, 8, 64)
+    assert (timed, limit) == (timing.GROUP_STEPS, timing.GROUP_SECONDS)
+    with steptime.recorded({key: 0.5 for key in used}):  # what the run recorded
+        assert timing.group_step(*args) == 0.5
+    assert len(calls) == 1
+
+
 def test_the_paper_scale_trains_the_spec_as_written(fast_device) -> None:
     spec = infoflow.load_spec(SPECS / "retrieval" / "intrinsic-dimension-D4.json")
     chosen = choose("id4", spec, SCALES["paper"], None)
@@ -325,7 +387,7 @@ def test_the_step_time_fits_the_median_of_timings_taken_in_turn(monkeypatch) -> 
     from infoflow.validators import steptime
 
     timings = iter([0.010, 0.100, 0.030, 0.090, 0.012, 0.500])  # small, large, in turn
-    monkeypatch.setattr(steptime, "_seconds_per_step", lambda probe, device: next(timings))
+    monkeypatch.setattr(steptime, "seconds_per_step", lambda probe, device: next(timings))
     model = measure(torch.device("cpu"), timing.PROBES)
     small, large = timing.PROBES.small().flops(), timing.PROBES.large().flops()
     per_flop = (0.100 - 0.012) / (large - small)  # the medians: 0.012 and 0.100

@@ -7,6 +7,7 @@ cached beside the step-time model, so that a resumed run designs the same experi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -32,6 +33,7 @@ from infoflow.validators.steptime import (
     cache_file,
     regression_step,
     remembered,
+    seconds_per_step,
     step_time,
 )
 from infoflow.validators.throughput import flops_per_token
@@ -41,20 +43,24 @@ PROBE_BATCH = 64
 
 
 class StackProbe:
-    """A retrieval group's stack of ``members`` at ``seq_len`` on 4 inputs, trained as
-    :mod:`~infoflow.validators.retrieval.train` trains it (the per-member AdamW)."""
+    """A retrieval group's stack of ``members`` at ``seq_len`` on ``input_dim`` inputs and
+    batches of ``batch``, trained as :mod:`~infoflow.validators.retrieval.train` trains it
+    (the per-member AdamW)."""
 
-    def __init__(self, members: list[Member], seq_len: int):
+    def __init__(
+        self, members: list[Member], seq_len: int, input_dim: int = 4, batch: int = PROBE_BATCH
+    ):
         self.members, self.seq_len = members, seq_len
+        self.input_dim, self.batch = input_dim, batch
 
     def flops(self) -> float:
-        return group_flops(self.members, self.seq_len, 4, PROBE_BATCH)
+        return group_flops(self.members, self.seq_len, self.input_dim, self.batch)
 
     def stepper(self, device: torch.device) -> Callable[[], None]:
-        model = EnsembleTransformer(self.members, self.seq_len, 4, 1).to(device)
+        model = EnsembleTransformer(self.members, self.seq_len, self.input_dim, 1).to(device)
         optimizer = MemberAdamW(model.member_axes(), len(self.members), 1e-3, 1e-2)
-        x = torch.randn(PROBE_BATCH, self.seq_len, 4, device=device)
-        y = torch.randn(PROBE_BATCH, 1, device=device)
+        x = torch.randn(self.batch, self.seq_len, self.input_dim, device=device)
+        y = torch.randn(self.batch, 1, device=device)
         return regression_step(model, optimizer, x, y)
 
 
@@ -76,6 +82,32 @@ PROBES = Probes(
 def step_model(device: str) -> StepTime:
     """The step-time model of the retrieval stack on ``device``."""
     return step_time(device, PROBES)
+
+
+#: A group's own step is timed where the model puts it under this many seconds: at most
+#: GROUP_STEPS steps, fewer past GROUP_SECONDS (a step longer than that is the model's).
+GROUP_STEPS, GROUP_SECONDS, LONGEST_TIMED_STEP = 5, 2.0, 2.0
+
+
+def group_step(members: list[Member], seq_len: int, input_dim: int, batch: int, device: str):
+    """Seconds of one training step of this stack on ``device``, timed on the stack itself
+    (the median of a few steps; once per process, and a resumed run's is the one it
+    recorded: :func:`~infoflow.validators.steptime.remembered`)."""
+    shape = [[list(m.heads), m.positional_encoding, m.embed_dim, m.hidden] for m in members]
+    text = json.dumps([shape, seq_len, input_dim, batch, torch.get_num_threads()])
+    key = f"step:{device}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+    def measure() -> float:
+        if key not in _GROUP_STEPS:
+            probe = StackProbe(members, seq_len, input_dim, batch)
+            timed = (GROUP_STEPS, GROUP_SECONDS)
+            _GROUP_STEPS[key] = seconds_per_step(probe, torch.device(device), *timed)
+        return _GROUP_STEPS[key]
+
+    return remembered(key, measure)
+
+
+_GROUP_STEPS: dict[str, float] = {}
 
 
 def group_flops(members: list[Member], seq_len: int, input_dim: int, batch: int) -> float:
