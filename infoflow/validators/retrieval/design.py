@@ -51,7 +51,7 @@ TIMED_DESIGNS = 3
 
 def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) -> Experiment:
     """The experiment for ``spec`` at ``scale``: the best design within the budget (the
-    cheapest when none fits), its groups' times estimated."""
+    cheapest when none fits), its groups' times estimated (and timed, :func:`timed`)."""
     steptime = step_model(scale.device)
     if scale.budget_seconds is None:
         return timed(estimate(plan(name, spec, scale, base_dir), steptime), steptime)
@@ -80,15 +80,11 @@ def timed(experiment: Experiment, steptime: StepTime) -> Experiment:
     if steptime.assumed or steptime.threads is None:
         return experiment  # an assumed or fixed model: nothing here to time
     for group in experiment.groups:
-        s, d = group.settings, group.spec.input_dim or 4
-        if (
-            steptime.step(group_flops(group.members, group.seq_len, d, s.batch))
-            > LONGEST_TIMED_STEP
-        ):
-            continue
-        step = group_step(group.members, group.seq_len, d, s.batch, experiment.scale.device)
-        experiment.estimates[group.name] = group_seconds(group, steptime, step)
-        experiment.step_time = f"{steptime.source}; each group's step timed on its own stack"
+        shape = (group.members, group.seq_len, group.spec.input_dim or 4, group.settings.batch)
+        if steptime.step(group_flops(*shape)) <= LONGEST_TIMED_STEP:
+            step = group_step(*shape, experiment.scale.device)
+            experiment.estimates[group.name] = group_seconds(group, steptime, step)
+            experiment.step_time = f"{steptime.source}; each group's step timed on its own stack"
     return experiment
 
 
