@@ -301,7 +301,7 @@ def seconds_per_step(
 
     steps(2)  # warm-up
     times: list[float] = []
-    while len(times) < timed and (not times or sum(times) < limit):
+    while not times or (len(times) < timed and sum(times) < limit):
         start = time.perf_counter()
         steps(1)
         times.append(time.perf_counter() - start)

@@ -323,8 +323,13 @@ def test_each_groups_step_is_timed_on_its_own_stack(monkeypatch) -> None:
     stack and the estimate uses it; an assumed or fixed model, or a step the model puts
     over LONGEST_TIMED_STEP, keeps the model's estimate."""
     monkeypatch.setattr(design_module, "target_seconds", lambda *args: 0.0)
-    steps = {8: 0.05, 16: 0.2}
-    monkeypatch.setattr(design_module, "group_step", lambda m, seq_len, *args: steps[seq_len])
+    steps, calls = {8: 0.05, 16: 0.2}, []
+
+    def group_step(members, seq_len, input_dim, batch, device):
+        calls.append((len(members), input_dim, batch, device))
+        return steps[seq_len]
+
+    monkeypatch.setattr(design_module, "group_step", group_step)
     spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "pairwise-min.json")
     model = _measured_here()
     experiment = design_module.timed(design_module.estimate(plan("pm", spec, SMOKE), model), model)
@@ -333,6 +338,8 @@ def test_each_groups_step_is_timed_on_its_own_stack(monkeypatch) -> None:
         assert experiment.estimates[group.name] == pytest.approx(expected)
         assert expected > group.settings.steps * steps[group.seq_len]  # and the evaluations
     assert experiment.step_time.endswith("; each group's step timed on its own stack")
+    sizes = [len(g.members) for g in experiment.groups]
+    assert calls == [(n, spec.input_dim, SMOKE.settings.batch, "cpu") for n in sizes]
     for untimed in (ASSUMED_H200, replace(model, threads=None), replace(model, per_flop=1.0)):
         modelled = design_module.estimate(plan("pm", spec, SMOKE), untimed)
         before = dict(modelled.estimates)
@@ -352,15 +359,18 @@ def test_a_design_over_the_budget_once_timed_gives_way_to_the_next(monkeypatch) 
     monkeypatch.setattr(design_module, "step_model", lambda device: fixed)
     assert choose("pm", spec, SMOKE, None).design.seq_lens == (8, 16)
     monkeypatch.setattr(design_module, "step_model", lambda device: model)
-    chosen = choose("pm", spec, SMOKE, None)
-    assert chosen.design.seq_lens == (8,) and seconds(chosen) <= SMOKE.budget_seconds
+    chosen = choose("pm", spec, SMOKE, None)  # every (8, 16) is over once timed: the best (8,)
+    assert chosen.design == Design((8,), None) and seconds(chosen) <= SMOKE.budget_seconds
 
 
-def test_a_groups_step_is_timed_once_and_a_resumed_run_keeps_its_own(monkeypatch) -> None:
+def test_a_groups_step_is_timed_once_and_a_resumed_run_keeps_its_own(monkeypatch, tmp_path) -> None:
+    """Timed once per machine (cached beside the step-time model), and inside a resumed
+    run's recorded pins the recorded timing is used."""
     from infoflow.validators import steptime
 
     calls = []
-    monkeypatch.setattr(timing, "_GROUP_STEPS", {})
+    monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path))
+    monkeypatch.setattr(timing, "_CACHED", {})
     monkeypatch.setattr(timing, "seconds_per_step", lambda *args: calls.append(args) or 0.04)
     members = [Member((1, 1), False, seed, 8, 4) for seed in range(3)]
     args = (members, 8, 4, 64, "cpu")
@@ -370,9 +380,12 @@ def test_a_groups_step_is_timed_once_and_a_resumed_run_keeps_its_own(monkeypatch
     probe, _, timed, limit = calls[0]
     assert (probe.members, probe.seq_len, probe.batch) == (members, 8, 64)
     assert (timed, limit) == (timing.GROUP_STEPS, timing.GROUP_SECONDS)
+    monkeypatch.setattr(timing, "_CACHED", {})  # another process on this machine
+    assert timing.group_step(*args) == 0.04 and len(calls) == 1
+    assert timing.group_step(members, 16, 4, 64, "cpu") == 0.04 and len(calls) == 2
     with steptime.recorded({key: 0.5 for key in used}):  # what the run recorded
         assert timing.group_step(*args) == 0.5
-    assert len(calls) == 1
+    assert len(calls) == 2
 
 
 def test_the_paper_scale_trains_the_spec_as_written(fast_device) -> None:
@@ -440,13 +453,13 @@ def test_a_retrieval_design_is_estimated_on_the_retrieval_stacks_own_model(
 
 def test_a_damaged_target_time_is_measured_again(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path))
-    monkeypatch.setattr(timing, "_TARGET_TIMES", {})
+    monkeypatch.setattr(timing, "_CACHED", {})
     monkeypatch.setattr(timing, "_time_target", lambda *args: 0.5)
     spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
     assert timing.target_seconds(spec, 12, 64, "cpu") == 0.5
     (path,) = tmp_path.glob("*-targets.json")
     path.write_text(json.dumps({key: -51553233.1 for key in json.loads(path.read_text())}))
-    monkeypatch.setattr(timing, "_TARGET_TIMES", {})
+    monkeypatch.setattr(timing, "_CACHED", {})
     monkeypatch.setattr(timing, "_time_target", lambda *args: 0.25)
     assert timing.target_seconds(spec, 12, 64, "cpu") == 0.25
 
@@ -588,20 +601,33 @@ def test_a_single_inefficient_point_is_compared_with_itself_at_half_the_length()
 
 
 @pytest.mark.parametrize(
-    "short, long, verdict",
-    [(0.5, 0.9, "confirmed"), (0.9, 0.5, "refuted"), (0.7, 0.7, "inconclusive")],
+    "short, long, improving, verdict",
+    [
+        (0.5, 0.9, None, "confirmed"),
+        (0.9, 0.5, None, "refuted"),
+        (0.7, 0.7, None, "inconclusive"),
+        (0.5, 0.9, 16, "inconclusive"),  # the higher one could still fall
+        (0.9, 0.5, 8, "inconclusive"),
+        (0.5, 0.9, 8, "confirmed"),  # the lower one still falling only widens the gap
+    ],
 )
-def test_where_no_architecture_is_efficient_the_nmse_rises_with_T(short, long, verdict) -> None:
+def test_where_no_architecture_is_efficient_the_nmse_rises_with_T(
+    short, long, improving, verdict
+) -> None:
     """The paper's triangle figure: at its largest decoder, each architecture ends higher at
     the longer length, every seed above every seed (the ladders' 1% seed wobble overlaps at
-    one level)."""
+    one level), unless the model that ends higher was still improving at the cap."""
     planned = plan("triangle", _triangle(), SMOKE)
     shorter, longer = Model(8, 8, (1,), False), Model(16, 8, (1,), False)
-    found = _claims(planned, _ladders(planned, 0.0, short, {longer: (0.0, long)}))
+    still = {Model(improving, 8, (1,), False): 2} if improving else {}
+    found = _claims(planned, _ladders(planned, 0.0, short, {longer: (0.0, long)}), still)
     (claim,) = [c for c in found if c.id.startswith("rises_with_T:")]
     assert claim.id == f"rises_with_T:{shorter.key()}:{longer.key()}"
     assert claim.kind == "reproduction" and claim.verdict == verdict
     assert "T=16 ends above T=8" in claim.statement
+    assert claim.measured["still_improving_at_cap"][longer.label()] == still.get(longer, 0)
+    if improving and verdict == "inconclusive":
+        assert "still improving at the cap" in claim.reason
 
 
 def test_an_efficient_target_makes_no_claim_that_its_nmse_rises_with_T() -> None:

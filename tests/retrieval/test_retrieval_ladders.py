@@ -24,6 +24,7 @@ from infoflow.validators.retrieval.exponents import (  # noqa: E402
     paired_differences,
 )
 from infoflow.validators.retrieval.floors import (  # noqa: E402
+    ALL_OR_NONE,
     FIT_SAMPLES,
     LEARNS_FACTOR,
     TEST_SAMPLES,
@@ -212,6 +213,22 @@ def test_the_held_shortcut_finds_the_resolved_part_by_its_structure() -> None:
     assert held["resolved"] == "1 of 2"
     assert held["shortcut"] == pytest.approx(fitted_nmse(torch.cat([pooled, minimum], 1), y))
     assert fitted_nmse(torch.cat([pooled, maximum], 1), y) < held["shortcut"] / 4
+
+
+def test_a_constant_term_changes_no_held_shortcut() -> None:
+    """A term that reads no token is skipped: least squares' intercept holds it."""
+    architectures = (((1,), False),)
+    plain = floors(_spec(f"{MAX_Q} + {MIN_P}", 8), 8, architectures).held["heads [1]"]
+    shifted = floors(_spec(f"{MAX_Q} + {MIN_P} + 1", 8), 8, architectures).held["heads [1]"]
+    assert plain["shortcut"] is not None
+    assert shifted["shortcut"] == pytest.approx(plain["shortcut"], rel=1e-6)
+
+
+def test_copies_placed_as_one_block_are_counted_one_by_one() -> None:
+    """Past 16 copies the engine places a comparison's copies as one block: the held
+    shortcut counts them as the copies they are."""
+    held = floors(_spec(INTRINSIC, 8, {"D": 17}), 8, (((1, 2), False),)).held["heads [1, 2]"]
+    assert held["resolved"] in ("0 of 17", "17 of 17") and held["why"] == ALL_OR_NONE
 
 
 @pytest.mark.parametrize(

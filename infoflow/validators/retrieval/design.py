@@ -9,7 +9,7 @@ bound). The chosen design tests the most of the paper's claims, then the most cl
 the largest separations (each counted up to :data:`DELTA_CAP`), within the scale's time
 budget on the device, estimated at the cap with the device's step-time model
 (:mod:`~infoflow.validators.steptime`) and the target's own evaluation time, measured; the
-best-scored designs' groups are then timed on their own stacks (:func:`timed`), and the
+designs that fit are then timed on their own stacks, best first (:func:`timed`), and the
 first that still fits is taken.
 Without a budget (the paper scale) the spec's own sizes are the design: only the estimate is
 added. The chosen design's floors (:mod:`~infoflow.validators.retrieval.floors`) are
@@ -45,13 +45,13 @@ SEQ_LENS = (8, 16, 32, 64)
 WIDTHS = range(16, 65)
 #: A separation counts for the score up to this exponent difference.
 DELTA_CAP = 3.0
-#: The most designs (the best-scored first) whose groups' steps are timed to check the budget.
-TIMED_DESIGNS = 3
 
 
 def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) -> Experiment:
     """The experiment for ``spec`` at ``scale``: the best design within the budget (the
-    cheapest when none fits), its groups' times estimated (and timed, :func:`timed`)."""
+    cheapest when none fits), its groups' times estimated on the step-time model and then
+    timed (:func:`timed`): the designs that fit by the model are timed best first, and the
+    first that still fits is taken; when none does, the cheapest timed."""
     steptime = step_model(scale.device)
     if scale.budget_seconds is None:
         return timed(estimate(plan(name, spec, scale, base_dir), steptime), steptime)
@@ -66,25 +66,32 @@ def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) 
     longest = max(p.seq_len or 16 for _, p in infoflow.expand(spec, base_dir))
     fits = [e for e in candidates if seconds(e) <= scale.budget_seconds]
     fits.sort(key=lambda e: score(e, spec, longest), reverse=True)
-    for experiment in fits[:TIMED_DESIGNS]:  # the best that still fits once its steps are timed
+    for experiment in fits:  # the best that still fits once timed (each shape timed once)
         if seconds(timed(experiment, steptime)) <= scale.budget_seconds:
             return experiment
-    return timed(min(candidates, key=seconds), steptime)
+    return min((timed(e, steptime) for e in candidates), key=seconds)
 
 
 def timed(experiment: Experiment, steptime: StepTime) -> Experiment:
-    """The estimates with each group's training step timed on its own stack, where the
-    step-time model was measured on this machine and puts the step under
-    :data:`~infoflow.validators.retrieval.timing.LONGEST_TIMED_STEP` (the model's time per
-    FLOP is a fit to two stacks: it was 2-2.7x low for narrow ones, E = 8)."""
+    """``experiment`` with its estimates changed in place: each group's training step timed
+    on its own stack, where the step-time model was measured on this machine and puts the
+    step under :data:`~infoflow.validators.retrieval.timing.LONGEST_TIMED_STEP` (the
+    model's time per FLOP is a fit to two stacks: it was 1.5-2.7x low for narrow ones, at
+    E = 8). Its ``step_time`` says how many groups were timed."""
     if steptime.assumed or steptime.threads is None:
         return experiment  # an assumed or fixed model: nothing here to time
+    count = 0
     for group in experiment.groups:
         shape = (group.members, group.seq_len, group.spec.input_dim or 4, group.settings.batch)
         if steptime.step(group_flops(*shape)) <= LONGEST_TIMED_STEP:
             step = group_step(*shape, experiment.scale.device)
             experiment.estimates[group.name] = group_seconds(group, steptime, step)
-            experiment.step_time = f"{steptime.source}; each group's step timed on its own stack"
+            count += 1
+    if count == len(experiment.groups):
+        experiment.step_time = f"{steptime.source}; each group's step timed on its own stack"
+    elif count:
+        timed_here = f"{count} of {len(experiment.groups)} groups' steps timed on their own stacks"
+        experiment.step_time = f"{steptime.source}; {timed_here}"
     return experiment
 
 
@@ -193,7 +200,7 @@ def describe(experiment: Experiment, source: str) -> str:
         f"  design: {sized}; {len(experiment.models)} models x {scale.seeds} seeds",
     ]
     for group in experiment.groups:
-        is_rescue = group.name.startswith(f"{experiment.name}-rescue-")
+        is_rescue = experiment.model_of(group, 0)[0] == experiment.rescue
         rescue = " (rescue: twice the width, the largest rung)" if is_rescue else ""
         lines.append(
             f"  group T={group.seq_len}{rescue}: {len(group.members)} members, "

@@ -6,8 +6,8 @@ prediction at its own size (:class:`Expected`); the pairs of models whose expone
 claims compare; and one ensemble group per sequence length, in which every model trains as
 a ladder of decoder sizes (the scale's MLP widths) times the seeds. A target that no
 architecture makes efficient also gets a rescue group: its architecture at the longest T
-with twice the width and twice the steps (:mod:`~infoflow.validators.retrieval.claims`
-checks it does not learn all the same).
+with twice the width and twice the steps, at the largest MLP width only
+(:mod:`~infoflow.validators.retrieval.claims` checks it does not learn all the same).
 
 Which models are trained comes from the engine's predictions for each point of the spec,
 not from the spec's name, so a target nobody wrote a validator for is still checked. Which
@@ -34,8 +34,8 @@ from infoflow.validators.retrieval.train import Group, TrainSettings
 @dataclass(frozen=True)
 class Scale:
     """How big the experiments are: the training settings (``steps`` is the cap), the seeds,
-    the ladder of MLP widths every model trains at, and how long each spec may train on
-    ``device``. What counts as learning comes from the target
+    the ladder of MLP widths every model trains at (a rescue: the largest), and how long
+    each spec may train on ``device``. What counts as learning comes from the target
     (:mod:`~infoflow.validators.retrieval.floors`), not from the scale."""
 
     name: str

@@ -150,10 +150,12 @@ def part_columns(spec: RetrievalSpec, x: torch.Tensor, seed: int = 0) -> tuple[d
     for term, values in terms:
         try:
             parts = canonical(term).parts
-        except TargetError:  # a constant term
+        except TargetError:  # a term that reads no token: a constant, held by any readout
             continue
-        if len(parts) != 1 or parts[0].copies != values.shape[1]:
+        if len(parts) != 1:
             return {}, "a term of the target holds several reductions"
+        if parts[0].copies != values.shape[1]:
+            return {}, "a term's copies cannot be evaluated one by one"
         columns.setdefault(part_structure(parts[0]), []).append(values.double())
     return {key: torch.cat(values, 1) for key, values in columns.items()}, ""
 
@@ -166,9 +168,9 @@ def part_structure(comparison: Comparison) -> tuple:
 def resolved(schedule: Schedule) -> dict[tuple, tuple[int, int]]:
     """Each part's structure -> (copies resolved at the floor's cost, copies)."""
     out: dict[tuple, tuple[int, int]] = {}
-    for p in schedule.placements:
+    for p in schedule.placements:  # a placement may hold several copies, side by side
         count, copies = out.get(part_structure(p.comparison), (0, 0))
-        out[part_structure(p.comparison)] = (count + cheap(p), copies + 1)
+        out[part_structure(p.comparison)] = (count + cheap(p) * p.copies, copies + p.copies)
     return out
 
 
@@ -189,9 +191,9 @@ def held_shortcut(spec: RetrievalSpec, seq_len: int, heads, pe: bool, seed: int 
     point = spec.model_copy(update={"seq_len": seq_len, "architecture": arch})
     schedule = derive(point).schedule
     placements = schedule.placements
-    count = sum(map(cheap, placements))
-    out = {"resolved": f"{count} of {len(placements)}", "shortcut": None, "learns_below": None}
-    if count in (0, len(placements)):
+    count, parts = sum(p.copies for p in placements if cheap(p)), sum(p.copies for p in placements)
+    out = {"resolved": f"{count} of {parts}", "shortcut": None, "learns_below": None}
+    if count in (0, parts):
         return {**out, "why": ALL_OR_NONE}
     if any(p.comparison is None for p in placements):
         return {**out, "why": "the target reads fixed positions: the pooling shortcut stands"}

@@ -69,7 +69,8 @@ def describe(settings: dict[str, Any]) -> str:
     rungs = ", ".join(map(str, settings["rungs"]))
     seeds = settings["seeds"]
     return (
-        f"Retrieval: every model a ladder of MLP widths {rungs}, {seeds} seeds, each member "
+        f"Retrieval: every model a ladder of MLP widths {rungs} (a rescue: the largest "
+        f"only), {seeds} seeds, each member "
         f"trained until its loss stops improving (at most {s['steps']} steps), batch "
         f"{s['batch']}, AdamW lr {s['lr']}, weight decay {s['weight_decay']}; intervals are "
         f"the range over seeds ({coverage(seeds):.0%} coverage of the median); a model learns "

@@ -101,9 +101,11 @@ class TargetFunction:
         return value.reshape(x.shape[0], *value.shape[1:])
 
     def term_values(self, x: Tensor) -> list[tuple[Node, Tensor]] | None:
-        """The target's additive terms, each with its values on x: [batch, D] for a sum over a
-        range index of one token reduction (its copies side by side, column i at index value
-        i), [batch, 1] for any other term; None for a vector target."""
+        """The target's additive terms, each with its values on x (without the term's sign or
+        constant factor, as :func:`~infoflow.retrieval.algebra.additive` splits them):
+        [batch, D] for a sum over a range index of one token reduction (its copies side by
+        side, column i at index value i), [batch, 1] for any other term; None for a vector
+        target."""
         if self.output_dim(x.shape[1]) != 1:
             return None  # output_dim also draws the parameters, in evaluation's order
         return [(term, self._term_values(term, x)) for _, term in additive(self.tree)]

@@ -2,8 +2,11 @@
 group: the model itself, measured on the retrieval stack (:data:`PROBES`: the ensemble
 transformer with its masks and the per-member AdamW, which cost about three times the
 generic probe's time per FLOP on a CPU), the FLOPs of one training step of a group's stack,
-and the seconds to draw a batch and evaluate the target on it (measured once per device and
-cached beside the step-time model, so that a resumed run designs the same experiment)."""
+the seconds of that step timed on the stack itself (:func:`group_step`, which corrects the
+model where its fit to two stacks is off, as for narrow ones), and the seconds to draw a
+batch and evaluate the target on it (both measured once per device and cached beside the
+step-time model, so that ``plan``, ``validate`` and a resumed run design the same
+experiment)."""
 
 from __future__ import annotations
 
@@ -84,30 +87,24 @@ def step_model(device: str) -> StepTime:
     return step_time(device, PROBES)
 
 
-#: A group's own step is timed where the model puts it under this many seconds: at most
-#: GROUP_STEPS steps, fewer past GROUP_SECONDS (a step longer than that is the model's).
+#: A group's own step is timed (:func:`group_step`) where the step-time model puts it under
+#: LONGEST_TIMED_STEP seconds: two untimed steps, then GROUP_STEPS timed ones, fewer once
+#: GROUP_SECONDS are spent (one at least), the median kept.
 GROUP_STEPS, GROUP_SECONDS, LONGEST_TIMED_STEP = 5, 2.0, 2.0
 
 
 def group_step(members: list[Member], seq_len: int, input_dim: int, batch: int, device: str):
-    """Seconds of one training step of this stack on ``device``, timed on the stack itself
-    (the median of a few steps; once per process, and a resumed run's is the one it
-    recorded: :func:`~infoflow.validators.steptime.remembered`)."""
+    """Seconds of one training step of this stack on ``device``, timed on the stack itself:
+    measured once, then read from the cache beside the step-time model it corrects (same
+    threads, same busy cores); a resumed run's is the one it recorded
+    (:func:`~infoflow.validators.steptime.remembered`)."""
     shape = [[list(m.heads), m.positional_encoding, m.embed_dim, m.hidden] for m in members]
-    text = json.dumps([shape, seq_len, input_dim, batch, torch.get_num_threads()])
-    key = f"step:{device}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-
-    def measure() -> float:
-        if key not in _GROUP_STEPS:
-            probe = StackProbe(members, seq_len, input_dim, batch)
-            timed = (GROUP_STEPS, GROUP_SECONDS)
-            _GROUP_STEPS[key] = seconds_per_step(probe, torch.device(device), *timed)
-        return _GROUP_STEPS[key]
-
-    return remembered(key, measure)
-
-
-_GROUP_STEPS: dict[str, float] = {}
+    key = hashlib.sha256(json.dumps([shape, seq_len, input_dim, batch]).encode()).hexdigest()
+    models = cache_file(device, PROBES.name)
+    path = models.with_name(models.stem + "-groups.json")
+    probe = StackProbe(members, seq_len, input_dim, batch)
+    timing = partial(seconds_per_step, probe, torch.device(device), GROUP_STEPS, GROUP_SECONDS)
+    return remembered(f"step:{device}:{key[:16]}", partial(_cached, path, key[:16], timing))
 
 
 def group_flops(members: list[Member], seq_len: int, input_dim: int, batch: int) -> float:
@@ -121,8 +118,8 @@ def group_flops(members: list[Member], seq_len: int, input_dim: int, batch: int)
     return flops_per_token(params, attention) * batch * (seq_len + 1)
 
 
-#: The target times of each cache file, read once per process.
-_TARGET_TIMES: dict[Path, dict[str, float]] = {}
+#: The numbers of each cache file (targets' times, groups' steps), read once per process.
+_CACHED: dict[Path, dict[str, float]] = {}
 
 
 def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -> float:
@@ -142,21 +139,22 @@ def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -
             batch,
         ]
     )
-    measure = partial(_cached_target, path, key, spec, seq_len, batch, device)
-    return remembered(f"target:{device}:{key}", measure)
+    timing = partial(_time_target, spec, seq_len, batch, torch.device(device))
+    return remembered(f"target:{device}:{key}", partial(_cached, path, key, timing))
 
 
-def _cached_target(path: Path, key: str, spec, seq_len: int, batch: int, device: str) -> float:
-    """The target's time from the cache ``path`` (measured and written when missing)."""
-    if path not in _TARGET_TIMES:
+def _cached(path: Path, key: str, measure: Callable[[], float]) -> float:
+    """The number under ``key`` in the JSON cache ``path``: measured and written when it is
+    missing (or damaged)."""
+    if path not in _CACHED:
         try:
-            _TARGET_TIMES[path] = json.loads(path.read_text()) if path.is_file() else {}
+            _CACHED[path] = json.loads(path.read_text()) if path.is_file() else {}
         except ValueError:
-            _TARGET_TIMES[path] = {}  # a damaged cache is measured anew
-    known = _TARGET_TIMES[path]
+            _CACHED[path] = {}  # a damaged cache is measured anew
+    known = _CACHED[path]
     value = known.get(key)
     if not (isinstance(value, float) and math.isfinite(value) and value >= 0):  # or damaged
-        known[key] = _time_target(spec, seq_len, batch, torch.device(device))
+        known[key] = measure()
         write_cache(path, json.dumps(known))
     return known[key]
 
