@@ -124,6 +124,13 @@ def recorded(pins: object = None) -> Iterator[dict[str, dict | float]]:
         _PINNED.clear()
 
 
+def recorded_without(prefix: str) -> bool:
+    """Whether the run being resumed (inside :func:`recorded`) recorded no number under
+    ``prefix``: it started before such numbers were measured, so its design is derived
+    again without them."""
+    return bool(_PINNED) and not any(key.startswith(prefix) for key in _PINNED)
+
+
 def remembered(key: str, measure: Callable[[], float]) -> float:
     """A number the design measures besides the step time (a target's time): a resumed
     run's recorded one inside :func:`recorded`, else ``measure()``; recorded either way."""

@@ -320,8 +320,9 @@ def _measured_here(overhead=0.01, per_flop=1e-10):
 
 def test_each_groups_step_is_timed_on_its_own_stack(monkeypatch) -> None:
     """Where the model was measured on this machine, each group's step is timed on its own
-    stack and the estimate uses it; an assumed or fixed model, or a step the model puts
-    over LONGEST_TIMED_STEP, keeps the model's estimate."""
+    stack and the estimate uses it; an assumed or fixed model, a step the model puts over
+    LONGEST_TIMED_STEP, or a run resumed from before groups were timed keeps the model's
+    estimate."""
     monkeypatch.setattr(design_module, "target_seconds", lambda *args: 0.0)
     steps, calls = {8: 0.05, 16: 0.2}, []
 
@@ -344,6 +345,12 @@ def test_each_groups_step_is_timed_on_its_own_stack(monkeypatch) -> None:
         modelled = design_module.estimate(plan("pm", spec, SMOKE), untimed)
         before = dict(modelled.estimates)
         assert design_module.timed(modelled, untimed).estimates == before
+    from infoflow.validators import steptime
+
+    modelled = design_module.estimate(plan("pm", spec, SMOKE), model)
+    before = dict(modelled.estimates)
+    with steptime.recorded({"cpu:retrieval4": {"overhead": 0.01}}):  # resumed, from before timing
+        assert design_module.timed(modelled, model).estimates == before
 
 
 def test_a_design_over_the_budget_once_timed_gives_way_to_the_next(monkeypatch) -> None:

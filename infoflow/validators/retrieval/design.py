@@ -37,7 +37,7 @@ from infoflow.validators.retrieval.timing import (
 )
 from infoflow.validators.retrieval.train import Group
 from infoflow.validators.retrieval.witness import plan_lines
-from infoflow.validators.steptime import StepTime
+from infoflow.validators.steptime import StepTime, recorded_without
 
 #: Sequence lengths a design may choose (within the spec's own largest T), and the range of
 #: widths (multiples of every head count).
@@ -77,9 +77,10 @@ def timed(experiment: Experiment, steptime: StepTime) -> Experiment:
     on its own stack, where the step-time model was measured on this machine and puts the
     step under :data:`~infoflow.validators.retrieval.timing.LONGEST_TIMED_STEP` (the
     model's time per FLOP is a fit to two stacks: it was 1.5-2.7x low for narrow ones, at
-    E = 8). Its ``step_time`` says how many groups were timed."""
-    if steptime.assumed or steptime.threads is None:
-        return experiment  # an assumed or fixed model: nothing here to time
+    E = 8), unless the run being resumed started before groups were timed (it designs as it
+    did). Its ``step_time`` says how many groups were timed."""
+    if steptime.assumed or steptime.threads is None or recorded_without("step:"):
+        return experiment  # an assumed or fixed model, or a run resumed from before timing
     count = 0
     for group in experiment.groups:
         shape = (group.members, group.seq_len, group.spec.input_dim or 4, group.settings.batch)
