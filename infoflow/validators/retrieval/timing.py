@@ -99,12 +99,13 @@ def group_step(members: list[Member], seq_len: int, input_dim: int, batch: int, 
     threads, same busy cores); a resumed run's is the one it recorded
     (:func:`~infoflow.validators.steptime.remembered`)."""
     shape = [[list(m.heads), m.positional_encoding, m.embed_dim, m.hidden] for m in members]
-    key = hashlib.sha256(json.dumps([shape, seq_len, input_dim, batch]).encode()).hexdigest()
+    text = json.dumps([shape, seq_len, input_dim, batch, torch.get_num_threads()])
+    key = hashlib.sha256(text.encode()).hexdigest()[:16]
     models = cache_file(device, PROBES.name)
     path = models.with_name(models.stem + "-groups.json")
     probe = StackProbe(members, seq_len, input_dim, batch)
     timing = partial(seconds_per_step, probe, torch.device(device), GROUP_STEPS, GROUP_SECONDS)
-    return remembered(f"step:{device}:{key[:16]}", partial(_cached, path, key[:16], timing))
+    return remembered(f"step:{device}:{key}", partial(_cached, path, key, timing))
 
 
 def group_flops(members: list[Member], seq_len: int, input_dim: int, batch: int) -> float:
