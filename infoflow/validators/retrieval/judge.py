@@ -251,8 +251,8 @@ class Judge:
             },
         }
         tolerance = (
-            f"every seed at T={longer.seq_len} above every seed at T={shorter.seq_len}, the lower "
-            "one stopped (no member still improving at the cap)"
+            f"every seed at T={longer.seq_len} above every seed at T={shorter.seq_len}, the model "
+            "that ends higher stopped (no member still improving at the cap)"
         )
         claim = (ident, statement, "NMSE rises with T (the paper's figure)", measured, tolerance)
         derived = self.derived(shorter, longer)
@@ -265,7 +265,8 @@ class Judge:
             return _judged(*claim, False, derived, reason, "reproduction")
         if long.low > short.high or long.high < short.low:
             reason = (
-                "the lower model was still improving at the cap: more steps could close the gap"
+                "the model that ends higher was still improving at the cap: more steps could "
+                "close the gap"
             )
             return _undecided(*claim, reason, derived, "reproduction")
         reason = "the seeds at the two lengths overlap"
