@@ -132,8 +132,9 @@ def recorded_without(prefix: str) -> bool:
 
 
 def remembered(key: str, measure: Callable[[], float]) -> float:
-    """A number the design measures besides the step time (a target's time): a resumed
-    run's recorded one inside :func:`recorded`, else ``measure()``; recorded either way."""
+    """A number the design measures besides the step time (a target's time, a group's
+    timed step): a resumed run's recorded one inside :func:`recorded`, else ``measure()``;
+    recorded either way."""
     pinned = _PINNED.get(key)
     ok = isinstance(pinned, float) and math.isfinite(pinned) and pinned >= 0
     value = pinned if ok else measure()
