@@ -49,7 +49,7 @@ from itertools import pairwise
 
 from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval.expect import Expectation, expect
-from infoflow.validators.retrieval.experiment import Experiment, Model
+from infoflow.validators.retrieval.experiment import Experiment, Model, by_architecture
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.floors import Floors
 from infoflow.validators.retrieval.judge import Judge
@@ -91,18 +91,10 @@ def claims(
 
 
 def _consecutive_lengths(experiment: Experiment) -> list[tuple[Model, Model]]:
-    """Each trained architecture (heads, E, PE) at two consecutive lengths, the shorter
-    first (the rescue, trained at one length, aside)."""
-    by_architecture: dict[tuple, list[Model]] = {}
-    for model in experiment.models:
-        if model != experiment.rescue:
-            key = (model.heads, model.embed_dim, model.positional_encoding)
-            by_architecture.setdefault(key, []).append(model)
-    return [
-        pair
-        for models in by_architecture.values()
-        for pair in pairwise(sorted(models, key=lambda m: m.seq_len))
-    ]
+    """Each trained architecture at two consecutive lengths, the shorter first (the rescue,
+    trained at one length, aside)."""
+    trained = [m for m in experiment.models if m != experiment.rescue]
+    return [pair for models in by_architecture(trained) for pair in pairwise(models)]
 
 
 def untested(experiment: Experiment, found: list[Claim]) -> list[str]:

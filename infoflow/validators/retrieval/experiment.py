@@ -297,15 +297,16 @@ def _setting(model: Model) -> tuple:
     return (model.seq_len, model.embed_dim, model.positional_encoding)
 
 
+def by_architecture(models: list[Model]) -> list[list[Model]]:
+    """The models of each architecture (E, heads, PE), shortest T first."""
+    key = lambda m: (m.embed_dim, m.heads, m.positional_encoding)  # noqa: E731
+    ordered = sorted(models, key=lambda m: (key(m), m.seq_len))
+    return [list(group) for _, group in groupby(ordered, key=key)]
+
+
 def _series(points: list[Model]) -> list[tuple[Model, Model]]:
     """For each architecture trained at several T: its shortest and longest."""
-    key = lambda m: (m.embed_dim, m.heads, m.positional_encoding)  # noqa: E731
-    out = []
-    for _, models in groupby(sorted(points, key=lambda m: (key(m), m.seq_len)), key=key):
-        models = list(models)
-        if len(models) > 1:
-            out.append((models[0], models[-1]))
-    return out
+    return [(models[0], models[-1]) for models in by_architecture(points) if len(models) > 1]
 
 
 def _pair(experiment: Experiment, a: Model, b: Model) -> None:

@@ -116,7 +116,7 @@ def shortcut_nmse(spec: RetrievalSpec, seq_len: int, seed: int = 0) -> float:
 
 
 def held_nmse(spec: RetrievalSpec, seq_len: int, parts: dict, seed: int = 0):
-    """(NMSE, why): the best held-out NMSE of least squares on the pooled moments and the
+    """(NMSE, ""): the best held-out NMSE of least squares on the pooled moments and the
     values of the resolved parts (``parts``: each part's structure -> (copies resolved,
     copies)), the best choice among the copies of one structure; (None, why not) when the
     target's additive terms do not map one to one onto the engine's parts."""
@@ -136,8 +136,7 @@ def held_nmse(spec: RetrievalSpec, seq_len: int, parts: dict, seed: int = 0):
         fitted_nmse(torch.cat([pooled, *(columns[key][:, c] for key, c in pick)], 1), y)
         for pick in itertools.product(*choices)
     )
-    count, total = (sum(side) for side in zip(*parts.values(), strict=True))
-    return best, f"least squares on the pooled moments and the best {count} of {total} parts"
+    return best, ""
 
 
 def part_columns(spec: RetrievalSpec, x: torch.Tensor, seed: int = 0) -> tuple[dict, str]:
@@ -201,9 +200,10 @@ def held_shortcut(spec: RetrievalSpec, seq_len: int, heads, pe: bool, seed: int 
     key = (_target_key(spec), seq_len, seed, tuple(sorted(by_structure.items())))
     if key not in _HELD:
         _HELD[key] = held_nmse(spec, seq_len, by_structure, seed)
-    best, why = _HELD[key]
+    best, why_not = _HELD[key]
     if best is None:
-        return {**out, "why": f"{why}: the pooling shortcut stands"}
+        return {**out, "why": f"{why_not}: the pooling shortcut stands"}
+    why = f"least squares on the pooled moments and the best {count} of {parts} parts"
     return {**out, "shortcut": best, "learns_below": best / LEARNS_FACTOR, "why": why}
 
 
