@@ -87,6 +87,29 @@ class InputData(StrictModel):
     )
 
 
+class Validation(StrictModel):
+    """Where ``infoflow validate`` trains this spec's models (the theory ignores it). A
+    suite can keep a spec that a CPU cannot settle: on a device not in ``train_on`` the
+    models are planned, the constructions built and the claims listed, each inconclusive
+    with ``why``."""
+
+    train_on: list[Literal["cpu", "cuda"]] = Field(
+        ["cpu", "cuda"], min_length=1, description="The devices that train the models."
+    )
+    why: str | None = Field(
+        None,
+        max_length=2000,
+        description="Why the devices left out cannot settle the claims, and the run that would "
+        "(required when a device is left out).",
+    )
+
+    @model_validator(mode="after")
+    def _why_given(self) -> Validation:
+        if set(self.train_on) != {"cpu", "cuda"} and not (self.why or "").strip():
+            raise FieldError("why", "say why the devices left out of train_on cannot settle it")
+        return self
+
+
 class RetrievalSpec(SpecBase):
     """A retrieval target and the architecture to plan it on."""
 
@@ -101,6 +124,7 @@ class RetrievalSpec(SpecBase):
     epsilon: PositiveFloat = Field(0.01, lt=1, description="Target sup-norm precision.")
     options: RetrievalOptions = RetrievalOptions()
     data: InputData = InputData()
+    validation: Validation = Validation()
 
     @field_validator("params")
     @classmethod

@@ -556,6 +556,53 @@ def test_validate_records_the_design_in_the_report(tmp_path) -> None:
         assert len(model["ladder"]["nmse"]) == len(SMOKE.rungs)
 
 
+def test_a_device_the_spec_leaves_out_plans_its_claims_and_trains_nothing() -> None:
+    spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "triangle-control.json")
+    on_cpu = choose("control", spec, replace(SMOKE, budget_seconds=480.0), None)
+    assert on_cpu.not_trained.startswith("not trained on cpu: a 2-core CPU does not train")
+    assert on_cpu.groups and on_cpu.jobs == [] and seconds(on_cpu) == 0
+    assert {m.seq_len for m in on_cpu.models} == {8, 16}  # the spec's sizes, not a design's
+    assert {m.embed_dim for m in on_cpu.models} == {24}
+    ladders, improving = measured_ladders(on_cpu, store=None)  # every rung, no NMSE
+    assert ladders.keys() == on_cpu.models.keys() and not any(improving.values())
+    assert all(len(ladder.sizes) == len(SMOKE.rungs) for ladder in ladders.values())
+    assert all(ladder.largest().count == 0 for ladder in ladders.values())
+    text = describe(on_cpu, "control.json")
+    assert "  not trained on cpu: a 2-core CPU" in text and "group T=" not in text
+    on_cuda = choose("control", spec, replace(SMOKE, device="cuda"), None)
+    assert not on_cuda.not_trained and len(on_cuda.jobs) == len(on_cuda.groups) == 2
+
+
+def test_validate_judges_a_spec_it_does_not_train_here_inconclusive(tmp_path) -> None:
+    out = tmp_path / "run"
+    path = SPECS / "retrieval" / "cpu-suite" / "triangle-control.json"
+    proc = run_cli("validate", str(path), "--device", "cpu", "--quiet", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (section,) = json.loads((out / "report.json").read_text())["specs"]
+    assert section["design"]["groups"] == [] and section["design"]["not_trained"]
+    assert section["claims"] and {c["verdict"] for c in section["claims"]} == {"inconclusive"}
+    reason = "not trained on cpu (the spec's validation): the design says why"
+    assert {c["reason"] for c in section["claims"]} == {reason}
+    assert "Design: **not trained on cpu: a 2-core CPU" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("validation", "message"),
+    [
+        ({"train_on": ["cuda"]}, "field 'validation.why': say why the devices left out"),
+        ({"train_on": []}, "field 'validation.train_on'"),
+        ({"train_on": ["tpu"], "why": "x"}, "field 'validation.train_on"),
+    ],
+)
+def test_a_spec_that_leaves_a_device_out_must_say_why(tmp_path, validation, message) -> None:
+    spec = json.loads((SPECS / "retrieval" / "pairwise-min.json").read_text())
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({**spec, "validation": validation}))
+    proc = run_cli("predict", str(path))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def _train_briefly(device: torch.device, folder):
     """Train two tiny members for 40 steps on ``device``; their model and held-out inputs."""
     from infoflow.validators.protocol import Context

@@ -51,7 +51,10 @@ def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) 
     """The experiment for ``spec`` at ``scale``: the best design within the budget (the
     cheapest when none fits), its groups' times estimated on the step-time model and then
     timed (:func:`timed`): the designs that fit by the model are timed best first, and the
-    first that still fits is taken; when none does, the cheapest timed."""
+    first that still fits is taken; when none does, the cheapest timed. On a device the
+    spec's ``validation`` leaves out: the spec's own sizes, :func:`untrained`."""
+    if scale.device not in spec.validation.train_on:
+        return untrained(plan(name, spec, scale, base_dir), spec)
     steptime = step_model(scale.device)
     if scale.budget_seconds is None:
         return timed(estimate(plan(name, spec, scale, base_dir), steptime), steptime)
@@ -70,6 +73,16 @@ def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) 
         if seconds(timed(experiment, steptime)) <= scale.budget_seconds:
             return experiment
     return min((timed(e, steptime) for e in candidates), key=seconds)
+
+
+def untrained(experiment: Experiment, spec: RetrievalSpec) -> Experiment:
+    """``experiment`` planned but not trained on its device (the spec's ``validation``
+    leaves the device out, and says why): nothing to estimate, and every claim on its trained
+    models will be inconclusive, with that reason."""
+    device = experiment.scale.device
+    experiment.not_trained = f"not trained on {device}: {spec.validation.why.strip()}"
+    experiment.step_time = "nothing trains"
+    return experiment
 
 
 def timed(experiment: Experiment, steptime: StepTime) -> Experiment:
@@ -200,7 +213,9 @@ def describe(experiment: Experiment, source: str) -> str:
         f"  step time: {experiment.step_time}",
         f"  design: {sized}; {len(experiment.models)} models x {scale.seeds} seeds",
     ]
-    for group in experiment.groups:
+    if experiment.not_trained:
+        lines.append(f"  {experiment.not_trained}")
+    for group in experiment.groups if not experiment.not_trained else ():
         is_rescue = experiment.model_of(group, 0)[0] == experiment.rescue
         rescue = " (rescue: twice the width, the largest rung)" if is_rescue else ""
         lines.append(

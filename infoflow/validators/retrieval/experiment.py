@@ -144,9 +144,12 @@ class Experiment:
     floors: dict[int, Floors] = field(default_factory=dict)  # by T, filled by the design
     estimates: dict[str, float] = field(default_factory=dict)  # group name -> seconds
     step_time: str = ""  # where the estimates' step-time model comes from
+    not_trained: str = ""  # why the groups do not train on this device (the spec says)
 
     @property
     def jobs(self) -> list[Job]:
+        if self.not_trained:
+            return []
         return [Job("retrieval", self.name, g, g.settings.steps) for g in self.groups]
 
     def model_of(self, group: Group, index: int) -> tuple[Model, int, int]:

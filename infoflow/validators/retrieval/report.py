@@ -32,7 +32,12 @@ def body(
         }
         for g in experiment.groups
     ]
-    design = {**experiment.design.describe(), "step_time": experiment.step_time, "groups": groups}
+    design = {
+        **experiment.design.describe(),
+        "step_time": experiment.step_time,
+        "groups": [] if experiment.not_trained else groups,
+        "not_trained": experiment.not_trained,
+    }
     models = []
     for model in experiment.models:
         derived = experiment.derived(model)[model.label()]
@@ -179,6 +184,8 @@ def _design(design: dict[str, Any] | None) -> str:
     """The design in a sentence: sizes, and each group's cap and estimated time."""
     if not design:
         return "Design: the spec's own sizes."
+    if design.get("not_trained"):
+        return f"Design: **{markdown_text(design['not_trained'])}**"
     lengths = design["seq_lens"]
     sizes = [
         f"T = {', '.join(map(str, lengths))}" if lengths else "the spec's T",

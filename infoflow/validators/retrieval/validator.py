@@ -58,10 +58,13 @@ class RetrievalValidator:
     def judge(self, experiment: Experiment, context: Context) -> Section:
         ladders, improving = measured_ladders(experiment, context.store)
         attention: dict[Model, dict[int, float]] = {}
-        for group in experiment.groups:
+        for group in experiment.groups if not experiment.not_trained else ():
             attention.update(_attention(experiment, group, context))
         floors = with_floors(experiment).floors
         found = claims(experiment, ladders, floors, improving, attention)
+        if experiment.not_trained:  # every claim on trained models stays undecided
+            why = f"not trained on {experiment.scale.device} (the spec's validation): the design says why"
+            found = [replace(c, verdict="inconclusive", reason=why) for c in found]
         built, witnesses = construction_claims(experiment, context)
         body = {
             **report.body(experiment, ladders, floors, improving),
@@ -89,13 +92,17 @@ class RetrievalValidator:
 
 def measured_ladders(experiment: Experiment, store) -> tuple[dict[Model, Ladder], dict]:
     """Each model's ladder (the last held-out NMSE of every rung it trained, per seed) and
-    how many of its members the cap stopped while their loss was still falling."""
+    how many of its members the cap stopped while their loss was still falling (an
+    experiment not trained on this device: its rungs, with no NMSE)."""
     seeds = experiment.scale.seeds
     rows: dict[Model, dict[int, tuple[int, list[float | None]]]] = {}
     improving: dict[Model, int] = {}
     for group in experiment.groups:
-        values = store.last_values(group.name, "eval:nmse")
-        stopped = store.last_values(group.name, "plateau:improving")
+        if experiment.not_trained:
+            values = stopped = [None] * len(group.members)
+        else:
+            values = store.last_values(group.name, "eval:nmse")
+            stopped = store.last_values(group.name, "plateau:improving")
         for i, member in enumerate(group.members):
             model, rung, seed = experiment.model_of(group, i)
             size = member.decoder_parameters()

@@ -1,0 +1,87 @@
+"""Would a short pilot have told which models learn? Replayed on a finished retrieval run.
+
+The issue asked for a design that fits learnability into the budget, "a short pilot per
+candidate" being one way. Training is warmup then a constant rate, and every member of an
+ensemble trains on its own, so the first ``--pilot`` steps of a finished member are exactly
+what a pilot of that member would have seen. For the largest rung of every model predicted
+efficient, this prints the NMSE at the pilot's end, the NMSE it extrapolates to at the cap
+(a power law in steps fitted between half the pilot and its end), and what the member
+reached; then whether the pilot's call ("learns": extrapolated below the learning threshold)
+matches the run's.
+
+Run from the repository root: ``python bench/bench_pilot_replay.py RUN_FOLDER [--pilot 400]``
+(the folder of an ``infoflow validate`` run: its report.json and metrics.csv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from pathlib import Path
+
+
+def curves(metrics: Path) -> dict[tuple[str, str], dict[int, float]]:
+    """(group, member label) -> {step: held-out NMSE}."""
+    out: dict[tuple[str, str], dict[int, float]] = {}
+    with metrics.open() as handle:
+        for row in csv.DictReader(handle):
+            if row["metric"] == "eval:nmse":
+                out.setdefault((row["group"], row["member"]), {})[int(row["step"])] = float(
+                    row["value"]
+                )
+    return out
+
+
+def extrapolated(curve: dict[int, float], pilot: int, cap: int) -> float | None:
+    """The NMSE at ``cap`` on the power law through the evaluations at pilot / 2 and at the
+    last one not after the pilot (no rise: a curve going up is held flat)."""
+    steps = [s for s in sorted(curve) if s <= pilot]
+    early = [s for s in steps if s <= pilot // 2]
+    if not early or steps[-1] == early[-1]:
+        return None
+    a, b = early[-1], steps[-1]
+    slope = math.log(curve[b] / curve[a]) / math.log(b / a)
+    return curve[b] * (cap / b) ** min(slope, 0.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path)
+    parser.add_argument("--pilot", type=int, default=400, help="steps of the pilot")
+    args = parser.parse_args()
+    report = json.loads((args.run / "report.json").read_text())
+    found = curves(args.run / "metrics.csv")
+    print(f"pilot {args.pilot} steps; largest rung of every model predicted efficient")
+    print("| member | NMSE at pilot | extrapolated to cap | reached | threshold | calls |")
+    print("|---|--:|--:|--:|--:|---|")
+    agree = total = 0
+    for section in report["specs"]:
+        rung = max(section["rungs"])
+        caps = {g["name"]: g["steps_cap"] for g in section["design"]["groups"]}
+        for model in (m for m in section["models"] if m["predicted_efficient"]):
+            threshold = section["floors"][str(model["seq_len"])]["learns_below"]
+            prefix = f"{model['label']}, MLP {rung}, seed "
+            for (group, member), curve in sorted(found.items()):
+                if not member.startswith(prefix) or group not in caps:
+                    continue
+                guess = extrapolated(curve, args.pilot, caps[group])
+                if guess is None:
+                    continue
+                at_pilot = curve[max(s for s in curve if s <= args.pilot)]
+                reached = min(curve.values())
+                calls = (guess < threshold, reached < threshold)
+                total += 1
+                agree += calls[0] == calls[1]
+                said = "learns" if calls[0] else "does not"
+                did = "learns" if calls[1] else "does not"
+                print(
+                    f"| {member} | {at_pilot:.3g} | {guess:.3g} | {reached:.3g} | "
+                    f"{threshold:.3g} | pilot: {said}; run: {did} |"
+                )
+    print(f"\nthe pilot's call matches the run's for {agree} of {total} members")
+
+
+if __name__ == "__main__":
+    main()
