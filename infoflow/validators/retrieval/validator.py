@@ -63,7 +63,8 @@ class RetrievalValidator:
         floors = with_floors(experiment).floors
         found = claims(experiment, ladders, floors, improving, attention)
         if experiment.not_trained:  # every claim on trained models stays undecided
-            why = f"not trained on {experiment.scale.device} (the spec's validation): the design says why"
+            device = experiment.scale.device
+            why = f"not trained on {device} (the spec's validation): the design says why"
             found = [replace(c, verdict="inconclusive", reason=why) for c in found]
         built, witnesses = construction_claims(experiment, context)
         body = {
