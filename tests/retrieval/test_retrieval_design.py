@@ -571,6 +571,9 @@ def test_a_device_the_spec_leaves_out_plans_its_claims_and_trains_nothing() -> N
     assert "  not trained on cpu: a 2-core CPU" in text and "group T=" not in text
     on_cuda = choose("control", spec, replace(SMOKE, device="cuda"), None)
     assert not on_cuda.not_trained and len(on_cuda.jobs) == len(on_cuda.groups) == 2
+    plain = spec.model_copy(update={"validation": type(spec.validation)()})
+    names = [g.name for g in plan("control", plain, SMOKE).groups]  # what trains, not where
+    assert names == [g.name for g in on_cpu.groups] == [g.name for g in on_cuda.groups]
 
 
 def test_validate_judges_a_spec_it_does_not_train_here_inconclusive(tmp_path) -> None:

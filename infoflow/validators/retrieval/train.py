@@ -69,7 +69,7 @@ class Group(protocol.Group):
 
     def trained(self) -> dict:
         """Everything that determines the trained members."""
-        spec = self.spec.model_dump(mode="json", exclude={"description", "sweep"})
+        spec = self.spec.model_dump(mode="json", exclude={"description", "sweep", "validation"})
         return {
             "spec": spec,
             "seq_len": self.seq_len,
