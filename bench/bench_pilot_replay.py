@@ -3,7 +3,8 @@
 The issue asked for a design that fits learnability into the budget, "a short pilot per
 candidate" being one way. Training is warmup then a constant rate, and every member of an
 ensemble trains on its own, so the first ``--pilot`` steps of a finished member are exactly
-what a pilot of that member would have seen. For the largest rung of every model predicted
+what a pilot of that member would have seen, given the run's cap and plateau rule (a member
+that plateaus early cools down before the pilot ends). For the largest rung of every model predicted
 efficient, this prints the NMSE at the pilot's end, the NMSE it extrapolates to at the cap
 (a power law in steps fitted between half the pilot and its end), and what the member
 reached; then whether the pilot's call ("learns": extrapolated below the learning threshold)
@@ -27,7 +28,7 @@ def curves(metrics: Path) -> dict[tuple[str, str], dict[int, float]]:
     out: dict[tuple[str, str], dict[int, float]] = {}
     with metrics.open() as handle:
         for row in csv.DictReader(handle):
-            if row["metric"] == "eval:nmse":
+            if row["metric"] == "eval:nmse" and row["value"]:  # empty: not finite
                 out.setdefault((row["group"], row["member"]), {})[int(row["step"])] = float(
                     row["value"]
                 )
@@ -70,7 +71,7 @@ def main() -> None:
                 if guess is None:
                     continue
                 at_pilot = curve[max(s for s in curve if s <= args.pilot)]
-                reached = min(curve.values())
+                reached = curve[max(curve)]  # the last evaluation, what the run judges
                 calls = (guess < threshold, reached < threshold)
                 total += 1
                 agree += calls[0] == calls[1]

@@ -587,6 +587,8 @@ def test_validate_judges_a_spec_it_does_not_train_here_inconclusive(tmp_path) ->
     reason = "not trained on cpu (the spec's validation): the design says why"
     assert {c["reason"] for c in section["claims"]} == {reason}
     assert "Design: **not trained on cpu: a 2-core CPU" in (out / "report.md").read_text()
+    assert all(m["still_improving_at_cap"] is None for m in section["models"])
+    assert not (out / "ladders.png").exists()  # no ladder measured, no witness: no panel
 
 
 @pytest.mark.parametrize(

@@ -28,10 +28,15 @@ def figures(sections: list[dict[str, Any]]) -> dict[str, Figure]:
 
 
 def ladders_figure(sections: list[dict[str, Any]]) -> Figure | None:
-    """One panel per section (report.json's retrieval parts) with a ladder: its models' NMSE
-    against their decoder's size, its witnesses' ladders and its floors; None when no
-    section has a ladder."""
-    panels = [s for s in sections if any(m.get("ladder") for m in s["models"])]
+    """One panel per section (report.json's retrieval parts) with a measured or a witness's
+    ladder: its models' NMSE against their decoder's size, its witnesses' ladders and its
+    floors; None when no section has one."""
+    panels = [
+        s
+        for s in sections
+        if any(map(_measured, s["models"]))
+        or any(w.get("ladder") for w in s.get("witnesses") or [])
+    ]
     if not panels:
         return None
     cols = min(3, len(panels))
@@ -45,10 +50,8 @@ def ladders_figure(sections: list[dict[str, Any]]) -> Figure | None:
 
 
 def _draw(ax, section: dict[str, Any]) -> None:
-    for m in section["models"]:
-        ladder = m.get("ladder")
-        if not ladder:
-            continue
+    for m in filter(_measured, section["models"]):
+        ladder = m["ladder"]
         rungs = [
             (n, r) for n, r in zip(ladder["sizes"], ladder["rungs"], strict=True) if r["seeds"]
         ]
@@ -73,8 +76,14 @@ def _draw(ax, section: dict[str, Any]) -> None:
         ax.axhline(longest["shortcut"], color="grey", linewidth=0.8, label="pooling shortcut")
         ax.axhline(longest["learns_below"], color="grey", linestyle=":", label="learns below")
     ax.set(xscale="log", yscale="log", xlabel="decoder parameters", ylabel="held-out NMSE")
-    ax.set_title(section["name"], fontsize=9)
+    untrained = " (not trained here)" if (section.get("design") or {}).get("not_trained") else ""
+    ax.set_title(section["name"] + untrained, fontsize=9)
     ax.legend(fontsize=6, title="dashed: predicted inefficient", title_fontsize=6)
+
+
+def _measured(model: dict[str, Any]) -> bool:
+    """The model has a ladder with a measured rung (a spec not trained here has none)."""
+    return any(r["seeds"] for r in (model.get("ladder") or {}).get("rungs", []))
 
 
 def floors(section: dict[str, Any]) -> dict[str, Floors]:

@@ -57,7 +57,9 @@ def body(
                 "alpha_without_floor": derived["without_floor"],
                 "bound": derived["bound"],
                 "ladder": ladder.to_json() if ladder else None,
-                "still_improving_at_cap": improving.get(model, 0),
+                "still_improving_at_cap": None
+                if experiment.not_trained
+                else improving.get(model, 0),
             }
         )
     return {
@@ -120,7 +122,7 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             f"| {markdown_text(m['label'])} | {predicted} | {number(m['predicted_alpha'])} "
             f"({markdown_text(m['bound'])}) | {number(m['alpha_without_floor'])} | "
             f"{interval(slope)} | {_alpha(ladder.get('exponent'))} | {largest} | "
-            f"{m['still_improving_at_cap']} |"
+            f"{'-' if m['still_improving_at_cap'] is None else m['still_improving_at_cap']} |"
         )
     lines += _witnesses(spec.get("witnesses") or [])
     lines += claims_markdown(spec["claims"])

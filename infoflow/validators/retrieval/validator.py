@@ -108,7 +108,8 @@ def measured_ladders(experiment: Experiment, store) -> tuple[dict[Model, Ladder]
             model, rung, seed = experiment.model_of(group, i)
             size = member.decoder_parameters()
             rows.setdefault(model, {}).setdefault(rung, (size, [None] * seeds))[1][seed] = values[i]
-            improving[model] = improving.get(model, 0) + int(bool(stopped[i]))
+            if not experiment.not_trained:  # nothing stopped or still improving
+                improving[model] = improving.get(model, 0) + int(bool(stopped[i]))
     ladders = {
         model: Ladder([by[r][0] for r in sorted(by)], [by[r][1] for r in sorted(by)])
         for model, by in rows.items()

@@ -182,7 +182,7 @@ def _witness_record(experiment, model, spec, circuit, context) -> dict:
     largest trained width, and its width ladder over the scale's seeds."""
     seeds = experiment.scale.seeds
     key = {
-        "witness": spec.model_dump(mode="json"),
+        "witness": spec.model_dump(mode="json", exclude={"validation"}),
         "width": construction.WIDTH,
         "ladder": [list(WIDTHS), seeds],
     }
@@ -230,7 +230,11 @@ def _ablation(experiment, other, removed, spec, context) -> dict:
     """Train ``other`` from the witness without the removed head (or layer), and the witness
     itself the same way (the control); best NMSE of each."""
     tune = tune_of(experiment)
-    key = {"ablated": spec.model_dump(mode="json"), "removed": list(removed), "tune": vars(tune)}
+    key = {
+        "ablated": spec.model_dump(mode="json", exclude={"validation"}),
+        "removed": list(removed),
+        "tune": vars(tune),
+    }
     cached = _cached(context, key)
     if cached:
         return cached
