@@ -54,7 +54,7 @@ def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) 
     first that still fits is taken; when none does, the cheapest timed. On a device the
     spec's ``validation`` leaves out: the spec's own sizes, :func:`untrained`."""
     if scale.device not in spec.validation.train_on:
-        return untrained(plan(name, spec, scale, base_dir), spec)
+        return untrained(plan(name, spec, scale, base_dir))
     steptime = step_model(scale.device)
     if scale.budget_seconds is None:
         return timed(estimate(plan(name, spec, scale, base_dir), steptime), steptime)
@@ -75,12 +75,13 @@ def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) 
     return min((timed(e, steptime) for e in candidates), key=seconds)
 
 
-def untrained(experiment: Experiment, spec: RetrievalSpec) -> Experiment:
+def untrained(experiment: Experiment) -> Experiment:
     """``experiment`` planned but not trained on its device (the spec's ``validation``
     leaves the device out, and says why): nothing to estimate, and every claim on its trained
     models will be inconclusive, with that reason."""
     device = experiment.scale.device
-    experiment.not_trained = f"not trained on {device}: {spec.validation.why.strip()}"
+    why = experiment.base.validation.why.strip()
+    experiment.not_trained = f"not trained on {device}: {why}"
     experiment.step_time = "nothing trains"
     return experiment
 
@@ -215,7 +216,7 @@ def describe(experiment: Experiment, source: str) -> str:
     ]
     if experiment.not_trained:
         lines.append(f"  {experiment.not_trained}")
-    for group in experiment.groups if not experiment.not_trained else ():
+    for group in experiment.trained_groups:
         is_rescue = experiment.model_of(group, 0)[0] == experiment.rescue
         rescue = " (rescue: twice the width, the largest rung)" if is_rescue else ""
         lines.append(

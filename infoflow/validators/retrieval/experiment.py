@@ -147,10 +147,13 @@ class Experiment:
     not_trained: str = ""  # why the groups do not train on this device (the spec says)
 
     @property
+    def trained_groups(self) -> list[Group]:
+        """The groups that train on this device: none where the spec leaves it out."""
+        return [] if self.not_trained else self.groups
+
+    @property
     def jobs(self) -> list[Job]:
-        if self.not_trained:
-            return []
-        return [Job("retrieval", self.name, g, g.settings.steps) for g in self.groups]
+        return [Job("retrieval", self.name, g, g.settings.steps) for g in self.trained_groups]
 
     def model_of(self, group: Group, index: int) -> tuple[Model, int, int]:
         """The model member ``index`` of ``group`` belongs to, its rung and its seed."""

@@ -30,12 +30,12 @@ def body(
             "steps_cap": g.settings.steps,
             "estimated_seconds": experiment.estimates.get(g.name),
         }
-        for g in experiment.groups
+        for g in experiment.trained_groups
     ]
     design = {
         **experiment.design.describe(),
         "step_time": experiment.step_time,
-        "groups": [] if experiment.not_trained else groups,
+        "groups": groups,
         "not_trained": experiment.not_trained,
     }
     models = []

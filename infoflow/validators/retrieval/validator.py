@@ -58,7 +58,7 @@ class RetrievalValidator:
     def judge(self, experiment: Experiment, context: Context) -> Section:
         ladders, improving = measured_ladders(experiment, context.store)
         attention: dict[Model, dict[int, float]] = {}
-        for group in experiment.groups if not experiment.not_trained else ():
+        for group in experiment.trained_groups:
             attention.update(_attention(experiment, group, context))
         floors = with_floors(experiment).floors
         found = claims(experiment, ladders, floors, improving, attention)
