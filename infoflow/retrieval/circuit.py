@@ -6,6 +6,11 @@ weights of its own model class, and explain can name the head that realises each
 A score or a copy names its matrix instead of holding numbers: ``I`` (the identity), ``e:j``
 (the j-th coordinate), or a parameter of the target (``q``, ``A[0]``), which the validator
 draws from the target's seed.
+
+One thing a head of layer 1 may read is not a channel: ``|x|^2`` (:data:`SQNORM`), a token's
+squared norm, which the first LayerNorm carries in its scale once the tokens are written with
+their mirror (``-x``, :data:`MIRROR`), so that a key or a value holds it before any MLP has
+run.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from dataclasses import asdict, dataclass, field, replace
 #: that is always zero (every read is taken against it), one that balances the others' sum to
 #: zero (LayerNorm's mean is the anchor's), the readout's flag, the tokens.
 ANCHOR, ZERO, BALANCE, READOUT, TOKENS = "one", "zero", "balance", "readout", "x"
+#: The tokens' mirror (-x, so that a token's channels sum to zero and LayerNorm's variance
+#: grows by 2 |x|^2 / E), a channel that reads 1 after the first LayerNorm (its bias), and the
+#: squared norm read from the two (not a channel).
+MIRROR, CONST, SQNORM = "-x", "const", "|x|^2"
 EVERY_TOKEN, THE_READOUT = "every token", "the readout"
 
 
@@ -64,8 +73,11 @@ class Head:
 class Mlp:
     """A function the MLP of ``layer`` writes into ``output``, from ``inputs`` (channel groups).
 
-    ``decode``: ``bilinear(inputs[0], matrix, inputs[1])``, fitted by regression on exact
-    inputs, with its share of the layer's width. ``peel``: ``-penalty * clip((s - m) / margin
+    ``decode``: ``function`` of the two inputs with its share of the layer's width, built from
+    exact inputs: ``bilinear`` is ``inputs[0]^T matrix inputs[1]``; ``sqnorm_less_key`` is
+    ``|inputs[0]|^2 + 2 sign inputs[0] . inputs[1]``, the squared norm of inputs[0] + sign *
+    inputs[1] less the second's own |.|^2. ``root``: the square root of ``inputs[0]`` (one
+    channel). ``peel``: ``-penalty * clip((s - m) / margin
     + 1, 0, 1)`` with ``s = sign * matrix . inputs[0]`` and ``m = inputs[1]``, exact with four
     ReLUs (a token whose score reached the value just retrieved leaves the race); the first
     round also writes ``s`` itself (two ReLUs)."""
@@ -78,6 +90,7 @@ class Mlp:
     sign: int = 1
     first: bool = False
     does: str = ""
+    function: str = "bilinear"
 
 
 @dataclass
@@ -115,8 +128,18 @@ class Circuit:
         """Channels in use: the smallest E that holds the circuit."""
         return sum(self.channels.values())
 
+    def width_of(self, name: str) -> int:
+        """The width of what a score or copy reads: a channel group, or the squared norm."""
+        return 1 if name == SQNORM else self.channels[name]
+
+    @property
+    def reads_norm(self) -> bool:
+        """Whether a head reads the tokens' squared norm from LayerNorm's scale."""
+        return any(f.key == SQNORM for h in self.heads for f in h.score)
+
     def decoders(self, layer: int) -> list[Mlp]:
-        return [m for m in self.mlps if m.layer == layer and m.kind == "decode"]
+        """The MLPs of ``layer`` built from exact inputs (not written exactly)."""
+        return [m for m in self.mlps if m.layer == layer and m.kind in ("decode", "root")]
 
     def to_json(self) -> dict:
         """The circuit channel by channel and head by head."""

@@ -12,6 +12,9 @@ head width, E). Terms it builds:
 - ``sum`` over one token of a linear score (``dot(q, x[t])``, ``x[t][j]``, ``x[t]``): pooling;
 - ``max``/``min`` over one token of a linear score: one max-position retrieval;
 - ``max``/``min`` over two tokens of ``dot`` or ``bilinear``: two retrievals and a decode;
+- ``max``/``min`` over two tokens of ``norm`` or ``sqnorm`` of ``x[s] + x[t]`` (or ``-``,
+  not its min): the same, the first retrieval's key reading |x(t)|^2 from LayerNorm's scale,
+  and a square root in layer 2 for the norm;
 - ``kth_largest``/``kth_smallest`` over one token of a linear score: the peel;
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each.
 
@@ -136,7 +139,6 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         names += [v.name for v in body.variables]  # max over s of max over t
         conditions, body = conditions + body.conditions, body.body
     if len(names) == 2 and op in EXTREMA:
-        matrix, sign = _bilinear(body, *names)
         if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
             raise Unbuildable(f"{_text(term)}: only the condition {names[0]} != {names[1]}")
         if conditions:
@@ -145,6 +147,17 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
                 "positional encoding a token cannot tell itself from another; the pair (s, s) "
                 "competes, which changes the value only where it is the best pair"
             )
+        norm = _norm_pair(body, *names)
+        if norm is not None:
+            plus, squared = norm
+            squared = squared or spec.options.squared_norm
+            if plus < 0 and op == "min":
+                raise Unbuildable(
+                    f"{_text(term)}: the nearest pair is not built: without positional "
+                    "encoding each token's nearest is itself (distance 0)"
+                )
+            return max_position.circuit_norm_pair(circuit, tag, plus, squared, _sign(op))
+        matrix, sign = _bilinear(body, *names)
         return max_position.circuit_pair(circuit, tag, matrix, sign * _sign(op))
     if len(names) != 1 or conditions:
         raise Unbuildable(f"{_text(term)}: one token index without conditions is built here")
@@ -224,6 +237,20 @@ def _bilinear(node: Node, s: str, t: str) -> tuple[str, int]:
     raise Unbuildable(f"{_text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear)")
 
 
+def _norm_pair(node: Node, s: str, t: str) -> tuple[int, bool] | None:
+    """(plus, squared) of ``norm(x[s] + plus * x[t])`` or ``sqnorm(...)``, plus = +1 or -1;
+    None for anything else."""
+    if not (isinstance(node, Apply) and node.fn in ("norm", "sqnorm") and len(node.args) == 1):
+        return None
+    inner = node.args[0]
+    if not (isinstance(inner, Apply) and inner.fn in ("+", "-") and len(inner.args) == 2):
+        return None
+    a, b = inner.args
+    if {_index(a), _index(b)} != {s, t} or not (_plain(a, _index(a)) and _plain(b, _index(b))):
+        return None
+    return (1 if inner.fn == "+" else -1), node.fn == "sqnorm"
+
+
 def _plain(node: Node, var: str | None) -> bool:
     return isinstance(node, Token) and node.index == var and not node.offset and not node.component
 
@@ -284,9 +311,9 @@ def _fit(circuit: Circuit, spec: RetrievalSpec) -> None:
 def head_dims(circuit: Circuit, head) -> int:
     """The dimensions a head uses: its scores' (the smaller group of each) plus one to leave
     the readout out, or its copies' (the smaller side of each), whichever is more."""
-    width = circuit.channels
-    score = sum(min(width[f.query], width[f.key]) for f in head.score) + int(head.mask_readout)
-    values = sum(min(width[c.source], width[c.dest]) for c in head.values)
+    width = circuit.width_of
+    score = sum(min(width(f.query), width(f.key)) for f in head.score) + int(head.mask_readout)
+    values = sum(min(width(c.source), width(c.dest)) for c in head.values)
     return max(score, values)
 
 

@@ -11,7 +11,7 @@ from conftest import SPECS, refused, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit
+from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, SQNORM, TOKENS, ZERO, Circuit
 from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.spec import RetrievalSpec
@@ -132,6 +132,44 @@ def test_every_read_through_layer_norm_gives_the_channel(content: list[float]) -
         assert torch.allclose(got, torch.tensor(want, dtype=torch.float64), atol=1e-8), group
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(-4, 4), min_size=2, max_size=2))
+def test_a_norm_pair_key_reads_the_squared_norm_from_layer_norm(x: list[float]) -> None:
+    s = control(seq_len=8)
+    circuit = circuit_of(s)
+    weights = Weights(circuit, s, TargetFunction(s, seed=0), beta=10, width=64)
+    model = weights.build()
+    token = torch.tensor([[x]], dtype=torch.float64)  # one sequence of one token
+    with torch.no_grad():
+        h = torch.einsum("btd,mde->mbte", token, model.W_in) + model.b_in[:, None, None]
+        normed = model._norm(h, model.ln1[0])[0, 0, 0]
+    square = sum(v * v for v in x)
+    got = float(normed @ weights.read(SQNORM)[:, 0])
+    assert got == pytest.approx(square, abs=1e-5)  # 1.5 |x|^4 / (E S^2) is below 1e-6
+    assert (normed @ weights.read(TOKENS)).tolist() == pytest.approx(x, abs=1e-8)
+
+
+def test_the_pair_center_witness_carries_out_the_norm_and_its_square() -> None:
+    s = control(seq_len=8)
+    heads = circuit_of(s).heads
+    assert [f.key for f in heads[0].score] == [TOKENS, TOKENS, SQNORM]
+    coarse, fine = (construction.build(s, beta=1000, width=w) for w in (128, 512))
+    assert fine.nmse < 1e-3 and fine.nmse * 10 < coarse.nmse, (coarse.nmse, fine.nmse)
+    squared = control(seq_len=8, options={"squared_norm": True})
+    witness = construction.build(squared, beta=1000, width=512)
+    assert [m.kind for m in witness.circuit.mlps] == ["decode"]  # no square root
+    assert witness.nmse < 1e-3
+    with pytest.raises(ValueError, match="float64 only"):
+        construction.build(s, width=128, dtype=torch.float32)
+
+
+def control(**overrides) -> RetrievalSpec:
+    """The triangle's order-2 control, the pair center: min ||x(a) + x(b)||."""
+    data = json.loads((RETRIEVAL / "cpu-suite" / "triangle-control.json").read_text())
+    data.pop("sweep")
+    return RetrievalSpec.model_validate({**data, **overrides})
+
+
 def test_compile_writes_a_witness_that_loads_into_the_validators_model(tmp_path) -> None:
     out = tmp_path / "witness"
     proc = run_cli(
@@ -176,13 +214,17 @@ def test_compile_refuses_what_it_does_not_build(tmp_path) -> None:
     path = tmp_path / "norm.json"
     data = {
         "kind": "retrieval",
-        "target": "min(norm(x[s] - x[t]) for s in T for t in T)",
+        "target": "max(norm(x[s] + 2 * x[t]) for s in T for t in T)",
         "seq_len": 16,
         "architecture": {"layers": 2, "heads": 1, "embed_dim": 32},
     }
     path.write_text(json.dumps(data))
     line = refused("compile", str(path), "--out", str(tmp_path / "w"))
     assert "field 'target'" in line and "is not x[s]^T M x[t]" in line
+    data["target"] = "min(norm(x[s] - x[t]) for s in T for t in T)"
+    path.write_text(json.dumps(data))
+    line = refused("compile", str(path), "--out", str(tmp_path / "w"))
+    assert "the nearest pair is not built" in line and "itself (distance 0)" in line
     line = refused(
         "compile",
         str(RETRIEVAL / "intrinsic-dimension-D2.json"),

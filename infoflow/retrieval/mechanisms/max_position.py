@@ -16,7 +16,10 @@ import sympy
 from infoflow.retrieval.canonical_to_tree import order
 from infoflow.retrieval.circuit import (
     ANCHOR,
+    CONST,
     EVERY_TOKEN,
+    MIRROR,
+    SQNORM,
     THE_READOUT,
     TOKENS,
     Circuit,
@@ -133,7 +136,60 @@ def circuit_pair(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[Hea
         values=(Copy(TOKENS, partner),),
     )
     decode = Mlp(1, "decode", (TOKENS, partner), value, matrix, does=f"x(s)^T {matrix} x(t*(s))")
+    return [first, _best_value(value, out, sign)], [decode]
+
+
+def circuit_norm_pair(
+    c: Circuit, tag: str, plus: int, squared: bool, sign: int
+) -> tuple[list[Head], list[Mlp]]:
+    """Order 2 on a norm, compiled: ``||x(s) + plus * x(t)||`` (squared or not), whose square
+    is ``|x(s)|^2 + 2 plus x(s).x(t) + |x(t)|^2``. In layer 1 every token s retrieves its best
+    t by the logit beta * sign * (2 plus x(s).x(t) + |x(t)|^2) (the first term is the same for
+    every t), the key's |x(t)|^2 read from LayerNorm's scale (:data:`SQNORM`), and copies
+    x(t) into ``tag.partner`` and |x(t)|^2 into ``tag.key``: what the softmax blends, it
+    blends linearly in the score. The MLP decodes the rest, |x(s)|^2 + 2 plus x(s).partner,
+    into ``tag.value``; in layer 2 the readout retrieves the best s by value + key and copies
+    their sum, and its MLP takes the square root (unless the norm is squared)."""
+    c.add(MIRROR, c.channels[TOKENS])
+    c.add(CONST, 1)
+    partner, key = c.add(f"{tag}.partner", c.channels[TOKENS]), c.add(f"{tag}.key", 1)
+    value = c.add(f"{tag}.value", 1)
+    square = c.add(f"{tag}.out" if squared else f"{tag}.square", 1)
+    cross = Form(TOKENS, TOKENS, "I", sign * plus)  # twice: 2 x(s).x(t)
+    pair = "x(s) + x(t)" if plus > 0 else "x(s) - x(t)"
+    first = Head(
+        1,
+        -1,
+        "max-position retrieval",
+        EVERY_TOKEN,
+        f"every token s retrieves its best t by ||{pair}||^2 (|x(t)|^2 read from LayerNorm's "
+        f"scale) into {partner} and {key}",
+        score=(cross, cross, Form(ANCHOR, SQNORM, "I", sign)),
+        values=(Copy(TOKENS, partner), Copy(SQNORM, key)),
+    )
+    does = f"|x(s)|^2 {'+' if plus > 0 else '-'} 2 x(s).x(t*(s))"
+    decode = Mlp(
+        1, "decode", (TOKENS, partner), value, sign=plus, does=does, function="sqnorm_less_key"
+    )
     second = Head(
+        2,
+        -1,
+        "max-position retrieval",
+        THE_READOUT,
+        f"the readout retrieves the best s by {value} + {key} and copies it into {square}",
+        score=(Form(ANCHOR, value, "I", sign), Form(ANCHOR, key, "I", sign)),
+        values=(Copy(value, square), Copy(key, square)),
+    )
+    if squared:
+        return [first, second], [decode]
+    out = c.add(f"{tag}.out", 1)
+    root = Mlp(2, "root", (square,), out, does=f"the square root of {square}")
+    return [first, second], [decode, root]
+
+
+def _best_value(value: str, out: str, sign: int) -> Head:
+    """Layer 2: the readout retrieves the best s by ``value`` and copies it into ``out``."""
+    return Head(
         2,
         -1,
         "max-position retrieval",
@@ -142,4 +198,3 @@ def circuit_pair(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[Hea
         score=(Form(ANCHOR, value, "I", sign),),
         values=(Copy(value, out),),
     )
-    return [first, second], [decode]

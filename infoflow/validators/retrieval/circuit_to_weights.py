@@ -9,6 +9,15 @@ alone and its scale moves only by a relative |content|^2 / (2 sigma0^2 E); a cha
 always zero is the reference every read is taken against. A read of channel c is then
 ``sigma0 (e_c - e_zero)``, exact up to that second-order error.
 
+A circuit that reads the tokens' squared norm (``SQNORM``, in layer 1) writes each token with
+its mirror (-x), so the token's channels sum to zero and LayerNorm's variance is exactly
+``S^2 + 2 |x|^2 / E`` (S^2 = sigma0^2 + LayerNorm's epsilon): the anchor's read,
+``sigma0 / sqrt(S^2 + 2 |x|^2 / E)``, carries |x|^2 at first order. The first LayerNorm's bias
+puts 1 on the ``const`` channel, which the residual stream leaves at zero, so a read of it is
+exactly 1, and ``read(SQNORM) = E S^2 const - (E S^3 / sigma0) anchor`` is ``|x|^2`` up to
+``1.5 |x|^4 / (E S^2)``. That needs float64 and its own anchor (:data:`NORM_ANCHOR`): the
+|x|^2 part is 1 / anchor^2 of the anchor's read, so float32's rounding would swamp it.
+
 Heads: the logit is ``beta * score / sqrt(n)`` in the model's convention, so the query carries
 ``beta sqrt(n)``; the readout is left out as a key by a large negative logit (:class:`Scales`).
 MLPs: a ``decode`` is built by :func:`~.decode.build_decoders`; a ``peel`` is written exactly.
@@ -26,7 +35,10 @@ from torch import Tensor
 from infoflow.retrieval.circuit import (
     ANCHOR,
     BALANCE,
+    CONST,
+    MIRROR,
     READOUT,
+    SQNORM,
     TOKENS,
     ZERO,
     Circuit,
@@ -53,6 +65,11 @@ class Scales:
 
 
 SCALES = {torch.float64: Scales(1e6, 1e6, 1e3), torch.float32: Scales(1e3, 1e4, 30.0)}
+#: The anchor of a circuit that reads |x|^2 from LayerNorm (float64 only). Its error,
+#: 1.5 |x|^4 / (E S^2), and the rounding of E S^2 times the anchor's read are both about 1e-7
+#: to 1e-6 at |x| = 4, E = 24.
+NORM_ANCHOR = 1e5
+LN_EPS = 1e-5  # the model's LayerNorm epsilon (EnsembleTransformer._norm)
 _REFERENCE = re.compile(r"^([A-Za-z_]\w*)((?:\[\d+\])*)(\^T)?$")
 
 
@@ -81,6 +98,13 @@ class Weights:
         self.dtype, self.e = dtype, e
         self.scales = SCALES[dtype]
         self.anchor = self.scales.anchor
+        if circuit.reads_norm:
+            if dtype != torch.float64:
+                raise ValueError(
+                    "a circuit that reads |x|^2 from LayerNorm's scale is built in float64 "
+                    f"only (asked for {dtype})"
+                )
+            self.anchor = NORM_ANCHOR
         self.sigma0 = self.anchor * math.sqrt(e - 1) / e
         self._used: dict[int, int] = {}  # hidden units handed out, per layer
 
@@ -127,6 +151,11 @@ class Weights:
         """[E, width]: the columns that read ``group`` from a normed residual stream (the
         anchor reads 1)."""
         c = self.circuit
+        if group == SQNORM:  # E S^2 (exactly 1) - E S^3 / sigma0 (the anchor's read)
+            s = math.sqrt(self.sigma0**2 + LN_EPS)
+            one = torch.zeros(self.e, 1, dtype=self.dtype)
+            one[c.offset(CONST)], one[c.offset(ZERO)] = 1, -1
+            return self.e * s**2 * one - self.e * s**3 / self.sigma0 * self.read(ANCHOR)
         start, width = c.offset(group), c.channels[group]
         out = torch.zeros(self.e, width, dtype=self.dtype)
         out[start : start + width] = torch.eye(width, dtype=self.dtype) * self.sigma0
@@ -155,6 +184,10 @@ class Weights:
         m, c = self.model, self.circuit
         x, one, flag = c.offset(TOKENS), c.offset(ANCHOR), c.offset(READOUT)
         m.W_in[0, :, x : x + self.d] = torch.eye(self.d, dtype=self.dtype)
+        if MIRROR in c.channels:  # the circuit reads |x|^2 in layer 1 (SQNORM)
+            mirror = c.offset(MIRROR)
+            m.W_in[0, :, mirror : mirror + self.d] = -torch.eye(self.d, dtype=self.dtype)
+            m.ln1[0, 0, 1, c.offset(CONST)] = 1
         m.b_in[0, one] = self.anchor
         m.readout[0, one] = self.anchor
         m.readout[0, flag] = 1
@@ -182,8 +215,8 @@ class Weights:
 
     def _score(self, form: Form, q: Tensor, k: Tensor, a: int, beta: float) -> int:
         """Write ``beta * sign * query^T M key`` into dimensions a.. of a head; how many."""
-        width = self.circuit.channels
-        rows, cols = width[form.query], width[form.key]
+        width = self.circuit.width_of
+        rows, cols = width(form.query), width(form.key)
         matrix = self.matrix(form.matrix, rows, cols) * (beta * form.sign)
         if rows <= cols:
             q[:, a : a + rows] = self.read(form.query)
@@ -195,8 +228,8 @@ class Weights:
 
     def _copy(self, copy: Copy, v: Tensor, out: Tensor, b: int) -> int:
         """Write ``scale * M source -> dest`` into dimensions b.. of a head; how many."""
-        width = self.circuit.channels
-        rows, cols = width[copy.dest], width[copy.source]
+        width = self.circuit.width_of
+        rows, cols = width(copy.dest), width(copy.source)
         matrix = self.matrix(copy.matrix, rows, cols) * copy.scale
         dest = self.circuit.offset(copy.dest)
         if cols <= rows:

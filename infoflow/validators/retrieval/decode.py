@@ -1,15 +1,18 @@
-"""The decode step of a circuit: the MLP that turns what a token gathered into a value.
+"""The decode step of a circuit: the MLPs that turn what a token gathered into a value.
 
 A ``decode`` MLP turns a token's own x(s) and the partner a head retrieved, z = (x(s), x(t)),
-into ``x(s)^T M x(t)``: a quadratic form, a sum of squares along the eigenvectors of its
-symmetric matrix. The MLP is built, not trained: each square is its piecewise-linear
-interpolant on evenly spaced knots, one ReLU a knot, with a relative error of order
-(knot spacing)^2 everywhere in range. The range comes from exact inputs (the true best partner,
-not the softmax's blend), widened by RANGE, because the maxima the readout retrieves live in
-the tails: a least-squares fit on sampled inputs (the first version) left the tails to
-extrapolation and stalled at NMSE 8e-4 whatever its width. The width is the construction's
-size: the sweep's error falls with it. The fit's error on exact inputs is measured and
-returned.
+into ``x(s)^T M x(t)`` (``bilinear``) or ``|x(s)|^2 +- 2 x(s).x(t)`` (``sqnorm_less_key``, a
+norm pair's squared norm less the key's |x(t)|^2, which the head copies): a quadratic form, a
+sum of squares along the eigenvectors of its symmetric matrix. The MLP is built, not trained:
+each square is its piecewise-linear interpolant on evenly spaced knots, one ReLU a knot, with
+a relative error of order (knot spacing)^2 everywhere in range. The range comes from exact
+inputs (the true best partner, not the softmax's blend), widened by RANGE, because the maxima
+the readout retrieves live in the tails: a least-squares fit on sampled inputs (the first
+version) left the tails to extrapolation and stalled at NMSE 8e-4 whatever its width. A
+``root`` MLP takes the square root of the squared norm the readout retrieved, piecewise
+linear on knots spaced as squares (even in the root), up to RANGE^2 times the largest
+sampled. The width is the construction's size: the sweep's error falls with it. Each fit's
+error on exact inputs is measured and returned.
 """
 
 from __future__ import annotations
@@ -26,45 +29,61 @@ RANGE = 1.5  # the knots reach this times the largest projection sampled
 
 
 def exact_inputs(weights: Weights, mlp: Mlp, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-    """[N, 2d] inputs (x(s), x(t*(s))) and [N] targets x(s)^T M x(t*(s)), with t*(s) the
-    exact best partner (every t, s itself included, as the head sees them)."""
-    spec, d, t = weights.spec, weights.d, weights.seq_len
-    batch = max(1, SAMPLES // t)
-    x = sample_inputs(spec, batch, t, generator).to(weights.dtype)  # [b, t, d]
-    matrix = weights.matrix(mlp.matrix, d, d)
-    scores = torch.einsum("bsi,ij,btj->bst", x, matrix, x)
-    sign = _sign_of(weights, mlp)
+    """[N, 2d] inputs (x(s), x(t*(s))) and [N] targets, the MLP's function of them, with
+    t*(s) the exact best partner (every t, s itself included, as the head sees them)."""
+    d = weights.d
+    x, scores, sign = _retrieval(weights, mlp, generator)
     best = (sign * scores).argmax(-1)  # [b, s]
     partner = torch.gather(x, 1, best[..., None].expand(-1, -1, d))
     values = torch.gather(scores, 2, best[..., None])[..., 0]
+    if mlp.function == "sqnorm_less_key":
+        values = values - (partner**2).sum(-1)
     return torch.cat([x, partner], -1).reshape(-1, 2 * d), values.reshape(-1)
 
 
+def _retrieval(weights: Weights, mlp: Mlp, generator: torch.Generator):
+    """Sampled tokens [b, t, d], the score of every pair (s, t) [b, t, t] by which the head
+    retrieves the partner ``mlp`` decodes, and that head's sign."""
+    spec, d, t = weights.spec, weights.d, weights.seq_len
+    x = sample_inputs(spec, max(1, SAMPLES // t), t, generator).to(weights.dtype)
+    if mlp.function == "bilinear":
+        scores = torch.einsum("bsi,ij,btj->bst", x, weights.matrix(mlp.matrix, d, d), x)
+    else:  # |x(s) + sign x(t)|^2
+        scores = ((x[:, :, None] + mlp.sign * x[:, None]) ** 2).sum(-1)
+    return x, scores, _sign_of(weights, mlp)
+
+
 def _sign_of(weights: Weights, mlp: Mlp) -> int:
-    """The sign of the retrieval whose partner this MLP decodes (the head writing it)."""
+    """The sign of the retrieval whose partner this MLP decodes (the head writing it): its
+    last score term's (a norm pair's |x(t)|^2 term carries it alone)."""
     partner = mlp.inputs[1]
     for head in weights.circuit.heads:
         if any(copy.dest == partner for copy in head.values):
-            return head.score[0].sign
+            return head.score[-1].sign
     raise ValueError(f"no head writes {partner}")
 
 
 def build_decoders(weights: Weights, seed: int = 0) -> dict[str, float]:
-    """Write every decode MLP of the circuit into the model, sharing each layer's free hidden
-    units equally; each one's NMSE on exact inputs (the range's samples), by output channel."""
+    """Write every decode and root MLP of the circuit into the model, sharing each layer's
+    free hidden units equally; each one's NMSE on exact inputs, by output channel."""
     generator = torch.Generator().manual_seed(seed)
     model, out = weights.model, {}
-    for layer in sorted({m.layer for m in weights.circuit.mlps if m.kind == "decode"}):
+    for layer in sorted({m.layer for m in weights.circuit.mlps if m.kind in ("decode", "root")}):
         decoders = weights.circuit.decoders(layer)
         share = weights.left(layer) // len(decoders)
         if share < 1:
             raise ValueError(f"layer {layer}'s MLP has no unit left for its decoders")
         for mlp in decoders:
-            z, y = exact_inputs(weights, mlp, generator)
-            matrix = weights.matrix(mlp.matrix, weights.d, weights.d)
-            directions, knots, w, bias = _interpolant(z, matrix, share)
+            if mlp.kind == "root":
+                y = _best_squares(weights, mlp, generator)
+                directions, knots, w, bias = _root(y, share)
+                z, y = y[:, None], y.sqrt()
+                reads = weights.read(mlp.inputs[0])
+            else:
+                z, y = exact_inputs(weights, mlp, generator)
+                directions, knots, w, bias = _interpolant(z, _form(weights, mlp), share)
+                reads = torch.cat([weights.read(TOKENS), weights.read(mlp.inputs[1])], dim=1)
             units = weights.units(layer, share)
-            reads = torch.cat([weights.read(TOKENS), weights.read(mlp.inputs[1])], dim=1)
             with torch.no_grad():
                 model.W_1[layer - 1, 0, :, units] = reads @ directions
                 model.b_1[layer - 1, 0, units] = knots
@@ -76,14 +95,47 @@ def build_decoders(weights: Weights, seed: int = 0) -> dict[str, float]:
     return out
 
 
-def _interpolant(z: Tensor, matrix: Tensor, width: int) -> tuple[Tensor, Tensor, Tensor, float]:
-    """x(s)^T M x(t) = z^T Q z = sum_k lambda_k (v_k . z)^2 over the eigenvectors of the
-    symmetric Q; each square, piecewise linear on ``width / k`` evenly spaced knots over
-    [-R, R] (R = RANGE times the largest projection of ``z``), is a sum of ReLUs. Returns
-    (directions [2d, width], knot offsets [width], output weights [width], bias)."""
-    d = matrix.shape[0]
-    form = torch.zeros(2 * d, 2 * d, dtype=z.dtype)
-    form[:d, d:], form[d:, :d] = matrix / 2, matrix.T / 2
+def _best_squares(weights: Weights, root: Mlp, generator: torch.Generator) -> Tensor:
+    """[b] the squared norm the readout retrieves into ``root``'s input, per sampled
+    sequence: the best pair's, by the sign of the decode of the same part."""
+    tag = root.inputs[0].rsplit(".", 1)[0]
+    decode = next(m for m in weights.circuit.mlps if m.output == f"{tag}.value")
+    _, scores, sign = _retrieval(weights, decode, generator)
+    return sign * (sign * scores).amax(dim=(1, 2))
+
+
+def _form(weights: Weights, mlp: Mlp) -> Tensor:
+    """The symmetric Q [2d, 2d] of the MLP's quadratic function z^T Q z: x(s)^T M x(t), or
+    |x(s)|^2 + 2 sign x(s).x(t)."""
+    d = weights.d
+    form = torch.zeros(2 * d, 2 * d, dtype=weights.dtype)
+    if mlp.function == "bilinear":
+        matrix = weights.matrix(mlp.matrix, d, d)
+        form[:d, d:], form[d:, :d] = matrix / 2, matrix.T / 2
+        return form
+    eye = torch.eye(d, dtype=weights.dtype)
+    form[:d, :d] = eye
+    form[:d, d:], form[d:, :d] = mlp.sign * eye, mlp.sign * eye
+    return form
+
+
+def _root(squares: Tensor, width: int) -> tuple[Tensor, Tensor, Tensor, float]:
+    """sqrt(u) on [0, M], M = RANGE^2 times the largest of ``squares``: piecewise linear on
+    the ``width`` knots M (i / width)^2, one ReLU each. Returns what :func:`_interpolant`
+    does, for a one-channel input."""
+    top = RANGE**2 * float(squares.max())
+    ends = top * (torch.arange(width + 1, dtype=squares.dtype) / width) ** 2
+    slopes = 1 / (ends[1:].sqrt() + ends[:-1].sqrt())  # the chord of each interval
+    weights = torch.cat([slopes[:1], slopes[1:] - slopes[:-1]])
+    return torch.ones(1, width, dtype=squares.dtype), -ends[:-1], weights, 0.0
+
+
+def _interpolant(z: Tensor, form: Tensor, width: int) -> tuple[Tensor, Tensor, Tensor, float]:
+    """z^T Q z = sum_k lambda_k (v_k . z)^2 over the eigenvectors of the symmetric Q; each
+    square, piecewise linear on ``width / k`` evenly spaced knots over [-R, R] (R = RANGE
+    times the largest projection of ``z``), is a sum of ReLUs. Returns (directions
+    [2d, width], knot offsets [width], output weights [width], bias)."""
+    d = form.shape[0] // 2
     values, vectors = torch.linalg.eigh(form)
     kept = values.abs() > 1e-9 * values.abs().max()
     values, vectors = values[kept], vectors[:, kept]
