@@ -319,7 +319,7 @@ def test_the_witness_claim_needs_the_threshold_and_a_fall_with_precision() -> No
         return _witness_claim(model, record, learns_below=0.08).verdict
 
     assert verdict(1e-3, 0.05) == "confirmed"
-    assert verdict(1e-3, 2e-3, "MLP width") == "refuted"  # the error does not fall
+    assert verdict(1e-3, 2e-3, "MLP width and beta") == "refuted"  # the error does not fall
     assert verdict(0.1, 5.0) == "refuted"  # not below the learns threshold
     assert verdict(1e-3, None) == "refuted"  # no coarser witness to compare with
 

@@ -576,19 +576,41 @@ def test_a_device_the_spec_leaves_out_plans_its_claims_and_trains_nothing() -> N
     assert names == [g.name for g in on_cpu.groups] == [g.name for g in on_cuda.groups]
 
 
+NOT_TRAINED = "not trained on cpu (the spec's validation): the design says why"
+
+
 def test_validate_judges_a_spec_it_does_not_train_here_inconclusive(tmp_path) -> None:
+    control = json.loads((SPECS / "retrieval" / "cpu-suite" / "triangle-control.json").read_text())
+    path = tmp_path / "control.json"  # an order-2 target compile does not build: no witness
+    control["target"] = "min(norm(x[a] + 2 * x[b]) for a in T for b in T)"
+    path.write_text(json.dumps(control))
     out = tmp_path / "run"
-    path = SPECS / "retrieval" / "cpu-suite" / "triangle-control.json"
     proc = run_cli("validate", str(path), "--device", "cpu", "--quiet", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     (section,) = json.loads((out / "report.json").read_text())["specs"]
     assert section["design"]["groups"] == [] and section["design"]["not_trained"]
     assert section["claims"] and {c["verdict"] for c in section["claims"]} == {"inconclusive"}
-    reason = "not trained on cpu (the spec's validation): the design says why"
-    assert {c["reason"] for c in section["claims"]} == {reason}
+    assert {c["reason"] for c in section["claims"]} == {NOT_TRAINED}
     assert "Design: **not trained on cpu: a 2-core CPU" in (out / "report.md").read_text()
     assert all(m["still_improving_at_cap"] is None for m in section["models"])
     assert not (out / "ladders.png").exists()  # no ladder measured, no witness: no panel
+
+
+@pytest.mark.slow  # compiles the witness at two lengths, 4 widths and 3 seeds: about 45 CPU s
+def test_a_spec_not_trained_here_still_decides_its_construction_claims(tmp_path) -> None:
+    out = tmp_path / "run"
+    path = SPECS / "retrieval" / "cpu-suite" / "triangle-control.json"
+    proc = run_cli("validate", str(path), "--device", "cpu", "--quiet", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (section,) = json.loads((out / "report.json").read_text())["specs"]
+    built = [c for c in section["claims"] if c["kind"] == "construction"]
+    trained = [c for c in section["claims"] if c["kind"] != "construction"]
+    assert trained and {c["reason"] for c in trained} == {NOT_TRAINED}
+    assert {c["verdict"] for c in trained} == {"inconclusive"}
+    names = sorted(c["id"].split(":")[0] for c in built)
+    assert names == ["witness"] * 2 + ["witness_exponent"] * 2 + ["witness_flat"]
+    assert {c["verdict"] for c in built} == {"confirmed"}
+    assert (out / "ladders.png").exists()  # the witness's ladders, "(not trained here)"
 
 
 @pytest.mark.parametrize(

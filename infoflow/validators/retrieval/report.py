@@ -141,8 +141,9 @@ def _witnesses(records: list[dict]) -> list[str]:
             "",
             "Compiled witnesses (infoflow compile; NMSE on fresh data, float64):",
             "",
-            "| model | channels | NMSE (width 2048, beta 100) | coarser: width 512, or beta 10 "
-            "| largest trained width | width ladder 128-1024: slope [range] | measured alpha |",
+            "| model | channels | NMSE (width 2048, beta 100) "
+            "| coarser: width 512 and beta 10, or beta 10 | largest trained width "
+            "| width ladder 128-1024: slope [range] | measured alpha |",
             "|---|--:|--:|--:|--:|---|--:|",
             *(
                 f"| {markdown_text(r['model'])} | {r['channels']} | {number(r['nmse'])} | "
