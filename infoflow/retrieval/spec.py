@@ -105,8 +105,11 @@ class Validation(StrictModel):
 
     @model_validator(mode="after")
     def _why_given(self) -> Validation:
-        if set(self.train_on) != {"cpu", "cuda"} and not (self.why or "").strip():
+        leaves_out = set(self.train_on) != {"cpu", "cuda"}
+        if leaves_out and not (self.why or "").strip():
             raise FieldError("why", "say why the devices left out of train_on cannot settle it")
+        if not leaves_out and self.why is not None:
+            raise FieldError("why", "train_on leaves no device out, so no report would print it")
         return self
 
 

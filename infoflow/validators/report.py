@@ -69,7 +69,9 @@ def markdown(report: dict) -> str:
     if report["superseded"]:
         lines += ["", "## Trained earlier for other settings (not used)", ""]
         lines += [
-            f"- {markdown_text(s['group'])}, replaced by {markdown_text(s['replaced_by'])}: "
+            f"- {markdown_text(s['group'])}"
+            + (f", replaced by {markdown_text(s['replaced_by'])}" if s["replaced_by"] else "")
+            + ": "
             + markdown_text("; ".join(s["differs"][:5]) or "its identity")
             for s in report["superseded"]
         ]

@@ -266,17 +266,24 @@ def register(planned: Plan, options: Options, device: torch.device, step_times: 
     return store
 
 
+NOTHING_TRAINED = "this run trains none of its spec's groups"
+
+
 def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
     """Groups an earlier run in this folder trained for a spec of this run with other
     settings, each with the group of this run that replaces it (of that spec, the closest)
-    and what differs: they were not used."""
-    jobs: dict[str, list[Job]] = {}
+    and what differs, or none where this run trains nothing of that spec (a device its
+    ``validation`` leaves out): they were not used."""
+    jobs: dict[str, list[Job]] = {e.name: [] for _, e in planned.experiments}
     for job in planned.jobs:
-        jobs.setdefault(job.experiment, []).append(job)
+        jobs[job.experiment].append(job)
     current = {job.name for job in planned.jobs}
     out = []
     for name, (experiment, identity) in store.identities().items():
         if name in current or experiment not in jobs:
+            continue
+        if not jobs[experiment]:
+            out.append({"group": name, "replaced_by": None, "differs": [NOTHING_TRAINED]})
             continue
         changes = {
             job.name: differences(identity, job.group.identity()) for job in jobs[experiment]

@@ -619,6 +619,7 @@ def test_a_spec_not_trained_here_still_decides_its_construction_claims(tmp_path)
         ({"train_on": ["cuda"]}, "field 'validation.why': say why the devices left out"),
         ({"train_on": []}, "field 'validation.train_on'"),
         ({"train_on": ["tpu"], "why": "x"}, "field 'validation.train_on"),
+        ({"train_on": ["cuda", "cpu"], "why": "x"}, "field 'validation.why': train_on leaves"),
     ],
 )
 def test_a_spec_that_leaves_a_device_out_must_say_why(tmp_path, validation, message) -> None:

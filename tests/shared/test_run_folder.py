@@ -395,6 +395,19 @@ def test_resume_after_a_change_trains_anew_and_says_what_changed(toy) -> None:
     assert (out / ".mine.tmp").exists()  # not infoflow's: left alone
 
 
+def test_groups_of_a_spec_this_run_trains_nothing_of_are_listed_unused(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from infoflow.validators.run import NOTHING_TRAINED, Plan, superseded
+
+    store = Store(tmp_path / "results.sqlite")
+    store.add_group("control-g1", "control", {}, [{"label": "m"}], {"steps": 100})
+    store.add_group("other-g1", "other", {}, [{"label": "m"}], {"steps": 100})
+    untrained = SimpleNamespace(name="control", jobs=[])  # e.g. cuda only, run on a CPU
+    (old,) = superseded(Plan(experiments=[(None, untrained)]), store)  # not "other"'s group
+    assert old == {"group": "control-g1", "replaced_by": None, "differs": [NOTHING_TRAINED]}
+
+
 @pytest.mark.slow
 def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
     data = json.loads(SPECS_OF["icl_markov"].read_text())
