@@ -282,14 +282,12 @@ def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
     for name, (experiment, identity) in store.identities().items():
         if name in current or experiment not in jobs:
             continue
-        if not jobs[experiment]:
-            out.append({"group": name, "replaced_by": None, "differs": [NOTHING_TRAINED]})
-            continue
         changes = {
             job.name: differences(identity, job.group.identity()) for job in jobs[experiment]
         }
-        closest = min(changes, key=lambda job: len(changes[job]))
-        out.append({"group": name, "replaced_by": closest, "differs": changes[closest]})
+        closest = min(changes, key=lambda job: len(changes[job]), default=None)
+        differs = changes[closest] if closest else [NOTHING_TRAINED]
+        out.append({"group": name, "replaced_by": closest, "differs": differs})
     return out
 
 
