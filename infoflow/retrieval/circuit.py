@@ -30,13 +30,14 @@ EVERY_TOKEN, THE_READOUT = "every token", "the readout"
 
 @dataclass(frozen=True)
 class Form:
-    """``sign * query^T M key``: a bilinear score between two channel groups (query and key
-    token), M named by ``matrix``."""
+    """``sign * scale * query^T M key``: a bilinear score between two channel groups (query
+    and key token), M named by ``matrix``."""
 
     query: str
     key: str
     matrix: str = "I"
     sign: int = 1
+    scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class Mlp:
     round also writes ``s`` itself (two ReLUs)."""
 
     layer: int
-    kind: str  # decode | peel
+    kind: str  # decode | root | peel
     inputs: tuple[str, ...]
     output: str
     matrix: str = "I"

@@ -141,22 +141,15 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     if len(names) == 2 and op in EXTREMA:
         if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
             raise Unbuildable(f"{_text(term)}: only the condition {names[0]} != {names[1]}")
+        norm = _norm_pair(body, *names)
+        if norm is not None:
+            return _norm_term(circuit, term, tag, norm, bool(conditions), spec)
         if conditions:
             circuit.notes.append(
                 f"{tag}: the condition {names[0]} != {names[1]} is not enforced: without "
                 "positional encoding a token cannot tell itself from another; the pair (s, s) "
                 "competes, which changes the value only where it is the best pair"
             )
-        norm = _norm_pair(body, *names)
-        if norm is not None:
-            plus, squared = norm
-            squared = squared or spec.options.squared_norm
-            if plus < 0 and op == "min":
-                raise Unbuildable(
-                    f"{_text(term)}: the nearest pair is not built: without positional "
-                    "encoding each token's nearest is itself (distance 0)"
-                )
-            return max_position.circuit_norm_pair(circuit, tag, plus, squared, _sign(op))
         matrix, sign = _bilinear(body, *names)
         return max_position.circuit_pair(circuit, tag, matrix, sign * _sign(op))
     if len(names) != 1 or conditions:
@@ -179,6 +172,34 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
             return max_position.circuit_single(circuit, tag, matrix, ext)
         return kth.circuit_peel(circuit, tag, matrix, ext, rank)
     raise Unbuildable(f"{_text(term)}: compile does not build {op}")
+
+
+def _norm_term(
+    circuit: Circuit,
+    term: Reduce,
+    tag: str,
+    norm: tuple[int, bool],
+    distinct: bool,
+    spec: RetrievalSpec,
+) -> tuple[list, list]:
+    """A norm pair's heads and MLPs (``distinct``: the target says s != t). Refused where
+    the pair (s, s), which the heads cannot leave out without positional encoding, would
+    decide the value: the nearest pair of a difference (each token's nearest is itself), and
+    s != t on a sum (its farthest pair is (s, s) often; its closest, sometimes). The farthest
+    pair of a difference keeps s != t exactly: (s, s) is at 0, never the farthest."""
+    plus, squared = norm
+    if plus < 0 and term.op == "min":
+        raise Unbuildable(
+            f"{_text(term)}: the nearest pair is not built: without positional encoding each "
+            "token's nearest is itself (distance 0)"
+        )
+    if distinct and plus > 0:
+        raise Unbuildable(
+            f"{_text(term)}: the condition s != t on the norm of a sum is not built: without "
+            "positional encoding the pair (s, s) competes, and decides the value often"
+        )
+    squared = squared or spec.options.squared_norm
+    return max_position.circuit_norm_pair(circuit, tag, plus, squared, _sign(term.op))
 
 
 def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> None:
@@ -234,7 +255,10 @@ def _bilinear(node: Node, s: str, t: str) -> tuple[str, int]:
                 return _reference(m), 1
             if (_index(a), _index(b)) == (t, s):
                 return _reference(m) + "^T", 1
-    raise Unbuildable(f"{_text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear)")
+    raise Unbuildable(
+        f"{_text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear) or the norm of "
+        f"x[{s}] + x[{t}] or x[{s}] - x[{t}]"
+    )
 
 
 def _norm_pair(node: Node, s: str, t: str) -> tuple[int, bool] | None:
@@ -283,6 +307,11 @@ def _text(node: Node) -> str:
 def _fit(circuit: Circuit, spec: RetrievalSpec) -> None:
     """Refuse what the architecture cannot hold: layers, heads, head width, E."""
     arch = spec.architecture
+    if circuit.reads_norm and circuit.flags:
+        raise Unbuildable(
+            "a norm pair beside fixed positions: the positions' flags change the first "
+            "LayerNorm's scale, which carries the norm pair's |x|^2"
+        )
     depth = max(h.layer for h in circuit.heads)
     if depth > arch.layers:
         raise Unbuildable(

@@ -11,6 +11,7 @@ from conftest import SPECS, refused, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infoflow.core.errors import SpecError
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, SQNORM, TOKENS, ZERO, Circuit
 from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.schedule_to_circuit import circuit_of
@@ -153,7 +154,7 @@ def test_a_norm_pair_key_reads_the_squared_norm_from_layer_norm(x: list[float]) 
 def test_the_pair_center_witness_carries_out_the_norm_and_its_square() -> None:
     s = control(seq_len=8)
     heads = circuit_of(s).heads
-    assert [f.key for f in heads[0].score] == [TOKENS, TOKENS, SQNORM]
+    assert [(f.key, f.scale) for f in heads[0].score] == [(TOKENS, 2.0), (SQNORM, 1.0)]
     coarse, fine = (construction.build(s, beta=1000, width=w) for w in (128, 512))
     assert fine.nmse < 1e-3 and fine.nmse * 10 < coarse.nmse, (coarse.nmse, fine.nmse)
     squared = control(seq_len=8, options={"squared_norm": True})
@@ -162,6 +163,33 @@ def test_the_pair_center_witness_carries_out_the_norm_and_its_square() -> None:
     assert witness.nmse < 1e-3
     with pytest.raises(ValueError, match="float64 only"):
         construction.build(s, width=128, dtype=torch.float32)
+
+
+@pytest.mark.parametrize(
+    ("target", "input_dim"),
+    [
+        ("max(norm(x[a] + x[b]) for a in T for b in T)", 2),
+        ("max(norm(x[a] - x[b]) for a in T for b in T if a != b)", 2),
+        ("min(sqnorm(x[a] + x[b]) for a in T for b in T)", 3),
+        ("max(sqnorm(x[b] - x[a]) for a in T for b in T)", 2),
+    ],
+)
+def test_every_sign_of_the_norm_pair_is_built(target: str, input_dim: int) -> None:
+    s = control(seq_len=8, target=target, input_dim=input_dim)
+    assert construction.build(s, beta=1000, width=512).nmse < 1e-3
+
+
+def test_a_norm_pair_the_heads_cannot_carry_out_is_refused() -> None:
+    closest_distinct = control(target="min(norm(x[a] + x[b]) for a in T for b in T if a != b)")
+    with pytest.raises(SpecError, match="the condition s != t on the norm of a sum"):
+        circuit_of(closest_distinct)
+    beside = control(
+        target="x[1] + max(norm(x[a] + x[b]) for a in T for b in T)",
+        input_dim=1,
+        architecture={"layers": 2, "heads": [2, 1], "embed_dim": 24, "positional_encoding": True},
+    )
+    with pytest.raises(SpecError, match="the positions' flags change the first LayerNorm"):
+        circuit_of(beside)
 
 
 def control(**overrides) -> RetrievalSpec:
@@ -221,7 +249,7 @@ def test_compile_refuses_what_it_does_not_build(tmp_path) -> None:
     }
     path.write_text(json.dumps(data))
     line = refused("compile", str(path), "--out", str(tmp_path / "w"))
-    assert "field 'target'" in line and "is not x[s]^T M x[t]" in line
+    assert "field 'target'" in line and "is not x[s]^T M x[t] (dot or bilinear) or the norm" in line
     data["target"] = "min(norm(x[s] - x[t]) for s in T for t in T)"
     path.write_text(json.dumps(data))
     line = refused("compile", str(path), "--out", str(tmp_path / "w"))

@@ -155,7 +155,6 @@ def circuit_norm_pair(
     partner, key = c.add(f"{tag}.partner", c.channels[TOKENS]), c.add(f"{tag}.key", 1)
     value = c.add(f"{tag}.value", 1)
     square = c.add(f"{tag}.out" if squared else f"{tag}.square", 1)
-    cross = Form(TOKENS, TOKENS, "I", sign * plus)  # twice: 2 x(s).x(t)
     pair = "x(s) + x(t)" if plus > 0 else "x(s) - x(t)"
     first = Head(
         1,
@@ -164,7 +163,7 @@ def circuit_norm_pair(
         EVERY_TOKEN,
         f"every token s retrieves its best t by ||{pair}||^2 (|x(t)|^2 read from LayerNorm's "
         f"scale) into {partner} and {key}",
-        score=(cross, cross, Form(ANCHOR, SQNORM, "I", sign)),
+        score=(Form(TOKENS, TOKENS, "I", sign * plus, 2.0), Form(ANCHOR, SQNORM, "I", sign)),
         values=(Copy(TOKENS, partner), Copy(SQNORM, key)),
     )
     does = f"|x(s)|^2 {'+' if plus > 0 else '-'} 2 x(s).x(t*(s))"

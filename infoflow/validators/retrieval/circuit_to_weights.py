@@ -20,7 +20,8 @@ exactly 1, and ``read(SQNORM) = E S^2 const - (E S^3 / sigma0) anchor`` is ``|x|
 
 Heads: the logit is ``beta * score / sqrt(n)`` in the model's convention, so the query carries
 ``beta sqrt(n)``; the readout is left out as a key by a large negative logit (:class:`Scales`).
-MLPs: a ``decode`` is built by :func:`~.decode.build_decoders`; a ``peel`` is written exactly.
+MLPs: a ``decode`` or a ``root`` is built by :func:`~.decode.build_decoders`; a ``peel`` is
+written exactly.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from infoflow.retrieval.circuit import (
     Mlp,
 )
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.validators.retrieval.model import EnsembleTransformer, Member
+from infoflow.validators.retrieval.model import LN_EPS, EnsembleTransformer, Member
 from infoflow.validators.retrieval.targets import TargetFunction
 
 
@@ -66,10 +67,9 @@ class Scales:
 
 SCALES = {torch.float64: Scales(1e6, 1e6, 1e3), torch.float32: Scales(1e3, 1e4, 30.0)}
 #: The anchor of a circuit that reads |x|^2 from LayerNorm (float64 only). Its error,
-#: 1.5 |x|^4 / (E S^2), and the rounding of E S^2 times the anchor's read are both about 1e-7
-#: to 1e-6 at |x| = 4, E = 24.
+#: 1.5 |x|^4 / (E S^2), is 4e-8 at |x| = 4, E = 24; the rounding of E S^2 times the anchor's
+#: read, about 1e-6.
 NORM_ANCHOR = 1e5
-LN_EPS = 1e-5  # the model's LayerNorm epsilon (EnsembleTransformer._norm)
 _REFERENCE = re.compile(r"^([A-Za-z_]\w*)((?:\[\d+\])*)(\^T)?$")
 
 
@@ -152,7 +152,7 @@ class Weights:
         anchor reads 1)."""
         c = self.circuit
         if group == SQNORM:  # E S^2 (exactly 1) - E S^3 / sigma0 (the anchor's read)
-            s = math.sqrt(self.sigma0**2 + LN_EPS)
+            s = math.sqrt(self.sigma0**2 + LN_EPS)  # S^2 = sigma0^2 + LayerNorm's epsilon
             one = torch.zeros(self.e, 1, dtype=self.dtype)
             one[c.offset(CONST)], one[c.offset(ZERO)] = 1, -1
             return self.e * s**2 * one - self.e * s**3 / self.sigma0 * self.read(ANCHOR)
@@ -214,10 +214,11 @@ class Weights:
             b += self._copy(copy, v, out, b)
 
     def _score(self, form: Form, q: Tensor, k: Tensor, a: int, beta: float) -> int:
-        """Write ``beta * sign * query^T M key`` into dimensions a.. of a head; how many."""
+        """Write ``beta * sign * scale * query^T M key`` into dimensions a.. of a head; how
+        many."""
         width = self.circuit.width_of
         rows, cols = width(form.query), width(form.key)
-        matrix = self.matrix(form.matrix, rows, cols) * (beta * form.sign)
+        matrix = self.matrix(form.matrix, rows, cols) * (beta * form.sign * form.scale)
         if rows <= cols:
             q[:, a : a + rows] = self.read(form.query)
             k[:, a : a + rows] = self.read(form.key) @ matrix.T

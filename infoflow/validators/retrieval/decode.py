@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from infoflow.retrieval.circuit import TOKENS, Mlp
+from infoflow.retrieval.circuit import SQNORM, TOKENS, Mlp
 from infoflow.validators.retrieval.circuit_to_weights import Weights
 from infoflow.validators.retrieval.targets import sample_inputs
 
@@ -55,11 +55,11 @@ def _retrieval(weights: Weights, mlp: Mlp, generator: torch.Generator):
 
 def _sign_of(weights: Weights, mlp: Mlp) -> int:
     """The sign of the retrieval whose partner this MLP decodes (the head writing it): its
-    last score term's (a norm pair's |x(t)|^2 term carries it alone)."""
+    score's, or for a norm pair its |x(t)|^2 term's (the cross term's also carries +-)."""
     partner = mlp.inputs[1]
     for head in weights.circuit.heads:
         if any(copy.dest == partner for copy in head.values):
-            return head.score[-1].sign
+            return next((f for f in head.score if f.key == SQNORM), head.score[0]).sign
     raise ValueError(f"no head writes {partner}")
 
 

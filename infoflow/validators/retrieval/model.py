@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+LN_EPS = 1e-5  # LayerNorm's epsilon
+
 
 @dataclass(frozen=True)
 class Member:
@@ -224,4 +226,4 @@ class EnsembleTransformer(nn.Module):
         centred = (x - mean) * c
         variance = (centred**2).sum(-1, keepdim=True) / count
         gain, bias = gain_bias[:, None, None, 0], gain_bias[:, None, None, 1]
-        return (centred * torch.rsqrt(variance + 1e-5) * gain + bias) * c
+        return (centred * torch.rsqrt(variance + LN_EPS) * gain + bias) * c

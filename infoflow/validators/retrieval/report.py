@@ -165,8 +165,9 @@ def _witnesses(records: list[dict]) -> list[str]:
     if ablated:
         lines += [
             "",
-            "Trained from the witness with a part removed (float32, width 512; the control is "
-            "the witness trained alike):",
+            "Trained from the witness with a part removed (float32, or float64 for a witness "
+            "that reads |x|^2 from LayerNorm; width 512; the control is the witness trained "
+            "alike):",
             "",
             "| model | removed | NMSE at start | best | control's best | steps |",
             "|---|---|--:|--:|--:|--:|",

@@ -117,7 +117,7 @@ def construction_claims(experiment: Experiment, context: Context) -> tuple[list[
         for other in experiment.points:
             removed = _removed(model, other)
             if removed is not None:
-                result = _ablation(experiment, other, removed, spec, context)
+                result = _ablation(experiment, other, removed, spec, circuit, context)
                 record.setdefault("ablated", []).append(result)
                 claim = _ablated_claim(experiment, model, other, result)
                 if claim:
@@ -231,7 +231,7 @@ def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
     return claim.of_kind(KIND)
 
 
-def _ablation(experiment, other, removed, spec, context) -> dict:
+def _ablation(experiment, other, removed, spec, circuit, context) -> dict:
     """Train ``other`` from the witness without the removed head (or layer), and the witness
     itself the same way (the control); best NMSE of each."""
     tune = tune_of(experiment)
@@ -244,7 +244,6 @@ def _ablation(experiment, other, removed, spec, context) -> dict:
     if cached:
         return cached
     layer, slot = removed
-    circuit = circuit_of(spec)
     # float32 trains faster; a circuit reading |x|^2 from LayerNorm is built in float64 only
     dtype = torch.float64 if circuit.reads_norm else torch.float32
     witness = construction.build(spec, width=tune.width, dtype=dtype, circuit=circuit)
