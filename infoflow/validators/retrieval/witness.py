@@ -9,7 +9,7 @@ builds:
   grows (beta 10x, and its MLP 4x where it decodes); refuted, a finding against the plan,
   when either fails. (Until 2026-12-04 a witness that decodes grew its MLP alone, at beta
   100; the pair center's witness, the first whose softmax error is not below its decoders'
-  there, fell 3.1x and 1.3x that way at T = 8 and 16, and 10x as beta grew.) Its NMSE at
+  there, fell 3.1x and 1.3x that way at T = 8 and 16, and 80x as beta grew 10x.) Its NMSE at
   the largest trained width is reported beside it (how far the trained ladder is from what
   the architecture represents).
 - ``witness_exponent`` and ``witness_flat`` (:mod:`.witness_ladder`): the witness's width
