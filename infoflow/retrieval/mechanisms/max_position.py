@@ -136,7 +136,7 @@ def circuit_pair(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[Hea
         values=(Copy(TOKENS, partner),),
     )
     decode = Mlp(1, "decode", (TOKENS, partner), value, matrix, does=f"x(s)^T {matrix} x(t*(s))")
-    return [first, _best_value(value, out, sign)], [decode]
+    return [first, _best_value(out, sign, value)], [decode]
 
 
 def circuit_norm_pair(
@@ -170,15 +170,7 @@ def circuit_norm_pair(
     decode = Mlp(
         1, "decode", (TOKENS, partner), value, sign=plus, does=does, function="sqnorm_less_key"
     )
-    second = Head(
-        2,
-        -1,
-        "max-position retrieval",
-        THE_READOUT,
-        f"the readout retrieves the best s by {value} + {key} and copies it into {square}",
-        score=(Form(ANCHOR, value, "I", sign), Form(ANCHOR, key, "I", sign)),
-        values=(Copy(value, square), Copy(key, square)),
-    )
+    second = _best_value(square, sign, value, key)
     if squared:
         return [first, second], [decode]
     out = c.add(f"{tag}.out", 1)
@@ -186,14 +178,16 @@ def circuit_norm_pair(
     return [first, second], [decode, root]
 
 
-def _best_value(value: str, out: str, sign: int) -> Head:
-    """Layer 2: the readout retrieves the best s by ``value`` and copies it into ``out``."""
+def _best_value(out: str, sign: int, *values: str) -> Head:
+    """Layer 2: the readout retrieves the best s by the sum of ``values`` and copies the sum
+    into ``out``."""
+    total = " + ".join(values)
     return Head(
         2,
         -1,
         "max-position retrieval",
         THE_READOUT,
-        f"the readout retrieves the best s by {value} and copies it into {out}",
-        score=(Form(ANCHOR, value, "I", sign),),
-        values=(Copy(value, out),),
+        f"the readout retrieves the best s by {total} and copies it into {out}",
+        score=tuple(Form(ANCHOR, v, "I", sign) for v in values),
+        values=tuple(Copy(v, out) for v in values),
     )

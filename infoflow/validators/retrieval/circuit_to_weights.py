@@ -184,7 +184,7 @@ class Weights:
         m, c = self.model, self.circuit
         x, one, flag = c.offset(TOKENS), c.offset(ANCHOR), c.offset(READOUT)
         m.W_in[0, :, x : x + self.d] = torch.eye(self.d, dtype=self.dtype)
-        if MIRROR in c.channels:  # the circuit reads |x|^2 in layer 1 (SQNORM)
+        if c.reads_norm:  # layer 1 reads |x|^2 (SQNORM): the tokens' mirror, const's bias
             mirror = c.offset(MIRROR)
             m.W_in[0, :, mirror : mirror + self.d] = -torch.eye(self.d, dtype=self.dtype)
             m.ln1[0, 0, 1, c.offset(CONST)] = 1
