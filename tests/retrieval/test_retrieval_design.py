@@ -593,6 +593,8 @@ def test_validate_judges_a_spec_it_does_not_train_here_inconclusive(tmp_path) ->
     assert {c["reason"] for c in section["claims"]} == {NOT_TRAINED}
     assert "Design: **not trained on cpu: a 2-core CPU" in (out / "report.md").read_text()
     assert all(m["still_improving_at_cap"] is None for m in section["models"])
+    learns = [c for c in section["claims"] if c["id"].startswith("learns:")]
+    assert learns and all(c["measured"]["still_improving_at_cap"] is None for c in learns)
     assert not (out / "ladders.png").exists()  # no ladder measured, no witness: no panel
 
 

@@ -74,13 +74,18 @@ class Judge:
             "NMSE is limited by training, not by size, so it measures no exponent"
         )
 
+    def improving_at_cap(self, model: Model) -> int | None:
+        """How many of the model's members were still improving at the cap; None when none
+        was trained (not 0: nothing was measured)."""
+        return self.improving.get(model, 0) if self.learned(model).count else None
+
     def learns(self, model: Model) -> Claim:
         ident = f"learns:{model.key()}"
         statement = f"{model.label()} learns the target at its largest decoder"
         largest, threshold = self.learned(model), self.threshold(model)
         measured = {
             "largest_rung_nmse": largest.to_json(),
-            "still_improving_at_cap": self.improving.get(model, 0),
+            "still_improving_at_cap": self.improving_at_cap(model),
         }
         tolerance = f"every seed at {self.learns_text(model)}"
         derived = self.derived(model)
@@ -247,7 +252,7 @@ class Judge:
         measured = {
             "largest_rung_nmse": {shorter.label(): short.to_json(), longer.label(): long.to_json()},
             "still_improving_at_cap": {
-                m.label(): self.improving.get(m, 0) for m in (shorter, longer)
+                m.label(): self.improving_at_cap(m) for m in (shorter, longer)
             },
         }
         tolerance = (
@@ -281,7 +286,7 @@ class Judge:
         largest, threshold = self.learned(model), self.threshold(model)
         measured = {
             "largest_rung_nmse": largest.to_json(),
-            "still_improving_at_cap": self.improving.get(model, 0),
+            "still_improving_at_cap": self.improving_at_cap(model),
         }
         tolerance = f"every seed above {threshold:.3g} (the learning threshold)"
         claim = (ident, statement, "not efficient at any size", measured, tolerance)
