@@ -88,28 +88,41 @@ class InputData(StrictModel):
 
 
 class Validation(StrictModel):
-    """Where ``infoflow validate`` trains this spec's models (the theory ignores it). A
-    suite can keep a spec that a CPU cannot settle: on a device not in ``train_on`` the
-    models are planned, the constructions built and the claims listed, each inconclusive
-    with ``why``."""
+    """Where ``infoflow validate`` trains this spec's models and builds its constructions
+    (the theory ignores it). A suite can keep a spec that a CPU cannot settle: on a device
+    not in ``train_on`` the models are planned, the constructions built and the claims
+    listed, each inconclusive with ``why``. A run with little device time can leave the
+    constructions to the device that settled them: on a device not in ``build_on`` no
+    construction claim is made, and the design says ``why``."""
 
     train_on: list[Literal["cpu", "cuda"]] = Field(
         ["cpu", "cuda"], min_length=1, description="The devices that train the models."
     )
+    build_on: list[Literal["cpu", "cuda"]] = Field(
+        ["cpu", "cuda"],
+        min_length=1,
+        description="The devices that build the compiled witnesses and fine-tune their "
+        "ablations (the construction claims).",
+    )
     why: str | None = Field(
         None,
         max_length=2000,
-        description="Why the devices left out cannot settle the claims, and the run that would "
-        "(required when a device is left out).",
+        description="Why the devices left out cannot settle the claims, or need not build the "
+        "constructions, and the run that would (required when a device is left out).",
     )
 
     @model_validator(mode="after")
     def _why_given(self) -> Validation:
-        leaves_out = set(self.train_on) != {"cpu", "cuda"}
+        both = {"cpu", "cuda"}
+        leaves_out = set(self.train_on) != both or set(self.build_on) != both
         if leaves_out and not (self.why or "").strip():
-            raise FieldError("why", "say why the devices left out of train_on cannot settle it")
+            raise FieldError(
+                "why", "say why the devices left out of train_on or build_on are left out"
+            )
         if not leaves_out and self.why is not None:
-            raise FieldError("why", "train_on leaves no device out, so no report would print it")
+            raise FieldError(
+                "why", "train_on and build_on leave no device out, so no report would print it"
+            )
         return self
 
 

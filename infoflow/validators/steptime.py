@@ -336,6 +336,14 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
+def duration(seconds: float) -> str:
+    """A time for ``infoflow plan``: seconds under two minutes, then minutes to a tenth, then
+    hours to a tenth from two hours."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
 def minutes(seconds: float) -> str:
     """An estimate for ``infoflow plan``: minutes to a tenth, or whole seconds under one."""
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{math.ceil(seconds)} s"

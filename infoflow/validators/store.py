@@ -168,11 +168,16 @@ class Store:
         identity: dict,
         device: str = "cpu",
     ) -> None:
-        """Record a group (once) and the device type it trains on. A group of that name
-        recorded with another identity, or unfinished and training on another device type,
-        is a SpecError that says what differs: it is never trained on."""
+        """Record a group (once) and the device type it trains on; members and metrics left
+        under its name by a record that is gone (a damaged folder) are dropped first. A group
+        of that name recorded with another identity, or unfinished and training on another
+        device type, is a SpecError that says what differs: it is never trained on."""
         text = json.dumps(identity, sort_keys=True, default=str)
         with self.writing():
+            known = self.db.execute("SELECT 1 FROM groups WHERE name = ?", (name,)).fetchone()
+            if not known:  # rows left by a group whose record is gone are not this group's
+                for table in ("members", "metrics"):
+                    self.db.execute(f"DELETE FROM {table} WHERE group_name = ?", (name,))
             self.db.execute(
                 "INSERT OR IGNORE INTO groups (name, spec, settings, identity, device) "
                 "VALUES (?, ?, ?, ?, ?)",

@@ -325,7 +325,7 @@ def test_a_circuit_without_a_head_computes_the_rest_of_the_target() -> None:
 
 def test_which_architectures_are_the_witness_with_a_part_removed() -> None:
     from infoflow.validators.retrieval.experiment import Model
-    from infoflow.validators.retrieval.witness import _removed
+    from infoflow.validators.retrieval.witness_plan import removed_part as _removed
 
     w = Model(16, 20, (2, 2), False)
     assert _removed(w, Model(16, 20, (1, 2), False)) == (1, 1)

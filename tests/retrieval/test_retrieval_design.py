@@ -554,6 +554,28 @@ def test_validate_records_the_design_in_the_report(tmp_path) -> None:
     assert section["floors"] and all(claim["kind"] for claim in section["claims"])
     for model in section["models"]:
         assert len(model["ladder"]["nmse"]) == len(SMOKE.rungs)
+    assert design["construction_estimated_seconds"] > 0 and not design["not_built"]
+    assert "Construction claims: estimated" in (out / "report.md").read_text()
+    assert any(claim["kind"] == "construction" for claim in section["claims"])
+
+
+def test_a_device_left_out_of_build_on_makes_no_construction_claim_in_the_report(
+    tmp_path,
+) -> None:
+    out = tmp_path / "run"
+    validation = '{"build_on": ["cuda"], "why": "built on a GPU only"}'
+    proc = run_cli(
+        "validate",
+        str(SPECS / "retrieval" / "specific-position.json"),
+        *("--steps", "2", "--seeds", "1", "--quiet", "--device", "cpu", "--out", str(out)),
+        *("--set", f"validation={validation}"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    (section,) = json.loads((out / "report.json").read_text())["specs"]
+    assert section["design"]["not_built"] == "no construction claim on cpu: built on a GPU only"
+    assert section["witnesses"] == [] and section["claims"]
+    assert all(claim["kind"] != "construction" for claim in section["claims"])
+    assert "No construction claim on cpu: built on a GPU only." in (out / "report.md").read_text()
 
 
 def test_a_device_the_spec_leaves_out_plans_its_claims_and_trains_nothing() -> None:
@@ -622,7 +644,9 @@ def test_a_spec_not_trained_here_still_decides_its_construction_claims(tmp_path)
         ({"train_on": ["cuda"]}, "field 'validation.why': say why the devices left out"),
         ({"train_on": []}, "field 'validation.train_on'"),
         ({"train_on": ["tpu"], "why": "x"}, "field 'validation.train_on"),
-        ({"train_on": ["cuda", "cpu"], "why": "x"}, "field 'validation.why': train_on leaves"),
+        ({"train_on": ["cuda", "cpu"], "why": "x"}, "field 'validation.why': train_on and"),
+        ({"build_on": ["cpu"]}, "field 'validation.why': say why the devices left out"),
+        ({"build_on": []}, "field 'validation.build_on'"),
     ],
 )
 def test_a_spec_that_leaves_a_device_out_must_say_why(tmp_path, validation, message) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -92,6 +92,7 @@ def _edit_database(path, edit) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(edits=st.lists(EDITS, min_size=1, max_size=2))
+@example(edits=[("drop", 0), ("cell", 0, 1, None)])  # groups dropped, a member's index nulled
 def test_any_tampering_is_resumed_or_refused_in_one_line(toy, edits) -> None:
     spec, out = str(toy / "right.json"), toy / uuid.uuid4().hex
     victim = toy / f"{out.name}-notes.txt"

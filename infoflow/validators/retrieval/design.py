@@ -36,8 +36,8 @@ from infoflow.validators.retrieval.timing import (
     target_seconds,
 )
 from infoflow.validators.retrieval.train import Group
-from infoflow.validators.retrieval.witness import plan_lines
-from infoflow.validators.steptime import StepTime, recorded_without
+from infoflow.validators.retrieval.witness_plan import construction_seconds, plan_lines
+from infoflow.validators.steptime import StepTime, duration, recorded_without
 
 #: Sequence lengths a design may choose (within the spec's own largest T), and the range of
 #: widths (multiples of every head count).
@@ -52,9 +52,22 @@ def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) 
     cheapest when none fits), its groups' times estimated on the step-time model and then
     timed (:func:`timed`): the designs that fit by the model are timed best first, and the
     first that still fits is taken; when none does, the cheapest timed. On a device the
-    spec's ``validation`` leaves out: the spec's own sizes, :func:`untrained`."""
+    spec's ``validation`` leaves out: the spec's own sizes, :func:`untrained`. The budget is
+    the training's; the construction claims' time is estimated beside it."""
     if scale.device not in spec.validation.train_on:
-        return untrained(plan(name, spec, scale, base_dir))
+        experiment = untrained(plan(name, spec, scale, base_dir))
+    else:
+        experiment = _designed(name, spec, scale, base_dir)
+    if scale.device in spec.validation.build_on:
+        cpu, device = step_model("cpu"), step_model(scale.device)
+        experiment.construction_seconds = construction_seconds(experiment, cpu, device)
+    else:
+        why = spec.validation.why.strip()
+        experiment.not_built = f"no construction claim on {scale.device}: {why}"
+    return experiment
+
+
+def _designed(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) -> Experiment:
     steptime = step_model(scale.device)
     if scale.budget_seconds is None:
         return timed(estimate(plan(name, spec, scale, base_dir), steptime), steptime)
@@ -205,7 +218,7 @@ def describe(experiment: Experiment, source: str) -> str:
     """What ``infoflow plan`` prints for one spec: the design, each group with its models'
     exponents and estimated time, and the comparisons the claims will make."""
     scale, design = experiment.scale, with_floors(experiment).design
-    budget = f"budget {_duration(scale.budget_seconds)}" if scale.budget_seconds else "no budget"
+    budget = f"budget {duration(scale.budget_seconds)}" if scale.budget_seconds else "no budget"
     lengths = ", ".join(map(str, design.seq_lens)) if design.seq_lens else "the spec's"
     width = design.embed_dim or "the spec's"
     sized = f"T = {lengths}, E = {width}"
@@ -222,7 +235,7 @@ def describe(experiment: Experiment, source: str) -> str:
         lines.append(
             f"  group T={group.seq_len}{rescue}: {len(group.members)} members, "
             f"{group.settings.steps:,} steps, about "
-            f"{_duration(experiment.estimates[group.name])}"
+            f"{duration(experiment.estimates[group.name])}"
         )
     rungs = ", ".join(map(str, scale.rungs))
     lines.append(f"  ladder: MLP widths {rungs}; each member until its loss stops improving")
@@ -257,16 +270,20 @@ def describe(experiment: Experiment, source: str) -> str:
     if not experiment.pairs:
         lines.append("    none: no two models trained here differ in one thing only")
     lines += plan_lines(experiment)
-    fits = scale.budget_seconds is None or seconds(experiment) <= scale.budget_seconds
-    verdict = "" if fits else " (over the budget: no design fits, this is the cheapest)"
-    lines.append(f"  estimated time: {_duration(seconds(experiment))}{verdict}")
+    lines.append(_estimated(experiment))
     return "\n".join(lines) + "\n"
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+def _estimated(experiment: Experiment) -> str:
+    """The plan's estimated time: training and construction claims."""
+    training, built = seconds(experiment), experiment.construction_seconds
+    budget = experiment.scale.budget_seconds
+    fits = budget is None or training <= budget
+    verdict = "" if fits else " (over the budget: no design fits, this is the cheapest)"
+    return (
+        f"  estimated time: {duration(training + built)} (training {duration(training)}"
+        f"{verdict}, construction claims {duration(built)})"
+    )
 
 
 def plan_command(
@@ -286,4 +303,4 @@ def plan_command(
 
     args = (scale, device, budget, steps, seeds)
     experiment, _, _ = plan_one(VALIDATOR, spec, source, *args, field="target")
-    return describe(experiment, source), seconds(experiment)
+    return describe(experiment, source), seconds(experiment) + experiment.construction_seconds

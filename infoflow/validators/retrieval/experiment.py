@@ -145,6 +145,8 @@ class Experiment:
     estimates: dict[str, float] = field(default_factory=dict)  # group name -> seconds
     step_time: str = ""  # where the estimates' step-time model comes from
     not_trained: str = ""  # why the groups do not train on this device (the spec says)
+    construction_seconds: float = 0.0  # the construction claims' estimated time
+    not_built: str = ""  # why no construction claim is made on this device (the spec says)
 
     @property
     def trained_groups(self) -> list[Group]:

@@ -37,6 +37,8 @@ def body(
         "step_time": experiment.step_time,
         "groups": groups,
         "not_trained": experiment.not_trained,
+        "construction_estimated_seconds": experiment.construction_seconds,
+        "not_built": experiment.not_built,
     }
     models = []
     for model in experiment.models:
@@ -185,11 +187,17 @@ def _alpha(value) -> str:
 
 
 def _design(design: dict[str, Any] | None) -> str:
-    """The design in a sentence: sizes, and each group's cap and estimated time."""
+    """The design in a sentence: sizes, each group's cap and estimated time, and the
+    construction claims' estimated time."""
     if not design:
         return "Design: the spec's own sizes."
+    constructions = design.get("construction_estimated_seconds")
+    built = f" Construction claims: estimated {number(constructions)} s." if constructions else ""
+    if design.get("not_built"):
+        text = markdown_text(design["not_built"])
+        built = f" {text[0].upper()}{text[1:]}."
     if design.get("not_trained"):
-        return f"Design: **{markdown_text(design['not_trained'])}**"
+        return f"Design: **{markdown_text(design['not_trained'])}**{built}"
     lengths = design["seq_lens"]
     sizes = [
         f"T = {', '.join(map(str, lengths))}" if lengths else "the spec's T",
@@ -202,5 +210,5 @@ def _design(design: dict[str, Any] | None) -> str:
     )
     return (
         f"Design: {', '.join(sizes)} ({markdown_text(design['step_time'] or 'no estimate')})."
-        f" {markdown_text(times)}."
+        f" {markdown_text(times)}.{built}"
     )

@@ -33,14 +33,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
 
 import torch
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval.circuit import without_head
 from infoflow.retrieval.schedule_to_circuit import circuit_of
-from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.claims import Claim
 from infoflow.validators.identity import content_name
 from infoflow.validators.protocol import Context
@@ -56,6 +54,7 @@ from infoflow.validators.retrieval.witness_ladder import (
     ladder_of,
     same_architecture,
 )
+from infoflow.validators.retrieval.witness_plan import Tune, removed_part, spec_at, tune_of
 
 KIND = "construction"
 #: The version of the construction and ablation code: part of every cached result's key, so a
@@ -63,40 +62,11 @@ KIND = "construction"
 WITNESS_VERSION = 7
 
 
-@dataclass(frozen=True)
-class Tune:
-    """How the ablated witnesses train: steps, batch and learning rate."""
-
-    steps: int
-    batch: int = 256
-    lr: float = 1e-3
-    width: int = 512  # the MLP width of the witness they start from
-
-
-TUNE = {"smoke": Tune(400), "paper": Tune(5000)}
-
-
-def tune_of(experiment: Experiment) -> Tune:
-    """The scale's fine-tuning, never longer than the ladder's own cap (``--steps``)."""
-    tune = TUNE.get(experiment.scale.name.split(" ")[0], TUNE["smoke"])
-    return replace(tune, steps=min(tune.steps, experiment.scale.settings.steps))
-
-
-def spec_at(experiment: Experiment, model: Model) -> RetrievalSpec:
-    """The experiment's spec at one model's T, E, heads and PE."""
-    data = experiment.base.model_dump(mode="json", exclude={"sweep"})
-    data["seq_len"] = model.seq_len
-    data["architecture"] = {
-        "layers": len(model.heads),
-        "heads": list(model.heads),
-        "embed_dim": model.embed_dim,
-        "positional_encoding": model.positional_encoding,
-    }
-    return RetrievalSpec.model_validate(data)
-
-
 def construction_claims(experiment: Experiment, context: Context) -> tuple[list[Claim], list]:
-    """The construction claims and their records (report.json's ``witnesses``)."""
+    """The construction claims and their records (report.json's ``witnesses``); none on a
+    device the spec's ``validation.build_on`` leaves out."""
+    if experiment.not_built:
+        return [], []
     claims, records, ladders = [], [], {}
     floors = experiment.floors
     for model in experiment.points:
@@ -115,7 +85,7 @@ def construction_claims(experiment: Experiment, context: Context) -> tuple[list[
             ladders[model] = Ladder(record["ladder"]["sizes"], record["ladder"]["nmse"])
             claims.append(exponent_claim(model, ladders[model], experiment.expected[model].alpha))
         for other in experiment.points:
-            removed = _removed(model, other)
+            removed = removed_part(model, other)
             if removed is not None:
                 result = _ablation(experiment, other, removed, spec, circuit, context)
                 record.setdefault("ablated", []).append(result)
@@ -135,48 +105,6 @@ def _flat_claims(experiment: Experiment, ladders: dict[Model, Ladder]) -> list[C
             if same_architecture(short, long) and experiment.expected[long].alpha == alpha:
                 found.append(flat_claim(short, long, ladders, alpha))
     return found
-
-
-def plan_lines(experiment: Experiment) -> list[str]:
-    """What ``plan`` says of the construction claims: which witnesses compile builds and
-    which deficient architectures train from them."""
-    lines = ["  construction claims (infoflow compile; their time is not in the estimate):"]
-    tune = tune_of(experiment)
-    for model in experiment.points:
-        if not experiment.expected[model].efficient:
-            continue
-        try:
-            circuit = circuit_of(spec_at(experiment, model))
-        except SpecError as exc:
-            lines.append(f"    {model.label()}: not compiled: {str(exc).split(': ', 1)[-1]}")
-            continue
-        lines.append(f"    witness {model.label()}: {circuit.width} channels")
-        for other in experiment.points:
-            removed = _removed(model, other)
-            if removed is not None:
-                layer, slot = removed
-                what = f"layer {layer}" if slot is None else f"head {slot} of layer {layer}"
-                lines.append(
-                    f"    {other.label()}: the witness without {what}, trained {tune.steps} steps"
-                )
-    return lines if len(lines) > 1 else []
-
-
-def _removed(witness: Model, other: Model) -> tuple[int, int | None] | None:
-    """(layer, slot) of the head ``other`` lacks, (layer, None) for a layer, else None."""
-    same = (witness.seq_len, witness.embed_dim, witness.positional_encoding)
-    if same != (other.seq_len, other.embed_dim, other.positional_encoding):
-        return None
-    a, b = witness.heads, other.heads
-    if len(b) == len(a):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        if len(diff) == 1 and b[diff[0]] == a[diff[0]] - 1:
-            return diff[0] + 1, a[diff[0]] - 1  # the last head of that layer
-    if len(b) == len(a) - 1:
-        for i in range(len(a)):
-            if a[:i] + a[i + 1 :] == b:
-                return i + 1, None
-    return None
 
 
 def _witness_record(experiment, model, spec, circuit, context) -> dict:
@@ -254,7 +182,7 @@ def _ablation(experiment, other, removed, spec, circuit, context) -> dict:
         model = construction.build(
             spec_at(experiment, other), circuit=smaller, width=tune.width, dtype=dtype
         ).model
-    _, control = fine_tune(witness.model, spec, tune, context.device)
+    control = _control(witness, tune, context)
     initial, best = fine_tune(model, spec, tune, context.device)
     what = f"layer {layer}" if slot is None else f"head {slot} of layer {layer}"
     out = {
@@ -268,6 +196,21 @@ def _ablation(experiment, other, removed, spec, circuit, context) -> dict:
         "steps": tune.steps,
     }
     return _store(context, key, out)
+
+
+def _control(witness: construction.Witness, tune: Tune, context: Context) -> float:
+    """The witness fine-tuned as its ablations are (changed in place): its best NMSE, computed
+    once for all of them."""
+    key = {
+        "control": witness.spec.model_dump(mode="json", exclude={"validation"}),
+        "tune": vars(tune),
+        "dtype": str(witness.model.W_in.dtype),
+    }
+    cached = _cached(context, key)
+    if cached:
+        return cached["control_best"]
+    _, best = fine_tune(witness.model, witness.spec, tune, context.device)
+    return _store(context, key, {"control_best": best})["control_best"]
 
 
 def _ablated_claim(experiment, witness: Model, other: Model, result: dict) -> Claim | None:
