@@ -71,7 +71,7 @@ def replay(run: Path, pilot: int) -> tuple[list[bool], dict[str, list[tuple[bool
                 reached = curve[max(curve)]  # the last evaluation, what the run judges
                 calls = (guess < threshold, reached < threshold)
                 agreed.append(calls[0] == calls[1])
-                models.setdefault(f"{run.name}: {model['label']}", []).append(calls)
+                models.setdefault(f"{run}: {model['label']}", []).append(calls)
                 said = "learns" if calls[0] else "does not"
                 did = "learns" if calls[1] else "does not"
                 print(

@@ -67,7 +67,10 @@ class PlanFormat(StrEnum):
     jsonl = "jsonl"
 
 
-ESTIMATE_NOTE = "the planned steps times the step time measured on the device (see messages)"
+ESTIMATE_NOTE = (
+    "the planned steps times the step time measured on the device, and for retrieval the "
+    "construction claims' builds and fine-tunes (see messages)"
+)
 
 
 @app.command()

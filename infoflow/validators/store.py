@@ -23,7 +23,7 @@ from typing import Any
 from infoflow.core.errors import SpecError
 from infoflow.validators.claims import Claim
 from infoflow.validators.identity import differences
-from infoflow.validators.store_digest import add_digests, group_digest, matches
+from infoflow.validators.store_digest import add_digests, group_digest, matches, orphaned
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -168,16 +168,18 @@ class Store:
         identity: dict,
         device: str = "cpu",
     ) -> None:
-        """Record a group (once) and the device type it trains on; members and metrics left
-        under its name by a record that is gone (a damaged folder) are dropped first. A group
-        of that name recorded with another identity, or unfinished and training on another
-        device type, is a SpecError that says what differs: it is never trained on."""
+        """Record a group (once) and the device type it trains on. Members or metrics stored
+        under its name without its record (a damaged folder), a group of that name recorded
+        with another identity, or one unfinished and training on another device type, is a
+        SpecError that says what is wrong: it is never trained on."""
         text = json.dumps(identity, sort_keys=True, default=str)
         with self.writing():
-            known = self.db.execute("SELECT 1 FROM groups WHERE name = ?", (name,)).fetchone()
-            if not known:  # rows left by a group whose record is gone are not this group's
-                for table in ("members", "metrics"):
-                    self.db.execute(f"DELETE FROM {table} WHERE group_name = ?", (name,))
+            if orphaned(self.db, name):
+                message = (
+                    "its measurements are stored without its record (edited, or damaged): "
+                    "delete the folder, or pick another --out"
+                )
+                raise SpecError(f"{self.path}: group {name}", [(None, message)])
             self.db.execute(
                 "INSERT OR IGNORE INTO groups (name, spec, settings, identity, device) "
                 "VALUES (?, ?, ?, ?, ?)",

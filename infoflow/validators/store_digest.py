@@ -2,7 +2,8 @@
 (its metric rows, training seconds and member rows), written when it finishes and checked
 whenever the database is opened again (:meth:`~infoflow.validators.store.Store.verify`).
 Version 2 (prefix ``v2:``) covers the member rows; a digest without a prefix is version 1
-(metrics and seconds) and is checked as such."""
+(metrics and seconds) and is checked as such. Rows stored under a group that has no record
+(:func:`orphaned`) are refused before the group is recorded again."""
 
 from __future__ import annotations
 
@@ -54,3 +55,13 @@ def add_digests(db: sqlite3.Connection) -> None:
         for name, seconds in done:
             digest = group_digest(db, name, seconds)
             db.execute("UPDATE groups SET digest = ? WHERE name = ?", (digest, name))
+
+
+def orphaned(db: sqlite3.Connection, name: str) -> bool:
+    """Group ``name`` has no record, but member or metric rows stored under its name."""
+    if db.execute("SELECT 1 FROM groups WHERE name = ?", (name,)).fetchone():
+        return False
+    return any(
+        db.execute(f"SELECT 1 FROM {table} WHERE group_name = ? LIMIT 1", (name,)).fetchone()
+        for table in ("members", "metrics")
+    )

@@ -80,8 +80,10 @@ def _triangle():
 
 
 def _claims(planned, ladders, improving=None, shortcut=0.5):
+    """The claims on ``ladders``, every model trained (as measured_ladders has it: a count
+    of members still improving for each, 0 unless ``improving`` says otherwise)."""
     floors = {m.seq_len: Floors(m.seq_len, 1.0, shortcut, shortcut / 4) for m in planned.models}
-    return claims(planned, ladders, floors, improving or {})
+    return claims(planned, ladders, floors, {m: 0 for m in planned.models} | (improving or {}))
 
 
 def _comparisons(found):

@@ -74,31 +74,49 @@ def test_the_counted_work_is_the_work_the_claims_do_with_the_control_once(
     experiment = plan("id", _spec("intrinsic-dimension"), SHORT, SUITE, Design((8,), None))
     (work,) = construction_work(experiment)
     widths, steps = _counted(monkeypatch, experiment, tmp_path)
-    assert sorted(widths) == sorted(work.builds)
+    assert sorted(widths) == sorted(work.builds + work.ablation_builds)
     assert work.fine_tunes == len(steps) == 3 and set(steps) == {40}
     assert _counted(monkeypatch, experiment, tmp_path) == ([], [])
+
+
+#: Step-time models for the estimate's tests: assumed, so that no target's time is measured.
+FREE = StepTime("cpu", "free", 0.0, 0.0, "test", assumed=True)
+SLOW = StepTime("cpu", "slow", 0.01, 1e-9, "test", assumed=True)
 
 
 def test_the_estimate_counts_builds_on_the_cpu_and_fine_tunes_on_the_device() -> None:
     experiment = plan("id", _spec("intrinsic-dimension"), SHORT, SUITE, Design((8,), None))
     (work,) = construction_work(experiment)
-    free = StepTime("cpu", "free", 0.0, 0.0, "test")
-    slow = StepTime("cpu", "slow", 0.01, 1e-9, "test")
-    builds_only = construction_seconds(experiment, free, free)
-    assert builds_only == pytest.approx(BUILD_OVERHEAD * len(work.builds))
-    with_device = construction_seconds(experiment, free, slow)
-    # the fine-tunes: steps and 11 held-out passes each, at least 10 ms apiece
-    assert with_device - builds_only >= work.fine_tunes * (40 + 11) * 0.01
-    assert construction_seconds(experiment, slow, free) > builds_only  # the forward passes
-    on_gpu = replace(slow, device_type="cuda")
-    assert construction_seconds(experiment, free, on_gpu) == pytest.approx(with_device)
+    builds_only = construction_seconds(experiment, FREE, FREE)
+    builds = len(work.builds) + len(work.ablation_builds)
+    assert builds_only == pytest.approx(BUILD_OVERHEAD * builds)
+    with_device = construction_seconds(experiment, FREE, SLOW)
+    # each fine-tune: 40 steps and 12 held-out evaluations of 4 chunks, 10 ms apiece at least
+    assert with_device - builds_only >= work.fine_tunes * (40 + 12 * 4) * 0.01
+    assert construction_seconds(experiment, SLOW, FREE) > builds_only  # the forward passes
+    on_gpu = replace(SLOW, device_type="cuda")
+    assert not work.float64  # float32 fine-tunes: the same count on either device
+    assert construction_seconds(experiment, FREE, on_gpu) == pytest.approx(with_device)
+
+
+def test_a_witness_that_reads_the_norm_fine_tunes_in_float64_twice_as_long_on_a_cpu() -> None:
+    spec = _spec("triangle-control")  # the pair center, its ablation without a head
+    spec = spec.model_copy(update={"sweep": {"architecture.heads": [[2, 2], [1, 2]]}})
+    experiment = plan("control", spec, SHORT, SUITE, Design((8,), None))
+    works = {work.model.heads: work for work in construction_work(experiment)}
+    assert works[(2, 2)].fine_tunes == 2 and len(works[(2, 2)].ablation_builds) == 2
+    assert all(work.float64 for work in works.values())
+    builds_only = construction_seconds(experiment, FREE, FREE)
+    on_cpu = construction_seconds(experiment, FREE, SLOW) - builds_only
+    on_gpu = construction_seconds(experiment, FREE, replace(SLOW, device_type="cuda"))
+    assert on_cpu > 0 and on_cpu == pytest.approx(2 * (on_gpu - builds_only))
 
 
 def test_a_target_compile_does_not_build_costs_nothing() -> None:
     spec = _spec("triangle")  # no architecture efficient: no witness
     experiment = plan("triangle", spec, SHORT, SUITE, Design((8,), None))
     assert construction_work(experiment) == []
-    assert construction_seconds(experiment, *[StepTime("cpu", "x", 1.0, 1.0, "t")] * 2) == 0
+    assert construction_seconds(experiment, SLOW, SLOW) == 0
 
 
 def test_a_device_left_out_of_build_on_makes_no_construction_claim(tmp_path) -> None:

@@ -319,6 +319,23 @@ def test_edited_measurements_are_refused_on_resume(toy) -> None:
     assert f"a stored {metric} is not a number" in line
 
 
+def test_measurements_without_their_groups_record_are_refused_not_dropped(toy) -> None:
+    """A finished group whose record was deleted: resuming would train it again from its
+    checkpoint, at the cap already, and judge it on nothing; it is refused instead."""
+    spec, out = str(toy / "right.json"), toy / "run"
+    assert _validate(spec, "--out", str(out)).exit_code == 0
+    database = sqlite3.connect(out / "results.sqlite")
+    (name,) = database.execute("SELECT name FROM groups LIMIT 1").fetchone()
+    stored = database.execute("SELECT COUNT(*) FROM metrics WHERE group_name = ?", (name,))
+    (before,) = stored.fetchone()
+    with database:
+        database.execute("DELETE FROM groups WHERE name = ?", (name,))
+    line = refused("validate", spec, "--out", str(out), "--resume")
+    assert f"group {name}" in line and "stored without its record" in line
+    count = database.execute("SELECT COUNT(*) FROM metrics WHERE group_name = ?", (name,))
+    assert before > 0 and count.fetchone() == (before,)  # nothing was deleted
+
+
 def test_edited_members_are_refused_and_older_digests_still_read(toy) -> None:
     from infoflow.validators.store_digest import group_digest
 

@@ -16,6 +16,7 @@ from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 PER_LAYER = ("ln1", "W_QKV", "W_O", "ln2", "W_1", "b_1", "W_2", "b_2")
 EVALUATIONS = 10  # held-out evaluations over a run
 HELD_OUT = 1024
+CHUNK = 256  # held-out sequences per forward pass
 
 
 def without_layer(model: EnsembleTransformer, layer: int) -> EnsembleTransformer:
@@ -73,7 +74,8 @@ def fine_tune(
 
     def predict() -> torch.Tensor:
         with torch.no_grad():
-            return torch.cat([model(x_eval[i : i + 256])[0] for i in range(0, HELD_OUT, 256)])
+            chunks = range(0, HELD_OUT, CHUNK)
+            return torch.cat([model(x_eval[i : i + CHUNK])[0] for i in chunks])
 
     def held_out() -> float:
         return float(((predict() - y_eval) ** 2).mean() / y_eval.var(0).mean())

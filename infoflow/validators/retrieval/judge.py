@@ -75,9 +75,9 @@ class Judge:
         )
 
     def improving_at_cap(self, model: Model) -> int | None:
-        """How many of the model's members were still improving at the cap; None when none
-        was trained (not 0: nothing was measured)."""
-        return self.improving.get(model, 0) if self.learned(model).count else None
+        """How many of the model's members were still improving at the cap; None when it was
+        not trained (not 0: nothing was measured; a trained model always has a count)."""
+        return self.improving.get(model)
 
     def learns(self, model: Model) -> Claim:
         ident = f"learns:{model.key()}"

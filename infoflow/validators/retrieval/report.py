@@ -194,7 +194,7 @@ def _design(design: dict[str, Any] | None) -> str:
     constructions = design.get("construction_estimated_seconds")
     built = f" Construction claims: estimated {number(constructions)} s." if constructions else ""
     if design.get("not_built"):
-        text = markdown_text(design["not_built"])
+        text = markdown_text(design["not_built"]).rstrip(".")
         built = f" {text[0].upper()}{text[1:]}."
     if design.get("not_trained"):
         return f"Design: **{markdown_text(design['not_trained'])}**{built}"

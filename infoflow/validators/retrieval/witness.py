@@ -182,7 +182,7 @@ def _ablation(experiment, other, removed, spec, circuit, context) -> dict:
         model = construction.build(
             spec_at(experiment, other), circuit=smaller, width=tune.width, dtype=dtype
         ).model
-    control = _control(witness, tune, context)
+    control = _control(witness, tune, context)  # after the ablated model is taken from it
     initial, best = fine_tune(model, spec, tune, context.device)
     what = f"layer {layer}" if slot is None else f"head {slot} of layer {layer}"
     out = {

@@ -23,10 +23,10 @@ from infoflow.core.errors import SpecError
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.retrieval import construction
-from infoflow.validators.retrieval.ablation import EVALUATIONS, HELD_OUT
+from infoflow.validators.retrieval.ablation import CHUNK, EVALUATIONS, HELD_OUT
 from infoflow.validators.retrieval.experiment import Experiment, Model
 from infoflow.validators.retrieval.model import Member
-from infoflow.validators.retrieval.timing import group_flops
+from infoflow.validators.retrieval.timing import group_flops, target_seconds
 from infoflow.validators.retrieval.witness_ladder import WIDTHS
 from infoflow.validators.steptime import StepTime, duration
 
@@ -115,11 +115,13 @@ BUILD_OVERHEAD = 0.3
 
 @dataclass(frozen=True)
 class Work:
-    """What the construction claims on one witness compute: a build at each MLP width in
-    ``builds``, and ``fine_tunes`` fine-tunes (in float64 where ``float64``)."""
+    """What the construction claims on one witness compute: a float64 build at each MLP
+    width in ``builds``, a build at each of ``ablation_builds`` in the ablations' dtype
+    (float64 where ``float64``, else float32), and ``fine_tunes`` fine-tunes in that dtype."""
 
     model: Model
     builds: tuple[int, ...]
+    ablation_builds: tuple[int, ...]
     fine_tunes: int
     float64: bool
 
@@ -144,35 +146,39 @@ def construction_work(experiment: Experiment) -> list[Work]:
             widths += [w for w in WIDTHS for _ in range(seeds)]
         removed = [removed_part(model, o) for o in experiment.points]
         removed = [r for r in removed if r is not None]
-        for _, slot in removed:
-            widths += [tune.width] * (1 if slot is None else 2)  # the smaller model: a head's
+        ablation = [tune.width] * sum(1 if slot is None else 2 for _, slot in removed)
         fine_tunes = 1 + len(removed) if removed else 0
-        out.append(Work(model, tuple(widths), fine_tunes, circuit.reads_norm))
+        out.append(Work(model, tuple(widths), tuple(ablation), fine_tunes, circuit.reads_norm))
     return out
 
 
 def construction_seconds(experiment: Experiment, cpu: StepTime, device: StepTime) -> float:
     """Estimated seconds of ``experiment``'s construction claims
     (:func:`construction_work`): builds on the ``cpu`` model, fine-tunes on the
-    ``device``'s."""
+    ``device``'s, each step with the target's own time (measured, as the design's are)."""
     total, tune = 0.0, tune_of(experiment)
     d = experiment.base.input_dim or 4
     for work in construction_work(experiment):
-        model = work.model
-        total += sum(_build_seconds(cpu, model, w, d) for w in work.builds)
+        model, precision = work.model, 2 if work.float64 else 1
+        total += sum(_build_seconds(cpu, model, w, d, 2) for w in work.builds)
+        total += sum(_build_seconds(cpu, model, w, d, precision) for w in work.ablation_builds)
         member = Member(model.heads, model.positional_encoding, 0, model.embed_dim, tune.width)
         step = device.step(group_flops([member], model.seq_len, d, tune.batch))
-        held = device.step(_forward(model, tune.width, d, HELD_OUT))
-        double = work.float64 and device.device_type == "cpu"
-        fine_tune = (tune.steps * step + (EVALUATIONS + 1) * held) * (2 if double else 1)
-        total += work.fine_tunes * fine_tune
+        if not device.assumed:  # an assumed model's overhead holds the target's time
+            spec = spec_at(experiment, model)
+            step += target_seconds(spec, model.seq_len, tune.batch, device.device_type)
+        chunk = device.step(_forward(model, tune.width, d, CHUNK))
+        passes = (EVALUATIONS + 2) * (HELD_OUT // CHUNK) * chunk
+        on_cpu = precision if device.device_type == "cpu" else 1
+        total += work.fine_tunes * (tune.steps * step + passes) * on_cpu
     return total
 
 
-def _build_seconds(cpu: StepTime, model: Model, width: int, input_dim: int) -> float:
-    """One build: :data:`BUILD_OVERHEAD`, and a float64 forward pass of
-    :data:`~.construction.SAMPLES` sequences."""
-    return BUILD_OVERHEAD + 2 * cpu.step(_forward(model, width, input_dim, construction.SAMPLES))
+def _build_seconds(cpu: StepTime, model: Model, width: int, input_dim: int, precision: int):
+    """One build: :data:`BUILD_OVERHEAD`, and a forward pass of
+    :data:`~.construction.SAMPLES` sequences (``precision`` 2: float64, twice float32)."""
+    forward = cpu.step(_forward(model, width, input_dim, construction.SAMPLES))
+    return BUILD_OVERHEAD + precision * forward
 
 
 def _forward(model: Model, width: int, input_dim: int, sequences: int) -> float:
