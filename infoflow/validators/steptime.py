@@ -9,8 +9,9 @@ torch version and probe (``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). The g
 (:class:`Probe`: pre-LN attention and MLP blocks on a member axis, torch's AdamW) has the
 shape of what every family trains; a family whose own stack costs more per FLOP (masks, a
 per-member optimiser) gives its own pair (:class:`Probes`), so that its estimates are
-measured on what it trains. For a CUDA device on a machine without one, the model is an
-assumption stated in :data:`ASSUMED_H200` (docs say so wherever an estimate uses it).
+measured on what it trains. For a CUDA device on a machine without one, the model is the
+one a family recorded on a GPU for its probes (:attr:`Probes.recorded`), else an
+assumption stated in :data:`ASSUMED_H200` (docs say so wherever an estimate uses either).
 FLOPs are counted as the throughput meter counts them (nanoGPT's count); each family turns
 its own groups into FLOPs and seconds.
 """
@@ -68,6 +69,7 @@ class Probes:
     small: Callable[[], Stepper]
     large: Callable[[], Stepper]
     label: str = ""  # what the measurement's source adds, e.g. "on the retrieval stack"
+    recorded: StepTime | None = None  # "cuda" on a machine without one: measured elsewhere
 
 
 @dataclass(frozen=True)
@@ -88,16 +90,19 @@ class StepTime:
         return self.overhead + flops * self.per_flop
 
 
-#: One H200 when none is at hand: a few hundred kernel launches a step (about 3 ms for a
-#: two-layer stacked ensemble with a fused AdamW and the target's evaluation) and 15% of the
-#: 989 TFLOP/s bf16 dense peak, the share small matrices reach.
+#: One H200 when none is at hand and the probes recorded none: a few hundred kernel launches
+#: a step (about 3 ms for a two-layer stacked ensemble with a fused AdamW and the target's
+#: evaluation) and 15% of the 989 TFLOP/s bf16 dense peak, the share small matrices reach.
+#: The one stack measured on an H200 (retrieval's, 2026-12-04) ran about 10x slower than
+#: this: its elementwise kernels, not its matmuls, fill the device.
 ASSUMED_H200 = StepTime(
     "cuda",
     "NVIDIA H200 (assumed)",
     3e-3,
     1 / (0.15 * 989e12),
     "assumed, not measured: 3 ms of launches a step (the target's evaluation included), "
-    "15% of the 989 TFLOP/s bf16 dense peak",
+    "15% of the 989 TFLOP/s bf16 dense peak (the retrieval stack measured on an H200 ran "
+    "10x slower: likely optimistic)",
     assumed=True,
 )
 
@@ -145,7 +150,7 @@ def remembered(key: str, measure: Callable[[], float]) -> float:
 def step_time(device: str, probes: Probes | None = None) -> StepTime:
     """The step-time model of ``device`` ("cpu" or "cuda") on ``probes`` (the generic
     :data:`GENERIC` when None): pinned (:func:`recorded`), cached, else measured now; for
-    "cuda" without a CUDA device, :data:`ASSUMED_H200`."""
+    "cuda" without a CUDA device, the probes' recorded model, else :data:`ASSUMED_H200`."""
     probes = probes or GENERIC
     key = f"{device}:{probes.name}"
     pinned = _PINNED.get(key)
@@ -161,7 +166,7 @@ def step_time(device: str, probes: Probes | None = None) -> StepTime:
 
 def _cached_or_measured(device: str, probes: Probes) -> StepTime:
     if device == "cuda" and not torch.cuda.is_available():
-        return ASSUMED_H200
+        return probes.recorded or ASSUMED_H200
     path = cache_file(device, probes.name)
     if path.is_file():
         try:

@@ -430,6 +430,30 @@ def test_step_time_is_measured_on_this_machine(monkeypatch) -> None:
     assert step_time("cuda") is ASSUMED_H200
 
 
+#: The paper-scale intrinsic-dimension groups' whole runs (20,000 steps, held-out passes
+#: included), in seconds, as ``plan`` timed them on one H200 on 2026-12-04, by D
+#: (docs/results/2026-12-04-h200-intrinsic-dimension.md).
+H200_TIMED = {2: 2428, 3: 2187, 4: 1605, 5: 1733, 6: 2160}
+
+
+def test_without_a_gpu_retrieval_estimates_on_the_model_recorded_on_one(monkeypatch) -> None:
+    """Retrieval's probes carry the H200 model recorded for its stack (the other families
+    keep the stated assumption), and it puts each group that the device timed within 0.8-1.25x
+    of that timing, where the assumption was 10x short."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert timing.step_model("cuda") is timing.H200_RETRIEVAL
+    assert step_time("cuda") is ASSUMED_H200
+    paper = replace(SCALES["paper"], device="cuda")
+    for dimension, timed_there in H200_TIMED.items():
+        spec = infoflow.load_spec(SPECS / "retrieval" / f"intrinsic-dimension-D{dimension}.json")
+        planned = plan(f"id{dimension}", spec, paper)
+        recorded = estimate(planned, timing.H200_RETRIEVAL).estimates
+        assumed = estimate(plan(f"id{dimension}", spec, paper), ASSUMED_H200).estimates
+        (group,) = recorded
+        assert 0.8 < recorded[group] / timed_there < 1.25, (dimension, recorded[group])
+        assert timed_there / assumed[group] > 8  # what the lease refuted
+
+
 @pytest.mark.parametrize("damage", [{"overhead": -5.0}, {"per_flop": float("nan")}, {"x": 1}])
 def test_a_damaged_step_time_cache_is_measured_again_with_a_warning(
     monkeypatch, tmp_path, capsys, damage
@@ -691,8 +715,12 @@ def test_the_gpu_path_trains_in_bf16_on_device_data(tmp_path) -> None:
     cuda = torch.device("cuda")
     model, x = _train_briefly(cuda, tmp_path)
     assert x.device.type == "cuda" and next(model.parameters()).device.type == "cuda"
-    with precision(cuda):  # what train_group trains under
-        assert model(x[:8]).dtype == torch.bfloat16
+    with torch.no_grad():
+        full = model(x[:64])
+        with precision(cuda):  # what train_group trains under: its matmuls in bf16
+            reduced = model(x[:64]).float()
+    gap = (reduced - full).abs().max().item()  # the bias added last keeps float32
+    assert 0 < gap < 0.1 * full.abs().max().item(), gap
     optimizer = make_optimizer(model, TrainSettings(steps=1, batch=1))
     assert optimizer.member_lr.device.type == "cuda"
     assert not step_time("cuda").assumed

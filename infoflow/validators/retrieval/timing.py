@@ -71,6 +71,24 @@ def _ladder(heads: tuple[int, ...], embed_dim: int, widths: tuple[int, ...]) -> 
     return [Member(heads, False, seed, embed_dim, width) for width in widths for seed in range(3)]
 
 
+#: The retrieval stack on one H200, recorded on 2026-12-04 (the only lease so far): ``plan``
+#: timed the five paper-scale intrinsic-dimension groups (72 members, T = 64, batch 256) on
+#: the device at 80-121 ms a step, held-out passes and the target included; a 36-member
+#: group at T = 16 took 13 ms a step, nearly all of it fixed. So 10 ms a step plus 0.83% of
+#: the bf16 dense peak (the five groups' median: 0.68-1.01%), which puts those groups within
+#: 0.83-1.18x of their timings and a 3,500-step run of D = 4 at 334 s against the 293 s it
+#: took (docs/results/2026-12-04-h200-intrinsic-dimension.md). The masked stack's
+#: elementwise kernels, not its matmuls, fill the device.
+H200_RETRIEVAL = StepTime(
+    "cuda",
+    "NVIDIA H200 (recorded)",
+    10e-3,
+    1 / (0.0083 * 989e12),
+    "recorded on one H200 on 2026-12-04, not measured here: 10 ms a step and 0.83% of the "
+    "989 TFLOP/s bf16 dense peak (the target's evaluation included)",
+    assumed=True,
+)
+
 #: A two-layer stack of two narrow members at T = 8 (a step's fixed cost is mostly launches,
 #: which grow with the layers); a ladder group at T = 16 of one and two layers, four widths,
 #: three seeds (the size of the CPU suite's groups).
@@ -79,6 +97,7 @@ PROBES = Probes(
     partial(StackProbe, [Member((1, 1), False, 0, 8, 2), Member((1,), False, 0, 8, 2)], 8),
     partial(StackProbe, _ladder((1, 1), 24, (2, 4, 8, 20)) + _ladder((1,), 24, (2, 4, 8, 20)), 16),
     "on the retrieval stack",
+    recorded=H200_RETRIEVAL,
 )
 
 
