@@ -98,7 +98,11 @@ def learning_curves(title: str, curves: Curves, floors: Floors | None = None) ->
     written."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(4.4 * len(curves) + 3.0, 4.0), layout="constrained")
+    entries = len({m for members in curves.values() for m in members})
+    entries += len({what for metric in curves for _, what in (floors or {}).get(metric, [])})
+    columns = 1 + entries // 30  # each further column widens the figure, not the panels
+    width = 4.4 * len(curves) + 3.0 + 2.2 * (columns - 1)
+    fig = Figure(figsize=(width, 4.0), layout="constrained")
     colours, legend = colormap("viridis"), {}
     for ax, (metric, members) in zip(
         fig.subplots(1, len(curves), squeeze=False)[0], curves.items(), strict=True
@@ -113,7 +117,6 @@ def learning_curves(title: str, curves: Curves, floors: Floors | None = None) ->
             legend[what].set_label(what)
         ax.set(xscale="log", yscale="log", xlabel="step", ylabel=metric, title=metric)
     fig.suptitle(title)
-    columns = 1 + len(legend) // 30
     fig.legend(
         list(legend.values()), list(legend), loc="outside right upper", fontsize=6, ncols=columns
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import io
 import math
 
 import pytest
@@ -89,6 +90,21 @@ def test_the_curves_are_a_figure_with_a_line_per_member_and_the_threshold(tmp_pa
     assert list(nmse.get_lines()[-1].get_ydata()) == [0.01, 0.01]
     assert len(loss.get_lines()) == 3 and nmse.get_xscale() == nmse.get_yscale() == "log"
     figure.canvas.draw()  # the name's $ is not mathtext
+
+
+def test_a_long_legend_widens_the_figure_not_the_panels_narrower() -> None:
+    """72 members (a paper-scale retrieval group) take three legend columns: the figure
+    grows by them, so each panel keeps the width it has beside a short legend."""
+    line, name = [(10, 1.0), (100, 0.5)], "heads [4, 4], T=64, E=60, MLP {}, seed 0"
+    few = learning_curves("g", {"eval:nmse": {name.format(i): line for i in range(3)}})
+    many = learning_curves("g", {"eval:nmse": {name.format(i): line for i in range(72)}})
+    assert many.get_size_inches()[0] - few.get_size_inches()[0] == pytest.approx(4.4)
+    for figure in (few, many):
+        figure.savefig(io.BytesIO())  # lays the figure out
+    (small,), (large,) = few.axes, many.axes
+    assert large.get_position().width * many.get_size_inches()[0] == pytest.approx(
+        small.get_position().width * few.get_size_inches()[0], rel=0.2
+    )
 
 
 def test_retrieval_curves_draw_the_floors_its_claims_use() -> None:
