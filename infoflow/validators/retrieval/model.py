@@ -5,8 +5,9 @@ shape [l, m, E, 3 * H * w]. Members of one ensemble share the sequence length; t
 in seed, embedding width E, heads per layer, layer count and positional encoding. The
 stack is as wide as its widest member (E channels, H head slots of width w); each member
 uses the first E_m channels, the first h slots of a layer with n = E_m / h of their w
-dimensions, and its own layers. Everything else is masked: a masked channel, head or layer
-adds nothing, so a member computes what a transformer of its own size would. Attention runs
+dimensions, and its own layers. Everything else is masked, on the weights (not the larger
+activations): a masked channel, head or layer adds nothing, so a member computes what a
+transformer of its own size would. Attention runs
 through ``scaled_dot_product_attention`` with members folded into the batch.
 """
 
@@ -176,54 +177,67 @@ class EnsembleTransformer(nn.Module):
         """x: [batch, T, input_dim] (shared by every member) -> [members, batch, output_dim].
 
         With ``return_attention``, also the first layer's attention of the readout token:
-        [members, batch, heads, T + 1] (computed explicitly, for analysis)."""
+        [members, batch, heads, T + 1] (computed explicitly, for analysis).
+
+        The masks act on the weights, not on the activations (weights are hundreds of times
+        smaller): every weight and bias that writes into the residual stream is masked to the
+        member's channels (and its layers), so the stream stays zero on the others, and the
+        LayerNorms, whose gain and bias are masked too, keep it so."""
         m, b = len(self.members), x.shape[0]
-        c = self.channels[:, None, None]  # [m, 1, 1, e]
-        h = torch.einsum("btd,mde->mbte", x, self.W_in) + self.b_in[:, None, None]  # [m, b, t, e]
-        readout = self.readout[:, None, None].expand(m, b, 1, -1)  # [m, b, 1, e]
+        c = self.channels[:, None]  # [m, 1, e]
+        h = torch.einsum("btd,mde->mbte", x, self.W_in * c) + (self.b_in * c[:, 0])[:, None, None]
+        readout = (self.readout * c[:, 0])[:, None, None].expand(m, b, 1, -1)  # [m, b, 1, e]
         h = torch.cat([h, readout], dim=2)  # [m, b, t + 1, e]
-        h = (h + self.pe_mask[:, None, None, None] * self.W_pos[:, None]) * c
+        h = h + (self.pe_mask[:, None, None] * self.W_pos * c)[:, None]
         attention = None
         for layer in range(self.layers):
-            keep = self.layer_mask[layer][:, None, None, None]  # [m, 1, 1, 1]
-            a, probs = self._attention(self._norm(h, self.ln1[layer]), layer, return_attention)
+            writes = self.layer_mask[layer][:, None, None] * c  # [m, 1, e]: what it may write
+            a, probs = self._attention(
+                self._norm(h, self.ln1[layer]), layer, writes, return_attention
+            )
             attention = probs if attention is None else attention
-            h = h + keep * a * c  # [m, b, s, e], s = t + 1
+            h = h + a  # [m, b, s, e], s = t + 1
             z = self._norm(h, self.ln2[layer])
-            z = torch.einsum("mbse,mef->mbsf", z, self.W_1[layer]) + self.b_1[layer][:, None, None]
-            z = F.relu(z) * self.hidden[:, None, None]  # [m, b, s, f]
-            z = torch.einsum("mbsf,mfe->mbse", z, self.W_2[layer]) + self.b_2[layer][:, None, None]
-            h = h + keep * z * c  # [m, b, s, e]
+            hidden = self.hidden[:, None]  # [m, 1, f]
+            z = torch.einsum("mbse,mef->mbsf", z, self.W_1[layer] * hidden)
+            z = F.relu(z + (self.b_1[layer] * hidden[:, 0])[:, None, None])  # [m, b, s, f]
+            z = torch.einsum("mbsf,mfe->mbse", z, self.W_2[layer] * writes)
+            h = h + z + (self.b_2[layer] * writes[:, 0])[:, None, None]  # [m, b, s, e]
         out = self._norm(h[:, :, -1:], self.ln_f)[:, :, 0]  # the readout: [m, b, e]
         y = torch.einsum("mbe,meo->mbo", out, self.W_out) + self.b_out[:, None]  # [m, b, o]
         return (y, attention) if return_attention else y
 
-    def _attention(self, z: Tensor, layer: int, want_probs: bool):
+    def _attention(self, z: Tensor, layer: int, writes: Tensor, want_probs: bool):
+        """The layer's attention on z ([m, b, s, e]), written through ``writes``: each member's
+        heads read and write only their own dimensions (v is zero on the others, and so is
+        what attention returns there)."""
         m, b, s, _ = z.shape
         h, w = self.heads, self.head_width
-        qkv = torch.einsum("mbse,mef->mbsf", z, self.W_QKV[layer])  # [m, b, s, 3 h w]
-        dims = self.head_dims[layer][:, None, None]  # [m, 1, 1, h, w]
-        q, k, v = (part.reshape(m, b, s, h, w) * dims for part in qkv.split(h * w, dim=-1))
-        q = q * self.q_scale[layer][:, None, None, None, None]
-        q, k, v = (t.reshape(m * b, s, h, w).transpose(1, 2) for t in (q, k, v))  # [m b, h, s, w]
-        probs = None
+        dims = self.head_dims[layer].reshape(m, 1, h * w)
+        scaled = dims * self.q_scale[layer][:, None, None]
+        qkv = torch.einsum(
+            "mbse,mef->mbsf", z, self.W_QKV[layer] * torch.cat([scaled, dims, dims], -1)
+        )
+        q, k, v = (part.reshape(m * b, s, h, w).transpose(1, 2) for part in qkv.split(h * w, -1))
+        probs = None  # q, k, v: [m b, h, s, w]
         if want_probs:
             weights = (q @ k.transpose(-1, -2) / math.sqrt(w)).softmax(-1)
             out = weights @ v
             probs = weights.reshape(m, b, h, s, s)[:, :, :, -1]  # the readout's: [m, b, h, s]
         else:
             out = F.scaled_dot_product_attention(q, k, v)
-        out = out.transpose(1, 2).reshape(m, b, s, h, w) * dims  # [m, b, s, h, w]
-        mixed = torch.einsum("mbsf,mfe->mbse", out.reshape(m, b, s, h * w), self.W_O[layer])
+        out = out.transpose(1, 2).reshape(m, b, s, h * w)
+        mixed = torch.einsum("mbsf,mfe->mbse", out, self.W_O[layer] * writes)
         return mixed, probs  # [m, b, s, e]
 
     def _norm(self, x: Tensor, gain_bias: Tensor) -> Tensor:
         """LayerNorm over each member's own channels, with its gain and bias ([m, 2, e]);
-        x is [m, b, s, e]."""
+        x is [m, b, s, e], zero on the other channels, and so is what it returns."""
         c = self.channels[:, None, None]
         count = c.sum(-1, keepdim=True)
-        mean = (x * c).sum(-1, keepdim=True) / count
+        mean = x.sum(-1, keepdim=True) / count
         centred = (x - mean) * c
         variance = (centred**2).sum(-1, keepdim=True) / count
-        gain, bias = gain_bias[:, None, None, 0], gain_bias[:, None, None, 1]
-        return (centred * torch.rsqrt(variance + LN_EPS) * gain + bias) * c
+        masked = gain_bias * self.channels[:, None]
+        gain, bias = masked[:, None, None, 0], masked[:, None, None, 1]
+        return centred * torch.rsqrt(variance + LN_EPS) * gain + bias
