@@ -8,30 +8,21 @@ specs/retrieval/intrinsic-dimension-D4.json --scale paper --device cuda``.
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 import time
 from pathlib import Path
 
 import torch
+from bench_profile_step import arguments, first_group
 
-import infoflow
 from infoflow.validators.ensemble import MemberAdamW, precision
 from infoflow.validators.retrieval.model import EnsembleTransformer
-from infoflow.validators.retrieval.validator import RetrievalValidator
 
 STEPS = 20
 
 
 def step_seconds(spec_path: Path, scale: str, device: torch.device, compiled: bool):
     """Seconds per step after warm-up, and the seconds of the first (compiling) steps."""
-    validator = RetrievalValidator()
-    with tempfile.TemporaryDirectory() as folder:
-        spec = infoflow.load_spec(spec_path)
-        experiment = validator.plan(
-            spec_path.stem, spec, validator.scale(scale, None, None, device.type), Path(folder)
-        )
-    group = experiment.trained_groups[0]
+    group = first_group(spec_path, scale, device)
     torch.manual_seed(0)
     model = EnsembleTransformer(group.members, group.seq_len, 4, 1).to(device)
     optimizer = MemberAdamW(model.member_axes(), len(group.members), 1e-3, 1e-2)
@@ -64,11 +55,7 @@ def _sync(device: torch.device) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("spec", type=Path)
-    parser.add_argument("--scale", default="smoke")
-    parser.add_argument("--device", default="cpu")
-    args = parser.parse_args()
+    args = arguments()
     device = torch.device(args.device)
     eager, _, group = step_seconds(args.spec, args.scale, device, False)
     compiled, first, _ = step_seconds(args.spec, args.scale, device, True)

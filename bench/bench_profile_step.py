@@ -28,16 +28,30 @@ from infoflow.validators.store import Recorder
 WARMUP, ACTIVE = 10, 30
 
 
-def profile_group(spec_path: Path, scale_name: str, device: torch.device) -> None:
+def first_group(spec_path: Path, scale_name: str, device: torch.device, steps: int | None = None):
+    """The first group the validator plans for the spec at the scale on ``device``, its
+    steps ``steps`` when given (its evaluation interval kept)."""
     validator = RetrievalValidator()
     scale = validator.scale(scale_name, None, None, device.type)
-    # the scale's evaluation interval: no held-out pass or checkpoint inside the window
-    scale = replace(scale, settings=replace(scale.settings, steps=WARMUP + ACTIVE + 2))
+    if steps:
+        scale = replace(scale, settings=replace(scale.settings, steps=steps))
     with tempfile.TemporaryDirectory() as folder:
-        experiment = validator.plan(
-            spec_path.stem, infoflow.load_spec(spec_path), scale, Path(folder)
-        )
-        group = experiment.trained_groups[0]
+        spec = infoflow.load_spec(spec_path)
+        return validator.plan(spec_path.stem, spec, scale, Path(folder)).trained_groups[0]
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("spec", type=Path)
+    parser.add_argument("--scale", default="smoke")
+    parser.add_argument("--device", default="cpu")
+    return parser.parse_args()
+
+
+def profile_group(spec_path: Path, scale_name: str, device: torch.device) -> None:
+    # the scale's evaluation interval: no held-out pass or checkpoint inside the window
+    group = first_group(spec_path, scale_name, device, WARMUP + ACTIVE + 2)
+    with tempfile.TemporaryDirectory() as folder:
         activities = [ProfilerActivity.CPU]
         if device.type == "cuda":
             activities.append(ProfilerActivity.CUDA)
@@ -72,11 +86,7 @@ def profile_group(spec_path: Path, scale_name: str, device: torch.device) -> Non
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("spec", type=Path)
-    parser.add_argument("--scale", default="smoke")
-    parser.add_argument("--device", default="cpu")
-    args = parser.parse_args()
+    args = arguments()
     profile_group(args.spec, args.scale, torch.device(args.device))
 
 
