@@ -32,7 +32,6 @@ if [ "$DEVICE" = cuda ] && [ -d .whl ]; then # the device image lacks pydantic: 
     export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
-infoflow() { python3 -m infoflow "$@"; }
 build_on='validation={"build_on": ["cpu"], "why": "constructions settled on a CPU: docs/results/2026-12-04-intrinsic-dimension-constructions.md"}'
 
 log "start $(date -u +%FT%TZ) on $(hostname); device $DEVICE, scale $SCALE, limit $LIMIT s"
@@ -51,7 +50,7 @@ python3 bench/bench_ladder.py --device "$DEVICE" --scale "$SCALE" 2>&1 | tee "$O
 
 for D in $SPECS; do
     spec=specs/retrieval/intrinsic-dimension-D$D.json
-    estimate=$(infoflow plan "$spec" --scale "$SCALE" --device "$DEVICE" --set "$build_on" \
+    estimate=$(python3 -m infoflow plan "$spec" --scale "$SCALE" --device "$DEVICE" --set "$build_on" \
         ${STEPS:+--steps $STEPS} --format jsonl | tee "$RUNS/D$D.plan.jsonl" | python3 -c \
         "import json, sys; print(round(json.loads(sys.stdin.readline())['predictions']['estimated_seconds']['value']))")
     left=$((LIMIT - $(elapsed)))

@@ -189,7 +189,7 @@ class EnsembleTransformer(nn.Module):
         readout = (self.readout * c[:, 0])[:, None, None].expand(m, b, 1, -1)  # [m, b, 1, e]
         h = torch.cat([h, readout], dim=2)  # [m, b, t + 1, e]
         h = h + (self.pe_mask[:, None, None] * self.W_pos * c)[:, None]
-        attention = None
+        attention, hidden = None, self.hidden[:, None]  # [m, 1, f]: each member's MLP units
         for layer in range(self.layers):
             writes = self.layer_mask[layer][:, None, None] * c  # [m, 1, e]: what it may write
             a, probs = self._attention(
@@ -198,7 +198,6 @@ class EnsembleTransformer(nn.Module):
             attention = probs if attention is None else attention
             h = h + a  # [m, b, s, e], s = t + 1
             z = self._norm(h, self.ln2[layer])
-            hidden = self.hidden[:, None]  # [m, 1, f]
             z = torch.einsum("mbse,mef->mbsf", z, self.W_1[layer] * hidden)
             z = F.relu(z + (self.b_1[layer] * hidden[:, 0])[:, None, None])  # [m, b, s, f]
             z = torch.einsum("mbsf,mfe->mbse", z, self.W_2[layer] * writes)
