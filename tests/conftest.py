@@ -24,6 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
 LOOPED_KV = SPECS / "looped_kv"
 
+#: ``--set`` arguments that shrink specs/looped_kv/tiny-looped.json from d_model 64 and 4 heads
+#: to d_model 16 and 2 heads: the same pipeline, claims, stores and snapshots at a third of the
+#: time, for tests of the plumbing (the spec's own size is what docs/results/ measure).
+SMALLER_LOOPED = [
+    *("--set", "model.hidden_size=16", "--set", "model.heads=2", "--set", "model.kv_heads=2"),
+    *("--set", "model.head_dim=8", "--set", "model.intermediate_size=32"),
+]
+
 
 def infoflow_cmd() -> list[str]:
     """The installed console script (the entry point a user runs)."""
@@ -245,6 +253,21 @@ def toy(monkeypatch, tmp_path):
 TEST_STEP_TIME = {"overhead": 0.01, "per_flop": 1e-9, "source": "fixed for the tests"}
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the tests marked slow first (in their order), so that the workers
+    share the long ones and end together, not with one long test left to run alone."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def _threads_per_worker() -> int | None:
+    """Under pytest-xdist (``-n``), each worker's share of the cores (at least one): torch's
+    default, every core, in every worker would oversubscribe the machine (5x slower on 2
+    cores, measured); None outside xdist."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    return max(1, (os.cpu_count() or 1) // int(workers)) if workers else None
+
+
 @pytest.fixture(autouse=True, scope="session")
 def step_time_cache(tmp_path_factory) -> Iterator[Path]:
     """``$INFOFLOW_CACHE`` for the whole session, holding :data:`TEST_STEP_TIME` for the CPU
@@ -261,7 +284,7 @@ def step_time_cache(tmp_path_factory) -> Iterator[Path]:
         import torch  # Ray worker, or a run under OMP_NUM_THREADS=1)
 
         model = {"device_type": "cpu", "name": "test", **TEST_STEP_TIME}
-        threads = torch.get_num_threads()
+        threads = _threads_per_worker() or torch.get_num_threads()
         cores = steptime.machine()[0]
         for count in sorted({1, threads}):
             torch.set_num_threads(count)
@@ -270,7 +293,7 @@ def step_time_cache(tmp_path_factory) -> Iterator[Path]:
         torch.set_num_threads(threads)
         # every subprocess trains on this process's thread count whatever the load, so that
         # two runs a test compares (whole and killed-then-resumed) sum floats alike
-        os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+        os.environ["OMP_NUM_THREADS"] = str(threads)
     yield folder
     if before is None:
         os.environ.pop("INFOFLOW_CACHE", None)

@@ -1,7 +1,10 @@
 """A pytest plugin that keeps the fast loop fast: a test not marked ``slow`` whose setup and
 call take more than ``INFOFLOW_FAST_LIMIT`` CPU seconds (default 10; its own process and the
 subprocesses it waits for) fails the run, named in the summary. CPU time, not wall time, so a
-busy machine does not trip it; nothing is asserted inside a test."""
+busy machine does not trip it; nothing is asserted inside a test.
+
+The time travels on the test's report (``user_properties``), so the guard judges it where the
+reports arrive: in the run's own process, also when pytest-xdist runs the tests in workers."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import pytest
 SPENT = pytest.StashKey[dict]()
 TOO_SLOW = pytest.StashKey[list]()
 LIMIT = pytest.StashKey[float]()
+CONFIG = pytest.StashKey[pytest.Config]()
+PROPERTY = "cpu_seconds"
 
 
 def cpu_seconds() -> float:
@@ -27,6 +32,15 @@ def pytest_configure(config) -> None:
     does not change the limit it is itself held to."""
     config.stash[SPENT], config.stash[TOO_SLOW] = {}, []
     config.stash[LIMIT] = float(os.environ.get("INFOFLOW_FAST_LIMIT", "10"))
+    _config.append(config)
+
+
+def pytest_unconfigure(config) -> None:
+    _config.remove(config)
+
+
+#: The configuration of the run in progress (pytest_runtest_logreport is not handed it).
+_config: list[pytest.Config] = []
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -40,9 +54,24 @@ def pytest_runtest_setup(item):
 def pytest_runtest_call(item):
     start = cpu_seconds()
     yield
-    spent = item.config.stash[SPENT].pop(item.nodeid, 0.0) + cpu_seconds() - start
-    if spent > item.config.stash[LIMIT] and item.get_closest_marker("slow") is None:
-        item.config.stash[TOO_SLOW].append((item.nodeid, spent))
+    item.config.stash[SPENT][item.nodeid] += cpu_seconds() - start
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "call":
+        spent = item.config.stash[SPENT].pop(item.nodeid, 0.0)
+        outcome.get_result().user_properties.append((PROPERTY, spent))
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Judge a test's time where its report arrives (in a worker too: harmless, as only the
+    run's own process prints the summary)."""
+    spent = dict(report.user_properties).get(PROPERTY) if report.when == "call" else None
+    config = _config[-1]
+    if spent is not None and spent > config.stash[LIMIT] and "slow" not in report.keywords:
+        config.stash[TOO_SLOW].append((report.nodeid, spent))
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:

@@ -154,15 +154,15 @@ def test_slowing_layer1_attention_scales_its_step_exactly() -> None:
     )
 
 
-@pytest.mark.slow  # it trains: 6,000 rows x 3,000 full-batch Adam steps
+@pytest.mark.slow  # it trains: 1,800 rows x 3,000 full-batch Adam steps
 def test_the_decoder_stores_few_chains_and_not_many() -> None:
     spec = infoflow.load_spec(TINY)
     from infoflow.validators.chains import sample_chains
 
     few = sample_chains(4, 3, 1.0, 0)
     assert fit(spec, torch.randn(4, 16), few, None, None)[0] < 0.01
-    many = sample_chains(2000, 3, 1.0, 0)
-    assert fit(spec, torch.randn(2000, 16), many, None, None)[0] > 0.05
+    many = sample_chains(600, 3, 1.0, 0)  # train KL 0.15 (0.22 with 2,000 chains)
+    assert fit(spec, torch.randn(600, 16), many, None, None)[0] > 0.05
 
 
 def test_decoder_claims_refute_a_capacity_outside_the_bracket() -> None:

@@ -33,7 +33,7 @@ def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tm
     spec = tmp_path / "tiny-race.json"
     spec.write_text(json.dumps(TINY_RACE))
     out = tmp_path / "out"
-    args = ["--seeds", "2", "--quiet", "--device", "cpu", "--no-plots", "--out", str(out)]
+    args = ["--seeds", "1", "--quiet", "--device", "cpu", "--no-plots", "--out", str(out)]
     proc = run_cli("validate", str(spec), *args)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())

@@ -182,9 +182,11 @@ def test_modules_and_functions_stay_small_and_documented() -> None:
                 assert length <= 60, f"{where}: {node.name} is {length} lines"
 
 
-def test_a_test_not_marked_slow_over_the_limit_fails_the_run(pytester, monkeypatch) -> None:
-    """The fast-loop guard (tests/fast_loop.py), in a run of its own: a test that burns more
-    CPU than the limit fails the run unless it is marked slow."""
+@pytest.mark.parametrize("workers", [(), ("-p", "xdist.plugin", "-n", "2")], ids=["", "xdist"])
+def test_a_test_not_marked_slow_over_the_limit_fails_the_run(pytester, monkeypatch, workers):
+    """The fast-loop guard (tests/fast_loop.py), in a run of its own, and in two xdist workers
+    as CI runs the suite: a test that burns more CPU than the limit fails the run unless it is
+    marked slow."""
     monkeypatch.setenv("INFOFLOW_FAST_LIMIT", "0.3")
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
@@ -195,8 +197,8 @@ def test_a_test_not_marked_slow_over_the_limit_fails_the_run(pytester, monkeypat
         test_marked="import pytest\nfrom burn import burn\n\n@pytest.mark.slow\n"
         "def test_busy_but_marked():\n    burn()\n\ndef test_quick():\n    pass\n",
     )
-    assert pytester.runpytest_subprocess("-p", "fast_loop").ret == 0
+    assert pytester.runpytest_subprocess("-p", "fast_loop", *workers).ret == 0
     pytester.makepyfile(test_busy="from burn import burn\n\ndef test_busy():\n    burn()\n")
-    result = pytester.runpytest_subprocess("-p", "fast_loop")
+    result = pytester.runpytest_subprocess("-p", "fast_loop", *workers)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*TOO SLOW for the fast loop: test_busy.py::test_busy*"])

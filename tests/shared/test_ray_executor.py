@@ -18,9 +18,10 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("ray")
 
-from conftest import SPECS, assert_same, infoflow_cmd, run_cli
+from conftest import SMALLER_LOOPED, SPECS, assert_same, infoflow_cmd, run_cli
 
-pytestmark = pytest.mark.slow
+#: one xdist worker runs them all, one after another: one Ray cluster at a time on the machine
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 TINY_ICL = {
     "kind": "icl_markov",
@@ -29,7 +30,7 @@ TINY_ICL = {
     "context_len": 16,
     "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
     "training": {"steps": 400, "batch_size": 16, "lr": 0.003},
-    "sweep": {"chains": [1, 4, 64]},
+    "sweep": {"chains": [1, 64]},
 }
 
 
@@ -117,6 +118,7 @@ def test_a_looped_kv_job_trains_as_a_ray_task(tmp_path) -> None:
         "ray",
         "--out",
         str(out),
+        *SMALLER_LOOPED,
     )
     assert proc.returncode == 0, proc.stderr
     assert list((out / "checkpoints").glob("tiny-looped-looped-*.pid"))  # a Ray worker trained it

@@ -436,7 +436,7 @@ def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
                 "states": 3,
                 "context_len": 16,
                 "model": {"layers": 1, "d_model": 16, "heads": 2, "mlp_width": 32},
-                "training": {"steps": 30, "batch_size": 8, "lr": 0.003},
+                "training": {"steps": 12, "batch_size": 8, "lr": 0.003},
                 "sweep": {"chains": [1, 4]},
             }
         )
@@ -444,10 +444,10 @@ def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
     out = tmp_path / "run"
     args = [str(spec), "--quiet", "--device", "cpu", "--out", str(out), "--no-plots"]
     assert run_cli("validate", *args).returncode == 0
-    resumed = run_cli("validate", *args, "--resume", "--steps", "20")  # another budget
+    resumed = run_cli("validate", *args, "--resume", "--steps", "8")  # another budget
     assert resumed.returncode == 0, resumed.stderr
     (old,) = json.loads((out / "report.json").read_text())["superseded"]
-    assert "setting.training.steps: 30 -> 20" in old["differs"]
+    assert "setting.training.steps: 12 -> 8" in old["differs"]
     (checkpoint,) = [p for p in (out / "checkpoints").glob("*.pt") if old["group"] not in p.name]
     written = checkpoint.read_bytes()
     marker = tmp_path / "ran"
@@ -458,7 +458,7 @@ def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
     ):
         checkpoint.write_bytes(written)
         damage()
-        refused = run_cli("validate", *args, "--resume", "--steps", "20")
+        refused = run_cli("validate", *args, "--resume", "--steps", "8")
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
         assert refused.stderr.startswith(f"error: {checkpoint}: ") and told in refused.stderr
         assert "weights_only" not in refused.stderr

@@ -19,6 +19,9 @@ from infoflow.validators.looped_kv.model import LoopedConfig
 from infoflow.validators.protocol import CannotValidate, Group, Job
 
 MAX_PARAMETERS = 5_000_000
+#: The largest vocabulary the corpus is drawn over (:func:`corpus`: 8 Markov chains of V x V
+#: float64 transitions, 256 MiB at 2,048; Ouro's 49,152 would need 144 GiB).
+MAX_VOCAB = 2048
 #: The version of the model, corpus and training code: part of the group's identity, so a
 #: change here (bump it) never resumes a checkpoint trained by the code before.
 TRAINING_VERSION = 1
@@ -126,7 +129,7 @@ def cannot_train(spec: LoopedKVSpec) -> str | None:
     if model.experts or model.latent_attention or model.sliding_window:
         return "the validator's model is a dense decoder: no experts, latent attention or windows"
     if model.checkpoint:
-        return None
+        return _too_large_a_vocabulary(model.vocab_size)
     params = infoflow.predict(spec)["model_parameters"].value
     if params > MAX_PARAMETERS:
         return (
@@ -136,7 +139,16 @@ def cannot_train(spec: LoopedKVSpec) -> str | None:
         )
     if model.kv_heads != model.heads or model.hidden_size != model.heads * model.head_dim:
         return "the validator's model has as many KV heads as heads, of width hidden / heads"
-    return None
+    return _too_large_a_vocabulary(model.vocab_size)
+
+
+def _too_large_a_vocabulary(vocab: int) -> str | None:
+    if vocab <= MAX_VOCAB:
+        return None
+    return (
+        f"a vocabulary of {vocab:,}: the measurement's corpus (8 Markov chains over the"
+        f" vocabulary) is drawn for up to {MAX_VOCAB:,} tokens"
+    )
 
 
 def config_of(spec: LoopedKVSpec, length: int, width: int = 1) -> LoopedConfig:
