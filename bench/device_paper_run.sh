@@ -9,7 +9,8 @@
 #   DEVICE=cpu SCALE=smoke OUT=/tmp/out bash bench/device_paper_run.sh  # the script itself, on a CPU
 #
 # LIMIT: seconds this script may use in all. SPECS: intrinsic-dimension D values in order of
-# priority (the paper's D = 4 first). STEPS, if set, overrides the scale's steps. The
+# priority (the paper's D = 4 first). STEPS, if set, overrides the scale's steps. COMPILE=1
+# compiles the training step (validate --compile). The
 # constructions were decided on a CPU
 # (docs/results/2026-12-04-intrinsic-dimension-constructions.md), so only training runs here.
 set -u
@@ -57,7 +58,7 @@ for D in $SPECS; do
     if python3 -c "import sys; sys.exit(not $MARGIN * $estimate < $left)"; then
         log "D=$D: estimated $estimate s, $left s left: running"
         timeout $((left - 15)) python3 -m infoflow validate "$spec" --scale "$SCALE" $gpu --set "$build_on" \
-            ${STEPS:+--steps $STEPS} --out "$RUNS/D$D" >"$RUNS/D$D.log" 2>&1
+            ${STEPS:+--steps $STEPS} ${COMPILE:+--compile} --out "$RUNS/D$D" >"$RUNS/D$D.log" 2>&1
         log "D=$D: exit $?, $(tail -1 "$RUNS/D$D.log")"
     else
         log "D=$D: estimated $estimate s, $left s left: not started"

@@ -158,6 +158,13 @@ ValidateScale = Annotated[
     Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings, for a GPU.")
 ]
 Out = Annotated[Path, typer.Option(help="Results folder (database, reports, plots, checkpoints).")]
+Compile = Annotated[
+    bool,
+    typer.Option(
+        help="torch.compile the retrieval training step: 2.6x on an H200, 1.08x on a 2-core"
+        " CPU after 29 s of compiling (one group each, 2026-12-04)."
+    ),
+]
 Gpu = Annotated[
     bool, typer.Option(help="Use CUDA (bf16 autocast, TF32); exit 2 without a CUDA device.")
 ]
@@ -195,6 +202,7 @@ def validate(
     plots: Annotated[
         bool, typer.Option(help="Draw the figures (plots, learning curves); the data are kept.")
     ] = True,
+    compile: Compile = False,
     verbose: Verbose = False,
     quiet: Quiet = False,
 ) -> None:
@@ -202,8 +210,9 @@ def validate(
     from infoflow.core.units import parse_duration
 
     with _needs_torch("validate"):
-        from infoflow.validators.run import Options, summary_line
+        from infoflow.validators.run import Options
         from infoflow.validators.run import validate as run_validate
+        from infoflow.validators.run_report import summary_line
 
     with user_errors():
         options = Options(
@@ -220,6 +229,7 @@ def validate(
             address=address,
             gpus_per_group=gpus_per_group,
             plots=plots,
+            compile=compile,
         )
         cuda = Device.cuda if gpu else device
         with _free_cores(threads, cuda) as note:

@@ -42,14 +42,14 @@ def train_job(job: Job, context: Context) -> None:
         validator.train(job, context)
 
 
-def train_one(job: Job, device: str, checkpoints: str) -> list:
+def train_one(job: Job, device: str, checkpoints: str, compile: bool = False) -> list:
     """The Ray task: train ``job`` to the end, away from the database, and return its
     records. The worker's process id goes to ``checkpoints/JOB.pid`` (to find, or kill, the
     process that trains a job)."""
     folder = Path(checkpoints)
     (folder / f"{job.name}.pid").write_text(str(os.getpid()))
     recorder = Recorder()
-    train_job(job, Context(torch.device(device), recorder, folder))
+    train_job(job, Context(torch.device(device), recorder, folder, compile=compile))
     return recorder.rows
 
 
@@ -77,7 +77,7 @@ def train_on_ray(
     remote = ray.remote(max_retries=3)(train_one).options(**resources)
     try:
         device, folder = str(context.device), str(context.checkpoints)
-        pending = {remote.remote(job, device, folder): job for job in jobs}
+        pending = {remote.remote(job, device, folder, context.compile): job for job in jobs}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             job = pending.pop(done[0])

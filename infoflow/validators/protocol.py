@@ -107,13 +107,15 @@ class Job:
 
 @dataclass(frozen=True)
 class Context:
-    """Where a stage runs and records: the device, the store, the checkpoints folder, and an
-    optional progress callback."""
+    """Where a stage runs and records: the device, the store, the checkpoints folder, an
+    optional progress callback, and whether trainers that can compile their step do
+    (``torch.compile``; the retrieval trainer)."""
 
     device: torch.device
     store: Store | Recorder
     checkpoints: Path
     progress: Progress | None = None
+    compile: bool = False
 
 
 class Experiment(Protocol):

@@ -30,7 +30,7 @@ import infoflow
 from infoflow.core.errors import SpecError
 from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
-from infoflow.validators.claims import VERDICTS, Section, tally
+from infoflow.validators.claims import Section, tally
 from infoflow.validators.executor import train_local, train_on_ray
 from infoflow.validators.exports import write_exports
 from infoflow.validators.folder import locked
@@ -70,6 +70,7 @@ class Options:
     address: str | None = None  # a Ray cluster to join (default: start a local one)
     gpus_per_group: float = 1.0  # GPUs each Ray task asks for on CUDA
     plots: bool = True  # draw the figures (the families' plots and the learning curves)
+    compile: bool = False  # torch.compile the retrieval training step (for a GPU)
 
     def __post_init__(self) -> None:
         """Refuse options no run can use (a SpecError naming the option)."""
@@ -118,7 +119,7 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
         if resumed_on and progress:  # once the folder is verified: a refusal stays one line
             print(resumed_on, file=sys.stderr)
         try:
-            context = Context(device, store, options.out / "checkpoints", progress)
+            context = Context(device, store, options.out / "checkpoints", progress, options.compile)
             train(planned, context, options)
             sections = [section.to_json() for section in judge(planned, context)]
             finished = _now()
@@ -248,6 +249,7 @@ def register(planned: Plan, options: Options, device: torch.device, step_times: 
         "families": _settings(planned),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "compile": options.compile,
         "step_times": step_times,
         "python": platform.python_version(),
     }
@@ -344,6 +346,7 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
         "scale": _scale_name(options),
         "settings": _settings(planned),
         "device": str(device),
+        "compile": options.compile,
         "started": times[0],
         "finished": times[1],
         "summary": {v: verdicts.count(v) for v in ("confirmed", "refuted", "inconclusive")},
@@ -385,15 +388,3 @@ def pick_device(gpu: bool, device: str | None) -> torch.device:
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def summary_line(report: dict) -> str:
-    """The verdict counts, the paper's claims first: ``paper 3 confirmed, 1 refuted, 0
-    inconclusive; engineering ...``."""
-    return (
-        "; ".join(
-            f"{kind} " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
-            for kind, counts in report["by_kind"].items()
-        )
-        or "no claims"
-    )

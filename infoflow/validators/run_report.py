@@ -131,3 +131,15 @@ def _problem(data: Any) -> tuple[str | None, str] | None:
             if claim.get("kind", "") not in ("", *KINDS):
                 return f"{where}.kind", f"not one of {', '.join(KINDS)}"
     return None
+
+
+def summary_line(report: dict) -> str:
+    """The verdict counts, the paper's claims first: ``paper 3 confirmed, 1 refuted, 0
+    inconclusive; engineering ...``."""
+    return (
+        "; ".join(
+            f"{kind} " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
+            for kind, counts in report["by_kind"].items()
+        )
+        or "no claims"
+    )

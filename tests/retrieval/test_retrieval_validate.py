@@ -239,6 +239,25 @@ def test_killed_run_resumes_to_the_same_report(whole_run, tmp_path) -> None:
     )
 
 
+@pytest.mark.slow  # about 25 s of compiling on a 2-core CPU
+def test_a_compiled_training_step_trains_the_members_an_eager_one_does(tmp_path) -> None:
+    """``--compile`` runs the training step through torch.compile (the eager module, whose
+    weights it shares, evaluates and is checkpointed): the same held-out NMSE at every
+    evaluation, to float32 rounding, and the report says it compiled."""
+    args = [str(POSITIONS), "--steps", "20", "--quiet", "--device", "cpu", "--no-plots"]
+    for out, more in ((tmp_path / "compiled", ["--compile"]), (tmp_path / "eager", [])):
+        assert run_cli("validate", *args, "--out", str(out), *more).returncode == 0
+    query = "SELECT value FROM metrics WHERE metric = 'eval:nmse' ORDER BY group_name, member, step"
+    compiled, eager = (
+        [value for (value,) in sqlite3.connect(out / "results.sqlite").execute(query)]
+        for out in (tmp_path / "compiled", tmp_path / "eager")
+    )
+    assert len(compiled) == len(eager) > 0
+    assert compiled == pytest.approx(eager, rel=1e-4)
+    assert json.loads((tmp_path / "compiled" / "report.json").read_text())["compile"] is True
+    assert json.loads((tmp_path / "eager" / "report.json").read_text())["compile"] is False
+
+
 def test_gpu_flag_without_cuda_exits_2(tmp_path) -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")

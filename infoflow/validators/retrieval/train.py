@@ -140,6 +140,7 @@ def train_group(group: Group, context: Context) -> None:
     members = MemberSchedule.from_dict(optimizer.extra)
 
     autocast = precision(device)
+    forward = torch.compile(model) if context.compile else model  # the same weights
     losses, window = torch.zeros(len(group.members), device=device), 0
     speed = meter(model, group.seq_len, device)
     step = start
@@ -149,7 +150,7 @@ def train_group(group: Group, context: Context) -> None:
         x = sample_inputs(group.spec, settings.batch, group.seq_len, generator)
         y = (_as_matrix(target(x)) - data.mean) / data.std
         with autocast:
-            prediction = model(x)
+            prediction = forward(x)
         per_member = ((prediction.float() - y) ** 2).mean((1, 2))
         losses += ensemble_step(optimizer, schedule, per_member)
         speed.add(len(group.members) * settings.batch * group.seq_len)
