@@ -262,8 +262,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def _threads_per_worker() -> int | None:
     """Under pytest-xdist (``-n``), each worker's share of the cores (at least one): torch's
-    default, every core, in every worker would oversubscribe the machine (5x slower on 2
-    cores, measured); None outside xdist."""
+    default, every core in every worker, oversubscribes the machine (two workers ran the
+    suite 1.6x slower than one test at a time on 2 cores, measured); None outside xdist."""
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     return max(1, (os.cpu_count() or 1) // int(workers)) if workers else None
 
