@@ -81,6 +81,7 @@ def test_plan_shows_the_ceiling_before_anything_trains_and_the_gpu_run() -> None
     )
 
 
+@pytest.mark.slow  # 5.8-6.2 CPU s on one thread, 10.3 on two in a CI run (the limit is 10)
 def test_plan_proposes_a_testable_setting_where_the_predicted_range_is_not() -> None:
     """A tolerance no reference meets at C = 3 makes the predicted range untestable; the plan
     says so and names a setting with more states that meets it."""

@@ -585,6 +585,7 @@ def test_validate_records_the_design_in_the_report(tmp_path) -> None:
     assert any(claim["kind"] == "construction" for claim in section["claims"])
 
 
+@pytest.mark.slow  # 6.4 CPU s in an xdist worker (the fast-loop limit is 10)
 def test_a_device_left_out_of_build_on_makes_no_construction_claim_in_the_report(
     tmp_path,
 ) -> None:

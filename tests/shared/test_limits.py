@@ -90,6 +90,7 @@ def test_predict_expands_a_sweep_up_to_its_limit(tmp_path) -> None:
     assert len(infoflow.expand(spec)) == 4
 
 
+@pytest.mark.slow  # 6.1 CPU s in an xdist worker (the fast-loop limit is 10)
 def test_plan_and_validate_train_sweeps_up_to_their_limit(tmp_path) -> None:
     """plan and validate take at most MAX_TRAINED_POINTS points (exit 2 before any training);
     the spec itself is fine for predict."""
