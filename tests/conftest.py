@@ -254,8 +254,10 @@ TEST_STEP_TIME = {"overhead": 0.01, "per_flop": 1e-9, "source": "fixed for the t
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the tests marked slow first (in their order), so that the workers
-    share the long ones and end together, not with one long test left to run alone."""
+    """Under pytest-xdist, the tests marked slow first (in their order): with ``--dist
+    loadfile --no-loadscope-reorder`` (one module to one worker, so that a module's shared
+    run or Ray cluster is made once), the modules that hold them go out first, and the
+    workers end together rather than with one long module left to run alone."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 

@@ -316,7 +316,6 @@ def whole_run(tmp_path_factory) -> tuple[list[str], dict, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("icl-whole-run")  # one worker runs what shares whole_run
 def test_validate_icl_end_to_end(whole_run) -> None:
     _, report, whole = whole_run
     (section,) = report["specs"]
@@ -369,7 +368,6 @@ def _metrics(folder: Path) -> list[tuple]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("icl-whole-run")
 @pytest.mark.parametrize("when", ["writing", "written"])
 def test_validate_icl_killed_at_a_checkpoint_and_resumed_trains_the_same_models(
     whole_run, tmp_path, when

@@ -178,7 +178,6 @@ def whole_run(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("retrieval-whole-run")  # one worker runs what shares whole_run
 def test_validate_smoke_end_to_end(whole_run) -> None:
     out, report = whole_run
     claims = {c["claim"]: c for c in report["specs"][0]["claims"]}
@@ -203,7 +202,6 @@ def test_validate_smoke_end_to_end(whole_run) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("retrieval-whole-run")
 def test_killed_run_resumes_to_the_same_report(whole_run, tmp_path) -> None:
     """Killed at its first checkpoint, then resumed: the report and the metrics of the run
     never interrupted (this one draws no figure: ``--no-plots`` writes everything else)."""

@@ -20,8 +20,7 @@ pytest.importorskip("ray")
 
 from conftest import SMALLER_LOOPED, SPECS, assert_same, infoflow_cmd, run_cli
 
-#: one xdist worker runs them all, one after another: one Ray cluster at a time on the machine
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.slow
 
 TINY_ICL = {
     "kind": "icl_markov",
