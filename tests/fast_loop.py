@@ -16,8 +16,9 @@ import pytest
 SPENT = pytest.StashKey[dict]()
 TOO_SLOW = pytest.StashKey[list]()
 LIMIT = pytest.StashKey[float]()
-CONFIG = pytest.StashKey[pytest.Config]()
 PROPERTY = "cpu_seconds"
+#: The configuration of the run in progress (pytest_runtest_logreport is not handed it).
+_config: list[pytest.Config] = []
 
 
 def cpu_seconds() -> float:
@@ -37,10 +38,6 @@ def pytest_configure(config) -> None:
 
 def pytest_unconfigure(config) -> None:
     _config.remove(config)
-
-
-#: The configuration of the run in progress (pytest_runtest_logreport is not handed it).
-_config: list[pytest.Config] = []
 
 
 @pytest.hookimpl(hookwrapper=True)

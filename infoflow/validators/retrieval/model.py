@@ -184,24 +184,26 @@ class EnsembleTransformer(nn.Module):
         member's channels (and its layers), so the stream stays zero on the others, and the
         LayerNorms, whose gain and bias are masked too, keep it so."""
         m, b = len(self.members), x.shape[0]
-        c = self.channels[:, None]  # [m, 1, e]
-        h = torch.einsum("btd,mde->mbte", x, self.W_in * c) + (self.b_in * c[:, 0])[:, None, None]
-        readout = (self.readout * c[:, 0])[:, None, None].expand(m, b, 1, -1)  # [m, b, 1, e]
+        channels = self.channels  # [m, e]
+        c = channels[:, None]  # [m, 1, e]
+        h = torch.einsum("btd,mde->mbte", x, self.W_in * c) + (self.b_in * channels)[:, None, None]
+        readout = (self.readout * channels)[:, None, None].expand(m, b, 1, -1)  # [m, b, 1, e]
         h = torch.cat([h, readout], dim=2)  # [m, b, t + 1, e]
         h = h + (self.pe_mask[:, None, None] * self.W_pos * c)[:, None]
-        attention, hidden = None, self.hidden[:, None]  # [m, 1, f]: each member's MLP units
+        attention, units = None, self.hidden  # [m, f]: each member's MLP units
         for layer in range(self.layers):
-            writes = self.layer_mask[layer][:, None, None] * c  # [m, 1, e]: what it may write
+            own = self.layer_mask[layer][:, None] * channels  # [m, e]: what the layer may write
+            writes = own[:, None]  # [m, 1, e]
             a, probs = self._attention(
                 self._norm(h, self.ln1[layer]), layer, writes, return_attention
             )
             attention = probs if attention is None else attention
             h = h + a  # [m, b, s, e], s = t + 1
             z = self._norm(h, self.ln2[layer])
-            z = torch.einsum("mbse,mef->mbsf", z, self.W_1[layer] * hidden)
-            z = F.relu(z + (self.b_1[layer] * hidden[:, 0])[:, None, None])  # [m, b, s, f]
+            z = torch.einsum("mbse,mef->mbsf", z, self.W_1[layer] * units[:, None])
+            z = F.relu(z + (self.b_1[layer] * units)[:, None, None])  # [m, b, s, f]
             z = torch.einsum("mbsf,mfe->mbse", z, self.W_2[layer] * writes)
-            h = h + z + (self.b_2[layer] * writes[:, 0])[:, None, None]  # [m, b, s, e]
+            h = h + z + (self.b_2[layer] * own)[:, None, None]  # [m, b, s, e]
         out = self._norm(h[:, :, -1:], self.ln_f)[:, :, 0]  # the readout: [m, b, e]
         y = torch.einsum("mbe,meo->mbo", out, self.W_out) + self.b_out[:, None]  # [m, b, o]
         return (y, attention) if return_attention else y
