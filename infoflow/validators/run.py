@@ -169,7 +169,7 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
         validator = kind.load_validator()
         if spec.kind not in planned.scales:
             planned.scales[spec.kind] = validator.scale(
-                options.scale, options.steps, options.seeds, device, options.budget
+                options.scale, options.steps, options.seeds, device, options.budget, options.compile
             )
         try:
             experiment = validator.plan(name, spec, planned.scales[spec.kind], path.parent)
@@ -192,6 +192,7 @@ def plan_one(
     steps: int | None,
     seeds: int | None,
     field: str | None = None,
+    compile: bool = False,
 ):
     """One spec's experiment as ``validate`` would plan it, with the scale it is sized to and
     the device type (None: the one validate would use, CUDA where there is one): what ``infoflow
@@ -199,7 +200,7 @@ def plan_one(
     ``field``), exit 2."""
     check_points(spec, source)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    sized = validator.scale(scale, steps, seeds, device, budget)
+    sized = validator.scale(scale, steps, seeds, device, budget, compile)
     try:
         experiment = validator.plan(Path(source).stem, spec, sized, Path(source).parent)
     except SpecError as exc:

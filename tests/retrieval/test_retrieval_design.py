@@ -453,6 +453,25 @@ def test_without_a_gpu_retrieval_estimates_on_the_model_recorded_on_one(monkeypa
         assert timed_there / group_seconds(group, ASSUMED_H200) > 8  # what the lease refuted
 
 
+def test_a_compiled_plan_divides_the_step_by_the_recorded_gain_and_adds_its_compile_time(
+    monkeypatch,
+) -> None:
+    """``plan --compile``: each group's training steps (not its evaluations or its target)
+    sped up by the device's recorded gain, plus one compile per group; the plan says so."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    spec = infoflow.load_spec(SPECS / "retrieval" / "intrinsic-dimension-D4.json")
+    paper = replace(SCALES["paper"], device="cuda")
+    (group,) = plan("id4", spec, paper).groups
+    gain, model = timing.COMPILE_GAINS["cuda"], timing.H200_RETRIEVAL
+    shape = (group.members, group.seq_len, 4, group.settings.batch)
+    training = group.settings.steps * model.step(timing.group_flops(*shape))
+    eager, compiled = group_seconds(group, model), group_seconds(group, model, compiled=True)
+    assert compiled == pytest.approx(eager - training * (1 - 1 / gain.speedup) + gain.seconds)
+    spec_path = SPECS / "retrieval" / "specific-position.json"
+    text = run_cli("plan", spec_path, "--device", "cuda", "--compile").stdout
+    assert f"{gain.speedup:.2f}x faster after {gain.seconds:.0f} s of compiling" in text
+
+
 @pytest.mark.parametrize("damage", [{"overhead": -5.0}, {"per_flop": float("nan")}, {"x": 1}])
 def test_a_damaged_step_time_cache_is_measured_again_with_a_warning(
     monkeypatch, tmp_path, capsys, damage

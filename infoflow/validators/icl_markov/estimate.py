@@ -63,13 +63,14 @@ def plan_command(
     budget: float | None,
     steps: int | None,
     seeds: int | None,
+    compile: bool = False,
 ) -> tuple[str, float]:
     """What ``infoflow plan`` prints for one icl_markov spec, and its estimated seconds."""
     from infoflow.validators.icl_markov.validator import VALIDATOR
     from infoflow.validators.run import plan_one
 
     args = (scale, device, budget, steps, seeds)
-    experiment, sized, device = plan_one(VALIDATOR, spec, source, *args)
+    experiment, sized, device = plan_one(VALIDATOR, spec, source, *args, compile=compile)
     steptime = step_time(device)
     lines = [
         f"{source}: icl_markov at scale {sized.name} on {device}, seeds {sized.seeds}",

@@ -53,6 +53,7 @@ class IclMarkovValidator:
         seeds: int | None,
         device: str,
         budget: float | None = None,
+        compile: bool = False,
     ) -> IclScale:
         scale = replace(SCALES[name], clock_group_per_k=not device.startswith("cuda"))
         scale = replace(scale, seeds=seeds) if seeds else scale

@@ -41,13 +41,14 @@ def plan_command(
     budget: float | None,
     steps: int | None,
     seeds: int | None,
+    compile: bool = False,
 ) -> tuple[str, float]:
     """What ``infoflow plan`` prints for one looped_kv spec, and its estimated seconds."""
     from infoflow.validators.looped_kv.validator import VALIDATOR
     from infoflow.validators.run import plan_one
 
     experiment, sized, device = plan_one(
-        VALIDATOR, spec, source, scale, device, budget, steps, seeds, "model"
+        VALIDATOR, spec, source, scale, device, budget, steps, seeds, "model", compile
     )
     if experiment.group is None:
         line = f"{source}: looped_kv loads {spec.model.checkpoint}; nothing is trained"

@@ -55,6 +55,7 @@ class LoopedKVValidator:
         seeds: int | None,
         device: str,
         budget: float | None = None,
+        compile: bool = False,
     ) -> LoopedScale:
         scale = SCALES[name]
         if seeds:  # the seeds the loop-axis structure is judged over

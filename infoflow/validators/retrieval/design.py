@@ -29,6 +29,7 @@ from infoflow.validators.retrieval.expect import Expectation, expectations
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
 from infoflow.validators.retrieval.floors import ALL_OR_NONE, floors
 from infoflow.validators.retrieval.timing import (
+    COMPILE_GAINS,
     LONGEST_TIMED_STEP,
     group_flops,
     group_step,
@@ -113,7 +114,8 @@ def timed(experiment: Experiment, steptime: StepTime) -> Experiment:
         shape = (group.members, group.seq_len, group.spec.input_dim or 4, group.settings.batch)
         if steptime.step(group_flops(*shape)) <= LONGEST_TIMED_STEP:
             step = group_step(*shape, experiment.scale.device)
-            experiment.estimates[group.name] = group_seconds(group, steptime, step)
+            compiled = experiment.scale.compile
+            experiment.estimates[group.name] = group_seconds(group, steptime, step, compiled)
             count += 1
     if count == len(experiment.groups):
         experiment.step_time = f"{steptime.source}; each group's step timed on its own stack"
@@ -189,20 +191,29 @@ def seconds(experiment: Experiment) -> float:
 def estimate(experiment: Experiment, steptime: StepTime) -> Experiment:
     """Fill ``experiment.estimates``: each group's training time on the step-time model."""
     for group in experiment.groups:
-        experiment.estimates[group.name] = group_seconds(group, steptime)
+        compiled = experiment.scale.compile
+        experiment.estimates[group.name] = group_seconds(group, steptime, compiled=compiled)
     experiment.step_time = steptime.source
     return experiment
 
 
-def group_seconds(group: Group, steptime: StepTime, step: float | None = None) -> float:
-    """Training steps (``step`` seconds each, else the model's), the evaluations every
-    ``eval_every`` steps and the target's own time."""
+def group_seconds(
+    group: Group, steptime: StepTime, step: float | None = None, compiled: bool = False
+) -> float:
+    """Training steps (``step`` seconds each, else the model's; ``compiled``: that step sped
+    up and its compile time added, as recorded in :data:`~infoflow.validators.retrieval.
+    timing.COMPILE_GAINS`), the evaluations every ``eval_every`` steps and the target's own
+    time."""
     s, d = group.settings, group.spec.input_dim or 4
     train = (
         step
         if step is not None
         else steptime.step(group_flops(group.members, group.seq_len, d, s.batch))
     )
+    compiling = 0.0
+    if compiled:
+        gain = COMPILE_GAINS[steptime.device_type]
+        train, compiling = train / gain.speedup, gain.seconds
     chunks = math.ceil(s.eval_size / 512)
     evaluation = chunks * steptime.step(group_flops(group.members, group.seq_len, d, 512) / 3)
     evaluations = math.ceil(s.steps / s.eval_every) + 1
@@ -211,7 +222,7 @@ def group_seconds(group: Group, steptime: StepTime, step: float | None = None) -
         if steptime.assumed
         else target_seconds(group.spec, group.seq_len, s.batch, steptime.device_type)
     )
-    return s.steps * (train + target) + evaluations * evaluation
+    return compiling + s.steps * (train + target) + evaluations * evaluation
 
 
 def describe(experiment: Experiment, source: str) -> str:
@@ -227,6 +238,8 @@ def describe(experiment: Experiment, source: str) -> str:
         f"  step time: {experiment.step_time}",
         f"  design: {sized}; {len(experiment.models)} models x {scale.seeds} seeds",
     ]
+    if scale.compile:
+        lines.insert(2, f"  {COMPILE_GAINS[scale.device].describe()}")
     if experiment.not_trained:
         lines.append(f"  {experiment.not_trained}")
     for group in experiment.trained_groups:
@@ -294,6 +307,7 @@ def plan_command(
     budget: float | None,
     steps: int | None,
     seeds: int | None,
+    compile: bool = False,
 ) -> tuple[str, float]:
     """``infoflow plan`` for one retrieval spec on ``device`` (None: the one validate would
     use, CUDA where there is one): its description and estimated seconds; a SpecError (exit
@@ -302,5 +316,5 @@ def plan_command(
     from infoflow.validators.run import plan_one
 
     args = (scale, device, budget, steps, seeds)
-    experiment, _, _ = plan_one(VALIDATOR, spec, source, *args, field="target")
+    experiment, _, _ = plan_one(VALIDATOR, spec, source, *args, "target", compile)
     return describe(experiment, source), seconds(experiment) + experiment.construction_seconds

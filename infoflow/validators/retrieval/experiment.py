@@ -44,6 +44,7 @@ class Scale:
     budget_seconds: float | None  # per spec; None: train the spec's own sizes
     rungs: tuple[int, ...] = (2, 4, 8, 20)  # MLP widths: >= 8x in decoder parameters
     device: str = "cpu"  # the device type the budget is spent on
+    compile: bool = False  # the training step torch.compiled (--compile)
 
 
 SCALES = {

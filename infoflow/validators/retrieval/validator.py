@@ -39,8 +39,9 @@ class RetrievalValidator:
         seeds: int | None,
         device: str,
         budget: float | None = None,
+        compile: bool = False,
     ) -> Scale:
-        scale = replace(SCALES[name], device=device)
+        scale = replace(SCALES[name], device=device, compile=compile)
         if budget:
             scale = replace(scale, budget_seconds=budget)
         if steps:
