@@ -416,6 +416,7 @@ def test_linear_rope_scaling_is_read_and_others_refused(tmp_path) -> None:
         load_ouro(tmp_path / "scaled")
 
 
+@pytest.mark.slow  # 21 CPU s on an H200 machine (CUDA's start-up), 2026-12-04
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_the_measurements_run_on_the_gpu(teacher) -> None:
     from infoflow.validators.looped_kv.experiment import SCALES

@@ -72,24 +72,21 @@ def _ladder(heads: tuple[int, ...], embed_dim: int, widths: tuple[int, ...]) -> 
     return [Member(heads, False, seed, embed_dim, width) for width in widths for seed in range(3)]
 
 
-#: The retrieval stack on one H200, recorded on 2026-12-04 (the only lease so far): ``plan``
-#: timed the five paper-scale intrinsic-dimension groups (72 members, T = 64, batch 256) on
-#: the device at 80-121 ms a step, held-out passes and the target included; a 36-member
-#: group at T = 16 took 13 ms a step, nearly all of it fixed. So 10 ms a step plus 0.83% of
-#: the bf16 dense peak (the five groups' median: 0.68-1.01%), which puts those groups within
-#: 0.83-1.18x of their timings and a 3,500-step run of D = 4 at 334 s against the 293 s it
-#: took (docs/results/2026-12-04-h200-intrinsic-dimension.md). The masked stack's
-#: elementwise kernels, not its matmuls, filled the device; the masks have acted on the
-#: weights since (the same day: 1.2-1.3x faster on a CPU, not yet timed on a GPU), so this
-#: model is likely pessimistic.
+#: The retrieval stack on one H200, recorded on 2026-12-04 (second lease), its masks on the
+#: weights: the paper-scale intrinsic-dimension groups of D = 4 and D = 2 (72 members, T =
+#: 64, batch 256) took 57.6 and 59.8 ms a training step eagerly, and the D = 4 run about
+#: 5 ms a step more for the target and the held-out passes. So 10 ms a step (what a
+#: 36-member group at T = 16 took on the first lease, nearly all of it fixed) plus 1.5% of
+#: the bf16 dense peak (1.31% and 1.65% for the two, the target's share taken as D = 4's),
+#: which puts them at 0.90x and 1.10x (docs/results/2026-12-04-h200-compile.md). The first
+#: lease's model (0.83%, masks on the activations) put these steps about 1.4x longer.
 H200_RETRIEVAL = StepTime(
     "cuda",
     "NVIDIA H200 (recorded)",
     10e-3,
-    1 / (0.0083 * 989e12),
-    "recorded on one H200 on 2026-12-04, not measured here: 10 ms a step and 0.83% of the "
-    "989 TFLOP/s bf16 dense peak (the target's evaluation included; timed before the masks "
-    "moved to the weights: likely pessimistic)",
+    1 / (0.015 * 989e12),
+    "recorded on one H200 on 2026-12-04, not measured here: 10 ms a step and 1.5% of the "
+    "989 TFLOP/s bf16 dense peak (the target's evaluation included)",
     assumed=True,
 )
 
@@ -120,13 +117,15 @@ class CompileGain:
         return f"the step compiled: {gain} ({self.source})"
 
 
-#: Recorded side by side, eager against compiled (bench/bench_compile_step.py).
+#: Recorded side by side, eager against compiled (bench/bench_compile_step.py): on the GPU
+#: the median of the D = 4 and D = 2 paper-scale groups (2.04x and 2.12x, 26 s and 20 s for
+#: the first three steps; docs/results/2026-12-04-h200-compile.md).
 COMPILE_GAINS = {
     "cuda": CompileGain(
-        2.63,
-        21.0,
-        "recorded on one H200 on 2026-12-04: the intrinsic-dimension D = 4 group, 72 members "
-        "at T = 64, before the masks moved to the weights",
+        2.08,
+        23.0,
+        "recorded on one H200 on 2026-12-04: the intrinsic-dimension groups of D = 4 and "
+        "D = 2, 72 members at T = 64",
     ),
     "cpu": CompileGain(
         1.08,
