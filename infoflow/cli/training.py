@@ -179,7 +179,11 @@ ExecutorOption = Annotated[
     Executor, typer.Option(help="local: in this process; ray: one Ray task per group.")
 ]
 Address = Annotated[
-    str | None, typer.Option(help="A Ray cluster to join (default: start a local one).")
+    str | None,
+    typer.Option(
+        help="A Ray cluster to join (default: the one RAY_ADDRESS names, else the last one"
+        " `ray start` started here, else a new local one)."
+    ),
 ]
 GpusPerGroup = Annotated[
     float, typer.Option(help="GPUs each Ray task asks for with --gpu (a fraction shares one).")

@@ -56,8 +56,9 @@ def train_one(job: Job, device: str, checkpoints: str, compile: bool = False) ->
 def train_on_ray(
     jobs: list[Job], context: Context, address: str | None, gpus_per_group: float
 ) -> None:
-    """Train ``jobs`` as Ray tasks (a local cluster without ``address``) and replay what
-    they recorded into ``context.store``."""
+    """Train ``jobs`` as Ray tasks and replay what they recorded into ``context.store``.
+    Without ``address``, Ray's own rule: the cluster ``RAY_ADDRESS`` names, else the last
+    one ``ray start`` started on this machine, else a new local one."""
     try:
         import ray
     except ModuleNotFoundError:
@@ -70,9 +71,9 @@ def train_on_ray(
             address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False
         )
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as error:
-        where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+        where = f"the Ray cluster at {address}" if address else "a Ray cluster"
         reason = one_line(error, 200)
-        raise SpecError("--ray-address", [(None, f"cannot reach {where}: {reason}")]) from None
+        raise SpecError("--address", [(None, f"cannot reach {where}: {reason}")]) from None
     resources = {"num_gpus": gpus_per_group} if context.device.type == "cuda" else {"num_cpus": 1}
     remote = ray.remote(max_retries=3)(train_one).options(**resources)
     try:
@@ -87,7 +88,7 @@ def train_on_ray(
             if context.progress:
                 context.progress(job.name, job.steps, job.steps)
     finally:
-        if address is None:  # the cluster this run started
+        if address is None:  # the cluster this run started or found: disconnect
             ray.shutdown()
 
 

@@ -67,7 +67,7 @@ class Options:
     budget: float | None = None  # seconds per spec for families that size their experiments
     overrides: tuple[str, ...] = ()  # ``key.path=value``, applied to every spec
     executor: str = "local"  # or "ray": one Ray task per job
-    address: str | None = None  # a Ray cluster to join (default: start a local one)
+    address: str | None = None  # a Ray cluster to join (default: Ray's rule, executor.py)
     gpus_per_group: float = 1.0  # GPUs each Ray task asks for on CUDA
     plots: bool = True  # draw the figures (the families' plots and the learning curves)
     compile: bool = False  # torch.compile the retrieval training step (for a GPU)

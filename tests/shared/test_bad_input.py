@@ -553,4 +553,4 @@ def test_an_unreachable_ray_cluster_is_one_line(monkeypatch) -> None:
         SpecError, match=r"cannot reach the Ray cluster at 10\.9\.9\.9:6379: Could"
     ) as e:
         train_on_ray([object()], None, "10.9.9.9:6379", 0)
-    assert "\n" not in str(e.value)
+    assert "\n" not in str(e.value) and str(e.value).startswith("--address: ")  # the flag
