@@ -10,8 +10,9 @@ torch version and probe (``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). The g
 shape of what every family trains; a family whose own stack costs more per FLOP (masks, a
 per-member optimiser) gives its own pair (:class:`Probes`), so that its estimates are
 measured on what it trains. For a CUDA device on a machine without one, the model is the
-one a family recorded on a GPU for its probes (:attr:`Probes.recorded`), else an
-assumption stated in :data:`ASSUMED_H200` (docs say so wherever an estimate uses either).
+one recorded on a GPU for the probes (:attr:`Probes.recorded`: :data:`H200_GENERIC` for the
+generic ones), else an assumption stated in :data:`ASSUMED_H200` (docs say so wherever an
+estimate uses either).
 FLOPs are counted as the throughput meter counts them (nanoGPT's count); each family turns
 its own groups into FLOPs and seconds.
 """
@@ -93,16 +94,32 @@ class StepTime:
 #: One H200 when none is at hand and the probes recorded none: a few hundred kernel launches
 #: a step (about 3 ms for a two-layer stacked ensemble with a fused AdamW and the target's
 #: evaluation) and 15% of the 989 TFLOP/s bf16 dense peak, the share small matrices reach.
-#: The one stack measured on an H200 (retrieval's, 2026-12-04) ran about 10x slower than
-#: this: its elementwise kernels, not its matmuls, fill the device.
+#: Both stacks since timed on an H200 ran far slower (retrieval's 10x, icl_markov's smoke
+#: groups 4.6x): every probe bundled now carries a recorded model instead.
 ASSUMED_H200 = StepTime(
     "cuda",
     "NVIDIA H200 (assumed)",
     3e-3,
     1 / (0.15 * 989e12),
     "assumed, not measured: 3 ms of launches a step (the target's evaluation included), "
-    "15% of the 989 TFLOP/s bf16 dense peak (the retrieval stack measured on an H200 ran "
-    "10x slower: likely optimistic)",
+    "15% of the 989 TFLOP/s bf16 dense peak (the stacks timed on an H200 ran 4.6-10x "
+    "slower: likely optimistic)",
+    assumed=True,
+)
+
+#: The generic probe on one H200, 2026-12-04 (docs/results/2026-12-04-h200-compile.md):
+#: 7.9 ms a step and 1.6% of the bf16 dense peak. The probes are small for an H200, so the
+#: fixed part dominates and the FLOP term is barely resolved (a second measurement there,
+#: under more load, found the large probe no slower than the small); 1.6% is close to the
+#: 1.5% the retrieval stack reached. An icl_markov race at smoke scale (seven groups, 200
+#: steps) took 1.7x what it gives, 4.6x what :data:`ASSUMED_H200` gave.
+H200_GENERIC = StepTime(
+    "cuda",
+    "NVIDIA H200 (recorded)",
+    7.9e-3,
+    1 / (0.016 * 989e12),
+    "recorded on one H200 on 2026-12-04, not measured here: 7.9 ms a step and 1.6% of the "
+    "989 TFLOP/s bf16 dense peak (the generic probe; small icl_markov groups took 1.7x this)",
     assumed=True,
 )
 
@@ -295,7 +312,9 @@ def regression_step(model: nn.Module, optimizer, x: Tensor, y: Tensor) -> Callab
 
 
 #: The generic probes: a small and a large stacked ensemble of :class:`Probe`.
-GENERIC = Probes("probe4", partial(Probe, 1, 16, 8), partial(Probe, 6, 64, 32))
+GENERIC = Probes(
+    "probe4", partial(Probe, 1, 16, 8), partial(Probe, 6, 64, 32), recorded=H200_GENERIC
+)
 
 
 def seconds_per_step(
@@ -359,5 +378,5 @@ def gpu_line(source: str, scale: str, seeds: int, seconds: float) -> str:
     basis = step_time("cuda").source.split(":")[0]
     return (
         f"  on a GPU: infoflow validate {source} --scale {scale} --gpu --seeds {seeds} "
-        f"(about {minutes(seconds)} on the {basis} step time)"
+        f"(about {minutes(seconds)} by the step time {basis})"
     )

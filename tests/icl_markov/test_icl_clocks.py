@@ -279,3 +279,33 @@ def test_the_report_states_a_race_with_an_open_interval() -> None:
         "reason": "the M1 path decides",
     }
     assert "K*_1 = 54.1 (25.7 to open over the clock seeds)" in _race(race)
+
+
+#: The icl_markov race at smoke scale, 200 steps, one seed, on one H200 (2026-12-04,
+#: bench/device_step_times.sh): its seven groups trained in 23.4 s.
+H200_RACE_SECONDS = 23.4
+
+
+def test_without_a_gpu_icl_estimates_on_the_generic_model_recorded_on_one(monkeypatch) -> None:
+    """The generic probes carry the model recorded on an H200: it puts the race's smoke run
+    at 1.5-2x short of what the device took (its groups are small: launches), where the
+    assumption was over 4x short; a probe pair that recorded nothing keeps the assumption."""
+    from pathlib import Path
+
+    from infoflow.validators import steptime
+    from infoflow.validators.icl_markov.estimate import group_seconds
+    from infoflow.validators.icl_markov.validator import VALIDATOR
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    model = steptime.step_time("cuda")
+    assert model is steptime.H200_GENERIC and "recorded on one H200" in model.source
+    spec = infoflow.load_spec("specs/icl_markov/race-c3-quick.json")
+    scale = VALIDATOR.scale("smoke", 200, 1, "cuda")
+    planned = VALIDATOR.plan("race", spec, scale, Path("specs/icl_markov"))
+    groups = [*planned.groups, *planned.clocks]
+    assert len(groups) == 7
+    recorded = sum(group_seconds(g, model) for g in groups)
+    assumed = sum(group_seconds(g, steptime.ASSUMED_H200) for g in groups)
+    assert 1.5 < H200_RACE_SECONDS / recorded < 2 and H200_RACE_SECONDS / assumed > 4
+    unrecorded = steptime.Probes("x", steptime.GENERIC.small, steptime.GENERIC.large)
+    assert steptime.step_time("cuda", unrecorded) is steptime.ASSUMED_H200
