@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One GPU lease, one command: check the GPU path, measure the ensemble's MFU at the paper's
-# ladder sizes, then run as many paper-scale intrinsic-dimension validations as `plan`
+# One GPU lease, one command: check the GPU path (and, if asked, time the ensemble's MFU at
+# the paper's ladder sizes and chosen groups' steps eagerly against compiled), then run as
+# many paper-scale intrinsic-dimension validations as `plan`
 # (measuring the device) says fit in the time left, each in its own folder so that every one
 # started finishes with its report (or, past the time left, is stopped with its measurements
 # stored, resumable) and the folders come back as one archive.
@@ -73,14 +74,16 @@ for D in $SPECS; do
     if [ -n "${FIT:-}" ] && python3 -c "import sys; sys.exit(not $MARGIN * $estimate >= $left)"; then
         planned=${STEPS:-$(python3 -c "from infoflow.validators.retrieval.experiment import SCALES; print(SCALES['$SCALE'].settings.steps)")}
         # a step: the compiled one the bench measured (+15% for the target and evaluations)
-        # where it ran, else the plan's; 90 s for the rest (planning, compiling, judging)
+        # where it ran, else the plan's (MARGIN x); 90 s for the rest (planning, compiling,
+        # judging)
         step=$(python3 -c "import re, sys; m = re.search(r'compiled ([0-9.]+) ms/step', open(sys.argv[1]).read()); \
-            print(1.15e-3 * float(m[1]) if m and '${COMPILE:-}' else ($estimate - 90) / $planned)" \
-            "$OUT/bench_compile_D$D.txt" 2>/dev/null || python3 -c "print(($estimate - 90) / $planned)")
-        steps=$(python3 -c "print(min($planned, int(($left - 25 - 90) / $step) // 500 * 500))")
+            print(1.15e-3 * float(m[1]) if m and '${COMPILE:-}' else $MARGIN * $estimate / $planned)" \
+            "$OUT/bench_compile_D$D.txt" 2>/dev/null || python3 -c "print($MARGIN * $estimate / $planned)")
+        steps=$(python3 -c "print(min($planned, int(($left - 25 - 90) / $step) // 500 * 500))" || echo 0)
         estimate=$(python3 -c "print(round(90 + $step * $steps))") fitted=1 FIT=
         log "D=$D: the plan's $planned steps do not fit; $steps steps, about $estimate s ($step s a step)"
     fi
+    left=$((LIMIT - $(elapsed)))
     if [ "${steps:-1}" -gt 0 ] && { [ -n "$fitted" ] || python3 -c "import sys; sys.exit(not $MARGIN * $estimate < $left)"; }; then
         log "D=$D: estimated $estimate s, $left s left: running"
         timeout $((left - 15)) python3 -m infoflow validate "$spec" --scale "$SCALE" $gpu --set "$build_on" \

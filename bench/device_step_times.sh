@@ -42,13 +42,17 @@ print(f"{'spec':<22} {'steps':>6} {'estimated s':>12} {'measured s':>11} {'measu
 for run in sys.argv[2:]:
     spec, steps = run.rsplit(":", 1)
     name = pathlib.Path(spec).stem
-    plan = json.loads((work / f"{name}.plan.jsonl").read_text().splitlines()[0])
+    lines = (work / f"{name}.plan.jsonl").read_text().splitlines()
+    if not lines:
+        print(f"{name:<22} {steps:>6}  plan failed: see {name}.plan.err")
+        continue
+    plan = json.loads(lines[0])
     estimated = plan["predictions"]["estimated_seconds"]["value"]
     report = work / name / "report.json"
     throughput = json.loads(report.read_text())["throughput"] if report.is_file() else {}
-    measured = sum(t["seconds"] for t in throughput.values())
+    measured = sum(t["seconds"] or 0 for t in throughput.values())
     ratio = f"{measured / estimated:.2f}" if measured and estimated else "-"
-    shown = f"{measured:.1f}" if throughput else "none"  # looped_kv records no throughput
+    shown = f"{measured:.1f}" if throughput else "none"  # a run that trained nothing
     print(f"{name:<22} {steps:>6} {estimated:>12.1f} {shown:>11} {ratio:>13}")
     print(" ", next((m.strip() for m in plan["messages"] if "step time" in m), "step time: ?"))
 EOF

@@ -72,6 +72,8 @@ def train_on_ray(
         )
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as error:
         where = f"the Ray cluster at {address}" if address else "a Ray cluster"
+        if not address and os.environ.get("RAY_ADDRESS"):
+            where = f"the Ray cluster that RAY_ADDRESS names ({os.environ['RAY_ADDRESS']})"
         reason = one_line(error, 200)
         raise SpecError("--address", [(None, f"cannot reach {where}: {reason}")]) from None
     resources = {"num_gpus": gpus_per_group} if context.device.type == "cuda" else {"num_cpus": 1}

@@ -20,7 +20,7 @@ import math
 import platform
 import sys
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     first = recorded_settings(options.out / DATABASE) if options.resume else {}
     resumed_on = keep_threads(first.get("threads"), device.type)  # and plans so, below
     with recorded(first.get("step_times")) as used:  # a resumed run: what it designed with
-        planned = plan(paths or infoflow.specs.bundled(), options, device.type)
+        planned = plan(paths or infoflow.specs.bundled(), designed(options, first), device.type)
         step_times = dict(used)
     with locked(options.out):
         store = register(planned, options, device, step_times)
@@ -149,6 +149,15 @@ def _plot(kind: str, out: Path, sections: list[dict]) -> None:
         family(kind).load_validator().plot(out, sections)
     except Exception as error:  # any plotting error: the report stands
         print(f"warning: the {kind} plots were not drawn ({error})", file=sys.stderr)
+
+
+def designed(options: Options, first: dict) -> Options:
+    """The options a run designs with: a resumed run's ``compile`` is the one it started with
+    (``first``, its recorded settings), since under a budget it changes the design; this
+    invocation's ``--compile`` still decides how its steps train."""
+    if not first:
+        return options
+    return replace(options, compile=first.get("compile") is True)
 
 
 def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:

@@ -248,6 +248,10 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert all(s["measured_bytes"] == s["predicted_bytes"] for s in stores)
     # shrunk too (--set applies to every spec), Ouro keeps a vocabulary too large to draw over
     assert "a vocabulary of 49,152" in report["skipped"][0]["reason"]
+    speeds = report["throughput"]  # the main model's and the 2x width's
+    assert len(speeds) == 2 and all(
+        s["tokens_per_second"] > 0 < s["seconds"] for s in speeds.values()
+    )
     assert (out / "tiny-looped-codec.png").stat().st_size > 1000
     assert (out / "tiny-looped-spectra.png").stat().st_size > 1000
     checkpoint = next((out / "checkpoints").glob("tiny-looped-looped-*.pt"))

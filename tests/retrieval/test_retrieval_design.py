@@ -481,6 +481,23 @@ def test_a_compiled_plan_divides_the_step_by_the_recorded_gain_and_adds_its_comp
     assert f"{gain.speedup:.2f}x faster after {gain.seconds:.0f} s of compiling" in text
 
 
+def test_validate_designs_with_compile_and_a_resumed_run_as_it_started() -> None:
+    """``validate --compile`` reaches the retrieval design (its scale, and so its estimates);
+    a resumed run designs with the compile it started with, whatever this call says."""
+    from infoflow.validators.run import Options, designed
+    from infoflow.validators.run import plan as plan_run
+
+    spec_path = SPECS / "retrieval" / "specific-position.json"
+    runs = {flag: plan_run([spec_path], Options(compile=flag)) for flag in (False, True)}
+    assert [runs[flag].scales["retrieval"].compile for flag in (False, True)] == [False, True]
+    eager, compiled = (sum(runs[f].experiments[0][1].estimates.values()) for f in (0, 1))
+    assert compiled != eager
+    assert designed(Options(compile=True), {}).compile is True  # a new run
+    assert designed(Options(compile=True), {"compile": False}).compile is False
+    assert designed(Options(), {"compile": True}).compile is True
+    assert designed(Options(compile=True), {"threads": 2}).compile is False  # before compile
+
+
 @pytest.mark.parametrize("damage", [{"overhead": -5.0}, {"per_flop": float("nan")}, {"x": 1}])
 def test_a_damaged_step_time_cache_is_measured_again_with_a_warning(
     monkeypatch, tmp_path, capsys, damage

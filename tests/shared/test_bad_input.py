@@ -554,3 +554,6 @@ def test_an_unreachable_ray_cluster_is_one_line(monkeypatch) -> None:
     ) as e:
         train_on_ray([object()], None, "10.9.9.9:6379", 0)
     assert "\n" not in str(e.value) and str(e.value).startswith("--address: ")  # the flag
+    monkeypatch.setenv("RAY_ADDRESS", "10.8.8.8:6379")  # Ray's default without --address
+    with pytest.raises(SpecError, match=r"the Ray cluster that RAY_ADDRESS names \(10\.8\.8\.8"):
+        train_on_ray([object()], None, None, 0)

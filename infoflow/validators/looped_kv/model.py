@@ -216,12 +216,15 @@ def train_looped(
     device="cpu",
     snapshots: tuple[int, ...] = (),
     on_snapshot=None,
+    on_speed=None,
 ) -> LoopedDecoder:
     """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences
     (drawn on the CPU, trained on ``device``), saving the training state to ``checkpoint``
     every ``every`` steps and resuming from it (a finished run only loads its weights).
     ``on_snapshot(step, model)`` runs at each of ``snapshots``, the model in eval mode, before
-    that step's checkpoint (a run killed after it repeats it on resume)."""
+    that step's checkpoint (a run killed after it repeats it on resume). ``on_speed(rates)``
+    runs at the end with the throughput of the steps this call trained
+    (:meth:`~infoflow.validators.throughput.Meter.rates`)."""
     torch.manual_seed(seed)
     model = LoopedDecoder(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
@@ -249,6 +252,8 @@ def train_looped(
                 progress(done, steps, loss.item(), speed.text())
         elif progress:
             progress(done, steps, None, speed.text())
+    if on_speed is not None:
+        on_speed(speed.rates())
     return model.eval()
 
 

@@ -95,6 +95,7 @@ class LoopedKVValidator:
             on_snapshot=lambda step, model: context.store.record_metrics(
                 group.name, step, [structure.snapshot(model, scale.length)]
             ),
+            on_speed=lambda rates: context.store.record_throughput(group.name, rates),
         )
         context.store.finish_group(group.name, time.perf_counter() - started)
 

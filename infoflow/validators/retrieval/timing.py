@@ -75,7 +75,8 @@ def _ladder(heads: tuple[int, ...], embed_dim: int, widths: tuple[int, ...]) -> 
 #: The retrieval stack on one H200, recorded on 2026-12-04 (second lease), its masks on the
 #: weights: the paper-scale intrinsic-dimension groups of D = 4 and D = 2 (72 members, T =
 #: 64, batch 256) took 57.6 and 59.8 ms a training step eagerly, and the D = 4 run about
-#: 5 ms a step more for the target and the held-out passes. So 10 ms a step (what a
+#: 5 ms a step more for the target and the held-out passes (which the estimate also counts
+#: apart: about 0.4 ms a step, within the fit's error). So 10 ms a step (what a
 #: 36-member group at T = 16 took on the first lease, nearly all of it fixed) plus 1.5% of
 #: the bf16 dense peak (1.31% and 1.65% for the two, the target's share taken as D = 4's),
 #: which puts them at 0.90x and 1.10x (docs/results/2026-12-04-h200-compile.md). The first
