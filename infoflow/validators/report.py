@@ -52,8 +52,10 @@ def markdown(report: dict) -> str:
     lines = [
         "# infoflow validate",
         "",
-        f"Scale `{report['scale']}` on `{report['device']}`, {report['started']} to "
-        f"{report['finished']}." + (f" {families}" if families else ""),
+        f"Scale `{report['scale']}` on `{report['device']}`"
+        + (", the retrieval training step compiled" if report.get("compile") else "")
+        + f", {report['started']} to {report['finished']}."
+        + (f" {families}" if families else ""),
         "",
         f"Verdicts by kind of claim: {verdicts or 'no claims'}.",
     ]

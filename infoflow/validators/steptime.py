@@ -373,6 +373,10 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{math.ceil(seconds)} s"
 
 
+#: What ``plan --compile`` says for a family whose trainer does not compile its step.
+NOT_COMPILED = "  --compile: not used (only the retrieval trainer compiles its step)"
+
+
 def gpu_line(source: str, scale: str, seeds: int, seconds: float) -> str:
     """The plan's last line: the command of the GPU run and its time on the GPU step time."""
     basis = step_time("cuda").source.split(":")[0]

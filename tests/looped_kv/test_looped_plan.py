@@ -29,3 +29,15 @@ def test_plan_refuses_a_model_the_validator_cannot_train() -> None:
     out = run_cli("plan", "specs/looped_kv/ouro-1.4b.json")
     assert out.returncode == 2
     assert "cannot be validated" in out.stderr and "parameters" in out.stderr
+
+
+def test_plan_says_compile_is_not_used_for_this_family() -> None:
+    """Only the retrieval trainer compiles its step: the other families' plans say so."""
+    from infoflow.validators.steptime import NOT_COMPILED
+
+    looped, icl = "specs/looped_kv/tiny-looped.json", "specs/icl_markov/decoder-c3.json"
+    plain = run_cli("plan", looped, "--device", "cuda").stdout.splitlines()
+    both = run_cli("plan", looped, icl, "--device", "cuda", "--compile").stdout.splitlines()
+    assert both.count(NOT_COMPILED) == 2 and NOT_COMPILED not in plain  # a line per spec
+    looped_block = plain[:-1]  # without "estimated total": nothing else changes
+    assert [line for line in both if line != NOT_COMPILED][: len(looped_block)] == looped_block

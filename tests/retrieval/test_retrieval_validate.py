@@ -254,6 +254,9 @@ def test_a_compiled_training_step_trains_the_members_an_eager_one_does(tmp_path)
     assert compiled == pytest.approx(eager, rel=1e-4)
     assert json.loads((tmp_path / "compiled" / "report.json").read_text())["compile"] is True
     assert json.loads((tmp_path / "eager" / "report.json").read_text())["compile"] is False
+    said = "the retrieval training step compiled"
+    assert said in (tmp_path / "compiled" / "report.md").read_text()
+    assert said not in (tmp_path / "eager" / "report.md").read_text()
 
 
 def test_gpu_flag_without_cuda_exits_2(tmp_path) -> None:

@@ -21,7 +21,7 @@ from infoflow.validators.icl_markov.decoder.data import (
     STEPS,
     DecoderGroup,
 )
-from infoflow.validators.steptime import StepTime, gpu_line, minutes, step_time
+from infoflow.validators.steptime import NOT_COMPILED, StepTime, gpu_line, minutes, step_time
 from infoflow.validators.throughput import flops_per_token
 
 
@@ -70,11 +70,12 @@ def plan_command(
     from infoflow.validators.run import plan_one
 
     args = (scale, device, budget, steps, seeds)
-    experiment, sized, device = plan_one(VALIDATOR, spec, source, *args, compile=compile)
+    experiment, sized, device = plan_one(VALIDATOR, spec, source, *args)
     steptime = step_time(device)
     lines = [
         f"{source}: icl_markov at scale {sized.name} on {device}, seeds {sized.seeds}",
         f"  step time: {steptime.source}",
+        *([NOT_COMPILED] if compile else []),
     ]
     total = 0.0
     for group in [*experiment.groups, *experiment.clocks]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from infoflow.looped_kv.spec import LoopedKVSpec
 from infoflow.validators.looped_kv.model import LoopedConfig
-from infoflow.validators.steptime import StepTime, gpu_line, minutes, step_time
+from infoflow.validators.steptime import NOT_COMPILED, StepTime, gpu_line, minutes, step_time
 from infoflow.validators.throughput import flops_per_token
 
 
@@ -48,7 +48,7 @@ def plan_command(
     from infoflow.validators.run import plan_one
 
     experiment, sized, device = plan_one(
-        VALIDATOR, spec, source, scale, device, budget, steps, seeds, "model", compile
+        VALIDATOR, spec, source, scale, device, budget, steps, seeds, "model"
     )
     if experiment.group is None:
         line = f"{source}: looped_kv loads {spec.model.checkpoint}; nothing is trained"
@@ -59,6 +59,7 @@ def plan_command(
         f"{', '.join(f'{w}x' for w in sized.widths)}, snapshots at "
         f"{', '.join(f'{s:g}' for s in sized.snapshots)} of the steps",
         f"  step time: {here.source}",
+        *([NOT_COMPILED] if compile else []),
     ]
     total = 0.0
     for group in experiment.structure:
