@@ -109,12 +109,11 @@ def timed(experiment: Experiment, steptime: StepTime) -> Experiment:
     did). Its ``step_time`` says how many groups were timed."""
     if steptime.assumed or steptime.threads is None or recorded_without("step:"):
         return experiment  # an assumed or fixed model, or a run resumed from before timing
-    count = 0
+    count, compiled = 0, experiment.scale.compile
     for group in experiment.groups:
         shape = (group.members, group.seq_len, group.spec.input_dim or 4, group.settings.batch)
         if steptime.step(group_flops(*shape)) <= LONGEST_TIMED_STEP:
             step = group_step(*shape, experiment.scale.device)
-            compiled = experiment.scale.compile
             experiment.estimates[group.name] = group_seconds(group, steptime, step, compiled)
             count += 1
     if count == len(experiment.groups):
@@ -190,8 +189,8 @@ def seconds(experiment: Experiment) -> float:
 
 def estimate(experiment: Experiment, steptime: StepTime) -> Experiment:
     """Fill ``experiment.estimates``: each group's training time on the step-time model."""
+    compiled = experiment.scale.compile
     for group in experiment.groups:
-        compiled = experiment.scale.compile
         experiment.estimates[group.name] = group_seconds(group, steptime, compiled=compiled)
     experiment.step_time = steptime.source
     return experiment
