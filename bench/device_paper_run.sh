@@ -31,12 +31,7 @@ mkdir -p "$OUT" "$RUNS"
 elapsed() { echo $(($(date +%s) - START)); }
 log() { echo "[$(elapsed) s] $*" | tee -a "$OUT/summary.txt"; }
 
-if [ "$DEVICE" = cuda ] && [ -d .whl ]; then # the device image lacks pydantic: carried wheels (device README)
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl || exit 3
-    export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
+. bench/device_env.sh
 build_on='validation={"build_on": ["cpu"], "why": "constructions settled on a CPU: docs/results/2026-12-04-intrinsic-dimension-constructions.md"}'
 
 log "start $(date -u +%FT%TZ) on $(hostname); device $DEVICE, scale $SCALE, limit $LIMIT s"

@@ -17,12 +17,7 @@ TIMEOUT=${TIMEOUT:-70}
 WORK=${WORK:-/tmp/infoflow-step-times}
 export PYTHONUNBUFFERED=1 INFOFLOW_CACHE="$WORK/cache"
 mkdir -p "$OUT" "$WORK"
-if [ "$DEVICE" = cuda ] && [ -d .whl ]; then # the device image lacks pydantic: carried wheels (device README)
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl || exit 3
-    export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
+. bench/device_env.sh
 [ "$DEVICE" = cuda ] && train=--gpu || train="--device cpu"
 
 for run in $RUNS; do
