@@ -14,7 +14,8 @@ below the learning threshold) matches the run's.
 Run from the repository root:
 ``python bench/bench_pilot_replay.py RUN_FOLDER [RUN_FOLDER ...] [--pilot 400]`` (folders of
 ``infoflow validate`` runs: their report.json and metrics.csv). Besides each member's call it
-counts each model's (every seed learns, or not: what a design would decide on).
+counts each model's (every seed learns, or not) and each design's (every seed of every model
+predicted efficient learns, or not: what a design would decide on).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def replay(run: Path, pilot: int) -> tuple[list[bool], dict[str, list[tuple[bool
                 reached = curve[max(curve)]  # the last evaluation, what the run judges
                 calls = (guess < threshold, reached < threshold)
                 agreed.append(calls[0] == calls[1])
-                models.setdefault(f"{run}: {model['label']}", []).append(calls)
+                models.setdefault(f"{run} {section['name']}: {model['label']}", []).append(calls)
                 said = "learns" if calls[0] else "does not"
                 did = "learns" if calls[1] else "does not"
                 print(
@@ -79,6 +80,16 @@ def replay(run: Path, pilot: int) -> tuple[list[bool], dict[str, list[tuple[bool
                     f"{threshold:.3g} | pilot: {said}; run: {did} |"
                 )
     return agreed, models
+
+
+def designs(models: dict[str, list[tuple[bool, bool]]]) -> dict[str, tuple[bool, bool]]:
+    """Run and spec -> (the pilot calls every efficient member learnable, the run found so)."""
+    out: dict[str, tuple[bool, bool]] = {}
+    for label, calls in models.items():
+        design = label.split(": ", 1)[0]
+        said, did = out.get(design, (True, True))
+        out[design] = (said and all(p for p, _ in calls), did and all(r for _, r in calls))
+    return out
 
 
 def main() -> None:
@@ -98,6 +109,12 @@ def main() -> None:
     # a model learns when every seed does: what a design would decide on
     same = sum(all(p for p, _ in c) == all(r for _, r in c) for c in models.values())
     print(f"and for {same} of {len(models)} models (every seed learns, or not)")
+    called = designs(models)
+    for design, (said, did) in called.items():
+        said_word, did_word = ("learns" if c else "does not" for c in (said, did))
+        print(f"design {design}: pilot {said_word}; run {did_word}")
+    same = sum(said == did for said, did in called.values())
+    print(f"and for {same} of {len(called)} designs (every efficient member learns, or not)")
 
 
 if __name__ == "__main__":
