@@ -23,8 +23,9 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 from pathlib import Path
+
+from infoflow.validators.retrieval.pilot import extrapolated
 
 
 def curves(metrics: Path) -> dict[tuple[str, str], dict[int, float]]:
@@ -37,18 +38,6 @@ def curves(metrics: Path) -> dict[tuple[str, str], dict[int, float]]:
                     row["value"]
                 )
     return out
-
-
-def extrapolated(curve: dict[int, float], pilot: int, cap: int) -> float | None:
-    """The NMSE at ``cap`` on the power law through the evaluations at pilot / 2 and at the
-    last one not after the pilot (no rise: a curve going up is held flat)."""
-    steps = [s for s in sorted(curve) if s <= pilot]
-    early = [s for s in steps if s <= pilot // 2]
-    if not early or steps[-1] == early[-1]:
-        return None
-    a, b = early[-1], steps[-1]
-    slope = math.log(curve[b] / curve[a]) / math.log(b / a)
-    return curve[b] * (cap / b) ** min(slope, 0.0)
 
 
 def replay(run: Path, pilot: int) -> tuple[list[bool], dict[str, list[tuple[bool, bool]]]]:

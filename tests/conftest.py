@@ -181,7 +181,7 @@ class ToyExperiment:
 class ToyValidator:
     kind = "toy"
 
-    def scale(self, name, steps, seeds, device, budget=None, compile=False):
+    def scale(self, name, steps, seeds, device, budget=None, compile=False, pilot=False):
         return ToyScale(name, steps or 1)
 
     def plan(self, name, spec, scale, base_dir):

@@ -80,6 +80,13 @@ Compile = Annotated[
         " 1.08x on a 2-core CPU after 29 s (recorded 2026-12-04; plan adds them)."
     ),
 ]
+Pilot = Annotated[
+    bool,
+    typer.Option(
+        help="Under a budget, train each retrieval design's efficient models 600 steps first and"
+        " take the best whose pilot says they learn (cached: plan then validate pilot once)."
+    ),
+]
 
 
 @app.command()
@@ -101,6 +108,7 @@ def plan(
     ] = None,
     seeds: Annotated[int | None, typer.Option(min=1, max=1000, help="Override the seeds.")] = None,
     compile: Compile = False,
+    pilot: Pilot = True,
     threads: Threads = None,
     overrides: Overrides = None,
     format: Annotated[
@@ -120,7 +128,7 @@ def plan(
         for path in specs:
             loaded, run_plan = load_for("plan", path, overrides)
             chosen = device.value if device else None
-            args = (scale.value, chosen, seconds, steps, seeds, compile)
+            args = (scale.value, chosen, seconds, steps, seeds, compile, pilot)
             text, estimate = run_plan(loaded, str(path), *args)
             typer.echo(_plan_line(loaded.kind, str(path), text, estimate) if jsonl else text)
             total += estimate
@@ -211,6 +219,7 @@ def validate(
         bool, typer.Option(help="Draw the figures (plots, learning curves); the data are kept.")
     ] = True,
     compile: Compile = False,
+    pilot: Pilot = True,
     verbose: Verbose = False,
     quiet: Quiet = False,
 ) -> None:
@@ -238,6 +247,7 @@ def validate(
             gpus_per_group=gpus_per_group,
             plots=plots,
             compile=compile,
+            pilot=pilot,
         )
         cuda = Device.cuda if gpu else device
         with _free_cores(threads, cuda) as note:

@@ -3,11 +3,13 @@
 ``infoflow validate`` runs plan -> register -> train -> judge -> write (:mod:`run`). A
 family takes part by implementing :class:`Validator`:
 
-- ``scale(name, steps, seeds, device, budget, compile)``: its settings at a named scale (a
-  frozen dataclass, recorded in the report), with ``--steps`` and ``--seeds`` applied, for
-  the device type the run trains on ("cpu" or "cuda"); ``budget`` (``--budget``, seconds per
-  spec) is for a family that sizes its experiments to the time at hand, and ``compile``
-  (``--compile``) for one whose trainer compiles its step; the others ignore them;
+- ``scale(name, steps, seeds, device, budget, compile, pilot)``: its settings at a named
+  scale (a frozen dataclass, recorded in the report), with ``--steps`` and ``--seeds``
+  applied, for the device type the run trains on ("cpu" or "cuda"); ``budget``
+  (``--budget``, seconds per spec) and ``pilot`` (``--pilot``: try a design's models
+  briefly before taking it) are for a family that sizes its experiments to the time at
+  hand, and ``compile`` (``--compile``) for one whose trainer compiles its step; the others
+  ignore them;
 - ``plan(name, spec, scale, base_dir)``: the experiment for one spec, whose ``jobs`` are the
   groups to train (a group: members that train together in one process on one device); it
   raises :class:`CannotValidate` for a spec it cannot train or measure;
@@ -144,6 +146,7 @@ class Validator(Protocol):
         device: str,
         budget: float | None = None,
         compile: bool = False,
+        pilot: bool = False,
     ) -> Any: ...
 
     def plan(self, name: str, spec: SpecBase, scale: Any, base_dir: Path) -> Experiment: ...

@@ -71,6 +71,7 @@ class Options:
     gpus_per_group: float = 1.0  # GPUs each Ray task asks for on CUDA
     plots: bool = True  # draw the figures (the families' plots and the learning curves)
     compile: bool = False  # torch.compile the retrieval training step (for a GPU)
+    pilot: bool = True  # a retrieval design's models tried briefly before it is taken
 
     def __post_init__(self) -> None:
         """Refuse options no run can use (a SpecError naming the option)."""
@@ -82,9 +83,8 @@ class Options:
             if value is not None and (isinstance(value, bool) or not 1 <= value <= most):
                 raise SpecError(option, [(None, f"must be from 1 to {most:,} (got {value})")])
         if not 0 < self.gpus_per_group <= 1024:
-            raise SpecError(
-                "--gpus-per-group", [(None, f"must be in (0, 1024] (got {self.gpus_per_group})")]
-            )
+            problem = f"must be in (0, 1024] (got {self.gpus_per_group})"
+            raise SpecError("--gpus-per-group", [(None, problem)])
         if self.address and self.executor != "ray":
             raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
 
@@ -108,7 +108,7 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     process holds locked meanwhile; return the report (report.json's content)."""
     device = pick_device(options.gpu, options.device)
     if progress:
-        progress.phase("planning", "(measuring the step time where it is not cached)")
+        progress.phase("planning", "(timing steps and piloting designs where not cached)")
     first = recorded_settings(options.out / DATABASE) if options.resume else {}
     resumed_on = keep_threads(first.get("threads"), device.type)  # and plans so, below
     with recorded(first.get("step_times")) as used:  # a resumed run: what it designed with
@@ -129,8 +129,8 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             report["throughput"] = throughput(planned, store)
             if progress:
                 progress.phase("writing", f"the reports and plots to {options.out}")
-            validators = [validator for validator, _ in planned.experiments]
-            judged = list(zip(validators, sections, strict=True))
+            pairs = zip(planned.experiments, sections, strict=True)
+            judged = [(validator, section) for (validator, _), section in pairs]
             report["exports"] = write_exports(options.out, store, judged, options.plots)
         finally:
             store.close()
@@ -152,12 +152,13 @@ def _plot(kind: str, out: Path, sections: list[dict]) -> None:
 
 
 def designed(options: Options, first: dict) -> Options:
-    """The options a run designs with: a resumed run's ``compile`` is the one it started with
-    (``first``, its recorded settings), since under a budget it changes the design; this
+    """The options a run designs with: a resumed run's ``compile`` and ``pilot`` are those it
+    started with (``first``, its settings), as they change the design under a budget; this
     invocation's ``--compile`` still decides how its steps train."""
     if not first:
         return options
-    return replace(options, compile=first.get("compile") is True)
+    started = {key: first.get(key) is True for key in ("compile", "pilot")}
+    return replace(options, **started)
 
 
 def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
@@ -177,9 +178,8 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
             continue
         validator = kind.load_validator()
         if spec.kind not in planned.scales:
-            planned.scales[spec.kind] = validator.scale(
-                options.scale, options.steps, options.seeds, device, options.budget, options.compile
-            )
+            sizes = (options.scale, options.steps, options.seeds, device, options.budget)
+            planned.scales[spec.kind] = validator.scale(*sizes, options.compile, options.pilot)
         try:
             experiment = validator.plan(name, spec, planned.scales[spec.kind], path.parent)
         except SpecError as exc:  # a spec no model can be built for: named by its file
@@ -202,6 +202,7 @@ def plan_one(
     seeds: int | None,
     field: str | None = None,
     compile: bool = False,
+    pilot: bool = False,
 ):
     """One spec's experiment as ``validate`` would plan it, with the scale it is sized to and
     the device type (None: the one validate would use, CUDA where there is one): what ``infoflow
@@ -209,7 +210,7 @@ def plan_one(
     ``field``), exit 2."""
     check_points(spec, source)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    sized = validator.scale(scale, steps, seeds, device, budget, compile)
+    sized = validator.scale(scale, steps, seeds, device, budget, compile, pilot)
     try:
         experiment = validator.plan(Path(source).stem, spec, sized, Path(source).parent)
     except SpecError as exc:
@@ -260,6 +261,7 @@ def register(planned: Plan, options: Options, device: torch.device, step_times: 
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "compile": options.compile,
+        "pilot": options.pilot,
         "step_times": step_times,
         "python": platform.python_version(),
     }
@@ -304,19 +306,17 @@ def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
 
 
 def throughput(planned: Plan, store: Store) -> dict[str, dict]:
-    """Each trained group's speed: tokens per second, model FLOP/s and MFU against the
-    device's peak (the groups that measured it; a resumed group: since its resumption), its
-    training seconds, and the design's estimate of them where the family makes one."""
+    """Each trained group's speed (tokens/s, FLOP/s, MFU against the device's peak; a resumed
+    group's since it resumed), its training seconds and, where made, the design's estimate."""
     out = {}
     for _, experiment in planned.experiments:
         estimates = getattr(experiment, "estimates", {})  # the families that estimate a group
         for job in experiment.jobs:
             speed = store.throughput(job.name)
             if speed:
-                seconds = {"seconds": store.seconds(job.name)}
-                if job.name in estimates:
-                    seconds["estimated_seconds"] = estimates[job.name]
-                out[job.name] = {**speed, **seconds}
+                estimate = estimates.get(job.name)
+                more = {} if estimate is None else {"estimated_seconds": estimate}
+                out[job.name] = {**speed, "seconds": store.seconds(job.name), **more}
     return out
 
 

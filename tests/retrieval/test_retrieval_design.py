@@ -483,19 +483,24 @@ def test_a_compiled_plan_divides_the_step_by_the_recorded_gain_and_adds_its_comp
 
 def test_validate_designs_with_compile_and_a_resumed_run_as_it_started() -> None:
     """``validate --compile`` reaches the retrieval design (its scale, and so its estimates);
-    a resumed run designs with the compile it started with, whatever this call says."""
+    a resumed run designs with the compile and the pilot it started with, whatever this call
+    says."""
     from infoflow.validators.run import Options, designed
     from infoflow.validators.run import plan as plan_run
 
     spec_path = SPECS / "retrieval" / "specific-position.json"
-    runs = {flag: plan_run([spec_path], Options(compile=flag)) for flag in (False, True)}
-    assert [runs[flag].scales["retrieval"].compile for flag in (False, True)] == [False, True]
+    runs = {flag: plan_run([spec_path], Options(compile=flag, pilot=False)) for flag in (0, 1)}
+    assert [runs[flag].scales["retrieval"].compile for flag in (0, 1)] == [False, True]
     eager, compiled = (sum(runs[f].experiments[0][1].estimates.values()) for f in (0, 1))
     assert compiled != eager
     assert designed(Options(compile=True), {}).compile is True  # a new run
     assert designed(Options(compile=True), {"compile": False}).compile is False
     assert designed(Options(), {"compile": True}).compile is True
     assert designed(Options(compile=True), {"threads": 2}).compile is False  # before compile
+    assert designed(Options(), {}).pilot is True  # a new run pilots by default
+    assert designed(Options(pilot=False), {"pilot": True}).pilot is True
+    assert designed(Options(), {"pilot": False}).pilot is False
+    assert designed(Options(), {"threads": 2}).pilot is False  # a run from before pilots
 
 
 @pytest.mark.parametrize("damage", [{"overhead": -5.0}, {"per_flop": float("nan")}, {"x": 1}])

@@ -64,6 +64,7 @@ def plan_command(
     steps: int | None,
     seeds: int | None,
     compile: bool = False,
+    pilot: bool = False,  # retrieval's alone
 ) -> tuple[str, float]:
     """What ``infoflow plan`` prints for one icl_markov spec, and its estimated seconds."""
     from infoflow.validators.icl_markov.validator import VALIDATOR

@@ -54,6 +54,7 @@ class IclMarkovValidator:
         device: str,
         budget: float | None = None,
         compile: bool = False,
+        pilot: bool = False,
     ) -> IclScale:
         scale = replace(SCALES[name], clock_group_per_k=not device.startswith("cuda"))
         scale = replace(scale, seeds=seeds) if seeds else scale

@@ -42,6 +42,7 @@ def plan_command(
     steps: int | None,
     seeds: int | None,
     compile: bool = False,
+    pilot: bool = False,  # retrieval's alone
 ) -> tuple[str, float]:
     """What ``infoflow plan`` prints for one looped_kv spec, and its estimated seconds."""
     from infoflow.validators.looped_kv.validator import VALIDATOR

@@ -56,6 +56,7 @@ class LoopedKVValidator:
         device: str,
         budget: float | None = None,
         compile: bool = False,
+        pilot: bool = False,
     ) -> LoopedScale:
         scale = SCALES[name]
         if seeds:  # the seeds the loop-axis structure is judged over

@@ -20,7 +20,10 @@ judged against after training.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
+
+import torch
 
 import infoflow
 from infoflow.retrieval.spec import RetrievalSpec
@@ -28,6 +31,7 @@ from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
 from infoflow.validators.retrieval.floors import ALL_OR_NONE, floors
+from infoflow.validators.retrieval.pilot import pilot
 from infoflow.validators.retrieval.timing import (
     COMPILE_GAINS,
     LONGEST_TIMED_STEP,
@@ -46,6 +50,8 @@ SEQ_LENS = (8, 16, 32, 64)
 WIDTHS = range(16, 65)
 #: A separation counts for the score up to this exponent difference.
 DELTA_CAP = 3.0
+#: Designs piloted at most, best first (each pilot trains).
+PILOT_CANDIDATES = 3
 
 
 def choose(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | None) -> Experiment:
@@ -83,10 +89,37 @@ def _designed(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | Non
     longest = max(p.seq_len or 16 for _, p in infoflow.expand(spec, base_dir))
     fits = [e for e in candidates if seconds(e) <= scale.budget_seconds]
     fits.sort(key=lambda e: score(e, spec, longest), reverse=True)
-    for experiment in fits:  # the best that still fits once timed (each shape timed once)
-        if seconds(timed(experiment, steptime)) <= scale.budget_seconds:
+    taken = _taken(fits, scale, steptime)
+    return taken or min((timed(e, steptime) for e in candidates), key=seconds)
+
+
+def _taken(fits: list[Experiment], scale: Scale, steptime: StepTime) -> Experiment | None:
+    """The best design that still fits once timed (each shape timed once). With
+    ``scale.pilot`` on a device this machine has: the best such whose pilot calls it
+    learnable (:mod:`~infoflow.validators.retrieval.pilot`), trying at most
+    :data:`PILOT_CANDIDATES`, else the best that fits; the other designs piloted are named
+    in the taken one's pilot."""
+    piloting = scale.pilot and (scale.device == "cpu" or torch.cuda.is_available())
+    fitting = (e for e in fits if seconds(timed(e, steptime)) <= scale.budget_seconds)
+    tried: list[Experiment] = []
+    for experiment in fitting:
+        if not piloting:
             return experiment
-    return min((timed(e, steptime) for e in candidates), key=seconds)
+        experiment.pilot = pilot(with_floors(experiment), scale.device)
+        if experiment.pilot is None or experiment.pilot.learnable:
+            return _also_piloted(experiment, tried)
+        tried.append(experiment)
+        if len(tried) == PILOT_CANDIDATES:
+            break
+    return _also_piloted(tried[0], tried[1:]) if tried else None
+
+
+def _also_piloted(experiment: Experiment, others: list[Experiment]) -> Experiment:
+    """``experiment`` with the sizes of the ``others`` piloted (not learnable) in its pilot."""
+    if experiment.pilot is not None and others:
+        named = tuple(sizes(e.design) for e in others)
+        experiment.pilot = replace(experiment.pilot, passed_over=named)
+    return experiment
 
 
 def untrained(experiment: Experiment) -> Experiment:
@@ -229,14 +262,13 @@ def describe(experiment: Experiment, source: str) -> str:
     exponents and estimated time, and the comparisons the claims will make."""
     scale, design = experiment.scale, with_floors(experiment).design
     budget = f"budget {duration(scale.budget_seconds)}" if scale.budget_seconds else "no budget"
-    lengths = ", ".join(map(str, design.seq_lens)) if design.seq_lens else "the spec's"
-    width = design.embed_dim or "the spec's"
-    sized = f"T = {lengths}, E = {width}"
     lines = [
         f"{source}: retrieval at scale {scale.name} on {scale.device}, {budget}",
         f"  step time: {experiment.step_time}",
-        f"  design: {sized}; {len(experiment.models)} models x {scale.seeds} seeds",
+        f"  design: {sizes(design)}; {len(experiment.models)} models x {scale.seeds} seeds",
     ]
+    if experiment.pilot:
+        lines.append(f"  {experiment.pilot.sentence()}")
     if scale.compile:
         lines.insert(2, f"  {COMPILE_GAINS[scale.device].describe()}")
     if experiment.not_trained:
@@ -286,6 +318,13 @@ def describe(experiment: Experiment, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sizes(design: Design) -> str:
+    """A design's sizes in words: ``T = 8, 16, E = 24``."""
+    lengths = ", ".join(map(str, design.seq_lens)) if design.seq_lens else "the spec's"
+    width = design.embed_dim or "the spec's"
+    return f"T = {lengths}, E = {width}"
+
+
 def _estimated(experiment: Experiment) -> str:
     """The plan's estimated time: training and construction claims."""
     training, built = seconds(experiment), experiment.construction_seconds
@@ -307,6 +346,7 @@ def plan_command(
     steps: int | None,
     seeds: int | None,
     compile: bool = False,
+    pilot: bool = False,
 ) -> tuple[str, float]:
     """``infoflow plan`` for one retrieval spec on ``device`` (None: the one validate would
     use, CUDA where there is one): its description and estimated seconds; a SpecError (exit
@@ -315,5 +355,5 @@ def plan_command(
     from infoflow.validators.run import plan_one
 
     args = (scale, device, budget, steps, seeds)
-    experiment, _, _ = plan_one(VALIDATOR, spec, source, *args, "target", compile)
+    experiment, _, _ = plan_one(VALIDATOR, spec, source, *args, "target", compile, pilot)
     return describe(experiment, source), seconds(experiment) + experiment.construction_seconds

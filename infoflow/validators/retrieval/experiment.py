@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field, replace
 from itertools import combinations, groupby
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import infoflow
 from infoflow.retrieval.predict import unfloored_exponent
@@ -29,6 +30,9 @@ from infoflow.validators.retrieval.floors import Floors, architecture_label
 from infoflow.validators.retrieval.model import Member
 from infoflow.validators.retrieval.targets import problem_at
 from infoflow.validators.retrieval.train import Group, TrainSettings
+
+if TYPE_CHECKING:
+    from infoflow.validators.retrieval.pilot import Pilot
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class Scale:
     rungs: tuple[int, ...] = (2, 4, 8, 20)  # MLP widths: >= 8x in decoder parameters
     device: str = "cpu"  # the device type the budget is spent on
     compile: bool = False  # the training step torch.compiled (--compile)
+    pilot: bool = False  # designs piloted before one is taken (--pilot; design.py)
 
 
 SCALES = {
@@ -148,6 +153,7 @@ class Experiment:
     not_trained: str = ""  # why the groups do not train on this device (the spec says)
     construction_seconds: float = 0.0  # the construction claims' estimated time
     not_built: str = ""  # why no construction claim is made on this device (the spec says)
+    pilot: Pilot | None = None  # the design's pilot, where one ran (pilot.py)
 
     @property
     def trained_groups(self) -> list[Group]:

@@ -10,6 +10,7 @@ from infoflow.validators.report import claims_markdown, interval, number
 from infoflow.validators.retrieval.experiment import Experiment, Model
 from infoflow.validators.retrieval.exponents import Ladder, coverage
 from infoflow.validators.retrieval.floors import LEARNS_FACTOR, Floors
+from infoflow.validators.retrieval.pilot import sentence
 
 
 def body(
@@ -39,6 +40,7 @@ def body(
         "not_trained": experiment.not_trained,
         "construction_estimated_seconds": experiment.construction_seconds,
         "not_built": experiment.not_built,
+        "pilot": experiment.pilot.describe() if experiment.pilot else None,
     }
     models = []
     for model in experiment.models:
@@ -208,7 +210,8 @@ def _design(design: dict[str, Any] | None) -> str:
         f"estimated {number(g['estimated_seconds'])} s"
         for g in design["groups"]
     )
+    piloted = f" The {markdown_text(sentence(design['pilot']))}." if design.get("pilot") else ""
     return (
         f"Design: {', '.join(sizes)} ({markdown_text(design['step_time'] or 'no estimate')})."
-        f" {markdown_text(times)}.{built}"
+        f" {markdown_text(times)}.{piloted}{built}"
     )

@@ -159,7 +159,7 @@ def group_step(members: list[Member], seq_len: int, input_dim: int, batch: int, 
     path = models.with_name(models.stem + "-groups.json")
     probe = StackProbe(members, seq_len, input_dim, batch)
     timing = partial(seconds_per_step, probe, torch.device(device), GROUP_STEPS, GROUP_SECONDS)
-    return remembered(f"step:{device}:{key}", partial(_cached, path, key, timing))
+    return remembered(f"step:{device}:{key}", partial(cached_number, path, key, timing))
 
 
 def group_flops(members: list[Member], seq_len: int, input_dim: int, batch: int) -> float:
@@ -195,10 +195,10 @@ def target_seconds(spec: RetrievalSpec, seq_len: int, batch: int, device: str) -
         ]
     )
     timing = partial(_time_target, spec, seq_len, batch, torch.device(device))
-    return remembered(f"target:{device}:{key}", partial(_cached, path, key, timing))
+    return remembered(f"target:{device}:{key}", partial(cached_number, path, key, timing))
 
 
-def _cached(path: Path, key: str, measure: Callable[[], float]) -> float:
+def cached_number(path: Path, key: str, measure: Callable[[], float]) -> float:
     """The number under ``key`` in the JSON cache ``path``: measured and written when it is
     missing (or damaged)."""
     if path not in _CACHED:

@@ -118,15 +118,15 @@ def make_optimizer(model: EnsembleTransformer, settings: TrainSettings) -> Membe
     return MemberAdamW(model.member_axes(), len(model.members), settings.lr, settings.weight_decay)
 
 
-def train_group(group: Group, context: Context) -> None:
+def train_group(group: Group, context: Context, until: int | None = None) -> None:
     """Train ``group`` until every member is done (:mod:`plateau`: warmup, a constant rate
-    until its loss stops improving, a cooldown) or the cap of ``settings.steps``, resuming
-    from its checkpoint. Every ``eval_every`` steps, and at the end, record each member's
-    mean training loss (``train:loss``) and held-out NMSE (``eval:nmse``); at the end, how
-    each member stopped (``plateau:capped`` 1 when the cap, not a plateau, started its
-    cooldown; ``plateau:improving`` 1 when its loss was still falling then;
-    ``plateau:slope``, the log-log loss slope then; ``plateau:step``, its last training
-    step)."""
+    until its loss stops improving, a cooldown) or the cap of ``settings.steps`` (or step
+    ``until`` of the same schedule: a pilot's), resuming from its checkpoint. Every
+    ``eval_every`` steps, and at the end, record each member's mean training loss
+    (``train:loss``) and held-out NMSE (``eval:nmse``); at the end, how each member stopped
+    (``plateau:capped`` 1 when the cap, not a plateau, started its cooldown;
+    ``plateau:improving`` 1 when its loss was still falling then; ``plateau:slope``, the
+    log-log loss slope then; ``plateau:step``, its last training step)."""
     started, device, store = time.perf_counter(), context.device, context.store
     settings = group.settings
     target = TargetFunction(group.spec, seed=group.data_seed, device=device)
@@ -143,8 +143,8 @@ def train_group(group: Group, context: Context) -> None:
     forward = torch.compile(model) if context.compile else model  # the same weights
     losses, window = torch.zeros(len(group.members), device=device), 0
     speed = meter(model, group.seq_len, device)
-    step = start
-    while step < settings.steps and not members.done(step):
+    step, last = start, min(until or settings.steps, settings.steps)
+    while step < last and not members.done(step):
         factors = members.factors(step)
         optimizer.member_lr = torch.tensor(factors, device=device)
         x = sample_inputs(group.spec, settings.batch, group.seq_len, generator)
@@ -155,7 +155,7 @@ def train_group(group: Group, context: Context) -> None:
         losses += ensemble_step(optimizer, schedule, per_member)
         speed.add(len(group.members) * settings.batch * group.seq_len)
         window, step, mean = window + 1, step + 1, None
-        if step % settings.eval_every == 0 or step == settings.steps or members.done(step):
+        if step % settings.eval_every == 0 or step == last or members.done(step):
             mean_loss = (losses / window).tolist()
             mean = sum(mean_loss) / len(mean_loss)
             losses.zero_()

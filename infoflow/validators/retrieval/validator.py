@@ -40,8 +40,9 @@ class RetrievalValidator:
         device: str,
         budget: float | None = None,
         compile: bool = False,
+        pilot: bool = False,
     ) -> Scale:
-        scale = replace(SCALES[name], device=device, compile=compile)
+        scale = replace(SCALES[name], device=device, compile=compile, pilot=pilot)
         if budget:
             scale = replace(scale, budget_seconds=budget)
         if steps:

@@ -1,0 +1,170 @@
+"""The design's pilot: the extrapolation on power laws of known slope, the members it
+trains, a real pilot that stops at its step with the run's schedule, the design that takes
+the best candidate its pilot calls learnable (else the best that fits, naming the others),
+and the pilot in ``plan``, report.json and report.md."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import SPECS, run_cli  # noqa: E402
+
+import infoflow  # noqa: E402
+from infoflow.validators.retrieval import design as design_module  # noqa: E402
+from infoflow.validators.retrieval import pilot as pilot_module  # noqa: E402
+from infoflow.validators.retrieval.design import choose, sizes  # noqa: E402
+from infoflow.validators.retrieval.experiment import SCALES, Design, plan  # noqa: E402
+from infoflow.validators.retrieval.pilot import (  # noqa: E402
+    Pilot,
+    PilotMember,
+    extrapolated,
+    pilot,
+    pilot_group,
+)
+from infoflow.validators.retrieval.report import _design  # noqa: E402
+from infoflow.validators.steptime import ASSUMED_H200  # noqa: E402
+
+SMOKE = SCALES["smoke"]
+POSITION = SPECS / "retrieval" / "cpu-suite" / "specific-position.json"
+
+
+@pytest.mark.parametrize("slope", [-1.5, -0.5, -0.1])
+def test_a_power_law_in_steps_is_extrapolated_exactly(slope) -> None:
+    curve = {step: 0.7 * step**slope for step in range(100, 601, 100)}
+    assert extrapolated(curve, 600, 2000) == pytest.approx(0.7 * 2000**slope)
+    assert extrapolated(curve, 400, 2000) == pytest.approx(0.7 * 2000**slope)
+
+
+def test_a_rising_curve_is_held_flat_and_too_few_evaluations_give_nothing() -> None:
+    assert extrapolated({300: 0.2, 600: 0.3}, 600, 2000) == pytest.approx(0.3)
+    assert extrapolated({600: 0.3}, 600, 2000) is None
+    assert extrapolated({100: 0.3, 200: 0.2}, 600, 2000) is None  # nothing after the half
+
+
+def test_the_pilot_trains_the_largest_rung_of_every_efficient_model_every_seed() -> None:
+    spec = infoflow.load_spec(SPECS / "retrieval" / "kth-largest.json")
+    experiment = plan("kth", spec, SMOKE, None, Design((8,), 16))
+    (group,) = experiment.groups
+    piloted = pilot_group(experiment, group)
+    assert piloted.settings == group.settings and piloted.data_seed == group.data_seed
+    largest = max(SMOKE.rungs)
+    efficient = [m for m in experiment.models if experiment.expected[m].efficient]
+    assert efficient and len(efficient) < len(experiment.models)
+    assert len(piloted.members) == len(efficient) * SMOKE.seeds
+    assert {m.hidden for m in piloted.members} == {largest}
+    assert {m.seed for m in piloted.members} == set(range(SMOKE.seeds))
+    assert {(m.heads, m.embed_dim) for m in piloted.members} == {
+        (m.heads, m.embed_dim) for m in efficient
+    }
+
+
+def test_a_pilot_trains_to_its_step_on_the_runs_schedule_and_calls_each_member(
+    monkeypatch,
+) -> None:
+    """A real pilot, shortened: 100 steps of a 200-step cap (the warmup is the cap's)."""
+    monkeypatch.setattr(pilot_module, "PILOT_STEPS", 100)
+    stopped = []
+    train = pilot_module.train_group
+    monkeypatch.setattr(
+        pilot_module,
+        "train_group",
+        lambda group, context, until: stopped.append(until) or train(group, context, until),
+    )
+    short = replace(SMOKE, settings=replace(SMOKE.settings, steps=200, eval_every=50))
+    experiment = design_module.with_floors(
+        plan("sp", infoflow.load_spec(POSITION), short, None, Design((10,), 8))
+    )
+    found = pilot(experiment, "cpu")
+    assert stopped == [100]
+    assert len(found.members) == SMOKE.seeds  # heads [1] with PE; its twin without PE is not
+    threshold = experiment.floors[10].learns_below
+    for member in found.members:
+        assert member.learns_below == threshold and 0 < member.extrapolated < 10
+        assert member.learns == (member.extrapolated < threshold)
+    assert found.learnable == all(m.learns for m in found.members)
+    again = pilot(experiment, "cpu")  # cached: not trained again
+    assert stopped == [100] and again == found
+    capped = replace(short, settings=replace(short.settings, steps=150))
+    assert (
+        pilot(design_module.with_floors(plan("sp", infoflow.load_spec(POSITION), capped)), "cpu")
+        is None
+    )
+
+
+def _called(learnable: bool) -> Pilot:
+    value = 0.01 if learnable else 0.5
+    return Pilot(600, (PilotMember("heads [1, 1], T=8, E=16, MLP 20, seed 0", 8, value, 0.1),))
+
+
+@pytest.fixture
+def fast_device(monkeypatch):
+    fixed = ASSUMED_H200.__class__("cpu", "fast", 1e-3, 1e-13, "fixed for this test")
+    monkeypatch.setattr(design_module, "step_model", lambda device: fixed)
+    monkeypatch.setattr(design_module, "target_seconds", lambda *args: 0.0)
+
+
+def test_the_design_takes_the_best_candidate_its_pilot_calls_learnable(
+    monkeypatch, fast_device
+) -> None:
+    spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
+    unpiloted = choose("pm", spec, SMOKE, None)
+    assert unpiloted.pilot is None  # the scale does not pilot
+    calls: list[Design] = []
+
+    def second_learns(experiment, device):
+        calls.append(experiment.design)
+        return _called(len(calls) == 2)
+
+    monkeypatch.setattr(design_module, "pilot", second_learns)
+    chosen = choose("pm", spec, replace(SMOKE, pilot=True), None)
+    assert len(calls) == 2 and calls[0] == unpiloted.design  # the best first
+    assert chosen.design == calls[1] and chosen.pilot.learnable
+    assert chosen.pilot.passed_over == (sizes(calls[0]),)
+    assert sizes(calls[0]) in chosen.pilot.sentence()
+
+
+def test_when_no_pilot_says_learnable_the_best_that_fits_is_taken(monkeypatch, fast_device) -> None:
+    spec = infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json")
+    calls: list[Design] = []
+    monkeypatch.setattr(
+        design_module, "pilot", lambda e, device: calls.append(e.design) or _called(False)
+    )
+    chosen = choose("pm", spec, replace(SMOKE, pilot=True), None)
+    assert len(calls) == design_module.PILOT_CANDIDATES
+    assert chosen.design == calls[0] and not chosen.pilot.learnable
+    assert chosen.pilot.passed_over == tuple(sizes(d) for d in calls[1:])
+    no_cuda = replace(SMOKE, pilot=True, device="cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    calls.clear()
+    assert choose("pm", spec, no_cuda, None).pilot is None and not calls  # cannot train here
+
+
+def test_the_pilot_is_in_report_json_and_report_md() -> None:
+    described = _called(False).describe()
+    assert described["learnable"] is False and described["members"][0]["learns_below"] == 0.1
+    design = {
+        **Design((8,), 16).describe(),
+        "step_time": "fixed",
+        "groups": [],
+        "pilot": {**described, "passed_over": ["T = 8, 16, E = 24"]},
+    }
+    text = _design(design)
+    assert "The pilot (600 steps" in text and "not learnable" in text
+    assert "extrapolated to NMSE 0.5 at the cap, learns below 0.1" in text
+    assert "other designs piloted, not learnable: T = 8, 16, E = 24" in text
+
+
+@pytest.mark.slow
+def test_plan_pilots_once_and_validate_designs_the_same() -> None:
+    """``plan`` pilots (600 steps) and caches; a second ``plan`` reads the cache; ``--no-pilot``
+    prints no pilot."""
+    first = run_cli("plan", str(POSITION), "--budget", "8m")
+    assert first.returncode == 0, first.stderr
+    (line,) = [x for x in first.stdout.splitlines() if x.startswith("  pilot (600 steps")]
+    assert "3 members): learnable" in line
+    assert run_cli("plan", str(POSITION), "--budget", "8m").stdout == first.stdout
+    assert "pilot (" not in run_cli("plan", str(POSITION), "--no-pilot").stdout
