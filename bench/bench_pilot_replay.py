@@ -1,15 +1,16 @@
 """Would a short pilot have told which models learn? Replayed on a finished retrieval run.
 
-The issue asked for a design that fits learnability into the budget, "a short pilot per
-candidate" being one way. Training is warmup then a constant rate, and every member of an
-ensemble trains on its own, so the first ``--pilot`` steps of a finished member are what a
-pilot of that member would have seen, given the run's cap and plateau rule (a member that
-plateaus early cools down before the pilot ends), up to float rounding (trained alone, one
-member's extrapolation moved from 0.102 to 0.106 in 600 steps). For the largest rung of
-every model predicted efficient, this prints the NMSE at the pilot's end, the NMSE it
-extrapolates to at the cap (a power law in steps fitted between half the pilot and its
-end), and what the member reached; then whether the pilot's call ("learns": extrapolated
-below the learning threshold) matches the run's.
+The design's pilot (``infoflow/validators/retrieval/pilot.py``, the same extrapolation)
+trains a candidate's members for 600 steps before the run; this replays that rule on a run
+that trained them to the end, to test it. Training is warmup then a constant rate, and
+every member of an ensemble trains on its own, so the first ``--pilot`` steps of a finished
+member are what a pilot of that member would have seen, given the run's cap and plateau
+rule (a member that plateaus early cools down before the pilot ends), up to float rounding
+(trained alone, one member's extrapolation moved from 0.102 to 0.106 in 600 steps). For the
+largest rung of every model predicted efficient, this prints the NMSE at the pilot's end,
+the NMSE it extrapolates to at the cap (a power law in steps fitted between half the pilot
+and its end), and what the member reached; then whether the pilot's call ("learns":
+extrapolated below the learning threshold) matches the run's.
 
 Run from the repository root:
 ``python bench/bench_pilot_replay.py RUN_FOLDER [RUN_FOLDER ...] [--pilot 400]`` (folders of
