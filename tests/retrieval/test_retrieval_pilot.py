@@ -5,7 +5,9 @@ and the pilot in ``plan``, report.json and report.md."""
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,7 @@ torch = pytest.importorskip("torch")
 from conftest import SPECS, run_cli  # noqa: E402
 
 import infoflow  # noqa: E402
+from infoflow.validators.protocol import Context  # noqa: E402
 from infoflow.validators.retrieval import design as design_module  # noqa: E402
 from infoflow.validators.retrieval import pilot as pilot_module  # noqa: E402
 from infoflow.validators.retrieval.design import choose, sizes  # noqa: E402
@@ -27,6 +30,7 @@ from infoflow.validators.retrieval.pilot import (  # noqa: E402
 )
 from infoflow.validators.retrieval.report import _design  # noqa: E402
 from infoflow.validators.steptime import ASSUMED_H200  # noqa: E402
+from infoflow.validators.store import Recorder  # noqa: E402
 
 SMOKE = SCALES["smoke"]
 POSITION = SPECS / "retrieval" / "cpu-suite" / "specific-position.json"
@@ -88,11 +92,29 @@ def test_a_pilot_trains_to_its_step_on_the_runs_schedule_and_calls_each_member(
     assert found.learnable == all(m.learns for m in found.members)
     again = pilot(experiment, "cpu")  # cached: not trained again
     assert stopped == [100] and again == found
+    group = pilot_group(experiment, experiment.groups[0])
+    full, early = _curves(train, group, None), _curves(train, group, 100)
+    assert max(early[0]) == 100 and max(full[0]) > 100  # stopped at the pilot's step
+    for whole, start, member in zip(full, early, found.members, strict=True):
+        assert start == {step: v for step, v in whole.items() if step <= 100}  # same schedule
+        assert extrapolated(whole, 100, 200) == pytest.approx(member.extrapolated, rel=1e-6)
     capped = replace(short, settings=replace(short.settings, steps=150))
     assert (
         pilot(design_module.with_floors(plan("sp", infoflow.load_spec(POSITION), capped)), "cpu")
         is None
     )
+
+
+def _curves(train, group, until) -> list[dict[int, float]]:
+    """Each member's held-out NMSE by step, trained away from any store to ``until``."""
+    recorder, curves = Recorder(), [{} for _ in group.members]
+    with tempfile.TemporaryDirectory() as folder:
+        train(group, Context(torch.device("cpu"), recorder, Path(folder)), until)
+    for method, args in recorder.rows:
+        if method == "record_metrics":
+            for curve, row in zip(curves, args[2], strict=True):
+                curve[args[1]] = row["eval:nmse"]
+    return curves
 
 
 def _called(learnable: bool) -> Pilot:
