@@ -52,12 +52,13 @@ Threads = Annotated[
 def _free_cores(threads: int | None, device: Device | None) -> Iterator[str]:
     """Train on ``threads`` torch threads, else on the cores the load leaves free, while the
     block runs; yield the line that says so (with a warning when the machine is loaded), ""
-    for a CUDA device."""
-    if device == Device.cuda:
-        yield ""
-        return
-    from infoflow.validators.threads import free_cores
+    for a CUDA device. Either way the load read on entry is held (``held_load``)."""
+    from infoflow.validators.threads import free_cores, held_load
 
+    if device == Device.cuda:
+        with held_load():
+            yield ""
+        return
     with free_cores(threads) as chosen:
         yield chosen.line()
 

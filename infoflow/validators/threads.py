@@ -49,13 +49,19 @@ def choose(cores: int, load: float, requested: int | None = None, source: str = 
     return Threads(free, f"{state}: {free} free", loaded)
 
 
+#: The load averages :func:`held_load` holds (the outermost one decides).
+_HELD: list[float] = []
+
+
 def machine() -> tuple[int, float]:
     """The cores this process may run on and the 1-minute load average (0 where the system
-    does not report one)."""
+    does not report one; inside :func:`held_load`, the one it read on entry)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
+    if _HELD:
+        return cores, _HELD[-1]
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -64,20 +70,34 @@ def machine() -> tuple[int, float]:
 
 
 @contextmanager
+def held_load() -> Iterator[float]:
+    """While the block runs, :func:`machine` reports the load average read on entry. A run
+    plans with it (which step-time model and cache apply), and planning's own work (timed
+    steps, pilots) raises the load: read afresh, it would change the choices halfway."""
+    _HELD.append(machine()[1])
+    try:
+        yield _HELD[-1]
+    finally:
+        _HELD.pop()
+
+
+@contextmanager
 def free_cores(requested: int | None = None) -> Iterator[Threads]:
     """Torch's thread count for this machine while the block runs (``requested``, else
-    ``OMP_NUM_THREADS``, else the free cores), the one before restored after it."""
+    ``OMP_NUM_THREADS``, else the free cores), the one before restored after it; the load
+    read to choose it is held meanwhile (:func:`held_load`)."""
     import torch
 
     source = "--threads"
     if requested is None and os.environ.get("OMP_NUM_THREADS", "").isdigit():
         requested, source = int(os.environ["OMP_NUM_THREADS"]), "OMP_NUM_THREADS"
-    chosen, before = choose(*machine(), requested or None, source), torch.get_num_threads()
-    torch.set_num_threads(chosen.count)
-    try:
-        yield chosen
-    finally:
-        torch.set_num_threads(before)
+    with held_load():
+        chosen, before = choose(*machine(), requested or None, source), torch.get_num_threads()
+        torch.set_num_threads(chosen.count)
+        try:
+            yield chosen
+        finally:
+            torch.set_num_threads(before)
 
 
 def keep_threads(recorded: object, device_type: str) -> str | None:

@@ -5,6 +5,7 @@ and the pilot in ``plan``, report.json and report.md."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,7 @@ import infoflow  # noqa: E402
 from infoflow.validators.protocol import Context  # noqa: E402
 from infoflow.validators.retrieval import design as design_module  # noqa: E402
 from infoflow.validators.retrieval import pilot as pilot_module  # noqa: E402
+from infoflow.validators.retrieval import timing  # noqa: E402
 from infoflow.validators.retrieval.design import choose, sizes  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design, plan  # noqa: E402
 from infoflow.validators.retrieval.pilot import (  # noqa: E402
@@ -27,9 +29,10 @@ from infoflow.validators.retrieval.pilot import (  # noqa: E402
     extrapolated,
     pilot,
     pilot_group,
+    pilot_key,
 )
 from infoflow.validators.retrieval.report import _design  # noqa: E402
-from infoflow.validators.steptime import ASSUMED_H200  # noqa: E402
+from infoflow.validators.steptime import ASSUMED_H200, recorded  # noqa: E402
 from infoflow.validators.store import Recorder  # noqa: E402
 
 SMOKE = SCALES["smoke"]
@@ -66,43 +69,67 @@ def test_the_pilot_trains_the_largest_rung_of_every_efficient_model_every_seed()
     }
 
 
-def test_a_pilot_trains_to_its_step_on_the_runs_schedule_and_calls_each_member(
-    monkeypatch,
-) -> None:
-    """A real pilot, shortened: 100 steps of a 200-step cap (the warmup is the cap's)."""
+@pytest.fixture
+def short_pilot(monkeypatch):
+    """Pilots of 100 steps whose training calls are counted (the ``until`` of each)."""
     monkeypatch.setattr(pilot_module, "PILOT_STEPS", 100)
-    stopped = []
-    train = pilot_module.train_group
+    stopped, train = [], pilot_module.train_group
     monkeypatch.setattr(
         pilot_module,
         "train_group",
         lambda group, context, until: stopped.append(until) or train(group, context, until),
     )
-    short = replace(SMOKE, settings=replace(SMOKE.settings, steps=200, eval_every=50))
-    experiment = design_module.with_floors(
-        plan("sp", infoflow.load_spec(POSITION), short, None, Design((10,), 8))
-    )
+    return stopped, train
+
+
+def _position(steps: int, eval_every: int):
+    """The specific position at T = 10, E = 8, with its floors, on a short cap."""
+    short = replace(SMOKE, settings=replace(SMOKE.settings, steps=steps, eval_every=eval_every))
+    spec = infoflow.load_spec(POSITION)
+    return design_module.with_floors(plan("sp", spec, short, None, Design((10,), 8)))
+
+
+def test_a_pilot_is_the_runs_first_steps_and_is_cached_on_disk(short_pilot) -> None:
+    """A real pilot, shortened: 100 steps of a 200-step cap (the warmup is the cap's),
+    trained to 50, then resumed to 100."""
+    stopped, train = short_pilot
+    experiment = _position(200, 50)
     found = pilot(experiment, "cpu")
-    assert stopped == [100]
+    assert stopped == [50, 100]
     assert len(found.members) == SMOKE.seeds  # heads [1] with PE; its twin without PE is not
     threshold = experiment.floors[10].learns_below
-    for member in found.members:
-        assert member.learns_below == threshold and 0 < member.extrapolated < 10
-        assert member.learns == (member.extrapolated < threshold)
-    assert found.learnable == all(m.learns for m in found.members)
-    again = pilot(experiment, "cpu")  # cached: not trained again
-    assert stopped == [100] and again == found
+    assert all(m.learns_below == threshold and 0 < m.extrapolated < 10 for m in found.members)
     group = pilot_group(experiment, experiment.groups[0])
     full, early = _curves(train, group, None), _curves(train, group, 100)
     assert max(early[0]) == 100 and max(full[0]) > 100  # stopped at the pilot's step
     for whole, start, member in zip(full, early, found.members, strict=True):
         assert start == {step: v for step, v in whole.items() if step <= 100}  # same schedule
         assert extrapolated(whole, 100, 200) == pytest.approx(member.extrapolated, rel=1e-6)
-    capped = replace(short, settings=replace(short.settings, steps=150))
-    assert (
-        pilot(design_module.with_floors(plan("sp", infoflow.load_spec(POSITION), capped)), "cpu")
-        is None
-    )
+    stopped.clear()
+    timing._CACHED.clear()  # another process: read back from the file
+    assert pilot(experiment, "cpu") == found and stopped == []
+    capped = _position(150, 50)
+    assert pilot(capped, "cpu") is None and stopped == []  # under twice the pilot: none
+
+
+def test_a_pilot_evaluates_half_way_whatever_the_evaluation_interval(short_pilot) -> None:
+    stopped, _ = short_pilot
+    found = pilot(_position(200, 40), "cpu")  # 40 does not divide 50: evaluated at 50 anyway
+    assert stopped == [50, 100]
+    assert all(m.extrapolated < pilot_module.DIVERGED for m in found.members)
+
+
+def test_a_resumed_run_pins_its_pilots_numbers(short_pilot) -> None:
+    stopped, _ = short_pilot
+    experiment = _position(200, 50)
+    group = pilot_group(experiment, experiment.groups[0])
+    key = pilot_key(group)
+    pinned = {f"pilot:cpu:{key}:{i}": 0.5 + i for i in range(len(group.members))}
+    with recorded(pinned) as used:
+        found = pilot(experiment, "cpu")
+        assert dict(used) == pinned  # and recorded again
+    assert [m.extrapolated for m in found.members] == [0.5, 1.5, 2.5] and stopped == []
+    assert not found.learnable
 
 
 def _curves(train, group, until) -> list[dict[int, float]]:
@@ -181,12 +208,16 @@ def test_the_pilot_is_in_report_json_and_report_md() -> None:
 
 
 @pytest.mark.slow
-def test_plan_pilots_once_and_validate_designs_the_same() -> None:
-    """``plan`` pilots (600 steps) and caches; a second ``plan`` reads the cache; ``--no-pilot``
-    prints no pilot."""
+def test_plan_pilots_once_and_a_second_plan_reads_the_cache() -> None:
+    """``plan`` pilots (600 steps) and writes ``pilots-cpu.json``; a second ``plan`` prints
+    the same and does not train (the file is not written again); ``--no-pilot`` pilots
+    nothing."""
+    pilots = Path(os.environ["INFOFLOW_CACHE"]) / "pilots-cpu.json"
     first = run_cli("plan", str(POSITION), "--budget", "8m")
     assert first.returncode == 0, first.stderr
     (line,) = [x for x in first.stdout.splitlines() if x.startswith("  pilot (600 steps")]
     assert "3 members): learnable" in line
+    written = pilots.stat().st_mtime_ns
     assert run_cli("plan", str(POSITION), "--budget", "8m").stdout == first.stdout
+    assert pilots.stat().st_mtime_ns == written
     assert "pilot (" not in run_cli("plan", str(POSITION), "--no-pilot").stdout

@@ -103,3 +103,18 @@ def test_a_resumed_run_designs_with_the_step_times_it_started_with() -> None:
     }
     assert used[f"cpu:{PROBES.name}"]["per_flop"] > 0
     assert steptime.step_time("cpu").source != "then"  # pinned only inside the block
+
+
+def test_the_load_read_when_planning_starts_is_held_while_it_runs(monkeypatch) -> None:
+    """Planning's own work (timed steps, pilots) raises the load average: inside held_load
+    (and so inside free_cores, where plan and validate run) machine() keeps the first."""
+    loads = iter([0.2, 1.9, 3.0])
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (next(loads), 0.0, 0.0))
+    with threads.held_load() as held:
+        assert held == 0.2 and threads.machine()[1] == 0.2 == steptime.machine()[1]
+        with threads.held_load() as inner:  # nested: the outer one holds
+            assert inner == 0.2 and threads.machine()[1] == 0.2
+        assert threads.machine()[1] == 0.2
+    assert threads.machine()[1] == 1.9  # read afresh outside
+    with threads.free_cores(1):
+        assert threads.machine()[1] == 3.0 and steptime.machine()[1] == 3.0

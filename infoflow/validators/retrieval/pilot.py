@@ -101,12 +101,14 @@ def sentence(pilot: dict) -> str:
 def extrapolated(curve: dict[int, float], pilot: int, cap: int) -> float | None:
     """The NMSE at ``cap`` on the power law through the evaluations at pilot / 2 and at the
     last one not after the pilot (no rise: a curve going up is held flat); None without two
-    such evaluations."""
+    such evaluations, positive and finite."""
     steps = [s for s in sorted(curve) if s <= pilot]
     early = [s for s in steps if s <= pilot // 2]
     if not early or steps[-1] == early[-1]:
         return None
     a, b = early[-1], steps[-1]
+    if not all(math.isfinite(v) and v > 0 for v in (curve[a], curve[b])):
+        return None
     slope = math.log(curve[b] / curve[a]) / math.log(b / a)
     return curve[b] * (cap / b) ** min(slope, 0.0)
 
@@ -148,13 +150,20 @@ def pilot_group(experiment: Experiment, group: Group) -> Group | None:
     )
 
 
+def pilot_key(group: Group) -> str:
+    """What a pilot's numbers are cached and pinned under: the pilot group's content, the
+    training code's version, the pilot's steps and torch's version (not the thread count:
+    a pilot is a learning curve, not a timing, and ``plan`` and ``validate`` may train on
+    different counts)."""
+    text = json.dumps([group.trained(), group.code, PILOT_STEPS, torch.__version__], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _extrapolations(group: Group, device: str) -> list[float]:
-    """Each member's extrapolated NMSE: trained once, cached beside the device's idle
-    step-time model, pinned in a resumed run."""
-    text = json.dumps([group.trained(), PILOT_STEPS], sort_keys=True)
-    key = hashlib.sha256(text.encode()).hexdigest()[:16]
-    models = cache_file(device, load=0.0)
-    path = models.with_name(models.stem + "-pilots.json")
+    """Each member's extrapolated NMSE: trained once, cached in ``pilots-<device>.json``
+    beside the step-time models, pinned in a resumed run."""
+    key = pilot_key(group)
+    path = cache_file(device, load=0.0).parent / f"pilots-{device}.json"
     trained = cache(partial(_train, group, device))
     return [
         remembered(
@@ -166,12 +175,15 @@ def _extrapolations(group: Group, device: str) -> list[float]:
 
 
 def _train(group: Group, device: str) -> list[float]:
-    """Train ``group`` for :data:`PILOT_STEPS` steps away from the run's store and
-    checkpoints; each member's extrapolation (:data:`DIVERGED` where not finite)."""
+    """Train ``group`` to half of :data:`PILOT_STEPS`, then on to all of them (resumed: so
+    both are evaluated whatever ``eval_every``), away from the run's store and checkpoints;
+    each member's extrapolation, or its last NMSE where it stopped before half the pilot
+    (:data:`DIVERGED` where that is not finite)."""
     recorder = Recorder()
     with tempfile.TemporaryDirectory() as folder:
         context = Context(torch.device(device), recorder, Path(folder))
-        train_group(group, context, until=PILOT_STEPS)
+        for until in (PILOT_STEPS // 2, PILOT_STEPS):
+            train_group(group, context, until=until)
     curves: list[dict[int, float]] = [{} for _ in group.members]
     for method, args in recorder.rows:
         if method == "record_metrics":
@@ -181,6 +193,7 @@ def _train(group: Group, device: str) -> list[float]:
     values = []
     for curve in curves:
         value = extrapolated(curve, PILOT_STEPS, group.settings.steps)
+        value = curve[max(curve)] if value is None and curve else value
         ok = value is not None and math.isfinite(value)
         values.append(value if ok else DIVERGED)
     return values
