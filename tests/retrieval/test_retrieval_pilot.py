@@ -21,12 +21,13 @@ from infoflow.validators.protocol import Context  # noqa: E402
 from infoflow.validators.retrieval import design as design_module  # noqa: E402
 from infoflow.validators.retrieval import pilot as pilot_module  # noqa: E402
 from infoflow.validators.retrieval import timing  # noqa: E402
-from infoflow.validators.retrieval.design import choose, sizes  # noqa: E402
+from infoflow.validators.retrieval.design import choose, describe, sizes  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design, plan  # noqa: E402
 from infoflow.validators.retrieval.pilot import (  # noqa: E402
     Pilot,
     PilotMember,
     extrapolated,
+    not_piloted,
     pilot,
     pilot_group,
     pilot_key,
@@ -190,6 +191,19 @@ def test_when_no_pilot_says_learnable_the_best_that_fits_is_taken(monkeypatch, f
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     calls.clear()
     assert choose("pm", spec, no_cuda, None).pilot is None and not calls  # cannot train here
+
+
+def test_plan_says_why_a_design_has_no_pilot(fast_device) -> None:
+    short = replace(SMOKE, pilot=True, settings=replace(SMOKE.settings, steps=1000))
+    chosen = choose("sp", infoflow.load_spec(POSITION), short, None)
+    assert "  pilot: none (the cap, 1,000 steps, is under twice the pilot's 600)" in describe(
+        chosen, "sp"
+    )
+    triangle = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "triangle.json")
+    planned = plan("tri", triangle, replace(SMOKE, pilot=True), None)
+    assert not any(planned.expected[m].efficient for m in planned.models)
+    assert not_piloted(planned) == "no model predicted efficient"
+    assert "pilot" not in describe(choose("sp", infoflow.load_spec(POSITION), SMOKE, None), "sp")
 
 
 def test_the_pilot_is_in_report_json_and_report_md() -> None:

@@ -31,7 +31,7 @@ from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
 from infoflow.validators.retrieval.floors import ALL_OR_NONE, floors
-from infoflow.validators.retrieval.pilot import pilot
+from infoflow.validators.retrieval.pilot import not_piloted, pilot
 from infoflow.validators.retrieval.timing import (
     COMPILE_GAINS,
     LONGEST_TIMED_STEP,
@@ -269,6 +269,8 @@ def describe(experiment: Experiment, source: str) -> str:
     ]
     if experiment.pilot:
         lines.append(f"  {experiment.pilot.sentence()}")
+    elif scale.pilot and scale.budget_seconds and not experiment.not_trained:
+        lines.append(f"  pilot: none ({not_piloted(experiment)})")
     if scale.compile:
         lines.insert(2, f"  {COMPILE_GAINS[scale.device].describe()}")
     if experiment.not_trained:

@@ -128,6 +128,16 @@ def pilot(experiment: Experiment, device: str) -> Pilot | None:
     return Pilot(PILOT_STEPS, tuple(members)) if members else None
 
 
+def not_piloted(experiment: Experiment) -> str:
+    """Why a design asked to pilot (``scale.pilot`` under a budget) has no pilot."""
+    scale = experiment.scale
+    if scale.device == "cuda" and not torch.cuda.is_available():
+        return "no CUDA device here to pilot on"
+    if scale.settings.steps < 2 * PILOT_STEPS:
+        return f"the cap, {scale.settings.steps:,} steps, is under twice the pilot's {PILOT_STEPS}"
+    return "no model predicted efficient"
+
+
 def pilot_group(experiment: Experiment, group: Group) -> Group | None:
     """The members of ``group`` a pilot trains: the largest rung of every model predicted
     efficient, every seed (None when there are none)."""
