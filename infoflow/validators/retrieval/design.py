@@ -266,11 +266,8 @@ def describe(experiment: Experiment, source: str) -> str:
         f"{source}: retrieval at scale {scale.name} on {scale.device}, {budget}",
         f"  step time: {experiment.step_time}",
         f"  design: {sizes(design)}; {len(experiment.models)} models x {scale.seeds} seeds",
+        *_pilot_lines(experiment),
     ]
-    if experiment.pilot:
-        lines.append(f"  {experiment.pilot.sentence()}")
-    elif scale.pilot and scale.budget_seconds and not experiment.not_trained:
-        lines.append(f"  pilot: none ({not_piloted(experiment)})")
     if scale.compile:
         lines.insert(2, f"  {COMPILE_GAINS[scale.device].describe()}")
     if experiment.not_trained:
@@ -318,6 +315,16 @@ def describe(experiment: Experiment, source: str) -> str:
     lines += plan_lines(experiment)
     lines.append(_estimated(experiment))
     return "\n".join(lines) + "\n"
+
+
+def _pilot_lines(experiment: Experiment) -> list[str]:
+    """The pilot's line in a plan, or why there is none where one was asked for."""
+    scale = experiment.scale
+    if experiment.pilot:
+        return [f"  {experiment.pilot.sentence()}"]
+    if scale.pilot and scale.budget_seconds and not experiment.not_trained:
+        return [f"  pilot: none ({not_piloted(experiment)})"]
+    return []
 
 
 def sizes(design: Design) -> str:
