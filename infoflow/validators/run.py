@@ -129,8 +129,8 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             report["throughput"] = throughput(planned, store)
             if progress:
                 progress.phase("writing", f"the reports and plots to {options.out}")
-            pairs = zip(planned.experiments, sections, strict=True)
-            judged = [(validator, section) for (validator, _), section in pairs]
+            validators = [validator for validator, _ in planned.experiments]
+            judged = list(zip(validators, sections, strict=True))
             report["exports"] = write_exports(options.out, store, judged, options.plots)
         finally:
             store.close()
