@@ -31,6 +31,7 @@ from infoflow.validators.retrieval.pilot import (  # noqa: E402
     pilot,
     pilot_group,
     pilot_key,
+    recorded_curves,
 )
 from infoflow.validators.retrieval.report import _design  # noqa: E402
 from infoflow.validators.steptime import ASSUMED_H200, recorded  # noqa: E402
@@ -135,14 +136,10 @@ def test_a_resumed_run_pins_its_pilots_numbers(short_pilot) -> None:
 
 def _curves(train, group, until) -> list[dict[int, float]]:
     """Each member's held-out NMSE by step, trained away from any store to ``until``."""
-    recorder, curves = Recorder(), [{} for _ in group.members]
+    recorder = Recorder()
     with tempfile.TemporaryDirectory() as folder:
         train(group, Context(torch.device("cpu"), recorder, Path(folder)), until)
-    for method, args in recorder.rows:
-        if method == "record_metrics":
-            for curve, row in zip(curves, args[2], strict=True):
-                curve[args[1]] = row["eval:nmse"]
-    return curves
+    return recorded_curves(recorder, len(group.members))
 
 
 def _called(learnable: bool) -> Pilot:

@@ -23,15 +23,13 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-import torch
-
 import infoflow
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
 from infoflow.validators.retrieval.floors import ALL_OR_NONE, floors
-from infoflow.validators.retrieval.pilot import not_piloted, pilot
+from infoflow.validators.retrieval.pilot import can_train_here, not_piloted, pilot
 from infoflow.validators.retrieval.timing import (
     COMPILE_GAINS,
     LONGEST_TIMED_STEP,
@@ -99,7 +97,7 @@ def _taken(fits: list[Experiment], scale: Scale, steptime: StepTime) -> Experime
     learnable (:mod:`~infoflow.validators.retrieval.pilot`), trying at most
     :data:`PILOT_CANDIDATES`, else the best that fits; the other designs piloted are named
     in the taken one's pilot."""
-    piloting = scale.pilot and (scale.device == "cpu" or torch.cuda.is_available())
+    piloting = scale.pilot and can_train_here(scale.device)
     fitting = (e for e in fits if seconds(timed(e, steptime)) <= scale.budget_seconds)
     tried: list[Experiment] = []
     for experiment in fitting:

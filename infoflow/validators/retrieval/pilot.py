@@ -128,10 +128,15 @@ def pilot(experiment: Experiment, device: str) -> Pilot | None:
     return Pilot(PILOT_STEPS, tuple(members)) if members else None
 
 
+def can_train_here(device: str) -> bool:
+    """Whether this machine has ``device`` ("cpu" or "cuda") to train a pilot on."""
+    return device == "cpu" or torch.cuda.is_available()
+
+
 def not_piloted(experiment: Experiment) -> str:
     """Why a design asked to pilot (``scale.pilot`` under a budget) has no pilot."""
     scale = experiment.scale
-    if scale.device == "cuda" and not torch.cuda.is_available():
+    if not can_train_here(scale.device):
         return "no CUDA device here to pilot on"
     if scale.settings.steps < 2 * PILOT_STEPS:
         return f"the cap, {scale.settings.steps:,} steps, is under twice the pilot's {PILOT_STEPS}"
@@ -184,6 +189,17 @@ def _extrapolations(group: Group, device: str) -> list[float]:
     ]
 
 
+def recorded_curves(recorder: Recorder, members: int) -> list[dict[int, float]]:
+    """Each member's held-out NMSE by step, from what a group's training recorded."""
+    curves: list[dict[int, float]] = [{} for _ in range(members)]
+    for method, args in recorder.rows:
+        if method == "record_metrics":
+            _, step, rows = args
+            for curve, row in zip(curves, rows, strict=True):
+                curve[step] = row["eval:nmse"]
+    return curves
+
+
 def _train(group: Group, device: str) -> list[float]:
     """Train ``group`` to half of :data:`PILOT_STEPS`, then on to all of them (resumed: so
     both are evaluated whatever ``eval_every``), away from the run's store and checkpoints;
@@ -194,14 +210,8 @@ def _train(group: Group, device: str) -> list[float]:
         context = Context(torch.device(device), recorder, Path(folder))
         for until in (PILOT_STEPS // 2, PILOT_STEPS):
             train_group(group, context, until=until)
-    curves: list[dict[int, float]] = [{} for _ in group.members]
-    for method, args in recorder.rows:
-        if method == "record_metrics":
-            _, step, rows = args
-            for curve, row in zip(curves, rows, strict=True):
-                curve[step] = row["eval:nmse"]
     values = []
-    for curve in curves:
+    for curve in recorded_curves(recorder, len(group.members)):
         value = extrapolated(curve, PILOT_STEPS, group.settings.steps)
         value = curve[max(curve)] if value is None and curve else value
         ok = value is not None and math.isfinite(value)
