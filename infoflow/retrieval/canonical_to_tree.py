@@ -19,9 +19,11 @@ from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import Canonical, Comparison, ComparisonTree
 
 
-def build_tree(target: Node, separable_sum: str = "pool") -> ComparisonTree:
+def build_tree(
+    target: Node, separable_sum: str = "pool", self_exclusion: str = "decisive"
+) -> ComparisonTree:
     """The comparison tree of a parsed target (raises TargetError for what it cannot plan)."""
-    form: Canonical = canonical(target)
+    form: Canonical = canonical(target, self_exclusion)
     parts, positions = form.parts, form.positions
     orders = [order(c) for top in parts for c in top.walk()]
     beta = max(orders, default=1 if positions else 0)
@@ -29,9 +31,14 @@ def build_tree(target: Node, separable_sum: str = "pool") -> ComparisonTree:
 
 
 @lru_cache(maxsize=1024)
-def tree_of(target: str, params: tuple[tuple[str, int], ...], separable_sum: str) -> ComparisonTree:
+def tree_of(
+    target: str,
+    params: tuple[tuple[str, int], ...],
+    separable_sum: str,
+    self_exclusion: str = "decisive",
+) -> ComparisonTree:
     """The comparison tree of a target's text with the spec's ``params`` (cached)."""
-    return build_tree(parse_target(target, params), separable_sum)
+    return build_tree(parse_target(target, params), separable_sum, self_exclusion)
 
 
 def _dimension(parts: tuple[Comparison, ...], positions: frozenset[str]) -> int:
@@ -63,26 +70,44 @@ def order(c: Comparison) -> int:
 #: (the papers' summary); a neighbour or an index condition is the theory note's [R].
 FIXED_POSITIONS = "paper:summary"
 POSITION_READS = "reconstruction:position_reads"
+SELF_EXCLUSION = "reconstruction:self_exclusion"
 
 
 def position_reads(c: Comparison) -> list[str]:
     """What ``c`` (or anything nested in it) reads by position, in words, fixed positions
-    first."""
+    first, the self-exclusions (:func:`self_exclusions`) last."""
     fixed, other = [], []
     for comparison in c.walk():
         for f in comparison.factors:
             fixed += [f"the fixed position {p}" for p in sorted(f.fixed)]
             other += [f"the condition {text}" for text in f.conditions]
             other += [f"the neighbour x[{v}{o:+d}]" for v, o in sorted(f.shifts)]
-    return list(dict.fromkeys(fixed + other))
+    return list(dict.fromkeys(fixed + other + self_exclusions(c)))
+
+
+def self_exclusions(c: Comparison) -> list[str]:
+    """The conditions s != t in ``c`` (or nested in it) whose left-out pair (s, s) decides the
+    value, in words: with positional encoding a head leaves its own token out; without, no
+    head can, and the comparison falls back to global aggregation ([R] ``self_exclusion``)."""
+    found = [
+        f"the condition {text}, whose left-out pair (s, s) decides the value"
+        for comparison in c.walk()
+        for f in comparison.factors
+        for text in f.exclusions
+    ]
+    return list(dict.fromkeys(found))
 
 
 def positions_provenance(c: Comparison | None) -> str:
     """Whose rule says that ``c`` needs positional encoding (None: the fixed positions the
-    target reads directly): the papers' when it reads a fixed position, else the
-    reconstruction's."""
+    target reads directly): the papers' when it reads a fixed position, the self-exclusion's
+    when that is all it reads, else the reconstruction's."""
     reads = position_reads(c) if c is not None else ["the fixed position"]
-    return FIXED_POSITIONS if reads and reads[0].startswith("the fixed") else POSITION_READS
+    if reads and reads[0].startswith("the fixed"):
+        return FIXED_POSITIONS
+    if c is not None and reads and reads == self_exclusions(c):
+        return SELF_EXCLUSION
+    return POSITION_READS
 
 
 def position_number(text: str, seq_len: int) -> int:

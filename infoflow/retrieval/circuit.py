@@ -26,6 +26,10 @@ ANCHOR, ZERO, BALANCE, READOUT, TOKENS = "one", "zero", "balance", "readout", "x
 #: squared norm read from the two (not a channel).
 MIRROR, CONST, SQNORM = "-x", "const", "|x|^2"
 EVERY_TOKEN, THE_READOUT = "every token", "the readout"
+#: One channel per token position that positional encoding sets to 1 at its own position
+#: (the readout's is zero): a score's -SELF_PENALTY * pos(s).pos(t) leaves each token out of
+#: its own retrieval, SELF_PENALTY far above any content score's spread.
+POSITIONS, SELF_PENALTY = "pos", 1000.0
 
 
 @dataclass(frozen=True)

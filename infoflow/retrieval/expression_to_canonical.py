@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from infoflow.retrieval.algebra import UnionFind, additive, flattens, free_indices, key, signed
+from infoflow.retrieval.diagonal import excludes
 from infoflow.retrieval.domains import check_values
 from infoflow.retrieval.expression import (
     KTH,
@@ -42,11 +43,12 @@ from infoflow.retrieval.types import Canonical, Comparison, Factor
 PRODUCTS = {"*", "dot", "bilinear"}
 
 
-def canonical(target: Node) -> Canonical:
-    """The canonical form of a parsed target (TargetError for what cannot be planned)."""
+def canonical(target: Node, self_exclusion: str = "decisive") -> Canonical:
+    """The canonical form of a parsed target (TargetError for what cannot be planned);
+    ``self_exclusion`` says which conditions s != t are kept ([R], :mod:`.diagonal`)."""
     written = rewrite(target)
     check_values(written)
-    summary = _Canonicalizer().summary(written, {})
+    summary = _Canonicalizer(self_exclusion=self_exclusion).summary(written, {})
     parts = tuple(sorted(_merge_pools(summary.children), key=structure_key))
     if not parts and not summary.fixed:
         raise TargetError(
@@ -65,6 +67,7 @@ def structure_key(c: Comparison) -> tuple:
             tuple(sorted(f.shifts)),
             tuple(sorted(f.fixed)),
             len(f.conditions),
+            len(f.exclusions),
         )
         for f in c.factors
     )
@@ -115,6 +118,7 @@ class _Test:
     ranges: frozenset[str]
     text: str
     reads_positions: bool
+    excludes: bool = False  # s != t whose left-out pair (s, s) decides (:mod:`.diagonal`)
 
     @property
     def indices(self) -> frozenset[str]:
@@ -125,8 +129,9 @@ Env = dict[str, Variable]  # user name -> the bound variable (with its unique na
 
 
 class _Canonicalizer:
-    def __init__(self, used: set[str] | None = None):
+    def __init__(self, used: set[str] | None = None, self_exclusion: str = "decisive"):
         self.used: set[str] = set(used or ())
+        self.self_exclusion = self_exclusion
         self.closed: dict[Node, _Summary] = {}  # by key: reductions without free indices
 
     def bind(self, variables: tuple[Variable, ...], env: Env) -> tuple[Env, list[Variable]]:
@@ -173,6 +178,10 @@ class _Canonicalizer:
                 out.shifts.add((env[node.index].name, node.offset))
         return out
 
+    def fresh(self) -> _Canonicalizer:
+        """A canonicalizer that binds no name this one has bound."""
+        return _Canonicalizer(self.used, self.self_exclusion)
+
     def reduce(self, node: Reduce, env: Env) -> _Summary:
         inner, variables = self.bind(node.variables, env)
         terms, conditions = [], [(c, inner) for c in node.conditions]
@@ -186,10 +195,14 @@ class _Canonicalizer:
                     conditions += [(c, deeper) for c in term.conditions]
                     queue.append((signed(term.body, sign), deeper))
                 else:
-                    terms.append((term, scope))
+                    terms.append((term, scope, sign))
         if node.op in KTH and (len(variables) != 1 or not variables[0].is_token):
             raise TargetError(f"{node.op} is supported over one token index")
-        tests = [_condition(c, scope) for c, scope in conditions]
+        tests = [
+            _condition(c, scope, excludes(self.self_exclusion, node.op, c, scope, terms))
+            for c, scope in conditions
+        ]
+        terms = [(term, scope) for term, scope, _ in terms]
         own = {v.name: v for v in variables}
         if node.op == "sum" and not tests:
             summaries = self._distribute(terms, own)
@@ -213,12 +226,12 @@ class _Canonicalizer:
         None when it does not come apart."""
         if not (isinstance(term, Apply) and term.fn in PRODUCTS):
             return None
-        uses = [_Canonicalizer(self.used).summary(a, env).indices() & own.keys() for a in term.args]
+        uses = [self.fresh().summary(a, env).indices() & own.keys() for a in term.args]
         if any(a & b for i, a in enumerate(uses) for b in uses[:i]):
             return None
         pieces = []
-        for arg, names in zip(term.args, uses, strict=True):
-            pieces += (self._product(arg, env, own) if names else None) or [arg]
+        for arg, summed in zip(term.args, uses, strict=True):
+            pieces += (self._product(arg, env, own) if summed else None) or [arg]
         return pieces
 
     def _components(self, op, k, own: dict[str, Variable], summaries, tests) -> _Summary:
@@ -288,17 +301,21 @@ def _factors(folded: dict[str, int], parts, tests) -> tuple[Factor, ...]:
     factors = []
     for root in groups.roots():
         members = sorted(int(m) for m in groups.members(root))
-        summary, texts = _Summary(), []
+        summary, texts, exclusions = _Summary(), [], []
         for m in members:
             if m < len(parts):
                 summary.merge(_with_copies(parts[m], folded))
             elif tests[m - len(parts)].reads_positions:
                 texts.append(tests[m - len(parts)].text)
+            elif tests[m - len(parts)].excludes:
+                exclusions.append(tests[m - len(parts)].text)
         scope = frozenset().union(*(indices[m][0] for m in members))
         children = tuple(sorted(_merge_pools(summary.children), key=structure_key))
         conditions = tuple(sorted(texts + summary.conditions))
         shifts, fixed = frozenset(summary.shifts), frozenset(summary.fixed)
-        factors.append(Factor(scope, children, shifts, fixed, conditions))
+        factors.append(
+            Factor(scope, children, shifts, fixed, conditions, tuple(sorted(exclusions)))
+        )
     return tuple(sorted(factors, key=lambda f: (len(f.scope), sorted(f.scope))))
 
 
@@ -346,11 +363,11 @@ def _poolable(c: Comparison) -> bool:
     )
 
 
-def _condition(c, env: Env) -> _Test:
+def _condition(c, env: Env, decides: bool = False) -> _Test:
     sides = [env[s] if isinstance(s, str) and s in env else s for s in (c.left, c.right)]
     variables = [s for s in sides if isinstance(s, Variable)]
     tokens = frozenset(v.name for v in variables if v.is_token)
     ranges = frozenset(v.name for v in variables if not v.is_token)
     text = c.text(*(s.name if isinstance(s, Variable) else s for s in sides))
     invariant = c.op in ("!=", "==") and len(tokens) == 2 and not c.shift
-    return _Test(tokens, ranges, text, not invariant)
+    return _Test(tokens, ranges, text, not invariant, invariant and decides)

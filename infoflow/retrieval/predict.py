@@ -12,7 +12,10 @@ from infoflow.core.results import Prediction, Result
 from infoflow.retrieval.canonical_to_tree import (
     FIXED_POSITIONS,
     POSITION_READS,
+    SELF_EXCLUSION,
     fixed_positions,
+    position_reads,
+    self_exclusions,
 )
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.laws import E, T, d, n
@@ -158,8 +161,8 @@ def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction
             "",
             "exact",
             _positions_provenance(der),
-            "Fixed positions (the papers), neighbours and index conditions (the "
-            "reconstruction) need positional encoding.",
+            "Fixed positions (the papers), neighbours, index conditions and a condition "
+            "s != t whose left-out pair decides (the reconstruction) need positional encoding.",
         ),
         "min_cost_exponent": Prediction(
             _value(der.minimal_exponent, numbers),
@@ -173,11 +176,17 @@ def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction
 
 
 def _positions_provenance(der: Derivation) -> str:
-    """The papers' rule when the target reads a fixed position, the reconstruction's when
-    only neighbours or conditions read positions, the planner's when nothing does."""
+    """The papers' rule when the target reads a fixed position, the self-exclusion's when
+    only conditions s != t that decide need it, the reconstruction's when neighbours or
+    other conditions read positions, the planner's when nothing does."""
     if not der.minimal.positional_encoding:
         return PLANNER
-    return FIXED_POSITIONS if fixed_positions(der.tree) else POSITION_READS
+    if fixed_positions(der.tree):
+        return FIXED_POSITIONS
+    parts = der.tree.parts
+    if all(position_reads(c) == self_exclusions(c) for c in parts):
+        return SELF_EXCLUSION
+    return POSITION_READS
 
 
 def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Prediction]:

@@ -144,14 +144,15 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         norm = _norm_pair(body, *names)
         if norm is not None:
             return _norm_term(circuit, term, tag, norm, bool(conditions), spec)
-        if conditions:
+        exclude = spec.seq_len if conditions and circuit.positional_encoding else 0
+        if conditions and not exclude:
             circuit.notes.append(
                 f"{tag}: the condition {names[0]} != {names[1]} is not enforced: without "
                 "positional encoding a token cannot tell itself from another; the pair (s, s) "
                 "competes, which changes the value only where it is the best pair"
             )
         matrix, sign = _bilinear(body, *names)
-        return max_position.circuit_pair(circuit, tag, matrix, sign * _sign(op))
+        return max_position.circuit_pair(circuit, tag, matrix, sign * _sign(op), exclude)
     if len(names) != 1 or conditions:
         raise Unbuildable(f"{_text(term)}: one token index without conditions is built here")
     matrix, sign = _linear(body, names[0])
@@ -188,15 +189,19 @@ def _norm_term(
     s != t on a sum (its farthest pair is (s, s) often; its closest, sometimes). The farthest
     pair of a difference keeps s != t exactly: (s, s) is at 0, never the farthest."""
     plus, squared = norm
+    only = (
+        "the positional self-penalty is built for bilinear scores only (a norm's key reads "
+        "|x|^2 from LayerNorm's scale, which position channels would shift)"
+    )
     if plus < 0 and term.op == "min":
         raise Unbuildable(
-            f"{_text(term)}: the nearest pair is not built: without positional encoding each "
-            "token's nearest is itself (distance 0)"
+            f"{_text(term)}: the nearest pair is not built: each token's nearest is itself "
+            f"(distance 0), which no head leaves out without positional encoding, and {only}"
         )
     if distinct and plus > 0:
         raise Unbuildable(
             f"{_text(term)}: the condition s != t on the norm of a sum is not built: without "
-            "positional encoding the pair (s, s) competes, and decides the value often"
+            f"positional encoding the pair (s, s) competes, and decides the value often; {only}"
         )
     squared = squared or spec.options.squared_norm
     return max_position.circuit_norm_pair(circuit, tag, plus, squared, _sign(term.op))

@@ -71,6 +71,14 @@ class RetrievalOptions(StrictModel):
         description="A sum over tokens of a score of one token: pooled by one averaging head "
         "(decodes one position) or treated as a global aggregation (decodes T).",
     )
+    self_exclusion: Literal["decisive", "always", "never"] = Field(
+        "decisive",
+        description="A condition s != t in a max or min over two tokens leaves out the pair "
+        "(s, s), which no head tells apart without positional encoding: it needs PE (else "
+        "global aggregation) where that pair decides every draw (decisive: the max of a dot "
+        "product, the min of a distance), wherever it may decide (always), or never (the "
+        "engine before 2026-12-05).",
+    )
     squared_norm: bool = Field(
         False,
         description="Read norm() as the squared norm (one summary squares the triangle "
@@ -159,7 +167,8 @@ class RetrievalSpec(SpecBase):
 
         params = tuple(sorted(self.params.items()))
         try:
-            tree = tree_of(self.target, params, self.options.separable_sum)
+            opts = self.options
+            tree = tree_of(self.target, params, opts.separable_sum, opts.self_exclusion)
             written = parse_target(self.target, params)  # cached: tree_of parsed it
             if self.seq_len is not None:
                 _check_positions(tree, self.seq_len)

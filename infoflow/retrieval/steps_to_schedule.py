@@ -16,7 +16,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from infoflow.retrieval import mechanisms
-from infoflow.retrieval.canonical_to_tree import position_reads
+from infoflow.retrieval.canonical_to_tree import (
+    SELF_EXCLUSION,
+    position_reads,
+    self_exclusions,
+)
 from infoflow.retrieval.layer_fit import fits
 from infoflow.retrieval.mechanisms import fetch, kth
 from infoflow.retrieval.tree_to_steps import fragments
@@ -59,6 +63,12 @@ def parts(tree: ComparisonTree, shape: Shape, ranks: dict) -> list[Part]:
 def _options(c: Comparison, shape: Shape, ranks: dict, separable_sum: str) -> list[Option]:
     reads = position_reads(c)
     if reads and not shape.positional_encoding:
+        if reads == self_exclusions(c):
+            reason = (
+                f"{reads[0]}: without positional encoding no head can leave its own token "
+                f"out [{SELF_EXCLUSION}]"
+            )
+            return [Option("global", reason=reason)]
         reason = (
             f"{reads[0]} reads positions, and without positional encoding the model is "
             "permutation invariant"

@@ -36,10 +36,11 @@ class Factor:
     shifts: frozenset[tuple[str, int]] = frozenset()  # neighbours read: x[t-1] -> ("t", -1)
     fixed: frozenset[str] = frozenset()  # fixed positions read: "x[1]", "x[T]"
     conditions: tuple[str, ...] = ()  # index conditions that read positions ("s < t")
+    exclusions: tuple[str, ...] = ()  # s != t whose left-out pair (s, s) decides the value
 
     @property
     def reads_positions(self) -> bool:
-        return bool(self.shifts or self.fixed or self.conditions)
+        return bool(self.shifts or self.fixed or self.conditions or self.exclusions)
 
 
 @dataclass(frozen=True)

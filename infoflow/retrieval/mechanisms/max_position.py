@@ -19,6 +19,8 @@ from infoflow.retrieval.circuit import (
     CONST,
     EVERY_TOKEN,
     MIRROR,
+    POSITIONS,
+    SELF_PENALTY,
     SQNORM,
     THE_READOUT,
     TOKENS,
@@ -92,9 +94,13 @@ def labels(step: Step, placement: Placement) -> list[str]:
 def sentence(step: Step, placement: Placement, j: int, who: str) -> str:
     """The step in explain's words, with its provenance."""
     tag = SCHEDULES if placement.sequential else PLANNER
+    c = step.comparison or placement.comparison
+    leaves_out = step.holder is not None and c is not None and any(f.exclusions for f in c.factors)
+    mine = " other than itself (a positional term in the score leaves it out)" if leaves_out else ""
+    extra = ", reconstruction:self_exclusion" if leaves_out else ""
     return (
-        f"{step.heads} head(s): {who} retrieves the best {step.variable} for "
-        f"{placement.label} [{tag}]"
+        f"{step.heads} head(s): {who} retrieves the best {step.variable}{mine} for "
+        f"{placement.label} [{tag}{extra}]"
     )
 
 
@@ -119,20 +125,29 @@ def circuit_single(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[H
     return [head], []
 
 
-def circuit_pair(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[Head], list[Mlp]]:
+def circuit_pair(
+    c: Circuit, tag: str, matrix: str, sign: int, exclude_self: int = 0
+) -> tuple[list[Head], list[Mlp]]:
     """Order 2, compiled: in layer 1 every token s retrieves its best partner t (logit beta *
     sign * x(s)^T M x(t)) into ``tag.partner``, and the MLP decodes ``tag.value`` =
     x(s)^T M partner by regression (the decode step, the construction's size); in layer 2
-    the readout retrieves the best s by that value and copies it into ``tag.out``."""
+    the readout retrieves the best s by that value and copies it into ``tag.out``. With
+    ``exclude_self`` = T (the target says s != t; positional encoding), the first score also
+    has -SELF_PENALTY pos(s).pos(t) over the T position channels: t = s never wins."""
     partner = c.add(f"{tag}.partner", c.channels[TOKENS])
     value, out = c.add(f"{tag}.value", 1), c.add(f"{tag}.out", 1)
+    score = (Form(TOKENS, TOKENS, matrix, sign),)
+    if exclude_self:
+        c.add(POSITIONS, exclude_self)
+        score += (Form(POSITIONS, POSITIONS, "I", -1, SELF_PENALTY),)
+    other = " other than s" if exclude_self else ""
     first = Head(
         1,
         -1,
         "max-position retrieval",
         EVERY_TOKEN,
-        f"every token s retrieves its best t into {partner}",
-        score=(Form(TOKENS, TOKENS, matrix, sign),),
+        f"every token s retrieves its best t{other} into {partner}",
+        score=score,
         values=(Copy(TOKENS, partner),),
     )
     decode = Mlp(1, "decode", (TOKENS, partner), value, matrix, does=f"x(s)^T {matrix} x(t*(s))")

@@ -38,6 +38,7 @@ from infoflow.retrieval.circuit import (
     BALANCE,
     CONST,
     MIRROR,
+    POSITIONS,
     READOUT,
     SQNORM,
     TOKENS,
@@ -194,6 +195,10 @@ class Weights:
         for group, positions in c.flags.items():
             for p in positions:
                 m.W_pos[0, p - 1, c.offset(group)] = 1
+        if POSITIONS in c.channels:  # one channel a position (the readout's stays zero)
+            first = c.offset(POSITIONS)
+            for p in range(c.channels[POSITIONS]):
+                m.W_pos[0, p, first + p] = 1
 
     def _head(self, head: Head) -> None:
         m = self.model

@@ -124,7 +124,10 @@ def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
     """For targets that read fixed positions: the readout's mean first-layer attention on
     each of them, over the heads in use, averaged over the seeds of the largest rung."""
     spec = experiment.base
-    tree = tree_of(spec.target, tuple(sorted(spec.params.items())), spec.options.separable_sum)
+    opts = spec.options
+    tree = tree_of(
+        spec.target, tuple(sorted(spec.params.items())), opts.separable_sum, opts.self_exclusion
+    )
     positions = sorted(position_number(p, group.seq_len) for p in tree.positions)
     if not positions:
         return {}

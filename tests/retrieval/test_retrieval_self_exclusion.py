@@ -1,0 +1,105 @@
+"""The self-exclusion rule ([R] ``self_exclusion``, infoflow/retrieval/diagonal.py): a
+condition s != t whose left-out pair (s, s) decides a max or min over two tokens needs
+positional encoding (else global aggregation); the classes agree with the maths on random
+draws; compile leaves the token out with a positional term."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from infoflow.core.errors import SpecError
+from infoflow.retrieval import diagonal
+from infoflow.retrieval.algebra import EXTREMUM, additive
+from infoflow.retrieval.circuit import POSITIONS
+from infoflow.retrieval.predict import predict_retrieval
+from infoflow.retrieval.schedule_to_circuit import circuit_of
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.text_to_expression import parse_target
+
+
+def spec(target: str, pe: bool = False, **options) -> RetrievalSpec:
+    arch = {"layers": 2, "heads": [1, 1], "embed_dim": 24, "positional_encoding": pe}
+    data = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8}
+    return RetrievalSpec.model_validate({**data, "architecture": arch, "options": options})
+
+
+PAIR = "for s in T for t in T if s != t"
+#: (target, whether the pair (s, s) decides every draw, the score g as the max sees it)
+CASES = [
+    (f"max(dot(x[s], x[t]) {PAIR})", True, lambda a, b: a @ b),
+    (f"-min(-dot(x[s], x[t]) {PAIR})", True, lambda a, b: a @ b),
+    (f"max(2 * dot(x[t], x[s]) {PAIR})", True, lambda a, b: 2 * a @ b),
+    (f"min(norm(x[s] - x[t]) {PAIR})", True, lambda a, b: -np.linalg.norm(a - b)),
+    (f"max(sqnorm(x[s] + 2 * x[t]) {PAIR})", True, lambda a, b: np.sum((a + 2 * b) ** 2)),
+    (f"min(dot(x[s], x[t]) {PAIR})", False, lambda a, b: -(a @ b)),
+    (f"max(-dot(x[s], x[t]) {PAIR})", False, lambda a, b: -(a @ b)),
+    (f"max(norm(x[s] - x[t]) {PAIR})", False, lambda a, b: np.linalg.norm(a - b)),
+    (f"min(norm(x[s] + x[t]) {PAIR})", False, lambda a, b: -np.linalg.norm(a + b)),
+    (f"max(norm(x[s] - 2 * x[t]) {PAIR})", False, lambda a, b: np.linalg.norm(a - 2 * b)),
+]
+
+
+@pytest.mark.parametrize("target, decides, _", CASES)
+def test_a_deciding_pair_needs_positional_encoding_else_global_aggregation(
+    target: str, decides: bool, _
+) -> None:
+    without, with_pe = predict_retrieval(spec(target)), predict_retrieval(spec(target, pe=True))
+    assert without["requires_positional_encoding"].value is decides
+    assert without["efficient"].value is not decides
+    assert with_pe["efficient"].value is True
+    if decides:
+        assert without["requires_positional_encoding"].provenance == (
+            "reconstruction:self_exclusion"
+        )
+        assert "s != t, whose left-out pair (s, s) decides" in without["bottleneck"].value
+        assert "T" in str(without["cost_exponent"].expression)  # grows with T
+
+
+def _role(target: str) -> str:
+    ((_, reduce),) = additive(parse_target(target))  # -min(...): the min decides alone
+    terms = additive(reduce.body)
+    return diagonal.role(EXTREMUM[reduce.op], terms, ("s", "t"))
+
+
+@pytest.mark.parametrize("target, decides, g", CASES)
+def test_each_class_is_what_random_draws_show(target: str, decides: bool, g) -> None:
+    """every draw: g(a, b) <= max(g(a, a), g(b, b)) always; never: g(a, a) <= g(a, b)
+    always; some draws: both fail on some pair, so neither reading is safe."""
+    found = _role(target)
+    assert (found == diagonal.EVERY_DRAW) is decides
+    rng = np.random.default_rng(0)
+    pairs = rng.normal(size=(4000, 2, 4)) * rng.uniform(0.1, 3, size=(4000, 1, 1))
+    dominated = [g(a, b) <= max(g(a, a), g(b, b)) + 1e-9 for a, b in pairs]
+    never = [g(a, a) <= g(a, b) + 1e-9 for a, b in pairs]
+    assert all(dominated) is (found == diagonal.EVERY_DRAW)
+    assert all(never) is (found == diagonal.NEVER)
+
+
+def test_the_options_read_the_pairwise_minimum_strictly_or_as_before() -> None:
+    minimum, maximum = f"min(dot(x[s], x[t]) {PAIR})", f"max(dot(x[s], x[t]) {PAIR})"
+    strict = predict_retrieval(spec(minimum, self_exclusion="always"))
+    assert strict["requires_positional_encoding"].value is True
+    assert strict["efficient"].value is False
+    before = predict_retrieval(spec(maximum, self_exclusion="never"))
+    assert before["requires_positional_encoding"].value is False
+    assert before["efficient"].value is True
+    never_decides = predict_retrieval(
+        spec(f"max(norm(x[s] - x[t]) {PAIR})", self_exclusion="always")
+    )
+    assert never_decides["requires_positional_encoding"].value is False
+
+
+def test_compile_leaves_each_token_out_of_its_own_retrieval_with_positions() -> None:
+    from infoflow.validators.retrieval import construction
+
+    target = f"max(dot(x[s], x[t]) {PAIR})"
+    circuit = circuit_of(spec(target, pe=True))
+    first = next(h for h in circuit.heads if h.layer == 1)
+    assert [f.query for f in first.score] == ["x", POSITIONS]
+    assert circuit.channels[POSITIONS] == 8
+    assert not circuit.notes
+    witness = construction.build(spec(target, pe=True), beta=100, width=512, circuit=circuit)
+    assert witness.nmse < 1e-3, witness.nmse
+    with pytest.raises(SpecError, match="s != t, whose left-out pair"):
+        circuit_of(spec(target))
