@@ -77,7 +77,7 @@ class RetrievalOptions(StrictModel):
         "(s, s), which no head tells apart without positional encoding: it needs PE (else "
         "global aggregation) where that pair decides every draw (decisive: the max of a dot "
         "product, the min of a distance), wherever it may decide (always), or never (the "
-        "engine before 2026-12-05).",
+        "engine until 2026-12-04).",
     )
     squared_norm: bool = Field(
         False,
