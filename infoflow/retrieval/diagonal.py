@@ -17,15 +17,108 @@ or minus the min's):
 Recognised scores: one term ``dot`` of two token multiples, or ``norm``/``sqnorm`` of a
 combination a x[s] + b x[t] (several ``dot`` terms of the pair add up); the rest is
 ``some draws``.
+
+An order test between the two indices of a max or min whose score is symmetric in them
+reads no position: ``s < t`` is ``s != t`` and ``s <= t`` is every pair, the same function
+(:func:`unordered`, ``reconstruction:canonical_form``).
 """
 
 from __future__ import annotations
 
-from infoflow.retrieval.algebra import EXTREMUM, free_indices, names, rename
-from infoflow.retrieval.expression import Apply, Condition, Const, Node, Token, Variable
+from dataclasses import replace
+
+from infoflow.retrieval.algebra import EXTREMUM, additive, free_indices, names, rename
+from infoflow.retrieval.expression import Apply, Condition, Const, Node, Reduce, Token, Variable
 
 EVERY_DRAW, NEVER, SOME_DRAWS = "every draw", "never", "some draws"
 NORMS = ("norm", "sqnorm")
+ORDERS = {"<": "!=", ">": "!=", "<=": None, ">=": None}  # what each reads as, unordered
+COMMUTATIVE = ("+", "*", "dot", "min", "max")
+EVEN = ("norm", "sqnorm", "abs")  # f(a - b) = f(b - a)
+
+
+def unordered(op: str, conditions: list, own: set[str], is_symmetric) -> list:
+    """``conditions`` ((condition, scope)) of a reduction ``op`` over the indices ``own``
+    with each order test between two of its token indices that no other condition names,
+    over a score symmetric in the two (``is_symmetric(pair)`` of their unique names), read
+    unordered: ``s < t`` as ``s != t``, ``s <= t`` dropped."""
+    if op not in EXTREMUM:
+        return conditions
+    out = []
+    for c, env in conditions:
+        pair = _pair(c, env) if c.op in ORDERS and not c.shift else None
+        alone = pair is not None and not any(
+            _names(d, e) & set(pair) for d, e in conditions if d is not c
+        )
+        if not (alone and set(pair) <= own and is_symmetric(pair)):
+            out.append((c, env))
+        elif ORDERS[c.op]:
+            out.append((replace(c, op=ORDERS[c.op]), env))
+    return out
+
+
+def unordered_reduce(node: Reduce) -> Reduce:
+    """:func:`unordered` on a reduction as written (both indices bound by ``node``), so that
+    the rewrites after it see the pair unordered: ``min(f(s) + f(t) ... if s <= t)`` is
+    ``2 min f``."""
+    env = {v.name: v for v in node.variables}
+    found = unordered(
+        node.op,
+        [(c, env) for c in node.conditions],
+        set(env),
+        lambda pair: symmetric(node.body, pair),
+    )
+    return replace(node, conditions=tuple(c for c, _ in found))
+
+
+def _pair(c: Condition, env: dict[str, Variable]) -> tuple[str, str] | None:
+    """The unique names of the two token indices ``c`` compares (None: not two tokens)."""
+    sides = [env.get(s) if isinstance(s, str) else None for s in (c.left, c.right)]
+    if not all(v is not None and v.is_token for v in sides):
+        return None
+    return sides[0].name, sides[1].name
+
+
+def _names(c: Condition, env: dict[str, Variable]) -> set[str]:
+    return {env[s].name for s in (c.left, c.right) if isinstance(s, str) and s in env}
+
+
+def symmetric(body: Node, pair: tuple[str, str]) -> bool:
+    """Whether ``body`` (reading the indices of ``pair`` by those names) is the same function
+    after swapping the two, as :func:`unordered` decides it."""
+    scope = {name: Variable(name) for name in pair}
+    return symmetric_terms([(term, scope, sign) for sign, term in additive(body)], pair)
+
+
+def symmetric_terms(terms: list, pair: tuple[str, str]) -> bool:
+    """Whether the terms that read either index of ``pair`` are the same after swapping the
+    two (commutative arguments, and the sign inside an even function, in any order)."""
+    a, b = pair
+    mine, swapped = [], []
+    for term, scope, sign in terms:
+        mapping = {u: v.name for u, v in scope.items()}
+        if not {mapping.get(u, u) for u in free_indices(term)} & set(pair):
+            continue
+        if names(term):
+            return False  # a nested reduction: not compared here
+        named = rename(term, mapping)
+        mine.append(repr((sign, _normal(named))))
+        swapped.append(repr((sign, _normal(rename(named, {a: b, b: a})))))
+    return bool(mine) and sorted(mine) == sorted(swapped)
+
+
+def _normal(node: Node) -> Node:
+    """``node`` with commutative arguments sorted and even functions of a difference
+    oriented, so that equal spellings of these kinds compare equal."""
+    if not isinstance(node, Apply):
+        return node
+    args = tuple(_normal(a) for a in node.args)
+    if node.fn in COMMUTATIVE:
+        args = tuple(sorted(args, key=repr))
+    inner = args[0] if len(args) == 1 else None
+    if node.fn in EVEN and isinstance(inner, Apply) and inner.fn == "-":
+        args = (Apply("-", tuple(sorted(inner.args, key=repr))),)
+    return Apply(node.fn, args)
 
 
 def excludes(option: str, op: str, c: Condition, env: dict[str, Variable], terms: list) -> bool:
@@ -34,10 +127,9 @@ def excludes(option: str, op: str, c: Condition, env: dict[str, Variable], terms
     it does on every draw, ``always`` unless it never does, ``never`` not at all."""
     if option == "never" or op not in EXTREMUM or c.op != "!=" or c.shift:
         return False
-    sides = [env.get(s) if isinstance(s, str) else None for s in (c.left, c.right)]
-    if not all(v is not None and v.is_token for v in sides):
+    pair = _pair(c, env)
+    if pair is None:
         return False
-    pair = (sides[0].name, sides[1].name)
     touching = []
     for term, scope, sign in terms:
         mapping = {u: v.name for u, v in scope.items()}

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from infoflow.retrieval.algebra import UnionFind, additive, flattens, free_indices, key, signed
-from infoflow.retrieval.diagonal import excludes
+from infoflow.retrieval.diagonal import excludes, symmetric_terms, unordered
 from infoflow.retrieval.domains import check_values
 from infoflow.retrieval.expression import (
     KTH,
@@ -198,6 +198,8 @@ class _Canonicalizer:
                     terms.append((term, scope, sign))
         if node.op in KTH and (len(variables) != 1 or not variables[0].is_token):
             raise TargetError(f"{node.op} is supported over one token index")
+        own = {v.name for v in variables}
+        conditions = unordered(node.op, conditions, own, lambda pair: symmetric_terms(terms, pair))
         tests = [
             _condition(c, scope, excludes(self.self_exclusion, node.op, c, scope, terms))
             for c, scope in conditions

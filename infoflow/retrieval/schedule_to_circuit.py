@@ -29,6 +29,7 @@ from dataclasses import replace
 from infoflow.core.errors import SpecError
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
 from infoflow.retrieval.derive import derive
+from infoflow.retrieval.diagonal import ORDERS, symmetric
 from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce, Token
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import fetch, kth, max_position, pooling, sentences
@@ -139,6 +140,7 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         names += [v.name for v in body.variables]  # max over s of max over t
         conditions, body = conditions + body.conditions, body.body
     if len(names) == 2 and op in EXTREMA:
+        conditions = _unordered(conditions, body, names)
         if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
             raise Unbuildable(f"{_text(term)}: only the condition {names[0]} != {names[1]}")
         norm = _norm_pair(body, *names)
@@ -173,6 +175,17 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
             return max_position.circuit_single(circuit, tag, matrix, ext)
         return kth.circuit_peel(circuit, tag, matrix, ext, rank)
     raise Unbuildable(f"{_text(term)}: compile does not build {op}")
+
+
+def _unordered(conditions: tuple, body: Node, names: list[str]) -> tuple:
+    """One order test between the pair over a score symmetric in it, read unordered as the
+    engine does: ``s < t`` is ``s != t``, ``s <= t`` every pair."""
+    if len(conditions) != 1 or conditions[0].op not in ORDERS or conditions[0].shift:
+        return conditions
+    (c,) = conditions
+    if {c.left, c.right} != set(names) or not symmetric(body, (names[0], names[1])):
+        return conditions
+    return (replace(c, op=ORDERS[c.op]),) if ORDERS[c.op] else ()
 
 
 def _norm_term(

@@ -103,3 +103,52 @@ def test_compile_leaves_each_token_out_of_its_own_retrieval_with_positions() -> 
     assert witness.nmse < 1e-3, witness.nmse
     with pytest.raises(SpecError, match="s != t, whose left-out pair"):
         circuit_of(spec(target))
+
+
+SYMMETRIC = [
+    "dot(x[s], x[t])",
+    "norm(x[s] - x[t])",
+    "norm(x[t] - x[s]) + 2 * dot(x[t], x[s])",
+    "dot(q, x[s]) + dot(q, x[t])",
+    "max(dot(q, x[s]), dot(q, x[t]))",
+]
+
+
+def _same_predictions(a: str, b: str, pe: bool = False) -> None:
+    first, second = (predict_retrieval(spec(t, pe=pe)).to_json()["predictions"] for t in (a, b))
+    for name in first:
+        if name not in ("bottleneck", "information_sets"):
+            assert first[name]["value"] == second[name]["value"], (name, a, b)
+            assert first[name]["provenance"] == second[name]["provenance"], (name, a, b)
+
+
+@pytest.mark.parametrize("body", SYMMETRIC)
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_an_order_test_on_a_symmetric_score_is_the_pair_unordered(op: str, body: str) -> None:
+    """s < t over a score symmetric in s and t is s != t; s <= t is every pair."""
+    pairs = "for s in T for t in T"
+    distinct, everything = f"{op}({body} {pairs} if s != t)", f"{op}({body} {pairs})"
+    _same_predictions(f"{op}({body} {pairs} if s < t)", distinct)
+    _same_predictions(f"{op}({op}({body} for t in T if t > s) for s in T)", distinct)
+    _same_predictions(f"{op}({body} {pairs} if t >= s)", everything)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "max(dot(q, x[s]) + dot(w, x[t]) for s in T for t in T if s < t)",  # not symmetric
+        "max(dot(x[s], x[t]) for s in T for t in T if s < t and t < 5)",  # t read twice
+        "max(max(dot(x[s], x[t]) for t in T if t > s) + dot(q, x[s]) for s in T)",  # not one
+        "sum(dot(x[s], x[t]) for s in T for t in T if s < t)",  # a sum: not an extremum
+    ],
+)
+def test_an_order_test_that_is_not_the_pair_unordered_still_reads_positions(target) -> None:
+    without = predict_retrieval(spec(target))
+    assert without["feasible"].value is False
+    assert "reads positions" in without["bottleneck"].value
+
+
+def test_compile_reads_an_order_test_on_a_symmetric_score_unordered() -> None:
+    ordered = circuit_of(spec(f"max(dot(x[s], x[t]) {PAIR.replace('!=', '<')})", pe=True))
+    distinct = circuit_of(spec(f"max(dot(x[s], x[t]) {PAIR})", pe=True))
+    assert [h.score for h in ordered.heads] == [h.score for h in distinct.heads]
