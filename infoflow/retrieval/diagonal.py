@@ -14,20 +14,29 @@ or minus the min's):
 - ``some draws``: anything else, or a score not recognised here (the min of a dot product,
   whose diagonal |x(s)|^2 is the minimum only when every other pair scores higher).
 
-Recognised scores: one term ``dot`` of two token multiples, or ``norm``/``sqnorm`` of a
-combination a x[s] + b x[t] (several ``dot`` terms of the pair add up); the rest is
-``some draws``.
+Recognised scores: ``dot`` terms of two token multiples, beside terms of one index each
+that are the same for both (f(s) + f(t), which leave g(a, a) + g(b, b) - 2 g(a, b)
+unchanged), or one ``norm``/``sqnorm`` of a x[s] + b x[t]; the rest is ``some draws``.
 
 An order test between the two indices of a max or min whose score is symmetric in them
 reads no position: ``s < t`` is ``s != t`` and ``s <= t`` is every pair, the same function
-(:func:`unordered`, ``reconstruction:canonical_form``).
+(:func:`unordered`); and the max over s != t of f(s) + f(t) is the largest f plus the second
+largest (:func:`separable_pair`). Both are ``reconstruction:canonical_form``.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from infoflow.retrieval.algebra import EXTREMUM, additive, free_indices, names, rename
+from infoflow.retrieval.algebra import (
+    EXTREMUM,
+    collected,
+    free_indices,
+    names,
+    rebuilt,
+    rename,
+    terms,
+)
 from infoflow.retrieval.expression import Apply, Condition, Const, Node, Reduce, Token, Variable
 
 EVERY_DRAW, NEVER, SOME_DRAWS = "every draw", "never", "some draws"
@@ -37,12 +46,12 @@ COMMUTATIVE = ("+", "*", "dot", "min", "max")
 EVEN = ("norm", "sqnorm", "abs")  # f(a - b) = f(b - a)
 
 
-def unordered(op: str, conditions: list, own: set[str], is_symmetric) -> list:
-    """``conditions`` ((condition, scope)) of a reduction ``op`` over the indices ``own``
-    with each order test between two of its token indices that no other condition names,
-    over a score symmetric in the two (``is_symmetric(pair)`` of their unique names), read
-    unordered: ``s < t`` as ``s != t``, ``s <= t`` dropped."""
-    if op not in EXTREMUM:
+def unordered(op: str, conditions: list, is_symmetric) -> list:
+    """``conditions`` ((condition, scope)) of a max or min over a pair with each order test
+    between its two token indices that no other condition names, over a score symmetric in
+    the two (``is_symmetric(pair)`` of their names), read unordered: ``s < t`` as
+    ``s != t``, ``s <= t`` dropped (an argmax's value is the ordered pair: kept)."""
+    if op not in ("max", "min"):
         return conditions
     out = []
     for c, env in conditions:
@@ -50,7 +59,7 @@ def unordered(op: str, conditions: list, own: set[str], is_symmetric) -> list:
         alone = pair is not None and not any(
             _names(d, e) & set(pair) for d, e in conditions if d is not c
         )
-        if not (alone and set(pair) <= own and is_symmetric(pair)):
+        if not (alone and is_symmetric(pair)):
             out.append((c, env))
         elif ORDERS[c.op]:
             out.append((replace(c, op=ORDERS[c.op]), env))
@@ -58,17 +67,55 @@ def unordered(op: str, conditions: list, own: set[str], is_symmetric) -> list:
 
 
 def unordered_reduce(node: Reduce) -> Reduce:
-    """:func:`unordered` on a reduction as written (both indices bound by ``node``), so that
-    the rewrites after it see the pair unordered: ``min(f(s) + f(t) ... if s <= t)`` is
-    ``2 min f``."""
+    """:func:`unordered` on a reduction as written, over both indices of ``node`` or, for
+    ``max(max(f for t in T if t > s) for s in T)``, of ``node`` and the one it holds, so
+    that the rewrites after it see the pair unordered (``min(f(s) + f(t) ... if s <= t)`` is
+    ``2 min f``)."""
+    inner = node.body
+    if isinstance(inner, Reduce) and inner.op == node.op and not node.conditions:
+        env = {v.name: v for v in (*node.variables, *inner.variables)}
+        found = unordered(
+            node.op, [(c, env) for c in inner.conditions], lambda p: symmetric(inner.body, p)
+        )
+        return replace(node, body=replace(inner, conditions=tuple(c for c, _ in found)))
     env = {v.name: v for v in node.variables}
     found = unordered(
-        node.op,
-        [(c, env) for c in node.conditions],
-        set(env),
-        lambda pair: symmetric(node.body, pair),
+        node.op, [(c, env) for c in node.conditions], lambda p: symmetric(node.body, p)
     )
     return replace(node, conditions=tuple(c for c, _ in found))
+
+
+def separable_pair(node: Reduce) -> Node:
+    """``max(f(x[s]) + f(x[t]) for s in T for t in T if s != t)`` as what it is, the largest
+    f plus the second largest: ``max f + kth_largest(f, k=2)`` (a min: the smallest and the
+    second smallest). Also spelled ``max(max(... for t in T if t != s) for s in T)``; any
+    other reduction is returned as it is."""
+    inner = node.body
+    nested = isinstance(inner, Reduce) and inner.op == node.op and not node.conditions
+    variables = (*node.variables, *inner.variables) if nested else node.variables
+    conditions, body = (inner.conditions, inner.body) if nested else (node.conditions, node.body)
+    if node.op not in ("max", "min") or len(variables) != 2 or len(conditions) != 1:
+        return node
+    (test,), (s, t) = conditions, (v.name for v in variables)
+    if not all(v.is_token for v in variables) or test.op != "!=" or test.shift:
+        return node
+    if {test.left, test.right} != {s, t} or names(body):
+        return node
+    split: dict[str | None, list] = {s: [], t: [], None: []}
+    for coefficient, term in terms(body):
+        reads = free_indices(term) & {s, t} if term is not None else set()
+        if len(reads) > 1:
+            return node
+        split[reads.pop() if reads else None].append((coefficient, term))
+    mine = [repr((c, _normal(term))) for c, term in split[s]]
+    theirs = [repr((c, _normal(rename(term, {t: s})))) for c, term in split[t]]
+    if not mine or sorted(mine) != sorted(theirs):
+        return node
+    f = rebuilt(collected(split[s]))
+    kth = "kth_largest" if node.op == "max" else "kth_smallest"
+    one = Variable(s)
+    out = Apply("+", (Reduce(node.op, (one,), f), Reduce(kth, (one,), f, (), 2)))
+    return Apply("+", (out, rebuilt(collected(split[None])))) if split[None] else out
 
 
 def _pair(c: Condition, env: dict[str, Variable]) -> tuple[str, str] | None:
@@ -84,27 +131,15 @@ def _names(c: Condition, env: dict[str, Variable]) -> set[str]:
 
 
 def symmetric(body: Node, pair: tuple[str, str]) -> bool:
-    """Whether ``body`` (reading the indices of ``pair`` by those names) is the same function
-    after swapping the two, as :func:`unordered` decides it."""
-    scope = {name: Variable(name) for name in pair}
-    return symmetric_terms([(term, scope, sign) for sign, term in additive(body)], pair)
-
-
-def symmetric_terms(terms: list, pair: tuple[str, str]) -> bool:
-    """Whether the terms that read either index of ``pair`` are the same after swapping the
-    two (commutative arguments, and the sign inside an even function, in any order)."""
+    """Whether ``body``, which reads the two indices of ``pair`` and no reduction, is the
+    same function after swapping them: its terms with their exact coefficients, commutative
+    arguments and the sign inside an even function in any order."""
+    if names(body) or not free_indices(body) & set(pair):
+        return False
     a, b = pair
-    mine, swapped = [], []
-    for term, scope, sign in terms:
-        mapping = {u: v.name for u, v in scope.items()}
-        if not {mapping.get(u, u) for u in free_indices(term)} & set(pair):
-            continue
-        if names(term):
-            return False  # a nested reduction: not compared here
-        named = rename(term, mapping)
-        mine.append(repr((sign, _normal(named))))
-        swapped.append(repr((sign, _normal(rename(named, {a: b, b: a})))))
-    return bool(mine) and sorted(mine) == sorted(swapped)
+    found = [(c, _normal(t)) for c, t in terms(body) if t is not None]
+    swapped = [(c, _normal(rename(t, {a: b, b: a}))) for c, t in terms(body) if t is not None]
+    return sorted(map(repr, found)) == sorted(map(repr, swapped))
 
 
 def _normal(node: Node) -> Node:
@@ -123,41 +158,59 @@ def _normal(node: Node) -> Node:
 
 def excludes(option: str, op: str, c: Condition, env: dict[str, Variable], terms: list) -> bool:
     """Whether ``c`` is an ``s != t`` whose left-out pair (s, s) decides the extremum ``op``
-    over ``terms`` ((term, its scope, its sign)), as ``option`` reads it: ``decisive`` when
-    it does on every draw, ``always`` unless it never does, ``never`` not at all."""
+    over ``terms`` ((term, its scope, its coefficient)), as ``option`` reads it:
+    ``decisive`` when it does on every draw, ``always`` unless it never does, ``never`` not
+    at all."""
     if option == "never" or op not in EXTREMUM or c.op != "!=" or c.shift:
         return False
     pair = _pair(c, env)
     if pair is None:
         return False
     touching = []
-    for term, scope, sign in terms:
+    for term, scope, coefficient in terms:
         mapping = {u: v.name for u, v in scope.items()}
         if {mapping.get(u, u) for u in free_indices(term)} & set(pair):
-            touching.append((sign, term if names(term) else rename(term, mapping)))
+            touching.append((coefficient, None if names(term) else rename(term, mapping)))
     found = role(EXTREMUM[op], touching, pair)
     return found == EVERY_DRAW or (found == SOME_DRAWS and option == "always")
 
 
-def role(direction: int, terms: list[tuple[int, Node]], pair: tuple[str, str]) -> str:
-    """How the diagonal of ``pair`` (its two index names as the terms read them) decides an
-    extremum of ``direction`` (1 max, -1 min) over the signed additive ``terms`` of its
-    score that read either index."""
-    dots = [_dot(term, pair) for _, term in terms]
-    if all(c is not None for c in dots):
-        total = sum(sign * c for (sign, _), c in zip(terms, dots, strict=True))
-        return EVERY_DRAW if direction * total > 0 else SOME_DRAWS
-    if len(terms) != 1:
+def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str, str]) -> str:
+    """How the diagonal of ``pair`` decides an extremum of ``direction`` (1 max, -1 min) over
+    the additive ``terms`` (coefficient, term; None: one not read here) of its score that
+    read either index, by those names. Terms of one index each, the same for both, add
+    nothing to the verdict of the pair's own terms: g(a, a) + g(b, b) - 2 g(a, b) does not
+    change."""
+    if any(term is None for _, term in terms):
         return SOME_DRAWS
-    sign, term = terms[0]
+    reads = [len(free_indices(term) & set(pair)) for _, term in terms]
+    singles = [t for t, n in zip(terms, reads, strict=True) if n == 1]
+    both = [t for t, n in zip(terms, reads, strict=True) if n == 2]
+    if singles and not _same_for_both(singles, pair):
+        return SOME_DRAWS
+    dots = [_dot(term, pair) for _, term in both]
+    if all(d is not None for d in dots):
+        total = sum(c * d for (c, _), d in zip(both, dots, strict=True))
+        return EVERY_DRAW if direction * total > 0 or (singles and not total) else SOME_DRAWS
+    if len(both) != 1 or singles:
+        return SOME_DRAWS
+    coefficient, term = both[0]
     combination = _norm(term, pair)
     if combination is None:
         return SOME_DRAWS
     a, b = combination
-    up = direction * sign > 0  # the max of the norm
+    up = direction * coefficient > 0  # the max of the norm
     if a == -b:
         return NEVER if up else EVERY_DRAW
     return EVERY_DRAW if up and a * b > 0 else SOME_DRAWS
+
+
+def _same_for_both(singles: list, pair: tuple[str, str]) -> bool:
+    """Whether the terms of one index each are f(s) + f(t) for one f."""
+    a, b = pair
+    mine = [repr((c, _normal(t))) for c, t in singles if a in free_indices(t)]
+    theirs = [repr((c, _normal(rename(t, {b: a})))) for c, t in singles if b in free_indices(t)]
+    return sorted(mine) == sorted(theirs)
 
 
 def _dot(term: Node, pair: tuple[str, str]) -> float | None:

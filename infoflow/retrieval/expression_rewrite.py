@@ -14,7 +14,8 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
 - identical additive terms (equal up to the names of their indices) are one term with the sum
   of their coefficients; terms that cancel vanish (``f - f`` is 0);
 - an order test between two indices of a max or min whose score is symmetric in them reads
-  no position: ``s < t`` is ``s != t``, ``s <= t`` every pair (:mod:`.diagonal`);
+  no position: ``s < t`` is ``s != t``, ``s <= t`` every pair; the max over s != t of
+  f(s) + f(t) is the largest f plus the second largest (:mod:`.diagonal`);
 - an index that nothing reads and whose only condition is ``t != s`` counts T - 1 copies of a
   sum (``sum(f(x[s]) for s in T for t in T if s != t)`` is ``(T - 1) * sum(f(x[s]) for s in
   T)``) and does not change a max or min.
@@ -39,7 +40,7 @@ from infoflow.retrieval.algebra import (
     rename,
     terms,
 )
-from infoflow.retrieval.diagonal import unordered_reduce
+from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
 from infoflow.retrieval.expression import (
     SEQUENCE,
     Apply,
@@ -91,7 +92,8 @@ class _Rewriter:
     def rewrite(self, node: Node) -> Node:
         if isinstance(node, Reduce):
             node = unordered_reduce(replace(node, body=self.rewrite(node.body)))
-            return _drop_diagonal(_rename_shifts(node))
+            pair = separable_pair(node)
+            return self.rewrite(pair) if pair is not node else _drop_diagonal(_rename_shifts(node))
         if isinstance(node, Apply):
             node = Apply(node.fn, tuple(self.rewrite(a) for a in node.args))
             if node.fn in EXTREMA and len(node.args) > 1:

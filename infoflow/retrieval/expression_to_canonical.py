@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from infoflow.retrieval.algebra import UnionFind, additive, flattens, free_indices, key, signed
-from infoflow.retrieval.diagonal import excludes, symmetric_terms, unordered
+from infoflow.retrieval.algebra import UnionFind, flattens, free_indices, key, signed
+from infoflow.retrieval.algebra import terms as exact_terms
+from infoflow.retrieval.diagonal import excludes
 from infoflow.retrieval.domains import check_values
 from infoflow.retrieval.expression import (
     KTH,
@@ -188,18 +189,19 @@ class _Canonicalizer:
         queue = [(node.body, inner)]
         while queue:
             body, scope = queue.pop()
-            for sign, term in additive(body):
+            for coefficient, term in exact_terms(body):
+                if term is None or not coefficient:
+                    continue  # a constant leaves the reduction
+                sign = 1 if coefficient > 0 else -1
                 if flattens(node.op, sign, term):
                     deeper, more = self.bind(term.variables, scope)
                     variables += more
                     conditions += [(c, deeper) for c in term.conditions]
                     queue.append((signed(term.body, sign), deeper))
                 else:
-                    terms.append((term, scope, sign))
+                    terms.append((term, scope, coefficient))
         if node.op in KTH and (len(variables) != 1 or not variables[0].is_token):
             raise TargetError(f"{node.op} is supported over one token index")
-        own = {v.name for v in variables}
-        conditions = unordered(node.op, conditions, own, lambda pair: symmetric_terms(terms, pair))
         tests = [
             _condition(c, scope, excludes(self.self_exclusion, node.op, c, scope, terms))
             for c, scope in conditions

@@ -10,7 +10,7 @@ import pytest
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import diagonal
-from infoflow.retrieval.algebra import EXTREMUM, additive
+from infoflow.retrieval.algebra import EXTREMUM, terms
 from infoflow.retrieval.circuit import POSITIONS
 from infoflow.retrieval.predict import predict_retrieval
 from infoflow.retrieval.schedule_to_circuit import circuit_of
@@ -32,6 +32,26 @@ CASES = [
     (f"max(2 * dot(x[t], x[s]) {PAIR})", True, lambda a, b: 2 * a @ b),
     (f"min(norm(x[s] - x[t]) {PAIR})", True, lambda a, b: -np.linalg.norm(a - b)),
     (f"max(sqnorm(x[s] + 2 * x[t]) {PAIR})", True, lambda a, b: np.sum((a + 2 * b) ** 2)),
+    (
+        f"max(sqnorm(x[s]) + sqnorm(x[t]) + 2 * dot(x[s], x[t]) {PAIR})",  # |x(s) + x(t)|^2
+        True,
+        lambda a, b: np.sum((a + b) ** 2),
+    ),
+    (
+        f"min(dot(q, x[s]) + dot(q, x[t]) - dot(x[s], x[t]) {PAIR})",
+        True,
+        lambda a, b: -(a.sum() + b.sum() - a @ b),  # q = (1, 1, 1, 1) in the numbers
+    ),
+    (
+        f"max(dot(q, x[s]) + dot(q, x[t]) - dot(x[s], x[t]) {PAIR})",
+        False,
+        lambda a, b: a.sum() + b.sum() - a @ b,
+    ),
+    (
+        f"max(dot(q, x[s]) - dot(q, x[t]) + dot(x[s], x[t]) {PAIR})",
+        False,
+        lambda a, b: a.sum() - b.sum() + a @ b,
+    ),
     (f"min(dot(x[s], x[t]) {PAIR})", False, lambda a, b: -(a @ b)),
     (f"max(-dot(x[s], x[t]) {PAIR})", False, lambda a, b: -(a @ b)),
     (f"max(norm(x[s] - x[t]) {PAIR})", False, lambda a, b: np.linalg.norm(a - b)),
@@ -57,15 +77,15 @@ def test_a_deciding_pair_needs_positional_encoding_else_global_aggregation(
 
 
 def _role(target: str) -> str:
-    ((_, reduce),) = additive(parse_target(target))  # -min(...): the min decides alone
-    terms = additive(reduce.body)
-    return diagonal.role(EXTREMUM[reduce.op], terms, ("s", "t"))
+    ((_, reduce),) = terms(parse_target(target))  # -min(...): the min decides alone
+    return diagonal.role(EXTREMUM[reduce.op], terms(reduce.body), ("s", "t"))
 
 
 @pytest.mark.parametrize("target, decides, g", CASES)
 def test_each_class_is_what_random_draws_show(target: str, decides: bool, g) -> None:
     """every draw: g(a, b) <= max(g(a, a), g(b, b)) always; never: g(a, a) <= g(a, b)
-    always; some draws: both fail on some pair, so neither reading is safe."""
+    always; some draws: both fail on some pair, so neither reading is safe (each example
+    here is one; a score the engine does not recognise is also read as some draws)."""
     found = _role(target)
     assert (found == diagonal.EVERY_DRAW) is decides
     rng = np.random.default_rng(0)
@@ -137,6 +157,8 @@ def test_an_order_test_on_a_symmetric_score_is_the_pair_unordered(op: str, body:
     "target",
     [
         "max(dot(q, x[s]) + dot(w, x[t]) for s in T for t in T if s < t)",  # not symmetric
+        "max(dot(q, x[s]) + 2 * dot(q, x[t]) for s in T for t in T if s < t)",  # nor this
+        "argmax(dot(x[s], x[t]) for s in T for t in T if s < t)",  # its value is the order
         "max(dot(x[s], x[t]) for s in T for t in T if s < t and t < 5)",  # t read twice
         "max(max(dot(x[s], x[t]) for t in T if t > s) + dot(q, x[s]) for s in T)",  # not one
         "sum(dot(x[s], x[t]) for s in T for t in T if s < t)",  # a sum: not an extremum
@@ -152,3 +174,34 @@ def test_compile_reads_an_order_test_on_a_symmetric_score_unordered() -> None:
     ordered = circuit_of(spec(f"max(dot(x[s], x[t]) {PAIR.replace('!=', '<')})", pe=True))
     distinct = circuit_of(spec(f"max(dot(x[s], x[t]) {PAIR})", pe=True))
     assert [h.score for h in ordered.heads] == [h.score for h in distinct.heads]
+
+
+@pytest.mark.parametrize("op, kth", [("max", "kth_largest"), ("min", "kth_smallest")])
+def test_a_separable_symmetric_pair_is_the_best_plus_the_second_best(op: str, kth: str) -> None:
+    """The extremum over s != t of f(s) + f(t) is the best f plus the second best, which the
+    engine plans as such (a peel, no PE), whatever the spelling; numbers agree."""
+    f = "dot(q, x[{}])"
+    split = f"{op}({f.format('t')} for t in T) + {kth}(({f.format('t')} for t in T), k=2)"
+    for written in (
+        f"{op}({f.format('s')} + {f.format('t')} {PAIR})",
+        f"{op}({f.format('s')} + {f.format('t')} {PAIR.replace('!=', '<')})",
+        f"{op}({op}({f.format('s')} + {f.format('t')} for t in T if t != s) for s in T)",
+    ):
+        _same_predictions(written, split)
+        _same_predictions(written, split, pe=True)
+    assert predict_retrieval(spec(split))["requires_positional_encoding"].value is False
+    values = np.random.default_rng(1).normal(size=(100, 8))
+    for v in values:
+        pairs = [v[s] + v[t] for s in range(8) for t in range(8) if s != t]
+        ranked = sorted(v, reverse=op == "max")
+        assert np.isclose(max(pairs) if op == "max" else min(pairs), ranked[0] + ranked[1])
+
+
+def test_a_pair_that_is_not_separable_and_symmetric_stays_a_pair() -> None:
+    for target in (
+        f"max(dot(q, x[s]) + 2 * dot(q, x[t]) {PAIR})",
+        f"max(dot(q, x[s]) + dot(w, x[t]) {PAIR})",
+        f"max(dot(q, x[s]) + dot(x[s], x[t]) + dot(q, x[t]) {PAIR})",
+    ):
+        tree = predict_retrieval(spec(target, pe=True))
+        assert tree["comparison_order"].value == 2, target
