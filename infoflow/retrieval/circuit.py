@@ -203,6 +203,21 @@ def without_head(circuit: Circuit, layer: int, slot: int) -> Circuit:
     )
 
 
+def without_self_penalty(circuit: Circuit) -> Circuit:
+    """``circuit`` with every score's positional self-penalty (:data:`POSITIONS`) removed: each
+    token's own retrieval scores the token itself again, as without positional encoding."""
+    heads = [
+        replace(h, score=tuple(f for f in h.score if f.query != POSITIONS)) for h in circuit.heads
+    ]
+    notes = [*circuit.notes, "the positional self-penalty removed"]
+    return replace(circuit, heads=heads, notes=notes)
+
+
+def self_penalised(circuit: Circuit) -> bool:
+    """Whether a head's score leaves each token out of its own retrieval."""
+    return any(f.query == POSITIONS for h in circuit.heads for f in h.score)
+
+
 def _reads(head: Head) -> set[str]:
     """The channel groups a head reads."""
     return {g for f in head.score for g in (f.query, f.key)} | {c.source for c in head.values}

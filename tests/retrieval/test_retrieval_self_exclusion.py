@@ -205,3 +205,33 @@ def test_a_pair_that_is_not_separable_and_symmetric_stays_a_pair() -> None:
     ):
         tree = predict_retrieval(spec(target, pe=True))
         assert tree["comparison_order"].value == 2, target
+
+
+def test_the_witness_without_its_positional_term_computes_the_max_with_the_diagonal() -> None:
+    """What the engine charges is what decides: the witness with the self-penalty removed
+    computes the maximum over every pair, the diagonal included, far from the target."""
+    from infoflow.retrieval.circuit import self_penalised, without_self_penalty
+    from infoflow.validators.retrieval import construction
+
+    s = spec(f"max(dot(x[s], x[t]) {PAIR})", pe=True)
+    circuit = circuit_of(s)
+    bare = without_self_penalty(circuit)
+    assert self_penalised(circuit) and not self_penalised(bare)
+    with_term = construction.build(s, circuit=circuit, width=512)
+    without = construction.build(s, circuit=bare, width=512)
+    assert with_term.nmse < 1e-3 < 1 < without.nmse, (with_term.nmse, without.nmse)
+
+
+def test_the_self_exclusion_claim_is_refuted_when_the_pair_does_not_decide() -> None:
+    from infoflow.validators.retrieval.experiment import Model
+    from infoflow.validators.retrieval.witness import _self_exclusion_claim
+
+    model = Model(8, 32, (1, 1), True)
+
+    def verdict(nmse, bare):
+        record = {"nmse": nmse, "nmse_without_self_penalty": bare}
+        return _self_exclusion_claim(model, record, learns_below=0.1).verdict
+
+    assert verdict(1e-6, 11.8) == "confirmed"
+    assert verdict(1e-6, 2e-7) == "refuted"  # the diagonal changed nothing
+    assert verdict(0.5, 11.8) == "inconclusive"  # the witness itself is wrong

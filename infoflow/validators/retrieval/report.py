@@ -163,6 +163,13 @@ def _witnesses(records: list[dict]) -> list[str]:
                 for r in built
                 if r.get("nmse_trained_width_why")
             ),
+            *([""] if any("nmse_without_self_penalty" in r for r in built) else []),
+            *(
+                f"- {markdown_text(r['model'])} without its positional self-penalty (each "
+                f"token scores itself again): NMSE {number(r['nmse_without_self_penalty'])}"
+                for r in built
+                if "nmse_without_self_penalty" in r
+            ),
             *lines,
         ]
     ablated = [a for r in built for a in r.get("ablated", [])]

@@ -12,6 +12,10 @@ builds:
   there, fell 3.1x and 1.3x that way at T = 8 and 16, and 80x as beta grew 10x.) Its NMSE at
   the largest trained width is reported beside it (how far the trained ladder is from what
   the architecture represents).
+- ``self_exclusion``: where the engine charged a condition s != t whose left-out pair
+  decides the value ([R] ``self_exclusion``) and the witness leaves each token out by a
+  positional term, the witness without that term does not represent the target (the pair
+  (s, s) decides); refuted, a finding against the rule, when it still does.
 - ``witness_exponent`` and ``witness_flat`` (:mod:`.witness_ladder`): the witness's width
   ladder over the scale's seeds measures the construction's exponent, against the engine's
   at this T, and across the lengths the same architecture is witnessed at.
@@ -37,7 +41,7 @@ import math
 import torch
 
 from infoflow.core.errors import SpecError
-from infoflow.retrieval.circuit import without_head
+from infoflow.retrieval.circuit import self_penalised, without_head, without_self_penalty
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.validators.claims import Claim
 from infoflow.validators.identity import content_name
@@ -59,7 +63,7 @@ from infoflow.validators.retrieval.witness_plan import Tune, removed_part, spec_
 KIND = "construction"
 #: The version of the construction and ablation code: part of every cached result's key, so a
 #: change here (bump it) never reuses a result computed by the code before.
-WITNESS_VERSION = 7
+WITNESS_VERSION = 8
 
 
 def construction_claims(experiment: Experiment, context: Context) -> tuple[list[Claim], list]:
@@ -80,7 +84,10 @@ def construction_claims(experiment: Experiment, context: Context) -> tuple[list[
             continue
         record = _witness_record(experiment, model, spec, circuit, context)
         records.append(record)
-        claims.append(_witness_claim(model, record, floors[model.seq_len].learns_below))
+        learns_below = floors[model.seq_len].learns_below
+        claims.append(_witness_claim(model, record, learns_below))
+        if record.get("nmse_without_self_penalty") is not None:
+            claims.append(_self_exclusion_claim(model, record, learns_below))
         if record.get("ladder"):
             ladders[model] = Ladder(record["ladder"]["sizes"], record["ladder"]["nmse"])
             claims.append(exponent_claim(model, ladders[model], experiment.expected[model].alpha))
@@ -135,6 +142,9 @@ def _witness_record(experiment, model, spec, circuit, context) -> dict:
             out[name] = construction.build(spec, circuit=circuit, **setting).nmse
         except ValueError as exc:  # too narrow for the decoders
             out[name], out[f"{name}_why"] = None, str(exc)
+    if self_penalised(circuit):
+        bare = without_self_penalty(circuit)
+        out["nmse_without_self_penalty"] = construction.build(spec, circuit=bare).nmse
     ladder = ladder_of(spec, circuit, seeds)
     out["ladder"] = ladder.to_json() if ladder else None
     out["channels"], out["circuit"] = circuit.width, circuit.to_json()
@@ -156,6 +166,25 @@ def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
     claim = Claim.judged(
         f"witness:{model.key()}", statement, "represents", measured, tolerance, holds, reason
     )
+    return claim.of_kind(KIND)
+
+
+def _self_exclusion_claim(model: Model, record: dict, learns_below: float) -> Claim:
+    bare, nmse = record["nmse_without_self_penalty"], record["nmse"]
+    statement = (
+        f"{model.label()}: without its positional self-penalty the compiled witness does not "
+        f"represent the target (the left-out pair (s, s) decides the value)"
+    )
+    measured = {"nmse": nmse, "nmse_without_self_penalty": bare}
+    tolerance = f"NMSE without it >= {learns_below:.3g} (the learns threshold)"
+    ident = f"self_exclusion:{model.key()}"
+    if nmse >= learns_below:
+        why = "the witness itself does not represent the target"
+        claim = Claim.undecided(ident, statement, "does not", measured, tolerance, why)
+    else:
+        holds = bare >= learns_below
+        why = "" if holds else "a finding against the self-exclusion rule: the pair did not decide"
+        claim = Claim.judged(ident, statement, "does not", measured, tolerance, holds, why)
     return claim.of_kind(KIND)
 
 
