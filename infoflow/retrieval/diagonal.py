@@ -156,11 +156,22 @@ def _normal(node: Node) -> Node:
     return Apply(node.fn, args)
 
 
-def excludes(option: str, op: str, c: Condition, env: dict[str, Variable], terms: list) -> bool:
+def excludes(
+    option: str,
+    op: str,
+    c: Condition,
+    env: dict[str, Variable],
+    terms: list,
+    own: set[str],
+    binders: dict[str, str],
+) -> bool:
     """Whether ``c`` is an ``s != t`` whose left-out pair (s, s) decides the extremum ``op``
     over ``terms`` ((term, its scope, its coefficient)), as ``option`` reads it:
     ``decisive`` when it does on every draw, ``always`` unless it never does, ``never`` not
-    at all."""
+    at all. ``own`` are the reduction's indices, ``binders`` the op of the reduction that
+    binds each index: a token's own best partner (s bound outside, ``max(... for t in T if
+    t != s)``) decides every draw's value only when every token's counts (s bound by a sum);
+    under another reduction the token the diagonal changes may not be the one it keeps."""
     if option == "never" or op not in EXTREMUM or c.op != "!=" or c.shift:
         return False
     pair = _pair(c, env)
@@ -172,6 +183,9 @@ def excludes(option: str, op: str, c: Condition, env: dict[str, Variable], terms
         if {mapping.get(u, u) for u in free_indices(term)} & set(pair):
             touching.append((coefficient, None if names(term) else rename(term, mapping)))
     found = role(EXTREMUM[op], touching, pair)
+    outside = {binders.get(name) for name in pair if name not in own}
+    if found == EVERY_DRAW and outside - {"sum"}:
+        found = SOME_DRAWS
     return found == EVERY_DRAW or (found == SOME_DRAWS and option == "always")
 
 

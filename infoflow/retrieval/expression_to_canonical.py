@@ -133,6 +133,7 @@ class _Canonicalizer:
     def __init__(self, used: set[str] | None = None, self_exclusion: str = "decisive"):
         self.used: set[str] = set(used or ())
         self.self_exclusion = self_exclusion
+        self.binders: dict[str, str] = {}  # a bound index -> the op of its reduction
         self.closed: dict[Node, _Summary] = {}  # by key: reductions without free indices
 
     def bind(self, variables: tuple[Variable, ...], env: Env) -> tuple[Env, list[Variable]]:
@@ -181,7 +182,9 @@ class _Canonicalizer:
 
     def fresh(self) -> _Canonicalizer:
         """A canonicalizer that binds no name this one has bound."""
-        return _Canonicalizer(self.used, self.self_exclusion)
+        fresh = _Canonicalizer(self.used, self.self_exclusion)
+        fresh.binders = dict(self.binders)
+        return fresh
 
     def reduce(self, node: Reduce, env: Env) -> _Summary:
         inner, variables = self.bind(node.variables, env)
@@ -202,8 +205,10 @@ class _Canonicalizer:
                     terms.append((term, scope, coefficient))
         if node.op in KTH and (len(variables) != 1 or not variables[0].is_token):
             raise TargetError(f"{node.op} is supported over one token index")
+        self.binders.update({v.name: node.op for v in variables})
+        option, own = self.self_exclusion, {v.name for v in variables}
         tests = [
-            _condition(c, scope, excludes(self.self_exclusion, node.op, c, scope, terms))
+            _condition(c, scope, excludes(option, node.op, c, scope, terms, own, self.binders))
             for c, scope in conditions
         ]
         terms = [(term, scope) for term, scope, _ in terms]

@@ -235,3 +235,20 @@ def test_the_self_exclusion_claim_is_refuted_when_the_pair_does_not_decide() -> 
     assert verdict(1e-6, 11.8) == "confirmed"
     assert verdict(1e-6, 2e-7) == "refuted"  # the diagonal changed nothing
     assert verdict(0.5, 11.8) == "inconclusive"  # the witness itself is wrong
+
+
+def test_a_tokens_own_best_partner_decides_every_draw_only_when_every_token_counts() -> None:
+    """Each token's best other partner by a dot product: the token of largest norm scores
+    itself highest, on every draw. A sum over the tokens always reads it; a min over them
+    keeps the token it changes only on some draws."""
+    inner = "max(dot(x[s], x[t]) for t in T if t != s)"
+    needs = {
+        f"sum({inner} for s in T)": True,
+        f"min({inner} for s in T)": False,
+        f"max({inner} for s in T)": True,  # one max over the pair
+    }
+    for target, decides in needs.items():
+        found = predict_retrieval(spec(target))["requires_positional_encoding"].value
+        assert found is decides, target
+    strict = predict_retrieval(spec(f"min({inner} for s in T)", self_exclusion="always"))
+    assert strict["requires_positional_encoding"].value is True
