@@ -39,6 +39,10 @@ def read_json(path: Path, what: str = "file", max_bytes: int = MAX_BYTES) -> Any
         raise SpecError(source, [(None, f"{what} not found")]) from None
     except OSError as exc:
         raise SpecError(source, [(None, f"cannot read the {what} ({exc.strerror})")]) from None
+    except ValueError:  # a path with a null byte: no file can have that name
+        raise SpecError(
+            source, [(None, f"{what} not found (its path holds a null byte)")]
+        ) from None
     if stat.S_ISDIR(info.st_mode):
         raise SpecError(source, [(None, f"is a directory, not a {what}")])
     if not stat.S_ISREG(info.st_mode):
