@@ -196,28 +196,26 @@ def _norm_term(
     distinct: bool,
     spec: RetrievalSpec,
 ) -> tuple[list, list]:
-    """A norm pair's heads and MLPs (``distinct``: the target says s != t). Refused where
-    the pair (s, s), which the heads cannot leave out without positional encoding, would
-    decide the value: the nearest pair of a difference (each token's nearest is itself), and
-    s != t on a sum (its farthest pair is (s, s) often; its closest, sometimes). The farthest
-    pair of a difference keeps s != t exactly: (s, s) is at 0, never the farthest."""
+    """A norm pair's heads and MLPs (``distinct``: the target says s != t). With positional
+    encoding the first head leaves each token out of its own retrieval; without, refused
+    where the pair (s, s) would decide the value: the nearest pair of a difference (each
+    token's nearest is itself), and s != t on a sum (its farthest pair is (s, s) often; its
+    closest, sometimes). The farthest pair of a difference keeps s != t exactly: (s, s) is
+    at 0, never the farthest."""
     plus, squared = norm
-    only = (
-        "the positional self-penalty is built for bilinear scores only (a norm's key reads "
-        "|x|^2 from LayerNorm's scale, which position channels would shift)"
-    )
-    if plus < 0 and term.op == "min":
+    exclude = spec.seq_len if distinct and circuit.positional_encoding else 0
+    if plus < 0 and term.op == "min" and not exclude:
         raise Unbuildable(
-            f"{_text(term)}: the nearest pair is not built: each token's nearest is itself "
-            f"(distance 0), which no head leaves out without positional encoding, and {only}"
+            f"{_text(term)}: the nearest pair is built only with s != t and positional "
+            "encoding: each token's nearest is itself (distance 0)"
         )
-    if distinct and plus > 0:
+    if distinct and plus > 0 and not exclude:
         raise Unbuildable(
-            f"{_text(term)}: the condition s != t on the norm of a sum is not built: without "
-            f"positional encoding the pair (s, s) competes, and decides the value often; {only}"
+            f"{_text(term)}: the condition s != t on the norm of a sum is not built without "
+            "positional encoding: the pair (s, s) competes, and decides the value often"
         )
     squared = squared or spec.options.squared_norm
-    return max_position.circuit_norm_pair(circuit, tag, plus, squared, _sign(term.op))
+    return max_position.circuit_norm_pair(circuit, tag, plus, squared, _sign(term.op), exclude)
 
 
 def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> None:

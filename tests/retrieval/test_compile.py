@@ -253,7 +253,8 @@ def test_compile_refuses_what_it_does_not_build(tmp_path) -> None:
     data["target"] = "min(norm(x[s] - x[t]) for s in T for t in T)"
     path.write_text(json.dumps(data))
     line = refused("compile", str(path), "--out", str(tmp_path / "w"))
-    assert "the nearest pair is not built" in line and "itself (distance 0)" in line
+    assert "the nearest pair is built only with s != t and positional encoding" in line
+    assert "itself (distance 0)" in line
     line = refused(
         "compile",
         str(RETRIEVAL / "intrinsic-dimension-D2.json"),

@@ -18,8 +18,8 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
 
 
-def spec(target: str, pe: bool = False, **options) -> RetrievalSpec:
-    arch = {"layers": 2, "heads": [1, 1], "embed_dim": 24, "positional_encoding": pe}
+def spec(target: str, pe: bool = False, embed_dim: int = 24, **options) -> RetrievalSpec:
+    arch = {"layers": 2, "heads": [1, 1], "embed_dim": embed_dim, "positional_encoding": pe}
     data = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8}
     return RetrievalSpec.model_validate({**data, "architecture": arch, "options": options})
 
@@ -205,6 +205,24 @@ def test_a_pair_that_is_not_separable_and_symmetric_stays_a_pair() -> None:
     ):
         tree = predict_retrieval(spec(target, pe=True))
         assert tree["comparison_order"].value == 2, target
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        f"min(norm(x[s] - x[t]) {PAIR})",  # the closest pair: each token's nearest is itself
+        f"max(norm(x[s] + x[t]) {PAIR})",
+        f"min(sqnorm(x[s] + x[t]) {PAIR})",
+    ],
+)
+def test_compile_leaves_each_token_out_of_a_norm_pair_with_positions(target: str) -> None:
+    """The norm pair's key reads |x|^2 from LayerNorm's scale; the position channels add the
+    same 2 / E to every token's variance, which the read takes out."""
+    from infoflow.validators.retrieval import construction
+
+    witness = construction.build(spec(target, pe=True, embed_dim=40), beta=100, width=512)
+    assert POSITIONS in witness.circuit.channels
+    assert witness.nmse < 1e-3, witness.nmse
 
 
 def test_the_witness_without_its_positional_term_computes_the_max_with_the_diagonal() -> None:

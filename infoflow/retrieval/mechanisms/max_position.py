@@ -155,7 +155,7 @@ def circuit_pair(
 
 
 def circuit_norm_pair(
-    c: Circuit, tag: str, plus: int, squared: bool, sign: int
+    c: Circuit, tag: str, plus: int, squared: bool, sign: int, exclude_self: int = 0
 ) -> tuple[list[Head], list[Mlp]]:
     """Order 2 on a norm, compiled: ``||x(s) + plus * x(t)||`` (squared or not), whose square
     is ``|x(s)|^2 + 2 plus x(s).x(t) + |x(t)|^2``. In layer 1 every token s retrieves its best
@@ -164,21 +164,28 @@ def circuit_norm_pair(
     x(t) into ``tag.partner`` and |x(t)|^2 into ``tag.key``: what the softmax blends, it
     blends linearly in the score. The MLP decodes the rest, |x(s)|^2 + 2 plus x(s).partner,
     into ``tag.value``; in layer 2 the readout retrieves the best s by value + key and copies
-    their sum, and its MLP takes the square root (unless the norm is squared)."""
+    their sum, and its MLP takes the square root (unless the norm is squared). With
+    ``exclude_self`` = T, the first score also has the positional self-penalty
+    (:func:`circuit_pair`)."""
     c.add(MIRROR, c.channels[TOKENS])
     c.add(CONST, 1)
     partner, key = c.add(f"{tag}.partner", c.channels[TOKENS]), c.add(f"{tag}.key", 1)
     value = c.add(f"{tag}.value", 1)
     square = c.add(f"{tag}.out" if squared else f"{tag}.square", 1)
     pair = "x(s) + x(t)" if plus > 0 else "x(s) - x(t)"
+    score = (Form(TOKENS, TOKENS, "I", sign * plus, 2.0), Form(ANCHOR, SQNORM, "I", sign))
+    if exclude_self:
+        c.add(POSITIONS, exclude_self)
+        score += (Form(POSITIONS, POSITIONS, "I", -1, SELF_PENALTY),)
+    other = " other than s" if exclude_self else ""
     first = Head(
         1,
         -1,
         "max-position retrieval",
         EVERY_TOKEN,
-        f"every token s retrieves its best t by ||{pair}||^2 (|x(t)|^2 read from LayerNorm's "
-        f"scale) into {partner} and {key}",
-        score=(Form(TOKENS, TOKENS, "I", sign * plus, 2.0), Form(ANCHOR, SQNORM, "I", sign)),
+        f"every token s retrieves its best t{other} by ||{pair}||^2 (|x(t)|^2 read from "
+        f"LayerNorm's scale) into {partner} and {key}",
+        score=score,
         values=(Copy(TOKENS, partner), Copy(SQNORM, key)),
     )
     does = f"|x(s)|^2 {'+' if plus > 0 else '-'} 2 x(s).x(t*(s))"

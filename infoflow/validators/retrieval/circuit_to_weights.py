@@ -153,7 +153,10 @@ class Weights:
         anchor reads 1)."""
         c = self.circuit
         if group == SQNORM:  # E S^2 (exactly 1) - E S^3 / sigma0 (the anchor's read)
-            s = math.sqrt(self.sigma0**2 + LN_EPS)  # S^2 = sigma0^2 + LayerNorm's epsilon
+            # S^2 = sigma0^2 + LayerNorm's epsilon, + 2 / E where every token has one position
+            # channel at 1 (and the balance at -1): the same for every token
+            ones = 2 / self.e if POSITIONS in c.channels else 0.0
+            s = math.sqrt(self.sigma0**2 + LN_EPS + ones)
             one = torch.zeros(self.e, 1, dtype=self.dtype)
             one[c.offset(CONST)], one[c.offset(ZERO)] = 1, -1
             return self.e * s**2 * one - self.e * s**3 / self.sigma0 * self.read(ANCHOR)

@@ -17,10 +17,12 @@ error on exact inputs is measured and returned.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
-from infoflow.retrieval.circuit import SQNORM, TOKENS, Mlp
+from infoflow.retrieval.circuit import POSITIONS, SQNORM, TOKENS, Head, Mlp
 from infoflow.validators.retrieval.circuit_to_weights import Weights
 from infoflow.validators.retrieval.targets import sample_inputs
 
@@ -30,7 +32,8 @@ RANGE = 1.5  # the knots reach this times the largest projection sampled
 
 def exact_inputs(weights: Weights, mlp: Mlp, generator: torch.Generator) -> tuple[Tensor, Tensor]:
     """[N, 2d] inputs (x(s), x(t*(s))) and [N] targets, the MLP's function of them, with
-    t*(s) the exact best partner (every t, s itself included, as the head sees them)."""
+    t*(s) the exact best partner (every t, s itself included unless the head leaves it out,
+    as the head sees them)."""
     d = weights.d
     x, scores, sign = _retrieval(weights, mlp, generator)
     best = (sign * scores).argmax(-1)  # [b, s]
@@ -43,23 +46,29 @@ def exact_inputs(weights: Weights, mlp: Mlp, generator: torch.Generator) -> tupl
 
 def _retrieval(weights: Weights, mlp: Mlp, generator: torch.Generator):
     """Sampled tokens [b, t, d], the score of every pair (s, t) [b, t, t] by which the head
-    retrieves the partner ``mlp`` decodes, and that head's sign."""
+    retrieves the partner ``mlp`` decodes (the pair (s, s) at the worst score where the head
+    leaves each token out of its own retrieval), and that head's sign."""
     spec, d, t = weights.spec, weights.d, weights.seq_len
     x = sample_inputs(spec, max(1, SAMPLES // t), t, generator).to(weights.dtype)
     if mlp.function == "bilinear":
         scores = torch.einsum("bsi,ij,btj->bst", x, weights.matrix(mlp.matrix, d, d), x)
     else:  # |x(s) + sign x(t)|^2
         scores = ((x[:, :, None] + mlp.sign * x[:, None]) ** 2).sum(-1)
-    return x, scores, _sign_of(weights, mlp)
+    head = _head_of(weights, mlp)
+    sign = next((f for f in head.score if f.key == SQNORM), head.score[0]).sign
+    if any(f.query == POSITIONS for f in head.score):
+        diagonal = torch.eye(t, dtype=torch.bool)
+        scores = scores.masked_fill(diagonal, -sign * math.inf)
+    return x, scores, sign
 
 
-def _sign_of(weights: Weights, mlp: Mlp) -> int:
-    """The sign of the retrieval whose partner this MLP decodes (the head writing it): its
-    score's, or for a norm pair its |x(t)|^2 term's (the cross term's also carries +-)."""
+def _head_of(weights: Weights, mlp: Mlp) -> Head:
+    """The head that retrieves the partner this MLP decodes (the one writing it); its sign is
+    its score's, or for a norm pair its |x(t)|^2 term's (the cross term's also carries +-)."""
     partner = mlp.inputs[1]
     for head in weights.circuit.heads:
         if any(copy.dest == partner for copy in head.values):
-            return next((f for f in head.score if f.key == SQNORM), head.score[0]).sign
+            return head
     raise ValueError(f"no head writes {partner}")
 
 

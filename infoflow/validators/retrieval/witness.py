@@ -63,7 +63,7 @@ from infoflow.validators.retrieval.witness_plan import Tune, removed_part, spec_
 KIND = "construction"
 #: The version of the construction and ablation code: part of every cached result's key, so a
 #: change here (bump it) never reuses a result computed by the code before.
-WITNESS_VERSION = 8
+WITNESS_VERSION = 9
 
 
 def construction_claims(experiment: Experiment, context: Context) -> tuple[list[Claim], list]:
