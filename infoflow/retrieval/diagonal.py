@@ -75,12 +75,12 @@ def unordered_reduce(node: Reduce) -> Reduce:
     if isinstance(inner, Reduce) and inner.op == node.op and not node.conditions:
         env = {v.name: v for v in (*node.variables, *inner.variables)}
         found = unordered(
-            node.op, [(c, env) for c in inner.conditions], lambda p: symmetric(inner.body, p)
+            node.op, [(c, env) for c in inner.conditions], lambda p: _symmetric(inner.body, p)
         )
         return replace(node, body=replace(inner, conditions=tuple(c for c, _ in found)))
     env = {v.name: v for v in node.variables}
     found = unordered(
-        node.op, [(c, env) for c in node.conditions], lambda p: symmetric(node.body, p)
+        node.op, [(c, env) for c in node.conditions], lambda p: _symmetric(node.body, p)
     )
     return replace(node, conditions=tuple(c for c, _ in found))
 
@@ -130,7 +130,7 @@ def _names(c: Condition, env: dict[str, Variable]) -> set[str]:
     return {env[s].name for s in (c.left, c.right) if isinstance(s, str) and s in env}
 
 
-def symmetric(body: Node, pair: tuple[str, str]) -> bool:
+def _symmetric(body: Node, pair: tuple[str, str]) -> bool:
     """Whether ``body``, which reads the two indices of ``pair`` and no reduction, is the
     same function after swapping them: its terms with their exact coefficients, commutative
     arguments and the sign inside an even function in any order."""
@@ -209,7 +209,7 @@ def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str
     if len(both) != 1 or singles:
         return SOME_DRAWS
     coefficient, term = both[0]
-    combination = _norm(term, pair)
+    combination = norm_coefficients(term, pair)
     if combination is None:
         return SOME_DRAWS
     a, b = combination
@@ -237,7 +237,7 @@ def _dot(term: Node, pair: tuple[str, str]) -> float | None:
     return left[1] * right[1]
 
 
-def _norm(term: Node, pair: tuple[str, str]) -> tuple[float, float] | None:
+def norm_coefficients(term: Node, pair: tuple[str, str]) -> tuple[float, float] | None:
     """(a, b) when ``term`` is the norm (or squared norm) of a x[s] + b x[t], else None."""
     if not (isinstance(term, Apply) and term.fn in NORMS):
         return None

@@ -29,7 +29,7 @@ from dataclasses import replace
 from infoflow.core.errors import SpecError
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
 from infoflow.retrieval.derive import derive
-from infoflow.retrieval.diagonal import ORDERS, symmetric
+from infoflow.retrieval.diagonal import norm_coefficients, unordered_reduce
 from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce, Token
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import fetch, kth, max_position, pooling, sentences
@@ -134,13 +134,13 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     """The heads and MLPs of one term (not a fixed position)."""
     if not isinstance(term, Reduce) or not all(v.is_token for v in term.variables):
         raise Unbuildable(f"the term {_text(term)} is not a reduction over tokens")
+    term = unordered_reduce(term)  # s < t over a symmetric score is s != t, as planned
     names = [v.name for v in term.variables]
     body, op, conditions = term.body, term.op, term.conditions
     if op in EXTREMA and len(names) == 1 and isinstance(body, Reduce) and body.op == op:
         names += [v.name for v in body.variables]  # max over s of max over t
         conditions, body = conditions + body.conditions, body.body
     if len(names) == 2 and op in EXTREMA:
-        conditions = _unordered(conditions, body, names)
         if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
             raise Unbuildable(f"{_text(term)}: only the condition {names[0]} != {names[1]}")
         norm = _norm_pair(body, *names)
@@ -175,17 +175,6 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
             return max_position.circuit_single(circuit, tag, matrix, ext)
         return kth.circuit_peel(circuit, tag, matrix, ext, rank)
     raise Unbuildable(f"{_text(term)}: compile does not build {op}")
-
-
-def _unordered(conditions: tuple, body: Node, names: list[str]) -> tuple:
-    """One order test between the pair over a score symmetric in it, read unordered as the
-    engine does: ``s < t`` is ``s != t``, ``s <= t`` every pair."""
-    if len(conditions) != 1 or conditions[0].op not in ORDERS or conditions[0].shift:
-        return conditions
-    (c,) = conditions
-    if {c.left, c.right} != set(names) or not symmetric(body, (names[0], names[1])):
-        return conditions
-    return (replace(c, op=ORDERS[c.op]),) if ORDERS[c.op] else ()
 
 
 def _norm_term(
@@ -278,17 +267,12 @@ def _bilinear(node: Node, s: str, t: str) -> tuple[str, int]:
 
 
 def _norm_pair(node: Node, s: str, t: str) -> tuple[int, bool] | None:
-    """(plus, squared) of ``norm(x[s] + plus * x[t])`` or ``sqnorm(...)``, plus = +1 or -1;
-    None for anything else."""
-    if not (isinstance(node, Apply) and node.fn in ("norm", "sqnorm") and len(node.args) == 1):
+    """(plus, squared) of ``norm(x[s] + plus * x[t])`` or ``sqnorm(...)``, plus = +1 or -1
+    (either token negated, in either order); None for anything else."""
+    found = norm_coefficients(node, (s, t))
+    if found is None or {abs(c) for c in found} != {1}:
         return None
-    inner = node.args[0]
-    if not (isinstance(inner, Apply) and inner.fn in ("+", "-") and len(inner.args) == 2):
-        return None
-    a, b = inner.args
-    if {_index(a), _index(b)} != {s, t} or not (_plain(a, _index(a)) and _plain(b, _index(b))):
-        return None
-    return (1 if inner.fn == "+" else -1), node.fn == "sqnorm"
+    return round(found[0] * found[1]), node.fn == "sqnorm"
 
 
 def _plain(node: Node, var: str | None) -> bool:
