@@ -136,11 +136,7 @@ def circuit_pair(
     has -SELF_PENALTY pos(s).pos(t) over the T position channels: t = s never wins."""
     partner = c.add(f"{tag}.partner", c.channels[TOKENS])
     value, out = c.add(f"{tag}.value", 1), c.add(f"{tag}.out", 1)
-    score = (Form(TOKENS, TOKENS, matrix, sign),)
-    if exclude_self:
-        c.add(POSITIONS, exclude_self)
-        score += (Form(POSITIONS, POSITIONS, "I", -1, SELF_PENALTY),)
-    other = " other than s" if exclude_self else ""
+    score, other = _left_out(c, (Form(TOKENS, TOKENS, matrix, sign),), exclude_self)
     first = Head(
         1,
         -1,
@@ -174,10 +170,7 @@ def circuit_norm_pair(
     square = c.add(f"{tag}.out" if squared else f"{tag}.square", 1)
     pair = "x(s) + x(t)" if plus > 0 else "x(s) - x(t)"
     score = (Form(TOKENS, TOKENS, "I", sign * plus, 2.0), Form(ANCHOR, SQNORM, "I", sign))
-    if exclude_self:
-        c.add(POSITIONS, exclude_self)
-        score += (Form(POSITIONS, POSITIONS, "I", -1, SELF_PENALTY),)
-    other = " other than s" if exclude_self else ""
+    score, other = _left_out(c, score, exclude_self)
     first = Head(
         1,
         -1,
@@ -198,6 +191,15 @@ def circuit_norm_pair(
     out = c.add(f"{tag}.out", 1)
     root = Mlp(2, "root", (square,), out, does=f"the square root of {square}")
     return [first, second], [decode, root]
+
+
+def _left_out(c: Circuit, score: tuple, positions: int) -> tuple[tuple, str]:
+    """``score`` with the positional self-penalty over ``positions`` channels (0: none), and
+    the words for it."""
+    if not positions:
+        return score, ""
+    c.add(POSITIONS, positions)
+    return (*score, Form(POSITIONS, POSITIONS, "I", -1, SELF_PENALTY)), " other than s"
 
 
 def _best_value(out: str, sign: int, *values: str) -> Head:
