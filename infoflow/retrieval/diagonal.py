@@ -43,6 +43,9 @@ EVERY_DRAW, NEVER, SOME_DRAWS = "every draw", "never", "some draws"
 NORMS = ("norm", "sqnorm")
 ORDERS = {"<": "!=", ">": "!=", "<=": None, ">=": None}  # what each reads as, unordered
 COMMUTATIVE = ("+", "*", "dot", "min", "max")
+#: The end each reduction counts from: a k-th largest over t != s of a token's scores is off
+#: by one rank wherever the token itself ranks above it, as a max is wherever it is the top.
+DIRECTION = {**EXTREMUM, "kth_largest": 1, "kth_smallest": -1}
 EVEN = ("norm", "sqnorm", "abs")  # f(a - b) = f(b - a)
 
 
@@ -165,14 +168,15 @@ def excludes(
     own: set[str],
     binders: dict[str, str],
 ) -> bool:
-    """Whether ``c`` is an ``s != t`` whose left-out pair (s, s) decides the extremum ``op``
-    over ``terms`` ((term, its scope, its coefficient)), as ``option`` reads it:
+    """Whether ``c`` is an ``s != t`` whose left-out pair (s, s) decides the extremum (or
+    k-th) ``op`` over ``terms`` ((term, its scope, its coefficient)), as ``option`` reads it:
     ``decisive`` when it does on every draw, ``always`` unless it never does, ``never`` not
     at all. ``own`` are the reduction's indices, ``binders`` the op of the reduction that
     binds each index: a token's own best partner (s bound outside, ``max(... for t in T if
     t != s)``) decides every draw's value only when every token's counts (s bound by a sum);
     under another reduction the token the diagonal changes may not be the one it keeps."""
-    if option == "never" or op not in EXTREMUM or c.op != "!=" or c.shift:
+    direction = DIRECTION.get(op)
+    if option == "never" or direction is None or c.op != "!=" or c.shift:
         return False
     pair = _pair(c, env)
     if pair is None:
@@ -182,7 +186,7 @@ def excludes(
         mapping = {u: v.name for u, v in scope.items()}
         if {mapping.get(u, u) for u in free_indices(term)} & set(pair):
             touching.append((coefficient, None if names(term) else rename(term, mapping)))
-    found = role(EXTREMUM[op], touching, pair)
+    found = role(direction, touching, pair)
     outside = {binders.get(name) for name in pair if name not in own}
     if found == EVERY_DRAW and outside - {"sum"}:
         found = SOME_DRAWS

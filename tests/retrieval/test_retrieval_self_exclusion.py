@@ -270,3 +270,18 @@ def test_a_tokens_own_best_partner_decides_every_draw_only_when_every_token_coun
         assert found is decides, target
     strict = predict_retrieval(spec(f"min({inner} for s in T)", self_exclusion="always"))
     assert strict["requires_positional_encoding"].value is True
+
+
+def test_a_kth_partner_other_than_itself_is_off_by_the_token_itself() -> None:
+    """The k-th largest score of a token against the others: the token of largest norm
+    ranks itself first, so without PE its k-th is every draw one rank off; a sum over the
+    tokens reads it, a max over them only sometimes; the k-th smallest is rarely moved."""
+    spelled = "{}({}((dot(x[s], x[t]) for t in T if t != s), k=2) for s in T)"
+    needs = {
+        spelled.format("sum", "kth_largest"): True,
+        spelled.format("max", "kth_largest"): False,
+        spelled.format("sum", "kth_smallest"): False,
+    }
+    for target, decides in needs.items():
+        found = predict_retrieval(spec(target))["requires_positional_encoding"].value
+        assert found is decides, target

@@ -31,3 +31,13 @@ def who(step: Step) -> str:
     return {None: "the readout", EVERY: "every token"}.get(
         step.holder, f"every token {step.holder}"
     )
+
+
+def left_out(step: Step, placement: Placement) -> tuple[str, str]:
+    """Words and a tag for a token's step whose comparison leaves the token out by a
+    positional term ([R] ``self_exclusion``); ('', '') for any other step."""
+    c = step.comparison or placement.comparison
+    if step.holder is None or c is None or not any(f.exclusions for f in c.factors):
+        return "", ""
+    words = " other than itself (a positional term in the score leaves it out)"
+    return words, ", reconstruction:self_exclusion"

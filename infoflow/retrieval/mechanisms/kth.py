@@ -38,7 +38,7 @@ from infoflow.retrieval.circuit import (
 from infoflow.retrieval.expression import TargetError
 from infoflow.retrieval.laws import E, T, n
 from infoflow.retrieval.mechanisms import max_position
-from infoflow.retrieval.mechanisms.base import copies, holder, tagged
+from infoflow.retrieval.mechanisms.base import copies, holder, left_out, tagged
 from infoflow.retrieval.types import (
     Comparison,
     CostOptions,
@@ -114,16 +114,17 @@ def _end(step: Step, k: int | None) -> str:
 
 def sentence(step: Step, placement: Placement, j: int, who: str) -> str:
     """A peel's j-th layer, or the single head, in explain's words."""
+    mine, extra = left_out(step, placement)
     if step.kind == "peel":
         return (
-            f"{step.heads} head(s): {who} learns the {ordinal(j)} largest {step.variable} "
-            f"(of {step.rank}) for {placement.label} [reconstruction:kth_layers]"
+            f"{step.heads} head(s): {who} learns the {ordinal(j)} largest {step.variable}"
+            f"{mine} (of {step.rank}) for {placement.label} [reconstruction:kth_layers{extra}]"
         )
     symmetric = not (step.comparison and step.rank == step.comparison.k)
     tag = "reconstruction:kth_symmetry" if symmetric else "paper:theorem-2"
     return (
         f"{step.heads} head(s): {who} retrieves the {ordinal(step.rank)} largest "
-        f"{step.variable} with one head for {placement.label} [{tag}]"
+        f"{step.variable}{mine} with one head for {placement.label} [{tag}{extra}]"
     )
 
 

@@ -30,7 +30,7 @@ from infoflow.retrieval.circuit import (
     Head,
     Mlp,
 )
-from infoflow.retrieval.mechanisms.base import copies, holder, tagged
+from infoflow.retrieval.mechanisms.base import copies, holder, left_out, tagged
 from infoflow.retrieval.types import (
     PLANNER,
     SCHEDULES,
@@ -94,10 +94,7 @@ def labels(step: Step, placement: Placement) -> list[str]:
 def sentence(step: Step, placement: Placement, j: int, who: str) -> str:
     """The step in explain's words, with its provenance."""
     tag = SCHEDULES if placement.sequential else PLANNER
-    c = step.comparison or placement.comparison
-    leaves_out = step.holder is not None and c is not None and any(f.exclusions for f in c.factors)
-    mine = " other than itself (a positional term in the score leaves it out)" if leaves_out else ""
-    extra = ", reconstruction:self_exclusion" if leaves_out else ""
+    mine, extra = left_out(step, placement)
     return (
         f"{step.heads} head(s): {who} retrieves the best {step.variable}{mine} for "
         f"{placement.label} [{tag}{extra}]"
