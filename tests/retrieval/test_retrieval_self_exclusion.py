@@ -285,3 +285,25 @@ def test_a_kth_partner_other_than_itself_is_off_by_the_token_itself() -> None:
     for target, decides in needs.items():
         found = predict_retrieval(spec(target))["requires_positional_encoding"].value
         assert found is decides, target
+
+
+def test_the_option_leaves_the_names_of_trained_groups_as_they_were() -> None:
+    """self_exclusion only changes what the engine reads, not what trains: the CPU suite's
+    pairwise-minimum groups keep the names its committed report recorded, whatever the
+    option says."""
+    import json
+    from pathlib import Path
+
+    import infoflow
+    from infoflow.validators.retrieval.experiment import SCALES, plan
+
+    root = Path(__file__).resolve().parents[2]
+    report = root / "docs/results/2026-12-04-retrieval-cpu-suite-pilot/report.json"
+    recorded = {n for n in json.loads(report.read_text())["throughput"] if "pairwise-min" in n}
+    spec = infoflow.load_spec(root / "specs/retrieval/cpu-suite/pairwise-min.json")
+    for reading in ("decisive", "never"):
+        options = spec.options.model_copy(update={"self_exclusion": reading})
+        planned = plan(
+            "pairwise-min", spec.model_copy(update={"options": options}), SCALES["smoke"]
+        )
+        assert {g.name for g in planned.groups} == recorded

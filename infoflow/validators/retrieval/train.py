@@ -68,8 +68,13 @@ class Group(protocol.Group):
     data_seed: int = 0
 
     def trained(self) -> dict:
-        """Everything that determines the trained members."""
-        spec = self.spec.model_dump(mode="json", exclude={"description", "sweep", "validation"})
+        """Everything that determines the trained members. Options only the engine reads and
+        that came after runs were named (``self_exclusion``) are left out, so those runs keep
+        their names; the older engine options stay in for the same reason."""
+        left_out = {"description": True, "sweep": True, "validation": True}
+        spec = self.spec.model_dump(
+            mode="json", exclude={**left_out, "options": {"self_exclusion"}}
+        )
         return {
             "spec": spec,
             "seq_len": self.seq_len,
