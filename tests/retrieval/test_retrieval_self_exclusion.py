@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import diagonal
@@ -307,3 +309,35 @@ def test_the_option_leaves_the_names_of_trained_groups_as_they_were() -> None:
             "pairwise-min", spec.model_copy(update={"options": options}), SCALES["smoke"]
         )
         assert {g.name for g in planned.groups} == recorded
+
+
+PAIRS = np.random.default_rng(2).normal(size=(2000, 2, 3)) * np.random.default_rng(3).uniform(
+    0.1, 3, size=(2000, 1, 1)
+)
+
+
+@given(
+    st.sampled_from(["max", "min"]),
+    st.integers(-2, 2),
+    st.integers(-2, 2),
+    st.integers(-2, 2),
+    st.sampled_from(["sqnorm(x[{}])", "dot(q, x[{}])"]),
+)
+@settings(max_examples=60, deadline=None)
+def test_what_the_engine_calls_every_draw_or_never_holds_on_random_pairs(op, a, b, c, single):
+    """Soundness on a family of scores a x(s).x(t) + b f(s) + c f(t): whenever the engine
+    says the pair (s, s) decides every draw, or never, the inequality holds on 2,000 pairs."""
+    score = f"{a} * dot(x[s], x[t]) + {b} * {single.format('s')} + {c} * {single.format('t')}"
+    target = f"{op}({score} {PAIR})"
+    found = _role(target)
+    sign = 1 if op == "max" else -1
+    u, v = PAIRS[:, 0], PAIRS[:, 1]
+    f = (lambda w: (w * w).sum(-1)) if single.startswith("sqnorm") else (lambda w: w.sum(-1))
+
+    def g(left, right):  # q = (1, 1, 1) in the numbers
+        return sign * (a * (left * right).sum(-1) + b * f(left) + c * f(right))
+
+    if found == diagonal.EVERY_DRAW:
+        assert np.all(g(u, v) <= np.maximum(g(u, u), g(v, v)) + 1e-9), target
+    if found == diagonal.NEVER:
+        assert np.all(g(u, u) <= g(u, v) + 1e-9), target
