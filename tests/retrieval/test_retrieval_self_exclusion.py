@@ -341,3 +341,14 @@ def test_what_the_engine_calls_every_draw_or_never_holds_on_random_pairs(op, a, 
         assert np.all(g(u, v) <= np.maximum(g(u, u), g(v, v)) + 1e-9), target
     if found == diagonal.NEVER:
         assert np.all(g(u, u) <= g(u, v) + 1e-9), target
+
+
+def test_the_self_exclusion_claim_is_made_only_where_the_engine_charged_the_condition() -> None:
+    """Compile leaves the token out wherever there is PE; the pairwise minimum's diagonal
+    decides only some draws, so no claim rests on it there."""
+    from infoflow.validators.retrieval.witness import _charged
+
+    assert _charged(spec(f"max(dot(x[s], x[t]) {PAIR})", pe=True))
+    minimum = spec(f"min(dot(x[s], x[t]) {PAIR})", pe=True)
+    assert not _charged(minimum)
+    assert POSITIONS in circuit_of(minimum).channels  # built exactly all the same

@@ -13,8 +13,9 @@ builds:
   the largest trained width is reported beside it (how far the trained ladder is from what
   the architecture represents).
 - ``self_exclusion``: where the engine charged a condition s != t whose left-out pair
-  decides the value ([R] ``self_exclusion``) and the witness leaves each token out by a
-  positional term, the witness without that term does not represent the target (the pair
+  decides the value ([R] ``self_exclusion``; compile leaves the token out wherever there is
+  PE, the claim is made only there) and the witness leaves each token out by a positional
+  term, the witness without that term does not represent the target (the pair
   (s, s) decides); refuted, a finding against the rule, when it still does.
 - ``witness_exponent`` and ``witness_flat`` (:mod:`.witness_ladder`): the witness's width
   ladder over the scale's seeds measures the construction's exponent, against the engine's
@@ -41,7 +42,9 @@ import math
 import torch
 
 from infoflow.core.errors import SpecError
+from infoflow.retrieval.canonical_to_tree import self_exclusions
 from infoflow.retrieval.circuit import self_penalised, without_head, without_self_penalty
+from infoflow.retrieval.derive import derive
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.validators.claims import Claim
 from infoflow.validators.identity import content_name
@@ -63,7 +66,7 @@ from infoflow.validators.retrieval.witness_plan import Tune, removed_part, spec_
 KIND = "construction"
 #: The version of the construction and ablation code: part of every cached result's key, so a
 #: change here (bump it) never reuses a result computed by the code before.
-WITNESS_VERSION = 9
+WITNESS_VERSION = 10
 
 
 def construction_claims(experiment: Experiment, context: Context) -> tuple[list[Claim], list]:
@@ -142,7 +145,7 @@ def _witness_record(experiment, model, spec, circuit, context) -> dict:
             out[name] = construction.build(spec, circuit=circuit, **setting).nmse
         except ValueError as exc:  # too narrow for the decoders
             out[name], out[f"{name}_why"] = None, str(exc)
-    if self_penalised(circuit):
+    if self_penalised(circuit) and _charged(spec):
         bare = without_self_penalty(circuit)
         out["nmse_without_self_penalty"] = construction.build(spec, circuit=bare).nmse
     ladder = ladder_of(spec, circuit, seeds)
@@ -167,6 +170,13 @@ def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
         f"witness:{model.key()}", statement, "represents", measured, tolerance, holds, reason
     )
     return claim.of_kind(KIND)
+
+
+def _charged(spec) -> bool:
+    """Whether the engine charged a condition s != t of ``spec``'s target (its left-out pair
+    decides): compile leaves the token out wherever there is PE, the claim is made only
+    where the rule says it matters."""
+    return any(self_exclusions(c) for c in derive(spec).tree.parts)
 
 
 def _self_exclusion_claim(model: Model, record: dict, learns_below: float) -> Claim:
