@@ -74,8 +74,8 @@ def unordered_reduce(node: Reduce) -> Reduce:
     ``max(max(f for t in T if t > s) for s in T)``, of ``node`` and the one it holds, so
     that the rewrites after it see the pair unordered (``min(f(s) + f(t) ... if s <= t)`` is
     ``2 min f``)."""
-    inner = node.body
-    if isinstance(inner, Reduce) and inner.op == node.op and not node.conditions:
+    inner = _held(node)
+    if inner is not None:
         env = {v.name: v for v in (*node.variables, *inner.variables)}
         found = unordered(
             node.op, [(c, env) for c in inner.conditions], lambda p: _symmetric(inner.body, p)
@@ -93,10 +93,9 @@ def separable_pair(node: Reduce) -> Node:
     f plus the second largest: ``max f + kth_largest(f, k=2)`` (a min: the smallest and the
     second smallest). Also spelled ``max(max(... for t in T if t != s) for s in T)``; any
     other reduction is returned as it is."""
-    inner = node.body
-    nested = isinstance(inner, Reduce) and inner.op == node.op and not node.conditions
-    variables = (*node.variables, *inner.variables) if nested else node.variables
-    conditions, body = (inner.conditions, inner.body) if nested else (node.conditions, node.body)
+    inner = _held(node)
+    variables = (*node.variables, *inner.variables) if inner else node.variables
+    conditions, body = (inner.conditions, inner.body) if inner else (node.conditions, node.body)
     if node.op not in ("max", "min") or len(variables) != 2 or len(conditions) != 1:
         return node
     (test,), (s, t) = conditions, (v.name for v in variables)
@@ -110,15 +109,22 @@ def separable_pair(node: Reduce) -> Node:
         if len(reads) > 1:
             return node
         split[reads.pop() if reads else None].append((coefficient, term))
-    mine = [repr((c, _normal(term))) for c, term in split[s]]
-    theirs = [repr((c, _normal(rename(term, {t: s})))) for c, term in split[t]]
-    if not mine or sorted(mine) != sorted(theirs):
+    if not split[s] or not _same_for_both(split[s] + split[t], (s, t)):
         return node
     f = rebuilt(collected(split[s]))
     kth = "kth_largest" if node.op == "max" else "kth_smallest"
     one = Variable(s)
     out = Apply("+", (Reduce(node.op, (one,), f), Reduce(kth, (one,), f, (), 2)))
     return Apply("+", (out, rebuilt(collected(split[None])))) if split[None] else out
+
+
+def _held(node: Reduce) -> Reduce | None:
+    """The reduction ``node`` holds as its whole body when the two are one over a pair
+    (``max(max(f for t in T if ...) for s in T)``); None otherwise."""
+    inner = node.body
+    if isinstance(inner, Reduce) and inner.op == node.op and not node.conditions:
+        return inner
+    return None
 
 
 def _pair(c: Condition, env: dict[str, Variable]) -> tuple[str, str] | None:
