@@ -20,14 +20,18 @@ from infoflow.retrieval.types import Canonical, Comparison, ComparisonTree
 
 
 def build_tree(
-    target: Node, separable_sum: str = "pool", self_exclusion: str = "decisive"
+    target: Node,
+    separable_sum: str = "pool",
+    self_exclusion: str = "decisive",
+    partner_peel: str = "positions",
 ) -> ComparisonTree:
     """The comparison tree of a parsed target (raises TargetError for what it cannot plan)."""
     form: Canonical = canonical(target, self_exclusion)
     parts, positions = form.parts, form.positions
     orders = [order(c) for top in parts for c in top.walk()]
     beta = max(orders, default=1 if positions else 0)
-    return ComparisonTree(parts, positions, separable_sum, beta, _dimension(parts, positions))
+    dimension = _dimension(parts, positions)
+    return ComparisonTree(parts, positions, separable_sum, beta, dimension, partner_peel)
 
 
 @lru_cache(maxsize=1024)
@@ -36,9 +40,10 @@ def tree_of(
     params: tuple[tuple[str, int], ...],
     separable_sum: str,
     self_exclusion: str = "decisive",
+    partner_peel: str = "positions",
 ) -> ComparisonTree:
     """The comparison tree of a target's text with the spec's ``params`` (cached)."""
-    return build_tree(parse_target(target, params), separable_sum, self_exclusion)
+    return build_tree(parse_target(target, params), separable_sum, self_exclusion, partner_peel)
 
 
 def _dimension(parts: tuple[Comparison, ...], positions: frozenset[str]) -> int:

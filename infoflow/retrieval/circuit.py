@@ -88,7 +88,7 @@ class Mlp:
     round also writes ``s`` itself (two ReLUs)."""
 
     layer: int
-    kind: str  # decode | root | peel
+    kind: str  # decode | root | peel | threshold
     inputs: tuple[str, ...]
     output: str
     matrix: str = "I"
@@ -96,6 +96,7 @@ class Mlp:
     first: bool = False
     does: str = ""
     function: str = "bilinear"
+    rank: int = 1
 
 
 @dataclass

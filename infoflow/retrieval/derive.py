@@ -30,14 +30,14 @@ def derive(spec: RetrievalSpec, source: str = "<spec>") -> Derivation:
     architecture when the exact layer search would not end in time."""
     arch, opts = spec.architecture, spec.options
     params = tuple(sorted(spec.params.items()))
-    tree = tree_of(spec.target, params, opts.separable_sum, opts.self_exclusion)
-    ranks = tuple(sorted({k: kth.rank(k, spec.seq_len) for k in tree.kth_values()}.items()))
+    readings = (opts.separable_sum, opts.self_exclusion, opts.partner_peel)
+    tree = tree_of(spec.target, params, *readings)
+    counted = {(k, out): kth.rank(k, spec.seq_len, out) for k, out in tree.kth_values()}
+    ranks = tuple(sorted(counted.items()))
     shape = Shape(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding)
     options = CostOptions(opts.decode_offset, opts.exponent_floor, opts.kth_cost)
     try:
-        der = _derive(
-            spec.target, params, shape, (opts.separable_sum, opts.self_exclusion), options, ranks
-        )
+        der = _derive(spec.target, params, shape, readings, options, ranks)
     except SearchTooLarge as exc:
         raise SpecError(source, [("architecture", str(exc))]) from None
     found = kth.in_range(der.terms, spec.seq_len)
@@ -49,9 +49,9 @@ def _derive(
     target: str,
     params: tuple[tuple[str, int], ...],
     shape: Shape,
-    readings: tuple[str, str],
+    readings: tuple[str, str, str],
     options: CostOptions,
-    ranks: tuple[tuple[int, int], ...],
+    ranks: tuple[tuple[tuple[int, int], int], ...],
 ) -> Derivation:
     tree = tree_of(target, params, *readings)
     best = schedule(tree, shape, dict(ranks))

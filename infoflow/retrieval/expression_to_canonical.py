@@ -120,6 +120,7 @@ class _Test:
     text: str
     reads_positions: bool
     excludes: bool = False  # s != t whose left-out pair (s, s) decides (:mod:`.diagonal`)
+    differs: bool = False  # s != t between two tokens: one candidate fewer on every draw
 
     @property
     def indices(self) -> frozenset[str]:
@@ -284,8 +285,9 @@ def _group(op, k, variables: list[Variable], parts: list[_Summary], tests) -> _S
         return out
     ranges = frozenset().union(*(s.range_indices() for s in parts), *(t.ranges for t in tests))
     factors = _factors(folded, parts, tests)
+    left_out = sum(t.differs for t in tests) if op in KTH else 0
     return _Summary(
-        children=[Comparison(op, tokens, factors, 1, k, frozenset(ranges - set(folded)))]
+        children=[Comparison(op, tokens, factors, 1, k, frozenset(ranges - set(folded)), left_out)]
     )
 
 
@@ -379,4 +381,6 @@ def _condition(c, env: Env, decides: bool = False) -> _Test:
     ranges = frozenset(v.name for v in variables if not v.is_token)
     text = c.text(*(s.name if isinstance(s, Variable) else s for s in sides))
     invariant = c.op in ("!=", "==") and len(tokens) == 2 and not c.shift
-    return _Test(tokens, ranges, text, not invariant, invariant and decides)
+    return _Test(
+        tokens, ranges, text, not invariant, invariant and decides, invariant and c.op == "!="
+    )

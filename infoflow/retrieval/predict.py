@@ -176,14 +176,17 @@ def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction
 
 
 def _positions_provenance(der: Derivation) -> str:
-    """The papers' rule when the target reads a fixed position, the self-exclusion's when
-    only conditions s != t that decide need it, the reconstruction's when neighbours or
-    other conditions read positions, the planner's when nothing does."""
+    """The papers' rule when the target reads a fixed position, the partner peel's when
+    nothing is read by position (a peel over a pair score needs it), the self-exclusion's
+    when only conditions s != t that decide need it, the reconstruction's when neighbours or
+    other conditions read positions, the planner's when the minimal architecture has none."""
     if not der.minimal.positional_encoding:
         return PLANNER
     if fixed_positions(der.tree):
         return FIXED_POSITIONS
     parts = der.tree.parts
+    if not any(position_reads(c) for c in parts):
+        return kth.PARTNER_PEEL  # nothing reads positions: a peel over a pair score needs them
     if all(position_reads(c) == self_exclusions(c) for c in parts):
         return SELF_EXCLUSION
     return POSITION_READS

@@ -16,6 +16,9 @@ head width, E). Terms it builds:
   not its min): the same, the first retrieval's key reading |x(t)|^2 from LayerNorm's scale,
   and a square root in layer 2 for the norm;
 - ``kth_largest``/``kth_smallest`` over one token of a linear score: the peel;
+- ``max``/``min`` over s of the k-th over t (``t != s`` or not) of ``dot`` or ``bilinear``:
+  the partner peel, every token's own race, its earlier partners left out by position (so
+  with positional encoding from rank 2 on), a decode, the readout's retrieval;
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each.
 
 Anything else is refused with the term and the reason: a construction is a witness only when
@@ -137,6 +140,8 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     term = unordered_reduce(term)  # s < t over a symmetric score is s != t, as planned
     names = [v.name for v in term.variables]
     body, op, conditions = term.body, term.op, term.conditions
+    if op in EXTREMA and len(names) == 1 and isinstance(body, Reduce) and body.op in KTH:
+        return _partner_term(circuit, term, tag, spec)
     if op in EXTREMA and len(names) == 1 and isinstance(body, Reduce) and body.op == op:
         names += [v.name for v in body.variables]  # max over s of max over t
         conditions, body = conditions + body.conditions, body.body
@@ -175,6 +180,33 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
             return max_position.circuit_single(circuit, tag, matrix, ext)
         return kth.circuit_peel(circuit, tag, matrix, ext, rank)
     raise Unbuildable(f"{_text(term)}: compile does not build {op}")
+
+
+def _partner_term(
+    circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
+) -> tuple[list, list]:
+    """The max or min over s of a token's k-th partner: the partner peel
+    (:func:`~infoflow.retrieval.mechanisms.kth.circuit_partner_peel`)."""
+    inner = term.body
+    s, t = term.variables[0].name, inner.variables[0].name
+    if term.conditions or any(
+        c.op != "!=" or c.shift or {c.left, c.right} != {s, t} for c in inner.conditions
+    ):
+        raise Unbuildable(f"{_text(inner)}: only the condition {t} != {s}")
+    distinct = bool(inner.conditions)
+    rank = kth.rank(inner.k, spec.seq_len, int(distinct))
+    if rank > 1 and not circuit.positional_encoding:
+        raise Unbuildable(f"{_text(inner)}: {kth.BY_POSITION}")
+    if distinct and not circuit.positional_encoding:
+        circuit.notes.append(
+            f"{tag}: the condition {t} != {s} is not enforced: without positional encoding a "
+            f"token cannot tell itself from another; the pair (s, s) competes"
+        )
+    matrix, sign = _bilinear(inner.body, s, t)
+    largest = (inner.op == "kth_largest") == (rank == inner.k)
+    pair = (matrix, sign * (1 if largest else -1))
+    own = distinct and circuit.positional_encoding
+    return kth.circuit_partner_peel(circuit, tag, pair, _sign(term.op), rank, spec.seq_len, own)
 
 
 def _norm_term(

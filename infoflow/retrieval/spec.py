@@ -79,6 +79,14 @@ class RetrievalOptions(StrictModel):
         "product, the min of a distance), wherever it may decide (always), or never (the "
         "engine until 2026-12-04).",
     )
+    partner_peel: Literal["positions", "content"] = Field(
+        "positions",
+        description="A peel over a pair score (every token s learns its j-th best partner t "
+        "in layer j) leaves out, for each s, the partners it retrieved before: by their "
+        "positions, which needs PE (positions: without PE the k-th step is one head, "
+        "Theorem 2, or global aggregation), or by content at no cost (content: the engine "
+        "until 2026-12-05; no construction of it is known).",
+    )
     squared_norm: bool = Field(
         False,
         description="Read norm() as the squared norm (one summary squares the triangle "
@@ -173,8 +181,8 @@ class RetrievalSpec(SpecBase):
             if self.seq_len is not None:
                 _check_positions(tree, self.seq_len)
                 check_domains(written, self.seq_len)
-                for k in tree.kth_values():
-                    kth.rank(k, self.seq_len)
+                for k, left_out in tree.kth_values():
+                    kth.rank(k, self.seq_len, left_out)
             if self.input_dim is not None:
                 check_coordinates(written, self.input_dim)
         except TargetError as exc:

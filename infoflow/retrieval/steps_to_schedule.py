@@ -50,7 +50,7 @@ def parts(tree: ComparisonTree, shape: Shape, ranks: dict) -> list[Part]:
     for i, c in enumerate(tree.parts):
         split = 1 < c.copies <= SPLIT
         unit = replace(c, copies=1) if split else c
-        options = tuple(_options(unit, shape, ranks, tree.separable_sum))
+        options = tuple(_options(unit, shape, ranks, tree))
         for j in range(c.copies if split else 1):
             tag = ".".join(([f"c{i + 1}"] if many else []) + ([str(j + 1)] if split else []))
             label = f"{c.label} ({_tag_words(tag, c.copies)})" if tag else c.label
@@ -60,7 +60,7 @@ def parts(tree: ComparisonTree, shape: Shape, ranks: dict) -> list[Part]:
     return out
 
 
-def _options(c: Comparison, shape: Shape, ranks: dict, separable_sum: str) -> list[Option]:
+def _options(c: Comparison, shape: Shape, ranks: dict, tree: ComparisonTree) -> list[Option]:
     reads = position_reads(c)
     if reads and not shape.positional_encoding:
         if reads == self_exclusions(c):
@@ -74,15 +74,28 @@ def _options(c: Comparison, shape: Shape, ranks: dict, separable_sum: str) -> li
             "permutation invariant"
         )
         return [Option("impossible", reason=reason)]
-    reason = mechanisms.needs_global(c, separable_sum)
+    reason = mechanisms.needs_global(c, tree.separable_sum)
     if reason:
         return [Option("global", reason=reason)]
     every = fragments(c, None, 1, ranks)
+    if _by_position(tree) and not shape.positional_encoding:
+        every = [f for f in every if not _peels_partners(f)]
+        if not every:
+            return [Option("global", reason=kth.BY_POSITION)]
     widest = max(shape.heads)
     fit = [f for f in every if f.depth <= shape.layers and max(s.heads for s in f.steps) <= widest]
     return [Option("scheduled", f) for f in fit] + [
         Option("global", reason=_fallback(every, shape))
     ]
+
+
+def _by_position(tree: ComparisonTree) -> bool:
+    """Whether a peel over a pair score needs positional encoding ([R] ``partner_peel``)."""
+    return tree.partner_peel == "positions"
+
+
+def _peels_partners(fragment: Fragment) -> bool:
+    return any(kth.partner_peel(step) for step in fragment.steps)
 
 
 def _fallback(every: list[Fragment], shape: Shape) -> str:
@@ -281,6 +294,7 @@ def minimal(tree: ComparisonTree, ranks: dict) -> tuple[Schedule, list[Shape]]:
         placements.append(Placement(c.label, "scheduled", c.copies, c, best, layers))
         frags.append(best)
     pe = bool(tree.positions) or any(position_reads(c) for c in tree.parts)
+    pe = pe or (_by_position(tree) and any(_peels_partners(f) for f in frags))
     keys = sorted(
         {k for f in frags for ks in f.shared for k in ks} | ({FETCH} if tree.positions else set())
     )

@@ -54,6 +54,7 @@ class Comparison:
     copies: int = 1
     k: int | None = None
     ranges: frozenset[str] = frozenset()  # enclosing range indices (construction only)
+    left_out: int = 0  # a k-th's conditions t != s: T - left_out candidates when all differ
 
     @property
     def kind(self) -> str:
@@ -91,20 +92,24 @@ class Canonical:
 @dataclass(frozen=True)
 class ComparisonTree:
     """The target's comparisons (top level), the fixed positions it reads directly, the
-    option that decides how a one-token sum is resolved, and two numbers of the whole tree:
+    option that decides how a one-token sum is resolved, two numbers of the whole tree:
     ``order`` (beta', the largest number of token indices one score couples after
     elimination) and ``dimension`` (beta1, the most comparisons resolved side by side at one
-    level)."""
+    level), and the option that says how a peel over a pair score leaves partners out."""
 
     parts: tuple[Comparison, ...]
     positions: frozenset[str]
     separable_sum: str = "pool"
     order: int = 0
     dimension: int = 0
+    partner_peel: str = "positions"
 
-    def kth_values(self) -> list[int]:
-        """Every k of the target's k-th reductions."""
-        return [c.k for top in self.parts for c in top.walk() if c.kind == "kth" and c.k]
+    def kth_values(self) -> list[tuple[int, int]]:
+        """Every (k, left_out) of the target's k-th reductions: k and how many enclosing
+        tokens the reduction's own must differ from (:attr:`Comparison.left_out`)."""
+        return [
+            (c.k, c.left_out) for top in self.parts for c in top.walk() if c.kind == "kth" and c.k
+        ]
 
 
 # ---- steps -------------------------------------------------------------------------------

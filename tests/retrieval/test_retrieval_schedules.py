@@ -75,8 +75,13 @@ def test_a_layer_between_steps_is_fine() -> None:
 
 
 def test_kth_inside_a_max_needs_its_rounds_and_then_the_max() -> None:
-    assert value(MAX_OF_KTH, [1, 1, 1], "efficient")
+    """Each token's peel over its partners leaves its earlier partners out by position
+    ([R] partner_peel): with PE, the rounds and then the max; the old engine's reading
+    (content) plans the same without PE."""
+    assert value(MAX_OF_KTH, [1, 1, 1], "efficient", pe=True)
     assert value(MAX_OF_KTH, [1, 1, 1], "min_architectures") == [[1, 1, 1]]
+    assert value(MAX_OF_KTH, [1, 1, 1], "requires_positional_encoding")
+    assert value(MAX_OF_KTH, [1, 1, 1], "efficient", partner_peel="content")
     short = predict(MAX_OF_KTH, [1, 1], embed=32)
     alpha = short["cost_exponent"]
     assert not short["efficient"].value and alpha.expression.has((T - 3) / (n + 1))
@@ -86,7 +91,7 @@ def test_kth_inside_a_max_needs_its_rounds_and_then_the_max() -> None:
 
 def test_kth_inside_a_sum_keeps_its_theorem_2_cost() -> None:
     target = "sum(kth_largest((dot(x[s], x[t]) for t in T), k=2) for s in T)"
-    assert value(target, [1, 1, 1], "efficient")
+    assert value(target, [1, 1, 1], "efficient", pe=True)
     short = predict(target, [1, 1], embed=32)
     assert short["cost_exponent"].expression.has((T - 3) / (n + 1))
     assert short["cost_exponent"].provenance == "paper:theorem-2"

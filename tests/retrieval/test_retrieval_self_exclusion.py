@@ -268,8 +268,8 @@ def test_a_tokens_own_best_partner_decides_every_draw_only_when_every_token_coun
         f"max({inner} for s in T)": True,  # one max over the pair
     }
     for target, decides in needs.items():
-        found = predict_retrieval(spec(target))["requires_positional_encoding"].value
-        assert found is decides, target
+        found = predict_retrieval(spec(target, partner_peel="content"))
+        assert found["requires_positional_encoding"].value is decides, target
     strict = predict_retrieval(spec(f"min({inner} for s in T)", self_exclusion="always"))
     assert strict["requires_positional_encoding"].value is True
 
@@ -277,7 +277,9 @@ def test_a_tokens_own_best_partner_decides_every_draw_only_when_every_token_coun
 def test_a_kth_partner_other_than_itself_is_off_by_the_token_itself() -> None:
     """The k-th largest score of a token against the others: the token of largest norm
     ranks itself first, so without PE its k-th is every draw one rank off; a sum over the
-    tokens reads it, a max over them only sometimes; the k-th smallest is rarely moved."""
+    tokens reads it, a max over them only sometimes; the k-th smallest is rarely moved. (The
+    peel's own need for PE, [R] partner_peel, is read as content here, to test this rule
+    alone.)"""
     spelled = "{}({}((dot(x[s], x[t]) for t in T if t != s), k=2) for s in T)"
     needs = {
         spelled.format("sum", "kth_largest"): True,
@@ -285,8 +287,8 @@ def test_a_kth_partner_other_than_itself_is_off_by_the_token_itself() -> None:
         spelled.format("sum", "kth_smallest"): False,
     }
     for target, decides in needs.items():
-        found = predict_retrieval(spec(target))["requires_positional_encoding"].value
-        assert found is decides, target
+        found = predict_retrieval(spec(target, partner_peel="content"))
+        assert found["requires_positional_encoding"].value is decides, target
 
 
 def test_the_option_leaves_the_names_of_trained_groups_as_they_were() -> None:

@@ -27,6 +27,8 @@ import sympy
 from infoflow.retrieval.circuit import (
     ANCHOR,
     EVERY_TOKEN,
+    POSITIONS,
+    SELF_PENALTY,
     THE_READOUT,
     TOKENS,
     Circuit,
@@ -49,6 +51,12 @@ from infoflow.retrieval.types import (
 )
 
 NAME = "k-th largest retrieval"
+PARTNER_PEEL = "reconstruction:partner_peel"
+BY_POSITION = (
+    "a peel over a pair score leaves each token's earlier partners out of its later rounds, "
+    "which a head does by their positions: without positional encoding no construction is "
+    f"known [{PARTNER_PEEL}]"
+)
 EDGES = {"peel": "max-position", "kth": "k-th largest"}
 ALREADY_GLOBAL = (
     "another part needs global aggregation, which costs less than a single-head k-th retrieval"
@@ -64,16 +72,30 @@ def limit(c: Comparison, separable_sum: str = "pool") -> str:
 MAX_RANK = 100_000  # peeled rounds the engine lists (a layer each); predict answers in seconds
 
 
-def rank(k: int, seq_len: int | None) -> int:
-    """The rank a k-th step retrieves, from the nearer end: the k-th largest of T values is
-    the (T + 1 - k)-th smallest, and negating a score is free ([R] kth_symmetry); rank 1 is
-    the max or the min. With T symbolic, k counts from its own end (T >= 2k - 1 assumed).
-    A rank above MAX_RANK is refused: its minimal architecture lists that many layers."""
-    if seq_len is not None and k > seq_len:
-        raise TargetError(
-            f"k = {k} exceeds T = {seq_len}: there is no {ordinal(k)} value of {seq_len}"
-        )
-    r = k if seq_len is None else min(k, seq_len + 1 - k)
+def rank(k: int, seq_len: int | None, left_out: int = 0) -> int:
+    """The rank a k-th step retrieves, from the nearer end: the k-th largest of N values is
+    the (N + 1 - k)-th smallest, and negating a score is free ([R] kth_symmetry); rank 1 is
+    the max or the min. N = T - ``left_out`` (a condition t != s leaves one candidate out on
+    every draw); with two or more, N depends on whether the enclosing tokens coincide, so a
+    k whose rank would differ between T - 1 and T - left_out is refused. With T symbolic, k
+    counts from its own end (T >= 2k - 1 assumed). A rank above MAX_RANK is refused: its
+    minimal architecture lists that many layers."""
+    if seq_len is None:
+        r = k
+    else:
+        fewest = seq_len - left_out
+        if k > fewest:
+            among = f", less {left_out} left out by t != s" if left_out else ""
+            raise TargetError(
+                f"k = {k} exceeds T = {seq_len}{among}: there is no {ordinal(k)} value of {fewest}"
+            )
+        r = min(k, fewest + 1 - k)
+        if left_out > 1 and r != min(k, seq_len - k):
+            raise TargetError(
+                f"the {ordinal(k)} value over t is counted among {fewest} to {seq_len - 1} "
+                f"candidates ({left_out} conditions t != s, whose tokens may coincide): its "
+                "rank from the nearer end is not fixed"
+            )
     if r > MAX_RANK:
         raise TargetError(
             f"the {ordinal(k)} value is rank {r:,} from its nearer end: its minimal "
@@ -85,7 +107,7 @@ def rank(k: int, seq_len: int | None) -> int:
 
 def own_steps(c: Comparison, to: str | None, heads: int, ranks: dict) -> list[list]:
     """Rank 1: the max-position retrievals; above it, the peel, then the single head."""
-    r = ranks.get(c.k, c.k)
+    r = ranks.get((c.k, c.left_out), c.k)
     if r == 1:
         return max_position.own_steps(c, to, heads, ranks)
     every = tuple(range(len(c.factors)))
@@ -93,6 +115,15 @@ def own_steps(c: Comparison, to: str | None, heads: int, ranks: dict) -> list[li
     peel = Step("peel", heads, r, variable, to, r, c)
     single = Step("kth", heads, 1, variable, to, r, c)
     return [[(peel, every)], [(single, every)]]
+
+
+def partner_peel(step: Step) -> bool:
+    """Whether ``step`` peels a pair score: every token s has its own race over t (the
+    score reads s), so round j must leave out the partners s retrieved in rounds before it,
+    a different token for each s. A head's score is fixed-rank in the two tokens' states,
+    so it can leave out a token only by something the two hold exactly in common: its
+    position ([R] ``partner_peel``)."""
+    return step.kind == "peel" and step.comparison is not None and bool(step.comparison.free)
 
 
 def labels(step: Step, placement: Placement) -> list[str]:
@@ -116,9 +147,17 @@ def sentence(step: Step, placement: Placement, j: int, who: str) -> str:
     """A peel's j-th layer, or the single head, in explain's words."""
     mine, extra = left_out(step, placement)
     if step.kind == "peel":
+        earlier = ""
+        if partner_peel(step) and j > 1:
+            earlier, extra = (
+                ", leaving out the partners it retrieved before,",
+                f"{extra}, {PARTNER_PEEL}",
+            )
+        end = _end(step, step.comparison.k if step.comparison else None)
         return (
-            f"{step.heads} head(s): {who} learns the {ordinal(j)} largest {step.variable}"
-            f"{mine} (of {step.rank}) for {placement.label} [reconstruction:kth_layers{extra}]"
+            f"{step.heads} head(s): {who} learns the {ordinal(j)} {end} {step.variable}"
+            f"{mine} (of {step.rank}){earlier} for {placement.label} "
+            f"[reconstruction:kth_layers{extra}]"
         )
     symmetric = not (step.comparison and step.rank == step.comparison.k)
     tag = "reconstruction:kth_symmetry" if symmetric else "paper:theorem-2"
@@ -264,4 +303,54 @@ def circuit_peel(
             values=(Copy(TOKENS, out, matrix),),
         )
     )
+    return heads, mlps
+
+
+def circuit_partner_peel(
+    c: Circuit,
+    tag: str,
+    pair: tuple[str, int],
+    best: int,
+    rounds: int,
+    seq_len: int,
+    distinct: bool,
+) -> tuple[list[Head], list[Mlp]]:
+    """A token's k-th partner, compiled (``pair`` = (M, sign): the score sign * x(s)^T M x(t);
+    ``best``: the sign of the readout's max or min over s; ``distinct``: the target says t != s;
+    ``seq_len`` position channels). Every token s runs its own race:
+    in layer j < ``rounds`` it retrieves its j-th best t and copies that partner's position
+    (one channel a position) into ``tag.m<j>``, and the MLP marks it in ``tag.taken`` where
+    its softmax weight is above 1/2 (a near tie leaves the second token in the race: whichever
+    of the two is taken, the other's value is within the gap); in layer ``rounds`` it copies
+    the partner x(t) into ``tag.partner``, and the MLP decodes ``tag.value`` = x(s)^T M
+    partner. From round 2 on, the score has -SELF_PENALTY taken(s).pos(t): the partners taken
+    before never win ([R] ``partner_peel``). With ``distinct``, every round also has the positional
+    self-penalty. In layer ``rounds + 1`` the readout retrieves the best s by the
+    value and copies it into ``tag.out``."""
+    matrix, sign = pair
+    positions = c.add(POSITIONS, seq_len) if rounds > 1 or distinct else ""
+    taken = c.add(f"{tag}.taken", seq_len) if rounds > 1 else ""
+    partner = c.add(f"{tag}.partner", c.channels[TOKENS])
+    value, out = c.add(f"{tag}.value", 1), c.add(f"{tag}.out", 1)
+    penalty = Form(taken, positions, "I", -1, SELF_PENALTY)
+    other = " other than s" if distinct else ""
+    own = (Form(positions, positions, "I", -1, SELF_PENALTY),) if distinct else ()
+    heads, mlps = [], []
+    for j in range(1, rounds + 1):
+        score = (Form(TOKENS, TOKENS, matrix, sign), *own, *((penalty,) if j > 1 else ()))
+        dest = partner if j == rounds else c.add(f"{tag}.m{j}", seq_len)
+        copy = Copy(TOKENS, partner) if j == rounds else Copy(positions, dest)
+        what = "the partner" if j == rounds else "its position"
+        does = (
+            f"every token s retrieves its {ordinal(j)} best t{other} and copies {what} into {dest}"
+        )
+        heads.append(
+            Head(j, -1, "k-th retrieval (partner peel)", EVERY_TOKEN, does, score, (copy,))
+        )
+        if j < rounds:
+            does = f"marks the position in {dest} taken ({taken}) where its weight is above 1/2"
+            mlps.append(Mlp(j, "threshold", (dest,), taken, does=does))
+    does = f"x(s)^T {matrix} x(t) of the {ordinal(rounds)} best t"
+    mlps.append(Mlp(rounds, "decode", (TOKENS, partner), value, matrix, does=does, rank=rounds))
+    heads.append(max_position.best_value(out, best, value, layer=rounds + 1))
     return heads, mlps

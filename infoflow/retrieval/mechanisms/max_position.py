@@ -144,7 +144,7 @@ def circuit_pair(
         values=(Copy(TOKENS, partner),),
     )
     decode = Mlp(1, "decode", (TOKENS, partner), value, matrix, does=f"x(s)^T {matrix} x(t*(s))")
-    return [first, _best_value(out, sign, value)], [decode]
+    return [first, best_value(out, sign, value)], [decode]
 
 
 def circuit_norm_pair(
@@ -182,7 +182,7 @@ def circuit_norm_pair(
     decode = Mlp(
         1, "decode", (TOKENS, partner), value, sign=plus, does=does, function="sqnorm_less_key"
     )
-    second = _best_value(square, sign, value, key)
+    second = best_value(square, sign, value, key)
     if squared:
         return [first, second], [decode]
     out = c.add(f"{tag}.out", 1)
@@ -199,12 +199,12 @@ def _left_out(c: Circuit, score: tuple, positions: int) -> tuple[tuple, str]:
     return (*score, Form(POSITIONS, POSITIONS, "I", -1, SELF_PENALTY)), " other than s"
 
 
-def _best_value(out: str, sign: int, *values: str) -> Head:
-    """Layer 2: the readout retrieves the best s by the sum of ``values`` and copies the sum
-    into ``out``."""
+def best_value(out: str, sign: int, *values: str, layer: int = 2) -> Head:
+    """The readout retrieves the best s by the sum of ``values`` (in ``layer``) and copies the
+    sum into ``out``."""
     total = " + ".join(values)
     return Head(
-        2,
+        layer,
         -1,
         "max-position retrieval",
         THE_READOUT,

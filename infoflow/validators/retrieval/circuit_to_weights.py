@@ -20,8 +20,8 @@ exactly 1, and ``read(SQNORM) = E S^2 const - (E S^3 / sigma0) anchor`` is ``|x|
 
 Heads: the logit is ``beta * score / sqrt(n)`` in the model's convention, so the query carries
 ``beta sqrt(n)``; the readout is left out as a key by a large negative logit (:class:`Scales`).
-MLPs: a ``decode`` or a ``root`` is built by :func:`~.decode.build_decoders`; a ``peel`` is
-written exactly.
+MLPs: a ``decode`` or a ``root`` is built by :func:`~.decode.build_decoders`; a ``peel`` and
+a ``threshold`` are written exactly.
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ SCALES = {torch.float64: Scales(1e6, 1e6, 1e3), torch.float32: Scales(1e3, 1e4, 
 #: 1.5 |x|^4 / (E S^2), is 4e-8 at |x| = 4, E = 24; the rounding of E S^2 times the anchor's
 #: read, about 1e-6.
 NORM_ANCHOR = 1e5
+#: The slope of a threshold MLP: weight above 0.5005 reads 1, below 0.4995 reads 0.
+THRESHOLD_SLOPE = 1000.0
 _REFERENCE = re.compile(r"^([A-Za-z_]\w*)((?:\[\d+\])*)(\^T)?$")
 
 
@@ -123,6 +125,8 @@ class Weights:
             for mlp in self.circuit.mlps:
                 if mlp.kind == "peel":
                     self._peel(mlp)
+                elif mlp.kind == "threshold":
+                    self._threshold(mlp)
             for group, coefficient in self.circuit.output:
                 width = self.circuit.channels[group]
                 m.W_out[0, :, :width] += coefficient * self.read(group)
@@ -275,6 +279,19 @@ class Weights:
         penalty = self.scales.penalty
         out = [-penalty, penalty] + ([1.0, -1.0] if mlp.first else [])
         m.W_2[layer, 0, units, key] = torch.tensor(out, dtype=self.dtype)
+
+    def _threshold(self, mlp: Mlp) -> None:
+        """output += clip(K (m - 1/2) + 1/2, 0, 1), channel by channel (K = THRESHOLD_SLOPE)."""
+        m, layer = self.model, mlp.layer - 1
+        source, width = self.read(mlp.inputs[0]), self.circuit.channels[mlp.inputs[0]]
+        first = self.circuit.offset(mlp.output)
+        units = self.units(mlp.layer, 2 * width)
+        ramp = torch.tensor([0.5, -0.5], dtype=self.dtype) - THRESHOLD_SLOPE / 2
+        for i in range(width):
+            pair = slice(units.start + 2 * i, units.start + 2 * i + 2)
+            m.W_1[layer, 0, :, pair] = THRESHOLD_SLOPE * source[:, i : i + 1]
+            m.b_1[layer, 0, pair] = ramp
+            m.W_2[layer, 0, pair, first + i] = torch.tensor([1.0, -1.0], dtype=self.dtype)
 
 
 def _round_up(width: int, heads: tuple[int, ...]) -> int:

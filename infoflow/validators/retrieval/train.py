@@ -69,11 +69,11 @@ class Group(protocol.Group):
 
     def trained(self) -> dict:
         """Everything that determines the trained members. Options only the engine reads and
-        that came after runs were named (``self_exclusion``) are left out, so those runs keep
-        their names; the older engine options stay in for the same reason."""
+        that came after runs were named (``self_exclusion``, ``partner_peel``) are left out, so
+        those runs keep their names; the older engine options stay in for the same reason."""
         left_out = {"description": True, "sweep": True, "validation": True}
         spec = self.spec.model_dump(
-            mode="json", exclude={**left_out, "options": {"self_exclusion"}}
+            mode="json", exclude={**left_out, "options": {"self_exclusion", "partner_peel"}}
         )
         return {
             "spec": spec,

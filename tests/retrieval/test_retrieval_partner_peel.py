@@ -1,0 +1,124 @@
+"""A token's k-th partner: the peel over a pair score leaves each token's earlier partners out
+by position ([R] ``partner_peel``), the rank counts the candidates a condition t != s leaves,
+and compile builds the peel with positional encoding."""
+
+from __future__ import annotations
+
+import pytest
+
+from infoflow.core.errors import SpecError
+from infoflow.retrieval.derive import derive
+from infoflow.retrieval.explain import explain
+from infoflow.retrieval.expression import TargetError
+from infoflow.retrieval.mechanisms import kth
+from infoflow.retrieval.predict import predict_retrieval
+from infoflow.retrieval.schedule_to_circuit import circuit_of
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators.retrieval.construction import build
+
+PARTNER = "{outer}(kth_largest((dot(x[s], x[t]) for t in T{cond}), k={k}) for s in T)"
+SECOND = PARTNER.format(outer="max", cond=" if t != s", k=2)
+
+
+def spec(
+    target: str, layers: int = 3, pe: bool = False, embed: int = 40, **options
+) -> RetrievalSpec:
+    arch = {"layers": layers, "heads": 1, "embed_dim": embed, "positional_encoding": pe}
+    data = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8}
+    return RetrievalSpec.model_validate({**data, "architecture": arch, "options": options})
+
+
+# ---- the engine ------------------------------------------------------------------------
+
+
+def test_a_peel_over_partners_needs_positional_encoding() -> None:
+    """With PE: the rounds, then the max. Without: one head (Theorem 2) or global
+    aggregation, both growing with T; the old reading (content) plans the peel anyway."""
+    for cond in ("", " if t != s"):
+        target = PARTNER.format(outer="max", cond=cond, k=2)
+        assert predict_retrieval(spec(target, pe=True))["efficient"].value
+        without = predict_retrieval(spec(target))
+        assert not without["efficient"].value
+        needs = without["requires_positional_encoding"]
+        assert needs.value is True and needs.provenance == kth.PARTNER_PEEL
+        content = predict_retrieval(spec(target, partner_peel="content"))
+        assert content["efficient"].value
+        assert content["requires_positional_encoding"].value is False
+
+
+def test_a_peel_of_one_race_needs_no_positions() -> None:
+    """The readout's own k-th (order 1): one race, its peel keys are the tokens' own."""
+    found = predict_retrieval(spec("kth_largest((dot(q, x[t]) for t in T), k=2)", layers=2))
+    assert found["efficient"].value and found["requires_positional_encoding"].value is False
+
+
+def test_explain_names_the_rule_and_the_end_the_peel_counts_from() -> None:
+    text = explain(spec(SECOND, pe=True))
+    assert "learns the 2nd largest t (of 2), leaving out the partners it retrieved before" in text
+    assert "reconstruction:partner_peel" in text
+    smallest = PARTNER.format(outer="max", cond="", k=7)  # the 2nd smallest of 8
+    assert "learns the 2nd smallest t (of 2)" in explain(spec(smallest, pe=True))
+
+
+def test_the_rank_counts_the_candidates_t_other_than_s() -> None:
+    """The 7th largest of the 7 others is their minimum: one retrieval, two layers in all."""
+    assert kth.rank(7, 8, 1) == 1 and kth.rank(7, 8) == 2 and kth.rank(6, 8, 1) == 2
+    last = PARTNER.format(outer="max", cond=" if t != s", k=7)
+    assert predict_retrieval(spec(last, pe=True))["min_layers"].value == 2
+    every = PARTNER.format(outer="max", cond="", k=7)
+    assert predict_retrieval(spec(every, pe=True))["min_layers"].value == 3
+    with pytest.raises(TargetError, match="k = 8 exceeds T = 8, less 1 left out by t != s"):
+        kth.rank(8, 8, 1)
+    with pytest.raises(ValueError, match="there is no 8th value of 7"):
+        spec(PARTNER.format(outer="max", cond=" if t != s", k=8))
+
+
+def test_a_rank_that_depends_on_whether_tokens_coincide_is_refused() -> None:
+    """t != s and t != u leave 6 or 7 candidates: the 6th largest is then the smallest or
+    the second smallest; the 2nd is the 2nd either way."""
+    assert kth.rank(2, 8, 2) == 2
+    with pytest.raises(TargetError, match="rank from the nearer end is not fixed"):
+        kth.rank(6, 8, 2)
+
+
+# ---- compile ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "layers"),
+    [
+        (SECOND, 3),
+        (PARTNER.format(outer="max", cond="", k=2), 3),
+        (PARTNER.format(outer="min", cond=" if t != s", k=3), 4),
+        ("max(kth_smallest((bilinear(x[s], A, x[t]) for t in T if t != s), k=2) for s in T)", 3),
+    ],
+)
+def test_compile_builds_the_partner_peel(target: str, layers: int) -> None:
+    """Every round leaves out what the token took before (its weight above 1/2 marks a
+    position taken: a soft mark would leave out a near tie's runner-up too, NMSE 0.03).
+    Each round before the last takes T channels more."""
+    witness = build(spec(target, layers=layers, pe=True, embed=48))
+    assert witness.nmse < 1e-5, witness.nmse
+    rounds = layers - 1
+    kinds = [m.kind for m in witness.circuit.mlps]
+    assert kinds == ["threshold"] * (rounds - 1) + ["decode"]
+
+
+def test_the_partner_peel_falls_with_beta() -> None:
+    coarse = build(spec(SECOND, pe=True), beta=10).nmse
+    assert coarse > 30 * build(spec(SECOND, pe=True)).nmse
+
+
+def test_compile_refuses_the_peel_without_positional_encoding() -> None:
+    """Under the content reading the engine plans it; compile knows no construction."""
+    with pytest.raises(SpecError, match="no construction is known"):
+        circuit_of(spec(SECOND, partner_peel="content"))
+    with pytest.raises(SpecError, match="the engine calls this architecture not efficient"):
+        circuit_of(spec(SECOND))
+
+
+def test_the_last_rank_from_the_other_end_is_one_retrieval() -> None:
+    """min over t != s, spelled as the 7th largest of the 7 others: no taken positions."""
+    circuit = circuit_of(spec(PARTNER.format(outer="max", cond=" if t != s", k=7), pe=True))
+    assert max(h.layer for h in circuit.heads) == 2 and "p0.taken" not in circuit.channels
+    assert derive(spec(PARTNER.format(outer="max", cond=" if t != s", k=7), pe=True)).efficient
