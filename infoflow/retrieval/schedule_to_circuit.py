@@ -19,6 +19,8 @@ head width, E). Terms it builds:
 - ``max``/``min`` over s of the k-th over t (``t != s`` or not) of ``dot`` or ``bilinear``:
   the partner peel, every token's own race, its earlier partners left out by position (so
   with positional encoding from rank 2 on), a decode, the readout's retrieval;
+- ``max``/``min`` over s != t of f(s) + f(t), f a linear score: the max of f beside the peel
+  for its second largest, as the engine plans it;
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each.
 
 Anything else is refused with the term and the reason: a construction is a witness only when
@@ -32,7 +34,7 @@ from dataclasses import replace
 from infoflow.core.errors import SpecError
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
 from infoflow.retrieval.derive import derive
-from infoflow.retrieval.diagonal import norm_coefficients, unordered_reduce
+from infoflow.retrieval.diagonal import norm_coefficients, separable_pair, unordered_reduce
 from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce, Token
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import fetch, kth, max_position, pooling, sentences
@@ -110,6 +112,10 @@ def _terms(node: Node) -> list[Node]:
     """The target as a sum of terms; a sum over a range index is one term per value."""
     if isinstance(node, Apply) and node.fn == "+":
         return [t for arg in node.args for t in _terms(arg)]
+    if isinstance(node, Reduce) and node.op in EXTREMA:
+        pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
+        if pair is not node and not isinstance(pair, Reduce):
+            return _terms(pair)
     if (
         isinstance(node, Reduce)
         and node.op == "sum"

@@ -57,16 +57,22 @@ from infoflow.validators.retrieval.targets import TargetFunction
 @dataclass(frozen=True)
 class Scales:
     """The construction's large numbers, by dtype: the anchor's constant, the logit that
-    leaves the readout out as a key, and what a peeled token's key loses. Rounding leaves
-    about eps * mask in a logit and eps * anchor in a read (eps the dtype's), so float32
-    takes smaller ones and pays a larger LayerNorm error (|content|^2 / anchor^2)."""
+    leaves the readout out as a key, what a peeled token's key loses, and the peel's margin
+    times beta. Rounding leaves about eps * mask in a logit and eps * anchor in a read (eps
+    the dtype's), so float32 takes smaller ones and pays a larger LayerNorm error
+    (|content|^2 / anchor^2) and a wider margin (a read's rounding, 6e-5, must stay below
+    it)."""
 
     anchor: float
     mask: float
     penalty: float
+    margin: float
 
 
-SCALES = {torch.float64: Scales(1e6, 1e6, 1e3), torch.float32: Scales(1e3, 1e4, 30.0)}
+SCALES = {
+    torch.float64: Scales(1e6, 1e6, 1e3, 1e-3),
+    torch.float32: Scales(1e3, 1e4, 30.0, 1.0),
+}
 #: The anchor of a circuit that reads |x|^2 from LayerNorm (float64 only). Its error,
 #: 1.5 |x|^4 / (E S^2), is 4e-8 at |x| = 4, E = 24; the rounding of E S^2 times the anchor's
 #: read, about 1e-6.
@@ -268,7 +274,7 @@ class Weights:
     def _peel(self, mlp: Mlp) -> None:
         """key -= penalty * clip((s - m) / margin + 1, 0, 1), s = sign M x; round 1 adds s."""
         m, layer = self.model, mlp.layer - 1
-        margin = 1 / self.beta
+        margin = self.scales.margin / self.beta
         score = self.read(TOKENS) @ self.matrix(mlp.matrix, 1, self.d).T * mlp.sign  # [E, 1]
         reached = (score - self.read(mlp.inputs[1])) / margin  # u - 1
         key = self.circuit.offset(mlp.output)
