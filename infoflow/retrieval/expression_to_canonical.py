@@ -285,7 +285,7 @@ def _group(op, k, variables: list[Variable], parts: list[_Summary], tests) -> _S
         return out
     ranges = frozenset().union(*(s.range_indices() for s in parts), *(t.ranges for t in tests))
     factors = _factors(folded, parts, tests)
-    left_out = sum(t.differs for t in tests) if op in KTH else 0
+    left_out = len({t.tokens for t in tests if t.differs}) if op in KTH else 0  # t != s, s != t
     return _Summary(
         children=[Comparison(op, tokens, factors, 1, k, frozenset(ranges - set(folded)), left_out)]
     )

@@ -65,6 +65,8 @@ def test_the_rank_counts_the_candidates_t_other_than_s() -> None:
     assert kth.rank(7, 8, 1) == 1 and kth.rank(7, 8) == 2 and kth.rank(6, 8, 1) == 2
     last = PARTNER.format(outer="max", cond=" if t != s", k=7)
     assert predict_retrieval(spec(last, pe=True))["min_layers"].value == 2
+    twice = PARTNER.format(outer="max", cond=" if t != s if s != t", k=7)  # one token left out
+    assert predict_retrieval(spec(twice, pe=True))["min_layers"].value == 2
     every = PARTNER.format(outer="max", cond="", k=7)
     assert predict_retrieval(spec(every, pe=True))["min_layers"].value == 3
     with pytest.raises(TargetError, match="k = 8 exceeds T = 8, less 1 left out by t != s"):

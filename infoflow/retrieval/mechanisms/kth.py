@@ -316,17 +316,17 @@ def circuit_partner_peel(
     distinct: bool,
 ) -> tuple[list[Head], list[Mlp]]:
     """A token's k-th partner, compiled (``pair`` = (M, sign): the score sign * x(s)^T M x(t);
-    ``best``: the sign of the readout's max or min over s; ``distinct``: the target says t != s;
-    ``seq_len`` position channels). Every token s runs its own race:
-    in layer j < ``rounds`` it retrieves its j-th best t and copies that partner's position
-    (one channel a position) into ``tag.m<j>``, and the MLP marks it in ``tag.taken`` where
-    its softmax weight is above 1/2 (a near tie leaves the second token in the race: whichever
-    of the two is taken, the other's value is within the gap); in layer ``rounds`` it copies
-    the partner x(t) into ``tag.partner``, and the MLP decodes ``tag.value`` = x(s)^T M
-    partner. From round 2 on, the score has -SELF_PENALTY taken(s).pos(t): the partners taken
-    before never win ([R] ``partner_peel``). With ``distinct``, every round also has the positional
-    self-penalty. In layer ``rounds + 1`` the readout retrieves the best s by the
-    value and copies it into ``tag.out``."""
+    ``best``: the sign of the readout's max or min over s; ``distinct``: the target says
+    t != s; ``seq_len`` position channels). Every token s runs its own race: in layer j <
+    ``rounds`` it retrieves its j-th best t and copies that partner's position (one channel a
+    position) into ``tag.m<j>``, and the MLP marks it in ``tag.taken`` where its softmax
+    weight is above 1/2 (a near tie leaves the second token in the race: whichever of the two
+    is taken, the other's value is within the gap); in layer ``rounds`` it copies the partner
+    x(t) into ``tag.partner``, and the MLP decodes ``tag.value`` = x(s)^T M partner. From
+    round 2 on, the score has -SELF_PENALTY taken(s).pos(t): the partners taken before never
+    win ([R] ``partner_peel``). With ``distinct``, every round also has the positional
+    self-penalty. In layer ``rounds + 1`` the readout retrieves the best s by the value and
+    copies it into ``tag.out``."""
     matrix, sign = pair
     positions = c.add(POSITIONS, seq_len) if rounds > 1 or distinct else ""
     taken = c.add(f"{tag}.taken", seq_len) if rounds > 1 else ""
