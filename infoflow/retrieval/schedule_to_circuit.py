@@ -32,10 +32,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from infoflow.core.errors import SpecError
+from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
+from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.derive import derive
-from infoflow.retrieval.diagonal import norm_coefficients, separable_pair, unordered_reduce
-from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce, Token
+from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
+from infoflow.retrieval.expression import KTH, Apply, Node, Param, Reduce, Token
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import fetch, kth, max_position, pooling, sentences
 from infoflow.retrieval.predict import predictions
@@ -43,11 +45,6 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
 
 EXTREMA = ("max", "min")
-ORDER2_CONDITIONS = {("!=",)}  # s != t: kept in the target, not enforced (see the note)
-
-
-class Unbuildable(ValueError):
-    """A term compile does not build, with the reason."""
 
 
 def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
@@ -92,15 +89,17 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
 def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
     """Every term's heads and MLPs, laid side by side from layer 1, and the output."""
     terms = _terms(tree)
-    fixed = [t for t in terms if isinstance(t, Token)]
+    fixed = [t for _, t in terms if isinstance(t, Token)]
+    if any(sign < 0 for sign, t in terms if isinstance(t, Token)):
+        raise Unbuildable("fixed positions are fetched added (x[1] + x[2], not x[1] - x[2])")
     if fixed:
         _fixed_positions(circuit, fixed, spec)
-    for n, term in enumerate(t for t in terms if not isinstance(t, Token)):
+    for n, (sign, term) in enumerate((s, t) for s, t in terms if not isinstance(t, Token)):
         tag = f"p{n}"
-        heads, mlps = _term(circuit, term, tag, spec)
+        heads, mlps, coefficient = _term(circuit, term, tag, spec)
         circuit.heads += heads
         circuit.mlps += mlps
-        circuit.output.append((f"{tag}.out", 1.0))
+        circuit.output.append((f"{tag}.out", float(sign * coefficient)))
     used: dict[int, int] = {}
     for i, head in enumerate(circuit.heads):
         slot = used.get(head.layer, 0)
@@ -108,14 +107,19 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
         circuit.heads[i] = replace(head, slot=slot)
 
 
-def _terms(node: Node) -> list[Node]:
-    """The target as a sum of terms; a sum over a range index is one term per value."""
+def _terms(node: Node, sign: int = 1) -> list[tuple[int, Node]]:
+    """The target as a sum of signed terms (sign, term); a sum over a range index is one
+    term per value."""
     if isinstance(node, Apply) and node.fn == "+":
-        return [t for arg in node.args for t in _terms(arg)]
+        return [t for arg in node.args for t in _terms(arg, sign)]
+    if isinstance(node, Apply) and node.fn == "-" and len(node.args) == 2:
+        return _terms(node.args[0], sign) + _terms(node.args[1], -sign)
+    if isinstance(node, Apply) and node.fn == "neg":
+        return _terms(node.args[0], -sign)
     if isinstance(node, Reduce) and node.op in EXTREMA:
         pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
         if pair is not node and not isinstance(pair, Reduce):
-            return _terms(pair)
+            return _terms(pair, sign)
     if (
         isinstance(node, Reduce)
         and node.op == "sum"
@@ -124,8 +128,8 @@ def _terms(node: Node) -> list[Node]:
         if len(node.variables) != 1 or node.conditions:
             raise Unbuildable("a sum over range indices is built for one index without conditions")
         var = node.variables[0]
-        return [t for i in range(var.size) for t in _terms(_bind(node.body, var.name, i))]
-    return [node]
+        return [t for i in range(var.size) for t in _terms(_bind(node.body, var.name, i), sign)]
+    return [(sign, node)]
 
 
 def _bind(node: Node, name: str, value: int) -> Node:
@@ -139,10 +143,12 @@ def _bind(node: Node, name: str, value: int) -> Node:
     return node
 
 
-def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[list, list]:
-    """The heads and MLPs of one term (not a fixed position)."""
+def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[list, list, int]:
+    """The heads and MLPs of one term (not a fixed position), and the coefficient its output
+    carries: what a head copies is the score's form, x(s)^T M x(t) or M x(t), whose sign in
+    the target (``-dot(...)``) the output applies."""
     if not isinstance(term, Reduce) or not all(v.is_token for v in term.variables):
-        raise Unbuildable(f"the term {_text(term)} is not a reduction over tokens")
+        raise Unbuildable(f"the term {forms.text(term)} is not a reduction over tokens")
     term = unordered_reduce(term)  # s < t over a symmetric score is s != t, as planned
     names = [v.name for v in term.variables]
     body, op, conditions = term.body, term.op, term.conditions
@@ -153,10 +159,10 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         conditions, body = conditions + body.conditions, body.body
     if len(names) == 2 and op in EXTREMA:
         if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
-            raise Unbuildable(f"{_text(term)}: only the condition {names[0]} != {names[1]}")
-        norm = _norm_pair(body, *names)
+            raise Unbuildable(f"{forms.text(term)}: only the condition {names[0]} != {names[1]}")
+        norm = forms.norm_pair(body, *names)
         if norm is not None:
-            return _norm_term(circuit, term, tag, norm, bool(conditions), spec)
+            return (*_norm_term(circuit, term, tag, norm, bool(conditions), spec), 1)
         exclude = spec.seq_len if conditions and circuit.positional_encoding else 0
         if conditions and not exclude:
             circuit.notes.append(
@@ -164,33 +170,34 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
                 "positional encoding a token cannot tell itself from another; the pair (s, s) "
                 "competes, which changes the value only where it is the best pair"
             )
-        matrix, sign = _bilinear(body, *names)
-        return max_position.circuit_pair(circuit, tag, matrix, sign * _sign(op), exclude)
+        matrix, sign = forms.bilinear(body, *names)
+        pair = max_position.circuit_pair(circuit, tag, matrix, sign * forms.sign(op), exclude)
+        return (*pair, sign)
     if len(names) != 1 or conditions:
-        raise Unbuildable(f"{_text(term)}: one token index without conditions is built here")
-    matrix, sign = _linear(body, names[0])
+        raise Unbuildable(f"{forms.text(term)}: one token index without conditions is built here")
+    matrix, sign = forms.linear(body, names[0])
     if op in EXTREMA:
-        return max_position.circuit_single(circuit, tag, matrix, sign * _sign(op))
+        return (*max_position.circuit_single(circuit, tag, matrix, sign * forms.sign(op)), sign)
     if op == "sum":
         width = circuit.channels[TOKENS] if matrix == "I" else 1
         out = circuit.add(f"{tag}.out", width)
         copy = Copy(TOKENS, out, matrix, float(sign * spec.seq_len))
-        return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], []
+        return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], [], 1
     if op in KTH:
         if matrix == "I":
-            raise Unbuildable(f"{_text(term)}: the k-th of a vector")
+            raise Unbuildable(f"{forms.text(term)}: the k-th of a vector")
         rank = kth.rank(term.k, spec.seq_len)
         largest = (op == "kth_largest") == (rank == term.k)
         ext = sign * (1 if largest else -1)
         if rank == 1:
-            return max_position.circuit_single(circuit, tag, matrix, ext)
-        return kth.circuit_peel(circuit, tag, matrix, ext, rank)
-    raise Unbuildable(f"{_text(term)}: compile does not build {op}")
+            return (*max_position.circuit_single(circuit, tag, matrix, ext), sign)
+        return (*kth.circuit_peel(circuit, tag, matrix, ext, rank), sign)
+    raise Unbuildable(f"{forms.text(term)}: compile does not build {op}")
 
 
 def _partner_term(
     circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
-) -> tuple[list, list]:
+) -> tuple[list, list, int]:
     """The max or min over s of a token's k-th partner: the partner peel
     (:func:`~infoflow.retrieval.mechanisms.kth.circuit_partner_peel`)."""
     inner = term.body
@@ -198,21 +205,23 @@ def _partner_term(
     if term.conditions or any(
         c.op != "!=" or c.shift or {c.left, c.right} != {s, t} for c in inner.conditions
     ):
-        raise Unbuildable(f"{_text(inner)}: only the condition {t} != {s}")
+        raise Unbuildable(f"{forms.text(inner)}: only the condition {t} != {s}")
     distinct = bool(inner.conditions)
     rank = kth.rank(inner.k, spec.seq_len, int(distinct))
     if rank > 1 and not circuit.positional_encoding:
-        raise Unbuildable(f"{_text(inner)}: {kth.BY_POSITION}")
+        raise Unbuildable(f"{forms.text(inner)}: {kth.BY_POSITION}")
     if distinct and not circuit.positional_encoding:
         circuit.notes.append(
             f"{tag}: the condition {t} != {s} is not enforced: without positional encoding a "
             f"token cannot tell itself from another; the pair (s, s) competes"
         )
-    matrix, sign = _bilinear(inner.body, s, t)
+    matrix, sign = forms.bilinear(inner.body, s, t)
     largest = (inner.op == "kth_largest") == (rank == inner.k)
     pair = (matrix, sign * (1 if largest else -1))
     own = distinct and circuit.positional_encoding
-    return kth.circuit_partner_peel(circuit, tag, pair, _sign(term.op), rank, spec.seq_len, own)
+    best = forms.sign(term.op) * sign  # the readout compares the values the target does
+    heads, mlps = kth.circuit_partner_peel(circuit, tag, pair, best, rank, spec.seq_len, own)
+    return heads, mlps, sign
 
 
 def _norm_term(
@@ -233,16 +242,16 @@ def _norm_term(
     exclude = spec.seq_len if distinct and circuit.positional_encoding else 0
     if plus < 0 and term.op == "min" and not exclude:
         raise Unbuildable(
-            f"{_text(term)}: the nearest pair is built only with s != t and positional "
+            f"{forms.text(term)}: the nearest pair is built only with s != t and positional "
             "encoding: each token's nearest is itself (distance 0)"
         )
     if distinct and plus > 0 and not exclude:
         raise Unbuildable(
-            f"{_text(term)}: the condition s != t on the norm of a sum is not built without "
+            f"{forms.text(term)}: the condition s != t on the norm of a sum is not built without "
             "positional encoding: the pair (s, s) competes, and decides the value often"
         )
     squared = squared or spec.options.squared_norm
-    return max_position.circuit_norm_pair(circuit, tag, plus, squared, _sign(term.op), exclude)
+    return max_position.circuit_norm_pair(circuit, tag, plus, squared, forms.sign(term.op), exclude)
 
 
 def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> None:
@@ -261,85 +270,6 @@ def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec)
     where = ", ".join(f"x[{p}]" for p in positions)
     circuit.heads.append(fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}"))
     circuit.output.append((out, 1.0))
-
-
-def _linear(node: Node, var: str) -> tuple[str, int]:
-    """(matrix, sign) of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``,
-    ``x[t]``, negated or not."""
-    if isinstance(node, Apply) and node.fn == "neg":
-        matrix, sign = _linear(node.args[0], var)
-        return matrix, -sign
-    if isinstance(node, Token) and node.index == var and not node.offset:
-        if not node.component:
-            return "I", 1
-        if len(node.component) == 1 and isinstance(node.component[0], int):
-            return f"e:{node.component[0]}", 1
-    if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
-        a, b = node.args
-        param, token = (a, b) if isinstance(a, Param) else (b, a)
-        if isinstance(param, Param) and isinstance(token, Token) and _plain(token, var):
-            return _reference(param), 1
-    raise Unbuildable(f"{_text(node)} is not a linear score of x[{var}] (dot(q, x[{var}]))")
-
-
-def _bilinear(node: Node, s: str, t: str) -> tuple[str, int]:
-    """(matrix, sign) of a score ``x(s)^T M x(t)``: ``dot`` or ``bilinear``."""
-    if isinstance(node, Apply) and node.fn == "neg":
-        matrix, sign = _bilinear(node.args[0], s, t)
-        return matrix, -sign
-    if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
-        a, b = node.args
-        if {_index(a), _index(b)} == {s, t} and _plain(a, s) + _plain(b, s) == 1:
-            return "I", 1
-    if isinstance(node, Apply) and node.fn == "bilinear":
-        a, m, b = node.args
-        if isinstance(m, Param) and _plain(a, _index(a)) and _plain(b, _index(b)):
-            if (_index(a), _index(b)) == (s, t):
-                return _reference(m), 1
-            if (_index(a), _index(b)) == (t, s):
-                return _reference(m) + "^T", 1
-    raise Unbuildable(
-        f"{_text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear) or the norm of "
-        f"x[{s}] + x[{t}] or x[{s}] - x[{t}]"
-    )
-
-
-def _norm_pair(node: Node, s: str, t: str) -> tuple[int, bool] | None:
-    """(plus, squared) of ``norm(x[s] + plus * x[t])`` or ``sqnorm(...)``, plus = +1 or -1
-    (either token negated, in either order); None for anything else."""
-    found = norm_coefficients(node, (s, t))
-    if found is None or {abs(c) for c in found} != {1}:
-        return None
-    return round(found[0] * found[1]), node.fn == "sqnorm"
-
-
-def _plain(node: Node, var: str | None) -> bool:
-    return isinstance(node, Token) and node.index == var and not node.offset and not node.component
-
-
-def _index(node: Node) -> str | None:
-    return node.index if isinstance(node, Token) and isinstance(node.index, str) else None
-
-
-def _reference(param: Param) -> str:
-    """``A[0]`` for the parameter A at index 0 (the validator draws its numbers)."""
-    if any(not isinstance(i, int) for i in param.index):
-        raise Unbuildable(f"the parameter {param.name} is indexed by a token")
-    return param.name + "".join(f"[{i}]" for i in param.index)
-
-
-def _sign(op: str) -> int:
-    return 1 if op == "max" else -1
-
-
-def _text(node: Node) -> str:
-    if isinstance(node, Reduce):
-        return f"{node.op}(... over {', '.join(v.name for v in node.variables)})"
-    if isinstance(node, Apply):
-        return f"{node.fn}(...)"
-    if isinstance(node, Const):
-        return str(node.value)
-    return repr(node)
 
 
 def _fit(circuit: Circuit, spec: RetrievalSpec) -> None:

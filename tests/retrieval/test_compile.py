@@ -103,6 +103,23 @@ def test_the_peel_leaves_a_near_tie_s_runner_up_in_the_race() -> None:
     assert construction.build(s, width=16, dtype=torch.float32).nmse < 0.01
 
 
+@pytest.mark.parametrize(
+    "target",
+    [
+        "max(-dot(q, x[t]) for t in T)",
+        "-min(dot(q, x[t]) for t in T)",
+        "kth_largest((-dot(q, x[t]) for t in T), k=2)",
+        "max(dot(q, x[t]) for t in T) - min(dot(q, x[t]) for t in T)",
+        "max(-dot(x[s], x[t]) for s in T for t in T)",
+    ],
+)
+def test_a_negated_score_keeps_its_sign(target: str) -> None:
+    """A head copies the score's form (q . x(t), x(s).x(t)); the target's sign is the
+    output's coefficient. Until 2026-12-05 it was dropped: these compiled to NMSE 25-34."""
+    s = spec(target, [2, 1], seq_len=8)
+    assert construction.build(s, width=512).nmse < 1e-3
+
+
 def test_the_separable_pair_is_the_max_beside_the_peel() -> None:
     """max over s != t of f(s) + f(t) = max f + the second largest, on [2, 1] as planned."""
     s = spec("max(dot(q, x[s]) + dot(q, x[t]) for s in T for t in T if s != t)", [2, 1])

@@ -1,0 +1,91 @@
+"""Reading a target's terms as the forms compile builds: a score linear in one token
+(``dot(q, x[t])``, ``x[t][j]``), a bilinear one between two (``dot``, ``bilinear``), the norm
+of a sum or difference of two; and the words compile refuses a term with."""
+
+from __future__ import annotations
+
+from infoflow.retrieval.diagonal import norm_coefficients
+from infoflow.retrieval.expression import Apply, Const, Node, Param, Reduce, Token
+
+
+class Unbuildable(ValueError):
+    """A term compile does not build, with the reason."""
+
+
+def linear(node: Node, var: str) -> tuple[str, int]:
+    """(matrix, sign) of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``,
+    ``x[t]``, negated or not."""
+    if isinstance(node, Apply) and node.fn == "neg":
+        matrix, sign = linear(node.args[0], var)
+        return matrix, -sign
+    if isinstance(node, Token) and node.index == var and not node.offset:
+        if not node.component:
+            return "I", 1
+        if len(node.component) == 1 and isinstance(node.component[0], int):
+            return f"e:{node.component[0]}", 1
+    if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
+        a, b = node.args
+        param, token = (a, b) if isinstance(a, Param) else (b, a)
+        if isinstance(param, Param) and isinstance(token, Token) and _plain(token, var):
+            return _reference(param), 1
+    raise Unbuildable(f"{text(node)} is not a linear score of x[{var}] (dot(q, x[{var}]))")
+
+
+def bilinear(node: Node, s: str, t: str) -> tuple[str, int]:
+    """(matrix, sign) of a score ``x(s)^T M x(t)``: ``dot`` or ``bilinear``."""
+    if isinstance(node, Apply) and node.fn == "neg":
+        matrix, sign = bilinear(node.args[0], s, t)
+        return matrix, -sign
+    if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
+        a, b = node.args
+        if {_index(a), _index(b)} == {s, t} and _plain(a, s) + _plain(b, s) == 1:
+            return "I", 1
+    if isinstance(node, Apply) and node.fn == "bilinear":
+        a, m, b = node.args
+        if isinstance(m, Param) and _plain(a, _index(a)) and _plain(b, _index(b)):
+            if (_index(a), _index(b)) == (s, t):
+                return _reference(m), 1
+            if (_index(a), _index(b)) == (t, s):
+                return _reference(m) + "^T", 1
+    raise Unbuildable(
+        f"{text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear) or the norm of "
+        f"x[{s}] + x[{t}] or x[{s}] - x[{t}]"
+    )
+
+
+def norm_pair(node: Node, s: str, t: str) -> tuple[int, bool] | None:
+    """(plus, squared) of ``norm(x[s] + plus * x[t])`` or ``sqnorm(...)``, plus = +1 or -1
+    (either token negated, in either order); None for anything else."""
+    found = norm_coefficients(node, (s, t))
+    if found is None or {abs(c) for c in found} != {1}:
+        return None
+    return round(found[0] * found[1]), node.fn == "sqnorm"
+
+
+def _plain(node: Node, var: str | None) -> bool:
+    return isinstance(node, Token) and node.index == var and not node.offset and not node.component
+
+
+def _index(node: Node) -> str | None:
+    return node.index if isinstance(node, Token) and isinstance(node.index, str) else None
+
+
+def _reference(param: Param) -> str:
+    """``A[0]`` for the parameter A at index 0 (the validator draws its numbers)."""
+    if any(not isinstance(i, int) for i in param.index):
+        raise Unbuildable(f"the parameter {param.name} is indexed by a token")
+    return param.name + "".join(f"[{i}]" for i in param.index)
+
+
+def sign(op: str) -> int:
+    return 1 if op == "max" else -1
+
+
+def text(node: Node) -> str:
+    if isinstance(node, Reduce):
+        return f"{node.op}(... over {', '.join(v.name for v in node.variables)})"
+    if isinstance(node, Apply):
+        return f"{node.fn}(...)"
+    if isinstance(node, Const):
+        return str(node.value)
+    return repr(node)
