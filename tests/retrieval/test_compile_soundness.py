@@ -1,0 +1,65 @@
+"""Compile either builds a witness that computes the target or refuses: over every spelling of
+the terms it builds (signs, orders, conditions, ends of a k-th, with and without positional
+encoding), a witness the engine's plan allows must reach NMSE 1e-3 on fresh data. A sign
+dropped or a condition ignored shows up here as an NMSE of order 1 (the first version of this
+sweep found the dropped sign of ``max(-dot(q, x[t]) for t in T)``)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from infoflow.core.errors import SpecError
+from infoflow.retrieval.derive import derive
+from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.validators.retrieval.construction import build
+
+ONE = ["dot(q, x[t])", "-dot(q, x[t])", "x[t][1]"]
+PAIR = ["dot(x[s], x[t])", "-dot(x[s], x[t])", "bilinear(x[s], A, x[t])", "bilinear(x[t], A, x[s])"]
+NORMS = ["norm(x[s] + x[t])", "norm(x[s] - x[t])", "sqnorm(x[s] + x[t])"]
+CONDITIONS = ["", " if s != t"]
+
+
+def _targets() -> list[str]:
+    out = [f"{op}({f} for t in T)" for op, f in itertools.product(["max", "min", "sum"], ONE)]
+    out += [f"{op}(({f} for t in T), k=2)" for op in ("kth_largest", "kth_smallest") for f in ONE]
+    out += ["-min(dot(q, x[t]) for t in T)", "max(x[t][0] for t in T) - min(x[t][0] for t in T)"]
+    for op, f, cond in itertools.product(["max", "min"], PAIR + NORMS, CONDITIONS):
+        out.append(f"{op}({f} for s in T for t in T{cond})")
+    for op, kth, f, cond in itertools.product(
+        ["max", "min"], ["kth_largest", "kth_smallest"], PAIR[:3], [" if t != s", ""]
+    ):
+        out.append(f"{op}({kth}(({f} for t in T{cond}), k=2) for s in T)")
+    out += [
+        f"{op}(dot(q, x[s]) + dot(q, x[t]) for s in T for t in T if s != t)"
+        for op in ("max", "min")
+    ]
+    return out
+
+
+def _spec(target: str, pe: bool) -> RetrievalSpec:
+    arch = {"layers": 3, "heads": [2, 2, 2], "embed_dim": 64, "positional_encoding": pe}
+    data = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8}
+    return RetrievalSpec.model_validate({**data, "architecture": arch, "params": {}})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pe", [False, True])
+def test_every_built_witness_computes_its_target(pe: bool) -> None:
+    built, wrong = 0, []
+    for target in _targets():
+        spec = _spec(target, pe)
+        if not derive(spec).efficient:
+            continue
+        try:
+            witness = build(spec, width=1024)
+        except SpecError:
+            continue
+        if any("not enforced" in note for note in witness.circuit.notes):
+            continue  # the engine's plan ignores s != t there: the claims judge that plan
+        built += 1
+        if witness.nmse > 1e-3:
+            wrong.append((target, witness.nmse))
+    assert not wrong, wrong
+    assert built >= 30, built  # the sweep exercises what compile builds
