@@ -12,6 +12,17 @@ class Unbuildable(ValueError):
     """A term compile does not build, with the reason."""
 
 
+def signed_terms(node: Node, sign: int = 1) -> list[tuple[int, Node]]:
+    """``node`` as a sum of signed terms: ``a + b - c`` and ``-(a)`` taken apart."""
+    if isinstance(node, Apply) and node.fn == "+":
+        return [t for arg in node.args for t in signed_terms(arg, sign)]
+    if isinstance(node, Apply) and node.fn == "-" and len(node.args) == 2:
+        return signed_terms(node.args[0], sign) + signed_terms(node.args[1], -sign)
+    if isinstance(node, Apply) and node.fn == "neg":
+        return signed_terms(node.args[0], -sign)
+    return [(sign, node)]
+
+
 def linear(node: Node, var: str) -> tuple[str, int]:
     """(matrix, sign) of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``,
     ``x[t]``, negated or not."""

@@ -19,6 +19,8 @@ head width, E). Terms it builds:
 - ``max``/``min`` over s of the k-th over t (``t != s`` or not) of ``dot`` or ``bilinear``:
   the partner peel, every token's own race, its earlier partners left out by position (so
   with positional encoding from rank 2 on), a decode, the readout's retrieval;
+- ``max``/``min`` over a centre and leaves of a sum of pair scores, each leaf in one term (a
+  chain of three, a star): every leaf's retrieval side by side in layer 1, a decode each;
 - ``max``/``min`` over s != t of f(s) + f(t), f a linear score: the max of f beside the peel
   for its second largest, as the engine plans it;
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each.
@@ -29,10 +31,12 @@ it is built, never approximated by a guess.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
+from infoflow.retrieval.algebra import free_indices
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.derive import derive
@@ -110,12 +114,9 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
 def _terms(node: Node, sign: int = 1) -> list[tuple[int, Node]]:
     """The target as a sum of signed terms (sign, term); a sum over a range index is one
     term per value."""
-    if isinstance(node, Apply) and node.fn == "+":
-        return [t for arg in node.args for t in _terms(arg, sign)]
-    if isinstance(node, Apply) and node.fn == "-" and len(node.args) == 2:
-        return _terms(node.args[0], sign) + _terms(node.args[1], -sign)
-    if isinstance(node, Apply) and node.fn == "neg":
-        return _terms(node.args[0], -sign)
+    pieces = forms.signed_terms(node, sign)
+    if pieces != [(sign, node)]:
+        return [t for piece_sign, piece in pieces for t in _terms(piece, piece_sign)]
     if isinstance(node, Reduce) and node.op in EXTREMA:
         pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
         if pair is not node and not isinstance(pair, Reduce):
@@ -157,6 +158,8 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     if op in EXTREMA and len(names) == 1 and isinstance(body, Reduce) and body.op == op:
         names += [v.name for v in body.variables]  # max over s of max over t
         conditions, body = conditions + body.conditions, body.body
+    if len(names) > 2 and op in EXTREMA:
+        return _star_term(circuit, term, tag, names, body)
     if len(names) == 2 and op in EXTREMA:
         if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
             raise Unbuildable(f"{forms.text(term)}: only the condition {names[0]} != {names[1]}")
@@ -222,6 +225,35 @@ def _partner_term(
     best = forms.sign(term.op) * sign  # the readout compares the values the target does
     heads, mlps = kth.circuit_partner_peel(circuit, tag, pair, best, rank, spec.seq_len, own)
     return heads, mlps, sign
+
+
+def _star_term(
+    circuit: Circuit, term: Reduce, tag: str, names: list[str], body: Node
+) -> tuple[list, list, int]:
+    """A max or min over a centre and its leaves of a sum of pair scores, each leaf in one
+    (a chain of three, a star): every token retrieves each leaf's best in layer 1, side by
+    side (:func:`~infoflow.retrieval.mechanisms.max_position.circuit_star`)."""
+    if term.conditions:
+        raise Unbuildable(f"{forms.text(term)}: a star is built without conditions")
+    pieces = forms.signed_terms(body)
+    reads = [free_indices(piece) & set(names) for _, piece in pieces]
+    centre = set.intersection(*reads)
+    leaves = [next(iter(r - centre)) for r in reads if len(r) == 2]
+    if (
+        len(centre) != 1
+        or len(leaves) != len(pieces)
+        or sorted(leaves) != sorted(set(names) - centre)
+    ):
+        raise Unbuildable(
+            f"{forms.text(term)}: compile builds a star, every term a pair score of one index "
+            "all terms read (the centre) and a leaf no other term reads"
+        )
+    (hub,) = centre
+    scores = []
+    for (sign, piece), leaf in zip(pieces, leaves, strict=True):
+        matrix, own = forms.bilinear(piece, hub, leaf)
+        scores.append((leaf, matrix, sign * own))
+    return (*max_position.circuit_star(circuit, tag, hub, scores, forms.sign(term.op)), 1)
 
 
 def _norm_term(
@@ -315,11 +347,23 @@ def head_dims(circuit: Circuit, head) -> int:
 
 
 def _name_steps(circuit: Circuit, steps: dict[int, list[str]]) -> None:
-    """Give each head the engine's sentence for the step it realises: the steps of a layer in
-    the engine's order, the heads in theirs (one sentence per step, heads side by side)."""
+    """Give each head the engine's sentence for the step it realises: by the index both
+    retrieve ("its best a", "the best a") where that pairs them one to one, else the steps
+    of a layer in the engine's order, the heads in theirs (heads side by side)."""
     for layer, said in steps.items():
         heads = [h for h in circuit.heads if h.layer == layer]
-        if len(heads) == len(said):
-            for head, sentence in zip(heads, said, strict=True):
-                i = circuit.heads.index(head)
-                circuit.heads[i] = replace(head, step=sentence)
+        if len(heads) != len(said):
+            continue
+        mine = [_retrieved(h.does, "its best") for h in heads]
+        theirs = [_retrieved(sentence, "the best") for sentence in said]
+        if None not in mine and len(set(mine)) == len(mine) and set(mine) == set(theirs):
+            said = [said[theirs.index(v)] for v in mine]
+        for head, sentence in zip(heads, said, strict=True):
+            i = circuit.heads.index(head)
+            circuit.heads[i] = replace(head, step=sentence)
+
+
+def _retrieved(text: str, words: str) -> str | None:
+    """The index after ``words`` in ``text`` ("its best a into ..." -> "a"); None if none."""
+    found = re.search(rf"{words} (\w+)\b", text)
+    return found.group(1) if found else None

@@ -120,6 +120,23 @@ def test_a_negated_score_keeps_its_sign(target: str) -> None:
     assert construction.build(s, width=512).nmse < 1e-3
 
 
+def test_a_star_retrieves_each_leaf_side_by_side() -> None:
+    """min over h, a, b, c of three pair scores with h: three heads in layer 1, one decode
+    each, the readout's retrieval by their sum; each head named by the engine's step for
+    the leaf it retrieves."""
+    star = (
+        "min(dot(x[h], x[a]) - dot(x[b], x[h]) + bilinear(x[h], A, x[c]) "
+        "for h in T for a in T for b in T for c in T)"
+    )
+    witness = construction.build(spec(star, [3, 1], embed_dim=48, seq_len=8), width=1536)
+    assert witness.nmse < 1e-3, witness.nmse
+    first = [h for h in witness.circuit.heads if h.layer == 1]
+    for head in first:
+        leaf = head.does.split("its best ")[1].split()[0]
+        assert f"retrieves the best {leaf} " in head.step, (head.does, head.step)
+    assert {h.does.split("its best ")[1][0] for h in first} == {"a", "b", "c"}
+
+
 def test_the_separable_pair_is_the_max_beside_the_peel() -> None:
     """max over s != t of f(s) + f(t) = max f + the second largest, on [2, 1] as planned."""
     s = spec("max(dot(q, x[s]) + dot(q, x[t]) for s in T for t in T if s != t)", [2, 1])

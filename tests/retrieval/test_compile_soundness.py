@@ -35,6 +35,9 @@ def _targets() -> list[str]:
         f"{op}(dot(q, x[s]) + dot(q, x[t]) for s in T for t in T if s != t)"
         for op in ("max", "min")
     ]
+    chains = ["dot(x[a], x[b]) + dot(x[b], x[c])", "dot(x[a], x[b]) - bilinear(x[c], A, x[b])"]
+    for op, f in itertools.product(["max", "min"], chains):
+        out.append(f"{op}({f} for a in T for b in T for c in T)")
     return out
 
 
