@@ -11,8 +11,15 @@ or minus the min's):
   Cauchy-Schwarz; the max of a norm of a positive combination, by the triangle inequality;
   the min of a distance, 0 on the diagonal);
 - ``never``: g(a, a) <= g(a, b), so the diagonal never wins (the max of a distance);
-- ``some draws``: anything else, or a score not recognised here (the min of a dot product,
-  whose diagonal |x(s)|^2 is the minimum only when every other pair scores higher).
+- ``rarely``: some draws, but the diagonal sits on the extremum's losing side by the form of
+  the score: dot products whose diagonal c |x|^2 the extremum runs from (the min of a dot
+  product, whose diagonal |x(s)|^2 >= 0 is the minimum only when every other pair scores
+  higher), beside terms f(s) + f(t), or the max of a norm of a x[s] + b x[t] with a b < 0
+  (the diagonal |a + b| |x| is shorter than the pairs' typical length). Measured on random
+  draws, the share it decides falls fast with T (docs/retrieval.md, "Positions");
+- ``often``: anything else, or a score not recognised here (a bilinear form of a parameter,
+  whose diagonal takes either sign, the min of a norm of a sum): a share of draws that falls
+  about as 1/T.
 
 Recognised scores: ``dot`` terms of two token multiples, beside terms of one index each
 that are the same for both (f(s) + f(t), which leave g(a, a) + g(b, b) - 2 g(a, b)
@@ -39,7 +46,14 @@ from infoflow.retrieval.algebra import (
 )
 from infoflow.retrieval.expression import Apply, Condition, Const, Node, Reduce, Token, Variable
 
-EVERY_DRAW, NEVER, SOME_DRAWS = "every draw", "never", "some draws"
+EVERY_DRAW, NEVER, RARELY, OFTEN = "every draw", "never", "rarely", "often"
+#: The classes each reading of the option charges (needs PE for, else global aggregation).
+CHARGED = {
+    "decisive": (EVERY_DRAW,),
+    "often": (EVERY_DRAW, OFTEN),
+    "always": (EVERY_DRAW, OFTEN, RARELY),
+    "never": (),
+}
 NORMS = ("norm", "sqnorm")
 ORDERS = {"<": "!=", ">": "!=", "<=": None, ">=": None}  # what each reads as, unordered
 COMMUTATIVE = ("+", "*", "dot", "min", "max")
@@ -175,14 +189,15 @@ def excludes(
     binders: dict[str, str],
 ) -> bool:
     """Whether ``c`` is an ``s != t`` whose left-out pair (s, s) decides the extremum (or
-    k-th) ``op`` over ``terms`` ((term, its scope, its coefficient)), as ``option`` reads it:
-    ``decisive`` when it does on every draw, ``always`` unless it never does, ``never`` not
-    at all. ``own`` are the reduction's indices, ``binders`` the op of the reduction that
-    binds each index: a token's own best partner (s bound outside, ``max(... for t in T if
-    t != s)``) decides every draw's value only when every token's counts (s bound by a sum);
-    under another reduction the token the diagonal changes may not be the one it keeps."""
+    k-th) ``op`` over ``terms`` ((term, its scope, its coefficient)), as ``option`` reads it
+    (:data:`CHARGED`): ``decisive`` when it does on every draw, ``often`` unless it never
+    does or only rarely, ``always`` unless it never does, ``never`` not at all. ``own`` are
+    the reduction's indices, ``binders`` the op of the reduction that binds each index: a
+    token's own best partner (s bound outside, ``max(... for t in T if t != s)``) decides
+    every draw's value only when every token's counts (s bound by a sum); under another
+    reduction the token the diagonal changes may not be the one it keeps (often)."""
     direction = DIRECTION.get(op)
-    if option == "never" or direction is None or c.op != "!=" or c.shift:
+    if not CHARGED[option] or direction is None or c.op != "!=" or c.shift:
         return False
     pair = _pair(c, env)
     if pair is None:
@@ -195,8 +210,8 @@ def excludes(
     found = role(direction, touching, pair)
     outside = {binders.get(name) for name in pair if name not in own}
     if found == EVERY_DRAW and outside - {"sum"}:
-        found = SOME_DRAWS
-    return found == EVERY_DRAW or (found == SOME_DRAWS and option == "always")
+        found = OFTEN
+    return found in CHARGED[option]
 
 
 def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str, str]) -> str:
@@ -206,27 +221,31 @@ def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str
     nothing to the verdict of the pair's own terms: g(a, a) + g(b, b) - 2 g(a, b) does not
     change."""
     if any(term is None for _, term in terms):
-        return SOME_DRAWS
+        return OFTEN
     reads = [len(free_indices(term) & set(pair)) for _, term in terms]
     singles = [t for t, n in zip(terms, reads, strict=True) if n == 1]
     both = [t for t, n in zip(terms, reads, strict=True) if n == 2]
     if singles and not _same_for_both(singles, pair):
-        return SOME_DRAWS
+        return OFTEN
     dots = [_dot(term, pair) for _, term in both]
     if all(d is not None for d in dots):
         total = sum(c * d for (c, _), d in zip(both, dots, strict=True))
-        return EVERY_DRAW if direction * total > 0 or (singles and not total) else SOME_DRAWS
+        if direction * total > 0 or (singles and not total):
+            return EVERY_DRAW
+        return RARELY if direction * total < 0 else OFTEN
     if len(both) != 1 or singles:
-        return SOME_DRAWS
+        return OFTEN
     coefficient, term = both[0]
     combination = norm_coefficients(term, pair)
     if combination is None:
-        return SOME_DRAWS
+        return OFTEN
     a, b = combination
     up = direction * coefficient > 0  # the max of the norm
     if a == -b:
         return NEVER if up else EVERY_DRAW
-    return EVERY_DRAW if up and a * b > 0 else SOME_DRAWS
+    if a * b > 0:
+        return EVERY_DRAW if up else OFTEN
+    return RARELY if up else OFTEN
 
 
 def _same_for_both(singles: list, pair: tuple[str, str]) -> bool:
