@@ -22,7 +22,7 @@ from infoflow.retrieval.types import Canonical, Comparison, ComparisonTree
 def build_tree(
     target: Node,
     separable_sum: str = "pool",
-    self_exclusion: str = "decisive",
+    self_exclusion: str = "often",
     partner_peel: str = "positions",
 ) -> ComparisonTree:
     """The comparison tree of a parsed target (raises TargetError for what it cannot plan)."""
@@ -39,7 +39,7 @@ def tree_of(
     target: str,
     params: tuple[tuple[str, int], ...],
     separable_sum: str,
-    self_exclusion: str = "decisive",
+    self_exclusion: str = "often",
     partner_peel: str = "positions",
 ) -> ComparisonTree:
     """The comparison tree of a target's text with the spec's ``params`` (cached)."""

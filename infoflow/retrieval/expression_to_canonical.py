@@ -44,7 +44,7 @@ from infoflow.retrieval.types import Canonical, Comparison, Factor
 PRODUCTS = {"*", "dot", "bilinear"}
 
 
-def canonical(target: Node, self_exclusion: str = "decisive") -> Canonical:
+def canonical(target: Node, self_exclusion: str = "often") -> Canonical:
     """The canonical form of a parsed target (TargetError for what cannot be planned);
     ``self_exclusion`` says which conditions s != t are kept ([R], :mod:`.diagonal`)."""
     written = rewrite(target)
@@ -131,7 +131,7 @@ Env = dict[str, Variable]  # user name -> the bound variable (with its unique na
 
 
 class _Canonicalizer:
-    def __init__(self, used: set[str] | None = None, self_exclusion: str = "decisive"):
+    def __init__(self, used: set[str] | None = None, self_exclusion: str = "often"):
         self.used: set[str] = set(used or ())
         self.self_exclusion = self_exclusion
         self.binders: dict[str, str] = {}  # a bound index -> the op of its reduction

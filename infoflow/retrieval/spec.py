@@ -71,14 +71,15 @@ class RetrievalOptions(StrictModel):
         description="A sum over tokens of a score of one token: pooled by one averaging head "
         "(decodes one position) or treated as a global aggregation (decodes T).",
     )
-    self_exclusion: Literal["decisive", "often", "always", "never"] = Field(
-        "decisive",
+    self_exclusion: Literal["often", "decisive", "always", "never"] = Field(
+        "often",
         description="A condition s != t in a max or min over two tokens leaves out the pair "
         "(s, s), which no head tells apart without positional encoding: it needs PE (else "
         "global aggregation) where that pair decides every draw (decisive: the max of a dot "
         "product, the min of a distance), also where its form does not keep it on the "
-        "losing side (often: a bilinear form of a parameter, the min of a norm of a sum), "
-        "wherever it may decide (always), or never (the engine until 2026-12-04).",
+        "losing side (often, the default since 2026-12-05: a bilinear form of a parameter, "
+        "the min of a norm of a sum), wherever it may decide (always), or never (the engine "
+        "until 2026-12-04).",
     )
     partner_peel: Literal["positions", "content"] = Field(
         "positions",

@@ -34,16 +34,18 @@ def spec(
 def test_a_peel_over_partners_needs_positional_encoding() -> None:
     """With PE: the rounds, then the max. Without: one head (Theorem 2) or global
     aggregation, both growing with T; the old reading (content) plans the peel anyway."""
-    for cond in ("", " if t != s"):
-        target = PARTNER.format(outer="max", cond=cond, k=2)
-        assert predict_retrieval(spec(target, pe=True))["efficient"].value
-        without = predict_retrieval(spec(target))
-        assert not without["efficient"].value
-        needs = without["requires_positional_encoding"]
-        assert needs.value is True and needs.provenance == kth.PARTNER_PEEL
-        content = predict_retrieval(spec(target, partner_peel="content"))
-        assert content["efficient"].value
-        assert content["requires_positional_encoding"].value is False
+    target = PARTNER.format(outer="max", cond="", k=2)
+    assert predict_retrieval(spec(target, pe=True))["efficient"].value
+    without = predict_retrieval(spec(target))
+    assert not without["efficient"].value
+    needs = without["requires_positional_encoding"]
+    assert needs.value is True and needs.provenance == kth.PARTNER_PEEL
+    content = predict_retrieval(spec(target, partner_peel="content"))
+    assert content["efficient"].value
+    assert content["requires_positional_encoding"].value is False
+    # with t != s the token itself is left out too, by the self-exclusion rule (often)
+    assert predict_retrieval(spec(SECOND, pe=True))["efficient"].value
+    assert not predict_retrieval(spec(SECOND, partner_peel="content"))["efficient"].value
 
 
 def test_a_peel_of_one_race_needs_no_positions() -> None:
@@ -53,9 +55,11 @@ def test_a_peel_of_one_race_needs_no_positions() -> None:
 
 
 def test_explain_names_the_rule_and_the_end_the_peel_counts_from() -> None:
-    text = explain(spec(SECOND, pe=True))
+    text = explain(spec(PARTNER.format(outer="max", cond="", k=2), pe=True))
     assert "learns the 2nd largest t (of 2), leaving out the partners it retrieved before" in text
     assert "reconstruction:partner_peel" in text
+    both = explain(spec(SECOND, pe=True))  # t != s: the positional term as well
+    assert "t other than itself (a positional term in the score leaves it out) (of 2)" in both
     smallest = PARTNER.format(outer="max", cond="", k=7)  # the 2nd smallest of 8
     assert "learns the 2nd smallest t (of 2)" in explain(spec(smallest, pe=True))
 
@@ -113,8 +117,9 @@ def test_the_partner_peel_falls_with_beta() -> None:
 
 def test_compile_refuses_the_peel_without_positional_encoding() -> None:
     """Under the content reading the engine plans it; compile knows no construction."""
+    every = PARTNER.format(outer="max", cond="", k=2)
     with pytest.raises(SpecError, match="no construction is known"):
-        circuit_of(spec(SECOND, partner_peel="content"))
+        circuit_of(spec(every, partner_peel="content"))
     with pytest.raises(SpecError, match="the engine calls this architecture not efficient"):
         circuit_of(spec(SECOND))
 

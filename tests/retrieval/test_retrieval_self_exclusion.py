@@ -66,7 +66,9 @@ CASES = [
 def test_a_deciding_pair_needs_positional_encoding_else_global_aggregation(
     target: str, decides: bool, _
 ) -> None:
-    without, with_pe = predict_retrieval(spec(target)), predict_retrieval(spec(target, pe=True))
+    decisive = {"self_exclusion": "decisive"}  # the reading that charges every draw only
+    without = predict_retrieval(spec(target, **decisive))
+    with_pe = predict_retrieval(spec(target, pe=True, **decisive))
     assert without["requires_positional_encoding"].value is decides
     assert without["efficient"].value is not decides
     assert with_pe["efficient"].value is True
@@ -76,6 +78,24 @@ def test_a_deciding_pair_needs_positional_encoding_else_global_aggregation(
         )
         assert "s != t, whose left-out pair (s, s) decides" in without["bottleneck"].value
         assert "T" in str(without["cost_exponent"].expression)  # grows with T
+
+
+#: The default reading (often) charges these too: the pair decides a share of draws that the
+#: form of the score does not keep small (docs/results/2026-12-05-self-exclusion-often.md).
+OFTEN = {
+    f"max(dot(q, x[s]) - dot(q, x[t]) + dot(x[s], x[t]) {PAIR})",
+    f"min(norm(x[s] + x[t]) {PAIR})",
+}
+
+
+@pytest.mark.parametrize("target, decides, _", CASES)
+def test_the_default_reading_charges_every_draw_and_often(target: str, decides: bool, _) -> None:
+    found = _role(target)
+    assert (found == diagonal.OFTEN) is (target in OFTEN)
+    charged = predict_retrieval(spec(target))["requires_positional_encoding"].value
+    assert charged is (decides or target in OFTEN)
+    if not decides and target not in OFTEN:
+        assert found in (diagonal.RARELY, diagonal.NEVER)
 
 
 def _role(target: str) -> str:
@@ -268,8 +288,10 @@ def test_a_tokens_own_best_partner_decides_every_draw_only_when_every_token_coun
         f"max({inner} for s in T)": True,  # one max over the pair
     }
     for target, decides in needs.items():
-        found = predict_retrieval(spec(target, partner_peel="content"))
+        found = predict_retrieval(spec(target, self_exclusion="decisive"))
         assert found["requires_positional_encoding"].value is decides, target
+        often = predict_retrieval(spec(target))  # the default charges the min's share too
+        assert often["requires_positional_encoding"].value is True, target
     strict = predict_retrieval(spec(f"min({inner} for s in T)", self_exclusion="always"))
     assert strict["requires_positional_encoding"].value is True
 
@@ -282,13 +304,14 @@ def test_a_kth_partner_other_than_itself_is_off_by_the_token_itself() -> None:
     alone.)"""
     spelled = "{}({}((dot(x[s], x[t]) for t in T if t != s), k=2) for s in T)"
     needs = {
-        spelled.format("sum", "kth_largest"): True,
-        spelled.format("max", "kth_largest"): False,
-        spelled.format("sum", "kth_smallest"): False,
+        spelled.format("sum", "kth_largest"): (True, True),
+        spelled.format("max", "kth_largest"): (False, True),
+        spelled.format("sum", "kth_smallest"): (False, False),  # rarely: never charged
     }
-    for target, decides in needs.items():
-        found = predict_retrieval(spec(target, partner_peel="content"))
-        assert found["requires_positional_encoding"].value is decides, target
+    for target, (decisive, often) in needs.items():
+        for reading, expected in (("decisive", decisive), ("often", often)):
+            found = predict_retrieval(spec(target, partner_peel="content", self_exclusion=reading))
+            assert found["requires_positional_encoding"].value is expected, (target, reading)
 
 
 def test_the_option_leaves_the_names_of_trained_groups_as_they_were() -> None:
