@@ -272,8 +272,10 @@ def test_the_self_exclusion_claim_is_refuted_when_the_pair_does_not_decide() -> 
         record = {"nmse": nmse, "nmse_without_self_penalty": bare}
         return _self_exclusion_claim(model, record, learns_below=0.1).verdict
 
-    assert verdict(1e-6, 11.8) == "confirmed"
+    assert verdict(1e-6, 11.8) == "confirmed"  # every draw
+    assert verdict(1e-6, 0.02) == "confirmed"  # a share of draws (the 'often' class)
     assert verdict(1e-6, 2e-7) == "refuted"  # the diagonal changed nothing
+    assert verdict(1e-6, 5e-6) == "refuted"  # nor here: less than 10x the witness's
     assert verdict(0.5, 11.8) == "inconclusive"  # the witness itself is wrong
 
 

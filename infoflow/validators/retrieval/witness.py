@@ -15,8 +15,9 @@ builds:
 - ``self_exclusion``: where the engine charged a condition s != t whose left-out pair
   decides the value ([R] ``self_exclusion``; compile leaves the token out wherever there is
   PE, the claim is made only there) and the witness leaves each token out by a positional
-  term, the witness without that term does not represent the target (the pair
-  (s, s) decides); refuted, a finding against the rule, when it still does.
+  term, the witness without that term is wrong where the pair (s, s) decides, on every draw
+  or on a share of them: its NMSE is FALLS times the witness's or more; refuted, a finding
+  against the rule, when the term changes nothing.
 - ``witness_exponent`` and ``witness_flat`` (:mod:`.witness_ladder`): the witness's width
   ladder over the scale's seeds measures the construction's exponent, against the engine's
   at this T, and across the lengths the same architecture is witnessed at.
@@ -180,21 +181,24 @@ def _charged(spec) -> bool:
 
 
 def _self_exclusion_claim(model: Model, record: dict, learns_below: float) -> Claim:
+    """The positional term matters: without it the witness scores each token against itself
+    again and is wrong wherever the pair (s, s) decides, on every draw or on a share of them
+    (the rule's two charged classes), so its NMSE is FALLS times the witness's or more."""
     bare, nmse = record["nmse_without_self_penalty"], record["nmse"]
     statement = (
-        f"{model.label()}: without its positional self-penalty the compiled witness does not "
-        f"represent the target (the left-out pair (s, s) decides the value)"
+        f"{model.label()}: without its positional self-penalty the compiled witness is wrong "
+        f"where the left-out pair (s, s) decides the value"
     )
     measured = {"nmse": nmse, "nmse_without_self_penalty": bare}
-    tolerance = f"NMSE without it >= {learns_below:.3g} (the learns threshold)"
+    tolerance = f"NMSE without it >= {construction.FALLS:g} x the witness's"
     ident = f"self_exclusion:{model.key()}"
     if nmse >= learns_below:
         why = "the witness itself does not represent the target"
-        claim = Claim.undecided(ident, statement, "does not", measured, tolerance, why)
+        claim = Claim.undecided(ident, statement, "is wrong", measured, tolerance, why)
     else:
-        holds = bare >= learns_below
+        holds = bare >= construction.FALLS * nmse
         why = "" if holds else "a finding against the self-exclusion rule: the pair did not decide"
-        claim = Claim.judged(ident, statement, "does not", measured, tolerance, holds, why)
+        claim = Claim.judged(ident, statement, "is wrong", measured, tolerance, holds, why)
     return claim.of_kind(KIND)
 
 
