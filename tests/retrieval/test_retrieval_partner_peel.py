@@ -129,3 +129,26 @@ def test_the_last_rank_from_the_other_end_is_one_retrieval() -> None:
     circuit = circuit_of(spec(PARTNER.format(outer="max", cond=" if t != s", k=7), pe=True))
     assert max(h.layer for h in circuit.heads) == 2 and "p0.taken" not in circuit.channels
     assert derive(spec(PARTNER.format(outer="max", cond=" if t != s", k=7), pe=True)).efficient
+
+
+def test_the_decoder_is_fitted_on_the_partner_the_last_round_retrieves() -> None:
+    """The decode MLP of rank r learns x(s).x(t) at each token's r-th best partner (the
+    token itself left out under t != s), the inputs the model feeds it."""
+    import torch
+
+    from infoflow.validators.retrieval.circuit_to_weights import Weights
+    from infoflow.validators.retrieval.decode import exact_inputs
+    from infoflow.validators.retrieval.targets import TargetFunction
+
+    s = spec(PARTNER.format(outer="min", cond=" if t != s", k=3), layers=4, pe=True, embed=48)
+    circuit = circuit_of(s)
+    weights = Weights(circuit, s, TargetFunction(s, seed=0), beta=100, width=64)
+    (decode,) = [m for m in circuit.mlps if m.kind == "decode"]
+    z, y = exact_inputs(weights, decode, torch.Generator().manual_seed(0))
+    x, partner = z[:, :4], z[:, 4:]
+    assert torch.allclose(y, (x * partner).sum(-1))
+    tokens = x.reshape(-1, 8, 4)
+    scores = tokens @ tokens.transpose(1, 2)
+    scores = scores.masked_fill(torch.eye(8, dtype=torch.bool), -torch.inf)
+    third = scores.sort(-1, descending=True).values[..., 2]
+    assert torch.allclose(y, third.reshape(-1))

@@ -33,10 +33,10 @@ RANGE = 1.5  # the knots reach this times the largest projection sampled
 def exact_inputs(weights: Weights, mlp: Mlp, generator: torch.Generator) -> tuple[Tensor, Tensor]:
     """[N, 2d] inputs (x(s), x(t*(s))) and [N] targets, the MLP's function of them, with
     t*(s) the exact best partner (every t, s itself included unless the head leaves it out,
-    as the head sees them)."""
+    as the head sees them), or the ``mlp.rank``-th best for a partner peel's last round."""
     d = weights.d
     x, scores, sign = _retrieval(weights, mlp, generator)
-    best = (sign * scores).argmax(-1)  # [b, s]
+    best = (sign * scores).argsort(-1, descending=True)[..., mlp.rank - 1]  # [b, s]
     partner = torch.gather(x, 1, best[..., None].expand(-1, -1, d))
     values = torch.gather(scores, 2, best[..., None])[..., 0]
     if mlp.function == "sqnorm_less_key":
