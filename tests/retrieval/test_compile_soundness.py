@@ -1,8 +1,9 @@
 """Compile either builds a witness that computes the target or refuses: over every spelling of
 the terms it builds (signs, orders, conditions, ends of a k-th, with and without positional
-encoding), a witness the engine's plan allows must reach NMSE 1e-3 on fresh data. A sign
-dropped or a condition ignored shows up here as an NMSE of order 1 (the first version of this
-sweep found the dropped sign of ``max(-dot(q, x[t]) for t in T)``)."""
+encoding), a witness the engine's plan allows must reach NMSE 1e-2 on fresh data at MLP
+width 512 (the same sweep at 1024 reaches 1e-3: docs/results/2026-12-05-compile-soundness.md).
+A sign dropped or a condition ignored shows up here as an NMSE of order 1 (the first version
+of this sweep found the dropped sign of ``max(-dot(q, x[t]) for t in T)``)."""
 
 from __future__ import annotations
 
@@ -56,13 +57,13 @@ def test_every_built_witness_computes_its_target(pe: bool) -> None:
         if not derive(spec).efficient:
             continue
         try:
-            witness = build(spec, width=1024)
+            witness = build(spec, width=512)
         except SpecError:
             continue
         if any("not enforced" in note for note in witness.circuit.notes):
             continue  # the engine's plan ignores s != t there: the claims judge that plan
         built += 1
-        if witness.nmse > 1e-3:
+        if witness.nmse > 1e-2:
             wrong.append((target, witness.nmse))
     assert not wrong, wrong
     assert built >= 30, built  # the sweep exercises what compile builds
