@@ -20,7 +20,8 @@ head width, E). Terms it builds:
   the partner peel, every token's own race, its earlier partners left out by position (so
   with positional encoding from rank 2 on), a decode, the readout's retrieval;
 - ``max``/``min`` over a centre and leaves of a sum of pair scores, each leaf in one term (a
-  chain of three, a star): every leaf's retrieval side by side in layer 1, a decode each;
+  chain of three, a star): each leaf's retrieval in the layer the engine's schedule gives it
+  (side by side, or one a layer), a decode each;
 - ``max``/``min`` over s != t of f(s) + f(t), f a linear score: the max of f beside the peel
   for its second largest, as the engine plans it;
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each.
@@ -159,7 +160,7 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         names += [v.name for v in body.variables]  # max over s of max over t
         conditions, body = conditions + body.conditions, body.body
     if len(names) > 2 and op in EXTREMA:
-        return _star_term(circuit, term, tag, names, body)
+        return _star_term(circuit, term, tag, names, body, spec)
     if len(names) == 2 and op in EXTREMA:
         if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
             raise Unbuildable(f"{forms.text(term)}: only the condition {names[0]} != {names[1]}")
@@ -228,11 +229,12 @@ def _partner_term(
 
 
 def _star_term(
-    circuit: Circuit, term: Reduce, tag: str, names: list[str], body: Node
+    circuit: Circuit, term: Reduce, tag: str, names: list[str], body: Node, spec: RetrievalSpec
 ) -> tuple[list, list, int]:
     """A max or min over a centre and its leaves of a sum of pair scores, each leaf in one
-    (a chain of three, a star): every token retrieves each leaf's best in layer 1, side by
-    side (:func:`~infoflow.retrieval.mechanisms.max_position.circuit_star`)."""
+    (a chain of three, a star): every token retrieves each leaf's best in the layer the
+    engine's schedule gives it, side by side or one a layer
+    (:func:`~infoflow.retrieval.mechanisms.max_position.circuit_star`)."""
     if term.conditions:
         raise Unbuildable(f"{forms.text(term)}: a star is built without conditions")
     pieces = forms.signed_terms(body)
@@ -249,11 +251,26 @@ def _star_term(
             "all terms read (the centre) and a leaf no other term reads"
         )
     (hub,) = centre
+    layers = _layers_of(spec)
     scores = []
     for (sign, piece), leaf in zip(pieces, leaves, strict=True):
         matrix, own = forms.bilinear(piece, hub, leaf)
-        scores.append((leaf, matrix, sign * own))
-    return (*max_position.circuit_star(circuit, tag, hub, scores, forms.sign(term.op)), 1)
+        scores.append((leaf, matrix, sign * own, layers.get((leaf, hub), 1)))
+    last = layers.get((hub, None), 1 + max(layer for *_, layer in scores))
+    star = max_position.circuit_star(circuit, tag, hub, scores, forms.sign(term.op), last)
+    return (*star, 1)
+
+
+def _layers_of(spec: RetrievalSpec) -> dict[tuple[str, str | None], int]:
+    """The layer the engine's schedule ends each retrieval in, by (what is retrieved, for
+    whom): a star's leaves side by side in layer 1 ([L, 1]), or one a layer (the sequential
+    schedule, [1, 1, 1])."""
+    out = {}
+    for q in derive(spec).schedule.placements:
+        if q.mode == "scheduled" and q.fragment:
+            for step, layers in zip(q.fragment.steps, q.layers, strict=True):
+                out.setdefault((step.variable, step.holder), layers[-1])
+    return out
 
 
 def _norm_term(

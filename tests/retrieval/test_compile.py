@@ -137,6 +137,19 @@ def test_a_star_retrieves_each_leaf_side_by_side() -> None:
     assert {h.does.split("its best ")[1][0] for h in first} == {"a", "b", "c"}
 
 
+def test_a_chain_on_one_head_a_layer_retrieves_its_leaves_one_a_layer() -> None:
+    """The engine's sequential schedule ([R] sequential_schedule): on [1, 1, 1] the chain
+    a - b - c retrieves one leaf a layer, each in the layer the schedule gives it."""
+    chain = "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)"
+    witness = construction.build(spec(chain, [1, 1, 1], embed_dim=32, seq_len=8), width=512)
+    assert witness.nmse < 1e-3, witness.nmse
+    assert [h.layer for h in witness.circuit.heads] == [1, 2, 3]
+    for head in witness.circuit.heads[:2]:
+        leaf = head.does.split("its best ")[1].split()[0]
+        assert f"retrieves the best {leaf} " in head.step, (head.does, head.step)
+        assert "sequential_schedule" in head.step
+
+
 def test_the_separable_pair_is_the_max_beside_the_peel() -> None:
     """max over s != t of f(s) + f(t) = max f + the second largest, on [2, 1] as planned."""
     s = spec("max(dot(q, x[s]) + dot(q, x[t]) for s in T for t in T if s != t)", [2, 1])
