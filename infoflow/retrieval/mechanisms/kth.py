@@ -328,18 +328,19 @@ def circuit_partner_peel(
     self-penalty. In layer ``rounds + 1`` the readout retrieves the best s by the value and
     copies it into ``tag.out``."""
     matrix, sign = pair
-    positions = c.add(POSITIONS, seq_len) if rounds > 1 or distinct else ""
+    first = (Form(TOKENS, TOKENS, matrix, sign),)
+    first, other = max_position.self_penalty(c, first, seq_len if distinct else 0)
+    if rounds > 1:
+        c.add(POSITIONS, seq_len)
     taken = c.add(f"{tag}.taken", seq_len) if rounds > 1 else ""
     partner = c.add(f"{tag}.partner", c.channels[TOKENS])
     value, out = c.add(f"{tag}.value", 1), c.add(f"{tag}.out", 1)
-    penalty = Form(taken, positions, "I", -1, SELF_PENALTY)
-    other = " other than s" if distinct else ""
-    own = (Form(positions, positions, "I", -1, SELF_PENALTY),) if distinct else ()
+    penalty = Form(taken, POSITIONS, "I", -1, SELF_PENALTY)  # the partners taken before
     heads, mlps = [], []
     for j in range(1, rounds + 1):
-        score = (Form(TOKENS, TOKENS, matrix, sign), *own, *((penalty,) if j > 1 else ()))
+        score = (*first, penalty) if j > 1 else first
         dest = partner if j == rounds else c.add(f"{tag}.m{j}", seq_len)
-        copy = Copy(TOKENS, partner) if j == rounds else Copy(positions, dest)
+        copy = Copy(TOKENS, partner) if j == rounds else Copy(POSITIONS, dest)
         what = "the partner" if j == rounds else "its position"
         does = (
             f"every token s retrieves its {ordinal(j)} best t{other} and copies {what} into {dest}"

@@ -133,7 +133,7 @@ def circuit_pair(
     has -SELF_PENALTY pos(s).pos(t) over the T position channels: t = s never wins."""
     partner = c.add(f"{tag}.partner", c.channels[TOKENS])
     value, out = c.add(f"{tag}.value", 1), c.add(f"{tag}.out", 1)
-    score, other = _left_out(c, (Form(TOKENS, TOKENS, matrix, sign),), exclude_self)
+    score, other = self_penalty(c, (Form(TOKENS, TOKENS, matrix, sign),), exclude_self)
     first = Head(
         1,
         -1,
@@ -197,7 +197,7 @@ def circuit_norm_pair(
     square = c.add(f"{tag}.out" if squared else f"{tag}.square", 1)
     pair = "x(s) + x(t)" if plus > 0 else "x(s) - x(t)"
     score = (Form(TOKENS, TOKENS, "I", sign * plus, 2.0), Form(ANCHOR, SQNORM, "I", sign))
-    score, other = _left_out(c, score, exclude_self)
+    score, other = self_penalty(c, score, exclude_self)
     first = Head(
         1,
         -1,
@@ -220,9 +220,9 @@ def circuit_norm_pair(
     return [first, second], [decode, root]
 
 
-def _left_out(c: Circuit, score: tuple, positions: int) -> tuple[tuple, str]:
+def self_penalty(c: Circuit, score: tuple, positions: int) -> tuple[tuple, str]:
     """``score`` with the positional self-penalty over ``positions`` channels (0: none), and
-    the words for it."""
+    the words for it; the partner peel's rounds share it."""
     if not positions:
         return score, ""
     c.add(POSITIONS, positions)
