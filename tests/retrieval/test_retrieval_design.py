@@ -189,6 +189,30 @@ def test_separation_equality_and_floor_claims_follow_the_slopes() -> None:
     assert claim.verdict == "confirmed" and claim.kind == "reconstruction"
 
 
+def test_an_equality_of_two_efficient_models_needs_both_exponents_measured() -> None:
+    """docs/results/2026-12-05-equality-both-measured-preregistered.md: the paper's "flat in
+    T" is judged only when both lengths learn with steep ladders; the floor's equality still
+    takes one learner's steep ladder against whatever the other shows."""
+    planned, (one8, two8, _, two16) = _pairwise_min()
+
+    def equality(overrides):
+        found = _claims(planned, _ladders(planned, -0.5, 0.05, overrides))
+        return next(c for c in found if c.id.startswith("equality:") and two16.key() in c.id)
+
+    assert equality({}).verdict == "confirmed"
+    assert equality({two16: (-1.5, 0.05)}).verdict == "refuted"
+    # The same steep slope at T=16, which never gets under its threshold (the old rule
+    # confirmed this), and a T=16 that learns on a flat ladder.
+    claim = equality({two16: (-0.5, 2.0)})
+    assert claim.verdict == "inconclusive" and "T=16 does not learn" in claim.reason
+    assert "both learn" in claim.tolerance
+    claim = equality({two16: (-0.02, 0.05)})
+    assert claim.verdict == "inconclusive" and "the ladder of T=16 is flat" in claim.reason
+    found = _claims(planned, _ladders(planned, -0.5, 0.05, {one8: (-0.02, 0.6)}))
+    floor = next(c for c in found if c.id == f"exponent_floor:{two8.key()}:{one8.key()}")
+    assert floor.verdict == "refuted" and "a learner's slope" in floor.tolerance
+
+
 def test_a_lower_bound_is_refuted_by_a_ladder_that_falls_faster() -> None:
     planned, (one8, _, one16, _) = _pairwise_min()  # lower bounds 1/3 and 5/3
     limit = -2 / (5 / 3)

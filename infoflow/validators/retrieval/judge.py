@@ -152,15 +152,19 @@ class Judge:
         steepest = max((abs(s) for s in slopes if s is not None), default=0.0)
         bound = EQUAL_SLOPES * steepest
         measured = {**measured, "slope_difference": difference.to_json(), "tolerance": bound}
+        measured_by = "a learner's slope" if e.floor else "both learn, and both models' slopes"
         tolerance = (
-            f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed; a learner's "
-            f"slope < -{STEEP:g}"
+            f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed; "
+            f"{measured_by} < -{STEEP:g}"
         )
         claim = (ident, statement, f"equality ({e.why})", measured, tolerance)
         learners = [m for m in (a, b) if self.learned(m).below(self.threshold(m))]
         if not learners:
             reason = "neither model learns the target, so equal slopes would mean nothing"
             return _undecided(*claim, reason, derived, e.kind)
+        unmeasured = None if e.floor else self.unmeasured(a, b, learners)
+        if unmeasured:
+            return _undecided(*claim, unmeasured, derived, e.kind)
         if not any(self.steep(m) for m in learners):
             reason = (
                 self.flat_text(*learners)
@@ -178,6 +182,23 @@ class Judge:
             return _judged(*claim, False, derived, reason, e.kind)
         reason = "the seeds' differences straddle the tolerance"
         return _undecided(*claim, reason, derived, e.kind)
+
+    def unmeasured(self, a: Model, b: Model, learners: list[Model]) -> str | None:
+        """Why an equality of two models predicted efficient cannot be judged: one of them
+        does not learn, or its ladder is flat, so it measures no exponent (None: both do).
+        docs/results/2026-12-05-equality-both-measured-preregistered.md."""
+        for model, other in ((a, b), (b, a)):
+            if model not in learners:
+                return (
+                    f"{_name(model, other)} does not learn (not every seed at "
+                    f"{self.learns_text(model)}), so it measures no exponent; an equality of "
+                    "two models predicted efficient needs both"
+                )
+        flat = [m for m in (a, b) if not self.steep(m)]
+        if len(flat) == 1:
+            other = b if flat[0] == a else a
+            return self.flat_text(flat[0], other)
+        return None
 
     def needs_pe(self, model: Model, twin: Model) -> Claim:
         ident = f"needs_positional_encoding:{model.key()}"
