@@ -24,9 +24,11 @@ def build_tree(
     separable_sum: str = "pool",
     self_exclusion: str = "often",
     partner_peel: str = "positions",
+    far_end: frozenset = frozenset(),
 ) -> ComparisonTree:
-    """The comparison tree of a parsed target (raises TargetError for what it cannot plan)."""
-    form: Canonical = canonical(target, self_exclusion)
+    """The comparison tree of a parsed target (raises TargetError for what it cannot plan);
+    ``far_end``: the k-ths counted from their far end (:func:`canonical`)."""
+    form: Canonical = canonical(target, self_exclusion, far_end)
     parts, positions = form.parts, form.positions
     orders = [order(c) for top in parts for c in top.walk()]
     beta = max(orders, default=1 if positions else 0)
@@ -41,9 +43,11 @@ def tree_of(
     separable_sum: str,
     self_exclusion: str = "often",
     partner_peel: str = "positions",
+    far_end: frozenset = frozenset(),
 ) -> ComparisonTree:
     """The comparison tree of a target's text with the spec's ``params`` (cached)."""
-    return build_tree(parse_target(target, params), separable_sum, self_exclusion, partner_peel)
+    written = parse_target(target, params)
+    return build_tree(written, separable_sum, self_exclusion, partner_peel, far_end)
 
 
 def _dimension(parts: tuple[Comparison, ...], positions: frozenset[str]) -> int:

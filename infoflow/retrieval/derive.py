@@ -33,11 +33,12 @@ def derive(spec: RetrievalSpec, source: str = "<spec>") -> Derivation:
     readings = (opts.separable_sum, opts.self_exclusion, opts.partner_peel)
     tree = tree_of(spec.target, params, *readings)
     counted = {(k, out): kth.rank(k, spec.seq_len, out) for k, out in tree.kth_values()}
+    far_end = frozenset(key for key, r in counted.items() if key[1] and r < key[0])
     ranks = tuple(sorted(counted.items()))
     shape = Shape(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding)
     options = CostOptions(opts.decode_offset, opts.exponent_floor, opts.kth_cost)
     try:
-        der = _derive(spec.target, params, shape, readings, options, ranks)
+        der = _derive(spec.target, params, shape, readings, options, ranks, far_end)
     except SearchTooLarge as exc:
         raise SpecError(source, [("architecture", str(exc))]) from None
     found = kth.in_range(der.terms, spec.seq_len)
@@ -52,8 +53,9 @@ def _derive(
     readings: tuple[str, str, str],
     options: CostOptions,
     ranks: tuple[tuple[tuple[int, int], int], ...],
+    far_end: frozenset = frozenset(),
 ) -> Derivation:
-    tree = tree_of(target, params, *readings)
+    tree = tree_of(target, params, *readings, far_end)
     best = schedule(tree, shape, dict(ranks))
     found = terms(best, options)
     own = alpha = exponent(found)

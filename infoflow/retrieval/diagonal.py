@@ -187,6 +187,7 @@ def excludes(
     terms: list,
     own: set[str],
     binders: dict[str, str],
+    far_end: bool = False,
 ) -> bool:
     """Whether ``c`` is an ``s != t`` whose left-out pair (s, s) decides the extremum (or
     k-th) ``op`` over ``terms`` ((term, its scope, its coefficient)), as ``option`` reads it
@@ -195,7 +196,9 @@ def excludes(
     the reduction's indices, ``binders`` the op of the reduction that binds each index: a
     token's own best partner (s bound outside, ``max(... for t in T if t != s)``) decides
     every draw's value only when every token's counts (s bound by a sum); under another
-    reduction the token the diagonal changes may not be the one it keeps (often)."""
+    reduction the token the diagonal changes may not be the one it keeps (often). A k-th
+    counted from its ``far_end`` runs the other way (the k-th largest of n at k = n is the
+    min)."""
     direction = DIRECTION.get(op)
     if not CHARGED[option] or direction is None or c.op != "!=" or c.shift:
         return False
@@ -207,8 +210,10 @@ def excludes(
         mapping = {u: v.name for u, v in scope.items()}
         if {mapping.get(u, u) for u in free_indices(term)} & set(pair):
             touching.append((coefficient, None if names(term) else rename(term, mapping)))
-    found = role(direction, touching, pair)
     outside = {binders.get(name) for name in pair if name not in own}
+    if not outside and _antisymmetric(touching, pair):
+        return NEVER in CHARGED[option]  # max f - min f: the diagonal's 0 lies between
+    found = role(-direction if far_end else direction, touching, pair)
     if found == EVERY_DRAW and outside - {"sum"}:
         found = OFTEN
     return found in CHARGED[option]
@@ -246,6 +251,19 @@ def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str
     if a * b > 0:
         return EVERY_DRAW if up else OFTEN
     return RARELY if up else OFTEN
+
+
+def _antisymmetric(terms: list[tuple[float, Node | None]], pair: tuple[str, str]) -> bool:
+    """Whether the score is f(s) - f(t) for one f: every term reads one index of ``pair``,
+    and t's are s's negated. Over the pair (both bound by one max or min) its diagonal, 0,
+    lies between its min and its max and decides nothing; a token's own race over t is
+    another matter (its diagonal wins where f(s) is the least), so only the pair's."""
+    if not terms or any(t is None or len(free_indices(t) & set(pair)) != 1 for _, t in terms):
+        return False
+    a, b = pair
+    mine = [repr((c, _normal(t))) for c, t in terms if a in free_indices(t)]
+    theirs = [repr((-c, _normal(rename(t, {b: a})))) for c, t in terms if b in free_indices(t)]
+    return bool(mine) and sorted(mine) == sorted(theirs)
 
 
 def _same_for_both(singles: list, pair: tuple[str, str]) -> bool:

@@ -38,18 +38,23 @@ from infoflow.retrieval.expression import (
     Token,
     Variable,
 )
-from infoflow.retrieval.expression_rewrite import rewrite
+from infoflow.retrieval.expression_rewrite import reads, rewrite
 from infoflow.retrieval.types import Canonical, Comparison, Factor
 
 PRODUCTS = {"*", "dot", "bilinear"}
 
 
-def canonical(target: Node, self_exclusion: str = "often") -> Canonical:
+def canonical(
+    target: Node, self_exclusion: str = "often", far_end: frozenset = frozenset()
+) -> Canonical:
     """The canonical form of a parsed target (TargetError for what cannot be planned);
-    ``self_exclusion`` says which conditions s != t are kept ([R], :mod:`.diagonal`)."""
+    ``self_exclusion`` says which conditions s != t are kept ([R], :mod:`.diagonal`);
+    ``far_end`` holds the (k, left_out) of the k-ths that count from their far end at the
+    spec's T (the k-th largest of T - 1 partners at k = T - 1 is their minimum), which the
+    diagonal decides as the other end's extremum."""
     written = rewrite(target)
     check_values(written)
-    summary = _Canonicalizer(self_exclusion=self_exclusion).summary(written, {})
+    summary = _Canonicalizer(self_exclusion=self_exclusion, far_end=far_end).summary(written, {})
     parts = tuple(sorted(_merge_pools(summary.children), key=structure_key))
     if not parts and not summary.fixed:
         raise TargetError(
@@ -131,9 +136,14 @@ Env = dict[str, Variable]  # user name -> the bound variable (with its unique na
 
 
 class _Canonicalizer:
-    def __init__(self, used: set[str] | None = None, self_exclusion: str = "often"):
+    def __init__(
+        self,
+        used: set[str] | None = None,
+        self_exclusion: str = "often",
+        far_end: frozenset = frozenset(),
+    ):
         self.used: set[str] = set(used or ())
-        self.self_exclusion = self_exclusion
+        self.self_exclusion, self.far_end = self_exclusion, far_end
         self.binders: dict[str, str] = {}  # a bound index -> the op of its reduction
         self.closed: dict[Node, _Summary] = {}  # by key: reductions without free indices
 
@@ -183,7 +193,7 @@ class _Canonicalizer:
 
     def fresh(self) -> _Canonicalizer:
         """A canonicalizer that binds no name this one has bound."""
-        fresh = _Canonicalizer(self.used, self.self_exclusion)
+        fresh = _Canonicalizer(self.used, self.self_exclusion, self.far_end)
         fresh.binders = dict(self.binders)
         return fresh
 
@@ -206,10 +216,15 @@ class _Canonicalizer:
                     terms.append((term, scope, coefficient))
         if node.op in KTH and (len(variables) != 1 or not variables[0].is_token):
             raise TargetError(f"{node.op} is supported over one token index")
+        if node.op in KTH:
+            _whole_sequence(node, conditions, variables[0])
         self.binders.update({v.name: node.op for v in variables})
         option, own = self.self_exclusion, {v.name for v in variables}
+        far = node.op in KTH and (node.k, _left_out(conditions)) in self.far_end
         tests = [
-            _condition(c, scope, excludes(option, node.op, c, scope, terms, own, self.binders))
+            _condition(
+                c, scope, excludes(option, node.op, c, scope, terms, own, self.binders, far)
+            )
             for c, scope in conditions
         ]
         terms = [(term, scope) for term, scope, _ in terms]
@@ -372,6 +387,34 @@ def _poolable(c: Comparison) -> bool:
     return (
         c.kind == "sum" and len(c.variables) == 1 and not c.free and not c.children and not c.ranges
     )
+
+
+def _whole_sequence(node: Reduce, conditions: list, variable: Variable) -> None:
+    """A TargetError unless the k-th runs over every token but those t != s leaves out: its
+    rank counts T - left_out candidates (:func:`~infoflow.retrieval.mechanisms.kth.rank`),
+    which a condition like t <= 3, t < s or t != 1, or a neighbour read x[t-1], changes."""
+    (written,) = node.variables
+    for c, env in conditions:
+        test = _condition(c, env)
+        if variable.name in test.indices and not test.differs:
+            raise TargetError(
+                f"{node.op} over {written.name} with the condition {c.text()}: a k-th is "
+                f"planned over the whole sequence, less the tokens a condition "
+                f"{written.name} != s leaves out; over a set another condition restricts, "
+                "its candidates and so its rank are not counted"
+            )
+    if reads(node.body, written.name) - {0}:
+        raise TargetError(
+            f"{node.op} over {written.name} reads a neighbour of x[{written.name}]: a k-th is "
+            f"planned over the whole sequence, and a neighbour exists for fewer positions, so "
+            "its candidates and so its rank are not counted"
+        )
+
+
+def _left_out(conditions: list) -> int:
+    """How many distinct tokens a k-th's conditions t != s leave out (as :func:`_group`
+    counts them)."""
+    return len({t.tokens for t in (_condition(c, env) for c, env in conditions) if t.differs})
 
 
 def _condition(c, env: Env, decides: bool = False) -> _Test:

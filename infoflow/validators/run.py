@@ -188,6 +188,11 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
             planned.skipped.append({"spec": str(path), "reason": str(exc)})
             continue
         planned.experiments.append((validator, experiment))
+    if planned.skipped and not planned.experiments:  # nothing to run: say why, as plan does
+        (first, *others) = planned.skipped
+        problems = [(None, f"cannot be validated: {first['reason']}")]
+        problems += [(None, f"nor can {s['spec']}: {s['reason']}") for s in others]
+        raise SpecError(first["spec"], problems)
     return planned
 
 
