@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from infoflow.retrieval import kth_candidates
 from infoflow.retrieval.algebra import UnionFind, flattens, free_indices, key, signed
 from infoflow.retrieval.algebra import terms as exact_terms
 from infoflow.retrieval.diagonal import excludes
@@ -38,7 +39,7 @@ from infoflow.retrieval.expression import (
     Token,
     Variable,
 )
-from infoflow.retrieval.expression_rewrite import reads, rewrite
+from infoflow.retrieval.expression_rewrite import rewrite
 from infoflow.retrieval.types import Canonical, Comparison, Factor
 
 PRODUCTS = {"*", "dot", "bilinear"}
@@ -49,12 +50,12 @@ def canonical(
 ) -> Canonical:
     """The canonical form of a parsed target (TargetError for what cannot be planned);
     ``self_exclusion`` says which conditions s != t are kept ([R], :mod:`.diagonal`);
-    ``far_end`` holds the (k, left_out) of the k-ths that count from their far end at the
-    spec's T (the k-th largest of T - 1 partners at k = T - 1 is their minimum), which the
-    diagonal decides as the other end's extremum."""
-    written = rewrite(target)
+    ``far_end`` holds ((k, left_out), rank) of the k-ths over t != s counted from their far
+    end at the spec's T, read as that end's (:mod:`.kth_candidates`)."""
+    written = kth_candidates.far_extrema(rewrite(target), dict(far_end))
     check_values(written)
-    summary = _Canonicalizer(self_exclusion=self_exclusion, far_end=far_end).summary(written, {})
+    far = frozenset(key for key, _ in far_end)
+    summary = _Canonicalizer(self_exclusion=self_exclusion, far_end=far).summary(written, {})
     parts = tuple(sorted(_merge_pools(summary.children), key=structure_key))
     if not parts and not summary.fixed:
         raise TargetError(
@@ -217,14 +218,12 @@ class _Canonicalizer:
         if node.op in KTH and (len(variables) != 1 or not variables[0].is_token):
             raise TargetError(f"{node.op} is supported over one token index")
         if node.op in KTH:
-            _whole_sequence(node, conditions, variables[0])
+            kth_candidates.whole_sequence(node, conditions, variables[0].name)
         self.binders.update({v.name: node.op for v in variables})
         option, own = self.self_exclusion, {v.name for v in variables}
-        far = node.op in KTH and (node.k, _left_out(conditions)) in self.far_end
+        far = node.op in KTH and (node.k, kth_candidates.left_out(conditions)) in self.far_end
         tests = [
-            _condition(
-                c, scope, excludes(option, node.op, c, scope, terms, own, self.binders, far)
-            )
+            _condition(c, scope, excludes(option, node.op, c, scope, terms, own, self.binders, far))
             for c, scope in conditions
         ]
         terms = [(term, scope) for term, scope, _ in terms]
@@ -387,34 +386,6 @@ def _poolable(c: Comparison) -> bool:
     return (
         c.kind == "sum" and len(c.variables) == 1 and not c.free and not c.children and not c.ranges
     )
-
-
-def _whole_sequence(node: Reduce, conditions: list, variable: Variable) -> None:
-    """A TargetError unless the k-th runs over every token but those t != s leaves out: its
-    rank counts T - left_out candidates (:func:`~infoflow.retrieval.mechanisms.kth.rank`),
-    which a condition like t <= 3, t < s or t != 1, or a neighbour read x[t-1], changes."""
-    (written,) = node.variables
-    for c, env in conditions:
-        test = _condition(c, env)
-        if variable.name in test.indices and not test.differs:
-            raise TargetError(
-                f"{node.op} over {written.name} with the condition {c.text()}: a k-th is "
-                f"planned over the whole sequence, less the tokens a condition "
-                f"{written.name} != s leaves out; over a set another condition restricts, "
-                "its candidates and so its rank are not counted"
-            )
-    if reads(node.body, written.name) - {0}:
-        raise TargetError(
-            f"{node.op} over {written.name} reads a neighbour of x[{written.name}]: a k-th is "
-            f"planned over the whole sequence, and a neighbour exists for fewer positions, so "
-            "its candidates and so its rank are not counted"
-        )
-
-
-def _left_out(conditions: list) -> int:
-    """How many distinct tokens a k-th's conditions t != s leave out (as :func:`_group`
-    counts them)."""
-    return len({t.tokens for t in (_condition(c, env) for c, env in conditions) if t.differs})
 
 
 def _condition(c, env: Env, decides: bool = False) -> _Test:

@@ -366,9 +366,17 @@ def head_dims(circuit: Circuit, head) -> int:
 def _name_steps(circuit: Circuit, steps: dict[int, list[str]]) -> None:
     """Give each head the engine's sentence for the step it realises: by the index both
     retrieve ("its best a", "the best a") where that pairs them one to one, else the steps
-    of a layer in the engine's order, the heads in theirs (heads side by side)."""
+    of a layer in the engine's order, the heads in theirs (heads side by side). The engine
+    places steps as late as the architecture allows and compile builds them from layer 1:
+    where the two use as many layers with as many heads each, the i-th layer used of one is
+    the i-th of the other."""
+    built = sorted({h.layer for h in circuit.heads})
+    planned = sorted(steps)
+    counts = [sum(h.layer == layer for h in circuit.heads) for layer in built]
+    aligned = counts == [len(steps[layer]) for layer in planned]
     for layer, said in steps.items():
-        heads = [h for h in circuit.heads if h.layer == layer]
+        at = built[planned.index(layer)] if aligned else layer
+        heads = [h for h in circuit.heads if h.layer == at]
         if len(heads) != len(said):
             continue
         mine = [_retrieved(h.does, "its best") for h in heads]

@@ -239,9 +239,16 @@ class _Reader:
             raise TargetError(f"{fn}() takes one generator", _col(node))
         k = None
         for keyword in node.keywords:
-            if not kth or keyword.arg != "k" or not isinstance(keyword.value, ast.Constant):
+            if not kth or keyword.arg != "k":
                 raise TargetError(f"{fn}() takes no such keyword argument", _col(keyword.value))
-            k = keyword.value.value
+            value = keyword.value
+            if isinstance(value, ast.Name) and value.id in self.params:
+                k = self.params[value.id]  # a spec parameter: k=K with params {"K": 2}
+            elif isinstance(value, ast.Constant):
+                k = value.value
+            else:
+                message = f"k must be an integer from 1 to {MAX_K:,} or a parameter of the spec"
+                raise TargetError(message, _col(value))
             if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
                 message = f"k must be an integer from 1 to {MAX_K:,}"
                 raise TargetError(message, _col(keyword.value))

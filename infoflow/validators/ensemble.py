@@ -1,5 +1,6 @@
-"""What every trainer shares: the optimiser step of a stacked ensemble, an AdamW whose
-learning rate is set per member, and checkpoints that a killed run resumes from.
+"""What every trainer shares: the device and precision it trains in, the optimiser step of a
+stacked ensemble, an AdamW whose learning rate is set per member, and checkpoints that a
+killed run resumes from.
 
 Members of an ensemble are stacked on a leading axis and trained by one optimiser on the sum
 of their losses (their gradients do not mix). A :class:`Checkpoint` holds the model, the
@@ -28,6 +29,17 @@ import torch
 from infoflow.core.errors import SpecError
 from infoflow.core.files import write_with
 from infoflow.validators.identity import digest
+
+
+def pick_device(gpu: bool, device: str | None) -> torch.device:
+    """``--gpu`` insists on CUDA; ``--device`` forces one; else the best there is."""
+    if not (gpu or device == "cuda" or (device is None and torch.cuda.is_available())):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise SpecError("--gpu / --device cuda", [(None, "no CUDA device is available here")])
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    return torch.device("cuda")
 
 
 def precision(device: torch.device) -> torch.autocast:

@@ -31,6 +31,7 @@ from infoflow.core.errors import SpecError
 from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
 from infoflow.validators.claims import Section, tally
+from infoflow.validators.ensemble import pick_device
 from infoflow.validators.executor import train_local, train_on_ray
 from infoflow.validators.exports import write_exports
 from infoflow.validators.folder import locked
@@ -388,17 +389,6 @@ def _settings(planned: Plan) -> dict[str, dict]:
 
 def _scale_name(options: Options) -> str:
     return f"{options.scale} ({options.steps} steps)" if options.steps else options.scale
-
-
-def pick_device(gpu: bool, device: str | None) -> torch.device:
-    """``--gpu`` insists on CUDA; ``--device`` forces one; else the best there is."""
-    if not (gpu or device == "cuda" or (device is None and torch.cuda.is_available())):
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise SpecError("--gpu / --device cuda", [(None, "no CUDA device is available here")])
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
-    return torch.device("cuda")
 
 
 def _now() -> str:

@@ -1,9 +1,10 @@
 """Compile either builds a witness that computes the target or refuses: over every spelling of
-the terms it builds (signs, orders, conditions, ends of a k-th, with and without positional
-encoding), a witness the engine's plan allows must reach NMSE 1e-2 on fresh data at MLP
-width 512 (the same sweep at 1024 reaches 1e-3: docs/results/2026-12-05-compile-soundness.md).
-A sign dropped or a condition ignored shows up here as an NMSE of order 1 (the first version
-of this sweep found the dropped sign of ``max(-dot(q, x[t]) for t in T)``)."""
+the terms it builds (signs, orders, conditions, ends of a k-th, k-ths counted from their far
+end, with and without positional encoding), a witness the engine's plan allows must reach
+NMSE 1e-2 on fresh data at MLP width 512 (the same sweep at 1024 reaches 1e-3:
+docs/results/2026-12-05-compile-soundness.md). A sign dropped or a condition ignored shows up
+here as an NMSE of order 1 (the first version of this sweep found the dropped sign of
+``max(-dot(q, x[t]) for t in T)``)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,11 @@ def _targets() -> list[str]:
         ["max", "min"], ["kth_largest", "kth_smallest"], PAIR[:3], [" if t != s", ""]
     ):
         out.append(f"{op}({kth}(({f} for t in T{cond}), k=2) for s in T)")
+    for op, kth, k in itertools.product(["max", "sum"], ["kth_largest", "kth_smallest"], [6, 7]):
+        out.append(f"{op}({kth}((dot(x[s], x[t]) for t in T if t != s), k={k}) for s in T)")
     out += [
-        f"{op}(dot(q, x[s]) + dot(q, x[t]) for s in T for t in T if s != t)"
-        for op in ("max", "min")
+        f"{op}(dot(q, x[s]) {sign} dot(q, x[t]) for s in T for t in T if s != t)"
+        for op, sign in itertools.product(("max", "min"), "+-")
     ]
     chains = ["dot(x[a], x[b]) + dot(x[b], x[c])", "dot(x[a], x[b]) - bilinear(x[c], A, x[b])"]
     for op, f in itertools.product(["max", "min"], chains):

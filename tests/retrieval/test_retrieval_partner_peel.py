@@ -79,6 +79,48 @@ def test_the_rank_counts_the_candidates_t_other_than_s() -> None:
         spec(PARTNER.format(outer="max", cond=" if t != s", k=8))
 
 
+@pytest.mark.parametrize(
+    ("far", "near"),
+    [
+        ("max(kth_smallest((dot(x[s], x[t]) for t in T if t != s), k=7) for s in T)", "max"),
+        ("max(kth_largest((dot(x[s], x[t]) for t in T if t != s), k=7) for s in T)", "min"),
+        ("sum(kth_smallest((dot(x[s], x[t]) for t in T if t != s), k=7) for s in T)", "max"),
+    ],
+)
+def test_a_kth_counted_from_its_far_end_is_the_extremum_there(far: str, near: str) -> None:
+    """The 7th smallest of 7 partners is their max: whether the pair (s, s) decides it is
+    the max's answer, at every reading and with or without PE (it was the min's: no PE, an
+    efficient plan, and a compiled witness at NMSE 12)."""
+    outer = far.split("(", 1)[0]
+    same = f"{outer}({near}(dot(x[s], x[t]) for t in T if t != s) for s in T)"
+    names = ("requires_positional_encoding", "efficient", "cost_exponent", "min_layers")
+    for reading in ("often", "decisive", "always"):
+        for pe in (False, True):
+            found, expected = (
+                predict_retrieval(spec(target, layers=2, pe=pe, self_exclusion=reading))
+                for target in (far, same)
+            )
+            assert [found[n].value for n in names] == [expected[n].value for n in names]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "kth_largest((dot(q, x[t]) for t in T if t <= 3), k=2)",
+        "kth_largest((dot(q, x[t]) for t in T if t != 1), k=2)",
+        "kth_largest((dot(q, x[t-1]) for t in T), k=2)",
+        "kth_largest((dot(x[t], x[t-1]) for t in T), k=2)",
+        "max(kth_largest((dot(x[s], x[t]) for t in T if t < s), k=2) for s in T)",
+        "max(kth_largest((dot(x[s], x[t]) for t in T if abs(t - s) <= 1), k=2) for s in T)",
+    ],
+)
+def test_a_kth_over_a_restricted_set_of_candidates_is_refused(target: str) -> None:
+    """Its rank would be counted among T (less t != s) candidates where the condition or the
+    neighbour leaves fewer, some of them fewer than k: refused, not planned at T's rank."""
+    with pytest.raises(ValueError, match="its candidates and so its rank are not counted"):
+        spec(target)
+
+
 def test_a_rank_that_depends_on_whether_tokens_coincide_is_refused() -> None:
     """t != s and t != u leave 6 or 7 candidates: the 6th largest is then the smallest or
     the second smallest; the 2nd is the 2nd either way."""

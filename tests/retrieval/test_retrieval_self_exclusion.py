@@ -279,6 +279,28 @@ def test_the_self_exclusion_claim_is_refuted_when_the_pair_does_not_decide() -> 
     assert verdict(0.5, 11.8) == "inconclusive"  # the witness itself is wrong
 
 
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_a_difference_f_s_minus_f_t_over_the_pair_is_never_decided_by_its_diagonal(op) -> None:
+    """max over s != t of f(s) - f(t) is max f - min f >= 0, the diagonal's value: charged
+    by no reading, the same plan as without the condition. A token's own race over t is
+    not (its diagonal wins where f(s) is the least), so a sum over those stays charged."""
+    pair = f"{op}(dot(q, x[s]) - dot(q, x[t]) {PAIR})"
+    unconditioned = predict_retrieval(spec(pair.replace(" if s != t", "")))
+    for reading in diagonal.CHARGED:
+        found = predict_retrieval(spec(pair, self_exclusion=reading))
+        assert found["requires_positional_encoding"].value is False
+        assert found["efficient"].value == unconditioned["efficient"].value
+    rng = np.random.default_rng(0)
+    f = rng.normal(size=(1000, 8))
+    extremum = np.max if op == "max" else np.min
+    differences = f[:, :, None] - f[:, None, :]
+    off = ~np.eye(8, dtype=bool)
+    assert np.allclose(extremum(differences[:, off], -1), extremum(differences, (1, 2)))
+    race = "sum(max(dot(q, x[s]) - dot(q, x[t]) for t in T if t != s) for s in T)"
+    charged = predict_retrieval(spec(race, self_exclusion="always"))
+    assert charged["requires_positional_encoding"].value is True
+
+
 def test_a_tokens_own_best_partner_decides_every_draw_only_when_every_token_counts() -> None:
     """Each token's best other partner by a dot product: the token of largest norm scores
     itself highest, on every draw. A sum over the tokens always reads it; a min over them

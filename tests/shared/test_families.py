@@ -96,7 +96,7 @@ def test_an_unknown_kind_is_an_error_everywhere(tmp_path) -> None:
         markdown(report)
 
 
-def test_a_family_without_a_validator_is_listed_with_its_reason(monkeypatch, tmp_path) -> None:
+def test_a_family_without_a_validator_is_listed_with_its_reason(monkeypatch, toy) -> None:
     pytest.importorskip("torch")
     from infoflow.validators.run import Options, plan
 
@@ -114,8 +114,12 @@ def test_a_family_without_a_validator_is_listed_with_its_reason(monkeypatch, tmp
     with pytest.raises(SpecError, match="not validated: switched off in this test"):
         family("looped_kv").load_validator()
     spec = ROOT / "specs" / "looped_kv" / "tiny-looped.json"
-    planned = plan([spec], Options(out=tmp_path))
+    planned = plan([spec, toy / "right.json"], Options(out=toy / "run"))
     assert planned.skipped == [{"spec": str(spec), "reason": "switched off in this test"}]
+    assert len(planned.experiments) == 1
+    # Nothing left to run: refused as bad input, naming the file and why (as plan does).
+    with pytest.raises(SpecError, match=r"tiny-looped\.json: cannot be validated: switched off"):
+        plan([spec], Options(out=toy / "alone"))
 
 
 # ---- a toy fourth family (tests/conftest.py) ----------------------------------------------
@@ -157,3 +161,5 @@ def test_a_toy_family_goes_through_predict_and_validate(toy) -> None:
         ],
     )
     assert strict.exit_code == 1
+    refused = runner.invoke(app, ["validate", specs[2], "--out", str(toy / "none"), "--quiet"])
+    assert refused.exit_code == 2 and "n must not be negative here" in refused.output

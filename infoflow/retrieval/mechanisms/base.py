@@ -34,10 +34,14 @@ def who(step: Step) -> str:
 
 
 def left_out(step: Step, placement: Placement) -> tuple[str, str]:
-    """Words and a tag for a token's step whose comparison leaves the token out by a
-    positional term ([R] ``self_exclusion``); ('', '') for any other step."""
+    """Words and a tag for a token's step whose score leaves the token out by a positional
+    term ([R] ``self_exclusion``: a factor over the step's index and its holder with a
+    charged condition); ('', '') for any other step."""
     c = step.comparison or placement.comparison
-    if step.holder is None or c is None or not any(f.exclusions for f in c.factors):
+    if step.holder is None or c is None:
+        return "", ""
+    pair = {step.variable, step.holder} - {EVERY}
+    if not any(f.exclusions and pair <= f.scope for f in c.factors):
         return "", ""
     words = " other than itself (a positional term in the score leaves it out)"
     return words, ", reconstruction:self_exclusion"
