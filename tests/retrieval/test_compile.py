@@ -491,3 +491,12 @@ def test_the_witness_ladder_measures_the_constructions_exponent(monkeypatch) -> 
     assert slope.count == 2 and slope.high < -2  # faster than the engine's alpha = 1
     no_decoder = bundled("kth-largest.json", layers=2, heads=[1, 1], seq_len=8)
     assert witness_ladder.ladder_of(no_decoder, circuit_of(no_decoder), seeds=2) is None
+
+
+def test_heads_are_named_after_the_engines_steps_when_the_engine_places_them_later() -> None:
+    """On three layers the engine places the 2nd largest's two steps in layers 2 and 3,
+    compile builds them in 1 and 2: the head that retrieves the 2nd largest realises the
+    engine's 2nd-largest step, not the step the engine put in its own layer."""
+    circuit = circuit_of(spec("kth_largest((dot(q, x[t]) for t in T), k=2)", [1, 1, 1]))
+    said = {h.layer: h.step for h in circuit.heads}
+    assert "1st largest" in said[1] and "2nd largest" in said[2]

@@ -28,6 +28,13 @@ def test_examples_parse(target) -> None:
     assert parse_target(target, (("D", 4),)) is not None
 
 
+def test_k_is_an_integer_or_a_parameter_of_the_spec() -> None:
+    assert parse_target("kth_largest((x[t][0] for t in T), k=K)", (("K", 3),)).k == 3
+    for k in ("-1", "T - 1", "K"):
+        with pytest.raises(TargetError, match="k must be an integer from 1 to"):
+            parse_target(f"kth_largest((x[t][0] for t in T), k={k})")
+
+
 def test_tree_shape() -> None:
     tree = parse_target(EXAMPLES[0])
     assert isinstance(tree, Reduce) and tree.op == "min"

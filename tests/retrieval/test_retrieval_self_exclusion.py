@@ -401,3 +401,17 @@ def test_the_self_exclusion_claim_is_made_only_where_the_engine_charged_the_cond
     minimum = spec(f"min(dot(x[s], x[t]) {PAIR})", pe=True)
     assert not _charged(minimum)
     assert POSITIONS in circuit_of(minimum).channels  # built exactly all the same
+
+
+def test_explain_leaves_out_only_the_pair_the_condition_names() -> None:
+    """A chain with a != b: the step over a (held by b) leaves b out; the step over c does
+    not."""
+    from infoflow.retrieval.explain import explain
+
+    chain = "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T if a != b)"
+    three = spec(chain, pe=True, embed_dim=32).model_dump()
+    three["architecture"].update(layers=3, heads=[1, 1, 1])
+    text = explain(RetrievalSpec.model_validate(three))
+    assert "every token b retrieves the best a other than itself" in text
+    assert "every token b retrieves the best c for" in text
+    assert "the best c other than itself" not in text
