@@ -99,12 +99,18 @@ def self_exclusions(c: Comparison) -> list[str]:
     value, in words: with positional encoding a head leaves its own token out; without, no
     head can, and the comparison falls back to global aggregation ([R] ``self_exclusion``)."""
     found = [
-        f"the condition {text}, whose left-out pair (s, s) decides the value"
+        f"the condition {text}, whose left-out pair ({_first(text)}, {_first(text)}) decides "
+        "the value"
         for comparison in c.walk()
         for f in comparison.factors
         for text in f.exclusions
     ]
     return list(dict.fromkeys(found))
+
+
+def _first(condition: str) -> str:
+    """The index a condition's text names first ("a != b" -> "a")."""
+    return condition.split(" ", 1)[0]
 
 
 def positions_provenance(c: Comparison | None) -> str:

@@ -64,7 +64,7 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
             bound,
             neck.provenance,
             "alpha with parameters ~ eps^-alpha on the spec's architecture: the largest of "
-            "the plan's terms.",
+            "the plan's terms." + _infinite(alpha, numbers),
             alpha,
         ),
         "param_cost": Prediction(
@@ -72,7 +72,7 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
             "params (order)",
             bound,
             neck.provenance,
-            f"eps^-alpha at eps = {spec.epsilon}.",
+            f"eps^-alpha at eps = {spec.epsilon}." + _infinite(alpha, numbers),
             param_cost,
         ),
         "efficient": Prediction(
@@ -161,8 +161,9 @@ def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction
             "",
             "exact",
             _positions_provenance(der),
-            "Fixed positions (the papers), neighbours, index conditions and a condition "
-            "s != t whose left-out pair decides (the reconstruction) need positional encoding.",
+            "Fixed positions (the papers), neighbours, index conditions, a condition s != t "
+            "whose left-out pair decides, and a peel over a pair score (each token's own race; "
+            "the reconstructions) need positional encoding.",
         ),
         "min_cost_exponent": Prediction(
             _value(der.minimal_exponent, numbers),
@@ -243,6 +244,13 @@ def _value(expr: sympy.Expr, numbers: dict) -> int | float | str | None:
     if value.is_number:
         return int(value) if value.is_Integer else float(value)
     return str(value)
+
+
+def _infinite(alpha: sympy.Expr, numbers: dict) -> str:
+    """What a value left out (null in JSON) was, where alpha is infinite at the numbers."""
+    if sympy.sympify(alpha).xreplace(numbers) != sympy.oo:
+        return ""
+    return " Infinite here (null in JSON): this architecture cannot represent the target."
 
 
 def _bottleneck(der: Derivation, numbers: dict) -> CostTerm:

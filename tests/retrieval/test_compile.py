@@ -464,6 +464,8 @@ def test_the_witness_exponent_claim_reads_the_seeds_slopes_against_the_engines_b
     assert verdict([-4.0, -4.1, -3.9]) == "confirmed"  # alpha 0.5 <= 1: slope <= -2
     assert verdict([-1.0, -1.5, -0.5]) == "refuted"  # alpha 2 > 1 for every seed
     assert verdict([-3.0, -1.0, -2.5]) == "inconclusive"
+    alone = exponent_claim(model, _power_ladder([-4.0]), alpha=1.0)  # --seeds 1
+    assert alone.verdict == "inconclusive" and "1 seed(s)" in alone.reason
 
 
 def test_the_witness_flat_claim_compares_one_architecture_at_two_lengths() -> None:

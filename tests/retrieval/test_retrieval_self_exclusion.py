@@ -415,3 +415,8 @@ def test_explain_leaves_out_only_the_pair_the_condition_names() -> None:
     assert "every token b retrieves the best a other than itself" in text
     assert "every token b retrieves the best c for" in text
     assert "the best c other than itself" not in text
+
+
+def test_the_reason_names_the_pair_the_condition_leaves_out() -> None:
+    found = predict_retrieval(spec("max(dot(x[a], x[b]) for a in T for b in T if a != b)"))
+    assert "the condition a != b, whose left-out pair (a, a) decides" in found["bottleneck"].value

@@ -249,6 +249,22 @@ def test_json_output_is_strict_a_non_finite_value_is_null_with_a_reason() -> Non
     assert result.exit_code == 0, result.output
     cost = _strict(result.stdout)["predictions"]["param_cost"]
     assert cost["value"] is None and "not a finite number: inf" in cost["note"]
+    position = str(SPECS / "retrieval" / "specific-position.json")
+    result = CliRunner().invoke(
+        app,
+        [
+            "predict",
+            "-f",
+            "json",
+            position,
+            "--set",
+            "sweep=null",
+            "--set",
+            "architecture.positional_encoding=false",
+        ],
+    )
+    alpha = _strict(result.stdout)["predictions"]["cost_exponent"]  # oo: no model represents it
+    assert alpha["value"] is None and "Infinite here (null in JSON)" in alpha["note"]
 
 
 def test_markdown_text_is_literal() -> None:

@@ -67,9 +67,8 @@ def exponent_claim(model: Model, ladder: Ladder, alpha: float) -> Claim:
     claim = (f"witness_exponent:{model.key()}", statement, f"alpha <= {alpha:.3g}", measured)
     holds = slope.count >= 2 and slope.high <= limit
     fails = "the plan's construction does not achieve the engine's exponent"
-    return _verdict(
-        *claim, tolerance, holds, slope.above(limit), fails, "the seeds' slopes straddle the limit"
-    )
+    why = _fewer_seeds(slope.count) or "the seeds' slopes straddle the limit"
+    return _verdict(*claim, tolerance, holds, slope.above(limit), fails, why)
 
 
 def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: float) -> Claim:
@@ -92,8 +91,13 @@ def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: f
     holds = difference.count >= 2 and -bound < difference.low and difference.high < bound
     refuted = difference.above(bound) or difference.below(-bound)
     fails = "every seed's slopes differ by more than the tolerance, the same way"
-    why = "the seeds' differences straddle the tolerance"
+    why = _fewer_seeds(difference.count) or "the seeds' differences straddle the tolerance"
     return _verdict(*claim, tolerance, holds, refuted, fails, why)
+
+
+def _fewer_seeds(count: int) -> str | None:
+    """Why an interval of ``count`` seeds decides nothing (None: it has two at least)."""
+    return f"{count} seed(s): an interval over seeds needs 2 at least" if count < 2 else None
 
 
 def _verdict(ident, statement, predicted, measured, tolerance, holds, refuted, fails, why) -> Claim:
