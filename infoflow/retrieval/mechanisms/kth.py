@@ -286,12 +286,12 @@ def circuit_peel(
                 -1,
                 "k-th retrieval (peel)",
                 EVERY_TOKEN,
-                f"every token learns the {ordinal(j)} largest s into {m}",
+                f"every token learns the {ordinal(j)} largest score into {m}",
                 score=(score,),
                 values=(Copy(TOKENS, m, matrix, float(sign)),),
             )
         )
-        does = f"takes a token whose s reached {m} out of the race ({key})"
+        does = f"takes a token whose score reached {m} out of the race ({key})"
         mlps.append(Mlp(j, "peel", (TOKENS, m), key, matrix, sign, first=j == 1, does=does))
     heads.append(
         Head(
@@ -299,7 +299,7 @@ def circuit_peel(
             -1,
             "k-th retrieval (peel)",
             THE_READOUT,
-            f"the readout retrieves the {ordinal(rounds)} largest s and copies it into {out}",
+            f"the readout retrieves the {ordinal(rounds)} largest score and copies it into {out}",
             score=(Form(ANCHOR, key),),
             values=(Copy(TOKENS, out, matrix),),
         )
