@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from infoflow.core.files import write_text, write_with
 from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.predict import predict_retrieval
 from infoflow.retrieval.schedule_to_circuit import circuit_of
@@ -137,13 +138,16 @@ def _falls(errors: list[float]) -> bool:
 
 
 def save(witness: Witness, folder: Path) -> list[Path]:
-    """model.safetensors (the validator's parameter layout, one member) and witness.json."""
-    from safetensors.torch import save_file
+    """model.safetensors (the validator's parameter layout, one member) and witness.json,
+    each whole or not at all, readable as any file the user writes (safetensors alone makes
+    its file private)."""
+    from safetensors.torch import save
 
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in witness.model.state_dict().items()}
-    save_file(tensors, folder / "model.safetensors")
-    (folder / "witness.json").write_text(json.dumps(witness.to_json(), indent=2) + "\n")
+    data = save(tensors)
+    write_with(folder / "model.safetensors", lambda temporary: temporary.write_bytes(data))
+    write_text(folder / "witness.json", json.dumps(witness.to_json(), indent=2) + "\n")
     return [folder / "model.safetensors", folder / "witness.json"]
 
 
