@@ -239,3 +239,17 @@ def test_a_k_beyond_t_is_refused_whether_or_not_d_is_given() -> None:
     for extra in ({}, {"input_dim": 4}):
         with pytest.raises(SpecError, match="k = 17 exceeds T = 16"):
             infoflow.load_spec({**spec, **extra})
+
+
+@pytest.mark.parametrize("kth", ["kth_largest", "kth_smallest"])
+def test_a_kth_that_is_rank_1_from_its_far_end_is_that_extremum(kth) -> None:
+    """The 7th of 7 partners t != s is the other end's extremum (kth_candidates.far_extrema,
+    applied where derive finds the rank counted from the far end)."""
+    from infoflow.retrieval.kth_candidates import far_extrema
+
+    target = f"max({kth}((dot(x[s], x[t]) for t in T if t != s), k=7) for s in T)"
+    x = torch.randn(64, 8, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    tree = parse_target(target)
+    extremum = far_extrema(tree, {(7, 1): 1})
+    assert extremum.body.op == ("min" if kth == "kth_largest" else "max")
+    assert torch.allclose(evaluate(extremum, target, x), evaluate(tree, target, x))
