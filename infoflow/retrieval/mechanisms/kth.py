@@ -93,9 +93,8 @@ def rank(k: int, seq_len: int | None, left_out: int = 0) -> int:
         if left_out > 1 and r != min(k, seq_len - k):
             raise TargetError(
                 f"the {ordinal(k)} value over t is counted among {fewest} to {seq_len - 1} "
-                f"candidates ({left_out} conditions t != s leave tokens out, and they may be "
-                "the same token): its "
-                "rank from the nearer end is not fixed"
+                f"candidates ({left_out} conditions t != s leave tokens out, which may be one "
+                "token): its rank from the nearer end is not fixed"
             )
     if r > MAX_RANK:
         raise TargetError(
