@@ -94,6 +94,11 @@ def test_outcomes_all_on_one_side_bound_k1_at_the_grids_end() -> None:
     assert k1_claim(inside, above, {}).verdict == "refuted"
     beyond = Prediction(None, "chains", "estimate", "p", "", None, (30.0, math.inf))
     assert k1_claim(beyond, above, {}).verdict == "inconclusive"  # open: no width
+    # A two-sided prediction on the open side overlaps the open interval whatever it says:
+    # not a confirmation (it was one until 2026-12-05).
+    later = Prediction(150.0, "chains", "estimate", "p", "", None, (100.0, 200.0))
+    claim = k1_claim(later, above, {})
+    assert claim.verdict == "inconclusive" and "only bound K*_1" in claim.reason
 
 
 @pytest.mark.parametrize(

@@ -198,6 +198,13 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
         refuted = f"the measured interval starts at K={fit['low']:.3g}"
     elif fit["high"] is not None and low > fit["high"]:
         refuted = f"the measured interval ends at K={fit['high']:.3g}"
+    elif fit["status"] == "open":  # every outcome on one side: a bound, not a place
+        reason = (
+            f"{fit['reason']}: the outcomes only bound K*_1, and the predicted interval lies "
+            "within that bound, so nothing placed it (an overlap with an open interval "
+            "confirms any prediction on its side)"
+        )
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, reason)
     else:
         refuted = ""
     return Claim.judged(ident, claim, predicted, shown, tolerance, not refuted, refuted)
