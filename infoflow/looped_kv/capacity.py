@@ -40,7 +40,6 @@ def plot(spec: LoopedKVSpec, out: str | Path | None = None, source: str = "<spec
         raise SpecError(source, [("serving", message)])
     try:
         from matplotlib.figure import Figure
-        from matplotlib.text import Text
     except ModuleNotFoundError:
         hint = install_hint("matplotlib", "validate")
         raise SpecError(source, [(None, f"plot needs matplotlib: {hint}")]) from None
@@ -58,8 +57,9 @@ def plot(spec: LoopedKVSpec, out: str | Path | None = None, source: str = "<spec
         ylabel="max batch (sequences)",
         title=f"{spec.model.name}: serving capacity",
     )
-    ax.legend(fontsize=8, title=_ranks(spec), title_fontsize=8)
-    for text in fig.findobj(Text):  # a model name with $ is not mathtext
+    legend = ax.legend(fontsize=8, title=_ranks(spec), title_fontsize=8)
+    names = [ax.title, ax.xaxis.label, ax.yaxis.label, legend.get_title(), *legend.get_texts()]
+    for text in names:  # a model name with $ is not mathtext; tick labels (10^k) are
         text.set_parse_math(False)
     fig.tight_layout()
     if out is not None:

@@ -85,3 +85,17 @@ def test_a_report_gives_its_plots_as_figures_without_pyplot() -> None:
     assert matplotlib.get_backend() == backend
     pyplot = sys.modules.get("matplotlib.pyplot")
     assert pyplot is None or not pyplot.get_fignums()
+
+
+def test_the_capacity_plot_writes_names_as_text_and_log_ticks_as_powers(tmp_path) -> None:
+    """A model name with $ is drawn as written; the log axes' 10^k ticks keep mathtext (a
+    plot that turned it off for every text drew them as $\\mathdefault{10^{3}}$)."""
+    from infoflow.looped_kv.capacity import plot
+
+    spec = infoflow.load_spec(ROOT / "specs" / "looped_kv" / "ouro-1.4b-h200.json")
+    named = spec.model_copy(update={"model": spec.model.model_copy(update={"name": "a $b"})})
+    fig = plot(named, tmp_path / "capacity.png")
+    (ax,) = fig.axes
+    assert ax.title.get_parse_math() is False and "a $b" in ax.get_title()
+    ticks = [*ax.get_xticklabels(), *ax.get_yticklabels()]
+    assert ticks and all(label.get_parse_math() for label in ticks)
