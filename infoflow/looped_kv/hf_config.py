@@ -135,13 +135,31 @@ def read_hf_config(path: Path) -> dict[str, Any]:
         raise FieldError("hf_config", message) from None
     folder_name = path.parent.resolve().name if path.stem == "config" else path.stem
     fields.setdefault("name", config.get("_name_or_path") or folder_name)
-    dtype = _TORCH_DTYPES.get(str(config.get("torch_dtype") or config.get("dtype")))
+    dtype = _dtype(config, path)
     if dtype:
         fields["dtype"] = dtype
     quantized = config.get("quantization_config")
     if quantized:
         fields["weight_quantization"] = _quantization(quantized, path)
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def _dtype(config: dict[str, Any], path: Path) -> str | None:
+    """The weights' dtype from ``torch_dtype`` (older configs) or ``dtype`` (newer); None
+    when neither is given. A value the calculator does not count, or two that disagree, is
+    refused by key rather than read as the default."""
+    given = {key: config[key] for key in ("torch_dtype", "dtype") if config.get(key) is not None}
+    for key, value in given.items():
+        if str(value) not in _TORCH_DTYPES:
+            known = ", ".join(_TORCH_DTYPES)
+            message = f"{path}: {key} {value!r} is not a dtype the calculator counts ({known})"
+            raise FieldError("hf_config", message)
+    if len(set(map(str, given.values()))) > 1:
+        message = (
+            f"{path}: torch_dtype {given['torch_dtype']!r} and dtype {given['dtype']!r} disagree"
+        )
+        raise FieldError("hf_config", message)
+    return _TORCH_DTYPES[str(next(iter(given.values())))] if given else None
 
 
 def _check_keys(config: dict[str, Any], reads: set[str], path: Path) -> None:

@@ -188,6 +188,8 @@ DENSE = {
         ({"model_type": "mistral", "num_nextn_predict_layers": 1}, "'num_nextn_predict"),
         ({"state_size": 16}, "'state_size' (state-space layers)"),
         ({"cross_attention_layers": [3, 8, 13]}, "'cross_attention_layers' (cross attention)"),
+        ({"torch_dtype": "float42"}, "torch_dtype 'float42' is not a dtype the calculator"),
+        ({"torch_dtype": "float32", "dtype": "bfloat16"}, "'float32' and dtype 'bfloat16' disag"),
     ],
     ids=[
         "gemma3-vision",
@@ -200,6 +202,8 @@ DENSE = {
         "mtp",
         "state-space",
         "cross-attention",
+        "unknown-dtype",
+        "two-dtypes",
     ],
 )
 def test_configs_the_calculator_cannot_count_are_refused_by_key(tmp_path, extra, words) -> None:
