@@ -130,7 +130,7 @@ def plan(
             loaded, run_plan = load_for("plan", path, overrides)
             chosen = device.value if device else None
             args = (scale.value, chosen, seconds, steps, seeds, compile, pilot)
-            text, estimate = run_plan(loaded, str(path), *args)
+            text, estimate = run_plan(loaded, str(path), *args, tuple(overrides or ()))
             typer.echo(_plan_line(loaded.kind, str(path), text, estimate) if jsonl else text)
             total += estimate
     if note and not quiet:

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import statistics
 import sys
 import time
@@ -377,10 +378,21 @@ def minutes(seconds: float) -> str:
 NOT_COMPILED = "  --compile: not used (only the retrieval trainer compiles its step)"
 
 
-def gpu_line(source: str, scale: str, seeds: int, seconds: float) -> str:
-    """The plan's last line: the command of the GPU run and its time on the GPU step time."""
+def gpu_line(
+    source: str,
+    scale: str,
+    seeds: int,
+    seconds: float,
+    steps: int | None = None,
+    overrides: tuple[str, ...] = (),
+) -> str:
+    """The plan's last line: the command of the GPU run (the plan's own options: its steps,
+    seeds and --set overrides) and its time on the GPU step time."""
     basis = step_time("cuda").source.split(":")[0]
+    options = [f"--steps {steps}"] if steps else []
+    options += [f"--set {shlex.quote(override)}" for override in overrides]
     return (
-        f"  on a GPU: infoflow validate {source} --scale {scale} --gpu --seeds {seeds} "
+        f"  on a GPU: infoflow validate {shlex.quote(source)} --scale {scale} --gpu "
+        f"--seeds {seeds}{''.join(' ' + o for o in options)} "
         f"(about {minutes(seconds)} by the step time {basis})"
     )

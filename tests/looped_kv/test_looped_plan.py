@@ -25,6 +25,22 @@ def test_plan_lists_every_seed_and_width_and_the_gpu_command() -> None:
     )
 
 
+def test_the_gpu_command_repeats_the_plans_own_steps_and_overrides() -> None:
+    """The command printed is the run the plan sized: --steps and every --set with it."""
+    from infoflow.validators.steptime import gpu_line
+
+    line = gpu_line("a b.json", "smoke", 1, 60.0, 30, ("sweep.chains=[4, 64]", "model.loops=2"))
+    assert (
+        "infoflow validate 'a b.json' --scale smoke --gpu --seeds 1 --steps 30 "
+        "--set 'sweep.chains=[4, 64]' --set model.loops=2 (about 1.0 min" in line
+    )
+    out = run_cli(
+        "plan", "specs/looped_kv/tiny-looped.json", "--steps", "50", "--set", "model.loops=2"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--steps 50 --set model.loops=2 (about" in out.stdout
+
+
 def test_plan_refuses_a_model_the_validator_cannot_train() -> None:
     out = run_cli("plan", "specs/looped_kv/ouro-1.4b.json")
     assert out.returncode == 2

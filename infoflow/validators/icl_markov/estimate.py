@@ -65,12 +65,13 @@ def plan_command(
     seeds: int | None,
     compile: bool = False,
     pilot: bool = False,  # retrieval's alone
+    overrides: tuple[str, ...] = (),  # the --set options, repeated in the GPU command
 ) -> tuple[str, float]:
     """What ``infoflow plan`` prints for one icl_markov spec, and its estimated seconds."""
     from infoflow.validators.icl_markov.validator import VALIDATOR
     from infoflow.validators.run import plan_one
 
-    args = (scale, device, budget, steps, seeds)
+    asked, args = steps, (scale, device, budget, steps, seeds)
     experiment, sized, device = plan_one(VALIDATOR, spec, source, *args)
     steptime = step_time(device)
     lines = [
@@ -109,7 +110,7 @@ def plan_command(
     cuda = step_time("cuda")
     gpu = sum(group_seconds(g, cuda) for g in [*experiment.groups, *experiment.clocks])
     gpu += sum(decoder_seconds(g, cuda) for g in experiment.decoders)
-    lines.append(gpu_line(source, scale, sized.seeds, gpu))
+    lines.append(gpu_line(source, scale, sized.seeds, gpu, asked, overrides))
     if budget is not None and total > budget:
         lines.append(f"  over the budget of {minutes(budget)}: lower --steps or the sweep")
     return "\n".join(lines), total

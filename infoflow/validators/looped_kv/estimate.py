@@ -43,6 +43,7 @@ def plan_command(
     seeds: int | None,
     compile: bool = False,
     pilot: bool = False,  # retrieval's alone
+    overrides: tuple[str, ...] = (),  # the --set options, repeated in the GPU command
 ) -> tuple[str, float]:
     """What ``infoflow plan`` prints for one looped_kv spec, and its estimated seconds."""
     from infoflow.validators.looped_kv.validator import VALIDATOR
@@ -54,7 +55,8 @@ def plan_command(
     if experiment.group is None:
         line = f"{source}: looped_kv loads {spec.model.checkpoint}; nothing is trained"
         return line, 0.0
-    here, cuda, steps = step_time(device), step_time("cuda"), sized.steps + sized.distill_steps
+    asked, steps = steps, sized.steps + sized.distill_steps
+    here, cuda = step_time(device), step_time("cuda")
     lines = [
         f"{source}: looped_kv at scale {sized.name} on {device}: {sized.seeds} seeds x widths "
         f"{', '.join(f'{w}x' for w in sized.widths)}, snapshots at "
@@ -73,7 +75,7 @@ def plan_command(
             f"about {minutes(seconds)}"
         )
     gpu = sum(group_seconds(g.config, steps, sized.batch, cuda) for g in experiment.structure)
-    lines.append(gpu_line(source, scale, sized.seeds, gpu))
+    lines.append(gpu_line(source, scale, sized.seeds, gpu, asked, overrides))
     if budget is not None and total > budget:
         lines.append(f"  over the budget of {minutes(budget)}: lower --steps or --seeds")
     return "\n".join(lines), total

@@ -354,6 +354,7 @@ def plan_command(
     seeds: int | None,
     compile: bool = False,
     pilot: bool = False,
+    overrides: tuple[str, ...] = (),  # the families that print a GPU command repeat them
 ) -> tuple[str, float]:
     """``infoflow plan`` for one retrieval spec on ``device`` (None: the one validate would
     use, CUDA where there is one): its description and estimated seconds; a SpecError (exit
