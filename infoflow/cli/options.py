@@ -117,6 +117,10 @@ def point_name(path: str, point: dict[str, Any]) -> str:
     return f"{path} [{where}]" if where else path
 
 
+#: The serving fields that each give the cache budget, one at a time.
+BUDGETS = {"device", "memory_budget_gib", "device_memory_gib"}
+
+
 def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
     """The spec a family reads ``path`` as (a model's config.json), or the spec file at
     ``path`` with the serving options as overrides of its ``serving`` fields."""
@@ -132,6 +136,8 @@ def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
             except SpecError as exc:
                 raise SpecError(str(path), exc.problems) from None
     as_overrides = [f"serving.{key}={value}" for key, value in serving.items()]
+    if BUDGETS & serving.keys():  # one budget replaces the spec's: they are alternatives
+        as_overrides += [f"serving.{key}=null" for key in sorted(BUDGETS - serving.keys())]
     return load_spec(path, [*as_overrides, *overrides])
 
 

@@ -495,3 +495,23 @@ def test_a_batch_under_an_upper_bound_cache_is_not_called_exact(tmp_path) -> Non
     assert result["serving_memory_bytes"].bound == "estimate"
     assert result["batch_fits_device"].value is False
     assert result["batch_fits_device"].bound == "estimate"
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (["--device", "h200"], {"device": "h200", "memory_budget_gib": None}),
+        (["--budget-gib", "50"], {"device": None, "memory_budget_gib": 50.0}),
+    ],
+)
+def test_a_budget_option_replaces_the_spec_files_budget(option, expected) -> None:
+    """The spec gives memory_budget_gib; --device (or --budget-gib) is another budget, and the
+    options override a spec file's serving fields: the one given replaces the one written (it
+    was refused as two budgets)."""
+    from conftest import run_cli
+
+    spec = str(LOOPED_KV / "ouro-1.4b-h200.json")
+    proc = run_cli("predict", spec, *option, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    serving = json.loads(proc.stdout)["spec"]["serving"]
+    assert {key: serving[key] for key in expected} == expected
