@@ -194,20 +194,27 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
         return Claim.judged(
             ident, claim, predicted, shown, tolerance, verdict, "" if verdict else reason
         )
+    verdict, reason = _two_sided(low, high, fit)
+    if verdict is None:
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, reason)
+    return Claim.judged(ident, claim, predicted, shown, tolerance, verdict, reason)
+
+
+def _two_sided(low: float, high: float, fit: dict) -> tuple[bool | None, str]:
+    """A two-sided prediction [low, high] against the fit: refuted when disjoint from it;
+    confirmed when it overlaps a placed interval; undecided (None) when the fit is only a
+    bound (every outcome on one side), which every prediction on its side overlaps."""
     if fit["low"] is not None and high < fit["low"]:
-        refuted = f"the measured interval starts at K={fit['low']:.3g}"
-    elif fit["high"] is not None and low > fit["high"]:
-        refuted = f"the measured interval ends at K={fit['high']:.3g}"
-    elif fit["status"] == "open":  # every outcome on one side: a bound, not a place
-        reason = (
+        return False, f"the measured interval starts at K={fit['low']:.3g}"
+    if fit["high"] is not None and low > fit["high"]:
+        return False, f"the measured interval ends at K={fit['high']:.3g}"
+    if fit["status"] == "open":
+        return None, (
             f"{fit['reason']}: the outcomes only bound K*_1, and the predicted interval lies "
             "within that bound, so nothing placed it (an overlap with an open interval "
             "confirms any prediction on its side)"
         )
-        return Claim.undecided(ident, claim, predicted, shown, tolerance, reason)
-    else:
-        refuted = ""
-    return Claim.judged(ident, claim, predicted, shown, tolerance, not refuted, refuted)
+    return True, ""
 
 
 def one_sided(
