@@ -119,6 +119,16 @@ def point_name(path: str, point: dict[str, Any]) -> str:
 
 #: The serving fields that each give the cache budget, one at a time.
 BUDGETS = {"device", "memory_budget_gib", "device_memory_gib"}
+#: The command-line option of each serving field (``predict``'s).
+OPTIONS = {
+    "context_tokens": "--context",
+    "batch": "--batch",
+    "device": "--device",
+    "cache_dtype": "--cache-dtype",
+    "tensor_parallel": "--tp",
+    "memory_budget_gib": "--budget-gib",
+    "engine": "--engine",
+}
 
 
 def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
@@ -135,6 +145,12 @@ def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
                 return load_spec(spec, overrides)
             except SpecError as exc:
                 raise SpecError(str(path), exc.problems) from None
+    if serving:
+        written = load_spec(path, overrides)
+        if "serving" not in type(written).model_fields:
+            given = ", ".join(OPTIONS.get(key, key) for key in serving)
+            message = f"{given}: options of a looped_kv spec or a model's config; this spec's "
+            raise SpecError(str(path), [(None, message + f"kind is {written.kind}")])
     as_overrides = [f"serving.{key}={value}" for key, value in serving.items()]
     if BUDGETS & serving.keys():  # one budget replaces the spec's: they are alternatives
         as_overrides += [f"serving.{key}=null" for key in sorted(BUDGETS - serving.keys())]

@@ -515,3 +515,10 @@ def test_a_budget_option_replaces_the_spec_files_budget(option, expected) -> Non
     assert proc.returncode == 0, proc.stderr
     serving = json.loads(proc.stdout)["spec"]["serving"]
     assert {key: serving[key] for key in expected} == expected
+
+
+def test_serving_options_on_a_spec_of_another_kind_say_whose_they_are() -> None:
+    icl = str(LOOPED_KV.parent / "icl_markov" / "park2025.json")
+    line = refused("predict", icl, "--context", "8192", "--tp", "2")
+    assert "--context, --tp: options of a looped_kv spec or a model's config" in line
+    assert "kind is icl_markov" in line
