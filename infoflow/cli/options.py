@@ -145,16 +145,20 @@ def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
                 return load_spec(spec, overrides)
             except SpecError as exc:
                 raise SpecError(str(path), exc.problems) from None
-    if serving:
-        written = load_spec(path, overrides)
-        if "serving" not in type(written).model_fields:
-            given = ", ".join(OPTIONS.get(key, key) for key in serving)
-            message = f"{given}: options of a looped_kv spec or a model's config; this spec's "
-            raise SpecError(str(path), [(None, message + f"kind is {written.kind}")])
     as_overrides = [f"serving.{key}={value}" for key, value in serving.items()]
     if BUDGETS & serving.keys():  # one budget replaces the spec's: they are alternatives
         as_overrides += [f"serving.{key}=null" for key in sorted(BUDGETS - serving.keys())]
-    return load_spec(path, [*as_overrides, *overrides])
+    try:
+        return load_spec(path, [*as_overrides, *overrides])
+    except SpecError:
+        if not serving:
+            raise
+        written = load_spec(path, overrides)  # the spec alone: is it the options' fault?
+        if "serving" in type(written).model_fields:
+            raise
+    given = ", ".join(OPTIONS.get(key, key) for key in serving)
+    message = f"{given}: options of a looped_kv spec or a model's config; this spec's kind is "
+    raise SpecError(str(path), [(None, message + written.kind)])
 
 
 def load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any, Any]:

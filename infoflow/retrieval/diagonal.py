@@ -260,10 +260,8 @@ def _antisymmetric(terms: list[tuple[float, Node | None]], pair: tuple[str, str]
     another matter (its diagonal wins where f(s) is the least), so only the pair's."""
     if not terms or any(t is None or len(free_indices(t) & set(pair)) != 1 for _, t in terms):
         return False
-    a, b = pair
-    mine = [repr((c, _normal(t))) for c, t in terms if a in free_indices(t)]
-    theirs = [repr((-c, _normal(rename(t, {b: a})))) for c, t in terms if b in free_indices(t)]
-    return bool(mine) and sorted(mine) == sorted(theirs)
+    a, _ = pair
+    return _same_for_both([(c if a in free_indices(t) else -c, t) for c, t in terms], pair)
 
 
 def _same_for_both(singles: list, pair: tuple[str, str]) -> bool:
