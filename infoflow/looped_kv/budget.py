@@ -92,9 +92,12 @@ def _capacity_rows(spec: LoopedKVSpec, suffix: str, at, forms) -> dict:
         f"{rule}floor(budget / {divisor}){rounding}{copied}; an upper bound (paging, "
         "fragmentation and activations take their share)."
     )
+    largest, unrounded = int(batch(at)), int(F.max_batch(at, per_sequence(at), False))
+    if unrounded != largest:
+        note += f" Before the rounding, {unrounded:,} sequences fit."
     return {
         f"max_batch{suffix}": Prediction(
-            int(batch(at)), "sequences", "upper", source, note, Expression(batch)
+            largest, "sequences", "upper", source, note, Expression(batch)
         ),
         f"max_context_tokens{suffix}": _max_context(model, context, at, per_token),
     }

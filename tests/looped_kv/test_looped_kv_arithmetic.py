@@ -96,3 +96,16 @@ def test_a_bundled_spec_imports_no_sympy_in_a_table_or_json() -> None:
         assert "infoflow.looped_kv.formulas" in imported  # the import log is really there
         assert "torch" not in imported
         assert ("sympy" in imported) == ("--set" in args)  # a formula the cache lacks
+
+
+def test_a_batch_rounded_down_to_the_step_says_how_many_fit_before() -> None:
+    """Ouro-1.4B at 4k in the paper's 108 GiB: 36 sequences of 3 GiB fit, 32 on the grid of
+    32; 18 of 6 GiB fit in 108 GiB at 8k, none on the grid: the note says so."""
+    spec = infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json")
+    rows = infoflow.predict(spec)
+    assert rows["max_batch"].value == 32 and "36 sequences fit" in rows["max_batch"].note
+    assert rows["max_batch_compressed"].value == 768  # exactly on the grid: no such note
+    assert "Before the rounding" not in rows["max_batch_compressed"].note
+    longer = infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json", ["serving.context_tokens=8192"])
+    batch = infoflow.predict(longer)["max_batch"]
+    assert batch.value == 0 and "Before the rounding, 18 sequences fit." in batch.note

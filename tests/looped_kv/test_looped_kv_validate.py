@@ -260,9 +260,32 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert again.returncode == 0, again.stderr
     assert checkpoint.stat().st_mtime_ns == trained_at  # judged from the checkpoint, not retrained
     (resumed,) = json.loads((out / "report.json").read_text())["specs"]
-    for record in (section, resumed):
-        del record["measured"]["seconds"]
-    assert resumed == section
+    assert resumed == section  # the measurement kept too: its seconds are the first run's
+
+
+def test_a_measurement_is_kept_and_reused_only_for_the_same_model_and_scale(
+    tmp_path, monkeypatch
+) -> None:
+    from infoflow.validators.looped_kv import validator
+    from infoflow.validators.looped_kv.experiment import plan
+    from infoflow.validators.protocol import Context
+
+    calls = []
+    monkeypatch.setattr(validator, "load_looped", lambda *args: "model")
+    monkeypatch.setattr(
+        validator, "measure", lambda spec, model, scale, device: calls.append(scale) or {"n": 1}
+    )
+    spec = infoflow.load_spec(TINY)
+    context = Context(torch.device("cpu"), None, tmp_path)
+    experiment = plan("tiny", spec, validator.VALIDATOR.scale("smoke", 5, 1, "cpu"))
+    assert validator._measure_once(experiment, context) == {"n": 1}
+    assert validator._measure_once(experiment, context) == {"n": 1} and len(calls) == 1
+    longer = plan("tiny", spec, validator.VALIDATOR.scale("smoke", 6, 1, "cpu"))
+    validator._measure_once(longer, context)  # another model: measured again
+    assert len(calls) == 2
+    (tmp_path / "tiny-measured.json").write_text("{not json")  # damaged: measured again
+    validator._measure_once(longer, context)
+    assert len(calls) == 3 and validator._measure_once(longer, context) == {"n": 1}
 
 
 # ---- an Ouro-style checkpoint from a local folder -----------------------------------------

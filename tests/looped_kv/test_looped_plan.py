@@ -18,6 +18,8 @@ def test_plan_lists_every_seed_and_width_and_the_gpu_command() -> None:
     assert len(models) == 4  # 2 seeds x 2 widths
     assert sum("d_model 512, MLP 2048" in line for line in models) == 2
     assert any("4,000 steps of 64 x 128 tokens" in line for line in models)
+    measuring = [line for line in lines if "then the measurement of" in line]
+    assert len(measuring) == 1 and "500 distillation steps a ratio" in measuring[0]
     assert any(
         "on a GPU: infoflow validate specs/looped_kv/looped-d256.json --scale paper --gpu "
         "--seeds 2" in line
@@ -47,6 +49,7 @@ def test_plan_refuses_a_model_the_validator_cannot_train() -> None:
     assert "cannot be validated" in out.stderr and "parameters" in out.stderr
 
 
+@pytest.mark.slow  # two plans of an icl_markov spec: 9-15 CPU s, over the limit when loaded
 def test_plan_says_compile_is_not_used_for_this_family() -> None:
     """Only the retrieval trainer compiles its step: the other families' plans say so."""
     from infoflow.validators.steptime import NOT_COMPILED
@@ -57,3 +60,21 @@ def test_plan_says_compile_is_not_used_for_this_family() -> None:
     assert both.count(NOT_COMPILED) == 2 and NOT_COMPILED not in plain  # a line per spec
     looped_block = plain[:-1]  # without "estimated total": nothing else changes
     assert [line for line in both if line != NOT_COMPILED][: len(looped_block)] == looped_block
+
+
+def test_the_measurement_counts_a_distillation_per_ratio_and_its_scored_passes() -> None:
+    """One step per distillation step at each ratio of the grid (rho = T added when it is
+    not on it), and five scored passes a ratio plus three: counted in steps of overhead."""
+    from infoflow.validators.looped_kv.estimate import measurement_seconds
+    from infoflow.validators.looped_kv.experiment import SCALES
+    from infoflow.validators.looped_kv.measure import RHOS
+    from infoflow.validators.looped_kv.model import LoopedConfig
+    from infoflow.validators.steptime import StepTime
+
+    launches = StepTime("cpu", "launches only", 1.0, 0.0, "a test")
+    smoke = SCALES["smoke"]
+    assert 4.0 in RHOS and 3.0 not in RHOS
+    on_grid = measurement_seconds(LoopedConfig(loops=4), smoke, launches)
+    off_grid = measurement_seconds(LoopedConfig(loops=3), smoke, launches)
+    assert on_grid == len(RHOS) * (smoke.distill_steps + 5) + 3
+    assert off_grid == (len(RHOS) + 1) * (smoke.distill_steps + 5) + 3

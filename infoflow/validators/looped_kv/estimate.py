@@ -5,14 +5,16 @@ estimated time on a device from the step-time model of :mod:`~infoflow.validator
 command of the GPU run.
 
 A training step costs the model's FLOPs (6 per parameter, the core's counted once per loop,
-plus attention) over a batch; the measurement after training (calibration, the codec grid,
-distillation) is counted as ``distill_steps`` more steps, a rough bound: it is mostly
-forward passes and SVDs of the calibration cache.
+plus attention) over a batch. The measurement after training runs on the main model alone:
+at every ratio of the codec grid, the LLA codec distilled for ``distill_steps`` (a training
+step on the calibration sequences each) and about five scored forward passes on the
+evaluation sequences (a third of a step's FLOPs each); the SVDs are not counted.
 """
 
 from __future__ import annotations
 
 from infoflow.looped_kv.spec import LoopedKVSpec
+from infoflow.validators.looped_kv.experiment import LoopedScale
 from infoflow.validators.looped_kv.model import LoopedConfig
 from infoflow.validators.steptime import NOT_COMPILED, StepTime, gpu_line, minutes, step_time
 from infoflow.validators.throughput import flops_per_token
@@ -31,6 +33,17 @@ def looped_flops_per_token(config: LoopedConfig) -> float:
 def group_seconds(config: LoopedConfig, steps: int, batch: int, steptime: StepTime) -> float:
     tokens = batch * config.max_len
     return steps * steptime.step(looped_flops_per_token(config) * tokens)
+
+
+def measurement_seconds(config: LoopedConfig, scale: LoopedScale, steptime: StepTime) -> float:
+    """The measurement of the main model after training (see the module's docstring)."""
+    from infoflow.validators.looped_kv.measure import RHOS
+
+    ratios = len({*RHOS, float(config.loops)})
+    per_token = looped_flops_per_token(config)
+    distill = steptime.step(per_token * scale.calibration * scale.length)
+    score = steptime.step(per_token / 3 * scale.evaluation * scale.length)
+    return ratios * scale.distill_steps * distill + (5 * ratios + 3) * score
 
 
 def plan_command(
@@ -55,7 +68,7 @@ def plan_command(
     if experiment.group is None:
         line = f"{source}: looped_kv loads {spec.model.checkpoint}; nothing is trained"
         return line, 0.0
-    asked, steps = steps, sized.steps + sized.distill_steps
+    asked, steps = steps, sized.steps
     here, cuda = step_time(device), step_time("cuda")
     lines = [
         f"{source}: looped_kv at scale {sized.name} on {device}: {sized.seeds} seeds x widths "
@@ -74,7 +87,16 @@ def plan_command(
             f"{sized.steps:,} steps of {sized.batch} x {c.max_len} tokens, "
             f"about {minutes(seconds)}"
         )
-    gpu = sum(group_seconds(g.config, steps, sized.batch, cuda) for g in experiment.structure)
+    main = experiment.group.config
+    measuring = measurement_seconds(main, sized, here)
+    total += measuring
+    lines.append(
+        f"  then the measurement of {experiment.group.name} (the codec grid at "
+        f"{sized.distill_steps:,} distillation steps a ratio), about {minutes(measuring)}"
+    )
+    gpu = measurement_seconds(main, sized, cuda) + sum(
+        group_seconds(g.config, steps, sized.batch, cuda) for g in experiment.structure
+    )
     lines.append(gpu_line(source, scale, sized.seeds, gpu, asked, overrides))
     if budget is not None and total > budget:
         lines.append(f"  over the budget of {minutes(budget)}: lower --steps or --seeds")

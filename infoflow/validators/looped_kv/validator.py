@@ -6,14 +6,18 @@ measurements run there too."""
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infoflow.core.errors import SpecError
+from infoflow.core.files import read_json, write_cache
 from infoflow.looped_kv.spec import LoopedKVSpec
 from infoflow.validators.claims import Section, labelled
 from infoflow.validators.ensemble import Checkpoint
+from infoflow.validators.identity import digest
 from infoflow.validators.looped_kv import plots, report, structure
 from infoflow.validators.looped_kv.claims import claims
 from infoflow.validators.looped_kv.experiment import (
@@ -43,6 +47,9 @@ CLAIM_KINDS = {
     "beats_quantize": "paper",
     "distillation_helps": "paper",
 }
+#: The version of the measurement code (measure.py, codec.py): part of a kept
+#: measurement's key, so a change there (bump it) never reuses numbers measured before it.
+MEASURE_VERSION = 1
 
 
 class LoopedKVValidator:
@@ -101,17 +108,9 @@ class LoopedKVValidator:
         context.store.finish_group(group.name, time.perf_counter() - started)
 
     def judge(self, experiment: LoopedExperiment, context: Context) -> Section:
-        spec, group = experiment.spec, experiment.group
-        if group is None:
-            model, trained = load_ouro(spec.model.checkpoint), None
-        else:
-            checkpoint = Checkpoint.of(group, context.checkpoints)
-            model = load_looped(group.config, checkpoint, context.device)
-            trained = context.store.seconds(group.name)
-        measured = {
-            **measure(spec, model, experiment.scale, context.device),
-            "training_seconds": trained,
-        }
+        group = experiment.group
+        trained = None if group is None else context.store.seconds(group.name)
+        measured = {**_measure_once(experiment, context), "training_seconds": trained}
         found = claims(measured)
         body: dict[str, Any] = {"measured": measured}
         if experiment.structure:
@@ -130,6 +129,46 @@ class LoopedKVValidator:
 
     def figures(self, sections: list[dict[str, Any]]) -> dict[str, Figure]:
         return plots.figures(sections)
+
+
+def _measure_once(experiment: LoopedExperiment, context: Context) -> dict:
+    """The measurements of the experiment's model, or the ones kept beside the checkpoints
+    by an earlier run of the same model, scale, spec, device and measurement code (a resumed
+    run does not measure again: the codec grid's distillation takes minutes)."""
+    spec, group = experiment.spec, experiment.group
+    model_key = _files(spec.model.checkpoint) if group is None else group.identity()
+    key = digest(
+        {
+            "model": model_key,
+            "scale": asdict(experiment.scale),
+            "spec": spec.model_dump(mode="json"),
+            "device": str(context.device),
+            "version": MEASURE_VERSION,
+        }
+    )
+    path = context.checkpoints / f"{experiment.name}-measured.json"
+    try:
+        kept = read_json(path, "kept measurement") if path.is_file() else {}
+    except SpecError:  # damaged: measured again and written over
+        kept = {}
+    if isinstance(kept, dict) and kept.get("key") == key:
+        return kept["measured"]
+    if group is None:
+        model = load_ouro(spec.model.checkpoint)
+    else:
+        model = load_looped(group.config, Checkpoint.of(group, context.checkpoints), context.device)
+    measured = measure(spec, model, experiment.scale, context.device)
+    write_cache(path, json.dumps({"key": key, "measured": measured}))
+    return measured
+
+
+def _files(folder: str) -> dict[str, list[int]]:
+    """A checkpoint folder's files by name, with their sizes and modification times."""
+    return {
+        p.name: [p.stat().st_size, p.stat().st_mtime_ns]
+        for p in sorted(Path(folder).iterdir())
+        if p.is_file()
+    }
 
 
 def _runs(experiment: LoopedExperiment, context: Context) -> list[dict]:
