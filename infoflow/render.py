@@ -26,6 +26,9 @@ def to_json(results: Sequence[Result]) -> str:
 def format_value(prediction: Prediction) -> str:
     """A prediction's value as a person reads it."""
     value, unit = prediction.value, prediction.unit
+    if value is None:  # a note that opens "Unbounded: ..." names what the null means
+        head, colon, _ = prediction.note.partition(":")
+        return head if colon and head.isalpha() else "None"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return _list_text(value) if isinstance(value, list) else str(value)
     if unit in ("B", "B/token"):

@@ -55,8 +55,10 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     ``overrides`` are ``key.path=value`` strings applied before validation; ``value`` is
     read as JSON when it parses (numbers, booleans, objects) and as a string otherwise.
     Relative paths inside the spec (``model.hf_config``) are resolved against the spec
-    file's folder (the working directory for a dict). A dict is held to the bounds a file is
-    (nesting, integer sizes, finite numbers). Raises :class:`SpecError`, for any argument.
+    file's folder (the working directory for a dict). A file a family reads without a spec
+    (a model's ``config.json``, or its folder) is read as that family's spec. A dict is held
+    to the bounds a file is (nesting, integer sizes, finite numbers). Raises
+    :class:`SpecError`, for any argument.
     """
     if isinstance(overrides, str | bytes) or not isinstance(overrides, Sequence):
         raise SpecError("<overrides>", [(None, "overrides are a list of 'key.path=value'")])
@@ -65,6 +67,12 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
         name, base_dir, data = "<dict>", Path.cwd(), copy.deepcopy(dict(source))
     elif isinstance(source, str | Path):
         path = Path(source)
+        direct = read_as_spec(path, {})
+        if direct is not None:
+            try:
+                return load_spec(direct, overrides)
+            except SpecError as exc:
+                raise SpecError(str(path), exc.problems) from None
         name, base_dir, data = str(path), path.parent, _read_json(path)
     else:
         kind = type(source).__name__
@@ -83,6 +91,17 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
         return model.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
         raise SpecError(name, [_describe(err, model) for err in exc.errors()]) from None
+
+
+def read_as_spec(path: Path, serving: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The spec (a dict) of the family that reads ``path`` without a spec file (a model's
+    config.json), with ``serving`` as its serving fields; None when no family reads it."""
+    for registered in FAMILIES.values():
+        if registered.reads:
+            spec = resolve(registered.reads)(path, dict(serving))
+            if spec is not None:
+                return spec
+    return None
 
 
 def expand(

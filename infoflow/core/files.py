@@ -31,7 +31,7 @@ def read_json(path: Path, what: str = "file", max_bytes: int = MAX_BYTES) -> Any
 
     Refused promptly, never read forever: a missing file, a directory, anything that is not
     a regular file (a FIFO, a device), a file over ``max_bytes``; then invalid UTF-8 or
-    JSON, NaN and Infinity, nesting deeper than MAX_DEPTH, integers beyond MAX_INTEGER."""
+    JSON, NaN and Infinity, nesting deeper than MAX_DEPTH, numbers beyond MAX_INTEGER."""
     source = str(path)
     try:
         info = os.stat(path)
@@ -77,7 +77,7 @@ def parse_json(text: str, source: str, where: str | None = None) -> Any:
 
 
 def check_values(data: Any, source: str, where: str | None = None) -> None:
-    """Refuse nesting deeper than MAX_DEPTH, non-finite floats and integers beyond
+    """Refuse nesting deeper than MAX_DEPTH, non-finite floats and numbers beyond
     MAX_INTEGER in ``data``, naming the dotted path of the first offender."""
     stack: list[tuple[Any, list[str]]] = [(data, [where] if where else [])]
     while stack:
@@ -91,6 +91,8 @@ def check_values(data: Any, source: str, where: str | None = None) -> None:
             stack += [(v, [*path, str(i)]) for i, v in enumerate(value)]
         elif isinstance(value, float) and not math.isfinite(value):
             raise SpecError(source, [(field, f"{value} is not a finite number")])
+        elif isinstance(value, float) and abs(value) > MAX_INTEGER:
+            raise SpecError(source, [(field, f"{value:.3g} is beyond any sensible size")])
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
             digits = int(abs(value).bit_length() * math.log10(2)) + 1
             shown = f"{value:.3g}" if digits < 300 else f"an integer of about {digits} digits"

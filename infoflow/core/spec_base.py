@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from pathlib import Path
@@ -27,19 +28,23 @@ class StrictModel(BaseModel):
                 key = field.alias or name
                 if isinstance(data.get(key), bool) and _numeric(field.annotation):
                     raise ValueError(f"'{key}' is a boolean, where a number belongs")
+                if isinstance(data.get(key), str) and _numeric(field.annotation, only=True):
+                    shown = json.dumps(data[key][:40])
+                    raise ValueError(f"'{key}' is the string {shown}, where a number belongs")
         return data
 
 
-def _numeric(annotation: Any) -> bool:
+def _numeric(annotation: Any, only: bool = False) -> bool:
     """The annotation takes numbers and not booleans (``int``, ``float | None``, an
-    ``Annotated`` int, ...)."""
+    ``Annotated`` int, ...); ``only``: and nothing else but None (no string)."""
     if typing.get_origin(annotation) is typing.Annotated:
-        return _numeric(typing.get_args(annotation)[0])
+        return _numeric(typing.get_args(annotation)[0], only)
     if annotation in (int, float):
         return True
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = typing.get_args(annotation)
-        return bool not in args and any(_numeric(a) for a in args)
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        numeric = [_numeric(a, only) for a in args]
+        return bool not in args and (all(numeric) if only else any(numeric))
     return False
 
 

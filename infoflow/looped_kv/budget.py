@@ -45,11 +45,24 @@ def capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> d
     for suffix, budget, per_token, per_sequence in zip(
         suffixes, (budget_full, budget_compressed), *forms, strict=False
     ):
+        if suffix and fits is not None and budget <= 0:  # the codec's weights fill the rest
+            result["fits_device_compressed"] = _codec_does_not_fit(out, budget_full)
+            break
         at = F.Numbers(**vars(values), step=spec.serving.batch_step or 1)
         at.budget = max(0, F.Numbers.floor(budget))
         result.update(_budget_row(spec, suffix, at.budget, where))
         result.update(_capacity_rows(spec, suffix, at, (per_token, per_sequence)))
     return result
+
+
+def _codec_does_not_fit(out: dict[str, Prediction], left: Fraction) -> Prediction:
+    codec = out["codec_weight_bytes"].value
+    note = (
+        f"the codec's weights {_bytes(codec)} > the memory the model's weights leave "
+        f"{_bytes(int(left))}: the compressed cache has no room, so no compressed capacity is "
+        "given"
+    )
+    return Prediction(False, "", "exact", "derived", note)
 
 
 def _budget_row(spec: LoopedKVSpec, suffix: str, budget: int, where: str) -> dict:
@@ -131,6 +144,13 @@ def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
         f"({devices}{memory} * usable_fraction {serving.usable_fraction}"
         f"{' - overhead' if serving.overhead_gib else ''})"
     )
+    if usable <= 0:
+        overhead = tp * exact(serving.overhead_gib) * GIB
+        note = (
+            f"the overhead {_bytes(overhead)} takes all of {devices}{memory} * usable_fraction "
+            f"{serving.usable_fraction} ({_bytes(int(usable + overhead))}): nothing is left for "
+            "the weights"
+        )
     if not fits:
         note += ": the model does not fit, so no capacity is given"
     # across devices, weights each device repeats are not counted: a fit is then not certain
@@ -141,51 +161,75 @@ def _budgets(spec: LoopedKVSpec, out: dict[str, Prediction]):
 _ZERO = Prediction(0, "B", "exact", "derived")
 
 
-def _batch_fits(spec: LoopedKVSpec, batch: int, memory: int, cache: str) -> Prediction | None:
-    """Whether weights, overhead and the batch's cache fit the devices' usable memory: a
-    certain no when they do not and the cache is exact (what is left out only adds), an
-    estimate otherwise (``cache``: the cache's bound; an upper bound may overstate it)."""
-    device = spec.serving.device_bytes
-    if device is None:
+def _batch_fits(spec: LoopedKVSpec, batch: str, memory: int, cache: int, bound: str):
+    """(name, prediction) of whether the batch fits: its cache in a budget given directly, or
+    weights, overhead and cache in the devices' usable memory; a certain no when it does not
+    and the cache is exact (what is left out only adds), an estimate otherwise (``bound``: the
+    cache's; an upper bound may overstate it). ``batch`` names the batch. None without a
+    budget."""
+    serving = spec.serving
+    if serving.memory_budget_gib is not None:
+        name, taken, usable = "batch_fits_budget", cache, exact(serving.memory_budget_gib) * GIB
+        where = "the budget (memory_budget_gib, all of it the cache's)"
+        what = f"the cache of {batch}"
+    elif serving.device_bytes is not None:
+        name, taken = "batch_fits_device", memory
+        usable = serving.device_bytes * serving.tensor_parallel * exact(serving.usable_fraction)
+        where, what = "memory", batch
+    else:
         return None
-    usable = Fraction(device) * spec.serving.tensor_parallel * exact(spec.serving.usable_fraction)
-    fits = memory <= usable
-    said = "<=" if fits else ">"
-    note = f"a batch of {batch} takes {_bytes(memory)} {said} memory {_bytes(int(usable))}"
+    fits = taken <= usable
+    note = f"{what} takes {_bytes(taken)} {'<=' if fits else '>'} {where} {_bytes(int(usable))}"
     if fits:
-        return Prediction(True, "", "estimate", "derived", note + " (activations not counted)")
-    bound = "exact" if cache == "exact" else "estimate"
-    return Prediction(False, "", bound, "derived", note + ": it does not fit")
+        left_out = " (activations not counted)" if name == "batch_fits_device" else ""
+        return name, Prediction(True, "", "estimate", "derived", note + left_out)
+    certain = "exact" if bound == "exact" else "estimate"
+    return name, Prediction(False, "", certain, "derived", note + ": it does not fit")
 
 
 def batch_memory(spec: LoopedKVSpec, out: dict[str, Prediction], values, per_sequence) -> dict:
-    """The cache and the memory of ``serving.batch`` sequences, when the spec gives a batch."""
-    batch = spec.serving.batch
-    if batch is None:
+    """The cache and the memory of ``serving.batch`` sequences, when the spec gives a batch:
+    stored in full, and compressed when a codec applies (its weights counted)."""
+    if spec.serving.batch is None:
         return {}
-    per_sequence = stored(spec, False, per_sequence, per_sequence)[1]
+    suffixes = ("",) if plain(spec) else ("", "_compressed")
+    rows: dict[str, Prediction] = {}
+    for suffix, form in zip(suffixes, per_sequence, strict=False):
+        rows.update(_batch_rows(spec, out, values, suffix, form))
+    return rows
+
+
+def _batch_rows(spec: LoopedKVSpec, out, values, suffix: str, per_sequence: F.Form) -> dict:
+    batch, tp = spec.serving.batch, spec.serving.tensor_parallel
+    per_sequence = stored(spec, bool(suffix), per_sequence, per_sequence)[1]
     cache = int(batch * per_sequence(values))
-    tp = spec.serving.tensor_parallel
     overhead = int(tp * exact(spec.serving.overhead_gib) * GIB)
-    memory = out["weight_bytes"].value + cache + overhead
-    bound = out["kv_cache_bytes"].bound  # upper for chunked layers and residual windows
-    fits = _batch_fits(spec, batch, memory, bound)
+    weights = out["weight_bytes"].value
+    codec = ""
+    if suffix:
+        weights += out["codec_weight_bytes"].value
+        codec = " + the codec's weights"
+    memory = weights + cache + overhead
+    bound = out[f"kv_cache_bytes{suffix}"].bound  # upper for chunked layers, residual windows
+    named = f"a batch of {batch}" + (", compressed," if suffix else "")
+    fits = _batch_fits(spec, named, memory, cache, bound)
+    stored_as = "compressed, " if suffix else ""
     return {
-        **({"batch_fits_device": fits} if fits is not None else {}),
-        "kv_cache_bytes_batch": Prediction(
+        **({f"{fits[0]}{suffix}": fits[1]} if fits is not None else {}),
+        f"kv_cache_bytes_batch{suffix}": Prediction(
             cache,
             "B",
             bound,
             "derived",
-            f"The cache of {batch} sequences of N tokens, as all devices hold it.",
+            f"The cache of {batch} sequences of N tokens, {stored_as}as all devices hold it.",
         ),
-        "serving_memory_bytes": Prediction(
+        f"serving_memory_bytes{suffix}": Prediction(
             memory,
             "B",
             "lower" if bound == "exact" else "estimate",
             "derived",
-            f"Weights + the cache of {batch} sequences + overhead: a lower bound (activations, "
-            "the engine's own buffers and fragmentation come on top)"
+            f"Weights{codec} + the cache of {batch} sequences + overhead: a lower bound "
+            "(activations, the engine's own buffers and fragmentation come on top)"
             + ("." if bound == "exact" else ", less certain where the cache is an upper bound."),
         ),
     }
@@ -234,7 +278,7 @@ def _max_context(model, context: F.Form, at: F.Numbers, per_token: F.Form) -> Pr
 
 def _bytes(number: int | Fraction) -> str:
     """Bytes as a person reads them: 150,000,000,000 B (139.7 GiB)."""
-    return f"{int(number):,} B ({number / GIB:.1f} GiB)"
+    return f"{int(number):,} B ({float(number / GIB):.1f} GiB)"
 
 
 def exact(number: float) -> Fraction:

@@ -30,7 +30,7 @@ def compare(spec: LoopedKVSpec, format: str = "table", source: str = "<spec>") -
     model, codec = spec.model, spec.codec
     if model.latent_attention or model.sliding_window or model.mamba:
         raise SpecError(source, [("model", "codecs are compared on per-head caches only")])
-    if model.loops == 1 and not (model.prelude_layers or model.coda_layers):
+    if model.loops == 1:
         message = "codecs compress the loop axis, and this model does not loop (loops 1)"
         raise SpecError(source, [("model.loops", message)])
     if codec.r_k is None or codec.r_v is None:

@@ -18,6 +18,10 @@ def mixtral(config: Config) -> Config:
 def deepseek(config: Config) -> Config:
     """DeepSeek-V2/V3: routed and shared experts after dense first layers, and multi-head
     latent attention; V3's router carries a correction bias per expert (a stored tensor)."""
+    dense, layers = config["first_k_dense_replace"], config["num_hidden_layers"]
+    if dense >= layers:
+        message = f"'first_k_dense_replace' is {dense}, not below 'num_hidden_layers' {layers}"
+        raise FieldError("hf_config", message + ": no layer would hold the experts")
     experts = {
         "routed": config["n_routed_experts"],
         "per_token": config["num_experts_per_tok"],

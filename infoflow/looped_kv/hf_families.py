@@ -36,6 +36,11 @@ def per_layer(layers: int, mark: Callable[[int], Any]) -> list[Any]:
 def llama_like(config: Config) -> Config:
     """Ouro-style (total_ut_steps) or a plain decoder (T = 1)."""
     looped = "total_ut_steps" in config
+    kind = config.get("model_type")
+    if looped and kind not in (None, "ouro"):
+        message = f"'total_ut_steps' is Ouro's loop count, and model_type {kind!r} does not loop"
+        raise FieldError("hf_config", message + ': set "model_type": "ouro", or drop the key')
+    _one_loop_key(config, "total_ut_steps", "mean_recurrence")
     if config.get("attention_bias"):
         bias = "qkvo"  # Llama's attention_bias puts a bias on all four projections
     elif config.get("model_type") == "qwen2":
@@ -60,7 +65,20 @@ def llama_like(config: Config) -> Config:
     }
 
 
+def _one_loop_key(config: Config, own: str, other: str) -> None:
+    """Refuse the other family's loop count beside this one's: which one loops is unknown."""
+    if own in config and other in config:
+        message = f"both {own!r} ({config[own]}) and {other!r} ({config[other]}) give a loop "
+        raise FieldError("hf_config", message + f"count; this layout reads {own!r}: drop the other")
+
+
 def huginn(config: Config) -> Config:
+    _one_loop_key(config, "mean_recurrence", "total_ut_steps")
+    parts = ("n_layers_in_prelude", "n_layers_in_recurrent_block", "n_layers_in_coda")
+    physical = sum(config[key] for key in parts)
+    if config.get("n_layers", physical) != physical:
+        message = f"'n_layers' is {config['n_layers']}, not the {physical} of {', '.join(parts)}"
+        raise FieldError("hf_config", message)
     heads = config["n_heads"]
     return {
         "hidden_size": config["n_embd"],

@@ -84,8 +84,8 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     _as_stored(spec, out)
     forms = (full, compressed), (full_sequence, compressed_sequence)
     out.update(capacity(spec, out, values, forms))
-    out.update(batch_memory(spec, out, values, full_sequence))
-    failed = [out[name] for name in ("fits_device", "batch_fits_device") if name in out]
+    out.update(batch_memory(spec, out, values, (full_sequence, compressed_sequence)))
+    failed = [p for name, p in out.items() if name.startswith(("fits_device", "batch_fits"))]
     messages = tuple(p.note for p in failed if p.value is False)
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source, messages=messages)
 

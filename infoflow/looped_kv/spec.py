@@ -271,15 +271,21 @@ class LoopedKVSpec(SpecBase):
 
     @model_validator(mode="after")
     def _check_cache(self) -> LoopedKVSpec:
-        """A codec is modelled on per-head caches only; an integer cache needs vectors made of
-        whole groups and no codec."""
+        """A codec is modelled on the per-head caches of a model that loops; an integer cache
+        needs vectors made of whole groups and no codec."""
         model, dtype = self.model, self.cache_dtype
         if self.codec.variant != "none" and (
-            model.latent_attention or model.sliding_window or model.mamba
+            model.latent_attention or model.sliding_window or model.mamba or model.experts
         ):
             raise FieldError(
                 "codec.variant",
-                "a codec on latent attention, windowed or Mamba layers is not modelled",
+                "a codec on latent attention, windowed, Mamba or expert layers is not modelled",
+            )
+        if self.codec.variant != "none" and model.loops == 1:
+            raise FieldError(
+                "codec.variant",
+                "the codecs compress the loop axis (head_axis is their control at matched "
+                "bytes), and this model does not loop (model.loops 1): set codec.variant=none",
             )
         self._check_residual(dtype)
         if dtype in QUANTIZED:

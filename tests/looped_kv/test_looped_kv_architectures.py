@@ -73,6 +73,9 @@ def test_a_window_caps_what_a_layer_keeps() -> None:
     assert long["kv_cache_bytes"].value == 32 * 4096 * 4096 == 512 * MIB
     roomy = _predict("mistral-7b-v0.1", context_tokens=8192, memory_budget_gib=1)
     assert roomy["max_context_tokens"].value is None  # every layer windowed: unbounded
+    from infoflow.render import format_value
+
+    assert format_value(roomy["max_context_tokens"]) == "Unbounded"  # a table's cell
     assert roomy["max_batch"].value == 2
     tight = _predict("mistral-7b-v0.1", context_tokens=8192, memory_budget_gib=0.25)
     assert tight["max_context_tokens"].value == 2048
@@ -118,14 +121,29 @@ def test_integer_caches_count_their_scales(dtype, per_token) -> None:
         ),
         (
             {"codec": {"variant": "per_head", "r_k": 32, "r_v": 32}},
-            "field 'codec.variant': a codec on latent attention, windowed or Mamba layers",
+            "field 'codec.variant': a codec on latent attention, windowed, Mamba or expert",
         ),
         (
             {"model": {"hf_config": str(CONFIGS / "mixtral-8x7b.json"), "loops": 4}},
             "field 'model.experts': modelled for plain decoders only",
         ),
+        (
+            {
+                "model": {"hf_config": str(CONFIGS / "mixtral-8x7b.json")},
+                "codec": {"variant": "final_loop"},
+            },
+            "field 'codec.variant': a codec on latent attention, windowed, Mamba or expert",
+        ),
+        (
+            {
+                "model": {"hf_config": str(CONFIGS / "llama-3-8b.json")},
+                "codec": {"variant": "head_axis", "r_k": 8, "r_v": 8},
+            },
+            "field 'codec.variant': the codecs compress the loop axis (head_axis is their "
+            "control at matched bytes), and this model does not loop (model.loops 1)",
+        ),
     ],
-    ids=["group", "codec-on-latents", "looped-experts"],
+    ids=["group", "codec-on-latents", "looped-experts", "codec-on-experts", "codec-unlooped"],
 )
 def test_what_is_not_modelled_is_refused(tmp_path, change, message) -> None:
     name = "llama-2-7b" if "cache_group_size" in json.dumps(change) else "deepseek-v2"
@@ -244,3 +262,28 @@ def test_tensor_parallel_copies_only_what_cannot_be_split(tmp_path) -> None:
     )
     assert sixteen["max_batch"].value == 0 and sixteen["max_context_tokens"].value == 3072
     assert "each KV head kept 2 times" in sixteen["max_batch"].note
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "message"),
+    [
+        ("llama-3-8b", {"total_ut_steps": 4}, "'total_ut_steps' is Ouro's loop count, and "),
+        ("qwen3-0.6b", {"total_ut_steps": 4}, "model_type 'qwen3' does not loop"),
+        ("ouro-1.4b", {"mean_recurrence": 8}, "both 'total_ut_steps' (4) and 'mean_recurrence'"),
+        ("huginn-0125", {"total_ut_steps": 4}, "this layout reads 'mean_recurrence'"),
+        ("huginn-0125", {"n_layers": 10}, "'n_layers' is 10, not the 8 of n_layers_in_prelude"),
+        (
+            "deepseek-v2-lite",
+            {"first_k_dense_replace": 100},
+            "'first_k_dense_replace' is 100, not below 'num_hidden_layers' 27",
+        ),
+    ],
+)
+def test_config_keys_that_contradict_each_other_are_refused_by_name(
+    tmp_path, name, change, message
+) -> None:
+    """A loop key of another layout, two loop counts, a layer count that is not the sum of
+    its parts, experts that no layer holds: refused, never one of them silently."""
+    config = {**json.loads((CONFIGS / f"{name}.json").read_text()), **change}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert message in refused("predict", str(tmp_path / "config.json"))

@@ -36,8 +36,9 @@ def test_fp8_weights_keep_the_compute_dtype_for_the_cache(tmp_path) -> None:
     """DeepSeek-V3's released config: fp8 weights, a bf16 cache (70,272 B a token, as
     transformers keeps it), unless the serving options make the cache fp8."""
     data = config("deepseek-v3")
-    bf16 = counted(tmp_path, data)
-    fp8 = counted(tmp_path, {**data, "quantization_config": FP8})
+    assert FP8.items() <= data["quantization_config"].items()  # as released
+    bf16 = counted(tmp_path, {k: v for k, v in data.items() if k != "quantization_config"})
+    fp8 = counted(tmp_path, data)
     assert fp8.spec.model.dtype == "bfloat16"
     assert fp8["kv_bytes_per_token"].value == bf16["kv_bytes_per_token"].value == 61 * 576 * 2
     assert fp8["weight_bytes"].value < bf16["weight_bytes"].value
@@ -212,8 +213,8 @@ def test_tensor_parallel_beyond_the_kv_heads_is_an_upper_bound_with_copies_count
 
 
 def test_weights_that_do_not_fit_say_so_and_give_no_capacity(tmp_path) -> None:
-    """DeepSeek-V3 on one H200: 1.34 TB of bf16 weights; it used to print a 0 B budget and
-    max batch 0, "exact"."""
+    """DeepSeek-V3 on one H200: 673 GB of fp8 weights (as released); it used to print a 0 B
+    budget and max batch 0, "exact"."""
     result = counted(tmp_path, config("deepseek-v3"), device="h200")
     fits = result["fits_device"]
     weights = result["weight_bytes"].value
@@ -244,6 +245,13 @@ def test_predict_takes_a_config_json_without_a_spec(tmp_path) -> None:
     table = run_cli("predict", str(tmp_path / "model"), "--device", "h200", "--tp", "2")
     assert table.returncode == 0 and "max_batch" in table.stdout
     assert "compression" not in table.stdout and "codec" not in table.stdout
+    # the library reads the same files the same way (serving fields as overrides)
+    library = infoflow.load_spec(path, ["serving.context_tokens=8192", "serving.batch=4"])
+    assert infoflow.predict(library).to_json()["predictions"] == predictions
+    folder = infoflow.predict(tmp_path / "model")
+    assert folder["kv_bytes_per_token"].value == per_token
+    with pytest.raises(infoflow.SpecError, match=r"field 'model\.hf_config'"):
+        infoflow.load_spec(_write(tmp_path, {"model_type": "llama", "hidden_size": 64}))
 
 
 @pytest.mark.parametrize(
@@ -294,12 +302,12 @@ def test_deepseek_v3_mtp_layer_is_reported_apart_as_engines_load_it(tmp_path) ->
     """The released config has one multi-token-prediction module: transformers does not build
     it and vLLM loads it only for speculative decoding, so the model's count stays
     transformers' and the module is reported apart; together they make the published 685B."""
-    released = {**config("deepseek-v3"), "num_nextn_predict_layers": 1}
+    released = config("deepseek-v3")
+    assert released["num_nextn_predict_layers"] == 1
     result = counted(tmp_path, released)
-    assert (
-        result["model_parameters"].value
-        == counted(tmp_path, config("deepseek-v3"))["model_parameters"].value
-    )
+    without = counted(tmp_path, {**released, "num_nextn_predict_layers": 0})
+    assert "mtp_parameters" not in without.predictions
+    assert result["model_parameters"].value == without["model_parameters"].value
     total = result["model_parameters"].value + result["mtp_parameters"].value
     assert total == pytest.approx(685e9, rel=1e-3)
     assert "speculative decoding" in result["mtp_parameters"].note
@@ -402,7 +410,9 @@ def test_plot_and_compare_take_a_plain_decoder_as_it_is(tmp_path) -> None:
         str(CONFIGS / "llama-3-8b.json"),
         *("--set", "codec.variant=per_head", "--set", "codec.r_k=8", "--set", "codec.r_v=8"),
     )
-    assert "codecs compress the loop axis, and this model does not loop" in line
+    assert "and this model does not loop (model.loops 1)" in line
+    plain = refused("compare", str(CONFIGS / "llama-3-8b.json"))  # no codec: compare's check
+    assert "codecs compress the loop axis, and this model does not loop (loops 1)" in plain
 
 
 def _integer_bytes_of(model, method: str, bits: int = 4, group: int = 128) -> int:
@@ -522,3 +532,42 @@ def test_serving_options_on_a_spec_of_another_kind_say_whose_they_are() -> None:
     line = refused("predict", icl, "--context", "8192", "--tp", "2")
     assert "--context, --tp: options of a looped_kv spec or a model's config" in line
     assert "kind is icl_markov" in line
+
+
+def test_a_batch_with_a_codec_is_checked_compressed_too_and_against_a_direct_budget() -> None:
+    """Ouro-1.4B at 4k, 21.3x: 100 sequences take 300 GiB in full (no fit on an H200) and
+    100 x 144 MiB compressed, with the codec's weights (a fit); in the paper's 108 GiB cache
+    budget 1,000 sequences fit in neither form."""
+    h200 = ["serving.memory_budget_gib=null", "serving.device=h200", "serving.batch=100"]
+    on_device = infoflow.predict(infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json", h200))
+    compressed = on_device["kv_cache_bytes_batch_compressed"].value
+    assert compressed == 100 * on_device["kv_cache_bytes_compressed"].value == 100 * 144 * 2**20
+    weights = on_device["weight_bytes"].value + on_device["codec_weight_bytes"].value
+    assert on_device["serving_memory_bytes_compressed"].value == weights + compressed
+    assert on_device["batch_fits_device"].value is False
+    assert on_device["batch_fits_device_compressed"].value is True
+    assert on_device.messages == (on_device["batch_fits_device"].note,)
+    budget = infoflow.predict(
+        infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json", ["serving.batch=1000"])
+    )
+    assert budget["batch_fits_budget"].value is budget["batch_fits_budget_compressed"].value
+    assert budget["batch_fits_budget_compressed"].value is False
+    assert "a batch of 1000, compressed, takes 150,994,944,000 B" in budget.messages[1]
+    fits = infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json", ["serving.batch=768"])
+    assert infoflow.predict(fits)["batch_fits_budget_compressed"].value is True
+
+
+def test_a_codec_whose_weights_do_not_fit_gives_no_compressed_capacity() -> None:
+    """Ouro-1.4B with the 2D codec at 1.33x: 9 GiB of codec weights, 6.33 GiB left on a
+    10 GiB device; and an overhead larger than the device is named as the cause."""
+    small = ["serving.memory_budget_gib=null", "serving.device_memory_gib=10"]
+    result = infoflow.predict(infoflow.load_spec(LOOPED_KV / "ouro-1.4b-2d-1.33x.json", small))
+    assert result["fits_device"].value is True and result["max_context_tokens"].value > 0
+    codec = result["fits_device_compressed"]
+    assert codec.value is False and "the codec's weights 9,664,462,848 B" in codec.note
+    assert not {"cache_budget_bytes_compressed", "max_batch_compressed"} & set(result.predictions)
+    assert result.messages == (codec.note,)
+    overhead = ["serving.memory_budget_gib=null", "serving.device=h200", "serving.overhead_gib=125"]
+    full = infoflow.predict(infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json", overhead))
+    assert full["fits_device"].value is False
+    assert full["fits_device"].note.startswith("the overhead 134,217,728,000 B (125.0 GiB) takes")

@@ -93,9 +93,12 @@ def test_undecodable_bytes_are_refused(tmp_path) -> None:
     [
         ("serving.context_tokens=NaN", "field 'serving.context_tokens': unreadable number"),
         ("serving.context_tokens=1e400", "inf is not a finite number"),
-        ("serving.memory_budget_gib=inf", "memory_budget_gib': Input should be a finite number"),
-        ("serving.usable_fraction=nan", "usable_fraction': Input should be a finite number"),
+        ("serving.memory_budget_gib=inf", "'memory_budget_gib' is the string \"inf\", where a"),
+        ("serving.usable_fraction=nan", "'usable_fraction' is the string \"nan\", where a number"),
+        ("serving.context_tokens='64'", "'context_tokens' is the string \"'64'\", where a number"),
         ("serving.context_tokens=" + "9" * 30, "beyond any sensible size"),
+        ("serving.memory_budget_gib=1e300", "memory_budget_gib': 1e+300 is beyond any sensible"),
+        ("serving.device_memory_gib=-1e17", "device_memory_gib': -1e+17 is beyond any sensible"),
         ("serving.context_tokens=[" + "[" * 50 + "]" * 51, "nested deeper"),
         ("noequals", "expected key.path=value"),
         ("serving..x=1", "expected key.path=value"),
@@ -175,9 +178,15 @@ def test_an_hf_config_that_is_not_a_file_names_the_field(tmp_path) -> None:
         (lambda c: c["exponents"]["transient"].update(value=25.0), "an exponent is at most 20"),
         (
             lambda c: next(a for a in c["anchors"] if a.get("tau_2gen"))["tau_2gen"].update(
-                value=1e308
+                value=1e15
             ),
             "less than or equal to",
+        ),
+        (
+            lambda c: next(a for a in c["anchors"] if a.get("tau_2gen"))["tau_2gen"].update(
+                value=1e308
+            ),
+            "tau_2gen.value': 1e+308 is beyond any sensible size",
         ),
         (lambda c: c["anchors"][0]["settings"].pop("context_len"), "settings lacks context_len"),
     ],
@@ -189,6 +198,7 @@ def test_an_hf_config_that_is_not_a_file_names_the_field(tmp_path) -> None:
         "negative-stderr",
         "huge-exponent",
         "huge-time",
+        "absurd-time",
         "missing-setting",
     ],
 )

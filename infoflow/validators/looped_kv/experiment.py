@@ -134,8 +134,9 @@ def cannot_train(spec: LoopedKVSpec) -> str | None:
     if params > MAX_PARAMETERS:
         return (
             f"{model.name} has {params:,} parameters: the looped_kv validator trains models "
-            f"up to {MAX_PARAMETERS:,} (specs/looped_kv/tiny-looped.json); loading a "
-            "pretrained checkpoint is not built yet"
+            f"up to {MAX_PARAMETERS:,} (specs/looped_kv/tiny-looped.json); a larger one is "
+            "measured from a local checkpoint folder (model.checkpoint) whose vocabulary is "
+            f"at most {MAX_VOCAB:,} tokens"
         )
     if model.kv_heads != model.heads or model.hidden_size != model.heads * model.head_dim:
         return "the validator's model has as many KV heads as heads, of width hidden / heads"
