@@ -94,22 +94,22 @@ def to_markdown(result: Result) -> str:
 
 
 def to_latex(result: Result) -> str:
-    """A LaTeX table of one result: each prediction with its value and, for formulas, the
-    expression in maths mode (for a paper)."""
+    """A LaTeX table of one result: each prediction with its value, bound, provenance and,
+    for formulas, the expression in maths mode (for a paper: a reconstruction stays marked)."""
     import sympy
 
     lines = [
         f"% {one_line(_title(result))}",
-        r"\begin{tabular}{lll}",
+        r"\begin{tabular}{lllll}",
         r"\hline",
-        r"prediction & value & expression \\",
+        r"prediction & value & bound & provenance & expression \\",
         r"\hline",
     ]
     for name, p in result.predictions.items():
         expression = f"${sympy.latex(p.expression)}$" if p.expression is not None else ""
-        lines.append(
-            rf"\texttt{{{latex_text(name)}}} & {latex_text(format_value(p))} & {expression} \\"
-        )
+        cells = [f"\\texttt{{{latex_text(name)}}}", format_value(p), p.bound, p.provenance]
+        row = " & ".join([cells[0], *(latex_text(c) for c in cells[1:]), expression])
+        lines.append(row + r" \\")
     lines += [r"\hline", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 

@@ -64,6 +64,11 @@ class Constant(_Strict):
     stderr: float | None = Field(None, ge=0, allow_inf_nan=False)
     provenance: str = Field(description="A tag: paper:summary, prior:<work>, fit:<runs>, ...")
     source: str = Field(description="Where the number comes from, in a sentence.")
+    fitted_at: dict[str, Any] | None = Field(
+        None,
+        description="The settings of the runs it was fitted to (settings_of a spec): a "
+        "measurement at these settings cannot test it.",
+    )
 
 
 class Bracket(_Strict):
@@ -175,7 +180,8 @@ class Calibration(_Strict):
     clocks: list[ClockSet] = []
 
     def nearest(self, quantity: str, settings: dict[str, Any]) -> Anchor | None:
-        """The anchor that measured ``quantity`` at the settings closest to ``settings``."""
+        """The anchor that measured ``quantity`` at the settings closest to ``settings`` (the
+        first listed of anchors equally close)."""
         found = [a for a in self.anchors if getattr(a, quantity) is not None]
         return min(found, key=lambda a: distance(a.settings, settings), default=None)
 

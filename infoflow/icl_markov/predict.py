@@ -115,7 +115,31 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
         predictions["final_phase"] = Prediction(None, "", "estimate", FORMS, f"None: {unplaced}.")
     predictions["task_vector_generalizes"] = _task_vector(spec)
     predictions["final_boundary"] = _final_boundary(spec, calibration)
-    return Result("icl_markov", spec, predictions, source)
+    disagreement = _against_the_figure(spec, predictions)
+    return Result("icl_markov", spec, predictions, source, messages=disagreement)
+
+
+def _against_the_figure(spec: IclMarkovSpec, predictions: dict) -> tuple[str, ...]:
+    """A message when final_phase, read from the working forms, puts K on the other side of
+    the end-of-training boundary measured at this very setting (a published figure)."""
+    boundary, phase = predictions["final_boundary"], predictions["final_phase"].value
+    if boundary.value is None or boundary.interval is None or phase is None:
+        return ()
+    low, high = boundary.interval
+    chains = spec.chains
+    if chains >= high and phase != "G2":
+        figure = "G2"
+    elif chains <= low and phase == "G2":
+        figure = "memorizing"
+    else:
+        return ()
+    return (
+        f"final_phase {phase} disagrees with the boundary measured at this setting: "
+        f"{fmt(boundary.value)} ({fmt(low)} to {fmt(high)}; {boundary.provenance}) has "
+        f"K = {chains} end in {figure}. final_phase comes from K*_1 = "
+        f"{fmt(predictions['k1_star'].value)} and tau_2Gen, scaled from other settings by the "
+        "working forms (a reconstruction); the measurement is the figure.",
+    )
 
 
 def _check_positive(spec: IclMarkovSpec, k1, k2, tau, source: str | None) -> None:
@@ -138,8 +162,14 @@ def _final_boundary(spec: IclMarkovSpec, calibration: Calibration) -> Prediction
     final-time boundary, such as Park et al.'s, says nothing about another budget)."""
     settings, steps = settings_of(spec), spec.training.steps
     anchor = calibration.nearest("final_boundary", settings)
-    if anchor is None:
+    rate = spec.training.layer1_attention_lr
+    if anchor is None or rate != 1:
         why = "the calibration file has no final-time boundary"
+        if rate != 1:
+            why = (
+                f"layer 1's attention learns at {rate:g} x the rate: a boundary read at the full "
+                "rate does not hold where the race moves it"
+            )
         return Prediction(None, "chains", "estimate", "uncalibrated", f"None: {why}.")
     if distance(anchor.settings, settings) > 0 or anchor.budget_steps != steps:
         diff = differences(anchor.settings, settings)
@@ -231,6 +261,8 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
     )
     rounded = round(value) if unit == "steps" else _chains(value)
     provenance = f"calibrated:{anchor.name} ({anchor.provenance})"
+    if diff:  # carried to other settings by the working forms
+        provenance += f", scaled by {FORMS}"
     expression = sympy.Symbol(f"{quantity}_anchor") * ratio
     prediction = Prediction(rounded, unit, "estimate", provenance, note, expression, interval)
     return prediction, value

@@ -309,3 +309,28 @@ def test_without_a_gpu_icl_estimates_on_the_generic_model_recorded_on_one(monkey
     assert 1.5 < H200_RACE_SECONDS / recorded < 2 and H200_RACE_SECONDS / assumed > 4
     unrecorded = steptime.Probes("x", steptime.GENERIC.small, steptime.GENERIC.large)
     assert steptime.step_time("cuda", unrecorded) is steptime.ASSUMED_H200
+
+
+def test_k2_is_not_judged_at_the_settings_its_capacity_was_fitted_to() -> None:
+    """The shipped capacity was fitted to decoder-c3's setting: a run there (whatever its
+    group's name, which changes with the code's version) cannot test it; another setting
+    can. It was judged, and confirmed, once the name had changed."""
+    from types import SimpleNamespace
+
+    from infoflow.validators.icl_markov.decoder.judge import judge_decoder
+
+    rows = [0.01, 0.05, 0.2, 0.3, 0.01]
+    metrics = {
+        i: {3000: {"decoder:train_kl": kl, "decoder:g2_level": 0.1, "decoder:fresh_kl": kl + 0.01}}
+        for i, kl in enumerate(rows)
+    }
+    context = SimpleNamespace(store=SimpleNamespace(metrics=lambda name: metrics))
+    from conftest import SPECS
+
+    fitted = infoflow.load_spec(SPECS / "icl_markov" / "decoder-c3.json")
+    elsewhere = infoflow.load_spec(SPECS / "icl_markov" / "decoder-c3.json", ["states=4"])
+    for spec, judged in ((fitted, False), (elsewhere, True)):
+        group = DecoderGroup("decoder-c3-0123456789ab", spec, [64, 128, 256], [2, 9], 0)
+        _, claims = judge_decoder(group, context)
+        capacity = claims[0]
+        assert (capacity.verdict != "inconclusive") is judged, capacity.reason

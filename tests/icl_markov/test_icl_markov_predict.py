@@ -48,6 +48,26 @@ def test_park_settings_boundary_is_their_final_time_boundary_not_k1() -> None:
     assert "steps 108,000 (here 6,000)" in shorter["final_boundary"].note
 
 
+def test_the_figure_holds_at_parks_mixture_and_rate_and_says_when_the_forms_disagree() -> None:
+    """Park et al. draw mixture weights as normalised U(0, 1) (mixture "park"): their boundary
+    holds there, not at the Dirichlet default, nor with layer 1's attention slowed (the
+    intervention that moves it). Where final_phase, from K*_1 scaled by the working forms,
+    puts K on the other side of the figure's bracket, a message says so."""
+    assert infoflow.load_spec(PARK).mixture == "park"
+    default = infoflow.predict(infoflow.load_spec(PARK, ["sweep=null", "mixture=random"]))
+    assert default["final_boundary"].value is None and "mixture" in default["final_boundary"].note
+    slowed = infoflow.load_spec(PARK, ["sweep=null", "training.layer1_attention_lr=0.5"])
+    assert infoflow.predict(slowed)["final_boundary"].value is None
+    messages = {
+        chains: infoflow.predict(
+            infoflow.load_spec(PARK, ["sweep=null", f"chains={chains}"])
+        ).messages
+        for chains in (16, 32, 45, 64, 128)
+    }
+    assert [k for k, said in messages.items() if said] == [64]  # K*_1 = 90 > 64: M2 at 64
+    assert messages[64][0].startswith("final_phase M2 disagrees with the boundary measured")
+
+
 def test_k1_scales_as_the_working_form_between_context_lengths(tmp_path) -> None:
     """K*_1(N) / K*_1(512) = (g(N) / g(512))^(1/a), g(N) = N / ln N, a from the file."""
     path = str(park_only_calibration(tmp_path))
@@ -297,3 +317,13 @@ def test_where_the_race_and_the_capacity_disagree_no_phase_is_predicted() -> Non
     long = infoflow.predict(_spec(context_len=10**8, chains=1)).predictions
     assert long["k1_star"].value > long["k2_star"].value > 1
     assert long["phase_sequence"].value == ["G1", "M1", "M2"]
+
+
+def test_a_race_spec_is_predicted_from_an_anchor_its_own_sweep_did_not_make() -> None:
+    """smoke-c3 (1,500 steps) and race-c3 (600 steps) both measured at one setting: of
+    anchors equally near the first listed is used, smoke-c3's, so a race-c3 K sweep is judged
+    against numbers it did not calibrate (its own anchor would make its K*_1 claim circular)."""
+    race = infoflow.predict(infoflow.load_spec(SPECS / "icl_markov" / "race-c3.json"))
+    for quantity in ("k1_star", "tau_2gen"):
+        assert race[quantity].provenance.startswith("calibrated:smoke-c3-98c2d3b1")
+    assert (race["k1_star"].value, race["tau_2gen"].value) == (22.6, 263)

@@ -61,6 +61,8 @@ def test_latex_format() -> None:
     assert proc.returncode == 0, proc.stderr
     assert r"\begin{tabular}" in proc.stdout and r"\texttt{cost\_exponent}" in proc.stdout
     assert r"\frac{T - 3}{n + 1}" in proc.stdout
+    assert r"prediction & value & bound & provenance & expression \\" in proc.stdout
+    assert r"& lower & paper:theorem-2" in proc.stdout  # a reconstruction stays told apart
 
 
 def test_sweep_expands_to_every_point() -> None:
