@@ -61,12 +61,14 @@ def parse_json(text: str, source: str, where: str | None = None) -> Any:
     """``text`` as JSON, held to the same bounds as :func:`read_json`; ``where`` names the
     field the text is the value of (an override)."""
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         message = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         raise SpecError(source, [(where, message)]) from None
     except RecursionError:
         raise SpecError(source, [(where, f"nested deeper than {MAX_DEPTH} levels")]) from None
+    except RepeatedKey as exc:
+        raise SpecError(source, [(where, str(exc))]) from None
     except ValueError as exc:  # NaN / Infinity, or an integer of thousands of digits
         message = str(exc)
         if "integer string conversion" in message:
@@ -97,6 +99,21 @@ def check_values(data: Any, source: str, where: str | None = None) -> None:
             digits = int(abs(value).bit_length() * math.log10(2)) + 1
             shown = f"{value:.3g}" if digits < 300 else f"an integer of about {digits} digits"
             raise SpecError(source, [(field, f"{shown} is beyond any sensible size")])
+
+
+class RepeatedKey(ValueError):
+    """A JSON object that gives one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once (JSON lets the last of a repeat win
+    silently: a spec's second "states" would hide its first)."""
+    data = dict(pairs)
+    if len(data) < len(pairs):
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise RepeatedKey(f"the key {json.dumps(repeated)} is given twice in one object")
+    return data
 
 
 def _no_constant(name: str) -> None:

@@ -115,8 +115,32 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
         predictions["final_phase"] = Prediction(None, "", "estimate", FORMS, f"None: {unplaced}.")
     predictions["task_vector_generalizes"] = _task_vector(spec)
     predictions["final_boundary"] = _final_boundary(spec, calibration)
+    if spec.model.layers == 1:
+        predictions.update(_one_layer(predictions))
     disagreement = _against_the_figure(spec, predictions)
     return Result("icl_markov", spec, predictions, source, messages=disagreement)
+
+
+#: Why a single layer has no G2 and so no race between it and memorization.
+ONE_LAYER = (
+    "None: G2 needs two layers (a previous-token head, then the head that reads the bigram "
+    "statistic); Edelman et al. found single-layer models never beat the in-context unigram, "
+    "so a 1-layer model has no G2 to race memorization, and the paper's phases are for two."
+)
+
+
+def _one_layer(predictions: dict) -> dict:
+    """The phase predictions of a single-layer model: none (:data:`ONE_LAYER`)."""
+    return {
+        name: Prediction(None, predictions[name].unit, "estimate", "prior:edelman2024", ONE_LAYER)
+        for name in (
+            "k1_star",
+            "tau_2gen",
+            "phase_sequence",
+            "transient_g2_duration",
+            "final_phase",
+        )
+    }
 
 
 def _against_the_figure(spec: IclMarkovSpec, predictions: dict) -> tuple[str, ...]:

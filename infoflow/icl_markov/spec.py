@@ -97,6 +97,14 @@ class MarkovOptions(StrictModel):
     )
 
 
+def _distinct(values: list[int]) -> list[int]:
+    """A list of sizes, each once: a repeat would be one run counted twice."""
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(map(str, repeated))} given more than once")
+    return values
+
+
 class RaceClocks(StrictModel):
     """The clock runs behind the race prediction of K*_1 (docs/icl_markov.md, "The race")."""
 
@@ -105,6 +113,8 @@ class RaceClocks(StrictModel):
         description="The K at which the memorising paths (M1, M2) are timed; the race "
         "interpolates between them, so they should bracket K*_1.",
     )
+
+    _distinct_chains = field_validator("chains")(_distinct)
 
 
 class DecoderSweep(StrictModel):
@@ -121,6 +131,8 @@ class DecoderSweep(StrictModel):
         description="The task-vector dimensions D_phi at which the decoder is tested on fresh "
         "chains (codes: a random projection of the transition matrix).",
     )
+
+    _distinct_sizes = field_validator("chains", "task_dims")(_distinct)
 
 
 class IclMarkovSpec(SpecBase):

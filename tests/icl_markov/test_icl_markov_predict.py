@@ -327,3 +327,13 @@ def test_a_race_spec_is_predicted_from_an_anchor_its_own_sweep_did_not_make() ->
     for quantity in ("k1_star", "tau_2gen"):
         assert race[quantity].provenance.startswith("calibrated:smoke-c3-98c2d3b1")
     assert (race["k1_star"].value, race["tau_2gen"].value) == (22.6, 263)
+
+
+def test_a_single_layer_has_no_g2_and_so_no_race() -> None:
+    """Edelman et al.: single-layer models never beat the in-context unigram, so G2 (and with
+    it K*_1, tau_2Gen and the phase sequences) is not predicted for one layer."""
+    one = infoflow.predict(_spec(model={"layers": 1, "d_model": 64, "heads": 4, "mlp_width": 256}))
+    for name in ("k1_star", "tau_2gen", "phase_sequence", "final_phase"):
+        assert one[name].value is None and one[name].provenance == "prior:edelman2024", name
+        assert "single-layer models never beat the in-context unigram" in one[name].note
+    assert one["k2_star"].value is not None  # the MLP's capacity does not need G2

@@ -54,6 +54,7 @@ def test_files_that_are_not_specs_are_refused_promptly(tmp_path) -> None:
         ),
         ('{"kind": "looped_kv", "serving": {"context_tokens": 1e999}}', "not a finite number"),
         ('{"kind": "looped_kv", "a\\nb": 1}', "field 'a\\nb': unknown field"),
+        ('{"kind": "icl_markov", "states": 3, "states": 5}', 'the key "states" is given twice'),
         (
             '{"kind": "retrieval", "architecture": {"layers": 1, "heads": 1}, "target": "'
             + "y" * 100_000
@@ -71,6 +72,7 @@ def test_files_that_are_not_specs_are_refused_promptly(tmp_path) -> None:
         "huge-int",
         "overflow",
         "newline-key",
+        "repeated-key",
         "long-string",
         "array",
     ],
@@ -107,6 +109,12 @@ def test_undecodable_bytes_are_refused(tmp_path) -> None:
 )
 def test_overrides_beyond_the_bounds_are_refused(override, message) -> None:
     assert message in refused("predict", OURO, "--set", override)
+
+
+def test_a_size_given_twice_in_a_list_of_runs_is_refused() -> None:
+    race = str(SPECS / "icl_markov" / "race-c3.json")
+    message = "field 'race.chains': 16 given more than once"
+    assert message in refused("predict", race, "--set", "race.chains=[16, 23, 16]")
 
 
 @pytest.mark.parametrize(
