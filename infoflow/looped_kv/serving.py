@@ -114,6 +114,13 @@ class Serving(StrictModel):
     )
 
     @model_validator(mode="after")
+    def _pages_for_vllm(self) -> Serving:
+        """``block_size`` is vLLM's page: given for another engine it would be ignored."""
+        if "block_size" in self.model_fields_set and self.engine != "vllm":
+            raise FieldError("block_size", f"pages are vLLM's, not the {self.engine} engine's")
+        return self
+
+    @model_validator(mode="after")
     def _one_budget(self) -> Serving:
         given = [
             name

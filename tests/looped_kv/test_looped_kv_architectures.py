@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import LOOPED_KV, refused
+from conftest import LOOPED_KV, refused, run_cli
 
 import infoflow
 
@@ -287,3 +287,18 @@ def test_config_keys_that_contradict_each_other_are_refused_by_name(
     config = {**json.loads((CONFIGS / f"{name}.json").read_text()), **change}
     (tmp_path / "config.json").write_text(json.dumps(config))
     assert message in refused("predict", str(tmp_path / "config.json"))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("serving.cache_group_size=32", "only an int8 or int4 cache has groups, not bfloat16"),
+        ("serving.block_size=32", "'serving.block_size': pages are vLLM's, not the peak"),
+    ],
+)
+def test_a_serving_field_the_setting_would_ignore_is_refused(override, message) -> None:
+    """Given explicitly where nothing reads it (groups of a bf16 cache, pages of the peak
+    engine), a field is refused rather than silently dropped; defaults are never refused."""
+    assert message in refused("predict", str(LOOPED_KV / "ouro-1.4b-h200.json"), "--set", override)
+    paged = ["--set", "serving.engine=vllm", "--set", "serving.block_size=32"]
+    assert "max_batch" in run_cli("predict", str(LOOPED_KV / "ouro-1.4b-h200.json"), *paged).stdout
