@@ -133,6 +133,7 @@ def read_hf_config(path: Path) -> dict[str, Any]:
             f"{path}: a value of a type or size transformers would not read ({one_line(exc, 160)})"
         )
         raise FieldError("hf_config", message) from None
+    _check_read_values(fields, config, path)
     folder_name = path.parent.resolve().name if path.stem == "config" else path.stem
     fields.setdefault("name", config.get("_name_or_path") or folder_name)
     dtype = _dtype(config, path)
@@ -142,6 +143,30 @@ def read_hf_config(path: Path) -> dict[str, Any]:
     if quantized:
         fields["weight_quantization"] = _quantization(quantized, path)
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def _check_read_values(fields: dict[str, Any], config: dict[str, Any], path: Path) -> None:
+    """Refuse a value the layout read that the model cannot take (a number written as a
+    string or a boolean, a null where the model needs a number), naming the config keys that
+    hold it rather than the model field it would fill."""
+    from infoflow.core.spec_base import takes_numbers
+    from infoflow.looped_kv.spec import LoopedModel
+
+    for name, value in fields.items():
+        field = LoopedModel.model_fields.get(name)
+        if field is None:
+            continue
+        if value is None and field.is_required():
+            wrong = "null"
+        elif isinstance(value, str | bool) and takes_numbers(field.annotation, only=True):
+            wrong = f"the {'boolean' if isinstance(value, bool) else 'string'} {value!r}"
+        else:
+            continue
+        keys = [
+            k for k, v in config.items() if v is value or (v == value and type(v) is type(value))
+        ]
+        named = ", ".join(repr(k) for k in keys[:3]) or "the key it reads"
+        raise FieldError("hf_config", f"{path}: {named} is {wrong}, where a number belongs")
 
 
 def _dtype(config: dict[str, Any], path: Path) -> str | None:

@@ -277,13 +277,16 @@ def test_tensor_parallel_copies_only_what_cannot_be_split(tmp_path) -> None:
             {"first_k_dense_replace": 100},
             "'first_k_dense_replace' is 100, not below 'num_hidden_layers' 27",
         ),
+        ("ouro-1.4b", {"total_ut_steps": "4"}, "'total_ut_steps' is the string '4', where a"),
+        ("ouro-1.4b", {"total_ut_steps": None}, "'total_ut_steps' is null, where a number"),
     ],
 )
 def test_config_keys_that_contradict_each_other_are_refused_by_name(
     tmp_path, name, change, message
 ) -> None:
     """A loop key of another layout, two loop counts, a layer count that is not the sum of
-    its parts, experts that no layer holds: refused, never one of them silently."""
+    its parts, experts that no layer holds: refused, never one of them silently; a value of
+    the wrong type is named by its config key, not by the model field it would fill."""
     config = {**json.loads((CONFIGS / f"{name}.json").read_text()), **change}
     (tmp_path / "config.json").write_text(json.dumps(config))
     assert message in refused("predict", str(tmp_path / "config.json"))
