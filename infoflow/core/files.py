@@ -108,11 +108,11 @@ class RepeatedKey(ValueError):
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object whose keys are each given once (JSON lets the last of a repeat win
     silently: a spec's second "states" would hide its first)."""
-    data = dict(pairs)
-    if len(data) < len(pairs):
-        seen: set[str] = set()
-        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
-        raise RepeatedKey(f"the key {json.dumps(repeated)} is given twice in one object")
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise RepeatedKey(f"the key {json.dumps(key)} is given twice in one object")
+        data[key] = value
     return data
 
 

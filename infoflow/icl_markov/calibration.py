@@ -64,10 +64,10 @@ class Constant(_Strict):
     stderr: float | None = Field(None, ge=0, allow_inf_nan=False)
     provenance: str = Field(description="A tag: paper:summary, prior:<work>, fit:<runs>, ...")
     source: str = Field(description="Where the number comes from, in a sentence.")
-    fitted_at: dict[str, Any] | None = Field(
+    fitted_at: list[dict[str, Any]] | None = Field(
         None,
-        description="The settings of the runs it was fitted to (settings_of a spec): a "
-        "measurement at these settings cannot test it.",
+        description="The settings of the runs it was fitted to (a decoder's: states, "
+        "context_len, dirichlet_alpha, model): a measurement at one of them cannot test it.",
     )
 
 

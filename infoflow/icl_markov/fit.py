@@ -208,7 +208,7 @@ def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
     """The capacity constant from the decoder's measured capacity (the geometric middle of
     its bracket) over 2 d_model mlp_width / (C (C - 1)); the geometric mean over settings.
     None (kept) without a two-sided bracket."""
-    found, sources = [], []
+    found, sources, settings = [], [], []
     for file, report in reports:
         for spec in report["specs"]:
             for decoder in spec.get("decoders", []) if spec.get("kind") == "icl_markov" else []:
@@ -219,6 +219,7 @@ def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
                 if low and high:
                     found.append(math.sqrt(low * high) / form)
                     sources.append(f"{decoder['name']} ({file}): fits K = {low}, not {high}")
+                    settings.append(s)
     if not found:
         lines.append(("capacity", "kept", "no decoder run bracketed the capacity"))
         return None
@@ -228,6 +229,7 @@ def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
         value=value,
         provenance="fit:decoder",
         source="the second MLP alone, capacity measured directly: " + "; ".join(sources),
+        fitted_at=settings,
     )
 
 

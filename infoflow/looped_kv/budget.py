@@ -46,7 +46,7 @@ def capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> d
         suffixes, (budget_full, budget_compressed), *forms, strict=False
     ):
         if suffix and fits is not None and budget <= 0:  # the codec's weights fill the rest
-            result["fits_device_compressed"] = _codec_does_not_fit(out, budget_full)
+            result["fits_device_compressed"] = _codec_does_not_fit(out, budget_full, fits.bound)
             break
         at = F.Numbers(**vars(values), step=spec.serving.batch_step or 1)
         at.budget = max(0, F.Numbers.floor(budget))
@@ -55,14 +55,15 @@ def capacity(spec: LoopedKVSpec, out: dict[str, Prediction], values, forms) -> d
     return result
 
 
-def _codec_does_not_fit(out: dict[str, Prediction], left: Fraction) -> Prediction:
+def _codec_does_not_fit(out: dict[str, Prediction], left: Fraction, bound: str) -> Prediction:
+    """No room for the compressed cache: as certain as the weights' fit (``bound``)."""
     codec = out["codec_weight_bytes"].value
     note = (
         f"the codec's weights {_bytes(codec)} > the memory the model's weights leave "
         f"{_bytes(int(left))}: the compressed cache has no room, so no compressed capacity is "
         "given"
     )
-    return Prediction(False, "", "exact", "derived", note)
+    return Prediction(False, "", bound, "derived", note)
 
 
 def _budget_row(spec: LoopedKVSpec, suffix: str, budget: int, where: str) -> dict:

@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from conftest import SPECS, park_only_calibration, run_cli
+from conftest import ROOT, SPECS, park_only_calibration, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -337,3 +337,16 @@ def test_a_single_layer_has_no_g2_and_so_no_race() -> None:
         assert one[name].value is None and one[name].provenance == "prior:edelman2024", name
         assert "single-layer models never beat the in-context unigram" in one[name].note
     assert one["k2_star"].value is not None  # the MLP's capacity does not need G2
+
+
+def test_calibrate_records_where_the_capacity_was_fitted() -> None:
+    """The decoder run behind the shipped capacity (2026-11-30): refitting from it gives the
+    shipped constant and records its setting, which the K*_2 claim then leaves unjudged."""
+    path = ROOT / "docs" / "results" / "2026-11-30-icl-decoder-c3-cpu" / "report.json"
+    refit = fit([(path, json.loads(path.read_text()))], load_calibration()).calibration
+    shipped = load_calibration().capacity
+    assert refit.capacity.value == pytest.approx(shipped.value)
+    assert refit.capacity.fitted_at == shipped.fitted_at
+    model = {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 64}
+    setting = {"states": 3, "context_len": 64, "dirichlet_alpha": 1.0, "model": model}
+    assert refit.capacity.fitted_at == [setting]

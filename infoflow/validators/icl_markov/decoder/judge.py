@@ -11,7 +11,7 @@ next K bounds it). A D_phi *generalises* when on fresh chains its KL is below G2
 from __future__ import annotations
 
 import infoflow
-from infoflow.icl_markov.calibration import load_calibration, settings_of
+from infoflow.icl_markov.calibration import load_calibration
 from infoflow.validators.claims import Claim, labelled
 from infoflow.validators.icl_markov.decoder.claims import decoder_claims
 from infoflow.validators.icl_markov.decoder.data import STEPS, DecoderGroup
@@ -25,7 +25,8 @@ def judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list[Cla
     measured = measure_decoder(group, context.store.metrics(group.name))
     k2 = infoflow.predict(group.spec)["k2_star"].value
     capacity = load_calibration(group.spec.calibration).capacity
-    fitted = capacity.fitted_at == settings_of(group.spec) or group.name in capacity.source
+    setting = group.describe()["setting"]
+    fitted = setting in (capacity.fitted_at or []) or group.name in capacity.source
     here = capacity.provenance == "fit:decoder" and fitted
     mine = list(labelled(decoder_claims(measured, k2, group.spec.states, here), CLAIM_KINDS))
     section = {
