@@ -22,8 +22,9 @@ def decoder_claims(
         predicted = generalizes(dim, states)
         ident = f"task_vector:D_phi={dim}"
         claim = (
-            f"a task vector of D_phi = {dim} numbers lets the head generalize "
-            f"(paper: when D_phi >~ C^2 = {states**2})"
+            f"whether a task vector of D_phi = {dim} numbers lets the head generalize: "
+            f"{'yes' if predicted else 'no'} by the paper's criterion (D_phi >~ C^2 = "
+            f"{states**2})"
         )
         tolerance = (
             "the decoder's KL on fresh chains is below G2's level iff D_phi >= C^2; "
