@@ -95,7 +95,7 @@ def _predicts(kind: str, path: Path) -> tuple[list[str], Any]:
     if spec.kind != kind:
         return [f"{path.name} is a {spec.kind} spec"], None
     try:
-        result = infoflow.predict(spec, str(path))
+        result = infoflow.predict(spec, source=str(path))
     except infoflow.SpecError as exc:
         return [f"{path.name} does not predict: {exc}"], None
     problems = []

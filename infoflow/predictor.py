@@ -12,12 +12,13 @@ from infoflow.families import family
 from infoflow.spec import Spec, load_spec
 
 
-def predict(spec: Spec | str | Path | Mapping[str, Any], source: str | None = None) -> Result:
+def predict(spec: Spec | str | Path | Mapping[str, Any], *, source: str | None = None) -> Result:
     """Predict everything the theory of ``spec``'s family says about it.
 
     ``spec`` is a loaded spec, or a path or dict that is loaded first (see
-    :func:`infoflow.load_spec`). A spec with a ``sweep`` is predicted at its base values;
-    :func:`infoflow.expand` gives its points.
+    :func:`infoflow.load_spec`; overrides go there). A spec with a ``sweep`` is predicted at
+    its base values; :func:`infoflow.expand` gives its points. ``source`` names the spec in
+    captions and JSON.
     """
     if isinstance(spec, str | Path):
         spec, source = load_spec(spec), str(spec)

@@ -65,7 +65,7 @@ def to_table(result: Result, verbosity: int = 0) -> Table:
     lines += result.messages
     shown = lines and verbosity >= 0
     caption = escape("\n".join(one_line(line, 2000) for line in lines)) if shown else None
-    table = Table(title=escape(one_line(_title(result), 400)), caption=caption)
+    table = Table(title=escape(one_line(result.caption(), 400)), caption=caption)
     table.add_column("prediction", style="bold")
     table.add_column("value", justify="right")
     table.add_column("bound")
@@ -81,7 +81,7 @@ def to_table(result: Result, verbosity: int = 0) -> Table:
 
 def to_markdown(result: Result) -> str:
     """A Markdown section of one result, notes included."""
-    lines = [f"### {markdown_text(_title(result))}", ""]
+    lines = [f"### {markdown_text(result.caption())}", ""]
     if result.spec.description:
         lines += [markdown_text(result.spec.description, starts_line=True), ""]
     for message in result.messages:
@@ -99,7 +99,7 @@ def to_latex(result: Result) -> str:
     import sympy
 
     lines = [
-        f"% {one_line(_title(result))}",
+        f"% {one_line(result.caption())}",
         r"\begin{tabular}{lllll}",
         r"\hline",
         r"prediction & value & bound & provenance & expression \\",
@@ -112,10 +112,3 @@ def to_latex(result: Result) -> str:
         lines.append(row + r" \\")
     lines += [r"\hline", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
-
-
-def _title(result: Result) -> str:
-    model = getattr(result.spec, "model", None)
-    name = getattr(model, "name", None)
-    parts = [result.source or "<spec>", result.kind] + ([name] if name else [])
-    return " · ".join(parts)

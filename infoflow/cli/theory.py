@@ -111,7 +111,9 @@ def predict(
     serving = {key: value for key, value in serving.items() if value is not None}
     loaded = load_points(specs, overrides, serving)
     with user_errors():  # a family's own inputs (a calibration file) can be bad too
-        results = [run_predict(spec, point_name(path, point)) for path, point, spec in loaded]
+        results = [
+            run_predict(spec, source=point_name(path, point)) for path, point, spec in loaded
+        ]
     _show(results, [(path, point) for path, point, _ in loaded], format)
 
 

@@ -148,7 +148,11 @@ class Result(Tabular):
         return COLUMNS[:5]  # the note is each row's tooltip
 
     def caption(self) -> str:
-        return f"{self.source or self.kind} · {self.kind}"
+        """The spec's name and kind (and its model's name, where it has one), as the CLI's
+        title shows them."""
+        model = getattr(getattr(self.spec, "model", None), "name", None)
+        parts = [self.source or "<spec>", self.kind] + ([model] if isinstance(model, str) else [])
+        return " · ".join(parts)
 
     def notes(self) -> tuple[str, ...]:
         return self.messages

@@ -33,10 +33,10 @@ def trim(value: float) -> str:
 
 def markdown_text(text: object, starts_line: bool = False) -> str:
     """A string as Markdown shows it, on one line, literally: no table cell, link, image,
-    HTML tag, entity or code span (and, for text that ``starts_line``, no heading, list or
-    quote) can start from what a user wrote."""
+    HTML tag, entity, code span or emphasis (and, for text that ``starts_line``, no heading,
+    list or quote) can start from what a user wrote (a formula's ``2*N*bytes`` included)."""
     flat = one_line(text, 2000)
-    for char in "\\|`":
+    for char in "\\|`*_~":
         flat = flat.replace(char, "\\" + char)
     flat = re.sub(r"\](?=[(\[])", r"\\]", flat)  # no [text](link), ![image](src), [a][ref]
     flat = re.sub(r"&(?=#?\w+;)", "&amp;", flat)

@@ -115,8 +115,10 @@ class Serving(StrictModel):
 
     @model_validator(mode="after")
     def _pages_for_vllm(self) -> Serving:
-        """``block_size`` is vLLM's page: given for another engine it would be ignored."""
-        if "block_size" in self.model_fields_set and self.engine != "vllm":
+        """``block_size`` is vLLM's page: another size for another engine would be ignored
+        (the default is what every spec carries once dumped, so it is not refused)."""
+        default = type(self).model_fields["block_size"].default
+        if self.block_size != default and self.engine != "vllm":
             raise FieldError("block_size", f"pages are vLLM's, not the {self.engine} engine's")
         return self
 

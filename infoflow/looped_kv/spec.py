@@ -288,7 +288,8 @@ class LoopedKVSpec(SpecBase):
                 "bytes), and this model does not loop (model.loops 1): set codec.variant=none",
             )
         self._check_residual(dtype)
-        if dtype not in QUANTIZED and "cache_group_size" in self.serving.model_fields_set:
+        default = type(self.serving).model_fields["cache_group_size"].default
+        if dtype not in QUANTIZED and self.serving.cache_group_size != default:
             message = f"only an int8 or int4 cache has groups, not {dtype}"
             raise FieldError("serving.cache_group_size", message)
         if dtype in QUANTIZED:

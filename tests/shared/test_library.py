@@ -1,0 +1,48 @@
+"""`import infoflow` as a library: what a notebook user does with specs and results (a
+spec's own dump loads again, sweeps expand, a result's values are the caller's to change)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import SPECS
+
+import infoflow
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p.relative_to(SPECS).as_posix() for p in SPECS.glob("*/*.json"))
+)
+def test_a_results_spec_loads_again_to_the_same_predictions(path, monkeypatch) -> None:
+    """The spec as a result gives it back (every default filled in) validates and predicts
+    the same: a check that refuses a default it was not given would break every sweep. (A
+    dict's relative paths are read from the working directory: the spec's folder here.)"""
+    result = infoflow.predict(SPECS / path)
+    spec = result.to_json()["spec"]
+    monkeypatch.chdir((SPECS / path).parent)
+    again = infoflow.predict(infoflow.load_spec({**spec, "sweep": None}), source=result.source)
+    assert again.to_json()["predictions"] == result.to_json()["predictions"]
+
+
+def test_a_looped_sweep_expands() -> None:
+    sweep = 'sweep={"serving.context_tokens": [4096, 8192]}'
+    spec = infoflow.load_spec(SPECS / "looped_kv" / "ouro-1.4b-h200.json", [sweep])
+    points = infoflow.expand(spec)
+    assert [p.serving.context_tokens for _, p in points] == [4096, 8192]
+
+
+def test_a_returned_list_is_the_callers_to_change() -> None:
+    """Changing a phase sequence a result returned leaves the next prediction as it was (it
+    was the table the predictor reads, so final_phase changed with it)."""
+    path = SPECS / "icl_markov" / "smoke-c3.json"
+    first = infoflow.predict(path)
+    expected = (first["phase_sequence"].value.copy(), first["final_phase"].value)
+    first["phase_sequence"].value.pop(0)
+    again = infoflow.predict(path)
+    assert (again["phase_sequence"].value, again["final_phase"].value) == expected
+
+
+def test_overrides_passed_to_predict_are_an_error_not_ignored() -> None:
+    """predict takes a spec; overrides go to load_spec (a list in predict's second place
+    used to be read as the spec's name, and the overrides were dropped)."""
+    with pytest.raises(TypeError):
+        infoflow.predict(SPECS / "looped_kv" / "ouro-1.4b-h200.json", ["codec.r_k=96"])
