@@ -124,6 +124,9 @@ class Result(Tabular):
     messages: tuple[str, ...] = ()
 
     def __getitem__(self, name: str) -> Prediction:
+        if name not in self.predictions:
+            known = ", ".join(self.predictions)
+            raise KeyError(f"{name!r} is no prediction of this {self.kind} result ({known})")
         return self.predictions[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -132,6 +135,21 @@ class Result(Tabular):
 
     def __len__(self) -> int:
         return len(self.predictions)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.predictions
+
+    def keys(self):
+        return self.predictions.keys()
+
+    def values(self):
+        return self.predictions.values()
+
+    def items(self):
+        return self.predictions.items()
+
+    def get(self, name: str, default: Prediction | None = None) -> Prediction | None:
+        return self.predictions.get(name, default)
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per prediction: name, value, unit, bound, provenance, note."""

@@ -46,3 +46,14 @@ def test_overrides_passed_to_predict_are_an_error_not_ignored() -> None:
     used to be read as the spec's name, and the overrides were dropped)."""
     with pytest.raises(TypeError):
         infoflow.predict(SPECS / "looped_kv" / "ouro-1.4b-h200.json", ["codec.r_k=96"])
+
+
+def test_a_result_reads_as_a_mapping() -> None:
+    """docs/notebooks.md: a result is a mapping of names to predictions."""
+    result = infoflow.predict(SPECS / "retrieval" / "pairwise-min.json")
+    as_dict = dict(result)
+    assert list(as_dict) == list(result) and as_dict["min_heads"] is result["min_heads"]
+    assert "min_heads" in result and result.get("absent") is None
+    assert dict(result.items()) == as_dict and len(result.keys()) == len(result)
+    with pytest.raises(KeyError, match="no prediction of this retrieval result .*min_heads"):
+        result["absent"]
