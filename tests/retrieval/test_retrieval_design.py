@@ -213,6 +213,34 @@ def test_an_equality_of_two_efficient_models_needs_both_exponents_measured() -> 
     assert floor.verdict == "refuted" and "a learner's slope" in floor.tolerance
 
 
+def test_a_seed_still_improving_at_the_cap_measures_no_exponent() -> None:
+    """docs/results/2026-12-05-plateaued-seeds-preregistered.md: a seed with a rung still
+    improving at the cap gives no slope; the floor's equality refuted above is inconclusive
+    when both models were still improving (the kth-largest review case: refuted at 400
+    steps, inconclusive at 1,000), and judged on the other seeds when one seed was."""
+    planned, (one8, two8, _, _) = _pairwise_min()
+    ladders = _ladders(planned, -0.5, 0.05, {one8: (-0.02, 0.6)})
+    ident = f"exponent_floor:{two8.key()}:{one8.key()}"
+
+    def floor(capped):
+        marked = dict(ladders)
+        for model, seeds in capped.items():
+            rungs = len(ladders[model].nmse)
+            flags = [[seed in seeds for seed in range(3)] for _ in range(rungs)]
+            marked[model] = replace(ladders[model], capped=flags)
+        improving = {m: 4 * len(seeds) for m, seeds in capped.items()}
+        return next(c for c in _claims(planned, marked, improving) if c.id == ident)
+
+    assert floor({}).verdict == "refuted"
+    everything = floor({one8: {0, 1, 2}, two8: {0, 1, 2}})
+    assert everything.verdict == "inconclusive"
+    assert everything.measured["slope"][two8.label()]["seeds"] == 0
+    one_seed = floor({one8: {2}})  # two seeds measured on each side: still judged
+    assert one_seed.verdict == "refuted"
+    assert one_seed.measured["slope_difference"]["seeds"] == 2
+    assert floor({one8: {1, 2}}).verdict == "inconclusive"  # one paired seed decides nothing
+
+
 def test_a_lower_bound_is_refuted_by_a_ladder_that_falls_faster() -> None:
     planned, (one8, _, one16, _) = _pairwise_min()  # lower bounds 1/3 and 5/3
     limit = -2 / (5 / 3)
@@ -923,3 +951,25 @@ def test_a_sweep_over_e_fixes_e_and_a_single_e_is_the_designs_to_choose() -> Non
     free = infoflow.load_spec(path, ['sweep={"architecture.heads": [[2, 2], [1, 2]]}'])
     widths = {d.embed_dim for d in designs(free, path.parent)}
     assert None in widths and 16 in widths  # the design may pick another E
+
+
+def test_the_attention_shares_are_refuted_only_once_training_stopped() -> None:
+    """The readout's shares on x(1..3) (the paper's figure): confirmed where they hold,
+    refuted where they miss and every member had stopped, inconclusive where they miss while
+    members were still improving (the review's 60- and 300-step runs were refuted, the 600-
+    step run confirmed)."""
+    spec = infoflow.load_spec(SPECS / "retrieval" / "specific-position.json")
+    planned = plan("sp", spec, SMOKE, None, Design((10,), 16))
+    model = next(m for m in planned.models if m.positional_encoding)
+    ladders = _ladders(planned, -0.5, 0.01)
+    floors = {m.seq_len: Floors(m.seq_len, 1.0, 0.5, 0.125) for m in planned.models}
+
+    def attends(shares, improving):
+        counts = {m: 0 for m in planned.models} | {model: improving}
+        found = claims(planned, ladders, floors, counts, {model: shares})
+        return next(c for c in found if c.id.startswith("attends_to_positions:"))
+
+    assert attends({1: 0.32, 2: 0.33, 3: 0.3}, 0).verdict == "confirmed"
+    missed = attends({1: 0.3, 2: 0.25, 3: 0.2}, 0)
+    assert missed.verdict == "refuted" and "total 0.75" in missed.reason
+    assert attends({1: 0.3, 2: 0.25, 3: 0.2}, 8).verdict == "inconclusive"

@@ -55,5 +55,5 @@ def test_a_result_reads_as_a_mapping() -> None:
     assert list(as_dict) == list(result) and as_dict["min_heads"] is result["min_heads"]
     assert "min_heads" in result and result.get("absent") is None
     assert dict(result.items()) == as_dict and len(result.keys()) == len(result)
-    with pytest.raises(KeyError, match="no prediction of this retrieval result .*min_heads"):
+    with pytest.raises(KeyError, match=r"no prediction of this retrieval result .*min_heads"):
         result["absent"]

@@ -8,8 +8,11 @@ is then -2/alpha, and a measured exponent is alpha = -2/slope (infinite for a sl
 the error does not fall with size). P is the decoder's parameters (the MLPs), the part the
 cost law says grows; the attention layout is the architecture and stays fixed.
 
-Each seed trains the whole ladder, so each seed gives one slope. A model's slope is the
-median over seeds; its interval is the range of the seeds' slopes (order statistics: with n
+Each seed trains the whole ladder, so each seed gives one slope; it is a measured exponent
+only when every rung of that seed stopped improving before the cap (a rung still improving
+says how far training got, not how the error scales with size: pre-registered in
+docs/results/2026-12-05-plateaued-seeds-preregistered.md). A model's slope is the median over
+its measured seeds; its interval is the range of the seeds' slopes (order statistics: with n
 seeds the range covers the median of the slope's distribution with probability
 1 - 2^(1-n), 75% for three). A comparison of two models pairs their seeds (seed i of both
 trained on the same data stream) and takes the range of the paired differences.
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def fit_slope(sizes: list[float], nmse: list[float | None]) -> float | None:
@@ -81,22 +84,33 @@ class Interval:
 
 @dataclass(frozen=True)
 class Ladder:
-    """One architecture at one (T, E): the decoder size of each rung, and each rung's
-    NMSE per seed (``nmse[rung][seed]``)."""
+    """One architecture at one (T, E): the decoder size of each rung, each rung's NMSE per
+    seed (``nmse[rung][seed]``) and whether that member was still improving at the cap
+    (``capped[rung][seed]``; empty: none was)."""
 
     sizes: list[int]
     nmse: list[list[float | None]]
+    capped: list[list[bool]] = field(default_factory=list)
 
     @property
     def seeds(self) -> int:
         return len(self.nmse[0]) if self.nmse else 0
 
     def slopes(self) -> list[float | None]:
-        """Each seed's slope over the ladder."""
+        """Each seed's slope over the ladder, measured or not."""
         return [fit_slope(self.sizes, [row[s] for row in self.nmse]) for s in range(self.seeds)]
 
+    def measured(self) -> list[bool]:
+        """Per seed: every rung stopped improving before the cap."""
+        return [not any(row[s] for row in self.capped) for s in range(self.seeds)]
+
+    def measured_slopes(self) -> list[float | None]:
+        """Each seed's slope where it is a measured exponent, else None."""
+        return [s if ok else None for s, ok in zip(self.slopes(), self.measured(), strict=True)]
+
     def slope(self) -> Interval:
-        return Interval.of(self.slopes())
+        """The median and range of the measured seeds' slopes."""
+        return Interval.of(self.measured_slopes())
 
     def largest(self) -> Interval:
         """The NMSE of the largest rung, over seeds."""
@@ -109,14 +123,15 @@ class Ladder:
             "nmse": self.nmse,
             "rungs": [Interval.of(row).to_json() for row in self.nmse],
             "slopes": self.slopes(),
+            "measured_seeds": self.measured(),
             "slope": slope.to_json(),
             "exponent": _plain(exponent_of(slope.median)),
         }
 
 
 def paired_differences(a: Ladder, b: Ladder) -> Interval:
-    """slope(a) - slope(b), seed by seed."""
-    pairs = zip(a.slopes(), b.slopes(), strict=False)
+    """slope(a) - slope(b), seed by seed, over the seeds both measured."""
+    pairs = zip(a.measured_slopes(), b.measured_slopes(), strict=False)
     return Interval.of([x - y if x is not None and y is not None else None for x, y in pairs])
 
 

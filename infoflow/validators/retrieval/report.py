@@ -120,12 +120,11 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         if m.get("rescue"):
             predicted += ", rescue"
         ladder = m.get("ladder") or {}
-        slope = ladder.get("slope") or {}
         largest = interval((ladder.get("rungs") or [{}])[-1])
         lines.append(
             f"| {markdown_text(m['label'])} | {predicted} | {number(m['predicted_alpha'])} "
             f"({markdown_text(m['bound'])}) | {number(m['alpha_without_floor'])} | "
-            f"{interval(slope)} | {_alpha(ladder.get('exponent'))} | {largest} | "
+            f"{_slope(ladder)} | {_alpha(ladder.get('exponent'))} | {largest} | "
             f"{'-' if m['still_improving_at_cap'] is None else m['still_improving_at_cap']} |"
         )
     lines += _witnesses(spec.get("witnesses") or [])
@@ -189,6 +188,16 @@ def _witnesses(records: list[dict]) -> list[str]:
             ),
         ]
     return lines
+
+
+def _slope(ladder: dict) -> str:
+    """The measured seeds' slope, and how many of the seeds were measured when not all (a
+    seed with a rung still improving at the cap measures no exponent)."""
+    shown = interval(ladder.get("slope"))
+    measured = ladder.get("measured_seeds")
+    if measured and not all(measured):
+        shown += f" ({sum(measured)} of {len(measured)} seeds measured)"
+    return shown
 
 
 def _alpha(value) -> str:

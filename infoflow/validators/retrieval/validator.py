@@ -99,6 +99,7 @@ def measured_ladders(experiment: Experiment, store) -> tuple[dict[Model, Ladder]
     experiment not trained on this device: its rungs, with no NMSE)."""
     seeds = experiment.scale.seeds
     rows: dict[Model, dict[int, tuple[int, list[float | None]]]] = {}
+    capped: dict[Model, dict[int, list[bool]]] = {}
     improving: dict[Model, int] = {}
     for group in experiment.groups:
         if experiment.not_trained:
@@ -110,10 +111,15 @@ def measured_ladders(experiment: Experiment, store) -> tuple[dict[Model, Ladder]
             model, rung, seed = experiment.model_of(group, i)
             size = member.decoder_parameters()
             rows.setdefault(model, {}).setdefault(rung, (size, [None] * seeds))[1][seed] = values[i]
+            capped.setdefault(model, {}).setdefault(rung, [False] * seeds)[seed] = bool(stopped[i])
             if not experiment.not_trained:  # nothing stopped or still improving
                 improving[model] = improving.get(model, 0) + int(bool(stopped[i]))
     ladders = {
-        model: Ladder([by[r][0] for r in sorted(by)], [by[r][1] for r in sorted(by)])
+        model: Ladder(
+            [by[r][0] for r in sorted(by)],
+            [by[r][1] for r in sorted(by)],
+            [capped[model][r] for r in sorted(by)],
+        )
         for model, by in rows.items()
     }
     return ladders, improving
