@@ -93,7 +93,8 @@ Pilot = Annotated[
 @app.command()
 def plan(
     specs: Annotated[
-        list[Path], typer.Argument(help="Retrieval or icl_markov spec files.", show_default=False)
+        list[Path],
+        typer.Argument(help="Spec files (any family with a validator).", show_default=False),
     ],
     scale: Annotated[
         Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings.")
@@ -228,7 +229,7 @@ def validate(
     from infoflow.core.units import parse_duration
 
     with _needs_torch("validate"):
-        from infoflow.validators.run import Options
+        from infoflow.validators.run import DATABASE, Options
         from infoflow.validators.run import validate as run_validate
         from infoflow.validators.run_report import summary_line
 
@@ -251,10 +252,19 @@ def validate(
             pilot=pilot,
         )
         cuda = Device.cuda if gpu else device
+        if resume and not (out / DATABASE).exists():
+            typer.echo(f"note: {out} holds no run to resume: starting a new one", err=True)
         with _free_cores(threads, cuda) as note:
             note = None if resume else note  # a resumed run trains on its recorded count
-            with progress_display(quiet, note=note) as progress:
-                report = run_validate(list(specs or []), options, progress)
+            try:
+                with progress_display(quiet, note=note) as progress:
+                    report = run_validate(list(specs or []), options, progress)
+            except KeyboardInterrupt:
+                message = (
+                    f"interrupted: what was trained is kept; continue with --resume --out {out}"
+                )
+                typer.echo(message, err=True)
+                raise typer.Exit(130) from None
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)

@@ -28,6 +28,11 @@ def differences(old: Any, new: Any, path: str = "") -> list[str]:
         for key in sorted(old.keys() | new.keys(), key=str):
             lines += differences(old.get(key), new.get(key), f"{path}.{key}".lstrip("."))
         return lines
+    if isinstance(old, list | tuple) and isinstance(new, list | tuple) and len(old) == len(new):
+        lines = []  # a stored list and a live tuple are the same JSON: compare their items
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            lines += differences(a, b, f"{path}[{i}]")
+        return lines
     if old == new:
         return []
     return [f"{path or 'value'}: {json.dumps(old, default=str)} -> {json.dumps(new, default=str)}"]

@@ -513,3 +513,41 @@ def test_a_plot_that_fails_is_a_warning_and_the_run_still_ends(tmp_path, capsys)
 
     _plot("icl_markov", tmp_path, [{"name": "broken", "groups": [{"name": "g"}]}])
     assert "warning: the icl_markov plots were not drawn" in capsys.readouterr().err
+
+
+def test_a_stored_list_and_a_live_tuple_are_no_difference() -> None:
+    """A group's identity read back from the database has lists where the live one has
+    tuples (heads (1,)): superseded listed a 3 kB "members: [...] -> [...]" that was none."""
+    from infoflow.validators.identity import differences
+
+    old = {"members": [{"heads": [1], "width": 8}], "steps": 60}
+    new = {"members": [{"heads": (1,), "width": 8}], "steps": 80}
+    assert differences(old, new) == ["steps: 60 -> 80"]
+    assert differences({"a": [1, 2]}, {"a": (1, 3)}) == ["a[1]: 2 -> 3"]
+    assert differences({"a": [1]}, {"a": (1, 2)}) == ["a: [1] -> [1, 2]"]
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_says_how_to_continue(tmp_path) -> None:
+    """--resume into a folder with no run says it starts one; Ctrl-C (SIGINT) during
+    training exits 130 with the command that continues it, no traceback; the resumed run
+    then finishes."""
+    import time
+
+    from conftest import infoflow_cmd
+
+    out = tmp_path / "run"
+    args = ["validate", str(SPECS / "retrieval" / "specific-position.json"), "--steps", "400"]
+    args += ["--seeds", "1", "--no-plots", "--out", str(out), "--resume"]
+    proc = subprocess.Popen([*infoflow_cmd(), *args], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not list((out / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
+        time.sleep(0.5)  # a checkpoint: training has started and kept something
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=300)
+    assert "holds no run to resume: starting a new one" in stderr
+    assert proc.returncode == 130 and "interrupted: what was trained is kept" in stderr
+    assert "Traceback" not in stderr
+    again = run_cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert "holds no run to resume" not in again.stderr
