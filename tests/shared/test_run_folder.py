@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import signal
 import sqlite3
 import struct
 import subprocess
@@ -532,8 +533,6 @@ def test_an_interrupted_run_says_how_to_continue(tmp_path) -> None:
     """--resume into a folder with no run says it starts one; Ctrl-C (SIGINT) during
     training exits 130 with the command that continues it, no traceback; the resumed run
     then finishes."""
-    import time
-
     from conftest import infoflow_cmd
 
     out = tmp_path / "run"
