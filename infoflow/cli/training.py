@@ -256,18 +256,22 @@ def validate(
             typer.echo(f"note: {out} holds no run to resume: starting a new one", err=True)
         with _free_cores(threads, cuda) as note:
             note = None if resume else note  # a resumed run trains on its recorded count
-            try:
-                with progress_display(quiet, note=note) as progress:
-                    report = run_validate(list(specs or []), options, progress)
-            except KeyboardInterrupt:
-                message = (
-                    f"interrupted: what was trained is kept; continue with --resume --out {out}"
-                )
-                typer.echo(message, err=True)
-                raise typer.Exit(130) from None
+            with _interrupted_says_so(out), progress_display(quiet, note=note) as progress:
+                report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)
+
+
+@contextmanager
+def _interrupted_says_so(out: Path) -> Iterator[None]:
+    """Ctrl-C during a run: one line on what was kept and how to go on, exit code 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        message = f"interrupted: what was trained is kept; continue with --resume --out {out}"
+        typer.echo(message, err=True)
+        raise typer.Exit(130) from None
 
 
 @app.command()
