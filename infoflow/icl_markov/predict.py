@@ -83,7 +83,8 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     predictions = {"k1_star": k1, "k2_star": k2, "tau_2gen": tau}
     torn = contradiction(spec.chains, k1_value, k2_value)
     placed = None if torn else regime(spec.chains, k1_value, k2_value, k1.interval)
-    sequence = list(SEQUENCES.get(placed) or ()) or None  # a copy: the caller may change it
+    sequence = SEQUENCES.get(placed)
+    sequence = list(sequence) if sequence else None  # a copy: the caller may change it
     unplaced = CONTRADICTION if torn else "unplaced: no K*_1"
     unsourced = FORMS if torn else "uncalibrated"
     predictions["phase_sequence"] = Prediction(
