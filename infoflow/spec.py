@@ -67,13 +67,15 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
         name, base_dir, data = "<dict>", Path.cwd(), copy.deepcopy(dict(source))
     elif isinstance(source, str | Path):
         path = Path(source)
-        direct = read_as_spec(path, {})
-        if direct is not None:
-            try:
-                return load_spec(direct, overrides)
-            except SpecError as exc:
-                raise SpecError(str(path), exc.problems) from None
-        name, base_dir, data = str(path), path.parent, _read_json(path)
+        data = None if path.is_dir() else _read_json(path)
+        if data is None or "kind" not in data:  # a folder, or a model's config.json?
+            direct = read_as_spec(path, {})
+            if direct is not None:
+                try:
+                    return load_spec(direct, overrides)
+                except SpecError as exc:
+                    raise SpecError(str(path), exc.problems) from None
+        name, base_dir, data = str(path), path.parent, data or _read_json(path)
     else:
         kind = type(source).__name__
         raise SpecError("<spec>", [(None, f"a spec is a JSON file's path or a dict, not {kind}")])
