@@ -17,7 +17,7 @@ from infoflow.core.files import read_json, write_cache
 from infoflow.looped_kv.spec import LoopedKVSpec
 from infoflow.validators.claims import Section, labelled
 from infoflow.validators.ensemble import Checkpoint
-from infoflow.validators.identity import digest
+from infoflow.validators.identity import content_name
 from infoflow.validators.looped_kv import plots, report, structure
 from infoflow.validators.looped_kv.claims import claims
 from infoflow.validators.looped_kv.experiment import (
@@ -134,41 +134,36 @@ class LoopedKVValidator:
 def _measure_once(experiment: LoopedExperiment, context: Context) -> dict:
     """The measurements of the experiment's model, or the ones kept beside the checkpoints
     by an earlier run of the same model, scale, spec, device and measurement code (a resumed
-    run does not measure again: the codec grid's distillation takes minutes)."""
+    run does not measure again: the codec grid's distillation takes minutes). The file is
+    named by that content, as a retrieval witness's is."""
     spec, group = experiment.spec, experiment.group
-    model_key = _files(spec.model.checkpoint) if group is None else group.identity()
-    key = digest(
-        {
-            "model": model_key,
-            "scale": asdict(experiment.scale),
-            "spec": spec.model_dump(mode="json"),
-            "device": str(context.device),
-            "version": MEASURE_VERSION,
-        }
-    )
-    path = context.checkpoints / f"{experiment.name}-measured.json"
+    key = {
+        "model": _files(spec.model.checkpoint) if group is None else group.identity(),
+        "scale": asdict(experiment.scale),
+        "spec": spec.model_dump(mode="json"),
+        "device": str(context.device),
+        "version": MEASURE_VERSION,
+    }
+    path = context.checkpoints / f"{content_name(f'{experiment.name}-measured', key)}.json"
     try:
-        kept = read_json(path, "kept measurement") if path.is_file() else {}
+        kept = read_json(path, "kept measurement") if path.is_file() else None
     except SpecError:  # damaged: measured again and written over
-        kept = {}
-    if isinstance(kept, dict) and kept.get("key") == key:
-        return kept["measured"]
+        kept = None
+    if isinstance(kept, dict):
+        return kept
     if group is None:
         model = load_ouro(spec.model.checkpoint)
     else:
         model = load_looped(group.config, Checkpoint.of(group, context.checkpoints), context.device)
     measured = measure(spec, model, experiment.scale, context.device)
-    write_cache(path, json.dumps({"key": key, "measured": measured}))
+    write_cache(path, json.dumps(measured))
     return measured
 
 
 def _files(folder: str) -> dict[str, list[int]]:
     """A checkpoint folder's files by name, with their sizes and modification times."""
-    return {
-        p.name: [p.stat().st_size, p.stat().st_mtime_ns]
-        for p in sorted(Path(folder).iterdir())
-        if p.is_file()
-    }
+    stats = {p.name: p.stat() for p in sorted(Path(folder).iterdir()) if p.is_file()}
+    return {name: [stat.st_size, stat.st_mtime_ns] for name, stat in stats.items()}
 
 
 def _runs(experiment: LoopedExperiment, context: Context) -> list[dict]:
