@@ -26,24 +26,24 @@ class StrictModel(BaseModel):
         if isinstance(data, dict):
             for name, field in cls.model_fields.items():
                 key = field.alias or name
-                if isinstance(data.get(key), bool) and takes_numbers(field.annotation):
+                if isinstance(data.get(key), bool) and _takes_numbers(field.annotation):
                     raise ValueError(f"'{key}' is a boolean, where a number belongs")
-                if isinstance(data.get(key), str) and takes_numbers(field.annotation, only=True):
+                if isinstance(data.get(key), str) and _takes_numbers(field.annotation, only=True):
                     shown = json.dumps(data[key][:40])
                     raise ValueError(f"'{key}' is the string {shown}, where a number belongs")
         return data
 
 
-def takes_numbers(annotation: Any, only: bool = False) -> bool:
+def _takes_numbers(annotation: Any, only: bool = False) -> bool:
     """The annotation takes numbers and not booleans (``int``, ``float | None``, an
     ``Annotated`` int, ...); ``only``: and nothing else but None (no string)."""
     if typing.get_origin(annotation) is typing.Annotated:
-        return takes_numbers(typing.get_args(annotation)[0], only)
+        return _takes_numbers(typing.get_args(annotation)[0], only)
     if annotation in (int, float):
         return True
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        numeric = [takes_numbers(a, only) for a in args]
+        numeric = [_takes_numbers(a, only) for a in args]
         return bool not in args and (all(numeric) if only else any(numeric))
     return False
 

@@ -92,6 +92,14 @@ INTEGERS = (
     "decoder_sparse_step",
     "attn_layer_period",
     "sliding_window_pattern",
+    "total_ut_steps",  # Ouro's loops; Huginn's keys below
+    "mean_recurrence",
+    "n_embd",
+    "n_heads",
+    "n_layers",
+    "n_layers_in_prelude",
+    "n_layers_in_recurrent_block",
+    "n_layers_in_coda",
 )
 
 
@@ -146,27 +154,17 @@ def read_hf_config(path: Path) -> dict[str, Any]:
 
 
 def _check_read_values(fields: dict[str, Any], config: dict[str, Any], path: Path) -> None:
-    """Refuse a value the layout read that the model cannot take (a number written as a
-    string or a boolean, a null where the model needs a number), naming the config keys that
-    hold it rather than the model field it would fill."""
-    from infoflow.core.spec_base import takes_numbers
+    """Refuse a null the layout read where the model needs a value, naming the config keys
+    that hold it rather than the model field it would fill (a wrong type is refused before,
+    by key: :data:`INTEGERS`, :data:`BOOLEANS`)."""
     from infoflow.looped_kv.spec import LoopedModel
 
     for name, value in fields.items():
         field = LoopedModel.model_fields.get(name)
-        if field is None:
-            continue
-        if value is None and field.is_required():
-            wrong = "null"
-        elif isinstance(value, str | bool) and takes_numbers(field.annotation, only=True):
-            wrong = f"the {'boolean' if isinstance(value, bool) else 'string'} {value!r}"
-        else:
-            continue
-        keys = [
-            k for k, v in config.items() if v is value or (v == value and type(v) is type(value))
-        ]
-        named = ", ".join(repr(k) for k in keys[:3]) or "the key it reads"
-        raise FieldError("hf_config", f"{path}: {named} is {wrong}, where a number belongs")
+        if value is None and field is not None and field.is_required():
+            keys = [k for k, v in config.items() if v is None]
+            named = ", ".join(repr(k) for k in keys[:3]) or "the key it reads"
+            raise FieldError("hf_config", f"{path}: {named} is null, where a number belongs")
 
 
 def _dtype(config: dict[str, Any], path: Path) -> str | None:

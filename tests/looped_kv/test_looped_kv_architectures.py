@@ -277,7 +277,7 @@ def test_tensor_parallel_copies_only_what_cannot_be_split(tmp_path) -> None:
             {"first_k_dense_replace": 100},
             "'first_k_dense_replace' is 100, not below 'num_hidden_layers' 27",
         ),
-        ("ouro-1.4b", {"total_ut_steps": "4"}, "'total_ut_steps' is the string '4', where a"),
+        ("ouro-1.4b", {"total_ut_steps": "4"}, "'total_ut_steps' is '4', not a whole number"),
         ("ouro-1.4b", {"total_ut_steps": None}, "'total_ut_steps' is null, where a number"),
     ],
 )
