@@ -69,12 +69,9 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
         path = Path(source)
         data = None if path.is_dir() else _read_json(path)
         if data is None or "kind" not in data:  # a folder, or a model's config.json?
-            direct = read_as_spec(path, {})
+            direct = load_model_file(path, {}, overrides)
             if direct is not None:
-                try:
-                    return load_spec(direct, overrides)
-                except SpecError as exc:
-                    raise SpecError(str(path), exc.problems) from None
+                return direct
         name, base_dir, data = str(path), path.parent, data or _read_json(path)
     else:
         kind = type(source).__name__
@@ -95,14 +92,19 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
         raise SpecError(name, [_describe(err, model) for err in exc.errors()]) from None
 
 
-def read_as_spec(path: Path, serving: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The spec (a dict) of the family that reads ``path`` without a spec file (a model's
-    config.json), with ``serving`` as its serving fields; None when no family reads it."""
+def load_model_file(
+    path: Path, serving: Mapping[str, Any], overrides: Sequence[str] = ()
+) -> Spec | None:
+    """The spec of a file a family reads without a spec file (a model's config.json, or its
+    folder), with ``serving`` as its serving fields, loaded (errors name ``path``); None when
+    no family reads it."""
     for registered in FAMILIES.values():
-        if registered.reads:
-            spec = resolve(registered.reads)(path, dict(serving))
-            if spec is not None:
-                return spec
+        spec = resolve(registered.reads)(path, dict(serving)) if registered.reads else None
+        if spec is not None:
+            try:
+                return load_spec(spec, overrides)
+            except SpecError as exc:
+                raise SpecError(str(path), exc.problems) from None
     return None
 
 

@@ -135,14 +135,11 @@ def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
     """The spec a family reads ``path`` as (a model's config.json), or the spec file at
     ``path`` with the serving options as overrides of its ``serving`` fields."""
     from infoflow.core.errors import SpecError
-    from infoflow.spec import load_spec, read_as_spec
+    from infoflow.spec import load_model_file, load_spec
 
-    spec = read_as_spec(path, serving)
-    if spec is not None:
-        try:
-            return load_spec(spec, overrides)
-        except SpecError as exc:
-            raise SpecError(str(path), exc.problems) from None
+    direct = load_model_file(path, serving, overrides)
+    if direct is not None:
+        return direct
     as_overrides = [f"serving.{key}={value}" for key, value in serving.items()]
     if BUDGETS & serving.keys():  # one budget replaces the spec's: they are alternatives
         as_overrides += [f"serving.{key}=null" for key in sorted(BUDGETS - serving.keys())]
