@@ -15,7 +15,7 @@ from cached text) gives the JSON form without sympy too.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -111,9 +111,9 @@ def _sympy_printed(expression: Any) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class Result(Tabular):
-    """All predictions for one spec: a mapping of names to predictions, and a table (rows,
-    Markdown, HTML, a DataFrame)."""
+class Result(Tabular, Mapping):
+    """All predictions for one spec: a mapping of names to predictions (``Mapping`` gives
+    keys, items, values, get and ``in``), and a table (rows, Markdown, HTML, a DataFrame)."""
 
     kind: str
     spec: SpecBase
@@ -135,21 +135,6 @@ class Result(Tabular):
 
     def __len__(self) -> int:
         return len(self.predictions)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.predictions
-
-    def keys(self):
-        return self.predictions.keys()
-
-    def values(self):
-        return self.predictions.values()
-
-    def items(self):
-        return self.predictions.items()
-
-    def get(self, name: str, default: Prediction | None = None) -> Prediction | None:
-        return self.predictions.get(name, default)
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per prediction: name, value, unit, bound, provenance, note."""
