@@ -18,7 +18,7 @@ class StrictModel(BaseModel):
     boolean where a number belongs (pydantic would read ``true`` as 1), nor a number that is
     not finite (pydantic would read the string ``"inf"`` as infinity)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -32,6 +32,14 @@ class StrictModel(BaseModel):
                     shown = json.dumps(data[key][:40])
                     raise ValueError(f"'{key}' is the string {shown}, where a number belongs")
         return data
+
+
+def fill_derived(model: BaseModel, name: str, value: Any) -> None:
+    """Set a field a spec model derives from its others (``head_dim`` from ``hidden_size``),
+    from the model's own after-validator: specs are frozen once validated, so that no
+    assignment can bypass validation."""
+    model.__dict__[name] = value
+    model.__pydantic_fields_set__.add(name)
 
 
 def _takes_numbers(annotation: Any, only: bool = False) -> bool:

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from infoflow.core.errors import FieldError
-from infoflow.core.spec_base import SpecBase, StrictModel, existing_path
+from infoflow.core.spec_base import SpecBase, StrictModel, existing_path, fill_derived
 from infoflow.looped_kv.hf_config import read_hf_config
 from infoflow.looped_kv.parts import Experts, LatentAttention, MambaLayers, WeightQuantization
 from infoflow.looped_kv.serving import DEVICES, QUANTIZED, CacheDType, Serving
@@ -171,7 +171,7 @@ class LoopedModel(StrictModel):
     @model_validator(mode="after")
     def _fill_defaults(self) -> LoopedModel:
         if self.kv_heads is None:
-            self.kv_heads = self.heads
+            fill_derived(self, "kv_heads", self.heads)
         if self.heads % self.kv_heads:
             raise FieldError("kv_heads", f"{self.kv_heads} does not divide heads = {self.heads}")
         if self.head_dim is None:
@@ -181,7 +181,7 @@ class LoopedModel(StrictModel):
                     f"not given, and hidden_size {self.hidden_size} is not a multiple of "
                     f"heads {self.heads}: give head_dim",
                 )
-            self.head_dim = self.hidden_size // self.heads
+            fill_derived(self, "head_dim", self.hidden_size // self.heads)
         self._check_extensions()
         return self
 

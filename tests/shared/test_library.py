@@ -57,3 +57,17 @@ def test_a_result_reads_as_a_mapping() -> None:
     assert dict(result.items()) == as_dict and len(result.keys()) == len(result)
     with pytest.raises(KeyError, match=r"no prediction of this retrieval result .*min_heads"):
         result["absent"]
+
+
+def test_a_loaded_spec_cannot_be_changed_past_its_validation() -> None:
+    """A spec is frozen once validated: an assignment would skip every check (a negative
+    length predicted without a word); a changed spec is loaded again, from a dict or with
+    overrides. The fields a model derives are still filled in."""
+    spec = infoflow.load_spec(SPECS / "looped_kv" / "ouro-1.4b-h200.json")
+    with pytest.raises(ValueError, match="frozen"):
+        spec.serving.context_tokens = -1
+    with pytest.raises(ValueError, match="frozen"):
+        spec.model.loops = 0
+    overrides = ["model.head_dim=null", "model.kv_heads=null"]
+    derived = infoflow.load_spec(SPECS / "looped_kv" / "looped-d256.json", overrides).model
+    assert (derived.head_dim, derived.kv_heads) == (256 // 4, 4)
