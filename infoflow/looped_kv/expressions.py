@@ -107,6 +107,24 @@ class Expression:
         cached = _cache().get(self.key())
         return tuple(cached) if cached else _print(self())
 
+    def __reduce__(self) -> tuple:
+        """Pickled as what it builds: a form is a closure over its spec, which pickle cannot
+        carry (a result sent to another process, or to Ray, keeps its formulas)."""
+        return Built, (self(), self.printed())
+
+
+class Built:
+    """An :class:`Expression` after a pickle: its sympy expression and printed forms."""
+
+    def __init__(self, expression: Any, printed: tuple[str, str]) -> None:
+        self.expression, self.text = expression, tuple(printed)
+
+    def __call__(self) -> Any:
+        return self.expression
+
+    def printed(self) -> tuple[str, str]:
+        return self.text
+
 
 @lru_cache(maxsize=1)
 def _cache() -> dict[str, list[str]]:

@@ -3,6 +3,8 @@ spec's own dump loads again, sweeps expand, a result's values are the caller's t
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from conftest import SPECS
 
@@ -71,3 +73,14 @@ def test_a_loaded_spec_cannot_be_changed_past_its_validation() -> None:
     overrides = ["model.head_dim=null", "model.kv_heads=null"]
     derived = infoflow.load_spec(SPECS / "looped_kv" / "looped-d256.json", overrides).model
     assert (derived.head_dim, derived.kv_heads) == (256 // 4, 4)
+
+
+def test_every_bundled_result_pickles_with_its_formulas() -> None:
+    """A result goes to another process (multiprocessing, Ray) whole: looped_kv's formulas
+    were closures over the spec, which pickle refused."""
+    for name in infoflow.specs.names():
+        result = infoflow.predict(infoflow.specs.path(name))
+        again = pickle.loads(pickle.dumps(result))
+        assert again.to_json() == result.to_json(), name
+        for key, prediction in result.items():
+            assert again[key].expression == prediction.expression, (name, key)
