@@ -112,7 +112,8 @@ def expand(
     spec: Spec, base_dir: str | Path | None = None, name: str = "<spec>"
 ) -> list[tuple[dict[str, Any], Spec]]:
     """The points of a spec's ``sweep`` as (the point's values, the spec at that point); a
-    spec without a sweep is its own single point. ``base_dir`` resolves relative paths."""
+    spec without a sweep is its own single point. ``base_dir`` resolves relative paths (by
+    default the folder the spec was loaded from: ``spec.base_dir``)."""
     if not spec.sweep:
         return [({}, spec)]
     keys, grids = list(spec.sweep), list(spec.sweep.values())
@@ -125,7 +126,7 @@ def expand(
         message += "(`infoflow sweep` evaluates a retrieval sweep vectorised, up to 10^7)"
         raise SpecError(name, [("sweep", message)])
     base = spec.model_dump(mode="json", exclude={"sweep"}, exclude_none=True)
-    context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
+    context = {"base_dir": Path(base_dir) if base_dir is not None else spec.base_dir}
     model = family(spec.kind, name).spec_model()
     points = []
     for values in itertools.product(*grids):

@@ -8,7 +8,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
 
 from infoflow.core.tables import Tabular, flat
 
@@ -66,6 +66,20 @@ class SpecBase(StrictModel, Tabular):
         description="A grid: dotted field paths to lists of values (seq_len: [8, 16]); the "
         "spec stands for every combination. Predictions are made once per point.",
     )
+
+    _folder: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _remember_folder(self, info: ValidationInfo) -> SpecBase:
+        folder = (info.context or {}).get("base_dir")
+        self._folder = Path(folder).resolve() if folder is not None else None
+        return self
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder the spec's relative paths are read from: its file's, or the working
+        directory when a dict was loaded (at that moment, not now)."""
+        return self._folder or Path.cwd()
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per field that is set (nested fields as dotted paths), the description

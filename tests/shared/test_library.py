@@ -3,6 +3,7 @@ spec's own dump loads again, sweeps expand, a result's values are the caller's t
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
@@ -84,3 +85,25 @@ def test_every_bundled_result_pickles_with_its_formulas() -> None:
         assert again.to_json() == result.to_json(), name
         for key, prediction in result.items():
             assert again[key].expression == prediction.expression, (name, key)
+
+
+def test_a_sweep_reads_relative_paths_from_the_specs_folder(tmp_path, monkeypatch) -> None:
+    """A spec remembers the folder it was loaded from: expanding it from another working
+    directory finds a swept config file beside the spec (it looked in the working
+    directory)."""
+    (tmp_path / "configs").mkdir()
+    config = SPECS / "looped_kv" / "hf_configs" / "ouro-1.4b.json"
+    (tmp_path / "configs" / "a.json").write_text(config.read_text())
+    spec = {
+        "kind": "looped_kv",
+        "model": {"hf_config": "configs/a.json"},
+        "serving": {"context_tokens": 4096, "memory_budget_gib": 80},
+        "sweep": {"model.hf_config": ["configs/a.json"], "serving.context_tokens": [1, 2]},
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    loaded = infoflow.load_spec(tmp_path / "spec.json")
+    monkeypatch.chdir(SPECS)
+    assert loaded.base_dir == tmp_path.resolve()
+    points = infoflow.expand(loaded)
+    assert [p.serving.context_tokens for _, p in points] == [1, 2]
+    assert pickle.loads(pickle.dumps(loaded)).base_dir == loaded.base_dir
