@@ -123,6 +123,20 @@ class Serving(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _device_shares_with_a_device(self) -> Serving:
+        """``usable_fraction`` and ``overhead_gib`` share a device's memory: beside a direct
+        budget (all of it the cache's) or no memory at all they would be ignored."""
+        if self.device is None and self.device_memory_gib is None:
+            fields = type(self).model_fields
+            for name in ("usable_fraction", "overhead_gib"):
+                if getattr(self, name) != fields[name].default:
+                    message = "read only with a device's memory (device or device_memory_gib)"
+                    if self.memory_budget_gib is not None:
+                        message += "; memory_budget_gib is all the cache's"
+                    raise FieldError(name, message)
+        return self
+
+    @model_validator(mode="after")
     def _one_budget(self) -> Serving:
         given = [
             name

@@ -305,3 +305,13 @@ def test_a_serving_field_the_setting_would_ignore_is_refused(override, message) 
     assert message in refused("predict", str(LOOPED_KV / "ouro-1.4b-h200.json"), "--set", override)
     paged = ["--set", "serving.engine=vllm", "--set", "serving.block_size=32"]
     assert "max_batch" in run_cli("predict", str(LOOPED_KV / "ouro-1.4b-h200.json"), *paged).stdout
+
+
+@pytest.mark.parametrize("override", ["serving.usable_fraction=0.8", "serving.overhead_gib=2"])
+def test_a_device_share_beside_a_direct_budget_is_refused(override) -> None:
+    """usable_fraction and overhead_gib divide a device's memory; memory_budget_gib is all
+    the cache's, so beside it they were ignored without a word. With a device they apply."""
+    message = "read only with a device's memory (device or device_memory_gib); memory_budget_gib"
+    assert message in refused("predict", str(LOOPED_KV / "looped-d256.json"), "--set", override)
+    with_device = run_cli("predict", str(LOOPED_KV / "huginn-3.5b.json"), "--set", override)
+    assert with_device.returncode == 0 and "max_batch" in with_device.stdout
