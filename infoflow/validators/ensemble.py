@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +129,20 @@ class MemberAdamW(torch.optim.Optimizer):
                 p.sub_(rate * state["exp_avg"] / (1 - beta1**t) / denominator)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Checkpoint:
-    """A group's checkpoint file and the digest of the identity it must carry (None: any)."""
+    """A group's checkpoint file and the digest of the identity it must carry (None: any).
+    It keeps the group's training clock: the seconds since it was made, plus those of the
+    runs before a resume (saved with the state), so a resumed group's time is its whole."""
 
     path: Path
     identity: str | None = None
+    earlier: float = field(default=0.0, compare=False)
+    started: float = field(default_factory=time.perf_counter, compare=False, repr=False)
+
+    def seconds(self) -> float:
+        """Training seconds so far, the runs before a resume included."""
+        return self.earlier + time.perf_counter() - self.started
 
     @classmethod
     def of(cls, group: Any, folder: Path) -> Checkpoint:
@@ -154,6 +163,7 @@ class Checkpoint:
             "step": step,
             "records": list(records),
             "identity": self.identity,
+            "seconds": self.seconds(),
         }
         state["digest"] = state_digest(state)
         write_with(self.path, lambda temporary: torch.save(state, temporary))
@@ -169,6 +179,7 @@ class Checkpoint:
             optimizer.load_state_dict(state["optimizer"])
             schedule.load_state_dict(state["schedule"])
             data.set_state(state["data"].cpu())  # generator states live on the CPU
+            self.earlier = float(state.get("seconds", 0.0))
             return int(state["step"]), list(state.get("records", []))
         except Exception as exc:  # whatever is wrong with the file's content
             raise self._damaged(exc) from None

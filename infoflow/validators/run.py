@@ -313,7 +313,8 @@ def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
 
 def throughput(planned: Plan, store: Store) -> dict[str, dict]:
     """Each trained group's speed (tokens/s, FLOP/s, MFU against the device's peak; a resumed
-    group's since it resumed), its training seconds and, where made, the design's estimate."""
+    group's since it resumed), its training seconds (a resumed group's whole, runs before
+    the resume included) and, where made, the design's estimate."""
     out = {}
     for _, experiment in planned.experiments:
         estimates = getattr(experiment, "estimates", {})  # the families that estimate a group

@@ -131,6 +131,20 @@ def test_a_checkpoint_is_read_only_for_its_own_group(tmp_path) -> None:
         mine.load(model, optimizer, schedule, data, "cpu")
 
 
+def test_a_resumed_groups_seconds_include_the_runs_before(tmp_path) -> None:
+    """The clock travels with the checkpoint: a group killed after 100 s of training and
+    resumed reports its whole time, not only the resumed part's."""
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    first = Checkpoint(tmp_path / "g.pt", "abc", earlier=100.0)  # as if 100 s had passed
+    first.save(model, optimizer, schedule, torch.Generator().get_state(), 5)
+    resumed = Checkpoint(tmp_path / "g.pt", "abc")
+    assert resumed.seconds() < 100.0  # a fresh clock, until it reads the file
+    resumed.load(model, optimizer, schedule, torch.Generator(), "cpu")
+    assert resumed.earlier >= 100.0 and resumed.seconds() >= resumed.earlier
+
+
 class _RunsCode:
     """Pickled, a call of ``os.system`` that would create ``marker``: what a checkpoint from
     elsewhere could hold."""

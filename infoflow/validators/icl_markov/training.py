@@ -17,7 +17,6 @@ What each member is measured on, and when a group may stop early, is the experim
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Protocol
@@ -131,7 +130,7 @@ def train_group(
     every checkpoint ``evaluate_members(model)`` gives each member's metrics for the store,
     and the run ends early at one whose metrics are ``finished`` (a clock group whose every
     member's clock is final)."""
-    started, device, store = time.perf_counter(), context.device, context.store
+    device, store = context.device, context.store
     spec, training = group.spec, group.spec.training
     model = build_model(group, device)
     optimizer, schedule = _optimiser(model, training, device)
@@ -173,7 +172,7 @@ def train_group(
             if stop:
                 break
     store.record_throughput(group.name, speed.rates())
-    store.finish_group(group.name, time.perf_counter() - started)
+    store.finish_group(group.name, checkpoint.seconds())
 
 
 def _optimiser(model: StackedGPT, training: Training, device: torch.device):

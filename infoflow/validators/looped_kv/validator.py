@@ -7,7 +7,6 @@ measurements run there too."""
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,7 +80,8 @@ class LoopedKVValidator:
         return plan(name, spec, scale)
 
     def train(self, job: Job, context: Context) -> None:
-        group, started = job.group, time.perf_counter()
+        group = job.group
+        checkpoint = Checkpoint.of(group, context.checkpoints)
         progress = context.progress
         report_step = (
             None
@@ -95,7 +95,7 @@ class LoopedKVValidator:
             scale.steps,
             scale.batch,
             scale.length + 1,
-            Checkpoint.of(group, context.checkpoints),
+            checkpoint,
             seed=group.seed,
             progress=report_step,
             device=context.device,
@@ -105,7 +105,7 @@ class LoopedKVValidator:
             ),
             on_speed=lambda rates: context.store.record_throughput(group.name, rates),
         )
-        context.store.finish_group(group.name, time.perf_counter() - started)
+        context.store.finish_group(group.name, checkpoint.seconds())
 
     def judge(self, experiment: LoopedExperiment, context: Context) -> Section:
         group = experiment.group

@@ -13,7 +13,6 @@ back for measurements.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -132,7 +131,7 @@ def train_group(group: Group, context: Context, until: int | None = None) -> Non
     (``plateau:capped`` 1 when the cap, not a plateau, started its cooldown;
     ``plateau:improving`` 1 when its loss was still falling then; ``plateau:slope``, the
     log-log loss slope then; ``plateau:step``, its last training step)."""
-    started, device, store = time.perf_counter(), context.device, context.store
+    device, store = context.device, context.store
     settings = group.settings
     target = TargetFunction(group.spec, seed=group.data_seed, device=device)
     data = held_out(group, target, device)
@@ -182,7 +181,7 @@ def train_group(group: Group, context: Context, until: int | None = None) -> Non
         if context.progress:
             context.progress(group.name, step, settings.steps, mean, speed.text())
     store.record_throughput(group.name, speed.rates())
-    store.finish_group(group.name, time.perf_counter() - started)
+    store.finish_group(group.name, checkpoint.seconds())
 
 
 def _stopped(state: MemberState) -> dict[str, float]:
