@@ -87,11 +87,13 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     sequence = list(sequence) if sequence else None  # a copy: the caller may change it
     unplaced = CONTRADICTION if torn else "unplaced: no K*_1"
     unsourced = FORMS if torn else "uncalibrated"
+    scaled = any(FORMS in p.provenance for p in (k1, k2))  # K placed by a scaled threshold
+    ordered = f"paper:summary, placed by {FORMS}" if scaled else "paper:summary"
     predictions["phase_sequence"] = Prediction(
         sequence,
         "",
         "estimate",
-        "paper:summary" if sequence else unsourced,
+        ordered if sequence else unsourced,
         f"{PAPER}: small K goes G1 -> M1 -> M2, large K G1 -> G2, and between K*_1 and K*_2 "
         f"G2 gives way to M2; K = {spec.chains} is {placed or unplaced} "
         f"(K*_1 {_k1_text(k1_value, k1.interval)}, K*_2 = {fmt(k2_value)}).",

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import infoflow
 from infoflow.icl_markov.calibration import LOWER_BOUND, SHIPPED, load_calibration
 from infoflow.icl_markov.fit import fit, regression
+from infoflow.icl_markov.phases import FORMS
 
 PARK = SPECS / "icl_markov" / "park2025.json"
 SMOKE = SPECS / "icl_markov" / "smoke-c3.json"
@@ -113,6 +114,17 @@ def test_a_constant_from_other_settings_says_which_differ() -> None:
     g = lambda n: n / math.log(n)  # noqa: E731
     smoke = next(a for a in load_calibration().anchors if a.tau_2gen)
     assert tau.value == round(smoke.tau_2gen.value * g(512) / g(64))
+
+
+def test_a_sequence_placed_by_scaled_thresholds_says_so() -> None:
+    """The order of the phases is the paper's; where K falls among them rests on K*_1 and
+    K*_2, which at other settings than the anchor's are scaled by the working forms."""
+    at_anchor = infoflow.predict(SMOKE)
+    assert FORMS not in at_anchor["k1_star"].provenance
+    assert at_anchor["phase_sequence"].provenance == "paper:summary"
+    scaled = infoflow.predict(PARK)
+    assert FORMS in scaled["k1_star"].provenance
+    assert scaled["phase_sequence"].provenance == f"paper:summary, placed by {FORMS}"
 
 
 @pytest.mark.parametrize(
