@@ -160,17 +160,17 @@ def _symmetric(body: Node, pair: tuple[str, str]) -> bool:
     if names(body) or not free_indices(body) & set(pair):
         return False
     a, b = pair
-    found = [(c, _normal(t)) for c, t in terms(body) if t is not None]
-    swapped = [(c, _normal(rename(t, {a: b, b: a}))) for c, t in terms(body) if t is not None]
+    found = [(c, normal_form(t)) for c, t in terms(body) if t is not None]
+    swapped = [(c, normal_form(rename(t, {a: b, b: a}))) for c, t in terms(body) if t is not None]
     return sorted(map(repr, found)) == sorted(map(repr, swapped))
 
 
-def _normal(node: Node) -> Node:
+def normal_form(node: Node) -> Node:
     """``node`` with commutative arguments sorted and even functions of a difference
     oriented, so that equal spellings of these kinds compare equal."""
     if not isinstance(node, Apply):
         return node
-    args = tuple(_normal(a) for a in node.args)
+    args = tuple(normal_form(a) for a in node.args)
     if node.fn in COMMUTATIVE:
         args = tuple(sorted(args, key=repr))
     inner = args[0] if len(args) == 1 else None
@@ -267,8 +267,8 @@ def _antisymmetric(terms: list[tuple[float, Node | None]], pair: tuple[str, str]
 def _same_for_both(singles: list, pair: tuple[str, str]) -> bool:
     """Whether the terms of one index each are f(s) + f(t) for one f."""
     a, b = pair
-    mine = [repr((c, _normal(t))) for c, t in singles if a in free_indices(t)]
-    theirs = [repr((c, _normal(rename(t, {b: a})))) for c, t in singles if b in free_indices(t)]
+    mine = [repr((c, normal_form(t))) for c, t in singles if a in free_indices(t)]
+    theirs = [repr((c, normal_form(rename(t, {b: a})))) for c, t in singles if b in free_indices(t)]
     return sorted(mine) == sorted(theirs)
 
 

@@ -13,6 +13,9 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   token index: ``max(f(x[1]), f(x[2]), f(x[3]))`` is ``max(f(x[t]) for t in T if t <= 3)``;
 - identical additive terms (equal up to the names of their indices) are one term with the sum
   of their coefficients; terms that cancel vanish (``f - f`` is 0);
+- terms of one max (min) that are one function once each is maximised over the indices only
+  it reads are one term: ``max(f(a, b) + f(a, c) for a, b, c)`` is the max over a of
+  2 max over b of f(a, b) (a chain's or a star's equal leaves share one head);
 - an order test between two indices of a max or min whose score is symmetric in them reads
   no position: ``s < t`` is ``s != t``, ``s <= t`` every pair; the max over s != t of
   f(s) + f(t) is the largest f plus the second largest (:mod:`.diagonal`);
@@ -27,13 +30,10 @@ written.
 from __future__ import annotations
 
 from dataclasses import replace
-from fractions import Fraction
 
 from infoflow.retrieval.algebra import (
-    UnionFind,
     collect,
     collected,
-    free_indices,
     key,
     names,
     rebuilt,
@@ -52,9 +52,8 @@ from infoflow.retrieval.expression import (
     Token,
     Variable,
 )
+from infoflow.retrieval.separable import ADDITIVE, EXTREMA, separate
 
-EXTREMA = ("max", "min")
-ADDITIVE = ("+", "-", "neg", "*", "/")
 COUNT = Param("T_minus_1")  # the number of values an index t != s takes (a fixed number)
 HOLE = "_hole"  # the position that differs between the arguments of a pointwise max
 
@@ -62,18 +61,7 @@ HOLE = "_hole"  # the position that differs between the arguments of a pointwise
 def rewrite(node: Node) -> Node:
     """``node`` with every rewrite applied, innermost first; separable maxima are split last
     (after unrolled maxima are merged over their joint domain)."""
-    return _separate(_Rewriter(names(node)).rewrite(node))
-
-
-def _separate(node: Node) -> Node:
-    """Every separable max or min split, and identical terms collected again."""
-    if isinstance(node, Reduce):
-        node = replace(node, body=_separate(node.body))
-        return _split(node)
-    if isinstance(node, Apply):
-        node = Apply(node.fn, tuple(_separate(a) for a in node.args))
-        return collect(node) if node.fn in ADDITIVE else node
-    return node
+    return separate(_Rewriter(names(node)).rewrite(node))
 
 
 class _Rewriter:
@@ -254,41 +242,6 @@ def _unshift(node: Node, name: str, offset: int) -> Node:
         conditions = tuple(_shift_condition(c, name, offset) for c in node.conditions)
         return replace(node, body=_unshift(node.body, name, offset), conditions=conditions)
     return node
-
-
-# ---- separable extrema -------------------------------------------------------------------
-
-
-def _split(node: Reduce) -> Node:
-    """A max or min over indices whose terms fall apart into groups is the sum of one
-    reduction per group, the terms that touch none of its indices outside: max over a, b of
-    f(a) + g(b) + c is max f + max g + c (so that max f + max f is met as 2 max f)."""
-    if node.op not in EXTREMA:
-        return node
-    own = [v.name for v in node.variables]
-    found = terms(node.body)
-    groups = UnionFind(own)
-    for _, term in found:
-        groups.join(free_indices(term) & set(own) if term is not None else set())
-    for c in node.conditions:
-        groups.join({c.left, c.right} & set(own))
-    roots = groups.roots()
-    outside = [(c, t) for c, t in found if t is None or not free_indices(t) & set(own)]
-    if len(roots) < 2 and not outside:
-        return node
-    pieces = list(outside)
-    for root in roots:
-        members = groups.members(root)
-        mine = [(c, t) for c, t in found if t is not None and free_indices(t) & members]
-        if not mine:
-            continue  # an index nothing reads only narrows the domain of a max
-        body = rebuilt(collected(mine))
-        conditions = tuple(c for c in node.conditions if {c.left, c.right} & members)
-        variables = tuple(v for v in node.variables if v.name in members)
-        pieces.append(
-            (Fraction(1), replace(node, variables=variables, body=body, conditions=conditions))
-        )
-    return collect(rebuilt(collected(pieces)))
 
 
 # ---- the diagonal ------------------------------------------------------------------------

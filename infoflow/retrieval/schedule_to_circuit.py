@@ -252,11 +252,15 @@ def _star_term(
         )
     (hub,) = centre
     layers = _layers_of(spec)
-    scores = []
+    grouped: dict[tuple[str, int], list] = {}  # leaves with one score: one retrieval, n times
     for (sign, piece), leaf in zip(pieces, leaves, strict=True):
         matrix, own = forms.bilinear(piece, hub, leaf)
-        scores.append((leaf, matrix, sign * own, layers.get((leaf, hub), 1)))
-    last = layers.get((hub, None), 1 + max(layer for *_, layer in scores))
+        grouped.setdefault((matrix, sign * own), []).append(leaf)
+    scores = [  # equal leaves share the engine's step, under whichever name it kept
+        (same[0], matrix, sign, max(layers.get((leaf, hub), 1) for leaf in same), len(same))
+        for (matrix, sign), same in grouped.items()
+    ]
+    last = layers.get((hub, None), 1 + max(score[3] for score in scores))
     star = max_position.circuit_star(circuit, tag, hub, scores, forms.sign(term.op), last)
     return (*star, 1)
 

@@ -140,7 +140,7 @@ def test_a_star_retrieves_each_leaf_side_by_side() -> None:
 def test_a_chain_on_one_head_a_layer_retrieves_its_leaves_one_a_layer() -> None:
     """The engine's sequential schedule ([R] sequential_schedule): on [1, 1, 1] the chain
     a - b - c retrieves one leaf a layer, each in the layer the schedule gives it."""
-    chain = "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)"
+    chain = "max(dot(x[a], x[b]) + bilinear(x[b], A, x[c]) for a in T for b in T for c in T)"
     witness = construction.build(spec(chain, [1, 1, 1], embed_dim=32, seq_len=8), width=512)
     assert witness.nmse < 1e-3, witness.nmse
     assert [h.layer for h in witness.circuit.heads] == [1, 2, 3]
@@ -148,6 +148,25 @@ def test_a_chain_on_one_head_a_layer_retrieves_its_leaves_one_a_layer() -> None:
         leaf = head.does.split("its best ")[1].split()[0]
         assert f"retrieves the best {leaf} " in head.step, (head.does, head.step)
         assert "sequential_schedule" in head.step
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)",
+        "min(dot(x[h], x[a]) + dot(x[h], x[b]) + dot(x[c], x[h]) "
+        "for h in T for a in T for b in T for c in T)",
+    ],
+)
+def test_equal_leaves_are_one_retrieval_counted_as_often_as_they_occur(target: str) -> None:
+    """Leaves with one score are one function of the centre: the engine plans them on one
+    head ([1, 1]), and compile builds that plan, the readout weighing the one value by the
+    number of leaves (2 or 3), to the target as written."""
+    witness = construction.build(spec(target, [1, 1], embed_dim=32, seq_len=8), width=512)
+    assert witness.nmse < 1e-3, witness.nmse
+    assert [h.layer for h in witness.circuit.heads] == [1, 2]
+    weights = [copy.scale for copy in witness.circuit.heads[-1].values]
+    assert weights == [2.0 if target.startswith("max") else 3.0]
 
 
 def test_the_separable_pair_is_the_max_beside_the_peel() -> None:

@@ -120,10 +120,18 @@ def test_decode_offset_option() -> None:
 GENERAL = {
     # target: (heads that suffice, min_layers, min_heads, order)
     "chain of three": (
-        "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)",
+        "max(dot(x[a], x[b]) + bilinear(x[b], A, x[c]) for a in T for b in T for c in T)",
         [2, 1],
         2,
         [2, 1],
+        2,
+    ),
+    # two leaves that are one function of b: max over b of 2 max over a of x(a).x(b)
+    "chain of three with equal leaves": (
+        "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)",
+        [1, 1],
+        2,
+        [1, 1],
         2,
     ),
     "chain of four": (
@@ -135,11 +143,19 @@ GENERAL = {
         2,
     ),
     "star with three leaves": (
-        "min(dot(x[h], x[a]) + dot(x[h], x[b]) + dot(x[h], x[c]) "
+        "min(dot(x[h], x[a]) - dot(x[b], x[h]) + bilinear(x[h], A, x[c]) "
         "for h in T for a in T for b in T for c in T)",
         [3, 1],
         2,
         [3, 1],
+        2,
+    ),
+    "star with three equal leaves": (
+        "min(dot(x[h], x[a]) + dot(x[h], x[b]) + dot(x[c], x[h]) "
+        "for h in T for a in T for b in T for c in T)",
+        [1, 1],
+        2,
+        [1, 1],
         2,
     ),
     "nested max of min": (

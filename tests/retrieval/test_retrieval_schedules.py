@@ -14,9 +14,9 @@ from infoflow.retrieval.explain import explain
 from infoflow.retrieval.laws import T, d, n
 from infoflow.retrieval.schedule_to_flow import information_dag
 
-CHAIN = "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)"
-STAR = (
-    "min(dot(x[h], x[a]) + dot(x[h], x[b]) + dot(x[h], x[c]) "
+CHAIN = "max(dot(x[a], x[b]) + bilinear(x[b], A, x[c]) for a in T for b in T for c in T)"
+STAR = (  # three leaves, three different functions of h (equal ones would share a head)
+    "min(dot(x[h], x[a]) - dot(x[b], x[h]) + bilinear(x[h], A, x[c]) "
     "for h in T for a in T for b in T for c in T)"
 )
 MAX_OF_KTH = "max(kth_largest((dot(x[s], x[t]) for t in T), k=2) for s in T)"

@@ -148,19 +148,25 @@ def circuit_pair(
 
 
 def circuit_star(
-    c: Circuit, tag: str, hub: str, scores: list[tuple[str, str, int, int]], best: int, last: int
+    c: Circuit,
+    tag: str,
+    hub: str,
+    scores: list[tuple[str, str, int, int, int]],
+    best: int,
+    last: int,
 ) -> tuple[list[Head], list[Mlp]]:
-    """A star, compiled (``scores``: (leaf_i, M_i, sign_i, layer_i), the target's term i
-    being sign_i x(hub)^T M_i x(leaf_i); ``best``: +1 for a max, -1 for a min): in layer_i
-    every token retrieves leaf i's best partner by its own head (logit beta * best * sign_i *
-    x^T M_i x(t)) into ``tag.partner<i>``, and that layer's MLP decodes ``tag.value<i>`` =
-    x^T M_i partner; in layer ``last`` the readout retrieves the best centre by the signed
-    sum of the values and copies that sum into ``tag.out``. The leaves are independent given
-    the centre, so the max over all of them is the max over the centre of each leaf's own
-    max, whether the leaves are retrieved side by side or one a layer."""
+    """A star, compiled (``scores``: (leaf_i, M_i, sign_i, layer_i, n_i), the target's term i
+    being sign_i x(hub)^T M_i x(leaf_i), n_i times: n_i leaves with one score are one
+    retrieval; ``best``: +1 for a max, -1 for a min): in layer_i every token retrieves leaf
+    i's best partner by its own head (logit beta * best * sign_i * x^T M_i x(t)) into
+    ``tag.partner<i>``, and that layer's MLP decodes ``tag.value<i>`` = x^T M_i partner; in
+    layer ``last`` the readout retrieves the best centre by the sum of the values times
+    sign_i n_i and copies that sum into ``tag.out``. The leaves are independent given the
+    centre, so the max over all of them is the max over the centre of each leaf's own max,
+    whether the leaves are retrieved side by side or one a layer."""
     out = c.add(f"{tag}.out", 1)
     heads, mlps, total = [], [], []
-    for i, (leaf, matrix, sign, layer) in enumerate(scores, 1):
+    for i, (leaf, matrix, sign, layer, times) in enumerate(scores, 1):
         partner = c.add(f"{tag}.partner{i}", c.channels[TOKENS])
         value = c.add(f"{tag}.value{i}", 1)
         does = f"every token {hub} retrieves its best {leaf} into {partner}"
@@ -169,7 +175,7 @@ def circuit_star(
         heads.append(Head(layer, -1, "max-position retrieval", EVERY_TOKEN, does, score, copy))
         does = f"x({hub})^T {matrix} x({leaf}*)"
         mlps.append(Mlp(layer, "decode", (TOKENS, partner), value, matrix, does=does))
-        total.append((value, sign))
+        total.append((value, sign * times))
     does = f"the readout retrieves the best centre by its leaves' values, their sum into {out}"
     score = tuple(Form(ANCHOR, v, "I", best * sign) for v, sign in total)
     values = tuple(Copy(v, out, "I", float(sign)) for v, sign in total)

@@ -1,0 +1,124 @@
+"""Separable extrema, the last rewrite before the canonical form
+(:mod:`~infoflow.retrieval.expression_rewrite` applies it; ``reconstruction:canonical_form``):
+
+- a max or min over indices whose terms fall apart into groups is the sum of one reduction
+  per group, the terms that touch none of its indices outside: max over a, b of
+  f(a) + g(b) + c is max f + max g + c (so that max f + max f is met as 2 max f);
+- terms of one connected max (min) that are one function once each is maximised over the
+  indices only it reads are one term: max over a, b, c of f(a, b) + f(a, c) is the max over
+  a of 2 max over b of f(a, b) (a chain's or a star's equal leaves share one head).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
+
+from infoflow.retrieval.algebra import (
+    UnionFind,
+    collect,
+    collected,
+    free_indices,
+    key,
+    rebuilt,
+    terms,
+)
+from infoflow.retrieval.diagonal import normal_form
+from infoflow.retrieval.expression import Apply, Node, Reduce
+
+EXTREMA = ("max", "min")
+ADDITIVE = ("+", "-", "neg", "*", "/")
+
+
+def separate(node: Node) -> Node:
+    """Every separable max or min split, and identical terms collected again."""
+    if isinstance(node, Reduce):
+        node = replace(node, body=separate(node.body))
+        return _split(node)
+    if isinstance(node, Apply):
+        node = Apply(node.fn, tuple(separate(a) for a in node.args))
+        return collect(node) if node.fn in ADDITIVE else node
+    return node
+
+
+def _split(node: Reduce) -> Node:
+    """A max or min over indices whose terms fall apart into groups is the sum of one
+    reduction per group, the terms that touch none of its indices outside: max over a, b of
+    f(a) + g(b) + c is max f + max g + c (so that max f + max f is met as 2 max f)."""
+    if node.op not in EXTREMA:
+        return node
+    own = [v.name for v in node.variables]
+    found = terms(node.body)
+    groups = UnionFind(own)
+    for _, term in found:
+        groups.join(free_indices(term) & set(own) if term is not None else set())
+    for c in node.conditions:
+        groups.join({c.left, c.right} & set(own))
+    roots = groups.roots()
+    outside = [(c, t) for c, t in found if t is None or not free_indices(t) & set(own)]
+    if len(roots) < 2 and not outside:
+        return _share_leaves(node)
+    pieces = list(outside)
+    for root in roots:
+        members = groups.members(root)
+        mine = [(c, t) for c, t in found if t is not None and free_indices(t) & members]
+        if not mine:
+            continue  # an index nothing reads only narrows the domain of a max
+        body = rebuilt(collected(mine))
+        conditions = tuple(c for c in node.conditions if {c.left, c.right} & members)
+        variables = tuple(v for v in node.variables if v.name in members)
+        piece = replace(node, variables=variables, body=body, conditions=conditions)
+        pieces.append((Fraction(1), _share_leaves(piece)))
+    return collect(rebuilt(collected(pieces)))
+
+
+def _share_leaves(node: Reduce) -> Reduce:
+    """Terms of one connected max (min) that are equal up to the names of the indices only
+    they read are one term: max over a, b, c of f(a, b) + f(a, c) is max over a of
+    2 max over b of f(a, b) (each term's own max is the same function of a; commutative
+    arguments in any order). A term's own indices are those no other term and no condition
+    outside it reads; terms that share with no other are left as written."""
+    found = [(c, t) for c, t in terms(node.body) if t is not None]
+    own = {v.name for v in node.variables}
+    pushed = [_own_reduction(node, c, t, found, own) for c, t in found]
+    keys = [None if inner is None else _leaf_key(inner) for inner in pushed]
+    shared = {k for k in keys if k is not None and keys.count(k) > 1}
+    if not shared:
+        return node
+    body, merged, gone, moved = [], {}, set(), set()
+    for (coefficient, term), inner, name in zip(found, pushed, keys, strict=True):
+        if name not in shared:
+            body.append((coefficient, term))
+            continue
+        total, first = merged.get(name, (Fraction(0), inner))
+        merged[name] = (total + coefficient, first)
+        gone |= {v.name for v in inner.variables}
+        moved |= set(inner.conditions)
+    constant = [(c, t) for c, t in terms(node.body) if t is None]
+    return replace(
+        node,
+        variables=tuple(v for v in node.variables if v.name not in gone),
+        body=rebuilt(collected(body + list(merged.values()) + constant)),
+        conditions=tuple(c for c in node.conditions if c not in moved),
+    )
+
+
+def _own_reduction(node: Reduce, coefficient, term: Node, found: list, own: set[str]):
+    """``term``'s max (min, with a negative coefficient: max of -f is -min f) over the
+    indices only it reads, with the conditions on them; None when it has none."""
+    others = set().union(*(free_indices(t) for _, t in found if t is not term))
+    reads = free_indices(term)
+    mine = (reads & own) - others
+    conditions = tuple(c for c in node.conditions if {c.left, c.right} & mine)
+    if not mine or any(not ({c.left, c.right} & own) <= reads for c in conditions):
+        return None  # none, or a condition ties one of them to another term's index
+    op = node.op if coefficient > 0 else next(o for o in EXTREMA if o != node.op)
+    variables = tuple(v for v in node.variables if v.name in mine)
+    return Reduce(op, variables, term, conditions)
+
+
+def _leaf_key(inner: Reduce) -> tuple:
+    """Equal for two leaf reductions that are one function of the indices they share: bound
+    indices named by order of binding, commutative arguments sorted."""
+    named = key(inner)
+    return (named.op, named.variables, named.conditions, repr(normal_form(named.body)))
