@@ -37,6 +37,7 @@ from infoflow.validators.retrieval.expect import (  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design, Model, plan  # noqa: E402
 from infoflow.validators.retrieval.exponents import Ladder  # noqa: E402
 from infoflow.validators.retrieval.floors import Floors  # noqa: E402
+from infoflow.validators.retrieval.judge import equal_slopes_bound  # noqa: E402
 from infoflow.validators.retrieval.model import Member  # noqa: E402
 from infoflow.validators.retrieval.validator import measured_ladders  # noqa: E402
 from infoflow.validators.steptime import (  # noqa: E402
@@ -211,6 +212,18 @@ def test_an_equality_of_two_efficient_models_needs_both_exponents_measured() -> 
     found = _claims(planned, _ladders(planned, -0.5, 0.05, {one8: (-0.02, 0.6)}))
     floor = next(c for c in found if c.id == f"exponent_floor:{two8.key()}:{one8.key()}")
     assert floor.verdict == "refuted" and "a learner's slope" in floor.tolerance
+
+
+def test_the_equality_tolerance_scales_with_the_steeper_falling_slope() -> None:
+    """A rising slope measures no exponent and sets no scale: with one ladder rising by 1.0
+    and the learner's falling by 0.5 the tolerance is 0.25, not 0.5."""
+    assert equal_slopes_bound([-0.5, 1.0, None]) == pytest.approx(0.25)
+    assert equal_slopes_bound([0.3, None]) == 0.0
+    planned, (one8, two8, _, _) = _pairwise_min()
+    found = _claims(planned, _ladders(planned, -0.5, 0.05, {one8: (1.0, 0.6)}))
+    floor = next(c for c in found if c.id == f"exponent_floor:{two8.key()}:{one8.key()}")
+    assert floor.measured["tolerance"] == pytest.approx(0.25) and floor.verdict == "refuted"
+    assert "steeper falling slope" in floor.tolerance
 
 
 def test_a_seed_still_improving_at_the_cap_measures_no_exponent() -> None:

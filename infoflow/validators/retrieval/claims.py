@@ -10,7 +10,8 @@ compares and judged against the target's own floors.
   retrieval.floors`), and its ladder is steep (a slope below ``-STEEP`` for every seed: a
   flat ladder is limited by training, not by size, and measures no exponent).
 - **equality**: the paired difference of the slopes lies within ``EQUAL_SLOPES`` times the
-  steeper slope (the median's magnitude) for every seed; refuted when every seed's
+  steeper falling slope (the median's magnitude; a rising slope sets no scale) for every
+  seed; refuted when every seed's
   difference is outside, on one side. Judged only when one of the two learns and has a steep
   ladder (two ladders that do not fall are equal for no reason). The floor's own equality
   claims (``exponent_floor:``) are judged the same way, as reconstructions.

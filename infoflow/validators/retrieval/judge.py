@@ -19,6 +19,13 @@ EQUAL_SLOPES = 0.5
 STEEP = 0.1
 
 
+def equal_slopes_bound(slopes) -> float:
+    """How far two slopes may differ and be equal: ``EQUAL_SLOPES`` times the steeper of
+    those that fall (a rising slope measures no exponent, so it sets no scale; 0 when none
+    falls). ``slopes``: medians, None where a ladder has none."""
+    return EQUAL_SLOPES * max((-s for s in slopes if s is not None and s < 0), default=0.0)
+
+
 class Judge:
     """The measurements a claim reads, and the rules that turn them into verdicts."""
 
@@ -148,13 +155,11 @@ class Judge:
             f"the decoder's size{_context(a, b)}"
         )
         difference = paired_differences(ladders[0], ladders[1])
-        slopes = [ladder.slope().median for ladder in ladders]
-        steepest = max((abs(s) for s in slopes if s is not None), default=0.0)
-        bound = EQUAL_SLOPES * steepest
+        bound = equal_slopes_bound(ladder.slope().median for ladder in ladders)
         measured = {**measured, "slope_difference": difference.to_json(), "tolerance": bound}
         measured_by = "a learner's slope" if e.floor else "both learn, and both models' slopes"
         tolerance = (
-            f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed; "
+            f"|slope difference| < {EQUAL_SLOPES:g} x the steeper falling slope, every seed; "
             f"{measured_by} < -{STEEP:g}"
         )
         claim = (ident, statement, f"equality ({e.why})", measured, tolerance)

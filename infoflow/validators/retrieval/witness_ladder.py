@@ -14,7 +14,7 @@ architecture is (a construction's cost). Two claims, of kind construction:
   construction does not achieve the engine's number at this T.
 - ``witness_flat:KEY:KEY``: the same architecture at two lengths, where the engine gives
   both the same exponent (the paper's "independent of T" for an efficient architecture): the
-  seed-paired slopes differ by less than ``EQUAL_SLOPES`` times the steeper slope, every
+  seed-paired slopes differ by less than ``EQUAL_SLOPES`` times the steeper falling slope, every
   seed; refuted when every seed's difference is outside, the same way. This is the two-layer
   half of the depth separation, settled by construction where trained ladders are flat.
 
@@ -30,7 +30,7 @@ from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval import construction
 from infoflow.validators.retrieval.experiment import Model
 from infoflow.validators.retrieval.exponents import Ladder, exponent_of, paired_differences
-from infoflow.validators.retrieval.judge import EQUAL_SLOPES
+from infoflow.validators.retrieval.judge import EQUAL_SLOPES, equal_slopes_bound
 
 KIND = "construction"
 #: The MLP widths of a witness's ladder (8x in width, about 8x in decoder parameters).
@@ -75,8 +75,7 @@ def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: f
     """The witnesses of one architecture at two lengths have equal exponents."""
     a, b = ladders[short], ladders[long]
     difference = paired_differences(a, b)
-    steepest = max(abs(s) for s in (a.slope().median, b.slope().median) if s is not None)
-    bound = EQUAL_SLOPES * steepest
+    bound = equal_slopes_bound((a.slope().median, b.slope().median))
     statement = (
         f"heads {list(short.heads)}, E={short.embed_dim}: the compiled witness's exponent is "
         f"the same at T={short.seq_len} and T={long.seq_len} (the engine: {alpha:.3g} at both)"
@@ -86,7 +85,7 @@ def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: f
         "slope_difference": difference.to_json(),
         "tolerance": bound,
     }
-    tolerance = f"|slope difference| < {EQUAL_SLOPES:g} x the steeper slope, every seed"
+    tolerance = f"|slope difference| < {EQUAL_SLOPES:g} x the steeper falling slope, every seed"
     claim = (f"witness_flat:{short.key()}:{long.key()}", statement, "equal exponents", measured)
     holds = difference.count >= 2 and -bound < difference.low and difference.high < bound
     refuted = difference.above(bound) or difference.below(-bound)
