@@ -11,6 +11,7 @@ from itertools import count
 from infoflow.retrieval.expression import (
     SEQUENCE,
     Apply,
+    Condition,
     Const,
     Node,
     Param,
@@ -125,6 +126,45 @@ def key(node: Node) -> Node:
     return walk(node)
 
 
+COMMUTATIVE = ("+", "*", "dot", "min", "max")
+EVEN = ("norm", "sqnorm", "abs")  # f(a - b) = f(b - a)
+
+
+def normal(node: Node) -> Node:
+    """``node`` with commutative arguments sorted, even functions of a difference oriented and
+    index conditions in one form (``b != a`` as ``a != b``, ``a < b`` as ``a <= b - 1``,
+    ``b > a`` as ``a <= b - 1``), inside reductions too: equal spellings of these kinds
+    compare equal (with :func:`key`, whatever the bound indices' names)."""
+    if isinstance(node, Reduce):
+        conditions = tuple(sorted((_normal_condition(c) for c in node.conditions), key=repr))
+        return replace(node, body=normal(node.body), conditions=conditions)
+    if not isinstance(node, Apply):
+        return node
+    args = tuple(normal(a) for a in node.args)
+    if node.fn in COMMUTATIVE:
+        args = tuple(sorted(args, key=repr))
+    inner = args[0] if len(args) == 1 else None
+    if node.fn in EVEN and isinstance(inner, Apply) and inner.fn == "-":
+        args = (Apply("-", tuple(sorted(inner.args, key=repr))),)
+    return Apply(node.fn, args)
+
+
+def _normal_condition(c: Condition) -> Condition:
+    """``left op right + shift`` as ``<=``, ``!=`` or ``==`` (order tests between integers:
+    ``<`` is ``<=`` one less), two indices in sorted order."""
+    left, op, right, shift = c.left, c.op, c.right, c.shift
+    if op in (">", ">="):  # left > right + s  <=>  right < left - s
+        if not (isinstance(right, str) and right != SEQUENCE):
+            return c  # a bound against a constant or T stays as written
+        left, right, shift, op = right, left, -shift, "<" if op == ">" else "<="
+    if op == "<":
+        op, shift = "<=", shift - 1
+    two = isinstance(right, str) and right != SEQUENCE
+    if op in ("!=", "==") and two and str(right) < str(left):
+        left, right, shift = right, left, -shift
+    return Condition(left, op, right, shift)
+
+
 def collect(node: Node) -> Node:
     """Identical additive terms as one, with the sum of their coefficients; a term whose
     coefficients cancel is dropped (0 when nothing is left)."""
@@ -143,7 +183,7 @@ def collected(found: list[tuple[Fraction, Node | None]]) -> Collected:
     coefficients and its first spelling."""
     grouped: Collected = {}
     for coefficient, term in found:
-        name = None if term is None else key(term)
+        name = None if term is None else normal(key(term))
         total, first = grouped.get(name, (Fraction(0), term))
         grouped[name] = (total + coefficient, first)
     return grouped

@@ -14,7 +14,9 @@ or minus the min's):
 - ``rarely``: some draws, but the diagonal sits on the extremum's losing side by the form of
   the score: dot products whose diagonal c |x|^2 the extremum runs from (the min of a dot
   product, whose diagonal |x(s)|^2 >= 0 is the minimum only when every other pair scores
-  higher), beside terms f(s) + f(t), or the max of a norm of a x[s] + b x[t] with a b < 0
+  higher), beside linear terms f(s) + f(t) (q.x(s): they only shift the tokens; another
+  f, |x(s)|^2 say, brings the diagonal's 2 f(s) back: ``often``), or the max of a norm of
+  a x[s] + b x[t] with a b < 0
   (the diagonal |a + b| |x| is shorter than the pairs' typical length). Measured on random
   draws, the share it decides falls fast with T (docs/retrieval.md, "Positions");
 - ``often``: anything else, or a score not recognised here (a bilinear form of a parameter,
@@ -40,11 +42,21 @@ from infoflow.retrieval.algebra import (
     collected,
     free_indices,
     names,
+    normal,
     rebuilt,
     rename,
     terms,
 )
-from infoflow.retrieval.expression import Apply, Condition, Const, Node, Reduce, Token, Variable
+from infoflow.retrieval.expression import (
+    Apply,
+    Condition,
+    Const,
+    Node,
+    Param,
+    Reduce,
+    Token,
+    Variable,
+)
 
 EVERY_DRAW, NEVER, RARELY, OFTEN = "every draw", "never", "rarely", "often"
 #: The classes each reading of the option charges (needs PE for, else global aggregation).
@@ -56,11 +68,9 @@ CHARGED = {
 }
 NORMS = ("norm", "sqnorm")
 ORDERS = {"<": "!=", ">": "!=", "<=": None, ">=": None}  # what each reads as, unordered
-COMMUTATIVE = ("+", "*", "dot", "min", "max")
 #: The end each reduction counts from: a k-th largest over t != s of a token's scores is off
 #: by one rank wherever the token itself ranks above it, as a max is wherever it is the top.
 DIRECTION = {**EXTREMUM, "kth_largest": 1, "kth_smallest": -1}
-EVEN = ("norm", "sqnorm", "abs")  # f(a - b) = f(b - a)
 
 
 def unordered(op: str, conditions: list, is_symmetric) -> list:
@@ -160,23 +170,9 @@ def _symmetric(body: Node, pair: tuple[str, str]) -> bool:
     if names(body) or not free_indices(body) & set(pair):
         return False
     a, b = pair
-    found = [(c, normal_form(t)) for c, t in terms(body) if t is not None]
-    swapped = [(c, normal_form(rename(t, {a: b, b: a}))) for c, t in terms(body) if t is not None]
+    found = [(c, normal(t)) for c, t in terms(body) if t is not None]
+    swapped = [(c, normal(rename(t, {a: b, b: a}))) for c, t in terms(body) if t is not None]
     return sorted(map(repr, found)) == sorted(map(repr, swapped))
-
-
-def normal_form(node: Node) -> Node:
-    """``node`` with commutative arguments sorted and even functions of a difference
-    oriented, so that equal spellings of these kinds compare equal."""
-    if not isinstance(node, Apply):
-        return node
-    args = tuple(normal_form(a) for a in node.args)
-    if node.fn in COMMUTATIVE:
-        args = tuple(sorted(args, key=repr))
-    inner = args[0] if len(args) == 1 else None
-    if node.fn in EVEN and isinstance(inner, Apply) and inner.fn == "-":
-        args = (Apply("-", tuple(sorted(inner.args, key=repr))),)
-    return Apply(node.fn, args)
 
 
 def excludes(
@@ -237,7 +233,11 @@ def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str
         total = sum(c * d for (c, _), d in zip(both, dots, strict=True))
         if direction * total > 0 or (singles and not total):
             return EVERY_DRAW
-        return RARELY if direction * total < 0 else OFTEN
+        # the extremum runs from the diagonal c |x|^2, and linear f(s) + f(t) only shift the
+        # tokens (q.x(s) + q.x(t) + x(s).x(t) = (x(s) + q).(x(t) + q) - |q|^2); another f
+        # brings the diagonal's 2 f(s) back (the min of |x(s)|^2 + |x(t)|^2 + 2 x(s).x(t))
+        linear = all(_linear(term) for _, term in singles)
+        return RARELY if direction * total < 0 and linear else OFTEN
     if len(both) != 1 or singles:
         return OFTEN
     coefficient, term = both[0]
@@ -251,6 +251,17 @@ def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str
     if a * b > 0:
         return EVERY_DRAW if up else OFTEN
     return RARELY if up else OFTEN
+
+
+def _linear(term: Node) -> bool:
+    """Whether ``term`` is linear in one whole token: q.x[i] for a parameter q, or x[i][k]."""
+    if isinstance(term, Token):
+        return term.component != () and _multiple(replace(term, component=())) is not None
+    if isinstance(term, Apply) and term.fn == "dot":
+        return any(isinstance(a, Param) for a in term.args) and any(
+            _multiple(a) is not None for a in term.args
+        )
+    return False
 
 
 def _antisymmetric(terms: list[tuple[float, Node | None]], pair: tuple[str, str]) -> bool:
@@ -267,8 +278,8 @@ def _antisymmetric(terms: list[tuple[float, Node | None]], pair: tuple[str, str]
 def _same_for_both(singles: list, pair: tuple[str, str]) -> bool:
     """Whether the terms of one index each are f(s) + f(t) for one f."""
     a, b = pair
-    mine = [repr((c, normal_form(t))) for c, t in singles if a in free_indices(t)]
-    theirs = [repr((c, normal_form(rename(t, {b: a})))) for c, t in singles if b in free_indices(t)]
+    mine = [repr((c, normal(t))) for c, t in singles if a in free_indices(t)]
+    theirs = [repr((c, normal(rename(t, {b: a})))) for c, t in singles if b in free_indices(t)]
     return sorted(mine) == sorted(theirs)
 
 

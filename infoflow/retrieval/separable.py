@@ -20,10 +20,10 @@ from infoflow.retrieval.algebra import (
     collected,
     free_indices,
     key,
+    normal,
     rebuilt,
     terms,
 )
-from infoflow.retrieval.diagonal import normal_form
 from infoflow.retrieval.expression import Apply, Node, Reduce
 
 EXTREMA = ("max", "min")
@@ -117,8 +117,7 @@ def _own_reduction(node: Reduce, coefficient, term: Node, found: list, own: set[
     return Reduce(op, variables, term, conditions)
 
 
-def _leaf_key(inner: Reduce) -> tuple:
+def _leaf_key(inner: Reduce) -> str:
     """Equal for two leaf reductions that are one function of the indices they share: bound
     indices named by order of binding, commutative arguments sorted."""
-    named = key(inner)
-    return (named.op, named.variables, named.conditions, repr(normal_form(named.body)))
+    return repr(normal(key(inner)))

@@ -55,6 +55,16 @@ CASES = [
         lambda a, b: a.sum() - b.sum() + a @ b,
     ),
     (f"min(dot(x[s], x[t]) {PAIR})", False, lambda a, b: -(a @ b)),
+    (  # linear f(s) + f(t) shift the tokens: (x(s) + q).(x(t) + q) - |q|^2, still rarely
+        f"min(dot(q, x[s]) + dot(q, x[t]) + dot(x[s], x[t]) {PAIR})",
+        False,
+        lambda a, b: -(a.sum() + b.sum() + a @ b),
+    ),
+    (  # |x(s) + x(t)|^2: the min of a norm of a sum, often (was read rarely until 2026-12-05)
+        f"min(sqnorm(x[s]) + sqnorm(x[t]) + 2 * dot(x[s], x[t]) {PAIR})",
+        False,
+        lambda a, b: -np.sum((a + b) ** 2),
+    ),
     (f"max(-dot(x[s], x[t]) {PAIR})", False, lambda a, b: -(a @ b)),
     (f"max(norm(x[s] - x[t]) {PAIR})", False, lambda a, b: np.linalg.norm(a - b)),
     (f"min(norm(x[s] + x[t]) {PAIR})", False, lambda a, b: -np.linalg.norm(a + b)),
@@ -85,6 +95,7 @@ def test_a_deciding_pair_needs_positional_encoding_else_global_aggregation(
 OFTEN = {
     f"max(dot(q, x[s]) - dot(q, x[t]) + dot(x[s], x[t]) {PAIR})",
     f"min(norm(x[s] + x[t]) {PAIR})",
+    f"min(sqnorm(x[s]) + sqnorm(x[t]) + 2 * dot(x[s], x[t]) {PAIR})",
 }
 
 
