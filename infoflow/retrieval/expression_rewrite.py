@@ -19,6 +19,8 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
 - an order test between two indices of a max or min whose score is symmetric in them reads
   no position: ``s < t`` is ``s != t``, ``s <= t`` every pair; the max over s != t of
   f(s) + f(t) is the largest f plus the second largest (:mod:`.diagonal`);
+- a condition every value meets is dropped, and ``t == s`` makes t the index s
+  (:mod:`.conditions`);
 - an index that nothing reads and whose only condition is ``t != s`` counts T - 1 copies of a
   sum (``sum(f(x[s]) for s in T for t in T if s != t)`` is ``(T - 1) * sum(f(x[s]) for s in
   T)``) and does not change a max or min.
@@ -40,6 +42,7 @@ from infoflow.retrieval.algebra import (
     rename,
     terms,
 )
+from infoflow.retrieval.conditions import fold_conditions
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
 from infoflow.retrieval.expression import (
     SEQUENCE,
@@ -67,6 +70,7 @@ def rewrite(node: Node) -> Node:
 class _Rewriter:
     def __init__(self, used: set[str]):
         self.used = set(used)
+        self.bound: dict[str, Variable] = {}  # the indices bound around the node rewritten
 
     def fresh(self, base: str = "t") -> str:
         """A name no index of the target has."""
@@ -79,7 +83,14 @@ class _Rewriter:
 
     def rewrite(self, node: Node) -> Node:
         if isinstance(node, Reduce):
-            node = unordered_reduce(replace(node, body=self.rewrite(node.body)))
+            folded = fold_conditions(node, self.bound)
+            if folded is not node:
+                return self.rewrite(folded)
+            outer = self.bound
+            self.bound = {**outer, **{v.name: v for v in node.variables}}
+            body = self.rewrite(node.body)
+            self.bound = outer
+            node = unordered_reduce(replace(node, body=body))
             pair = separable_pair(node)
             return self.rewrite(pair) if pair is not node else _drop_diagonal(_rename_shifts(node))
         if isinstance(node, Apply):

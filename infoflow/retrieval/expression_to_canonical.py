@@ -394,7 +394,5 @@ def _condition(c, env: Env, decides: bool = False) -> _Test:
     tokens = frozenset(v.name for v in variables if v.is_token)
     ranges = frozenset(v.name for v in variables if not v.is_token)
     text = c.text(*(s.name if isinstance(s, Variable) else s for s in sides))
-    invariant = c.op in ("!=", "==") and len(tokens) == 2 and not c.shift
-    return _Test(
-        tokens, ranges, text, not invariant, invariant and decides, invariant and c.op == "!="
-    )
+    invariant = c.op == "!=" and len(tokens) == 2 and not c.shift  # == is folded before
+    return _Test(tokens, ranges, text, not invariant, invariant and decides, invariant)

@@ -301,3 +301,51 @@ def test_the_canonical_form_names_what_each_score_couples() -> None:
         ("max", ("a", "b"), 3, [["a", "b"]]),
         ("max", ("s", "t", "t2"), 1, [["s", "t"], ["t", "t2"]]),
     ]
+
+
+# ---- conditions that say nothing, and t == s (found by reviews on 2026-12-05) ------------
+
+
+@pytest.mark.parametrize(
+    ("written", "plain"),
+    [
+        ("max(dot(q, x[t]) for t in T if t <= T)", "max(dot(q, x[t]) for t in T)"),
+        ("max(dot(q, x[t]) for t in T if t >= 1)", "max(dot(q, x[t]) for t in T)"),
+        ("max(dot(q, x[t]) for t in T if t != 0)", "max(dot(q, x[t]) for t in T)"),
+        ("max(dot(q, x[t]) for t in T if t < T + 1)", "max(dot(q, x[t]) for t in T)"),
+        (
+            "kth_largest((dot(q, x[t]) for t in T if t > 0), k=2)",
+            "kth_largest((dot(q, x[t]) for t in T), k=2)",
+        ),
+        (
+            "min(dot(x[s], x[t]) for s in T for t in T if s != t if t <= T)",
+            "min(dot(x[s], x[t]) for s in T for t in T if s != t)",
+        ),
+        (
+            "max(bilinear(x[s], A, x[t]) for s in T for t in T if s == t)",
+            "max(bilinear(x[s], A, x[s]) for s in T)",
+        ),
+        ("sum(dot(x[s], x[t]) for s in T for t in T if s == t)", "sum(sqnorm(x[s]) for s in T)"),
+        (
+            "max(max(dot(q, x[s]) + dot(x[s], x[t]) for t in T if t == s) for s in T)",
+            "max(dot(q, x[s]) + sqnorm(x[s]) for s in T)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("pe", [False, True])
+def test_a_condition_every_position_meets_or_an_equality_changes_nothing(written, plain, pe):
+    """A condition every value of its index meets at every T reads no position (it made the
+    target impossible without PE); t == s is the index s (it was dropped: the pair planned)."""
+    assert predictions(written, [1, 1], 16, pe) == predictions(plain, [1, 1], 16, pe)
+
+
+def test_a_condition_true_only_at_the_specs_length_is_kept() -> None:
+    """t <= 8 is every position at T = 8 only: the plan is one for every T, so it stays a
+    position read (a documented overcharge)."""
+    assert not predictions("max(dot(q, x[t]) for t in T if t <= 8)", [1], 8)["feasible"]
+
+
+def test_an_equality_that_leaves_a_kth_one_value_is_refused() -> None:
+    target = "max(kth_largest((dot(x[s], x[t]) for t in T if t == s), k=2) for s in T)"
+    with pytest.raises(infoflow.SpecError, match="leaves the kth_largest over t one value"):
+        predictions(target, [1, 1], 8)

@@ -1,0 +1,125 @@
+"""Index conditions that say nothing, or name one index twice, folded before planning
+(:mod:`~infoflow.retrieval.expression_rewrite` applies this; ``reconstruction:canonical_form``):
+
+- a condition every value of its indices meets, at every T, is dropped: ``t >= 1``,
+  ``t <= T``, ``t != 0``, ``t < T + 1``, ``i <= 9`` over ``range(10)``; it reads no position
+  (until 2026-12-05 each made the target a position read, impossible without positional
+  encoding). A condition that holds only at the spec's T (``t <= 8`` at T = 8) is kept: the
+  plan is the same at every T;
+- ``t == s`` (no shift, two indices of one kind, t the reduction's own) makes t the index s:
+  ``max(g(x[s], x[t]) for s in T for t in T if t == s)`` is ``max(g(x[s], x[s]) for s in T)``
+  (it was silently planned as the pair). Under a k-th, an argmax or an argmin, where one
+  value changes what the reduction means, it is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from infoflow.retrieval.algebra import names, rename
+from infoflow.retrieval.expression import (
+    KTH,
+    SEQUENCE,
+    Condition,
+    Node,
+    Reduce,
+    TargetError,
+    Variable,
+)
+
+Affine = tuple[int, int]  # a + b T
+
+
+def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
+    """``node`` without the conditions its indices always meet and with each ``t == s``
+    folded (``outer``: the indices bound around it); ``node`` itself when nothing folds."""
+    own = {v.name: v for v in node.variables}
+    kept = tuple(c for c in node.conditions if not _always(c, own))
+    if len(kept) != len(node.conditions):
+        node = replace(node, conditions=kept)
+    for c in node.conditions:
+        found = _equal(c, own, {**outer, **own})
+        if found is None:
+            continue
+        gone, stays = found
+        if node.op in KTH or node.op in ("argmax", "argmin"):
+            raise TargetError(
+                f"the condition {c.text()} leaves the {node.op} over {gone} one value: write "
+                f"{stays} for {gone}"
+            )
+        if stays in names(node.body):
+            raise TargetError(f"the condition {c.text()}: {stays} is bound again inside")
+        mapping = {gone: stays}
+        rest = tuple(
+            replace(o, left=mapping.get(o.left, o.left), right=mapping.get(o.right, o.right))
+            for o in node.conditions
+            if o is not c
+        )
+        variables = tuple(v for v in node.variables if v.name != gone)
+        body = rename(node.body, mapping)
+        if not variables:  # a reduction over one value is that value
+            return body
+        return replace(node, variables=variables, body=body, conditions=rest)
+    return node
+
+
+def _equal(c: Condition, own: dict, bound: dict) -> tuple[str, str] | None:
+    """(the index that goes, the one that stays) for ``t == s`` between two indices of one
+    kind, t this reduction's own; None otherwise."""
+    if c.op != "==" or c.shift or not all(isinstance(s, str) for s in (c.left, c.right)):
+        return None
+    if c.left == c.right or SEQUENCE in (c.left, c.right):
+        return None
+    gone = c.left if c.left in own else c.right if c.right in own else None
+    stays = c.right if gone == c.left else c.left
+    if gone is None or stays not in bound or bound[stays].size != own[gone].size:
+        return None
+    return gone, stays
+
+
+def _always(c: Condition, own: dict[str, Variable]) -> bool:
+    """Whether every value of the reduction's own indices meets ``c``, at every T >= 1."""
+    if c.left == c.right:  # left - left - shift
+        low = high = (-c.shift, 0)
+    else:
+        left, right = _span(c.left, own), _span(c.right, own)
+        if left is None or right is None:
+            return False
+        # D = left - right - shift: its lowest and highest value, affine in T
+        low = _minus(_minus(left[0], right[1]), (c.shift, 0))
+        high = _minus(_minus(left[1], right[0]), (c.shift, 0))
+    return {
+        "<=": _never_above(high, 0),
+        "<": _never_above(high, -1),
+        ">=": _never_below(low, 0),
+        ">": _never_below(low, 1),
+        "!=": _never_below(low, 1) or _never_above(high, -1),
+        "==": _never_below(low, 0) and _never_above(high, 0),
+    }[c.op]
+
+
+def _span(side: str | int, own: dict[str, Variable]) -> tuple[Affine, Affine] | None:
+    """The lowest and highest value of one side of a condition, affine in T; None for an
+    index bound outside the reduction (its range is not known here)."""
+    if isinstance(side, int):
+        return (side, 0), (side, 0)
+    if side == SEQUENCE:
+        return (0, 1), (0, 1)
+    v = own.get(side)
+    if v is None:
+        return None
+    return ((1, 0), (0, 1)) if v.is_token else ((0, 0), (v.size - 1, 0))
+
+
+def _minus(a: Affine, b: Affine) -> Affine:
+    return a[0] - b[0], a[1] - b[1]
+
+
+def _never_above(f: Affine, limit: int) -> bool:
+    """a + b T <= limit for every T >= 1."""
+    return f[1] <= 0 and f[0] + f[1] <= limit
+
+
+def _never_below(f: Affine, limit: int) -> bool:
+    """a + b T >= limit for every T >= 1."""
+    return f[1] >= 0 and f[0] + f[1] >= limit
