@@ -331,9 +331,8 @@ def compile_(
     architecture represents the target, with its NMSE (exit 2 for a spec the engine calls
     inefficient, naming the bottleneck)."""
     with user_errors(), _needs_torch("compile"):
-        if out.exists() and not out.is_dir():
-            from infoflow.core.errors import SpecError
+        from infoflow.core.files import creatable_folder
 
-            raise SpecError(str(out), [("--out", "exists and is not a folder")])
+        creatable_folder(out, "--out")
         loaded, run_compile = load_for("compile", spec, overrides)
         typer.echo(run_compile(loaded, str(spec), out, beta, width, seed, sweep), nl=False)

@@ -125,6 +125,22 @@ def write_text(path: Path, text: str) -> None:
     write_with(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
 
 
+def creatable_folder(path: Path, option: str) -> None:
+    """A SpecError naming ``option`` when ``path`` is not a folder, nor one that could be
+    made (its nearest existing ancestor a file, or not writable): checked before long work
+    whose results would go there, so it fails first, creating nothing."""
+    path = Path(path).absolute()
+    if path.exists() and not path.is_dir():
+        raise SpecError(str(path), [(option, "exists and is not a folder")])
+    ancestor = path
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise SpecError(str(path), [(option, f"{ancestor} is a file, not a folder")])
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise SpecError(str(path), [(option, f"cannot create or write it ({ancestor}: read-only)")])
+
+
 def write_cache(path: Path, text: str) -> None:
     """Write a cache file (a measurement worth keeping, not a result): a folder that cannot
     hold it (``$INFOFLOW_CACHE`` a file, or read-only) is a warning, and the caller goes on

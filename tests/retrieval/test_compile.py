@@ -330,6 +330,16 @@ def test_compile_refuses_an_inefficient_spec_naming_the_bottleneck(tmp_path) -> 
     assert not any(tmp_path.iterdir())
 
 
+def test_an_out_folder_that_cannot_be_made_is_refused_before_the_build(tmp_path) -> None:
+    """Under a file, --out was a traceback after the whole build (NotADirectoryError)."""
+    (tmp_path / "afile").write_text("")
+    for out, why in (("afile", "exists and is not a folder"), ("afile/w", "is a file, not")):
+        line = refused(
+            "compile", str(RETRIEVAL / "pairwise-min.json"), "--out", str(tmp_path / out)
+        )
+        assert "field '--out'" in line and why in line
+
+
 def test_compile_refuses_what_it_does_not_build(tmp_path) -> None:
     path = tmp_path / "norm.json"
     data = {

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from infoflow.core.errors import SpecError
 from infoflow.core.files import write_text, write_with
 from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.predict import predict_retrieval
@@ -143,7 +144,10 @@ def save(witness: Witness, folder: Path) -> list[Path]:
     its file private)."""
     from safetensors.torch import save
 
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(str(folder), [("--out", f"cannot create it ({exc.strerror})")]) from None
     tensors = {k: v.detach().contiguous() for k, v in witness.model.state_dict().items()}
     data = save(tensors)
     write_with(folder / "model.safetensors", lambda temporary: temporary.write_bytes(data))
