@@ -120,8 +120,11 @@ class _Reader:
                 value = self._number(exponent)
                 if abs(value) > MAX_EXPONENT:
                     raise TargetError(f"exponent {value} is above {MAX_EXPONENT}", _col(exponent))
-            left, right = self.read(node.left, bound, depth), self.read(node.right, bound, depth)
-            return Apply(op, (left, right))
+            # a chain a + b + c nests to the left as Python parses it: one level, not n
+            chained = op in "+-" and isinstance(node.left, ast.BinOp)
+            chained = chained and type(node.left.op) in (ast.Add, ast.Sub)
+            left = self.read(node.left, bound, depth - 1 if chained else depth)
+            return Apply(op, (left, self.read(node.right, bound, depth)))
         if isinstance(node, ast.Call):
             return self._call(node, bound, depth)
         raise TargetError(_refusal(node), _col(node))

@@ -102,6 +102,15 @@ def test_hostile_input_is_refused(name, monkeypatch) -> None:
     assert not Path("/tmp/infoflow-pwned").exists()
 
 
+def test_a_long_flat_sum_is_one_level_not_one_a_term() -> None:
+    """Python parses a + b + c to the left: 26 terms were 'nested deeper than 24 levels'."""
+    terms = [f"dot(q, x[{i}])" for i in range(1, 61)]
+    tree = parse_target(" + ".join(terms[:30]) + " - " + " - ".join(terms[30:]))
+    assert tree is not None
+    with pytest.raises(TargetError, match="nested deeper"):
+        parse_target("abs(" * 30 + " + ".join(terms[:3]) + ")" * 30)  # calls still count
+
+
 def test_hostile_target_exits_2_naming_the_field(tmp_path) -> None:
     spec = {
         "kind": "retrieval",
