@@ -14,6 +14,7 @@ import difflib
 import itertools
 import json
 import math
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -89,7 +90,7 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     try:  # by the family's own model: the other families are not even imported
         return model.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
-        raise SpecError(name, [_describe(err, model) for err in exc.errors()]) from None
+        raise SpecError(name, describe(exc.errors(), model)) from None
 
 
 def load_model_file(
@@ -137,7 +138,7 @@ def expand(
         try:
             points.append((point, model.model_validate(data, context=context)))
         except ValidationError as exc:
-            problems = [_describe(err, model) for err in exc.errors()]
+            problems = describe(exc.errors(), model)
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise SpecError(f"{name} (sweep point {where})", problems) from None
     return points
@@ -202,11 +203,32 @@ def set_path(data: dict[str, Any], key: str, value: Any, name: str, what: str) -
     node[parts[-1]] = value
 
 
+#: pydantic's names for the members of a union (``heads: int | list[int]``), put in an
+#: error's location beside the field names.
+_UNION_MEMBERS = {"int", "float", "str", "bool", "list", "dict", "tuple", "none"}
+_UNION_TAG = r"constrained-\w+|(list|dict|tuple|set|nullable|function-\w+|lax-or-strict)\[.*\]"
+
+
+def describe(errors: list, model: type[BaseModel]) -> list[tuple[str | None, str]]:
+    """pydantic's errors as (dotted field, message): one per field, a union's members out of
+    the names, and where one member's value was wrong, not the others' "not a list"."""
+    found = [(_describe(err, model), err["type"].endswith("_type")) for err in errors]
+    fields = {problem[0] or "" for problem, mistyped in found if not mistyped}
+
+    def explained(field: str | None) -> bool:  # by another member's error, here or inside
+        return any(f == field or f.startswith(f"{field}.") for f in fields)
+
+    kept = [p for p, mistyped in found if not (mistyped and explained(p[0]))]
+    return list(dict.fromkeys(kept))
+
+
 def _describe(err: Mapping[str, Any], model: type[BaseModel]) -> tuple[str | None, str]:
     """One pydantic error as (dotted field, message a person can act on)."""
     loc = [str(part) for part in err["loc"]]
     if loc and loc[0] in FAMILIES:
         loc = loc[1:]  # the discriminated union puts the tag first
+    if err["type"] != "extra_forbidden":  # there the last part is the user's own key
+        loc = [part for part in loc if not _union_member(part)]
     cause = err.get("ctx", {}).get("error")
     if isinstance(cause, FieldError):
         return ".".join([*loc, cause.field]), str(cause)
@@ -224,6 +246,12 @@ def _describe(err: Mapping[str, Any], model: type[BaseModel]) -> tuple[str | Non
     if isinstance(value, str | int | float):
         msg += f" (got {one_line(json.dumps(value), 80)})"
     return field, msg
+
+
+def _union_member(part: str) -> bool:
+    """A location part that names a union's member (``list[constrained-int]``), not a field,
+    a key or an index."""
+    return part in _UNION_MEMBERS or re.fullmatch(_UNION_TAG, part) is not None
 
 
 def _fields_at(model: type[BaseModel], loc: list[str]) -> list[str]:

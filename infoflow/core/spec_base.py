@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
 
+from infoflow.core.errors import FieldError
 from infoflow.core.tables import Tabular, flat
 
 
@@ -27,10 +28,10 @@ class StrictModel(BaseModel):
             for name, field in cls.model_fields.items():
                 key = field.alias or name
                 if isinstance(data.get(key), bool) and _takes_numbers(field.annotation):
-                    raise ValueError(f"'{key}' is a boolean, where a number belongs")
+                    raise FieldError(key, "a boolean, where a number belongs")
                 if isinstance(data.get(key), str) and _takes_numbers(field.annotation, only=True):
                     shown = json.dumps(data[key][:40])
-                    raise ValueError(f"'{key}' is the string {shown}, where a number belongs")
+                    raise FieldError(key, f"the string {shown}, where a number belongs")
         return data
 
 

@@ -39,6 +39,7 @@ from infoflow.retrieval.expression import (
     Token,
     Variable,
 )
+from infoflow.retrieval.text_to_conditions import LINEAR, as_condition
 
 MAX_CHARS = 4000
 MAX_NODES = 1000
@@ -187,7 +188,8 @@ class _Reader:
             node = node.left
         if isinstance(node, ast.Name) and node.id == SEQUENCE:
             if offset > 0:
-                raise TargetError("x[T + c] lies beyond the sequence", _col(node))
+                message = f"x[T + {offset}] lies beyond the sequence (x[T] is its last token)"
+                raise TargetError(message, _col(node))
             return SEQUENCE, offset
         index = self._index(node, bound)
         if isinstance(index, str) and not _is_token_variable(index, bound):
@@ -301,17 +303,19 @@ class _Reader:
     def _conditions(self, node: ast.AST, scope: frozenset[Variable]) -> list[Condition]:
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             return [c for value in node.values for c in self._conditions(value, scope)]
-        if not (
-            isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE
-        ):
-            raise TargetError("a condition compares two indices (s != t)", _col(node))
+        if isinstance(node, ast.Compare) and len(node.ops) > 1:
+            message = "one comparison a condition: write 'if 3 < t if t < 5', not '3 < t < 5'"
+            raise TargetError(message, _col(node))
+        if not (isinstance(node, ast.Compare) and type(node.ops[0]) in _COMPARE):
+            message = "a condition is one comparison of indices (s != t, t <= T - 1); "
+            raise TargetError(message + "'not', 'or' and bare names are not read", _col(node))
         op, left, right = _COMPARE[type(node.ops[0])], node.left, node.comparators[0]
         if isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "abs":
             return self._window(left, op, right, scope)
         linear = self._linear(left, scope, 1)
         for name, coefficient in self._linear(right, scope, -1).items():
             linear[name] = linear.get(name, 0) + coefficient
-        return [_normal(linear, op, scope, _col(node))]
+        return [as_condition(linear, op, scope, _col(node))]
 
     def _window(self, node: ast.Call, op: str, right: ast.AST, scope) -> list[Condition]:
         """``abs(s - t) <= w``: the two conditions s - t <= w and t - s <= w."""
@@ -324,7 +328,7 @@ class _Reader:
         for sign in (1, -1):
             linear = {name: sign * c for name, c in inside.items()}
             linear[""] = linear.get("", 0) - width.get("", 0)
-            out.append(_normal(linear, op, scope, _col(node)))
+            out.append(as_condition(linear, op, scope, _col(node)))
         return out
 
     def _linear(self, node: ast.AST, scope, sign: int) -> dict[str, int]:
@@ -340,40 +344,9 @@ class _Reader:
         if isinstance(node, ast.Name) and node.id == SEQUENCE:
             return {SEQUENCE: sign}
         if not isinstance(node, ast.Name | ast.Constant):
-            raise TargetError(_LINEAR, _col(node))
+            raise TargetError(LINEAR, _col(node))
         index = self._index(node, scope)
         return {"": sign * index} if isinstance(index, int) else {index: sign}
-
-
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
-_LINEAR = (
-    "a condition compares an index with another index, a number or T, each shifted by a "
-    "number: s < t + 2, t <= T - 1, abs(s - t) <= 4"
-)
-
-
-def _normal(linear: dict[str, int], op: str, scope, column: int) -> Condition:
-    """``linear op 0`` as ``left op right + shift`` (left an index with coefficient 1)."""
-    constant, seq = linear.pop("", 0), linear.pop(SEQUENCE, 0)
-    names = {n: c for n, c in linear.items() if c}
-    if not names:
-        raise TargetError("a condition must compare a bound index", column)
-    if all(c < 0 for c in names.values()):
-        names = {n: -c for n, c in names.items()}
-        constant, seq, op = -constant, -seq, _FLIP[op]
-    ranges = {v.name for v in scope if not v.is_token}
-    if len(names) == 1 and list(names.values()) == [1] and seq in (0, -1):
-        (name,) = names
-        if seq and name in ranges:
-            raise TargetError(f"the range index {name!r} cannot be compared with T", column)
-        return Condition(name, op, SEQUENCE, -constant) if seq else Condition(name, op, -constant)
-    if len(names) == 2 and sorted(names.values()) == [-1, 1] and not seq:
-        left, right = sorted(names, key=lambda n: -names[n])
-        if op == "==" and constant:
-            hint = f"{left} == {right} + {-constant}: read x[{right}{-constant:+d}] instead"
-            raise TargetError(f"an index equal to another shifted ({hint})", column)
-        return Condition(left, op, right, -constant)
-    raise TargetError(_LINEAR, column)
 
 
 def _is_token_variable(name: str, bound: frozenset[Variable]) -> bool:

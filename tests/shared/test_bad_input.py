@@ -95,9 +95,9 @@ def test_undecodable_bytes_are_refused(tmp_path) -> None:
     [
         ("serving.context_tokens=NaN", "field 'serving.context_tokens': unreadable number"),
         ("serving.context_tokens=1e400", "inf is not a finite number"),
-        ("serving.memory_budget_gib=inf", "'memory_budget_gib' is the string \"inf\", where a"),
-        ("serving.usable_fraction=nan", "'usable_fraction' is the string \"nan\", where a number"),
-        ("serving.context_tokens='64'", "'context_tokens' is the string \"'64'\", where a number"),
+        ("serving.memory_budget_gib=inf", "'serving.memory_budget_gib': the string \"inf\""),
+        ("serving.usable_fraction=nan", "'serving.usable_fraction': the string \"nan\", where a"),
+        ("serving.context_tokens='64'", "'serving.context_tokens': the string \"'64'\", where a"),
         ("serving.context_tokens=" + "9" * 30, "beyond any sensible size"),
         ("serving.memory_budget_gib=1e300", "memory_budget_gib': 1e+300 is beyond any sensible"),
         ("serving.device_memory_gib=-1e17", "device_memory_gib': -1e+17 is beyond any sensible"),
@@ -559,19 +559,25 @@ def test_bundled_specs_with_any_overrides_answer_0_or_2(spec, overrides) -> None
 @pytest.mark.parametrize(
     ("spec", "setting", "message"),
     [
-        (
-            "retrieval/pairwise-min.json",
-            "architecture.layers=true",
-            "field 'architecture': 'layers'",
-        ),
+        ("retrieval/pairwise-min.json", "architecture.layers=true", "'architecture.layers'"),
         ("retrieval/pairwise-min.json", "seq_len=true", "'seq_len'"),
-        ("looped_kv/ouro-1.4b.json", "serving.context_tokens=false", "'context_tokens'"),
+        ("looped_kv/ouro-1.4b.json", "serving.context_tokens=false", "'serving.context_tokens'"),
     ],
 )
 def test_a_boolean_where_a_number_belongs_is_refused(spec, setting, message) -> None:
     """pydantic would read true as 1: the spec layer refuses it, naming the field."""
     line = refused("predict", str(SPECS / spec), "--set", setting, "--set", "sweep=null")
-    assert f"{message} is a boolean, where a number belongs" in line
+    assert f"field {message}: a boolean, where a number belongs" in line
+
+
+def test_a_unions_members_are_not_named_as_fields() -> None:
+    """heads is a number or a list: a 0 named 'architecture.heads.constrained-int' beside
+    'architecture.heads.list[constrained-int]: Input should be a valid list'."""
+    path = str(SPECS / "retrieval" / "pairwise-min.json")
+    line = refused("predict", path, "--set", "architecture.heads=0", "--set", "sweep=null")
+    assert line.endswith("field 'architecture.heads': Input should be greater than 0 (got 0)")
+    line = refused("predict", path, "--set", "architecture.heads=[1,0]", "--set", "sweep=null")
+    assert line.endswith("field 'architecture.heads.1': Input should be greater than 0 (got 0)")
 
 
 def test_an_unreachable_ray_cluster_is_one_line(monkeypatch) -> None:

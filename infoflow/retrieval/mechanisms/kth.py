@@ -195,15 +195,18 @@ def terms(placement: Placement, options: CostOptions) -> list[CostTerm]:
             continue
         c = step.comparison
         inner = f": {c.label}" if c is not None and c is not placement.comparison else ""
+        own = "smallest" if c is not None and c.op == "kth_smallest" else "largest"
+        far = c is not None and step.rank != c.k  # the k-th counted from the other end
+        end = {"largest": "smallest", "smallest": "largest"}[own] if far else own
         what = (
             f"{placement.label}{inner} as one head retrieving the "
-            f"{ordinal(step.rank)} largest in layer {layers[-1]}"
+            f"{ordinal(step.rank)} {end} in layer {layers[-1]}"
         )
         if options.kth_cost == "summary":
             tag = "paper:summary"
-        elif c is not None and step.rank != c.k:
+        elif far:
             tag = "reconstruction:kth_symmetry"
-            what += f" (k = {c.k}, counted from the other end)"
+            what += f" (the {ordinal(c.k)} {own}, counted from the other end)"
         else:
             tag = "paper:theorem-2"
         exponent = kth_exponent(step.rank, n, options)
