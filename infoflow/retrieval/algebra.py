@@ -4,6 +4,8 @@ indices and the name-free key of an expression, and connected groups of indices.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import replace
 from fractions import Fraction
 from itertools import count
@@ -223,7 +225,34 @@ def terms(node: Node, coefficient: Fraction = Fraction(1)) -> list[tuple[Fractio
             return terms(args[0], coefficient * Fraction(str(args[1].value)))
         if node.fn == "/" and isinstance(args[1], Const) and args[1].value:
             return terms(args[0], coefficient / Fraction(str(args[1].value)))
+        if node.fn in LINEAR_IN:
+            return _expanded(node, coefficient)
     return [(coefficient, node)]
+
+
+#: Functions linear in each vector argument (by position): expanded over sums, differences
+#: and constant multiples, so that dot(x[a] + x[c], x[b]) is dot(x[a], x[b]) + dot(x[c], x[b])
+LINEAR_IN = {"dot": (0, 1), "bilinear": (0, 2)}
+MAX_EXPANDED = 64  # terms an expansion may make; beyond, the product is kept as written
+
+
+def _expanded(node: Apply, coefficient: Fraction) -> list[tuple[Fraction, Node | None]]:
+    """``coefficient * node`` for a function linear in its vector arguments, as the sum of
+    its values at the arguments' additive terms (itself when that is one term, or when an
+    argument holds a constant, which is not a vector)."""
+    choices = []
+    for i, arg in enumerate(node.args):
+        found = terms(arg) if i in LINEAR_IN[node.fn] else [(Fraction(1), arg)]
+        if any(term is None for _, term in found):
+            return [(coefficient, node)]
+        choices.append(found)
+    if math.prod(len(c) for c in choices) > MAX_EXPANDED:
+        return [(coefficient, node)]
+    out = []
+    for combination in itertools.product(*choices):
+        scale = math.prod((c for c, _ in combination), start=coefficient)
+        out.append((scale, Apply(node.fn, tuple(t for _, t in combination))))
+    return out
 
 
 class UnionFind:

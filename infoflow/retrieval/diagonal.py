@@ -237,6 +237,8 @@ def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str
         # tokens (q.x(s) + q.x(t) + x(s).x(t) = (x(s) + q).(x(t) + q) - |q|^2); another f
         # brings the diagonal's 2 f(s) back (the min of |x(s)|^2 + |x(t)|^2 + 2 x(s).x(t))
         linear = all(_linear(term) for _, term in singles)
+        if _distance(singles, total, direction):
+            return NEVER  # the max of a |x(s) - x(t)|^2 spelled out: 0 on the diagonal
         return RARELY if direction * total < 0 and linear else OFTEN
     if len(both) != 1 or singles:
         return OFTEN
@@ -251,6 +253,25 @@ def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str
     if a * b > 0:
         return EVERY_DRAW if up else OFTEN
     return RARELY if up else OFTEN
+
+
+def _distance(singles: list, total: float, direction: int) -> bool:
+    """Whether singles a |x(s)|^2 + a |x(t)|^2 beside total x(s).x(t) = -2a x(s).x(t) make
+    a |x(s) - x(t)|^2, and the extremum runs up it (a max with a > 0, a min with a < 0)."""
+    squares = [c for c, term in singles if _square(term)]
+    if len(squares) != 2 or len(singles) != 2 or squares[0] != squares[1]:
+        return False
+    return total == -2 * squares[0] and direction * squares[0] > 0
+
+
+def _square(term: Node) -> bool:
+    """Whether ``term`` is |x[i]|^2 of one whole token: sqnorm(x[i]) or dot(x[i], x[i])."""
+    if not isinstance(term, Apply) or term.fn not in ("sqnorm", "dot"):
+        return False
+    found = [_multiple(a) for a in term.args]
+    if any(f is None or f[1] != 1 for f in found):
+        return False
+    return term.fn == "sqnorm" or found[0] == found[1]
 
 
 def _linear(term: Node) -> bool:

@@ -349,3 +349,36 @@ def test_an_equality_that_leaves_a_kth_one_value_is_refused() -> None:
     target = "max(kth_largest((dot(x[s], x[t]) for t in T if t == s), k=2) for s in T)"
     with pytest.raises(infoflow.SpecError, match="leaves the kth_largest over t one value"):
         predictions(target, [1, 1], 8)
+
+
+@pytest.mark.parametrize(
+    ("written", "plain"),
+    [
+        (
+            "max(dot(x[a], x[b]) + dot(x[b], 2*x[c]) for a in T for b in T for c in T)",
+            "max(dot(x[a], x[b]) + 2*dot(x[b], x[c]) for a in T for b in T for c in T)",
+        ),
+        (
+            "max(dot(x[a] + x[c], x[b]) for a in T for b in T for c in T)",
+            "max(dot(x[a], x[b]) + dot(x[c], x[b]) for a in T for b in T for c in T)",
+        ),
+        (
+            "max(dot(q, x[s] - x[t]) for s in T for t in T)",
+            "max(dot(q, x[s]) for s in T) - min(dot(q, x[t]) for t in T)",
+        ),
+        (
+            "max(bilinear(x[s], A, x[t] + x[u]) for s in T for t in T for u in T)",
+            "max(bilinear(x[s], A, x[t]) + bilinear(x[s], A, x[u]) "
+            "for s in T for t in T for u in T)",
+        ),
+        (
+            "max(dot(x[s] - x[t], x[s] - x[t]) for s in T for t in T if s != t)",
+            "max(sqnorm(x[s] - x[t]) for s in T for t in T if s != t)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("pe", [False, True])
+def test_dot_and_bilinear_are_linear_in_each_vector(written, plain, pe) -> None:
+    """A sum or a constant multiple inside dot or bilinear is the sum of the products (found
+    by a review on 2026-12-05: dot(x[b], 2*x[c]) needed a head more than 2*dot(x[b], x[c]))."""
+    assert predictions(written, [1, 1], 16, pe) == predictions(plain, [1, 1], 16, pe)

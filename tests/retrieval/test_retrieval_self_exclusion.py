@@ -67,6 +67,11 @@ CASES = [
     ),
     (f"max(-dot(x[s], x[t]) {PAIR})", False, lambda a, b: -(a @ b)),
     (f"max(norm(x[s] - x[t]) {PAIR})", False, lambda a, b: np.linalg.norm(a - b)),
+    (  # |x(s) - x(t)|^2 spelled out: never, as its norm (was often until 2026-12-05)
+        f"max(sqnorm(x[s]) + sqnorm(x[t]) - 2 * dot(x[s], x[t]) {PAIR})",
+        False,
+        lambda a, b: np.sum((a - b) ** 2),
+    ),
     (f"min(norm(x[s] + x[t]) {PAIR})", False, lambda a, b: -np.linalg.norm(a + b)),
     (f"max(norm(x[s] - 2 * x[t]) {PAIR})", False, lambda a, b: np.linalg.norm(a - 2 * b)),
 ]
