@@ -115,8 +115,9 @@ def unordered_reduce(node: Reduce) -> Reduce:
 def separable_pair(node: Reduce) -> Node:
     """``max(f(x[s]) + f(x[t]) for s in T for t in T if s != t)`` as what it is, the largest
     f plus the second largest: ``max f + kth_largest(f, k=2)`` (a min: the smallest and the
-    second smallest). Also spelled ``max(max(... for t in T if t != s) for s in T)``; any
-    other reduction is returned as it is."""
+    second smallest); with f(s) - f(t), the pair without ``s != t`` (max f - min f, which the
+    diagonal's 0 never reaches). Also spelled ``max(max(... for t in T if t != s) for s in
+    T)``; any other reduction is returned as it is."""
     inner = _held(node)
     variables = (*node.variables, *inner.variables) if inner else node.variables
     conditions, body = (inner.conditions, inner.body) if inner else (node.conditions, node.body)
@@ -133,6 +134,10 @@ def separable_pair(node: Reduce) -> Node:
         if len(reads) > 1:
             return node
         split[reads.pop() if reads else None].append((coefficient, term))
+    if split[s] and _antisymmetric(split[s] + split[t], (s, t)):  # max f - min f
+        if inner is not None:
+            return replace(node, body=replace(inner, conditions=()))
+        return replace(node, conditions=())
     if not split[s] or not _same_for_both(split[s] + split[t], (s, t)):
         return node
     f = rebuilt(collected(split[s]))

@@ -298,14 +298,16 @@ def test_the_self_exclusion_claim_is_refuted_when_the_pair_does_not_decide() -> 
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_a_difference_f_s_minus_f_t_over_the_pair_is_never_decided_by_its_diagonal(op) -> None:
     """max over s != t of f(s) - f(t) is max f - min f >= 0, the diagonal's value: charged
-    by no reading, the same plan as without the condition. A token's own race over t is
+    by no reading, the same plan as without the condition (one head each, [2]; it was a
+    pair, [1, 1], until 2026-12-05). A token's own race over t is
     not (its diagonal wins where f(s) is the least), so a sum over those stays charged."""
     pair = f"{op}(dot(q, x[s]) - dot(q, x[t]) {PAIR})"
     unconditioned = predict_retrieval(spec(pair.replace(" if s != t", "")))
     for reading in diagonal.CHARGED:
         found = predict_retrieval(spec(pair, self_exclusion=reading))
         assert found["requires_positional_encoding"].value is False
-        assert found["efficient"].value == unconditioned["efficient"].value
+        for name in ("efficient", "min_heads", "comparison_order"):  # max f - min f: split
+            assert found[name].value == unconditioned[name].value, name
     rng = np.random.default_rng(0)
     f = rng.normal(size=(1000, 8))
     extremum = np.max if op == "max" else np.min
