@@ -9,6 +9,9 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   argmax (its value is the position as written: the token after the match);
 - a pointwise max (min) of max (min) reductions over the same indices and conditions is one
   reduction of the pointwise max of their bodies (an unrolled ``for i in range(n)``);
+- a pointwise max (min) inside another is one (``max(max(a, b), c)`` is ``max(a, b, c)``),
+  and a value at a fixed position beside the max of the same function over every position
+  is one of its values (dropped);
 - a pointwise max (min) of one function at several fixed positions is a max over a masked
   token index: ``max(f(x[1]), f(x[2]), f(x[3]))`` is ``max(f(x[t]) for t in T if t <= 3)``;
 - identical additive terms (equal up to the names of their indices) are one term with the sum
@@ -94,8 +97,10 @@ class _Rewriter:
             pair = separable_pair(node)
             return self.rewrite(pair) if pair is not node else _drop_diagonal(_rename_shifts(node))
         if isinstance(node, Apply):
+            pointwise = node.fn in EXTREMA and len(node.args) > 1
+            node = _flat(node) if pointwise else node
             node = Apply(node.fn, tuple(self.rewrite(a) for a in node.args))
-            if node.fn in EXTREMA and len(node.args) > 1:
+            if pointwise:
                 return self.pointwise(node)
             if node.fn in ADDITIVE:
                 return collect(node)
@@ -104,7 +109,7 @@ class _Rewriter:
     def pointwise(self, node: Apply) -> Node:
         """A pointwise max (min): reductions over one domain merged, fixed positions of one
         function made a masked index, repeated arguments dropped."""
-        args = self.merge_reductions(node.fn, list(node.args))
+        args = self.merge_reductions(node.fn, _absorbed(node.fn, list(node.args)))
         args = self.merge_positions(node.fn, args)
         unique = list({key(a): a for a in args}.values())
         return unique[0] if len(unique) == 1 else Apply(node.fn, tuple(unique))
@@ -180,6 +185,44 @@ class _Rewriter:
                 continue
             out.append(Reduce(fn, (Variable(name),), rename(skeleton, {HOLE: name}), mask))
         return out
+
+
+def _flat(node: Apply) -> Apply:
+    """max(max(a, b), c) as max(a, b, c)."""
+    args = []
+    for arg in node.args:
+        nested = isinstance(arg, Apply) and arg.fn == node.fn and len(arg.args) > 1
+        args += list(_flat(arg).args) if nested else [arg]
+    return Apply(node.fn, tuple(args))
+
+
+def _absorbed(fn: str, args: list[Node]) -> list[Node]:
+    """The arguments of a pointwise max (min) without those that are a value of another:
+    f(x[3]) beside max(f(x[t]) for t in T) is one of its values."""
+    whole = [a for a in args if _whole_sequence(a, fn)]
+    return [a for a in args if not any(r is not a and _value_of(r, a) for r in whole)]
+
+
+def _whole_sequence(node: Node, fn: str) -> bool:
+    """Whether ``node`` is an ``fn`` over one token index and every position."""
+    if not (isinstance(node, Reduce) and node.op == fn and len(node.variables) == 1):
+        return False
+    return node.variables[0].is_token and not node.conditions
+
+
+def _value_of(whole: Reduce, node: Node) -> bool:
+    """Whether ``node`` is ``whole``'s body at a fixed position ``node`` reads."""
+    (v,) = whole.variables
+    return any(rename(whole.body, {v.name: p}) == node for p in _positions(node))
+
+
+def _positions(node: Node) -> set:
+    """The fixed positions ``node`` reads unshifted (3 for x[3], T for x[T])."""
+    if isinstance(node, Token):
+        return {node.index} if node.is_fixed and not node.offset else set()
+    if isinstance(node, Apply):
+        return set().union(*(_positions(a) for a in node.args))
+    return set()
 
 
 def _domain(node: Reduce) -> tuple:

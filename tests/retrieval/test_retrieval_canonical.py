@@ -382,3 +382,25 @@ def test_dot_and_bilinear_are_linear_in_each_vector(written, plain, pe) -> None:
     """A sum or a constant multiple inside dot or bilinear is the sum of the products (found
     by a review on 2026-12-05: dot(x[b], 2*x[c]) needed a head more than 2*dot(x[b], x[c]))."""
     assert predictions(written, [1, 1], 16, pe) == predictions(plain, [1, 1], 16, pe)
+
+
+@pytest.mark.parametrize(
+    ("written", "plain"),
+    [
+        (
+            "max(max(dot(q, x[1]), dot(q, x[2])), dot(q, x[3]))",
+            "max(dot(q, x[1]), dot(q, x[2]), dot(q, x[3]))",
+        ),
+        (
+            "min(dot(q, x[1]), min(dot(q, x[2]), min(dot(q, x[3]), dot(q, x[4]))))",
+            "min(dot(q, x[1]), dot(q, x[2]), dot(q, x[3]), dot(q, x[4]))",
+        ),
+        ("max(max(dot(q, x[t]) for t in T), dot(q, x[3]))", "max(dot(q, x[t]) for t in T)"),
+        ("max(dot(q, x[T]), max(dot(q, x[t]) for t in T))", "max(dot(q, x[t]) for t in T)"),
+    ],
+)
+@pytest.mark.parametrize("pe", [False, True])
+def test_nested_pointwise_extrema_are_one(written, plain, pe) -> None:
+    """Found by a review on 2026-12-05: the nested spelling needed a head more (and PE for a
+    position the max over every token already holds)."""
+    assert predictions(written, [1, 1], 16, pe) == predictions(plain, [1, 1], 16, pe)
