@@ -63,6 +63,7 @@ FUNCTIONS = {
     "relu": 1,
     "tanh": 1,
 }
+VECTORS = {"dot": (0, 1), "bilinear": (0, 2), "norm": (0,), "sqnorm": (0,)}  # by position
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _COMPARE = {ast.NotEq: "!=", ast.Eq: "==", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,15}")
@@ -236,7 +237,13 @@ class _Reader:
             raise TargetError(f"unknown function {fn!r}; known: {known}", _col(node.func))
         if len(node.args) != FUNCTIONS[fn]:
             raise TargetError(f"{fn}() takes {FUNCTIONS[fn]} arguments", _col(node))
-        return Apply(fn, tuple(self.read(a, bound, depth) for a in node.args))
+        args = tuple(self.read(a, bound, depth) for a in node.args)
+        for i in VECTORS.get(fn, ()):
+            if isinstance(args[i], Const):  # a number, or a spec param (which is one)
+                shown = ast.unparse(node.args[i])
+                message = f"{fn}() takes vectors; {shown} is a number (a constant or a spec param)"
+                raise TargetError(message, _col(node.args[i]))
+        return Apply(fn, args)
 
     def _reduce(self, fn: str, node: ast.Call, bound: frozenset[Variable], depth: int) -> Node:
         kth = fn.startswith("kth_")

@@ -111,6 +111,15 @@ def test_a_long_flat_sum_is_one_level_not_one_a_term() -> None:
         parse_target("abs(" * 30 + " + ".join(terms[:3]) + ")" * 30)  # calls still count
 
 
+def test_a_number_where_a_vector_belongs_is_refused() -> None:
+    """A spec param is a number: params {"q": 2} made dot(q, x[t]) dot(2, x[t]), planned."""
+    with pytest.raises(TargetError, match=r"dot\(\) takes vectors; q is a number"):
+        parse_target("max(dot(q, x[t]) for t in T)", (("q", 2),))
+    with pytest.raises(TargetError, match=r"norm\(\) takes vectors; 3 is a number"):
+        parse_target("norm(3)")
+    assert parse_target("max(2 * dot(q, x[t]) for t in T)") is not None
+
+
 def test_hostile_target_exits_2_naming_the_field(tmp_path) -> None:
     spec = {
         "kind": "retrieval",
