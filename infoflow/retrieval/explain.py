@@ -83,10 +83,15 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
 
 def graph(spec: RetrievalSpec, format: str = "dot", source: str = "<spec>") -> str:
     """The information-set DAG of ``spec``'s schedule, its edges annotated with their cost
-    terms: ``dot`` (Graphviz) or ``json`` (networkx node-link data)."""
+    terms: ``dot`` (Graphviz) or ``json`` (networkx node-link data); a plan that is not
+    efficient carries its verdict and bottleneck (the graph's ``verdict``, the DOT label)."""
     derivation = derive(spec, source)
     dag = information_dag(derivation.schedule)
     annotate_edges(dag, derivation.schedule, derivation.options)
+    if not derivation.efficient:  # the plan drawn is not one that works: say so
+        found = predictions(spec, derivation, source)
+        verdict = "impossible" if not derivation.schedule.feasible else "not efficient"
+        dag.graph["verdict"] = f"{verdict}; bottleneck: {found['bottleneck'].value}"
     if format == "json":
         return json.dumps(nx.node_link_data(dag, edges="edges"), indent=2) + "\n"
     return to_dot(dag)

@@ -166,6 +166,8 @@ def _edges(placement: Placement, layers: int):
 def to_dot(graph: nx.MultiDiGraph) -> str:
     """The DAG in Graphviz's DOT language, layers from bottom to top."""
     lines = ["digraph infoflow {", "  rankdir=BT;", "  node [shape=box, fontsize=10];"]
+    if "verdict" in graph.graph:
+        lines.append(f'  label="{_quote(graph.graph["verdict"])}"; labelloc=t;')
     for node, data in graph.nodes(data=True):
         info = ", ".join(data["info"]) or "empty"
         lines.append(f'  "{_quote(node)}" [label="{_quote(node)}\\n{{{_quote(info)}}}"];')

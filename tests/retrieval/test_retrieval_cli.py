@@ -48,6 +48,19 @@ def test_graph_dot() -> None:
     assert '"x[1]@0" -> "readout@1" [label="specific-position' in proc.stdout
 
 
+def test_a_graph_of_a_plan_that_does_not_work_says_so() -> None:
+    """Without PE the fixed positions cannot be read: the DAG drawn is not a working plan,
+    and said nothing (only explain did)."""
+    spec = str(RETRIEVAL / "specific-position.json")
+    off = ["--set", "sweep=null", "--set", "architecture.positional_encoding=false"]
+    dot = run_cli("graph", spec, *off).stdout
+    assert 'label="impossible; bottleneck: fixed positions' in dot
+    data = json.loads(run_cli("graph", "-f", "json", spec, *off).stdout)
+    assert data["graph"]["verdict"].startswith("impossible; bottleneck:")
+    working = json.loads(run_cli("graph", "-f", "json", spec, "--set", "sweep=null").stdout)
+    assert "verdict" not in working["graph"]
+
+
 def test_graph_needs_a_retrieval_spec() -> None:
     proc = run_cli("graph", str(LOOPED_KV / "ouro-1.4b.json"))
     assert proc.returncode == 2 and "'graph' is not available for looped_kv" in proc.stderr
