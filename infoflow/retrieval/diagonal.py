@@ -112,6 +112,26 @@ def unordered_reduce(node: Reduce) -> Reduce:
     return replace(node, conditions=tuple(c for c, _ in found))
 
 
+def unordered_sum(node: Reduce) -> Node:
+    """A sum over s < t of a score symmetric in s and t is half the sum over s != t; over
+    s <= t, half the sum over every pair plus half the diagonal's (which one token index
+    pools). Only the pair's test alone; any other reduction is returned as it is."""
+    if node.op != "sum" or len(node.variables) != 2 or len(node.conditions) != 1:
+        return node
+    (c,) = node.conditions
+    env = {v.name: v for v in node.variables}
+    pair = _pair(c, env) if c.op in ORDERS and not c.shift else None
+    if pair is None or not _symmetric(node.body, pair):
+        return node
+    half = Const(0.5)
+    if ORDERS[c.op]:  # s < t
+        return Apply("*", (half, replace(node, conditions=(replace(c, op="!="),))))
+    s, t = pair
+    diagonal = Reduce("sum", (env[s],), rename(node.body, {t: s}))
+    every = Apply("*", (half, replace(node, conditions=())))
+    return Apply("+", (every, Apply("*", (half, diagonal))))
+
+
 def separable_pair(node: Reduce) -> Node:
     """``max(f(x[s]) + f(x[t]) for s in T for t in T if s != t)`` as what it is, the largest
     f plus the second largest: ``max f + kth_largest(f, k=2)`` (a min: the smallest and the

@@ -46,7 +46,7 @@ from infoflow.retrieval.algebra import (
     terms,
 )
 from infoflow.retrieval.conditions import fold_conditions
-from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
+from infoflow.retrieval.diagonal import separable_pair, unordered_reduce, unordered_sum
 from infoflow.retrieval.expression import (
     SEQUENCE,
     Apply,
@@ -94,6 +94,9 @@ class _Rewriter:
             body = self.rewrite(node.body)
             self.bound = outer
             node = unordered_reduce(replace(node, body=body))
+            halved = unordered_sum(node)
+            if halved is not node:
+                return self.rewrite(halved)
             pair = separable_pair(node)
             return self.rewrite(pair) if pair is not node else _drop_diagonal(_rename_shifts(node))
         if isinstance(node, Apply):

@@ -404,3 +404,23 @@ def test_nested_pointwise_extrema_are_one(written, plain, pe) -> None:
     """Found by a review on 2026-12-05: the nested spelling needed a head more (and PE for a
     position the max over every token already holds)."""
     assert predictions(written, [1, 1], 16, pe) == predictions(plain, [1, 1], 16, pe)
+
+
+@pytest.mark.parametrize(
+    ("written", "plain"),
+    [
+        (
+            "2 * sum(dot(x[s], x[t]) for s in T for t in T if s < t)",
+            "sum(dot(x[s], x[t]) for s in T for t in T if s != t)",
+        ),
+        (
+            "2 * sum(dot(x[s], x[t]) for s in T for t in T if s <= t)",
+            "sum(dot(x[s], x[t]) for s in T for t in T) + sum(sqnorm(x[s]) for s in T)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("pe", [False, True])
+def test_a_sum_over_ordered_pairs_of_a_symmetric_score_is_half_the_unordered(written, plain, pe):
+    """Found by a review on 2026-12-05: s < t made the sum a position read (impossible
+    without PE) where the maxima already read it unordered."""
+    assert predictions(written, [1, 1], 16, pe) == predictions(plain, [1, 1], 16, pe)

@@ -199,7 +199,8 @@ def test_an_order_test_on_a_symmetric_score_is_the_pair_unordered(op: str, body:
         "argmax(dot(x[s], x[t]) for s in T for t in T if s < t)",  # its value is the order
         "max(dot(x[s], x[t]) for s in T for t in T if s < t and t < 5)",  # t read twice
         "max(max(dot(x[s], x[t]) for t in T if t > s) + dot(q, x[s]) for s in T)",  # not one
-        "sum(dot(x[s], x[t]) for s in T for t in T if s < t)",  # a sum: not an extremum
+        # a sum of a score that is not symmetric (a symmetric one is half the s != t sum)
+        "sum(dot(q, x[s]) * dot(w, x[t]) for s in T for t in T if s < t)",
     ],
 )
 def test_an_order_test_that_is_not_the_pair_unordered_still_reads_positions(target) -> None:
