@@ -128,6 +128,20 @@ def key(node: Node) -> Node:
     return walk(node)
 
 
+def one_norm(node: Apply) -> Apply:
+    """One spelling of a norm: norm(v) ** 2 is sqnorm(v); sqrt(sqnorm(v)) and
+    sqnorm(v) ** 0.5 are norm(v); abs of either is itself."""
+    inner = node.args[0] if node.args and isinstance(node.args[0], Apply) else None
+    if inner is None or inner.fn not in ("norm", "sqnorm"):
+        return node
+    power = node.args[1].value if node.fn == "**" and isinstance(node.args[1], Const) else None
+    if (inner.fn, power) == ("norm", 2):
+        return Apply("sqnorm", inner.args)
+    if inner.fn == "sqnorm" and (node.fn == "sqrt" or power == 0.5):
+        return Apply("norm", inner.args)
+    return inner if node.fn == "abs" else node
+
+
 COMMUTATIVE = ("+", "*", "dot", "min", "max")
 EVEN = ("norm", "sqnorm", "abs")  # f(a - b) = f(b - a)
 

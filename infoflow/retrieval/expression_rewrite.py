@@ -14,6 +14,8 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   is one of its values (dropped);
 - a pointwise max (min) of one function at several fixed positions is a max over a masked
   token index: ``max(f(x[1]), f(x[2]), f(x[3]))`` is ``max(f(x[t]) for t in T if t <= 3)``;
+- a norm has one spelling: ``norm(v) ** 2`` is ``sqnorm(v)``, ``sqrt(sqnorm(v))`` is
+  ``norm(v)``, ``abs(norm(v))`` is ``norm(v)``;
 - identical additive terms (equal up to the names of their indices) are one term with the sum
   of their coefficients; terms that cancel vanish (``f - f`` is 0);
 - terms of one max (min) that are one function once each is maximised over the indices only
@@ -41,6 +43,7 @@ from infoflow.retrieval.algebra import (
     collected,
     key,
     names,
+    one_norm,
     rebuilt,
     rename,
     terms,
@@ -58,10 +61,10 @@ from infoflow.retrieval.expression import (
     Token,
     Variable,
 )
+from infoflow.retrieval.pointwise import HOLE, absorbed, fill, flat, match, membership
 from infoflow.retrieval.separable import ADDITIVE, EXTREMA, separate
 
 COUNT = Param("T_minus_1")  # the number of values an index t != s takes (a fixed number)
-HOLE = "_hole"  # the position that differs between the arguments of a pointwise max
 
 
 def rewrite(node: Node) -> Node:
@@ -101,8 +104,8 @@ class _Rewriter:
             return self.rewrite(pair) if pair is not node else _drop_diagonal(_rename_shifts(node))
         if isinstance(node, Apply):
             pointwise = node.fn in EXTREMA and len(node.args) > 1
-            node = _flat(node) if pointwise else node
-            node = Apply(node.fn, tuple(self.rewrite(a) for a in node.args))
+            node = flat(node) if pointwise else node
+            node = one_norm(Apply(node.fn, tuple(self.rewrite(a) for a in node.args)))
             if pointwise:
                 return self.pointwise(node)
             if node.fn in ADDITIVE:
@@ -112,7 +115,7 @@ class _Rewriter:
     def pointwise(self, node: Apply) -> Node:
         """A pointwise max (min): reductions over one domain merged, fixed positions of one
         function made a masked index, repeated arguments dropped."""
-        args = self.merge_reductions(node.fn, _absorbed(node.fn, list(node.args)))
+        args = self.merge_reductions(node.fn, absorbed(node.fn, list(node.args)))
         args = self.merge_positions(node.fn, args)
         unique = list({key(a): a for a in args}.values())
         return unique[0] if len(unique) == 1 else Apply(node.fn, tuple(unique))
@@ -166,7 +169,7 @@ class _Rewriter:
         groups: list[list] = []  # [first argument, skeleton or None, positions]
         for arg in args:
             for group in groups:
-                found = _match(group[0], arg)
+                found = match(group[0], arg)
                 if found and group[1] in (None, found[0]):
                     if group[1] is None:
                         group[1], group[2] = found[0], [found[1]]
@@ -179,53 +182,15 @@ class _Rewriter:
             spots = sorted(set(positions))
             if skeleton is None or len({side for side, _ in spots}) != 1:
                 out.append(first)
-                out += [_fill(skeleton, p) for p in positions[1:]] if skeleton else []
+                out += [fill(skeleton, p) for p in positions[1:]] if skeleton else []
                 continue
             name = self.fresh()
-            mask = _membership(name, spots)
+            mask = membership(name, spots)
             if mask is None:
-                out += [first] + [_fill(skeleton, p) for p in positions[1:]]
+                out += [first] + [fill(skeleton, p) for p in positions[1:]]
                 continue
             out.append(Reduce(fn, (Variable(name),), rename(skeleton, {HOLE: name}), mask))
         return out
-
-
-def _flat(node: Apply) -> Apply:
-    """max(max(a, b), c) as max(a, b, c)."""
-    args = []
-    for arg in node.args:
-        nested = isinstance(arg, Apply) and arg.fn == node.fn and len(arg.args) > 1
-        args += list(_flat(arg).args) if nested else [arg]
-    return Apply(node.fn, tuple(args))
-
-
-def _absorbed(fn: str, args: list[Node]) -> list[Node]:
-    """The arguments of a pointwise max (min) without those that are a value of another:
-    f(x[3]) beside max(f(x[t]) for t in T) is one of its values."""
-    whole = [a for a in args if _whole_sequence(a, fn)]
-    return [a for a in args if not any(r is not a and _value_of(r, a) for r in whole)]
-
-
-def _whole_sequence(node: Node, fn: str) -> bool:
-    """Whether ``node`` is an ``fn`` over one token index and every position."""
-    if not (isinstance(node, Reduce) and node.op == fn and len(node.variables) == 1):
-        return False
-    return node.variables[0].is_token and not node.conditions
-
-
-def _value_of(whole: Reduce, node: Node) -> bool:
-    """Whether ``node`` is ``whole``'s body at a fixed position ``node`` reads."""
-    (v,) = whole.variables
-    return any(rename(whole.body, {v.name: p}) == node for p in _positions(node))
-
-
-def _positions(node: Node) -> set:
-    """The fixed positions ``node`` reads unshifted (3 for x[3], T for x[T])."""
-    if isinstance(node, Token):
-        return {node.index} if node.is_fixed and not node.offset else set()
-    if isinstance(node, Apply):
-        return set().union(*(_positions(a) for a in node.args))
-    return set()
 
 
 def _domain(node: Reduce) -> tuple:
@@ -326,75 +291,3 @@ def _drop_diagonal(node: Reduce) -> Node:
         )
         return Apply("*", (COUNT, rest)) if node.op == "sum" else rest
     return node
-
-
-# ---- fixed positions ---------------------------------------------------------------------
-
-MAX_GAPS = 16  # positions left out between fixed positions that a mask spells one by one
-
-
-def _match(first: Node, other: Node) -> tuple[Node, tuple, tuple] | None:
-    """(f with a hole, p, q) when ``first`` is f(x[p]) and ``other`` is f(x[q]), p != q."""
-    holes: list[tuple] = []
-    skeleton = _holes(first, other, holes)
-    if skeleton is None or len(set(holes)) != 1:
-        return None
-    ((p, q),) = set(holes)
-    return skeleton, p, q
-
-
-def _holes(a: Node, b: Node, out: list) -> Node | None:
-    """``a`` with a hole where it reads a fixed position ``b`` reads another one; None when
-    they differ otherwise."""
-    if isinstance(a, Token) and isinstance(b, Token):
-        if a == b:
-            return a
-        if a.is_fixed and b.is_fixed and a.component == b.component:
-            out.append((_spot(a), _spot(b)))
-            return Token(HOLE, a.component)
-        return None
-    if isinstance(a, Apply) and isinstance(b, Apply) and (a.fn, len(a.args)) == (b.fn, len(b.args)):
-        args = [_holes(x, y, out) for x, y in zip(a.args, b.args, strict=True)]
-        return None if any(x is None for x in args) else Apply(a.fn, tuple(args))
-    if isinstance(a, Reduce) and isinstance(b, Reduce):
-        if replace(a, body=Const(0)) != replace(b, body=Const(0)):
-            return None
-        body = _holes(a.body, b.body, out)
-        return None if body is None else replace(a, body=body)
-    return a if a == b else None
-
-
-def _spot(token: Token) -> tuple[str, int]:
-    """("start", 3) for x[3], ("end", -1) for x[T-1]."""
-    return ("end", token.offset) if token.index == SEQUENCE else ("start", token.index)
-
-
-def _fill(node: Node, spot: tuple[str, int]) -> Node:
-    """The skeleton with its hole at ``spot``."""
-    if isinstance(node, Token) and node.index == HOLE:
-        side, value = spot
-        if side == "start":
-            return Token(value, node.component)
-        return Token(SEQUENCE, node.component, value)
-    if isinstance(node, Apply):
-        return Apply(node.fn, tuple(_fill(a, spot) for a in node.args))
-    if isinstance(node, Reduce):
-        return replace(node, body=_fill(node.body, spot))
-    return node
-
-
-def _membership(name: str, spots: list[tuple[str, int]]) -> tuple[Condition, ...] | None:
-    """Conditions that hold exactly at the positions ``spots`` (all from the start, or all
-    from the end); None when more than MAX_GAPS positions between them are left out."""
-    values = sorted(v for _, v in spots)
-    low, high = values[0], values[-1]
-    if high - low + 1 - len(values) > MAX_GAPS:
-        return None
-    gaps = [v for v in range(low, high + 1) if v not in values]
-    if spots[0][0] == "start":
-        bounds = [Condition(name, ">=", low)] if low > 1 else []
-        bounds.append(Condition(name, "<=", high))
-        return (*bounds, *(Condition(name, "!=", v) for v in gaps))
-    bounds = [Condition(name, ">=", SEQUENCE, low)]
-    bounds += [Condition(name, "<=", SEQUENCE, high)] if high < 0 else []
-    return (*bounds, *(Condition(name, "!=", SEQUENCE, v) for v in gaps))

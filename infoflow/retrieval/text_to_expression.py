@@ -112,7 +112,9 @@ class _Reader:
             return self._subscript(node, bound)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
             operand = self.read(node.operand, bound, depth)
-            return Apply("neg", (operand,)) if isinstance(node.op, ast.USub) else operand
+            if isinstance(node.op, ast.UAdd):
+                return operand
+            return Const(-operand.value) if isinstance(operand, Const) else Apply("neg", (operand,))
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             op = _BINOPS[type(node.op)]
             if op == "**":

@@ -424,3 +424,21 @@ def test_a_sum_over_ordered_pairs_of_a_symmetric_score_is_half_the_unordered(wri
     """Found by a review on 2026-12-05: s < t made the sum a position read (impossible
     without PE) where the maxima already read it unordered."""
     assert predictions(written, [1, 1], 16, pe) == predictions(plain, [1, 1], 16, pe)
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "max(norm(x[s] - x[t])**2 {P})",
+        "max(abs(norm(x[s] - x[t])) {P})",
+        "max(sqrt(sqnorm(x[s] - x[t])) {P})",
+        "max(norm(x[s] + (-1)*x[t]) {P})",
+    ],
+)
+def test_a_norm_has_one_spelling(written) -> None:
+    """Found by a review on 2026-12-05: each spelling was charged s != t (PE, or global
+    aggregation) where the distance's diagonal, 0, never decides its max."""
+    pairs = "for s in T for t in T if s != t"
+    plain = f"max(norm(x[s] - x[t]) {pairs})"
+    found = predictions(written.format(P=pairs), [1, 1], 16)
+    assert found == predictions(plain, [1, 1], 16) and found["efficient"]
