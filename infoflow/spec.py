@@ -210,8 +210,8 @@ _UNION_TAG = r"constrained-\w+|(list|dict|tuple|set|nullable|function-\w+|lax-or
 
 
 def describe(errors: list, model: type[BaseModel]) -> list[tuple[str | None, str]]:
-    """pydantic's errors as (dotted field, message): one per field, a union's members out of
-    the names, and where one member's value was wrong, not the others' "not a list"."""
+    """pydantic's errors as (dotted field, message), each once: a union's members out of the
+    names, and where one member's value was wrong, not the others' "not a list"."""
     found = [(_describe(err, model), err["type"].endswith("_type")) for err in errors]
     fields = {problem[0] or "" for problem, mistyped in found if not mistyped}
 

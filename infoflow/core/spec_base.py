@@ -73,13 +73,14 @@ class SpecBase(StrictModel, Tabular):
     @model_validator(mode="after")
     def _remember_folder(self, info: ValidationInfo) -> SpecBase:
         folder = (info.context or {}).get("base_dir")
-        self._folder = Path(folder).resolve() if folder is not None else None
+        self._folder = Path(folder if folder is not None else Path.cwd()).resolve()
         return self
 
     @property
     def base_dir(self) -> Path:
         """The folder the spec's relative paths are read from: its file's, or the working
-        directory when a dict was loaded (at that moment, not now)."""
+        directory when a dict was validated (at that moment, not now). Two specs are equal
+        when their fields and their folders are (a relative path names another file)."""
         return self._folder or Path.cwd()
 
     def rows(self) -> list[dict[str, Any]]:

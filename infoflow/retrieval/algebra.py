@@ -157,6 +157,8 @@ def normal(node: Node) -> Node:
     if not isinstance(node, Apply):
         return node
     args = tuple(normal(a) for a in node.args)
+    if node.fn == "dot" and args[0] == args[1]:  # x.x = |x|^2
+        return Apply("sqnorm", args[:1])
     if node.fn in COMMUTATIVE:
         args = tuple(sorted(args, key=repr))
     inner = args[0] if len(args) == 1 else None
@@ -167,14 +169,20 @@ def normal(node: Node) -> Node:
 
 def _normal_condition(c: Condition) -> Condition:
     """``left op right + shift`` as ``<=``, ``!=`` or ``==`` (order tests between integers:
-    ``<`` is ``<=`` one less), two indices in sorted order."""
+    ``<`` is ``<=`` one less), two indices in sorted order, a constant with its shift."""
     left, op, right, shift = c.left, c.op, c.right, c.shift
+    if op in (">", ">=") and not (isinstance(right, str) and right != SEQUENCE):
+        if op == ">":  # t > 1 is t >= 2
+            op, shift = ">=", shift + 1
+        if isinstance(right, int):
+            right, shift = right + shift, 0
+        return Condition(left, op, right, shift)  # a lower bound stays one
     if op in (">", ">="):  # left > right + s  <=>  right < left - s
-        if not (isinstance(right, str) and right != SEQUENCE):
-            return c  # a bound against a constant or T stays as written
         left, right, shift, op = right, left, -shift, "<" if op == ">" else "<="
     if op == "<":
         op, shift = "<=", shift - 1
+    if isinstance(right, int):  # t <= 3 - 1 is t <= 2
+        right, shift = right + shift, 0
     two = isinstance(right, str) and right != SEQUENCE
     if op in ("!=", "==") and two and str(right) < str(left):
         left, right, shift = right, left, -shift
@@ -267,6 +275,18 @@ def _expanded(node: Apply, coefficient: Fraction) -> list[tuple[Fraction, Node |
         scale = math.prod((c for c, _ in combination), start=coefficient)
         out.append((scale, Apply(node.fn, tuple(t for _, t in combination))))
     return out
+
+
+def balanced(items: list[tuple[int, Node]]) -> Node:
+    """The signed sum of ``items`` (the first one positive) as a tree of depth log2 n: what
+    reads it recursively (the validator's evaluation) stays shallow however long the sum."""
+    if len(items) == 1:
+        return items[0][1]
+    half = len(items) // 2
+    left, right = balanced(items[:half]), items[half:]
+    if right[0][0] < 0:  # a - (b - c) = a - b + c
+        return Apply("-", (left, balanced([(-sign, n) for sign, n in right])))
+    return Apply("+", (left, balanced(right)))
 
 
 class UnionFind:

@@ -56,6 +56,8 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
             if o is not c
         )
         variables = tuple(v for v in node.variables if v.name != gone)
+        if not variables and rest:
+            continue  # one value, if the others allow it: left as written (a position read)
         body = rename(node.body, mapping)
         if not variables:  # a reduction over one value is that value
             return body

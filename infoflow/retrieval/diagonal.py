@@ -81,10 +81,11 @@ def unordered(op: str, conditions: list, is_symmetric) -> list:
     if op not in ("max", "min"):
         return conditions
     out = []
-    for c, env in conditions:
+    for written, env in conditions:
+        c = _unshifted(written)
         pair = _pair(c, env) if c.op in ORDERS and not c.shift else None
         alone = pair is not None and not any(
-            _names(d, e) & set(pair) for d, e in conditions if d is not c
+            _names(d, e) & set(pair) for d, e in conditions if d is not written
         )
         if not (alone and is_symmetric(pair)):
             out.append((c, env))
@@ -116,9 +117,13 @@ def unordered_sum(node: Reduce) -> Node:
     """A sum over s < t of a score symmetric in s and t is half the sum over s != t; over
     s <= t, half the sum over every pair plus half the diagonal's (which one token index
     pools). Only the pair's test alone; any other reduction is returned as it is."""
+    inner = _held(node)
+    if inner is not None:  # sum(sum(f for t in T if t < s) for s in T): one sum over the pair
+        node = replace(node, variables=(*node.variables, *inner.variables), body=inner.body)
+        node = replace(node, conditions=inner.conditions)
     if node.op != "sum" or len(node.variables) != 2 or len(node.conditions) != 1:
         return node
-    (c,) = node.conditions
+    c = _unshifted(node.conditions[0])
     env = {v.name: v for v in node.variables}
     pair = _pair(c, env) if c.op in ORDERS and not c.shift else None
     if pair is None or not _symmetric(node.body, pair):
@@ -165,6 +170,14 @@ def separable_pair(node: Reduce) -> Node:
     one = Variable(s)
     out = Apply("+", (Reduce(node.op, (one,), f), Reduce(kth, (one,), f, (), 2)))
     return Apply("+", (out, rebuilt(collected(split[None])))) if split[None] else out
+
+
+def _unshifted(c: Condition) -> Condition:
+    """An order test with the shift that makes it the other one, without it: s <= t - 1 is
+    s < t, s < t + 1 is s <= t."""
+    flips = {("<=", -1): "<", ("<", 1): "<=", (">=", 1): ">", (">", -1): ">="}
+    op = flips.get((c.op, c.shift))
+    return replace(c, op=op, shift=0) if op else c
 
 
 def _held(node: Reduce) -> Reduce | None:
@@ -300,13 +313,13 @@ def _square(term: Node) -> bool:
 
 
 def _linear(term: Node) -> bool:
-    """Whether ``term`` is linear in one whole token: q.x[i] for a parameter q, or x[i][k]."""
+    """Whether ``term`` is linear in one whole token: q.x[i] or q^T A x[i] for parameters q
+    and A, or x[i][k]."""
     if isinstance(term, Token):
         return term.component != () and _multiple(replace(term, component=())) is not None
-    if isinstance(term, Apply) and term.fn == "dot":
-        return any(isinstance(a, Param) for a in term.args) and any(
-            _multiple(a) is not None for a in term.args
-        )
+    if isinstance(term, Apply) and term.fn in ("dot", "bilinear"):
+        tokens = [a for a in term.args if _multiple(a) is not None]
+        return len(tokens) == 1 and all(isinstance(a, Param) or a in tokens for a in term.args)
     return False
 
 

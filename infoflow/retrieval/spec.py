@@ -14,7 +14,7 @@ from infoflow.core.errors import FieldError
 from infoflow.core.spec_base import SpecBase, StrictModel
 from infoflow.retrieval.canonical_to_tree import fixed_positions, position_number, tree_of
 from infoflow.retrieval.domains import check_coordinates, check_domains
-from infoflow.retrieval.expression import TargetError
+from infoflow.retrieval.expression import Apply, Node, Reduce, TargetError, Token
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import ComparisonTree
 
@@ -181,7 +181,7 @@ class RetrievalSpec(SpecBase):
             tree = tree_of(self.target, params, opts.separable_sum, opts.self_exclusion)
             written = parse_target(self.target, params)  # cached: tree_of parsed it
             if self.seq_len is not None:
-                _check_positions(tree, self.seq_len)
+                _check_positions(tree, written, self.seq_len)
                 check_domains(written, self.seq_len)
                 for k, left_out in tree.kth_values():
                     kth.rank(k, self.seq_len, left_out)
@@ -192,8 +192,18 @@ class RetrievalSpec(SpecBase):
         return self
 
 
-def _check_positions(tree: ComparisonTree, seq_len: int) -> None:
-    """Every fixed position the target reads lies in 1..seq_len."""
-    for text in sorted(fixed_positions(tree)):
+def _check_positions(tree: ComparisonTree, written: Node, seq_len: int) -> None:
+    """Every fixed position the target reads lies in 1..seq_len: as planned, and as written
+    (a rewrite may drop one, x[9] beside a max over every token)."""
+    for text in sorted(fixed_positions(tree) | _written_positions(written)):
         if not 1 <= position_number(text, seq_len) <= seq_len:
             raise TargetError(f"{text} lies beyond the sequence (seq_len {seq_len})")
+
+
+def _written_positions(node: Node) -> set[str]:
+    """The fixed positions the target as written reads (``x[3]``, ``x[T-1]``)."""
+    if isinstance(node, Token):
+        return {node.text()} if node.is_fixed else set()
+    if isinstance(node, Apply):
+        return set().union(*(_written_positions(a) for a in node.args))
+    return _written_positions(node.body) if isinstance(node, Reduce) else set()

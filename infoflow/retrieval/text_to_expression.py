@@ -26,6 +26,7 @@ import re
 import warnings
 from functools import lru_cache
 
+from infoflow.retrieval.algebra import balanced
 from infoflow.retrieval.expression import (
     SEQUENCE,
     TOKENS,
@@ -44,6 +45,7 @@ from infoflow.retrieval.text_to_conditions import LINEAR, as_condition
 MAX_CHARS = 4000
 MAX_NODES = 1000
 MAX_DEPTH = 24
+LONG_CHAIN = 16  # terms of a + b - c ... beyond which it is read as a balanced sum
 MAX_EXPONENT = 16
 MAX_CONSTANT = 10**6
 MAX_K = 10**9
@@ -124,10 +126,11 @@ class _Reader:
                 value = self._number(exponent)
                 if abs(value) > MAX_EXPONENT:
                     raise TargetError(f"exponent {value} is above {MAX_EXPONENT}", _col(exponent))
+            chain = _chain(node) if op in "+-" else []
+            if len(chain) > LONG_CHAIN:  # one level, read as a balanced sum (the same one)
+                return balanced([(sign, self.read(n, bound, depth)) for sign, n in chain])
             # a chain a + b + c nests to the left as Python parses it: one level, not n
-            chained = op in "+-" and isinstance(node.left, ast.BinOp)
-            chained = chained and type(node.left.op) in (ast.Add, ast.Sub)
-            left = self.read(node.left, bound, depth - 1 if chained else depth)
+            left = self.read(node.left, bound, depth - 1 if len(chain) > 2 else depth)
             return Apply(op, (left, self.read(node.right, bound, depth)))
         if isinstance(node, ast.Call):
             return self._call(node, bound, depth)
@@ -356,6 +359,15 @@ class _Reader:
             raise TargetError(LINEAR, _col(node))
         index = self._index(node, scope)
         return {"": sign * index} if isinstance(index, int) else {index: sign}
+
+
+def _chain(node: ast.BinOp) -> list[tuple[int, ast.AST]]:
+    """The terms of ``a + b - c ...`` with their signs, in order."""
+    out = []
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        out.append((1 if isinstance(node.op, ast.Add) else -1, node.right))
+        node = node.left
+    return [(1, node), *out[::-1]]
 
 
 def _is_token_variable(name: str, bound: frozenset[Variable]) -> bool:

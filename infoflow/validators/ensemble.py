@@ -21,7 +21,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -260,11 +260,12 @@ def _unreadable(exc: Exception) -> str:
     return "damaged checkpoint (truncated, or not a file torch.save wrote)"
 
 
-def resume(context, group, model, optimizer, schedule, data: torch.Generator):
+def resume(context, group, model, optimizer, schedule, data: torch.Generator, started: float):
     """``group``'s checkpoint in ``context.checkpoints`` and the step to continue from (0 for
     a new group), its state restored into the model, optimiser, schedule and data generator,
-    and what it had recorded into ``context.store``."""
-    checkpoint = Checkpoint.of(group, context.checkpoints)
+    and what it had recorded into ``context.store``; its clock runs from ``started`` (the
+    ``time.perf_counter()`` at which the group's setup began)."""
+    checkpoint = replace(Checkpoint.of(group, context.checkpoints), started=started)
     start, records = checkpoint.load(model, optimizer, schedule, data, context.device)
     context.store.restore(records)
     return checkpoint, start

@@ -345,6 +345,13 @@ def test_a_condition_true_only_at_the_specs_length_is_kept() -> None:
     assert not predictions("max(dot(q, x[t]) for t in T if t <= 8)", [1], 8)["feasible"]
 
 
+def test_an_equality_beside_another_condition_of_its_index_keeps_that_condition() -> None:
+    """A review found t == s folded to the bare value with t <= 3 lost (no PE needed, the
+    sum over every s): the reduction over one value is left as written, a position read."""
+    target = "sum(max(dot(x[s], x[t]) for t in T if t == s if t <= 3) for s in T)"
+    assert not predictions(target, [1, 1], 8)["feasible"]
+
+
 def test_an_equality_that_leaves_a_kth_one_value_is_refused() -> None:
     target = "max(kth_largest((dot(x[s], x[t]) for t in T if t == s), k=2) for s in T)"
     with pytest.raises(infoflow.SpecError, match="leaves the kth_largest over t one value"):
@@ -442,3 +449,53 @@ def test_a_norm_has_one_spelling(written) -> None:
     plain = f"max(norm(x[s] - x[t]) {pairs})"
     found = predictions(written.format(P=pairs), [1, 1], 16)
     assert found == predictions(plain, [1, 1], 16) and found["efficient"]
+
+
+@pytest.mark.parametrize(
+    ("written", "plain"),
+    [
+        (
+            "sum(dot(x[s], x[t]) for s in T for t in T if s + 1 <= t)",
+            "sum(dot(x[s], x[t]) for s in T for t in T if s < t)",
+        ),
+        (
+            "sum(sum(dot(x[s], x[t]) for t in T if t < s) for s in T)",
+            "sum(dot(x[s], x[t]) for s in T for t in T if s < t)",
+        ),
+        (
+            "max(dot(x[s], x[t]) for s in T for t in T if s <= t - 1)",
+            "max(dot(x[s], x[t]) for s in T for t in T if s < t)",
+        ),
+        (
+            "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T "
+            "if a <= 3 if c < 4)",
+            "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T "
+            "if a <= 3 if c <= 3)",
+        ),
+        (
+            "max(sqnorm(x[s]) + dot(x[t], x[t]) - 2*dot(x[s], x[t]) "
+            "for s in T for t in T if s != t)",
+            "max(sqnorm(x[s] - x[t]) for s in T for t in T if s != t)",
+        ),
+        (
+            "min(dot(x[s], x[t]) + bilinear(q, A, x[s]) + bilinear(q, A, x[t]) "
+            "for s in T for t in T if s != t)",
+            "min(dot(x[s], x[t]) + dot(q, x[s]) + dot(q, x[t]) for s in T for t in T if s != t)",
+        ),
+        (
+            "max(sqnorm(x[t]) - dot(x[t], x[t]) + dot(q, x[t]) for t in T)",
+            "max(dot(q, x[t]) for t in T)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("pe", [False, True])
+def test_shifted_order_tests_bounds_and_squares_have_one_reading(written, plain, pe) -> None:
+    """Found by a second review on 2026-12-05: s + 1 <= t is s < t, c < 4 is c <= 3,
+    x.x is |x|^2 (so |x|^2 - x.x cancels), q^T A x is linear in x."""
+    assert predictions(written, [1, 1], 16, pe) == predictions(plain, [1, 1], 16, pe)
+
+
+def test_a_fixed_position_beyond_the_sequence_is_refused_even_beside_a_max() -> None:
+    """x[9] beside the max over every token was absorbed by the rewrite, and not refused."""
+    with pytest.raises(infoflow.SpecError, match=r"x\[9\] lies beyond the sequence"):
+        predictions("max(dot(q, x[9]), max(dot(q, x[t]) for t in T))", [1], 8)

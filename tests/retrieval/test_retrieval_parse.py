@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import infoflow
 from infoflow.retrieval.expression import Apply, Reduce, TargetError, Token, Variable
 from infoflow.retrieval.text_to_expression import parse_target
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
 EXAMPLES = [
     "min(dot(x[s], x[t]) for s in T for t in T if s != t)",
@@ -109,6 +112,33 @@ def test_a_long_flat_sum_is_one_level_not_one_a_term() -> None:
     assert tree is not None
     with pytest.raises(TargetError, match="nested deeper"):
         parse_target("abs(" * 30 + " + ".join(terms[:3]) + ")" * 30)  # calls still count
+
+
+def test_a_long_chain_is_a_shallow_tree_of_the_same_sum() -> None:
+    """320 terms fit the node limit; read left-nested, the validator's evaluation of the
+    target ran out of recursion (a review found plan/validate exiting 1 on it)."""
+    signs = [1, -1, -1, 1] * 10
+    text = "x[1][0]" + "".join(
+        f" {'+' if sign > 0 else '-'} x[{i}][0]" for i, sign in enumerate(signs[1:], 2)
+    )
+    spec = infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "target": text,
+            "input_dim": 4,
+            "seq_len": 40,
+            "architecture": {"layers": 1, "heads": 1, "positional_encoding": True},
+        }
+    )
+    x = sample_inputs(spec, 3, 40, torch.Generator().manual_seed(0)).double()
+    value = TargetFunction(spec, seed=0, dtype=torch.float64)(x)
+    expected = (x[:, :, 0] * torch.tensor(signs, dtype=torch.float64)).sum(1)
+    assert torch.allclose(value, expected)
+    assert _depth(parse_target(text)) <= 8  # log2(40) + 2
+
+
+def _depth(node) -> int:
+    return 1 + max((_depth(a) for a in getattr(node, "args", ())), default=0)
 
 
 def test_a_number_where_a_vector_belongs_is_refused() -> None:

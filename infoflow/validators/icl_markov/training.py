@@ -17,6 +17,7 @@ What each member is measured on, and when a group may stop early, is the experim
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Protocol
@@ -130,12 +131,12 @@ def train_group(
     every checkpoint ``evaluate_members(model)`` gives each member's metrics for the store,
     and the run ends early at one whose metrics are ``finished`` (a clock group whose every
     member's clock is final)."""
-    device, store = context.device, context.store
+    started, device, store = time.perf_counter(), context.device, context.store
     spec, training = group.spec, group.spec.training
     model = build_model(group, device)
     optimizer, schedule = _optimiser(model, training, device)
     generator = torch.Generator(device=device).manual_seed(spec.seed + 2)
-    checkpoint, start = resume(context, group, model, optimizer, schedule, generator)
+    checkpoint, start = resume(context, group, model, optimizer, schedule, generator, started)
 
     autocast = precision(device)
     losses, window = torch.zeros(len(group.members), device=device), 0

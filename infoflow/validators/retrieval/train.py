@@ -13,6 +13,7 @@ back for measurements.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -131,7 +132,7 @@ def train_group(group: Group, context: Context, until: int | None = None) -> Non
     (``plateau:capped`` 1 when the cap, not a plateau, started its cooldown;
     ``plateau:improving`` 1 when its loss was still falling then; ``plateau:slope``, the
     log-log loss slope then; ``plateau:step``, its last training step)."""
-    device, store = context.device, context.store
+    started, device, store = time.perf_counter(), context.device, context.store
     settings = group.settings
     target = TargetFunction(group.spec, seed=group.data_seed, device=device)
     data = held_out(group, target, device)
@@ -140,7 +141,7 @@ def train_group(group: Group, context: Context, until: int | None = None) -> Non
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup(settings))
     generator = torch.Generator(device=device).manual_seed(group.data_seed + 2)
     optimizer.extra = MemberSchedule.start(len(group.members), settings.steps).to_dict()
-    checkpoint, start = resume(context, group, model, optimizer, schedule, generator)
+    checkpoint, start = resume(context, group, model, optimizer, schedule, generator, started)
     members = MemberSchedule.from_dict(optimizer.extra)
 
     autocast = precision(device)

@@ -88,9 +88,11 @@ def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: f
     tolerance = f"|slope difference| < {EQUAL_SLOPES:g} x the steeper falling slope, every seed"
     claim = (f"witness_flat:{short.key()}:{long.key()}", statement, "equal exponents", measured)
     holds = difference.count >= 2 and -bound < difference.low and difference.high < bound
-    refuted = difference.above(bound) or difference.below(-bound)
+    refuted = bound > 0 and (difference.above(bound) or difference.below(-bound))
     fails = "every seed's slopes differ by more than the tolerance, the same way"
     why = _fewer_seeds(difference.count) or "the seeds' differences straddle the tolerance"
+    if not bound:
+        why = "neither witness's ladder falls: no exponent is measured, so none compared"
     return _verdict(*claim, tolerance, holds, refuted, fails, why)
 
 
