@@ -51,6 +51,7 @@ from infoflow.retrieval.algebra import (
 from infoflow.retrieval.conditions import fold_conditions
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce, unordered_sum
 from infoflow.retrieval.expression import (
+    KTH,
     SEQUENCE,
     Apply,
     Condition,
@@ -227,8 +228,9 @@ def _in_conditions(node: Node, name: str) -> bool:
 
 def _rename_shifts(node: Reduce) -> Reduce:
     """Each token index read only at one offset o != 0 becomes the position it reads (not
-    under an argmax or argmin, whose value is the index as written)."""
-    if node.op in ("argmax", "argmin"):
+    under an argmax or argmin, whose value is the index as written, nor under a k-th, which
+    refuses a neighbour in its own words rather than the mask's)."""
+    if node.op in ("argmax", "argmin", *KTH):
         return node
     for v in node.variables:
         offsets = reads(node.body, v.name) if v.is_token else set()

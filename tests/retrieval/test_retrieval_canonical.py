@@ -499,3 +499,9 @@ def test_a_fixed_position_beyond_the_sequence_is_refused_even_beside_a_max() -> 
     """x[9] beside the max over every token was absorbed by the rewrite, and not refused."""
     with pytest.raises(infoflow.SpecError, match=r"x\[9\] lies beyond the sequence"):
         predictions("max(dot(q, x[9]), max(dot(q, x[t]) for t in T))", [1], 8)
+
+
+def test_a_kth_over_a_neighbour_is_refused_in_the_users_words() -> None:
+    """It named the condition t <= T - 1, which the rewrite made and the user never wrote."""
+    with pytest.raises(infoflow.SpecError, match=r"reads a neighbour of x\[t\]"):
+        predictions("kth_largest((dot(q, x[t-1]) for t in T), k=2)", [1, 1], 8)
