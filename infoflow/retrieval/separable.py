@@ -80,7 +80,7 @@ def _share_leaves(node: Reduce) -> Reduce:
     outside it reads; terms that share with no other are left as written."""
     found = [(c, t) for c, t in terms(node.body) if t is not None]
     own = {v.name for v in node.variables}
-    pushed = [_own_reduction(node, c, t, found, own) for c, t in found]
+    pushed = [_own_reduction(node, i, found, own) for i in range(len(found))]
     keys = [None if inner is None else _leaf_key(inner) for inner in pushed]
     shared = {k for k in keys if k is not None and keys.count(k) > 1}
     if not shared:
@@ -103,10 +103,12 @@ def _share_leaves(node: Reduce) -> Reduce:
     )
 
 
-def _own_reduction(node: Reduce, coefficient, term: Node, found: list, own: set[str]):
-    """``term``'s max (min, with a negative coefficient: max of -f is -min f) over the
-    indices only it reads, with the conditions on them; None when it has none."""
-    others = set().union(*(free_indices(t) for _, t in found if t is not term))
+def _own_reduction(node: Reduce, i: int, found: list, own: set[str]) -> Reduce | None:
+    """The max (min, with a negative coefficient: max of -f is -min f) of term ``i`` of
+    ``found`` over the indices only it reads, with the conditions on them; None when it has
+    none."""
+    coefficient, term = found[i]
+    others = set().union(*(free_indices(t) for j, (_, t) in enumerate(found) if j != i))
     reads = free_indices(term)
     mine = (reads & own) - others
     conditions = tuple(c for c in node.conditions if {c.left, c.right} & mine)
