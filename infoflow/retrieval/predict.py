@@ -5,6 +5,8 @@ what the code calls the schedule: the words users read are kept as they were.)""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import sympy
 
@@ -47,7 +49,6 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
     alpha_value = _value(alpha, numbers)
     neck = _bottleneck(der, numbers)
     bound = _bound(der, neck)
-    param_cost = EPS**-alpha
     out = {
         **_tree_predictions(der.tree, numbers),
         **_minimal_predictions(der, numbers),
@@ -67,14 +68,7 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
             "the plan's terms." + _infinite(alpha, numbers),
             alpha,
         ),
-        "param_cost": Prediction(
-            _value(param_cost, {**numbers, EPS: spec.epsilon}),
-            "params (order)",
-            bound,
-            neck.provenance,
-            f"eps^-alpha at eps = {spec.epsilon}." + _infinite(alpha, numbers),
-            param_cost,
-        ),
+        "param_cost": _param_cost(spec, alpha, numbers, bound, neck.provenance),
         "efficient": Prediction(
             der.efficient,
             "",
@@ -236,14 +230,32 @@ def _numbers(spec: RetrievalSpec, schedule: Schedule) -> dict[sympy.Symbol, symp
     return numbers
 
 
+def _param_cost(spec, alpha: sympy.Expr, numbers: dict, bound: str, provenance: str):
+    """eps^-alpha at the spec's eps: a finite value beyond a float is null, its size said."""
+    cost, at = EPS**-alpha, {**numbers, EPS: spec.epsilon}
+    why = _infinite(alpha, numbers) or _beyond_float(cost, at)
+    note = f"eps^-alpha at eps = {spec.epsilon}.{why}"
+    return Prediction(_value(cost, at), "params (order)", bound, provenance, note, cost)
+
+
 def _value(expr: sympy.Expr, numbers: dict) -> int | float | str | None:
-    """A number when the spec fixes every symbol, else the expression as text."""
+    """A number when the spec fixes every symbol (None when infinite, or beyond a float),
+    else the expression as text."""
     value = sympy.sympify(expr).xreplace(numbers)
     if value == sympy.oo:
         return None
     if value.is_number:
-        return int(value) if value.is_Integer else float(value)
+        number = int(value) if value.is_Integer else float(value)
+        return None if isinstance(number, float) and math.isinf(number) else number
     return str(value)
+
+
+def _beyond_float(expr: sympy.Expr, numbers: dict) -> str:
+    """What a finite value too large for a float was (null in JSON)."""
+    value = sympy.sympify(expr).xreplace(numbers)
+    if not (value.is_number and value.is_finite and math.isinf(float(value))):
+        return ""
+    return f" About 10^{float(sympy.log(value, 10)):.4g}: beyond a float (null in JSON)."
 
 
 def _infinite(alpha: sympy.Expr, numbers: dict) -> str:

@@ -104,3 +104,12 @@ def test_position_beyond_the_sequence_is_refused() -> None:
     assert spec.seq_len == 10
     proc = run_cli("predict", str(RETRIEVAL / "specific-position.json"), "--set", "seq_len=2")
     assert proc.returncode == 2 and "x[3] lies beyond the sequence" in proc.stderr
+
+
+def test_a_cost_beyond_a_float_is_null_and_says_its_size() -> None:
+    """eps = 1e-300 with alpha 3 is 10^900 parameters: finite, printed as inf before."""
+    spec = RETRIEVAL / "pairwise-min.json"
+    args = ["--set", "sweep=null", "--set", "architecture.layers=1", "--set", "epsilon=1e-300"]
+    proc = run_cli("predict", "-f", "json", str(spec), *args)
+    cost = json.loads(proc.stdout)["predictions"]["param_cost"]
+    assert cost["value"] is None and "About 10^900: beyond a float" in cost["note"]
