@@ -39,6 +39,8 @@ def fit_slope(sizes: list[float], nmse: list[float | None]) -> float | None:
     mx = sum(x for x, _ in points) / len(points)
     my = sum(y for _, y in points) / len(points)
     spread = sum((x - mx) ** 2 for x, _ in points)
+    if not spread:  # every rung the same size: no slope
+        return None
     return sum((x - mx) * (y - my) for x, y in points) / spread
 
 
@@ -63,23 +65,28 @@ class Interval:
     low: float | None
     high: float | None
     count: int
+    missing: int = 0  # values every seed should have had, missing or not finite
 
     @classmethod
-    def of(cls, values: list[float | None]) -> Interval:
+    def of(cls, values: list[float | None], every: bool = False) -> Interval:
+        """Over the finite values; ``every``: each value is a seed's measurement, and one
+        missing or not finite (a diverged seed) is counted, so that nothing is decided."""
         found = sorted(v for v in values if v is not None and math.isfinite(v))
+        missing = len(values) - len(found) if every else 0
         if not found:
-            return cls(None, None, None, 0)
-        return cls(statistics.median(found), found[0], found[-1], len(found))
+            return cls(None, None, None, 0, missing)
+        return cls(statistics.median(found), found[0], found[-1], len(found), missing)
 
     def above(self, threshold: float) -> bool:
-        """The whole interval lies above ``threshold`` (and it has two values at least)."""
-        return self.count >= 2 and self.low > threshold
+        """The whole interval lies above ``threshold`` (two values at least, none missing)."""
+        return self.count >= 2 and not self.missing and self.low > threshold
 
     def below(self, threshold: float) -> bool:
-        return self.count >= 2 and self.high < threshold
+        return self.count >= 2 and not self.missing and self.high < threshold
 
     def to_json(self) -> dict:
-        return {"median": self.median, "low": self.low, "high": self.high, "seeds": self.count}
+        out = {"median": self.median, "low": self.low, "high": self.high, "seeds": self.count}
+        return {**out, "missing": self.missing} if self.missing else out
 
 
 @dataclass(frozen=True)
@@ -113,8 +120,8 @@ class Ladder:
         return Interval.of(self.measured_slopes())
 
     def largest(self) -> Interval:
-        """The NMSE of the largest rung, over seeds."""
-        return Interval.of(self.nmse[-1])
+        """The NMSE of the largest rung, over seeds (a seed without one counted missing)."""
+        return Interval.of(self.nmse[-1], every=True)
 
     def to_json(self) -> dict:
         slope = self.slope()

@@ -104,6 +104,8 @@ class Judge:
                 ident, statement, "efficient", measured, tolerance, False, derived, reason
             )
         reason = "the seeds straddle the threshold, or some were still improving at the cap"
+        if largest.missing:
+            reason = f"{largest.missing} seed(s) with no finite NMSE at the largest rung (diverged)"
         return _undecided(ident, statement, "efficient", measured, tolerance, reason, derived)
 
     def compare(self, e: Expectation) -> Claim:
@@ -140,11 +142,27 @@ class Judge:
             return _undecided(*claim, reason, derived, e.kind)
         if difference.above(0):
             return _judged(*claim, True, derived, kind=e.kind)
-        if difference.below(0):
-            reason = "the predicted-worse model's NMSE falls faster for every seed"
+        if difference.below(0) and self.beats_own_bound(worse):
+            reason = (
+                "the predicted-worse model's NMSE falls faster for every seed, and faster than "
+                "its lower bound allows"
+            )
             return _judged(*claim, False, derived, reason, e.kind)
+        if difference.below(0):
+            reason = (
+                "the predicted-worse model's NMSE falls faster for every seed, but not faster "
+                "than its lower bound allows: the better one is above its construction's "
+                "exponent (an upper bound), which says nothing"
+            )
+            return _undecided(*claim, reason, derived, e.kind)
         reason = "the seeds' differences straddle 0"
         return _undecided(*claim, reason, derived, e.kind)
+
+    def beats_own_bound(self, model: Model) -> bool:
+        """Whether ``model``'s ladder falls faster than its lower bound allows on every
+        measured seed (slope below -2 / raw)."""
+        raw = self.experiment.expected[model].raw
+        return raw is not None and raw > 0 and self.ladders[model].slope().below(-2 / raw)
 
     def _equality(self, e: Expectation, ladders, measured, derived) -> Claim:
         a, b = e.better, e.worse
@@ -159,7 +177,8 @@ class Judge:
         measured = {**measured, "slope_difference": difference.to_json(), "tolerance": bound}
         measured_by = "a learner's slope" if e.floor else "both learn, and both models' slopes"
         tolerance = (
-            f"|slope difference| < {EQUAL_SLOPES:g} x the steeper falling slope, every seed; "
+            f"|slope difference| < {EQUAL_SLOPES:g} x the steeper falling median slope, every "
+            "seed; "
             f"{measured_by} < -{STEEP:g}"
         )
         claim = (ident, statement, f"equality ({e.why})", measured, tolerance)
@@ -216,9 +235,12 @@ class Judge:
         claim = (ident, statement, "PE required", measured, tolerance)
         if without.below(threshold):
             return _judged(*claim, False, derived, "learned without PE", "paper")
-        if with_pe.below(threshold) and without.above(threshold):
+        stopped = not self.improving.get(twin)
+        if with_pe.below(threshold) and without.above(threshold) and stopped:
             return _judged(*claim, True, derived, kind="paper")
         reason = "the model with PE does not learn, or the seeds straddle the threshold"
+        if with_pe.below(threshold) and without.above(threshold):
+            reason = "the model without PE does not learn, but was still improving at the cap"
         return _undecided(*claim, reason, derived, "paper")
 
     def attends(self, model: Model, shares: dict[int, float]) -> Claim:
@@ -251,18 +273,17 @@ class Judge:
         limit = -2 / bound
         slope = self.ladders[model].slope()
         measured = {"slope": slope.to_json(), "exponent": self.ladders[model].to_json()["exponent"]}
-        tolerance = f"slope >= {limit:.3g} (= -2 / {bound:.3g}) for every seed"
+        tolerance = (
+            f"slope >= {limit:.3g} (= -2 / {bound:.3g}) for every seed; judged where a model "
+            "predicted efficient at this T learns and falls faster than that on every seed"
+        )
         claim = (ident, statement, f"alpha >= {bound:.3g} (lower bound)", measured, tolerance)
         derived = self.derived(model)
-        witnesses = [
-            m
-            for m in self.ladders
-            if m.seq_len == model.seq_len and self.experiment.expected[m].efficient
-        ]
-        if not any(self.steep(m) for m in witnesses):
+        if not any(self.beats_limit(m, model, limit) for m in self.ladders):
             reason = (
-                f"no model predicted efficient at T={model.seq_len} has a steep ladder: this "
-                "training budget cannot show a ladder that falls faster than the bound"
+                f"no model predicted efficient at T={model.seq_len} learns with a ladder that "
+                f"falls faster than {limit:.3g} on every seed: this training budget has not "
+                "shown it can reveal a ladder steeper than the bound"
             )
             return _undecided(*claim, reason, derived, "paper")
         if slope.count >= 2 and slope.low >= limit:
@@ -270,6 +291,14 @@ class Judge:
         if slope.below(limit):
             return _judged(*claim, False, derived, "every seed's ladder falls faster", "paper")
         return _undecided(*claim, "the seeds straddle the limit", derived, "paper")
+
+    def beats_limit(self, witness: Model, model: Model, limit: float) -> bool:
+        """Whether ``witness``, predicted efficient at ``model``'s T, learns and its measured
+        ladder falls faster than ``limit`` on every seed: the budget can show a steep one."""
+        if witness.seq_len != model.seq_len or not self.experiment.expected[witness].efficient:
+            return False
+        learns = self.learned(witness).below(self.threshold(witness))
+        return learns and self.ladders[witness].slope().below(limit)
 
     def rises(self, shorter: Model, longer: Model) -> Claim:
         ident = f"rises_with_T:{shorter.key()}:{longer.key()}"
@@ -321,11 +350,14 @@ class Judge:
         tolerance = f"every seed above {threshold:.3g} (the learning threshold)"
         claim = (ident, statement, "not efficient at any size", measured, tolerance)
         derived = self.derived(model)
-        if largest.above(threshold):
+        if largest.above(threshold) and not self.improving.get(model):
             return _judged(*claim, True, derived, kind="paper")
         if largest.below(threshold):
             return _judged(*claim, False, derived, "every seed learned it", "paper")
-        return _undecided(*claim, "the seeds straddle the threshold", derived, "paper")
+        reason = "the seeds straddle the threshold, or a seed is missing"
+        if largest.above(threshold):
+            reason = "every seed above the threshold, but members were still improving at the cap"
+        return _undecided(*claim, reason, derived, "paper")
 
 
 def _judged(

@@ -30,7 +30,7 @@ from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval import construction
 from infoflow.validators.retrieval.experiment import Model
 from infoflow.validators.retrieval.exponents import Ladder, exponent_of, paired_differences
-from infoflow.validators.retrieval.judge import EQUAL_SLOPES, equal_slopes_bound
+from infoflow.validators.retrieval.judge import EQUAL_SLOPES, STEEP, equal_slopes_bound
 
 KIND = "construction"
 #: The MLP widths of a witness's ladder (8x in width, about 8x in decoder parameters).
@@ -85,14 +85,19 @@ def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: f
         "slope_difference": difference.to_json(),
         "tolerance": bound,
     }
-    tolerance = f"|slope difference| < {EQUAL_SLOPES:g} x the steeper falling slope, every seed"
+    tolerance = (
+        f"|slope difference| < {EQUAL_SLOPES:g} x the steeper falling median slope, every seed; "
+        f"both ladders steep (every seed below -{STEEP:g})"
+    )
     claim = (f"witness_flat:{short.key()}:{long.key()}", statement, "equal exponents", measured)
     holds = difference.count >= 2 and -bound < difference.low and difference.high < bound
-    refuted = bound > 0 and (difference.above(bound) or difference.below(-bound))
+    refuted = difference.above(bound) or difference.below(-bound)
     fails = "every seed's slopes differ by more than the tolerance, the same way"
     why = _fewer_seeds(difference.count) or "the seeds' differences straddle the tolerance"
-    if not bound:
-        why = "neither witness's ladder falls: no exponent is measured, so none compared"
+    steep = all(ladder.slope().below(-STEEP) for ladder in (a, b))
+    if not steep:  # a flat or rising ladder measures no exponent
+        holds = refuted = False
+        why = f"a witness's ladder is flat or rising (not every seed below -{STEEP:g}): no exponent"
     return _verdict(*claim, tolerance, holds, refuted, fails, why)
 
 
