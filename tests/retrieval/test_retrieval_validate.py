@@ -163,9 +163,10 @@ def test_the_paper_scale_compares_intrinsic_dimension_as_the_paper_does() -> Non
 # ---- end to end --------------------------------------------------------------------------
 
 
-#: The end-to-end runs' arguments: the specific position, 200 steps (its PE model reaches
-#: NMSE 0.013 there, against a learning threshold of 0.18).
-RUN = [str(POSITIONS), "--steps", "200", "--quiet", "--device", "cpu"]
+#: The end-to-end runs' arguments: the specific position, 400 steps, by which the model
+#: without PE has mostly stopped improving ("does not learn without PE" is confirmed only
+#: for a model that stopped: docs/results/2026-12-05-verdict-gates.md).
+RUN = [str(POSITIONS), "--steps", "400", "--quiet", "--device", "cpu"]
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +183,14 @@ def test_validate_smoke_end_to_end(whole_run) -> None:
     out, report = whole_run
     claims = {c["claim"]: c for c in report["specs"][0]["claims"]}
     pe = next(c for name, c in claims.items() if "only with positional encoding" in name)
-    assert pe["verdict"] == "confirmed", pe
+    # the design sizes T to the machine's speed: the model without PE may still be improving
+    # at the cap, and then "it does not learn" is not confirmed (the pre-registered gate)
+    without = next(m for m in report["specs"][0]["models"] if "PE" not in m["label"])
+    if without["still_improving_at_cap"]:
+        assert pe["verdict"] == "inconclusive" and "still improving" in pe["reason"], pe
+    else:
+        assert pe["verdict"] == "confirmed", pe
+    assert pe["measured"]["with_pe"]["high"] < 0.1  # the model with PE learned, every seed
     (skipped,) = report["skipped"]
     assert skipped["spec"] == str(LOOPED_KV / "ouro-1.4b.json")
     assert "parameters: the looped_kv validator trains models up to" in skipped["reason"]
