@@ -1018,3 +1018,18 @@ def test_does_not_learn_needs_a_model_that_stopped_and_a_diverged_seed_decides_n
     ladders[two8].nmse[-1][2] = float("nan")  # a diverged seed
     claim = next(c for c in _claims(pm, ladders) if c.id == ident)
     assert claim.verdict == "inconclusive" and claim.measured["largest_rung_nmse"]["missing"] == 1
+
+
+def test_one_seed_decides_nothing_and_says_so() -> None:
+    """--seeds 1: every claim is inconclusive, and the reason is the one seed (it said the
+    seeds straddle the threshold, or that a learner does not learn)."""
+    planned, (_, two8, _, two16) = _pairwise_min()
+    ladders = {
+        m: replace(ladder, nmse=[row[:1] for row in ladder.nmse])
+        for m, ladder in _ladders(planned, -0.5, 0.01).items()
+    }
+    found = _claims(planned, ladders)
+    assert {c.verdict for c in found if not c.id.startswith("witness")} == {"inconclusive"}
+    for ident in (f"learns:{two8.key()}", f"equality:{two8.key()}:{two16.key()}"):
+        claim = next(c for c in found if c.id == ident)
+        assert "1 seed(s): an interval over seeds needs 2 at least" in claim.reason, claim.reason

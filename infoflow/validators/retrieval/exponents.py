@@ -52,6 +52,11 @@ def exponent_of(slope: float | None) -> float | None:
     return -2 / slope if slope < 0 else math.inf
 
 
+def fewer_seeds(count: int) -> str | None:
+    """Why an interval of ``count`` seeds decides nothing (None: it has two at least)."""
+    return f"{count} seed(s): an interval over seeds needs 2 at least" if count < 2 else None
+
+
 def coverage(seeds: int) -> float:
     """The probability that the range of ``seeds`` draws covers their distribution's median."""
     return 1 - 2 ** (1 - seeds) if seeds > 1 else 0.0

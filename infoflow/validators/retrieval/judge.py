@@ -9,7 +9,7 @@ from __future__ import annotations
 from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval.expect import Expectation
 from infoflow.validators.retrieval.experiment import Model
-from infoflow.validators.retrieval.exponents import Interval, paired_differences
+from infoflow.validators.retrieval.exponents import Interval, fewer_seeds, paired_differences
 from infoflow.validators.retrieval.floors import LEARNS_FACTOR
 
 #: Equal exponents: the slopes differ by less than this fraction of the steeper one.
@@ -104,6 +104,7 @@ class Judge:
                 ident, statement, "efficient", measured, tolerance, False, derived, reason
             )
         reason = "the seeds straddle the threshold, or some were still improving at the cap"
+        reason = fewer_seeds(largest.count + largest.missing) or reason
         if largest.missing:
             reason = f"{largest.missing} seed(s) with no finite NMSE at the largest rung (diverged)"
         return _undecided(ident, statement, "efficient", measured, tolerance, reason, derived)
@@ -136,6 +137,7 @@ class Judge:
         claim = (ident, statement, f"separation ({e.why})", measured, tolerance)
         if not self.learned(better).below(threshold):
             reason = f"{_name(better, worse)} does not learn: not every seed at {text}"
+            reason = fewer_seeds(self.learned(better).count) or reason
             return _undecided(*claim, reason, derived, e.kind)
         if not self.steep(better):
             reason = self.flat_text(better, worse)
@@ -155,7 +157,7 @@ class Judge:
                 "exponent (an upper bound), which says nothing"
             )
             return _undecided(*claim, reason, derived, e.kind)
-        reason = "the seeds' differences straddle 0"
+        reason = fewer_seeds(difference.count) or "the seeds' differences straddle 0"
         return _undecided(*claim, reason, derived, e.kind)
 
     def beats_own_bound(self, model: Model) -> bool:
@@ -185,6 +187,7 @@ class Judge:
         learners = [m for m in (a, b) if self.learned(m).below(self.threshold(m))]
         if not learners:
             reason = "neither model learns the target, so equal slopes would mean nothing"
+            reason = fewer_seeds(min(self.learned(m).count for m in (a, b))) or reason
             return _undecided(*claim, reason, derived, e.kind)
         unmeasured = None if e.floor else self.unmeasured(a, b, learners)
         if unmeasured:
@@ -204,7 +207,7 @@ class Judge:
         if difference.above(bound) or difference.below(-bound):
             reason = "every seed's slopes differ by more than the tolerance, the same way"
             return _judged(*claim, False, derived, reason, e.kind)
-        reason = "the seeds' differences straddle the tolerance"
+        reason = fewer_seeds(difference.count) or "the seeds' differences straddle the tolerance"
         return _undecided(*claim, reason, derived, e.kind)
 
     def unmeasured(self, a: Model, b: Model, learners: list[Model]) -> str | None:

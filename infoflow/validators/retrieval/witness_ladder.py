@@ -29,7 +29,12 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval import construction
 from infoflow.validators.retrieval.experiment import Model
-from infoflow.validators.retrieval.exponents import Ladder, exponent_of, paired_differences
+from infoflow.validators.retrieval.exponents import (
+    Ladder,
+    exponent_of,
+    fewer_seeds,
+    paired_differences,
+)
 from infoflow.validators.retrieval.judge import EQUAL_SLOPES, STEEP, equal_slopes_bound
 
 KIND = "construction"
@@ -67,7 +72,7 @@ def exponent_claim(model: Model, ladder: Ladder, alpha: float) -> Claim:
     claim = (f"witness_exponent:{model.key()}", statement, f"alpha <= {alpha:.3g}", measured)
     holds = slope.count >= 2 and slope.high <= limit
     fails = "the plan's construction does not achieve the engine's exponent"
-    why = _fewer_seeds(slope.count) or "the seeds' slopes straddle the limit"
+    why = fewer_seeds(slope.count) or "the seeds' slopes straddle the limit"
     return _verdict(*claim, tolerance, holds, slope.above(limit), fails, why)
 
 
@@ -93,17 +98,12 @@ def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: f
     holds = difference.count >= 2 and -bound < difference.low and difference.high < bound
     refuted = difference.above(bound) or difference.below(-bound)
     fails = "every seed's slopes differ by more than the tolerance, the same way"
-    why = _fewer_seeds(difference.count) or "the seeds' differences straddle the tolerance"
+    why = fewer_seeds(difference.count) or "the seeds' differences straddle the tolerance"
     steep = all(ladder.slope().below(-STEEP) for ladder in (a, b))
     if not steep:  # a flat or rising ladder measures no exponent
         holds = refuted = False
         why = f"a witness's ladder is flat or rising (not every seed below -{STEEP:g}): no exponent"
     return _verdict(*claim, tolerance, holds, refuted, fails, why)
-
-
-def _fewer_seeds(count: int) -> str | None:
-    """Why an interval of ``count`` seeds decides nothing (None: it has two at least)."""
-    return f"{count} seed(s): an interval over seeds needs 2 at least" if count < 2 else None
 
 
 def _verdict(ident, statement, predicted, measured, tolerance, holds, refuted, fails, why) -> Claim:
