@@ -1033,3 +1033,15 @@ def test_one_seed_decides_nothing_and_says_so() -> None:
     for ident in (f"learns:{two8.key()}", f"equality:{two8.key()}:{two16.key()}"):
         claim = next(c for c in found if c.id == ident)
         assert "1 seed(s): an interval over seeds needs 2 at least" in claim.reason, claim.reason
+
+
+def test_a_ladder_with_every_seed_capped_is_not_called_flat() -> None:
+    """Every seed of T=16 had a member still improving: it measures no exponent, and the
+    reason says why (it said "flat (slopes none ...)")."""
+    planned, (_, two8, _, two16) = _pairwise_min()
+    ladders = _ladders(planned, -0.5, 0.01)
+    rungs = len(ladders[two16].nmse)
+    ladders[two16] = replace(ladders[two16], capped=[[True] * 3 for _ in range(rungs)])
+    found = _claims(planned, ladders, {two16: 3 * rungs})
+    claim = next(c for c in found if c.id == f"equality:{two8.key()}:{two16.key()}")
+    assert claim.verdict == "inconclusive" and "measures no exponent: 0 seed(s)" in claim.reason

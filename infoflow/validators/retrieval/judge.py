@@ -73,9 +73,12 @@ class Judge:
         return self.ladders[model].slope().below(-STEEP)
 
     def flat_text(self, model: Model, other: Model | None = None) -> str:
+        """Why ``model``'s ladder measures no exponent: flat, or no seed measured at all."""
         slope = self.ladders[model].slope()
         name = _name(model, other) if other else model.label()
-        shown = "none" if slope.low is None else f"{slope.low:.3g} to {slope.high:.3g}"
+        if slope.count < 2:  # a seed with a member still improving at the cap measures none
+            return f"the ladder of {name} measures no exponent: {fewer_seeds(slope.count)}"
+        shown = f"{slope.low:.3g} to {slope.high:.3g}"
         return (
             f"the ladder of {name} is flat (slopes {shown}, not all below -{STEEP:g}): its "
             "NMSE is limited by training, not by size, so it measures no exponent"
