@@ -117,11 +117,13 @@ def unordered_sum(node: Reduce) -> Node:
     """A sum over s < t of a score symmetric in s and t is half the sum over s != t; over
     s <= t, half the sum over every pair plus half the diagonal's (which one token index
     pools). Only the pair's test alone; any other reduction is returned as it is."""
+    if node.op != "sum":
+        return node
     inner = _held(node)
     if inner is not None:  # sum(sum(f for t in T if t < s) for s in T): one sum over the pair
-        node = replace(node, variables=(*node.variables, *inner.variables), body=inner.body)
-        node = replace(node, conditions=inner.conditions)
-    if node.op != "sum" or len(node.variables) != 2 or len(node.conditions) != 1:
+        variables = (*node.variables, *inner.variables)
+        node = replace(node, variables=variables, body=inner.body, conditions=inner.conditions)
+    if len(node.variables) != 2 or len(node.conditions) != 1:
         return node
     c = _unshifted(node.conditions[0])
     env = {v.name: v for v in node.variables}

@@ -21,7 +21,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -145,9 +145,11 @@ class Checkpoint:
         return self.earlier + time.perf_counter() - self.started
 
     @classmethod
-    def of(cls, group: Any, folder: Path) -> Checkpoint:
-        """``folder/NAME.pt`` for ``group`` (it has ``name`` and ``identity()``)."""
-        return cls(folder / f"{group.name}.pt", digest(group.identity()))
+    def of(cls, group: Any, folder: Path, started: float | None = None) -> Checkpoint:
+        """``folder/NAME.pt`` for ``group`` (it has ``name`` and ``identity()``), its clock
+        running from ``started`` (a ``time.perf_counter()``; default: now)."""
+        path, identity = folder / f"{group.name}.pt", digest(group.identity())
+        return cls(path, identity) if started is None else cls(path, identity, started=started)
 
     def save(
         self, model, optimizer, schedule, data_state: torch.Tensor, step: int, records=()
@@ -265,7 +267,7 @@ def resume(context, group, model, optimizer, schedule, data: torch.Generator, st
     a new group), its state restored into the model, optimiser, schedule and data generator,
     and what it had recorded into ``context.store``; its clock runs from ``started`` (the
     ``time.perf_counter()`` at which the group's setup began)."""
-    checkpoint = replace(Checkpoint.of(group, context.checkpoints), started=started)
+    checkpoint = Checkpoint.of(group, context.checkpoints, started)
     start, records = checkpoint.load(model, optimizer, schedule, data, context.device)
     context.store.restore(records)
     return checkpoint, start
