@@ -37,7 +37,6 @@ from infoflow.validators.retrieval.expect import (  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design, Model, plan  # noqa: E402
 from infoflow.validators.retrieval.exponents import Ladder  # noqa: E402
 from infoflow.validators.retrieval.floors import Floors  # noqa: E402
-from infoflow.validators.retrieval.judge import equal_slopes_bound  # noqa: E402
 from infoflow.validators.retrieval.model import Member  # noqa: E402
 from infoflow.validators.retrieval.validator import measured_ladders  # noqa: E402
 from infoflow.validators.steptime import (  # noqa: E402
@@ -220,16 +219,27 @@ def test_an_equality_of_two_efficient_models_needs_both_exponents_measured() -> 
     assert floor.verdict == "refuted" and "a learner's slope" in floor.tolerance
 
 
-def test_the_equality_tolerance_scales_with_the_steeper_falling_slope() -> None:
-    """A rising slope measures no exponent and sets no scale: with one ladder rising by 1.0
-    and the learner's falling by 0.5 the tolerance is 0.25, not 0.5."""
-    assert equal_slopes_bound([-0.5, 1.0, None]) == pytest.approx(0.25)
-    assert equal_slopes_bound([0.3, None]) == 0.0
-    planned, (one8, two8, _, _) = _pairwise_min()
-    found = _claims(planned, _ladders(planned, -0.5, 0.05, {one8: (1.0, 0.6)}))
-    floor = next(c for c in found if c.id == f"exponent_floor:{two8.key()}:{one8.key()}")
-    assert floor.measured["tolerance"] == pytest.approx(0.25) and floor.verdict == "refuted"
-    assert "steeper falling median slope" in floor.tolerance
+def test_equal_exponents_are_judged_with_the_separation_margin() -> None:
+    """docs/results/2026-12-05-equal-exponents-preregistered.md: slopes -3.0 and -1.6
+    (exponents 0.67 and 1.25) were equal under the old tolerance (0.5 x the steeper slope)
+    though 0.58 apart, a gap the engine predicts as a separation; judged in the exponent
+    with that margin they are not. A rising ladder's infinite exponent is a gap too."""
+    planned, (one8, two8, _, two16) = _pairwise_min()
+
+    def claim(ident, overrides):
+        found = _claims(planned, _ladders(planned, -3.0, 0.05, overrides))
+        return next(c for c in found if c.id == ident)
+
+    equality = f"equality:{two8.key()}:{two16.key()}"
+    assert claim(equality, {}).verdict == "confirmed"
+    apart = claim(equality, {two16: (-1.6, 0.05)})
+    assert apart.verdict == "refuted" and "differ by 0.5 or more" in apart.reason
+    low = apart.measured["exponent_difference"]["low"]
+    assert low == pytest.approx(-2 / -3.0 - (-2 / -1.6), abs=0.01)
+    assert claim(equality, {two16: (-2.5, 0.05)}).verdict == "confirmed"  # 0.67 and 0.8
+    floor = claim(f"exponent_floor:{two8.key()}:{one8.key()}", {one8: (1.0, 0.6)})
+    assert floor.verdict == "refuted" and floor.measured["exponent_difference"]["low"] == "-inf"
+    assert "the gap the engine needs to predict a separation" in floor.tolerance
 
 
 def test_a_seed_still_improving_at_the_cap_measures_no_exponent() -> None:

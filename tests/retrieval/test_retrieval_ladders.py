@@ -22,6 +22,7 @@ from infoflow.validators.retrieval.exponents import (  # noqa: E402
     exponent_of,
     fit_slope,
     paired_differences,
+    paired_exponent_differences,
 )
 from infoflow.validators.retrieval.floors import (  # noqa: E402
     ALL_OR_NONE,
@@ -112,6 +113,25 @@ def test_intervals_are_the_range_over_seeds_and_pair_seeds() -> None:
     assert difference.above(0) and not difference.above(0.6) and not difference.below(0)
     assert not Interval.of([0.3]).above(0)  # one seed decides nothing
     assert coverage(3) == 0.75 and coverage(1) == 0.0
+
+
+def test_exponent_differences_pair_seeds_keep_infinities_and_count_unpaired_seeds() -> None:
+    sizes = [100, 200, 400, 800]
+
+    def ladder(*slopes):
+        return Ladder(sizes, [[(s / 100) ** k for k in slopes] for s in sizes])
+
+    a, b = ladder(-1.0, -2.0, 0.5), ladder(-2.0, -2.0, -1.0)
+    difference = paired_exponent_differences(a, b)  # 2 - 1, 1 - 1, inf - 2
+    assert (difference.low, difference.median, difference.count) == pytest.approx((0, 1, 3))
+    assert difference.high == math.inf and difference.to_json()["high"] == "inf"
+    rising = paired_exponent_differences(ladder(0.5, 0.2), ladder(0.1, -1.0))
+    assert rising.count == 1 and rising.low == math.inf  # two infinite exponents: no value
+    apart = paired_exponent_differences(ladder(0.5, -1.0), ladder(-1.0, 0.5))
+    assert (apart.low, apart.median, apart.high) == (-math.inf, None, math.inf)
+    unpaired = paired_differences(ladder(-1.0, -2.0, -1.5), ladder(-2.0, -2.0))
+    assert (unpaired.count, unpaired.missing) == (2, 1)
+    assert not unpaired.above(-10) and not unpaired.below(10)  # a seed without partner
 
 
 def _spec(target: str, seq_len: int, params: dict | None = None):

@@ -9,11 +9,12 @@ compares and judged against the target's own floors.
   shortcut too where the worse resolves part of the target (:mod:`~infoflow.validators.
   retrieval.floors`), and its ladder is steep (a slope below ``-STEEP`` for every seed: a
   flat ladder is limited by training, not by size, and measures no exponent).
-- **equality**: the paired difference of the slopes lies within ``EQUAL_SLOPES`` times the
-  steeper falling slope (the median's magnitude; a rising slope sets no scale) for every
-  seed; refuted when every seed's
-  difference is outside, on one side. Judged only when one of the two learns and has a steep
-  ladder (two ladders that do not fall are equal for no reason). The floor's own equality
+- **equality**: the paired difference of the measured exponents (alpha = -2 / slope,
+  infinite for a ladder that does not fall) lies within :data:`~infoflow.validators.
+  retrieval.expect.MARGIN`, the gap the engine needs to predict a separation, for every
+  seed; refuted when every seed's difference is ``MARGIN`` or more, on one side. Judged
+  only when one of the two learns and has a steep ladder (two ladders that do not fall are
+  equal for no reason). The floor's own equality
   claims (``exponent_floor:``) are judged the same way, as reconstructions.
 - **learns** (an engineering check): a model predicted efficient learns the target: its
   largest rung is below the learning threshold (:data:`~infoflow.validators.retrieval.
@@ -40,7 +41,7 @@ compares and judged against the target's own floors.
 
 "Every seed" is the interval of :mod:`~infoflow.validators.retrieval.exponents` (the range
 over seeds) clearing the threshold; otherwise the claim is inconclusive and says why.
-Medians, never the best seed. The rules, and ``STEEP`` and ``EQUAL_SLOPES``, are
+Medians, never the best seed. The rules, and ``STEEP``, are
 :mod:`~infoflow.validators.retrieval.judge`'s.
 """
 

@@ -15,14 +15,16 @@ docs/results/2026-12-05-plateaued-seeds-preregistered.md). A model's slope is th
 its measured seeds; its interval is the range of the seeds' slopes (order statistics: with n
 seeds the range covers the median of the slope's distribution with probability
 1 - 2^(1-n), 75% for three). A comparison of two models pairs their seeds (seed i of both
-trained on the same data stream) and takes the range of the paired differences.
+trained on the same data stream) and takes the range of the paired differences: of the
+slopes for an order, of the exponents for an equality (judged on the exponent's own scale);
+a seed only one model has is counted missing, and decides nothing.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 def fit_slope(sizes: list[float], nmse: list[float | None]) -> float | None:
@@ -73,14 +75,19 @@ class Interval:
     missing: int = 0  # values every seed should have had, missing or not finite
 
     @classmethod
-    def of(cls, values: list[float | None], every: bool = False) -> Interval:
-        """Over the finite values; ``every``: each value is a seed's measurement, and one
-        missing or not finite (a diverged seed) is counted, so that nothing is decided."""
-        found = sorted(v for v in values if v is not None and math.isfinite(v))
+    def of(
+        cls, values: list[float | None], every: bool = False, infinite: bool = False
+    ) -> Interval:
+        """Over the finite values (``infinite``: infinities too); ``every``: each value is a
+        seed's measurement, and one missing or not finite (a diverged seed) is counted, so
+        that nothing is decided."""
+        found = sorted(v for v in values if v is not None and _counted(v, infinite))
         missing = len(values) - len(found) if every else 0
         if not found:
             return cls(None, None, None, 0, missing)
-        return cls(statistics.median(found), found[0], found[-1], len(found), missing)
+        median = statistics.median(found)  # the mean of -inf and inf has no value
+        median = None if math.isnan(median) else median
+        return cls(median, found[0], found[-1], len(found), missing)
 
     def above(self, threshold: float) -> bool:
         """The whole interval lies above ``threshold`` (two values at least, none missing)."""
@@ -90,7 +97,12 @@ class Interval:
         return self.count >= 2 and not self.missing and self.high < threshold
 
     def to_json(self) -> dict:
-        out = {"median": self.median, "low": self.low, "high": self.high, "seeds": self.count}
+        out = {
+            "median": _plain(self.median),
+            "low": _plain(self.low),
+            "high": _plain(self.high),
+            "seeds": self.count,
+        }
         return {**out, "missing": self.missing} if self.missing else out
 
 
@@ -142,11 +154,59 @@ class Ladder:
 
 
 def paired_differences(a: Ladder, b: Ladder) -> Interval:
-    """slope(a) - slope(b), seed by seed, over the seeds both measured."""
-    pairs = zip(a.measured_slopes(), b.measured_slopes(), strict=False)
-    return Interval.of([x - y if x is not None and y is not None else None for x, y in pairs])
+    """slope(a) - slope(b), seed by seed, over the seeds both measured; a seed one ladder
+    has and the other lacks is counted ``missing`` (it pairs with nothing)."""
+    pairs, unpaired = _paired(a, b)
+    values = [x - y if x is not None and y is not None else None for x, y in pairs]
+    return replace(Interval.of(values), missing=unpaired)
+
+
+def paired_exponent_differences(a: Ladder, b: Ladder) -> Interval:
+    """alpha(a) - alpha(b), seed by seed, over the seeds both measured: infinite where one
+    ladder does not fall, no value where neither does; unpaired seeds counted ``missing``."""
+    pairs, unpaired = _paired(a, b)
+    values = []
+    for x, y in pairs:
+        alphas = (exponent_of(x), exponent_of(y))
+        measured = None not in alphas and not all(map(math.isinf, alphas))
+        values.append(alphas[0] - alphas[1] if measured else None)
+    return replace(Interval.of(values, infinite=True), missing=unpaired)
+
+
+def equal_within(difference: Interval, margin: float) -> bool | None:
+    """Whether seed-paired differences show two equal quantities: True when every seed's
+    lies within ``margin``, False when every seed's is ``margin`` or more the same way, None
+    otherwise (fewer than two seeds, an unpaired seed, or a straddle)."""
+    if difference.count < 2 or difference.missing:
+        return None
+    if difference.low > -margin and difference.high < margin:
+        return True
+    if difference.low >= margin or difference.high <= -margin:
+        return False
+    return None
+
+
+def undecided_pairs(difference: Interval, straddle: str) -> str:
+    """Why seed-paired differences decide nothing: too few seeds, seeds that do not pair,
+    or ``straddle``."""
+    if difference.missing:
+        return f"{difference.missing} seed(s) trained for one model only: the seeds do not pair"
+    return fewer_seeds(difference.count) or straddle
+
+
+def _paired(a: Ladder, b: Ladder) -> tuple[list[tuple], int]:
+    """The two ladders' measured slopes paired seed by seed (seed i of both trained on the
+    same data stream), and how many seeds one has beyond the other."""
+    first, second = a.measured_slopes(), b.measured_slopes()
+    return list(zip(first, second, strict=False)), abs(len(first) - len(second))
+
+
+def _counted(value: float, infinite: bool) -> bool:
+    return not math.isnan(value) and (infinite or math.isfinite(value))
 
 
 def _plain(value: float | None) -> float | str | None:
-    """JSON has no infinity: an exponent that is infinite is written ``"inf"``."""
-    return "inf" if value is not None and math.isinf(value) else value
+    """JSON has no infinity: an infinite value is written ``"inf"`` (or ``"-inf"``)."""
+    if value is not None and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value

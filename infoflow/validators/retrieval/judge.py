@@ -7,23 +7,26 @@ threshold; otherwise it is inconclusive and says why.
 from __future__ import annotations
 
 from infoflow.validators.claims import Claim
-from infoflow.validators.retrieval.expect import Expectation
+from infoflow.validators.retrieval.expect import MARGIN, Expectation
 from infoflow.validators.retrieval.experiment import Model
-from infoflow.validators.retrieval.exponents import Interval, fewer_seeds, paired_differences
+from infoflow.validators.retrieval.exponents import (
+    Interval,
+    equal_within,
+    fewer_seeds,
+    paired_differences,
+    paired_exponent_differences,
+    undecided_pairs,
+)
 from infoflow.validators.retrieval.floors import LEARNS_FACTOR
 
-#: Equal exponents: the slopes differ by less than this fraction of the steeper one.
-EQUAL_SLOPES = 0.5
 #: A ladder measures an exponent only where its NMSE falls with size: a slope below -STEEP
 #: for every seed (7% per doubling of the decoder, the plateau rule's figure for steps).
 STEEP = 0.1
-
-
-def equal_slopes_bound(slopes) -> float:
-    """How far two slopes may differ and be equal: ``EQUAL_SLOPES`` times the steeper of
-    those that fall (a rising slope measures no exponent, so it sets no scale; 0 when none
-    falls). ``slopes``: medians, None where a ladder has none."""
-    return EQUAL_SLOPES * max((-s for s in slopes if s is not None and s < 0), default=0.0)
+#: How an equality of exponents is judged, for the claims' tolerance.
+EQUAL_TEXT = (
+    f"|exponent difference| < {MARGIN:g} (the gap the engine needs to predict a separation), "
+    "every seed paired with the same seed"
+)
 
 
 class Judge:
@@ -160,7 +163,7 @@ class Judge:
                 "exponent (an upper bound), which says nothing"
             )
             return _undecided(*claim, reason, derived, e.kind)
-        reason = fewer_seeds(difference.count) or "the seeds' differences straddle 0"
+        reason = undecided_pairs(difference, "the seeds' differences straddle 0")
         return _undecided(*claim, reason, derived, e.kind)
 
     def beats_own_bound(self, model: Model) -> bool:
@@ -177,15 +180,15 @@ class Judge:
             f"{_name(a, b)} and {_name(b, a)} have equal exponents: their NMSE falls alike with "
             f"the decoder's size{_context(a, b)}"
         )
-        difference = paired_differences(ladders[0], ladders[1])
-        bound = equal_slopes_bound(ladder.slope().median for ladder in ladders)
-        measured = {**measured, "slope_difference": difference.to_json(), "tolerance": bound}
+        slopes = paired_differences(ladders[0], ladders[1])
+        difference = paired_exponent_differences(ladders[0], ladders[1])
+        measured = {
+            **measured,
+            "slope_difference": slopes.to_json(),
+            "exponent_difference": difference.to_json(),
+        }
         measured_by = "a learner's slope" if e.floor else "both learn, and both models' slopes"
-        tolerance = (
-            f"|slope difference| < {EQUAL_SLOPES:g} x the steeper falling median slope, every "
-            "seed; "
-            f"{measured_by} < -{STEEP:g}"
-        )
+        tolerance = f"{EQUAL_TEXT}; {measured_by} < -{STEEP:g}"
         claim = (ident, statement, f"equality ({e.why})", measured, tolerance)
         learners = [m for m in (a, b) if self.learned(m).below(self.threshold(m))]
         if not learners:
@@ -196,21 +199,15 @@ class Judge:
         if unmeasured:
             return _undecided(*claim, unmeasured, derived, e.kind)
         if not any(self.steep(m) for m in learners):
-            reason = (
-                self.flat_text(*learners)
-                if len(learners) == 1
-                else (
-                    f"both ladders are flat (not every seed's slope below -{STEEP:g}): no "
-                    "exponent is measured"
-                )
-            )
+            reason = f"both ladders are flat (not every seed's slope below -{STEEP:g}): no exponent"
+            if len(learners) == 1:
+                reason = self.flat_text(*learners)
             return _undecided(*claim, reason, derived, e.kind)
-        if difference.count >= 2 and -bound < difference.low and difference.high < bound:
-            return _judged(*claim, True, derived, kind=e.kind)
-        if difference.above(bound) or difference.below(-bound):
-            reason = "every seed's slopes differ by more than the tolerance, the same way"
-            return _judged(*claim, False, derived, reason, e.kind)
-        reason = fewer_seeds(difference.count) or "the seeds' differences straddle the tolerance"
+        equal = equal_within(difference, MARGIN)
+        if equal is not None:
+            reason = f"every seed's exponents differ by {MARGIN:g} or more, the same way"
+            return _judged(*claim, equal, derived, "" if equal else reason, e.kind)
+        reason = undecided_pairs(difference, f"the seeds' differences straddle {MARGIN:g}")
         return _undecided(*claim, reason, derived, e.kind)
 
     def unmeasured(self, a: Model, b: Model, learners: list[Model]) -> str | None:

@@ -14,8 +14,9 @@ architecture is (a construction's cost). Two claims, of kind construction:
   construction does not achieve the engine's number at this T.
 - ``witness_flat:KEY:KEY``: the same architecture at two lengths, where the engine gives
   both the same exponent (the paper's "independent of T" for an efficient architecture): the
-  seed-paired slopes differ by less than ``EQUAL_SLOPES`` times the steeper falling slope, every
-  seed; refuted when every seed's difference is outside, the same way. This is the two-layer
+  seed-paired exponents differ by less than ``expect.MARGIN`` (the gap the engine needs to
+  predict a separation), every seed; refuted when every seed's difference is ``MARGIN`` or
+  more, the same way. This is the two-layer
   half of the depth separation, settled by construction where trained ladders are flat.
 
 A witness without a decoder (its error depends on beta, not on a size) has no ladder and no
@@ -28,14 +29,18 @@ from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval import construction
+from infoflow.validators.retrieval.expect import MARGIN
 from infoflow.validators.retrieval.experiment import Model
 from infoflow.validators.retrieval.exponents import (
     Ladder,
+    equal_within,
     exponent_of,
     fewer_seeds,
     paired_differences,
+    paired_exponent_differences,
+    undecided_pairs,
 )
-from infoflow.validators.retrieval.judge import EQUAL_SLOPES, STEEP, equal_slopes_bound
+from infoflow.validators.retrieval.judge import EQUAL_TEXT, STEEP
 
 KIND = "construction"
 #: The MLP widths of a witness's ladder (8x in width, about 8x in decoder parameters).
@@ -79,31 +84,25 @@ def exponent_claim(model: Model, ladder: Ladder, alpha: float) -> Claim:
 def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: float) -> Claim:
     """The witnesses of one architecture at two lengths have equal exponents."""
     a, b = ladders[short], ladders[long]
-    difference = paired_differences(a, b)
-    bound = equal_slopes_bound((a.slope().median, b.slope().median))
+    difference = paired_exponent_differences(a, b)
     statement = (
         f"heads {list(short.heads)}, E={short.embed_dim}: the compiled witness's exponent is "
         f"the same at T={short.seq_len} and T={long.seq_len} (the engine: {alpha:.3g} at both)"
     )
     measured = {
         "slope": {m.label(): ladders[m].slope().to_json() for m in (short, long)},
-        "slope_difference": difference.to_json(),
-        "tolerance": bound,
+        "slope_difference": paired_differences(a, b).to_json(),
+        "exponent_difference": difference.to_json(),
     }
-    tolerance = (
-        f"|slope difference| < {EQUAL_SLOPES:g} x the steeper falling median slope, every seed; "
-        f"both ladders steep (every seed below -{STEEP:g})"
-    )
+    tolerance = f"{EQUAL_TEXT}; both ladders steep (every seed below -{STEEP:g})"
     claim = (f"witness_flat:{short.key()}:{long.key()}", statement, "equal exponents", measured)
-    holds = difference.count >= 2 and -bound < difference.low and difference.high < bound
-    refuted = difference.above(bound) or difference.below(-bound)
-    fails = "every seed's slopes differ by more than the tolerance, the same way"
-    why = fewer_seeds(difference.count) or "the seeds' differences straddle the tolerance"
-    steep = all(ladder.slope().below(-STEEP) for ladder in (a, b))
-    if not steep:  # a flat or rising ladder measures no exponent
-        holds = refuted = False
+    equal = equal_within(difference, MARGIN)
+    fails = "every seed's exponents differ by the margin or more, the same way"
+    why = undecided_pairs(difference, "the seeds' differences straddle the margin")
+    if not all(ladder.slope().below(-STEEP) for ladder in (a, b)):
+        equal = None  # a flat or rising ladder measures no exponent
         why = f"a witness's ladder is flat or rising (not every seed below -{STEEP:g}): no exponent"
-    return _verdict(*claim, tolerance, holds, refuted, fails, why)
+    return _verdict(*claim, tolerance, equal is True, equal is False, fails, why)
 
 
 def _verdict(ident, statement, predicted, measured, tolerance, holds, refuted, fails, why) -> Claim:
