@@ -179,7 +179,7 @@ def _measurement(low, high, k2_low=None, first_g2=(100, 100), blind_from=None) -
             "reason": "",
             "left_out": [],
         },
-        "k2_star": {"low": k2_low, "g2_persists_from": None},
+        "k2_star": {"low": k2_low, "transient": [k2_low] * bool(k2_low), "g2_persists_from": None},
         "tau_2gen": {
             "value": first_g2[0],
             "min": min(first_g2),
@@ -212,7 +212,8 @@ def test_k1_claim_is_confirmed_inside_and_refuted_outside_the_bracket(tmp_path) 
 def test_k2_and_timescale_claims_can_be_refuted(tmp_path) -> None:
     experiment, group = _experiment(tmp_path)
     k2 = experiment.predictions[(group.name, 1)]["k2_star"].value  # 2 16 32 / 90 = 11.4
-    found = claims(experiment, group, _measurement(1, 4, k2_low=int(k2) + 1, first_g2=(100, 1000)))
+    assert k2 < 64
+    found = claims(experiment, group, _measurement(1, 4, k2_low=64, first_g2=(100, 1000)))
     assert _verdict(found, "K*_2") == "refuted"
     assert _verdict(found, "tau_2Gen does not depend on K") == "refuted"
     slows = _verdict(found, "memorization slows")

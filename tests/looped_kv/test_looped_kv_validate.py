@@ -4,6 +4,7 @@ bytes against the calculator, claims that can be refuted, and `validate` end to 
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -180,6 +181,58 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
         "distillation (teacher frozen) lowers LLA's KL",
     ):
         assert verdicts[claim] == "refuted", claim
+
+
+def test_a_value_that_is_not_finite_decides_nothing() -> None:
+    """docs/results/2026-12-05-icl-looped-verdicts-preregistered.md: a NaN KL confirmed three
+    comparisons and refuted one; a distillation that changes nothing confirmed "lowers"."""
+    m = _measured()
+    for rho in m["methods"]["lla"]:
+        m["methods"]["lla"][rho]["kl"] = float("nan")
+    m["methods"]["lla_2d"]["8"]["attention_error"] = float("nan")
+    m["methods"]["lla_distilled"] = {"4": {"attention_error": 0.0, "kl": 0.0}}
+    verdicts = _verdicts(m)
+    for claim in (
+        "lla_2d: error falls as rank rises",
+        "LLA beats final-loop reuse at rho = 4",
+        "LLA beats head-axis compression at matched bytes",
+        "LLA beats uniform quantization of the cache at matched bytes",
+        "distillation (teacher frozen) lowers LLA's KL",
+    ):
+        assert verdicts[claim] == "inconclusive", claim
+    same = _measured()
+    same["methods"]["lla_distilled"] = {"4": dict(same["methods"]["lla"]["4"])}
+    assert _verdicts(same)["distillation (teacher frozen) lowers LLA's KL"] == "refuted"
+
+
+def test_the_structure_claims_need_every_seed_at_the_last_snapshot() -> None:
+    from infoflow.validators.looped_kv.structure import claims as structure_claims
+    from infoflow.validators.looped_kv.structure import table
+
+    def snapshot(margin, error=0.1):
+        out = {}
+        for rho in RHOS:
+            out[f"margin:K:{rho:.3g}"] = out[f"margin:V:{rho:.3g}"] = margin
+            out[f"lla_error:{rho:.3g}"] = error * rho
+        return out
+
+    def verdicts(runs):
+        return {c.id: c.verdict for c in structure_claims(table(runs))}
+
+    good = [
+        {"seed": s, "width": w, "snapshots": {150: snapshot(0.2), 600: snapshot(0.2)}}
+        for s in range(3)
+        for w in (1, 2)
+    ]
+    assert set(verdicts(good).values()) == {"confirmed"}
+    diverged = [dict(r) for r in good]
+    diverged[1] = {**good[1], "snapshots": {150: snapshot(0.2), 600: snapshot(math.nan, math.nan)}}
+    summary = table(diverged)
+    assert summary["2"]["600"]["margin:K:4"]["missing"] == 1
+    assert set(verdicts(diverged).values()) == {"inconclusive"}
+    cut = [dict(r) for r in good]  # one seed stopped before the last snapshot, losing before
+    cut[3] = {**good[3], "snapshots": {150: snapshot(-0.1)}}
+    assert set(verdicts(cut).values()) == {"inconclusive"}
 
 
 def _table(margin=0.1, low=0.05, high=0.2, error=0.01) -> dict:

@@ -1,7 +1,8 @@
 """The kind of each icl_markov claim (:data:`~infoflow.validators.claims.KINDS`), by its
 id's head, from the theory note: the paper states the phases and the functional forms
-(memorisation slows with K, tau_2Gen flat in K, the task vector's size); the thresholds'
-working forms, the clock race and the capacity fit are the project's reconstructions. A
+(memorisation slows with K, tau_2Gen flat in K); the thresholds' working forms, the clock
+race, the capacity fit and the task vector's test (the decoder alone, the task vector given,
+not formed: docs/icl_markov.md, Gaps) are the project's reconstructions. A
 final phase at K is given its kind where it is made, by its prediction's provenance (the
 phase at a budget rests on the reconstructed timescales)."""
 
@@ -11,7 +12,7 @@ CLAIM_KINDS = {
     "final_boundary": "reproduction",
     "memorization_slows": "paper",
     "tau_2gen_flat": "paper",
-    "task_vector": "paper",
+    "task_vector": "reconstruction",
     "k1_star": "reconstruction",
     "k1_star_race": "reconstruction",
     "k2_star": "reconstruction",

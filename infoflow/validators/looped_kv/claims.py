@@ -7,11 +7,15 @@
 - at matched bytes LLA beats final-loop reuse (at rho = T), head-axis compression and
   uniform quantization of the cache (the paper's ranking; quantization where its bits exist);
 - distillation with the teacher frozen lowers LLA's KL.
+
+A comparison with a value that is not finite (a diverged KL or error) is inconclusive
+(docs/results/2026-12-05-icl-looped-verdicts-preregistered.md).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 
 from infoflow.validators.claims import Claim
 
@@ -50,16 +54,25 @@ def _store_bytes(store: dict) -> Claim:
     )
 
 
+def _verdict(ident, statement, predicted, measured, tolerance, values, holds, why="") -> Claim:
+    """Judged on ``values``, or inconclusive when one of them is not finite."""
+    if not all(math.isfinite(v) for v in values):
+        reason = "a value it compares is not finite (a diverged KL or error)"
+        return Claim.undecided(ident, statement, predicted, measured, tolerance, reason)
+    return Claim.judged(ident, statement, predicted, measured, tolerance, holds, why)
+
+
 def _error_falls(name: str, rows: dict) -> Claim:
     ordered = sorted(rows.items(), key=lambda item: float(item[0]))
     errors = [row["attention_error"] for _, row in ordered]
     falls = all(a <= b for a, b in itertools.pairwise(errors))
-    return Claim.judged(
+    return _verdict(
         f"error_falls:{name}",
         f"{name}: error falls as rank rises",
         "monotone",
         errors,
         "attention-output error non-decreasing in rho",
+        errors,
         falls,
     )
 
@@ -67,12 +80,13 @@ def _error_falls(name: str, rows: dict) -> Claim:
 def _beats_final_loop(methods: dict, T: str) -> Claim:
     lla, final = methods["lla"][T], methods["final_loop"][T]
     better = lla["kl"] < final["kl"] and lla["attention_error"] < final["attention_error"]
-    return Claim.judged(
+    return _verdict(
         "beats_final_loop",
         f"LLA beats final-loop reuse at rho = {T}",
         "LLA better",
         {"lla": lla, "final_loop": final},
         "lower KL and attention error",
+        [lla["kl"], final["kl"], lla["attention_error"], final["attention_error"]],
         better,
     )
 
@@ -82,16 +96,17 @@ def _distillation_helps(methods: dict, teacher_frozen: bool) -> Claim:
         rho: (methods["lla"][rho]["kl"], methods["lla_distilled"][rho]["kl"])
         for rho in methods["lla_distilled"]
     }
-    worse = [rho for rho, (svd, tuned) in gains.items() if tuned > svd]
+    worse = [rho for rho, (svd, tuned) in gains.items() if tuned >= svd]
     reason = f"not at rho = {', '.join(worse)}" if worse else ""
     if not teacher_frozen:
         reason = "the teacher's weights changed"
-    return Claim.judged(
+    return _verdict(
         "distillation_helps",
         "distillation (teacher frozen) lowers LLA's KL",
         "lower",
         gains,
-        "distilled KL <= SVD KL at every rho; the teacher's weights unchanged",
+        "distilled KL < SVD KL at every rho; the teacher's weights unchanged",
+        [kl for pair in gains.values() for kl in pair],
         not reason,
         reason,
     )
@@ -102,12 +117,13 @@ def _beats_head_axis(methods: dict) -> Claim:
         rho: (methods["lla"][rho]["kl"], methods["head_axis"][rho]["kl"]) for rho in methods["lla"]
     }
     losses = [rho for rho, (a, b) in head.items() if a >= b]
-    return Claim.judged(
+    return _verdict(
         "beats_head_axis",
         "LLA beats head-axis compression at matched bytes",
         "LLA better",
         head,
         "lower next-token KL at every rho",
+        [kl for pair in head.values() for kl in pair],
         not losses,
         f"not at rho = {', '.join(losses)}" if losses else "",
     )
@@ -128,12 +144,13 @@ def _beats_quantize(methods: dict) -> Claim:
         return Claim.undecided("beats_quantize", statement, "LLA better", {}, tolerance, why)
     losses = [rho for rho, (lla, quantized, _) in pairs.items() if lla >= quantized]
     measured = {rho: {"lla": a, "quantize": b, "bits": bits} for rho, (a, b, bits) in pairs.items()}
-    return Claim.judged(
+    return _verdict(
         "beats_quantize",
         statement,
         "LLA better",
         measured,
         tolerance,
+        [kl for lla, quantized, _ in pairs.values() for kl in (lla, quantized)],
         not losses,
         f"not at rho = {', '.join(losses)}" if losses else "",
     )

@@ -6,7 +6,9 @@ evaluation batch: the *loop margin* of K and of V (the energy the loop fold's to
 directions capture, minus the better of the head and layer folds at their own dim/rho: the
 loop axis is the most compressible at matched bytes when it is positive) and LLA's
 attention-output error (per-head codec, SVD, no refinement). The claims read the last
-snapshot over every seed and width, with the range over seeds as the interval; the earlier
+snapshot over every seed and width, with the range over seeds as the interval (a seed
+without the last snapshot, or with a value that is not finite, makes the claim
+inconclusive: docs/results/2026-12-05-icl-looped-verdicts-preregistered.md); the earlier
 snapshots are reported (does the structure sharpen as training goes on?) and judged by no
 claim: the paper says nothing of when the structure forms.
 """
@@ -14,6 +16,7 @@ claim: the paper says nothing of when the structure forms.
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 
 import torch
@@ -61,26 +64,30 @@ def _rank(dim: int, rho: float) -> int:
 
 def table(runs: list[dict]) -> dict:
     """``runs``: one per model, {"seed", "width", "snapshots": {step: metrics}} -> for each
-    width and step, each metric's median and range over seeds."""
+    width and step, each metric's median and range over seeds, a seed without the step or
+    with a value that is not finite counted ``missing``."""
     out: dict = {}
     for width in sorted({r["width"] for r in runs}):
         mine = [r for r in runs if r["width"] == width]
-        steps = sorted(set.intersection(*(set(r["snapshots"]) for r in mine)))
-        for step in steps:
-            rows = [r["snapshots"][step] for r in mine]
+        for step in sorted(set().union(*(r["snapshots"] for r in mine))):
+            rows = [r["snapshots"].get(step) for r in mine]
+            keys = next(row for row in rows if row is not None)
             out.setdefault(str(width), {})[str(step)] = {
-                key: _interval([row[key] for row in rows]) for key in rows[0]
+                key: _interval([row.get(key) if row else None for row in rows]) for key in keys
             }
     return out
 
 
-def _interval(values: list[float]) -> dict:
-    return {
-        "median": statistics.median(values),
-        "low": min(values),
-        "high": max(values),
-        "seeds": len(values),
+def _interval(values: list[float | None]) -> dict:
+    found = [v for v in values if v is not None and math.isfinite(v)]
+    out = {
+        "median": statistics.median(found) if found else None,
+        "low": min(found, default=None),
+        "high": max(found, default=None),
+        "seeds": len(found),
     }
+    missing = len(values) - len(found)
+    return {**out, "missing": missing} if missing else out
 
 
 def claims(summary: dict) -> list[Claim]:
@@ -92,14 +99,20 @@ def claims(summary: dict) -> list[Claim]:
     return out
 
 
+def _missing(rows: dict) -> str:
+    """Why intervals with a seed missing or not finite decide nothing ("" when none is)."""
+    gaps = [name for name, row in rows.items() if row.get("missing") or not row["seeds"]]
+    if not gaps:
+        return ""
+    return f"a seed has no finite value at the last snapshot at {', '.join(gaps)}"
+
+
 def _loop_axis(name: str, last: dict) -> Claim:
     margins = {
         f"width x{w}, rho {rho:.3g}": row[f"margin:{name}:{rho:.3g}"]
         for w, row in last.items()
         for rho in RHOS
     }
-    losing = [k for k, m in margins.items() if m["high"] < 0]
-    mixed = [k for k, m in margins.items() if m["low"] <= 0 <= m["high"]]
     seeds = min(m["seeds"] for m in margins.values())
     statement = (
         f"{name}: the loop axis is the most compressible at matched bytes (every seed, "
@@ -107,9 +120,14 @@ def _loop_axis(name: str, last: dict) -> Claim:
     )
     tolerance = (
         "confirmed when every seed's loop margin is > 0 at every width and rho; refuted when "
-        "every seed's is < 0 at some width and rho"
+        "every seed's is < 0 at some width and rho; a seed missing at the last snapshot, or "
+        "not finite, decides nothing"
     )
     ident = f"loop_axis:{name}"
+    if _missing(margins):
+        return Claim.undecided(ident, statement, "> 0", margins, tolerance, _missing(margins))
+    losing = [k for k, m in margins.items() if m["high"] < 0]
+    mixed = [k for k, m in margins.items() if m["low"] <= 0 <= m["high"]]
     if losing:
         why = f"every seed loses at {', '.join(losing)}"
         return Claim.judged(ident, statement, "> 0", margins, tolerance, False, why)
@@ -120,22 +138,30 @@ def _loop_axis(name: str, last: dict) -> Claim:
 
 
 def _error_falls(last: dict) -> Claim:
+    rows = {
+        f"width x{w}, rho {rho:.3g}": row[f"lla_error:{rho:.3g}"]
+        for w, row in last.items()
+        for rho in RHOS
+    }
     errors = {
         f"width x{w}": [row[f"lla_error:{rho:.3g}"]["median"] for rho in RHOS]
         for w, row in last.items()
     }
+    claim = (
+        "error_falls:lla",
+        "LLA's error falls as its rank rises (median over seeds, every width)",
+        "monotone",
+        errors,
+        "the median attention-output error is non-decreasing in rho at every width; a seed "
+        "missing at the last snapshot, or not finite, decides nothing",
+    )
+    if _missing(rows):
+        return Claim.undecided(*claim, _missing(rows))
     rises = [
         f"{w}: rho {a:.3g} -> {b:.3g}"
         for w, values in errors.items()
         for (a, b), (x, y) in zip(itertools.pairwise(RHOS), itertools.pairwise(values), strict=True)
         if y < x
     ]
-    return Claim.judged(
-        "error_falls:lla",
-        "LLA's error falls as its rank rises (median over seeds, every width)",
-        "monotone",
-        errors,
-        "the median attention-output error is non-decreasing in rho at every width",
-        not rises,
-        f"the error falls with less rank at {'; '.join(rises)}" if rises else "",
-    )
+    why = f"the error falls with less rank at {'; '.join(rises)}" if rises else ""
+    return Claim.judged(*claim, not rises, why)

@@ -31,17 +31,12 @@ def decoder_claims(
             "D_phi from C (C - 1), the numbers a transition matrix has, up to C^2 is "
             "the band the paper's '>~' leaves open"
         )
-        if states * (states - 1) <= dim < states**2:
-            out.append(
-                Claim.undecided(
-                    ident,
-                    claim,
-                    predicted,
-                    found,
-                    tolerance,
-                    "inside the band the criterion leaves open",
-                )
-            )
+        open_band = states * (states - 1) <= dim < states**2
+        if open_band or found["generalizes"] is None:
+            why = "inside the band the criterion leaves open"
+            if not open_band:
+                why = "the fresh-chain KL, or G2's level, is not finite (diverged)"
+            out.append(Claim.undecided(ident, claim, predicted, found, tolerance, why))
         else:
             out.append(
                 Claim.judged(
@@ -67,6 +62,9 @@ def _capacity_claim(capacity: dict, k2_star: float | None, calibrated_here: bool
             tolerance,
             "the capacity constant was fitted to this measurement",
         )
+    if capacity.get("diverged"):
+        reason = f"the decoder's KL is not finite at K = {capacity['diverged']} (diverged)"
+        return Claim.undecided(ident, claim, k2_star, capacity, tolerance, reason)
     if not capacity["monotone"]:
         reason = "the decoder fits a K above one it fails: not monotone on this grid"
         return Claim.undecided(ident, claim, k2_star, capacity, tolerance, reason)

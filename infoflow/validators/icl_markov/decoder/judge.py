@@ -5,10 +5,13 @@ chains against G2's level) -> its claims at the K*_2 predicted for its setting
 The decoder *fits* K when its mean KL(row || decoder) over the K chains and C states is below
 the in-context bigram's (G2's) KL to the truth at the spec's context length: only then does
 memorising beat G2. The measured capacity is the largest K on the grid it fits (the grid's
-next K bounds it). A D_phi *generalises* when on fresh chains its KL is below G2's level.
+next K bounds it). A D_phi *generalises* when on fresh chains its KL is below G2's level. A KL
+that is not finite decides nothing (docs/results/2026-12-05-icl-looped-verdicts-preregistered.md).
 """
 
 from __future__ import annotations
+
+import math
 
 import infoflow
 from infoflow.icl_markov.calibration import load_calibration
@@ -40,31 +43,42 @@ def judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list[Cla
 
 
 def measure_decoder(group: DecoderGroup, metrics: dict) -> dict:
-    """The capacity bracket and each D_phi's fresh-chain KL against G2's level."""
+    """The capacity bracket and each D_phi's fresh-chain KL against G2's level; a K whose KL
+    is not finite (diverged) is listed apart and fits nor fails, a D_phi's ``generalizes``
+    is None."""
     rows = {member: metrics[i][STEPS] for i, member in enumerate(group.members) if i in metrics}
+    capacity_rows = {n: row for (what, n), row in rows.items() if what == "capacity"}
+    diverged = sorted(n for n, row in capacity_rows.items() if not _finite(row, "decoder:train_kl"))
     fits = {
         n: row["decoder:train_kl"] < row["decoder:g2_level"]
-        for (what, n), row in rows.items()
-        if what == "capacity"
+        for n, row in capacity_rows.items()
+        if n not in diverged
     }
     fitted = [k for k, ok in sorted(fits.items()) if ok]
     low = max(fitted, default=None)
     high = min((k for k, ok in fits.items() if not ok and (low is None or k > low)), default=None)
-    train_kl = {k: rows[("capacity", k)]["decoder:train_kl"] for k in fits}
     capacity = {
         "low": low,
         "high": high,
         "monotone": fitted == sorted(fits)[: len(fitted)],
-        "train_kl": train_kl,
+        "train_kl": {k: row["decoder:train_kl"] for k, row in capacity_rows.items()},
+        "diverged": diverged,
     }
     dims = {
         n: {
             "train_kl": row["decoder:train_kl"],
             "fresh_kl": row["decoder:fresh_kl"],
-            "generalizes": row["decoder:fresh_kl"] < row["decoder:g2_level"],
+            "generalizes": row["decoder:fresh_kl"] < row["decoder:g2_level"]
+            if _finite(row, "decoder:fresh_kl")
+            else None,
         }
         for (what, n), row in rows.items()
         if what == "task_dim"
     }
     level = next(iter(rows.values()))["decoder:g2_level"] if rows else None
     return {"g2_level": level, "capacity": capacity, "task_dims": dims}
+
+
+def _finite(row: dict, key: str) -> bool:
+    """The row's ``key`` and G2's level are finite numbers."""
+    return all(math.isfinite(row[k]) for k in (key, "decoder:g2_level"))

@@ -32,8 +32,11 @@ def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> lis
     """Every claim the predictions make about ``group``'s measurements."""
     first = experiment.predictions[(group.name, group.chains[0])]
     limit = measurement["ceiling"]
+    gap_rule = measurement.get("criterion", {}).get("criterion", "gap") == "gap"
     out = [
-        _per_k(k, experiment.predictions[(group.name, k)], measurement["per_k"][k], limit[k])
+        _per_k(
+            k, experiment.predictions[(group.name, k)], measurement["per_k"][k], limit[k], gap_rule
+        )
         for k in group.chains
     ]
     out.append(k1_claim(first["k1_star"], measurement["k1_fit"], measurement["k1_star"]))
@@ -62,11 +65,14 @@ def _blind(k: int, limit: dict) -> str:
     return f"untestable here (K={k}): {limit['reason']}"
 
 
-def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Claim:
+def _per_k(
+    k: int, result: infoflow.Result, measured: dict, limit: dict, gap_rule: bool = True
+) -> Claim:
     """The phase at the end of training when the prediction times the phases; otherwise which
     mechanism comes first (the phase sequence). Untestable where the ceiling says the data
     cannot show memorization (``limit``, from :func:`phases.ceiling`), and undecided where K
-    lies within the predicted K*_1 range."""
+    lies within the predicted K*_1 range. ``gap_rule``: the spec registered the KL-gap
+    criterion (a projection criterion's call is the measurement itself)."""
     shown = {
         "final_phase": measured["final_phase"],
         "final_kind": measured["final_kind"],
@@ -81,7 +87,7 @@ def _per_k(k: int, result: infoflow.Result, measured: dict, limit: dict) -> Clai
     if result["final_phase"].provenance == "uncalibrated":
         return _first(k, result["phase_sequence"].value, measured, limit, shown, near_reason)
     final = result["final_phase"]
-    found = _final_phase(k, final.value, measured, limit, shown, near_reason)
+    found = _final_phase(k, final.value, measured, limit, shown, near_reason, gap_rule)
     # the phase at a budget is the paper's only where its prediction is (its provenance)
     return found.of_kind("paper" if final.provenance.startswith("paper") else "reconstruction")
 
@@ -104,45 +110,43 @@ def _first(
     return Claim.judged(ident, claim, path, shown, tolerance, measured["outcome"] == expected)
 
 
-def _final_phase(k: int, final: str, measured: dict, limit: dict, shown: dict, near: str) -> Claim:
+def _final_phase(
+    k: int,
+    final: str | None,
+    measured: dict,
+    limit: dict,
+    shown: dict,
+    near: str,
+    gap_rule: bool = True,
+) -> Claim:
     """The kind of phase ``k`` ends in (M1 and M2 both memorizing), against the predicted
-    ``final``. ``near``: why K is too near K*_1 to judge, or ""."""
+    ``final``. ``near``: why K is too near K*_1 to judge, or "". Inconclusive where nothing
+    is predicted, where the ceiling hides memorization (whatever was measured), where the
+    seeds split or the last checkpoint is undetermined."""
     ident = f"final_phase:K={k}"
     claim = f"K={k} ends in phase {final}"
     tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
-    if near:
-        return Claim.undecided(ident, claim, final, shown, tolerance, near)
-    if measured["final_kind"] == SPLIT:
-        reason = "the seeds end in different kinds of phase, none the majority"
+    undetermined = (
+        "the last checkpoint is undetermined: no reference is nearer than the others by the "
+        f"margin {MARGIN:.2g}"
+    )
+    reason = (
+        (final is None and "no final phase is predicted at this K")
+        or near
+        or (
+            measured["final_kind"] == SPLIT
+            and "the seeds end in different kinds of phase, none the majority"
+        )
+        or (measured["final_kind"] == UNDETERMINED and undetermined)
+        or _blind(k, limit)
+    )
+    if reason:
         return Claim.undecided(ident, claim, final, shown, tolerance, reason)
-    if measured["final_kind"] == UNDETERMINED:
-        return Claim.undecided(
-            ident,
-            claim,
-            final,
-            shown,
-            tolerance,
-            f"the last checkpoint is undetermined: no reference is nearer "
-            f"than the others by the margin {MARGIN:.2g}",
-        )
-    memorizes = measured["final_kind"] == "memorizing"
-    if _blind(k, limit) and (final in MEMORIZING or memorizes):
-        return Claim.undecided(ident, claim, final, shown, tolerance, _blind(k, limit))
     same = measured["final_kind"] == _kind(final)
-    if (
-        same
-        and final in MEMORIZING
-        and not memorizing({"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]})
-    ):
-        return Claim.judged(
-            ident,
-            claim,
-            final,
-            shown,
-            tolerance,
-            False,
-            f"final phase {measured['final_phase']}, but ID KL is not below {GAP} x OOD KL",
-        )
+    row = {"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]}
+    if same and final in MEMORIZING and gap_rule and not memorizing(row):
+        why = f"final phase {measured['final_phase']}, but ID KL is not below {GAP} x OOD KL"
+        return Claim.judged(ident, claim, final, shown, tolerance, False, why)
     return Claim.judged(ident, claim, final, shown, tolerance, same)
 
 
@@ -244,24 +248,36 @@ def one_sided(
 def final_boundary(prediction, per_k: dict, limit: dict) -> Claim:
     """A published final-time boundary (the K above which the model ends in G2 rather than
     memorizing, at the anchor's budget) against the run's: between the largest K whose seeds
-    end memorizing and the smallest K from which every larger K ends in G2. Only where the
-    prediction exists (this setting and budget are the anchor's)."""
+    end memorizing and the smallest K from which every larger K ends in G2, over the K where
+    memorization is detectable; inconclusive when a K where it is not (the ceiling) lies
+    above that largest memorizing K. Only where the prediction exists (this setting and
+    budget are the anchor's)."""
     ident = "final_boundary"
     claim = "the final phase changes from memorizing to G2 at this K (end of training)"
-    tolerance = "the predicted range overlaps the bracket of the final phases on the grid"
+    tolerance = (
+        "the predicted range overlaps the bracket of the final phases on the grid's K where "
+        "memorization is detectable"
+    )
     if prediction.value is None:
         return Claim.undecided(ident, claim, None, None, tolerance, prediction.note)
-    ks = sorted(per_k)
-    kinds = {k: per_k[k]["final_kind"] for k in ks}
+    blind = [k for k in sorted(per_k) if not limit[k]["detectable"]]
+    ks = [k for k in sorted(per_k) if k not in blind]
+    kinds = {k: per_k[k]["final_kind"] for k in sorted(per_k)}
     memorizing = [k for k in ks if kinds[k] == "memorizing"]
     low = max(memorizing, default=None)
     high = next((k for k in ks if all(kinds[j] == "G2" for j in ks if j >= k)), None)
-    shown = {"final_kinds": kinds, "bracket": [low, high]}
-    blind = [k for k in ks if not limit[k]["detectable"]]
+    shown = {"final_kinds": kinds, "bracket": [low, high], "blind": blind}
     if low is None or high is None or high < low:
         why = "the final phases do not change once from memorizing to G2 on this grid"
         if blind:
             why += f" (untestable here at K = {blind})"
+        return Claim.undecided(ident, claim, prediction.value, shown, tolerance, why)
+    above = [k for k in blind if k > low]
+    if above:
+        why = (
+            f"memorization cannot be seen at K = {above}, above the last K that memorizes: "
+            "the final phases there do not show G2"
+        )
         return Claim.undecided(ident, claim, prediction.value, shown, tolerance, why)
     predicted_low, predicted_high = prediction.interval or (prediction.value,) * 2
     holds = predicted_low <= high and predicted_high >= low
@@ -270,30 +286,31 @@ def final_boundary(prediction, per_k: dict, limit: dict) -> Claim:
 
 
 def _k2_star(predicted: float | None, measured: dict, limit: dict) -> Claim:
+    """No K above the prediction where most seeds' G2 gave way to M2, among the K where
+    memorization is detectable (at a blind K a transient is not seen as one)."""
     ident = "k2_star"
     claim = "K*_2: below it G2 gives way to M2, above it G2 persists"
-    tolerance = "no transient G2 at K above the prediction"
-    low = measured["low"]
+    tolerance = (
+        "no transient G2 (on most seeds) at a K above the prediction where memorization is "
+        "detectable"
+    )
     if predicted is None:
         return Claim.undecided(ident, claim, None, measured, tolerance, "no prediction")
     above = [k for k in limit if k >= predicted]
     blind = [k for k in above if not limit[k]["detectable"]]
-    if low is None and above and blind == above:
+    transient = measured["transient"]
+    seen = [k for k in transient if k >= predicted and limit[k]["detectable"]]
+    if seen:
+        why = f"G2 gave way to M2 at K={max(seen)}"
+        return Claim.judged(ident, claim, predicted, measured, tolerance, False, why)
+    if above and blind == above:
         reason = _blind(blind[0], limit[blind[0]]) + "; and at every larger K"
         return Claim.undecided(ident, claim, predicted, measured, tolerance, reason)
-    if low is not None and low >= predicted:
-        return Claim.judged(
-            ident, claim, predicted, measured, tolerance, False, f"G2 gave way to M2 at K={low}"
-        )
-    return Claim.undecided(
-        ident,
-        claim,
-        predicted,
-        measured,
-        tolerance,
-        "consistent, but a persisting G2 within the budget does not place "
-        "K*_2: it may give way later",
+    reason = (
+        "consistent, but a persisting G2 within the budget does not place K*_2: it may give "
+        "way later"
     )
+    return Claim.undecided(ident, claim, predicted, measured, tolerance, reason)
 
 
 def _tau_2gen(predicted: float | None, measured: dict) -> Claim:
@@ -324,20 +341,28 @@ def _tau_2gen_flat(measurement: dict) -> Claim:
 
 
 def _memorization_slows(measurement: dict) -> Claim:
+    """tau_1Mem (each K's median over seeds, a seed that never memorized counted as later
+    than every other) rises with K by more than the checkpoints can resolve."""
     ident = "memorization_slows"
     claim = "memorization slows as K grows (tau_1Mem rises with K)"
     times = {
         k: v["memorized_at"]
         for k, v in measurement["per_k"].items()
-        if v["outcome"] == "memorization"
+        if v["outcome"] == "memorization" and v["memorized_at"] is not None
     }
-    tolerance = "least-squares slope of log tau_1Mem against log K > 0"
+    spacing = measurement["tau_2gen"]["checkpoint_ratio"]
+    tolerance = (
+        "the least-squares rise of tau_1Mem across the K that memorize (log against log K) "
+        f"above the checkpoint spacing x{spacing:.3g}; refuted below 1/{spacing:.3g}"
+    )
     if len(times) < 3:
         return Claim.undecided(
             ident, claim, "rises", times, tolerance, "fewer than three K memorize"
         )
     slope, _ = regression([math.log(k) for k in times], [math.log(t) for t in times.values()])
-    shown = {"tau_1mem": times, "slope": slope}
-    if slope == 0:
-        return Claim.undecided(ident, claim, "rises", shown, tolerance, "flat on this grid")
-    return Claim.judged(ident, claim, "rises", shown, tolerance, slope > 0)
+    rise = math.exp(slope * math.log(max(times) / min(times)))
+    shown = {"tau_1mem": times, "slope": slope, "rise": rise}
+    if 1 / spacing <= rise <= spacing:
+        why = f"the fitted rise x{rise:.3g} is within one checkpoint's spacing"
+        return Claim.undecided(ident, claim, "rises", shown, tolerance, why)
+    return Claim.judged(ident, claim, "rises", shown, tolerance, rise > spacing)

@@ -54,6 +54,12 @@ from infoflow.validators.icl_markov.criterion import (
     previous_head_time,
 )
 from infoflow.validators.icl_markov.ksweep import logistic
+from infoflow.validators.icl_markov.ksweep.over_seeds import (
+    censored_median,
+    majority_median,
+    median_found,
+    mode,
+)
 
 GAP = 0.5  # memorizing: ID KL to the truth at most this times the OOD KL
 #: A phase is called when the model sits at least (1 + MARGIN) / 2 of the way from every
@@ -309,21 +315,24 @@ def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
 
 def _per_k(histories: list[MemberHistory]) -> dict[int, dict]:
     """Per K: the seeds' vote on the outcome, the final phase and its kind, the medians of
-    their times, the means of their final KLs to the truth, and every seed's outcome."""
+    their times (:mod:`.over_seeds`: a time never reached counts as infinite; a transient G2
+    only when most seeds had one), the means of their final KLs to the truth, and every
+    seed's outcome."""
     by_k: dict[int, list[MemberHistory]] = {}
     for h in histories:
         by_k.setdefault(h.chains, []).append(h)
     return {
         k: {
-            "outcome": _mode([h.outcome for h in hs]) or "undecided",
+            "outcome": mode([h.outcome for h in hs]) or "undecided",
             "outcomes": {h.seed: h.outcome for h in hs},
             "trajectory": hs[0].trajectory,
-            "final_phase": _mode([h.phases[-1] for h in hs]) or SPLIT,
-            "final_kind": _mode([h.calls[-1].kind for h in hs]) or SPLIT,
-            "first_g2": _median([h.first_g2 for h in hs]),
-            "memorized_at": _median([h.memorized_at for h in hs]),
-            "transient_duration": _median([h.transient_duration for h in hs]),
-            "previous_head": _median([h.previous_head for h in hs]),
+            "final_phase": mode([h.phases[-1] for h in hs]) or SPLIT,
+            "final_kind": mode([h.calls[-1].kind for h in hs]) or SPLIT,
+            "first_g2": median_found([h.first_g2 for h in hs]),
+            "memorized_at": censored_median([h.memorized_at for h in hs]),
+            "transient_duration": majority_median([h.transient_duration for h in hs]),
+            "transient_durations": {h.seed: h.transient_duration for h in hs},
+            "previous_head": censored_median([h.previous_head for h in hs]),
             "previous_heads": {h.seed: h.previous_head for h in hs},
             "id_kl": statistics.mean(h.final["id:truth"] for h in hs),
             "ood_kl": statistics.mean(h.final["ood:truth"] for h in hs),
@@ -366,7 +375,7 @@ def _k2_star(per_k: dict[int, dict], winners: list[int]) -> dict:
     transient = [k for k in winners if per_k[k]["transient_duration"] is not None]
     low = max(transient, default=None)
     persists = [k for k in winners if low is None or k > low]
-    return {"low": low, "g2_persists_from": min(persists, default=None)}
+    return {"low": low, "transient": transient, "g2_persists_from": min(persists, default=None)}
 
 
 def _tau_2gen(per_k: dict[int, dict], winners: list[int], steps: list[int]) -> dict:
@@ -380,16 +389,3 @@ def _tau_2gen(per_k: dict[int, dict], winners: list[int], steps: list[int]) -> d
         "max": max(times, default=None),
         "checkpoint_ratio": spacing,
     }
-
-
-def _median(values):
-    found = [v for v in values if v is not None]
-    return statistics.median(found) if found else None
-
-
-def _mode(values: list[str]) -> str | None:
-    """The most common value; None when two or more tie (never decided by name)."""
-    counts = sorted((values.count(v) for v in set(values)), reverse=True)
-    if len(counts) > 1 and counts[0] == counts[1]:
-        return None
-    return max(set(values), key=values.count)

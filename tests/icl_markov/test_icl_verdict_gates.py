@@ -1,0 +1,165 @@
+"""The icl_markov verdict gates pre-registered in
+docs/results/2026-12-05-icl-looped-verdicts-preregistered.md: each test feeds the judging
+function the synthetic input on which the old rule decided against its own docs."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("torch")
+
+from infoflow.validators.icl_markov.clocks.judge import coupling_claim
+from infoflow.validators.icl_markov.decoder.claims import decoder_claims
+from infoflow.validators.icl_markov.decoder.judge import measure_decoder
+from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
+from infoflow.validators.icl_markov.ksweep import claims as ksweep
+from infoflow.validators.icl_markov.ksweep import phases
+from infoflow.validators.icl_markov.ksweep.over_seeds import (
+    censored_median,
+    majority_median,
+)
+
+SEEN = {"detectable": True, "reason": ""}
+BLIND = {"detectable": False, "reason": "even a perfect M2 has ID KL 0.8 x its OOD KL"}
+
+
+def _history(k, seed, outcome, *, first_g2=100, memorized=None, transient=None, prev=None):
+    last = "G2" if transient is None else "M2"
+    call = phases.Call(last, last, "G1", 1.0, (last,))
+    history = phases.MemberHistory(
+        k, seed, [10, 100, 1000], [call] * 3, {"id:truth": 0.1, "ood:truth": 0.2}
+    )
+    history.outcome, history.first_g2, history.memorized_at = outcome, first_g2, memorized
+    history.transient_duration, history.previous_head = transient, prev
+    return history
+
+
+def _sweep(transients: int, limit: dict):
+    """K = 16 memorizes; K = 256 generalizes, ``transients`` of its three seeds with a
+    transient G2 (G2 giving way to M2)."""
+    histories = [_history(16, s, "memorization", first_g2=None, memorized=100) for s in range(3)]
+    histories += [
+        _history(256, s, "generalization", transient=500 if s < transients else None)
+        for s in range(3)
+    ]
+    return phases.measure(histories, limit)
+
+
+def test_k2_star_takes_the_seeds_majority_and_only_detectable_k() -> None:
+    limit = {16: SEEN, 256: SEEN}
+    one = _sweep(1, limit)  # one seed of three: not the K's
+    assert one["per_k"][256]["transient_duration"] is None and one["k2_star"]["low"] is None
+    assert ksweep._k2_star(200, one["k2_star"], limit).verdict == "inconclusive"
+    two = _sweep(2, limit)
+    claim = ksweep._k2_star(200, two["k2_star"], limit)
+    assert claim.verdict == "refuted" and "K=256" in claim.reason
+    blind = {16: SEEN, 256: BLIND}  # a transient where memorization cannot be seen
+    assert ksweep._k2_star(200, _sweep(2, blind)["k2_star"], blind).verdict == "inconclusive"
+
+
+def _final(final, measured_kind, limit=SEEN, gap_rule=True, id_kl=0.1, ood_kl=0.12):
+    measured = {
+        "final_phase": "M2" if measured_kind == "memorizing" else measured_kind,
+        "final_kind": measured_kind,
+        "id_kl": id_kl,
+        "ood_kl": ood_kl,
+    }
+    return ksweep._final_phase(96, final, measured, limit, measured, "", gap_rule)
+
+
+def test_a_final_phase_without_prediction_or_under_the_ceiling_is_not_judged() -> None:
+    assert _final(None, "G2").verdict == "inconclusive"
+    assert "no final phase is predicted" in _final(None, "G2").reason
+    assert _final("G2", "G2").verdict == "confirmed"
+    assert _final("G2", "memorizing").verdict == "refuted"
+    for kind in ("G2", "memorizing"):  # a blind K cannot tell them apart
+        assert _final("G2", kind, BLIND).verdict == "inconclusive"
+
+
+def test_the_gap_check_applies_only_under_the_gap_criterion() -> None:
+    """A perfect M2 at C = 3, K = 96 sits at about 0.55 of its OOD KL: the projection calls it
+    memorizing, the KL-gap rule (0.5) does not."""
+    assert _final("M2", "memorizing", gap_rule=False, id_kl=0.3, ood_kl=0.5).verdict == "confirmed"
+    assert _final("M2", "memorizing", gap_rule=True, id_kl=0.3, ood_kl=0.5).verdict == "refuted"
+
+
+def test_the_final_boundary_is_bracketed_over_detectable_k_only() -> None:
+    prediction = SimpleNamespace(value=150.0, interval=(100.0, 200.0), note="")
+    kinds = {16: "memorizing", 32: "memorizing", 64: "G2", 128: "G2", 256: "G2"}
+    per_k = {k: {"final_kind": kind} for k, kind in kinds.items()}
+    seen = {k: SEEN for k in kinds}
+    assert ksweep.final_boundary(prediction, per_k, seen).verdict == "refuted"  # 32 to 64
+    claim = ksweep.final_boundary(prediction, per_k, {**seen, 64: BLIND})
+    assert claim.verdict == "inconclusive" and "cannot be seen at K = [64]" in claim.reason
+    assert claim.measured["bracket"] == [32, 128]
+
+
+def test_times_never_reached_count_as_later_than_every_other() -> None:
+    assert censored_median([20, 150, None]) == 150  # the dropped seed made it 85
+    assert censored_median([150, None, None]) is None
+    assert majority_median([500, None, None]) is None and majority_median([500, 300, None]) == 400
+
+
+def _slows(times, ratio=1.33):
+    per_k = {
+        k: {"outcome": "memorization", "memorized_at": t}
+        for k, t in zip((4, 8, 16), times, strict=True)
+    }
+    return ksweep._memorization_slows({"per_k": per_k, "tau_2gen": {"checkpoint_ratio": ratio}})
+
+
+def test_memorization_slows_needs_a_rise_beyond_one_checkpoint() -> None:
+    """Checkpoints 1.33 apart: one step of jitter either way decides nothing."""
+    assert _slows([100, 100, 133]).verdict == "inconclusive"
+    assert _slows([133, 100, 100]).verdict == "inconclusive"
+    assert _slows([100, 200, 400]).verdict == "confirmed"
+    assert _slows([400, 200, 100]).verdict == "refuted"
+    assert _slows([100, 200, 400]).measured["rise"] == pytest.approx(4.0)
+
+
+def test_a_previous_token_head_formed_on_one_seed_of_three_is_not_the_ks() -> None:
+    histories = [_history(32, 0, "generalization", prev=150.0)]
+    histories += [_history(32, s, "generalization") for s in (1, 2)]
+    measurement = phases.measure(histories, {32: SEEN})
+    assert measurement["per_k"][32]["previous_head"] is None
+    sweep = SimpleNamespace(
+        group=SimpleNamespace(
+            spec=SimpleNamespace(training=SimpleNamespace(layer1_attention_lr=1.0))
+        ),
+        measurement=measurement,
+    )
+    entry = {
+        "members": [
+            {"clock": "G", "layer1_attention_lr": 1.0, "previous_head": t} for t in (140, 150, 160)
+        ]
+    }
+    claim = coupling_claim(sweep, entry)
+    assert claim.verdict == "refuted" and "K = 32: never" in claim.reason
+
+
+def test_a_diverged_decoder_decides_nothing() -> None:
+    members = [("capacity", k) for k in (128, 256, 512, 1024, 2048)] + [("task_dim", 2)]
+    train = {128: 0.01, 256: 0.02, 512: 0.03, 1024: math.nan, 2048: 0.5}
+    metrics = {
+        i: {
+            3000: {
+                "decoder:train_kl": train.get(n, 0.01),
+                "decoder:fresh_kl": math.nan,
+                "decoder:g2_level": 0.1,
+            }
+        }
+        for i, (_, n) in enumerate(members)
+    }
+    group = SimpleNamespace(members=members)
+    measured = measure_decoder(group, metrics)
+    assert measured["capacity"]["diverged"] == [1024]
+    capacity, task = decoder_claims(measured, 2100.0, 3)
+    assert capacity.verdict == "inconclusive" and "not finite at K = [1024]" in capacity.reason
+    assert task.verdict == "inconclusive" and measured["task_dims"][2]["generalizes"] is None
+
+
+def test_the_task_vector_test_is_a_reconstruction() -> None:
+    assert CLAIM_KINDS["task_vector"] == "reconstruction"
