@@ -33,7 +33,9 @@ def build_tree(
     orders = [order(c) for top in parts for c in top.walk()]
     beta = max(orders, default=1 if positions else 0)
     dimension = _dimension(parts, positions)
-    return ComparisonTree(parts, positions, separable_sum, beta, dimension, partner_peel)
+    return ComparisonTree(
+        parts, positions, separable_sum, beta, dimension, partner_peel, form.firsts
+    )
 
 
 @lru_cache(maxsize=1024)

@@ -5,7 +5,8 @@ of a sum or difference of two; and the words compile refuses a term with."""
 from __future__ import annotations
 
 from infoflow.retrieval.diagonal import norm_coefficients
-from infoflow.retrieval.expression import Apply, Const, Node, Param, Reduce, Token
+from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce, Token
+from infoflow.retrieval.mechanisms.kth import rank
 
 
 class Unbuildable(ValueError):
@@ -40,6 +41,50 @@ def linear(node: Node, var: str) -> tuple[str, int]:
         if isinstance(param, Param) and isinstance(token, Token) and _plain(token, var):
             return _reference(param), 1
     raise Unbuildable(f"{text(node)} is not a linear score of x[{var}] (dot(q, x[{var}]))")
+
+
+def kth_form(term: Reduce, seq_len: int) -> tuple[str, int, int]:
+    """(matrix, direction, rank) of a k-th over one token of a linear score M x(t), as the
+    peel runs it: the rank from the nearer end, and the direction +1 or -1 its rounds
+    maximise (direction * M x(t)), the score's sign and its end's together."""
+    matrix, own = linear(term.body, term.variables[0].name)
+    if matrix == "I":
+        raise Unbuildable(f"{text(term)}: the k-th of a vector")
+    r = rank(term.k, seq_len)
+    largest = (term.op == "kth_largest") == (r == term.k)
+    return matrix, own * (1 if largest else -1), r
+
+
+def peel_firsts(terms: list[tuple[int, Node]], seq_len: int) -> dict[int, tuple[int, float]]:
+    """The max or min terms over one token of a linear score that another term's peel (a
+    k-th of the same score from rank 2) takes in its first round, as the engine plans them
+    (:mod:`~infoflow.retrieval.peel_firsts`): index -> (the k-th's index, the term's value
+    per unit of the round's channel, which holds direction * M x(t) of the best t)."""
+    peels: dict[tuple[str, int], int] = {}
+    for j, (_, term) in enumerate(terms):
+        if isinstance(term, Reduce) and term.op in KTH and _single(term):
+            matrix, direction, r = kth_form(term, seq_len)
+            if r > 1:
+                peels.setdefault((matrix, direction), j)
+    out = {}
+    for i, (_, term) in enumerate(terms):
+        if isinstance(term, Reduce) and term.op in ("max", "min") and _single(term):
+            matrix, own = linear(term.body, term.variables[0].name)
+            direction = own * sign(term.op)
+            if (matrix, direction) in peels:
+                out[i] = (peels[matrix, direction], float(own * direction))
+    return out
+
+
+def _single(term: Reduce) -> bool:
+    """One token index, no condition, a linear score (compile's order-1 retrievals)."""
+    if len(term.variables) != 1 or not term.variables[0].is_token or term.conditions:
+        return False
+    try:
+        linear(term.body, term.variables[0].name)
+    except Unbuildable:
+        return False
+    return True
 
 
 def bilinear(node: Node, s: str, t: str) -> tuple[str, int]:

@@ -14,7 +14,7 @@ from infoflow.core.errors import SpecError
 from infoflow.retrieval import mechanisms
 from infoflow.retrieval.canonical_to_tree import order
 from infoflow.retrieval.derive import derive
-from infoflow.retrieval.mechanisms import global_aggregation
+from infoflow.retrieval.mechanisms import global_aggregation, kth
 from infoflow.retrieval.predict import predictions
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.schedule_to_cost import annotate_edges
@@ -143,6 +143,8 @@ def _schedule_lines(schedule: Schedule, compiled: dict[str, str]) -> list[str]:
         if q.mode in ("global", "impossible"):
             how = global_aggregation.NAME if q.mode == "global" else q.mode
             lines.append(f"   ! {q.label}: {how}, because {q.reason}")
+        if q.held_by:
+            lines.append(f"   = {kth.held(q)}")
     return lines
 
 

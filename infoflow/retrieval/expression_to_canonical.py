@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from infoflow.retrieval import kth_candidates
+from infoflow.retrieval import kth_candidates, peel_firsts
 from infoflow.retrieval.algebra import UnionFind, flattens, free_indices, key, signed
 from infoflow.retrieval.algebra import terms as exact_terms
 from infoflow.retrieval.diagonal import excludes
@@ -55,14 +55,15 @@ def canonical(
     written = kth_candidates.far_extrema(rewrite(target), dict(far_end))
     check_values(written)
     far = frozenset(key for key, _ in far_end)
-    summary = _Canonicalizer(self_exclusion=self_exclusion, far_end=far).summary(written, {})
+    canon = _Canonicalizer(self_exclusion=self_exclusion, far_end=far)
+    summary = canon.summary(written, {})
     parts = tuple(sorted(_merge_pools(summary.children), key=structure_key))
     if not parts and not summary.fixed:
         raise TargetError(
             "the target reads no token (with identical terms cancelled it is a constant): "
             "there is nothing to learn"
         )
-    return Canonical(parts, frozenset(summary.fixed))
+    return Canonical(parts, frozenset(summary.fixed), peel_firsts.firsts(canon.closed, parts))
 
 
 def structure_key(c: Comparison) -> tuple:

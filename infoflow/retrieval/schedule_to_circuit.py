@@ -22,8 +22,8 @@ head width, E). Terms it builds:
 - ``max``/``min`` over a centre and leaves of a sum of pair scores, each leaf in one term (a
   chain of three, a star): each leaf's retrieval in the layer the engine's schedule gives it
   (side by side, or one a layer), a decode each;
-- ``max``/``min`` over s != t of f(s) + f(t), f a linear score: the max of f beside the peel
-  for its second largest, as the engine plans it;
+- ``max``/``min`` over s != t of f(s) + f(t), f a linear score, or the max of f beside a
+  k-th of f: the peel, whose first round holds the max, as the engine plans it;
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each.
 
 Anything else is refused with the term and the reason: a construction is a witness only when
@@ -99,7 +99,13 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
         raise Unbuildable("fixed positions are fetched added (x[1] + x[2], not x[1] - x[2])")
     if fixed:
         _fixed_positions(circuit, fixed, spec)
-    for n, (sign, term) in enumerate((s, t) for s, t in terms if not isinstance(t, Token)):
+    scored = [(sign, t) for sign, t in terms if not isinstance(t, Token)]
+    held = forms.peel_firsts(scored, spec.seq_len)
+    for n, (sign, term) in enumerate(scored):
+        if n in held:  # no head of its own: the first round of a peel holds it
+            host, scale = held[n]
+            circuit.output.append((f"p{host}.m1", sign * scale))
+            continue
         tag = f"p{n}"
         heads, mlps, coefficient = _term(circuit, term, tag, spec)
         circuit.heads += heads
@@ -188,11 +194,7 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         copy = Copy(TOKENS, out, matrix, float(sign * spec.seq_len))
         return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], [], 1
     if op in KTH:
-        if matrix == "I":
-            raise Unbuildable(f"{forms.text(term)}: the k-th of a vector")
-        rank = kth.rank(term.k, spec.seq_len)
-        largest = (op == "kth_largest") == (rank == term.k)
-        ext = sign * (1 if largest else -1)
+        matrix, ext, rank = forms.kth_form(term, spec.seq_len)
         if rank == 1:
             return (*max_position.circuit_single(circuit, tag, matrix, ext), sign)
         return (*kth.circuit_peel(circuit, tag, matrix, ext, rank), sign)

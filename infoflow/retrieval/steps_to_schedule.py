@@ -4,8 +4,10 @@ layer.
 Each top-level part (a comparison, each of its copies up to SPLIT, the fixed positions read
 directly) has options: its fragments (:mod:`~infoflow.retrieval.tree_to_steps`), cheapest
 first, then global aggregation ([R]: a fallback that may share a head); or it is impossible
-(positions without positional encoding). A depth-first search picks one option per part and
-keeps the best by (impossible parts, fallbacks, Theorem-2 steps, their ranks);
+(positions without positional encoding); a max or min that a k-th's peel takes in its first
+round may be held by that peel, with no step of its own (:mod:`~infoflow.retrieval.
+peel_firsts`). A depth-first search picks one option per part and keeps the best by
+(impossible parts, fallbacks, Theorem-2 steps, their ranks);
 :func:`~infoflow.retrieval.layer_fit.fits` decides exactly whether the chosen steps fit the
 heads of each layer. So a head or a layer more never makes the schedule worse. Nothing here
 depends on T.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from infoflow.retrieval import mechanisms
+from infoflow.retrieval import mechanisms, peel_firsts
 from infoflow.retrieval.canonical_to_tree import (
     SELF_EXCLUSION,
     position_reads,
@@ -47,10 +49,13 @@ def parts(tree: ComparisonTree, shape: Shape, ranks: dict) -> list[Part]:
     """Every part of ``tree`` with its options on ``shape``, cheapest first."""
     out: list[Part] = []
     many = len(tree.parts) > 1
+    held = _hosts(tree, ranks)
     for i, c in enumerate(tree.parts):
         split = 1 < c.copies <= SPLIT
         unit = replace(c, copies=1) if split else c
         options = tuple(_options(unit, shape, ranks, tree))
+        if i in held:  # first: it costs no head where a host's peel runs
+            options = (Option("held", hosts=held[i]), *options)
         for j in range(c.copies if split else 1):
             tag = ".".join(([f"c{i + 1}"] if many else []) + ([str(j + 1)] if split else []))
             label = f"{c.label} ({_tag_words(tag, c.copies)})" if tag else c.label
@@ -58,6 +63,47 @@ def parts(tree: ComparisonTree, shape: Shape, ranks: dict) -> list[Part]:
     if tree.positions:
         out.append(fetch.part(tree.positions, shape))
     return out
+
+
+def _hosts(tree: ComparisonTree, ranks: dict) -> dict[int, tuple[int, ...]]:
+    """Each top-level max or min -> the top-level k-ths whose peel, at these ranks, takes it
+    in its first round (:mod:`~infoflow.retrieval.peel_firsts`)."""
+    out: dict[int, tuple[int, ...]] = {}
+    for i, j, same_end in tree.firsts:
+        host = tree.parts[j]
+        if peel_firsts.holds(host, same_end, ranks.get((host.k, host.left_out), host.k)):
+            out[i] = (*out.get(i, ()), j)
+    return out
+
+
+def _peels(fragment: Fragment | None) -> bool:
+    """Whether ``fragment`` peels for the readout, with no single-head k-th step (which would
+    fall back to global aggregation with its part)."""
+    return (
+        bool(fragment)
+        and not fragment.theorem2
+        and any(s.kind == "peel" and s.holder is None for s in fragment.steps)
+    )
+
+
+def _host(found: list[Part], choice: list[int], held: Option) -> Part | None:
+    """The part whose chosen option's peel holds the ``held`` option's value (None: none)."""
+    return next(
+        (
+            part
+            for part, j in zip(found, choice, strict=True)
+            if part.group in held.hosts and _peels(part.options[j].fragment)
+        ),
+        None,
+    )
+
+
+def _unhosted(found: list[Part], choice: list[int]) -> bool:
+    """Whether some part chose to be held by a peel that none of its hosts runs."""
+    return any(
+        found[i].options[j].mode == "held" and not _host(found, choice, found[i].options[j])
+        for i, j in enumerate(choice)
+    )
 
 
 def _options(c: Comparison, shape: Shape, ranks: dict, tree: ComparisonTree) -> list[Option]:
@@ -129,14 +175,16 @@ def schedule(tree: ComparisonTree, shape: Shape, ranks: dict) -> Schedule:
     layers, shared = _place(frags, list(shape.heads))
     placements, k = [], 0
     for part, option in zip(found, chosen, strict=True):
+        held = option.mode == "held"
         placement = Placement(
             part.label,
-            option.mode,
+            "scheduled" if held else option.mode,
             part.copies,
             part.comparison,
             option.fragment,
             reason=option.reason,
             tag=part.tag,
+            held_by=_host(found, choice, option).label if held else "",
         )
         if option.fragment:
             placement.layers = layers[k]
@@ -169,6 +217,8 @@ def _search(found: list[Part], caps: list[int]) -> list[int]:
 
     def dfs(i: int, choice: list[int], acc: tuple, used: int) -> bool:
         if i == len(found):
+            if _unhosted(found, choice):
+                return False
             if best[0] is None or acc < best[0]:
                 best[0], best[1] = acc, list(choice)
             return acc == lowest
@@ -280,19 +330,22 @@ def minimal(tree: ComparisonTree, ranks: dict) -> tuple[Schedule, list[Shape]]:
     first layer, as early as it can), and the shapes with the same cost: that one and the
     narrowest (one head per layer, the steps one after another)."""
     placements, frags = [], []
-    for c in tree.parts:
-        reason = mechanisms.needs_global(c, tree.separable_sum)
-        if reason:
+    every = [_shallowest(c, tree, ranks) for c in tree.parts]
+    held = _hosts(tree, ranks)
+    for i, (c, best) in enumerate(zip(tree.parts, every, strict=True)):
+        hosts = [tree.parts[j].label for j in held.get(i, ()) if _peels(every[j])]
+        if hosts:  # a host's peel holds it: no step of its own
+            placements.append(Placement(c.label, "scheduled", c.copies, c, held_by=hosts[0]))
+        elif best is None:
+            reason = mechanisms.needs_global(c, tree.separable_sum)
             placements.append(Placement(c.label, "global", c.copies, c, reason=reason))
-            continue
-        whole = [f for f in fragments(c, None, 1, ranks) if not f.theorem2]
-        best = min(whole, key=lambda f: (f.depth, max(f.profile()), f.profile()))
-        layers = tuple(
-            range(end - step.length + 1, end + 1)
-            for step, end in zip(best.steps, best.finish(), strict=True)
-        )
-        placements.append(Placement(c.label, "scheduled", c.copies, c, best, layers))
-        frags.append(best)
+        else:
+            layers = tuple(
+                range(end - step.length + 1, end + 1)
+                for step, end in zip(best.steps, best.finish(), strict=True)
+            )
+            placements.append(Placement(c.label, "scheduled", c.copies, c, best, layers))
+            frags.append(best)
     pe = bool(tree.positions) or any(position_reads(c) for c in tree.parts)
     pe = pe or (_by_position(tree) and any(_peels_partners(f) for f in frags))
     keys = sorted(
@@ -310,6 +363,15 @@ def minimal(tree: ComparisonTree, ranks: dict) -> tuple[Schedule, list[Shape]]:
     if total > len(heads) and max(heads) > 1:
         alternatives.append(Shape(total, (1,) * total, pe))
     return asap, alternatives
+
+
+def _shallowest(c: Comparison, tree: ComparisonTree, ranks: dict) -> Fragment | None:
+    """The shallowest (then narrowest) way to resolve ``c`` without a single-head k-th step;
+    None when it needs global aggregation whatever the architecture."""
+    if mechanisms.needs_global(c, tree.separable_sum):
+        return None
+    whole = [f for f in fragments(c, None, 1, ranks) if not f.theorem2]
+    return min(whole, key=lambda f: (f.depth, max(f.profile()), f.profile()))
 
 
 def _sum_profiles(profiles: list[list[int]]) -> list[int]:

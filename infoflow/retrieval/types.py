@@ -87,6 +87,7 @@ class Canonical:
 
     parts: tuple[Comparison, ...]
     positions: frozenset[str]
+    firsts: tuple[tuple[int, int, bool], ...] = ()  # a max a k-th's peel holds (peel_firsts)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ class ComparisonTree:
     option that decides how a one-token sum is resolved, two numbers of the whole tree:
     ``order`` (beta', the largest number of token indices one score couples after
     elimination) and ``dimension`` (beta1, the most comparisons resolved side by side at one
-    level), and the option that says how a peel over a pair score leaves partners out."""
+    level), the option that says how a peel over a pair score leaves partners out, and the
+    top-level maxima and minima a top-level k-th's peel may hold (:mod:`.peel_firsts`)."""
 
     parts: tuple[Comparison, ...]
     positions: frozenset[str]
@@ -103,6 +105,7 @@ class ComparisonTree:
     order: int = 0
     dimension: int = 0
     partner_peel: str = "positions"
+    firsts: tuple[tuple[int, int, bool], ...] = ()
 
     def kth_values(self) -> list[tuple[int, int]]:
         """Every (k, left_out) of the target's k-th reductions: k and how many enclosing
@@ -200,11 +203,14 @@ class Shape:
 
 @dataclass(frozen=True)
 class Option:
-    """One way to place a part: ``scheduled`` (a fragment), ``global`` or ``impossible``."""
+    """One way to place a part: ``scheduled`` (a fragment), ``global``, ``impossible``, or
+    ``held`` (no step of its own: the first round of a peel of one of the parts ``hosts``
+    holds its value, :mod:`.peel_firsts`)."""
 
     mode: str
     fragment: Fragment | None = None
     reason: str = ""
+    hosts: tuple[int, ...] = ()  # held: the groups whose peel may hold it
 
     def score(self, copies: int) -> tuple[int, int, int, int]:
         """What this option costs, smaller first: impossible parts, global aggregations,
@@ -231,7 +237,8 @@ class Part:
 @dataclass
 class Placement:
     """Where one part runs: ``mode`` scheduled, global or impossible; ``layers[i]`` the
-    layers step i of the fragment runs in (several for a peel)."""
+    layers step i of the fragment runs in (several for a peel); ``held_by`` the part whose
+    peel holds its value in its first round (scheduled, with no fragment of its own)."""
 
     label: str
     mode: str
@@ -242,6 +249,7 @@ class Placement:
     reason: str = ""
     tag: str = ""
     sequential: bool = False
+    held_by: str = ""
 
     @property
     def last_layer(self) -> int:

@@ -21,6 +21,7 @@ ONE = ["dot(q, x[t])", "-dot(q, x[t])", "x[t][1]"]
 PAIR = ["dot(x[s], x[t])", "-dot(x[s], x[t])", "bilinear(x[s], A, x[t])", "bilinear(x[t], A, x[s])"]
 NORMS = ["norm(x[s] + x[t])", "norm(x[s] - x[t])", "sqnorm(x[s] + x[t])"]
 CONDITIONS = ["", " if s != t"]
+KTH_ENDS = ["kth_largest", "kth_smallest"]
 
 
 def _targets() -> list[str]:
@@ -39,6 +40,8 @@ def _targets() -> list[str]:
         f"{op}(dot(q, x[s]) {sign} dot(q, x[t]) for s in T for t in T if s != t)"
         for op, sign in itertools.product(("max", "min"), "+-")
     ]
+    for op, sign, kth, k in itertools.product(["max", "min"], "+-", KTH_ENDS, [2, 7]):
+        out.append(f"{op}(dot(q, x[t]) for t in T) {sign} {kth}((dot(q, x[t]) for t in T), k={k})")
     chains = ["dot(x[a], x[b]) + dot(x[b], x[c])", "dot(x[a], x[b]) - bilinear(x[c], A, x[b])"]
     for op, f in itertools.product(["max", "min"], chains):
         out.append(f"{op}({f} for a in T for b in T for c in T)")

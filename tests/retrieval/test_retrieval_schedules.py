@@ -138,6 +138,48 @@ def test_a_kth_step_is_peeled_whole_or_not_at_all() -> None:
     assert value(target, [1, 1, 1], "efficient")
 
 
+MAX_BESIDE = "{}({} for t in T) + kth_largest(({} for t in T), k={})"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        MAX_BESIDE.format("max", "dot(q, x[t])", "dot(q, x[t])", 2),
+        MAX_BESIDE.format("min", "dot(q, x[t])", "dot(q, x[t])", 63),  # its far end: the min
+        "max(dot(q, x[s]) + dot(q, x[t]) for s in T for t in T if s != t)",  # max f + 2nd
+        "min(-dot(q, x[s]) - dot(q, x[t]) for s in T for t in T if s != t)",
+        "kth_smallest((-dot(q, x[t]) for t in T), k=2) - max(dot(q, x[t]) for t in T)",
+        MAX_BESIDE.format("min", "-2 * dot(x[t], q)", "dot(q, x[t])", 2),  # the max of f
+    ],
+)
+def test_a_max_beside_a_kth_of_its_score_is_the_peels_first_round(target: str) -> None:
+    """The peel of the 2nd largest of f retrieves the largest in layer 1: max f beside it
+    takes no head of its own ([1, 1], where [2, 1] was planned until 2026-12-05), with the
+    same exponent and the same beta1; on one layer the single head and the max's are two."""
+    assert value(target, [1], "min_architectures") == [[1, 1]]
+    assert value(target, [1], "comparison_dimension") == 2
+    assert value(target, [1, 1], "efficient")
+    assert value(target, [1, 1], "cost_exponent") == 1
+    assert "no head of its own" in explain(spec(target, [1, 1]))
+    assert derive(spec(target, [2])).schedule.heads_used() == [2]
+    assert "no head of its own" not in explain(spec(target, [2]))
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        MAX_BESIDE.format("max", "dot(w, x[t])", "dot(q, x[t])", 2),  # another score
+        MAX_BESIDE.format("max", "dot(q, x[t])", "dot(q, x[t])", 63),  # the peel takes the min
+        MAX_BESIDE.format("min", "dot(q, x[t])", "dot(q, x[t])", 2),
+        "max(dot(q, x[t]) for t in T if t != 1) + kth_largest((dot(q, x[t]) for t in T), k=2)",
+    ],
+)
+def test_a_max_the_peel_does_not_take_first_keeps_its_head(target: str) -> None:
+    """Another score, the other end, or other candidates: the max has a head of its own."""
+    assert value(target, [1], "min_heads", pe=True) == [2, 1]
+    assert not value(target, [1, 1], "efficient", pe=True)
+
+
 # ---- item 4: positions where the target needs them ---------------------------------------
 
 

@@ -167,6 +167,15 @@ def sentence(step: Step, placement: Placement, j: int, who: str) -> str:
     )
 
 
+def held(placement: Placement) -> str:
+    """A max or min that a k-th's peel takes in its first round
+    (:mod:`~infoflow.retrieval.peel_firsts`), in explain's words."""
+    return (
+        f"{placement.label}: no head of its own: the readout holds it from the first round of "
+        f"the peel for {placement.held_by} [reconstruction:kth_layers]"
+    )
+
+
 def kth_exponent(r: int, width: sympy.Expr, options: CostOptions) -> sympy.Expr:
     """Theorem 2's exponent for a single head retrieving the r-th largest (head width
     ``width``)."""
