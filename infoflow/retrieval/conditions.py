@@ -10,6 +10,10 @@
   ``max(g(x[s], x[t]) for s in T for t in T if t == s)`` is ``max(g(x[s], x[s]) for s in T)``
   (it was silently planned as the pair). Under a k-th, an argmax or an argmin, where one
   value changes what the reduction means, it is refused.
+
+A window ``abs(s - t) <= w`` is read as two conditions, ``s <= t + w`` and ``t <= s + w``;
+where the engine plans them (the canonical form), such a pair is named as one
+(:func:`windows`), so that what reads positions is named as written.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from infoflow.retrieval.expression import (
     Reduce,
     TargetError,
     Variable,
+    Window,
 )
 
 Affine = tuple[int, int]  # a + b T
@@ -63,6 +68,26 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
             return body
         return replace(node, variables=variables, body=body, conditions=rest)
     return node
+
+
+def windows(conditions: tuple[Condition, ...]) -> list[Condition]:
+    """``conditions`` with each pair ``s op t + w``, ``t op s + w`` (op ``<`` or ``<=``, s and t
+    indices), what ``abs(s - t) op w`` is read as, one :class:`Window` in the place of the
+    first (``t - s <= w and s - t <= w`` is the window too)."""
+    out = list(conditions)
+    for c in conditions:
+        other = Condition(c.right, c.op, c.left, c.shift)
+        indices = {c.left, c.right}
+        if (
+            c.op in ("<", "<=")
+            and c in out
+            and other in out
+            and len(indices) == 2
+            and all(isinstance(i, str) and i != SEQUENCE for i in indices)
+        ):
+            out[out.index(c)] = Window(c.left, c.op, c.right, c.shift)
+            out.remove(other)
+    return out
 
 
 def _equal(c: Condition, own: dict, bound: dict) -> tuple[str, str] | None:

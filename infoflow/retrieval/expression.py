@@ -92,6 +92,19 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class Window(Condition):
+    """``abs(left - right) op shift`` (op ``<`` or ``<=``): the two conditions ``left op
+    right + shift`` and ``right op left + shift`` that a window is read as, named as one
+    where the engine plans them (:func:`~infoflow.retrieval.conditions.windows`)."""
+
+    def text(self, left: str | int | None = None, right: str | int | None = None) -> str:
+        """``abs(s - t) <= 2`` (with the sides renamed when given)."""
+        left = self.left if left is None else left
+        right = self.right if right is None else right
+        return f"abs({left} - {right}) {self.op} {self.shift}"
+
+
+@dataclass(frozen=True)
 class Reduce:
     """A reduction over a generator: ``op(body for variables if conditions)``."""
 

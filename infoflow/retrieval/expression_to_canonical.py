@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from infoflow.retrieval import kth_candidates, peel_firsts
 from infoflow.retrieval.algebra import UnionFind, flattens, free_indices, key, signed
 from infoflow.retrieval.algebra import terms as exact_terms
+from infoflow.retrieval.conditions import windows
 from infoflow.retrieval.diagonal import excludes
 from infoflow.retrieval.domains import check_values
 from infoflow.retrieval.expression import (
@@ -201,7 +202,7 @@ class _Canonicalizer:
 
     def reduce(self, node: Reduce, env: Env) -> _Summary:
         inner, variables = self.bind(node.variables, env)
-        terms, conditions = [], [(c, inner) for c in node.conditions]
+        terms, conditions = [], [(c, inner) for c in windows(node.conditions)]
         queue = [(node.body, inner)]
         while queue:
             body, scope = queue.pop()
@@ -212,7 +213,7 @@ class _Canonicalizer:
                 if flattens(node.op, sign, term):
                     deeper, more = self.bind(term.variables, scope)
                     variables += more
-                    conditions += [(c, deeper) for c in term.conditions]
+                    conditions += [(c, deeper) for c in windows(term.conditions)]
                     queue.append((signed(term.body, sign), deeper))
                 else:
                     terms.append((term, scope, coefficient))

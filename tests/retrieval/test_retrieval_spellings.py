@@ -5,6 +5,7 @@ targets with nothing to plan are refused."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from conftest import SPECS, run_cli
@@ -12,6 +13,7 @@ from conftest import SPECS, run_cli
 import infoflow
 from infoflow.core.errors import SpecError
 from infoflow.retrieval.domains import check_domains
+from infoflow.retrieval.explain import explain
 from infoflow.retrieval.expression import Condition, TargetError
 from infoflow.retrieval.expression_rewrite import COUNT, rewrite
 from infoflow.retrieval.text_to_expression import parse_target
@@ -82,6 +84,31 @@ def test_a_window_masks_exactly_the_pairs_it_names() -> None:
 def test_windows_and_shifted_conditions_parse(condition, read) -> None:
     tree = parse_target(f"max(dot(x[s], x[t]) for s in T for t in T if {condition})")
     assert list(tree.conditions) == read
+
+
+@pytest.mark.parametrize(
+    ("condition", "named", "conditions"),
+    [
+        ("abs(s - t) <= 2", "abs(s - t) <= 2", 1),
+        ("abs(t - s) < 3", "abs(t - s) < 3", 1),
+        ("t - s <= 2 and s - t <= 2", "abs(t - s) <= 2", 1),  # a window's two sides: one
+        ("s < t and t - s <= 4", "s < t", 2),  # a causal window: two conditions, as written
+    ],
+)
+def test_a_window_is_named_as_written(condition, named, conditions) -> None:
+    """A window is read as two conditions (above); what reads positions names it as one, in
+    the bottleneck, explain's tree and a k-th's refusal (until 2026-12-05 they named one
+    side, "s <= t + 2", and the tree listed both)."""
+    target = f"max(dot(x[s], x[t]) for s in T for t in T if {condition})"
+    data = {"kind": "retrieval", "target": target, "architecture": {"layers": 2, "heads": 1}}
+    spec = infoflow.load_spec(data)
+    found = infoflow.predict(spec)["bottleneck"].value
+    assert found.startswith(f"max over s, t: the condition {named} reads positions"), found
+    tree = explain(spec).splitlines()[3]
+    assert f"; condition {named};" in tree and tree.count("; condition ") == conditions, tree
+    kth = f"max(kth_largest((dot(x[s], x[t]) for t in T if {condition}), k=2) for s in T)"
+    with pytest.raises(SpecError, match=f"with the condition {re.escape(named)}: a k-th"):
+        infoflow.load_spec({**data, "target": kth})
 
 
 @pytest.mark.parametrize(
