@@ -233,6 +233,15 @@ def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
     )
 
 
+def _no_transient(row: dict) -> bool:
+    """No seed of the K had a transient G2 (reports since 2026-12-05 list each seed's; before,
+    the K's median was over the seeds that had one, so None meant none had)."""
+    durations = row.get("transient_durations")
+    if durations is None:
+        return row["transient_duration"] is None
+    return all(d is None for d in durations.values())
+
+
 def _transient_bound(groups, base: Calibration) -> Constant | None:
     """The smallest transient_scale that keeps G2 to the end of the budget at every K where
     it persisted, with the measured tau_2Gen and K*_2 from ``base``'s capacity: a lower
@@ -244,7 +253,7 @@ def _transient_bound(groups, base: Calibration) -> Constant | None:
         model, c = setting["model"], setting["states"]
         k2 = base.capacity.value * 2 * model["d_model"] * model["mlp_width"] / (c * (c - 1))
         for k, row in m["per_k"].items():
-            persisted = row["outcome"] == "generalization" and row["transient_duration"] is None
+            persisted = row["outcome"] == "generalization" and _no_transient(row)
             if tau and persisted and int(k) < k2:
                 bounds.append(((steps - tau) / (tau * (1 - int(k) / k2) ** -gamma), k))
     if not bounds:

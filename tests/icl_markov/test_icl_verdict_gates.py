@@ -11,8 +11,10 @@ import pytest
 
 pytest.importorskip("torch")
 
+from infoflow.icl_markov.fit import _no_transient
 from infoflow.validators.icl_markov.clocks.judge import coupling_claim
 from infoflow.validators.icl_markov.decoder.claims import decoder_claims
+from infoflow.validators.icl_markov.decoder.data import STEPS
 from infoflow.validators.icl_markov.decoder.judge import measure_decoder
 from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
 from infoflow.validators.icl_markov.ksweep import claims as ksweep
@@ -21,6 +23,7 @@ from infoflow.validators.icl_markov.ksweep.over_seeds import (
     censored_median,
     majority_median,
 )
+from infoflow.validators.store import Store
 
 SEEN = {"detectable": True, "reason": ""}
 BLIND = {"detectable": False, "reason": "even a perfect M2 has ID KL 0.8 x its OOD KL"}
@@ -140,25 +143,43 @@ def test_a_previous_token_head_formed_on_one_seed_of_three_is_not_the_ks() -> No
     assert claim.verdict == "refuted" and "K = 32: never" in claim.reason
 
 
-def test_a_diverged_decoder_decides_nothing() -> None:
+def test_a_diverged_decoder_decides_nothing(tmp_path) -> None:
+    """Through the run's database, which reads a NaN back as None."""
     members = [("capacity", k) for k in (128, 256, 512, 1024, 2048)] + [("task_dim", 2)]
     train = {128: 0.01, 256: 0.02, 512: 0.03, 1024: math.nan, 2048: 0.5}
-    metrics = {
-        i: {
-            3000: {
-                "decoder:train_kl": train.get(n, 0.01),
-                "decoder:fresh_kl": math.nan,
-                "decoder:g2_level": 0.1,
-            }
-        }
-        for i, (_, n) in enumerate(members)
-    }
-    group = SimpleNamespace(members=members)
-    measured = measure_decoder(group, metrics)
+    rows = [
+        {"decoder:train_kl": train.get(n, 0.01), "decoder:fresh_kl": math.nan}
+        | {"decoder:g2_level": 0.1}
+        for _, n in members
+    ]
+    store = Store(tmp_path / "runs.db")
+    store.record_metrics("decoder", STEPS, rows)
+    measured = measure_decoder(SimpleNamespace(members=members), store.metrics("decoder"))
     assert measured["capacity"]["diverged"] == [1024]
     capacity, task = decoder_claims(measured, 2100.0, 3)
     assert capacity.verdict == "inconclusive" and "not finite at K = [1024]" in capacity.reason
     assert task.verdict == "inconclusive" and measured["task_dims"][2]["generalizes"] is None
+
+
+def test_k_infinity_counts_a_head_never_formed_like_every_k() -> None:
+    """K = inf at [50, 400, never] is 400, not 225: K = 16 at 800 is within a factor 2."""
+    histories = [_history(16, s, "generalization", prev=800.0) for s in range(3)]
+    sweep = SimpleNamespace(
+        group=SimpleNamespace(
+            spec=SimpleNamespace(training=SimpleNamespace(layer1_attention_lr=1.0))
+        ),
+        measurement=phases.measure(histories, {16: SEEN}),
+    )
+    clocks = [{"clock": "G", "layer1_attention_lr": 1.0, "previous_head": t} for t in (50, 400)]
+    clocks.append({"clock": "G", "layer1_attention_lr": 1.0, "previous_head": None})
+    assert coupling_claim(sweep, {"members": clocks}).verdict == "confirmed"
+
+
+def test_calibration_reads_a_k_as_persisting_only_when_no_seed_was_transient() -> None:
+    row = {"transient_duration": None, "transient_durations": {"0": 500, "1": None, "2": None}}
+    assert not _no_transient(row)  # the K's majority says persisted; one seed did not
+    assert _no_transient({**row, "transient_durations": {"0": None}})
+    assert _no_transient({"transient_duration": None})  # a report before 2026-12-05
 
 
 def test_the_task_vector_test_is_a_reconstruction() -> None:

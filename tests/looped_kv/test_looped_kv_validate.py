@@ -203,6 +203,9 @@ def test_a_value_that_is_not_finite_decides_nothing() -> None:
     same = _measured()
     same["methods"]["lla_distilled"] = {"4": dict(same["methods"]["lla"]["4"])}
     assert _verdicts(same)["distillation (teacher frozen) lowers LLA's KL"] == "refuted"
+    m["teacher_frozen"] = False  # a moved teacher refutes, whatever the KLs
+    m["methods"]["lla_distilled"] = {"4": {"attention_error": 0.0, "kl": float("nan")}}
+    assert _verdicts(m)["distillation (teacher frozen) lowers LLA's KL"] == "refuted"
 
 
 def test_the_structure_claims_need_every_seed_at_the_last_snapshot() -> None:

@@ -99,6 +99,7 @@ def test_the_fit_recovers_a_power_law_and_its_exponent(slope, level, base, rungs
 
 def test_a_ladder_that_does_not_fall_has_an_infinite_exponent() -> None:
     assert exponent_of(0.01) == math.inf and exponent_of(None) is None
+    assert exponent_of(math.nan) is None  # no slope, not an infinite exponent
     assert fit_slope([1, 2, 4, 8], [0.5, None, float("nan"), 0.5]) is None  # two usable rungs
 
 

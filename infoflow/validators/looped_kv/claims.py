@@ -97,19 +97,18 @@ def _distillation_helps(methods: dict, teacher_frozen: bool) -> Claim:
         for rho in methods["lla_distilled"]
     }
     worse = [rho for rho, (svd, tuned) in gains.items() if tuned >= svd]
-    reason = f"not at rho = {', '.join(worse)}" if worse else ""
-    if not teacher_frozen:
-        reason = "the teacher's weights changed"
-    return _verdict(
+    claim = (
         "distillation_helps",
         "distillation (teacher frozen) lowers LLA's KL",
         "lower",
         gains,
         "distilled KL < SVD KL at every rho; the teacher's weights unchanged",
-        [kl for pair in gains.values() for kl in pair],
-        not reason,
-        reason,
     )
+    if not teacher_frozen:  # whatever the KLs
+        return Claim.judged(*claim, False, "the teacher's weights changed")
+    reason = f"not at rho = {', '.join(worse)}" if worse else ""
+    kls = [kl for pair in gains.values() for kl in pair]
+    return _verdict(*claim, kls, not reason, reason)
 
 
 def _beats_head_axis(methods: dict) -> Claim:

@@ -49,7 +49,7 @@ def fit_slope(sizes: list[float], nmse: list[float | None]) -> float | None:
 def exponent_of(slope: float | None) -> float | None:
     """alpha = -2 / slope (NMSE ~ eps^2); infinite when the NMSE does not fall with size;
     None for no slope."""
-    if slope is None:
+    if slope is None or math.isnan(slope):
         return None
     return -2 / slope if slope < 0 else math.inf
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from dataclasses import replace
 
 from infoflow.core.results import Prediction
@@ -25,6 +24,7 @@ from infoflow.validators.icl_markov.clocks.measure import clock_time
 from infoflow.validators.icl_markov.criterion import PREVIOUS_FORMED, previous_head_time
 from infoflow.validators.icl_markov.ksweep.claims import TIME_TOLERANCE, k1_claim
 from infoflow.validators.icl_markov.ksweep.judge import JudgedSweep
+from infoflow.validators.icl_markov.ksweep.over_seeds import censored_median
 from infoflow.validators.icl_markov.training import NOT_TRAINED
 
 
@@ -206,7 +206,8 @@ def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
 def coupling_claim(sweep: JudgedSweep, entry: dict) -> Claim | None:
     """The race takes tau_prev from the full model at K = infinity; in the K sweep at the same
     setting and rate, does layer 1's previous-token head form at the same time at finite K?
-    Each K's median over its seeds against K = infinity's, within TIME_TOLERANCE; a K whose
+    Each K's median over its seeds against K = infinity's (both counting a seed that never
+    formed it as later than the others), within TIME_TOLERANCE; a K whose
     seeds never formed it (within the budget) where K = infinity did refutes it too. None
     when the clocks ran no G at this rate."""
     rate = sweep.group.spec.training.layer1_attention_lr
@@ -229,7 +230,7 @@ def coupling_claim(sweep: JudgedSweep, entry: dict) -> Claim | None:
     if len(formed) * 2 <= len(infinite):
         why = "the head formed at K = inf in at most half the clock seeds"
         return Claim.undecided(ident, claim, "same", shown, tolerance, why)
-    reference = statistics.median(formed)
+    reference = censored_median(infinite)  # as each K's: a seed that never formed it is last
     off = {
         k: t
         for k, t in per_k.items()

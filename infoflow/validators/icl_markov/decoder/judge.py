@@ -80,5 +80,6 @@ def measure_decoder(group: DecoderGroup, metrics: dict) -> dict:
 
 
 def _finite(row: dict, key: str) -> bool:
-    """The row's ``key`` and G2's level are finite numbers."""
-    return all(math.isfinite(row[k]) for k in (key, "decoder:g2_level"))
+    """The row's ``key`` and G2's level are finite numbers (the store reads a NaN back as
+    None)."""
+    return all(row[k] is not None and math.isfinite(row[k]) for k in (key, "decoder:g2_level"))

@@ -307,7 +307,7 @@ def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
         "per_k": per_k,
         "k1_star": k1,
         "k1_fit": _k1_fit(histories, limit or {}),
-        "k2_star": _k2_star(per_k, winners),
+        "k2_star": _k2_star(per_k, winners, limit or {}),
         "tau_2gen": _tau_2gen(per_k, winners, histories[0].steps),
         "ceiling": limit or {},
     }
@@ -369,12 +369,13 @@ def _k1_fit(histories: list[MemberHistory], limit: dict) -> dict:
     return {**logistic.threshold(fitted), "left_out": blind}
 
 
-def _k2_star(per_k: dict[int, dict], winners: list[int]) -> dict:
-    """K*_2 lies above the largest K where G2 was transient; G2 persists (at this budget)
-    from the smallest larger K where generalization won."""
+def _k2_star(per_k: dict[int, dict], winners: list[int], limit: dict) -> dict:
+    """K*_2 lies above the largest K where G2 was transient (on most seeds) and memorization
+    is detectable (``limit``: a transient at a blind K is listed, not counted); G2 persists
+    (at this budget) from the smallest larger K where generalization won."""
     transient = [k for k in winners if per_k[k]["transient_duration"] is not None]
-    low = max(transient, default=None)
-    persists = [k for k in winners if low is None or k > low]
+    low = max((k for k in transient if limit.get(k, {}).get("detectable", True)), default=None)
+    persists = [k for k in winners if k > max(transient, default=0)]
     return {"low": low, "transient": transient, "g2_persists_from": min(persists, default=None)}
 
 
