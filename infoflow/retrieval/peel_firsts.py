@@ -15,8 +15,8 @@ on the architecture, so the schedule decides (:mod:`~infoflow.retrieval.steps_to
 
 from __future__ import annotations
 
-from infoflow.retrieval.algebra import normal, terms
-from infoflow.retrieval.expression import KTH, Node
+from infoflow.retrieval.algebra import collected, key, normal, terms
+from infoflow.retrieval.expression import KTH, Node, Reduce
 from infoflow.retrieval.types import Comparison
 
 #: The end of the values each reduction takes first: +1 the largest, -1 the smallest.
@@ -31,28 +31,48 @@ def firsts(closed: dict, parts: tuple[Comparison, ...]) -> tuple[tuple[int, int,
     key`, with what each became (its ``children``: the comparisons)."""
     index = {id(c): i for i, c in enumerate(parts)}
     extrema, kths = [], []
-    for node, summary in closed.items():
-        found = [index[id(c)] for c in summary.children if id(c) in index]
-        if len(summary.children) != 1 or not found or parts[found[0]].copies != 1:
-            continue
-        if node.op not in END or len(node.variables) != 1 or not node.variables[0].is_token:
-            continue
-        body, end = _unscaled(node.body, END[node.op])
-        entry = (found[0], (normal(body), normal(node).conditions), end)
-        (kths if node.op in KTH else extrema).append(entry)
+    for closed_node, summary in closed.items():
+        for node, child in _reductions(closed_node, summary.children):
+            if id(child) not in index or node.op not in END or len(node.variables) != 1:
+                continue
+            if not node.variables[0].is_token:
+                continue
+            score, end = _unscaled(node.body, END[node.op])
+            copies = parts[index[id(child)]].copies  # copy i holds copy i
+            same = (score, normal(node).conditions, copies)
+            (kths if node.op in KTH else extrema).append((index[id(child)], same, end))
     return tuple(
         sorted((i, j, mine == theirs) for i, f, mine in extrema for j, g, theirs in kths if f == g)
     )
 
 
-def _unscaled(body: Node, end: int) -> tuple[Node, int]:
-    """A score without its constant factor, and the end that takes first: the max of -2 f
-    is the min of f."""
-    found = terms(body)
-    if len(found) != 1 or found[0][1] is None:
-        return body, end
-    coefficient, score = found[0]
-    return score, end if coefficient > 0 else -end
+def _reductions(node: Node, children: tuple) -> list[tuple[Node, Comparison]]:
+    """The top-level reductions of a closed ``node`` with their comparisons: itself, or, for
+    a sum over range indices whose every term is a reduction (a copy of each per index),
+    each term with its comparison, in order (checked by op), its bound index renamed."""
+    if len(children) == 1:
+        return [(node, children[0])]
+    if node.op != "sum" or any(v.is_token for v in node.variables):
+        return []
+    found = [term for _, term in terms(node.body)]
+    pairs = list(zip(found, children, strict=False))
+    if len(found) != len(children) or any(
+        not isinstance(term, Reduce) or term.op != child.op for term, child in pairs
+    ):
+        return []
+    return [(key(term), child) for term, child in pairs]
+
+
+def _unscaled(body: Node, end: int) -> tuple[frozenset, int]:
+    """A score up to a constant factor (its terms, each with its coefficient over that of the
+    first term by key), and the end that takes first: the max of -2 (f + g) is the min of
+    f + g."""
+    grouped = [(name, total) for name, (total, _) in collected(terms(body)).items() if total]
+    if not grouped:
+        return frozenset(), end
+    lead = min(grouped, key=lambda item: repr(item[0]))[1]
+    score = frozenset((name, total / lead) for name, total in grouped)
+    return score, end if lead > 0 else -end
 
 
 def holds(host: Comparison, same_end: bool, rank: int) -> bool:

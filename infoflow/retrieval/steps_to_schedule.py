@@ -59,7 +59,7 @@ def parts(tree: ComparisonTree, shape: Shape, ranks: dict) -> list[Part]:
         for j in range(c.copies if split else 1):
             tag = ".".join(([f"c{i + 1}"] if many else []) + ([str(j + 1)] if split else []))
             label = f"{c.label} ({_tag_words(tag, c.copies)})" if tag else c.label
-            out.append(Part(label, unit, 1 if split else c.copies, options, i, tag))
+            out.append(Part(label, unit, 1 if split else c.copies, options, i, tag, j))
     if tree.positions:
         out.append(fetch.part(tree.positions, shape))
     return out
@@ -86,13 +86,16 @@ def _peels(fragment: Fragment | None) -> bool:
     )
 
 
-def _host(found: list[Part], choice: list[int], held: Option) -> Part | None:
-    """The part whose chosen option's peel holds the ``held`` option's value (None: none)."""
+def _host(found: list[Part], choice: list[int], held: Part, option: Option) -> Part | None:
+    """The part whose chosen option's peel holds the value of ``held`` (which chose
+    ``option``): one of its hosts, the same copy (None: none)."""
     return next(
         (
             part
             for part, j in zip(found, choice, strict=True)
-            if part.group in held.hosts and _peels(part.options[j].fragment)
+            if part.group in option.hosts
+            and part.copy == held.copy
+            and _peels(part.options[j].fragment)
         ),
         None,
     )
@@ -101,8 +104,8 @@ def _host(found: list[Part], choice: list[int], held: Option) -> Part | None:
 def _unhosted(found: list[Part], choice: list[int]) -> bool:
     """Whether some part chose to be held by a peel that none of its hosts runs."""
     return any(
-        found[i].options[j].mode == "held" and not _host(found, choice, found[i].options[j])
-        for i, j in enumerate(choice)
+        part.options[j].mode == "held" and not _host(found, choice, part, part.options[j])
+        for part, j in zip(found, choice, strict=True)
     )
 
 
@@ -184,7 +187,7 @@ def schedule(tree: ComparisonTree, shape: Shape, ranks: dict) -> Schedule:
             option.fragment,
             reason=option.reason,
             tag=part.tag,
-            held_by=_host(found, choice, option).label if held else "",
+            held_by=_host(found, choice, part, option).label if held else "",
         )
         if option.fragment:
             placement.layers = layers[k]

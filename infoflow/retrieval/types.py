@@ -232,6 +232,7 @@ class Part:
     options: tuple[Option, ...]
     group: int  # copies of one comparison share a group
     tag: str = ""
+    copy: int = 0  # which copy of its group (0 when not split)
 
 
 @dataclass

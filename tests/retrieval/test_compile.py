@@ -192,6 +192,16 @@ def test_the_max_beside_a_peel_is_its_first_round(target: str) -> None:
     assert witness.nmse < 1e-5, witness.nmse
 
 
+def test_each_copy_of_a_held_max_reads_its_own_peel() -> None:
+    """sum over i of (max f_i + 2nd largest f_i) on [2, 2], the engine's minimal plan: two
+    peels, each holding its copy's max."""
+    pair = "max(dot(w[i], x[t]) for t in T) + kth_largest((dot(w[i], x[t]) for t in T), k=2)"
+    witness = construction.build(spec(f"sum({pair} for i in range(2))", [2, 2]), width=16)
+    assert sorted(h.layer for h in witness.circuit.heads) == [1, 1, 2, 2]
+    assert sum(channel.endswith(".m1") for channel, _ in witness.circuit.output) == 2
+    assert witness.nmse < 1e-5, witness.nmse
+
+
 def test_a_pair_decode_error_falls_as_the_mlp_grows() -> None:
     s = bundled("pairwise-min.json", seq_len=16)
     small, large = (construction.build(s, beta=1000, width=w) for w in (128, 512))

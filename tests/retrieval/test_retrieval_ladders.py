@@ -185,6 +185,20 @@ def test_term_values_are_the_targets_terms() -> None:
     assert TargetFunction(_spec("sum(x[t] for t in T)", 6), 0).term_values(x) is None
 
 
+def test_a_parameter_indexed_by_constants_grows_to_its_largest_index() -> None:
+    """w[0] then w[1]: one family of two vectors (it raised "used with different sizes"),
+    the first drawn as it was alone; compile builds it."""
+    both = "max(dot(w[0], x[t]) for t in T) + max(dot(w[1], x[t]) for t in T)"
+    target = TargetFunction(_spec(both, 6), seed=0)
+    x = torch.randn(50, 6, 4)
+    w = target.parameter("w", (), 1, 6)
+    assert w.shape == (2, 4)
+    expected = (x @ w[0]).amax(1) + (x @ w[1]).amax(1)
+    assert torch.allclose(target(x), expected, atol=1e-5)
+    alone = TargetFunction(_spec("max(dot(w[0], x[t]) for t in T)", 6), seed=0)
+    assert torch.equal(alone.parameter("w", (0,), 1, 6), w[0])
+
+
 def test_the_held_shortcut_is_least_squares_on_the_parts_an_architecture_resolves() -> None:
     """Intrinsic dimension, D = 2: heads (1, 2) resolve one of the two maxima (the engine's
     schedule), so their shortcut is least squares on the pooled moments and the better of

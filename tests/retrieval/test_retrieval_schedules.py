@@ -150,6 +150,14 @@ MAX_BESIDE = "{}({} for t in T) + kth_largest(({} for t in T), k={})"
         "min(-dot(q, x[s]) - dot(q, x[t]) for s in T for t in T if s != t)",
         "kth_smallest((-dot(q, x[t]) for t in T), k=2) - max(dot(q, x[t]) for t in T)",
         MAX_BESIDE.format("min", "-2 * dot(x[t], q)", "dot(q, x[t])", 2),  # the max of f
+        # a score of several terms up to a constant factor, whose sign flips the end
+        MAX_BESIDE.format("min", "dot(w - q, x[t])", "dot(q - w, x[t])", 2),
+        MAX_BESIDE.format(
+            "min", "-(dot(q, x[t]) + dot(w, x[t]))", "dot(q, x[t]) + dot(w, x[t])", 2
+        ),
+        MAX_BESIDE.format(
+            "max", "2 * (dot(q, x[t]) + dot(w, x[t]))", "dot(w, x[t]) + dot(q, x[t])", 2
+        ),
     ],
 )
 def test_a_max_beside_a_kth_of_its_score_is_the_peels_first_round(target: str) -> None:
@@ -169,6 +177,7 @@ def test_a_max_beside_a_kth_of_its_score_is_the_peels_first_round(target: str) -
     "target",
     [
         MAX_BESIDE.format("max", "dot(w, x[t])", "dot(q, x[t])", 2),  # another score
+        MAX_BESIDE.format("max", "dot(q, x[t]) + dot(w, x[t])", "dot(q, x[t]) - dot(w, x[t])", 2),
         MAX_BESIDE.format("max", "dot(q, x[t])", "dot(q, x[t])", 63),  # the peel takes the min
         MAX_BESIDE.format("min", "dot(q, x[t])", "dot(q, x[t])", 2),
         "max(dot(q, x[t]) for t in T if t != 1) + kth_largest((dot(q, x[t]) for t in T), k=2)",
@@ -178,6 +187,19 @@ def test_a_max_the_peel_does_not_take_first_keeps_its_head(target: str) -> None:
     """Another score, the other end, or other candidates: the max has a head of its own."""
     assert value(target, [1], "min_heads", pe=True) == [2, 1]
     assert not value(target, [1, 1], "efficient", pe=True)
+
+
+def test_each_copy_of_a_max_over_a_range_index_is_held_by_its_own_kths_peel() -> None:
+    """sum over i of (max f_i + 2nd largest f_i): copy i of the max is the first round of
+    copy i's peel, as compile builds it ([2, 2] and [3, 3], were [4, 2] and [6, 3]); copies
+    of another count are not paired."""
+    pair = "max(dot(w[i], x[t]) for t in T) + kth_largest((dot(w[i], x[t]) for t in T), k=2)"
+    held = f"sum({pair} for i in range({{}}))"
+    assert value(held.format(2), [1], "min_heads") == [2, 2]
+    assert value(held.format(3), [1], "min_heads") == [3, 3]
+    maxima = "sum(max(dot(w[i], x[t]) for t in T) for i in range(2))"
+    other = f"{maxima} + kth_largest((dot(w[0], x[t]) for t in T), k=2)"
+    assert value(other, [1], "min_heads") == [3, 1]
 
 
 # ---- item 4: positions where the target needs them ---------------------------------------

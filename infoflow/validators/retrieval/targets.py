@@ -177,14 +177,11 @@ class TargetFunction:
         by_name = {a.name: a for a in axes}
         sizes = [i + 1 if isinstance(i, int) else by_name[i].size for i in node.index]
         key = f"{node.name}/{vdims}"
-        if key not in self._params:
-            scale = 1 / math.sqrt(self.d) if vdims else 1.0
-            shape = (*sizes, *([self.d] * vdims))
-            drawn = torch.randn(shape, generator=self._generator) * scale
-            self._params[key] = drawn.to(self.device, self.dtype)
-        family = self._params[key]
-        if any(s > f for s, f in zip(sizes, family.shape, strict=False)):
-            raise NotImplementedError(f"parameter {node.name} used with different sizes")
+        family = self._params.get(key)
+        if family is None or any(s > f for s, f in zip(sizes, family.shape, strict=False)):
+            family = self._grown(key, sizes, vdims, family)
+        if family.dim() != len(sizes) + vdims:
+            raise NotImplementedError(f"parameter {node.name} used with different index counts")
         picked = family[tuple(i if isinstance(i, int) else slice(None) for i in node.index)]
         positions = [[a.name for a in axes].index(i) for i in node.index if isinstance(i, str)]
         if positions != sorted(positions):
@@ -193,6 +190,18 @@ class TargetFunction:
         for dim, axis in enumerate(positions):
             shape[1 + axis] = picked.shape[dim]
         return picked.reshape(shape), vdims
+
+    def _grown(self, key: str, sizes: list[int], vdims: int, family: Tensor | None) -> Tensor:
+        """The parameter family ``key`` drawn (or grown, keeping what was drawn before: w[0]
+        then w[1]) to hold indices of ``sizes``."""
+        old = () if family is None else tuple(family.shape[: len(sizes)])
+        shape = (*(max(s, f) for s, f in zip(sizes, old or sizes, strict=False)), *[self.d] * vdims)
+        scale = 1 / math.sqrt(self.d) if vdims else 1.0
+        drawn = (torch.randn(shape, generator=self._generator) * scale).to(self.device, self.dtype)
+        if family is not None and family.dim() == drawn.dim():
+            drawn[tuple(slice(0, n) for n in family.shape)] = family
+        self._params[key] = drawn
+        return drawn
 
     def _apply(self, node: Apply, axes: list[Axis]) -> tuple[Tensor, int]:
         fn = node.fn
