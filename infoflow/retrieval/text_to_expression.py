@@ -7,7 +7,8 @@ The language is Python expression syntax read by :func:`ast.parse`; only these f
   last positions), ``x[s][0]`` (a coordinate); other free names are fixed parameters (``q``,
   ``A[i]``) or integer ``params`` of the spec (``D``).
 - Reductions over generators: ``min``, ``max``, ``sum``, ``argmin``, ``argmax``,
-  ``kth_largest(gen, k=K)``, ``kth_smallest(gen, k=K)``; generators run over ``T`` or
+  ``kth_largest(gen, k=K)``, ``kth_smallest(gen, k=K)`` (k = 1 read as ``max``, ``min``);
+  generators run over ``T`` or
   ``range(n)`` with a constant n, with optional ``if`` conditions comparing indices, each
   side an index, a number or ``T`` shifted by a number (``s < t``, ``t - s <= 4``,
   ``t < T``), or a window ``abs(s - t) <= w``.
@@ -288,6 +289,8 @@ class _Reader:
             for test in comp.ifs:
                 conditions.extend(self._conditions(test, frozenset(scope)))
         body = self.read(gen.elt, frozenset(scope), depth)
+        if k == 1:  # the largest is the max: one function, one spelling
+            fn, k = ("max" if fn == "kth_largest" else "min"), None
         return Reduce(fn, tuple(variables), body, tuple(conditions), k)
 
     def _domain(self, node: ast.AST) -> int | None:

@@ -150,6 +150,7 @@ MAX_BESIDE = "{}({} for t in T) + kth_largest(({} for t in T), k={})"
         "min(-dot(q, x[s]) - dot(q, x[t]) for s in T for t in T if s != t)",
         "kth_smallest((-dot(q, x[t]) for t in T), k=2) - max(dot(q, x[t]) for t in T)",
         MAX_BESIDE.format("min", "-2 * dot(x[t], q)", "dot(q, x[t])", 2),  # the max of f
+        "kth_largest((dot(q, x[t]) for t in T), k=1) + kth_largest((dot(q, x[t]) for t in T), k=2)",
         # a score of several terms up to a constant factor, whose sign flips the end
         MAX_BESIDE.format("min", "dot(w - q, x[t])", "dot(q - w, x[t])", 2),
         MAX_BESIDE.format(
@@ -200,6 +201,15 @@ def test_each_copy_of_a_max_over_a_range_index_is_held_by_its_own_kths_peel() ->
     maxima = "sum(max(dot(w[i], x[t]) for t in T) for i in range(2))"
     other = f"{maxima} + kth_largest((dot(w[0], x[t]) for t in T), k=2)"
     assert value(other, [1], "min_heads") == [3, 1]
+
+
+def test_the_first_largest_is_the_max() -> None:
+    """kth_largest(f, k=1) is max f, one spelling (beside the max it was a second part, which
+    fell back to global aggregation on one head: [2], not efficient)."""
+    kth = "kth_largest((dot(q, x[t]) for t in T), k=1)"
+    both = predict(f"max(dot(q, x[t]) for t in T) + {kth}", [1])
+    assert both["min_heads"].value == [1] and both["efficient"].value
+    assert predict("kth_smallest((dot(q, x[t]) for t in T), k=1)", [1])["efficient"].value
 
 
 # ---- item 4: positions where the target needs them ---------------------------------------
