@@ -112,9 +112,10 @@ def free_indices(node: Node) -> set[str]:
     return set()
 
 
-def key(node: Node) -> Node:
-    """``node`` with its bound indices named by order of binding: equal keys, equal
-    functions."""
+def key(node: Node, prefix: str = "_") -> Node:
+    """``node`` with its bound indices named by order of binding (``prefix`` and a number):
+    equal keys, equal functions. A prefix of its own keeps the names apart from those of an
+    enclosing node's key, which its free indices may carry."""
     fresh = count()
 
     def walk(n: Node) -> Node:
@@ -122,7 +123,8 @@ def key(node: Node) -> Node:
             return Apply(n.fn, tuple(walk(a) for a in n.args))
         if not isinstance(n, Reduce):
             return n
-        renamed = rename(n, {v.name: f"_{next(fresh)}" for v in n.variables}, bound=True)
+        names = {v.name: f"{prefix}{next(fresh)}" for v in n.variables}
+        renamed = rename(n, names, bound=True)
         return replace(renamed, body=walk(renamed.body))
 
     return walk(node)

@@ -15,12 +15,16 @@ on the architecture, so the schedule decides (:mod:`~infoflow.retrieval.steps_to
 
 from __future__ import annotations
 
-from infoflow.retrieval.algebra import collected, key, normal, terms
+from fractions import Fraction
+
+from infoflow.retrieval.algebra import key, normal, terms
 from infoflow.retrieval.expression import KTH, Node, Reduce
 from infoflow.retrieval.types import Comparison
 
 #: The end of the values each reduction takes first: +1 the largest, -1 the smallest.
 END = {"max": 1, "kth_largest": 1, "min": -1, "kth_smallest": -1}
+#: How the compared reductions name the indices they bind (apart from every closed key's).
+BOUND = "_b"
 
 
 def firsts(closed: dict, parts: tuple[Comparison, ...]) -> tuple[tuple[int, int, bool], ...]:
@@ -48,26 +52,34 @@ def firsts(closed: dict, parts: tuple[Comparison, ...]) -> tuple[tuple[int, int,
 
 def _reductions(node: Node, children: tuple) -> list[tuple[Node, Comparison]]:
     """The top-level reductions of a closed ``node`` with their comparisons: itself, or, for
-    a sum over range indices whose every term is a reduction (a copy of each per index),
-    each term with its comparison, in order (checked by op), its bound index renamed."""
-    if len(children) == 1:
-        return [(node, children[0])]
+    a sum over range indices of reductions (a copy of each per index) and constants, each
+    reduction with the comparison of its op, where no op is there twice (comparisons are not
+    listed in the terms' order). Their bound indices are named apart (:data:`BOUND`) from the
+    free range indices, which carry ``node``'s key."""
     if node.op != "sum" or any(v.is_token for v in node.variables):
+        return [(key(node, BOUND), children[0])] if len(children) == 1 else []
+    found = [term for _, term in terms(node.body) if term is not None]
+    ops = [term.op if isinstance(term, Reduce) else None for term in found]
+    by_op = {child.op: child for child in children}
+    if None in ops or len(set(ops)) != len(ops) or sorted(ops) != sorted(by_op):
         return []
-    found = [term for _, term in terms(node.body)]
-    pairs = list(zip(found, children, strict=False))
-    if len(found) != len(children) or any(
-        not isinstance(term, Reduce) or term.op != child.op for term, child in pairs
-    ):
+    if len(by_op) != len(children):
         return []
-    return [(key(term), child) for term, child in pairs]
+    return [(key(term, BOUND), by_op[term.op]) for term in found]
 
 
 def _unscaled(body: Node, end: int) -> tuple[frozenset, int]:
-    """A score up to a constant factor (its terms, each with its coefficient over that of the
-    first term by key), and the end that takes first: the max of -2 (f + g) is the min of
-    f + g."""
-    grouped = [(name, total) for name, (total, _) in collected(terms(body)).items() if total]
+    """A score up to a constant factor and an added constant (neither changes which token
+    is the best): its terms, each with its coefficient over that of the first term; and the
+    end that takes first: the max of -2 (f + g) + 1 is the min of f + g. ``body``'s indices
+    are already named by the key (not named again term by term: a term's free index would
+    take a bound one's name)."""
+    totals: dict[Node, Fraction] = {}
+    for coefficient, term in terms(body):
+        if term is not None:
+            name = normal(term)
+            totals[name] = totals.get(name, Fraction(0)) + coefficient
+    grouped = [(name, total) for name, total in totals.items() if total]
     if not grouped:
         return frozenset(), end
     lead = min(grouped, key=lambda item: repr(item[0]))[1]

@@ -42,7 +42,11 @@ from infoflow.validators.retrieval.plateau import (  # noqa: E402
     loss_slope,
     plateaued,
 )
-from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs  # noqa: E402
+from infoflow.validators.retrieval.targets import (  # noqa: E402
+    TargetFunction,
+    cannot_evaluate,
+    sample_inputs,
+)
 
 
 def test_the_loss_slope_is_the_log_log_slope_of_the_last_window() -> None:
@@ -197,6 +201,16 @@ def test_a_parameter_indexed_by_constants_grows_to_its_largest_index() -> None:
     assert torch.allclose(target(x), expected, atol=1e-5)
     alone = TargetFunction(_spec("max(dot(w[0], x[t]) for t in T)", 6), seed=0)
     assert torch.equal(alone.parameter("w", (0,), 1, 6), w[0])
+    ranged = (
+        "sum(max(dot(w[i], x[t]) for t in T) for i in range(2)) + max(dot(w[2], x[t]) for t in T)"
+    )
+    grown = TargetFunction(_spec(ranged, 6), seed=0)
+    grown(x)
+    w = grown.parameter("w", (), 1, 6)
+    expected = sum((x @ w[i]).amax(1) for i in range(3))
+    assert torch.allclose(grown(x), expected, atol=1e-5)  # range(2) takes rows 0 and 1 only
+    mixed = "max(dot(A[0][1], x[t]) for t in T) + max(dot(A[1], x[t]) for t in T)"
+    assert "different index counts" in cannot_evaluate(_spec(mixed, 6))
 
 
 def test_the_held_shortcut_is_least_squares_on_the_parts_an_architecture_resolves() -> None:

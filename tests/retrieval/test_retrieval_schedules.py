@@ -203,6 +203,26 @@ def test_each_copy_of_a_max_over_a_range_index_is_held_by_its_own_kths_peel() ->
     assert value(other, [1], "min_heads") == [3, 1]
 
 
+def test_a_hold_never_pairs_different_scores() -> None:
+    """From a review: naming each term's indices afresh let a sum over s that reads x[t] pass
+    for one that does not, and pairing a range sum's terms by order put a k-th beside the
+    wrong max; each undercharged a head. An added constant changes no best token: held."""
+    clash = (
+        "max(sum(dot(x[s], x[t]) for s in T) + dot(q, x[t]) for t in T)"
+        " + kth_largest((sum(dot(x[t], x[t]) for s in T) + dot(q, x[t]) for t in T), k=2)"
+    )
+    assert value(clash, [1], "min_heads") == [2, 2]
+    free = "sum(kth_largest((x[t][t] for t in T), k=2) + max(x[t][i] for t in T) for i in range(1))"
+    assert value(free, [1], "min_heads") == [2, 1]
+    two = (
+        "sum(max(dot(w[i], x[t]) for t in T) + max(bilinear(x[s], M, x[t]) for s in T for t in T)"
+        " + kth_largest((dot(w[i], x[t]) for t in T), k=2) for i in range(1))"
+    )
+    assert value(two, [1], "min_heads") == [3, 2]  # two maxima: not paired (was [2, 1])
+    constant = "max(dot(q, x[t]) + 1 for t in T) + kth_largest((dot(q, x[t]) + 1 for t in T), k=2)"
+    assert value(constant, [1], "min_heads") == [1, 1]
+
+
 def test_the_first_largest_is_the_max() -> None:
     """kth_largest(f, k=1) is max f, one spelling (beside the max it was a second part, which
     fell back to global aggregation on one head: [2], not efficient)."""

@@ -178,11 +178,14 @@ class TargetFunction:
         sizes = [i + 1 if isinstance(i, int) else by_name[i].size for i in node.index]
         key = f"{node.name}/{vdims}"
         family = self._params.get(key)
-        if family is None or any(s > f for s, f in zip(sizes, family.shape, strict=False)):
-            family = self._grown(key, sizes, vdims, family)
-        if family.dim() != len(sizes) + vdims:
+        if family is not None and family.dim() != len(sizes) + vdims:
             raise NotImplementedError(f"parameter {node.name} used with different index counts")
-        picked = family[tuple(i if isinstance(i, int) else slice(None) for i in node.index)]
+        drawn = () if family is None else family.shape[: len(sizes)]
+        if family is None or any(s > f for s, f in zip(sizes, drawn, strict=True)):
+            family = self._grown(key, sizes, vdims, family)
+        # a range index takes the rows of its range, however far the family has grown
+        rows = zip(node.index, sizes, strict=True)
+        picked = family[tuple(slice(0, n) if isinstance(i, str) else i for i, n in rows)]
         positions = [[a.name for a in axes].index(i) for i in node.index if isinstance(i, str)]
         if positions != sorted(positions):
             raise NotImplementedError("parameters indexed out of binding order")
@@ -194,11 +197,11 @@ class TargetFunction:
     def _grown(self, key: str, sizes: list[int], vdims: int, family: Tensor | None) -> Tensor:
         """The parameter family ``key`` drawn (or grown, keeping what was drawn before: w[0]
         then w[1]) to hold indices of ``sizes``."""
-        old = () if family is None else tuple(family.shape[: len(sizes)])
-        shape = (*(max(s, f) for s, f in zip(sizes, old or sizes, strict=False)), *[self.d] * vdims)
+        old = sizes if family is None else family.shape[: len(sizes)]
+        shape = (*(max(s, f) for s, f in zip(sizes, old, strict=True)), *[self.d] * vdims)
         scale = 1 / math.sqrt(self.d) if vdims else 1.0
         drawn = (torch.randn(shape, generator=self._generator) * scale).to(self.device, self.dtype)
-        if family is not None and family.dim() == drawn.dim():
+        if family is not None:
             drawn[tuple(slice(0, n) for n in family.shape)] = family
         self._params[key] = drawn
         return drawn
