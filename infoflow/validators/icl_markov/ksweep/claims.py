@@ -126,20 +126,7 @@ def _final_phase(
     ident = f"final_phase:K={k}"
     claim = f"K={k} ends in phase {final}"
     tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
-    undetermined = (
-        "the last checkpoint is undetermined: no reference is nearer than the others by the "
-        f"margin {MARGIN:.2g}"
-    )
-    reason = (
-        (final is None and "no final phase is predicted at this K")
-        or near
-        or (
-            measured["final_kind"] == SPLIT
-            and "the seeds end in different kinds of phase, none the majority"
-        )
-        or (measured["final_kind"] == UNDETERMINED and undetermined)
-        or _blind(k, limit)
-    )
+    reason = _unjudged(k, final, measured, limit, near)
     if reason:
         return Claim.undecided(ident, claim, final, shown, tolerance, reason)
     same = measured["final_kind"] == _kind(final)
@@ -148,6 +135,22 @@ def _final_phase(
         why = f"final phase {measured['final_phase']}, but ID KL is not below {GAP} x OOD KL"
         return Claim.judged(ident, claim, final, shown, tolerance, False, why)
     return Claim.judged(ident, claim, final, shown, tolerance, same)
+
+
+def _unjudged(k: int, final: str | None, measured: dict, limit: dict, near: str) -> str:
+    """Why the final phase at ``k`` decides nothing ("" when it can be judged)."""
+    if final is None:
+        return "no final phase is predicted at this K"
+    if near:
+        return near
+    if measured["final_kind"] == SPLIT:
+        return "the seeds end in different kinds of phase, none the majority"
+    if measured["final_kind"] == UNDETERMINED:
+        return (
+            "the last checkpoint is undetermined: no reference is nearer than the others by "
+            f"the margin {MARGIN:.2g}"
+        )
+    return _blind(k, limit)
 
 
 def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
