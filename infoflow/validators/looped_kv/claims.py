@@ -55,8 +55,9 @@ def _store_bytes(store: dict) -> Claim:
 
 
 def _verdict(ident, statement, predicted, measured, tolerance, values, holds, why="") -> Claim:
-    """Judged on ``values``, or inconclusive when one of them is not finite."""
-    if not all(math.isfinite(v) for v in values):
+    """Judged on ``values``, or inconclusive when one of them is not finite (or missing: a
+    stored NaN reads back as None)."""
+    if not all(v is not None and math.isfinite(v) for v in values):
         reason = "a value it compares is not finite (a diverged KL or error)"
         return Claim.undecided(ident, statement, predicted, measured, tolerance, reason)
     return Claim.judged(ident, statement, predicted, measured, tolerance, holds, why)
