@@ -18,13 +18,21 @@ def sample_chains(chains: int, states: int, alpha: float, seed: int) -> Tensor:
 
 
 def stationary(P: Tensor) -> Tensor:
-    """The stationary distributions [..., C] of transition matrices [..., C, C]: pi P = pi."""
+    """The stationary distributions [..., C] of transition matrices [..., C, C]: pi P = pi.
+    A chain with more than one closed class (a small Dirichlet alpha draws exact zeros) has
+    many: then the least-squares one, a mixture of its classes' own (the system is singular,
+    and its solutions are exactly those mixtures)."""
     c = P.shape[-1]
     A = P.transpose(-1, -2) - torch.eye(c, dtype=P.dtype)
     A = torch.cat([A[..., :-1, :], torch.ones_like(A[..., :1, :])], dim=-2)  # sum(pi) = 1
     b = torch.zeros(*P.shape[:-2], c, dtype=P.dtype)
     b[..., -1] = 1
-    return torch.linalg.solve(A, b)
+    try:
+        return torch.linalg.solve(A, b)
+    except torch.linalg.LinAlgError:
+        found = torch.linalg.lstsq(A.cpu(), b.cpu().unsqueeze(-1), driver="gelsd").solution
+        pi = found.squeeze(-1).clamp_min(0).to(P.device)  # rounding's negatives
+        return pi / pi.sum(-1, keepdim=True)
 
 
 class ChainSampler:

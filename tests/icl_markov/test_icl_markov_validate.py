@@ -49,6 +49,19 @@ def test_sampler_draws_from_the_chain_and_starts_stationary() -> None:
     assert torch.allclose((pairs / pairs.sum(1, keepdim=True)).double(), P[1], atol=0.01)
 
 
+def test_a_chain_with_two_closed_classes_has_a_stationary_mixture() -> None:
+    """A small Dirichlet alpha draws exact zeros, so a chain can have several closed classes
+    and pi P = pi many solutions (the solve raised: `plan` and `validate` stopped with a
+    traceback at alpha 0.01): a distribution that is stationary."""
+    P = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.0, 0.5, 0.5]]], dtype=torch.float64)
+    pi = stationary(P)
+    assert torch.allclose(pi @ P[0], pi) and torch.isclose(pi.sum(), torch.tensor(1.0).double())
+    assert (pi >= 0).all() and (pi > 0).sum() == 3  # both classes, each at its own stationary
+    sparse = sample_chains(64, 3, 0.01, seed=0)
+    found = stationary(sparse)
+    assert torch.allclose(torch.einsum("kc,kcd->kd", found, sparse), found, atol=1e-9)
+
+
 def test_a_stacked_member_is_its_own_causal_model() -> None:
     model = StackedGPT(
         [3, 4, 5], states=3, context_len=12, layers=2, d_model=16, heads=2, mlp_width=24
