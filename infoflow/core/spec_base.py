@@ -16,7 +16,8 @@ from infoflow.core.tables import Tabular, flat
 
 class StrictModel(BaseModel):
     """A spec section: unknown fields are errors, so a typo cannot pass silently; nor can a
-    boolean where a number belongs (pydantic would read ``true`` as 1), nor a number that is
+    boolean where a number belongs (pydantic would read ``true`` as 1), nor a string or a
+    number where a boolean belongs (it would read ``"yes"`` as true), nor a number that is
     not finite (pydantic would read the string ``"inf"`` as infinity)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
@@ -32,6 +33,14 @@ class StrictModel(BaseModel):
                 if isinstance(data.get(key), str) and _takes_numbers(field.annotation, only=True):
                     shown = json.dumps(data[key][:40])
                     raise FieldError(key, f"the string {shown}, where a number belongs")
+                value = data.get(key)
+                if value is not None and not isinstance(value, bool) and _takes_bool(field):
+                    shown = (
+                        json.dumps(value)[:40]
+                        if isinstance(value, str | int | float)
+                        else "a value"
+                    )
+                    raise FieldError(key, f"{shown}, where a boolean (true or false) belongs")
         return data
 
 
@@ -41,6 +50,17 @@ def fill_derived(model: BaseModel, name: str, value: Any) -> None:
     assignment can bypass validation."""
     model.__dict__[name] = value
     model.__pydantic_fields_set__.add(name)
+
+
+def _takes_bool(field: Any) -> bool:
+    """The field takes a boolean and nothing else but None (pydantic would read "yes" and 1
+    as true)."""
+    annotation = field.annotation
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    args = typing.get_args(annotation) if union else (annotation,)
+    return bool in args and all(a in (bool, type(None)) for a in args)
 
 
 def _takes_numbers(annotation: Any, only: bool = False) -> bool:

@@ -570,6 +570,22 @@ def test_a_boolean_where_a_number_belongs_is_refused(spec, setting, message) -> 
     assert f"field {message}: a boolean, where a number belongs" in line
 
 
+@pytest.mark.parametrize("raw", ['"yes"', "1", '"true"'])
+def test_a_string_or_number_where_a_boolean_belongs_is_refused(raw) -> None:
+    """pydantic would read "yes" and 1 as true (a CLI fuzz, 2026-12-05): refused, naming the
+    field; true and false still read."""
+    spec = str(SPECS / "retrieval/pairwise-min.json")
+    setting = f"architecture.positional_encoding={raw}"
+    line = refused("predict", spec, "--set", setting, "--set", "sweep=null")
+    assert "field 'architecture.positional_encoding'" in line
+    assert "where a boolean (true or false) belongs" in line
+    result = CliRunner().invoke(
+        app,
+        ["predict", spec, "--set", "architecture.positional_encoding=true", "--set", "sweep=null"],
+    )
+    assert result.exit_code == 0, result.stderr
+
+
 def test_a_unions_members_are_not_named_as_fields() -> None:
     """heads is a number or a list: a 0 named 'architecture.heads.constrained-int' beside
     'architecture.heads.list[constrained-int]: Input should be a valid list'."""
