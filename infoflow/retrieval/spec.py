@@ -104,6 +104,13 @@ class InputData(StrictModel):
         None, description="Rescale each token so its norm lies in [low, high]."
     )
 
+    @model_validator(mode="after")
+    def _ordered(self) -> InputData:
+        low, high = self.norm_clamp or (0, 0)
+        if low > high:
+            raise FieldError("norm_clamp", f"[{low:g}, {high:g}]: low above high")
+        return self
+
 
 class Validation(StrictModel):
     """Where ``infoflow validate`` trains this spec's models and builds its constructions

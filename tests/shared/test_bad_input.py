@@ -586,6 +586,12 @@ def test_a_string_or_number_where_a_boolean_belongs_is_refused(raw) -> None:
     assert result.exit_code == 0, result.stderr
 
 
+def test_a_norm_range_whose_low_end_is_above_its_high_end_is_refused() -> None:
+    spec = str(SPECS / "retrieval/pairwise-min.json")
+    line = refused("predict", spec, "--set", "data.norm_clamp=[4, 0.2]", "--set", "sweep=null")
+    assert "field 'data.norm_clamp': [4, 0.2]: low above high" in line
+
+
 def test_a_unions_members_are_not_named_as_fields() -> None:
     """heads is a number or a list: a 0 named 'architecture.heads.constrained-int' beside
     'architecture.heads.list[constrained-int]: Input should be a valid list'."""
