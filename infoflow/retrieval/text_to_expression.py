@@ -121,10 +121,12 @@ class _Reader:
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             op = _BINOPS[type(node.op)]
             if op == "**":
-                exponent = node.right
+                exponent, sign = node.right, 1
+                if isinstance(exponent, ast.UnaryOp) and isinstance(exponent.op, ast.USub):
+                    exponent, sign = exponent.operand, -1  # x**-2: a number with its sign
                 if not isinstance(exponent, ast.Constant):
                     raise TargetError("an exponent must be a number", _col(exponent))
-                value = self._number(exponent)
+                value = sign * self._number(exponent)
                 if abs(value) > MAX_EXPONENT:
                     raise TargetError(f"exponent {value} is above {MAX_EXPONENT}", _col(exponent))
             chain = _chain(node) if op in "+-" else []

@@ -38,6 +38,12 @@ def test_k_is_an_integer_or_a_parameter_of_the_spec() -> None:
             parse_target(f"kth_largest((x[t][0] for t in T), k={k})")
 
 
+def test_a_negative_exponent_is_a_number() -> None:
+    """x ** -2 was refused as "an exponent must be a number" (a CLI fuzz, 2026-12-05)."""
+    tree = parse_target("max(dot(q, x[t]) ** -2 for t in T)")
+    assert tree.body.args[1].value == -2
+
+
 def test_tree_shape() -> None:
     tree = parse_target(EXAMPLES[0])
     assert isinstance(tree, Reduce) and tree.op == "min"
