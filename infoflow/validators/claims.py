@@ -15,6 +15,7 @@ can redraw the plots or refit a calibration). Their ``to_json`` forms are the sh
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -162,6 +163,12 @@ class Section:
     def to_json(self) -> dict[str, Any]:
         claims = [claim.to_json() for claim in self.claims]
         return _plain({"kind": self.kind, "name": self.name, **self.body, "claims": claims})
+
+
+def finite_number(value: Any) -> bool:
+    """A measurement a verdict can rest on: a finite number (not a diverged NaN or infinity,
+    nor the None a NaN reads back as from the run's database)."""
+    return isinstance(value, int | float) and math.isfinite(value)
 
 
 def labelled(claims: list[Claim], kinds: dict[str, str]) -> tuple[Claim, ...]:

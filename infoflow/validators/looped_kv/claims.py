@@ -15,9 +15,8 @@ A comparison with a value that is not finite (a diverged KL or error) is inconcl
 from __future__ import annotations
 
 import itertools
-import math
 
-from infoflow.validators.claims import Claim
+from infoflow.validators.claims import Claim, finite_number
 
 
 def claims(measured: dict) -> list[Claim]:
@@ -57,7 +56,7 @@ def _store_bytes(store: dict) -> Claim:
 def _verdict(ident, statement, predicted, measured, tolerance, values, holds, why="") -> Claim:
     """Judged on ``values``, or inconclusive when one of them is not finite (or missing: a
     stored NaN reads back as None)."""
-    if not all(v is not None and math.isfinite(v) for v in values):
+    if not all(finite_number(v) for v in values):
         reason = "a value it compares is not finite (a diverged KL or error)"
         return Claim.undecided(ident, statement, predicted, measured, tolerance, reason)
     return Claim.judged(ident, statement, predicted, measured, tolerance, holds, why)

@@ -16,12 +16,11 @@ claim: the paper says nothing of when the structure forms.
 from __future__ import annotations
 
 import itertools
-import math
 import statistics
 
 import torch
 
-from infoflow.validators.claims import Claim
+from infoflow.validators.claims import Claim, finite_number
 from infoflow.validators.looped_kv import codec as kv_codec
 from infoflow.validators.looped_kv.experiment import corpus
 from infoflow.validators.looped_kv.measure import RHOS, Scorer, ranks
@@ -79,7 +78,7 @@ def table(runs: list[dict]) -> dict:
 
 
 def _interval(values: list[float | None]) -> dict:
-    found = [v for v in values if v is not None and math.isfinite(v)]
+    found = [v for v in values if finite_number(v)]
     out = {
         "median": statistics.median(found) if found else None,
         "low": min(found, default=None),

@@ -28,7 +28,7 @@ from infoflow.validators.retrieval.circuit_to_weights import Weights
 from infoflow.validators.retrieval.decode import build_decoders
 from infoflow.validators.retrieval.exponents import exponent_of, fit_slope
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
-from infoflow.validators.retrieval.targets import TargetFunction, cannot_evaluate, sample_inputs
+from infoflow.validators.retrieval.targets import TargetFunction, problem_at, sample_inputs
 
 BETA = 100.0  # the default softmax sharpness
 WIDTH = 2048  # the default MLP width
@@ -83,7 +83,7 @@ def build(
     """The witness of ``spec`` (a SpecError, exit 2, when compile refuses it), evaluated on
     fresh data; ``seed`` draws the target's parameters, as validate's seed does."""
     circuit = circuit or circuit_of(spec, source)
-    unevaluable = cannot_evaluate(spec)
+    unevaluable = problem_at(spec)  # once per target and size, however many builds
     if unevaluable:
         raise SpecError(source, [("target", unevaluable)])
     target = TargetFunction(spec, seed=seed, dtype=dtype)

@@ -11,11 +11,9 @@ that is not finite decides nothing (docs/results/2026-12-05-icl-looped-verdicts-
 
 from __future__ import annotations
 
-import math
-
 import infoflow
 from infoflow.icl_markov.calibration import load_calibration
-from infoflow.validators.claims import Claim, labelled
+from infoflow.validators.claims import Claim, finite_number, labelled
 from infoflow.validators.icl_markov.decoder.claims import decoder_claims
 from infoflow.validators.icl_markov.decoder.data import STEPS, DecoderGroup
 from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
@@ -82,4 +80,4 @@ def measure_decoder(group: DecoderGroup, metrics: dict) -> dict:
 def _finite(row: dict, key: str) -> bool:
     """The row's ``key`` and G2's level are finite numbers (the store reads a NaN back as
     None)."""
-    return all(row[k] is not None and math.isfinite(row[k]) for k in (key, "decoder:g2_level"))
+    return all(finite_number(row[k]) for k in (key, "decoder:g2_level"))
