@@ -234,6 +234,28 @@ def test_a_one_sided_k1_is_confirmed_only_beyond_its_bound_by_the_intervals_widt
     assert k1_claim(valued, fit, {}).verdict == "inconclusive"
 
 
+def test_a_two_sided_k1_is_confirmed_only_by_an_interval_that_could_tell_it_apart() -> None:
+    """K*_1 in 16..32 (x2) overlaps a measured 29.7..61.1 (x2.06, within 4 x 2): confirmed;
+    it overlaps 8..57.5 too, x7.2, still within x8; 2..500 (x250) overlaps it and most other
+    predictions: inconclusive, not confirmed; 40..60 is disjoint: refuted. A point prediction
+    (x1) is confirmed by a measured x4 around it and by nothing wider."""
+    from infoflow.core.results import Prediction
+    from infoflow.validators.icl_markov.ksweep.claims import K1_WIDTH_SLACK, k1_claim
+
+    def judged(interval, low, high, value=None) -> str:
+        fit = {"status": "fit", "value": math.sqrt(low * high), "low": low, "high": high}
+        prediction = Prediction(value, "chains", "estimate", "working form", "", None, interval)
+        return k1_claim(prediction, fit, {}).verdict
+
+    assert K1_WIDTH_SLACK == 4.0
+    assert judged((16.0, 32.0), 29.7, 61.1) == "confirmed"
+    assert judged((16.0, 32.0), 8.0, 57.5) == "confirmed"
+    assert judged((16.0, 32.0), 2.0, 500.0) == "inconclusive"
+    assert judged((16.0, 32.0), 40.0, 60.0) == "refuted"
+    assert judged(None, 20.0, 80.0, value=40.0) == "confirmed"
+    assert judged(None, 10.0, 90.0, value=40.0) == "inconclusive"
+
+
 @pytest.mark.slow  # a plan of 15 groups, each with the ceiling's reference predictors
 def test_plan_lists_the_sweeps_and_clock_runs_with_times() -> None:
     from conftest import run_cli

@@ -26,6 +26,10 @@ from infoflow.validators.icl_markov.ksweep.phases import (
 )
 
 TIME_TOLERANCE = 2.0  # a predicted time is confirmed within this factor
+#: A two-sided K*_1 is confirmed only by a measured interval at most this many times as wide
+#: (high/low) as the predicted one: one to two grid steps of the bundled sweeps (K x1.4 to x2)
+#: on each side; a wider one overlaps too many predictions to tell them apart.
+K1_WIDTH_SLACK = 4.0
 
 
 def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> list[Claim]:
@@ -156,7 +160,8 @@ def _unjudged(k: int, final: str | None, measured: dict, limit: dict, near: str)
 def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     """The predicted K*_1 interval (its value when it has none) against the 95% interval of
     the logistic fit; with separable outcomes, against their bracket. A two-sided prediction
-    is confirmed when the intervals overlap. A one-sided one (an interval from 0 or to
+    is confirmed when the intervals overlap and the measured one is at most ``K1_WIDTH_SLACK``
+    times as wide (:func:`_two_sided`). A one-sided one (an interval from 0 or to
     infinity: the race's tie off its grid, or a seed end off it) is judged by
     :func:`one_sided`: confirmed only when the measured interval lies on its side by at least
     its own width, refuted when it lies wholly on the other side."""
@@ -179,7 +184,10 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
             "width in log K"
         )
     else:
-        tolerance = f"the predicted interval overlaps {measured}"
+        tolerance = (
+            f"the predicted interval overlaps {measured}, which is at most "
+            f"{K1_WIDTH_SLACK:g} times as wide (high/low) as the predicted one"
+        )
     if predicted is None and interval is not None:  # one-sided: the bound it names
         predicted = interval[1] if interval[0] <= 0 else interval[0]
     if predicted is None:
@@ -209,8 +217,10 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
 
 def _two_sided(low: float, high: float, fit: dict) -> tuple[bool | None, str]:
     """A two-sided prediction [low, high] against the fit: refuted when disjoint from it;
-    confirmed when it overlaps a placed interval; undecided (None) when the fit is only a
-    bound (every outcome on one side), which every prediction on its side overlaps."""
+    confirmed when it overlaps a placed interval at most ``K1_WIDTH_SLACK`` times as wide
+    (high/low) as itself; undecided (None) when the placed interval is wider, or the fit is
+    only a bound (every outcome on one side), which every prediction on its side overlaps
+    (docs/results/2026-12-05-seeds-and-widths-preregistered.md)."""
     if fit["low"] is not None and high < fit["low"]:
         return False, f"the measured interval starts at K={fit['low']:.3g}"
     if fit["high"] is not None and low > fit["high"]:
@@ -220,6 +230,13 @@ def _two_sided(low: float, high: float, fit: dict) -> tuple[bool | None, str]:
             f"{fit['reason']}: the outcomes only bound K*_1, and the predicted interval lies "
             "within that bound, so nothing placed it (an overlap with an open interval "
             "confirms any prediction on its side)"
+        )
+    widths = fit["high"] / fit["low"], high / low
+    if widths[0] > K1_WIDTH_SLACK * widths[1]:
+        return None, (
+            f"the measured interval {fit['low']:.3g} to {fit['high']:.3g} (x{widths[0]:.3g}) is "
+            f"more than {K1_WIDTH_SLACK:g} times as wide as the predicted one (x{widths[1]:.3g}): "
+            "too wide to place K*_1 against the prediction"
         )
     return True, ""
 
