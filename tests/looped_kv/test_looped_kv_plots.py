@@ -36,6 +36,23 @@ def test_the_codec_is_a_line_per_method_against_rho() -> None:
     assert list(lla.get_xdata()) == [2.0, 4.0] and list(lla.get_ydata()) == [0.01, 0.1]
 
 
+def test_the_seeds_range_is_shaded_where_several_were_measured() -> None:
+    def cell(low, high):
+        return {"median": low, "low": low, "high": high, "seeds": 3}
+
+    spread = {
+        "lla": {
+            rho: {"attention_error": cell(e, 2 * e), "kl": cell(e / 10, e / 5)}
+            for rho, e in (("2", 0.01), ("4", 0.1))
+        }
+    }
+    figure = plots.codec_figure(SECTION | {"over_seeds": spread})
+    (band,) = figure.axes[0].collections  # lla's band; the single-rho cache has none
+    top = band.get_paths()[0].vertices[:, 1].max()
+    assert top == pytest.approx(0.2)
+    assert not plots.codec_figure(SECTION).axes[0].collections
+
+
 def test_the_spectra_put_each_rank_at_its_rho() -> None:
     figure = plots.spectra_figure(SECTION)
     loop, head = figure.axes[1].get_lines()

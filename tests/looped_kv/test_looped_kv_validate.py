@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -152,8 +153,11 @@ def _measured(**changes) -> dict:
     }
 
 
-def _verdicts(measured: dict) -> dict[str, str]:
-    return {c.statement: c.verdict for c in claims(measured)}
+def _verdicts(*measured: dict) -> dict[str, str]:
+    """Each claim's verdict by its statement, the models' count left out."""
+    return {
+        re.sub(r" \(\d+ models?\)$", "", c.statement): c.verdict for c in claims(list(measured))
+    }
 
 
 def test_claims_hold_on_agreeing_measurements() -> None:
@@ -208,6 +212,48 @@ def test_a_value_that_is_not_finite_decides_nothing() -> None:
     assert _verdicts(m)["distillation (teacher frozen) lowers LLA's KL"] == "refuted"
 
 
+def test_the_comparisons_are_judged_over_every_seeds_model() -> None:
+    """docs/results/2026-12-05-seeds-and-widths-preregistered.md, rule 1: three seeds that
+    agree confirm; one seed whose head-axis control wins at rho 2 makes the ranking
+    inconclusive, naming the rho; every seed losing there refutes it; a seed whose teacher
+    moved refutes distillation; a NaN in one seed decides nothing; the engineering checks
+    hold for every seed or are refuted."""
+    import copy
+
+    good = _measured()
+    good["methods"]["lla_distilled"] = {
+        rho: {"attention_error": 0.0, "kl": row["kl"] / 2}
+        for rho, row in good["methods"]["lla"].items()
+    }
+    seeds = [copy.deepcopy(good) for _ in range(3)]
+    assert set(_verdicts(*seeds).values()) == {"confirmed"}
+    found = {c.id: c for c in claims(seeds, "3 seeds")}
+    assert found["beats_head_axis"].statement.endswith("(3 seeds)")
+    assert found["beats_head_axis"].measured["2"]["lla"]["seeds"] == 3
+    one_loses = copy.deepcopy(seeds)
+    one_loses[1]["methods"]["head_axis"]["2"]["kl"] = 0.0
+    assert (
+        _verdicts(*one_loses)["LLA beats head-axis compression at matched bytes"] == "inconclusive"
+    )
+    reason = {c.id: c.reason for c in claims(one_loses)}["beats_head_axis"]
+    assert "the seeds disagree at rho = 2" in reason
+    for seed in one_loses:
+        seed["methods"]["head_axis"]["2"]["kl"] = 0.0
+    assert _verdicts(*one_loses)["LLA beats head-axis compression at matched bytes"] == "refuted"
+    moved = copy.deepcopy(seeds)
+    moved[2]["teacher_frozen"] = False
+    assert _verdicts(*moved)["distillation (teacher frozen) lowers LLA's KL"] == "refuted"
+    diverged = copy.deepcopy(seeds)
+    diverged[1]["methods"]["final_loop"]["4"]["kl"] = math.nan
+    assert _verdicts(*diverged)["LLA beats final-loop reuse at rho = 4"] == "inconclusive"
+    odd = copy.deepcopy(seeds)
+    odd[2]["stores"][0]["measured_bytes"] = 101
+    odd[1]["full_rank_relative_error"] = 0.01
+    verdicts = _verdicts(*odd)
+    assert verdicts["the per_head store holds the calculator's bytes"] == "refuted"
+    assert verdicts["full rank reconstructs the cache exactly"] == "refuted"
+
+
 def test_the_structure_claims_need_every_seed_at_the_last_snapshot() -> None:
     from infoflow.validators.looped_kv.structure import claims as structure_claims
     from infoflow.validators.looped_kv.structure import table
@@ -236,6 +282,22 @@ def test_the_structure_claims_need_every_seed_at_the_last_snapshot() -> None:
     cut = [dict(r) for r in good]  # one seed stopped before the last snapshot, losing before
     cut[3] = {**good[3], "snapshots": {150: snapshot(-0.1)}}
     assert set(verdicts(cut).values()) == {"inconclusive"}
+    # rule 2 of docs/results/2026-12-05-seeds-and-widths-preregistered.md: the scheduled
+    # steps count, so a width that recorded nothing, or stopped early everywhere, is missing
+    scheduled = [{**r, "steps": (150, 600)} for r in good]
+    assert set(verdicts(scheduled).values()) == {"confirmed"}
+    silent = [{**r, "snapshots": {}} if r["width"] == 2 else r for r in scheduled]
+    assert table(silent)["2"]["600"]["margin:K:4"] == {
+        "median": None,
+        "low": None,
+        "high": None,
+        "seeds": 0,
+        "missing": 3,
+    }
+    assert set(verdicts(silent).values()) == {"inconclusive"}
+    early = [{**r, "snapshots": {150: snapshot(0.2)}} if r["width"] == 2 else r for r in scheduled]
+    assert set(verdicts(early).values()) == {"inconclusive"}
+    assert set(verdicts([r for r in good if r["width"] == 1]).values()) == {"confirmed"}
 
 
 def _table(margin=0.1, low=0.05, high=0.2, error=0.01) -> dict:
@@ -334,15 +396,24 @@ def test_a_measurement_is_kept_and_reused_only_for_the_same_model_and_scale(
     spec = infoflow.load_spec(TINY)
     context = Context(torch.device("cpu"), None, tmp_path)
     experiment = plan("tiny", spec, validator.VALIDATOR.scale("smoke", 5, 1, "cpu"))
-    assert validator._measure_once(experiment, context) == {"n": 1}
-    assert validator._measure_once(experiment, context) == {"n": 1} and len(calls) == 1
+    main = experiment.group
+    assert validator._measure_once(experiment, context, main) == {"n": 1}
+    assert validator._measure_once(experiment, context, main) == {"n": 1} and len(calls) == 1
     longer = plan("tiny", spec, validator.VALIDATOR.scale("smoke", 6, 1, "cpu"))
-    validator._measure_once(longer, context)  # another model: measured again
+    validator._measure_once(longer, context, longer.group)  # another model: measured again
     assert len(calls) == 2
-    for kept in tmp_path.glob("tiny-measured-*.json"):
+    three = plan("tiny", spec, validator.VALIDATOR.scale("smoke", 5, 3, "cpu"))
+    seeds = validator._seed_models(three)  # the spec's width, seeds 0-2, the main model first
+    assert [g.seed for g in seeds] == [0, 1, 2] and seeds[0] is three.group
+    assert {g.config.d_model for g in seeds} == {spec.model.hidden_size}
+    validator._measure_once(three, context, seeds[0])  # the same model as `experiment`'s
+    assert len(calls) == 2
+    validator._measure_once(three, context, seeds[1])  # another seed: measured
+    assert len(calls) == 3
+    for kept in tmp_path.glob("tiny-looped-*-measured-*.json"):
         kept.write_text("{not json")  # damaged: measured again
-    validator._measure_once(longer, context)
-    assert len(calls) == 3 and validator._measure_once(longer, context) == {"n": 1}
+    validator._measure_once(longer, context, longer.group)
+    assert len(calls) == 4 and validator._measure_once(longer, context, longer.group) == {"n": 1}
 
 
 # ---- an Ouro-style checkpoint from a local folder -----------------------------------------
@@ -510,4 +581,30 @@ def test_the_measurements_run_on_the_gpu(teacher) -> None:
     model = LoopedDecoder(LoopedConfig()).eval()
     measured = measure(spec, model, SCALES["smoke"], torch.device("cuda"))
     assert all(s["measured_bytes"] == s["predicted_bytes"] for s in measured["stores"])
-    assert len(claims(measured)) == 9
+    assert len(claims([measured])) == 9
+
+
+def test_the_report_gives_the_kl_over_the_seeds_beside_the_seed_0_table() -> None:
+    from infoflow.validators.looped_kv.claims import over_seeds_table
+    from infoflow.validators.looped_kv.report import markdown
+
+    seeds = [_measured() for _ in range(3)]
+    for i, seed in enumerate(seeds):
+        seed["methods"]["lla"]["4"]["kl"] = 0.001 * (i + 1)
+    first = seeds[0]
+    config = {"prelude": 1, "core": 2, "loops": 4, "coda": 1, "d_model": 64, "heads": 4}
+    measured = {**first, "config": {**config, "vocab": 64}, "teacher_loss": 1.0, "seconds": 9.0}
+    measured["stores"] = [{**store, "tokens": 100} for store in first["stores"]]
+    section = {
+        "name": "tiny",
+        "measured": measured,
+        "over_seeds": over_seeds_table([s["methods"] for s in seeds]),
+        "claims": [],
+    }
+    text = "\n".join(markdown(section))
+    assert "to the teacher of the seed-0 model, everything stored in" in text
+    assert "Next-token KL over the 3 seeds" in text
+    row = next(line for line in text.splitlines() if line.startswith("| lla |") and "[" in line)
+    assert "0.002 [0.001, 0.003]" in row
+    alone = "\n".join(markdown({k: v for k, v in section.items() if k != "over_seeds"}))
+    assert "over the 3 seeds" not in alone and "to the teacher, everything stored" in alone

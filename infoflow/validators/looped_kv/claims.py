@@ -1,55 +1,101 @@
-"""A looped model's measurements (:mod:`~infoflow.validators.looped_kv.measure`) -> claims:
+"""The measurements of a looped model's seeds (:mod:`~infoflow.validators.looped_kv.measure`,
+one per seed of the spec's width, the main model first; one for a loaded checkpoint) ->
+claims:
 
 - the latent store's measured bytes equal the calculator's ``kv_bytes_per_token_compressed``
-  times the tokens stored, exactly; full rank reconstructs the cache exactly;
-- LLA-2D's error falls as rank rises (LLA per head's, and the loop axis's structure, are
-  judged over seeds and widths: :mod:`~infoflow.validators.looped_kv.structure`);
+  times the tokens stored, exactly, for every seed; full rank reconstructs every seed's cache
+  exactly;
+- LLA-2D's median error over seeds falls as rank rises (LLA per head's, and the loop axis's
+  structure, are judged over seeds and widths: :mod:`~infoflow.validators.looped_kv.structure`);
 - at matched bytes LLA beats final-loop reuse (at rho = T), head-axis compression and
   uniform quantization of the cache (the paper's ranking; quantization where its bits exist);
 - distillation with the teacher frozen lowers LLA's KL.
 
-A comparison with a value that is not finite (a diverged KL or error) is inconclusive
-(docs/results/2026-12-05-icl-looped-verdicts-preregistered.md).
+A comparison is judged per seed at every rho it reads: confirmed when every seed shows the
+predicted order at every rho, refuted when at some rho every seed shows the other, else
+inconclusive; a value that is not finite (a diverged KL or error) makes it inconclusive
+(docs/results/2026-12-05-seeds-and-widths-preregistered.md).
 """
 
 from __future__ import annotations
 
 import itertools
+import statistics
 
 from infoflow.validators.claims import Claim, finite_number
 
 
-def claims(measured: dict) -> list[Claim]:
-    out = [_store_bytes(store) for store in measured["stores"]]
-    error = measured["full_rank_relative_error"]
+def claims(measurements: list[dict], models: str = "") -> list[Claim]:
+    """Every claim about the models of ``measurements``; ``models`` says what they are in
+    the statements ("3 seeds", "1 loaded model"; by default their count)."""
+    models = models or f"{len(measurements)} model{'s' * (len(measurements) > 1)}"
+    first = measurements[0]
+    out = [
+        _store_bytes(store, [m["stores"][i] for m in measurements])
+        for i, store in enumerate(first["stores"])
+    ]
+    errors = [m["full_rank_relative_error"] for m in measurements]
     out.append(
-        Claim.judged(
+        _verdict(
             "full_rank_exact",
             "full rank reconstructs the cache exactly",
             0.0,
-            error,
-            "max |error| / max |x| <= 1e-5",
-            error <= 1e-5,
+            max(errors),
+            "max |error| / max |x| <= 1e-5, for every seed",
+            errors,
+            max(errors) <= 1e-5,
         )
     )
-    methods = measured["methods"]
-    out.append(_error_falls("lla_2d", methods["lla_2d"]))
-    out.append(_beats_final_loop(methods, f"{float(measured['config']['loops']):.3g}"))
-    if methods.get("lla_distilled"):
-        out.append(_distillation_helps(methods, measured["teacher_frozen"]))
-    out.append(_beats_head_axis(methods))
-    out.append(_beats_quantize(methods))
+    methods = [m["methods"] for m in measurements]
+    out.append(_error_falls("lla_2d", [m["lla_2d"] for m in methods]))
+    out.append(_beats_final_loop(methods, f"{float(first['config']['loops']):.3g}", models))
+    if first["methods"].get("lla_distilled"):
+        frozen = all(m["teacher_frozen"] for m in measurements)
+        out.append(_distillation_helps(methods, frozen, models))
+    out.append(_beats_head_axis(methods, models))
+    out.append(_beats_quantize(methods, models))
     return out
 
 
-def _store_bytes(store: dict) -> Claim:
+def over_seeds(values: list[float | None]) -> dict:
+    """The median and range of ``values`` over seeds, ``seeds`` counting the finite ones
+    and ``missing`` (when any) the others."""
+    found = [v for v in values if finite_number(v)]
+    out = {
+        "median": statistics.median(found) if found else None,
+        "low": min(found, default=None),
+        "high": max(found, default=None),
+        "seeds": len(found),
+    }
+    missing = len(values) - len(found)
+    return {**out, "missing": missing} if missing else out
+
+
+def over_seeds_table(methods: list[dict]) -> dict:
+    """Every method's KL and attention error at every rho, median and range over the seeds'
+    ``methods``: {method: {rho: {metric: interval}}}."""
+    first = methods[0]
+    return {
+        name: {
+            rho: {
+                metric: over_seeds([m[name][rho][metric] for m in methods])
+                for metric in ("attention_error", "kl")
+            }
+            for rho in rows
+        }
+        for name, rows in first.items()
+    }
+
+
+def _store_bytes(store: dict, per_seed: list[dict]) -> Claim:
+    measured = [s["measured_bytes"] for s in per_seed]
     return Claim.judged(
         f"store_bytes:{store['variant']}",
         f"the {store['variant']} store holds the calculator's bytes",
         store["predicted_bytes"],
-        store["measured_bytes"],
-        "exactly equal",
-        store["measured_bytes"] == store["predicted_bytes"],
+        measured[0] if len(set(measured)) == 1 else measured,
+        "exactly equal, for every seed",
+        all(m == store["predicted_bytes"] for m in measured),
     )
 
 
@@ -62,94 +108,119 @@ def _verdict(ident, statement, predicted, measured, tolerance, values, holds, wh
     return Claim.judged(ident, statement, predicted, measured, tolerance, holds, why)
 
 
-def _error_falls(name: str, rows: dict) -> Claim:
-    ordered = sorted(rows.items(), key=lambda item: float(item[0]))
-    errors = [row["attention_error"] for _, row in ordered]
-    falls = all(a <= b for a, b in itertools.pairwise(errors))
+def _ordered(claim: tuple, pairs: list[dict[str, list[tuple[float, float]]]]) -> Claim:
+    """``claim`` (id, statement, predicted, measured, tolerance) judged on ``pairs``: per
+    seed, {rho: [(ours, theirs), ...]}, the predicted order being ours below theirs in every
+    pair. Confirmed when it holds for every seed at every rho; refuted when at some rho it
+    fails for every seed; inconclusive when the seeds disagree or a value is not finite."""
+    values = [v for seed in pairs for rows in seed.values() for pair in rows for v in pair]
+    if not all(finite_number(v) for v in values):
+        return _verdict(*claim, values, False)
+    holds = {rho: [all(a < b for a, b in seed[rho]) for seed in pairs] for rho in pairs[0]}
+    losing = [rho for rho, seeds in holds.items() if not any(seeds)]
+    mixed = [rho for rho, seeds in holds.items() if any(seeds) and not all(seeds)]
+    if losing:
+        why = f"the predicted order fails for every model at rho = {', '.join(losing)}"
+        return Claim.judged(*claim, False, why)
+    if mixed:
+        return Claim.undecided(*claim, f"the seeds disagree at rho = {', '.join(mixed)}")
+    return Claim.judged(*claim, True)
+
+
+def _shown(methods: list[dict], names: tuple[str, ...], rhos, metric: str = "kl") -> dict:
+    """Each method's ``metric`` at each rho: median and range over seeds."""
+    return {
+        rho: {name: over_seeds([m[name][rho][metric] for m in methods]) for name in names}
+        for rho in rhos
+    }
+
+
+def _error_falls(name: str, per_seed: list[dict]) -> Claim:
+    rhos = sorted(per_seed[0], key=float)
+    values = [row[rho]["attention_error"] for row in per_seed for rho in rhos]
+    medians = [
+        statistics.median(row[rho]["attention_error"] for row in per_seed)
+        if all(finite_number(row[rho]["attention_error"]) for row in per_seed)
+        else None
+        for rho in rhos
+    ]
+    falls = None not in medians and all(a <= b for a, b in itertools.pairwise(medians))
     return _verdict(
         f"error_falls:{name}",
         f"{name}: error falls as rank rises",
         "monotone",
-        errors,
-        "attention-output error non-decreasing in rho",
-        errors,
+        medians,
+        "median attention-output error over seeds non-decreasing in rho",
+        values,
         falls,
     )
 
 
-def _beats_final_loop(methods: dict, T: str) -> Claim:
-    lla, final = methods["lla"][T], methods["final_loop"][T]
-    better = lla["kl"] < final["kl"] and lla["attention_error"] < final["attention_error"]
-    return _verdict(
+def _beats_final_loop(methods: list[dict], T: str, models: str) -> Claim:
+    metrics = ("kl", "attention_error")
+    claim = (
         "beats_final_loop",
-        f"LLA beats final-loop reuse at rho = {T}",
+        f"LLA beats final-loop reuse at rho = {T} ({models})",
         "LLA better",
-        {"lla": lla, "final_loop": final},
-        "lower KL and attention error",
-        [lla["kl"], final["kl"], lla["attention_error"], final["attention_error"]],
-        better,
+        {metric: _shown(methods, ("lla", "final_loop"), [T], metric)[T] for metric in metrics},
+        "lower KL and attention error, for every seed",
     )
+    pairs = [
+        {T: [(m["lla"][T][metric], m["final_loop"][T][metric]) for metric in metrics]}
+        for m in methods
+    ]
+    return _ordered(claim, pairs)
 
 
-def _distillation_helps(methods: dict, teacher_frozen: bool) -> Claim:
-    gains = {
-        rho: (methods["lla"][rho]["kl"], methods["lla_distilled"][rho]["kl"])
-        for rho in methods["lla_distilled"]
-    }
-    worse = [rho for rho, (svd, tuned) in gains.items() if tuned >= svd]
+def _distillation_helps(methods: list[dict], teacher_frozen: bool, models: str) -> Claim:
+    rhos = list(methods[0]["lla_distilled"])
     claim = (
         "distillation_helps",
-        "distillation (teacher frozen) lowers LLA's KL",
+        f"distillation (teacher frozen) lowers LLA's KL ({models})",
         "lower",
-        gains,
-        "distilled KL < SVD KL at every rho; the teacher's weights unchanged",
+        _shown(methods, ("lla", "lla_distilled"), rhos),
+        "distilled KL < SVD KL at every rho, for every seed; every teacher's weights unchanged",
     )
     if not teacher_frozen:  # whatever the KLs
-        return Claim.judged(*claim, False, "the teacher's weights changed")
-    reason = f"not at rho = {', '.join(worse)}" if worse else ""
-    kls = [kl for pair in gains.values() for kl in pair]
-    return _verdict(*claim, kls, not reason, reason)
+        return Claim.judged(*claim, False, "a teacher's weights changed")
+    pairs = [
+        {rho: [(m["lla_distilled"][rho]["kl"], m["lla"][rho]["kl"])] for rho in rhos}
+        for m in methods
+    ]
+    return _ordered(claim, pairs)
 
 
-def _beats_head_axis(methods: dict) -> Claim:
-    head = {
-        rho: (methods["lla"][rho]["kl"], methods["head_axis"][rho]["kl"]) for rho in methods["lla"]
-    }
-    losses = [rho for rho, (a, b) in head.items() if a >= b]
-    return _verdict(
+def _beats_head_axis(methods: list[dict], models: str) -> Claim:
+    rhos = list(methods[0]["lla"])
+    claim = (
         "beats_head_axis",
-        "LLA beats head-axis compression at matched bytes",
+        f"LLA beats head-axis compression at matched bytes ({models})",
         "LLA better",
-        head,
-        "lower next-token KL at every rho",
-        [kl for pair in head.values() for kl in pair],
-        not losses,
-        f"not at rho = {', '.join(losses)}" if losses else "",
+        _shown(methods, ("lla", "head_axis"), rhos),
+        "lower next-token KL at every rho, for every seed",
     )
+    pairs = [
+        {rho: [(m["lla"][rho]["kl"], m["head_axis"][rho]["kl"])] for rho in rhos} for m in methods
+    ]
+    return _ordered(claim, pairs)
 
 
-def _beats_quantize(methods: dict) -> Claim:
+def _beats_quantize(methods: list[dict], models: str) -> Claim:
     """The paper ranks LLA above KV quantization at matched bytes: judged at every rho where
-    quantization has bits left once its scales are paid for."""
-    pairs = {
-        rho: (methods["lla"][rho]["kl"], row["kl"], row["bits"])
-        for rho, row in methods["quantize"].items()
-        if rho in methods["lla"]
-    }
-    statement = "LLA beats uniform quantization of the cache at matched bytes"
-    tolerance = "lower next-token KL at every rho where quantization has bits"
-    if not pairs:
+    quantization has bits left once its scales are paid for (the same for every seed: the
+    bits follow from the cache's dtype and the head width)."""
+    first = methods[0]
+    rhos = [rho for rho in first["quantize"] if rho in first["lla"]]
+    statement = f"LLA beats uniform quantization of the cache at matched bytes ({models})"
+    tolerance = "lower next-token KL at every rho where quantization has bits, for every seed"
+    if not rhos:
         why = "quantization has no bits left at any rho of the grid"
         return Claim.undecided("beats_quantize", statement, "LLA better", {}, tolerance, why)
-    losses = [rho for rho, (lla, quantized, _) in pairs.items() if lla >= quantized]
-    measured = {rho: {"lla": a, "quantize": b, "bits": bits} for rho, (a, b, bits) in pairs.items()}
-    return _verdict(
-        "beats_quantize",
-        statement,
-        "LLA better",
-        measured,
-        tolerance,
-        [kl for lla, quantized, _ in pairs.values() for kl in (lla, quantized)],
-        not losses,
-        f"not at rho = {', '.join(losses)}" if losses else "",
-    )
+    measured = _shown(methods, ("lla", "quantize"), rhos)
+    for rho in rhos:
+        measured[rho]["bits"] = first["quantize"][rho]["bits"]
+    claim = ("beats_quantize", statement, "LLA better", measured, tolerance)
+    pairs = [
+        {rho: [(m["lla"][rho]["kl"], m["quantize"][rho]["kl"])] for rho in rhos} for m in methods
+    ]
+    return _ordered(claim, pairs)

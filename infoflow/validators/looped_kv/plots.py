@@ -39,14 +39,20 @@ def figures(sections: list[dict]) -> dict[str, Figure]:
 
 def codec_figure(section: dict) -> Figure:
     """Attention-output error and next-token KL to the teacher against rho, a line per
-    method."""
+    method (the seed-0 model), shaded over the seeds' range where several were measured."""
     measured, name = section["measured"], section["name"]
+    spread = section.get("over_seeds", {})
     fig, axes = subplots(1, 2, figsize=(10, 3.8))
     for ax, metric in zip(axes, ("attention_error", "kl"), strict=True):
         for method, rows in measured["methods"].items():
             rhos = [float(r) for r in rows]
             values = [max(row[metric], 1e-9) for row in rows.values()]
-            ax.plot(rhos, values, CODEC_STYLES[method], label=method)
+            (line,) = ax.plot(rhos, values, CODEC_STYLES[method], label=method)
+            ranges = [spread.get(method, {}).get(r, {}).get(metric) for r in rows]
+            if len(rhos) > 1 and all(c and c["low"] is not None for c in ranges):
+                low = [max(c["low"], 1e-9) for c in ranges]
+                high = [max(c["high"], 1e-9) for c in ranges]
+                ax.fill_between(rhos, low, high, color=line.get_color(), alpha=0.15, lw=0)
         ax.set(
             xscale="log",
             yscale="log",

@@ -46,8 +46,9 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         f"(uniform: ln {c['vocab']} = {math.log(c['vocab']):.3f}); {timing}. Plots "
         f"{markdown_code(name + '-codec.png')}, {markdown_code(name + '-spectra.png')}.",
         "",
-        "Attention-output error (relative, mean over core slots) / next-token KL to the teacher, "
-        f"everything stored in {m.get('cache_dtype', 'the model dtype')}"
+        "Attention-output error (relative, mean over core slots) / next-token KL to the teacher"
+        + (" of the seed-0 model" if spec.get("over_seeds") else "")
+        + f", everything stored in {m.get('cache_dtype', 'the model dtype')}"
         + _cache_floor(m["methods"].get("cache", {}))
         + ":",
         "",
@@ -73,7 +74,32 @@ def markdown(spec: dict[str, Any]) -> list[str]:
             f"| {s['variant']} | {ranks} | {s['tokens']} | {s['measured_bytes']:,} | "
             f"{s['predicted_bytes']:,} |"
         )
-    return lines + _structure(spec.get("structure")) + claims_markdown(spec["claims"])
+    return (
+        lines
+        + _over_seeds(spec.get("over_seeds"), rhos)
+        + _structure(spec.get("structure"))
+        + claims_markdown(spec["claims"])
+    )
+
+
+def _over_seeds(table: dict | None, rhos: list[str]) -> list[str]:
+    """Each method's next-token KL over the seeds the claims read, median [low, high]."""
+    if not table:
+        return []
+    seeds = max(cell["kl"]["seeds"] for rows in table.values() for cell in rows.values())
+    lines = [
+        "",
+        f"Next-token KL over the {seeds} seeds the comparisons are judged on (median [low, "
+        "high]; the attention errors are in report.json):",
+        "",
+        "| method | " + " | ".join(f"rho {r}" for r in rhos) + " |",
+        "|---|" + "--:|" * len(rhos),
+    ]
+    for method, rows in table.items():
+        if method != "cache":
+            cells = [interval(rows[r]["kl"]) if r in rows else "-" for r in rhos]
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
 
 
 #: The rhos the structure table shows (the paper's 4x and its 21.3x headline).

@@ -16,12 +16,12 @@ claim: the paper says nothing of when the structure forms.
 from __future__ import annotations
 
 import itertools
-import statistics
 
 import torch
 
-from infoflow.validators.claims import Claim, finite_number
+from infoflow.validators.claims import Claim
 from infoflow.validators.looped_kv import codec as kv_codec
+from infoflow.validators.looped_kv.claims import over_seeds
 from infoflow.validators.looped_kv.experiment import corpus
 from infoflow.validators.looped_kv.measure import RHOS, Scorer, ranks
 from infoflow.validators.looped_kv.model import ExactAttention, LoopedDecoder
@@ -61,41 +61,45 @@ def _rank(dim: int, rho: float) -> int:
     return min(max(1, round(dim / rho)), dim)
 
 
+#: What :func:`snapshot` records, by name.
+METRICS = (
+    *(f"margin:{name}:{rho:.3g}" for name in "KV" for rho in RHOS),
+    *(f"lla_error:{rho:.3g}" for rho in RHOS),
+)
+
+
 def table(runs: list[dict]) -> dict:
-    """``runs``: one per model, {"seed", "width", "snapshots": {step: metrics}} -> for each
-    width and step, each metric's median and range over seeds, a seed without the step or
-    with a value that is not finite counted ``missing``."""
+    """``runs``: one per model, {"seed", "width", "snapshots": {step: metrics}, "steps":
+    the snapshot steps it was scheduled to record (optional)} -> for each width and step,
+    each metric's median and range over seeds. The steps are the scheduled ones and those
+    recorded; a seed without a step, or with a value that is not finite, is counted
+    ``missing``, so a snapshot with nothing recorded is there, every seed missing
+    (docs/results/2026-12-05-seeds-and-widths-preregistered.md)."""
     out: dict = {}
     for width in sorted({r["width"] for r in runs}):
         mine = [r for r in runs if r["width"] == width]
-        for step in sorted(set().union(*(r["snapshots"] for r in mine))):
-            rows = [r["snapshots"].get(step) for r in mine]
-            keys = next(row for row in rows if row is not None)
+        scheduled = set().union(*(r.get("steps", ()) for r in mine))
+        for step in sorted(scheduled.union(*(r["snapshots"] for r in mine))):
+            rows = [r["snapshots"].get(step) or {} for r in mine]
+            keys = dict.fromkeys(key for row in rows for key in row) or METRICS
             out.setdefault(str(width), {})[str(step)] = {
-                key: _interval([row.get(key) if row else None for row in rows]) for key in keys
+                key: over_seeds([row.get(key) for row in rows]) for key in keys
             }
     return out
-
-
-def _interval(values: list[float | None]) -> dict:
-    found = [v for v in values if finite_number(v)]
-    out = {
-        "median": statistics.median(found) if found else None,
-        "low": min(found, default=None),
-        "high": max(found, default=None),
-        "seeds": len(found),
-    }
-    missing = len(values) - len(found)
-    return {**out, "missing": missing} if missing else out
 
 
 def claims(summary: dict) -> list[Claim]:
     """The loop axis wins (K, V) and LLA's error falls with rank, at the last snapshot, over
     every seed and width."""
-    last = {width: steps[max(steps, key=int)] for width, steps in summary.items()}
+    last = {width: steps[max(steps, key=int)] if steps else {} for width, steps in summary.items()}
     out = [_loop_axis(name, last) for name in ("K", "V")]
     out.append(_error_falls(last))
     return out
+
+
+def _at(row: dict, key: str) -> dict:
+    """The interval of ``key`` in a table row; a width with no snapshot has none: missing."""
+    return row.get(key) or over_seeds([None])
 
 
 def _missing(rows: dict) -> str:
@@ -108,7 +112,7 @@ def _missing(rows: dict) -> str:
 
 def _loop_axis(name: str, last: dict) -> Claim:
     margins = {
-        f"width x{w}, rho {rho:.3g}": row[f"margin:{name}:{rho:.3g}"]
+        f"width x{w}, rho {rho:.3g}": _at(row, f"margin:{name}:{rho:.3g}")
         for w, row in last.items()
         for rho in RHOS
     }
@@ -138,12 +142,12 @@ def _loop_axis(name: str, last: dict) -> Claim:
 
 def _error_falls(last: dict) -> Claim:
     rows = {
-        f"width x{w}, rho {rho:.3g}": row[f"lla_error:{rho:.3g}"]
+        f"width x{w}, rho {rho:.3g}": _at(row, f"lla_error:{rho:.3g}")
         for w, row in last.items()
         for rho in RHOS
     }
     errors = {
-        f"width x{w}": [row[f"lla_error:{rho:.3g}"]["median"] for rho in RHOS]
+        f"width x{w}": [_at(row, f"lla_error:{rho:.3g}")["median"] for rho in RHOS]
         for w, row in last.items()
     }
     claim = (

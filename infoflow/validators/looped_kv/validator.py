@@ -7,7 +7,7 @@ measurements run there too."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,10 +18,11 @@ from infoflow.validators.claims import Section, labelled
 from infoflow.validators.ensemble import Checkpoint
 from infoflow.validators.identity import content_name
 from infoflow.validators.looped_kv import plots, report, structure
-from infoflow.validators.looped_kv.claims import claims
+from infoflow.validators.looped_kv.claims import claims, over_seeds_table
 from infoflow.validators.looped_kv.experiment import (
     SCALES,
     LoopedExperiment,
+    LoopedGroup,
     LoopedScale,
     corpus,
     plan,
@@ -50,6 +51,9 @@ CLAIM_KINDS = {
 #: The version of the measurement code (measure.py, codec.py): part of a kept
 #: measurement's key, so a change there (bump it) never reuses numbers measured before it.
 MEASURE_VERSION = 1
+#: The scale's fields a model's measurement depends on (the seeds, widths and snapshots say
+#: which models are trained, which the model's own identity covers).
+MEASURED_BY = ("length", "calibration", "evaluation", "distill_steps")
 
 
 class LoopedKVValidator:
@@ -109,11 +113,18 @@ class LoopedKVValidator:
         context.store.finish_group(group.name, checkpoint.seconds())
 
     def judge(self, experiment: LoopedExperiment, context: Context) -> Section:
+        """The main model measured for the tables and plots; the claims over every seed's
+        model of the spec's width (docs/results/2026-12-05-seeds-and-widths-preregistered.md)."""
         group = experiment.group
         trained = None if group is None else context.store.seconds(group.name)
-        measured = {**_measure_once(experiment, context), "training_seconds": trained}
-        found = claims(measured)
+        seeds = _seed_models(experiment)
+        measurements = [_measure_once(experiment, context, g) for g in seeds]
+        measured = {**measurements[0], "training_seconds": trained}
+        models = "1 loaded model" if group is None else f"{len(seeds)} seed{'s' * (len(seeds) > 1)}"
+        found = claims(measurements, models)
         body: dict[str, Any] = {"measured": measured}
+        if len(measurements) > 1:
+            body["over_seeds"] = over_seeds_table([m["methods"] for m in measurements])
         if experiment.structure:
             body["structure"] = structure.table(_runs(experiment, context))
             found += structure.claims(body["structure"])
@@ -132,20 +143,32 @@ class LoopedKVValidator:
         return plots.figures(sections)
 
 
-def _measure_once(experiment: LoopedExperiment, context: Context) -> dict:
-    """The measurements of the experiment's model, or the ones kept beside the checkpoints
-    by an earlier run of the same model, scale, spec, device and measurement code (a resumed
-    run does not measure again: the codec grid's distillation takes minutes). The file is
-    named by that content, as a retrieval witness's is."""
-    spec, group = experiment.spec, experiment.group
+def _seed_models(experiment: LoopedExperiment) -> list[LoopedGroup | None]:
+    """The models the claims read: every seed of the spec's width, the main model first;
+    [None] for a loaded checkpoint."""
+    if experiment.group is None:
+        return [None]
+    width = experiment.group.config.d_model
+    return [g for g in experiment.structure if g.config.d_model == width]
+
+
+def _measure_once(
+    experiment: LoopedExperiment, context: Context, group: LoopedGroup | None
+) -> dict:
+    """The measurements of ``group``'s model (None: the spec's checkpoint), or the ones kept
+    beside the checkpoints by an earlier run of the same model, scale, spec, device and
+    measurement code (a resumed run does not measure again: the codec grid's distillation
+    takes minutes). The file is named by that content, as a retrieval witness's is."""
+    spec = experiment.spec
     key = {
         "model": _files(spec.model.checkpoint) if group is None else group.identity(),
-        "scale": asdict(experiment.scale),
+        "scale": {field: getattr(experiment.scale, field) for field in MEASURED_BY},
         "spec": spec.model_dump(mode="json"),
         "device": str(context.device),
         "version": MEASURE_VERSION,
     }
-    path = context.checkpoints / f"{content_name(f'{experiment.name}-measured', key)}.json"
+    name = experiment.name if group is None else group.name
+    path = context.checkpoints / f"{content_name(f'{name}-measured', key)}.json"
     try:
         kept = read_json(path, "kept measurement") if path.is_file() else None
     except SpecError:  # damaged: measured again and written over
@@ -168,13 +191,15 @@ def _files(folder: str) -> dict[str, list[int]]:
 
 
 def _runs(experiment: LoopedExperiment, context: Context) -> list[dict]:
-    """Each trained model's snapshots: {"seed", "width", "snapshots": {step: metrics}}."""
+    """Each trained model's snapshots: {"seed", "width", "snapshots": {step: metrics},
+    "steps": the steps it was scheduled to record}."""
     base = experiment.spec.model.hidden_size
     return [
         {
             "seed": g.seed,
             "width": g.config.d_model // base,
             "snapshots": context.store.metrics(g.name).get(0, {}),
+            "steps": g.snapshots,
         }
         for g in experiment.structure
     ]
