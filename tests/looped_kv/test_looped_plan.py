@@ -20,6 +20,7 @@ def test_plan_lists_every_seed_and_width_and_the_gpu_command() -> None:
     assert any("4,000 steps of 64 x 128 tokens" in line for line in models)
     measuring = [line for line in lines if "then the measurement of" in line]
     assert len(measuring) == 1 and "500 distillation steps a ratio" in measuring[0]
+    assert "the 2 seeds at d_model 256" in measuring[0]  # every seed of the spec's width
     assert any(
         "on a GPU: infoflow validate specs/looped_kv/looped-d256.json --scale paper --gpu "
         "--seeds 2" in line

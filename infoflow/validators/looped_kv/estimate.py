@@ -5,8 +5,9 @@ estimated time on a device from the step-time model of :mod:`~infoflow.validator
 command of the GPU run.
 
 A training step costs the model's FLOPs (6 per parameter, the core's counted once per loop,
-plus attention) over a batch. The measurement after training runs on the main model alone:
-at every ratio of the codec grid, the LLA codec distilled for ``distill_steps`` (a training
+plus attention) over a batch. The measurement after training runs on every seed's model of
+the spec's width (the paper's comparisons are judged over them): at every ratio of the codec
+grid, the LLA codec distilled for ``distill_steps`` (a training
 step on the calibration sequences each) and about five scored forward passes on the
 evaluation sequences (a third of a step's FLOPs each); the SVDs are not counted.
 """
@@ -36,7 +37,7 @@ def group_seconds(config: LoopedConfig, steps: int, batch: int, steptime: StepTi
 
 
 def measurement_seconds(config: LoopedConfig, scale: LoopedScale, steptime: StepTime) -> float:
-    """The measurement of the main model after training (see the module's docstring)."""
+    """The measurement of one model after training (see the module's docstring)."""
     from infoflow.validators.looped_kv.measure import RHOS
 
     ratios = len({*RHOS, float(config.loops)})
@@ -87,14 +88,15 @@ def plan_command(
             f"{sized.steps:,} steps of {sized.batch} x {c.max_len} tokens, "
             f"about {minutes(seconds)}"
         )
-    main = experiment.group.config
-    measuring = measurement_seconds(main, sized, here)
+    main, models = experiment.group.config, sized.seeds
+    measuring = models * measurement_seconds(main, sized, here)
     total += measuring
     lines.append(
-        f"  then the measurement of {experiment.group.name} (the codec grid at "
-        f"{sized.distill_steps:,} distillation steps a ratio), about {minutes(measuring)}"
+        f"  then the measurement of the {models} seed{'s' * (models > 1)} at d_model "
+        f"{main.d_model} (the codec grid at {sized.distill_steps:,} distillation steps a "
+        f"ratio), about {minutes(measuring)}"
     )
-    gpu = measurement_seconds(main, sized, cuda) + sum(
+    gpu = models * measurement_seconds(main, sized, cuda) + sum(
         group_seconds(g.config, steps, sized.batch, cuda) for g in experiment.structure
     )
     lines.append(gpu_line(source, scale, sized.seeds, gpu, asked, overrides))
