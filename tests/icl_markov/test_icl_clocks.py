@@ -254,6 +254,12 @@ def test_a_two_sided_k1_is_confirmed_only_by_an_interval_that_could_tell_it_apar
     assert judged((16.0, 32.0), 40.0, 60.0) == "refuted"
     assert judged(None, 20.0, 80.0, value=40.0) == "confirmed"
     assert judged(None, 10.0, 90.0, value=40.0) == "inconclusive"
+    # a separable bracket or a fit open on one side has no width: never confirms
+    for low, high in ((None, 16.0), (8.0, None)):
+        fit = {"status": "separable", "value": None, "low": low, "high": high}
+        prediction = Prediction(12.0, "chains", "estimate", "working form", "", None, (10.0, 14.0))
+        claim = k1_claim(prediction, fit, {})
+        assert claim.verdict == "inconclusive" and "open on one side" in claim.reason
 
 
 @pytest.mark.slow  # a plan of 15 groups, each with the ceiling's reference predictors

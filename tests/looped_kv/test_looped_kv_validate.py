@@ -246,6 +246,14 @@ def test_the_comparisons_are_judged_over_every_seeds_model() -> None:
     diverged = copy.deepcopy(seeds)
     diverged[1]["methods"]["final_loop"]["4"]["kl"] = math.nan
     assert _verdicts(*diverged)["LLA beats final-loop reuse at rho = 4"] == "inconclusive"
+    gap = copy.deepcopy(seeds)  # a seed without a rho the others have: missing, not finite
+    del gap[1]["methods"]["lla"]["2"]
+    verdicts = _verdicts(*gap)
+    assert verdicts["LLA beats head-axis compression at matched bytes"] == "inconclusive"
+    assert verdicts["lla_2d: error falls as rank rises"] == "confirmed"
+    unread = copy.deepcopy(seeds)
+    unread[0]["full_rank_relative_error"] = None  # a NaN kept as null
+    assert _verdicts(*unread)["full rank reconstructs the cache exactly"] == "inconclusive"
     odd = copy.deepcopy(seeds)
     odd[2]["stores"][0]["measured_bytes"] = 101
     odd[1]["full_rank_relative_error"] = 0.01
@@ -269,7 +277,7 @@ def test_the_structure_claims_need_every_seed_at_the_last_snapshot() -> None:
         return {c.id: c.verdict for c in structure_claims(table(runs))}
 
     good = [
-        {"seed": s, "width": w, "snapshots": {150: snapshot(0.2), 600: snapshot(0.2)}}
+        {"seed": s, "width": w, "snapshots": {150: snapshot(0.2), 600: snapshot(0.2)}, "steps": ()}
         for s in range(3)
         for w in (1, 2)
     ]
@@ -339,7 +347,12 @@ def test_the_structure_table_takes_medians_and_ranges_over_seeds() -> None:
     from infoflow.validators.looped_kv.structure import table
 
     runs = [
-        {"seed": s, "width": w, "snapshots": {150: {"m": s + w}, 600: {"m": 10 * s + w}}}
+        {
+            "seed": s,
+            "width": w,
+            "snapshots": {150: {"m": s + w}, 600: {"m": 10 * s + w}},
+            "steps": (),
+        }
         for s in range(3)
         for w in (1, 2)
     ]
@@ -414,6 +427,13 @@ def test_a_measurement_is_kept_and_reused_only_for_the_same_model_and_scale(
         kept.write_text("{not json")  # damaged: measured again
     validator._measure_once(longer, context, longer.group)
     assert len(calls) == 4 and validator._measure_once(longer, context, longer.group) == {"n": 1}
+    monkeypatch.setattr(  # a diverged value: kept as null, and read back rather than measured
+        validator, "measure", lambda *args: calls.append(None) or {"kl": math.nan}
+    )
+    four = plan("tiny", spec, validator.VALIDATOR.scale("smoke", 7, 1, "cpu"))
+    assert validator._measure_once(four, context, four.group) == {"kl": None}
+    assert validator._measure_once(four, context, four.group) == {"kl": None}
+    assert len(calls) == 5
 
 
 # ---- an Ouro-style checkpoint from a local folder -----------------------------------------

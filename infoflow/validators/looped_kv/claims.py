@@ -35,19 +35,20 @@ def claims(measurements: list[dict], models: str = "") -> list[Claim]:
         for i, store in enumerate(first["stores"])
     ]
     errors = [m["full_rank_relative_error"] for m in measurements]
+    finite = all(finite_number(e) for e in errors)
     out.append(
         _verdict(
             "full_rank_exact",
             "full rank reconstructs the cache exactly",
             0.0,
-            max(errors),
+            max(errors) if finite else errors,
             "max |error| / max |x| <= 1e-5, for every seed",
             errors,
-            max(errors) <= 1e-5,
+            finite and max(errors) <= 1e-5,
         )
     )
     methods = [m["methods"] for m in measurements]
-    out.append(_error_falls("lla_2d", [m["lla_2d"] for m in methods]))
+    out.append(_error_falls("lla_2d", methods))
     out.append(_beats_final_loop(methods, f"{float(first['config']['loops']):.3g}", models))
     if first["methods"].get("lla_distilled"):
         frozen = all(m["teacher_frozen"] for m in measurements)
@@ -78,7 +79,7 @@ def over_seeds_table(methods: list[dict]) -> dict:
     return {
         name: {
             rho: {
-                metric: over_seeds([m[name][rho][metric] for m in methods])
+                metric: over_seeds([_value(m, name, rho, metric) for m in methods])
                 for metric in ("attention_error", "kl")
             }
             for rho in rows
@@ -108,6 +109,12 @@ def _verdict(ident, statement, predicted, measured, tolerance, values, holds, wh
     return Claim.judged(ident, statement, predicted, measured, tolerance, holds, why)
 
 
+def _value(methods: dict, name: str, rho: str, metric: str = "kl") -> float | None:
+    """A seed's ``metric`` of method ``name`` at ``rho``; None where it has none (missing
+    counts as not finite)."""
+    return methods.get(name, {}).get(rho, {}).get(metric)
+
+
 def _ordered(claim: tuple, pairs: list[dict[str, list[tuple[float, float]]]]) -> Claim:
     """``claim`` (id, statement, predicted, measured, tolerance) judged on ``pairs``: per
     seed, {rho: [(ours, theirs), ...]}, the predicted order being ours below theirs in every
@@ -130,20 +137,18 @@ def _ordered(claim: tuple, pairs: list[dict[str, list[tuple[float, float]]]]) ->
 def _shown(methods: list[dict], names: tuple[str, ...], rhos, metric: str = "kl") -> dict:
     """Each method's ``metric`` at each rho: median and range over seeds."""
     return {
-        rho: {name: over_seeds([m[name][rho][metric] for m in methods]) for name in names}
+        rho: {name: over_seeds([_value(m, name, rho, metric) for m in methods]) for name in names}
         for rho in rhos
     }
 
 
-def _error_falls(name: str, per_seed: list[dict]) -> Claim:
-    rhos = sorted(per_seed[0], key=float)
-    values = [row[rho]["attention_error"] for row in per_seed for rho in rhos]
+def _error_falls(name: str, methods: list[dict]) -> Claim:
+    rhos = sorted(methods[0][name], key=float)
+    values = [_value(m, name, rho, "attention_error") for m in methods for rho in rhos]
     medians = [
-        statistics.median(row[rho]["attention_error"] for row in per_seed)
-        if all(finite_number(row[rho]["attention_error"]) for row in per_seed)
-        else None
-        for rho in rhos
+        over_seeds([_value(m, name, rho, "attention_error") for m in methods]) for rho in rhos
     ]
+    medians = [None if cell.get("missing") else cell["median"] for cell in medians]
     falls = None not in medians and all(a <= b for a, b in itertools.pairwise(medians))
     return _verdict(
         f"error_falls:{name}",
@@ -166,7 +171,12 @@ def _beats_final_loop(methods: list[dict], T: str, models: str) -> Claim:
         "lower KL and attention error, for every seed",
     )
     pairs = [
-        {T: [(m["lla"][T][metric], m["final_loop"][T][metric]) for metric in metrics]}
+        {
+            T: [
+                (_value(m, "lla", T, metric), _value(m, "final_loop", T, metric))
+                for metric in metrics
+            ]
+        }
         for m in methods
     ]
     return _ordered(claim, pairs)
@@ -184,7 +194,7 @@ def _distillation_helps(methods: list[dict], teacher_frozen: bool, models: str) 
     if not teacher_frozen:  # whatever the KLs
         return Claim.judged(*claim, False, "a teacher's weights changed")
     pairs = [
-        {rho: [(m["lla_distilled"][rho]["kl"], m["lla"][rho]["kl"])] for rho in rhos}
+        {rho: [(_value(m, "lla_distilled", rho), _value(m, "lla", rho))] for rho in rhos}
         for m in methods
     ]
     return _ordered(claim, pairs)
@@ -200,7 +210,8 @@ def _beats_head_axis(methods: list[dict], models: str) -> Claim:
         "lower next-token KL at every rho, for every seed",
     )
     pairs = [
-        {rho: [(m["lla"][rho]["kl"], m["head_axis"][rho]["kl"])] for rho in rhos} for m in methods
+        {rho: [(_value(m, "lla", rho), _value(m, "head_axis", rho))] for rho in rhos}
+        for m in methods
     ]
     return _ordered(claim, pairs)
 
@@ -221,6 +232,7 @@ def _beats_quantize(methods: list[dict], models: str) -> Claim:
         measured[rho]["bits"] = first["quantize"][rho]["bits"]
     claim = ("beats_quantize", statement, "LLA better", measured, tolerance)
     pairs = [
-        {rho: [(m["lla"][rho]["kl"], m["quantize"][rho]["kl"])] for rho in rhos} for m in methods
+        {rho: [(_value(m, "lla", rho), _value(m, "quantize", rho))] for rho in rhos}
+        for m in methods
     ]
     return _ordered(claim, pairs)

@@ -86,7 +86,11 @@ def _over_seeds(table: dict | None, rhos: list[str]) -> list[str]:
     """Each method's next-token KL over the seeds the claims read, median [low, high]."""
     if not table:
         return []
-    seeds = max(cell["kl"]["seeds"] for rows in table.values() for cell in rows.values())
+    seeds = max(
+        cell["kl"]["seeds"] + cell["kl"].get("missing", 0)
+        for rows in table.values()
+        for cell in rows.values()
+    )
     lines = [
         "",
         f"Next-token KL over the {seeds} seeds the comparisons are judged on (median [low, "

@@ -70,7 +70,7 @@ METRICS = (
 
 def table(runs: list[dict]) -> dict:
     """``runs``: one per model, {"seed", "width", "snapshots": {step: metrics}, "steps":
-    the snapshot steps it was scheduled to record (optional)} -> for each width and step,
+    the snapshot steps it was scheduled to record} -> for each width and step,
     each metric's median and range over seeds. The steps are the scheduled ones and those
     recorded; a seed without a step, or with a value that is not finite, is counted
     ``missing``, so a snapshot with nothing recorded is there, every seed missing
@@ -78,7 +78,7 @@ def table(runs: list[dict]) -> dict:
     out: dict = {}
     for width in sorted({r["width"] for r in runs}):
         mine = [r for r in runs if r["width"] == width]
-        scheduled = set().union(*(r.get("steps", ()) for r in mine))
+        scheduled = set().union(*(r["steps"] for r in mine))
         for step in sorted(scheduled.union(*(r["snapshots"] for r in mine))):
             rows = [r["snapshots"].get(step) or {} for r in mine]
             keys = dict.fromkeys(key for row in rows for key in row) or METRICS

@@ -31,6 +31,7 @@ from infoflow.validators.looped_kv.measure import measure
 from infoflow.validators.looped_kv.model import load_looped, train_looped
 from infoflow.validators.looped_kv.ouro import load_ouro
 from infoflow.validators.protocol import Context, Job
+from infoflow.validators.report import finite
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -158,7 +159,9 @@ def _measure_once(
     """The measurements of ``group``'s model (None: the spec's checkpoint), or the ones kept
     beside the checkpoints by an earlier run of the same model, scale, spec, device and
     measurement code (a resumed run does not measure again: the codec grid's distillation
-    takes minutes). The file is named by that content, as a retrieval witness's is."""
+    takes minutes). The file is named by that content, as a retrieval witness's is. A value
+    that is not finite is None, the same in the run that measures and in one that reads the
+    file back (strict JSON: a NaN would make the file unreadable, measured again each time)."""
     spec = experiment.spec
     key = {
         "model": _files(spec.model.checkpoint) if group is None else group.identity(),
@@ -179,8 +182,8 @@ def _measure_once(
         model = load_ouro(spec.model.checkpoint)
     else:
         model = load_looped(group.config, Checkpoint.of(group, context.checkpoints), context.device)
-    measured = measure(spec, model, experiment.scale, context.device)
-    write_cache(path, json.dumps(measured))
+    measured, _ = finite(measure(spec, model, experiment.scale, context.device))
+    write_cache(path, json.dumps(measured, allow_nan=False))  # a diverged value kept as null
     return measured
 
 

@@ -231,6 +231,11 @@ def _two_sided(low: float, high: float, fit: dict) -> tuple[bool | None, str]:
             "within that bound, so nothing placed it (an overlap with an open interval "
             "confirms any prediction on its side)"
         )
+    if fit["low"] is None or fit["high"] is None or fit["low"] <= 0 or low <= 0:
+        return None, (
+            "the measured interval is open on one side: too wide to place K*_1 against the "
+            "prediction"
+        )
     widths = fit["high"] / fit["low"], high / low
     if widths[0] > K1_WIDTH_SLACK * widths[1]:
         return None, (
