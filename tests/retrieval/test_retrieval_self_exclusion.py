@@ -359,24 +359,23 @@ def test_a_kth_partner_other_than_itself_is_off_by_the_token_itself() -> None:
 
 def test_the_option_leaves_the_names_of_trained_groups_as_they_were() -> None:
     """self_exclusion only changes what the engine reads, not what trains: the CPU suite's
-    pairwise-minimum groups keep the names its committed report recorded, whatever the
-    option says."""
-    import json
+    pairwise-minimum groups have the same names whatever the option says (they matched the
+    committed 2026-12-04 report's until TRAINING_VERSION 3 renamed every group)."""
     from pathlib import Path
 
     import infoflow
     from infoflow.validators.retrieval.experiment import SCALES, plan
 
     root = Path(__file__).resolve().parents[2]
-    report = root / "docs/results/2026-12-04-retrieval-cpu-suite-pilot/report.json"
-    recorded = {n for n in json.loads(report.read_text())["throughput"] if "pairwise-min" in n}
     spec = infoflow.load_spec(root / "specs/retrieval/cpu-suite/pairwise-min.json")
-    for reading in ("decisive", "never"):
+    names = []
+    for reading in ("decisive", "never", "often"):
         options = spec.options.model_copy(update={"self_exclusion": reading})
         planned = plan(
             "pairwise-min", spec.model_copy(update={"options": options}), SCALES["smoke"]
         )
-        assert {g.name for g in planned.groups} == recorded
+        names.append({g.name for g in planned.groups})
+    assert len(names[0]) >= 2 and names[0] == names[1] == names[2]
 
 
 PAIRS = np.random.default_rng(2).normal(size=(2000, 2, 3)) * np.random.default_rng(3).uniform(
