@@ -295,6 +295,40 @@ def test_the_slowed_previous_token_head_rule_can_be_refuted() -> None:
     assert judged(360) == "confirmed" and judged(250) == "refuted"
 
 
+def test_the_delay_is_judged_on_every_clock_seed() -> None:
+    """docs/results/2026-12-05-icl-seed-rules-preregistered.md, rule 5: the fastest seed
+    alone confirmed (any overlap of the ranges); a clock seed at the full rate that never
+    formed G2 opened the predicted range to infinity, which confirmed anything above it."""
+
+    def judged(slowed: list, g=(180, 200, 220), steps=1000):
+        found = Clocks(
+            g=list(g), g_prev=[40, 40, 40], m1={}, m2_prev={}, steps=steps, g_slowed={0.5: slowed}
+        )
+        (claim,) = slowing_claims({"setting": {"clocks": found}})
+        return claim  # predicted 320 to 400 (tau_G|prev 40 + tau_prev 140..180 / 0.5)
+
+    assert judged([330, 360, 390]).verdict == "confirmed"
+    assert judged([150, 6000, 7000]).verdict == "inconclusive"  # refuted by none, held by one
+    assert judged([600, 700, None]).verdict == "refuted"  # never within 1,000 steps: above
+    assert judged([600, 700, None], steps=300).verdict == "inconclusive"  # never by 300: unknown
+    opened = judged([5000, 6000, 7000], g=(100, 110, None), steps=8000)
+    assert opened.verdict == "inconclusive" and "open above" in opened.reason
+
+
+def test_a_shift_bounded_on_one_side_never_confirms() -> None:
+    """Rule 7: a slowed sweep whose K*_1 is open above bounds the ratio from below only."""
+    clocks = Clocks(
+        g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)}, m2_prev={}, steps=1000
+    )
+    base, slowed = race(clocks), race(clocks, 0.5)
+    closed = {"status": "fit", "value": 20.0, "low": 18, "high": 22, "slope": 1.0}
+    opened = {"status": "open", "value": None, "low": 30, "high": None, "slope": None}
+    claim = shift_claim(0.5, (base, closed), (slowed, opened))
+    assert claim.verdict == "inconclusive" and "one side only" in claim.reason
+    below = {"status": "open", "value": None, "low": 60, "high": None, "slope": None}
+    assert shift_claim(0.5, (base, closed), (slowed, below)).verdict == "refuted"
+
+
 def test_the_report_states_a_race_with_an_open_interval() -> None:
     """report.json holds an infinite interval end as null; the sentence says "open"."""
     from infoflow.validators.icl_markov.clocks.report import race_sentence as _race

@@ -164,6 +164,9 @@ def _experiment(folder):
     return experiment, experiment.groups[0]
 
 
+KLS = {"id:truth": 0.01, "ood:truth": 0.4}  # the final KLs of every seed in _measurement
+
+
 def _measurement(
     low, high, k2_low=None, first_g2=(100, 100), blind_from=None, ks=(1, 4, 64)
 ) -> dict:
@@ -174,7 +177,10 @@ def _measurement(
             "final_phase": "M2" if k <= low else "G2",
             "final_kind": "memorizing" if k <= low else "G2",
             "first_g2": None if k <= low else first_g2[k > 4],
+            "first_g2s": {0: None if k <= low else first_g2[k > 4]},
             "memorized_at": 10 * k,
+            "memorized_ats": {0: 10 * k},
+            "finals": {0: {"kind": "memorizing" if k <= low else "G2", **KLS}},
             "transient_duration": None,
             "id_kl": 0.01,
             "ood_kl": 0.4,

@@ -18,7 +18,7 @@ from infoflow.validators.icl_markov.decoder.data import STEPS
 from infoflow.validators.icl_markov.decoder.judge import measure_decoder
 from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
 from infoflow.validators.icl_markov.ksweep import claims as ksweep
-from infoflow.validators.icl_markov.ksweep import phases
+from infoflow.validators.icl_markov.ksweep import phases, times
 from infoflow.validators.icl_markov.ksweep.over_seeds import (
     censored_median,
     majority_median,
@@ -106,12 +106,13 @@ def test_times_never_reached_count_as_later_than_every_other() -> None:
     assert majority_median([500, None, None]) is None and majority_median([500, 300, None]) == 400
 
 
-def _slows(times, ratio=1.33):
+def _slows(*seeds, ratio=1.33):
+    """memorization_slows on K = 4, 8, 16, each seed's tau_1Mem at them."""
     per_k = {
-        k: {"outcome": "memorization", "memorized_at": t}
-        for k, t in zip((4, 8, 16), times, strict=True)
+        k: {"outcome": "memorization", "memorized_ats": {s: t[i] for s, t in enumerate(seeds)}}
+        for i, k in enumerate((4, 8, 16))
     }
-    return ksweep._memorization_slows({"per_k": per_k, "tau_2gen": {"checkpoint_ratio": ratio}})
+    return times.memorization_slows({"per_k": per_k, "tau_2gen": {"checkpoint_ratio": ratio}})
 
 
 def test_memorization_slows_needs_a_rise_beyond_one_checkpoint() -> None:
@@ -120,7 +121,55 @@ def test_memorization_slows_needs_a_rise_beyond_one_checkpoint() -> None:
     assert _slows([133, 100, 100]).verdict == "inconclusive"
     assert _slows([100, 200, 400]).verdict == "confirmed"
     assert _slows([400, 200, 100]).verdict == "refuted"
-    assert _slows([100, 200, 400]).measured["rise"] == pytest.approx(4.0)
+    assert _slows([100, 200, 400]).measured["rises"][0] == pytest.approx(4.0)
+
+
+def test_memorization_slows_is_judged_seed_by_seed() -> None:
+    """docs/results/2026-12-05-icl-seed-rules-preregistered.md, rule 3: two seeds rising 4x
+    and one falling 8x made each K's median rise 3x (confirmed); the seeds split now."""
+    split = _slows([100, 200, 400], [100, 150, 400], [800, 400, 100])
+    assert split.verdict == "inconclusive" and "seed 2: disagrees" in split.reason
+    assert _slows([100, 200, 400], [100, 150, 400], [80, 200, 500]).verdict == "confirmed"
+    assert _slows([400, 200, 100], [500, 300, 100], [800, 400, 100]).verdict == "refuted"
+    short = _slows([100, 200, 400], [100, None, 400])  # seed 1 never memorized at K = 8
+    assert short.verdict == "inconclusive" and "for seed 1" in short.reason
+
+
+def _timed(first_g2: dict[int, list], predicted: float = 500.0):
+    per_k = {
+        k: {"outcome": "generalization", "first_g2s": dict(enumerate(seeds))}
+        for k, seeds in first_g2.items()
+    }
+    measurement = {"per_k": per_k, "tau_2gen": {"checkpoint_ratio": 1.26}}
+    return times.tau_2gen(predicted, measurement), times.tau_2gen_flat(measurement)
+
+
+def test_tau_2gen_and_its_flatness_are_judged_seed_by_seed() -> None:
+    """Rules 1 and 2: seeds at 100, 260 and 2,000 steps against 500 were confirmed (the
+    median 260 within 2x); two seeds changing 4x across K in opposite ways were flat."""
+    tau, _ = _timed({4: [100, 260, 2000], 8: [100, 260, 2000]})
+    assert tau.verdict == "inconclusive" and tau.measured["seeds"] == {0: 100, 1: 260, 2: 2000}
+    assert _timed({4: [300, 400, 600]})[0].verdict == "confirmed"
+    assert _timed({4: [1100, 2000, None]})[0].verdict == "refuted"  # never: above
+    _, flat = _timed({4: [100, 400, 250], 8: [400, 100, 250]})
+    assert flat.verdict == "inconclusive"
+    assert _timed({4: [100, 400, 250], 8: [110, 420, 250]})[1].verdict == "confirmed"
+    assert _timed({4: [100, 100, 250], 8: [400, 800, 900]})[1].verdict == "refuted"
+    assert _timed({4: [100, 100, 250], 8: [400, 800, None]})[1].verdict == "refuted"
+
+
+def test_the_gap_check_of_a_memorizing_phase_reads_each_seed() -> None:
+    """Rule 4: the mean KLs over the seeds decided it; one outlier flipped it either way."""
+    passes, fails = {"id:truth": 0.1, "ood:truth": 0.4}, {"id:truth": 0.3, "ood:truth": 0.4}
+
+    def judged(*rows):
+        finals = {s: {"kind": "memorizing", **row} for s, row in enumerate(rows)}
+        measured = {"final_kind": "memorizing", "final_phase": "M2", "finals": finals}
+        return ksweep._final_phase(16, "M2", measured, SEEN, {}, "").verdict
+
+    assert judged(passes, passes, passes) == "confirmed"
+    assert judged(fails, fails, passes) == "inconclusive"
+    assert judged(fails, fails, fails) == "refuted"
 
 
 def test_a_previous_token_head_formed_on_one_seed_of_three_is_not_the_ks() -> None:
@@ -139,8 +188,12 @@ def test_a_previous_token_head_formed_on_one_seed_of_three_is_not_the_ks() -> No
             {"clock": "G", "layer1_attention_lr": 1.0, "previous_head": t} for t in (140, 150, 160)
         ]
     }
+    claim = coupling_claim(sweep, entry)  # K = 32's seeds: 150, never, never
+    assert claim.verdict == "inconclusive" and "within a factor 2" in claim.reason
+    never = [_history(32, s, "generalization") for s in range(3)]
+    sweep.measurement = phases.measure(never, {32: SEEN})
     claim = coupling_claim(sweep, entry)
-    assert claim.verdict == "refuted" and "K = 32: never" in claim.reason
+    assert claim.verdict == "refuted" and "every seed lies beyond" in claim.reason
 
 
 def test_a_diverged_decoder_decides_nothing(tmp_path) -> None:
@@ -162,7 +215,8 @@ def test_a_diverged_decoder_decides_nothing(tmp_path) -> None:
 
 
 def test_k_infinity_counts_a_head_never_formed_like_every_k() -> None:
-    """K = inf at [50, 400, never] is 400, not 225: K = 16 at 800 is within a factor 2."""
+    """K = inf at [50, 400, never] is a range open above: it confirms nothing (rule 6; its
+    median 400 confirmed K = 16 at 800 before); [300, 400, 500] does."""
     histories = [_history(16, s, "generalization", prev=800.0) for s in range(3)]
     sweep = SimpleNamespace(
         group=SimpleNamespace(
@@ -172,7 +226,17 @@ def test_k_infinity_counts_a_head_never_formed_like_every_k() -> None:
     )
     clocks = [{"clock": "G", "layer1_attention_lr": 1.0, "previous_head": t} for t in (50, 400)]
     clocks.append({"clock": "G", "layer1_attention_lr": 1.0, "previous_head": None})
-    assert coupling_claim(sweep, {"members": clocks}).verdict == "confirmed"
+    assert coupling_claim(sweep, {"members": clocks}).verdict == "inconclusive"
+
+    def g(*steps):
+        return {
+            "members": [
+                {"clock": "G", "layer1_attention_lr": 1.0, "previous_head": t} for t in steps
+            ]
+        }
+
+    assert coupling_claim(sweep, g(300, 400, 500)).verdict == "confirmed"  # 800 <= 2 x 500
+    assert coupling_claim(sweep, g(100, 150, 200)).verdict == "refuted"  # 800 > 2 x 200
 
 
 def test_calibration_reads_a_k_as_persisting_only_when_no_seed_was_transient() -> None:

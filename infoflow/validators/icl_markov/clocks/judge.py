@@ -22,9 +22,9 @@ from infoflow.validators.claims import Claim
 from infoflow.validators.icl_markov.clocks.data import ClockGroup
 from infoflow.validators.icl_markov.clocks.measure import clock_time
 from infoflow.validators.icl_markov.criterion import PREVIOUS_FORMED, previous_head_time
-from infoflow.validators.icl_markov.ksweep.claims import TIME_TOLERANCE, k1_claim
+from infoflow.validators.icl_markov.ksweep.claims import k1_claim
 from infoflow.validators.icl_markov.ksweep.judge import JudgedSweep
-from infoflow.validators.icl_markov.ksweep.over_seeds import censored_median
+from infoflow.validators.icl_markov.ksweep.times import TIME_TOLERANCE
 from infoflow.validators.icl_markov.training import NOT_TRAINED
 
 
@@ -169,47 +169,69 @@ def shift_claim(rate: float, base: tuple[Race, dict], slowed: tuple[Race, dict])
         reason = "the K sweeps do not bound the shift"
         return Claim.undecided(ident, claim, predicted, shown, tolerance, reason, derived)
     holds = predicted[0] <= measured[1] and predicted[1] >= measured[0]
+    if holds and (measured[0] == 0.0 or math.isinf(measured[1])):
+        reason = "the K sweeps bound the shift on one side only: an overlap places nothing"
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, reason, derived)
     return Claim.judged(ident, claim, predicted, shown, tolerance, holds, "", derived)
 
 
 def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
     """Per setting and slowed rate r: the [R] rule behind an unmeasured rate, tau_G(r) =
-    tau_G|prev + tau_prev / r, against the G clock measured at r (the seed ranges overlap)."""
+    tau_G|prev + tau_prev / r, against the G clock measured at r, seed by seed
+    (docs/results/2026-12-05-icl-seed-rules-preregistered.md)."""
     out = []
     for n, entry in enumerate(clocks.values(), 1):
         found = entry["clocks"]
         for rate, times in found.g_slowed.items():
             predicted, _ = g_clocks(replace(found, g_slowed={}), rate)
-            measured = span(times)
             ident = f"g2_delay:r={rate:g}" + (f":setting{n}" if len(clocks) > 1 else "")
             claim = (
                 f"layer 1's attention at {rate:g} x the rate delays G2 to tau_G|prev + "
                 f"tau_prev / {rate:g}"
             )
-            tolerance = "the predicted and measured tau_G ranges over the clock seeds overlap"
             derived = {"tau_g": span(found.g), "tau_g_prev": span(found.g_prev), "rate": rate}
-            if math.isinf(predicted[1]) or math.isinf(measured[1]):
-                where = "at this rate" if math.isinf(measured[1]) else "at the full rate"
-                why = f"G2 did not form within the clock runs {where} (median over the seeds)"
-                found_claim = Claim.undecided(
-                    ident, claim, predicted, measured, tolerance, why, derived
-                )
-            else:
-                holds = predicted[0] <= measured[2] and predicted[2] >= measured[0]
-                found_claim = Claim.judged(
-                    ident, claim, predicted, measured, tolerance, holds, "", derived
-                )
-            out.append(found_claim)
+            out.append(_delay(ident, claim, predicted, (times, found.steps), derived))
     return out
+
+
+def _delay(ident: str, claim: str, predicted: tuple, runs: tuple, derived: dict) -> Claim:
+    """Every clock seed's tau_G at the slowed rate inside the predicted range confirms; every
+    seed outside it on one side refutes (a seed that never formed G2 within the runs'
+    ``steps`` lies above a range that ends before them); else inconclusive."""
+    times, steps = runs
+    tolerance = (
+        "every clock seed's tau_G at this rate within the predicted range (both ends finite); "
+        "refuted when every seed's lies outside it on the same side"
+    )
+    low, middle, high = predicted
+    measured = {"span": span(times), "seeds": list(times)}
+    if math.isinf(middle) or not times:
+        why = "G2 did not form within the clock runs at the full rate (median over the seeds)"
+        why = why if times else "no clock seed ran at this rate"
+        return Claim.undecided(ident, claim, predicted, measured, tolerance, why, derived)
+    above = [t > high if t is not None else steps >= high for t in times]
+    below = [t is not None and t < low for t in times]
+    if all(above) or all(below):
+        why = f"every seed's tau_G lies {'above' if all(above) else 'below'} the predicted range"
+        return Claim.judged(ident, claim, predicted, measured, tolerance, False, why, derived)
+    if math.isfinite(high) and all(t is not None and low <= t <= high for t in times):
+        return Claim.judged(ident, claim, predicted, measured, tolerance, True, "", derived)
+    why = (
+        "the predicted range is open above (G2 did not form in every clock run at the full rate)"
+        if math.isinf(high)
+        else "not every seed lies inside the predicted range, nor every one outside it on one side"
+    )
+    return Claim.undecided(ident, claim, predicted, measured, tolerance, why, derived)
 
 
 def coupling_claim(sweep: JudgedSweep, entry: dict) -> Claim | None:
     """The race takes tau_prev from the full model at K = infinity; in the K sweep at the same
     setting and rate, does layer 1's previous-token head form at the same time at finite K?
-    Each K's median over its seeds against K = infinity's (both counting a seed that never
-    formed it as later than the others), within TIME_TOLERANCE; a K whose
-    seeds never formed it (within the budget) where K = infinity did refutes it too. None
-    when the clocks ran no G at this rate."""
+    Each K's seeds (a seed that never formed it: infinite) against the range of K =
+    infinity's clock seeds [a, b]: confirmed when every K's lie within [a / TIME_TOLERANCE,
+    TIME_TOLERANCE b] (b finite), refuted when some K's all lie beyond it, else inconclusive
+    (docs/results/2026-12-05-icl-seed-rules-preregistered.md). None when the clocks ran no G
+    at this rate."""
     rate = sweep.group.spec.training.layer1_attention_lr
     infinite = [
         m["previous_head"]
@@ -221,24 +243,37 @@ def coupling_claim(sweep: JudgedSweep, entry: dict) -> Claim | None:
     ident = "prev_head" + (f":r={rate:g}" if rate != 1 else "")
     claim = "the previous-token head forms as fast at finite K as at K = inf (the race assumes so)"
     tolerance = (
-        f"each K's median step (layer 1's previous-token attention >= {PREVIOUS_FORMED}) "
-        f"within a factor {TIME_TOLERANCE} of K = inf's; a K that never forms it refutes"
+        f"each K's seeds (the step layer 1's previous-token attention reaches {PREVIOUS_FORMED}"
+        f"; never: infinite) within a factor {TIME_TOLERANCE} of K = inf's seeds' range; "
+        f"refuted by a K whose every seed lies beyond it"
     )
-    per_k = {k: v["previous_head"] for k, v in sweep.measurement["per_k"].items()}
+    per_k = {k: v.get("previous_heads", {}) for k, v in sweep.measurement["per_k"].items()}
     formed = [t for t in infinite if t is not None]
     shown = {"K=inf": infinite, "per_k": per_k}
     if len(formed) * 2 <= len(infinite):
         why = "the head formed at K = inf in at most half the clock seeds"
         return Claim.undecided(ident, claim, "same", shown, tolerance, why)
-    reference = censored_median(infinite)  # as each K's: a seed that never formed it is last
-    off = {
-        k: t
-        for k, t in per_k.items()
-        if t is None or max(t / reference, reference / t) > TIME_TOLERANCE
+    a = min(formed)
+    b = max(formed) if len(formed) == len(infinite) else math.inf
+    found = {
+        k: [math.inf if t is None else t for t in seeds.values()]
+        for k, seeds in per_k.items()
+        if seeds  # a K without its seeds' steps (a report before 2026-12-05) confirms nothing
     }
-    why = ", ".join(f"K = {k}: {'never' if t is None else f'{t:.0f}'}" for k, t in off.items())
-    why = f"{why} against {reference:.0f} at K = inf" if off else ""
-    return Claim.judged(ident, claim, "same", shown, tolerance, not off, why)
+    beyond = [
+        k for k, t in found.items() if min(t) > TIME_TOLERANCE * b or max(t) < a / TIME_TOLERANCE
+    ]
+    within = [
+        k for k, t in found.items() if a / TIME_TOLERANCE <= min(t) and max(t) <= TIME_TOLERANCE * b
+    ]
+    reference = f"K = inf's {a:.0f} to {'never' if math.isinf(b) else f'{b:.0f}'}"
+    if beyond:
+        why = f"every seed lies beyond a factor {TIME_TOLERANCE} of {reference} at K = {beyond}"
+        return Claim.judged(ident, claim, "same", shown, tolerance, False, why)
+    if math.isfinite(b) and len(within) == len(per_k):
+        return Claim.judged(ident, claim, "same", shown, tolerance, True)
+    why = f"not every K's seeds lie within a factor {TIME_TOLERANCE} of {reference}"
+    return Claim.undecided(ident, claim, "same", shown, tolerance, why)
 
 
 def _measured_interval(fit: dict) -> tuple[float | None, float | None]:

@@ -11,6 +11,8 @@ that is not finite decides nothing (docs/results/2026-12-05-icl-looped-verdicts-
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import infoflow
 from infoflow.icl_markov.calibration import load_calibration
 from infoflow.validators.claims import Claim, finite_number, labelled
@@ -29,7 +31,9 @@ def judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list[Cla
     setting = group.describe()["setting"]
     fitted = setting in (capacity.fitted_at or []) or group.name in capacity.source
     here = capacity.provenance == "fit:decoder" and fitted
-    mine = list(labelled(decoder_claims(measured, k2, group.spec.states, here), CLAIM_KINDS))
+    found = decoder_claims(measured, k2, group.spec.states, here)
+    alone = [replace(c, statement=f"{c.statement} (seed {group.seed} alone)") for c in found]
+    mine = list(labelled(alone, CLAIM_KINDS))  # one decoder: say which seed it rests on
     section = {
         "name": group.name,
         **group.describe(),

@@ -317,7 +317,7 @@ def _per_k(histories: list[MemberHistory]) -> dict[int, dict]:
     """Per K: the seeds' vote on the outcome, the final phase and its kind, the medians of
     their times (:mod:`.over_seeds`: a time never reached counts as infinite; a transient G2
     only when most seeds had one), the means of their final KLs to the truth, and every
-    seed's outcome."""
+    seed's outcome, times and last checkpoint (which the claims judge seed by seed)."""
     by_k: dict[int, list[MemberHistory]] = {}
     for h in histories:
         by_k.setdefault(h.chains, []).append(h)
@@ -329,7 +329,10 @@ def _per_k(histories: list[MemberHistory]) -> dict[int, dict]:
             "final_phase": mode([h.phases[-1] for h in hs]) or SPLIT,
             "final_kind": mode([h.calls[-1].kind for h in hs]) or SPLIT,
             "first_g2": median_found([h.first_g2 for h in hs]),
+            "first_g2s": {h.seed: h.first_g2 for h in hs},
             "memorized_at": censored_median([h.memorized_at for h in hs]),
+            "memorized_ats": {h.seed: h.memorized_at for h in hs},
+            "finals": {h.seed: _final(h) for h in hs},
             "transient_duration": majority_median([h.transient_duration for h in hs]),
             "transient_durations": {h.seed: h.transient_duration for h in hs},
             "previous_head": censored_median([h.previous_head for h in hs]),
@@ -339,6 +342,11 @@ def _per_k(histories: list[MemberHistory]) -> dict[int, dict]:
         }
         for k, hs in sorted(by_k.items())
     }
+
+
+def _final(h: MemberHistory) -> dict:
+    """A seed's last checkpoint: its kind of phase and its KLs to the truth."""
+    return {"kind": h.calls[-1].kind, **{k: h.final[k] for k in ("id:truth", "ood:truth")}}
 
 
 def _k1_bracket(per_k: dict[int, dict]) -> tuple[dict, list[int]]:
