@@ -22,8 +22,13 @@ from infoflow.validators.icl_markov.ksweep import times
 from infoflow.validators.icl_markov.ksweep.phases import MEMORIZING
 
 
-def kind(phase: str) -> str:
-    return "memorizing" if phase in MEMORIZING else phase
+def kind(label: str) -> str:
+    """The kind of a member's last call from its trajectory label ("M1/M2?" for a call
+    undetermined between M1 and M2: memorizing, as the live code's ``Call.kind`` says)."""
+    among = label.removesuffix("?").split("/")
+    if all(phase in MEMORIZING for phase in among):
+        return "memorizing"
+    return "undetermined" if label.endswith("?") else label
 
 
 def per_k(group: dict) -> dict:
@@ -37,7 +42,7 @@ def per_k(group: dict) -> dict:
             "memorized_ats": {m["seed"]: m["memorized_at"] for m in members},
             "previous_heads": {m["seed"]: m.get("previous_head") for m in members},
             "finals": {
-                m["seed"]: {"kind": kind(m["phases"][-1]), **{f: m["final"][f] for f in TRUTH}}
+                m["seed"]: {"kind": kind(m["trajectory"][-1]), **{f: m["final"][f] for f in TRUTH}}
                 for m in members
             },
         }
@@ -88,7 +93,7 @@ def clock_changes(spec: dict) -> list[tuple[str, str, str, str]]:
         if claim.id in old:
             out.append((claim.id, old[claim.id]["verdict"], claim.verdict, claim.reason))
     for group in spec["groups"]:
-        rate = group["setting"].get("layer1_attention_lr", 1.0)
+        rate = group["setting"]["training"].get("layer1_attention_lr", 1.0)
         sweep = SimpleNamespace(
             group=SimpleNamespace(
                 spec=SimpleNamespace(training=SimpleNamespace(layer1_attention_lr=rate))

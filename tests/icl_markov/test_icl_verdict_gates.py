@@ -248,3 +248,36 @@ def test_calibration_reads_a_k_as_persisting_only_when_no_seed_was_transient() -
 
 def test_the_task_vector_test_is_a_reconstruction() -> None:
     assert CLAIM_KINDS["task_vector"] == "reconstruction"
+
+
+def test_no_seed_or_a_nan_decides_nothing_seed_by_seed() -> None:
+    """Review of 2026-12-05: an empty seed set confirmed (all of nothing), a memorizing phase
+    with no memorizing seed's KLs refuted, NaN KLs refuted, a step of 0 crashed the fits."""
+    per_k = {k: {"outcome": "generalization", "first_g2s": {}} for k in (4, 8)}
+    measurement = {"per_k": per_k, "tau_2gen": {"checkpoint_ratio": 1.26}}
+    assert times.tau_2gen_flat(measurement).verdict == "inconclusive"
+    nan = {"kind": "memorizing", "id:truth": math.nan, "ood:truth": 0.4}
+    measured = {"final_kind": "memorizing", "final_phase": "M2", "finals": {0: nan, 1: nan}}
+    claim = ksweep._final_phase(16, "M2", measured, SEEN, {}, "")
+    assert claim.verdict == "inconclusive" and "not finite" in claim.reason
+    zero = {k: {"outcome": "generalization", "first_g2s": {0: 0, 1: 300}} for k in (4, 8)}
+    flat = times.tau_2gen_flat({"per_k": zero, "tau_2gen": {"checkpoint_ratio": 1.26}})
+    assert flat.verdict == "inconclusive"  # seed 0 never: its ratio is open, seed 1 flat
+
+
+def test_the_previous_head_refutes_on_the_fast_side_with_few_clock_seeds_formed() -> None:
+    """Rule 6 as registered: K = inf's range is [100, never] with one clock seed of three
+    formed; K's seeds at 10 and 12 lie below 100 / 2 on every seed: refuted."""
+    histories = [_history(16, s, "generalization", prev=t) for s, t in enumerate((10.0, 12.0))]
+    sweep = SimpleNamespace(
+        group=SimpleNamespace(
+            spec=SimpleNamespace(training=SimpleNamespace(layer1_attention_lr=1.0))
+        ),
+        measurement=phases.measure(histories, {16: SEEN}),
+    )
+    clocks = [
+        {"clock": "G", "layer1_attention_lr": 1.0, "previous_head": t} for t in (100, None, None)
+    ]
+    assert coupling_claim(sweep, {"members": clocks}).verdict == "refuted"
+    none = [{**c, "previous_head": None} for c in clocks]
+    assert coupling_claim(sweep, {"members": none}).verdict == "inconclusive"

@@ -250,8 +250,8 @@ def coupling_claim(sweep: JudgedSweep, entry: dict) -> Claim | None:
     per_k = {k: v.get("previous_heads", {}) for k, v in sweep.measurement["per_k"].items()}
     formed = [t for t in infinite if t is not None]
     shown = {"K=inf": infinite, "per_k": per_k}
-    if len(formed) * 2 <= len(infinite):
-        why = "the head formed at K = inf in at most half the clock seeds"
+    if not formed or not per_k:
+        why = "the head formed in no clock seed at K = inf" if per_k else "no K was swept"
         return Claim.undecided(ident, claim, "same", shown, tolerance, why)
     a = min(formed)
     b = max(formed) if len(formed) == len(infinite) else math.inf

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import infoflow
-from infoflow.validators.claims import Claim
+from infoflow.validators.claims import Claim, finite_number
 from infoflow.validators.icl_markov.experiment import IclExperiment
 from infoflow.validators.icl_markov.ksweep import times
 from infoflow.validators.icl_markov.ksweep.data import IclGroup
@@ -135,6 +135,9 @@ def _final_phase(
     same = measured["final_kind"] == _kind(final)
     if same and final in MEMORIZING and gap_rule:
         gaps = _seed_gaps(measured)
+        if not gaps or None in gaps.values():
+            why = "a memorizing seed's final KLs are not finite, or none is recorded: gap open"
+            return Claim.undecided(ident, claim, final, shown, tolerance, why)
         if not any(gaps.values()):
             why = (
                 f"final phase {measured['final_phase']}, but no memorizing seed's ID KL is "
@@ -150,9 +153,17 @@ def _final_phase(
 
 def _seed_gaps(measured: dict) -> dict:
     """Whether each seed that ends memorizing passes the gap check on its own final KLs (the
-    mean over the seeds when they are not recorded one by one)."""
+    mean over the seeds when they are not recorded one by one); None where they are not
+    finite."""
     finals = measured.get("finals") or {"mean": {"kind": "memorizing", **_mean_kls(measured)}}
-    return {s: memorizing(row) for s, row in finals.items() if row["kind"] == "memorizing"}
+    return {
+        s: memorizing(row) if all(finite_number(row[k]) for k in TRUTH) else None
+        for s, row in finals.items()
+        if row["kind"] == "memorizing"
+    }
+
+
+TRUTH = ("id:truth", "ood:truth")
 
 
 def _mean_kls(measured: dict) -> dict:

@@ -18,7 +18,9 @@ TIME_TOLERANCE = 2.0  # a predicted time is confirmed within this factor
 
 
 def _censored(value: float | None) -> float:
-    return math.inf if value is None else value
+    """A time, infinite when never reached (a step before the first, 0 or less, is not one:
+    the checkpoints start later)."""
+    return math.inf if value is None or value <= 0 else value
 
 
 def _won_by(per_k: dict, outcome: str) -> list[int]:
@@ -34,7 +36,10 @@ def _seed_times(per_k: dict, ks: list[int], field: str) -> dict[int, dict[int, f
 
 def _every(ident, claim, predicted, shown, tolerance, agrees: dict, disagrees: dict) -> Claim:
     """Confirmed when every seed ``agrees``, refuted when every seed ``disagrees``, else
-    inconclusive, naming the seeds that did not go with the others."""
+    inconclusive, naming the seeds that did not go with the others (and with no seed)."""
+    if not agrees:
+        why = "no seed's times are recorded"
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, why)
     if all(agrees.values()):
         return Claim.judged(ident, claim, predicted, shown, tolerance, True)
     if all(disagrees.values()):
@@ -59,7 +64,8 @@ def tau_2gen(predicted: float | None, measurement: dict) -> Claim:
         s: statistics.median(times.values())
         for s, times in _seed_times(per_k, winners, "first_g2s").items()
     }
-    shown = {**measurement["tau_2gen"], "seeds": _shown(seeds)}
+    spacing = measurement["tau_2gen"]["checkpoint_ratio"]
+    shown = {"ks": sorted(winners), "seeds": _shown(seeds), "checkpoint_ratio": spacing}
     if predicted is None or not seeds:
         why = "no calibrated prediction" if predicted is None else "no K reached G2"
         return Claim.undecided(ident, claim, predicted, shown, tolerance, why)
