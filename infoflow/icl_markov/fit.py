@@ -206,20 +206,23 @@ def _memorization(slopes, groups, base: Calibration, lines: list):
 
 def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
     """The capacity constant from the decoder's measured capacity (the geometric middle of
-    its bracket) over 2 d_model mlp_width / (C (C - 1)); the geometric mean over settings.
+    its bracket) over 2 d_model mlp_width / (C (C - 1)); the geometric mean over settings and
+    seeds.
     None (kept) without a two-sided bracket."""
     found, sources, settings = [], [], []
     for file, report in reports:
         for spec in report["specs"]:
             for decoder in spec.get("decoders", []) if spec.get("kind") == "icl_markov" else []:
-                bracket = decoder["measurement"]["capacity"]
-                low, high = bracket["low"], bracket["high"]
                 s, c = decoder["setting"], decoder["setting"]["states"]
                 form = 2 * s["model"]["d_model"] * s["model"]["mlp_width"] / (c * (c - 1))
-                if low and high:
-                    found.append(math.sqrt(low * high) / form)
-                    sources.append(f"{decoder['name']} ({file}): fits K = {low}, not {high}")
-                    settings.append(s)
+                for seed, bracket in _brackets(decoder):
+                    low, high = bracket["low"], bracket["high"]
+                    if low and high:
+                        found.append(math.sqrt(low * high) / form)
+                        sources.append(
+                            f"{decoder['name']} seed {seed} ({file}): fits K = {low}, not {high}"
+                        )
+                        settings.append(s)
     if not found:
         lines.append(("capacity", "kept", "no decoder run bracketed the capacity"))
         return None
@@ -231,6 +234,14 @@ def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
         source="the second MLP alone, capacity measured directly: " + "; ".join(sources),
         fitted_at=settings,
     )
+
+
+def _brackets(decoder: dict) -> list[tuple[int, dict]]:
+    """Each seed's capacity bracket (a report before 2026-12-05 has one decoder seed)."""
+    seeds = decoder.get("seeds") or [
+        {"seed": decoder.get("seed", 0), "measurement": decoder["measurement"]}
+    ]
+    return [(row["seed"], row["measurement"]["capacity"]) for row in seeds]
 
 
 def _no_transient(row: dict) -> bool:

@@ -373,6 +373,63 @@ def test_without_a_gpu_icl_estimates_on_the_generic_model_recorded_on_one(monkey
     assert steptime.step_time("cuda", unrecorded) is steptime.ASSUMED_H200
 
 
+def _decoder_metrics(rows: list[float]) -> dict:
+    """A decoder group's metrics: train KL per member (64, 128, 256, D=2, D=9), G2 at 0.1."""
+    return {
+        i: {3000: {"decoder:train_kl": kl, "decoder:g2_level": 0.1, "decoder:fresh_kl": kl + 0.01}}
+        for i, kl in enumerate(rows)
+    }
+
+
+def test_the_decoder_is_trained_and_judged_on_every_seed(tmp_path) -> None:
+    """docs/results/2026-12-05-icl-seed-rules-preregistered.md, addendum: a decoder per seed;
+    each claim confirmed or refuted only when every seed's decoder says so."""
+    from types import SimpleNamespace
+
+    from conftest import SPECS
+
+    from infoflow.icl_markov.fit import _capacity
+    from infoflow.validators.icl_markov.decoder.claims import over_seeds
+    from infoflow.validators.icl_markov.decoder.judge import by_setting, judge_decoder
+    from infoflow.validators.icl_markov.decoder.report import decoder_markdown
+    from infoflow.validators.icl_markov.experiment import SCALES, plan
+
+    spec = infoflow.load_spec(SPECS / "icl_markov" / "decoder-c3.json", ["states=4"])
+    experiment = plan("d", spec, SCALES["smoke"])
+    assert sorted(g.seed for g in experiment.decoders) == [spec.seed + s for s in range(3)]
+    (seeds,) = by_setting(experiment.decoders)
+    assert len(seeds) == 3
+    groups = [DecoderGroup("d", spec, [64, 128, 256], [2, 16], s) for s in range(3)]
+    agree = [0.01, 0.05, 0.2, 0.3, 0.01]  # fits up to 128, fails from 256; D=2 no, D=16 yes
+    small = [0.01, 0.2, 0.2, 0.3, 0.01]  # fits 64 only
+    rows = {groups[0].name: agree, groups[1].name: agree, groups[2].name: small}
+    context = SimpleNamespace(
+        store=SimpleNamespace(metrics=lambda name: _decoder_metrics(rows[name]))
+    )
+    section, claims = judge_decoder(groups, context)
+    verdicts = {c.id: c.verdict for c in claims}
+    assert verdicts["task_vector:D_phi=2"] == verdicts["task_vector:D_phi=16"] == "confirmed"
+    assert claims[0].statement.endswith("(3 seeds)")
+    lows = [row["measurement"]["capacity"]["low"] for row in section["seeds"]]
+    assert lows == [128, 128, 64]
+    measured = [judge_decoder([g], context)[0]["measurement"] for g in groups]
+    (capacity,) = over_seeds({s: decoder_claims(m, 150.0, 4)[:1] for s, m in enumerate(measured)})
+    assert capacity.verdict == "confirmed"  # 150 within 2x of 64..128 and of 128..256
+    refuted = {s: decoder_claims(m, 1000.0, 4)[:1] for s, m in enumerate(measured)}
+    assert over_seeds(refuted)[0].verdict == "refuted"  # above twice every seed's bracket
+    split = {**refuted, 2: decoder_claims(measured[2], 150.0, 4)[:1]}
+    claim = over_seeds(split)[0]
+    assert claim.verdict == "inconclusive" and "seed 2: confirmed" in claim.reason
+    text = "\n".join(decoder_markdown(section))
+    assert (
+        "- seed 2: fits up to K = 64, fails from 128; generalizes at D_phi 2: no, 16: yes" in text
+    )
+    report = {"specs": [{"kind": "icl_markov", "decoders": [section]}]}
+    lines: list = []
+    constant = _capacity([(tmp_path / "r.json", report)], lines)
+    assert constant.source.count("seed") == 3  # every seed's bracket enters the fit
+
+
 def test_k2_is_not_judged_at_the_settings_its_capacity_was_fitted_to() -> None:
     """The shipped capacity was fitted to decoder-c3's setting: a run there (whatever its
     group's name, which changes with the code's version) cannot test it; another setting
@@ -393,6 +450,6 @@ def test_k2_is_not_judged_at_the_settings_its_capacity_was_fitted_to() -> None:
     elsewhere = infoflow.load_spec(SPECS / "icl_markov" / "decoder-c3.json", ["states=4"])
     for spec, judged in ((fitted, False), (elsewhere, True)):
         group = DecoderGroup("decoder-c3-0123456789ab", spec, [64, 128, 256], [2, 9], 0)
-        _, claims = judge_decoder(group, context)
+        _, claims = judge_decoder([group], context)
         capacity = claims[0]
         assert (capacity.verdict != "inconclusive") is judged, capacity.reason

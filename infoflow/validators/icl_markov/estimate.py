@@ -100,7 +100,8 @@ def plan_command(
         seconds = decoder_seconds(group, steptime)
         total += seconds
         lines.append(
-            f"  decoder alone: capacity K = {', '.join(map(str, group.chains))}; D_phi = "
+            f"  decoder alone, seed {group.seed}: capacity K = "
+            f"{', '.join(map(str, group.chains))}; D_phi = "
             f"{', '.join(map(str, group.task_dims))}; {len(group.members)} fits of "
             f"{STEPS:,} full-batch steps, about {minutes(seconds)}"
         )

@@ -116,13 +116,13 @@ def plan(
             name, [g.spec for g in experiment.groups], seeds, log_spaced, scale.clock_group_per_k
         )
     if spec.decoder is not None:
+        chains, dims = sorted(spec.decoder.chains), sorted(spec.decoder.task_dims)
         decoders = [
-            DecoderGroup(
-                name, g.spec, sorted(spec.decoder.chains), sorted(spec.decoder.task_dims), spec.seed
-            )
+            DecoderGroup(name, g.spec, chains, dims, spec.seed + s)
             for g in experiment.groups
+            for s in range(scale.seeds)
         ]
-        experiment.decoders = list({d.name: d for d in decoders}.values())  # one per setting
+        experiment.decoders = list({d.name: d for d in decoders}.values())  # per setting, seed
     experiment.capped = sorted(set(experiment.capped))
     return experiment
 

@@ -24,7 +24,7 @@ from infoflow.validators.icl_markov.clocks.judge import (
 from infoflow.validators.icl_markov.clocks.train import train_clocks
 from infoflow.validators.icl_markov.criterion import preregistration
 from infoflow.validators.icl_markov.decoder.data import DecoderGroup
-from infoflow.validators.icl_markov.decoder.judge import judge_decoder
+from infoflow.validators.icl_markov.decoder.judge import by_setting, judge_decoder
 from infoflow.validators.icl_markov.decoder.train import train_decoder
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
 from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
@@ -87,7 +87,7 @@ class IclMarkovValidator:
         )
         race_claims = list(labelled(race_claims, CLAIM_KINDS))
         groups, found = sweep_records(experiment, sweeps)
-        decoders = [judge_decoder(group, context) for group in experiment.decoders]
+        decoders = [judge_decoder(seeds, context) for seeds in by_setting(experiment.decoders)]
         found += race_claims + [claim for _, mine in decoders for claim in mine]
         body = {
             "capped": experiment.capped,

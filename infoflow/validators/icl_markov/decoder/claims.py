@@ -5,6 +5,8 @@ against the fresh-chain test.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from infoflow.icl_markov.predict import generalizes
 from infoflow.validators.claims import Claim
 
@@ -87,3 +89,39 @@ def _capacity_claim(capacity: dict, k2_star: float | None, calibrated_here: bool
             ident, claim, k2_star, capacity, tolerance, "the grid does not bracket the capacity"
         )
     return Claim.judged(ident, claim, k2_star, capacity, tolerance, True)
+
+
+def over_seeds(per_seed: dict[int, list[Claim]]) -> list[Claim]:
+    """Each claim over the seeds' decoders (``per_seed``: seed -> its claims, in one order):
+    confirmed when every seed's is, refuted when every seed's is, else inconclusive, naming
+    each seed's verdict and reason; its measurement per seed."""
+    seeds = list(per_seed)
+    out = []
+    for claims in zip(*per_seed.values(), strict=True):
+        first = claims[0]
+        verdicts = {seed: c.verdict for seed, c in zip(seeds, claims, strict=True)}
+        statement = first.statement + (
+            f" ({len(seeds)} seeds)" if len(seeds) > 1 else f" (seed {seeds[0]} alone)"
+        )
+        measured = {seed: c.measured for seed, c in zip(seeds, claims, strict=True)}
+        tolerance = first.tolerance + ("; every seed's decoder" if len(seeds) > 1 else "")
+        if len(set(verdicts.values())) == 1 and first.verdict != "inconclusive":
+            reasons = "; ".join(
+                f"seed {s}: {c.reason}" for s, c in zip(seeds, claims, strict=True) if c.reason
+            )
+            out.append(
+                replace(
+                    first,
+                    statement=statement,
+                    measured=measured,
+                    tolerance=tolerance,
+                    reason=reasons,
+                )
+            )
+            continue
+        why = "; ".join(
+            f"seed {s}: {c.verdict}" + (f" ({c.reason})" if c.reason else "")
+            for s, c in zip(seeds, claims, strict=True)
+        )
+        out.append(Claim.undecided(first.id, statement, first.predicted, measured, tolerance, why))
+    return out

@@ -11,34 +11,48 @@ that is not finite decides nothing (docs/results/2026-12-05-icl-looped-verdicts-
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
 
 import infoflow
 from infoflow.icl_markov.calibration import load_calibration
 from infoflow.validators.claims import Claim, finite_number, labelled
-from infoflow.validators.icl_markov.decoder.claims import decoder_claims
+from infoflow.validators.icl_markov.decoder.claims import decoder_claims, over_seeds
 from infoflow.validators.icl_markov.decoder.data import STEPS, DecoderGroup
 from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
 from infoflow.validators.protocol import Context
 
 
-def judge_decoder(group: DecoderGroup, context: Context) -> tuple[dict, list[Claim]]:
-    """A decoder group's record for the report, and its claims (against the prediction of
-    K*_2 at its setting)."""
-    measured = measure_decoder(group, context.store.metrics(group.name))
+def by_setting(groups: list[DecoderGroup]) -> list[list[DecoderGroup]]:
+    """The decoder groups of each setting (one per seed), in their order."""
+    found: dict[str, list[DecoderGroup]] = {}
+    for group in groups:
+        found.setdefault(json.dumps(group.describe()["setting"], sort_keys=True), []).append(group)
+    return list(found.values())
+
+
+def judge_decoder(seeds: list[DecoderGroup], context: Context) -> tuple[dict, list[Claim]]:
+    """One setting's decoders (a group per seed): the record for the report (the first
+    seed's measurement in full, every seed's beside it) and the claims over the seeds (against
+    the prediction of K*_2 at the setting), each confirmed or refuted only when every seed's
+    is (docs/results/2026-12-05-icl-seed-rules-preregistered.md, addendum)."""
+    group = seeds[0]
+    measured = [measure_decoder(g, context.store.metrics(g.name)) for g in seeds]
     k2 = infoflow.predict(group.spec)["k2_star"].value
     capacity = load_calibration(group.spec.calibration).capacity
     setting = group.describe()["setting"]
     fitted = setting in (capacity.fitted_at or []) or group.name in capacity.source
     here = capacity.provenance == "fit:decoder" and fitted
-    found = decoder_claims(measured, k2, group.spec.states, here)
-    alone = [replace(c, statement=f"{c.statement} (seed {group.seed} alone)") for c in found]
-    mine = list(labelled(alone, CLAIM_KINDS))  # one decoder: say which seed it rests on
+    per_seed = {
+        g.seed: decoder_claims(m, k2, group.spec.states, here)
+        for g, m in zip(seeds, measured, strict=True)
+    }
+    mine = list(labelled(over_seeds(per_seed), CLAIM_KINDS))
     section = {
         "name": group.name,
         **group.describe(),
         "k2_star": k2,
-        "measurement": measured,
+        "measurement": measured[0],
+        "seeds": [{"seed": g.seed, "measurement": m} for g, m in zip(seeds, measured, strict=True)],
         "claims": [c.to_json() for c in mine],
     }
     return section, mine

@@ -1,5 +1,5 @@
 """The decoder alone's part of the report: its capacity grid and D_phi sweep against G2's
-level, then its claims."""
+level (the first seed's), every seed's bracket and calls, then its claims."""
 
 from __future__ import annotations
 
@@ -33,4 +33,24 @@ def decoder_markdown(decoder: dict) -> list[str]:
             f"{number(found['fresh_kl'], '.4f')} | "
             f"{'yes' if found['generalizes'] else 'no'} |"
         )
-    return lines + claims_markdown(decoder["claims"])
+    return lines + _seeds(decoder.get("seeds", [])) + claims_markdown(decoder["claims"])
+
+
+def _seeds(seeds: list[dict]) -> list[str]:
+    """Each seed's capacity bracket and D_phi calls (the table above is the first seed's)."""
+    if len(seeds) < 2:
+        return []
+    lines = ["", "Every seed's decoder (the table is the first's; the claims read them all):", ""]
+    for row in seeds:
+        m = row["measurement"]
+        calls = ", ".join(f"{dim}: {_call(found)}" for dim, found in m["task_dims"].items())
+        lines.append(
+            f"- seed {row['seed']}: fits up to K = {number(m['capacity']['low'], ',')}, fails "
+            f"from {number(m['capacity']['high'], ',')}; generalizes at D_phi {calls or '-'}"
+        )
+    return lines
+
+
+def _call(found: dict) -> str:
+    """Whether a D_phi generalizes: yes, no, or - (its KL is not finite)."""
+    return "-" if found["generalizes"] is None else "yes" if found["generalizes"] else "no"
