@@ -65,3 +65,14 @@ def test_the_figures_are_named_as_the_report_names_the_files(tmp_path) -> None:
     names = ["tiny-codec.png", "tiny-spectra.png", "other-codec.png", "other-spectra.png"]
     assert list(figures) == names and list(tmp_path.iterdir()) == []
     assert [path.name for path in plots.plot(tmp_path, [SECTION])] == names[:2]
+
+
+def test_a_diverged_value_is_left_out_of_the_codec_plot() -> None:
+    """report.json holds a NaN as null: the line skips it rather than the plot failing."""
+    import copy
+    import math
+
+    section = copy.deepcopy(SECTION)
+    section["measured"]["methods"]["lla"]["4"]["kl"] = None
+    kl = plots.codec_figure(section).axes[1].get_lines()[1]
+    assert kl.get_ydata()[0] == 1e-3 and math.isnan(kl.get_ydata()[1])

@@ -4,9 +4,11 @@ folded axis, :func:`spectra_figure`); :func:`figures` names them, :func:`plot` w
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infoflow.validators.claims import finite_number
 from infoflow.validators.plots import finished, save_all, subplots
 
 if TYPE_CHECKING:
@@ -46,12 +48,11 @@ def codec_figure(section: dict) -> Figure:
     for ax, metric in zip(axes, ("attention_error", "kl"), strict=True):
         for method, rows in measured["methods"].items():
             rhos = [float(r) for r in rows]
-            values = [max(row[metric], 1e-9) for row in rows.values()]
+            values = [_floored(row[metric]) for row in rows.values()]
             (line,) = ax.plot(rhos, values, CODEC_STYLES[method], label=method)
             ranges = [spread.get(method, {}).get(r, {}).get(metric) for r in rows]
             if len(rhos) > 1 and all(c and c["low"] is not None for c in ranges):
-                low = [max(c["low"], 1e-9) for c in ranges]
-                high = [max(c["high"], 1e-9) for c in ranges]
+                low, high = ([_floored(c[end]) for c in ranges] for end in ("low", "high"))
                 ax.fill_between(rhos, low, high, color=line.get_color(), alpha=0.15, lw=0)
         ax.set(
             xscale="log",
@@ -65,6 +66,12 @@ def codec_figure(section: dict) -> Figure:
         ax.minorticks_off()
         ax.legend(fontsize=7)
     return finished(fig)
+
+
+def _floored(value: float | None) -> float:
+    """A value drawn on a log axis: an exact 0 at 1e-9, one that is not finite (None in
+    report.json) left out (NaN)."""
+    return max(value, 1e-9) if finite_number(value) else math.nan
 
 
 def spectra_figure(section: dict) -> Figure:
