@@ -222,7 +222,7 @@ def _capacity(reports: list[tuple[Path, dict]], lines: list) -> Constant | None:
                         sources.append(
                             f"{decoder['name']} seed {seed} ({file}): fits K = {low}, not {high}"
                         )
-                        settings.append(s)
+                        settings += [s] if s not in settings else []
     if not found:
         lines.append(("capacity", "kept", "no decoder run bracketed the capacity"))
         return None

@@ -420,6 +420,11 @@ def test_the_decoder_is_trained_and_judged_on_every_seed(tmp_path) -> None:
     split = {**refuted, 2: decoder_claims(measured[2], 150.0, 4)[:1]}
     claim = over_seeds(split)[0]
     assert claim.verdict == "inconclusive" and "seed 2: confirmed" in claim.reason
+    per_seed = {s: decoder_claims(m, 150.0, 4) for s, m in enumerate(measured)}
+    per_seed[1] = per_seed[1][::-1]  # matched by id, not by place
+    assert [c.verdict for c in over_seeds(per_seed)] == ["confirmed"] * 3
+    per_seed[2] = per_seed[2][:1]  # seed 2 has no D_phi claims: they decide nothing
+    assert [c.verdict for c in over_seeds(per_seed)][1:] == ["inconclusive"] * 2
     text = "\n".join(decoder_markdown(section))
     assert (
         "- seed 2: fits up to K = 64, fails from 128; generalizes at D_phi 2: no, 16: yes" in text

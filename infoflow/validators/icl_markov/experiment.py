@@ -118,7 +118,7 @@ def plan(
     if spec.decoder is not None:
         chains, dims = sorted(spec.decoder.chains), sorted(spec.decoder.task_dims)
         decoders = [
-            DecoderGroup(name, g.spec, chains, dims, spec.seed + s)
+            DecoderGroup(name, g.spec, chains, dims, g.spec.seed + s)
             for g in experiment.groups
             for s in range(scale.seeds)
         ]

@@ -92,36 +92,33 @@ def _capacity_claim(capacity: dict, k2_star: float | None, calibrated_here: bool
 
 
 def over_seeds(per_seed: dict[int, list[Claim]]) -> list[Claim]:
-    """Each claim over the seeds' decoders (``per_seed``: seed -> its claims, in one order):
-    confirmed when every seed's is, refuted when every seed's is, else inconclusive, naming
-    each seed's verdict and reason; its measurement per seed."""
+    """Each claim over the seeds' decoders (``per_seed``: seed -> its claims), matched by
+    id: confirmed when every seed's is, refuted when every seed's is, else inconclusive
+    (a seed without the claim too), naming each seed's verdict and reason; its measurement
+    per seed."""
     seeds = list(per_seed)
+    by_id = {seed: {c.id: c for c in claims} for seed, claims in per_seed.items()}
     out = []
-    for claims in zip(*per_seed.values(), strict=True):
-        first = claims[0]
-        verdicts = {seed: c.verdict for seed, c in zip(seeds, claims, strict=True)}
+    for first in per_seed[seeds[0]]:
+        found = {seed: by_id[seed].get(first.id) for seed in seeds}
         statement = first.statement + (
             f" ({len(seeds)} seeds)" if len(seeds) > 1 else f" (seed {seeds[0]} alone)"
         )
-        measured = {seed: c.measured for seed, c in zip(seeds, claims, strict=True)}
-        tolerance = first.tolerance + ("; every seed's decoder" if len(seeds) > 1 else "")
-        if len(set(verdicts.values())) == 1 and first.verdict != "inconclusive":
-            reasons = "; ".join(
-                f"seed {s}: {c.reason}" for s, c in zip(seeds, claims, strict=True) if c.reason
-            )
-            out.append(
-                replace(
-                    first,
-                    statement=statement,
-                    measured=measured,
-                    tolerance=tolerance,
-                    reason=reasons,
-                )
-            )
+        common = {
+            "statement": statement,
+            "measured": {seed: c.measured if c else None for seed, c in found.items()},
+            "tolerance": first.tolerance + ("; every seed's decoder" if len(seeds) > 1 else ""),
+        }
+        verdicts = {c.verdict if c else "missing" for c in found.values()}
+        if verdicts in ({"confirmed"}, {"refuted"}):
+            reasons = "; ".join(f"seed {s}: {c.reason}" for s, c in found.items() if c.reason)
+            out.append(replace(first, **common, reason=reasons))
             continue
         why = "; ".join(
             f"seed {s}: {c.verdict}" + (f" ({c.reason})" if c.reason else "")
-            for s, c in zip(seeds, claims, strict=True)
+            if c
+            else f"seed {s}: no such claim"
+            for s, c in found.items()
         )
-        out.append(Claim.undecided(first.id, statement, first.predicted, measured, tolerance, why))
+        out.append(replace(first, **common, verdict="inconclusive", reason=why))
     return out
