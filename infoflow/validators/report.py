@@ -39,6 +39,13 @@ def finite(data: Any, path: str = "") -> tuple[Any, list[str]]:
     return data, []
 
 
+def _environment(found: dict | None) -> str:
+    """ ", torch 2.13.0+cpu on 2 threads (x86_64)" (nothing for a report before 2026-12-05)."""
+    if not found:
+        return ""
+    return f" (torch {found['torch']} on {found['threads']} threads, {found['machine']})"
+
+
 def markdown(report: dict) -> str:
     """The whole of report.md."""
     families = " ".join(
@@ -54,6 +61,7 @@ def markdown(report: dict) -> str:
         "",
         f"Scale `{report['scale']}` on `{report['device']}`"
         + (", the retrieval training step compiled" if report.get("compile") else "")
+        + _environment(report.get("environment"))
         + f", {report['started']} to {report['finished']}."
         + (f" {families}" if families else ""),
         "",

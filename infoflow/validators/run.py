@@ -46,7 +46,7 @@ from infoflow.validators.protocol import (
 from infoflow.validators.report import finite, write_reports
 from infoflow.validators.steptime import recorded
 from infoflow.validators.store import Store, recorded_settings
-from infoflow.validators.threads import keep_threads
+from infoflow.validators.threads import environment, keep_threads
 
 DATABASE = "results.sqlite"
 #: Sweep points a spec may train (a model or more each; a retrieval design is searched over
@@ -363,6 +363,7 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
         "scale": _scale_name(options),
         "settings": _settings(planned),
         "device": str(device),
+        "environment": environment(),
         "compile": options.compile,
         "started": times[0],
         "finished": times[1],

@@ -5,6 +5,8 @@ Tiny models on more OpenMP threads than there are free cores crawl (each step wa
 thread whose core is busy: a looped smoke run took 9.5 minutes for what one thread does in
 under 2), so ``validate`` and ``plan`` never oversubscribe: one thread per free core, at
 least one. An explicit count (``--threads``, or ``OMP_NUM_THREADS`` in the environment) wins.
+The count a run used is in its report (:func:`environment`): results agree to the last bit
+only on the same count.
 """
 
 from __future__ import annotations
@@ -111,3 +113,19 @@ def keep_threads(recorded: object, device_type: str) -> str | None:
         return None
     torch.set_num_threads(recorded)
     return f"torch threads: {recorded}, as when this run started"
+
+
+def environment() -> dict[str, object]:
+    """What a run's floating-point results depend on beyond its content, for report.json:
+    torch's version and threads (a reduction over 1 or 2 threads rounds differently), Python
+    and the machine."""
+    import platform
+
+    import torch
+
+    return {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }

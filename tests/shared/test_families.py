@@ -146,6 +146,13 @@ def test_a_toy_family_goes_through_predict_and_validate(toy) -> None:
     assert report["skipped"] == [{"spec": specs[2], "reason": "n must not be negative here"}]
     assert report["settings"] == {"toy": {"name": "smoke", "steps": 1}}
     assert "Toy: 1 step." in (out / "report.md").read_text()
+    import torch
+
+    environment = report["environment"]  # what the numbers' last bits depend on
+    assert environment["threads"] == torch.get_num_threads() >= 1
+    assert environment["torch"] == torch.__version__
+    header = f"(torch {torch.__version__} on {environment['threads']} threads, "
+    assert header in (out / "report.md").read_text()
     assert (out / "toy.txt").read_text() == "2"
     strict = runner.invoke(
         app,
