@@ -132,8 +132,9 @@ def _thresholds(m: dict[str, Any]) -> str:
     return (
         f"Measured K*_1 (majority per K) {where}{'' if k1['monotone'] else ' (not monotone in K)'}"
         f"{undecided}. {_fitted(m['k1_fit'])} K*_2 {k2_text}; G2 persists at this budget from "
-        f"K = {maybe(k2['g2_persists_from'])}. tau_2Gen {maybe(tau['value'])} steps "
-        f"(checkpoints {tau['checkpoint_ratio']:.2f}x apart)."
+        f"K = {maybe(k2['g2_persists_from'])}. tau_2Gen {maybe(tau['value'])} steps over "
+        f"the K above K*_1's bracket, what calibrate fits (the claim reads every seed at every "
+        f"K that generalizes; checkpoints {tau['checkpoint_ratio']:.2f}x apart)."
     )
 
 
