@@ -19,7 +19,7 @@ from fractions import Fraction
 
 from infoflow.retrieval.algebra import key, normal, terms
 from infoflow.retrieval.expression import KTH, Node, Reduce
-from infoflow.retrieval.types import Comparison
+from infoflow.retrieval.types import Comparison, ComparisonTree
 
 #: The end of the values each reduction takes first: +1 the largest, -1 the smallest.
 END = {"max": 1, "kth_largest": 1, "min": -1, "kth_smallest": -1}
@@ -92,3 +92,15 @@ def holds(host: Comparison, same_end: bool, rank: int) -> bool:
     the extremum in its first round: the same end when it counts from its own end, the other
     when from its far end; rank 1 is no peel."""
     return rank > 1 and same_end == (rank == host.k)
+
+
+def unpaired(tree: ComparisonTree) -> list[Comparison]:
+    """The max and min reductions of a target with a k-th that :func:`firsts` does not pair
+    with a k-th's peel (nested, with other copies, two in one range sum, or over another
+    score): the planner charges each a head, which a peel's first round may save, so its
+    head count is then an upper bound."""
+    found = [c for top in tree.parts for c in top.walk()]
+    if not any(c.kind == "kth" for c in found):
+        return []
+    paired = {id(tree.parts[i]) for i, _, _ in tree.firsts}
+    return [c for c in found if c.op in ("max", "min") and id(c) not in paired]

@@ -11,6 +11,7 @@ import numpy as np
 import sympy
 
 from infoflow.core.results import Prediction, Result
+from infoflow.retrieval import peel_firsts
 from infoflow.retrieval.canonical_to_tree import (
     FIXED_POSITIONS,
     POSITION_READS,
@@ -125,8 +126,16 @@ def unfloored_exponent(spec: RetrievalSpec) -> float | None:
 _FLOOR = "reconstruction:exponent_floor"
 
 
+UNPAIRED = (
+    " An upper bound here: the target has a max or min beside a k-th that the planner does not "
+    "pair with the k-th's peel (it pairs only top-level reductions over one token with the same "
+    "score and as many copies), and a peel's first round may hold it, a head fewer."
+)
+
+
 def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction]:
     """What the smallest architectures that reach the best exponent look like."""
+    unpaired = bool(peel_firsts.unpaired(der.tree))
     return {
         "min_layers": Prediction(
             der.minimal.layers,
@@ -138,9 +147,10 @@ def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction
         "min_heads": Prediction(
             list(der.minimal.heads),
             "heads per layer",
-            "exact",
+            "upper" if unpaired else "exact",
             PLANNER,
-            "One head per retrieval in every layer that serves it, on the fewest layers.",
+            "One head per retrieval in every layer that serves it, on the fewest layers."
+            + (UNPAIRED if unpaired else ""),
         ),
         "min_architectures": Prediction(
             [list(a.heads) for a in der.alternatives],

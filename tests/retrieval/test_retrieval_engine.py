@@ -266,3 +266,24 @@ def test_edge_costs_follow_their_mode() -> None:
     annotate_edges(dag, der.schedule, der.options)
     modes = {data["mode"]: data["cost"] for _, _, data in dag.edges(data=True)}
     assert modes == {"residual": "0", "global": str(T * d / E - 1)}
+
+
+def test_min_heads_is_an_upper_bound_beside_a_k_th_it_does_not_pair() -> None:
+    """A max the peel's first round holds is paired ([1, 1], exact); one the planner cannot
+    pair (the copy i = 0 of a max over range(2), beside the k-th of w[0]) keeps its head, and
+    since it might not need it the count is an upper bound."""
+
+    def min_heads(target: str):
+        spec = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 16}
+        spec["architecture"] = {"layers": 2, "heads": 2, "embed_dim": 64}
+        found = infoflow.predict(infoflow.load_spec(spec))["min_heads"]
+        return found.value, found.bound
+
+    pair = "max(dot(q, x[t]) for t in T) + kth_largest((dot(q, x[t]) for t in T), k=2)"
+    assert min_heads(pair) == ([1, 1], "exact")
+    copies = (
+        "sum(max(dot(w[i], x[t]) for t in T) for i in range(2)) "
+        "+ kth_largest((dot(w[0], x[t]) for t in T), k=2)"
+    )
+    assert min_heads(copies) == ([3, 1], "upper")
+    assert min_heads("kth_largest((dot(q, x[t]) for t in T), k=2)") == ([1, 1], "exact")
