@@ -389,7 +389,7 @@ def test_the_decoder_is_trained_and_judged_on_every_seed(tmp_path) -> None:
     from conftest import SPECS
 
     from infoflow.icl_markov.fit import _capacity
-    from infoflow.validators.icl_markov.decoder.claims import over_seeds
+    from infoflow.validators.icl_markov.decoder.claims import every_seed
     from infoflow.validators.icl_markov.decoder.judge import by_setting, judge_decoder
     from infoflow.validators.icl_markov.decoder.report import decoder_markdown
     from infoflow.validators.icl_markov.experiment import SCALES, plan
@@ -413,18 +413,18 @@ def test_the_decoder_is_trained_and_judged_on_every_seed(tmp_path) -> None:
     lows = [row["measurement"]["capacity"]["low"] for row in section["seeds"]]
     assert lows == [128, 128, 64]
     measured = [judge_decoder([g], context)[0]["measurement"] for g in groups]
-    (capacity,) = over_seeds({s: decoder_claims(m, 150.0, 4)[:1] for s, m in enumerate(measured)})
+    (capacity,) = every_seed({s: decoder_claims(m, 150.0, 4)[:1] for s, m in enumerate(measured)})
     assert capacity.verdict == "confirmed"  # 150 within 2x of 64..128 and of 128..256
     refuted = {s: decoder_claims(m, 1000.0, 4)[:1] for s, m in enumerate(measured)}
-    assert over_seeds(refuted)[0].verdict == "refuted"  # above twice every seed's bracket
+    assert every_seed(refuted)[0].verdict == "refuted"  # above twice every seed's bracket
     split = {**refuted, 2: decoder_claims(measured[2], 150.0, 4)[:1]}
-    claim = over_seeds(split)[0]
+    claim = every_seed(split)[0]
     assert claim.verdict == "inconclusive" and "seed 2: confirmed" in claim.reason
     per_seed = {s: decoder_claims(m, 150.0, 4) for s, m in enumerate(measured)}
     per_seed[1] = per_seed[1][::-1]  # matched by id, not by place
-    assert [c.verdict for c in over_seeds(per_seed)] == ["confirmed"] * 3
+    assert [c.verdict for c in every_seed(per_seed)] == ["confirmed"] * 3
     per_seed[2] = per_seed[2][:1]  # seed 2 has no D_phi claims: they decide nothing
-    assert [c.verdict for c in over_seeds(per_seed)][1:] == ["inconclusive"] * 2
+    assert [c.verdict for c in every_seed(per_seed)][1:] == ["inconclusive"] * 2
     text = "\n".join(decoder_markdown(section))
     assert (
         "- seed 2: fits up to K = 64, fails from 128; generalizes at D_phi 2: no, 16: yes" in text

@@ -91,7 +91,7 @@ def _capacity_claim(capacity: dict, k2_star: float | None, calibrated_here: bool
     return Claim.judged(ident, claim, k2_star, capacity, tolerance, True)
 
 
-def over_seeds(per_seed: dict[int, list[Claim]]) -> list[Claim]:
+def every_seed(per_seed: dict[int, list[Claim]]) -> list[Claim]:
     """Each claim over the seeds' decoders (``per_seed``: seed -> its claims), matched by
     id: confirmed when every seed's is, refuted when every seed's is, else inconclusive
     (a seed without the claim too), naming each seed's verdict and reason; its measurement

@@ -16,7 +16,7 @@ import json
 import infoflow
 from infoflow.icl_markov.calibration import load_calibration
 from infoflow.validators.claims import Claim, finite_number, labelled
-from infoflow.validators.icl_markov.decoder.claims import decoder_claims, over_seeds
+from infoflow.validators.icl_markov.decoder.claims import decoder_claims, every_seed
 from infoflow.validators.icl_markov.decoder.data import STEPS, DecoderGroup
 from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
 from infoflow.validators.protocol import Context
@@ -46,7 +46,7 @@ def judge_decoder(seeds: list[DecoderGroup], context: Context) -> tuple[dict, li
         g.seed: decoder_claims(m, k2, group.spec.states, here)
         for g, m in zip(seeds, measured, strict=True)
     }
-    mine = list(labelled(over_seeds(per_seed), CLAIM_KINDS))
+    mine = list(labelled(every_seed(per_seed), CLAIM_KINDS))
     section = {
         "name": group.name,
         **group.describe(),
