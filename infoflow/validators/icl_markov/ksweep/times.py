@@ -124,14 +124,17 @@ def memorization_slows(measurement: dict) -> Claim:
         f"log K) above the checkpoint spacing x{spacing:.3g}; refuted when every seed's is "
         f"below 1/{spacing:.3g}"
     )
+    won = _won_by(per_k, "memorization")
     times = {
         s: {k: t for k, t in row.items() if math.isfinite(t)}
-        for s, row in _seed_times(per_k, _won_by(per_k, "memorization"), "memorized_ats").items()
+        for s, row in _seed_times(per_k, won, "memorized_ats").items()
     }
     shown: dict = {"tau_1mem": {s: _shown(t) for s, t in times.items()}}
     short = [s for s, t in times.items() if len(t) < 3]
-    if not times or short:
-        why = "fewer than three K memorize" + (f" for seed {short[0]}" if short else "")
+    if len(won) < 3 or short:
+        why = "fewer than three K memorize"
+        if len(won) >= 3:
+            why = f"seed {', '.join(map(str, short))} memorized at fewer than three of the K"
         return Claim.undecided(ident, claim, "rises", shown, tolerance, why)
     rises = {s: _rise(t) for s, t in times.items()}
     shown["rises"] = _shown(rises)
