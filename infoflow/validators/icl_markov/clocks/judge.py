@@ -205,9 +205,11 @@ def _delay(ident: str, claim: str, predicted: tuple, runs: tuple, derived: dict)
     )
     low, middle, high = predicted
     measured = {"span": span(times), "seeds": list(times)}
-    if math.isinf(middle) or not times:
+    if not times:
+        why = "no clock seed ran at this rate"
+        return Claim.undecided(ident, claim, predicted, measured, tolerance, why, derived)
+    if math.isinf(middle):
         why = "G2 did not form within the clock runs at the full rate (median over the seeds)"
-        why = why if times else "no clock seed ran at this rate"
         return Claim.undecided(ident, claim, predicted, measured, tolerance, why, derived)
     above = [t > high if t is not None else steps >= high for t in times]
     below = [t is not None and t < low for t in times]

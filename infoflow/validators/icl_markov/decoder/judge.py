@@ -39,8 +39,8 @@ def judge_decoder(seeds: list[DecoderGroup], context: Context) -> tuple[dict, li
     measured = [measure_decoder(g, context.store.metrics(g.name)) for g in seeds]
     k2 = infoflow.predict(group.spec)["k2_star"].value
     capacity = load_calibration(group.spec.calibration).capacity
-    setting = group.describe()["setting"]
-    fitted = setting in (capacity.fitted_at or []) or group.name in capacity.source
+    described = group.describe()
+    fitted = described["setting"] in (capacity.fitted_at or []) or group.name in capacity.source
     here = capacity.provenance == "fit:decoder" and fitted
     per_seed = {
         g.seed: decoder_claims(m, k2, group.spec.states, here)
@@ -49,7 +49,7 @@ def judge_decoder(seeds: list[DecoderGroup], context: Context) -> tuple[dict, li
     mine = list(labelled(every_seed(per_seed), CLAIM_KINDS))
     section = {
         "name": group.name,
-        **group.describe(),
+        **described,
         "k2_star": k2,
         "measurement": measured[0],
         "seeds": [{"seed": g.seed, "measurement": m} for g, m in zip(seeds, measured, strict=True)],
