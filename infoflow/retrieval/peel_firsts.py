@@ -94,13 +94,27 @@ def holds(host: Comparison, same_end: bool, rank: int) -> bool:
     return rank > 1 and same_end == (rank == host.k)
 
 
-def unpaired(tree: ComparisonTree) -> list[Comparison]:
-    """The max and min reductions of a target with a k-th that :func:`firsts` does not pair
-    with a k-th's peel (nested, with other copies, two in one range sum, or over another
-    score): the planner charges each a head, which a peel's first round may save, so its
-    head count is then an upper bound."""
+def unpaired(tree: ComparisonTree, seq_len: int | None = None) -> list[Comparison]:
+    """The max and min reductions of a target with a k-th that no k-th's peel holds as the
+    planner pairs them: not paired by :func:`firsts` (nested, with other copies, two in one
+    range sum, or over another score), or paired at the other end of a k-th that ranks the
+    same from both ends (the median of an odd count: the planner peels from the k-th's own
+    end, a peel from the far end would hold it). The planner charges each a head, which a
+    peel's first round may save, so its head count is then an upper bound."""
     found = [c for top in tree.parts for c in top.walk()]
     if not any(c.kind == "kth" for c in found):
         return []
-    paired = {id(tree.parts[i]) for i, _, _ in tree.firsts}
+    paired = {
+        id(tree.parts[i])
+        for i, j, same in tree.firsts
+        if same or not _median(tree.parts[j], seq_len)
+    }
     return [c for c in found if c.op in ("max", "min") and id(c) not in paired]
+
+
+def _median(host: Comparison, seq_len: int | None) -> bool:
+    """Whether the k-th ``host`` past rank 1 ranks the same from both ends of its candidates
+    (T less those its conditions t != s leave out); with T symbolic, never."""
+    if seq_len is None or not host.k or host.k == 1:
+        return False
+    return 2 * host.k == seq_len - host.left_out + 1

@@ -52,7 +52,7 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
     bound = _bound(der, neck)
     out = {
         **_tree_predictions(der.tree, numbers),
-        **_minimal_predictions(der, numbers),
+        **_minimal_predictions(der, numbers, spec.seq_len),
         "feasible": Prediction(
             der.schedule.feasible,
             "",
@@ -129,13 +129,16 @@ _FLOOR = "reconstruction:exponent_floor"
 UNPAIRED = (
     " An upper bound here: the target has a max or min beside a k-th that the planner does not "
     "pair with the k-th's peel (it pairs only top-level reductions over one token with the same "
-    "score and as many copies), and a peel's first round may hold it, a head fewer."
+    "score and as many copies, and a median of an odd count from its own end only), and a peel's "
+    "first round may hold it, a head fewer."
 )
 
 
-def _minimal_predictions(der: Derivation, numbers: dict) -> dict[str, Prediction]:
+def _minimal_predictions(
+    der: Derivation, numbers: dict, seq_len: int | None
+) -> dict[str, Prediction]:
     """What the smallest architectures that reach the best exponent look like."""
-    unpaired = bool(peel_firsts.unpaired(der.tree))
+    unpaired = bool(peel_firsts.unpaired(der.tree, seq_len))
     return {
         "min_layers": Prediction(
             der.minimal.layers,

@@ -287,3 +287,23 @@ def test_min_heads_is_an_upper_bound_beside_a_k_th_it_does_not_pair() -> None:
     )
     assert min_heads(copies) == ([3, 1], "upper")
     assert min_heads("kth_largest((dot(q, x[t]) for t in T), k=2)") == ([1, 1], "exact")
+
+
+def test_min_heads_is_an_upper_bound_beside_an_odd_median_peeled_from_its_own_end() -> None:
+    """The third largest of five ranks third from both ends: the planner peels it from the
+    largest, which holds a max beside it (exact) but not a min (charged a head it may not
+    need, since a peel from the smallest would hold it: upper). At T = 6 or 7 the far end
+    ranks deeper than the minimal three layers reach, so the min's head is exact."""
+
+    def min_heads(extremum: str, seq_len: int):
+        target = (
+            f"{extremum}(dot(q, x[t]) for t in T) + kth_largest((dot(q, x[t]) for t in T), k=3)"
+        )
+        spec = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": seq_len}
+        spec["architecture"] = {"layers": 3, "heads": 2, "embed_dim": 32}
+        found = infoflow.predict(infoflow.load_spec(spec))["min_heads"]
+        return found.value, found.bound
+
+    assert min_heads("max", 5) == ([1, 1, 1], "exact")
+    assert min_heads("min", 5) == ([2, 1, 1], "upper")
+    assert min_heads("min", 6) == min_heads("min", 7) == ([2, 1, 1], "exact")
