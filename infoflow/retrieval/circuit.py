@@ -4,8 +4,10 @@ the output reads. Torch-free: the validator's ``circuit_to_weights`` turns a cir
 weights of its own model class, and explain can name the head that realises each step.
 
 A score or a copy names its matrix instead of holding numbers: ``I`` (the identity), ``e:j``
-(the j-th coordinate), or a parameter of the target (``q``, ``A[0]``), which the validator
-draws from the target's seed.
+(the j-th coordinate), a parameter of the target (``q``, ``A[0]``), which the validator
+draws from the target's seed, or ``mask:NAME``, a positional mask the circuit holds (for
+each query position, the key positions it leaves out: the pairs a window's conditions
+exclude).
 
 One thing a head of layer 1 may read is not a channel: ``|x|^2`` (:data:`SQNORM`), a token's
 squared norm, which the first LayerNorm carries in its scale once the tokens are written with
@@ -30,6 +32,8 @@ EVERY_TOKEN, THE_READOUT = "every token", "the readout"
 #: (the readout's is zero): a score's -SELF_PENALTY * pos(s).pos(t) leaves each token out of
 #: its own retrieval, SELF_PENALTY far above any content score's spread.
 POSITIONS, SELF_PENALTY = "pos", 1000.0
+#: How a score names a positional mask of the circuit (``mask:NAME``).
+MASK = "mask:"
 
 
 @dataclass(frozen=True)
@@ -102,8 +106,10 @@ class Mlp:
 @dataclass
 class Circuit:
     """A construction: channels (name -> width, in order), heads, MLPs, the output (channel
-    groups with their coefficients), the fixed positions each flag channel marks, and notes on
-    what the construction does not do exactly."""
+    groups with their coefficients), the fixed positions each flag channel marks, notes on
+    what the construction does not do exactly, and the positional masks its scores name
+    (``mask:NAME``: per query position, or the readout's one row, the key positions left
+    out, 1-based)."""
 
     layers: int
     heads_per_layer: tuple[int, ...]
@@ -114,6 +120,7 @@ class Circuit:
     output: list[tuple[str, float]] = field(default_factory=list)
     flags: dict[str, tuple[int, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    masks: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     def add(self, name: str, width: int) -> str:
         """A channel group of ``width`` channels (once per name)."""
@@ -164,6 +171,7 @@ class Circuit:
             "output": [{"group": g, "coefficient": c} for g, c in self.output],
             "flags": {name: list(ps) for name, ps in self.flags.items()},
             "notes": list(self.notes),
+            "masks": {name: [list(row) for row in rows] for name, rows in self.masks.items()},
         }
 
 
@@ -201,22 +209,44 @@ def without_head(circuit: Circuit, layer: int, slot: int) -> Circuit:
         [(g, c) for g, c in circuit.output if g not in dead],
         dict(circuit.flags),
         [*circuit.notes, f"head {slot} of layer {layer} removed, with what read it"],
+        dict(circuit.masks),
     )
 
 
 def without_self_penalty(circuit: Circuit) -> Circuit:
-    """``circuit`` with every score's positional self-penalty (:data:`POSITIONS`) removed: each
-    token's own retrieval scores the token itself again, as without positional encoding."""
+    """``circuit`` with every score's positional self-penalty removed (:data:`POSITIONS`, the
+    identity; a mask keeps the other pairs it leaves out): each token's own retrieval scores
+    the token itself again, as without positional encoding."""
     heads = [
-        replace(h, score=tuple(f for f in h.score if f.query != POSITIONS)) for h in circuit.heads
+        replace(h, score=tuple(f for f in h.score if not _self_penalty(f))) for h in circuit.heads
     ]
+    masks = dict(circuit.masks)
+    for name in {f.matrix.removeprefix(MASK) for h in heads for f in h.score if _mask(f)}:
+        masks[name] = tuple(tuple(q for q in row if q != p) for p, row in enumerate(masks[name], 1))
     notes = [*circuit.notes, "the positional self-penalty removed"]
-    return replace(circuit, heads=heads, notes=notes)
+    return replace(circuit, heads=heads, notes=notes, masks=masks)
 
 
 def self_penalised(circuit: Circuit) -> bool:
     """Whether a head's score leaves each token out of its own retrieval."""
-    return any(f.query == POSITIONS for h in circuit.heads for f in h.score)
+    return any(_self_penalty(f) or _masks_self(circuit, f) for h in circuit.heads for f in h.score)
+
+
+def _self_penalty(form: Form) -> bool:
+    return form.query == form.key == POSITIONS and form.matrix == "I"
+
+
+def _mask(form: Form) -> bool:
+    """Whether ``form`` is a positional mask between tokens (not the readout's row)."""
+    return form.query == form.key == POSITIONS and form.matrix.startswith(MASK)
+
+
+def _masks_self(circuit: Circuit, form: Form) -> bool:
+    """Whether ``form`` is a positional mask that leaves some token out of its own retrieval."""
+    if not _mask(form):
+        return False
+    rows = circuit.masks[form.matrix.removeprefix(MASK)]
+    return any(p in row for p, row in enumerate(rows, 1))
 
 
 def _reads(head: Head) -> set[str]:

@@ -4,8 +4,19 @@ of a sum or difference of two; and the words compile refuses a term with."""
 
 from __future__ import annotations
 
+import operator
+
 from infoflow.retrieval.diagonal import norm_coefficients
-from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce, Token
+from infoflow.retrieval.expression import (
+    KTH,
+    Apply,
+    Condition,
+    Const,
+    Node,
+    Param,
+    Reduce,
+    Token,
+)
 from infoflow.retrieval.mechanisms.kth import rank
 
 
@@ -131,6 +142,23 @@ def _reference(param: Param) -> str:
     if any(not isinstance(i, int) for i in param.index):
         raise Unbuildable(f"the parameter {param.name} is indexed by a token")
     return param.name + "".join(f"[{i}]" for i in param.index)
+
+
+#: A condition's test, ``left op right + shift``.
+TESTS = {
+    "!=": operator.ne,
+    "==": operator.eq,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def holds(condition: Condition, at: dict[str, int]) -> bool:
+    """Whether ``condition`` holds with its indices at the positions ``at`` (1-based)."""
+    left, right = at[condition.left], at[condition.right]
+    return TESTS[condition.op](left, right + condition.shift)
 
 
 def sign(op: str) -> int:

@@ -15,6 +15,10 @@ head width, E). Terms it builds:
 - ``max``/``min`` over two tokens of ``norm`` or ``sqnorm`` of ``x[s] + x[t]`` (or ``-``,
   not its min): the same, the first retrieval's key reading |x(t)|^2 from LayerNorm's scale,
   and a square root in layer 2 for the norm;
+- either pair under conditions on its two positions (a window ``abs(s - t) <= w``, an order
+  ``s < t``, a gap ``t - s >= g``), with positional encoding: the same heads, the first
+  score penalised on every pair the conditions leave out (a positional mask), the readout's
+  on every token they leave without a partner;
 - ``kth_largest``/``kth_smallest`` over one token of a linear score: the peel;
 - ``max``/``min`` over s of the k-th over t (``t != s`` or not) of ``dot`` or ``bilinear``:
   the partner peel, every token's own race, its earlier partners left out by position (so
@@ -32,13 +36,13 @@ it is built, never approximated by a guess.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
+from infoflow.retrieval.circuit_fit import fit, name_steps
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
@@ -84,10 +88,10 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
     try:
         tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
         _build(circuit, tree, spec)
-        _fit(circuit, spec)
+        fit(circuit, spec)
     except Unbuildable as exc:
         raise SpecError(source, [("target", f"compile cannot build this plan: {exc}")]) from None
-    _name_steps(circuit, sentences(der.schedule))
+    name_steps(circuit, sentences(der.schedule))
     return circuit
 
 
@@ -169,7 +173,7 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         return _star_term(circuit, term, tag, names, body, spec)
     if len(names) == 2 and op in EXTREMA:
         if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
-            raise Unbuildable(f"{forms.text(term)}: only the condition {names[0]} != {names[1]}")
+            return _window_term(circuit, term, tag, names, body, conditions, spec)
         norm = forms.norm_pair(body, *names)
         if norm is not None:
             return (*_norm_term(circuit, term, tag, norm, bool(conditions), spec), 1)
@@ -279,6 +283,52 @@ def _layers_of(spec: RetrievalSpec) -> dict[tuple[str, str | None], int]:
     return out
 
 
+def _window_term(
+    circuit: Circuit,
+    term: Reduce,
+    tag: str,
+    names: list[str],
+    body: Node,
+    conditions: tuple,
+    spec: RetrievalSpec,
+) -> tuple[list, list, int]:
+    """A pair under conditions on its two positions (a window ``abs(s - t) <= w``, an order
+    ``s < t``): the pair retrieval, every token's first score penalised on each partner the
+    conditions leave out, the readout's on each token they leave without one
+    (:func:`~infoflow.retrieval.mechanisms.max_position.circuit_pair`); positional encoding
+    carries the positions. With the coefficient the output carries (the score's sign)."""
+    s, t = names
+    if any(not {c.left, c.right} <= {s, t} or c.left == c.right for c in conditions):
+        raise Unbuildable(f"{forms.text(term)}: conditions between {s} and {t} only are built")
+    if not circuit.positional_encoding:
+        raise Unbuildable(f"{forms.text(term)}: its conditions read positions (no PE)")
+    seq = range(1, spec.seq_len + 1)
+    left_out = tuple(
+        tuple(q for q in seq if not all(forms.holds(c, {s: p, t: q}) for c in conditions))
+        for p in seq
+    )
+    alone = tuple(p for p, row in zip(seq, left_out, strict=True) if len(row) == spec.seq_len)
+    if len(alone) == spec.seq_len:
+        raise Unbuildable(f"{forms.text(term)}: its conditions leave no pair at T = {spec.seq_len}")
+    circuit.masks[tag] = left_out
+    circuit.masks[f"{tag}.alone"] = (alone,)
+    norm = forms.norm_pair(body, s, t)
+    if norm is not None:
+        plus, squared = norm
+        if plus < 0 and term.op == "min" and any(p not in row for p, row in enumerate(left_out, 1)):
+            raise Unbuildable(
+                f"{forms.text(term)}: its conditions allow a pair (s, s), at distance 0: the "
+                "nearest pair is 0 on every draw"
+            )
+        squared = squared or spec.options.squared_norm
+        best = forms.sign(term.op)
+        pair = max_position.circuit_norm_pair(circuit, tag, plus, squared, best, window=tag)
+        return (*pair, 1)
+    matrix, sign = forms.bilinear(body, s, t)
+    pair = max_position.circuit_pair(circuit, tag, matrix, sign * forms.sign(term.op), window=tag)
+    return (*pair, sign)
+
+
 def _norm_term(
     circuit: Circuit,
     term: Reduce,
@@ -325,76 +375,3 @@ def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec)
     where = ", ".join(f"x[{p}]" for p in positions)
     circuit.heads.append(fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}"))
     circuit.output.append((out, 1.0))
-
-
-def _fit(circuit: Circuit, spec: RetrievalSpec) -> None:
-    """Refuse what the architecture cannot hold: layers, heads, head width, E."""
-    arch = spec.architecture
-    if circuit.reads_norm and circuit.flags:
-        raise Unbuildable(
-            "a norm pair beside fixed positions: the positions' flags change the first "
-            "LayerNorm's scale, which carries the norm pair's |x|^2"
-        )
-    depth = max(h.layer for h in circuit.heads)
-    if depth > arch.layers:
-        raise Unbuildable(
-            f"the construction needs {depth} layers, the architecture has {arch.layers}"
-        )
-    for layer in range(1, depth + 1):
-        count = sum(h.layer == layer for h in circuit.heads)
-        have = arch.heads_per_layer[layer - 1]
-        if count > have:
-            raise Unbuildable(
-                f"layer {layer} needs {count} heads side by side, the architecture has {have} "
-                "(compile lays the parts side by side; a sequential schedule is not built yet)"
-            )
-    e = arch.embed_dim or circuit.width
-    if circuit.width > e:
-        raise Unbuildable(f"the circuit needs {circuit.width} channels, E = {e}")
-    for head in circuit.heads:
-        n = e // arch.heads_per_layer[head.layer - 1]
-        need = head_dims(circuit, head)
-        if need > n:
-            raise Unbuildable(
-                f"head {head.slot} of layer {head.layer} needs {need} dimensions, n = E / h = {n}"
-            )
-
-
-def head_dims(circuit: Circuit, head) -> int:
-    """The dimensions a head uses: its scores' (the smaller group of each) plus one to leave
-    the readout out, or its copies' (the smaller side of each), whichever is more."""
-    width = circuit.width_of
-    score = sum(min(width(f.query), width(f.key)) for f in head.score) + int(head.mask_readout)
-    values = sum(min(width(c.source), width(c.dest)) for c in head.values)
-    return max(score, values)
-
-
-def _name_steps(circuit: Circuit, steps: dict[int, list[str]]) -> None:
-    """Give each head the engine's sentence for the step it realises: by the index both
-    retrieve ("its best a", "the best a") where that pairs them one to one, else the steps
-    of a layer in the engine's order, the heads in theirs (heads side by side). The engine
-    places steps as late as the architecture allows and compile builds them from layer 1:
-    where the two use as many layers with as many heads each, the i-th layer used of one is
-    the i-th of the other."""
-    built = sorted({h.layer for h in circuit.heads})
-    planned = sorted(steps)
-    counts = [sum(h.layer == layer for h in circuit.heads) for layer in built]
-    aligned = counts == [len(steps[layer]) for layer in planned]
-    for layer, said in steps.items():
-        at = built[planned.index(layer)] if aligned else layer
-        heads = [h for h in circuit.heads if h.layer == at]
-        if len(heads) != len(said):
-            continue
-        mine = [_retrieved(h.does, "its best") for h in heads]
-        theirs = [_retrieved(sentence, "the best") for sentence in said]
-        if None not in mine and len(set(mine)) == len(mine) and set(mine) == set(theirs):
-            said = [said[theirs.index(v)] for v in mine]
-        for head, sentence in zip(heads, said, strict=True):
-            i = circuit.heads.index(head)
-            circuit.heads[i] = replace(head, step=sentence)
-
-
-def _retrieved(text: str, words: str) -> str | None:
-    """The index after ``words`` in ``text`` ("its best a into ..." -> "a"); None if none."""
-    found = re.search(rf"{words} (\w+)\b", text)
-    return found.group(1) if found else None

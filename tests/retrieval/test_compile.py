@@ -4,6 +4,7 @@ intrinsic-dimension witness, the refusals, the files, and explain's pointer to e
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,7 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infoflow.core.errors import SpecError
-from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, SQNORM, TOKENS, ZERO, Circuit
+from infoflow.retrieval.circuit import (
+    ANCHOR,
+    BALANCE,
+    MASK,
+    READOUT,
+    SQNORM,
+    TOKENS,
+    ZERO,
+    Circuit,
+    self_penalised,
+    without_self_penalty,
+)
 from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.spec import RetrievalSpec
@@ -207,6 +219,66 @@ def test_a_pair_decode_error_falls_as_the_mlp_grows() -> None:
     small, large = (construction.build(s, beta=1000, width=w) for w in (128, 512))
     assert large.nmse * 10 < small.nmse, (small.nmse, large.nmse)
     assert large.decoders["p0.value"] < small.decoders["p0.value"]
+
+
+def test_a_window_pair_retrieves_only_the_partners_its_conditions_allow() -> None:
+    """The bundled sliding window (s < t, t - s <= 4): every token's first score is penalised
+    on the partners outside its window, and the readout's on the last token, which has none.
+    The witness computes the target; the same circuit without its masks does not (it finds
+    each token's own pair, |x|^2), so a construction that ignored the window would fail."""
+    window = bundled("sliding-window.json")
+    built = construction.build(window, width=512)
+    assert built.nmse < 1e-4, built.nmse
+    masks = built.circuit.masks
+    assert masks["p0"][0] == (1, *range(6, 17))  # token 1's partners: 2..5
+    assert masks["p0.alone"] == ((16,),)
+    bare = [
+        replace(h, score=tuple(f for f in h.score if not f.matrix.startswith(MASK)))
+        for h in built.circuit.heads
+    ]
+    unmasked = construction.build(window, width=512, circuit=replace(built.circuit, heads=bare))
+    assert unmasked.nmse > 1.0, unmasked.nmse
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "max(bilinear(x[s], A, x[t]) for s in T for t in T if s < t and t - s <= 3)",
+        "min(dot(x[s], x[t]) for s in T for t in T if abs(s - t) <= 2 and s != t)",
+        "max(dot(x[s], x[t]) for s in T for t in T if t - s >= 3)",
+        "max(norm(x[s] - x[t]) for s in T for t in T if s < t and t - s <= 2)",
+    ],
+)
+def test_windows_orders_and_lone_tokens_are_built(target: str) -> None:
+    """An asymmetric score under an order (s queries, t is retrieved), a two-sided window of
+    the min, a gap that leaves the last three tokens without a partner, a norm pair's window."""
+    pe = spec(target, [1, 1], embed_dim=64, seq_len=10, positional_encoding=True)
+    assert construction.build(pe, width=512).nmse < 1e-3
+
+
+def test_a_window_that_lets_a_token_pair_with_itself_has_no_nearest_pair_to_build() -> None:
+    target = "min(norm(x[s] - x[t]) for s in T for t in T if abs(s - t) <= 3)"
+    with pytest.raises(SpecError, match=r"allow a pair \(s, s\), at distance 0"):
+        circuit_of(spec(target, [1, 1], embed_dim=64, positional_encoding=True))
+
+
+def test_a_window_is_refused_where_its_conditions_read_more_than_the_pair() -> None:
+    target = "max(dot(x[s], x[t]) for s in T for t in T if s < t and t < 3)"
+    with pytest.raises(SpecError, match="conditions between s and t only are built"):
+        circuit_of(spec(target, [1, 1], positional_encoding=True))
+
+
+def test_the_self_penalty_ablation_keeps_the_rest_of_a_window() -> None:
+    """Removing the positional self-penalty from a window that leaves each token out of its
+    own retrieval drops only the diagonal from its mask."""
+    target = "max(dot(x[s], x[t]) for s in T for t in T if abs(s - t) <= 1 and s != t)"
+    circuit = circuit_of(spec(target, [1, 1], seq_len=4, positional_encoding=True))
+    assert self_penalised(circuit)
+    assert circuit.masks["p0"] == ((1, 3, 4), (2, 4), (1, 3), (1, 2, 4))
+    bare = without_self_penalty(circuit)
+    assert bare.masks["p0"] == ((3, 4), (4,), (1,), (1, 2))
+    assert not self_penalised(bare)
+    assert circuit.to_json()["masks"]["p0"][0] == [1, 3, 4]
 
 
 @pytest.mark.slow

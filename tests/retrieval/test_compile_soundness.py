@@ -1,10 +1,10 @@
 """Compile either builds a witness that computes the target or refuses: over every spelling of
-the terms it builds (signs, orders, conditions, ends of a k-th, k-ths counted from their far
-end, with and without positional encoding), a witness the engine's plan allows must reach
-NMSE 1e-2 on fresh data at MLP width 512 (the same sweep at 1024 reaches 1e-3:
-docs/results/2026-12-05-compile-soundness.md). A sign dropped or a condition ignored shows up
-here as an NMSE of order 1 (the first version of this sweep found the dropped sign of
-``max(-dot(q, x[t]) for t in T)``)."""
+the terms it builds (signs, orders, conditions and windows, ends of a k-th, k-ths counted
+from their far end, with and without positional encoding), a witness the engine's plan
+allows must reach NMSE 1e-2 on fresh data at MLP width 512 (the same sweep at 1024 reaches
+1e-3: docs/results/2026-12-05-compile-soundness.md). A sign dropped or a condition ignored
+shows up here as an NMSE of order 1 (the first version of this sweep found the dropped sign
+of ``max(-dot(q, x[t]) for t in T)``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from infoflow.validators.retrieval.construction import build
 ONE = ["dot(q, x[t])", "-dot(q, x[t])", "x[t][1]"]
 PAIR = ["dot(x[s], x[t])", "-dot(x[s], x[t])", "bilinear(x[s], A, x[t])", "bilinear(x[t], A, x[s])"]
 NORMS = ["norm(x[s] + x[t])", "norm(x[s] - x[t])", "sqnorm(x[s] + x[t])"]
-CONDITIONS = ["", " if s != t"]
+CONDITIONS = ["", " if s != t", " if s < t and t - s <= 2", " if abs(s - t) <= 3"]
 KTH_ENDS = ["kth_largest", "kth_smallest"]
 
 
@@ -69,7 +69,7 @@ def test_every_built_witness_computes_its_target(pe: bool) -> None:
         if any("not enforced" in note for note in witness.circuit.notes):
             continue  # the engine's plan ignores s != t there: the claims judge that plan
         built += 1
-        if witness.nmse > 1e-2:
+        if not witness.nmse <= 1e-2:  # NaN too (a target constant on every draw)
             wrong.append((target, witness.nmse))
     assert not wrong, wrong
     assert built >= 30, built  # the sweep exercises what compile builds

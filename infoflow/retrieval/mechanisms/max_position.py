@@ -11,6 +11,8 @@ global aggregation takes over.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy
 
 from infoflow.retrieval.canonical_to_tree import order
@@ -18,6 +20,7 @@ from infoflow.retrieval.circuit import (
     ANCHOR,
     CONST,
     EVERY_TOKEN,
+    MASK,
     MIRROR,
     POSITIONS,
     SELF_PENALTY,
@@ -123,17 +126,20 @@ def circuit_single(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[H
 
 
 def circuit_pair(
-    c: Circuit, tag: str, matrix: str, sign: int, exclude_self: int = 0
+    c: Circuit, tag: str, matrix: str, sign: int, exclude_self: int = 0, window: str = ""
 ) -> tuple[list[Head], list[Mlp]]:
     """Order 2, compiled: in layer 1 every token s retrieves its best partner t (logit beta *
     sign * x(s)^T M x(t)) into ``tag.partner``, and the MLP decodes ``tag.value`` =
     x(s)^T M partner by regression (the decode step, the construction's size); in layer 2
     the readout retrieves the best s by that value and copies it into ``tag.out``. With
     ``exclude_self`` = T (the target says s != t; positional encoding), the first score also
-    has -SELF_PENALTY pos(s).pos(t) over the T position channels: t = s never wins."""
+    has -SELF_PENALTY pos(s).pos(t) over the T position channels: t = s never wins. With
+    ``window`` (a mask of ``c``: the pairs the target's conditions leave out, and a row
+    ``window.alone`` of the tokens left without a partner), the first score has -SELF_PENALTY
+    on every pair the mask leaves out instead, and the readout's on every token alone."""
     partner = c.add(f"{tag}.partner", c.channels[TOKENS])
     value, out = c.add(f"{tag}.value", 1), c.add(f"{tag}.out", 1)
-    score, other = self_penalty(c, (Form(TOKENS, TOKENS, matrix, sign),), exclude_self)
+    score, other = self_penalty(c, (Form(TOKENS, TOKENS, matrix, sign),), exclude_self, window)
     first = Head(
         1,
         -1,
@@ -144,7 +150,7 @@ def circuit_pair(
         values=(Copy(TOKENS, partner),),
     )
     decode = Mlp(1, "decode", (TOKENS, partner), value, matrix, does=f"x(s)^T {matrix} x(t*(s))")
-    return [first, best_value(out, sign, value)], [decode]
+    return [first, alone(c, best_value(out, sign, value), window)], [decode]
 
 
 def circuit_star(
@@ -184,7 +190,13 @@ def circuit_star(
 
 
 def circuit_norm_pair(
-    c: Circuit, tag: str, plus: int, squared: bool, sign: int, exclude_self: int = 0
+    c: Circuit,
+    tag: str,
+    plus: int,
+    squared: bool,
+    sign: int,
+    exclude_self: int = 0,
+    window: str = "",
 ) -> tuple[list[Head], list[Mlp]]:
     """Order 2 on a norm, compiled: ``||x(s) + plus * x(t)||`` (squared or not), whose square
     is ``|x(s)|^2 + 2 plus x(s).x(t) + |x(t)|^2``. In layer 1 every token s retrieves its best
@@ -194,8 +206,8 @@ def circuit_norm_pair(
     blends linearly in the score. The MLP decodes the rest, |x(s)|^2 + 2 plus x(s).partner,
     into ``tag.value``; in layer 2 the readout retrieves the best s by value + key and copies
     their sum, and its MLP takes the square root (unless the norm is squared). With
-    ``exclude_self`` = T, the first score also has the positional self-penalty
-    (:func:`circuit_pair`)."""
+    ``exclude_self`` = T, the first score also has the positional self-penalty, with
+    ``window`` a window's masks instead (:func:`circuit_pair`)."""
     c.add(MIRROR, c.channels[TOKENS])
     c.add(CONST, 1)
     partner, key = c.add(f"{tag}.partner", c.channels[TOKENS]), c.add(f"{tag}.key", 1)
@@ -203,7 +215,7 @@ def circuit_norm_pair(
     square = c.add(f"{tag}.out" if squared else f"{tag}.square", 1)
     pair = "x(s) + x(t)" if plus > 0 else "x(s) - x(t)"
     score = (Form(TOKENS, TOKENS, "I", sign * plus, 2.0), Form(ANCHOR, SQNORM, "I", sign))
-    score, other = self_penalty(c, score, exclude_self)
+    score, other = self_penalty(c, score, exclude_self, window)
     first = Head(
         1,
         -1,
@@ -218,7 +230,7 @@ def circuit_norm_pair(
     decode = Mlp(
         1, "decode", (TOKENS, partner), value, sign=plus, does=does, function="sqnorm_less_key"
     )
-    second = best_value(square, sign, value, key)
+    second = alone(c, best_value(square, sign, value, key), window)
     if squared:
         return [first, second], [decode]
     out = c.add(f"{tag}.out", 1)
@@ -226,13 +238,27 @@ def circuit_norm_pair(
     return [first, second], [decode, root]
 
 
-def self_penalty(c: Circuit, score: tuple, positions: int) -> tuple[tuple, str]:
-    """``score`` with the positional self-penalty over ``positions`` channels (0: none), and
-    the words for it; the partner peel's rounds share it."""
+def self_penalty(c: Circuit, score: tuple, positions: int, window: str = "") -> tuple[tuple, str]:
+    """``score`` with the positional self-penalty over ``positions`` channels (0: none), or
+    with ``window`` (a mask of ``c``) the penalty on every pair it leaves out, and the words
+    for it; the partner peel's rounds share it."""
+    if window:
+        c.add(POSITIONS, len(c.masks[window]))
+        form = Form(POSITIONS, POSITIONS, MASK + window, -1, SELF_PENALTY)
+        return (*score, form), " among the t its conditions allow"
     if not positions:
         return score, ""
     c.add(POSITIONS, positions)
     return (*score, Form(POSITIONS, POSITIONS, "I", -1, SELF_PENALTY)), " other than s"
+
+
+def alone(c: Circuit, head: Head, window: str) -> Head:
+    """The readout's ``head`` penalised on every token ``window``'s conditions leave without
+    a partner (the mask ``window.alone``; none: the head as it is)."""
+    if not any(c.masks.get(f"{window}.alone", ())):
+        return head
+    form = Form(ANCHOR, POSITIONS, f"{MASK}{window}.alone", -1, SELF_PENALTY)
+    return replace(head, score=(*head.score, form))
 
 
 def best_value(out: str, sign: int, *values: str, layer: int = 2) -> Head:

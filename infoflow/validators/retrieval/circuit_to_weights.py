@@ -37,6 +37,7 @@ from infoflow.retrieval.circuit import (
     ANCHOR,
     BALANCE,
     CONST,
+    MASK,
     MIRROR,
     POSITIONS,
     READOUT,
@@ -177,10 +178,17 @@ class Weights:
         return out / (self.anchor if group == ANCHOR else 1.0)
 
     def matrix(self, name: str, rows: int, cols: int) -> Tensor:
-        """The matrix a score or copy names, [rows, cols]: the identity, a coordinate, or
-        the target's parameter (a vector is one row)."""
+        """The matrix a score or copy names, [rows, cols]: the identity, a coordinate, a
+        positional mask (1 where a query position leaves a key position out), or the target's
+        parameter (a vector is one row)."""
         if name == "I":
             return torch.eye(rows, cols, dtype=self.dtype)
+        if name.startswith(MASK):
+            masked = self.circuit.masks[name.removeprefix(MASK)]
+            out = torch.zeros(rows, cols, dtype=self.dtype)
+            for row, left_out in zip(out, masked, strict=True):
+                row[[q - 1 for q in left_out]] = 1
+            return out
         if name.startswith("e:"):
             out = torch.zeros(1, cols, dtype=self.dtype)
             out[0, int(name[2:])] = 1

@@ -41,13 +41,14 @@ def exact_inputs(weights: Weights, mlp: Mlp, generator: torch.Generator) -> tupl
     values = torch.gather(scores, 2, best[..., None])[..., 0]
     if mlp.function == "sqnorm_less_key":
         values = values - (partner**2).sum(-1)
-    return torch.cat([x, partner], -1).reshape(-1, 2 * d), values.reshape(-1)
+    kept = values.isfinite().reshape(-1)  # a token a window leaves without a partner: none
+    return torch.cat([x, partner], -1).reshape(-1, 2 * d)[kept], values.reshape(-1)[kept]
 
 
 def _retrieval(weights: Weights, mlp: Mlp, generator: torch.Generator):
     """Sampled tokens [b, t, d], the score of every pair (s, t) [b, t, t] by which the head
-    retrieves the partner ``mlp`` decodes (the pair (s, s) at the worst score where the head
-    leaves each token out of its own retrieval), and that head's sign."""
+    retrieves the partner ``mlp`` decodes (each pair the head leaves out, by the positional
+    self-penalty or a window's mask, at the worst score), and that head's sign."""
     spec, d, t = weights.spec, weights.d, weights.seq_len
     x = sample_inputs(spec, max(1, SAMPLES // t), t, generator).to(weights.dtype)
     if mlp.function == "bilinear":
@@ -56,9 +57,10 @@ def _retrieval(weights: Weights, mlp: Mlp, generator: torch.Generator):
         scores = ((x[:, :, None] + mlp.sign * x[:, None]) ** 2).sum(-1)
     head = _head_of(weights, mlp)
     sign = next((f for f in head.score if f.key == SQNORM), head.score[0]).sign
-    if any(f.query == POSITIONS for f in head.score):
-        diagonal = torch.eye(t, dtype=torch.bool)
-        scores = scores.masked_fill(diagonal, -sign * math.inf)
+    for form in head.score:
+        if form.query == form.key == POSITIONS:  # the self-penalty, or a window's mask
+            left_out = weights.matrix(form.matrix, t, t).bool()
+            scores = scores.masked_fill(left_out, -sign * math.inf)
     return x, scores, sign
 
 

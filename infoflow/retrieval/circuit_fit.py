@@ -1,0 +1,85 @@
+"""A built circuit -> checked against the spec's architecture (layers, heads per layer, head
+width, E), and each head named after the engine's step it realises: the last stage of
+compile's circuit (:mod:`~infoflow.retrieval.schedule_to_circuit`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from infoflow.retrieval.circuit import Circuit
+from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.spec import RetrievalSpec
+
+
+def fit(circuit: Circuit, spec: RetrievalSpec) -> None:
+    """Refuse what the architecture cannot hold: layers, heads, head width, E."""
+    arch = spec.architecture
+    if circuit.reads_norm and circuit.flags:
+        raise Unbuildable(
+            "a norm pair beside fixed positions: the positions' flags change the first "
+            "LayerNorm's scale, which carries the norm pair's |x|^2"
+        )
+    depth = max(h.layer for h in circuit.heads)
+    if depth > arch.layers:
+        raise Unbuildable(
+            f"the construction needs {depth} layers, the architecture has {arch.layers}"
+        )
+    for layer in range(1, depth + 1):
+        count = sum(h.layer == layer for h in circuit.heads)
+        have = arch.heads_per_layer[layer - 1]
+        if count > have:
+            raise Unbuildable(
+                f"layer {layer} needs {count} heads side by side, the architecture has {have} "
+                "(compile lays the parts side by side; a sequential schedule is not built yet)"
+            )
+    e = arch.embed_dim or circuit.width
+    if circuit.width > e:
+        raise Unbuildable(f"the circuit needs {circuit.width} channels, E = {e}")
+    for head in circuit.heads:
+        n = e // arch.heads_per_layer[head.layer - 1]
+        need = head_dims(circuit, head)
+        if need > n:
+            raise Unbuildable(
+                f"head {head.slot} of layer {head.layer} needs {need} dimensions, n = E / h = {n}"
+            )
+
+
+def head_dims(circuit: Circuit, head) -> int:
+    """The dimensions a head uses: its scores' (the smaller group of each) plus one to leave
+    the readout out, or its copies' (the smaller side of each), whichever is more."""
+    width = circuit.width_of
+    score = sum(min(width(f.query), width(f.key)) for f in head.score) + int(head.mask_readout)
+    values = sum(min(width(c.source), width(c.dest)) for c in head.values)
+    return max(score, values)
+
+
+def name_steps(circuit: Circuit, steps: dict[int, list[str]]) -> None:
+    """Give each head the engine's sentence for the step it realises: by the index both
+    retrieve ("its best a", "the best a") where that pairs them one to one, else the steps
+    of a layer in the engine's order, the heads in theirs (heads side by side). The engine
+    places steps as late as the architecture allows and compile builds them from layer 1:
+    where the two use as many layers with as many heads each, the i-th layer used of one is
+    the i-th of the other."""
+    built = sorted({h.layer for h in circuit.heads})
+    planned = sorted(steps)
+    counts = [sum(h.layer == layer for h in circuit.heads) for layer in built]
+    aligned = counts == [len(steps[layer]) for layer in planned]
+    for layer, said in steps.items():
+        at = built[planned.index(layer)] if aligned else layer
+        heads = [h for h in circuit.heads if h.layer == at]
+        if len(heads) != len(said):
+            continue
+        mine = [_retrieved(h.does, "its best") for h in heads]
+        theirs = [_retrieved(sentence, "the best") for sentence in said]
+        if None not in mine and len(set(mine)) == len(mine) and set(mine) == set(theirs):
+            said = [said[theirs.index(v)] for v in mine]
+        for head, sentence in zip(heads, said, strict=True):
+            i = circuit.heads.index(head)
+            circuit.heads[i] = replace(head, step=sentence)
+
+
+def _retrieved(text: str, words: str) -> str | None:
+    """The index after ``words`` in ``text`` ("its best a into ..." -> "a"); None if none."""
+    found = re.search(rf"{words} (\w+)\b", text)
+    return found.group(1) if found else None
