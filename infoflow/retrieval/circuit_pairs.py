@@ -1,0 +1,118 @@
+"""A max or min over two tokens -> its heads and MLPs (the pair retrieval of
+:mod:`~infoflow.retrieval.mechanisms.max_position`): a ``dot`` or ``bilinear`` score, or a
+norm pair, with ``s != t`` (the positional self-penalty) or under conditions on the two
+positions (a window: a positional mask). A stage of :mod:`~infoflow.retrieval.
+schedule_to_circuit`."""
+
+from __future__ import annotations
+
+from infoflow.retrieval import circuit_forms as forms
+from infoflow.retrieval.circuit import Circuit
+from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.expression import Node, Reduce
+from infoflow.retrieval.mechanisms import max_position
+from infoflow.retrieval.spec import RetrievalSpec
+
+
+def pair_term(
+    circuit: Circuit,
+    term: Reduce,
+    tag: str,
+    names: list[str],
+    body: Node,
+    conditions: tuple,
+    spec: RetrievalSpec,
+) -> tuple[list, list, int]:
+    """The heads and MLPs of a max or min of ``body`` over the tokens ``names`` under
+    ``conditions``, and the coefficient its output carries (the score's sign)."""
+    if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
+        return _window_term(circuit, term, tag, names, body, conditions, spec)
+    norm = forms.norm_pair(body, *names)
+    if norm is not None:
+        return (*_norm_term(circuit, term, tag, norm, bool(conditions), spec), 1)
+    exclude = spec.seq_len if conditions and circuit.positional_encoding else 0
+    if conditions and not exclude:
+        circuit.notes.append(
+            f"{tag}: the condition {names[0]} != {names[1]} is not enforced: without "
+            "positional encoding a token cannot tell itself from another; the pair (s, s) "
+            "competes, which changes the value only where it is the best pair"
+        )
+    matrix, sign = forms.bilinear(body, *names)
+    pair = max_position.circuit_pair(circuit, tag, matrix, sign * forms.sign(term.op), exclude)
+    return (*pair, sign)
+
+
+def _window_term(
+    circuit: Circuit,
+    term: Reduce,
+    tag: str,
+    names: list[str],
+    body: Node,
+    conditions: tuple,
+    spec: RetrievalSpec,
+) -> tuple[list, list, int]:
+    """A pair under conditions on its two positions (a window ``abs(s - t) <= w``, an order
+    ``s < t``): the pair retrieval, every token's first score penalised on each partner the
+    conditions leave out, the readout's on each token they leave without one
+    (:func:`~infoflow.retrieval.mechanisms.max_position.circuit_pair`); positional encoding
+    carries the positions. With the coefficient the output carries (the score's sign)."""
+    s, t = names
+    if any(not {c.left, c.right} <= {s, t} or c.left == c.right for c in conditions):
+        raise Unbuildable(f"{forms.text(term)}: conditions between {s} and {t} only are built")
+    if not circuit.positional_encoding:
+        raise Unbuildable(f"{forms.text(term)}: its conditions read positions (no PE)")
+    seq = range(1, spec.seq_len + 1)
+    left_out = tuple(
+        tuple(q for q in seq if not all(forms.holds(c, {s: p, t: q}) for c in conditions))
+        for p in seq
+    )
+    alone = tuple(p for p, row in zip(seq, left_out, strict=True) if len(row) == spec.seq_len)
+    if len(alone) == spec.seq_len:
+        raise Unbuildable(f"{forms.text(term)}: its conditions leave no pair at T = {spec.seq_len}")
+    circuit.masks[tag] = left_out
+    circuit.masks[f"{tag}.alone"] = (alone,)
+    norm = forms.norm_pair(body, s, t)
+    if norm is not None:
+        plus, squared = norm
+        if plus < 0 and term.op == "min" and any(p not in row for p, row in enumerate(left_out, 1)):
+            raise Unbuildable(
+                f"{forms.text(term)}: its conditions allow a pair (s, s), at distance 0: the "
+                "nearest pair is 0 on every draw"
+            )
+        squared = squared or spec.options.squared_norm
+        best = forms.sign(term.op)
+        pair = max_position.circuit_norm_pair(circuit, tag, plus, squared, best, window=tag)
+        return (*pair, 1)
+    matrix, sign = forms.bilinear(body, s, t)
+    pair = max_position.circuit_pair(circuit, tag, matrix, sign * forms.sign(term.op), window=tag)
+    return (*pair, sign)
+
+
+def _norm_term(
+    circuit: Circuit,
+    term: Reduce,
+    tag: str,
+    norm: tuple[int, bool],
+    distinct: bool,
+    spec: RetrievalSpec,
+) -> tuple[list, list]:
+    """A norm pair's heads and MLPs (``distinct``: the target says s != t). With positional
+    encoding the first head leaves each token out of its own retrieval; without, refused
+    where the pair (s, s) would decide the value: the nearest pair of a difference (each
+    token's nearest is itself), and s != t on a sum (its farthest pair is (s, s) often; its
+    closest, sometimes). The farthest pair of a difference keeps s != t exactly: (s, s) is
+    at 0, never the farthest."""
+    plus, squared = norm
+    exclude = spec.seq_len if distinct and circuit.positional_encoding else 0
+    if plus < 0 and term.op == "min" and not exclude:
+        raise Unbuildable(
+            f"{forms.text(term)}: the nearest pair is built only with s != t and positional "
+            "encoding: each token's nearest is itself (distance 0)"
+        )
+    if distinct and plus > 0 and not exclude:
+        raise Unbuildable(
+            f"{forms.text(term)}: the condition s != t on the norm of a sum is not built without "
+            "positional encoding: the pair (s, s) competes, and decides the value often"
+        )
+    squared = squared or spec.options.squared_norm
+    return max_position.circuit_norm_pair(circuit, tag, plus, squared, forms.sign(term.op), exclude)
