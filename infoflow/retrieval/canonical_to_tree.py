@@ -86,9 +86,13 @@ SELF_EXCLUSION = "reconstruction:self_exclusion"
 
 def position_reads(c: Comparison) -> list[str]:
     """What ``c`` (or anything nested in it) reads by position, in words, fixed positions
-    first, the self-exclusions (:func:`self_exclusions`) last."""
+    first, the self-exclusions (:func:`self_exclusions`) last. An argmax or argmin reads its
+    own index's position: its value is one ([R] ``position_reads``; without positional
+    encoding the model is permutation invariant and cannot return it)."""
     fixed, other = [], []
     for comparison in c.walk():
+        if comparison.op in ("argmax", "argmin"):
+            other.append(f"the position the {comparison.op} returns")
         for f in comparison.factors:
             fixed += [f"the fixed position {p}" for p in sorted(f.fixed)]
             other += [f"the condition {text}" for text in f.conditions]

@@ -7,7 +7,8 @@ A score or a copy names its matrix instead of holding numbers: ``I`` (the identi
 (the j-th coordinate), a parameter of the target (``q``, ``A[0]``), which the validator
 draws from the target's seed, or ``mask:NAME``, a positional mask the circuit holds (for
 each query position, the key positions it leaves out: the pairs a window's conditions
-exclude).
+exclude), or ``index:k`` (the row p + k over the position channels: a copy of a token's
+position number).
 
 One thing a head of layer 1 may read is not a channel: ``|x|^2`` (:data:`SQNORM`), a token's
 squared norm, which the first LayerNorm carries in its scale once the tokens are written with
@@ -32,8 +33,9 @@ EVERY_TOKEN, THE_READOUT = "every token", "the readout"
 #: (the readout's is zero): a score's -SELF_PENALTY * pos(s).pos(t) leaves each token out of
 #: its own retrieval, SELF_PENALTY far above any content score's spread.
 POSITIONS, SELF_PENALTY = "pos", 1000.0
-#: How a score names a positional mask of the circuit (``mask:NAME``).
-MASK = "mask:"
+#: How a score names a positional mask of the circuit (``mask:NAME``), and a copy the
+#: position's number plus k (``index:k``, a row over the position channels).
+MASK, INDEX = "mask:", "index:"
 
 
 @dataclass(frozen=True)
@@ -215,14 +217,20 @@ def without_head(circuit: Circuit, layer: int, slot: int) -> Circuit:
 
 def without_self_penalty(circuit: Circuit) -> Circuit:
     """``circuit`` with every score's positional self-penalty removed (:data:`POSITIONS`, the
-    identity; a mask keeps the other pairs it leaves out): each token's own retrieval scores
-    the token itself again, as without positional encoding."""
+    identity; a window's mask keeps the other pairs it leaves out, and the readout's row of
+    tokens without a partner is read again from it): each token's own retrieval scores the
+    token itself again."""
     heads = [
         replace(h, score=tuple(f for f in h.score if not _self_penalty(f))) for h in circuit.heads
     ]
     masks = dict(circuit.masks)
     for name in {f.matrix.removeprefix(MASK) for h in heads for f in h.score if _mask(f)}:
-        masks[name] = tuple(tuple(q for q in row if q != p) for p, row in enumerate(masks[name], 1))
+        rows = tuple(tuple(q for q in row if q != p) for p, row in enumerate(masks[name], 1))
+        masks[name] = rows
+        if f"{name}.alone" in masks:
+            masks[f"{name}.alone"] = (
+                tuple(p for p, row in enumerate(rows, 1) if len(row) == len(rows)),
+            )
     notes = [*circuit.notes, "the positional self-penalty removed"]
     return replace(circuit, heads=heads, notes=notes, masks=masks)
 

@@ -120,6 +120,29 @@ def bilinear(node: Node, s: str, t: str) -> tuple[str, int]:
     )
 
 
+def fixed_query(node: Node, var: str, seq_len: int) -> tuple[str, int, int] | None:
+    """(matrix, sign, position) of a score ``x(p)^T M x(var)`` against a fixed position p
+    (``dot(x[var], x[T])``, ``bilinear(x[3], A, x[var])``, either order, negated); None when
+    no argument is a fixed position."""
+    if isinstance(node, Apply) and node.fn == "neg":
+        found = fixed_query(node.args[0], var, seq_len)
+        return None if found is None else (found[0], -found[1], found[2])
+    if not isinstance(node, Apply) or node.fn not in ("dot", "bilinear"):
+        return None
+    a, b = node.args[0], node.args[-1]
+    fixed = [arg for arg in (a, b) if isinstance(arg, Token) and arg.is_fixed]
+    if len(fixed) != 1 or fixed[0].component or not (_plain(a, var) or _plain(b, var)):
+        return None
+    (token,) = fixed
+    position = token.index if isinstance(token.index, int) else seq_len + token.offset
+    if node.fn == "dot":
+        return "I", 1, position
+    if not isinstance(node.args[1], Param):
+        return None
+    matrix = _reference(node.args[1])
+    return (matrix if a is token else matrix + "^T"), 1, position
+
+
 def norm_pair(node: Node, s: str, t: str) -> tuple[int, bool] | None:
     """(plus, squared) of ``norm(x[s] + plus * x[t])`` or ``sqnorm(...)``, plus = +1 or -1
     (either token negated, in either order); None for anything else."""

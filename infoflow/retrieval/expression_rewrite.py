@@ -5,8 +5,9 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
 - an index read only at one offset is renamed: ``max(f(x[t-1]) for t in T)`` is
   ``max(f(x[t]) for t in T if t <= T - 1)``, the boundary becoming a mask (and the index's
   other conditions shifted with it); an index read at two offsets (the induction head's match
-  x[t-1] and the token after it, x[t]) keeps its neighbour, and so does an index under an
-  argmax (its value is the position as written: the token after the match);
+  x[t-1] and the token after it, x[t]) keeps its neighbour; under an argmax the value is
+  the position found less the offset (since the evening of 2026-12-05: a neighbour head was
+  charged for it before);
 - a pointwise max (min) of max (min) reductions over the same indices and conditions is one
   reduction of the pointwise max of their bodies (an unrolled ``for i in range(n)``);
 - a pointwise max (min) inside another is one (``max(max(a, b), c)`` is ``max(a, b, c)``),
@@ -228,9 +229,10 @@ def _in_conditions(node: Node, name: str) -> bool:
 
 def _rename_shifts(node: Reduce) -> Reduce:
     """Each token index read only at one offset o != 0 becomes the position it reads (not
-    under an argmax or argmin, whose value is the index as written, nor under a k-th, which
-    refuses a neighbour in its own words rather than the mask's)."""
-    if node.op in ("argmax", "argmin", *KTH):
+    under a k-th, which refuses a neighbour in its own words rather than the mask's). Under
+    an argmax or argmin too: its value, the index as written, is the position found less o,
+    which the positional encoding the argmax needs gives with no head of its own."""
+    if node.op in KTH:
         return node
     for v in node.variables:
         offsets = reads(node.body, v.name) if v.is_token else set()
@@ -245,7 +247,7 @@ def _rename_shifts(node: Reduce) -> Reduce:
         conditions = tuple(_shift_condition(c, v.name, offset) for c in node.conditions)
         node = replace(
             node,
-            body=_unshift(node.body, v.name, offset),
+            body=unshift(node.body, v.name, offset),
             conditions=(*conditions, boundary),
         )
     return node
@@ -257,14 +259,16 @@ def _shift_condition(c: Condition, name: str, offset: int) -> Condition:
     return replace(c, shift=shift)
 
 
-def _unshift(node: Node, name: str, offset: int) -> Node:
+def unshift(node: Node, name: str, offset: int) -> Node:
+    """``node`` reading the token index ``name`` at each offset less ``offset`` (its
+    conditions shifted with it): ``x[t-1]`` at offset -1 is ``x[t]``."""
     if isinstance(node, Token) and node.index == name:
         return replace(node, offset=node.offset - offset)
     if isinstance(node, Apply):
-        return Apply(node.fn, tuple(_unshift(a, name, offset) for a in node.args))
+        return Apply(node.fn, tuple(unshift(a, name, offset) for a in node.args))
     if isinstance(node, Reduce):
         conditions = tuple(_shift_condition(c, name, offset) for c in node.conditions)
-        return replace(node, body=_unshift(node.body, name, offset), conditions=conditions)
+        return replace(node, body=unshift(node.body, name, offset), conditions=conditions)
     return node
 
 

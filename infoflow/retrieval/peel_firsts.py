@@ -97,24 +97,30 @@ def holds(host: Comparison, same_end: bool, rank: int) -> bool:
 def unpaired(tree: ComparisonTree, seq_len: int | None = None) -> list[Comparison]:
     """The max and min reductions of a target with a k-th that no k-th's peel holds as the
     planner pairs them: not paired by :func:`firsts` (nested, with other copies, two in one
-    range sum, or over another score), or paired at the other end of a k-th that ranks the
-    same from both ends (the median of an odd count: the planner peels from the k-th's own
-    end, a peel from the far end would hold it). The planner charges each a head, which a
-    peel's first round may save, so its head count is then an upper bound."""
+    range sum, or over another score); paired at the other end of a k-th that ranks the same
+    from both ends (the median of an odd count: the planner peels from the k-th's own end,
+    a peel from the far end would hold it), unless an extremum at its own end is paired with
+    it too (one peel holds one end); or paired with a k-th of rank 1 that is the same
+    extremum (``kth_largest(f, k=T)`` beside ``min f``: one retrieval would do for both).
+    The planner charges each a head it may not need, so its head count is then an upper
+    bound."""
     found = [c for top in tree.parts for c in top.walk()]
     if not any(c.kind == "kth" for c in found):
         return []
-    paired = {
-        id(tree.parts[i])
-        for i, j, same in tree.firsts
-        if same or not _median(tree.parts[j], seq_len)
-    }
+    own_end = {j for _, j, same in tree.firsts if same}
+    paired = set()
+    for i, j, same in tree.firsts:
+        host, counted = tree.parts[j], _candidates(tree.parts[j], seq_len)
+        rank = host.k if counted is None else min(host.k, counted + 1 - host.k)
+        if rank == 1 and same == (host.k == 1):
+            continue  # the k-th is this extremum
+        if not same and rank > 1 and 2 * rank == (counted or 0) + 1 and j not in own_end:
+            continue  # a median's far end, which the planner does not peel from
+        paired.add(id(tree.parts[i]))
     return [c for c in found if c.op in ("max", "min") and id(c) not in paired]
 
 
-def _median(host: Comparison, seq_len: int | None) -> bool:
-    """Whether the k-th ``host`` past rank 1 ranks the same from both ends of its candidates
-    (T less those its conditions t != s leave out); with T symbolic, never."""
-    if seq_len is None or not host.k or host.k == 1:
-        return False
-    return 2 * host.k == seq_len - host.left_out + 1
+def _candidates(host: Comparison, seq_len: int | None) -> int | None:
+    """How many values the k-th ``host`` ranks (T less those its conditions t != s leave
+    out); None with T symbolic."""
+    return None if seq_len is None else seq_len - host.left_out

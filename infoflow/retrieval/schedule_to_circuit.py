@@ -48,6 +48,7 @@ from infoflow.retrieval.circuit_pairs import pair_term
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
 from infoflow.retrieval.expression import KTH, Apply, Node, Param, Reduce, Token
+from infoflow.retrieval.expression_rewrite import reads, unshift
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import fetch, kth, max_position, pooling, sentences
 from infoflow.retrieval.predict import predictions
@@ -55,12 +56,16 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
 
 EXTREMA = ("max", "min")
+ARGS = ("argmax", "argmin")
 
 
 def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
     """The circuit of ``spec``'s plan on its own architecture; a SpecError (exit 2) naming
     the bottleneck when the engine calls the spec inefficient, or the term compile cannot
     build, or what does not fit."""
+    if spec.seq_len is None:
+        why = "compile builds weights for one sequence length: give seq_len a number"
+        raise SpecError(source, [("seq_len", why)])
     der = derive(spec, source)
     if not der.efficient:
         result = predictions(spec, der, source)
@@ -176,6 +181,8 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         return pair_term(circuit, term, tag, names, body, conditions, spec)
     if len(names) != 1 or conditions:
         raise Unbuildable(f"{forms.text(term)}: one token index without conditions is built here")
+    if op in ARGS:
+        return _position_term(circuit, term, tag, spec)
     matrix, sign = forms.linear(body, names[0])
     if op in EXTREMA:
         return (*max_position.circuit_single(circuit, tag, matrix, sign * forms.sign(op)), sign)
@@ -190,6 +197,43 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
             return (*max_position.circuit_single(circuit, tag, matrix, ext), sign)
         return (*kth.circuit_peel(circuit, tag, matrix, ext, rank), sign)
     raise Unbuildable(f"{forms.text(term)}: compile does not build {op}")
+
+
+def _position_term(
+    circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
+) -> tuple[list, list, int]:
+    """An argmax or argmin over one token t (positional encoding) of a linear score, or of a
+    score against a fixed position (``dot(x[t-1], x[T])``: a head fetches x[T] for the
+    readout in layer 1, the retrieval runs in layer 2). An index read at one offset o is
+    retrieved at the position it reads, u = t + o, and returns u - o: the readout copies
+    the position's number less o, and leaves out the u no t reads."""
+    var = term.variables[0].name
+    if not circuit.positional_encoding:
+        raise Unbuildable(f"{forms.text(term)}: its value is a position (no PE)")
+    offsets = reads(term.body, var)
+    if len(offsets) != 1:
+        raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
+    (offset,) = offsets
+    body = unshift(term.body, var, offset)
+    heads, seq = [], range(1, spec.seq_len + 1)
+    fixed = forms.fixed_query(body, var, spec.seq_len)
+    if fixed is None:
+        (matrix, sign), query, layer = forms.linear(body, var), ANCHOR, 1
+        if matrix == "I":
+            raise Unbuildable(f"{forms.text(term)}: the argmax of a vector")
+    else:
+        matrix, sign, position = fixed
+        query, layer = circuit.add(f"{tag}.query", circuit.channels[TOKENS]), 2
+        flag = circuit.add(f"{tag}.at", 1)
+        circuit.flags[flag] = (position,)
+        does = f"the readout fetches x[{position}] into {query}"
+        heads.append(fetch.circuit_head(flag, Copy(TOKENS, query), does))
+    circuit.masks[f"{tag}.alone"] = (tuple(u for u in seq if u - offset not in seq),)
+    best = sign * (1 if term.op == "argmax" else -1)
+    found = max_position.circuit_argmax(
+        circuit, tag, query, matrix, best, -offset, layer, spec.seq_len
+    )
+    return [*heads, *found[0]], found[1], 1
 
 
 def _partner_term(

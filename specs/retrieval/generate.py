@@ -112,18 +112,21 @@ def _positions() -> dict[str, dict]:
     """The induction head and a sliding window: targets that read positions."""
     return {
         "induction-head": {
-            "description": "The induction head (Sanford et al. 2024; theory note, positions): "
-            "the position of the token after the best match, the token whose predecessor "
-            "matches the last token. A previous-token head and the last token in layer 1, the "
-            "match in layer 2: heads (2, 1) with positional encoding. (The best match's score "
-            "alone, max(dot(x[t-1], x[T]) for t in T), is a masked retrieval over the "
-            "predecessors: heads (1, 1).) d = 4, T = 16, E = 32 are choices made here.",
+            "description": "The induction head (Sanford et al. 2024; theory note, positions), "
+            "as a position: the position of the token after the best match, the token whose "
+            "predecessor matches the last token. Two layers with positional encoding: the "
+            "last token in layer 1, the match in layer 2, heads (1, 1); the position after "
+            "the match is the match's position plus one, which positional encoding gives "
+            "with no head of its own. Copying the token after the match (the classic "
+            "induction head's output, which the target language does not write) would need "
+            "a previous-token head as well: heads (2, 1), as a score reading x[t-1] and x[t] "
+            "is planned. d = 4, T = 16, E = 32 are choices made here.",
             "target": INDUCTION,
             "input_dim": 4,
             "seq_len": 16,
             "architecture": {
                 "layers": 2,
-                "heads": [2, 1],
+                "heads": [1, 1],
                 "embed_dim": 32,
                 "positional_encoding": True,
             },

@@ -16,6 +16,7 @@ from infoflow.core.errors import SpecError
 from infoflow.retrieval.circuit import (
     ANCHOR,
     BALANCE,
+    INDEX,
     MASK,
     READOUT,
     SQNORM,
@@ -256,10 +257,24 @@ def test_windows_orders_and_lone_tokens_are_built(target: str) -> None:
     assert construction.build(pe, width=512).nmse < 1e-3
 
 
-def test_a_window_that_lets_a_token_pair_with_itself_has_no_nearest_pair_to_build() -> None:
-    target = "min(norm(x[s] - x[t]) for s in T for t in T if abs(s - t) <= 3)"
+@pytest.mark.parametrize(
+    "target",
+    [
+        "min(norm(x[s] - x[t]) for s in T for t in T if abs(s - t) <= 3)",
+        "max(norm(x[s] - x[t]) for s in T for t in T if abs(s - t) < 1)",
+    ],
+)
+def test_a_window_whose_distance_is_zero_on_every_draw_is_refused(target: str) -> None:
+    """The nearest pair where a token may pair with itself, the farthest where it may pair
+    with nothing else: 0 on every draw, nothing to build (and no NMSE to measure)."""
     with pytest.raises(SpecError, match=r"allow a pair \(s, s\), at distance 0"):
         circuit_of(spec(target, [1, 1], embed_dim=64, positional_encoding=True))
+
+
+def test_compile_needs_a_sequence_length() -> None:
+    target = "max(dot(x[s], x[t]) for s in T for t in T if s < t and t - s <= 2)"
+    with pytest.raises(SpecError, match="seq_len"):
+        circuit_of(spec(target, [1, 1], seq_len=None, positional_encoding=True))
 
 
 def test_a_window_is_refused_where_its_conditions_read_more_than_the_pair() -> None:
@@ -270,7 +285,8 @@ def test_a_window_is_refused_where_its_conditions_read_more_than_the_pair() -> N
 
 def test_the_self_penalty_ablation_keeps_the_rest_of_a_window() -> None:
     """Removing the positional self-penalty from a window that leaves each token out of its
-    own retrieval drops only the diagonal from its mask."""
+    own retrieval drops only the diagonal from its mask; a token an order left without a
+    partner (s = T under s < t) has itself again."""
     target = "max(dot(x[s], x[t]) for s in T for t in T if abs(s - t) <= 1 and s != t)"
     circuit = circuit_of(spec(target, [1, 1], seq_len=4, positional_encoding=True))
     assert self_penalised(circuit)
@@ -279,6 +295,34 @@ def test_the_self_penalty_ablation_keeps_the_rest_of_a_window() -> None:
     assert bare.masks["p0"] == ((3, 4), (4,), (1,), (1, 2))
     assert not self_penalised(bare)
     assert circuit.to_json()["masks"]["p0"][0] == [1, 3, 4]
+    order = "max(bilinear(x[s], A, x[t]) for s in T for t in T if s < t)"
+    ordered = circuit_of(spec(order, [1, 1], seq_len=3, positional_encoding=True))
+    assert ordered.masks["p0.alone"] == ((3,),)  # s = 3 has no t > 3
+    assert without_self_penalty(ordered).masks["p0.alone"] == ((),)  # it has itself
+
+
+def test_the_induction_head_compiles_on_one_head_a_layer() -> None:
+    """The bundled induction head on [1, 1] (the engine's plan): the readout fetches x[T] in
+    layer 1, retrieves the token whose predecessor matches it in layer 2 and copies that
+    position plus one from the position channels. Its error falls as beta grows; the same
+    circuit copying the match's own position is off by one on every draw."""
+    induction = bundled("induction-head.json", heads=[1, 1])
+    coarse, fine = (construction.build(induction, beta=b, width=64) for b in (100, 1000))
+    assert fine.nmse < 1e-3 and fine.nmse * 3 < coarse.nmse, (coarse.nmse, fine.nmse)
+    (fetch, match) = fine.circuit.heads
+    assert (fetch.layer, match.layer) == (1, 2) and match.values[0].matrix == f"{INDEX}1"
+    assert fine.circuit.masks["p0.alone"] == ((16,),)  # x[16] is no token's predecessor
+    unshifted = replace(match, values=(replace(match.values[0], matrix=f"{INDEX}0"),))
+    wrong = replace(fine.circuit, heads=[fetch, unshifted])
+    assert construction.build(induction, beta=1000, width=64, circuit=wrong).nmse > 0.03
+
+
+@pytest.mark.parametrize(
+    "target", ["argmax(dot(q, x[t]) for t in T)", "argmin(bilinear(x[3], A, x[t+1]) for t in T)"]
+)
+def test_an_argmax_copies_the_winners_position(target: str) -> None:
+    built = construction.build(spec(target, [1, 1], positional_encoding=True), beta=1000, width=64)
+    assert built.nmse < 1e-3, built.nmse
 
 
 @pytest.mark.slow

@@ -293,12 +293,12 @@ def test_min_heads_is_an_upper_bound_beside_an_odd_median_peeled_from_its_own_en
     """The third largest of five ranks third from both ends: the planner peels it from the
     largest, which holds a max beside it (exact) but not a min (charged a head it may not
     need, since a peel from the smallest would hold it: upper). At T = 6 or 7 the far end
-    ranks deeper than the minimal three layers reach, so the min's head is exact."""
+    ranks deeper than the minimal three layers reach, so the min's head is exact; beside a
+    max as well, the peel holds one of the two whichever end it runs from: exact."""
 
-    def min_heads(extremum: str, seq_len: int):
-        target = (
-            f"{extremum}(dot(q, x[t]) for t in T) + kth_largest((dot(q, x[t]) for t in T), k=3)"
-        )
+    def min_heads(extrema: str, seq_len: int):
+        f = "dot(q, x[t]) for t in T"
+        target = " + ".join([*(f"{e}({f})" for e in extrema.split()), f"kth_largest(({f}), k=3)"])
         spec = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": seq_len}
         spec["architecture"] = {"layers": 3, "heads": 2, "embed_dim": 32}
         found = infoflow.predict(infoflow.load_spec(spec))["min_heads"]
@@ -307,3 +307,17 @@ def test_min_heads_is_an_upper_bound_beside_an_odd_median_peeled_from_its_own_en
     assert min_heads("max", 5) == ([1, 1, 1], "exact")
     assert min_heads("min", 5) == ([2, 1, 1], "upper")
     assert min_heads("min", 6) == min_heads("min", 7) == ([2, 1, 1], "exact")
+    assert min_heads("max min", 5) == ([2, 1, 1], "exact")
+
+
+def test_min_heads_is_an_upper_bound_beside_a_k_th_that_is_the_same_extremum() -> None:
+    """The 5th largest of five is the min: the planner retrieves it and the min beside it
+    with a head each, where one would do."""
+    f = "dot(q, x[t]) for t in T"
+    spec = {"kind": "retrieval", "input_dim": 4, "seq_len": 5}
+    spec |= {
+        "target": f"min({f}) + kth_largest(({f}), k=5)",
+        "architecture": {"layers": 1, "heads": 2},
+    }
+    found = infoflow.predict(infoflow.load_spec(spec))["min_heads"]
+    assert (found.value, found.bound) == ([2], "upper")

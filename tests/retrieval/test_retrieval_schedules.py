@@ -269,15 +269,30 @@ def test_neighbours_and_fixed_queries_cost_a_layer() -> None:
 
 
 def test_the_induction_head_needs_two_layers() -> None:
-    """Find the earlier token whose predecessor matches the current (last) token: a
-    previous-token head and the current token in layer 1, the match in layer 2."""
+    """Find the earlier token whose predecessor matches the current (last) token: the current
+    token in layer 1, the match in layer 2. The position after the match is the match's
+    position plus one, which the positional encoding it needs gives with no head of its own
+    ([1, 1]; until 2026-12-05 a previous-token head was charged for it, and compile's [1, 1]
+    witness refuted that). A score that reads the token after the match as well (x[t] beside
+    x[t-1]) keeps the previous-token head: [2, 1]."""
     induction = "argmax(dot(x[t-1], x[T]) for t in T)"
     result = predict(induction, [2, 1], pe=True)
     assert result["efficient"].value and result["min_layers"].value == 2
-    assert result["min_heads"].value == [2, 1]
+    assert result["min_heads"].value == [1, 1]
     assert result["requires_positional_encoding"].value
     assert not value(induction, [3], "efficient", pe=True)
-    assert result["information_sets"].value[-1] == ["t*", "x[t*-1]", "x[T]"]
+    assert result["information_sets"].value[-1] == ["t*", "x[T]"]
+    after = "max(dot(x[t-1], x[T]) + dot(q, x[t]) for t in T)"
+    assert value(after, [2, 1], "min_heads", pe=True) == [2, 1]
+
+
+def test_an_argmax_returns_a_position_so_it_needs_positional_encoding() -> None:
+    """Without positional encoding the model is permutation invariant and cannot return
+    which token won; the max of the same score needs none."""
+    argmax = predict("argmax(dot(q, x[t]) for t in T)", [1])
+    assert argmax["requires_positional_encoding"].value and not argmax["feasible"].value
+    assert argmax["requires_positional_encoding"].provenance == "reconstruction:position_reads"
+    assert not value("max(dot(q, x[t]) for t in T)", [1], "requires_positional_encoding")
 
 
 # ---- item 5: fast at any size -------------------------------------------------------------

@@ -20,6 +20,7 @@ from infoflow.retrieval.circuit import (
     ANCHOR,
     CONST,
     EVERY_TOKEN,
+    INDEX,
     MASK,
     MIRROR,
     POSITIONS,
@@ -123,6 +124,29 @@ def circuit_single(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[H
         values=(Copy(TOKENS, out, matrix),),
     )
     return [head], []
+
+
+def circuit_argmax(
+    c: Circuit, tag: str, query: str, matrix: str, sign: int, shift: int, layer: int, seq_len: int
+) -> tuple[list[Head], list[Mlp]]:
+    """An argmax (``sign`` +1) or argmin (-1) over one token, compiled: the readout's logit on
+    token t is beta * sign * query^T M x(t) (``query``: the anchor for a linear score M x(t),
+    or the fixed position a head fetched), penalised on the tokens ``tag.alone`` leaves out;
+    it copies t's position plus ``shift`` (read from the T position channels, so that an
+    index read at an offset o returns t - o) into ``tag.out``, in ``layer``."""
+    out = c.add(f"{tag}.out", 1)
+    c.add(POSITIONS, seq_len)
+    plus = f" {'+' if shift > 0 else '-'} {abs(shift)}" if shift else ""
+    head = Head(
+        layer,
+        -1,
+        "max-position retrieval",
+        THE_READOUT,
+        f"the readout retrieves the best t and copies its position{plus} into {out}",
+        score=(Form(query, TOKENS, matrix, sign),),
+        values=(Copy(POSITIONS, out, f"{INDEX}{shift}"),),
+    )
+    return [alone(c, head, tag)], []
 
 
 def circuit_pair(

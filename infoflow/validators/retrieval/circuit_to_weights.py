@@ -37,6 +37,7 @@ from infoflow.retrieval.circuit import (
     ANCHOR,
     BALANCE,
     CONST,
+    INDEX,
     MASK,
     MIRROR,
     POSITIONS,
@@ -179,10 +180,13 @@ class Weights:
 
     def matrix(self, name: str, rows: int, cols: int) -> Tensor:
         """The matrix a score or copy names, [rows, cols]: the identity, a coordinate, a
-        positional mask (1 where a query position leaves a key position out), or the target's
-        parameter (a vector is one row)."""
+        positional mask (1 where a query position leaves a key position out), the position
+        numbers (``index:k``), or the target's parameter (a vector is one row)."""
         if name == "I":
             return torch.eye(rows, cols, dtype=self.dtype)
+        if name.startswith(INDEX):  # position p (1-based) -> p + k
+            positions = torch.arange(1, cols + 1, dtype=self.dtype)
+            return (positions + int(name.removeprefix(INDEX))).reshape(rows, cols)
         if name.startswith(MASK):
             masked = self.circuit.masks[name.removeprefix(MASK)]
             out = torch.zeros(rows, cols, dtype=self.dtype)
