@@ -7,8 +7,7 @@ A score or a copy names its matrix instead of holding numbers: ``I`` (the identi
 (the j-th coordinate), a parameter of the target (``q``, ``A[0]``), which the validator
 draws from the target's seed, or ``mask:NAME``, a positional mask the circuit holds (for
 each query position, the key positions it leaves out: the pairs a window's conditions
-exclude), or ``index:k`` (the row p + k over the position channels: a copy of a token's
-position number).
+exclude).
 
 One thing a head of layer 1 may read is not a channel: ``|x|^2`` (:data:`SQNORM`), a token's
 squared norm, which the first LayerNorm carries in its scale once the tokens are written with
@@ -33,9 +32,11 @@ EVERY_TOKEN, THE_READOUT = "every token", "the readout"
 #: (the readout's is zero): a score's -SELF_PENALTY * pos(s).pos(t) leaves each token out of
 #: its own retrieval, SELF_PENALTY far above any content score's spread.
 POSITIONS, SELF_PENALTY = "pos", 1000.0
-#: How a score names a positional mask of the circuit (``mask:NAME``), and a copy the
-#: position's number plus k (``index:k``, a row over the position channels).
-MASK, INDEX = "mask:", "index:"
+#: How a score names a positional mask of the circuit (``mask:NAME``).
+MASK = "mask:"
+#: One channel the positional encoding sets to the token's position p (1..T; the readout's
+#: is zero): what an argmax copies from the token it retrieves.
+POSITION_NUMBER = "position"
 
 
 @dataclass(frozen=True)

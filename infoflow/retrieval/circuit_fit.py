@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from infoflow.retrieval.circuit import Circuit
+from infoflow.retrieval.circuit import POSITION_NUMBER, Circuit
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.spec import RetrievalSpec
 
@@ -15,10 +15,10 @@ from infoflow.retrieval.spec import RetrievalSpec
 def fit(circuit: Circuit, spec: RetrievalSpec) -> None:
     """Refuse what the architecture cannot hold: layers, heads, head width, E."""
     arch = spec.architecture
-    if circuit.reads_norm and circuit.flags:
+    if circuit.reads_norm and (circuit.flags or POSITION_NUMBER in circuit.channels):
         raise Unbuildable(
-            "a norm pair beside fixed positions: the positions' flags change the first "
-            "LayerNorm's scale, which carries the norm pair's |x|^2"
+            "a norm pair beside fixed positions or an argmax: the positions' flags and "
+            "numbers change the first LayerNorm's scale, which carries the norm pair's |x|^2"
         )
     depth = max(h.layer for h in circuit.heads)
     if depth > arch.layers:

@@ -206,7 +206,7 @@ def _position_term(
     score against a fixed position (``dot(x[t-1], x[T])``: a head fetches x[T] for the
     readout in layer 1, the retrieval runs in layer 2). An index read at one offset o is
     retrieved at the position it reads, u = t + o, and returns u - o: the readout copies
-    the position's number less o, and leaves out the u no t reads."""
+    the position's number less o, and leaves out the u no t reads (a flag marks them)."""
     var = term.variables[0].name
     if not circuit.positional_encoding:
         raise Unbuildable(f"{forms.text(term)}: its value is a position (no PE)")
@@ -228,11 +228,11 @@ def _position_term(
         circuit.flags[flag] = (position,)
         does = f"the readout fetches x[{position}] into {query}"
         heads.append(fetch.circuit_head(flag, Copy(TOKENS, query), does))
-    circuit.masks[f"{tag}.alone"] = (tuple(u for u in seq if u - offset not in seq),)
+    skipped = tuple(u for u in seq if u - offset not in seq)
+    if skipped:
+        circuit.flags[circuit.add(f"{tag}.skip", 1)] = skipped
     best = sign * (1 if term.op == "argmax" else -1)
-    found = max_position.circuit_argmax(
-        circuit, tag, query, matrix, best, -offset, layer, spec.seq_len
-    )
+    found = max_position.circuit_argmax(circuit, tag, query, matrix, best, -offset, layer)
     return [*heads, *found[0]], found[1], 1
 
 

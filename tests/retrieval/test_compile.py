@@ -16,8 +16,8 @@ from infoflow.core.errors import SpecError
 from infoflow.retrieval.circuit import (
     ANCHOR,
     BALANCE,
-    INDEX,
     MASK,
+    POSITION_NUMBER,
     READOUT,
     SQNORM,
     TOKENS,
@@ -304,16 +304,16 @@ def test_the_self_penalty_ablation_keeps_the_rest_of_a_window() -> None:
 def test_the_induction_head_compiles_on_one_head_a_layer() -> None:
     """The bundled induction head on [1, 1] (the engine's plan): the readout fetches x[T] in
     layer 1, retrieves the token whose predecessor matches it in layer 2 and copies that
-    position plus one from the position channels. Its error falls as beta grows; the same
-    circuit copying the match's own position is off by one on every draw."""
+    position's number plus one. Its error falls as beta grows; the same circuit copying the
+    match's own position is off by one on every draw."""
     induction = bundled("induction-head.json", heads=[1, 1])
     coarse, fine = (construction.build(induction, beta=b, width=64) for b in (100, 1000))
     assert fine.nmse < 1e-3 and fine.nmse * 3 < coarse.nmse, (coarse.nmse, fine.nmse)
     (fetch, match) = fine.circuit.heads
-    assert (fetch.layer, match.layer) == (1, 2) and match.values[0].matrix == f"{INDEX}1"
-    assert fine.circuit.masks["p0.alone"] == ((16,),)  # x[16] is no token's predecessor
-    unshifted = replace(match, values=(replace(match.values[0], matrix=f"{INDEX}0"),))
-    wrong = replace(fine.circuit, heads=[fetch, unshifted])
+    assert (fetch.layer, match.layer) == (1, 2)
+    assert [(c.source, c.scale) for c in match.values] == [(POSITION_NUMBER, 1), (ANCHOR, 1)]
+    assert fine.circuit.flags["p0.skip"] == (16,)  # x[16] is no token's predecessor
+    wrong = replace(fine.circuit, heads=[fetch, replace(match, values=match.values[:1])])
     assert construction.build(induction, beta=1000, width=64, circuit=wrong).nmse > 0.03
 
 

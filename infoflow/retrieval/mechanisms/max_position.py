@@ -20,9 +20,9 @@ from infoflow.retrieval.circuit import (
     ANCHOR,
     CONST,
     EVERY_TOKEN,
-    INDEX,
     MASK,
     MIRROR,
+    POSITION_NUMBER,
     POSITIONS,
     SELF_PENALTY,
     SQNORM,
@@ -127,26 +127,23 @@ def circuit_single(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[H
 
 
 def circuit_argmax(
-    c: Circuit, tag: str, query: str, matrix: str, sign: int, shift: int, layer: int, seq_len: int
+    c: Circuit, tag: str, query: str, matrix: str, sign: int, shift: int, layer: int
 ) -> tuple[list[Head], list[Mlp]]:
     """An argmax (``sign`` +1) or argmin (-1) over one token, compiled: the readout's logit on
     token t is beta * sign * query^T M x(t) (``query``: the anchor for a linear score M x(t),
-    or the fixed position a head fetched), penalised on the tokens ``tag.alone`` leaves out;
-    it copies t's position plus ``shift`` (read from the T position channels, so that an
-    index read at an offset o returns t - o) into ``tag.out``, in ``layer``."""
+    or the fixed position a head fetched), less SELF_PENALTY on the positions the flag
+    ``tag.skip`` marks (if any); it copies t's position number (:data:`POSITION_NUMBER`) plus
+    ``shift`` (an index read at an offset o returns t - o) into ``tag.out``, in ``layer``."""
     out = c.add(f"{tag}.out", 1)
-    c.add(POSITIONS, seq_len)
+    score = (Form(query, TOKENS, matrix, sign),)
+    if c.flags.get(f"{tag}.skip"):
+        score += (Form(ANCHOR, c.add(f"{tag}.skip", 1), "I", -1, SELF_PENALTY),)
+    values = (Copy(c.add(POSITION_NUMBER, 1), out),)
+    if shift:
+        values += (Copy(ANCHOR, out, "I", float(shift)),)
     plus = f" {'+' if shift > 0 else '-'} {abs(shift)}" if shift else ""
-    head = Head(
-        layer,
-        -1,
-        "max-position retrieval",
-        THE_READOUT,
-        f"the readout retrieves the best t and copies its position{plus} into {out}",
-        score=(Form(query, TOKENS, matrix, sign),),
-        values=(Copy(POSITIONS, out, f"{INDEX}{shift}"),),
-    )
-    return [alone(c, head, tag)], []
+    does = f"the readout retrieves the best t and copies its position{plus} into {out}"
+    return [Head(layer, -1, "max-position retrieval", THE_READOUT, does, score, values)], []
 
 
 def circuit_pair(

@@ -37,9 +37,9 @@ from infoflow.retrieval.circuit import (
     ANCHOR,
     BALANCE,
     CONST,
-    INDEX,
     MASK,
     MIRROR,
+    POSITION_NUMBER,
     POSITIONS,
     READOUT,
     SQNORM,
@@ -180,13 +180,10 @@ class Weights:
 
     def matrix(self, name: str, rows: int, cols: int) -> Tensor:
         """The matrix a score or copy names, [rows, cols]: the identity, a coordinate, a
-        positional mask (1 where a query position leaves a key position out), the position
-        numbers (``index:k``), or the target's parameter (a vector is one row)."""
+        positional mask (1 where a query position leaves a key position out), or the target's
+        parameter (a vector is one row)."""
         if name == "I":
             return torch.eye(rows, cols, dtype=self.dtype)
-        if name.startswith(INDEX):  # position p (1-based) -> p + k
-            positions = torch.arange(1, cols + 1, dtype=self.dtype)
-            return (positions + int(name.removeprefix(INDEX))).reshape(rows, cols)
         if name.startswith(MASK):
             masked = self.circuit.masks[name.removeprefix(MASK)]
             out = torch.zeros(rows, cols, dtype=self.dtype)
@@ -220,6 +217,9 @@ class Weights:
         for group, positions in c.flags.items():
             for p in positions:
                 m.W_pos[0, p - 1, c.offset(group)] = 1
+        if POSITION_NUMBER in c.channels:  # p at position p (the readout's stays zero)
+            numbers = torch.arange(1, self.seq_len + 1, dtype=self.dtype)
+            m.W_pos[0, : self.seq_len, c.offset(POSITION_NUMBER)] = numbers
         if POSITIONS in c.channels:  # one channel a position (the readout's stays zero)
             first = c.offset(POSITIONS)
             for p in range(c.channels[POSITIONS]):
