@@ -314,3 +314,12 @@ class UnionFind:
 
     def members(self, root: str) -> set[str]:
         return {n for n in self.parent if self.find(n) == root}
+
+
+def planned_op(node: Reduce) -> str:
+    """The op a reduction is planned as: an argmax or argmin over range indices only (its
+    value an index of the target's parameters, not a token's position) as its max or min;
+    anything else as written."""
+    if node.op in ("argmax", "argmin") and not any(v.is_token for v in node.variables):
+        return node.op.removeprefix("arg")
+    return node.op

@@ -34,8 +34,9 @@ EVERY_TOKEN, THE_READOUT = "every token", "the readout"
 POSITIONS, SELF_PENALTY = "pos", 1000.0
 #: How a score names a positional mask of the circuit (``mask:NAME``).
 MASK = "mask:"
-#: One channel the positional encoding sets to the token's position p (1..T; the readout's
-#: is zero): what an argmax copies from the token it retrieves.
+#: One channel the positional encoding sets to the token's position p over T (p / T, so that
+#: the LayerNorm scale barely moves with p; the readout's is zero): what an argmax copies,
+#: times T, from the token it retrieves.
 POSITION_NUMBER = "position"
 
 

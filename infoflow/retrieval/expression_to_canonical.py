@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from infoflow.retrieval import kth_candidates, peel_firsts
-from infoflow.retrieval.algebra import UnionFind, flattens, free_indices, key, signed
+from infoflow.retrieval.algebra import UnionFind, flattens, free_indices, key, planned_op, signed
 from infoflow.retrieval.algebra import terms as exact_terms
 from infoflow.retrieval.conditions import windows
 from infoflow.retrieval.diagonal import excludes
@@ -234,7 +234,7 @@ class _Canonicalizer:
             summaries = self._distribute(terms, own)
         else:
             summaries = [(self.summary(term, scope), None) for term, scope in terms]
-        return self._components(node.op, node.k, own, summaries, tests)
+        return self._components(planned_op(node), node.k, own, summaries, tests)
 
     def _distribute(self, terms, own: dict[str, Variable]) -> list:
         """The terms of a sum without conditions, each product of factors that share no

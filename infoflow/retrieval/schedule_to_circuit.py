@@ -181,11 +181,9 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         return pair_term(circuit, term, tag, names, body, conditions, spec)
     if len(names) != 1 or conditions:
         raise Unbuildable(f"{forms.text(term)}: one token index without conditions is built here")
-    if op in ARGS:
-        return _position_term(circuit, term, tag, spec)
+    if op in ARGS or op in EXTREMA:
+        return _retrieval_term(circuit, term, tag, spec)
     matrix, sign = forms.linear(body, names[0])
-    if op in EXTREMA:
-        return (*max_position.circuit_single(circuit, tag, matrix, sign * forms.sign(op)), sign)
     if op == "sum":
         width = circuit.channels[TOKENS] if matrix == "I" else 1
         out = circuit.add(f"{tag}.out", width)
@@ -199,16 +197,17 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     raise Unbuildable(f"{forms.text(term)}: compile does not build {op}")
 
 
-def _position_term(
+def _retrieval_term(
     circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
 ) -> tuple[list, list, int]:
-    """An argmax or argmin over one token t (positional encoding) of a linear score, or of a
-    score against a fixed position (``dot(x[t-1], x[T])``: a head fetches x[T] for the
-    readout in layer 1, the retrieval runs in layer 2). An index read at one offset o is
-    retrieved at the position it reads, u = t + o, and returns u - o: the readout copies
-    the position's number less o, and leaves out the u no t reads (a flag marks them)."""
+    """A max, min, argmax or argmin over one token t of a linear score, or of a score against
+    a fixed position (``dot(x[t-1], x[T])``: a head fetches x[T] for the readout in layer 1,
+    the retrieval runs in layer 2 and its MLP decodes the score of the token it copies). An
+    index read at one offset o is retrieved at the position it reads, u = t + o, leaving out
+    the u no t reads (a flag marks them); an argmax returns u - o, the position's number
+    less o (positional encoding)."""
     var = term.variables[0].name
-    if not circuit.positional_encoding:
+    if term.op in ARGS and not circuit.positional_encoding:
         raise Unbuildable(f"{forms.text(term)}: its value is a position (no PE)")
     offsets = reads(term.body, var)
     if len(offsets) != 1:
@@ -219,8 +218,6 @@ def _position_term(
     fixed = forms.fixed_query(body, var, spec.seq_len)
     if fixed is None:
         (matrix, sign), query, layer = forms.linear(body, var), ANCHOR, 1
-        if matrix == "I":
-            raise Unbuildable(f"{forms.text(term)}: the argmax of a vector")
     else:
         matrix, sign, position = fixed
         query, layer = circuit.add(f"{tag}.query", circuit.channels[TOKENS]), 2
@@ -228,12 +225,22 @@ def _position_term(
         circuit.flags[flag] = (position,)
         does = f"the readout fetches x[{position}] into {query}"
         heads.append(fetch.circuit_head(flag, Copy(TOKENS, query), does))
-    skipped = tuple(u for u in seq if u - offset not in seq)
-    if skipped:
-        circuit.flags[circuit.add(f"{tag}.skip", 1)] = skipped
-    best = sign * (1 if term.op == "argmax" else -1)
-    found = max_position.circuit_argmax(circuit, tag, query, matrix, best, -offset, layer)
-    return [*heads, *found[0]], found[1], 1
+    skip = ""
+    if skipped := tuple(u for u in seq if u - offset not in seq):
+        skip = circuit.add(f"{tag}.skip", 1)
+        circuit.flags[skip] = skipped
+    best = sign * (1 if term.op in ("max", "argmax") else -1)
+    if term.op in ARGS:
+        found = max_position.circuit_argmax(
+            circuit, tag, query, matrix, best, -offset, layer, spec.seq_len, skip
+        )
+        return [*heads, *found[0]], found[1], 1
+    if query != ANCHOR:
+        found = max_position.circuit_fixed_query(circuit, tag, query, matrix, best, skip)
+        return [*heads, *found[0]], found[1], sign
+    if matrix == "I":
+        raise Unbuildable(f"{forms.text(term)}: the {term.op} of a vector")
+    return (*max_position.circuit_single(circuit, tag, matrix, best, skip), sign)
 
 
 def _partner_term(

@@ -311,17 +311,26 @@ def test_the_induction_head_compiles_on_one_head_a_layer() -> None:
     assert fine.nmse < 1e-3 and fine.nmse * 3 < coarse.nmse, (coarse.nmse, fine.nmse)
     (fetch, match) = fine.circuit.heads
     assert (fetch.layer, match.layer) == (1, 2)
-    assert [(c.source, c.scale) for c in match.values] == [(POSITION_NUMBER, 1), (ANCHOR, 1)]
+    assert [(c.source, c.scale) for c in match.values] == [(POSITION_NUMBER, 16), (ANCHOR, 1)]
     assert fine.circuit.flags["p0.skip"] == (16,)  # x[16] is no token's predecessor
     wrong = replace(fine.circuit, heads=[fetch, replace(match, values=match.values[:1])])
     assert construction.build(induction, beta=1000, width=64, circuit=wrong).nmse > 0.03
 
 
 @pytest.mark.parametrize(
-    "target", ["argmax(dot(q, x[t]) for t in T)", "argmin(bilinear(x[3], A, x[t+1]) for t in T)"]
+    "target",
+    [
+        "argmax(dot(q, x[t]) for t in T)",
+        "argmin(bilinear(x[3], A, x[t+1]) for t in T)",
+        "max(dot(x[1], x[t]) for t in T)",  # the theory note's fixed query: fetch, retrieve
+        "min(bilinear(x[T], A, x[t-1]) for t in T)",
+    ],
 )
-def test_an_argmax_copies_the_winners_position(target: str) -> None:
-    built = construction.build(spec(target, [1, 1], positional_encoding=True), beta=1000, width=64)
+def test_one_token_retrievals_at_an_offset_or_against_a_fixed_position(target: str) -> None:
+    """An argmax copies the winner's position; a max against a fixed position retrieves
+    the best token in layer 2 (the readout fetched the position in layer 1) and decodes its
+    score by the layer's MLP."""
+    built = construction.build(spec(target, [1, 1], positional_encoding=True), beta=1000, width=512)
     assert built.nmse < 1e-3, built.nmse
 
 
@@ -416,7 +425,7 @@ def test_a_norm_pair_the_heads_cannot_carry_out_is_refused() -> None:
         input_dim=1,
         architecture={"layers": 2, "heads": [2, 1], "embed_dim": 24, "positional_encoding": True},
     )
-    with pytest.raises(SpecError, match="the positions' flags change the first LayerNorm"):
+    with pytest.raises(SpecError, match="the positions' flags and numbers change the first LayerNorm"):
         circuit_of(beside)
 
 

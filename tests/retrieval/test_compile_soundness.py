@@ -2,8 +2,9 @@
 the terms it builds (signs, orders, conditions and windows, ends of a k-th, k-ths counted
 from their far end, with and without positional encoding), a witness the engine's plan
 allows must reach NMSE 1e-2 on fresh data at MLP width 512 (the same sweep at 1024 reaches
-1e-3: docs/results/2026-12-05-compile-soundness.md; the argmax and argmin added since,
-whose error is the softmax's blend of near ties alone, reach 3e-3 to 8e-3 at beta 100,
+1e-3: docs/results/2026-12-05-compile-soundness.md; the argmax and argmin added since
+(and the max and min of a score against a fixed position or at an offset), the first two
+with an error that is the softmax's blend of near ties alone, reach 3e-3 to 8e-3 at beta 100,
 whatever the width). A sign dropped or a condition ignored
 shows up here as an NMSE of order 1 (the first version of this sweep found the dropped sign
 of ``max(-dot(q, x[t]) for t in T)``)."""
@@ -31,7 +32,7 @@ def _targets() -> list[str]:
     out = [f"{op}({f} for t in T)" for op, f in itertools.product(["max", "min", "sum"], ONE)]
     out += [f"{op}(({f} for t in T), k=2)" for op in ("kth_largest", "kth_smallest") for f in ONE]
     out += ["-min(dot(q, x[t]) for t in T)", "max(x[t][0] for t in T) - min(x[t][0] for t in T)"]
-    for op, f in itertools.product(["argmax", "argmin"], ONE[:2] + ARG_SCORES):
+    for op, f in itertools.product(["argmax", "argmin", "max", "min"], ONE[:2] + ARG_SCORES):
         out.append(f"{op}({f} for t in T)")
     for op, f, cond in itertools.product(["max", "min"], PAIR + NORMS, CONDITIONS):
         out.append(f"{op}({f} for s in T for t in T{cond})")

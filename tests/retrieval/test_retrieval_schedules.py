@@ -288,11 +288,14 @@ def test_the_induction_head_needs_two_layers() -> None:
 
 def test_an_argmax_returns_a_position_so_it_needs_positional_encoding() -> None:
     """Without positional encoding the model is permutation invariant and cannot return
-    which token won; the max of the same score needs none."""
+    which token won; the max of the same score needs none, nor an argmax over a range index
+    (its value is which parameter won, whatever the tokens' order)."""
     argmax = predict("argmax(dot(q, x[t]) for t in T)", [1])
     assert argmax["requires_positional_encoding"].value and not argmax["feasible"].value
     assert argmax["requires_positional_encoding"].provenance == "reconstruction:position_reads"
     assert not value("max(dot(q, x[t]) for t in T)", [1], "requires_positional_encoding")
+    over_range = "argmax(max(dot(q[i], x[t]) for t in T) for i in range(4))"  # returns i
+    assert value(over_range, [1], "feasible") and value(over_range, [1], "min_heads") == [1]
 
 
 # ---- item 5: fast at any size -------------------------------------------------------------

@@ -110,9 +110,12 @@ def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -
     return sympy.Integer(0)
 
 
-def circuit_single(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[Head], list[Mlp]]:
-    """Order 1, compiled: the readout's logit on token t is beta * sign * (M x(t)); it copies
-    M x(t*) into ``tag.out``. Its error falls as beta grows (the softmax tends to the max)."""
+def circuit_single(
+    c: Circuit, tag: str, matrix: str, sign: int, skip: str = ""
+) -> tuple[list[Head], list[Mlp]]:
+    """Order 1, compiled: the readout's logit on token t is beta * sign * (M x(t)), less
+    SELF_PENALTY on the positions the flag ``skip`` marks (if any); it copies M x(t*) into
+    ``tag.out``. Its error falls as beta grows (the softmax tends to the max)."""
     out = c.add(f"{tag}.out", 1)
     head = Head(
         1,
@@ -120,25 +123,59 @@ def circuit_single(c: Circuit, tag: str, matrix: str, sign: int) -> tuple[list[H
         "max-position retrieval",
         THE_READOUT,
         f"retrieves the best t and copies its score into {out}",
-        score=(Form(ANCHOR, TOKENS, matrix, sign),),
+        score=(Form(ANCHOR, TOKENS, matrix, sign), *_skipped(skip)),
         values=(Copy(TOKENS, out, matrix),),
     )
     return [head], []
 
 
+def circuit_fixed_query(
+    c: Circuit, tag: str, query: str, matrix: str, sign: int, skip: str = ""
+) -> tuple[list[Head], list[Mlp]]:
+    """Order 1 against a fixed position the readout fetched into ``query`` (layer 1),
+    compiled: in layer 2 the readout's logit on token t is beta * sign * query^T M x(t)
+    (less SELF_PENALTY where ``skip`` marks), it copies x(t*) into ``tag.partner``, and the
+    layer's MLP decodes ``tag.out`` = query^T M partner by regression."""
+    partner = c.add(f"{tag}.partner", c.channels[TOKENS])
+    out = c.add(f"{tag}.out", 1)
+    head = Head(
+        2,
+        -1,
+        "max-position retrieval",
+        THE_READOUT,
+        f"the readout retrieves the best t by {query} and copies it into {partner}",
+        score=(Form(query, TOKENS, matrix, sign), *_skipped(skip)),
+        values=(Copy(TOKENS, partner),),
+    )
+    decode = Mlp(2, "decode", (query, partner), out, matrix, does=f"{query}^T {matrix} x(t*)")
+    return [head], [decode]
+
+
+def _skipped(skip: str) -> tuple[Form, ...]:
+    """The readout's penalty on the positions the flag ``skip`` marks (none without one)."""
+    return (Form(ANCHOR, skip, "I", -1, SELF_PENALTY),) if skip else ()
+
+
 def circuit_argmax(
-    c: Circuit, tag: str, query: str, matrix: str, sign: int, shift: int, layer: int
+    c: Circuit,
+    tag: str,
+    query: str,
+    matrix: str,
+    sign: int,
+    shift: int,
+    layer: int,
+    seq_len: int,
+    skip: str = "",
 ) -> tuple[list[Head], list[Mlp]]:
     """An argmax (``sign`` +1) or argmin (-1) over one token, compiled: the readout's logit on
     token t is beta * sign * query^T M x(t) (``query``: the anchor for a linear score M x(t),
     or the fixed position a head fetched), less SELF_PENALTY on the positions the flag
-    ``tag.skip`` marks (if any); it copies t's position number (:data:`POSITION_NUMBER`) plus
-    ``shift`` (an index read at an offset o returns t - o) into ``tag.out``, in ``layer``."""
+    ``skip`` marks (if any); it copies t's position (:data:`POSITION_NUMBER`, t / T, times
+    ``seq_len``) plus ``shift`` (an index read at an offset o returns t - o) into
+    ``tag.out``, in ``layer``."""
     out = c.add(f"{tag}.out", 1)
-    score = (Form(query, TOKENS, matrix, sign),)
-    if c.flags.get(f"{tag}.skip"):
-        score += (Form(ANCHOR, c.add(f"{tag}.skip", 1), "I", -1, SELF_PENALTY),)
-    values = (Copy(c.add(POSITION_NUMBER, 1), out),)
+    score = (Form(query, TOKENS, matrix, sign), *_skipped(skip))
+    values = (Copy(c.add(POSITION_NUMBER, 1), out, "I", float(seq_len)),)
     if shift:
         values += (Copy(ANCHOR, out, "I", float(shift)),)
     plus = f" {'+' if shift > 0 else '-'} {abs(shift)}" if shift else ""

@@ -217,8 +217,8 @@ class Weights:
         for group, positions in c.flags.items():
             for p in positions:
                 m.W_pos[0, p - 1, c.offset(group)] = 1
-        if POSITION_NUMBER in c.channels:  # p at position p (the readout's stays zero)
-            numbers = torch.arange(1, self.seq_len + 1, dtype=self.dtype)
+        if POSITION_NUMBER in c.channels:  # p / T at position p (the readout's stays zero)
+            numbers = torch.arange(1, self.seq_len + 1, dtype=self.dtype) / self.seq_len
             m.W_pos[0, : self.seq_len, c.offset(POSITION_NUMBER)] = numbers
         if POSITIONS in c.channels:  # one channel a position (the readout's stays zero)
             first = c.offset(POSITIONS)

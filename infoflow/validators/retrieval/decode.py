@@ -22,7 +22,7 @@ import math
 import torch
 from torch import Tensor
 
-from infoflow.retrieval.circuit import POSITIONS, SQNORM, TOKENS, Head, Mlp
+from infoflow.retrieval.circuit import POSITIONS, SQNORM, Head, Mlp
 from infoflow.validators.retrieval.circuit_to_weights import Weights
 from infoflow.validators.retrieval.targets import sample_inputs
 
@@ -93,7 +93,7 @@ def build_decoders(weights: Weights, seed: int = 0) -> dict[str, float]:
             else:
                 z, y = exact_inputs(weights, mlp, generator)
                 directions, knots, w, bias = _interpolant(z, _form(weights, mlp), share)
-                reads = torch.cat([weights.read(TOKENS), weights.read(mlp.inputs[1])], dim=1)
+                reads = torch.cat([weights.read(group) for group in mlp.inputs], dim=1)
             units = weights.units(layer, share)
             with torch.no_grad():
                 model.W_1[layer - 1, 0, :, units] = reads @ directions
