@@ -218,6 +218,8 @@ def _retrieval_term(
     fixed = forms.fixed_query(body, var, spec.seq_len)
     if fixed is None:
         (matrix, sign), query, layer = forms.linear(body, var), ANCHOR, 1
+        if matrix == "I":
+            raise Unbuildable(f"{forms.text(term)}: the {term.op} of a vector")
     else:
         matrix, sign, position = fixed
         query, layer = circuit.add(f"{tag}.query", circuit.channels[TOKENS]), 2
@@ -227,6 +229,8 @@ def _retrieval_term(
         heads.append(fetch.circuit_head(flag, Copy(TOKENS, query), does))
     skip = ""
     if skipped := tuple(u for u in seq if u - offset not in seq):
+        if not circuit.positional_encoding:
+            raise Unbuildable(f"{forms.text(term)}: an offset leaves positions out (no PE)")
         skip = circuit.add(f"{tag}.skip", 1)
         circuit.flags[skip] = skipped
     best = sign * (1 if term.op in ("max", "argmax") else -1)
@@ -238,8 +242,6 @@ def _retrieval_term(
     if query != ANCHOR:
         found = max_position.circuit_fixed_query(circuit, tag, query, matrix, best, skip)
         return [*heads, *found[0]], found[1], sign
-    if matrix == "I":
-        raise Unbuildable(f"{forms.text(term)}: the {term.op} of a vector")
     return (*max_position.circuit_single(circuit, tag, matrix, best, skip), sign)
 
 
