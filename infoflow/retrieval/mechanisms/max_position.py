@@ -312,7 +312,10 @@ def self_penalty(c: Circuit, score: tuple, positions: int, window: str = "") -> 
 
 def alone(c: Circuit, head: Head, window: str) -> Head:
     """The readout's ``head`` penalised on every token ``window``'s conditions leave without
-    a partner (the mask ``window.alone``; none: the head as it is)."""
+    a partner (the mask ``window.alone``; none: the head as it is). A row over the position
+    channels the window has anyway, not a flag like an offset's skipped positions
+    (:func:`_skipped`): every token holds one position channel at 1, so the LayerNorm scale a
+    norm pair reads stays the same at every position, which a flag would change."""
     if not any(c.masks.get(f"{window}.alone", ())):
         return head
     form = Form(ANCHOR, POSITIONS, f"{MASK}{window}.alone", -1, SELF_PENALTY)
