@@ -40,10 +40,12 @@ def finite(data: Any, path: str = "") -> tuple[Any, list[str]]:
 
 
 def _environment(found: dict | None) -> str:
-    """ ", torch 2.13.0+cpu on 2 threads (x86_64)" (nothing for a report before 2026-12-05)."""
+    """ " (torch 2.13.0+cpu on 2 threads, x86_64, AMD EPYC)" (nothing for a report before
+    2026-12-05; no CPU model before the evening)."""
     if not found:
         return ""
-    return f" (torch {found['torch']} on {found['threads']} threads, {found['machine']})"
+    cpu = f", {found['cpu']}" if found.get("cpu") else ""
+    return f" (torch {found['torch']} on {found['threads']} threads, {found['machine']}{cpu})"
 
 
 def markdown(report: dict) -> str:

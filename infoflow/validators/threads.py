@@ -117,8 +117,8 @@ def keep_threads(recorded: object, device_type: str) -> str | None:
 
 def environment() -> dict[str, object]:
     """What a run's floating-point results depend on beyond its content, for report.json:
-    torch's version and threads (a reduction over 1 or 2 threads rounds differently), Python
-    and the machine."""
+    torch's version and threads (a reduction over 1 or 2 threads rounds differently), Python,
+    the machine and its CPU model (kernels differ between CPU families)."""
     import platform
 
     import torch
@@ -128,4 +128,18 @@ def environment() -> dict[str, object]:
         "threads": torch.get_num_threads(),
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpu": cpu_model(),
     }
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo; else what the platform says, or '')."""
+    import platform
+    from pathlib import Path
+
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor()
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else platform.processor()

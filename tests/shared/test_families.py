@@ -148,9 +148,14 @@ def test_a_toy_family_goes_through_predict_and_validate(toy) -> None:
     assert "Toy: 1 step." in (out / "report.md").read_text()
     import torch
 
+    from infoflow.validators.threads import cpu_model
+
     environment = report["environment"]  # what the numbers' last bits depend on
     assert environment["threads"] == torch.get_num_threads() >= 1
     assert environment["torch"] == torch.__version__
+    assert (
+        environment["cpu"] == cpu_model() and environment["cpu"] in (out / "report.md").read_text()
+    )
     header = f"(torch {torch.__version__} on {environment['threads']} threads, "
     assert header in (out / "report.md").read_text()
     assert (out / "toy.txt").read_text() == "2"
