@@ -35,6 +35,52 @@ def signed_terms(node: Node, sign: int = 1) -> list[tuple[int, Node]]:
     return [(sign, node)]
 
 
+#: The op a reduction of a score scaled by a negative number becomes.
+FLIPPED = {
+    "max": "min",
+    "min": "max",
+    "argmax": "argmin",
+    "argmin": "argmax",
+    "kth_largest": "kth_smallest",
+    "kth_smallest": "kth_largest",
+    "sum": "sum",
+}
+
+
+def scaled(node: Node) -> tuple[float, Node]:
+    """(c, n) with ``node`` = c * n: constant factors (``2 * f``, ``f / 2``, ``-f``) taken
+    out; (1, node) when there are none."""
+    if isinstance(node, Apply) and node.fn == "neg":
+        c, inner = scaled(node.args[0])
+        return -c, inner
+    if isinstance(node, Apply) and node.fn == "*" and len(node.args) == 2:
+        a, b = node.args
+        if isinstance(a, Const) or isinstance(b, Const):
+            const, other = (a, b) if isinstance(a, Const) else (b, a)
+            c, inner = scaled(other)
+            return float(const.value) * c, inner
+    divisor = node.args[1] if isinstance(node, Apply) and node.fn == "/" else None
+    if isinstance(divisor, Const) and divisor.value:
+        c, inner = scaled(node.args[0])
+        return c / float(divisor.value), inner
+    return 1.0, node
+
+
+def unscaled(node: Node) -> tuple[float, Node]:
+    """(c, n) with ``node`` = c * n, a constant factor of a reduction's score taken out of
+    it (nested reductions too): max(2 f) is 2 max f, max(-f) is -min f, argmax(-f) is
+    argmin f (a position: c stays 1), kth_largest(-f) is -kth_smallest f."""
+    c, inner = scaled(node)
+    if not isinstance(inner, Reduce) or inner.op not in FLIPPED:
+        return c, inner
+    k, body = unscaled(inner.body)
+    if k == 1 and body is inner.body:
+        return c, inner
+    op = FLIPPED[inner.op] if k < 0 else inner.op
+    found = Reduce(op, inner.variables, body, inner.conditions, inner.k)
+    return (c if inner.op.startswith("arg") else c * k), found
+
+
 def linear(node: Node, var: str) -> tuple[str, int]:
     """(matrix, sign) of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``,
     ``x[t]``, negated or not."""

@@ -105,8 +105,11 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
     """Every term's heads and MLPs, laid side by side from layer 1, and the output."""
     terms = _terms(tree)
     fixed = [t for _, t in terms if isinstance(t, Token)]
-    if any(sign < 0 for sign, t in terms if isinstance(t, Token)):
-        raise Unbuildable("fixed positions are fetched added (x[1] + x[2], not x[1] - x[2])")
+    if any(sign != 1 for sign, t in terms if isinstance(t, Token)):
+        raise Unbuildable(
+            "fixed positions are fetched added, once each (x[1] + x[2], not x[1] - x[2] or "
+            "2 * x[1])"
+        )
     if fixed:
         _fixed_positions(circuit, fixed, spec)
     scored = [(sign, t) for sign, t in terms if not isinstance(t, Token)]
@@ -128,12 +131,16 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
         circuit.heads[i] = replace(head, slot=slot)
 
 
-def _terms(node: Node, sign: int = 1) -> list[tuple[int, Node]]:
-    """The target as a sum of signed terms (sign, term); a sum over a range index is one
-    term per value."""
+def _terms(node: Node, sign: float = 1.0) -> list[tuple[float, Node]]:
+    """The target as a sum of terms with their coefficients (coefficient, term), constant
+    factors taken out of reductions (:func:`~.circuit_forms.unscaled`); a sum over a range
+    index is one term per value."""
     pieces = forms.signed_terms(node, sign)
     if pieces != [(sign, node)]:
         return [t for piece_sign, piece in pieces for t in _terms(piece, piece_sign)]
+    scale, inner = forms.unscaled(node)
+    if inner is not node:
+        return _terms(inner, sign * scale) if scale else []
     if isinstance(node, Reduce) and node.op in EXTREMA:
         pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
         if pair is not node and not isinstance(pair, Reduce):

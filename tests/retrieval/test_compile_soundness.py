@@ -34,6 +34,9 @@ def _targets() -> list[str]:
     out += ["-min(dot(q, x[t]) for t in T)", "max(x[t][0] for t in T) - min(x[t][0] for t in T)"]
     for op, f in itertools.product(["argmax", "argmin", "max", "min"], ONE[:2] + ARG_SCORES):
         out.append(f"{op}({f} for t in T)")
+    for op, c in itertools.product(["max", "min", "argmax", "kth_largest"], ["2 * ", "-0.5 * "]):
+        scores = f"{c}dot(q, x[t]) for t in T"
+        out.append(f"{op}(({scores}), k=2)" if op in KTH_ENDS else f"{op}({scores})")
     for op, f, cond in itertools.product(["max", "min"], PAIR + NORMS, CONDITIONS):
         out.append(f"{op}({f} for s in T for t in T{cond})")
     for op, kth, f, cond in itertools.product(
