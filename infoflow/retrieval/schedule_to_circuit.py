@@ -40,7 +40,7 @@ from dataclasses import replace
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import free_indices
+from infoflow.retrieval.algebra import free_indices, key, normal
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
 from infoflow.retrieval.circuit_fit import fit, name_steps
 from infoflow.retrieval.circuit_forms import Unbuildable
@@ -103,7 +103,7 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
 
 def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
     """Every term's heads and MLPs, laid side by side from layer 1, and the output."""
-    terms = _terms(tree)
+    terms = _merged(_terms(tree))
     fixed = [t for _, t in terms if isinstance(t, Token)]
     if any(sign != 1 for sign, t in terms if isinstance(t, Token)):
         raise Unbuildable(
@@ -129,6 +129,17 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
         slot = used.get(head.layer, 0)
         used[head.layer] = slot + 1
         circuit.heads[i] = replace(head, slot=slot)
+
+
+def _merged(terms: list[tuple[float, Node]]) -> list[tuple[float, Node]]:
+    """Equal terms (up to the names of their indices and the order of commutative
+    arguments: :func:`~.algebra.key`, :func:`~.algebra.normal`) as one, with the sum of their
+    coefficients, as the engine plans them; terms that cancel are dropped."""
+    found: dict[Node, list] = {}
+    for coefficient, term in terms:
+        same = found.setdefault(key(normal(term)), [0.0, term])
+        same[0] += coefficient
+    return [(c, term) for c, term in found.values() if c]
 
 
 def _terms(node: Node, sign: float = 1.0) -> list[tuple[float, Node]]:

@@ -340,12 +340,13 @@ def test_one_token_retrievals_at_an_offset_or_against_a_fixed_position(target: s
         ("max(-0.5 * dot(x[s], x[t]) for s in T for t in T if s != t)", [-0.5]),
         ("3 * kth_largest((-dot(q, x[t]) for t in T), k=2)", [-3.0]),
         ("max(2 * dot(q, x[t]) for t in T) + kth_largest((dot(q, x[t]) for t in T), k=2)", [1, 2]),
+        (" + ".join(f"kth_largest((dot(q, x[{i}]) for {i} in T), k=2)" for i in "tu"), [2]),
     ],
 )
 def test_a_constant_factor_of_a_score_is_taken_out_of_its_reduction(target, coefficients):
     """max(c f) is c max f for c > 0 and c min f for c < 0 (a k-th flips its end): the
     output carries c, the heads retrieve f; a max of 2 f beside the k-th of f is still the
-    peel's first round, read with coefficient 2 ([1, 1])."""
+    peel's first round, read with coefficient 2 ([1, 1]); two equal terms are one, twice."""
     built = construction.build(spec(target, [1, 1], positional_encoding=True), width=512)
     assert built.nmse < 1e-4, built.nmse
     assert sorted(c for _, c in built.circuit.output) == coefficients
