@@ -124,6 +124,8 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
         circuit.heads += heads
         circuit.mlps += mlps
         circuit.output.append((f"{tag}.out", float(sign * coefficient)))
+    if len({circuit.channels[group] for group, _ in circuit.output}) > 1:
+        raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
     used: dict[int, int] = {}
     for i, head in enumerate(circuit.heads):
         slot = used.get(head.layer, 0)
@@ -137,9 +139,12 @@ def _merged(terms: list[tuple[float, Node]]) -> list[tuple[float, Node]]:
     coefficients, as the engine plans them; terms that cancel are dropped."""
     found: dict[Node, list] = {}
     for coefficient, term in terms:
-        same = found.setdefault(key(normal(term)), [0.0, term])
+        same = found.setdefault(normal(key(term)), [0.0, term])
         same[0] += coefficient
-    return [(c, term) for c, term in found.values() if c]
+    kept = [(c, term) for c, term in found.values() if c]
+    if not kept:
+        raise Unbuildable("the target's terms cancel: it is 0 on every draw")
+    return kept
 
 
 def _terms(node: Node, sign: float = 1.0) -> list[tuple[float, Node]]:

@@ -271,6 +271,20 @@ def test_a_window_whose_distance_is_zero_on_every_draw_is_refused(target: str) -
         circuit_of(spec(target, [1, 1], embed_dim=64, positional_encoding=True))
 
 
+def test_terms_equal_up_to_their_names_are_one_and_terms_that_cancel_are_refused() -> None:
+    """The pair over t < s and the same pair spelled over s < t with the dot's arguments
+    swapped are one term (one head a layer, as the engine plans it); max(-f) + min(f) is 0."""
+    twice = (
+        "max(dot(x[s], x[t]) for s in T for t in T if t < s) "
+        "+ max(dot(x[t], x[s]) for t in T for s in T if s < t)"
+    )
+    built = construction.build(spec(twice, [1, 1], positional_encoding=True), width=512)
+    assert built.nmse < 1e-4 and [c for _, c in built.circuit.output] == [2.0]
+    cancels = "max(-dot(q, x[t]) for t in T) + min(dot(q, x[t]) for t in T)"
+    with pytest.raises(SpecError, match="terms cancel"):
+        circuit_of(spec(cancels, [1, 1], positional_encoding=True))
+
+
 def test_compile_needs_a_sequence_length() -> None:
     target = "max(dot(x[s], x[t]) for s in T for t in T if s < t and t - s <= 2)"
     with pytest.raises(SpecError, match="seq_len"):

@@ -281,6 +281,14 @@ def test_targets_the_evaluator_cannot_compute_are_listed_not_crashed() -> None:
     assert targets.cannot_evaluate(_spec("min(dot(x[s], x[t]) for s in T for t in T)")) is None
     with pytest.raises(CannotValidate, match="argmax over several indices"):
         plan("argmax", spec, SCALES["smoke"])
+    # a scalar beside a vector acts on each coordinate (it broadcast to a [B, B] table)
+    mixed = _spec("max(x[t][0] for t in T) + x[1]")
+    x = targets.sample_inputs(mixed, 5, 16, torch.Generator().manual_seed(0))
+    y = targets.TargetFunction(mixed, seed=0)(x)
+    assert torch.equal(y, x[:, :, 0].amax(1, keepdim=True) + x[:, 0])
+    cancels = "max(-bilinear(x[s], A, x[t]) for s in T for t in T if s != t) + min("
+    cancels += "bilinear(x[t], A, x[s]) for s in T for t in T if s != t)"
+    assert "the same number on every sampled input" in targets.cannot_evaluate(_spec(cancels))
 
 
 def test_address_without_the_ray_executor_exits_2(tmp_path) -> None:

@@ -218,7 +218,7 @@ class TargetFunction:
             return (a * b).sum(-1), 0
         args = [self._eval(arg, axes) for arg in node.args]
         vdims = max(v for _, v in args)
-        values = [t for t, _ in args]
+        values = [t if fn == "**" else t.reshape(t.shape + (1,) * (vdims - v)) for t, v in args]
         if fn in ("norm", "sqnorm"):
             squared = (values[0] ** 2).sum(-1)
             return (squared if fn == "sqnorm" or self.squared_norm else squared.sqrt()), 0
@@ -369,7 +369,7 @@ def problem_at(point: RetrievalSpec) -> str | None:
 def cannot_evaluate(spec: RetrievalSpec) -> str | None:
     """Why the validator cannot learn this target at the spec's size (None when it can): an
     operation it does not evaluate, a position or coordinate beyond the input, tensors beyond
-    MAX_TARGET_BYTES, or values that are not finite numbers on sampled inputs."""
+    MAX_TARGET_BYTES, values not all finite or all equal on sampled inputs."""
     seq_len, d = spec.seq_len or 16, spec.input_dim or 4
     tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
     beyond = sorted(p for p in fixed_positions(tree) if p > seq_len)
@@ -395,4 +395,6 @@ def cannot_evaluate(spec: RetrievalSpec) -> str | None:
             "(a logarithm or root of a negative number, a division by zero, an empty "
             "reduction?): there is nothing to regress on"
         )
+    if float(y.reshape(len(y), -1).var(0).max()) == 0:
+        return "the target is the same number on every sampled input (its terms cancel?)"
     return None
