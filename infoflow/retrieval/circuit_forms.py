@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 
+from infoflow.retrieval.algebra import terms
 from infoflow.retrieval.diagonal import norm_coefficients
 from infoflow.retrieval.expression import (
     KTH,
@@ -48,22 +49,13 @@ FLIPPED = {
 
 
 def scaled(node: Node) -> tuple[float, Node]:
-    """(c, n) with ``node`` = c * n: constant factors (``2 * f``, ``f / 2``, ``-f``) taken
-    out; (1, node) when there are none."""
-    if isinstance(node, Apply) and node.fn == "neg":
-        c, inner = scaled(node.args[0])
-        return -c, inner
-    if isinstance(node, Apply) and node.fn == "*" and len(node.args) == 2:
-        a, b = node.args
-        if isinstance(a, Const) or isinstance(b, Const):
-            const, other = (a, b) if isinstance(a, Const) else (b, a)
-            c, inner = scaled(other)
-            return float(const.value) * c, inner
-    divisor = node.args[1] if isinstance(node, Apply) and node.fn == "/" else None
-    if isinstance(divisor, Const) and divisor.value:
-        c, inner = scaled(node.args[0])
-        return c / float(divisor.value), inner
-    return 1.0, node
+    """(c, n) with ``node`` = c * n: constant factors (``2 * f``, ``f / 2``, ``-f``,
+    ``dot(2 * x[s], x[t])``) taken out (:func:`~infoflow.retrieval.algebra.terms`); (1, node)
+    when ``node`` is not one term."""
+    found = terms(node)
+    if len(found) != 1 or found[0][1] is None:
+        return 1.0, node
+    return float(found[0][0]), found[0][1]
 
 
 def unscaled(node: Node) -> tuple[float, Node]:
@@ -74,7 +66,7 @@ def unscaled(node: Node) -> tuple[float, Node]:
     if not isinstance(inner, Reduce) or inner.op not in FLIPPED:
         return c, inner
     k, body = unscaled(inner.body)
-    if k == 1 and body is inner.body:
+    if k == 1 and body == inner.body:
         return c, inner
     op = FLIPPED[inner.op] if k < 0 else inner.op
     found = Reduce(op, inner.variables, body, inner.conditions, inner.k)

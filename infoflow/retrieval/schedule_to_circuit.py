@@ -155,7 +155,7 @@ def _terms(node: Node, sign: float = 1.0) -> list[tuple[float, Node]]:
     if pieces != [(sign, node)]:
         return [t for piece_sign, piece in pieces for t in _terms(piece, piece_sign)]
     scale, inner = forms.unscaled(node)
-    if inner is not node:
+    if (scale, inner) != (1, node):
         return _terms(inner, sign * scale) if scale else []
     if isinstance(node, Reduce) and node.op in EXTREMA:
         pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
