@@ -219,26 +219,22 @@ def without_head(circuit: Circuit, layer: int, slot: int) -> Circuit:
 
 def without_self_penalty(circuit: Circuit) -> Circuit:
     """``circuit`` with every score's positional self-penalty removed (:data:`POSITIONS`, the
-    identity; a window's mask keeps the other pairs it leaves out, and the readout's row of
-    tokens without a partner is read again from it): each token's own retrieval scores the
-    token itself again."""
+    identity; a window's mask keeps the other pairs it leaves out, and no token is left
+    without a partner): each token's own retrieval scores the token itself again."""
     heads = [
         replace(h, score=tuple(f for f in h.score if not _self_penalty(f))) for h in circuit.heads
     ]
     masks = dict(circuit.masks)
     for name in {f.matrix.removeprefix(MASK) for h in heads for f in h.score if _mask(f)}:
-        rows = tuple(tuple(q for q in row if q != p) for p, row in enumerate(masks[name], 1))
-        masks[name] = rows
-        if f"{name}.alone" in masks:
-            masks[f"{name}.alone"] = (
-                tuple(p for p, row in enumerate(rows, 1) if len(row) == len(rows)),
-            )
+        masks[name] = tuple(tuple(q for q in row if q != p) for p, row in enumerate(masks[name], 1))
+        if f"{name}.alone" in masks:  # every token has a partner again: itself
+            masks[f"{name}.alone"] = ((),)
     notes = [*circuit.notes, "the positional self-penalty removed"]
     return replace(circuit, heads=heads, notes=notes, masks=masks)
 
 
 def self_penalised(circuit: Circuit) -> bool:
-    """Whether a head's score leaves each token out of its own retrieval."""
+    """Whether a head's score leaves some token out of its own retrieval."""
     return any(_self_penalty(f) or _masks_self(circuit, f) for h in circuit.heads for f in h.score)
 
 

@@ -17,8 +17,8 @@ def fit(circuit: Circuit, spec: RetrievalSpec) -> None:
     arch = spec.architecture
     if circuit.reads_norm and (circuit.flags or POSITION_NUMBER in circuit.channels):
         raise Unbuildable(
-            "a norm pair beside fixed positions or an argmax: the positions' flags and "
-            "numbers change the first LayerNorm's scale, which carries the norm pair's |x|^2"
+            "a norm pair beside fixed positions, an offset or an argmax: their position flags "
+            "and numbers change the first LayerNorm's scale, which carries the norm pair's |x|^2"
         )
     depth = max(h.layer for h in circuit.heads)
     if depth > arch.layers:

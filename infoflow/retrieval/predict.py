@@ -129,8 +129,9 @@ _FLOOR = "reconstruction:exponent_floor"
 UNPAIRED = (
     " An upper bound here: the target has a max or min beside a k-th that the planner does not "
     "pair with the k-th's peel (it pairs only top-level reductions over one token with the same "
-    "score and as many copies, and a median of an odd count from its own end only), and a peel's "
-    "first round may hold it, a head fewer."
+    "score and as many copies, and a median of an odd count from its own end only), or that is "
+    "the same extremum as a k-th of rank 1; a peel's first round, or one retrieval for both, "
+    "may hold it, a head fewer."
 )
 
 
@@ -169,8 +170,9 @@ def _minimal_predictions(
             "exact",
             _positions_provenance(der),
             "Fixed positions (the papers), neighbours, index conditions, a condition s != t "
-            "whose left-out pair decides, and a peel over a pair score (each token's own race; "
-            "the reconstructions) need positional encoding.",
+            "whose left-out pair decides, an argmax or argmin over a token (its value is a "
+            "position), and a peel over a pair score (each token's own race; the "
+            "reconstructions) need positional encoding.",
         ),
         "min_cost_exponent": Prediction(
             _value(der.minimal_exponent, numbers),
@@ -186,8 +188,9 @@ def _minimal_predictions(
 def _positions_provenance(der: Derivation) -> str:
     """The papers' rule when the target reads a fixed position, the partner peel's when
     nothing is read by position (a peel over a pair score needs it), the self-exclusion's
-    when only conditions s != t that decide need it, the reconstruction's when neighbours or
-    other conditions read positions, the planner's when the minimal architecture has none."""
+    when only conditions s != t that decide need it, the reconstruction's when neighbours,
+    other conditions or an argmax over a token read positions, the planner's when the
+    minimal architecture has none."""
     if not der.minimal.positional_encoding:
         return PLANNER
     if fixed_positions(der.tree):

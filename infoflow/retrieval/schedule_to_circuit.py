@@ -28,7 +28,13 @@ head width, E). Terms it builds:
   (side by side, or one a layer), a decode each;
 - ``max``/``min`` over s != t of f(s) + f(t), f a linear score, or the max of f beside a
   k-th of f: the peel, whose first round holds the max, as the engine plans it;
-- any of these summed over a range index (``sum(... for i in range(D))``): one copy each.
+- ``max``/``min`` over one token of a score against a fixed position (``dot(x[1], x[t])``):
+  a fetch for the readout in layer 1, the retrieval and its decode in layer 2; ``argmax``/
+  ``argmin`` of a linear score or of one against a fixed position: the readout copies the
+  winner's position number; an index read at one offset is retrieved where it reads;
+- any of these summed over a range index (``sum(... for i in range(D))``): one copy each;
+  a constant factor taken out of its reduction (``max(-2 f)`` is -2 min f), and equal terms
+  built once with the sum of their coefficients.
 
 Anything else is refused with the term and the reason: a construction is a witness only when
 it is built, never approximated by a guess.
@@ -185,9 +191,9 @@ def _bind(node: Node, name: str, value: int) -> Node:
 
 
 def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[list, list, int]:
-    """The heads and MLPs of one term (not a fixed position), and the coefficient its output
-    carries: what a head copies is the score's form, x(s)^T M x(t) or M x(t), whose sign in
-    the target (``-dot(...)``) the output applies."""
+    """The heads and MLPs of one term (not a fixed position, its constant factors already
+    taken out), and the coefficient its output carries (1, or a sign its score's form still
+    holds)."""
     if not isinstance(term, Reduce) or not all(v.is_token for v in term.variables):
         raise Unbuildable(f"the term {forms.text(term)} is not a reduction over tokens")
     term = unordered_reduce(term)  # s < t over a symmetric score is s != t, as planned

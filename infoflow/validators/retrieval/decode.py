@@ -1,9 +1,10 @@
 """The decode step of a circuit: the MLPs that turn what a token gathered into a value.
 
-A ``decode`` MLP turns a token's own x(s) and the partner a head retrieved, z = (x(s), x(t)),
-into ``x(s)^T M x(t)`` (``bilinear``) or ``|x(s)|^2 +- 2 x(s).x(t)`` (``sqnorm_less_key``, a
-norm pair's squared norm less the key's |x(t)|^2, which the head copies): a quadratic form, a
-sum of squares along the eigenvectors of its symmetric matrix. The MLP is built, not trained:
+A ``decode`` MLP turns a token's own x(s) (or the fixed position the readout fetched) and the
+partner a head retrieved, z = (x(s), x(t)), into ``x(s)^T M x(t)`` (``bilinear``) or
+``|x(s)|^2 +- 2 x(s).x(t)`` (``sqnorm_less_key``, a norm pair's squared norm less the key's
+|x(t)|^2, which the head copies): a quadratic form, a sum of squares along the eigenvectors
+of its symmetric matrix. The MLP is built, not trained:
 each square is its piecewise-linear interpolant on evenly spaced knots, one ReLU a knot, with
 a relative error of order (knot spacing)^2 everywhere in range. The range comes from exact
 inputs (the true best partner, not the softmax's blend), widened by RANGE, because the maxima
