@@ -136,6 +136,16 @@ def test_k1_bracket_and_monotonicity() -> None:
     flipped = [_history(k, gen if k in (2, 16, 32) else mem) for k in (1, 2, 4, 8, 16, 32)]
     m = measure(flipped)
     assert (m["k1_star"]["low"], m["k1_star"]["high"], m["k1_star"]["monotone"]) == (8, 16, False)
+    assert m["tau_2gen"]["ks"] == [2, 16, 32]
+
+
+def test_tau_2gen_is_measured_over_every_k_that_generalizes_as_the_claims_read() -> None:
+    """No grid bracket (the largest K memorized) still leaves a tau_2Gen, from the K where
+    generalization won: the report's number and the claim's K set are the same."""
+    mem, gen = [_row("G1"), _row("M2", 0.01, 0.4)], [_row("G1"), _row("G1"), _row("G2")]
+    m = measure([_history(k, gen if k in (4, 8) else mem) for k in (1, 2, 4, 8, 16)])
+    assert m["k1_star"]["high"] is None
+    assert (m["tau_2gen"]["ks"], m["tau_2gen"]["value"]) == ([4, 8], 30)
 
 
 def test_a_tie_between_seeds_is_never_decided_by_name() -> None:

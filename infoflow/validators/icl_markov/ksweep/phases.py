@@ -308,7 +308,7 @@ def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
         "k1_star": k1,
         "k1_fit": _k1_fit(histories, limit or {}),
         "k2_star": _k2_star(per_k, winners, limit or {}),
-        "tau_2gen": _tau_2gen(per_k, winners, histories[0].steps),
+        "tau_2gen": _tau_2gen(per_k, histories[0].steps),
         "ceiling": limit or {},
     }
 
@@ -387,14 +387,17 @@ def _k2_star(per_k: dict[int, dict], winners: list[int], limit: dict) -> dict:
     return {"low": low, "transient": transient, "g2_persists_from": min(persists, default=None)}
 
 
-def _tau_2gen(per_k: dict[int, dict], winners: list[int], steps: list[int]) -> dict:
-    """tau_2Gen: the median over the K that generalize of the first G2 checkpoint, its range,
-    and the largest ratio between consecutive checkpoints (how finely it is measured)."""
-    times = [per_k[k]["first_g2"] for k in winners]
+def _tau_2gen(per_k: dict[int, dict], steps: list[int]) -> dict:
+    """tau_2Gen: the median, over every K where generalization won (the K the claims read),
+    of the first G2 checkpoint, its range, those K, and the largest ratio between consecutive
+    checkpoints (how finely it is measured)."""
+    ks = [k for k, row in per_k.items() if row["outcome"] == "generalization"]
+    times = [per_k[k]["first_g2"] for k in ks]
     spacing = max((b / a for a, b in itertools.pairwise(steps)), default=1.0)
     return {
         "value": statistics.median(times) if times else None,
         "min": min(times, default=None),
         "max": max(times, default=None),
+        "ks": ks,
         "checkpoint_ratio": spacing,
     }

@@ -132,10 +132,15 @@ def _thresholds(m: dict[str, Any]) -> str:
     return (
         f"Measured K*_1 (majority per K) {where}{'' if k1['monotone'] else ' (not monotone in K)'}"
         f"{undecided}. {_fitted(m['k1_fit'])} K*_2 {k2_text}; G2 persists at this budget from "
-        f"K = {maybe(k2['g2_persists_from'])}. tau_2Gen {maybe(tau['value'])} steps over "
-        f"the K above K*_1's bracket, what calibrate fits (the claim reads every seed at every "
-        f"K that generalizes; checkpoints {tau['checkpoint_ratio']:.2f}x apart)."
+        f"K = {maybe(k2['g2_persists_from'])}. tau_2Gen {maybe(tau['value'])} steps (median "
+        f"first G2 over the K that generalize{_listed(tau)}; checkpoints "
+        f"{tau['checkpoint_ratio']:.2f}x apart)."
     )
+
+
+def _listed(tau: dict[str, Any]) -> str:
+    """The K tau_2Gen was measured over, where the measurement names them (since 2026-12-05)."""
+    return f", K = {tau['ks']}" if tau.get("ks") else ""
 
 
 def _fitted(fit: dict[str, Any]) -> str:
