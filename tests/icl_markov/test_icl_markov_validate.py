@@ -22,7 +22,8 @@ from infoflow.validators.icl_markov import references  # noqa: E402
 from infoflow.validators.icl_markov.experiment import SCALES, plan  # noqa: E402
 from infoflow.validators.icl_markov.ksweep.claims import claims  # noqa: E402
 from infoflow.validators.icl_markov.ksweep.data import IclGroup, MemberData  # noqa: E402
-from infoflow.validators.icl_markov.ksweep.phases import MemberHistory, ceiling, measure  # noqa: E402
+from infoflow.validators.icl_markov.ksweep.phases import MemberHistory, ceiling  # noqa: E402
+from infoflow.validators.icl_markov.ksweep.thresholds import measure  # noqa: E402
 from infoflow.validators.icl_markov.model import StackedGPT  # noqa: E402
 from infoflow.validators.icl_markov.training import Prefetched  # noqa: E402
 

@@ -18,7 +18,7 @@ from infoflow.validators.icl_markov.decoder.data import STEPS
 from infoflow.validators.icl_markov.decoder.judge import measure_decoder
 from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
 from infoflow.validators.icl_markov.ksweep import claims as ksweep
-from infoflow.validators.icl_markov.ksweep import phases, times
+from infoflow.validators.icl_markov.ksweep import phases, thresholds, times
 from infoflow.validators.icl_markov.ksweep.over_seeds import (
     censored_median,
     majority_median,
@@ -48,7 +48,7 @@ def _sweep(transients: int, limit: dict):
         _history(256, s, "generalization", transient=500 if s < transients else None)
         for s in range(3)
     ]
-    return phases.measure(histories, limit)
+    return thresholds.measure(histories, limit)
 
 
 def test_k2_star_takes_the_seeds_majority_and_only_detectable_k() -> None:
@@ -175,7 +175,7 @@ def test_the_gap_check_of_a_memorizing_phase_reads_each_seed() -> None:
 def test_a_previous_token_head_formed_on_one_seed_of_three_is_not_the_ks() -> None:
     histories = [_history(32, 0, "generalization", prev=150.0)]
     histories += [_history(32, s, "generalization") for s in (1, 2)]
-    measurement = phases.measure(histories, {32: SEEN})
+    measurement = thresholds.measure(histories, {32: SEEN})
     assert measurement["per_k"][32]["previous_head"] is None
     sweep = SimpleNamespace(
         group=SimpleNamespace(
@@ -191,7 +191,7 @@ def test_a_previous_token_head_formed_on_one_seed_of_three_is_not_the_ks() -> No
     claim = coupling_claim(sweep, entry)  # K = 32's seeds: 150, never, never
     assert claim.verdict == "inconclusive" and "within a factor 2" in claim.reason
     never = [_history(32, s, "generalization") for s in range(3)]
-    sweep.measurement = phases.measure(never, {32: SEEN})
+    sweep.measurement = thresholds.measure(never, {32: SEEN})
     claim = coupling_claim(sweep, entry)
     assert claim.verdict == "refuted" and "every seed lies beyond" in claim.reason
 
@@ -222,7 +222,7 @@ def test_k_infinity_counts_a_head_never_formed_like_every_k() -> None:
         group=SimpleNamespace(
             spec=SimpleNamespace(training=SimpleNamespace(layer1_attention_lr=1.0))
         ),
-        measurement=phases.measure(histories, {16: SEEN}),
+        measurement=thresholds.measure(histories, {16: SEEN}),
     )
     clocks = [{"clock": "G", "layer1_attention_lr": 1.0, "previous_head": t} for t in (50, 400)]
     clocks.append({"clock": "G", "layer1_attention_lr": 1.0, "previous_head": None})
@@ -273,7 +273,7 @@ def test_the_previous_head_refutes_on_the_fast_side_with_few_clock_seeds_formed(
         group=SimpleNamespace(
             spec=SimpleNamespace(training=SimpleNamespace(layer1_attention_lr=1.0))
         ),
-        measurement=phases.measure(histories, {16: SEEN}),
+        measurement=thresholds.measure(histories, {16: SEEN}),
     )
     clocks = [
         {"clock": "G", "layer1_attention_lr": 1.0, "previous_head": t} for t in (100, None, None)

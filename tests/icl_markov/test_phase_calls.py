@@ -13,10 +13,10 @@ from infoflow.validators.icl_markov.ksweep.phases import (  # noqa: E402
     MARGIN,
     UNDETERMINED,
     MemberHistory,
-    measure,
     phase,
     position,
 )
+from infoflow.validators.icl_markov.ksweep.thresholds import measure  # noqa: E402
 
 NAMES = ("G1", "G2", "M1", "M2")
 

@@ -5,8 +5,8 @@ report):
 
 - ``ksweep/``: the K sweep. Many models at K = 1, 2, 4, ... training chains, stacked and
   trained together; each member's phase over training, then K*_1, K*_2 and tau_2Gen across K
-  (``data``, ``train``, ``phases`` with ``logistic``, ``claims``, ``judge``, ``report``,
-  ``plots``);
+  (``data``, ``train``, ``phases``, ``thresholds`` with ``logistic``, ``claims``, ``judge``,
+  ``report``, ``plots``);
 - ``clocks/``: the clock runs. Each mechanism's formation time measured in isolation, then
   the race of those clocks, which predicts K*_1 without any K*_1 data (``data``, ``train``,
   ``measure``, ``judge`` (the race and its claims), ``report``, ``plots``);

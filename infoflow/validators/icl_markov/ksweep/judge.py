@@ -27,10 +27,10 @@ from infoflow.validators.icl_markov.ksweep.phases import (
     PHASES,
     MemberHistory,
     ceiling,
-    measure,
     projection_ceiling,
     separation,
 )
+from infoflow.validators.icl_markov.ksweep.thresholds import measure
 from infoflow.validators.icl_markov.ksweep.train import load_trained, position_kl
 from infoflow.validators.protocol import Context
 

@@ -1,5 +1,5 @@
-"""A K sweep group's metrics -> each member's phases over training -> the thresholds
-and timescales across K.
+"""A K sweep group's metrics -> each member's phases over training (its outcome, times and
+final phase; :mod:`.thresholds` turns the members into thresholds across K).
 
 The spec's criterion decides the phase call, "memorizes" and the ceiling: with
 ``projection`` (:mod:`..criterion`) they are :func:`projected_call`, :func:`memorizing_weight`
@@ -19,26 +19,17 @@ Rules (theory note ``icl_markov.md``; thresholds are named constants below):
   large K, M1 and M2 approach G1 and G2, so the nearest reference alone cannot say it);
 - generalization wins at K when G2 is the phase at a checkpoint before the model first
   memorizes (an undetermined checkpoint is never G2); memorization wins when it memorizes
-  first; neither: undecided. The grid bracket of K*_1 lies between the largest K where
-  memorization wins and the smallest K from which generalization wins at every larger K;
-- the fitted K*_1: a logistic fit of P(generalization first | log K) over every seed's
-  decided outcome at the K where the ceiling lets memorization be seen
-  (:mod:`~infoflow.validators.icl_markov.ksweep.logistic`);
-- G2 is transient at K when generalization won and the model ends in M2, memorizing: K*_2
-  lies above the largest such K; at this budget G2 persists from the smallest larger K;
-- per K the seeds vote (outcome, final phase, and its kind: memorizing for M1 and M2, and for
-  an undetermined call whose candidates are all memorizing); a tie is "undecided" (outcome)
-  or "split" (final phase or kind), never broken by the names; every seed's outcome is kept;
+  first; neither: undecided;
+- G2 is transient when generalization won and the model ends in M2, memorizing;
 - the ceiling: at K where even a perfect M2 has ID KL above GAP times its OOD KL, the rule
   cannot see memorization, and the claims that need it are untestable there, not refuted;
-- tau_2Gen is the first checkpoint labelled G2 (median over the K that generalize);
-  tau_1Mem(K) the first checkpoint at which the model memorizes.
+- a member's tau_2Gen is its first checkpoint labelled G2; tau_1Mem(K) the first checkpoint
+  at which it memorizes.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 import statistics
 from dataclasses import dataclass, field
 
@@ -52,13 +43,6 @@ from infoflow.validators.icl_markov.criterion import (
     named,
     phase_references,
     previous_head_time,
-)
-from infoflow.validators.icl_markov.ksweep import logistic
-from infoflow.validators.icl_markov.ksweep.over_seeds import (
-    censored_median,
-    majority_median,
-    median_found,
-    mode,
 )
 
 GAP = 0.5  # memorizing: ID KL to the truth at most this times the OOD KL
@@ -294,110 +278,4 @@ def separation(
             for p, q in itertools.combinations(PHASES, 2)
         }
         for k, rows in sorted(by_k.items())
-    }
-
-
-def measure(histories: list[MemberHistory], limit: dict | None = None) -> dict:
-    """Per K (majority over seeds, and every seed's outcome) and across K: the thresholds and
-    timescales. ``limit`` is :func:`ceiling`'s; K where it is blind are left out of the
-    logistic fit of K*_1 (memorization cannot be seen there)."""
-    per_k = _per_k(histories)
-    k1, winners = _k1_bracket(per_k)
-    return {
-        "per_k": per_k,
-        "k1_star": k1,
-        "k1_fit": _k1_fit(histories, limit or {}),
-        "k2_star": _k2_star(per_k, winners, limit or {}),
-        "tau_2gen": _tau_2gen(per_k, histories[0].steps),
-        "ceiling": limit or {},
-    }
-
-
-def _per_k(histories: list[MemberHistory]) -> dict[int, dict]:
-    """Per K: the seeds' vote on the outcome, the final phase and its kind, the medians of
-    their times (:mod:`.over_seeds`: a time never reached counts as infinite; a transient G2
-    only when most seeds had one), the means of their final KLs to the truth, and every
-    seed's outcome, times and last checkpoint (which the claims judge seed by seed)."""
-    by_k: dict[int, list[MemberHistory]] = {}
-    for h in histories:
-        by_k.setdefault(h.chains, []).append(h)
-    return {
-        k: {
-            "outcome": mode([h.outcome for h in hs]) or "undecided",
-            "outcomes": {h.seed: h.outcome for h in hs},
-            "trajectory": hs[0].trajectory,
-            "final_phase": mode([h.phases[-1] for h in hs]) or SPLIT,
-            "final_kind": mode([h.calls[-1].kind for h in hs]) or SPLIT,
-            "first_g2": median_found([h.first_g2 for h in hs]),
-            "first_g2s": {h.seed: h.first_g2 for h in hs},
-            "memorized_at": censored_median([h.memorized_at for h in hs]),
-            "memorized_ats": {h.seed: h.memorized_at for h in hs},
-            "finals": {h.seed: _final(h) for h in hs},
-            "transient_duration": majority_median([h.transient_duration for h in hs]),
-            "transient_durations": {h.seed: h.transient_duration for h in hs},
-            "previous_head": censored_median([h.previous_head for h in hs]),
-            "previous_heads": {h.seed: h.previous_head for h in hs},
-            "id_kl": statistics.mean(h.final["id:truth"] for h in hs),
-            "ood_kl": statistics.mean(h.final["ood:truth"] for h in hs),
-        }
-        for k, hs in sorted(by_k.items())
-    }
-
-
-def _final(h: MemberHistory) -> dict:
-    """A seed's last checkpoint: its kind of phase and its KLs to the truth."""
-    return {"kind": h.calls[-1].kind, **{k: h.final[k] for k in ("id:truth", "ood:truth")}}
-
-
-def _k1_bracket(per_k: dict[int, dict]) -> tuple[dict, list[int]]:
-    """The grid bracket of K*_1, between the largest K where memorization wins and the
-    smallest K from which generalization wins at every larger K; and those K (the winners)."""
-    decided = [k for k in per_k if per_k[k]["outcome"] != "undecided"]
-    won = [per_k[k]["outcome"] == "generalization" for k in decided]
-    start = next((i for i in range(len(decided)) if all(won[i:])), len(decided))
-    k1 = {
-        "low": decided[start - 1] if start > 0 else None,
-        "high": decided[start] if start < len(decided) else None,
-        "monotone": won == sorted(won),
-        "undecided": [k for k in per_k if k not in decided],
-    }
-    k1["value"] = math.sqrt(k1["low"] * k1["high"]) if k1["low"] and k1["high"] else None
-    return k1, decided[start:]
-
-
-def _k1_fit(histories: list[MemberHistory], limit: dict) -> dict:
-    """The logistic fit of K*_1 over every seed's decided outcome, but at the K where the
-    ceiling (``limit``) hides memorization."""
-    blind = sorted(k for k, v in limit.items() if not v["detectable"])
-    fitted = [
-        (h.chains, h.outcome == "generalization")
-        for h in histories
-        if h.outcome != "undecided" and h.chains not in blind
-    ]
-    return {**logistic.threshold(fitted), "left_out": blind}
-
-
-def _k2_star(per_k: dict[int, dict], winners: list[int], limit: dict) -> dict:
-    """K*_2 lies above the largest K where G2 was transient (on most seeds) and memorization
-    is detectable (``limit``: a transient at a blind K is listed, not counted); G2 persists
-    (at this budget) from the smallest larger K where generalization won."""
-    transient = [k for k in winners if per_k[k]["transient_duration"] is not None]
-    low = max((k for k in transient if limit.get(k, {}).get("detectable", True)), default=None)
-    persists = [k for k in winners if k > max(transient, default=0)]
-    return {"low": low, "transient": transient, "g2_persists_from": min(persists, default=None)}
-
-
-def _tau_2gen(per_k: dict[int, dict], steps: list[int]) -> dict:
-    """tau_2Gen: the median, over every K where generalization won (the K the claims read),
-    of the first G2 checkpoint, its range, those K, and the largest ratio between consecutive
-    checkpoints (how finely it is measured)."""
-    ks = [k for k, row in per_k.items() if row["outcome"] == "generalization"]
-    times = [per_k[k]["first_g2"] for k in ks]
-    spacing = max((b / a for a, b in itertools.pairwise(steps)), default=1.0)
-    return {
-        "value": statistics.median(times) if times else None,
-        "min": min(times, default=None),
-        "max": max(times, default=None),
-        "ks": ks,
-        "checkpoint_ratio": spacing,
     }
