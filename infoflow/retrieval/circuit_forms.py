@@ -73,35 +73,32 @@ def unscaled(node: Node) -> tuple[float, Node]:
     return (c if inner.op.startswith("arg") else c * k), found
 
 
-def linear(node: Node, var: str) -> tuple[str, int]:
-    """(matrix, sign) of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``,
-    ``x[t]``, negated or not."""
-    if isinstance(node, Apply) and node.fn == "neg":
-        matrix, sign = linear(node.args[0], var)
-        return matrix, -sign
+def linear(node: Node, var: str) -> str:
+    """The matrix of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``, ``x[t]``
+    (a sign or constant factor is taken out before: :func:`unscaled`)."""
     if isinstance(node, Token) and node.index == var and not node.offset:
         if not node.component:
-            return "I", 1
+            return "I"
         if len(node.component) == 1 and isinstance(node.component[0], int):
-            return f"e:{node.component[0]}", 1
+            return f"e:{node.component[0]}"
     if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
         a, b = node.args
         param, token = (a, b) if isinstance(a, Param) else (b, a)
         if isinstance(param, Param) and isinstance(token, Token) and _plain(token, var):
-            return _reference(param), 1
+            return _reference(param)
     raise Unbuildable(f"{text(node)} is not a linear score of x[{var}] (dot(q, x[{var}]))")
 
 
 def kth_form(term: Reduce, seq_len: int) -> tuple[str, int, int]:
     """(matrix, direction, rank) of a k-th over one token of a linear score M x(t), as the
     peel runs it: the rank from the nearer end, and the direction +1 or -1 its rounds
-    maximise (direction * M x(t)), the score's sign and its end's together."""
-    matrix, own = linear(term.body, term.variables[0].name)
+    maximise (direction * M x(t)): +1 from the largest end."""
+    matrix = linear(term.body, term.variables[0].name)
     if matrix == "I":
         raise Unbuildable(f"{text(term)}: the k-th of a vector")
     r = rank(term.k, seq_len)
     largest = (term.op == "kth_largest") == (r == term.k)
-    return matrix, own * (1 if largest else -1), r
+    return matrix, 1 if largest else -1, r
 
 
 def peel_firsts(terms: list[tuple[int, Node]], seq_len: int) -> dict[int, tuple[int, float]]:
@@ -118,10 +115,9 @@ def peel_firsts(terms: list[tuple[int, Node]], seq_len: int) -> dict[int, tuple[
     out = {}
     for i, (_, term) in enumerate(terms):
         if isinstance(term, Reduce) and term.op in ("max", "min") and _single(term):
-            matrix, own = linear(term.body, term.variables[0].name)
-            direction = own * sign(term.op)
+            matrix, direction = linear(term.body, term.variables[0].name), sign(term.op)
             if (matrix, direction) in peels:
-                out[i] = (peels[matrix, direction], float(own * direction))
+                out[i] = (peels[matrix, direction], float(direction))
     return out
 
 
@@ -136,35 +132,30 @@ def _single(term: Reduce) -> bool:
     return True
 
 
-def bilinear(node: Node, s: str, t: str) -> tuple[str, int]:
-    """(matrix, sign) of a score ``x(s)^T M x(t)``: ``dot`` or ``bilinear``."""
-    if isinstance(node, Apply) and node.fn == "neg":
-        matrix, sign = bilinear(node.args[0], s, t)
-        return matrix, -sign
+def bilinear(node: Node, s: str, t: str) -> str:
+    """The matrix M of a score ``x(s)^T M x(t)``: ``dot`` or ``bilinear`` (a sign or constant
+    factor is taken out before: :func:`unscaled`)."""
     if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
         a, b = node.args
         if {_index(a), _index(b)} == {s, t} and _plain(a, s) + _plain(b, s) == 1:
-            return "I", 1
+            return "I"
     if isinstance(node, Apply) and node.fn == "bilinear":
         a, m, b = node.args
         if isinstance(m, Param) and _plain(a, _index(a)) and _plain(b, _index(b)):
             if (_index(a), _index(b)) == (s, t):
-                return _reference(m), 1
+                return _reference(m)
             if (_index(a), _index(b)) == (t, s):
-                return _reference(m) + "^T", 1
+                return _reference(m) + "^T"
     raise Unbuildable(
         f"{text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear) or the norm of "
         f"x[{s}] + x[{t}] or x[{s}] - x[{t}]"
     )
 
 
-def fixed_query(node: Node, var: str, seq_len: int) -> tuple[str, int, int] | None:
-    """(matrix, sign, position) of a score ``x(p)^T M x(var)`` against a fixed position p
-    (``dot(x[var], x[T])``, ``bilinear(x[3], A, x[var])``, either order, negated); None when
-    no argument is a fixed position."""
-    if isinstance(node, Apply) and node.fn == "neg":
-        found = fixed_query(node.args[0], var, seq_len)
-        return None if found is None else (found[0], -found[1], found[2])
+def fixed_query(node: Node, var: str, seq_len: int) -> tuple[str, int] | None:
+    """(matrix, position) of a score ``x(p)^T M x(var)`` against a fixed position p
+    (``dot(x[var], x[T])``, ``bilinear(x[3], A, x[var])``, either order; a sign is taken out
+    before); None when no argument is a fixed position."""
     if not isinstance(node, Apply) or node.fn not in ("dot", "bilinear"):
         return None
     a, b = node.args[0], node.args[-1]
@@ -174,11 +165,11 @@ def fixed_query(node: Node, var: str, seq_len: int) -> tuple[str, int, int] | No
     (token,) = fixed
     position = token.index if isinstance(token.index, int) else seq_len + token.offset
     if node.fn == "dot":
-        return "I", 1, position
+        return "I", position
     if not isinstance(node.args[1], Param):
         return None
     matrix = _reference(node.args[1])
-    return (matrix if a is token else matrix + "^T"), 1, position
+    return (matrix if a is token else matrix + "^T"), position
 
 
 def norm_pair(node: Node, s: str, t: str) -> tuple[int, bool] | None:

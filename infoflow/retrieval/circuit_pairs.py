@@ -22,14 +22,14 @@ def pair_term(
     body: Node,
     conditions: tuple,
     spec: RetrievalSpec,
-) -> tuple[list, list, int]:
+) -> tuple[list, list]:
     """The heads and MLPs of a max or min of ``body`` over the tokens ``names`` under
-    ``conditions``, and the coefficient its output carries (the score's sign)."""
+    ``conditions``."""
     if any(c.op != "!=" or c.shift or {c.left, c.right} != set(names) for c in conditions):
         return _window_term(circuit, term, tag, names, body, conditions, spec)
     norm = forms.norm_pair(body, *names)
     if norm is not None:
-        return (*_norm_term(circuit, term, tag, norm, bool(conditions), spec), 1)
+        return _norm_term(circuit, term, tag, norm, bool(conditions), spec)
     exclude = spec.seq_len if conditions and circuit.positional_encoding else 0
     if conditions and not exclude:
         circuit.notes.append(
@@ -37,9 +37,8 @@ def pair_term(
             "positional encoding a token cannot tell itself from another; the pair (s, s) "
             "competes, which changes the value only where it is the best pair"
         )
-    matrix, sign = forms.bilinear(body, *names)
-    pair = max_position.circuit_pair(circuit, tag, matrix, sign * forms.sign(term.op), exclude)
-    return (*pair, sign)
+    matrix = forms.bilinear(body, *names)
+    return max_position.circuit_pair(circuit, tag, matrix, forms.sign(term.op), exclude)
 
 
 def _window_term(
@@ -50,12 +49,12 @@ def _window_term(
     body: Node,
     conditions: tuple,
     spec: RetrievalSpec,
-) -> tuple[list, list, int]:
+) -> tuple[list, list]:
     """A pair under conditions on its two positions (a window ``abs(s - t) <= w``, an order
     ``s < t``): the pair retrieval, every token's first score penalised on each partner the
     conditions leave out, the readout's on each token they leave without one
     (:func:`~infoflow.retrieval.mechanisms.max_position.circuit_pair`); positional encoding
-    carries the positions. With the coefficient the output carries (the score's sign)."""
+    carries the positions."""
     s, t = names
     if any(not {c.left, c.right} <= {s, t} or c.left == c.right for c in conditions):
         raise Unbuildable(f"{forms.text(term)}: conditions between {s} and {t} only are built")
@@ -81,11 +80,9 @@ def _window_term(
             )
         squared = squared or spec.options.squared_norm
         best = forms.sign(term.op)
-        pair = max_position.circuit_norm_pair(circuit, tag, plus, squared, best, window=tag)
-        return (*pair, 1)
-    matrix, sign = forms.bilinear(body, s, t)
-    pair = max_position.circuit_pair(circuit, tag, matrix, sign * forms.sign(term.op), window=tag)
-    return (*pair, sign)
+        return max_position.circuit_norm_pair(circuit, tag, plus, squared, best, window=tag)
+    matrix = forms.bilinear(body, s, t)
+    return max_position.circuit_pair(circuit, tag, matrix, forms.sign(term.op), window=tag)
 
 
 def _norm_term(

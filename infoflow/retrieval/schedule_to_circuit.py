@@ -126,10 +126,10 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
             circuit.output.append((f"p{host}.m1", sign * scale))
             continue
         tag = f"p{n}"
-        heads, mlps, coefficient = _term(circuit, term, tag, spec)
+        heads, mlps = _term(circuit, term, tag, spec)
         circuit.heads += heads
         circuit.mlps += mlps
-        circuit.output.append((f"{tag}.out", float(sign * coefficient)))
+        circuit.output.append((f"{tag}.out", float(sign)))
     if len({circuit.channels[group] for group, _ in circuit.output}) > 1:
         raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
     used: dict[int, int] = {}
@@ -190,10 +190,9 @@ def _bind(node: Node, name: str, value: int) -> Node:
     return node
 
 
-def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[list, list, int]:
+def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[list, list]:
     """The heads and MLPs of one term (not a fixed position, its constant factors already
-    taken out), and the coefficient its output carries (1, or a sign its score's form still
-    holds)."""
+    taken out: its output carries the value of the term as written)."""
     if not isinstance(term, Reduce) or not all(v.is_token for v in term.variables):
         raise Unbuildable(f"the term {forms.text(term)} is not a reduction over tokens")
     term = unordered_reduce(term)  # s < t over a symmetric score is s != t, as planned
@@ -212,23 +211,23 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         raise Unbuildable(f"{forms.text(term)}: one token index without conditions is built here")
     if op in ARGS or op in EXTREMA:
         return _retrieval_term(circuit, term, tag, spec)
-    matrix, sign = forms.linear(body, names[0])
     if op == "sum":
+        matrix = forms.linear(body, names[0])
         width = circuit.channels[TOKENS] if matrix == "I" else 1
         out = circuit.add(f"{tag}.out", width)
-        copy = Copy(TOKENS, out, matrix, float(sign * spec.seq_len))
-        return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], [], 1
+        copy = Copy(TOKENS, out, matrix, float(spec.seq_len))
+        return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], []
     if op in KTH:
         matrix, ext, rank = forms.kth_form(term, spec.seq_len)
         if rank == 1:
-            return (*max_position.circuit_single(circuit, tag, matrix, ext), sign)
-        return (*kth.circuit_peel(circuit, tag, matrix, ext, rank), sign)
+            return max_position.circuit_single(circuit, tag, matrix, ext)
+        return kth.circuit_peel(circuit, tag, matrix, ext, rank)
     raise Unbuildable(f"{forms.text(term)}: compile does not build {op}")
 
 
 def _retrieval_term(
     circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
-) -> tuple[list, list, int]:
+) -> tuple[list, list]:
     """A max, min, argmax or argmin over one token t of a linear score, or of a score against
     a fixed position (``dot(x[t-1], x[T])``: a head fetches x[T] for the readout in layer 1,
     the retrieval runs in layer 2 and its MLP decodes the score of the token it copies). An
@@ -246,11 +245,11 @@ def _retrieval_term(
     heads, seq = [], range(1, spec.seq_len + 1)
     fixed = forms.fixed_query(body, var, spec.seq_len)
     if fixed is None:
-        (matrix, sign), query, layer = forms.linear(body, var), ANCHOR, 1
+        matrix, query, layer = forms.linear(body, var), ANCHOR, 1
         if matrix == "I":
             raise Unbuildable(f"{forms.text(term)}: the {term.op} of a vector")
     else:
-        matrix, sign, position = fixed
+        matrix, position = fixed
         query, layer = circuit.add(f"{tag}.query", circuit.channels[TOKENS]), 2
         flag = circuit.add(f"{tag}.at", 1)
         circuit.flags[flag] = (position,)
@@ -262,21 +261,21 @@ def _retrieval_term(
             raise Unbuildable(f"{forms.text(term)}: an offset leaves positions out (no PE)")
         skip = circuit.add(f"{tag}.skip", 1)
         circuit.flags[skip] = skipped
-    best = sign * (1 if term.op in ("max", "argmax") else -1)
+    best = 1 if term.op in ("max", "argmax") else -1
     if term.op in ARGS:
         found = max_position.circuit_argmax(
             circuit, tag, query, matrix, best, -offset, layer, spec.seq_len, skip
         )
-        return [*heads, *found[0]], found[1], 1
+        return [*heads, *found[0]], found[1]
     if query != ANCHOR:
         found = max_position.circuit_fixed_query(circuit, tag, query, matrix, best, skip)
-        return [*heads, *found[0]], found[1], sign
-    return (*max_position.circuit_single(circuit, tag, matrix, best, skip), sign)
+        return [*heads, *found[0]], found[1]
+    return max_position.circuit_single(circuit, tag, matrix, best, skip)
 
 
 def _partner_term(
     circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
-) -> tuple[list, list, int]:
+) -> tuple[list, list]:
     """The max or min over s of a token's k-th partner: the partner peel
     (:func:`~infoflow.retrieval.mechanisms.kth.circuit_partner_peel`)."""
     inner = term.body
@@ -294,18 +293,16 @@ def _partner_term(
             f"{tag}: the condition {t} != {s} is not enforced: without positional encoding a "
             f"token cannot tell itself from another; the pair (s, s) competes"
         )
-    matrix, sign = forms.bilinear(inner.body, s, t)
     largest = (inner.op == "kth_largest") == (rank == inner.k)
-    pair = (matrix, sign * (1 if largest else -1))
+    pair = (forms.bilinear(inner.body, s, t), 1 if largest else -1)
     own = distinct and circuit.positional_encoding
-    best = forms.sign(term.op) * sign  # the readout compares the values the target does
-    heads, mlps = kth.circuit_partner_peel(circuit, tag, pair, best, rank, spec.seq_len, own)
-    return heads, mlps, sign
+    best = forms.sign(term.op)
+    return kth.circuit_partner_peel(circuit, tag, pair, best, rank, spec.seq_len, own)
 
 
 def _star_term(
     circuit: Circuit, term: Reduce, tag: str, names: list[str], body: Node, spec: RetrievalSpec
-) -> tuple[list, list, int]:
+) -> tuple[list, list]:
     """A max or min over a centre and its leaves of a sum of pair scores, each leaf in one
     (a chain of three, a star): every token retrieves each leaf's best in the layer the
     engine's schedule gives it, side by side or one a layer
@@ -329,15 +326,13 @@ def _star_term(
     layers = _layers_of(spec)
     grouped: dict[tuple[str, int], list] = {}  # leaves with one score: one retrieval, n times
     for (sign, piece), leaf in zip(pieces, leaves, strict=True):
-        matrix, own = forms.bilinear(piece, hub, leaf)
-        grouped.setdefault((matrix, sign * own), []).append(leaf)
+        grouped.setdefault((forms.bilinear(piece, hub, leaf), sign), []).append(leaf)
     scores = [  # equal leaves share the engine's step, under whichever name it kept
         (same[0], matrix, sign, max(layers.get((leaf, hub), 1) for leaf in same), len(same))
         for (matrix, sign), same in grouped.items()
     ]
     last = layers.get((hub, None), 1 + max(score[3] for score in scores))
-    star = max_position.circuit_star(circuit, tag, hub, scores, forms.sign(term.op), last)
-    return (*star, 1)
+    return max_position.circuit_star(circuit, tag, hub, scores, forms.sign(term.op), last)
 
 
 def _layers_of(spec: RetrievalSpec) -> dict[tuple[str, str | None], int]:
