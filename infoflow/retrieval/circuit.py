@@ -131,6 +131,14 @@ class Circuit:
         self.channels.setdefault(name, width)
         return name
 
+    def flag(self, name: str, positions: tuple[int, ...]) -> str:
+        """A flag channel marking ``positions``: one already marking them, or a new one."""
+        same = next((f for f, marked in self.flags.items() if marked == positions), None)
+        if same is not None:
+            return same
+        self.flags[self.add(name, 1)] = positions
+        return name
+
     def offset(self, name: str) -> int:
         """The first channel of group ``name``."""
         start = 0

@@ -251,16 +251,14 @@ def _retrieval_term(
     else:
         matrix, position = fixed
         query, layer = circuit.add(f"{tag}.query", circuit.channels[TOKENS]), 2
-        flag = circuit.add(f"{tag}.at", 1)
-        circuit.flags[flag] = (position,)
+        flag = circuit.flag(f"{tag}.at", (position,))
         does = f"the readout fetches x[{position}] into {query}"
         heads.append(fetch.circuit_head(flag, Copy(TOKENS, query), does))
     skip = ""
     if skipped := tuple(u for u in seq if u - offset not in seq):
         if not circuit.positional_encoding:
             raise Unbuildable(f"{forms.text(term)}: an offset leaves positions out (no PE)")
-        skip = circuit.add(f"{tag}.skip", 1)
-        circuit.flags[skip] = skipped
+        skip = circuit.flag(f"{tag}.skip", skipped)
     best = 1 if term.op in ("max", "argmax") else -1
     if term.op in ARGS:
         found = max_position.circuit_argmax(
@@ -356,8 +354,7 @@ def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec)
     )
     if len(positions) != len(tokens):
         raise Unbuildable("a fixed position read twice")
-    flag = circuit.add("fixed", 1)
-    circuit.flags[flag] = tuple(positions)
+    flag = circuit.flag("fixed", tuple(positions))
     out = circuit.add("fixed.out", circuit.channels[TOKENS])
     copy = Copy(TOKENS, out, "I", float(len(positions)))
     where = ", ".join(f"x[{p}]" for p in positions)

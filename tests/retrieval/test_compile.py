@@ -326,7 +326,8 @@ def test_the_induction_head_compiles_on_one_head_a_layer() -> None:
     (fetch, match) = fine.circuit.heads
     assert (fetch.layer, match.layer) == (1, 2)
     assert [(c.source, c.scale) for c in match.values] == [(POSITION_NUMBER, 16), (ANCHOR, 1)]
-    assert fine.circuit.flags["p0.skip"] == (16,)  # x[16] is no token's predecessor
+    # x[16] is the query fetched and no token's predecessor: one flag marks it for both
+    assert fine.circuit.flags == {"p0.at": (16,)} and fine.circuit.width == 15
     wrong = replace(fine.circuit, heads=[fetch, replace(match, values=match.values[:1])])
     assert construction.build(induction, beta=1000, width=64, circuit=wrong).nmse > 0.03
 
