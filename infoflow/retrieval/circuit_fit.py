@@ -1,5 +1,5 @@
-"""A built circuit -> checked against the spec's architecture (layers, heads per layer, head
-width, E), and each head named after the engine's step it realises: the last stage of
+"""A built circuit, laid out -> checked against the spec's architecture (head width, E),
+and each head named after the engine's step it realises: the last stage of
 compile's circuit (:mod:`~infoflow.retrieval.schedule_to_circuit`)."""
 
 from __future__ import annotations
@@ -13,26 +13,14 @@ from infoflow.retrieval.spec import RetrievalSpec
 
 
 def fit(circuit: Circuit, spec: RetrievalSpec) -> None:
-    """Refuse what the architecture cannot hold: layers, heads, head width, E."""
+    """Refuse what the architecture cannot hold (its layers and heads per layer are the
+    layout's: :mod:`~infoflow.retrieval.circuit_layout`): the head width and E."""
     arch = spec.architecture
     if circuit.reads_norm and (circuit.flags or POSITION_NUMBER in circuit.channels):
         raise Unbuildable(
             "a norm pair beside fixed positions, an offset or an argmax: their position flags "
             "and numbers change the first LayerNorm's scale, which carries the norm pair's |x|^2"
         )
-    depth = max(h.layer for h in circuit.heads)
-    if depth > arch.layers:
-        raise Unbuildable(
-            f"the construction needs {depth} layers, the architecture has {arch.layers}"
-        )
-    for layer in range(1, depth + 1):
-        count = sum(h.layer == layer for h in circuit.heads)
-        have = arch.heads_per_layer[layer - 1]
-        if count > have:
-            raise Unbuildable(
-                f"layer {layer} needs {count} heads side by side, the architecture has {have} "
-                "(compile lays the parts side by side; a sequential schedule is not built yet)"
-            )
     e = arch.embed_dim or circuit.width
     if circuit.width > e:
         raise Unbuildable(f"the circuit needs {circuit.width} channels, E = {e}")

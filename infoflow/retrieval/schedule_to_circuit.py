@@ -3,10 +3,10 @@
 
 The engine's schedule says which step runs in which layer; the target's expression says what
 each step scores. Compile reads both: it refuses a spec the engine calls inefficient or
-impossible (naming the bottleneck), reads the target as a sum of terms it can build, lays the
-terms side by side from layer 1 on (each its own heads), asks each mechanism for the heads
-and MLPs of its term, and checks the result fits the architecture (layers, heads per layer,
-head width, E). Terms it builds:
+impossible (naming the bottleneck), reads the target as a sum of terms it can build, asks
+each mechanism for the heads and MLPs of its term (from layer 1), lays the terms out on the
+architecture's layers (:mod:`.circuit_layout`: side by side where they fit, else where the
+engine runs each part) and checks the result fits (head width, E). Terms it builds:
 
 - fixed positions read directly (``x[1] + x[2] + x[3]``, positional encoding): one fetch head;
 - ``sum`` over one token of a linear score (``dot(q, x[t])``, ``x[t][j]``, ``x[t]``): pooling;
@@ -47,9 +47,10 @@ from dataclasses import replace
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices, key, normal
-from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
+from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy, Head
 from infoflow.retrieval.circuit_fit import fit, name_steps
 from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_pairs import pair_term
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
@@ -60,6 +61,7 @@ from infoflow.retrieval.mechanisms import fetch, kth, max_position, pooling, sen
 from infoflow.retrieval.predict import predictions
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
+from infoflow.retrieval.types import Schedule
 
 EXTREMA = ("max", "min")
 ARGS = ("argmax", "argmin")
@@ -99,16 +101,23 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
         circuit.add(group, width)
     try:
         tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
-        _build(circuit, tree, spec)
+        how = _build(circuit, tree, spec, der.schedule)
         fit(circuit, spec)
     except Unbuildable as exc:
         raise SpecError(source, [("target", f"compile cannot build this plan: {exc}")]) from None
-    name_steps(circuit, sentences(der.schedule))
+    if how == "search":
+        circuit.notes.append(
+            "the terms are laid out in layers of compile's own choosing, not the engine's: "
+            "the heads are not named after the engine's steps"
+        )
+    else:
+        name_steps(circuit, sentences(der.schedule))
     return circuit
 
 
-def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
-    """Every term's heads and MLPs, laid side by side from layer 1, and the output."""
+def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule) -> str:
+    """Every term's heads and MLPs, laid out on the architecture's layers
+    (:func:`~.circuit_layout.lay_out`, whose way it returns), and the output."""
     terms = _merged(_terms(tree))
     fixed = [t for _, t in terms if isinstance(t, Token)]
     if any(sign != 1 for sign, t in terms if isinstance(t, Token)):
@@ -116,8 +125,9 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
             "fixed positions are fetched added, once each (x[1] + x[2], not x[1] - x[2] or "
             "2 * x[1])"
         )
+    parts: list[Part] = []
     if fixed:
-        _fixed_positions(circuit, fixed, spec)
+        parts.append(([_fixed_positions(circuit, fixed, spec)], [], None))
     scored = [(sign, t) for sign, t in terms if not isinstance(t, Token)]
     held = forms.peel_firsts(scored, spec.seq_len)
     for n, (sign, term) in enumerate(scored):
@@ -127,16 +137,24 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec) -> None:
             continue
         tag = f"p{n}"
         heads, mlps = _term(circuit, term, tag, spec)
-        circuit.heads += heads
-        circuit.mlps += mlps
+        parts.append((heads, mlps, _kind(term)))
         circuit.output.append((f"{tag}.out", float(sign)))
     if len({circuit.channels[group] for group, _ in circuit.output}) > 1:
         raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
+    laid, how = lay_out(parts, circuit.heads_per_layer, schedule)
+    circuit.heads = [h for part, _ in laid for h in part]
+    circuit.mlps = [m for _, part in laid for m in part]
     used: dict[int, int] = {}
     for i, head in enumerate(circuit.heads):
         slot = used.get(head.layer, 0)
         used[head.layer] = slot + 1
         circuit.heads[i] = replace(head, slot=slot)
+    return how
+
+
+def _kind(term: Node) -> tuple[str, int] | None:
+    """A term's reduction as the engine's parts are compared: (op, number of indices)."""
+    return (term.op, len(term.variables)) if isinstance(term, Reduce) else None
 
 
 def _merged(terms: list[tuple[float, Node]]) -> list[tuple[float, Node]]:
@@ -345,7 +363,7 @@ def _layers_of(spec: RetrievalSpec) -> dict[tuple[str, str | None], int]:
     return out
 
 
-def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> None:
+def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> Head:
     """``x[1] + x[2] + ...``: one fetch head averaging the positions, times their count."""
     if any(t.component for t in tokens):
         raise Unbuildable("fixed positions are fetched whole (x[1], not x[1][0])")
@@ -358,5 +376,5 @@ def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec)
     out = circuit.add("fixed.out", circuit.channels[TOKENS])
     copy = Copy(TOKENS, out, "I", float(len(positions)))
     where = ", ".join(f"x[{p}]" for p in positions)
-    circuit.heads.append(fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}"))
     circuit.output.append((out, 1.0))
+    return fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}")

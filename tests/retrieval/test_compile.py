@@ -23,12 +23,17 @@ from infoflow.retrieval.circuit import (
     TOKENS,
     ZERO,
     Circuit,
+    Form,
+    Head,
     self_penalised,
     without_self_penalty,
 )
+from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.circuit_layout import lay_out
 from infoflow.retrieval.mechanisms import global_aggregation
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.types import Schedule
 from infoflow.validators.retrieval import construction, witness_ladder
 from infoflow.validators.retrieval.circuit_to_weights import Weights
 from infoflow.validators.retrieval.experiment import Model
@@ -161,6 +166,57 @@ def test_a_chain_on_one_head_a_layer_retrieves_its_leaves_one_a_layer() -> None:
         leaf = head.does.split("its best ")[1].split()[0]
         assert f"retrieves the best {leaf} " in head.step, (head.does, head.step)
         assert "sequential_schedule" in head.step
+
+
+def test_a_sum_of_parts_runs_where_the_engine_runs_each_part() -> None:
+    """On the engine's narrowest [1, 1, 1, 1] no two parts fit side by side: the pair's
+    partners run in layer 1, the min and the max in layers 2 and 3, the readout's pair in
+    layer 4, each head where the engine places its step and named after it."""
+    target = (
+        "max(dot(q, x[t]) for t in T) - min(dot(p, x[t]) for t in T)"
+        " + min(dot(x[s], x[t]) for s in T for t in T if s != t)"
+    )
+    parts = spec(target, [1, 1, 1, 1], embed_dim=64, seq_len=8, positional_encoding=True)
+    witness = construction.build(parts, beta=1000, width=512)
+    assert witness.nmse < 1e-4, witness.nmse
+    heads = sorted(witness.circuit.heads, key=lambda h: h.layer)
+    assert [h.layer for h in heads] == [1, 2, 3, 4]
+    planned = ["every token s retrieves the best t3 for min", "best t2 for min over t2"]
+    planned += ["best t for max over t", "the readout retrieves the best s for min over s"]
+    assert all(words in h.step for words, h in zip(planned, heads, strict=True)), heads
+    assert [m.layer for m in witness.circuit.mlps] == [1]  # the pair's decode, after its head
+    assert not witness.circuit.notes
+
+
+def test_parts_the_engine_cannot_tell_apart_are_laid_out_by_search_unnamed() -> None:
+    """Two pair maxima on [1, 1, 1, 1]: which engine part each term is cannot be told from
+    their kind, so compile lays them out itself (one after the other), names no head, and
+    says so; the witness still computes the target."""
+    target = (
+        "max(dot(x[s], x[t]) for s in T for t in T)"
+        " + max(bilinear(x[s], A, x[t]) for s in T for t in T)"
+    )
+    witness = construction.build(spec(target, [1, 1, 1, 1], seq_len=8), width=512)
+    assert witness.nmse < 1e-3, witness.nmse
+    assert sorted(h.layer for h in witness.circuit.heads) == [1, 2, 3, 4]
+    assert not any(h.step for h in witness.circuit.heads)
+    assert "not named after the engine's steps" in " ".join(witness.circuit.notes)
+
+
+def test_a_layout_keeps_a_norm_pair_in_layer_1_and_refuses_what_fits_nowhere() -> None:
+    """The parts' layers are an increasing map onto the architecture's: a term reading |x|^2
+    from the first LayerNorm keeps layer 1, and heads that fit no map are refused."""
+
+    def part(*layers: int, norm: bool = False):
+        score = (Form(ANCHOR, SQNORM if norm else TOKENS, "I", 1),)
+        return [Head(layer, 0, "m", "w", "d", score=score) for layer in layers], [], None
+
+    schedule = Schedule(shape=None, placements=[])
+    laid, how = lay_out([part(1), part(1, 2, norm=True)], (1, 1, 1), schedule)
+    assert how == "search"
+    assert [[h.layer for h in heads] for heads, _ in laid] == [[2], [1, 3]]
+    with pytest.raises(Unbuildable, match="no layout of the terms fits heads"):
+        lay_out([part(1, 2, norm=True), part(1, 2, norm=True)], (1, 1, 1), schedule)
 
 
 @pytest.mark.parametrize(

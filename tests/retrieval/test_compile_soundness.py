@@ -5,7 +5,8 @@ allows must reach NMSE 1e-2 on fresh data at MLP width 512 (the same sweep at 10
 1e-3: docs/results/2026-12-05-compile-soundness.md; the argmax and argmin added since
 (and the max and min of a score against a fixed position or at an offset), the first two
 with an error that is the softmax's blend of near ties alone, reach 3e-3 to 8e-3 at beta 100,
-whatever the width). A sign dropped or a condition ignored
+whatever the width), and every sum of two parts on one head a layer, which compile lays out
+where the engine runs each part. A sign dropped or a condition ignored
 shows up here as an NMSE of order 1 (the first version of this sweep found the dropped sign
 of ``max(-dot(q, x[t]) for t in T)``)."""
 
@@ -82,3 +83,36 @@ def test_every_built_witness_computes_its_target(pe: bool) -> None:
             wrong.append((target, witness.nmse))
     assert not wrong, wrong
     assert built >= 30, built  # the sweep exercises what compile builds
+
+
+#: Sums of parts that fit no architecture of one head a layer side by side: compile lays
+#: them out where the engine runs each part, or by its own search (circuit_layout.py).
+PARTS = [
+    "max(dot(q, x[t]) for t in T)",
+    "-min(x[t][1] for t in T)",
+    "kth_largest((dot(q, x[t]) for t in T), k=2)",
+    "argmax(dot(q, x[t-1]) for t in T)",
+    "min(dot(x[s], x[t]) for s in T for t in T if s != t)",
+    "max(bilinear(x[s], A, x[t]) for s in T for t in T if abs(s - t) <= 3)",
+]
+
+
+@pytest.mark.slow
+def test_every_built_sum_of_parts_computes_its_target_one_head_a_layer() -> None:
+    arch = {"layers": 4, "heads": [1, 1, 1, 1], "embed_dim": 64, "positional_encoding": True}
+    built, wrong = 0, []
+    for first, second in itertools.combinations(PARTS, 2):
+        target = f"{first} + {second}"
+        data = {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8}
+        spec = RetrievalSpec.model_validate({**data, "architecture": arch})
+        if not derive(spec).efficient:
+            continue
+        try:
+            witness = build(spec, width=512)
+        except SpecError:
+            continue
+        built += 1
+        if not witness.nmse <= 1e-2:
+            wrong.append((target, witness.nmse))
+    assert not wrong, wrong
+    assert built >= 10, built
