@@ -42,11 +42,8 @@ from infoflow.validators.retrieval.plateau import (  # noqa: E402
     loss_slope,
     plateaued,
 )
-from infoflow.validators.retrieval.targets import (  # noqa: E402
-    TargetFunction,
-    cannot_evaluate,
-    sample_inputs,
-)
+from infoflow.validators.retrieval.target_checks import cannot_evaluate  # noqa: E402
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs  # noqa: E402
 
 
 def test_the_loss_slope_is_the_log_log_slope_of_the_last_window() -> None:

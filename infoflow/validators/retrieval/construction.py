@@ -28,7 +28,8 @@ from infoflow.validators.retrieval.circuit_to_weights import Weights
 from infoflow.validators.retrieval.decode import build_decoders
 from infoflow.validators.retrieval.exponents import exponent_of, fit_slope
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
-from infoflow.validators.retrieval.targets import TargetFunction, problem_at, sample_inputs
+from infoflow.validators.retrieval.target_checks import problem_at
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
 BETA = 100.0  # the default softmax sharpness
 WIDTH = 2048  # the default MLP width

@@ -28,7 +28,7 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate, Job
 from infoflow.validators.retrieval.floors import Floors, architecture_label
 from infoflow.validators.retrieval.model import Member
-from infoflow.validators.retrieval.targets import problem_at
+from infoflow.validators.retrieval.target_checks import problem_at
 from infoflow.validators.retrieval.train import Group, TrainSettings
 
 if TYPE_CHECKING:
