@@ -74,8 +74,41 @@ def unscaled(node: Node) -> tuple[float, Node]:
 
 
 def linear(node: Node, var: str) -> str:
-    """The matrix of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``, ``x[t]``
-    (a sign or constant factor is taken out before: :func:`unscaled`)."""
+    """The matrix of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``, ``x[t]``,
+    or a combination of scalar ones (``dot(p - q, x[t])``, ``x[t][0] + dot(q, x[t])``:
+    :func:`combined`)."""
+    found = _atoms(node, lambda atom: [(1.0, _linear_atom(atom, var))])
+    if len(found) > 1 and any(matrix == "I" for _, matrix in found):
+        raise Unbuildable(f"{text(node)}: a vector beside a scalar in one score")
+    return combined(found)
+
+
+def _atoms(node: Node, read) -> list[tuple[float, str]]:
+    """``node``'s additive terms (:func:`~infoflow.retrieval.algebra.terms`), each read by
+    ``read`` as a weighted sum of matrices: (coefficient, matrix) pairs; a constant term is
+    refused."""
+    found = terms(node)
+    if any(term is None for _, term in found):
+        raise Unbuildable(f"{text(node)}: a constant inside a score (take it out of the reduction)")
+    return [(float(c) * k, matrix) for c, term in found for k, matrix in read(term)]
+
+
+def combined(found: list[tuple[float, str]]) -> str:
+    """One matrix name for a weighted sum of matrices: the matrix itself when it is one with
+    coefficient 1, else ``"c*M + c*M"`` (the matrices sorted, equal ones merged), which the
+    weights read as that sum."""
+    merged: dict[str, float] = {}
+    for c, matrix in found:
+        merged[matrix] = merged.get(matrix, 0.0) + c
+    kept = sorted((m, c) for m, c in merged.items() if c)
+    if not kept:
+        raise Unbuildable("the score's terms cancel: it is 0 on every draw")
+    if len(kept) == 1 and kept[0][1] == 1:
+        return kept[0][0]
+    return " + ".join(f"{c!r}*{m}" for m, c in kept)
+
+
+def _linear_atom(node: Node, var: str) -> str:
     if isinstance(node, Token) and node.index == var and not node.offset:
         if not node.component:
             return "I"
@@ -133,19 +166,21 @@ def _single(term: Reduce) -> bool:
 
 
 def bilinear(node: Node, s: str, t: str) -> str:
-    """The matrix M of a score ``x(s)^T M x(t)``: ``dot`` or ``bilinear`` (a sign or constant
-    factor is taken out before: :func:`unscaled`)."""
+    """The matrix M of a score ``x(s)^T M x(t)``: ``dot`` or ``bilinear``, or a combination
+    (``dot(x[s], x[t]) - bilinear(x[t], A + B, x[s])``: :func:`combined`)."""
+    return combined(_atoms(node, lambda atom: _bilinear_atom(atom, s, t)))
+
+
+def _bilinear_atom(node: Node, s: str, t: str) -> list[tuple[float, str]]:
     if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
         a, b = node.args
         if {_index(a), _index(b)} == {s, t} and _plain(a, s) + _plain(b, s) == 1:
-            return "I"
+            return [(1.0, "I")]
     if isinstance(node, Apply) and node.fn == "bilinear":
         a, m, b = node.args
-        if isinstance(m, Param) and _plain(a, _index(a)) and _plain(b, _index(b)):
-            if (_index(a), _index(b)) == (s, t):
-                return _reference(m)
-            if (_index(a), _index(b)) == (t, s):
-                return _reference(m) + "^T"
+        if _plain(a, _index(a)) and _plain(b, _index(b)) and {_index(a), _index(b)} == {s, t}:
+            transposed = "^T" if _index(a) == t else ""
+            return _atoms(m, lambda param: [(1.0, _parameter(param) + transposed)])
     raise Unbuildable(
         f"{text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear) or the norm of "
         f"x[{s}] + x[{t}] or x[{s}] - x[{t}]"
@@ -187,6 +222,12 @@ def _plain(node: Node, var: str | None) -> bool:
 
 def _index(node: Node) -> str | None:
     return node.index if isinstance(node, Token) and isinstance(node.index, str) else None
+
+
+def _parameter(node: Node) -> str:
+    if not isinstance(node, Param):
+        raise Unbuildable(f"{text(node)}: a bilinear score's matrix is a parameter")
+    return _reference(node)
 
 
 def _reference(param: Param) -> str:

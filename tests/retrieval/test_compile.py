@@ -423,6 +423,29 @@ def test_a_constant_factor_of_a_score_is_taken_out_of_its_reduction(target, coef
     assert sorted(c for _, c in built.circuit.output) == coefficients
 
 
+@pytest.mark.parametrize(
+    ("target", "matrix"),
+    [
+        ("max(dot(p - q, x[t]) for t in T)", "1.0*p + -1.0*q"),
+        ("min(dot(p, x[t]) - 0.5 * x[t][0] for t in T)", "-0.5*e:0 + 1.0*p"),
+        ("max(bilinear(x[s], A - B, x[t]) for s in T for t in T if s != t)", "1.0*A + -1.0*B"),
+        (
+            "max(dot(x[s], x[t]) - bilinear(x[t], A, x[s]) for s in T for t in T)",
+            "-1.0*A^T + 1.0*I",
+        ),
+    ],
+)
+def test_a_score_that_combines_parameters_or_scores_is_one_matrix(target, matrix) -> None:
+    """A linear or bilinear score written as a combination is built as its weighted sum of
+    matrices (refused before 2026-12-05), and computes the target."""
+    heads = [1, 1] if "x[s]" in target else [1]
+    witness = construction.build(
+        spec(target, heads, embed_dim=64, seq_len=8, positional_encoding=True), width=512
+    )
+    assert witness.nmse < 1e-3, witness.nmse
+    assert any(f.matrix == matrix for h in witness.circuit.heads for f in h.score)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("d", [2, 3])
 def test_the_intrinsic_dimension_witness_reaches_nmse_below_1e_3(d: int) -> None:

@@ -210,6 +210,24 @@ def test_a_parameter_indexed_by_constants_grows_to_its_largest_index() -> None:
     assert "different index counts" in cannot_evaluate(_spec(mixed, 6))
 
 
+def test_a_parameter_a_dot_or_bilinear_combines_is_a_vector_or_a_matrix() -> None:
+    """dot(p - 2 * q, x[t]) is dot(p, x[t]) - 2 dot(q, x[t]) with vectors p and q, as the
+    engine expands it (it was scalars times the sum of x's coordinates), and bilinear's
+    middle argument may combine matrices."""
+    x = torch.randn(50, 6, 4)
+    target = TargetFunction(_spec("max(dot(p - 2 * q, x[t]) for t in T)", 6), seed=0)
+    p, q = (target.parameter(name, (), 1, 6) for name in ("p", "q"))
+    assert p.shape == q.shape == (4,)
+    assert torch.allclose(target(x), (x @ p - 2 * (x @ q)).amax(1), atol=1e-5)
+    pair = "max(bilinear(x[s], A - B / 2, x[t]) for s in T for t in T)"
+    target = TargetFunction(_spec(pair, 6), seed=0)
+    a, b = (target.parameter(name, (), 2, 6) for name in ("A", "B"))
+    scores = torch.einsum("bsi,ij,btj->bst", x, a - b / 2, x)
+    assert torch.allclose(target(x), scores.flatten(1).amax(1), atol=1e-5)
+    product = "max(bilinear(x[s], A * B, x[t]) for s in T for t in T)"  # not linear in A
+    assert "combination" in cannot_evaluate(_spec(product, 6))
+
+
 def test_the_held_shortcut_is_least_squares_on_the_parts_an_architecture_resolves() -> None:
     """Intrinsic dimension, D = 2: heads (1, 2) resolve one of the two maxima (the engine's
     schedule), so their shortcut is least squares on the pooled moments and the better of

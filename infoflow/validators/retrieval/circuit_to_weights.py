@@ -180,8 +180,12 @@ class Weights:
 
     def matrix(self, name: str, rows: int, cols: int) -> Tensor:
         """The matrix a score or copy names, [rows, cols]: the identity, a coordinate, a
-        positional mask (1 where a query position leaves a key position out), or the target's
-        parameter (a vector is one row)."""
+        positional mask (1 where a query position leaves a key position out), the target's
+        parameter (a vector is one row), or a weighted sum of these (``"c*M + c*M"``:
+        :func:`~infoflow.retrieval.circuit_forms.combined`)."""
+        if " + " in name or "*" in name:
+            parts = [part.split("*", 1) for part in name.split(" + ")]
+            return sum(float(c) * self.matrix(matrix, rows, cols) for c, matrix in parts)
         if name == "I":
             return torch.eye(rows, cols, dtype=self.dtype)
         if name.startswith(MASK):

@@ -2,8 +2,9 @@
 
 The engine's expression tree is evaluated on tensors, never as text: every bound index gets
 its own tensor axis, reductions reduce those axes, conditions become masks. Fixed
-parameters (``q``, ``A[i]``) are drawn once from the seed: vectors for ``dot``, matrices for
-the middle argument of ``bilinear``, scalars elsewhere. :mod:`.target_checks` says why a
+parameters (``q``, ``A[i]``) are drawn once from the seed: vectors for ``dot`` (through sums,
+differences and constant multiples: ``dot(p - 2 * q, x[t])``), matrices for the middle
+argument of ``bilinear`` (``A - B`` too), scalars elsewhere. :mod:`.target_checks` says why a
 target cannot be learned at a size (before anything trains).
 """
 
@@ -208,14 +209,37 @@ class TargetFunction:
         return {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div}[fn](a, b), vdims
 
     def _vector(self, node: Node, axes) -> tuple[Tensor, int]:
-        if isinstance(node, Param):
-            return self._param(node, axes, 1)
-        return self._eval(node, axes)
+        """A dot's argument: a parameter there is a vector, through sums, differences and
+        constant multiples too (``dot(p - 2 * q, x[t])``, as the engine expands it)."""
+        return self._combined(node, axes, 1)
 
     def _matrix(self, node: Node, axes) -> Tensor:
-        if not isinstance(node, Param):
-            raise NotImplementedError("the middle argument of bilinear must be a parameter")
-        return self._param(node, axes, 2)[0]
+        """Bilinear's middle argument: a parameter, or a combination of them (``A - B``)."""
+        value, vdims = self._combined(node, axes, 2)
+        if vdims != 2:
+            raise NotImplementedError(
+                "the middle argument of bilinear must be a parameter or a combination of them"
+            )
+        return value
+
+    def _combined(self, node: Node, axes, vdims: int) -> tuple[Tensor, int]:
+        """``node`` with each parameter it combines linearly taken with ``vdims`` value
+        dimensions; anything else evaluated as elsewhere."""
+        if isinstance(node, Param):
+            return self._param(node, axes, vdims)
+        if not isinstance(node, Apply) or node.fn not in ("+", "-", "neg", "*", "/"):
+            return self._eval(node, axes)
+        scaled = isinstance(node.args[-1], Const) or (
+            node.fn == "*" and isinstance(node.args[0], Const)
+        )
+        if node.fn in ("*", "/") and not scaled:  # a product of two values: not linear
+            return self._eval(node, axes)
+        args = [self._combined(arg, axes, vdims) for arg in node.args]
+        if node.fn == "neg":
+            return -args[0][0], args[0][1]
+        most = max(v for _, v in args)
+        a, b = (t.reshape(t.shape + (1,) * (most - v)) for t, v in args)
+        return {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div}[node.fn](a, b), most
 
     def _reduce(self, node: Reduce, axes: list[Axis]) -> tuple[Tensor, int]:
         seq = self._x.shape[1]

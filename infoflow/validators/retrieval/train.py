@@ -41,8 +41,9 @@ from infoflow.validators.throughput import meter
 #: the function but not its rounding counts: 3 since the masks moved onto the weights
 #: (commit 285e07e, 2026-12-04), which trains other weights in the last bits; 4 since the
 #: evaluator adds a scalar to each coordinate of a vector (2026-12-05: such a target was a
-#: wrong [B, B] table before).
-TRAINING_VERSION = 4
+#: wrong [B, B] table before); 5 since a parameter that a dot's argument combines
+#: (``dot(p - q, x[t])``) is a vector (it was a scalar times the sum of x's coordinates).
+TRAINING_VERSION = 5
 
 
 @dataclass(frozen=True)
