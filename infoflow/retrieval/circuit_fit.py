@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from infoflow.retrieval.circuit import POSITION_NUMBER, Circuit
+from infoflow.retrieval.circuit import POSITION_NUMBER, Circuit, Head
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.spec import RetrievalSpec
 
@@ -49,22 +49,29 @@ def name_steps(circuit: Circuit, steps: dict[int, list[str]]) -> None:
     places steps as late as the architecture allows and compile builds them from layer 1:
     where the two use as many layers with as many heads each, the i-th layer used of one is
     the i-th of the other."""
-    built = sorted({h.layer for h in circuit.heads})
+    circuit.heads = named(circuit.heads, steps)
+
+
+def named(heads: list[Head], steps: dict[int, list[str]]) -> list[Head]:
+    """``heads`` given the sentences ``steps`` says for their layers (:func:`name_steps`'s
+    rule), in their order."""
+    heads = list(heads)
+    built = sorted({h.layer for h in heads})
     planned = sorted(steps)
-    counts = [sum(h.layer == layer for h in circuit.heads) for layer in built]
+    counts = [sum(h.layer == layer for h in heads) for layer in built]
     aligned = counts == [len(steps[layer]) for layer in planned]
     for layer, said in steps.items():
         at = built[planned.index(layer)] if aligned else layer
-        heads = [h for h in circuit.heads if h.layer == at]
-        if len(heads) != len(said):
+        here = [h for h in heads if h.layer == at]
+        if len(here) != len(said):
             continue
-        mine = [_retrieved(h.does, "its best") for h in heads]
+        mine = [_retrieved(h.does, "its best") for h in here]
         theirs = [_retrieved(sentence, "the best") for sentence in said]
         if None not in mine and len(set(mine)) == len(mine) and set(mine) == set(theirs):
             said = [said[theirs.index(v)] for v in mine]
-        for head, sentence in zip(heads, said, strict=True):
-            i = circuit.heads.index(head)
-            circuit.heads[i] = replace(head, step=sentence)
+        for head, sentence in zip(here, said, strict=True):
+            heads[heads.index(head)] = replace(head, step=sentence)
+    return heads
 
 
 def _retrieved(text: str, words: str) -> str | None:

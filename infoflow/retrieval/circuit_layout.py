@@ -8,11 +8,13 @@ preference:
 
 1. side by side: every term from layer 1 (what compile built; nothing moves);
 2. the engine's layers: each term where the engine's schedule runs the part it realises,
-   when the terms and the engine's parts pair up one to one (the same reduction over as
-   many indices using as many layers, and no other like it), so each head can be named
-   after the step in its layer;
-3. a search: the first increasing maps, term by term, that fit (the heads are then not
-   named after the engine's steps, which run elsewhere).
+   when the terms and the engine's parts pair up one to one (:func:`pairing`: the same
+   reduction over as many indices using as many layers, no two alike on either side);
+3. a search: the first increasing maps, term by term, that fit.
+
+Where the terms and the engine's parts pair up, compile names each term's heads after its
+own part's steps, whatever the layout (the i-th layer the term uses is the i-th its part
+uses); else heads side by side are named layer by layer, and searched ones not at all.
 
 A term that reads |x|^2 from LayerNorm's scale keeps its first layer: only the first
 LayerNorm carries it.
@@ -25,7 +27,7 @@ from dataclasses import replace
 
 from infoflow.retrieval.circuit import SQNORM, Head, Mlp
 from infoflow.retrieval.circuit_forms import Unbuildable
-from infoflow.retrieval.types import Schedule
+from infoflow.retrieval.types import Placement, Schedule
 
 #: A term's heads and MLPs, and its reduction's (op, number of indices) where it has one.
 Part = tuple[list[Head], list[Mlp], tuple[str, int] | None]
@@ -34,13 +36,17 @@ Part = tuple[list[Head], list[Mlp], tuple[str, int] | None]
 SEARCH_BUDGET = 100_000
 
 
-def lay_out(parts: list[Part], heads: tuple[int, ...], schedule: Schedule) -> tuple[list, str]:
-    """The parts' heads and MLPs on the architecture's layers (``heads``: per layer), and
-    how they were laid out: "side by side", "engine" or "search"."""
+def lay_out(
+    parts: list[Part], heads: tuple[int, ...], schedule: Schedule
+) -> tuple[list, str, list | None]:
+    """The parts' heads and MLPs on the architecture's layers (``heads``: per layer), how
+    they were laid out ("side by side", "engine" or "search"), and each part's engine part
+    where the two pair up one to one (:func:`pairing`; None otherwise)."""
     used = [_layers(part) for part in parts]
+    paired = pairing(parts, used, schedule)
     maps, how = [{layer: layer for layer in u} for u in used], "side by side"
     if not _fits(parts, maps, heads):
-        maps, how = _engine_maps(parts, used, schedule), "engine"
+        maps, how = _engine_maps(used, paired), "engine"
         if maps is None or not _fits(parts, maps, heads):
             maps, how = _search(parts, used, heads), "search"
     if maps is None:
@@ -56,7 +62,7 @@ def lay_out(parts: list[Part], heads: tuple[int, ...], schedule: Schedule) -> tu
         )
         for part, m in zip(parts, maps, strict=True)
     ]
-    return moved, how
+    return moved, how, paired
 
 
 def _layers(part: Part) -> list[int]:
@@ -82,33 +88,39 @@ def _reads_norm(part: Part) -> bool:
     return any(f.key == SQNORM for h in part[0] for f in h.score)
 
 
-def _engine_maps(parts: list[Part], used: list[list[int]], schedule: Schedule) -> list | None:
-    """Each term mapped onto the layers the engine runs its part in, when the terms (those
-    with heads) and the engine's scheduled parts pair up one to one by what they are (the
-    same reduction over as many indices, using as many layers), each the only one of its
-    kind; else None."""
+def pairing(parts: list[Part], used: list[list[int]], schedule: Schedule) -> list | None:
+    """Each term's part in the engine's schedule (None for a term without heads), when the
+    terms with heads and the engine's scheduled parts pair up one to one by what they are:
+    the same reduction over as many indices using as many layers, no two alike on either
+    side; else None."""
     planned = [
         q
         for q in schedule.placements
         if q.mode == "scheduled" and q.fragment and q.comparison is not None
     ]
     built = [i for i, part in enumerate(parts) if part[0]]
-    if schedule.shared or len(planned) != len(built):
+    if schedule.shared or any(parts[i][2] is None for i in built):
         return None
-    engine: dict[tuple, list[int]] = {}
-    for q in planned:
-        layers = sorted({layer for step in q.layers for layer in step})
-        what = (q.comparison.op, len(q.comparison.variables), len(layers))
-        engine.setdefault(what, []).append(layers)
-    maps: list[dict[int, int]] = [{} for _ in parts]
-    for i in built:
-        if parts[i][2] is None:
-            return None
-        found = engine.get((*parts[i][2], len(used[i])), [])
-        if len(found) != 1:
-            return None
-        maps[i] = dict(zip(used[i], found[0], strict=True))
-    return maps
+    ours = {i: (*parts[i][2], len(used[i])) for i in built}
+    theirs = {(q.comparison.op, len(q.comparison.variables), len(_planned(q))): q for q in planned}
+    if len(theirs) != len(planned) or sorted(ours.values()) != sorted(theirs):
+        return None
+    return [theirs[ours[i]] if i in ours else None for i in range(len(parts))]
+
+
+def _planned(q: Placement) -> list[int]:
+    """The layers the engine runs a part's steps in."""
+    return sorted({layer for step in q.layers for layer in step})
+
+
+def _engine_maps(used: list[list[int]], paired: list | None) -> list | None:
+    """Each term's layers mapped onto those the engine runs its part in (:func:`pairing`)."""
+    if paired is None:
+        return None
+    return [
+        dict(zip(u, _planned(q), strict=True)) if q is not None else {}
+        for u, q in zip(used, paired, strict=True)
+    ]
 
 
 def _search(parts: list[Part], used: list[list[int]], heads: tuple[int, ...]) -> list | None:

@@ -48,7 +48,7 @@ from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices, key, normal
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy, Head
-from infoflow.retrieval.circuit_fit import fit, name_steps
+from infoflow.retrieval.circuit_fit import fit, name_steps, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_pairs import pair_term
@@ -57,7 +57,14 @@ from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
 from infoflow.retrieval.expression import KTH, Apply, Node, Param, Reduce, Token
 from infoflow.retrieval.expression_rewrite import reads, unshift
 from infoflow.retrieval.laws import T
-from infoflow.retrieval.mechanisms import fetch, kth, max_position, pooling, sentences
+from infoflow.retrieval.mechanisms import (
+    fetch,
+    kth,
+    max_position,
+    part_sentences,
+    pooling,
+    sentences,
+)
 from infoflow.retrieval.predict import predictions
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
@@ -110,14 +117,15 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
             "the terms are laid out in layers of compile's own choosing, not the engine's: "
             "the heads are not named after the engine's steps"
         )
-    else:
+    elif how == "side by side":
         name_steps(circuit, sentences(der.schedule))
     return circuit
 
 
 def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule) -> str:
     """Every term's heads and MLPs, laid out on the architecture's layers
-    (:func:`~.circuit_layout.lay_out`, whose way it returns), and the output."""
+    (:func:`~.circuit_layout.lay_out`), and the output. Returns how they were laid out, or
+    "paired" where each term's heads are named after its own engine part's steps."""
     terms = _merged(_terms(tree))
     fixed = [t for _, t in terms if isinstance(t, Token)]
     if any(sign != 1 for sign, t in terms if isinstance(t, Token)):
@@ -141,7 +149,13 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
         circuit.output.append((f"{tag}.out", float(sign)))
     if len({circuit.channels[group] for group, _ in circuit.output}) > 1:
         raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
-    laid, how = lay_out(parts, circuit.heads_per_layer, schedule)
+    laid, how, paired = lay_out(parts, circuit.heads_per_layer, schedule)
+    if paired is not None:
+        how = "paired"
+        laid = [
+            (named(heads, part_sentences(q)) if q else heads, mlps)
+            for (heads, mlps), q in zip(laid, paired, strict=True)
+        ]
     circuit.heads = [h for part, _ in laid for h in part]
     circuit.mlps = [m for _, part in laid for m in part]
     used: dict[int, int] = {}

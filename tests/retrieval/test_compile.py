@@ -188,6 +188,18 @@ def test_a_sum_of_parts_runs_where_the_engine_runs_each_part() -> None:
     assert not witness.circuit.notes
 
 
+def test_heads_of_two_parts_in_one_layer_are_named_after_their_own_parts() -> None:
+    """On [1, 1, 2] the pair's readout and the argmin share layer 3: each head takes its own
+    engine part's sentence (a review found them swapped when heads were named layer by
+    layer, in term order)."""
+    target = "min(dot(x[s], x[t]) for s in T for t in T if s != t) + argmin(x[t][2] for t in T)"
+    parts = spec(target, [1, 1, 2], embed_dim=64, seq_len=8, positional_encoding=True)
+    circuit = circuit_of(parts)
+    last = {h.does.split(" and ")[0]: h.step for h in circuit.heads if h.layer == 3}
+    assert "for min over s, t" in last["the readout retrieves the best s by p0.value"]
+    assert "for argmin over" in last["the readout retrieves the best t"]
+
+
 def test_parts_the_engine_cannot_tell_apart_are_laid_out_by_search_unnamed() -> None:
     """Two pair maxima on [1, 1, 1, 1]: which engine part each term is cannot be told from
     their kind, so compile lays them out itself (one after the other), names no head, and
@@ -201,6 +213,12 @@ def test_parts_the_engine_cannot_tell_apart_are_laid_out_by_search_unnamed() -> 
     assert sorted(h.layer for h in witness.circuit.heads) == [1, 2, 3, 4]
     assert not any(h.step for h in witness.circuit.heads)
     assert "not named after the engine's steps" in " ".join(witness.circuit.notes)
+    kinds_alike = (  # two (max, one index, two layers) terms, engine parts of other kinds
+        "max(kth_largest((dot(x[s], x[t]) for t in T), k=1) for s in T)"
+        " + max(kth_largest((bilinear(x[s], A, x[t]) for t in T if t != s), k=7) for s in T)"
+    )
+    circuit = circuit_of(spec(kinds_alike, [1, 2, 2], seq_len=8, positional_encoding=True))
+    assert not any(h.step for h in circuit.heads)
 
 
 def test_a_layout_keeps_a_norm_pair_in_layer_1_and_refuses_what_fits_nowhere() -> None:
@@ -212,8 +230,8 @@ def test_a_layout_keeps_a_norm_pair_in_layer_1_and_refuses_what_fits_nowhere() -
         return [Head(layer, 0, "m", "w", "d", score=score) for layer in layers], [], None
 
     schedule = Schedule(shape=None, placements=[])
-    laid, how = lay_out([part(1), part(1, 2, norm=True)], (1, 1, 1), schedule)
-    assert how == "search"
+    laid, how, paired = lay_out([part(1), part(1, 2, norm=True)], (1, 1, 1), schedule)
+    assert (how, paired) == ("search", None)
     assert [[h.layer for h in heads] for heads, _ in laid] == [[2], [1, 3]]
     with pytest.raises(Unbuildable, match="no layout of the terms fits heads"):
         lay_out([part(1, 2, norm=True), part(1, 2, norm=True)], (1, 1, 1), schedule)

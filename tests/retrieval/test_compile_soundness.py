@@ -5,8 +5,9 @@ allows must reach NMSE 1e-2 on fresh data at MLP width 512 (the same sweep at 10
 1e-3: docs/results/2026-12-05-compile-soundness.md; the argmax and argmin added since
 (and the max and min of a score against a fixed position or at an offset), the first two
 with an error that is the softmax's blend of near ties alone, reach 3e-3 to 8e-3 at beta 100,
-whatever the width), and every sum of two parts on one head a layer, which compile lays out
-where the engine runs each part. A sign dropped or a condition ignored
+whatever the width), scores that combine parameters or scores (one matrix, their weighted
+sum), and every sum of two parts on one head a layer, which compile lays out where the engine
+runs each part. A sign dropped or a condition ignored
 shows up here as an NMSE of order 1 (the first version of this sweep found the dropped sign
 of ``max(-dot(q, x[t]) for t in T)``)."""
 
@@ -21,8 +22,14 @@ from infoflow.retrieval.derive import derive
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.retrieval.construction import build
 
-ONE = ["dot(q, x[t])", "-dot(q, x[t])", "x[t][1]"]
-PAIR = ["dot(x[s], x[t])", "-dot(x[s], x[t])", "bilinear(x[s], A, x[t])", "bilinear(x[t], A, x[s])"]
+ONE = ["dot(q, x[t])", "-dot(q, x[t])", "x[t][1]", "dot(p - 2 * q, x[t])"]
+PAIR = [
+    "dot(x[s], x[t])",
+    "-dot(x[s], x[t])",
+    "bilinear(x[s], A, x[t])",
+    "bilinear(x[t], A, x[s])",
+    "dot(x[s], x[t]) - bilinear(x[t], A - B, x[s])",
+]
 NORMS = ["norm(x[s] + x[t])", "norm(x[s] - x[t])", "sqnorm(x[s] + x[t])"]
 CONDITIONS = ["", " if s != t", " if s < t and t - s <= 2", " if abs(s - t) <= 3"]
 KTH_ENDS = ["kth_largest", "kth_smallest"]

@@ -37,7 +37,7 @@ from infoflow.retrieval.mechanisms import (
     pooling,
 )
 from infoflow.retrieval.mechanisms.base import who
-from infoflow.retrieval.types import Comparison, Schedule
+from infoflow.retrieval.types import Comparison, Placement, Schedule
 
 #: The mechanisms that can resolve a comparison of each kind (types.Comparison.kind), the
 #: one explain names first: every way of each is a candidate for the schedule.
@@ -106,10 +106,18 @@ def sentences(schedule: Schedule) -> dict[int, list[str]]:
             out.setdefault(last, []).append(global_aggregation.sentence(q))
         if q.mode != "scheduled" or not q.fragment:
             continue
-        for step, layers in zip(q.fragment.steps, q.layers, strict=True):
-            mechanism = BY_STEP[step.kind]
-            for j, layer in enumerate(layers, 1):
-                out.setdefault(layer, []).append(mechanism.sentence(step, q, j, who(step)))
+        for layer, said in part_sentences(q).items():
+            out.setdefault(layer, []).extend(said)
     for key, (step, layer) in sorted(schedule.shared.items()):
         out.setdefault(layer, []).append(shared(key).sentence(schedule, step))
+    return out
+
+
+def part_sentences(q: Placement) -> dict[int, list[str]]:
+    """What one scheduled part runs in each layer."""
+    out: dict[int, list[str]] = {}
+    for step, layers in zip(q.fragment.steps, q.layers, strict=True):
+        mechanism = BY_STEP[step.kind]
+        for j, layer in enumerate(layers, 1):
+            out.setdefault(layer, []).append(mechanism.sentence(step, q, j, who(step)))
     return out
