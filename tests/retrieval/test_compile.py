@@ -36,6 +36,7 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.types import Schedule
 from infoflow.validators.retrieval import construction, witness_ladder
 from infoflow.validators.retrieval.circuit_to_weights import Weights
+from infoflow.validators.retrieval.compile_report import output_text
 from infoflow.validators.retrieval.experiment import Model
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
@@ -186,6 +187,14 @@ def test_a_sum_of_parts_runs_where_the_engine_runs_each_part() -> None:
     assert all(words in h.step for words, h in zip(planned, heads, strict=True)), heads
     assert [m.layer for m in witness.circuit.mlps] == [1]  # the pair's decode, after its head
     assert not witness.circuit.notes
+
+
+def test_compile_prints_the_output_with_its_signs_and_coefficients() -> None:
+    """The readout's output as the target adds its terms (it printed every term added)."""
+    assert output_text([("p0.out", 1.0), ("p1.out", -1.0), ("p2.out", 0.5)]) == (
+        "p0.out - p1.out + 0.5 * p2.out"
+    )
+    assert output_text([("p0.out", -2.0), ("fixed.out", 1.0)]) == "-2 * p0.out + fixed.out"
 
 
 def test_heads_of_two_parts_in_one_layer_are_named_after_their_own_parts() -> None:

@@ -57,10 +57,20 @@ def describe(witness: Witness, source: str) -> list[str]:
         fit = witness.decoders.get(mlp.output)
         how = f" (NMSE {fit:.2g} on exact inputs)" if fit is not None else " (exact)"
         lines.append(f"layer {mlp.layer} MLP ({mlp.kind}): {mlp.does or mlp.output}{how}")
-    lines.append("output: " + " + ".join(g for g, _ in c.output))
+    lines.append("output: " + output_text(c.output))
     lines += [f"note: {n}" for n in c.notes]
     lines.append(f"NMSE on {construction.SAMPLES} fresh sequences: {witness.nmse:.3g}")
     return lines
+
+
+def output_text(output: list[tuple[str, float]]) -> str:
+    """The readout's sum of channel groups with their coefficients: ``p0.out - 2 * p1.out``."""
+    text = ""
+    for group, c in output:
+        sign = "-" if c < 0 else "+"
+        scaled = group if abs(c) == 1 else f"{abs(c):g} * {group}"
+        text += (f" {sign} " if text else ("-" if c < 0 else "")) + scaled
+    return text
 
 
 def _channel_text(c: Circuit, name: str) -> str:
