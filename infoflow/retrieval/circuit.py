@@ -113,7 +113,7 @@ class Circuit:
     groups with their coefficients), the fixed positions each flag channel marks, notes on
     what the construction does not do exactly, and the positional masks its scores name
     (``mask:NAME``: per query position, or the readout's one row, the key positions left
-    out, 1-based)."""
+    out, 1-based), and a constant the output adds (its bias)."""
 
     layers: int
     heads_per_layer: tuple[int, ...]
@@ -125,6 +125,7 @@ class Circuit:
     flags: dict[str, tuple[int, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     masks: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    constant: float = 0.0
 
     def add(self, name: str, width: int) -> str:
         """A channel group of ``width`` channels (once per name)."""
@@ -184,6 +185,7 @@ class Circuit:
             "flags": {name: list(ps) for name, ps in self.flags.items()},
             "notes": list(self.notes),
             "masks": {name: [list(row) for row in rows] for name, rows in self.masks.items()},
+            "constant": self.constant,
         }
 
 
@@ -222,6 +224,7 @@ def without_head(circuit: Circuit, layer: int, slot: int) -> Circuit:
         dict(circuit.flags),
         [*circuit.notes, f"head {slot} of layer {layer} removed, with what read it"],
         dict(circuit.masks),
+        circuit.constant,
     )
 
 

@@ -33,8 +33,9 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
   ``argmin`` of a linear score or of one against a fixed position: the readout copies the
   winner's position number; an index read at one offset is retrieved where it reads;
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each;
-  a constant factor taken out of its reduction (``max(-2 f)`` is -2 min f), and equal terms
-  built once with the sum of their coefficients.
+  a constant factor taken out of its reduction (``max(-2 f)`` is -2 min f), a constant added
+  to its score too (``max(f + 1)`` is max f + 1: the output's bias), and equal terms built
+  once with the sum of their coefficients.
 
 Anything else is refused with the term and the reason: a construction is a witness only when
 it is built, never approximated by a guess.
@@ -42,6 +43,7 @@ it is built, never approximated by a guess.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from infoflow.core.errors import SpecError
@@ -54,7 +56,7 @@ from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_pairs import pair_term
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
-from infoflow.retrieval.expression import KTH, Apply, Node, Param, Reduce, Token
+from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce, Token
 from infoflow.retrieval.expression_rewrite import reads, unshift
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import (
@@ -127,6 +129,10 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     (:func:`~.circuit_layout.lay_out`), and the output. Returns how they were laid out, or
     "paired" where each term's heads are named after its own engine part's steps."""
     terms = _merged(_terms(tree))
+    circuit.constant = sum(c * float(t.value) for c, t in terms if isinstance(t, Const))
+    terms = [(c, t) for c, t in terms if not isinstance(t, Const)]
+    if not terms:
+        raise Unbuildable("the target is a constant: there is nothing to build")
     fixed = [t for _, t in terms if isinstance(t, Token)]
     if any(sign != 1 for sign, t in terms if isinstance(t, Token)):
         raise Unbuildable(
@@ -195,6 +201,10 @@ def _terms(node: Node, sign: float = 1.0) -> list[tuple[float, Node]]:
     scale, inner = forms.unscaled(node)
     if (scale, inner) != (1, node):
         return _terms(inner, sign * scale) if scale else []
+    shift, inner = _shifted(node)
+    if shift:  # max(f + c) is max f + c; an argmax does not move
+        moved = [] if node.op in ARGS else [(sign * shift, Const(1))]
+        return moved + _terms(inner, sign)
     if isinstance(node, Reduce) and node.op in EXTREMA:
         pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
         if pair is not node and not isinstance(pair, Reduce):
@@ -209,6 +219,19 @@ def _terms(node: Node, sign: float = 1.0) -> list[tuple[float, Node]]:
         var = node.variables[0]
         return [t for i in range(var.size) for t in _terms(_bind(node.body, var.name, i), sign)]
     return [(sign, node)]
+
+
+def _shifted(node: Node) -> tuple[float, Node]:
+    """(c, the reduction without c) for a max, min, k-th, argmax or argmin whose score adds
+    a constant c (as the engine's canonical form takes it out); (0, node) otherwise."""
+    if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH):
+        return 0.0, node
+    pieces = forms.signed_terms(node.body)
+    shift = sum(s * float(p.value) for s, p in pieces if isinstance(p, Const))
+    rest = [p if s > 0 else Apply("neg", (p,)) for s, p in pieces if not isinstance(p, Const)]
+    if not shift or not rest:
+        return 0.0, node
+    return shift, replace(node, body=functools.reduce(lambda a, b: Apply("+", (a, b)), rest))
 
 
 def _bind(node: Node, name: str, value: int) -> Node:

@@ -195,6 +195,27 @@ def test_compile_prints_the_output_with_its_signs_and_coefficients() -> None:
         "p0.out - p1.out + 0.5 * p2.out"
     )
     assert output_text([("p0.out", -2.0), ("fixed.out", 1.0)]) == "-2 * p0.out + fixed.out"
+    assert output_text([("p0.out", 1.0)], -0.5) == "p0.out - 0.5"
+
+
+@pytest.mark.parametrize(
+    ("target", "constant"),
+    [
+        ("max(dot(q, x[t]) + 1 for t in T)", 1.0),
+        ("min(2 - dot(q, x[t]) for t in T) + 0.5", 2.5),
+        ("kth_largest((dot(q, x[t]) - 0.5 for t in T), k=2)", -0.5),
+        ("argmax(dot(q, x[t]) + 3 for t in T)", 0.0),
+        ("x[1] + x[2] + 1", 1.0),
+    ],
+)
+def test_a_constant_in_a_score_is_taken_out_into_the_output_bias(target, constant) -> None:
+    """max(f + c) is max f + c (an argmax does not move), as the engine's canonical form
+    takes it out (compile refused the constant before): the output's bias carries it."""
+    heads = [1, 1] if "kth" in target else [1]
+    s = spec(target, heads, embed_dim=64, seq_len=8, positional_encoding=True)
+    witness = construction.build(s, beta=1000)
+    assert witness.circuit.constant == constant
+    assert witness.nmse < (3e-3 if "argmax" in target else 1e-8), witness.nmse
 
 
 def test_heads_of_two_parts_in_one_layer_are_named_after_their_own_parts() -> None:

@@ -40,6 +40,10 @@ def _targets() -> list[str]:
     out = [f"{op}({f} for t in T)" for op, f in itertools.product(["max", "min", "sum"], ONE)]
     out += [f"{op}(({f} for t in T), k=2)" for op in ("kth_largest", "kth_smallest") for f in ONE]
     out += ["-min(dot(q, x[t]) for t in T)", "max(x[t][0] for t in T) - min(x[t][0] for t in T)"]
+    out += [
+        "max(dot(q, x[t]) + 1 for t in T) - 2",
+        "kth_smallest((2 - dot(q, x[t]) for t in T), k=2)",
+    ]
     for op, f in itertools.product(["argmax", "argmin", "max", "min"], ONE[:2] + ARG_SCORES):
         out.append(f"{op}({f} for t in T)")
     for op, c in itertools.product(["max", "min", "argmax", "kth_largest"], ["2 * ", "-0.5 * "]):

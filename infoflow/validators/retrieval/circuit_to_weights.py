@@ -138,6 +138,7 @@ class Weights:
             for group, coefficient in self.circuit.output:
                 width = self.circuit.channels[group]
                 m.W_out[0, :, :width] += coefficient * self.read(group)
+            m.b_out[0] += self.circuit.constant
         self.balance()
         return m
 

@@ -57,18 +57,19 @@ def describe(witness: Witness, source: str) -> list[str]:
         fit = witness.decoders.get(mlp.output)
         how = f" (NMSE {fit:.2g} on exact inputs)" if fit is not None else " (exact)"
         lines.append(f"layer {mlp.layer} MLP ({mlp.kind}): {mlp.does or mlp.output}{how}")
-    lines.append("output: " + output_text(c.output))
+    lines.append("output: " + output_text(c.output, c.constant))
     lines += [f"note: {n}" for n in c.notes]
     lines.append(f"NMSE on {construction.SAMPLES} fresh sequences: {witness.nmse:.3g}")
     return lines
 
 
-def output_text(output: list[tuple[str, float]]) -> str:
-    """The readout's sum of channel groups with their coefficients: ``p0.out - 2 * p1.out``."""
+def output_text(output: list[tuple[str, float]], constant: float = 0.0) -> str:
+    """The readout's sum of channel groups with their coefficients, and the constant it adds:
+    ``p0.out - 2 * p1.out + 1``."""
     text = ""
-    for group, c in output:
+    for group, c in [*output, *([("", constant)] if constant else [])]:
         sign = "-" if c < 0 else "+"
-        scaled = group if abs(c) == 1 else f"{abs(c):g} * {group}"
+        scaled = f"{abs(c):g}" if not group else group if abs(c) == 1 else f"{abs(c):g} * {group}"
         text += (f" {sign} " if text else ("-" if c < 0 else "")) + scaled
     return text
 
