@@ -5,6 +5,7 @@ of a sum or difference of two; and the words compile refuses a term with."""
 from __future__ import annotations
 
 import operator
+from fractions import Fraction
 
 from infoflow.retrieval.algebra import terms
 from infoflow.retrieval.diagonal import norm_coefficients
@@ -77,35 +78,35 @@ def linear(node: Node, var: str) -> str:
     """The matrix of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``, ``x[t]``,
     or a combination of scalar ones (``dot(p - q, x[t])``, ``x[t][0] + dot(q, x[t])``:
     :func:`combined`)."""
-    found = _atoms(node, lambda atom: [(1.0, _linear_atom(atom, var))])
+    found = _atoms(node, lambda atom: [(1, _linear_atom(atom, var))])
     if len(found) > 1 and any(matrix == "I" for _, matrix in found):
         raise Unbuildable(f"{text(node)}: a vector beside a scalar in one score")
     return combined(found)
 
 
-def _atoms(node: Node, read) -> list[tuple[float, str]]:
+def _atoms(node: Node, read) -> list[tuple[Fraction, str]]:
     """``node``'s additive terms (:func:`~infoflow.retrieval.algebra.terms`), each read by
-    ``read`` as a weighted sum of matrices: (coefficient, matrix) pairs; a constant term is
-    refused."""
+    ``read`` as a weighted sum of matrices: (exact coefficient, matrix) pairs; a constant
+    term is refused."""
     found = terms(node)
     if any(term is None for _, term in found):
         raise Unbuildable(f"{text(node)}: a constant inside a score (take it out of the reduction)")
-    return [(float(c) * k, matrix) for c, term in found for k, matrix in read(term)]
+    return [(c * k, matrix) for c, term in found for k, matrix in read(term)]
 
 
-def combined(found: list[tuple[float, str]]) -> str:
+def combined(found: list[tuple[Fraction, str]]) -> str:
     """One matrix name for a weighted sum of matrices: the matrix itself when it is one with
-    coefficient 1, else ``"c*M + c*M"`` (the matrices sorted, equal ones merged), which the
-    weights read as that sum."""
-    merged: dict[str, float] = {}
+    coefficient 1, else ``"c*M + c*M"`` (the matrices sorted, equal ones merged exactly),
+    which the weights read as that sum."""
+    merged: dict[str, Fraction] = {}
     for c, matrix in found:
-        merged[matrix] = merged.get(matrix, 0.0) + c
+        merged[matrix] = merged.get(matrix, Fraction(0)) + c
     kept = sorted((m, c) for m, c in merged.items() if c)
     if not kept:
         raise Unbuildable("the score's terms cancel: it is 0 on every draw")
     if len(kept) == 1 and kept[0][1] == 1:
         return kept[0][0]
-    return " + ".join(f"{c!r}*{m}" for m, c in kept)
+    return " + ".join(f"{float(c)!r}*{m}" for m, c in kept)
 
 
 def _linear_atom(node: Node, var: str) -> str:
@@ -175,12 +176,12 @@ def _bilinear_atom(node: Node, s: str, t: str) -> list[tuple[float, str]]:
     if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
         a, b = node.args
         if {_index(a), _index(b)} == {s, t} and _plain(a, s) + _plain(b, s) == 1:
-            return [(1.0, "I")]
+            return [(1, "I")]
     if isinstance(node, Apply) and node.fn == "bilinear":
         a, m, b = node.args
         if _plain(a, _index(a)) and _plain(b, _index(b)) and {_index(a), _index(b)} == {s, t}:
             transposed = "^T" if _index(a) == t else ""
-            return _atoms(m, lambda param: [(1.0, _parameter(param) + transposed)])
+            return _atoms(m, lambda param: [(1, _parameter(param) + transposed)])
     raise Unbuildable(
         f"{text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear) or the norm of "
         f"x[{s}] + x[{t}] or x[{s}] - x[{t}]"

@@ -43,20 +43,20 @@ it is built, never approximated by a guess.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import free_indices, key, normal
+from infoflow.retrieval.algebra import free_indices
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy, Head
 from infoflow.retrieval.circuit_fit import fit, name_steps, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_pairs import pair_term
+from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
 from infoflow.retrieval.derive import derive
-from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
-from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce, Token
+from infoflow.retrieval.diagonal import unordered_reduce
+from infoflow.retrieval.expression import KTH, Const, Node, Reduce, Token
 from infoflow.retrieval.expression_rewrite import reads, unshift
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import (
@@ -71,9 +71,6 @@ from infoflow.retrieval.predict import predictions
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import Schedule
-
-EXTREMA = ("max", "min")
-ARGS = ("argmax", "argmin")
 
 
 def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
@@ -128,13 +125,13 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     """Every term's heads and MLPs, laid out on the architecture's layers
     (:func:`~.circuit_layout.lay_out`), and the output. Returns how they were laid out, or
     "paired" where each term's heads are named after its own engine part's steps."""
-    terms = _merged(_terms(tree))
-    circuit.constant = sum(c * float(t.value) for c, t in terms if isinstance(t, Const))
-    terms = [(c, t) for c, t in terms if not isinstance(t, Const)]
+    found = terms_of(tree)
+    circuit.constant = sum((c * float(t.value) for c, t, _ in found if isinstance(t, Const)), 0.0)
+    terms = [(c, t, op) for c, t, op in found if not isinstance(t, Const)]
     if not terms:
         raise Unbuildable("the target is a constant: there is nothing to build")
-    fixed = [t for _, t in terms if isinstance(t, Token)]
-    if any(sign != 1 for sign, t in terms if isinstance(t, Token)):
+    fixed = [t for _, t, _ in terms if isinstance(t, Token)]
+    if any(sign != 1 for sign, t, _ in terms if isinstance(t, Token)):
         raise Unbuildable(
             "fixed positions are fetched added, once each (x[1] + x[2], not x[1] - x[2] or "
             "2 * x[1])"
@@ -142,7 +139,8 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     parts: list[Part] = []
     if fixed:
         parts.append(([_fixed_positions(circuit, fixed, spec)], [], None))
-    scored = [(sign, t) for sign, t in terms if not isinstance(t, Token)]
+    scored = [(sign, t) for sign, t, _ in terms if not isinstance(t, Token)]
+    written = [op for _, t, op in terms if not isinstance(t, Token)]
     held = forms.peel_firsts(scored, spec.seq_len)
     for n, (sign, term) in enumerate(scored):
         if n in held:  # no head of its own: the first round of a peel holds it
@@ -151,7 +149,7 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
             continue
         tag = f"p{n}"
         heads, mlps = _term(circuit, term, tag, spec)
-        parts.append((heads, mlps, _kind(term)))
+        parts.append((heads, mlps, _kind(term, written[n])))
         circuit.output.append((f"{tag}.out", float(sign)))
     if len({circuit.channels[group] for group, _ in circuit.output}) > 1:
         raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
@@ -172,77 +170,15 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     return how
 
 
-def _kind(term: Node) -> tuple[str, int] | None:
-    """A term's reduction as the engine's parts are compared: (op, number of indices)."""
-    return (term.op, len(term.variables)) if isinstance(term, Reduce) else None
-
-
-def _merged(terms: list[tuple[float, Node]]) -> list[tuple[float, Node]]:
-    """Equal terms (up to the names of their indices and the order of commutative
-    arguments: :func:`~.algebra.key`, :func:`~.algebra.normal`) as one, with the sum of their
-    coefficients, as the engine plans them; terms that cancel are dropped."""
-    found: dict[Node, list] = {}
-    for coefficient, term in terms:
-        same = found.setdefault(normal(key(term)), [0.0, term])
-        same[0] += coefficient
-    kept = [(c, term) for c, term in found.values() if c]
-    if not kept:
-        raise Unbuildable("the target's terms cancel: it is 0 on every draw")
-    return kept
-
-
-def _terms(node: Node, sign: float = 1.0) -> list[tuple[float, Node]]:
-    """The target as a sum of terms with their coefficients (coefficient, term), constant
-    factors taken out of reductions (:func:`~.circuit_forms.unscaled`); a sum over a range
-    index is one term per value."""
-    pieces = forms.signed_terms(node, sign)
-    if pieces != [(sign, node)]:
-        return [t for piece_sign, piece in pieces for t in _terms(piece, piece_sign)]
-    scale, inner = forms.unscaled(node)
-    if (scale, inner) != (1, node):
-        return _terms(inner, sign * scale) if scale else []
-    shift, inner = _shifted(node)
-    if shift:  # max(f + c) is max f + c; an argmax does not move
-        moved = [] if node.op in ARGS else [(sign * shift, Const(1))]
-        return moved + _terms(inner, sign)
-    if isinstance(node, Reduce) and node.op in EXTREMA:
-        pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
-        if pair is not node and not isinstance(pair, Reduce):
-            return _terms(pair, sign)
-    if (
-        isinstance(node, Reduce)
-        and node.op == "sum"
-        and not any(v.is_token for v in node.variables)
-    ):
-        if len(node.variables) != 1 or node.conditions:
-            raise Unbuildable("a sum over range indices is built for one index without conditions")
-        var = node.variables[0]
-        return [t for i in range(var.size) for t in _terms(_bind(node.body, var.name, i), sign)]
-    return [(sign, node)]
-
-
-def _shifted(node: Node) -> tuple[float, Node]:
-    """(c, the reduction without c) for a max, min, k-th, argmax or argmin whose score adds
-    a constant c (as the engine's canonical form takes it out); (0, node) otherwise."""
-    if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH):
-        return 0.0, node
-    pieces = forms.signed_terms(node.body)
-    shift = sum(s * float(p.value) for s, p in pieces if isinstance(p, Const))
-    rest = [p if s > 0 else Apply("neg", (p,)) for s, p in pieces if not isinstance(p, Const)]
-    if not shift or not rest:
-        return 0.0, node
-    return shift, replace(node, body=functools.reduce(lambda a, b: Apply("+", (a, b)), rest))
-
-
-def _bind(node: Node, name: str, value: int) -> Node:
-    """``node`` with the range index ``name`` fixed to ``value`` in parameter indices."""
-    if isinstance(node, Param):
-        return Param(node.name, tuple(value if i == name else i for i in node.index))
-    if isinstance(node, Apply):
-        return Apply(node.fn, tuple(_bind(a, name, value) for a in node.args))
-    if isinstance(node, Reduce):
-        return replace(node, body=_bind(node.body, name, value))
-    return node
+def _kind(term: Node, written: str) -> tuple[str, int] | None:
+    """A term's reduction as the engine's parts are compared: (the op as written, number of
+    indices, a max over s of a max over t counting both, as :func:`_term` builds it)."""
+    if not isinstance(term, Reduce):
+        return None
+    count, body = len(term.variables), term.body
+    if term.op in EXTREMA and count == 1 and isinstance(body, Reduce) and body.op == term.op:
+        count += len(body.variables)
+    return written or term.op, count
 
 
 def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[list, list]:

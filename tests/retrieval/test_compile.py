@@ -230,10 +230,35 @@ def test_heads_of_two_parts_in_one_layer_are_named_after_their_own_parts() -> No
     assert "for argmin over" in last["the readout retrieves the best t"]
 
 
+@pytest.mark.parametrize(
+    ("target", "heads", "named"),
+    [  # a head's score matrix -> words of the engine step it must carry
+        (
+            "max(-dot(q, x[t]) for t in T) + min(-dot(p, x[s]) for s in T)",
+            [2],
+            {"q": "for max over t", "p": "for min over s"},
+        ),
+        (
+            "max(max(dot(x[s], x[t]) for t in T) for s in T) + min(x[u][0] for u in T)",
+            [2, 1],
+            {"e:0": "for min over u", "I": "for max over s, t"},
+        ),
+    ],
+)
+def test_a_term_pairs_with_its_engine_part_as_written(target, heads, named) -> None:
+    """The engine keeps a reduction's op as written (max(-f) is a max there, though compile
+    builds -min f) and counts a max over s of a max over t as one over two indices: the
+    heads are named after their own part (a review found them swapped)."""
+    circuit = circuit_of(spec(target, heads, embed_dim=64, seq_len=8, positional_encoding=True))
+    for head in circuit.heads:
+        assert named[head.score[0].matrix] in head.step, (head.does, head.step)
+
+
 def test_parts_the_engine_cannot_tell_apart_are_laid_out_by_search_unnamed() -> None:
     """Two pair maxima on [1, 1, 1, 1]: which engine part each term is cannot be told from
     their kind, so compile lays them out itself (one after the other), names no head, and
-    says so; the witness still computes the target."""
+    says so; the witness still computes the target. Two maxima over s that differ in what
+    they nest (a max over t, a partner peel) are told apart, each named after its own."""
     target = (
         "max(dot(x[s], x[t]) for s in T for t in T)"
         " + max(bilinear(x[s], A, x[t]) for s in T for t in T)"
@@ -243,12 +268,13 @@ def test_parts_the_engine_cannot_tell_apart_are_laid_out_by_search_unnamed() -> 
     assert sorted(h.layer for h in witness.circuit.heads) == [1, 2, 3, 4]
     assert not any(h.step for h in witness.circuit.heads)
     assert "not named after the engine's steps" in " ".join(witness.circuit.notes)
-    kinds_alike = (  # two (max, one index, two layers) terms, engine parts of other kinds
+    partners = (  # the k = 1 "partner" is a max over s, t; the k = 7 one a partner peel
         "max(kth_largest((dot(x[s], x[t]) for t in T), k=1) for s in T)"
         " + max(kth_largest((bilinear(x[s], A, x[t]) for t in T if t != s), k=7) for s in T)"
     )
-    circuit = circuit_of(spec(kinds_alike, [1, 2, 2], seq_len=8, positional_encoding=True))
-    assert not any(h.step for h in circuit.heads)
+    circuit = circuit_of(spec(partners, [1, 2, 2], seq_len=8, positional_encoding=True))
+    for head in circuit.heads:  # each term with its own part (two took one part before)
+        assert ("s2" in head.step) == ("p1." in head.does), (head.does, head.step)
 
 
 def test_a_layout_keeps_a_norm_pair_in_layer_1_and_refuses_what_fits_nowhere() -> None:

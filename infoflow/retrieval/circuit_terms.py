@@ -1,0 +1,100 @@
+"""A target -> the sum of terms compile builds, each with its coefficient and the op its
+reduction is written with: a stage of :mod:`~infoflow.retrieval.schedule_to_circuit`.
+
+Constant factors come out of reductions (:func:`~.circuit_forms.unscaled`: max(-2 f) is
+-2 min f), and so does a constant added to a score (max(f + c) is max f + c; an argmax does
+not move); a separable pair becomes its parts as the engine plans it; a sum over a range
+index is one term per value; equal terms are one, with the sum of their coefficients. The op
+as written is kept beside each term: the engine's comparisons keep it (max(-f) is a max
+there), and :mod:`.circuit_layout` pairs the terms with them by it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+from infoflow.retrieval import circuit_forms as forms
+from infoflow.retrieval.algebra import key, normal
+from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
+from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce
+
+EXTREMA = ("max", "min")
+ARGS = ("argmax", "argmin")
+
+#: A term: its coefficient, the term, and the op its reduction is written with ("" if none).
+Term = tuple[float, Node, str]
+
+
+def terms_of(tree: Node) -> list[Term]:
+    """The target's terms, equal ones merged (:func:`merged`)."""
+    return merged(_terms(tree))
+
+
+def merged(terms: list[Term]) -> list[Term]:
+    """Equal terms (up to the names of their indices and the order of commutative
+    arguments: :func:`~.algebra.key`, :func:`~.algebra.normal`) as one, with the sum of their
+    coefficients, as the engine plans them; terms that cancel are dropped."""
+    found: dict[Node, list] = {}
+    for coefficient, term, written in terms:
+        same = found.setdefault(normal(key(term)), [0.0, term, written])
+        same[0] += coefficient
+    kept = [(c, term, written) for c, term, written in found.values() if c]
+    if not kept:
+        raise Unbuildable("the target's terms cancel: it is 0 on every draw")
+    return kept
+
+
+def _terms(node: Node, sign: float = 1.0, written: str = "") -> list[Term]:
+    """``node`` as a sum of terms (coefficient, term, the op as written)."""
+    pieces = forms.signed_terms(node, sign)
+    if pieces != [(sign, node)]:
+        return [t for piece_sign, piece in pieces for t in _terms(piece, piece_sign)]
+    scale, inner = forms.unscaled(node)
+    if (scale, inner) != (1, node):
+        as_written = forms.scaled(node)[1]
+        op = written or (as_written.op if isinstance(as_written, Reduce) else "")
+        return _terms(inner, sign * scale, op) if scale else []
+    shift, inner = _shifted(node)
+    if shift:  # max(f + c) is max f + c; an argmax does not move
+        moved = [] if node.op in ARGS else [(sign * shift, Const(1), "")]
+        return moved + _terms(inner, sign, written)
+    if isinstance(node, Reduce) and node.op in EXTREMA:
+        pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
+        if pair is not node and not isinstance(pair, Reduce):
+            return _terms(pair, sign)
+    if (
+        isinstance(node, Reduce)
+        and node.op == "sum"
+        and not any(v.is_token for v in node.variables)
+    ):
+        if len(node.variables) != 1 or node.conditions:
+            raise Unbuildable("a sum over range indices is built for one index without conditions")
+        var = node.variables[0]
+        return [t for i in range(var.size) for t in _terms(_bind(node.body, var.name, i), sign)]
+    return [(sign, node, written or (node.op if isinstance(node, Reduce) else ""))]
+
+
+def _shifted(node: Node) -> tuple[float, Node]:
+    """(c, the reduction without c) for a max, min, k-th, argmax or argmin whose score adds
+    a constant c (as the engine's canonical form takes it out); (0, node) otherwise."""
+    if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH):
+        return 0.0, node
+    pieces = forms.signed_terms(node.body)
+    shift = sum(s * float(p.value) for s, p in pieces if isinstance(p, Const))
+    rest = [p if s > 0 else Apply("neg", (p,)) for s, p in pieces if not isinstance(p, Const)]
+    if not shift or not rest:
+        return 0.0, node
+    return shift, replace(node, body=functools.reduce(lambda a, b: Apply("+", (a, b)), rest))
+
+
+def _bind(node: Node, name: str, value: int) -> Node:
+    """``node`` with the range index ``name`` fixed to ``value`` in parameter indices."""
+    if isinstance(node, Param):
+        return Param(node.name, tuple(value if i == name else i for i in node.index))
+    if isinstance(node, Apply):
+        return Apply(node.fn, tuple(_bind(a, name, value) for a in node.args))
+    if isinstance(node, Reduce):
+        return replace(node, body=_bind(node.body, name, value))
+    return node
