@@ -3,7 +3,8 @@
 
 The engine's schedule says which step runs in which layer; the target's expression says what
 each step scores. Compile reads both: it refuses a spec the engine calls inefficient or
-impossible (naming the bottleneck), reads the target as a sum of terms it can build, asks
+impossible (naming the bottleneck), reads the target as a sum of terms it can build
+(:mod:`.circuit_terms`), asks
 each mechanism for the heads and MLPs of its term (from layer 1), lays the terms out on the
 architecture's layers (:mod:`.circuit_layout`: side by side where they fit, else where the
 engine runs each part) and checks the result fits (head width, E). Terms it builds:
