@@ -49,17 +49,17 @@ FLIPPED = {
 }
 
 
-def scaled(node: Node) -> tuple[float, Node]:
+def scaled(node: Node) -> tuple[Fraction, Node]:
     """(c, n) with ``node`` = c * n: constant factors (``2 * f``, ``f / 2``, ``-f``,
     ``dot(2 * x[s], x[t])``) taken out (:func:`~infoflow.retrieval.algebra.terms`); (1, node)
-    when ``node`` is not one term."""
+    when ``node`` is not one term. Exact."""
     found = terms(node)
     if len(found) != 1 or found[0][1] is None:
-        return 1.0, node
-    return float(found[0][0]), found[0][1]
+        return Fraction(1), node
+    return found[0][0], found[0][1]
 
 
-def unscaled(node: Node) -> tuple[float, Node]:
+def unscaled(node: Node) -> tuple[Fraction, Node]:
     """(c, n) with ``node`` = c * n, a constant factor of a reduction's score taken out of
     it (nested reductions too): max(2 f) is 2 max f, max(-f) is -min f, argmax(-f) is
     argmin f (a position: c stays 1), kth_largest(-f) is -kth_smallest f."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
+from fractions import Fraction
 
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import key, normal
@@ -23,8 +24,9 @@ from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce
 EXTREMA = ("max", "min")
 ARGS = ("argmax", "argmin")
 
-#: A term: its coefficient, the term, and the op its reduction is written with ("" if none).
-Term = tuple[float, Node, str]
+#: A term: its exact coefficient, the term, and the op its reduction is written with ("" if
+#: none).
+Term = tuple[Fraction, Node, str]
 
 
 def terms_of(tree: Node) -> list[Term]:
@@ -38,7 +40,7 @@ def merged(terms: list[Term]) -> list[Term]:
     coefficients, as the engine plans them; terms that cancel are dropped."""
     found: dict[Node, list] = {}
     for coefficient, term, written in terms:
-        same = found.setdefault(normal(key(term)), [0.0, term, written])
+        same = found.setdefault(normal(key(term)), [Fraction(0), term, written])
         same[0] += coefficient
     kept = [(c, term, written) for c, term, written in found.values() if c]
     if not kept:
@@ -46,11 +48,11 @@ def merged(terms: list[Term]) -> list[Term]:
     return kept
 
 
-def _terms(node: Node, sign: float = 1.0, written: str = "") -> list[Term]:
+def _terms(node: Node, sign: Fraction = Fraction(1), written: str = "") -> list[Term]:
     """``node`` as a sum of terms (coefficient, term, the op as written)."""
     pieces = forms.signed_terms(node, sign)
     if pieces != [(sign, node)]:
-        return [t for piece_sign, piece in pieces for t in _terms(piece, piece_sign)]
+        return [t for piece_sign, piece in pieces for t in _terms(piece, Fraction(piece_sign))]
     scale, inner = forms.unscaled(node)
     if (scale, inner) != (1, node):
         as_written = forms.scaled(node)[1]
@@ -76,16 +78,18 @@ def _terms(node: Node, sign: float = 1.0, written: str = "") -> list[Term]:
     return [(sign, node, written or (node.op if isinstance(node, Reduce) else ""))]
 
 
-def _shifted(node: Node) -> tuple[float, Node]:
+def _shifted(node: Node) -> tuple[Fraction, Node]:
     """(c, the reduction without c) for a max, min, k-th, argmax or argmin whose score adds
     a constant c (as the engine's canonical form takes it out); (0, node) otherwise."""
     if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH):
-        return 0.0, node
+        return Fraction(0), node
     pieces = forms.signed_terms(node.body)
-    shift = sum(s * float(p.value) for s, p in pieces if isinstance(p, Const))
+    shift = sum(
+        (s * Fraction(str(p.value)) for s, p in pieces if isinstance(p, Const)), Fraction(0)
+    )
     rest = [p if s > 0 else Apply("neg", (p,)) for s, p in pieces if not isinstance(p, Const)]
     if not shift or not rest:
-        return 0.0, node
+        return Fraction(0), node
     return shift, replace(node, body=functools.reduce(lambda a, b: Apply("+", (a, b)), rest))
 
 

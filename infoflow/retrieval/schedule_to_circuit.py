@@ -45,6 +45,7 @@ it is built, never approximated by a guess.
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
@@ -127,7 +128,8 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     (:func:`~.circuit_layout.lay_out`), and the output. Returns how they were laid out, or
     "paired" where each term's heads are named after its own engine part's steps."""
     found = terms_of(tree)
-    circuit.constant = sum((c * float(t.value) for c, t, _ in found if isinstance(t, Const)), 0.0)
+    constants = [c * Fraction(str(t.value)) for c, t, _ in found if isinstance(t, Const)]
+    circuit.constant = float(sum(constants, Fraction(0)))
     terms = [(c, t, op) for c, t, op in found if not isinstance(t, Const)]
     if not terms:
         raise Unbuildable("the target is a constant: there is nothing to build")
@@ -146,7 +148,7 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     for n, (sign, term) in enumerate(scored):
         if n in held:  # no head of its own: the first round of a peel holds it
             host, scale = held[n]
-            circuit.output.append((f"p{host}.m1", sign * scale))
+            circuit.output.append((f"p{host}.m1", float(sign) * scale))
             continue
         tag = f"p{n}"
         heads, mlps = _term(circuit, term, tag, spec)

@@ -206,6 +206,7 @@ def test_compile_prints_the_output_with_its_signs_and_coefficients() -> None:
         ("kth_largest((dot(q, x[t]) - 0.5 for t in T), k=2)", -0.5),
         ("argmax(dot(q, x[t]) + 3 for t in T)", 0.0),
         ("x[1] + x[2] + 1", 1.0),
+        ("max(dot(q, x[t]) + 0.1 for t in T) + max(dot(q, x[t]) + 0.2 for t in T)", 0.3),
     ],
 )
 def test_a_constant_in_a_score_is_taken_out_into_the_output_bias(target, constant) -> None:
@@ -413,6 +414,9 @@ def test_terms_equal_up_to_their_names_are_one_and_terms_that_cancel_are_refused
     cancels = "max(-dot(q, x[t]) for t in T) + min(dot(q, x[t]) for t in T)"
     with pytest.raises(SpecError, match="terms cancel"):
         circuit_of(spec(cancels, [1, 1], positional_encoding=True))
+    f = "max(dot(q, x[t]) for t in T)"  # 0.1 f + 0.2 f - 0.3 f is 0 exactly, not 5.6e-17 f
+    exact = circuit_of(spec(f"0.1 * {f} + 0.2 * {f} - 0.3 * {f} + min(x[t][0] for t in T)", [1]))
+    assert len(exact.heads) == 1
 
 
 def test_compile_needs_a_sequence_length() -> None:
