@@ -16,7 +16,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import key, normal
+from infoflow.retrieval.algebra import key, normal, terms
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
 from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce
@@ -53,14 +53,17 @@ def _terms(node: Node, sign: Fraction = Fraction(1), written: str = "") -> list[
     pieces = forms.signed_terms(node, sign)
     if pieces != [(sign, node)]:
         return [t for piece_sign, piece in pieces for t in _terms(piece, Fraction(piece_sign))]
+    value = _constant(node)
+    if value is not None:  # 1, 2 * 3, 1 / 2
+        return [(sign * value, Const(1), "")]
     scale, inner = forms.unscaled(node)
     if (scale, inner) != (1, node):
         as_written = forms.scaled(node)[1]
         op = written or (as_written.op if isinstance(as_written, Reduce) else "")
         return _terms(inner, sign * scale, op) if scale else []
     shift, inner = _shifted(node)
-    if shift:  # max(f + c) is max f + c; an argmax does not move
-        moved = [] if node.op in ARGS else [(sign * shift, Const(1), "")]
+    if inner is not node:  # max(f + c) is max f + c; an argmax does not move
+        moved = [] if node.op in ARGS or not shift else [(sign * shift, Const(1), "")]
         return moved + _terms(inner, sign, written)
     if isinstance(node, Reduce) and node.op in EXTREMA:
         pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
@@ -79,18 +82,25 @@ def _terms(node: Node, sign: Fraction = Fraction(1), written: str = "") -> list[
 
 
 def _shifted(node: Node) -> tuple[Fraction, Node]:
-    """(c, the reduction without c) for a max, min, k-th, argmax or argmin whose score adds
-    a constant c (as the engine's canonical form takes it out); (0, node) otherwise."""
+    """(c, the reduction without its constants) for a max, min, k-th, argmax or argmin whose
+    score adds constants summing to c (as the engine's canonical form takes them out); (0,
+    node) when it adds none."""
     if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH):
         return Fraction(0), node
-    pieces = forms.signed_terms(node.body)
-    shift = sum(
-        (s * Fraction(str(p.value)) for s, p in pieces if isinstance(p, Const)), Fraction(0)
-    )
-    rest = [p if s > 0 else Apply("neg", (p,)) for s, p in pieces if not isinstance(p, Const)]
-    if not shift or not rest:
+    pieces = [(s, p, _constant(p)) for s, p in forms.signed_terms(node.body)]
+    rest = [p if s > 0 else Apply("neg", (p,)) for s, p, value in pieces if value is None]
+    if len(rest) == len(pieces) or not rest:
         return Fraction(0), node
+    shift = sum((s * value for s, _, value in pieces if value is not None), Fraction(0))
     return shift, replace(node, body=functools.reduce(lambda a, b: Apply("+", (a, b)), rest))
+
+
+def _constant(node: Node) -> Fraction | None:
+    """The value of ``node`` when it is a number (``1``, ``2 * 3``, ``1 / 2``); else None."""
+    found = terms(node)
+    if not found or any(term is not None for _, term in found):
+        return None
+    return sum((c for c, _ in found), Fraction(0))
 
 
 def _bind(node: Node, name: str, value: int) -> Node:
