@@ -89,7 +89,14 @@ def _shifted(node: Node) -> tuple[Fraction, Node]:
         return Fraction(0), node
     pieces = [(s, p, _constant(p)) for s, p in forms.signed_terms(node.body)]
     rest = [p if s > 0 else Apply("neg", (p,)) for s, p, value in pieces if value is None]
-    if len(rest) == len(pieces) or not rest:
+    if len(rest) == len(pieces):  # a factor over a score and a constant: max(2 * (f + 1))
+        found = terms(node.body)
+        scores = [(c, term) for c, term in found if term is not None]
+        if len(scores) != 1 or len(found) == 1:
+            return Fraction(0), node
+        (c, term), shift = scores[0], sum((c for c, t in found if t is None), Fraction(0))
+        return shift, replace(node, body=Apply("*", (Const(float(c)), term)))
+    if not rest:
         return Fraction(0), node
     shift = sum((s * value for s, _, value in pieces if value is not None), Fraction(0))
     return shift, replace(node, body=functools.reduce(lambda a, b: Apply("+", (a, b)), rest))

@@ -208,6 +208,7 @@ def test_compile_prints_the_output_with_its_signs_and_coefficients() -> None:
         ("x[1] + x[2] + 1", 1.0),
         ("max(dot(q, x[t]) + 0.1 for t in T) + max(dot(q, x[t]) + 0.2 for t in T)", 0.3),
         ("max(dot(q, x[t]) + 1 / 2 - 1 / 2 for t in T) + 2 * 3", 6.0),
+        ("min((1 - dot(q, x[t])) / 2 for t in T)", 0.5),
     ],
 )
 def test_a_constant_in_a_score_is_taken_out_into_the_output_bias(target, constant) -> None:
