@@ -87,6 +87,9 @@ def _shifted(node: Node) -> tuple[Fraction, Node]:
     node) when it adds none."""
     if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH):
         return Fraction(0), node
+    shift, body = _shifted(node.body)  # max over s of (the 2nd over t of f + c) is ... + c
+    if body is not node.body and node.op not in ARGS:
+        return shift, replace(node, body=body)
     pieces = [(s, p, _constant(p)) for s, p in forms.signed_terms(node.body)]
     rest = [p if s > 0 else Apply("neg", (p,)) for s, p, value in pieces if value is None]
     if len(rest) == len(pieces):  # a factor over a score and a constant: max(2 * (f + 1))
