@@ -42,19 +42,13 @@ def head_dims(circuit: Circuit, head) -> int:
     return max(score, values)
 
 
-def name_steps(circuit: Circuit, steps: dict[int, list[str]]) -> None:
-    """Give each head the engine's sentence for the step it realises: by the index both
-    retrieve ("its best a", "the best a") where that pairs them one to one, else the steps
-    of a layer in the engine's order, the heads in theirs (heads side by side). The engine
-    places steps as late as the architecture allows and compile builds them from layer 1:
-    where the two use as many layers with as many heads each, the i-th layer used of one is
-    the i-th of the other."""
-    circuit.heads = named(circuit.heads, steps)
-
-
 def named(heads: list[Head], steps: dict[int, list[str]]) -> list[Head]:
-    """``heads`` given the sentences ``steps`` says for their layers (:func:`name_steps`'s
-    rule), in their order."""
+    """``heads``, in their order, each given the engine's sentence (``steps``: per layer) for
+    the step it realises: by the index both retrieve ("its best a", "the best a") where that
+    pairs them one to one, else the steps of a layer in the engine's order, the heads in
+    theirs (heads side by side). The engine places steps as late as the architecture allows
+    and compile builds them from layer 1: where the two use as many layers with as many heads
+    each, the i-th layer used of one is the i-th of the other."""
     heads = list(heads)
     built = sorted({h.layer for h in heads})
     planned = sorted(steps)

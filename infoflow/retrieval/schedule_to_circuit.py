@@ -51,7 +51,7 @@ from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy, Head
-from infoflow.retrieval.circuit_fit import fit, name_steps, named
+from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_pairs import pair_term
@@ -109,24 +109,16 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
         circuit.add(group, width)
     try:
         tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
-        how = _build(circuit, tree, spec, der.schedule)
+        _build(circuit, tree, spec, der.schedule)
         fit(circuit, spec)
     except Unbuildable as exc:
         raise SpecError(source, [("target", f"compile cannot build this plan: {exc}")]) from None
-    if how == "search":
-        circuit.notes.append(
-            "the terms are laid out in layers of compile's own choosing, not the engine's: "
-            "the heads are not named after the engine's steps"
-        )
-    elif how == "side by side":
-        name_steps(circuit, sentences(der.schedule))
     return circuit
 
 
-def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule) -> str:
+def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule) -> None:
     """Every term's heads and MLPs, laid out on the architecture's layers
-    (:func:`~.circuit_layout.lay_out`), and the output. Returns how they were laid out, or
-    "paired" where each term's heads are named after its own engine part's steps."""
+    (:func:`~.circuit_layout.lay_out`) and named after the engine's steps, and the output."""
     found = terms_of(tree)
     constants = [c * Fraction(str(t.value)) for c, t, _ in found if isinstance(t, Const)]
     circuit.constant = float(sum(constants, Fraction(0)))
@@ -157,8 +149,7 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     if len({circuit.channels[group] for group, _ in circuit.output}) > 1:
         raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
     laid, how, paired = lay_out(parts, circuit.heads_per_layer, schedule)
-    if paired is not None:
-        how = "paired"
+    if paired is not None:  # each term's heads after its own engine part's steps
         laid = [
             (named(heads, part_sentences(q)) if q else heads, mlps)
             for (heads, mlps), q in zip(laid, paired, strict=True)
@@ -170,7 +161,13 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
         slot = used.get(head.layer, 0)
         used[head.layer] = slot + 1
         circuit.heads[i] = replace(head, slot=slot)
-    return how
+    if paired is None and how == "search":
+        circuit.notes.append(
+            "the terms are laid out in layers of compile's own choosing, not the engine's: "
+            "the heads are not named after the engine's steps"
+        )
+    elif paired is None:  # side by side: the heads of a layer after the steps of that layer
+        circuit.heads = named(circuit.heads, sentences(schedule))
 
 
 def _kind(term: Node, written: str) -> tuple[str, int] | None:

@@ -33,6 +33,7 @@ class Axis:
     is_token: bool
 
 
+_ARITHMETIC = {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div}
 _ELEMENTWISE = {
     "neg": torch.neg,
     "abs": torch.abs,
@@ -206,7 +207,7 @@ class TargetFunction:
         a, b = values
         if fn == "**":
             return a ** node.args[1].value, vdims
-        return {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div}[fn](a, b), vdims
+        return _ARITHMETIC[fn](a, b), vdims
 
     def _vector(self, node: Node, axes) -> tuple[Tensor, int]:
         """A dot's argument: a parameter there is a vector, through sums, differences and
@@ -239,7 +240,7 @@ class TargetFunction:
             return -args[0][0], args[0][1]
         most = max(v for _, v in args)
         a, b = (t.reshape(t.shape + (1,) * (most - v)) for t, v in args)
-        return {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div}[node.fn](a, b), most
+        return _ARITHMETIC[node.fn](a, b), most
 
     def _reduce(self, node: Reduce, axes: list[Axis]) -> tuple[Tensor, int]:
         seq = self._x.shape[1]
