@@ -3,15 +3,17 @@ reduction is written with: a stage of :mod:`~infoflow.retrieval.schedule_to_circ
 
 Constant factors come out of reductions (:func:`~.circuit_forms.unscaled`: max(-2 f) is
 -2 min f), and so does a constant added to a score (max(f + c) is max f + c; an argmax does
-not move); a separable pair becomes its parts as the engine plans it; a sum over a range
-index is one term per value; equal terms are one, with the sum of their coefficients. The op
-as written is kept beside each term: the engine's comparisons keep it (max(-f) is a max
-there), and :mod:`.circuit_layout` pairs the terms with them by it.
+not move; a sum over n tuples adds n c); a separable pair becomes its parts as the engine
+plans it; a sum over a range index is one term per value; equal terms are one, with the sum
+of their coefficients. The op as written is kept beside each term: the engine's comparisons
+keep it (max(-f) is a max there), and :mod:`.circuit_layout` pairs the terms with them by
+it.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import replace
 from fractions import Fraction
 
@@ -29,9 +31,10 @@ ARGS = ("argmax", "argmin")
 Term = tuple[Fraction, Node, str]
 
 
-def terms_of(tree: Node) -> list[Term]:
-    """The target's terms, equal ones merged (:func:`merged`)."""
-    return merged(_terms(tree))
+def terms_of(tree: Node, seq_len: int) -> list[Term]:
+    """The target's terms at T = ``seq_len`` (a sum over the tokens of f + c is the sum of f
+    plus T c), equal ones merged (:func:`merged`)."""
+    return merged(_terms(tree, seq_len))
 
 
 def merged(terms: list[Term]) -> list[Term]:
@@ -48,11 +51,11 @@ def merged(terms: list[Term]) -> list[Term]:
     return kept
 
 
-def _terms(node: Node, sign: Fraction = Fraction(1), written: str = "") -> list[Term]:
-    """``node`` as a sum of terms (coefficient, term, the op as written)."""
+def _terms(node: Node, seq_len: int, sign: Fraction = Fraction(1), written: str = "") -> list[Term]:
+    """``node`` as a sum of terms (coefficient, term, the op as written) at T = ``seq_len``."""
     pieces = forms.signed_terms(node, sign)
     if pieces != [(sign, node)]:
-        return [t for piece_sign, piece in pieces for t in _terms(piece, Fraction(piece_sign))]
+        return [t for s, piece in pieces for t in _terms(piece, seq_len, Fraction(s))]
     value = _constant(node)
     if value is not None:  # 1, 2 * 3, 1 / 2
         return [(sign * value, Const(1), "")]
@@ -60,15 +63,15 @@ def _terms(node: Node, sign: Fraction = Fraction(1), written: str = "") -> list[
     if (scale, inner) != (1, node):
         as_written = forms.scaled(node)[1]
         op = written or (as_written.op if isinstance(as_written, Reduce) else "")
-        return _terms(inner, sign * scale, op) if scale else []
-    shift, inner = _shifted(node)
+        return _terms(inner, seq_len, sign * scale, op) if scale else []
+    shift, inner = _shifted(node, seq_len)
     if inner is not node:  # max(f + c) is max f + c; an argmax does not move
         moved = [] if node.op in ARGS or not shift else [(sign * shift, Const(1), "")]
-        return moved + _terms(inner, sign, written)
+        return moved + _terms(inner, seq_len, sign, written)
     if isinstance(node, Reduce) and node.op in EXTREMA:
         pair = separable_pair(unordered_reduce(node))  # max f + the 2nd largest, as planned
         if pair is not node and not isinstance(pair, Reduce):
-            return _terms(pair, sign)
+            return _terms(pair, seq_len, sign)
     if (
         isinstance(node, Reduce)
         and node.op == "sum"
@@ -77,19 +80,24 @@ def _terms(node: Node, sign: Fraction = Fraction(1), written: str = "") -> list[
         if len(node.variables) != 1 or node.conditions:
             raise Unbuildable("a sum over range indices is built for one index without conditions")
         var = node.variables[0]
-        return [t for i in range(var.size) for t in _terms(_bind(node.body, var.name, i), sign)]
+        bound = [_bind(node.body, var.name, i) for i in range(var.size)]
+        return [t for body in bound for t in _terms(body, seq_len, sign)]
     return [(sign, node, written or (node.op if isinstance(node, Reduce) else ""))]
 
 
-def _shifted(node: Node) -> tuple[Fraction, Node]:
+def _shifted(node: Node, seq_len: int) -> tuple[Fraction, Node]:
     """(c, the reduction without its constants) for a max, min, k-th, argmax or argmin whose
-    score adds constants summing to c (as the engine's canonical form takes them out); (0,
-    node) when it adds none."""
-    if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH):
+    score adds constants summing to c (as the engine's canonical form takes them out), or for
+    a sum without conditions over n tuples of a score adding c / n (n = T per token index);
+    (0, node) when it adds none."""
+    if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH, "sum"):
         return Fraction(0), node
-    shift, body = _shifted(node.body)  # max over s of (the 2nd over t of f + c) is ... + c
-    if body is not node.body and node.op not in ARGS:
-        return shift, replace(node, body=body)
+    if node.op == "sum" and node.conditions:  # how many tuples it adds c over: not built
+        return Fraction(0), node
+    count = 1 if node.op != "sum" else math.prod(v.size or seq_len for v in node.variables)
+    shift, body = _shifted(node.body, seq_len)  # max over s of (the 2nd over t of f + c)
+    if body is not node.body:  # ... is ... + c; an argmax does not move
+        return (0 if node.op in ARGS else count * shift), replace(node, body=body)
     pieces = [(s, p, _constant(p)) for s, p in forms.signed_terms(node.body)]
     rest = [p if s > 0 else Apply("neg", (p,)) for s, p, value in pieces if value is None]
     if len(rest) == len(pieces):  # a factor over a score and a constant: max(2 * (f + 1))
@@ -98,11 +106,12 @@ def _shifted(node: Node) -> tuple[Fraction, Node]:
         if len(scores) != 1 or len(found) == 1:
             return Fraction(0), node
         (c, term), shift = scores[0], sum((c for c, t in found if t is None), Fraction(0))
-        return shift, replace(node, body=Apply("*", (Const(float(c)), term)))
+        return count * shift, replace(node, body=Apply("*", (Const(float(c)), term)))
     if not rest:
         return Fraction(0), node
     shift = sum((s * value for s, _, value in pieces if value is not None), Fraction(0))
-    return shift, replace(node, body=functools.reduce(lambda a, b: Apply("+", (a, b)), rest))
+    body = functools.reduce(lambda a, b: Apply("+", (a, b)), rest)
+    return count * shift, replace(node, body=body)
 
 
 def _constant(node: Node) -> Fraction | None:

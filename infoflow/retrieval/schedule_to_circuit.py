@@ -35,7 +35,8 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
   winner's position number; an index read at one offset is retrieved where it reads;
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each;
   a constant factor taken out of its reduction (``max(-2 f)`` is -2 min f), a constant added
-  to its score too (``max(f + 1)`` is max f + 1: the output's bias), and equal terms built
+  to its score too (``max(f + 1)`` is max f + 1, a sum over the T tokens of f + 1 is the sum
+  of f + T: the output's bias), and equal terms built
   once with the sum of their coefficients.
 
 Anything else is refused with the term and the reason: a construction is a witness only when
@@ -119,7 +120,7 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
 def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule) -> None:
     """Every term's heads and MLPs, laid out on the architecture's layers
     (:func:`~.circuit_layout.lay_out`) and named after the engine's steps, and the output."""
-    found = terms_of(tree)
+    found = terms_of(tree, spec.seq_len)
     constants = [c * Fraction(str(t.value)) for c, t, _ in found if isinstance(t, Const)]
     circuit.constant = float(sum(constants, Fraction(0)))
     terms = [(c, t, op) for c, t, op in found if not isinstance(t, Const)]

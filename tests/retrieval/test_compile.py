@@ -210,12 +210,16 @@ def test_compile_prints_the_output_with_its_signs_and_coefficients() -> None:
         ("max(dot(q, x[t]) + 1 / 2 - 1 / 2 for t in T) + 2 * 3", 6.0),
         ("min((1 - dot(q, x[t])) / 2 for t in T)", 0.5),
         ("max(kth_largest((dot(x[s], x[t]) + 1 for t in T), k=2) for s in T)", 1.0),
+        ("sum(dot(q, x[t]) + 1 for t in T)", 8.0),
+        ("sum(2 * (dot(q, x[t]) - 1 / 4) for t in T) + max(dot(p, x[t]) + 3 for t in T)", -1.0),
     ],
 )
 def test_a_constant_in_a_score_is_taken_out_into_the_output_bias(target, constant) -> None:
-    """max(f + c) is max f + c (an argmax does not move), as the engine's canonical form
-    takes it out (compile refused the constant before): the output's bias carries it."""
+    """max(f + c) is max f + c (an argmax does not move), a sum over the T = 8 tokens of f + c
+    is the sum of f + 8 c, as the engine's canonical form takes them out (compile refused
+    the constant before): the output's bias carries it."""
     heads = [1, 1, 1] if "for s in T" in target else [1, 1] if "kth" in target else [1]
+    heads = [2] if "sum(2" in target else heads  # two terms side by side
     s = spec(target, heads, embed_dim=64, seq_len=8, positional_encoding=True)
     witness = construction.build(s, beta=1000)
     assert witness.circuit.constant == constant
