@@ -48,17 +48,16 @@ def named(heads: list[Head], steps: dict[int, list[str]]) -> list[Head]:
     pairs them one to one, else the steps of a layer in the engine's order, the heads in
     theirs (heads side by side). The engine places steps as late as the architecture allows
     and compile builds them from layer 1: where the two use as many layers with as many heads
-    each, the i-th layer used of one is the i-th of the other."""
+    each, the i-th layer used of one is the i-th of the other; where they do not, no head is
+    named (a layer's number alone would give a retrieval the sentence of a fetch)."""
     heads = list(heads)
     built = sorted({h.layer for h in heads})
     planned = sorted(steps)
     counts = [sum(h.layer == layer for h in heads) for layer in built]
-    aligned = counts == [len(steps[layer]) for layer in planned]
-    for layer, said in steps.items():
-        at = built[planned.index(layer)] if aligned else layer
-        here = [h for h in heads if h.layer == at]
-        if len(here) != len(said):
-            continue
+    if counts != [len(steps[layer]) for layer in planned]:
+        return heads
+    for at, layer in zip(built, planned, strict=True):
+        here, said = [h for h in heads if h.layer == at], steps[layer]
         mine = [_retrieved(h.does, "its best") for h in here]
         theirs = [_retrieved(sentence, "the best") for sentence in said]
         if None not in mine and len(set(mine)) == len(mine) and set(mine) == set(theirs):

@@ -9,12 +9,15 @@ preference:
 1. side by side: every term from layer 1 (what compile built; nothing moves);
 2. the engine's layers: each term where the engine's schedule runs the part it realises,
    when the terms and the engine's parts pair up one to one (:func:`pairing`: the same
-   reduction over as many indices using as many layers, no two alike on either side);
+   reduction over as many indices using as many layers, alike ones in order where the
+   engine runs them alike);
 3. a search: the first increasing maps, term by term, that fit.
 
 Where the terms and the engine's parts pair up, compile names each term's heads after its
 own part's steps, whatever the layout (the i-th layer the term uses is the i-th its part
-uses); else heads side by side are named layer by layer, and searched ones not at all.
+uses); else heads side by side are named layer by layer where their layers and the engine's
+align (as many heads in the i-th layer used of each), and otherwise, as searched ones, not
+at all (the witness's notes say so).
 
 A term that reads |x|^2 from LayerNorm's scale keeps its first layer: only the first
 LayerNorm carries it.
@@ -23,11 +26,13 @@ LayerNorm carries it.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import replace
 
 from infoflow.retrieval.circuit import SQNORM, Head, Mlp
 from infoflow.retrieval.circuit_forms import Unbuildable
-from infoflow.retrieval.types import Placement, Schedule
+from infoflow.retrieval.mechanisms import part_sentences
+from infoflow.retrieval.types import Comparison, Placement, Schedule
 
 #: A term's heads and MLPs, and its reduction's (op, number of indices) where it has one.
 Part = tuple[list[Head], list[Mlp], tuple[str, int] | None]
@@ -91,8 +96,10 @@ def _reads_norm(part: Part) -> bool:
 def pairing(parts: list[Part], used: list[list[int]], schedule: Schedule) -> list | None:
     """Each term's part in the engine's schedule (None for a term without heads), when the
     terms with heads and the engine's scheduled parts pair up one to one by what they are:
-    the same reduction over as many indices using as many layers, no two alike on either
-    side; else None."""
+    the same reduction over as many indices using as many layers. Alike parts (two maxima
+    over one token, say) pair in order only where the engine says the same of each (the
+    same steps in the same relative layers, up to the names of indices and comparisons), so
+    which is which changes no head's name; else None."""
     planned = [
         q
         for q in schedule.placements
@@ -102,10 +109,36 @@ def pairing(parts: list[Part], used: list[list[int]], schedule: Schedule) -> lis
     if schedule.shared or any(parts[i][2] is None for i in built):
         return None
     ours = {i: (*parts[i][2], len(used[i])) for i in built}
-    theirs = {(q.comparison.op, len(q.comparison.variables), len(_planned(q))): q for q in planned}
-    if len(theirs) != len(planned) or sorted(ours.values()) != sorted(theirs):
+    theirs: dict[tuple, list[Placement]] = {}
+    for q in planned:
+        kind = (q.comparison.op, len(q.comparison.variables), len(_planned(q)))
+        theirs.setdefault(kind, []).append(q)
+    if sorted(ours.values()) != sorted(kind for kind, qs in theirs.items() for _ in qs):
         return None
-    return [theirs[ours[i]] if i in ours else None for i in range(len(parts))]
+    if any(len({_said(q) for q in alike}) > 1 for alike in theirs.values()):
+        return None  # alike parts the engine runs differently: which term is which is unknown
+    return [theirs[ours[i]].pop(0) if i in ours else None for i in range(len(parts))]
+
+
+def _said(q: Placement) -> tuple:
+    """What the engine says a part runs, layer by layer from its first, with its indices and
+    its comparison's and copies' numbers left out."""
+    said = part_sentences(q)
+    names = sorted(_indices(q.comparison), key=len, reverse=True)
+    first = min(said, default=0)
+    return tuple((layer - first, tuple(_unnamed(x, names) for x in said[layer])) for layer in said)
+
+
+def _unnamed(sentence: str, names: list[str]) -> str:
+    sentence = re.sub(r"\b(comparison|copy) \d+", r"\1 #", sentence)
+    for name in names:
+        sentence = re.sub(rf"\b{re.escape(name)}\b", "#", sentence)
+    return sentence
+
+
+def _indices(comparison: Comparison) -> set[str]:
+    """The token indices of a comparison and of those nested in it."""
+    return set(comparison.variables).union(*(_indices(c) for c in comparison.children))
 
 
 def _planned(q: Placement) -> list[int]:

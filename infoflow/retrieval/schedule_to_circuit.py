@@ -162,13 +162,20 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
         slot = used.get(head.layer, 0)
         used[head.layer] = slot + 1
         circuit.heads[i] = replace(head, slot=slot)
+    if paired is None and how != "search":  # side by side: a layer's heads after its steps
+        circuit.heads = named(circuit.heads, sentences(schedule))
+    unnamed = sorted({h.layer for h in circuit.heads if not h.step})
     if paired is None and how == "search":
         circuit.notes.append(
             "the terms are laid out in layers of compile's own choosing, not the engine's: "
             "the heads are not named after the engine's steps"
         )
-    elif paired is None:  # side by side: the heads of a layer after the steps of that layer
-        circuit.heads = named(circuit.heads, sentences(schedule))
+    elif unnamed:
+        circuit.notes.append(
+            f"the heads of layer(s) {', '.join(map(str, unnamed))} are not named after the "
+            "engine's steps: compile runs there what the engine runs in other layers (the "
+            "terms do not pair one to one with the engine's parts)"
+        )
 
 
 def _kind(term: Node, written: str) -> tuple[str, int] | None:

@@ -286,6 +286,31 @@ def test_parts_the_engine_cannot_tell_apart_are_laid_out_by_search_unnamed() -> 
         assert ("s2" in head.step) == ("p1." in head.does), (head.does, head.step)
 
 
+@pytest.mark.parametrize("heads", [[2], [1, 1], [2, 1], [1, 1, 1]])
+def test_alike_parts_pair_in_order_and_every_head_is_named(heads) -> None:
+    """Two maxima over one token: the engine runs both alike (the same steps up to the
+    names of indices and comparisons), so they pair in order, each term's head named after
+    its own part, wherever the layout puts it (on [1, 1] and [2, 1] no head was named)."""
+    target = "max(dot(q, x[t]) for t in T) + max(dot(p, x[t]) for t in T)"
+    circuit = circuit_of(spec(target, heads, embed_dim=64, seq_len=8))
+    steps = {h.does.split(" into ")[-1]: h.step for h in circuit.heads}
+    assert "(comparison 1)" in steps["p0.out"] and "(comparison 2)" in steps["p1.out"], steps
+    assert not circuit.notes
+
+
+def test_heads_whose_layers_do_not_align_with_the_engines_are_left_unnamed() -> None:
+    """A max beside a max against x[1] on [2, 1, 1]: compile runs the fetch beside the max
+    in layer 1 and the retrieval in layer 2, the engine the fetch in layer 2: no head takes
+    the sentence of another layer's step (the retrieval was named after the fetch), and the
+    notes say which layers are unnamed."""
+    target = "max(dot(q, x[t]) for t in T) + max(dot(x[1], x[t]) for t in T)"
+    circuit = circuit_of(spec(target, [2, 1, 1], 64, 8, positional_encoding=True))
+    for head in circuit.heads:
+        assert ("fixed positions" in head.step) <= (head.mechanism == "fetch"), head
+    unnamed = sorted({h.layer for h in circuit.heads if not h.step})
+    assert unnamed and f"layer(s) {', '.join(map(str, unnamed))} are not named" in circuit.notes[0]
+
+
 def test_a_layout_keeps_a_norm_pair_in_layer_1_and_refuses_what_fits_nowhere() -> None:
     """The parts' layers are an increasing map onto the architecture's: a term reading |x|^2
     from the first LayerNorm keeps layer 1, and heads that fit no map are refused."""
