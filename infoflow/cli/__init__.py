@@ -2,9 +2,10 @@
 console script.
 
 Exit codes: 0 success; 2 bad input (a message that names the file and the field, no
-traceback); 1 anything else. ``app`` (the Typer application), ``options`` (what the commands
-share), ``theory`` (predict, explain, graph, compare, plot, sweep, schema) and ``training``
-(plan, validate, calibrate: torch is imported inside them).
+traceback); 1 anything else (a failed allocation: one line, no traceback). ``app`` (the
+Typer application), ``options`` (what the commands share), ``theory`` (predict, explain,
+graph, compare, plot, sweep, schema) and ``training`` (plan, validate, calibrate: torch is
+imported inside them).
 """
 
 from __future__ import annotations
@@ -34,4 +35,21 @@ def main() -> None:
         command = exc.ctx.command_path if exc.ctx else "infoflow"
         typer.echo(f"error: {one_line(exc.format_message())} (see {command} --help)", err=True)
         code = exc.exit_code
+    except (MemoryError, RuntimeError) as exc:
+        if not out_of_memory(exc):
+            raise
+        typer.echo(f"error: out of memory ({one_line(str(exc), 200)}): {SMALLER}", err=True)
+        code = 1
     sys.exit(code if isinstance(code, int) else 0)
+
+
+SMALLER = "try smaller sizes (seq_len, embed_dim, the MLP width) or fewer models at once"
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation that failed: Python's, torch's on a GPU or a CPU."""
+    return (
+        isinstance(exc, MemoryError)
+        or type(exc).__name__ == "OutOfMemoryError"
+        or "can't allocate memory" in str(exc)
+    )

@@ -75,6 +75,9 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import Schedule
 
+#: The longest sequence compile builds a circuit for.
+MAX_SEQ_LEN = 1024
+
 
 def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
     """The circuit of ``spec``'s plan on its own architecture; a SpecError (exit 2) naming
@@ -82,6 +85,12 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
     build, or what does not fit."""
     if spec.seq_len is None:
         why = "compile builds weights for one sequence length: give seq_len a number"
+        raise SpecError(source, [("seq_len", why)])
+    if spec.seq_len > MAX_SEQ_LEN:
+        why = (
+            f"compile builds weights up to seq_len {MAX_SEQ_LEN} (it writes masks and flags "
+            f"position by position and measures the witness on whole sequences), not {spec.seq_len}"
+        )
         raise SpecError(source, [("seq_len", why)])
     der = derive(spec, source)
     if not der.efficient:

@@ -120,3 +120,50 @@ def test_sweep_is_evaluated_and_printed_a_part_at_a_time(tmp_path) -> None:
     huge["epsilon"] = [0.01 * i for i in range(1, 100)]
     assert MAX_POINTS < 1000 * 102 * 99
     _refused(run_cli("sweep", _retrieval(tmp_path, huge)), "field 'sweep'", "10,000,000")
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"seq_len": BILLION}, "seq_len"),
+        ({"seq_len": 1025}, "seq_len"),
+        ({"architecture": {"layers": 1, "heads": [1], "embed_dim": 20_000}}, "embed_dim"),
+    ],
+)
+def test_compile_refuses_sizes_it_cannot_build_or_measure(tmp_path, change, field) -> None:
+    """Compile writes masks position by position and measures the witness on whole sequences:
+    above seq_len 1024, or where the measurement needs more than 8 GiB, exit 2 naming the
+    field (T = 10^9 looped over every position; E = 20,000 took the machine's memory)."""
+    spec = {"kind": "retrieval", "target": "max(dot(q, x[t]) for t in T)", "input_dim": 4}
+    spec |= {"seq_len": 8, "architecture": {"layers": 1, "heads": [1], "embed_dim": 32}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec | change))
+    result = run_cli("compile", str(tmp_path / "spec.json"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert field in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_allocation_is_one_line_and_exit_1(monkeypatch, capsys) -> None:
+    """torch's CPU allocator failing (a RuntimeError), a GPU's OutOfMemoryError and Python's
+    MemoryError end the command with one line, exit 1, no traceback; other errors still
+    raise."""
+    from infoflow import cli
+
+    failures = [
+        RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 bytes"),
+        type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory"),
+        MemoryError(),
+    ]
+    for failure in failures:
+
+        def fail(*args, failure=failure, **kwargs):
+            raise failure
+
+        monkeypatch.setattr(cli, "app", fail)
+        with pytest.raises(SystemExit) as exit_:
+            cli.main()
+        assert exit_.value.code == 1
+        assert capsys.readouterr().err.startswith("error: out of memory")
+    monkeypatch.setattr(cli, "app", lambda **_: (_ for _ in ()).throw(RuntimeError("a bug")))
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli.main()

@@ -40,6 +40,7 @@ WIDTHS = (128, 256, 512, 1024, 2048)
 SHARP = 1000.0  # beta of the width sweep: the softmax's error stays below the decoders'
 FALLS = 10.0  # the error "falls" when the last point is this many times below the first
 FLOOR = 1e-9  # or when it is at floating-point level throughout
+MEMORY = 8 * 2**30  # the most bytes a witness's measurement may take
 
 
 @dataclass
@@ -84,6 +85,15 @@ def build(
     """The witness of ``spec`` (a SpecError, exit 2, when compile refuses it), evaluated on
     fresh data; ``seed`` draws the target's parameters, as validate's seed does."""
     circuit = circuit or circuit_of(spec, source)
+    activations, weights = memory(spec, width)
+    if activations + weights > MEMORY:
+        why = (
+            f"measuring the witness at T = {spec.seq_len}, E = {spec.architecture.embed_dim} and "
+            f"MLP width {width} needs about {(activations + weights) / 2**30:.0f} GiB, above "
+            f"compile's {MEMORY / 2**30:.0f} GiB: give a smaller seq_len, embed_dim or --width"
+        )
+        field = "seq_len" if activations > weights else "architecture.embed_dim"
+        raise SpecError(source, [(field, why)])
     unevaluable = problem_at(spec)  # once per target and size, however many builds
     if unevaluable:
         raise SpecError(source, [("target", unevaluable)])
@@ -94,6 +104,17 @@ def build(
     weights.balance()
     error = nmse(model, spec, target, seed)
     return Witness(spec, circuit, model, beta, width, decoders, error, seed)
+
+
+def memory(spec: RetrievalSpec, width: int) -> tuple[int, int]:
+    """Bytes in float64 of a forward pass of CHUNK sequences (the widest layer's activations,
+    a few at once, and each head's T x T scores) and of the SAMPLES sequences; and of the
+    weights (attention and MLP, twice: built, then copied into the model)."""
+    t, arch = spec.seq_len or 16, spec.architecture
+    e, d = arch.embed_dim or 0, spec.input_dim or 4
+    per_sequence = 4 * t * max(e, width, d) + max(arch.heads_per_layer) * t * t
+    weights = 2 * arch.layers * (4 * e * e + 2 * e * width)
+    return 8 * (CHUNK * per_sequence + SAMPLES * t * d), 8 * weights
 
 
 def nmse(
