@@ -15,6 +15,7 @@ from infoflow.core.spec_base import SpecBase, StrictModel
 from infoflow.retrieval.canonical_to_tree import fixed_positions, position_number, tree_of
 from infoflow.retrieval.domains import check_coordinates, check_domains
 from infoflow.retrieval.expression import Apply, Node, Reduce, TargetError, Token
+from infoflow.retrieval.shapes import check_shapes
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import ComparisonTree
 
@@ -185,8 +186,9 @@ class RetrievalSpec(SpecBase):
         params = tuple(sorted(self.params.items()))
         try:
             opts = self.options
+            written = parse_target(self.target, params)
+            check_shapes(written)
             tree = tree_of(self.target, params, opts.separable_sum, opts.self_exclusion)
-            written = parse_target(self.target, params)  # cached: tree_of parsed it
             if self.seq_len is not None:
                 _check_positions(tree, written, self.seq_len)
                 check_domains(written, self.seq_len)

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import infoflow
+from infoflow.core.errors import SpecError
 from infoflow.retrieval.expression import Apply, Reduce, TargetError, Token, Variable
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
@@ -154,6 +155,53 @@ def test_a_number_where_a_vector_belongs_is_refused() -> None:
     with pytest.raises(TargetError, match=r"norm\(\) takes vectors; 3 is a number"):
         parse_target("norm(3)")
     assert parse_target("max(2 * dot(q, x[t]) for t in T)") is not None
+
+
+@pytest.mark.parametrize(
+    ("target", "refusal"),
+    [
+        ("max(x[t] for t in T)", r"max\(\) ranks numbers and its body is a vector"),
+        ("kth_largest((x[t] + 1 for t in T), k=2)", r"kth_largest\(\) ranks numbers"),
+        ("argmin(abs(x[t]) for t in T)", r"argmin\(\) ranks numbers"),
+        ("max(x[t][0][1] for t in T)", r"x\[t\]\[0\] is a number: it has no coordinate \[1\]"),
+        ("max(dot(x[t][0], q) for t in T)", r"dot\(\) takes vectors; its argument 1 is a number"),
+        ("max(sqnorm(x[t][1]) for t in T)", r"sqnorm\(\) takes vectors"),
+    ],
+)
+def test_a_vector_where_a_number_belongs_is_refused(target, refusal) -> None:
+    """A max, min, k-th or argmax ranks numbers, and a coordinate has no coordinates: predict
+    planned max(x[t]) as one head and x[t][0][0] as x[t][0] (a review found them)."""
+    data = {
+        "kind": "retrieval",
+        "target": target,
+        "input_dim": 4,
+        "seq_len": 8,
+        "architecture": {"layers": 2, "heads": 1},
+    }
+    with pytest.raises(SpecError, match=refusal) as refused:
+        infoflow.load_spec(data)
+    assert refused.value.field == "target"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sum(x[t] for t in T)",
+        "x[1] + x[2] + 1",
+        "max(bilinear(x[s], A - B, x[t]) for s in T for t in T)",
+        "max(dot(p - q, x[t]) + x[t][0] for t in T)",
+        "max(norm(x[s] - x[t]) for s in T for t in T if s != t)",
+    ],
+)
+def test_vectors_where_vectors_belong_are_planned(target) -> None:
+    data = {
+        "kind": "retrieval",
+        "target": target,
+        "input_dim": 4,
+        "seq_len": 8,
+        "architecture": {"layers": 2, "heads": 1},
+    }
+    assert infoflow.predict(data)["min_layers"].value >= 1
 
 
 def test_hostile_target_exits_2_naming_the_field(tmp_path) -> None:

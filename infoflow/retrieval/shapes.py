@@ -1,0 +1,56 @@
+"""Expression -> what each value is, a number or a vector: a stage of the spec's checks.
+
+A token ``x[t]`` is a vector, its coordinate ``x[t][0]`` a number, which has no coordinate of
+its own (``x[t][0][0]`` is refused); ``dot``, ``bilinear``, ``norm`` and ``sqnorm`` take
+vectors and give numbers; arithmetic and the pointwise functions keep the shape (a number
+beside a vector is added to each coordinate, as compile builds ``x[1] + x[2] + 1``); a sum
+keeps its body's shape. A max, min, k-th, argmax or argmin ranks numbers: over vectors it
+has no meaning, so it is refused (until 2026-12-05 ``max(x[t] for t in T)`` was planned as
+one head). A parameter's shape is what its use makes it.
+"""
+
+from __future__ import annotations
+
+from infoflow.retrieval.expression import Apply, Const, Node, Param, Reduce, TargetError, Token
+
+NUMBER, VECTOR, ANY = "a number", "a vector", "any"
+#: Functions of vectors that give a number, and the arguments that are the vectors.
+OF_VECTORS = {"dot": (0, 1), "bilinear": (0, 2), "norm": (0,), "sqnorm": (0,)}
+#: Reductions that rank their values.
+RANKING = ("max", "min", "argmax", "argmin", "kth_largest", "kth_smallest")
+
+
+def check_shapes(node: Node) -> None:
+    """A TargetError for a value used as what it is not (see the module's docstring)."""
+    shape(node)
+
+
+def shape(node: Node) -> str:
+    """NUMBER, VECTOR or ANY (a parameter, whose use decides)."""
+    if isinstance(node, Const):
+        return NUMBER
+    if isinstance(node, Param):
+        return ANY
+    if isinstance(node, Token):
+        if len(node.component) > 1:
+            raise TargetError(
+                f"{node.text()}[{node.component[0]}] is a number: it has no coordinate "
+                f"[{node.component[1]}]"
+            )
+        return NUMBER if node.component else VECTOR
+    if isinstance(node, Reduce):
+        body = shape(node.body)
+        if node.op in RANKING and body == VECTOR:
+            raise TargetError(
+                f"{node.op}() ranks numbers and its body is a vector: write a score of the "
+                "token (x[t][0], dot(q, x[t]), norm(x[t]))"
+            )
+        return body
+    assert isinstance(node, Apply)
+    shapes = [shape(a) for a in node.args]
+    if node.fn in OF_VECTORS:
+        for i in OF_VECTORS[node.fn]:
+            if shapes[i] == NUMBER:
+                raise TargetError(f"{node.fn}() takes vectors; its argument {i + 1} is a number")
+        return NUMBER
+    return VECTOR if VECTOR in shapes else ANY if ANY in shapes else NUMBER
