@@ -186,6 +186,11 @@ def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
             raise  # JSON, but out of bounds
         value = raw  # not JSON: a string
     set_path(data, key.strip(), value, name, f"--set {override!r}")
+    sweep = data.get("sweep")
+    if isinstance(sweep, dict) and key.strip() in sweep:  # the field set is no longer swept
+        del sweep[key.strip()]
+        if not sweep:
+            del data["sweep"]
 
 
 def set_path(data: dict[str, Any], key: str, value: Any, name: str, what: str) -> None:

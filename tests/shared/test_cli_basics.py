@@ -3,6 +3,7 @@ completion, and install hints that work from a clone as from an install."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -111,3 +112,18 @@ def test_a_missing_optional_dependency_is_named_with_its_install(monkeypatch) ->
     assert "plot needs matplotlib: pip install matplotlib" in result.stderr
     assert "pip install -e '.[validate]'" in result.stderr
     assert "Needs matplotlib" in " ".join(re.findall(r"\w+", invoke("plot", "--help").output))
+
+
+def test_set_on_a_swept_field_fixes_it_and_keeps_the_other_axes() -> None:
+    """pairwise-min.json sweeps layers over [1, 2] and T over [8, 16, 32, 64]: `--set
+    seq_len=12` gives T = 12 at both layer counts (it was ignored, the sweep's four T
+    printed; a review found it), and fixing the last swept field leaves one point."""
+    spec = str(SPECS / "retrieval" / "pairwise-min.json")
+    result = invoke("predict", spec, "--set", "seq_len=12", "--format", "json")
+    assert result.exit_code == 0, result.output
+    points = json.loads(result.output)
+    assert [p["spec"]["seq_len"] for p in points] == [12, 12]
+    assert [p["spec"]["architecture"]["layers"] for p in points] == [1, 2]
+    both = ["--set", "seq_len=12", "--set", "architecture.layers=2", "--format", "json"]
+    one = json.loads(invoke("predict", spec, *both).output)
+    assert isinstance(one, dict) and one["spec"]["architecture"]["layers"] == 2
