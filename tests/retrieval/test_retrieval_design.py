@@ -1043,6 +1043,18 @@ def test_one_seed_decides_nothing_and_says_so() -> None:
     for ident in (f"learns:{two8.key()}", f"equality:{two8.key()}:{two16.key()}"):
         claim = next(c for c in found if c.id == ident)
         assert "1 seed(s): an interval over seeds needs 2 at least" in claim.reason, claim.reason
+    spec = infoflow.load_spec(SPECS / "retrieval" / "specific-position.json")
+    planned = plan("sp", spec, SMOKE, None, Design((10,), 16))
+    ladders = {  # the model with PE learns: the reason was that it does not (a review)
+        m: replace(ladder, nmse=[row[:1] for row in ladder.nmse])
+        for m, ladder in _ladders(planned, -0.5, 0.001).items()
+    }
+    pe = next(m for m in planned.models if m.positional_encoding)
+    floors = {m.seq_len: Floors(m.seq_len, 1.0, 0.5, 0.125) for m in planned.models}
+    found = claims(planned, ladders, floors, {m: 0 for m in planned.models}, {pe: {1: 0.33}})
+    for prefix in ("needs_positional_encoding:", "attends_to_positions:"):
+        claim = next(c for c in found if c.id.startswith(prefix))
+        assert claim.verdict == "inconclusive" and claim.reason.startswith("1 seed(s)"), claim
 
 
 def test_a_ladder_with_every_seed_capped_is_not_called_flat() -> None:

@@ -244,6 +244,7 @@ class Judge:
         reason = "the model with PE does not learn, or the seeds straddle the threshold"
         if with_pe.below(threshold) and without.above(threshold):
             reason = "the model without PE does not learn, but was still improving at the cap"
+        reason = fewer_seeds(min(with_pe.count, without.count)) or reason
         return _undecided(*claim, reason, derived, "paper")
 
     def attends(self, model: Model, shares: dict[int, float]) -> Claim:
@@ -255,9 +256,8 @@ class Judge:
         derived = {"positions": sorted(shares)}
         claim = (ident, statement, "specific-position head", measured, tolerance)
         if not self.learned(model).below(self.threshold(model)):
-            return _undecided(
-                *claim, "the model does not learn the target", derived, "reproduction"
-            )
+            reason = fewer_seeds(self.learned(model).count) or "the model does not learn the target"
+            return _undecided(*claim, reason, derived, "reproduction")
         ok = measured["total"] >= 0.8 and all(
             0.5 / count <= v <= 1.5 / count for v in shares.values()
         )
@@ -293,7 +293,8 @@ class Judge:
             return _judged(*claim, True, derived, kind="paper")
         if slope.below(limit):
             return _judged(*claim, False, derived, "every seed's ladder falls faster", "paper")
-        return _undecided(*claim, "the seeds straddle the limit", derived, "paper")
+        reason = fewer_seeds(slope.count) or "the seeds straddle the limit"
+        return _undecided(*claim, reason, derived, "paper")
 
     def beats_limit(self, witness: Model, model: Model, limit: float) -> bool:
         """Whether ``witness``, predicted efficient at ``model``'s T, learns and its measured
@@ -360,6 +361,7 @@ class Judge:
         reason = "the seeds straddle the threshold, or a seed is missing"
         if largest.above(threshold):
             reason = "every seed above the threshold, but members were still improving at the cap"
+        reason = fewer_seeds(largest.count) or reason
         return _undecided(*claim, reason, derived, "paper")
 
 
