@@ -175,8 +175,8 @@ def bilinear(node: Node, s: str, t: str) -> str:
 def _bilinear_atom(node: Node, s: str, t: str) -> list[tuple[float, str]]:
     if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
         a, b = node.args
-        if {_index(a), _index(b)} == {s, t} and _plain(a, s) + _plain(b, s) == 1:
-            return [(1, "I")]
+        if _plain(a, _index(a)) and _plain(b, _index(b)) and {_index(a), _index(b)} == {s, t}:
+            return [(1, "I")]  # x[s] . x[t], no offset (x[t-1] is another token: refused)
     if isinstance(node, Apply) and node.fn == "bilinear":
         a, m, b = node.args
         if _plain(a, _index(a)) and _plain(b, _index(b)) and {_index(a), _index(b)} == {s, t}:
