@@ -266,4 +266,6 @@ def text(node: Node) -> str:
         return f"{node.fn}(...)"
     if isinstance(node, Const):
         return str(node.value)
-    return repr(node)
+    if isinstance(node, Token):  # x[t-1][0]
+        return node.text() + "".join(f"[{c}]" for c in node.component)
+    return node.name + "".join(f"[{i}]" for i in node.index)  # a parameter: q, A[i]
