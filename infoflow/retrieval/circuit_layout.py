@@ -26,13 +26,11 @@ LayerNorm carries it.
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import replace
 
 from infoflow.retrieval.circuit import SQNORM, Head, Mlp
 from infoflow.retrieval.circuit_forms import Unbuildable
-from infoflow.retrieval.mechanisms import part_sentences
-from infoflow.retrieval.types import Comparison, Placement, Schedule
+from infoflow.retrieval.types import EVERY, Factor, Placement, Schedule
 
 #: A term's heads and MLPs, and its reduction's (op, number of indices) where it has one.
 Part = tuple[list[Head], list[Mlp], tuple[str, int] | None]
@@ -97,9 +95,9 @@ def pairing(parts: list[Part], used: list[list[int]], schedule: Schedule) -> lis
     """Each term's part in the engine's schedule (None for a term without heads), when the
     terms with heads and the engine's scheduled parts pair up one to one by what they are:
     the same reduction over as many indices using as many layers. Alike parts (two maxima
-    over one token, say) pair in order only where the engine says the same of each (the
-    same steps in the same relative layers, up to the names of indices and comparisons), so
-    which is which changes no head's name; else None."""
+    over one token, say) pair in order only where the engine runs each alike (:func:`_said`:
+    the same steps in the same relative layers, up to the names of indices and
+    comparisons), so which is which changes no head's name; else None."""
     planned = [
         q
         for q in schedule.placements
@@ -121,24 +119,32 @@ def pairing(parts: list[Part], used: list[list[int]], schedule: Schedule) -> lis
 
 
 def _said(q: Placement) -> tuple:
-    """What the engine says a part runs, layer by layer from its first, with its indices and
-    its comparison's and copies' numbers left out."""
-    said = part_sentences(q)
-    names = sorted(_indices(q.comparison), key=len, reverse=True)
-    first = min(said, default=0)
-    return tuple((layer - first, tuple(_unnamed(x, names) for x in said[layer])) for layer in said)
+    """What the engine runs for a part, up to the names of indices and comparisons: each
+    step's kind, heads, length, rank, offset and holder (the readout, every token or a
+    token), in which layers from the part's first, and the comparison's factors (how many
+    indices, neighbours, fixed positions, conditions and exclusions, and the ops of the
+    comparisons nested in each)."""
+    first = min(_planned(q))
+    steps = tuple(
+        (
+            step.kind,
+            step.heads,
+            step.length,
+            step.rank,
+            step.offset,
+            step.holder if step.holder in (None, EVERY) else "a token",
+            tuple(layer - first for layer in layers),
+        )
+        for step, layers in zip(q.fragment.steps, q.layers, strict=True)
+    )
+    factors = tuple(sorted(_factor(f) for f in q.comparison.factors))
+    c = q.comparison
+    return steps, factors, (c.copies, c.k, c.left_out)
 
 
-def _unnamed(sentence: str, names: list[str]) -> str:
-    sentence = re.sub(r"\b(comparison|copy) \d+", r"\1 #", sentence)
-    for name in names:
-        sentence = re.sub(rf"\b{re.escape(name)}\b", "#", sentence)
-    return sentence
-
-
-def _indices(comparison: Comparison) -> set[str]:
-    """The token indices of a comparison and of those nested in it."""
-    return set(comparison.variables).union(*(_indices(c) for c in comparison.children))
+def _factor(f: Factor) -> tuple:
+    counts = (len(f.scope), len(f.shifts), len(f.fixed), len(f.conditions), len(f.exclusions))
+    return counts, tuple(sorted(child.op for child in f.children))
 
 
 def _planned(q: Placement) -> list[int]:

@@ -268,7 +268,7 @@ def role(direction: int, terms: list[tuple[float, Node | None]], pair: tuple[str
     both = [t for t, n in zip(terms, reads, strict=True) if n == 2]
     if singles and not _same_for_both(singles, pair):
         return OFTEN
-    dots = [_dot(term, pair) for _, term in both]
+    dots = [dot_coefficient(term, pair) for _, term in both]
     if all(d is not None for d in dots):
         total = sum(c * d for (c, _), d in zip(both, dots, strict=True))
         if direction * total > 0 or (singles and not total):
@@ -344,7 +344,7 @@ def _same_for_both(singles: list, pair: tuple[str, str]) -> bool:
     return sorted(mine) == sorted(theirs)
 
 
-def _dot(term: Node, pair: tuple[str, str]) -> float | None:
+def dot_coefficient(term: Node, pair: tuple[str, str]) -> float | None:
     """c when ``term`` is c x[s].x[t] (either order), else None."""
     if not (isinstance(term, Apply) and term.fn == "dot"):
         return None

@@ -24,7 +24,9 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   2 max over b of f(a, b) (a chain's or a star's equal leaves share one head);
 - an order test between two indices of a max or min whose score is symmetric in them reads
   no position: ``s < t`` is ``s != t``, ``s <= t`` every pair; the max over s != t of
-  f(s) + f(t) is the largest f plus the second largest (:mod:`.diagonal`);
+  f(s) + f(t) is the largest f plus the second largest (:mod:`.diagonal`); a max or min
+  that the pair (s, s) holds on every draw is the diagonal's value (the max of x(s).x(t)
+  over every pair is the largest |x|^2; :mod:`.diagonal_extrema`);
 - a condition every value meets is dropped, and ``t == s`` makes t the index s
   (:mod:`.conditions`);
 - an index that nothing reads and whose only condition is ``t != s`` counts T - 1 copies of a
@@ -51,6 +53,7 @@ from infoflow.retrieval.algebra import (
 )
 from infoflow.retrieval.conditions import fold_conditions
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce, unordered_sum
+from infoflow.retrieval.diagonal_extrema import on_diagonal
 from infoflow.retrieval.expression import (
     KTH,
     SEQUENCE,
@@ -103,7 +106,12 @@ class _Rewriter:
             if halved is not node:
                 return self.rewrite(halved)
             pair = separable_pair(node)
-            return self.rewrite(pair) if pair is not node else _drop_diagonal(_rename_shifts(node))
+            if pair is not node:
+                return self.rewrite(pair)
+            diagonal = on_diagonal(node)
+            if diagonal is not node:
+                return self.rewrite(diagonal)
+            return _drop_diagonal(_rename_shifts(node))
         if isinstance(node, Apply):
             pointwise = node.fn in EXTREMA and len(node.args) > 1
             node = flat(node) if pointwise else node

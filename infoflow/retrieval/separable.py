@@ -6,7 +6,8 @@
   f(a) + g(b) + c is max f + max g + c (so that max f + max f is met as 2 max f);
 - terms of one connected max (min) that are one function once each is maximised over the
   indices only it reads are one term: max over a, b, c of f(a, b) + f(a, c) is the max over
-  a of 2 max over b of f(a, b) (a chain's or a star's equal leaves share one head).
+  a of 2 max over b of f(a, b) (a chain's or a star's equal leaves share one head), and
+  the diagonal's value where it holds the shared pair (:mod:`.diagonal_extrema`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from infoflow.retrieval.algebra import (
     rebuilt,
     terms,
 )
+from infoflow.retrieval.diagonal_extrema import on_diagonal
 from infoflow.retrieval.expression import Apply, Node, Reduce
 
 EXTREMA = ("max", "min")
@@ -57,7 +59,9 @@ def _split(node: Reduce) -> Node:
     roots = groups.roots()
     outside = [(c, t) for c, t in found if t is None or not free_indices(t) & set(own)]
     if len(roots) < 2 and not outside:
-        return _share_leaves(node)
+        shared = _share_leaves(node)
+        diagonal = on_diagonal(shared)  # max over a of 2 max over b of x(a).x(b): 2 max |x|^2
+        return shared if diagonal is shared else separate(diagonal)
     pieces = list(outside)
     for root in roots:
         members = groups.members(root)

@@ -248,9 +248,9 @@ def test_heads_of_two_parts_in_one_layer_are_named_after_their_own_parts() -> No
             {"q": "for max over t", "p": "for min over s"},
         ),
         (
-            "max(max(dot(x[s], x[t]) for t in T) for s in T) + min(x[u][0] for u in T)",
+            "max(max(bilinear(x[s], A, x[t]) for t in T) for s in T) + min(x[u][0] for u in T)",
             [2, 1],
-            {"e:0": "for min over u", "I": "for max over s, t"},
+            {"e:0": "for min over u", "A": "for max over s, t", "I": "for max over s, t"},
         ),
     ],
 )
@@ -263,11 +263,14 @@ def test_a_term_pairs_with_its_engine_part_as_written(target, heads, named) -> N
         assert named[head.score[0].matrix] in head.step, (head.does, head.step)
 
 
-def test_parts_the_engine_cannot_tell_apart_are_laid_out_by_search_unnamed() -> None:
-    """Two pair maxima on [1, 1, 1, 1]: which engine part each term is cannot be told from
-    their kind, so compile lays them out itself (one after the other), names no head, and
-    says so; the witness still computes the target. Two maxima over s that differ in what
-    they nest (a max over t, a partner peel) are told apart, each named after its own."""
+def test_parts_that_do_not_pair_are_laid_out_by_search_unnamed() -> None:
+    """A max of x(s).x(t) over every pair (which the engine plans as the max of |x|^2, one
+    retrieval, and compile builds as the pair, two layers) beside a pair max of a bilinear
+    form on [1, 1, 1, 1]: the terms do not pair with the engine's parts, so compile lays them
+    out itself (one after the other), names no head, and says so; the witness still
+    computes the target. Two pair maxima the engine runs alike pair in order, every head
+    named; two maxima over s that differ in what they nest (a max over t, a partner peel)
+    are told apart, each named after its own."""
     target = (
         "max(dot(x[s], x[t]) for s in T for t in T)"
         " + max(bilinear(x[s], A, x[t]) for s in T for t in T)"
@@ -277,8 +280,13 @@ def test_parts_the_engine_cannot_tell_apart_are_laid_out_by_search_unnamed() -> 
     assert sorted(h.layer for h in witness.circuit.heads) == [1, 2, 3, 4]
     assert not any(h.step for h in witness.circuit.heads)
     assert "not named after the engine's steps" in " ".join(witness.circuit.notes)
+    alike = target.replace("dot(x[s], x[t])", "bilinear(x[s], B, x[t])")
+    circuit = circuit_of(spec(alike, [1, 1, 1, 1], seq_len=8))
+    assert all(h.step for h in circuit.heads) and not circuit.notes
+    for head in circuit.heads:  # B's pair is comparison 1, A's comparison 2, as written
+        assert ("comparison 1" in head.step) == ("p0." in head.does), (head.does, head.step)
     partners = (  # the k = 1 "partner" is a max over s, t; the k = 7 one a partner peel
-        "max(kth_largest((dot(x[s], x[t]) for t in T), k=1) for s in T)"
+        "max(kth_largest((bilinear(x[s], B, x[t]) for t in T), k=1) for s in T)"
         " + max(kth_largest((bilinear(x[s], A, x[t]) for t in T if t != s), k=7) for s in T)"
     )
     circuit = circuit_of(spec(partners, [1, 2, 2], seq_len=8, positional_encoding=True))
@@ -720,7 +728,11 @@ def test_compile_refuses_what_it_does_not_build(tmp_path) -> None:
     path.write_text(json.dumps(data))
     line = refused("compile", str(path), "--out", str(tmp_path / "w"))
     assert "field 'target'" in line and "is not x[s]^T M x[t] (dot or bilinear) or the norm" in line
-    data["target"] = "min(norm(x[s] - x[t]) for s in T for t in T)"
+    data["target"] = "min(norm(x[s] - x[t]) for s in T for t in T)"  # 0 on every draw
+    path.write_text(json.dumps(data))
+    line = refused("compile", str(path), "--out", str(tmp_path / "w"))
+    assert "the target reads no token" in line and "a constant" in line
+    data["target"] += " + max(dot(q, x[t]) for t in T)"  # the engine reads it as its max
     path.write_text(json.dumps(data))
     line = refused("compile", str(path), "--out", str(tmp_path / "w"))
     assert "the nearest pair is built only with s != t and positional encoding" in line

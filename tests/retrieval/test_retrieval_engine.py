@@ -126,13 +126,21 @@ GENERAL = {
         [2, 1],
         2,
     ),
-    # two leaves that are one function of b: max over b of 2 max over a of x(a).x(b)
+    # two leaves that are one function of b: max over b of 2 max over a of x(a)^T A x(b)
     "chain of three with equal leaves": (
+        "max(bilinear(x[a], A, x[b]) + bilinear(x[c], A, x[b]) for a in T for b in T for c in T)",
+        [1, 1],
+        2,
+        [1, 1],
+        2,
+    ),
+    # ... and with x(a).x(b), 2 max over a, b of x(a).x(b): 2 max |x|^2 (Cauchy-Schwarz)
+    "chain of three dot products": (
         "max(dot(x[a], x[b]) + dot(x[b], x[c]) for a in T for b in T for c in T)",
-        [1, 1],
-        2,
-        [1, 1],
-        2,
+        [1],
+        1,
+        [1],
+        1,
     ),
     "chain of four": (
         "max(dot(x[a], x[b]) + norm(x[b] - x[c]) + dot(x[c], x[e]) "
@@ -158,8 +166,8 @@ GENERAL = {
         [1, 1],
         2,
     ),
-    "nested max of min": (
-        "max(min(norm(x[s] - x[t]) for t in T) for s in T)",
+    "nested min of max": (  # the token whose farthest is nearest (a max of min is 0)
+        "min(max(norm(x[s] - x[t]) for t in T) for s in T)",
         [1, 1],
         2,
         [1, 1],
@@ -213,7 +221,7 @@ def test_efficient_targets_outside_the_paper(name) -> None:
     ("target", "order"),
     [
         (
-            "max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[a]) "
+            "max(bilinear(x[a], A, x[b]) + bilinear(x[b], A, x[c]) + bilinear(x[c], A, x[a]) "
             "for a in T for b in T for c in T)",
             3,
         ),
@@ -232,7 +240,7 @@ def test_inefficient_targets_outside_the_paper(target, order) -> None:
 
 def test_information_sets_grow_layer_by_layer() -> None:
     result = predict(
-        "max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[e]) "
+        "max(bilinear(x[a], A, x[b]) + bilinear(x[b], A, x[c]) + bilinear(x[c], A, x[e]) "
         "for a in T for b in T for c in T for e in T)",
         [2, 1, 1],
     )

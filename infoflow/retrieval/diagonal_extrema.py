@@ -1,0 +1,127 @@
+"""Expression -> expression: a max or min that the pair (s, s) holds on every draw is the
+diagonal's value, a rewrite before the canonical form (``reconstruction:canonical_form``),
+by the classes of :mod:`.diagonal`:
+
+- over a pair of tokens that no condition names, whose score its diagonal decides on
+  every draw (:func:`~.diagonal.role`: g(a, b) <= max(g(a, a), g(b, b)) for a max; the
+  terms reading either read no other index), the extremum over one token of g(a, a): the
+  max of x(s).x(t) over every pair is the largest |x|^2 (Cauchy-Schwarz), the max of
+  |x(s) + x(t)| twice the largest norm;
+- over a token t that no condition names, of a score whose only term reading t is a
+  distance to another token s, c |x(s) - x(t)| (or its square), running down it (a min
+  with c > 0, a max with c < 0): the value at t = s, where the distance is 0 (each token's
+  nearest is itself: the min of |x(s) - x(t)| over every pair is 0).
+
+Until 2026-12-05 both were planned as pairs: two layers, Theorem 1's bound charged to one,
+where one head computes the first and the second is a constant (a review found them).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+from infoflow.retrieval.algebra import (
+    EXTREMUM,
+    collected,
+    free_indices,
+    names,
+    rebuilt,
+    rename,
+    terms,
+)
+from infoflow.retrieval.diagonal import EVERY_DRAW, dot_coefficient, norm_coefficients, role
+from infoflow.retrieval.expression import Node, Reduce, Variable
+
+
+def on_diagonal(node: Reduce) -> Node:
+    """``node``'s value on the diagonal where the diagonal holds it (see the module's
+    docstring), with the maxima among a max's terms pulled in (``max(f(b) + max(g(b, c)
+    for c in T) for b in T)`` is the max over b, c of f + g); else ``node``."""
+    if node.op not in ("max", "min"):
+        return node
+    direction, named = EXTREMUM[node.op], {n for c in node.conditions for n in (c.left, c.right)}
+    variables, found = _flat(node.op, node.variables, node.body)
+    if not all(v.is_token for v in variables):
+        return node
+
+    def reading(name: str) -> list:
+        return [(c, f) for c, f in found if f is not None and name in free_indices(f)]
+
+    for v in variables:  # a token whose nearest is itself: min over t of |x(s) - x(t)| is 0
+        s = None if v.name in named else _nearest_is_itself(direction, reading(v.name), v.name)
+        if s is not None:
+            return _without(node, variables, found, v, s)
+    for s, t in itertools.combinations(variables, 2):  # a pair its diagonal holds
+        pair = (s.name, t.name)
+        if named & set(pair):
+            continue  # a condition on the pair: (s, s) may be left out
+        touching = [(c, f) for c, f in found if f is not None and free_indices(f) & set(pair)]
+        if any(names(f) or free_indices(f) - set(pair) for _, f in touching):
+            continue  # the pair's terms read another index: not the pair's extremum alone
+        if role(direction, touching, pair) == EVERY_DRAW:
+            return _without(node, variables, found, t, s.name)
+    group = _dot_group(direction, found, [v for v in variables if v.name not in named])
+    if len(group) < 2:
+        return node
+    keep, mapping = group[0], {v.name: group[0].name for v in group[1:]}
+    rest = tuple(v for v in variables if v == keep or v not in group)
+    body = rebuilt(collected([(c, f and rename(f, mapping)) for c, f in found]))
+    return replace(node, variables=rest, body=body)
+
+
+def _dot_group(direction: int, found: list, free: list[Variable]) -> list[Variable]:
+    """The tokens of ``free`` whose every term is c x(i).x(j) with another of them, c
+    running up the extremum (c > 0 in a max): sum c x(i).x(j) <= (sum c) max |x|^2, which
+    the diagonal reaches (a chain, a cycle or a star of dot products)."""
+    group = {v.name: v for v in free}
+    while True:
+        edges, out = [], set()
+        for c, f in found:
+            reads = free_indices(f) if f is not None else set()
+            if not reads & set(group):
+                continue
+            coefficient = dot_coefficient(f, tuple(reads)) if len(reads) == 2 else None
+            if reads <= set(group) and coefficient and direction * c * coefficient > 0:
+                edges.append(reads)
+            else:
+                out |= reads & set(group)
+        if not out:
+            return [v for v in free if any(v.name in e for e in edges)]
+        group = {name: v for name, v in group.items() if name not in out}
+
+
+def _flat(op: str, variables: tuple, body: Node) -> tuple[tuple, list]:
+    """The indices and additive terms of a max (min) over ``variables`` of ``body``, the
+    positive multiples of maxima (minima) without conditions among its terms pulled in."""
+    out, found = tuple(variables), []
+    for c, term in terms(body):
+        if isinstance(term, Reduce) and term.op == op and not term.conditions and c > 0:
+            inner, pulled = _flat(op, term.variables, term.body)
+            out, found = out + inner, found + [(c * k, f) for k, f in pulled]
+        else:
+            found.append((c, term))
+    return out, found
+
+
+def _without(node: Reduce, variables: tuple, found: list, gone: Variable, stays: str) -> Node:
+    """``node``, an extremum over ``variables`` of the terms ``found``, over them but
+    ``gone``, read as ``stays``."""
+    rest = tuple(v for v in variables if v != gone)
+    body = rebuilt(collected([(c, f and rename(f, {gone.name: stays})) for c, f in found]))
+    return replace(node, variables=rest, body=body) if rest else body
+
+
+def _nearest_is_itself(direction: int, touching: list, t: str) -> str | None:
+    """s when the only term reading t (``touching``: coefficient, term) is c |x(s) - x(t)| (or
+    its square) and the extremum of ``direction`` runs down it; else None."""
+    if len(touching) != 1:
+        return None
+    (c, term), (others) = touching[0], free_indices(touching[0][1]) - {t}
+    if len(others) != 1:
+        return None
+    s = others.pop()
+    pair = norm_coefficients(term, (s, t))
+    if pair is None or pair[0] != -pair[1] or direction * c > 0:
+        return None
+    return s

@@ -1,0 +1,101 @@
+"""A max or min that the pair (s, s) holds on every draw is planned as the diagonal's value
+(infoflow/retrieval/diagonal_extrema.py): each rewrite is checked against the written target
+evaluated on random draws, and its plan against the plan of the diagonal written out."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import infoflow
+from infoflow.core.errors import SpecError
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+
+#: (written, the same function written on the diagonal)
+SAME = [
+    ("max(dot(x[s], x[t]) for s in T for t in T)", "max(sqnorm(x[s]) for s in T)"),
+    ("max(max(dot(x[t], x[s]) for t in T) for s in T)", "max(sqnorm(x[s]) for s in T)"),
+    ("min(-2 * dot(x[s], x[t]) for s in T for t in T)", "min(-2 * sqnorm(x[s]) for s in T)"),
+    ("max(norm(x[s] + x[t]) for s in T for t in T)", "max(2 * norm(x[s]) for s in T)"),
+    (
+        "max(dot(x[s], x[t]) + dot(q, x[s]) + dot(q, x[t]) for s in T for t in T)",
+        "max(sqnorm(x[s]) + 2 * dot(q, x[s]) for s in T)",
+    ),
+    (
+        "max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[e]) "
+        "for a in T for b in T for c in T for e in T)",
+        "max(3 * sqnorm(x[a]) for a in T)",
+    ),
+    (
+        "max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[a]) for a in T for b in T for c in T)",
+        "max(3 * sqnorm(x[a]) for a in T)",
+    ),
+    (
+        "max(dot(x[a], x[b]) + dot(q, x[c]) + dot(x[b], x[d]) "
+        "for a in T for b in T for c in T for d in T)",
+        "max(2 * sqnorm(x[b]) for b in T) + max(dot(q, x[c]) for c in T)",
+    ),
+    (
+        "max(dot(q, x[a]) + min(norm(x[a] - x[b]) for b in T) for a in T)",
+        "max(dot(q, x[a]) for a in T)",
+    ),
+    (
+        "sum(min(sqnorm(x[s] - x[t]) + dot(q, x[s]) for t in T) for s in T)",
+        "sum(dot(q, x[s]) for s in T)",
+    ),
+    (
+        "max(dot(x[s], x[t]) for s in T for t in T if s <= t)",
+        "max(sqnorm(x[s]) for s in T)",
+    ),
+]
+
+
+def _spec(target: str, heads: list[int]) -> dict:
+    arch = {"layers": len(heads), "heads": heads, "embed_dim": 64}
+    return {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8} | {
+        "architecture": arch
+    }
+
+
+@pytest.mark.parametrize(("written", "diagonal"), SAME)
+def test_the_diagonal_holds_the_extremum_and_is_planned_as_it(written, diagonal) -> None:
+    specs = [infoflow.load_spec(_spec(t, [1])) for t in (written, diagonal)]
+    x = sample_inputs(specs[0], 256, 8, torch.Generator().manual_seed(0)).double()
+    values = [TargetFunction(s, seed=0, dtype=torch.float64)(x) for s in specs]
+    assert torch.allclose(values[0], values[1], atol=1e-9), (values[0] - values[1]).abs().max()
+    for heads in ([1], [2], [1, 1], [2, 1]):
+        plans = [infoflow.predict(_spec(t, heads)) for t in (written, diagonal)]
+        for name in ("comparison_order", "min_heads", "min_architectures", "efficient"):
+            assert plans[0][name].value == plans[1][name].value, (name, heads)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "min(norm(x[s] - x[t]) for s in T for t in T)",
+        "max(min(norm(x[s] - x[t]) for t in T) for s in T)",
+        "min(sqnorm(x[t] - x[s]) for s in T for t in T if s <= t)",
+    ],
+)
+def test_a_nearest_pair_that_may_be_one_token_is_a_constant_and_refused(target) -> None:
+    """Each token's nearest is itself: the distance is 0 on every draw, nothing to learn
+    (it was planned as a two-layer pair; the docs' own example was one)."""
+    with pytest.raises(SpecError, match="reads no token"):
+        infoflow.load_spec(_spec(target, [1, 1]))
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "max(dot(x[s], x[t]) for s in T for t in T if s != t)",  # (s, s) left out
+        "min(dot(x[s], x[t]) for s in T for t in T)",  # the min of a dot: not on the diagonal
+        "max(bilinear(x[s], A, x[t]) for s in T for t in T)",  # A's diagonal takes any sign
+        "max(dot(x[a], x[b]) - dot(x[b], x[c]) for a in T for b in T for c in T)",
+        "max(min(norm(x[s] - x[t]) + dot(q, x[t]) for t in T) for s in T)",
+        "max(dot(x[s], x[t - 1]) for s in T for t in T)",  # another token than t
+    ],
+)
+def test_extrema_the_diagonal_does_not_hold_stay_pairs(target) -> None:
+    spec = _spec(target, [1, 1])
+    spec["architecture"]["positional_encoding"] = True
+    assert infoflow.predict(spec)["comparison_order"].value >= 2
