@@ -26,7 +26,9 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   no position: ``s < t`` is ``s != t``, ``s <= t`` every pair; the max over s != t of
   f(s) + f(t) is the largest f plus the second largest (:mod:`.diagonal`); a max or min
   that the pair (s, s) holds on every draw is the diagonal's value (the max of x(s).x(t)
-  over every pair is the largest |x|^2; :mod:`.diagonal_extrema`);
+  over every pair is the largest |x|^2; :mod:`.diagonal_extrema`); a token index of a max or
+  min that only its order tests read leaves it, its tests projected on the others (the max
+  over s of the max over t <= s is the max over every t; :mod:`.unread_indices`);
 - a condition every value meets is dropped, and ``t == s`` makes t the index s
   (:mod:`.conditions`);
 - an index that nothing reads and whose only condition is ``t != s`` counts T - 1 copies of a
@@ -68,6 +70,7 @@ from infoflow.retrieval.expression import (
 )
 from infoflow.retrieval.pointwise import HOLE, absorbed, fill, flat, match, membership
 from infoflow.retrieval.separable import ADDITIVE, EXTREMA, separate
+from infoflow.retrieval.unread_indices import project
 
 COUNT = Param("T_minus_1")  # the number of values an index t != s takes (a fixed number)
 
@@ -108,7 +111,7 @@ class _Rewriter:
             pair = separable_pair(node)
             if pair is not node:
                 return self.rewrite(pair)
-            diagonal = on_diagonal(node)
+            diagonal = on_diagonal(project(node))
             if diagonal is not node:
                 return self.rewrite(diagonal)
             return _drop_diagonal(_rename_shifts(node))
