@@ -171,13 +171,18 @@ def _against_the_figure(spec: IclMarkovSpec, predictions: dict) -> tuple[str, ..
 
 def _check_positive(spec: IclMarkovSpec, k1, k2, tau, source: str | None) -> None:
     """A SpecError when the working forms leave their range at this spec's sizes: a
-    threshold or tau_2Gen that is not a positive number."""
+    threshold or tau_2Gen that is not a positive number, or a context shorter than 3 states,
+    where g(N) = N / ln N falls as N grows (a K*_2 below one chain is a prediction: the
+    phases say where it contradicts the race)."""
     sizes = f"states {spec.states}, context_len {spec.context_len}, d_model {spec.model.d_model}"
     problems = [
         f"{name} = {value:.4g} is not a positive number"
         for name, value in (("K*_1", k1), ("K*_2", k2), ("tau_2Gen", tau))
         if value is not None and not 0 < value < math.inf
     ]
+    if spec.context_len < 3:  # g(N) = N / ln N falls below N = e
+        why = "g(N) = N / ln N, the working forms' context law, falls below N = e: it needs N >= 3"
+        raise SpecError(source or "<spec>", [("context_len", why)])
     if problems:
         message = f"{'; '.join(problems)} at {sizes}: the calibrated working forms do not hold here"
         raise SpecError(source or "<spec>", [(None, message)])

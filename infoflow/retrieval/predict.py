@@ -82,7 +82,8 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
             "",
             "exact",
             neck.provenance,
-            "The part of the plan that sets the exponent.",
+            "The part of the plan whose term grows with T, the largest such (else the largest "
+            "term): what makes the exponent grow with T, not always its largest term.",
         ),
         "information_sets": Prediction(
             readout_sets(der.schedule),

@@ -362,3 +362,13 @@ def test_calibrate_records_where_the_capacity_was_fitted() -> None:
     model = {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 64}
     setting = {"states": 3, "context_len": 64, "dirichlet_alpha": 1.0, "model": model}
     assert refit.capacity.fitted_at == [setting]
+
+
+def test_the_context_law_refuses_contexts_where_it_falls() -> None:
+    """g(N) = N / ln N falls below N = e, so a context of 2 states gave larger thresholds
+    than one of 3 (K*_1 5.7 against 5.4; a review found it): refused, exit 2, naming the
+    field."""
+    with pytest.raises(infoflow.SpecError, match="falls below N = e") as short:
+        infoflow.predict(_spec(context_len=2))
+    assert short.value.field == "context_len"
+    assert infoflow.predict(_spec(context_len=3))["tau_2gen"].value > 0
