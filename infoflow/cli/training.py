@@ -309,6 +309,13 @@ def calibrate(
     console().print(table)
 
 
+def _sharpness(value: float) -> float:
+    """--beta: a number from 0.01 to 1e6 (NaN was refused as "at most 1000000")."""
+    if not 0.01 <= value <= 1e6:
+        raise typer.BadParameter(f"must be a number from 0.01 to 1e6 (got {value:g})")
+    return value
+
+
 @app.command(name="compile")
 def compile_(
     spec: Annotated[Path, typer.Argument(help="A retrieval spec.", show_default=False)],
@@ -316,7 +323,8 @@ def compile_(
         Path, typer.Option(help="Folder for model.safetensors, witness.json (and the sweep).")
     ] = Path("witness"),
     beta: Annotated[
-        float, typer.Option(min=0.01, max=1e6, help="Softmax sharpness of the heads.")
+        float,
+        typer.Option(callback=_sharpness, help="Softmax sharpness of the heads (0.01 to 1e6)."),
     ] = 100.0,
     width: Annotated[int, typer.Option(min=8, max=65536, help="The MLPs' hidden width.")] = 2048,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the target's parameters.")] = 0,

@@ -31,7 +31,8 @@ def read_json(path: Path, what: str = "file", max_bytes: int = MAX_BYTES) -> Any
 
     Refused promptly, never read forever: a missing file, a directory, anything that is not
     a regular file (a FIFO, a device), a file over ``max_bytes``; then invalid UTF-8 or
-    JSON, NaN and Infinity, nesting deeper than MAX_DEPTH, numbers beyond MAX_INTEGER."""
+    JSON, NaN and Infinity, nesting deeper than MAX_DEPTH, numbers beyond MAX_INTEGER. A
+    UTF-8 byte-order mark is skipped."""
     source = str(path)
     try:
         info = os.stat(path)
@@ -51,7 +52,7 @@ def read_json(path: Path, what: str = "file", max_bytes: int = MAX_BYTES) -> Any
         limit = f"{max_bytes // 2**20} MiB"
         raise SpecError(source, [(None, f"{info.st_size:,} bytes: a {what} is at most {limit}")])
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is skipped
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(source, [(None, f"cannot read the {what} ({exc})")]) from None
     return parse_json(text, source)

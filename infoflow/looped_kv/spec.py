@@ -173,7 +173,9 @@ class LoopedModel(StrictModel):
         if self.kv_heads is None:
             fill_derived(self, "kv_heads", self.heads)
         if self.heads % self.kv_heads:
-            raise FieldError("kv_heads", f"{self.kv_heads} does not divide heads = {self.heads}")
+            read = " (both read from the config: num_key_value_heads, num_attention_heads)"
+            message = f"{self.kv_heads} does not divide heads = {self.heads}"
+            raise FieldError("kv_heads", message + (read if self.hf_config else ""))
         if self.head_dim is None:
             if self.hidden_size % self.heads:
                 raise FieldError(
@@ -325,7 +327,10 @@ class LoopedKVSpec(SpecBase):
         """Tensor parallelism splits the KV heads: one number must divide the other."""
         tp, heads = self.serving.tensor_parallel, self.model.kv_heads
         if tp > 1 and tp % heads and heads % tp:
-            message = f"{tp} devices cannot split {heads} KV heads evenly"
+            message = (
+                f"{tp} devices cannot split {heads} KV heads evenly: one count must divide the "
+                "other (more devices than KV heads copy each head)"
+            )
             raise FieldError("serving.tensor_parallel", message)
         engine, model = self.serving.engine, self.model
         if engine == "vllm" and (model.sliding_window or model.mamba):

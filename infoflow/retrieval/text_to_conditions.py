@@ -17,8 +17,11 @@ def as_condition(linear: dict[str, int], op: str, scope, column: int) -> Conditi
     """``linear op 0`` as ``left op right + shift`` (left an index with coefficient 1)."""
     constant, seq = linear.pop("", 0), linear.pop(SEQUENCE, 0)
     names = {n: c for n, c in linear.items() if c}
-    if not names:
-        raise TargetError("a condition must compare a bound index", column)
+    if not names:  # t != t, 3 < 4: the same everywhere
+        why = "a condition must compare a bound index"
+        if linear:  # t != t: true nowhere, t == t everywhere
+            why += f": {', '.join(sorted(linear))} is on both sides and cancels"
+        raise TargetError(why, column)
     if all(c < 0 for c in names.values()):
         names = {n: -c for n, c in names.items()}
         constant, seq, op = -constant, -seq, _FLIP[op]

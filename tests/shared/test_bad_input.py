@@ -619,3 +619,33 @@ def test_an_unreachable_ray_cluster_is_one_line(monkeypatch) -> None:
     monkeypatch.setenv("RAY_ADDRESS", "10.8.8.8:6379")  # Ray's default without --address
     with pytest.raises(SpecError, match=r"the Ray cluster that RAY_ADDRESS names \(10\.8\.8\.8"):
         train_on_ray([object()], None, None, 0)
+
+
+def test_messages_name_what_is_wrong_where_the_user_wrote_it(tmp_path) -> None:
+    """A review's list: --beta nan was "at most 1000000"; `t != t` "must compare a bound
+    index"; a calibration file that is not JSON named no field; a config's num_key_value_heads
+    that does not divide its heads named only the spec's field."""
+    kth = str(SPECS / "retrieval" / "kth-largest.json")
+    result = CliRunner().invoke(app, ["compile", kth, "--set", "sweep=null", "--beta", "nan"])
+    assert result.exit_code == 2 and "must be a number from 0.01 to 1e6 (got nan)" in result.output
+    target = "target=max(dot(q, x[t]) for t in T if t != t)"
+    line = refused("predict", kth, "--set", "sweep=null", "--set", target)
+    assert "t is on both sides and cancels" in line
+    (tmp_path / "bad.json").write_text("not json")
+    park = str(SPECS / "icl_markov" / "park2025.json")
+    line = refused(
+        "predict", park, "--set", "sweep=null", "--set", f"calibration={tmp_path}/bad.json"
+    )
+    assert "field 'calibration': the calibration file" in line and "invalid JSON" in line
+    config = json.loads((SPECS / "looped_kv" / "hf_configs" / "qwen3-0.6b.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "num_key_value_heads": 3}))
+    line = refused("predict", str(tmp_path / "config.json"))
+    assert "read from the config: num_key_value_heads, num_attention_heads" in line
+
+
+def test_a_spec_with_a_byte_order_mark_is_read(tmp_path) -> None:
+    """Windows editors write a UTF-8 BOM: it was refused as invalid JSON."""
+    text = (SPECS / "retrieval" / "kth-largest.json").read_text()
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    result = CliRunner().invoke(app, ["predict", str(tmp_path / "bom.json"), "--set", "sweep=null"])
+    assert result.exit_code == 0, result.output
