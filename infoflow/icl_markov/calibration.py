@@ -242,16 +242,24 @@ def differences(anchor: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     ]
 
 
-def load_calibration(path: str | Path | None = None) -> Calibration:
+def load_calibration(path: str | Path | None = None, spec: str | None = None) -> Calibration:
     """Read a calibration file (the shipped one when ``path`` is None); a bad file is a
-    :class:`SpecError` naming it and the field."""
+    :class:`SpecError` naming it and the field, or, for the file a spec names (``spec``: the
+    spec's source), naming the spec and its ``calibration`` field with the file's problem."""
     path = Path(path) if path else SHIPPED
-    data = read_json(path, "calibration file")
     try:
-        return Calibration.model_validate(data)
-    except ValidationError as exc:
-        problems = [(".".join(map(str, e["loc"])) or None, e["msg"]) for e in exc.errors()]
-        raise SpecError(str(path), problems) from None
+        data = read_json(path, "calibration file")
+        try:
+            return Calibration.model_validate(data)
+        except ValidationError as exc:
+            problems = [(".".join(map(str, e["loc"])) or None, e["msg"]) for e in exc.errors()]
+            raise SpecError(str(path), problems) from None
+    except SpecError as exc:
+        if spec is None:
+            raise
+        problems = [f"field '{field}': {why}" if field else why for field, why in exc.problems]
+        message = f"the calibration file {exc.source}: {'; '.join(problems)}"
+        raise SpecError(spec, [("calibration", message)]) from None
 
 
 def write_calibration(calibration: Calibration, path: Path) -> None:

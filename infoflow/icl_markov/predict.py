@@ -67,12 +67,7 @@ def predict_icl_markov(spec: IclMarkovSpec, source: str | None = None) -> Result
 
 
 def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
-    try:
-        calibration = load_calibration(spec.calibration)
-    except SpecError as exc:  # the file's problem, under the spec's field that names it
-        problems = [f"{field}: {why}" if field else why for field, why in exc.problems]
-        message = f"the calibration file {exc.source}: {'; '.join(problems)}"
-        raise SpecError(source or "<spec>", [("calibration", message)]) from None
+    calibration = load_calibration(spec.calibration, source or "<spec>")
     exponent = calibration.exponents.memorization.value
     values = {
         N: spec.context_len,
