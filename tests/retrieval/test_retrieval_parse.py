@@ -278,3 +278,15 @@ def test_random_text_gives_a_tree_or_a_refusal(text) -> None:
 @given(st.lists(LANGUAGE, max_size=40).map("".join))
 def test_random_language_fragments_give_a_tree_or_a_refusal(text) -> None:
     assert _outcome(text) in ("tree", "refused")
+
+
+def test_constants_are_evaluated_in_the_targets_dtype() -> None:
+    """A constant was a float32 tensor in a float64 evaluation: max(0.001 f) * 1000 differed
+    from max f by 4e-7 (a fuzz of compile found it); in float64 it is rounding."""
+    base = {"kind": "retrieval", "input_dim": 4, "seq_len": 8}
+    base["architecture"] = {"layers": 1, "heads": 1}
+    scaled = infoflow.load_spec({**base, "target": "max(0.001 * dot(q, x[t]) for t in T) * 1000"})
+    plain = infoflow.load_spec({**base, "target": "max(dot(q, x[t]) for t in T)"})
+    x = sample_inputs(scaled, 64, 8, torch.Generator().manual_seed(0)).double()
+    values = [TargetFunction(s, seed=0, dtype=torch.float64)(x) for s in (scaled, plain)]
+    assert (values[0] - values[1]).abs().max() < 1e-12

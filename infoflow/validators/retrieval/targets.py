@@ -116,7 +116,7 @@ class TargetFunction:
 
     def _eval(self, node: Node, axes: list[Axis]) -> tuple[Tensor, int]:
         if isinstance(node, Const):
-            value = torch.tensor(float(node.value), device=self.device)
+            value = torch.tensor(float(node.value), device=self.device, dtype=self.dtype)
             return self._lift(value, axes, 0), 0
         if isinstance(node, Token):
             return self._token(node, axes)
