@@ -186,9 +186,10 @@ def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
             raise  # JSON, but out of bounds
         value = raw  # not JSON: a string
     set_path(data, key.strip(), value, name, f"--set {override!r}")
-    sweep = data.get("sweep")
-    if isinstance(sweep, dict) and key.strip() in sweep:  # the field set is no longer swept
-        del sweep[key.strip()]
+    sweep, field = data.get("sweep"), key.strip()
+    if isinstance(sweep, dict):  # the field set (and any inside it) is no longer swept
+        for swept in [k for k in sweep if k == field or k.startswith(f"{field}.")]:
+            del sweep[swept]
         if not sweep:
             del data["sweep"]
 

@@ -22,6 +22,7 @@ from infoflow.retrieval.algebra import key, normal, terms
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
 from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce
+from infoflow.retrieval.expression_rewrite import reads
 
 EXTREMA = ("max", "min")
 ARGS = ("argmax", "argmin")
@@ -92,8 +93,9 @@ def _shifted(node: Node, seq_len: int) -> tuple[Fraction, Node]:
     (0, node) when it adds none."""
     if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH, "sum"):
         return Fraction(0), node
-    if node.op == "sum" and node.conditions:  # how many tuples it adds c over: not built
-        return Fraction(0), node
+    tokens = [v.name for v in node.variables if v.is_token]
+    if node.op == "sum" and (node.conditions or any(reads(node, t) - {0} for t in tokens)):
+        return Fraction(0), node  # x[t-1] leaves a tuple out: how many it adds c over, not built
     count = 1 if node.op != "sum" else math.prod(v.size or seq_len for v in node.variables)
     shift, body = _shifted(node.body, seq_len)  # max over s of (the 2nd over t of f + c)
     if body is not node.body:  # ... is ... + c; an argmax does not move

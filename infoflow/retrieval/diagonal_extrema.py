@@ -10,7 +10,9 @@ by the classes of :mod:`.diagonal`:
 - over a token t that no condition names, of a score whose only term reading t is a
   distance to another token s, c |x(s) - x(t)| (or its square), running down it (a min
   with c > 0, a max with c < 0): the value at t = s, where the distance is 0 (each token's
-  nearest is itself: the min of |x(s) - x(t)| over every pair is 0).
+  nearest is itself: the min of |x(s) - x(t)| over every pair is 0); not where t is the
+  reduction's only index and a condition on an enclosing index guards it (``for t in T if
+  s >= 3``: the reduction is empty at the s it fails, and stays as written).
 
 Until 2026-12-05 both were planned as pairs: two layers, Theorem 1's bound charged to one,
 where one head computes the first and the second is a constant (a review found them).
@@ -106,8 +108,12 @@ def _flat(op: str, variables: tuple, body: Node) -> tuple[tuple, list]:
 
 def _without(node: Reduce, variables: tuple, found: list, gone: Variable, stays: str) -> Node:
     """``node``, an extremum over ``variables`` of the terms ``found``, over them but
-    ``gone``, read as ``stays``."""
+    ``gone``, read as ``stays``; ``node`` itself where no index would be left to hold its
+    conditions (a test on an enclosing index, ``if s >= 3``, leaves the reduction empty at
+    the s it fails: dropping it would count them)."""
     rest = tuple(v for v in variables if v != gone)
+    if not rest and node.conditions:
+        return node
     body = rebuilt(collected([(c, f and rename(f, {gone.name: stays})) for c, f in found]))
     return replace(node, variables=rest, body=body) if rest else body
 

@@ -2,11 +2,12 @@
 
 A token ``x[t]`` is a vector, its coordinate ``x[t][0]`` a number, which has no coordinate of
 its own (``x[t][0][0]`` is refused); ``dot``, ``bilinear``, ``norm`` and ``sqnorm`` take
-vectors and give numbers; arithmetic and the pointwise functions keep the shape (a number
-beside a vector is added to each coordinate, as compile builds ``x[1] + x[2] + 1``); a sum
-keeps its body's shape. A max, min, k-th, argmax or argmin ranks numbers: over vectors it
-has no meaning, so it is refused (until 2026-12-05 ``max(x[t] for t in T)`` was planned as
-one head). A parameter's shape is what its use makes it.
+vectors and give numbers (the middle of ``bilinear`` is a matrix: parameters); arithmetic
+and the pointwise functions keep the shape (a number beside a vector is added to each
+coordinate, as compile builds ``x[1] + x[2] + 1``); a sum keeps its body's shape. A max,
+min, k-th, argmax or argmin ranks numbers: over vectors it has no meaning, so it is refused
+(until 2026-12-05 ``max(x[t] for t in T)`` was planned as one head). A parameter's shape is
+what its use makes it.
 """
 
 from __future__ import annotations
@@ -52,5 +53,7 @@ def shape(node: Node) -> str:
         for i in OF_VECTORS[node.fn]:
             if shapes[i] == NUMBER:
                 raise TargetError(f"{node.fn}() takes vectors; its argument {i + 1} is a number")
+        if node.fn == "bilinear" and shapes[1] != ANY:  # a matrix: a parameter, or A - B
+            raise TargetError(f"bilinear() takes a matrix in the middle; it has {shapes[1]}")
         return NUMBER
     return VECTOR if VECTOR in shapes else ANY if ANY in shapes else NUMBER

@@ -8,7 +8,9 @@ T``, ``s >= 3``), and eliminating s from them is exact: s exists, with 1 <= s <=
 when each of its lower bounds is at most each of its upper bounds (Fourier-Motzkin, exact on
 difference constraints over the integers). A test between numbers and T that holds at every
 T >= 1 is dropped; one that may fail (``3 <= T``), a ``!=`` on s (:func:`~.expression_rewrite`
-drops a lone one) or an ``==`` leave s as written. Also spelled ``max(max(f(t) for t in T if
+drops a lone one), an ``==``, or a projected test on enclosing indices only (``u <= T - 1``
+from ``s > u``: a guard, which a later rewrite that pulls terms out of the reduction would
+drop) leave s as written. Also spelled ``max(max(f(t) for t in T if
 t <= s) for s in T)``. Until 2026-12-05 such a target was planned as a position read:
 impossible without positional encoding, though one head computes it (a review found it).
 """
@@ -42,8 +44,9 @@ def project(node: Reduce) -> Node:
         if not v.is_token or v.name in free_indices(body):
             continue
         projected = eliminated(v.name, conditions)
-        if projected is not None:
-            rest = tuple(u for u in variables if u != v)
+        rest = tuple(u for u in variables if u != v)
+        own = {u.name for u in rest}
+        if projected is not None and all({c.left, c.right} & own for c in projected):
             return replace(node, variables=rest, body=body, conditions=projected)
     return node
 

@@ -934,3 +934,16 @@ def test_heads_are_named_after_the_engines_steps_when_the_engine_places_them_lat
     circuit = circuit_of(spec("kth_largest((dot(q, x[t]) for t in T), k=2)", [1, 1, 1]))
     said = {h.layer: h.step for h in circuit.heads}
     assert "1st largest" in said[1] and "2nd largest" in said[2]
+
+
+def test_a_constant_in_a_sum_read_at_an_offset_is_not_counted_t_times() -> None:
+    """sum(x[t-1][0] + 1 for t in T) adds the constant over T - 1 tuples (x[0] does not
+    exist): compile does not take it out as T c (a review found it counted T times)."""
+    from infoflow.retrieval.circuit_terms import terms_of
+    from infoflow.retrieval.expression import Const
+    from infoflow.retrieval.text_to_expression import parse_target
+
+    found = terms_of(parse_target("sum(x[t-1][0] + 1 for t in T)"), 8)
+    assert not any(term == Const(1) for _, term, _ in found), found
+    plain = terms_of(parse_target("sum(x[t][0] + 1 for t in T)"), 8)
+    assert (8, Const(1), "") in plain, plain

@@ -99,3 +99,23 @@ def test_extrema_the_diagonal_does_not_hold_stay_pairs(target) -> None:
     spec = _spec(target, [1, 1])
     spec["architecture"]["positional_encoding"] = True
     assert infoflow.predict(spec)["comparison_order"].value >= 2
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "min(x[s][0] + min(norm(x[s] - x[t]) for t in T if s >= 3) for s in T)",
+        "max(x[s][0] - min(norm(x[s] - x[t]) for t in T if s <= 5) for s in T)",
+        "max(max(max(x[t][0] + x[u][1] for t in T if t <= s) for s in T if s > u) for u in T)",
+    ],
+)
+def test_a_guard_on_an_enclosing_index_is_kept(target) -> None:
+    """A review's counterexamples: a condition that names only an enclosing index leaves the
+    reduction empty where it fails; the nearest-is-itself rule dropped it with the reduction
+    (NMSE-scale differences of 2.2), the elimination of s put u <= T - 1 on the reduction
+    over t, where pulling terms out lost it. Both leave such targets as written."""
+    spec = infoflow.load_spec(_spec(target, [2, 1]) | {"seq_len": 8})
+    plan = infoflow.predict(_spec(target, [2, 1]))
+    assert plan["comparison_order"].value == 2
+    x = sample_inputs(spec, 64, 8, torch.Generator().manual_seed(0)).double()
+    assert torch.isfinite(TargetFunction(spec, seed=0, dtype=torch.float64)(x)).all()

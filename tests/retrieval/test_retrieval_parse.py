@@ -166,6 +166,7 @@ def test_a_number_where_a_vector_belongs_is_refused() -> None:
         ("max(x[t][0][1] for t in T)", r"x\[t\]\[0\] is a number: it has no coordinate \[1\]"),
         ("max(dot(x[t][0], q) for t in T)", r"dot\(\) takes vectors; its argument 1 is a number"),
         ("max(sqnorm(x[t][1]) for t in T)", r"sqnorm\(\) takes vectors"),
+        ("max(bilinear(x[s], x[t], x[s]) for s in T for t in T)", r"a matrix in the middle"),
     ],
 )
 def test_a_vector_where_a_number_belongs_is_refused(target, refusal) -> None:

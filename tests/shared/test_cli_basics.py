@@ -127,3 +127,11 @@ def test_set_on_a_swept_field_fixes_it_and_keeps_the_other_axes() -> None:
     both = ["--set", "seq_len=12", "--set", "architecture.layers=2", "--format", "json"]
     one = json.loads(invoke("predict", spec, *both).output)
     assert isinstance(one, dict) and one["spec"]["architecture"]["layers"] == 2
+
+
+def test_set_on_an_object_fixes_the_swept_fields_inside_it() -> None:
+    spec = str(SPECS / "retrieval" / "pairwise-min.json")
+    arch = 'architecture={"layers": 2, "heads": 1, "embed_dim": 32}'
+    points = json.loads(invoke("predict", spec, "--set", arch, "--format", "json").output)
+    assert {p["spec"]["architecture"]["layers"] for p in points} == {2}
+    assert [p["spec"]["seq_len"] for p in points] == [8, 16, 32, 64]
