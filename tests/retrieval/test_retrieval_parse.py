@@ -172,15 +172,8 @@ def test_a_number_where_a_vector_belongs_is_refused() -> None:
 def test_a_vector_where_a_number_belongs_is_refused(target, refusal) -> None:
     """A max, min, k-th or argmax ranks numbers, and a coordinate has no coordinates: predict
     planned max(x[t]) as one head and x[t][0][0] as x[t][0] (a review found them)."""
-    data = {
-        "kind": "retrieval",
-        "target": target,
-        "input_dim": 4,
-        "seq_len": 8,
-        "architecture": {"layers": 2, "heads": 1},
-    }
     with pytest.raises(SpecError, match=refusal) as refused:
-        infoflow.load_spec(data)
+        infoflow.load_spec(_two_layers(target))
     assert refused.value.field == "target"
 
 
@@ -195,14 +188,14 @@ def test_a_vector_where_a_number_belongs_is_refused(target, refusal) -> None:
     ],
 )
 def test_vectors_where_vectors_belong_are_planned(target) -> None:
-    data = {
-        "kind": "retrieval",
-        "target": target,
-        "input_dim": 4,
-        "seq_len": 8,
-        "architecture": {"layers": 2, "heads": 1},
+    assert infoflow.predict(_two_layers(target))["min_layers"].value >= 1
+
+
+def _two_layers(target: str) -> dict:
+    arch = {"layers": 2, "heads": 1}
+    return {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8} | {
+        "architecture": arch
     }
-    assert infoflow.predict(data)["min_layers"].value >= 1
 
 
 def test_hostile_target_exits_2_naming_the_field(tmp_path) -> None:
