@@ -123,7 +123,8 @@ def _nearest_is_itself(direction: int, touching: list, t: str) -> str | None:
     its square) and the extremum of ``direction`` runs down it; else None."""
     if len(touching) != 1:
         return None
-    (c, term), (others) = touching[0], free_indices(touching[0][1]) - {t}
+    (c, term) = touching[0]
+    others = free_indices(term) - {t}
     if len(others) != 1:
         return None
     s = others.pop()
