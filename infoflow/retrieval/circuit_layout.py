@@ -26,6 +26,7 @@ LayerNorm carries it.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import replace
 
 from infoflow.retrieval.circuit import SQNORM, Head, Mlp
@@ -121,9 +122,8 @@ def pairing(parts: list[Part], used: list[list[int]], schedule: Schedule) -> lis
 def _said(q: Placement) -> tuple:
     """What the engine runs for a part, up to the names of indices and comparisons: each
     step's kind, heads, length, rank, offset and holder (the readout, every token or a
-    token), in which layers from the part's first, and the comparison's factors (how many
-    indices, neighbours, fixed positions, conditions and exclusions, and the ops of the
-    comparisons nested in each)."""
+    token), in which layers from the part's first, and the comparison's factors
+    (:func:`_factor`)."""
     first = min(_planned(q))
     steps = tuple(
         (
@@ -137,14 +137,25 @@ def _said(q: Placement) -> tuple:
         )
         for step, layers in zip(q.fragment.steps, q.layers, strict=True)
     )
-    factors = tuple(sorted(_factor(f) for f in q.comparison.factors))
     c = q.comparison
+    factors = tuple(sorted(_factor(f, c.variables) for f in c.factors))
     return steps, factors, (c.copies, c.k, c.left_out)
 
 
-def _factor(f: Factor) -> tuple:
-    counts = (len(f.scope), len(f.shifts), len(f.fixed), len(f.conditions), len(f.exclusions))
-    return counts, tuple(sorted(child.op for child in f.children))
+def _factor(f: Factor, indices: tuple[str, ...]) -> tuple:
+    """A factor up to the names of the comparison's ``indices``: how many indices,
+    neighbours and fixed positions it reads, its conditions and exclusions as written with
+    each index by its place (``s < t`` and ``s2 < t2`` alike, a window and an order not),
+    and the ops of the comparisons nested in it."""
+
+    def unnamed(text: str) -> str:
+        for i, name in enumerate(indices):
+            text = re.sub(rf"\b{re.escape(name)}\b", f"#{i}", text)
+        return text
+
+    tests = tuple(sorted(unnamed(t) for t in (*f.conditions, *f.exclusions)))
+    counts = (len(f.scope), len(f.shifts), len(f.fixed))
+    return counts, tests, tuple(sorted(child.op for child in f.children))
 
 
 def _planned(q: Placement) -> list[int]:
