@@ -98,8 +98,8 @@ class Exponents(_Strict):
 
 
 def complete_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Every setting an anchor is compared on, the numeric ones positive (context_len
-    over 1 and states at least 2, as the working forms need)."""
+    """Every setting an anchor is compared on, the numeric ones positive (context_len at
+    least 3, where g(N) = N / ln N grows, and states at least 2, as the working forms need)."""
     missing = [k for k in (*NUMERIC_SETTINGS, *CATEGORICAL_SETTINGS) if k not in settings]
     if missing:
         raise ValueError(f"settings lacks {', '.join(missing)}")
@@ -107,8 +107,8 @@ def complete_settings(settings: dict[str, Any]) -> dict[str, Any]:
         value = settings[key]
         if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             raise ValueError(f"settings.{key} must be a positive number (got {value!r})")
-    if settings["context_len"] <= 1 or settings["states"] < 2:
-        raise ValueError("settings.context_len must be over 1 and settings.states at least 2")
+    if settings["context_len"] < 3 or settings["states"] < 2:
+        raise ValueError("settings.context_len must be at least 3 and settings.states at least 2")
     return settings
 
 

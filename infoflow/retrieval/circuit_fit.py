@@ -42,11 +42,13 @@ def head_dims(circuit: Circuit, head) -> int:
     return max(score, values)
 
 
-def named(heads: list[Head], steps: dict[int, list[str]]) -> list[Head]:
+def named(heads: list[Head], steps: dict[int, list[str]], by_order: bool = True) -> list[Head]:
     """``heads``, in their order, each given the engine's sentence (``steps``: per layer) for
     the step it realises: by the index both retrieve ("its best a", "the best a") where that
-    pairs them one to one, else the steps of a layer in the engine's order, the heads in
-    theirs (heads side by side). The engine places steps as late as the architecture allows
+    pairs them one to one, else, ``by_order``, the steps of a layer in the engine's order,
+    the heads in theirs (one term's heads); without it, a layer of several heads that the
+    index does not pair is left unnamed (heads of several terms side by side, which the
+    order does not tell apart). The engine places steps as late as the architecture allows
     and compile builds them from layer 1: where the two use as many layers with as many heads
     each, the i-th layer used of one is the i-th of the other; where they do not, no head is
     named (a layer's number alone would give a retrieval the sentence of a fetch)."""
@@ -62,6 +64,8 @@ def named(heads: list[Head], steps: dict[int, list[str]]) -> list[Head]:
         theirs = [_retrieved(sentence, "the best") for sentence in said]
         if None not in mine and len(set(mine)) == len(mine) and set(mine) == set(theirs):
             said = [said[theirs.index(v)] for v in mine]
+        elif len(here) > 1 and not by_order:
+            continue
         for head, sentence in zip(here, said, strict=True):
             heads[heads.index(head)] = replace(head, step=sentence)
     return heads

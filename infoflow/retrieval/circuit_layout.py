@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from infoflow.retrieval.circuit import SQNORM, Head, Mlp
 from infoflow.retrieval.circuit_forms import Unbuildable
-from infoflow.retrieval.types import EVERY, Factor, Placement, Schedule
+from infoflow.retrieval.types import EVERY, Comparison, Factor, Placement, Schedule
 
 #: A term's heads and MLPs, and its reduction's (op, number of indices) where it has one.
 Part = tuple[list[Head], list[Mlp], tuple[str, int] | None]
@@ -137,16 +137,25 @@ def _said(q: Placement) -> tuple:
         )
         for step, layers in zip(q.fragment.steps, q.layers, strict=True)
     )
-    c = q.comparison
-    factors = tuple(sorted(_factor(f, c.variables) for f in c.factors))
-    return steps, factors, (c.copies, c.k, c.left_out)
+    return steps, _comparison(q.comparison, _indices(q.comparison))
 
 
-def _factor(f: Factor, indices: tuple[str, ...]) -> tuple:
-    """A factor up to the names of the comparison's ``indices``: how many indices,
-    neighbours and fixed positions it reads, its conditions and exclusions as written with
-    each index by its place (``s < t`` and ``s2 < t2`` alike, a window and an order not),
-    and the ops of the comparisons nested in it."""
+def _comparison(c: Comparison, indices: list[str]) -> tuple:
+    """A comparison and those nested in it, up to the names of ``indices``."""
+    factors = tuple(sorted(_factor(f, indices) for f in c.factors))
+    return c.op, len(c.variables), c.copies, c.k, c.left_out, factors
+
+
+def _indices(c: Comparison) -> list[str]:
+    """The indices of ``c`` and of the comparisons nested in it, outermost first."""
+    return [*c.variables, *(i for child in c.children for i in _indices(child))]
+
+
+def _factor(f: Factor, indices: list[str]) -> tuple:
+    """A factor up to the names of ``indices``: how many indices, neighbours and fixed
+    positions it reads, its conditions and exclusions as written with each index by its
+    place (``s < t`` and ``s2 < t2`` alike, a window and an order not), and the comparisons
+    nested in it (:func:`_comparison`)."""
 
     def unnamed(text: str) -> str:
         for i, name in enumerate(indices):
@@ -155,7 +164,7 @@ def _factor(f: Factor, indices: tuple[str, ...]) -> tuple:
 
     tests = tuple(sorted(unnamed(t) for t in (*f.conditions, *f.exclusions)))
     counts = (len(f.scope), len(f.shifts), len(f.fixed))
-    return counts, tests, tuple(sorted(child.op for child in f.children))
+    return counts, tests, tuple(sorted(_comparison(child, indices) for child in f.children))
 
 
 def _planned(q: Placement) -> list[int]:

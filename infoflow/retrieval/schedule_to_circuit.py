@@ -172,7 +172,7 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
         used[head.layer] = slot + 1
         circuit.heads[i] = replace(head, slot=slot)
     if paired is None and how != "search":  # side by side: a layer's heads after its steps
-        circuit.heads = named(circuit.heads, sentences(schedule))
+        circuit.heads = named(circuit.heads, sentences(schedule), by_order=False)
     unnamed = sorted({h.layer for h in circuit.heads if not h.step})
     if paired is None and how == "search":
         circuit.notes.append(
@@ -182,8 +182,9 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     elif unnamed:
         circuit.notes.append(
             f"the heads of layer(s) {', '.join(map(str, unnamed))} are not named after the "
-            "engine's steps: compile runs there what the engine runs in other layers (the "
-            "terms do not pair one to one with the engine's parts)"
+            "engine's steps: the terms do not pair one to one with the engine's parts, and "
+            "there compile's heads and the engine's steps match neither by layer nor by the "
+            "index they retrieve"
         )
 
 

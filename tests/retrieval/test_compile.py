@@ -947,3 +947,38 @@ def test_a_constant_in_a_sum_read_at_an_offset_is_not_counted_t_times() -> None:
     assert not any(term == Const(1) for _, term, _ in found), found
     plain = terms_of(parse_target("sum(x[t][0] + 1 for t in T)"), 8)
     assert (8, Const(1), "") in plain, plain
+
+
+@pytest.mark.parametrize(
+    ("target", "heads"),
+    [
+        (
+            "max(kth_largest((bilinear(x[s], A, x[t]) for t in T if t != s), k=2) for s in T)"
+            " + max(kth_largest((bilinear(x[a], B, x[b]) for b in T), k=2) for a in T)",
+            [2, 2, 2],
+        ),
+        (
+            "max(kth_largest((bilinear(x[s], A, x[t]) for t in T if t != s), k=2) for s in T)"
+            " + max(kth_largest((bilinear(x[a], B, x[b]) for b in T), k=2) for a in T)",
+            [1, 1, 1, 1, 1, 1],
+        ),
+        ("argmax(dot(x[t-1], x[T]) for t in T) + max(dot(p, x[u]) for u in T)", [2, 1]),
+        (
+            "max(bilinear(x[s], A, x[t]) for s in T for t in T if s != t)"
+            " + max(bilinear(x[a], B, x[b]) for a in T for b in T)",
+            [2, 2],
+        ),
+    ],
+)
+def test_no_head_carries_another_terms_sentence(target, heads) -> None:
+    """A review's cases: alike parts whose nested comparisons differ (a self-exclusion) were
+    paired in written order, where the engine numbers them by structure; heads side by side
+    in one layer were named by order (a fetch took a retrieval's sentence, a plain pair the
+    self-excluding one's). A head now carries its own part's sentence, or none (noted)."""
+    circuit = circuit_of(spec(target, heads, embed_dim=64, seq_len=8, positional_encoding=True))
+    for head in circuit.heads:
+        assert ("fixed positions" in head.step) <= (head.mechanism == "fetch"), head
+        assert ("other than itself" in head.step) <= ("other than" in head.does), head
+        assert ("retrieves the best" in head.step) <= (head.mechanism != "fetch"), head
+    unnamed = sorted({h.layer for h in circuit.heads if not h.step})
+    assert not unnamed or "not named after the engine's steps" in " ".join(circuit.notes)

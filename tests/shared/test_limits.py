@@ -167,3 +167,23 @@ def test_a_failed_allocation_is_one_line_and_exit_1(monkeypatch, capsys) -> None
     monkeypatch.setattr(cli, "app", lambda **_: (_ for _ in ()).throw(RuntimeError("a bug")))
     with pytest.raises(RuntimeError, match="a bug"):
         cli.main()
+
+
+def test_compile_measures_long_sequences_in_fewer_at_a_time() -> None:
+    """At T = 1024 (compile's longest) and the default MLP width, 128 sequences a forward
+    pass would take about 9 GiB: compile measures 64 at a time instead (it refused T = 1024
+    at the default width; a review found it), and refuses only what one at a time cannot fit."""
+    from infoflow.validators.retrieval import construction
+
+    spec = infoflow.load_spec(
+        {
+            "kind": "retrieval",
+            "target": "max(dot(q, x[t]) for t in T)",
+            "input_dim": 4,
+            "seq_len": 1024,
+            "architecture": {"layers": 1, "heads": [1], "embed_dim": 64},
+        }
+    )
+    assert sum(construction.memory(spec, construction.WIDTH)) > construction.MEMORY
+    chunk = construction.chunk_for(spec, construction.WIDTH, "<spec>")
+    assert chunk == 64 and sum(construction.memory(spec, construction.WIDTH, chunk)) <= 8 * 2**30

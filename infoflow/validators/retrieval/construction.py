@@ -85,15 +85,7 @@ def build(
     """The witness of ``spec`` (a SpecError, exit 2, when compile refuses it), evaluated on
     fresh data; ``seed`` draws the target's parameters, as validate's seed does."""
     circuit = circuit or circuit_of(spec, source)
-    activations, weights = memory(spec, width)
-    if activations + weights > MEMORY:
-        why = (
-            f"measuring the witness at T = {spec.seq_len}, E = {spec.architecture.embed_dim} and "
-            f"MLP width {width} needs about {(activations + weights) / 2**30:.0f} GiB, above "
-            f"compile's {MEMORY / 2**30:.0f} GiB: give a smaller seq_len, embed_dim or --width"
-        )
-        field = "seq_len" if activations > weights else "architecture.embed_dim"
-        raise SpecError(source, [(field, why)])
+    chunk = chunk_for(spec, width, source)
     unevaluable = problem_at(spec)  # once per target and size, however many builds
     if unevaluable:
         raise SpecError(source, [("target", unevaluable)])
@@ -102,31 +94,54 @@ def build(
     model = weights.build()
     decoders = build_decoders(weights, seed)
     weights.balance()
-    error = nmse(model, spec, target, seed)
+    error = nmse(model, spec, target, seed, chunk)
     return Witness(spec, circuit, model, beta, width, decoders, error, seed)
 
 
-def memory(spec: RetrievalSpec, width: int) -> tuple[int, int]:
-    """Bytes in float64 of a forward pass of CHUNK sequences (the widest layer's activations,
-    a few at once, and each head's T x T scores) and of the SAMPLES sequences; and of the
-    weights (attention and MLP, twice: built, then copied into the model)."""
+def memory(spec: RetrievalSpec, width: int, chunk: int = CHUNK) -> tuple[int, int]:
+    """Bytes in float64 of a forward pass of ``chunk`` sequences (the widest layer's
+    activations, a few at once, and each head's T x T scores) and of the SAMPLES sequences;
+    and of the weights (attention and MLP, twice: built, then copied into the model)."""
     t, arch = spec.seq_len or 16, spec.architecture
     e, d = arch.embed_dim or 0, spec.input_dim or 4
     per_sequence = 4 * t * max(e, width, d) + max(arch.heads_per_layer) * t * t
     weights = 2 * arch.layers * (4 * e * e + 2 * e * width)
-    return 8 * (CHUNK * per_sequence + SAMPLES * t * d), 8 * weights
+    return 8 * (chunk * per_sequence + SAMPLES * t * d), 8 * weights
+
+
+def chunk_for(spec: RetrievalSpec, width: int, source: str) -> int:
+    """The most sequences per forward pass, CHUNK down to 1, whose measurement fits in
+    MEMORY; a SpecError naming what is too large when even one does not."""
+    for chunk in (CHUNK >> i for i in range(CHUNK.bit_length())):
+        activations, weights = memory(spec, width, chunk)
+        if activations + weights <= MEMORY:
+            return chunk
+    why = (
+        f"measuring the witness at T = {spec.seq_len}, E = {spec.architecture.embed_dim} and "
+        f"MLP width {width} needs about {(activations + weights) / 2**30:.0f} GiB one sequence "
+        f"at a time, above compile's {MEMORY / 2**30:.0f} GiB: give a smaller seq_len, "
+        "embed_dim or --width"
+    )
+    raise SpecError(
+        source, [("seq_len" if activations > weights else "architecture.embed_dim", why)]
+    )
 
 
 def nmse(
-    model: EnsembleTransformer, spec: RetrievalSpec, target: TargetFunction, seed: int
+    model: EnsembleTransformer,
+    spec: RetrievalSpec,
+    target: TargetFunction,
+    seed: int,
+    chunk: int = CHUNK,
 ) -> float:
-    """MSE / Var(y) of the model's first member on SAMPLES fresh sequences."""
+    """MSE / Var(y) of the model's first member on SAMPLES fresh sequences, ``chunk`` at a
+    time."""
     generator = torch.Generator().manual_seed(10_000 + seed)
     dtype = next(model.parameters()).dtype
     x = sample_inputs(spec, SAMPLES, spec.seq_len or 16, generator).to(target.dtype)
     y = target(x).to(dtype).reshape(SAMPLES, -1)
     with torch.no_grad():
-        p = torch.cat([model(x[i : i + CHUNK].to(dtype))[0] for i in range(0, SAMPLES, CHUNK)])
+        p = torch.cat([model(x[i : i + chunk].to(dtype))[0] for i in range(0, SAMPLES, chunk)])
     return float(((p - y) ** 2).mean() / y.var(0).mean())
 
 
@@ -136,7 +151,8 @@ def sweep(spec: RetrievalSpec, source: str = "<spec>", seed: int = 0) -> dict:
     falls."""
     circuit = circuit_of(spec, source)
     betas = [
-        {"beta": b, "nmse": build(spec, beta=b, seed=seed, circuit=circuit).nmse} for b in BETAS
+        {"beta": b, "nmse": build(spec, source, beta=b, seed=seed, circuit=circuit).nmse}
+        for b in BETAS
     ]
     out = {"beta": betas, "beta_falls": _falls([r["nmse"] for r in betas])}
     engine = predict_retrieval(spec, source)["cost_exponent"]
@@ -148,7 +164,7 @@ def sweep(spec: RetrievalSpec, source: str = "<spec>", seed: int = 0) -> dict:
         return out
     widths = []
     for w in WIDTHS:
-        built = build(spec, beta=SHARP, width=w, seed=seed, circuit=circuit)
+        built = build(spec, source, beta=SHARP, width=w, seed=seed, circuit=circuit)
         params = built.model.members[0].decoder_parameters()
         widths.append({"width": w, "decoder_parameters": params, "nmse": built.nmse})
     slope = fit_slope([r["decoder_parameters"] for r in widths], [r["nmse"] for r in widths])
