@@ -16,8 +16,9 @@ preference:
 Where the terms and the engine's parts pair up, compile names each term's heads after its
 own part's steps, whatever the layout (the i-th layer the term uses is the i-th its part
 uses); else heads side by side are named layer by layer where their layers and the engine's
-align (as many heads in the i-th layer used of each), and otherwise, as searched ones, not
-at all (the witness's notes say so).
+align (as many heads in the i-th layer used of each) and the index each retrieves tells a
+layer's heads apart, and otherwise, as searched ones, not at all (the witness's notes say
+so).
 
 A term that reads |x|^2 from LayerNorm's scale keeps its first layer: only the first
 LayerNorm carries it.
