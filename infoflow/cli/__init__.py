@@ -20,6 +20,9 @@ from infoflow.core.text import one_line
 
 __all__ = ["app", "main", "theory", "training"]
 
+#: What to try after a failed allocation.
+SMALLER = "try smaller sizes (seq_len, embed_dim, the MLP width) or fewer models at once"
+
 
 def main() -> None:
     """Console-script entry point: a usage error (a missing argument, an unknown option, a
@@ -41,9 +44,6 @@ def main() -> None:
         typer.echo(f"error: out of memory ({one_line(str(exc), 200)}): {SMALLER}", err=True)
         code = 1
     sys.exit(code if isinstance(code, int) else 0)
-
-
-SMALLER = "try smaller sizes (seq_len, embed_dim, the MLP width) or fewer models at once"
 
 
 def out_of_memory(exc: BaseException) -> bool:

@@ -89,8 +89,9 @@ def _terms(node: Node, seq_len: int, sign: Fraction = Fraction(1), written: str 
 def _shifted(node: Node, seq_len: int) -> tuple[Fraction, Node]:
     """(c, the reduction without its constants) for a max, min, k-th, argmax or argmin whose
     score adds constants summing to c (as the engine's canonical form takes them out), or for
-    a sum without conditions over n tuples of a score adding c / n (n = T per token index);
-    (0, node) when it adds none."""
+    a sum without conditions over n tuples (T per token index) of a score adding b, c = n b
+    (not where a token is read at an offset, which leaves tuples out); (0, node) when it adds
+    none."""
     if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH, "sum"):
         return Fraction(0), node
     tokens = [v.name for v in node.variables if v.is_token]
@@ -99,7 +100,7 @@ def _shifted(node: Node, seq_len: int) -> tuple[Fraction, Node]:
     count = 1 if node.op != "sum" else math.prod(v.size or seq_len for v in node.variables)
     shift, body = _shifted(node.body, seq_len)  # max over s of (the 2nd over t of f + c)
     if body is not node.body:  # ... is ... + c; an argmax does not move
-        return (0 if node.op in ARGS else count * shift), replace(node, body=body)
+        return (Fraction(0) if node.op in ARGS else count * shift), replace(node, body=body)
     pieces = [(s, p, _constant(p)) for s, p in forms.signed_terms(node.body)]
     rest = [p if s > 0 else Apply("neg", (p,)) for s, p, value in pieces if value is None]
     if len(rest) == len(pieces):  # a factor over a score and a constant: max(2 * (f + 1))

@@ -36,8 +36,8 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each;
   a constant factor taken out of its reduction (``max(-2 f)`` is -2 min f), a constant added
   to its score too (``max(f + 1)`` is max f + 1, a sum over the T tokens of f + 1 is the sum
-  of f + T: the output's bias), and equal terms built
-  once with the sum of their coefficients.
+  of f + T: the output's bias), and equal terms built once with the sum of their
+  coefficients.
 
 Anything else is refused with the term and the reason: a construction is a witness only when
 it is built, never approximated by a guess.
