@@ -12,13 +12,22 @@ what its use makes it.
 
 from __future__ import annotations
 
-from infoflow.retrieval.expression import Apply, Const, Node, Param, Reduce, TargetError, Token
+from infoflow.retrieval.algebra import EXTREMUM
+from infoflow.retrieval.expression import (
+    KTH,
+    Apply,
+    Const,
+    Node,
+    Param,
+    Reduce,
+    TargetError,
+    Token,
+)
+from infoflow.retrieval.text_to_expression import VECTORS  # functions of vectors: numbers
 
 NUMBER, VECTOR, ANY = "a number", "a vector", "any"
-#: Functions of vectors that give a number, and the arguments that are the vectors.
-OF_VECTORS = {"dot": (0, 1), "bilinear": (0, 2), "norm": (0,), "sqnorm": (0,)}
 #: Reductions that rank their values.
-RANKING = ("max", "min", "argmax", "argmin", "kth_largest", "kth_smallest")
+RANKING = (*EXTREMUM, *KTH)
 
 
 def check_shapes(node: Node) -> None:
@@ -49,8 +58,8 @@ def shape(node: Node) -> str:
         return body
     assert isinstance(node, Apply)
     shapes = [shape(a) for a in node.args]
-    if node.fn in OF_VECTORS:
-        for i in OF_VECTORS[node.fn]:
+    if node.fn in VECTORS:
+        for i in VECTORS[node.fn]:
             if shapes[i] == NUMBER:
                 raise TargetError(f"{node.fn}() takes vectors; its argument {i + 1} is a number")
         if node.fn == "bilinear" and shapes[1] != ANY:  # a matrix: a parameter, or A - B
