@@ -28,7 +28,11 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   that the pair (s, s) holds on every draw is the diagonal's value (the max of x(s).x(t)
   over every pair is the largest |x|^2; :mod:`.diagonal_extrema`); a token index of a max or
   min that only its order tests read leaves it, its tests projected on the others (the max
-  over s of the max over t <= s is the max over every t; :mod:`.unread_indices`);
+  over s of the max over t <= s is the max over every t; :mod:`.unread_indices`); a min over
+  s of a max whose range only grows with s is that max at the smallest s (the min over s of
+  the max over t <= s is the max over t <= 1; :mod:`.monotone_extrema`);
+- a term that cancels keeps the range its neighbours gave its index: ``x[s-1] - x[s-1]``
+  leaves s >= 2, as the validator evaluates the target (a fuzz found it dropped);
 - a condition every value meets is dropped, and ``t == s`` makes t the index s
   (:mod:`.conditions`);
 - an index that nothing reads and whose only condition is ``t != s`` counts T - 1 copies of a
@@ -68,6 +72,7 @@ from infoflow.retrieval.expression import (
     Token,
     Variable,
 )
+from infoflow.retrieval.monotone_extrema import at_extreme
 from infoflow.retrieval.pointwise import HOLE, absorbed, fill, flat, match, membership
 from infoflow.retrieval.separable import ADDITIVE, EXTREMA, separate
 from infoflow.retrieval.unread_indices import project
@@ -104,13 +109,16 @@ class _Rewriter:
             self.bound = {**outer, **{v.name: v for v in node.variables}}
             body = self.rewrite(node.body)
             self.bound = outer
-            node = unordered_reduce(replace(node, body=body))
+            node = unordered_reduce(_ranges_kept(node, body))
             halved = unordered_sum(node)
             if halved is not node:
                 return self.rewrite(halved)
             pair = separable_pair(node)
             if pair is not node:
                 return self.rewrite(pair)
+            extreme = at_extreme(node)
+            if extreme is not node:
+                return self.rewrite(extreme)
             diagonal = on_diagonal(project(node))
             if diagonal is not node:
                 return self.rewrite(diagonal)
@@ -204,6 +212,22 @@ class _Rewriter:
                 continue
             out.append(Reduce(fn, (Variable(name),), rename(skeleton, {HOLE: name}), mask))
         return out
+
+
+def _ranges_kept(node: Reduce, body: Node) -> Reduce:
+    """``node`` with ``body``, each of its token indices kept in the range the neighbours
+    its body read gave it: ``x[s-1] - x[s-1]`` cancels, but s >= 2 stays (the validator
+    evaluates the target as written; a review's fuzz found the range dropped)."""
+    conditions = list(node.conditions)
+    for v in node.variables:
+        if not v.is_token:
+            continue
+        before, after = reads(node.body, v.name) | {0}, reads(body, v.name) | {0}
+        if min(before) < min(after):
+            conditions.append(Condition(v.name, ">=", 1 - min(before)))
+        if max(before) > max(after):
+            conditions.append(Condition(v.name, "<=", SEQUENCE, -max(before)))
+    return replace(node, body=body, conditions=tuple(conditions))
 
 
 def _domain(node: Reduce) -> tuple:

@@ -26,7 +26,7 @@ from infoflow.retrieval.algebra import (
     terms,
 )
 from infoflow.retrieval.diagonal_extrema import on_diagonal
-from infoflow.retrieval.expression import Apply, Node, Reduce
+from infoflow.retrieval.expression import SEQUENCE, Apply, Node, Reduce
 
 EXTREMA = ("max", "min")
 ADDITIVE = ("+", "-", "neg", "*", "/")
@@ -62,6 +62,8 @@ def _split(node: Reduce) -> Node:
         shared = _share_leaves(node)
         diagonal = on_diagonal(shared)  # max over a of 2 max over b of x(a).x(b): 2 max |x|^2
         return shared if diagonal is shared else separate(diagonal)
+    if any(_guards(node, groups.members(root), found) for root in roots):
+        return node
     pieces = list(outside)
     for root in roots:
         members = groups.members(root)
@@ -74,6 +76,19 @@ def _split(node: Reduce) -> Node:
         piece = replace(node, variables=variables, body=body, conditions=conditions)
         pieces.append((Fraction(1), _share_leaves(piece)))
     return collect(rebuilt(collected(pieces)))
+
+
+def _guards(node: Reduce, members: set[str], found: list) -> bool:
+    """Whether ``members`` are indices nothing reads with a test on an enclosing index: their
+    range is empty for some of its values (``for b in T if b > u`` at u = T), where the max
+    is -inf, so they stay (a fuzz found them dropped, the night of 2026-12-05)."""
+    if any(t is not None and free_indices(t) & members for _, t in found):
+        return False
+    own = {v.name for v in node.variables}
+    named = {
+        side for c in node.conditions if {c.left, c.right} & members for side in (c.left, c.right)
+    }
+    return any(isinstance(side, str) and side != SEQUENCE and side not in own for side in named)
 
 
 def _share_leaves(node: Reduce) -> Reduce:

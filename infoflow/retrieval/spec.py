@@ -15,6 +15,7 @@ from infoflow.core.spec_base import SpecBase, StrictModel
 from infoflow.retrieval.canonical_to_tree import fixed_positions, position_number, tree_of
 from infoflow.retrieval.domains import check_coordinates, check_domains
 from infoflow.retrieval.expression import Apply, Node, Reduce, TargetError, Token
+from infoflow.retrieval.infinite_values import check_infinite
 from infoflow.retrieval.shapes import check_shapes
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import ComparisonTree
@@ -192,6 +193,7 @@ class RetrievalSpec(SpecBase):
             if self.seq_len is not None:
                 _check_positions(tree, written, self.seq_len)
                 check_domains(written, self.seq_len)
+                check_infinite(written, self.seq_len)
                 for k, left_out in tree.kth_values():
                     kth.rank(k, self.seq_len, left_out)
             if self.input_dim is not None:

@@ -374,9 +374,12 @@ def test_a_condition_true_only_at_the_specs_length_is_kept() -> None:
 
 def test_an_equality_beside_another_condition_of_its_index_keeps_that_condition() -> None:
     """A review found t == s folded to the bare value with t <= 3 lost (no PE needed, the
-    sum over every s): the reduction over one value is left as written, a position read."""
-    target = "sum(max(dot(x[s], x[t]) for t in T if t == s if t <= 3) for s in T)"
+    max over every s): the reduction over one value is left as written, a position read.
+    Summed over s it runs over nothing at s >= 4, and the target is -inf: refused."""
+    target = "max(max(dot(x[s], x[t]) for t in T if t == s if t <= 3) for s in T)"
     assert not predictions(target, [1, 1], 8)["feasible"]
+    with pytest.raises(infoflow.SpecError, match="runs over nothing at s = 4"):
+        predictions(target.replace("max(max", "sum(max", 1), [1, 1], 8)
 
 
 def test_an_equality_that_leaves_a_kth_one_value_is_refused() -> None:

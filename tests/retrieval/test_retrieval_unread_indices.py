@@ -65,7 +65,7 @@ def test_the_max_over_a_prefix_needs_no_positions() -> None:
     [
         ([Condition("t", "<=", "s")], ()),  # s = T allows every t
         ([Condition("t", "<", "s")], (Condition("t", "<=", "T", -1),)),
-        ([Condition("s", ">=", 3)], None),  # 3 <= T fails at T < 3: left as written
+        ([Condition("s", ">=", 3)], ()),  # 3 <= T: where it fails the target is refused
         ([Condition("s", "!=", "t")], None),
         ([Condition("s", "==", "t")], None),
         (

@@ -251,8 +251,9 @@ class TargetFunction:
         dims = tuple(range(1 + len(axes), 1 + len(inner)))
         mask = self._mask(node, inner)
         op = node.op
-        if op == "sum":
-            return (body * mask.reshape(mask.shape + (1,) * vdims)).sum(dims), vdims
+        if op == "sum":  # filled, not multiplied: a -inf outside the range is not a nan
+            outside = ~mask.reshape(mask.shape + (1,) * vdims).expand(body.shape)
+            return body.masked_fill(outside, 0).sum(dims), vdims
         if vdims:
             raise NotImplementedError(f"{op} of a vector")
         if op in ("min", "max", "argmin", "argmax"):
