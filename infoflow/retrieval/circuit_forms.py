@@ -11,6 +11,7 @@ from infoflow.retrieval.algebra import terms
 from infoflow.retrieval.diagonal import norm_coefficients
 from infoflow.retrieval.expression import (
     KTH,
+    SEQUENCE,
     Apply,
     Condition,
     Const,
@@ -253,6 +254,20 @@ def holds(condition: Condition, at: dict[str, int]) -> bool:
     """Whether ``condition`` holds with its indices at the positions ``at`` (1-based)."""
     left, right = at[condition.left], at[condition.right]
     return TESTS[condition.op](left, right + condition.shift)
+
+
+def left_out(conditions, var: str, offset: int, seq_len: int) -> tuple[int, ...]:
+    """The positions u = t + offset that no t in 1..seq_len meeting ``conditions`` (each of
+    t against a number or T) reads."""
+    seq = range(1, seq_len + 1)
+
+    def side(value: str | int, t: int) -> int:
+        return t if value == var else (seq_len if value == SEQUENCE else value)
+
+    def meets(t: int) -> bool:
+        return all(TESTS[c.op](side(c.left, t), side(c.right, t) + c.shift) for c in conditions)
+
+    return tuple(u for u in seq if u - offset not in seq or not meets(u - offset))
 
 
 def sign(op: str) -> int:

@@ -12,7 +12,10 @@ by the classes of :mod:`.diagonal`:
   with c > 0, a max with c < 0): the value at t = s, where the distance is 0 (each token's
   nearest is itself: the min of |x(s) - x(t)| over every pair is 0); not where t is the
   reduction's only index and a condition on an enclosing index guards it (``for t in T if
-  s >= 3``: the reduction is empty at the s it fails, and stays as written).
+  s >= 3``: the reduction is empty at the s it fails, and stays as written); so is a term
+  that is such a distance times factors >= 0 on every draw (a norm, an abs, exp, relu, an
+  even power), the term then 0: the min of |x(a) - x(b)| |x(b) - x(c)| is 0 (it was order
+  3 until the night of 2026-12-05).
 
 Until 2026-12-05 both were planned as pairs: two layers, Theorem 1's bound charged to one,
 where one head computes the first and the second is a constant (a review found them).
@@ -33,7 +36,7 @@ from infoflow.retrieval.algebra import (
     terms,
 )
 from infoflow.retrieval.diagonal import EVERY_DRAW, dot_coefficient, norm_coefficients, role
-from infoflow.retrieval.expression import Node, Reduce, Variable
+from infoflow.retrieval.expression import Apply, Const, Node, Reduce, Variable
 
 
 def on_diagonal(node: Reduce) -> Node:
@@ -50,6 +53,14 @@ def on_diagonal(node: Reduce) -> Node:
     def reading(name: str) -> list:
         return [(c, f) for c, f in found if f is not None and name in free_indices(f)]
 
+    zero = _zero_product(direction, found, [v for v in variables if v.name not in named])
+    if zero is not None:  # min of |x(a) - x(b)| * |x(b) - x(c)| is 0, at a = b
+        i, t = zero
+        rest = tuple(v for v in variables if v.name != t)
+        if not rest and node.conditions:
+            return node
+        body = rebuilt(collected([term for j, term in enumerate(found) if j != i]))
+        return replace(node, variables=rest, body=body) if rest else body
     for v in variables:  # a token whose nearest is itself: min over t of |x(s) - x(t)| is 0
         s = None if v.name in named else _nearest_is_itself(direction, reading(v.name), v.name)
         if s is not None:
@@ -116,6 +127,64 @@ def _without(node: Reduce, variables: tuple, found: list, gone: Variable, stays:
         return node
     body = rebuilt(collected([(c, f and rename(f, {gone.name: stays})) for c, f in found]))
     return replace(node, variables=rest, body=body) if rest else body
+
+
+def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | None:
+    """(i, t) when term i of ``found`` is c times a product of factors that are >= 0 on every
+    draw, one of them |x(s) - x(t)| (or its square) for a token t of ``free`` that no other
+    term reads, and the extremum runs down it (a min with c > 0): the term's least value is
+    0, at t = s, whatever the rest."""
+    for i, (c, term) in enumerate(found):
+        if term is None or not _is_product(term):
+            continue
+        sign, factors = _factors(term)
+        if direction * c * sign > 0 or not all(_nonnegative(f) for f in factors):
+            continue
+        others = [f for j, (_, f) in enumerate(found) if j != i and f is not None]
+        read = set().union(*(free_indices(f) for f in others))
+        for f in factors:
+            for t in (v.name for v in free if v.is_token and v.name not in read):
+                s = free_indices(f) - {t}
+                pair = norm_coefficients(f, (s.pop(), t)) if len(s) == 1 else None
+                if pair is not None and pair[0] == -pair[1]:
+                    return i, t
+    return None
+
+
+def _is_product(node: Node) -> bool:
+    return isinstance(node, Apply) and node.fn == "*"
+
+
+def _factors(node: Node) -> tuple[int, list[Node]]:
+    """The sign and the factors of a product, its own products flattened and its negations
+    and negative numbers taken out into the sign."""
+    if isinstance(node, Apply) and node.fn == "neg":
+        sign, found = _factors(node.args[0])
+        return -sign, found
+    if isinstance(node, Const) and node.value < 0:
+        return -1, [Const(-node.value)]
+    if not _is_product(node):
+        return 1, [node]
+    sign, found = 1, []
+    for arg in node.args:
+        s, f = _factors(arg)
+        sign, found = sign * s, found + f
+    return sign, found
+
+
+def _nonnegative(node: Node) -> bool:
+    """Whether ``node`` is >= 0 on every draw, by its form (a norm, an abs, exp, relu, an
+    even power, a number >= 0, sums and products of these)."""
+    if isinstance(node, Const):
+        return node.value >= 0
+    if not isinstance(node, Apply):
+        return False
+    if node.fn in ("norm", "sqnorm", "abs", "exp", "relu", "sqrt"):
+        return True
+    if node.fn == "**":
+        power = node.args[1]
+        return isinstance(power, Const) and power.value == int(power.value) and power.value % 2 == 0
+    return node.fn in ("+", "*") and all(_nonnegative(arg) for arg in node.args)
 
 
 def _nearest_is_itself(direction: int, touching: list, t: str) -> str | None:

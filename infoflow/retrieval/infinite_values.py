@@ -8,8 +8,9 @@ a min, a sum or a difference carries it to the target, which is then infinite (o
 every draw. There is nothing to learn: the target is refused, naming the reduction and
 where it is empty. ``min(max(x[t][0] for t in T if t < s) for s in T)`` is -inf. Until the
 night of 2026-12-05 such targets were planned as if finite (a review's fuzz found 15 in
-1,000). A target infinite on some draws only (``tanh(x[s][0])`` times such a max, inside a
-max over s) is not refused.
+1,000). Not refused: a target infinite on some draws only (``tanh(x[s][0])`` times such a
+max, inside a max over s), nan on every draw where two infinities meet (``-inf - -inf`` is
+read as ANY), or infinite by a sum over nothing (0) in a division or a log.
 
 The check reads positions only, never the tokens: each node is evaluated on the grid of the
 indices bound around it (numpy broadcasting, positions 1..T, range indices 0..n-1) to a
@@ -83,11 +84,11 @@ def check_infinite(node: Node, seq_len: int) -> None:
     module's docstring)."""
     checker = _Checker(seq_len)
     try:
-        status = int(checker.status(node, [], np.ones((), dtype=bool)))
+        status = checker.target(node)
     except _TooLarge:
         return
     if status in _WORDS and checker.empty:
-        reduction, where = checker.empty[0]
+        reduction, where = _culprit(node, seq_len, checker.empty)
         raise TargetError(
             f"the {reduction.op} over {', '.join(v.name for v in reduction.variables)} runs "
             f"over nothing at {where}, and the target is {_WORDS[status]} on every draw: "
@@ -95,14 +96,29 @@ def check_infinite(node: Node, seq_len: int) -> None:
         )
 
 
+def _culprit(node: Node, seq_len: int, empty: list) -> tuple[Reduce, str]:
+    """The first of the reductions over nothing somewhere (``empty``: reduction, where) that
+    alone makes the target infinite, the others' empty cells read as finite."""
+    for i, (reduction, where) in enumerate(empty):
+        others = {id(r) for j, (r, _) in enumerate(empty) if j != i}
+        if _Checker(seq_len, ignored=others).target(node) in _WORDS:
+            return reduction, where
+    return empty[0]
+
+
 class _TooLarge(Exception):
     """The grid of bound indices exceeds MAX_CELLS."""
 
 
 class _Checker:
-    def __init__(self, seq_len: int):
+    def __init__(self, seq_len: int, ignored: frozenset | set = frozenset()):
         self.seq_len = seq_len
+        self.ignored = ignored  # ids of reductions whose empty cells are read as finite
         self.empty: list[tuple[Reduce, str]] = []  # reductions over nothing somewhere, where
+
+    def target(self, node: Node) -> int:
+        """The status of the whole target."""
+        return int(self.status(node, [], np.ones((), dtype=bool)))
 
     def status(self, node: Node, axes: list, active: np.ndarray) -> np.ndarray:
         """Statuses of ``node`` over the grid of ``axes`` ((name, positions) each);
@@ -126,7 +142,8 @@ class _Checker:
             self.empty.append((node, _where(axes, np.argwhere(empty)[0])))
         inside = active.reshape(active.shape + (1,) * len(own)) & domain
         body = np.broadcast_to(self.status(node.body, inner, inside), inside.shape)
-        return _reduced(node, body, inside, own)
+        out = _reduced(node, body, inside, own)
+        return np.where(empty, FINITE, out).astype(np.int8) if id(node) in self.ignored else out
 
     def positions(self, v) -> np.ndarray:
         return np.arange(1, self.seq_len + 1) if v.is_token else np.arange(v.size)
@@ -183,6 +200,8 @@ def _apply(node: Apply, args: list[np.ndarray]) -> np.ndarray:
         return ADD[args[0], FLIP[args[1]]]
     if fn == "**":
         return _power(args[0], node.args[1])
+    if fn == "/" and isinstance(node.args[1], Const) and node.args[1].value:
+        return args[0] if node.args[1].value > 0 else FLIP[args[0]]  # its sign decides
     if fn == "/":
         return _divided(*args)
     scale = [a.value for a in node.args if isinstance(a, Const)] if fn == "*" else []

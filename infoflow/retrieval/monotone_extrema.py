@@ -46,7 +46,8 @@ def at_extreme(node: Reduce) -> Node:
         if len(directions) != 1 or end is None:
             continue
         conditions = _at_end(v.name, inner.conditions, end)
-        if conditions is None:
+        tokens = {u.name for u in inner.variables if u.is_token}
+        if conditions is None or any(_empty(c, tokens) for c in conditions):
             continue
         rest = tuple(u for u in node.variables if u != v)
         kept = tuple(c for c in node.conditions if v.name not in (c.left, c.right))
@@ -99,6 +100,16 @@ def _at_end(s: str, conditions: tuple[Condition, ...], end: End) -> tuple | None
         elif not _holds(op, end, side, shift):
             return None
     return tuple(out)
+
+
+def _empty(c: Condition, tokens: set[str]) -> bool:
+    """Whether ``c`` leaves a token index of ``tokens`` no position at any T: ``t < 1``,
+    ``t > T``."""
+    if c.left not in tokens:
+        return False
+    if isinstance(c.right, int):
+        return c.op in ("<", "<=") and c.right + c.shift < (2 if c.op == "<" else 1)
+    return c.right == SEQUENCE and c.op in (">", ">=") and c.shift >= (0 if c.op == ">" else 1)
 
 
 def _holds(op: str, end: End, side: str | int, shift: int) -> bool:

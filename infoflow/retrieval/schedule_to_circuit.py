@@ -39,8 +39,12 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
   of f + T: the output's bias), and equal terms built once with the sum of their
   coefficients.
 
-Anything else is refused with the term and the reason: a construction is a witness only when
-it is built, never approximated by a guess.
+A max, min, argmax or argmin over one token may test its position against numbers or T (a
+positional mask). Where the target as written is not built, the engine's reading of it is
+(its canonical rewrites: the min over s of the max over t <= s is the max over t <= 1), with
+a note; the witness is measured against the target as written either way. Anything else is
+refused with the term and the reason: a construction is a witness only when it is built,
+never approximated by a guess.
 """
 
 from __future__ import annotations
@@ -59,8 +63,8 @@ from infoflow.retrieval.circuit_pairs import pair_term
 from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import unordered_reduce
-from infoflow.retrieval.expression import KTH, Const, Node, Reduce, Token
-from infoflow.retrieval.expression_rewrite import reads, unshift
+from infoflow.retrieval.expression import KTH, SEQUENCE, Const, Node, Reduce, Token
+from infoflow.retrieval.expression_rewrite import reads, rewrite, unshift
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import (
     fetch,
@@ -112,17 +116,35 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
                 )
             ],
         )
+    tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
+    try:
+        return _circuit(spec, tree, der.schedule)
+    except Unbuildable as exc:
+        written = exc
+    reading = rewrite(tree)  # the engine's reading: one function, checked on random draws
+    try:
+        circuit = _circuit(spec, reading, der.schedule) if reading != tree else None
+    except Unbuildable:
+        circuit = None
+    if circuit is None:
+        why = f"compile cannot build this plan: {written}"
+        raise SpecError(source, [("target", why)]) from None
+    circuit.notes.append(
+        "built from the engine's reading of the target (its canonical rewrites), not from the "
+        f"target as written ({written}); the witness is measured against the target as written"
+    )
+    return circuit
+
+
+def _circuit(spec: RetrievalSpec, tree: Node, schedule: Schedule) -> Circuit:
+    """The circuit of ``tree`` on ``spec``'s architecture (Unbuildable where it is not)."""
     arch = spec.architecture
     circuit = Circuit(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding)
     fixed = (ANCHOR, 1), (ZERO, 1), (BALANCE, 1), (READOUT, 1), (TOKENS, spec.input_dim or 4)
     for group, width in fixed:
         circuit.add(group, width)
-    try:
-        tree = parse_target(spec.target, tuple(sorted(spec.params.items())))
-        _build(circuit, tree, spec, der.schedule)
-        fit(circuit, spec)
-    except Unbuildable as exc:
-        raise SpecError(source, [("target", f"compile cannot build this plan: {exc}")]) from None
+    _build(circuit, tree, spec, schedule)
+    fit(circuit, spec)
     return circuit
 
 
@@ -216,10 +238,17 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         return _star_term(circuit, term, tag, names, body, spec)
     if len(names) == 2 and op in EXTREMA:
         return pair_term(circuit, term, tag, names, body, conditions, spec)
+    own = all(
+        isinstance(side, int) or side in (names[0], SEQUENCE)
+        for c in conditions
+        for side in (c.left, c.right)
+    )
+    if op in ARGS or op in EXTREMA:  # tests of t against numbers: a positional mask
+        if len(names) != 1 or not own:
+            raise Unbuildable(f"{forms.text(term)}: one token index, tested against numbers")
+        return _retrieval_term(circuit, term, tag, spec)
     if len(names) != 1 or conditions:
         raise Unbuildable(f"{forms.text(term)}: one token index without conditions is built here")
-    if op in ARGS or op in EXTREMA:
-        return _retrieval_term(circuit, term, tag, spec)
     if op == "sum":
         matrix = forms.linear(body, names[0])
         width = circuit.channels[TOKENS] if matrix == "I" else 1
@@ -251,7 +280,7 @@ def _retrieval_term(
         raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
     (offset,) = offsets
     body = unshift(term.body, var, offset)
-    heads, seq = [], range(1, spec.seq_len + 1)
+    heads = []
     fixed = forms.fixed_query(body, var, spec.seq_len)
     if fixed is None:
         matrix, query, layer = forms.linear(body, var), ANCHOR, 1
@@ -264,9 +293,9 @@ def _retrieval_term(
         does = f"the readout fetches x[{position}] into {query}"
         heads.append(fetch.circuit_head(flag, Copy(TOKENS, query), does))
     skip = ""
-    if skipped := tuple(u for u in seq if u - offset not in seq):
+    if skipped := forms.left_out(term.conditions, var, offset, spec.seq_len):
         if not circuit.positional_encoding:
-            raise Unbuildable(f"{forms.text(term)}: an offset leaves positions out (no PE)")
+            raise Unbuildable(f"{forms.text(term)}: its range leaves positions out (no PE)")
         skip = circuit.flag(f"{tag}.skip", skipped)
     best = 1 if term.op in ("max", "argmax") else -1
     if term.op in ARGS:

@@ -62,6 +62,8 @@ def _split(node: Reduce) -> Node:
         shared = _share_leaves(node)
         diagonal = on_diagonal(shared)  # max over a of 2 max over b of x(a).x(b): 2 max |x|^2
         return shared if diagonal is shared else separate(diagonal)
+    if any(not {c.left, c.right} & set(own) for c in node.conditions):
+        return node  # a guard on enclosing indices only: the pieces would each drop it
     if any(_guards(node, groups.members(root), found) for root in roots):
         return node
     pieces = list(outside)

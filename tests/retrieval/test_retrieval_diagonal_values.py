@@ -47,6 +47,21 @@ SAME = [
         "max(dot(x[s], x[t]) for s in T for t in T if s <= t)",
         "max(sqnorm(x[s]) for s in T)",
     ),
+    # a product of factors >= 0, one a distance: 0 at t = s, whatever the rest
+    (
+        "min(norm(x[a] - x[b]) * norm(x[b] - x[c]) + dot(q, x[d]) "
+        "for a in T for b in T for c in T for d in T)",
+        "min(dot(q, x[d]) for d in T)",
+    ),
+    (
+        "min(norm(x[a] - x[b]) * norm(x[b] - x[c]) for a in T for b in T for c in T if a != b)"
+        " + dot(q, x[1])",
+        "dot(q, x[1])",
+    ),
+    (
+        "max(min(2 * sqnorm(x[a] - x[u]) * exp(x[a][0]) for a in T) + x[u][0] for u in T)",
+        "max(x[u][0] for u in T)",
+    ),
 ]
 
 
@@ -75,11 +90,15 @@ def test_the_diagonal_holds_the_extremum_and_is_planned_as_it(written, diagonal)
         "min(norm(x[s] - x[t]) for s in T for t in T)",
         "max(min(norm(x[s] - x[t]) for t in T) for s in T)",
         "min(sqnorm(x[t] - x[s]) for s in T for t in T if s <= t)",
+        "min(norm(x[a] - x[b]) * norm(x[b] - x[c]) for a in T for b in T for c in T)",
+        "min(norm(x[a] - x[b]) * x[c][0] ** 2 for a in T for b in T for c in T)",
+        "max(-norm(x[a] - x[b]) * norm(x[b] - x[c]) for a in T for b in T for c in T)",
     ],
 )
 def test_a_nearest_pair_that_may_be_one_token_is_a_constant_and_refused(target) -> None:
     """Each token's nearest is itself: the distance is 0 on every draw, nothing to learn
-    (it was planned as a two-layer pair; the docs' own example was one)."""
+    (it was planned as a two-layer pair; the docs' own example was one). So is a product of
+    it with factors >= 0 (planned as order 3 until the night of 2026-12-05)."""
     with pytest.raises(SpecError, match="reads no token"):
         infoflow.load_spec(_spec(target, [1, 1]))
 
@@ -93,6 +112,8 @@ def test_a_nearest_pair_that_may_be_one_token_is_a_constant_and_refused(target) 
         "max(dot(x[a], x[b]) - dot(x[b], x[c]) for a in T for b in T for c in T)",
         "max(min(norm(x[s] - x[t]) + dot(q, x[t]) for t in T) for s in T)",
         "max(dot(x[s], x[t - 1]) for s in T for t in T)",  # another token than t
+        "min(norm(x[a] - x[b]) * dot(x[b], x[c]) for a in T for b in T for c in T)",  # < 0
+        "max(norm(x[a] - x[b]) * norm(x[b] - x[c]) for a in T for b in T for c in T)",
     ],
 )
 def test_extrema_the_diagonal_does_not_hold_stay_pairs(target) -> None:

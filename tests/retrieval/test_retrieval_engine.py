@@ -225,11 +225,15 @@ def test_efficient_targets_outside_the_paper(name) -> None:
             "for a in T for b in T for c in T)",
             3,
         ),
-        ("min(norm(x[a] - x[b]) * norm(x[b] - x[c]) for a in T for b in T for c in T)", 3),
+        (  # a cycle in a min: the diagonal does not hold it
+            "min(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[a]) "
+            "for a in T for b in T for c in T)",
+            3,
+        ),
         ("sum(norm(x[s] - x[t]) for s in T for t in T)", 2),
         ("max(min(dot(x[s], x[t]) + dot(x[t], x[u]) for t in T) for s in T for u in T)", 3),
     ],
-    ids=["cycle", "product-of-pairs", "pairwise-distance-sum", "nested-three-way"],
+    ids=["cycle", "min-cycle", "pairwise-distance-sum", "nested-three-way"],
 )
 def test_inefficient_targets_outside_the_paper(target, order) -> None:
     for heads in ([1], [4, 4], [8, 8, 8, 8]):

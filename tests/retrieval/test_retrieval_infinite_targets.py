@@ -23,6 +23,14 @@ INFINITE = [
     ("min(max(x[c][0] + x[u][1] for b in T for c in T if b > u) for u in T)", "at u = 8"),
     ("max(abs(max(x[t][0] for t in T if t < s)) for s in T)", "at s = 1"),
     ("min(min(max(x[t][0] for t in T if t < s), x[s][1]) for s in T)", "at s = 1"),
+    ("min(max(x[t][0] for t in T if t < s) / 2 for s in T)", "at s = 1"),
+    # the max over t < s is empty at s = 1 too, but its enclosing max drops it: the message
+    # names the reduction that makes the target infinite (a review found the other named)
+    (
+        "max(max(x[t][0] for t in T if t < s) for s in T) "
+        "+ min(max(x[t][1] for t in T if t > s) for s in T)",
+        "max over t runs over nothing at s = 8",
+    ),
 ]
 
 #: targets with a reduction over nothing somewhere whose value stays finite
@@ -38,6 +46,7 @@ FINITE = [
     "max(max(x[t][0] for t in T if t < s) - min(x[t][1] for t in T if t < s) for s in T)",
     "sum(max(3 * x[u-1][0] for b in T if abs(b - u) <= 1 and b >= 3) for u in T)",
     "argmax(max(x[t][0] for t in T if t < s) for s in T)",
+    "min(max(x[t][0] for t in T if t < s) / -2 for s in T)",  # +inf, which the min drops
     "sum(sum(x[t][0] for t in T if t < s) for s in T)",  # a sum over nothing is 0
 ]
 
