@@ -256,6 +256,20 @@ def holds(condition: Condition, at: dict[str, int]) -> bool:
     return TESTS[condition.op](left, right + condition.shift)
 
 
+def own_norm(node: Node, var: str) -> tuple[bool, float] | None:
+    """(squared, c) when ``node`` is ``sqnorm(a x[var])`` or ``dot(x[var], x[var])`` (True,
+    c = a^2: c |x|^2) or ``norm(a x[var])`` (False, c = a^2: the root of c |x|^2); None when
+    it is none of these (the diagonal's values of pairs, as the engine reads them)."""
+    if isinstance(node, Apply) and node.fn == "dot" and all(_plain(a, var) for a in node.args):
+        return True, 1.0
+    if not isinstance(node, Apply) or node.fn not in ("norm", "sqnorm"):
+        return None
+    found = norm_coefficients(node, (var, var))
+    if found is None or found[0] == 0:
+        return None
+    return node.fn == "sqnorm", float(found[0]) ** 2
+
+
 def left_out(conditions, var: str, offset: int, seq_len: int) -> tuple[int, ...]:
     """The positions u = t + offset that no t in 1..seq_len meeting ``conditions`` (each of
     t against a number or T) reads."""

@@ -1,14 +1,16 @@
 """A max or min over two tokens -> its heads and MLPs (the pair retrieval of
 :mod:`~infoflow.retrieval.mechanisms.max_position`): a ``dot`` or ``bilinear`` score, or a
 norm pair, with ``s != t`` (the positional self-penalty) or under conditions on the two
-positions (a window: a positional mask). A stage of :mod:`~infoflow.retrieval.
-schedule_to_circuit`."""
+positions (a window: a positional mask); a star of pair scores around a centre. A stage of
+:mod:`~infoflow.retrieval.schedule_to_circuit`."""
 
 from __future__ import annotations
 
 from infoflow.retrieval import circuit_forms as forms
+from infoflow.retrieval.algebra import free_indices
 from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.derive import derive
 from infoflow.retrieval.expression import Node, Reduce
 from infoflow.retrieval.mechanisms import max_position
 from infoflow.retrieval.spec import RetrievalSpec
@@ -126,3 +128,50 @@ def _zero(left_out: tuple[tuple[int, ...], ...], op: str) -> bool:
     ]
     diagonal = [p == q for p, q in allowed]
     return any(diagonal) if op == "min" else all(diagonal)
+
+
+def star_term(
+    circuit: Circuit, term: Reduce, tag: str, names: list[str], body: Node, spec: RetrievalSpec
+) -> tuple[list, list]:
+    """A max or min over a centre and its leaves of a sum of pair scores, each leaf in one
+    (a chain of three, a star): every token retrieves each leaf's best in the layer the
+    engine's schedule gives it, side by side or one a layer
+    (:func:`~infoflow.retrieval.mechanisms.max_position.circuit_star`)."""
+    if term.conditions:
+        raise Unbuildable(f"{forms.text(term)}: a star is built without conditions")
+    pieces = forms.signed_terms(body)
+    reads = [free_indices(piece) & set(names) for _, piece in pieces]
+    centre = set.intersection(*reads)
+    leaves = [next(iter(r - centre)) for r in reads if len(r) == 2]
+    if (
+        len(centre) != 1
+        or len(leaves) != len(pieces)
+        or sorted(leaves) != sorted(set(names) - centre)
+    ):
+        raise Unbuildable(
+            f"{forms.text(term)}: compile builds a star, every term a pair score of one index "
+            "all terms read (the centre) and a leaf no other term reads"
+        )
+    (hub,) = centre
+    layers = _layers_of(spec)
+    grouped: dict[tuple[str, int], list] = {}  # leaves with one score: one retrieval, n times
+    for (sign, piece), leaf in zip(pieces, leaves, strict=True):
+        grouped.setdefault((forms.bilinear(piece, hub, leaf), sign), []).append(leaf)
+    scores = [  # equal leaves share the engine's step, under whichever name it kept
+        (same[0], matrix, sign, max(layers.get((leaf, hub), 1) for leaf in same), len(same))
+        for (matrix, sign), same in grouped.items()
+    ]
+    last = layers.get((hub, None), 1 + max(score[3] for score in scores))
+    return max_position.circuit_star(circuit, tag, hub, scores, forms.sign(term.op), last)
+
+
+def _layers_of(spec: RetrievalSpec) -> dict[tuple[str, str | None], int]:
+    """The layer the engine's schedule ends each retrieval in, by (what is retrieved, for
+    whom): a star's leaves side by side in layer 1 ([L, 1]), or one a layer (the sequential
+    schedule, [1, 1, 1])."""
+    out = {}
+    for q in derive(spec).schedule.placements:
+        if q.mode == "scheduled" and q.fragment:
+            for step, layers in zip(q.fragment.steps, q.layers, strict=True):
+                out.setdefault((step.variable, step.holder), layers[-1])
+    return out

@@ -39,12 +39,10 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
   of f + T: the output's bias), and equal terms built once with the sum of their
   coefficients.
 
-A max, min, argmax or argmin over one token may test its position against numbers or T (a
-positional mask). Where the target as written is not built, the engine's reading of it is
-(its canonical rewrites: the min over s of the max over t <= s is the max over t <= 1), with
-a note; the witness is measured against the target as written either way. Anything else is
-refused with the term and the reason: a construction is a witness only when it is built,
-never approximated by a guess.
+A one-token max or min may test its position against numbers (a positional mask) or rank
+``norm(x[t])`` (its |x|^2 read from LayerNorm). Where the target as written is not built, the
+engine's reading is (its rewrites), noted, measured against the target as written. Anything
+else is refused with the term and the reason: a witness is built, never guessed.
 """
 
 from __future__ import annotations
@@ -54,12 +52,11 @@ from fractions import Fraction
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import free_indices
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy, Head
 from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
-from infoflow.retrieval.circuit_pairs import pair_term
+from infoflow.retrieval.circuit_pairs import pair_term, star_term
 from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import unordered_reduce
@@ -235,7 +232,7 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         names += [v.name for v in body.variables]  # max over s of max over t
         conditions, body = conditions + body.conditions, body.body
     if len(names) > 2 and op in EXTREMA:
-        return _star_term(circuit, term, tag, names, body, spec)
+        return star_term(circuit, term, tag, names, body, spec)
     if len(names) == 2 and op in EXTREMA:
         return pair_term(circuit, term, tag, names, body, conditions, spec)
     own = all(
@@ -280,6 +277,10 @@ def _retrieval_term(
         raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
     (offset,) = offsets
     body = unshift(term.body, var, offset)
+    norm = forms.own_norm(body, var)
+    if norm is not None and term.op in EXTREMA and not term.conditions and not offset:
+        squared = norm[0] or spec.options.squared_norm
+        return max_position.circuit_norm_single(circuit, tag, forms.sign(term.op), squared, norm[1])
     heads = []
     fixed = forms.fixed_query(body, var, spec.seq_len)
     if fixed is None:
@@ -334,53 +335,6 @@ def _partner_term(
     own = distinct and circuit.positional_encoding
     best = forms.sign(term.op)
     return kth.circuit_partner_peel(circuit, tag, pair, best, rank, spec.seq_len, own)
-
-
-def _star_term(
-    circuit: Circuit, term: Reduce, tag: str, names: list[str], body: Node, spec: RetrievalSpec
-) -> tuple[list, list]:
-    """A max or min over a centre and its leaves of a sum of pair scores, each leaf in one
-    (a chain of three, a star): every token retrieves each leaf's best in the layer the
-    engine's schedule gives it, side by side or one a layer
-    (:func:`~infoflow.retrieval.mechanisms.max_position.circuit_star`)."""
-    if term.conditions:
-        raise Unbuildable(f"{forms.text(term)}: a star is built without conditions")
-    pieces = forms.signed_terms(body)
-    reads = [free_indices(piece) & set(names) for _, piece in pieces]
-    centre = set.intersection(*reads)
-    leaves = [next(iter(r - centre)) for r in reads if len(r) == 2]
-    if (
-        len(centre) != 1
-        or len(leaves) != len(pieces)
-        or sorted(leaves) != sorted(set(names) - centre)
-    ):
-        raise Unbuildable(
-            f"{forms.text(term)}: compile builds a star, every term a pair score of one index "
-            "all terms read (the centre) and a leaf no other term reads"
-        )
-    (hub,) = centre
-    layers = _layers_of(spec)
-    grouped: dict[tuple[str, int], list] = {}  # leaves with one score: one retrieval, n times
-    for (sign, piece), leaf in zip(pieces, leaves, strict=True):
-        grouped.setdefault((forms.bilinear(piece, hub, leaf), sign), []).append(leaf)
-    scores = [  # equal leaves share the engine's step, under whichever name it kept
-        (same[0], matrix, sign, max(layers.get((leaf, hub), 1) for leaf in same), len(same))
-        for (matrix, sign), same in grouped.items()
-    ]
-    last = layers.get((hub, None), 1 + max(score[3] for score in scores))
-    return max_position.circuit_star(circuit, tag, hub, scores, forms.sign(term.op), last)
-
-
-def _layers_of(spec: RetrievalSpec) -> dict[tuple[str, str | None], int]:
-    """The layer the engine's schedule ends each retrieval in, by (what is retrieved, for
-    whom): a star's leaves side by side in layer 1 ([L, 1]), or one a layer (the sequential
-    schedule, [1, 1, 1])."""
-    out = {}
-    for q in derive(spec).schedule.placements:
-        if q.mode == "scheduled" and q.fragment:
-            for step, layers in zip(q.fragment.steps, q.layers, strict=True):
-                out.setdefault((step.variable, step.holder), layers[-1])
-    return out
 
 
 def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> Head:

@@ -721,7 +721,7 @@ def test_compile_refuses_what_it_does_not_build(tmp_path) -> None:
     path = tmp_path / "norm.json"
     data = {
         "kind": "retrieval",
-        "target": "max(norm(x[s] + 2 * x[t]) for s in T for t in T)",
+        "target": "min(norm(x[s] + 2 * x[t]) for s in T for t in T)",  # the max: 3 max |x|
         "seq_len": 16,
         "architecture": {"layers": 2, "heads": 1, "embed_dim": 32},
     }

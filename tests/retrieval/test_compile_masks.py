@@ -1,6 +1,7 @@
 """Compile builds a one-token retrieval whose range tests its position against numbers (a
-positional mask), and where the target as written is not a form it builds, the engine's
-reading of it (its canonical rewrites), measured against the target as written."""
+positional mask) or whose score is the token's own norm (read from LayerNorm's scale), and
+where the target as written is not a form it builds, the engine's reading of it (its
+canonical rewrites), measured against the target as written."""
 
 from __future__ import annotations
 
@@ -29,24 +30,37 @@ def test_a_retrieval_over_a_masked_range_is_built(target: str) -> None:
     assert READING not in " ".join(built.circuit.notes)
 
 
+@pytest.mark.parametrize("target", ["max(sqnorm(x[t]) for t in T)", "min(norm(x[t]) for t in T)"])
+def test_a_retrieval_by_the_tokens_own_norm_is_one_head(target: str) -> None:
+    built = construction.build(spec(target, [1]), beta=1000, width=512)
+    assert built.nmse < 1e-4, built.nmse
+    assert len(built.circuit.heads) == 1 and built.circuit.reads_norm
+
+
 @pytest.mark.parametrize(
     "target",
     [
+        "max(dot(x[s], x[t]) for s in T for t in T)",  # the largest |x|^2 (Cauchy-Schwarz)
+        "max(norm(x[s] + x[t]) for s in T for t in T)",  # twice the largest norm
+        "max(dot(x[a], x[b]) + dot(x[b], x[c]) + dot(x[c], x[a]) for a in T for b in T for c in T)",
         "min(max(x[t][0] for t in T if t <= s) for s in T)",  # x[1][0]: the max over t <= 1
         "max(max(dot(q, x[t]) for t in T if t < s) for s in T)",  # the max over t <= T - 1
         "max(x[t][0] + x[s-1][0] - x[s-1][0] for s in T for t in T if t > s)",  # t >= 3
     ],
 )
 def test_a_target_compile_cannot_build_as_written_is_built_as_the_engine_reads_it(target):
-    built = construction.build(spec(target, [1], positional_encoding=True), beta=1000, width=64)
+    """One head each, as the engine plans them: they were refused (a pair needs two)."""
+    pe = "if t" in target  # the masked ones read positions
+    built = construction.build(spec(target, [1], positional_encoding=pe), beta=1000, width=512)
     assert built.nmse < 1e-3, built.nmse  # against the target as written
     assert any(note.startswith(READING) for note in built.circuit.notes)
 
 
 def test_where_neither_reading_builds_the_written_reason_is_given() -> None:
-    """max of x(s).x(t) is the largest |x|^2 (one head), which compile does not build (not a
-    linear score); the refusal names what the target as written lacks."""
-    with pytest.raises(SpecError, match="no layout of the terms fits heads"):
-        circuit_of(spec("max(dot(x[s], x[t]) for s in T for t in T)", [1]))
+    """Beside q's terms the diagonal's value is |x|^2 + 2 q.x, which compile does not build;
+    the refusal names what the target as written lacks."""
+    target = "max(dot(x[s], x[t]) + dot(q, x[s]) + dot(q, x[t]) for s in T for t in T)"
+    with pytest.raises(SpecError, match=r"dot\(...\) is not x\[s\]\^T M x\[t\]"):
+        circuit_of(spec(target, [1]))
     with pytest.raises(SpecError, match="one token index without conditions"):
         circuit_of(spec("sum(x[t][0] for t in T if t <= 3)", [1], positional_encoding=True))

@@ -129,6 +129,32 @@ def circuit_single(
     return [head], []
 
 
+def circuit_norm_single(
+    c: Circuit, tag: str, sign: int, squared: bool, scale: float = 1.0
+) -> tuple[list[Head], list[Mlp]]:
+    """Order 1 on a token's own norm, compiled (the diagonal's value of a pair: the max of
+    x(s).x(t) is the largest |x|^2): the readout's logit on token t is beta * sign * |x(t)|^2,
+    read from LayerNorm's scale (:data:`SQNORM`, as a norm pair's key), and it copies
+    ``scale`` |x(t*)|^2; the layer's MLP takes the square root (unless the norm is
+    squared)."""
+    c.add(MIRROR, c.channels[TOKENS])
+    c.add(CONST, 1)
+    square = c.add(f"{tag}.out" if squared else f"{tag}.square", 1)
+    head = Head(
+        1,
+        -1,
+        "max-position retrieval",
+        THE_READOUT,
+        f"retrieves the best t by |x(t)|^2 (read from LayerNorm's scale) into {square}",
+        score=(Form(ANCHOR, SQNORM, "I", sign),),
+        values=(Copy(SQNORM, square, "I", scale),),
+    )
+    if squared:
+        return [head], []
+    out = c.add(f"{tag}.out", 1)
+    return [head], [Mlp(1, "root", (square,), out, does=f"the square root of {square}")]
+
+
 def circuit_fixed_query(
     c: Circuit, tag: str, query: str, matrix: str, sign: int, skip: str = ""
 ) -> tuple[list[Head], list[Mlp]]:
