@@ -10,7 +10,8 @@ architecture's layers (:mod:`.circuit_layout`: side by side where they fit, else
 engine runs each part) and checks the result fits (head width, E). Terms it builds:
 
 - fixed positions read directly (``x[1] + x[2] + x[3]``, positional encoding): one fetch head;
-- ``sum`` over one token of a linear score (``dot(q, x[t])``, ``x[t][j]``, ``x[t]``): pooling;
+- ``sum`` over one token of a linear score (``dot(q, x[t])``, ``x[t][j]``, ``x[t]``): pooling
+  (at an offset, or tested against numbers: over the positions it reads, a flag on the rest);
 - ``max``/``min`` over one token of a linear score: one max-position retrieval;
 - ``max``/``min`` over two tokens of ``dot`` or ``bilinear``: two retrievals and a decode;
 - ``max``/``min`` over two tokens of ``norm`` or ``sqnorm`` of ``x[s] + x[t]`` (or ``-``,
@@ -240,18 +241,13 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         for c in conditions
         for side in (c.left, c.right)
     )
-    if op in ARGS or op in EXTREMA:  # tests of t against numbers: a positional mask
+    if op in ARGS or op in EXTREMA or op == "sum":  # tests against numbers: a positional mask
         if len(names) != 1 or not own:
             raise Unbuildable(f"{forms.text(term)}: one token index, tested against numbers")
-        return _retrieval_term(circuit, term, tag, spec)
+        build = _pooled if op == "sum" else _retrieval_term
+        return build(circuit, term, tag, spec)
     if len(names) != 1 or conditions:
-        raise Unbuildable(f"{forms.text(term)}: one token index without conditions is built here")
-    if op == "sum":
-        matrix = forms.linear(body, names[0])
-        width = circuit.channels[TOKENS] if matrix == "I" else 1
-        out = circuit.add(f"{tag}.out", width)
-        copy = Copy(TOKENS, out, matrix, float(spec.seq_len))
-        return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], []
+        raise Unbuildable(f"{forms.text(term)}: a k-th over one token without conditions")
     if op in KTH:
         matrix, ext, rank = forms.kth_form(term, spec.seq_len)
         if rank == 1:
@@ -308,6 +304,29 @@ def _retrieval_term(
         found = max_position.circuit_fixed_query(circuit, tag, query, matrix, best, skip)
         return [*heads, *found[0]], found[1]
     return max_position.circuit_single(circuit, tag, matrix, best, skip)
+
+
+def _pooled(circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec) -> tuple[list, list]:
+    """A sum over one token t of a linear score: the readout averages it over the positions
+    it reads and scales the mean by their count. An index read at one offset is pooled where
+    it reads; the positions no t reads (the offset's, or those its tests leave out) are left
+    out by a flag (PE)."""
+    var = term.variables[0].name
+    offsets = reads(term.body, var) or {0}
+    if len(offsets) != 1:
+        raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
+    (offset,) = offsets
+    matrix = forms.linear(unshift(term.body, var, offset), var)
+    out = circuit.add(f"{tag}.out", circuit.channels[TOKENS] if matrix == "I" else 1)
+    skipped = forms.left_out(term.conditions, var, offset, spec.seq_len)
+    copy = Copy(TOKENS, out, matrix, float(spec.seq_len - len(skipped)))
+    if not skipped:
+        return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], []
+    if not circuit.positional_encoding:
+        raise Unbuildable(f"{forms.text(term)}: its range leaves positions out (no PE)")
+    flag = circuit.flag(f"{tag}.skip", skipped)
+    does = f"the readout sums the score over the positions {flag} leaves into {out}"
+    return [pooling.circuit_head(copy, does, skip=flag)], []
 
 
 def _partner_term(
