@@ -36,7 +36,8 @@ from infoflow.retrieval.algebra import (
     terms,
 )
 from infoflow.retrieval.diagonal import EVERY_DRAW, dot_coefficient, norm_coefficients, role
-from infoflow.retrieval.expression import Apply, Const, Node, Reduce, Variable
+from infoflow.retrieval.expression import Node, Reduce, Variable
+from infoflow.retrieval.product_extrema import is_product, nonnegative, signed_factors
 
 
 def on_diagonal(node: Reduce) -> Node:
@@ -135,10 +136,10 @@ def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | 
     term reads, and the extremum runs down it (a min with c > 0): the term's least value is
     0, at t = s, whatever the rest."""
     for i, (c, term) in enumerate(found):
-        if term is None or not _is_product(term):
+        if term is None or not is_product(term):
             continue
-        sign, factors = _factors(term)
-        if direction * c * sign > 0 or not all(_nonnegative(f) for f in factors):
+        sign, factors = signed_factors(term)
+        if direction * c * sign > 0 or not all(nonnegative(f) for f in factors):
             continue
         others = [f for j, (_, f) in enumerate(found) if j != i and f is not None]
         read = set().union(*(free_indices(f) for f in others))
@@ -149,42 +150,6 @@ def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | 
                 if pair is not None and pair[0] == -pair[1]:
                     return i, t
     return None
-
-
-def _is_product(node: Node) -> bool:
-    return isinstance(node, Apply) and node.fn == "*"
-
-
-def _factors(node: Node) -> tuple[int, list[Node]]:
-    """The sign and the factors of a product, its own products flattened and its negations
-    and negative numbers taken out into the sign."""
-    if isinstance(node, Apply) and node.fn == "neg":
-        sign, found = _factors(node.args[0])
-        return -sign, found
-    if isinstance(node, Const) and node.value < 0:
-        return -1, [Const(-node.value)]
-    if not _is_product(node):
-        return 1, [node]
-    sign, found = 1, []
-    for arg in node.args:
-        s, f = _factors(arg)
-        sign, found = sign * s, found + f
-    return sign, found
-
-
-def _nonnegative(node: Node) -> bool:
-    """Whether ``node`` is >= 0 on every draw, by its form (a norm, an abs, exp, relu, an
-    even power, a number >= 0, sums and products of these)."""
-    if isinstance(node, Const):
-        return node.value >= 0
-    if not isinstance(node, Apply):
-        return False
-    if node.fn in ("norm", "sqnorm", "abs", "exp", "relu", "sqrt"):
-        return True
-    if node.fn == "**":
-        power = node.args[1]
-        return isinstance(power, Const) and power.value == int(power.value) and power.value % 2 == 0
-    return node.fn in ("+", "*") and all(_nonnegative(arg) for arg in node.args)
 
 
 def _nearest_is_itself(direction: int, touching: list, t: str) -> str | None:

@@ -27,6 +27,7 @@ from infoflow.retrieval.algebra import (
 )
 from infoflow.retrieval.diagonal_extrema import on_diagonal
 from infoflow.retrieval.expression import SEQUENCE, Apply, Node, Reduce
+from infoflow.retrieval.product_extrema import pushed
 
 EXTREMA = ("max", "min")
 ADDITIVE = ("+", "-", "neg", "*", "/")
@@ -36,7 +37,8 @@ def separate(node: Node) -> Node:
     """Every separable max or min split, and identical terms collected again."""
     if isinstance(node, Reduce):
         node = replace(node, body=separate(node.body))
-        return _split(node)
+        factored = pushed(node)  # a product's factors: each index into the factor reading it
+        return _split(node) if factored is node else separate(factored)
     if isinstance(node, Apply):
         node = Apply(node.fn, tuple(separate(a) for a in node.args))
         return collect(node) if node.fn in ADDITIVE else node
