@@ -18,8 +18,9 @@ def fit(circuit: Circuit, spec: RetrievalSpec) -> None:
     arch = spec.architecture
     if circuit.reads_norm and (circuit.flags or POSITION_NUMBER in circuit.channels):
         raise Unbuildable(
-            "a norm pair beside fixed positions, an offset or an argmax: their position flags "
-            "and numbers change the first LayerNorm's scale, which carries the norm pair's |x|^2"
+            "a norm read from LayerNorm (a norm pair, a token's own norm) beside fixed "
+            "positions, an offset, a positional mask or an argmax: their position flags and "
+            "numbers change the first LayerNorm's scale, which carries |x|^2"
         )
     e = arch.embed_dim or circuit.width
     if circuit.width > e:

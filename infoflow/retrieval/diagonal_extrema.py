@@ -36,7 +36,7 @@ from infoflow.retrieval.algebra import (
     terms,
 )
 from infoflow.retrieval.diagonal import EVERY_DRAW, dot_coefficient, norm_coefficients, role
-from infoflow.retrieval.expression import Node, Reduce, Variable
+from infoflow.retrieval.expression import Apply, Node, Reduce, Token, Variable
 from infoflow.retrieval.product_extrema import is_product, nonnegative, signed_factors
 
 
@@ -133,8 +133,8 @@ def _without(node: Reduce, variables: tuple, found: list, gone: Variable, stays:
 def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | None:
     """(i, t) when term i of ``found`` is c times a product of factors that are >= 0 on every
     draw, one of them |x(s) - x(t)| (or its square) for a token t of ``free`` that no other
-    term reads, and the extremum runs down it (a min with c > 0): the term's least value is
-    0, at t = s, whatever the rest."""
+    term reads and the term reads at no offset, and the extremum runs down it (a min with
+    c > 0): the term's least value is 0, at t = s, whatever the rest."""
     for i, (c, term) in enumerate(found):
         if term is None or not is_product(term):
             continue
@@ -145,6 +145,8 @@ def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | 
         read = set().union(*(free_indices(f) for f in others))
         for f in factors:
             for t in (v.name for v in free if v.is_token and v.name not in read):
+                if _offsets(term, t) != {0}:
+                    continue  # x[t+1] elsewhere in the term: t = s is out of t's range
                 s = free_indices(f) - {t}
                 pair = norm_coefficients(f, (s.pop(), t)) if len(s) == 1 else None
                 if pair is not None and pair[0] == -pair[1]:
@@ -166,3 +168,14 @@ def _nearest_is_itself(direction: int, touching: list, t: str) -> str | None:
     if pair is None or pair[0] != -pair[1] or direction * c > 0:
         return None
     return s
+
+
+def _offsets(node: Node, name: str) -> set[int]:
+    """The offsets at which ``node`` reads the token index ``name``."""
+    if isinstance(node, Token):
+        return {node.offset} if node.index == name else set()
+    if isinstance(node, Reduce):
+        return _offsets(node.body, name)
+    if isinstance(node, Apply):
+        return set().union(*(_offsets(a, name) for a in node.args))
+    return set()

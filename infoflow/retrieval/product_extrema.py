@@ -93,9 +93,9 @@ def signed_factors(node: Node) -> tuple[int, list[Node]]:
 
 
 def nonnegative(node: Node) -> bool:
-    """Whether ``node`` is >= 0 on every draw, by its form (a norm, an abs, exp, relu, an
-    even power, a number >= 0, sums and products of these, an extremum or sum of one over a
-    range its tests fix)."""
+    """Whether ``node`` is >= 0 and finite on every draw, by its form (a norm, an abs, exp,
+    relu, an even power, a number >= 0, sums and products of these, an extremum or sum of
+    one over a range its tests fix; nothing that divides, takes a log or a negative power)."""
     if isinstance(node, Const):
         return node.value >= 0
     if isinstance(node, Reduce):
@@ -106,7 +106,7 @@ def nonnegative(node: Node) -> bool:
             for side in (c.left, c.right)
         )
         return node.op in (*EXTREMA, "sum") and fixed and nonnegative(node.body)
-    if not isinstance(node, Apply):
+    if not isinstance(node, Apply) or not _finite(node):
         return False
     if node.fn in _POSITIVE:
         return True
@@ -114,3 +114,19 @@ def nonnegative(node: Node) -> bool:
         power = node.args[1]
         return isinstance(power, Const) and power.value == int(power.value) and power.value % 2 == 0
     return node.fn in ("+", "*") and all(nonnegative(arg) for arg in node.args)
+
+
+def _finite(node: Node) -> bool:
+    """Whether nothing in ``node`` can be infinite where its arguments are finite: no
+    division, log or negative power (1 / |x(s) - x(t)| is at s = t, and 0 times it nan)."""
+    if isinstance(node, Reduce):
+        return _finite(node.body)
+    if not isinstance(node, Apply):
+        return True
+    if node.fn in ("/", "log") or (node.fn == "**" and _negative(node.args[1])):
+        return False
+    return all(_finite(arg) for arg in node.args)
+
+
+def _negative(power: Node) -> bool:
+    return not isinstance(power, Const) or power.value < 0

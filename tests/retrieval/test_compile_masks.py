@@ -66,3 +66,30 @@ def test_where_neither_reading_builds_the_written_reason_is_given() -> None:
     target = "max(dot(x[s], x[t]) + dot(q, x[s]) + dot(q, x[t]) for s in T for t in T)"
     with pytest.raises(SpecError, match=r"dot\(...\) is not x\[s\]\^T M x\[t\]"):
         circuit_of(spec(target, [1]))
+
+
+@pytest.mark.parametrize(
+    ("target", "options", "why"),
+    [  # the reading is not the written function here: a reviewer's NMSE 0.86 to 300
+        (
+            "argmax(dot(q, x[t-2]) for t in T) - min(max(x[t][0] for t in T if t <= s) for s in T)",
+            {},
+            "the index is read at one offset",
+        ),
+        ("min(norm(x[t]) ** 2 for t in T)", {"squared_norm": True}, "not a linear score"),
+        ("max(sqrt(sqnorm(x[t])) for t in T)", {"squared_norm": True}, "not a linear score"),
+    ],
+)
+def test_no_reading_where_it_is_another_function(target, options, why) -> None:
+    """The reading returns an argmax's position less its offset, and spells norms without
+    the squared_norm option: compile keeps the written form's refusal."""
+    with pytest.raises(SpecError, match=why):
+        circuit_of(spec(target, [2], embed_dim=64, positional_encoding=True, options=options))
+
+
+def test_a_norm_read_beside_a_mask_or_with_one_is_refused_naming_it() -> None:
+    with pytest.raises(SpecError, match="a token's own norm without a mask or an offset"):
+        circuit_of(spec("max(norm(x[t]) for t in T if t <= 3)", [1], positional_encoding=True))
+    target = "max(norm(x[t]) for t in T) + sum(x[t][0] for t in T if t <= 4)"
+    with pytest.raises(SpecError, match="beside fixed positions, an offset, a positional mask"):
+        circuit_of(spec(target, [2], embed_dim=64, positional_encoding=True))
