@@ -4,20 +4,20 @@ before the canonical form (``reconstruction:canonical_form``).
 
 For g >= 0, the max over a of g(b) f(a, b) is g(b) times the max over a of f(a, b) (the min
 too), so ``max(norm(x[a] - x[b]) * norm(x[b] - x[c]) for a in T for b in T for c in T)`` is
-the max over b of the farthest token from b, squared: a star of two leaves, order 2 (it was
-planned as order 3, not efficient at any size). A product is the log domain's sum, and its
-factors eliminate as a sum's terms do. An index moves into its factor only where no other
-factor reads it and its tests name no other index but an index that stays outside, by
-``!=`` (its range is then never empty where the target is not: a max over nothing times a
-factor that may be 0 would be nan); a negative coefficient, or a factor whose sign a draw
-decides, leaves the product as written.
+the max over b of the farthest token from b, squared: order 2, one retrieval for the two
+equal leaves (it was planned as order 3, not efficient at any size). A product is the log
+domain's sum, and its factors eliminate as a sum's terms do. An index moves into its factor
+only where no other factor reads it and its tests name no other index but an index that
+stays outside, by ``!=`` (its range is then never empty where the target is not: a max
+over nothing times a factor that may be 0 would be nan); a negative coefficient, or a
+factor whose sign a draw decides, leaves the product as written.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-from infoflow.retrieval.algebra import collected, free_indices, rebuilt, terms
+from infoflow.retrieval.algebra import collected, free_indices, key, normal, rebuilt, terms
 from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Reduce
 
 EXTREMA = ("max", "min")
@@ -52,15 +52,27 @@ def pushed(node: Reduce) -> Node:
         tests = tuple(c for c in node.conditions if {c.left, c.right} & names)
         factors[i] = Reduce(node.op, tuple(variables), factors[i], tests)
     gone = {v.name for vs in moved.values() for v in vs}
-    product = factors[0]
-    for f in factors[1:]:
-        product = Apply("*", (product, f))
+    product = None
+    for f, n in _powers(factors):
+        f = f if n == 1 else Apply("**", (f, Const(n)))
+        product = f if product is None else Apply("*", (product, f))
     body = rebuilt(collected([(Fraction(coefficient * sign), product)]))
     rest = tuple(v for v in node.variables if v.name not in gone)
     if not rest:
         return body
     kept = tuple(c for c in node.conditions if not {c.left, c.right} & gone)
     return Reduce(node.op, rest, body, kept)
+
+
+def _powers(factors: list[Node]) -> list[tuple[Node, int]]:
+    """Equal factors (up to the names of their indices) as one, with how often it occurs:
+    the farthest token from b times itself is its square, one retrieval."""
+    found: dict[str, tuple[Node, int]] = {}
+    for f in factors:
+        name = repr(normal(key(f)))
+        first, n = found.get(name, (f, 0))
+        found[name] = (first, n + 1)
+    return list(found.values())
 
 
 def _alone(c, name: str, stays: set[str]) -> bool:

@@ -17,12 +17,11 @@ PAIRS = "for a in T for b in T for c in T"
 SAME = [
     (
         f"max(norm(x[a] - x[b]) * norm(x[b] - x[c]) {PAIRS})",
-        "max(max(norm(x[a] - x[b]) for a in T) * max(norm(x[b] - x[c]) for c in T) for b in T)",
+        "max(max(norm(x[a] - x[b]) for a in T) ** 2 for b in T)",  # equal leaves: one
     ),
     (
         f"min(norm(x[a] - x[b]) * norm(x[b] - x[c]) {PAIRS} if a != b and c != b)",
-        "min(min(norm(x[a] - x[b]) for a in T if a != b) "
-        "* min(norm(x[b] - x[c]) for c in T if c != b) for b in T)",
+        "min(min(norm(x[a] - x[b]) for a in T if a != b) ** 2 for b in T)",
     ),
     (
         f"max(2 * abs(dot(x[a], x[b])) * exp(x[b][0]) * sqnorm(x[c]) {PAIRS} if c >= 3)",
@@ -59,11 +58,12 @@ def test_a_product_of_factors_at_least_zero_separates_as_a_sum(written, nested) 
             assert plans[0][name].value == plans[1][name].value, (name, heads)
 
 
-def test_the_max_of_a_product_of_distances_is_a_star() -> None:
+def test_the_max_of_a_product_of_distances_is_a_pair() -> None:
     """It was order 3, not efficient at any size; the farthest token from b, squared, is
-    a star of two leaves."""
-    result = infoflow.predict(_spec(SAME[0][0], [2, 1]))
+    one retrieval a token and one by the readout."""
+    result = infoflow.predict(_spec(SAME[0][0], [1, 1]))
     assert result["comparison_order"].value == 2 and result["efficient"].value
+    assert result["min_architectures"].value == [[1, 1]]
 
 
 @pytest.mark.parametrize("target", KEPT)
