@@ -133,8 +133,9 @@ def _without(node: Reduce, variables: tuple, found: list, gone: Variable, stays:
 def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | None:
     """(i, t) when term i of ``found`` is c times a product of factors that are >= 0 on every
     draw, one of them |x(s) - x(t)| (or its square) for a token t of ``free`` that no other
-    term reads and the term reads at no offset, and the extremum runs down it (a min with
-    c > 0): the term's least value is 0, at t = s, whatever the rest."""
+    term reads, the term reading every index at no offset (dropped, an offset would take the
+    range it gives with it), and the extremum runs down it (a min with c > 0): the term's
+    least value is 0, at t = s, whatever the rest."""
     for i, (c, term) in enumerate(found):
         if term is None or not is_product(term):
             continue
@@ -145,8 +146,8 @@ def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | 
         read = set().union(*(free_indices(f) for f in others))
         for f in factors:
             for t in (v.name for v in free if v.is_token and v.name not in read):
-                if _offsets(term, t) != {0}:
-                    continue  # x[t+1] elsewhere in the term: t = s is out of t's range
+                if any(_offsets(term, n) != {0} for n in free_indices(term)):
+                    continue  # x[t+1] leaves t = s out at s = T; x[a+1] narrows a, dropped
                 s = free_indices(f) - {t}
                 pair = norm_coefficients(f, (s.pop(), t)) if len(s) == 1 else None
                 if pair is not None and pair[0] == -pair[1]:

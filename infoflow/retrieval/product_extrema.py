@@ -18,10 +18,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 from infoflow.retrieval.algebra import collected, free_indices, key, normal, rebuilt, terms
-from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Reduce
+from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Reduce, Token
 
 EXTREMA = ("max", "min")
-_POSITIVE = ("norm", "sqnorm", "abs", "exp", "relu", "sqrt")
+_POSITIVE = ("norm", "sqnorm", "abs", "exp", "relu")
 
 
 def pushed(node: Reduce) -> Node:
@@ -43,7 +43,7 @@ def pushed(node: Reduce) -> Node:
     moved: dict[int, list] = {}
     for v in node.variables:
         tests = [c for c in node.conditions if v.name in (c.left, c.right)]
-        if len(readers[v.name]) == 1 and all(_alone(c, v.name, stays) for c in tests):
+        if len(readers[v.name]) == 1 and _never_empty(tests, v.name, stays, factors, readers):
             moved.setdefault(readers[v.name][0], []).append(v)
     if not moved or sum(1 for f in factors if free_indices(f) & own) < 2:
         return node  # one factor reads the indices: nothing to separate
@@ -58,9 +58,9 @@ def pushed(node: Reduce) -> Node:
         product = f if product is None else Apply("*", (product, f))
     body = rebuilt(collected([(Fraction(coefficient * sign), product)]))
     rest = tuple(v for v in node.variables if v.name not in gone)
-    if not rest:
-        return body
     kept = tuple(c for c in node.conditions if not {c.left, c.right} & gone)
+    if not rest:
+        return node if kept else body  # a guard on an enclosing index needs an index to hold it
     return Reduce(node.op, rest, body, kept)
 
 
@@ -75,12 +75,35 @@ def _powers(factors: list[Node]) -> list[tuple[Node, int]]:
     return list(found.values())
 
 
-def _alone(c, name: str, stays: set[str]) -> bool:
-    """Whether the test ``c`` leaves ``name`` a range that is never empty whatever the other
-    indices: it names no other index (numbers and T aside), or it is ``name != u`` with u an
-    index that stays outside (T - 1 values)."""
-    sides = {side for side in (c.left, c.right) if isinstance(side, str) and side != SEQUENCE}
-    return sides == {name} or (c.op == "!=" and not c.shift and sides - {name} <= stays)
+def _never_empty(tests: list, name: str, stays: set[str], factors: list, readers: dict) -> bool:
+    """Whether ``name``'s tests leave it a range that is never empty whatever the other
+    indices: they name no other index (numbers and T aside: where they fail, the target runs
+    over nothing), or the one test is ``name != u`` with u an index that stays outside and
+    ``name`` is read at no offset (T - 1 values; beside ``name <= 1`` or ``x[name+1]`` it
+    may be left none: a review found nan there)."""
+    sides = [{x for x in (c.left, c.right) if isinstance(x, str) and x != SEQUENCE} for c in tests]
+    if all(found == {name} for found in sides):
+        return True
+    (factor,) = [factors[i] for i in readers[name]]
+    c = tests[0] if len(tests) == 1 else None
+    return (
+        c is not None
+        and c.op == "!="
+        and not c.shift
+        and sides[0] - {name} <= stays
+        and _read_at(factor, name) == {0}
+    )
+
+
+def _read_at(node: Node, name: str) -> set[int]:
+    """The offsets at which ``node`` reads the token index ``name``."""
+    if isinstance(node, Token):
+        return {node.offset} if node.index == name else set()
+    if isinstance(node, Reduce):
+        return _read_at(node.body, name)
+    if isinstance(node, Apply):
+        return set().union(*(_read_at(a, name) for a in node.args))
+    return set()
 
 
 def is_product(node: Node) -> bool:
@@ -122,6 +145,8 @@ def nonnegative(node: Node) -> bool:
         return False
     if node.fn in _POSITIVE:
         return True
+    if node.fn == "sqrt":  # nan below 0
+        return nonnegative(node.args[0])
     if node.fn == "**":
         power = node.args[1]
         return isinstance(power, Const) and power.value == int(power.value) and power.value % 2 == 0

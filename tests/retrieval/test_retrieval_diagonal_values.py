@@ -115,6 +115,7 @@ def test_a_nearest_pair_that_may_be_one_token_is_a_constant_and_refused(target) 
         "min(norm(x[a] - x[b]) * dot(x[b], x[c]) for a in T for b in T for c in T)",  # < 0
         # x[t+1] leaves t = s out at s = T; 1 / |x(s) - x(t)| is infinite at t = s (reviews)
         "min(norm(x[s] - x[t]) * norm(x[t+1]) + x[s][0] for s in T for t in T)",
+        "min(x[a][0] + norm(x[a+1]) * norm(x[a] - x[b]) for a in T for b in T)",
         "min(norm(x[s] - x[t]) * exp(1 / norm(x[s] - x[t])) + x[s][0] for s in T for t in T)",
         "max(norm(x[a] - x[b]) * norm(x[b] - x[c]) for a in T for b in T for c in T)",
     ],
