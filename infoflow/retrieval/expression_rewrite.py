@@ -122,7 +122,11 @@ class _Rewriter:
             diagonal = on_diagonal(project(node))
             if diagonal is not node:
                 return self.rewrite(diagonal)
-            return _drop_diagonal(_rename_shifts(node))
+            renamed = _rename_shifts(node)  # x[a-1] read alone is x[a] over a <= T - 1
+            diagonal = on_diagonal(renamed) if renamed is not node else renamed
+            if diagonal is not renamed:  # its nearest is itself there too (a property test)
+                return self.rewrite(diagonal)
+            return _drop_diagonal(renamed)
         if isinstance(node, Apply):
             pointwise = node.fn in EXTREMA and len(node.args) > 1
             node = flat(node) if pointwise else node

@@ -47,6 +47,10 @@ SAME = [
         "max(dot(x[s], x[t]) for s in T for t in T if s <= t)",
         "max(sqnorm(x[s]) for s in T)",
     ),
+    (  # the partner read at an offset: renamed, its nearest is itself too (a property test)
+        "min(norm(x[c] - x[a-1]) + dot(q, x[b]) for a in T for b in T for c in T)",
+        "min(dot(q, x[b]) for b in T)",
+    ),
     # a product of factors >= 0, one a distance: 0 at t = s, whatever the rest
     (
         "min(norm(x[a] - x[b]) * norm(x[b] - x[c]) + dot(q, x[d]) "
