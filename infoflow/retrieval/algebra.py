@@ -323,3 +323,14 @@ def planned_op(node: Reduce) -> str:
     if node.op in ("argmax", "argmin") and not any(v.is_token for v in node.variables):
         return node.op.removeprefix("arg")
     return node.op
+
+
+def reads(node: Node, name: str) -> set[int]:
+    """The offsets at which ``node`` reads the token index ``name`` (conditions aside)."""
+    if isinstance(node, Token):
+        return {node.offset} if node.index == name else set()
+    if isinstance(node, Apply):
+        return set().union(*(reads(a, name) for a in node.args))
+    if isinstance(node, Reduce):
+        return reads(node.body, name)
+    return set()

@@ -18,11 +18,10 @@ from dataclasses import replace
 from fractions import Fraction
 
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import key, normal, terms
+from infoflow.retrieval.algebra import key, normal, reads, terms
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
 from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce
-from infoflow.retrieval.expression_rewrite import reads
 
 EXTREMA = ("max", "min")
 ARGS = ("argmax", "argmin")

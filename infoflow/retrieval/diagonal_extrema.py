@@ -31,12 +31,13 @@ from infoflow.retrieval.algebra import (
     collected,
     free_indices,
     names,
+    reads,
     rebuilt,
     rename,
     terms,
 )
 from infoflow.retrieval.diagonal import EVERY_DRAW, dot_coefficient, norm_coefficients, role
-from infoflow.retrieval.expression import Apply, Node, Reduce, Token, Variable
+from infoflow.retrieval.expression import Node, Reduce, Variable
 from infoflow.retrieval.product_extrema import is_product, nonnegative, signed_factors
 
 
@@ -146,7 +147,7 @@ def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | 
         read = set().union(*(free_indices(f) for f in others))
         for f in factors:
             for t in (v.name for v in free if v.is_token and v.name not in read):
-                if any(_offsets(term, n) != {0} for n in free_indices(term)):
+                if any(reads(term, n) != {0} for n in free_indices(term)):
                     continue  # x[t+1] leaves t = s out at s = T; x[a+1] narrows a, dropped
                 s = free_indices(f) - {t}
                 pair = norm_coefficients(f, (s.pop(), t)) if len(s) == 1 else None
@@ -169,14 +170,3 @@ def _nearest_is_itself(direction: int, touching: list, t: str) -> str | None:
     if pair is None or pair[0] != -pair[1] or direction * c > 0:
         return None
     return s
-
-
-def _offsets(node: Node, name: str) -> set[int]:
-    """The offsets at which ``node`` reads the token index ``name``."""
-    if isinstance(node, Token):
-        return {node.offset} if node.index == name else set()
-    if isinstance(node, Reduce):
-        return _offsets(node.body, name)
-    if isinstance(node, Apply):
-        return set().union(*(_offsets(a, name) for a in node.args))
-    return set()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from itertools import product
 
+from infoflow.retrieval.algebra import reads
 from infoflow.retrieval.expression import (
     SEQUENCE,
     Apply,
@@ -25,7 +26,6 @@ from infoflow.retrieval.expression import (
     TargetError,
     Token,
 )
-from infoflow.retrieval.expression_rewrite import reads
 
 ZERO = ""  # the node fixed at 0 in the constraint graph
 MAX_SPLITS = 12  # != conditions split into cases; beyond, a domain is taken as non-empty

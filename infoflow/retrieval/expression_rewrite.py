@@ -53,6 +53,7 @@ from infoflow.retrieval.algebra import (
     key,
     names,
     one_norm,
+    reads,
     rebuilt,
     rename,
     terms,
@@ -256,17 +257,6 @@ def _domain(node: Reduce) -> tuple:
     mapping = {v.name: f"_{i}" for i, v in enumerate(node.variables)}
     named = rename(replace(node, body=Const(0)), mapping, bound=True)
     return (tuple(v.size for v in named.variables), node.k, frozenset(named.conditions))
-
-
-def reads(node: Node, name: str) -> set[int]:
-    """The offsets at which ``node`` reads the token index ``name`` (conditions aside)."""
-    if isinstance(node, Token):
-        return {node.offset} if node.index == name else set()
-    if isinstance(node, Apply):
-        return set().union(*(reads(a, name) for a in node.args))
-    if isinstance(node, Reduce):
-        return reads(node.body, name)
-    return set()
 
 
 def _in_conditions(node: Node, name: str) -> bool:

@@ -25,8 +25,8 @@ import math
 
 import numpy as np
 
+from infoflow.retrieval.algebra import reads
 from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Reduce, TargetError
-from infoflow.retrieval.expression_rewrite import reads
 
 FINITE, PLUS, MINUS, NAN, ANY = range(5)
 MAX_CELLS = 1 << 22  # grid cells (positions of every bound index) checked at most

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from infoflow.retrieval.algebra import reads
 from infoflow.retrieval.expression import KTH, Apply, Condition, Node, Reduce, TargetError, Variable
-from infoflow.retrieval.expression_rewrite import reads
 
 Env = dict[str, Variable]  # user name -> the bound variable
 

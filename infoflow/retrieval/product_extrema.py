@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from infoflow.retrieval.algebra import collected, free_indices, key, normal, rebuilt, terms
-from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Reduce, Token
+from infoflow.retrieval.algebra import collected, free_indices, key, normal, reads, rebuilt, terms
+from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Reduce
 
 EXTREMA = ("max", "min")
 _POSITIVE = ("norm", "sqnorm", "abs", "exp", "relu")
@@ -91,19 +91,8 @@ def _never_empty(tests: list, name: str, stays: set[str], factors: list, readers
         and c.op == "!="
         and not c.shift
         and sides[0] - {name} <= stays
-        and _read_at(factor, name) == {0}
+        and reads(factor, name) == {0}
     )
-
-
-def _read_at(node: Node, name: str) -> set[int]:
-    """The offsets at which ``node`` reads the token index ``name``."""
-    if isinstance(node, Token):
-        return {node.offset} if node.index == name else set()
-    if isinstance(node, Reduce):
-        return _read_at(node.body, name)
-    if isinstance(node, Apply):
-        return set().union(*(_read_at(a, name) for a in node.args))
-    return set()
 
 
 def is_product(node: Node) -> bool:

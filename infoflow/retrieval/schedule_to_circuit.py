@@ -53,6 +53,7 @@ from fractions import Fraction
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
+from infoflow.retrieval.algebra import reads
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy, Head
 from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
@@ -62,7 +63,7 @@ from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import unordered_reduce
 from infoflow.retrieval.expression import KTH, SEQUENCE, Apply, Const, Node, Reduce, Token
-from infoflow.retrieval.expression_rewrite import reads, rewrite, unshift
+from infoflow.retrieval.expression_rewrite import rewrite, unshift
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import (
     fetch,
