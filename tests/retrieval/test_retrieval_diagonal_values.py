@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from rewrite_checks import assert_one_function, spec_of
 
 import infoflow
 from infoflow.core.errors import SpecError
@@ -70,22 +71,14 @@ SAME = [
 
 
 def _spec(target: str, heads: list[int]) -> dict:
-    arch = {"layers": len(heads), "heads": heads, "embed_dim": 64}
-    return {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8} | {
-        "architecture": arch
-    }
+    return spec_of(target, heads)
 
 
 @pytest.mark.parametrize(("written", "diagonal"), SAME)
 def test_the_diagonal_holds_the_extremum_and_is_planned_as_it(written, diagonal) -> None:
-    specs = [infoflow.load_spec(_spec(t, [1])) for t in (written, diagonal)]
-    x = sample_inputs(specs[0], 256, 8, torch.Generator().manual_seed(0)).double()
-    values = [TargetFunction(s, seed=0, dtype=torch.float64)(x) for s in specs]
-    assert torch.allclose(values[0], values[1], atol=1e-9), (values[0] - values[1]).abs().max()
-    for heads in ([1], [2], [1, 1], [2, 1]):
-        plans = [infoflow.predict(_spec(t, heads)) for t in (written, diagonal)]
-        for name in ("comparison_order", "min_heads", "min_architectures", "efficient"):
-            assert plans[0][name].value == plans[1][name].value, (name, heads)
+    shapes = ([1], [2], [1, 1], [2, 1])
+    names = ("comparison_order", "min_heads", "min_architectures", "efficient")
+    assert_one_function(written, diagonal, shapes, names)
 
 
 @pytest.mark.parametrize(

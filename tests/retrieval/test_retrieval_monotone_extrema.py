@@ -7,13 +7,12 @@ and its plan against the plan of the function written out."""
 from __future__ import annotations
 
 import pytest
-import torch
+from rewrite_checks import assert_one_function, assert_reading_is_written, spec_of
 
 import infoflow
 from infoflow.retrieval.expression import Apply, Reduce
 from infoflow.retrieval.expression_rewrite import rewrite
 from infoflow.retrieval.text_to_expression import parse_target
-from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
 #: (written, the same function written out)
 SAME = [
@@ -71,32 +70,18 @@ KEPT = [
 
 
 def _spec(target: str, heads: list[int], pe: bool = True) -> dict:
-    arch = {"layers": len(heads), "heads": heads, "embed_dim": 64, "positional_encoding": pe}
-    return {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8} | {
-        "architecture": arch
-    }
+    return spec_of(target, heads, pe)
 
 
 @pytest.mark.parametrize(("written", "plain"), SAME)
 def test_the_rewrite_is_the_written_function(written, plain) -> None:
-    specs = [infoflow.load_spec(_spec(t, [1])) for t in (written, plain)]
-    x = sample_inputs(specs[0], 256, 8, torch.Generator().manual_seed(0)).double()
-    values = [TargetFunction(s, seed=0, dtype=torch.float64)(x) for s in specs]
-    assert torch.allclose(values[0], values[1], atol=1e-9), (values[0] - values[1]).abs().max()
-    for heads in ([1], [1, 1]):
-        for pe in (False, True):
-            plans = [infoflow.predict(_spec(t, heads, pe)) for t in (written, plain)]
-            for name in ("comparison_order", "min_architectures", "feasible"):
-                assert plans[0][name].value == plans[1][name].value, (name, heads, pe)
+    names = ("comparison_order", "min_architectures", "feasible")
+    assert_one_function(written, plain, ([1], [1, 1]), names, pes=(False, True))
 
 
 @pytest.mark.parametrize("written", READ_AS_WRITTEN)
 def test_the_engines_reading_is_the_written_function(written) -> None:
-    spec = infoflow.load_spec(_spec(written, [1]))
-    x = sample_inputs(spec, 256, 8, torch.Generator().manual_seed(0)).double()
-    target, reading = (TargetFunction(spec, seed=0, dtype=torch.float64) for _ in range(2))
-    reading.tree = rewrite(parse_target(written))
-    assert torch.allclose(target(x), reading(x), atol=1e-9)
+    assert_reading_is_written(written, pe=True)
 
 
 @pytest.mark.parametrize("written", KEPT)

@@ -6,12 +6,9 @@ form written out."""
 from __future__ import annotations
 
 import pytest
-import torch
+from rewrite_checks import assert_one_function, assert_reading_is_written, spec_of
 
 import infoflow
-from infoflow.retrieval.expression_rewrite import rewrite
-from infoflow.retrieval.text_to_expression import parse_target
-from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
 PAIRS = "for a in T for b in T for c in T"
 
@@ -52,22 +49,13 @@ WRITTEN = [
 
 
 def _spec(target: str, heads: list[int]) -> dict:
-    arch = {"layers": len(heads), "heads": heads, "embed_dim": 64}
-    return {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8} | {
-        "architecture": arch
-    }
+    return spec_of(target, heads)
 
 
 @pytest.mark.parametrize(("written", "nested"), SAME)
 def test_a_product_of_factors_at_least_zero_separates_as_a_sum(written, nested) -> None:
-    specs = [infoflow.load_spec(_spec(t, [1])) for t in (written, nested)]
-    x = sample_inputs(specs[0], 256, 8, torch.Generator().manual_seed(0)).double()
-    values = [TargetFunction(s, seed=0, dtype=torch.float64)(x) for s in specs]
-    assert torch.allclose(values[0], values[1], atol=1e-9), (values[0] - values[1]).abs().max()
-    for heads in ([1], [2, 1], [1, 1, 1]):
-        plans = [infoflow.predict(_spec(t, heads)) for t in (written, nested)]
-        for name in ("comparison_order", "min_architectures", "efficient"):
-            assert plans[0][name].value == plans[1][name].value, (name, heads)
+    shapes, names = ([1], [2, 1], [1, 1, 1]), ("comparison_order", "min_architectures", "efficient")
+    assert_one_function(written, nested, shapes, names)
 
 
 def test_the_max_of_a_product_of_distances_is_a_pair() -> None:
@@ -85,8 +73,4 @@ def test_a_product_the_rule_cannot_separate_stays_order_three(target) -> None:
 
 @pytest.mark.parametrize("target", WRITTEN)
 def test_the_engines_reading_keeps_the_written_value(target) -> None:
-    spec = infoflow.load_spec(_spec(target, [1]))
-    x = sample_inputs(spec, 64, 8, torch.Generator().manual_seed(0)).double()
-    written, reading = (TargetFunction(spec, seed=0, dtype=torch.float64) for _ in range(2))
-    reading.tree = rewrite(parse_target(target))
-    assert torch.allclose(written(x), reading(x), atol=1e-9, equal_nan=True)
+    assert_reading_is_written(target)

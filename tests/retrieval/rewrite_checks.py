@@ -1,0 +1,46 @@
+"""What the rewrite tests share: a spec of a target at T = 8, and the check that two
+spellings of a target are one function (on random draws) and one plan."""
+
+from __future__ import annotations
+
+import torch
+
+import infoflow
+from infoflow.retrieval.expression_rewrite import rewrite
+from infoflow.retrieval.text_to_expression import parse_target
+from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
+
+
+def spec_of(target: str, heads: list[int], pe: bool | None = None) -> dict:
+    """A retrieval spec of ``target`` at T = 8, d = 4, E = 64 (positional encoding as the
+    spec's default where ``pe`` is None)."""
+    arch = {"layers": len(heads), "heads": heads, "embed_dim": 64}
+    if pe is not None:
+        arch["positional_encoding"] = pe
+    return {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": 8} | {
+        "architecture": arch
+    }
+
+
+def assert_one_function(written: str, other: str, shapes, names, pes=(None,)) -> None:
+    """``written`` and ``other`` agree on 256 random draws, and their predictions ``names``
+    agree on every architecture of ``shapes`` (heads per layer) with each of ``pes``."""
+    specs = [infoflow.load_spec(spec_of(t, [1], pes[-1])) for t in (written, other)]
+    x = sample_inputs(specs[0], 256, 8, torch.Generator().manual_seed(0)).double()
+    values = [TargetFunction(s, seed=0, dtype=torch.float64)(x) for s in specs]
+    assert torch.allclose(values[0], values[1], atol=1e-9), (values[0] - values[1]).abs().max()
+    for heads in shapes:
+        for pe in pes:
+            plans = [infoflow.predict(spec_of(t, heads, pe)) for t in (written, other)]
+            for name in names:
+                assert plans[0][name].value == plans[1][name].value, (name, heads, pe)
+
+
+def assert_reading_is_written(target: str, pe: bool | None = None) -> None:
+    """The engine's reading of ``target`` (its rewrites) has the written target's values on
+    256 random draws (a nan where the written one has a nan)."""
+    spec = infoflow.load_spec(spec_of(target, [1], pe))
+    x = sample_inputs(spec, 256, 8, torch.Generator().manual_seed(0)).double()
+    written, reading = (TargetFunction(spec, seed=0, dtype=torch.float64) for _ in range(2))
+    reading.tree = rewrite(parse_target(target))
+    assert torch.allclose(written(x), reading(x), atol=1e-9, equal_nan=True)
