@@ -70,10 +70,6 @@ SAME = [
 ]
 
 
-def _spec(target: str, heads: list[int]) -> dict:
-    return spec_of(target, heads)
-
-
 @pytest.mark.parametrize(("written", "diagonal"), SAME)
 def test_the_diagonal_holds_the_extremum_and_is_planned_as_it(written, diagonal) -> None:
     shapes = ([1], [2], [1, 1], [2, 1])
@@ -97,7 +93,7 @@ def test_a_nearest_pair_that_may_be_one_token_is_a_constant_and_refused(target) 
     (it was planned as a two-layer pair; the docs' own example was one). So is a product of
     it with factors >= 0 (planned as order 3 until the night of 2026-12-05)."""
     with pytest.raises(SpecError, match="reads no token"):
-        infoflow.load_spec(_spec(target, [1, 1]))
+        infoflow.load_spec(spec_of(target, [1, 1]))
 
 
 @pytest.mark.parametrize(
@@ -118,7 +114,7 @@ def test_a_nearest_pair_that_may_be_one_token_is_a_constant_and_refused(target) 
     ],
 )
 def test_extrema_the_diagonal_does_not_hold_stay_pairs(target) -> None:
-    spec = _spec(target, [1, 1])
+    spec = spec_of(target, [1, 1])
     spec["architecture"]["positional_encoding"] = True
     assert infoflow.predict(spec)["comparison_order"].value >= 2
 
@@ -136,8 +132,8 @@ def test_a_guard_on_an_enclosing_index_is_kept(target) -> None:
     reduction empty where it fails; the nearest-is-itself rule dropped it with the reduction
     (NMSE-scale differences of 2.2), the elimination of s put u <= T - 1 on the reduction
     over t, where pulling terms out lost it. Both leave such targets as written."""
-    spec = infoflow.load_spec(_spec(target, [2, 1]) | {"seq_len": 8})
-    plan = infoflow.predict(_spec(target, [2, 1]))
+    spec = infoflow.load_spec(spec_of(target, [2, 1]) | {"seq_len": 8})
+    plan = infoflow.predict(spec_of(target, [2, 1]))
     assert plan["comparison_order"].value == 2
     x = sample_inputs(spec, 64, 8, torch.Generator().manual_seed(0)).double()
     assert torch.isfinite(TargetFunction(spec, seed=0, dtype=torch.float64)(x)).all()

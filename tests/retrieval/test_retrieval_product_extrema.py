@@ -48,10 +48,6 @@ WRITTEN = [
 ]
 
 
-def _spec(target: str, heads: list[int]) -> dict:
-    return spec_of(target, heads)
-
-
 @pytest.mark.parametrize(("written", "nested"), SAME)
 def test_a_product_of_factors_at_least_zero_separates_as_a_sum(written, nested) -> None:
     shapes, names = ([1], [2, 1], [1, 1, 1]), ("comparison_order", "min_architectures", "efficient")
@@ -61,14 +57,14 @@ def test_a_product_of_factors_at_least_zero_separates_as_a_sum(written, nested) 
 def test_the_max_of_a_product_of_distances_is_a_pair() -> None:
     """It was order 3, not efficient at any size; the farthest token from b, squared, is
     one retrieval a token and one by the readout."""
-    result = infoflow.predict(_spec(SAME[0][0], [1, 1]))
+    result = infoflow.predict(spec_of(SAME[0][0], [1, 1]))
     assert result["comparison_order"].value == 2 and result["efficient"].value
     assert result["min_architectures"].value == [[1, 1]]
 
 
 @pytest.mark.parametrize("target", KEPT)
 def test_a_product_the_rule_cannot_separate_stays_order_three(target) -> None:
-    assert infoflow.predict(_spec(target, [2, 1]))["comparison_order"].value == 3
+    assert infoflow.predict(spec_of(target, [2, 1]))["comparison_order"].value == 3
 
 
 @pytest.mark.parametrize("target", WRITTEN)
