@@ -542,6 +542,12 @@ def test_a_stored_list_and_a_live_tuple_are_no_difference() -> None:
     assert differences({"a": [1]}, {"a": (1, 2)}) == ["a: [1] -> [1, 2]"]
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as a foreground run gets it. A shell starts a background job
+    with SIGINT ignored and its children inherit that (the suite run with `&` failed here)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_an_interrupted_run_says_how_to_continue(tmp_path) -> None:
     """--resume into a folder with no run says it starts one; Ctrl-C (SIGINT) during
@@ -552,14 +558,17 @@ def test_an_interrupted_run_says_how_to_continue(tmp_path) -> None:
     out = tmp_path / "run"
     args = ["validate", str(SPECS / "retrieval" / "specific-position.json"), "--steps", "400"]
     args += ["--seeds", "1", "--no-plots", "--out", str(out), "--resume"]
-    proc = subprocess.Popen([*infoflow_cmd(), *args], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*infoflow_cmd(), *args], stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+    )
     deadline = time.monotonic() + 240
     while not list((out / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
         time.sleep(0.5)  # a checkpoint: training has started and kept something
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=300)
     assert "holds no run to resume: starting a new one" in stderr
-    assert proc.returncode == 130 and "interrupted: what was trained is kept" in stderr
+    assert proc.returncode == 130, stderr
+    assert "interrupted: what was trained is kept" in stderr
     assert "Traceback" not in stderr
     again = run_cli(*args)
     assert again.returncode == 0, again.stderr
