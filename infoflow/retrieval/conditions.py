@@ -9,7 +9,10 @@
 - ``t == s`` (no shift, two indices of one kind, t the reduction's own) makes t the index s:
   ``max(g(x[s], x[t]) for s in T for t in T if t == s)`` is ``max(g(x[s], x[s]) for s in T)``
   (it was silently planned as the pair). Under a k-th, an argmax or an argmin, where one
-  value changes what the reduction means, it is refused.
+  value changes what the reduction means, it is refused. Two conditions that pin the same
+  pair's difference to 0 are that equality (since 2026-12-06): ``s <= t and s >= t``,
+  ``abs(s - t) < 1`` (positions are integers), ``t - s <= 0 and s < t + 1``; they were
+  planned as a pair read through positions, an overcharge.
 
 A window ``abs(s - t) <= w`` is read as two conditions, ``s <= t + w`` and ``t <= s + w``;
 where the engine plans them (the canonical form), such a pair is named as one
@@ -18,6 +21,7 @@ where the engine plans them (the canonical form), such a pair is named as one
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 from infoflow.retrieval.algebra import names, rename
@@ -39,8 +43,8 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
     """``node`` without the conditions its indices always meet and with each ``t == s``
     folded (``outer``: the indices bound around it); ``node`` itself when nothing folds."""
     own = {v.name: v for v in node.variables}
-    kept = tuple(c for c in node.conditions if not _always(c, own))
-    if len(kept) != len(node.conditions):
+    kept, spelled = _pinned(tuple(c for c in node.conditions if not _always(c, own)))
+    if kept != node.conditions:
         node = replace(node, conditions=kept)
     for c in node.conditions:
         found = _equal(c, own, {**outer, **own})
@@ -48,9 +52,13 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
             continue
         gone, stays = found
         if node.op in KTH or node.op in ("argmax", "argmin"):
+            said = (
+                f"the conditions {spelled[c]} leave"
+                if c in spelled
+                else f"the condition {c.text()} leaves"
+            )
             raise TargetError(
-                f"the condition {c.text()} leaves the {node.op} over {gone} one value: write "
-                f"{stays} for {gone}"
+                f"{said} the {node.op} over {gone} one value: write {stays} for {gone}"
             )
         if stays in names(node.body):
             raise TargetError(f"the condition {c.text()}: {stays} is bound again inside")
@@ -68,6 +76,38 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
             return body
         return replace(node, variables=variables, body=body, conditions=rest)
     return node
+
+
+def _pinned(conditions: tuple[Condition, ...]) -> tuple[tuple[Condition, ...], dict]:
+    """``conditions`` with each two that bound the difference of the same two indices by 0
+    from both sides (``a <= b``, ``b < a + 1``) replaced by ``a == b`` in the first's place;
+    and each such ``a == b`` with the text of the two it replaces."""
+    out, spelled = list(conditions), {}
+    for first, second in itertools.combinations(conditions, 2):
+        pair = {first.left, first.right}
+        if first not in out or second not in out or {second.left, second.right} != pair:
+            continue
+        if len(pair) != 2 or not all(isinstance(i, str) and i != SEQUENCE for i in pair):
+            continue
+        bounds = {_difference_bound(c, first.left) for c in (first, second)}
+        if bounds == {("low", 0), ("high", 0)}:
+            equal = Condition(first.left, "==", first.right)
+            out[out.index(first)] = equal
+            out.remove(second)
+            spelled[equal] = f"{first.text()} and {second.text()}"
+    return tuple(out), spelled
+
+
+def _difference_bound(c: Condition, a: str) -> tuple[str, int] | None:
+    """The one integer bound ``c`` puts on ``a - b`` (b its other index): ("low", v) for
+    ``a - b >= v``, ("high", v) for ``a - b <= v``; None for ``==``, ``!=`` or a window."""
+    if type(c) is not Condition or c.op not in ("<", "<=", ">", ">="):
+        return None
+    high = c.op in ("<", "<=")  # left - right op shift
+    value = c.shift - (c.op == "<") + (c.op == ">")
+    if c.left != a:  # b - a op shift: a - b the other way
+        high, value = not high, -value
+    return ("high" if high else "low"), value
 
 
 def windows(conditions: tuple[Condition, ...]) -> list[Condition]:

@@ -357,6 +357,19 @@ def test_the_canonical_form_names_what_each_score_couples() -> None:
             "max(max(dot(q, x[s]) + dot(x[s], x[t]) for t in T if t == s) for s in T)",
             "max(dot(q, x[s]) + sqnorm(x[s]) for s in T)",
         ),
+        (  # two bounds that pin the difference to 0 are the equality (2026-12-06)
+            "max(dot(x[s], x[t]) for s in T for t in T if s <= t and s >= t)",
+            "max(sqnorm(x[s]) for s in T)",
+        ),
+        (
+            "max(bilinear(x[s], A, x[t]) for s in T for t in T if abs(s - t) < 1)",
+            "max(bilinear(x[s], A, x[s]) for s in T)",
+        ),
+        (
+            "sum(max(dot(q, x[s]) + dot(x[s], x[t]) for t in T if t - s <= 0 if s < t + 1) "
+            "for s in T)",
+            "sum(dot(q, x[s]) + sqnorm(x[s]) for s in T)",
+        ),
     ],
 )
 @pytest.mark.parametrize("pe", [False, True])
@@ -385,6 +398,19 @@ def test_an_equality_beside_another_condition_of_its_index_keeps_that_condition(
 def test_an_equality_that_leaves_a_kth_one_value_is_refused() -> None:
     target = "max(kth_largest((dot(x[s], x[t]) for t in T if t == s), k=2) for s in T)"
     with pytest.raises(infoflow.SpecError, match="leaves the kth_largest over t one value"):
+        predictions(target, [1, 1], 8)
+
+
+def test_bounds_that_pin_a_pair_only_nearly_stay_a_pair_and_the_message_quotes_them() -> None:
+    """Only bounds meeting at 0 are an equality: a window of 1, or bounds at 1 (a shifted
+    equality, which the language spells x[s + 1]), stay conditions on a pair. Under an
+    argmax the refusal quotes the two conditions as they were read."""
+    for condition in ("abs(s - t) <= 1", "s <= t + 1 and s >= t + 1", "s < t and s >= t - 1"):
+        target = f"max(dot(x[s], x[t]) for s in T for t in T if {condition})"
+        assert predictions(target, [1, 1], 8)["comparison_order"] == 2, condition
+    target = "max(argmax(dot(x[s], x[t]) for t in T if abs(t - s) < 1) for s in T)"
+    message = "the conditions t < s [+] 1 and s < t [+] 1 leave the argmax over t one value"
+    with pytest.raises(infoflow.SpecError, match=message):
         predictions(target, [1, 1], 8)
 
 

@@ -33,6 +33,8 @@ REWRITTEN = [
     "max(dot(q, x[t]) - 0.5 * dot(q, x[t]) for t in T)",
     "sum(dot(q, x[s]) for s in T for t in T if s != t)",  # (T - 1) sum
     "max(dot(x[a], q) + dot(x[b], w) for a in T for b in T)",  # separable
+    "min(dot(x[s], x[t]) + x[t][0] for s in T for t in T if abs(s - t) < 1)",  # s == t
+    "max(max(dot(x[s], x[t-1]) for t in T if t <= s and t >= s) for s in T)",
 ]
 
 
