@@ -13,15 +13,15 @@ it.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import replace
 from fractions import Fraction
 
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import key, normal, reads, terms
+from infoflow.retrieval.algebra import key, normal, terms
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
 from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce
+from infoflow.retrieval.infinite_values import tuples
 
 EXTREMA = ("max", "min")
 ARGS = ("argmax", "argmin")
@@ -88,15 +88,14 @@ def _terms(node: Node, seq_len: int, sign: Fraction = Fraction(1), written: str 
 def _shifted(node: Node, seq_len: int) -> tuple[Fraction, Node]:
     """(c, the reduction without its constants) for a max, min, k-th, argmax or argmin whose
     score adds constants summing to c (as the engine's canonical form takes them out), or for
-    a sum without conditions over n tuples (T per token index) of a score adding b, c = n b
-    (not where a token is read at an offset, which leaves tuples out); (0, node) when it adds
-    none."""
+    a sum over n tuples of a score adding b, c = n b (n counted at T = ``seq_len``, the
+    tuples its conditions and neighbour reads leave: :func:`~.infinite_values.tuples`; not
+    where they depend on an enclosing index); (0, node) when it adds none."""
     if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH, "sum"):
         return Fraction(0), node
-    tokens = [v.name for v in node.variables if v.is_token]
-    if node.op == "sum" and (node.conditions or any(reads(node, t) - {0} for t in tokens)):
-        return Fraction(0), node  # x[t-1] leaves a tuple out: how many it adds c over, not built
-    count = 1 if node.op != "sum" else math.prod(v.size or seq_len for v in node.variables)
+    count = 1 if node.op != "sum" else tuples(node, seq_len)
+    if count is None:  # how many tuples depends on an enclosing index
+        return Fraction(0), node
     shift, body = _shifted(node.body, seq_len)  # max over s of (the 2nd over t of f + c)
     if body is not node.body:  # ... is ... + c; an argmax does not move
         return (Fraction(0) if node.op in ARGS else count * shift), replace(node, body=body)

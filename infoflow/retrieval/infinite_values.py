@@ -26,7 +26,15 @@ import math
 import numpy as np
 
 from infoflow.retrieval.algebra import reads
-from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Reduce, TargetError
+from infoflow.retrieval.expression import (
+    SEQUENCE,
+    Apply,
+    Condition,
+    Const,
+    Node,
+    Reduce,
+    TargetError,
+)
 
 FINITE, PLUS, MINUS, NAN, ANY = range(5)
 MAX_CELLS = 1 << 22  # grid cells (positions of every bound index) checked at most
@@ -94,6 +102,23 @@ def check_infinite(node: Node, seq_len: int) -> None:
             f"over nothing at {where}, and the target is {_WORDS[status]} on every draw: "
             "there is nothing to learn"
         )
+
+
+def tuples(node: Reduce, seq_len: int) -> int | None:
+    """How many tuples of its own indices ``node`` runs over at T = ``seq_len``, its
+    conditions and its neighbour reads applied (``sum(f(x[t-1]) + 1 for t in T)`` adds 1 over
+    T - 1 tokens); None where a condition names an index bound around it, or is a window, or
+    the grid exceeds MAX_CELLS."""
+    own = {v.name for v in node.variables}
+    for c in node.conditions:
+        named = [side for side in (c.left, c.right) if isinstance(side, str) and side != SEQUENCE]
+        if type(c) is not Condition or not set(named) <= own:
+            return None
+    if math.prod(v.size or seq_len for v in node.variables) > MAX_CELLS:
+        return None
+    checker = _Checker(seq_len)
+    inner = [(v.name, checker.positions(v)) for v in node.variables]
+    return int(checker.domain(node, inner).sum())
 
 
 def _culprit(node: Node, seq_len: int, empty: list) -> tuple[Reduce, str]:

@@ -936,17 +936,24 @@ def test_heads_are_named_after_the_engines_steps_when_the_engine_places_them_lat
     assert "1st largest" in said[1] and "2nd largest" in said[2]
 
 
-def test_a_constant_in_a_sum_read_at_an_offset_is_not_counted_t_times() -> None:
+def test_a_constant_in_a_sum_is_counted_over_the_tuples_the_sum_runs_over() -> None:
     """sum(x[t-1][0] + 1 for t in T) adds the constant over T - 1 tuples (x[0] does not
-    exist): compile does not take it out as T c (a review found it counted T times)."""
+    exist; a review found it counted T times, then it was refused); a condition leaves out
+    what it fails (t != s over pairs: T (T - 1)); a condition on an enclosing index leaves the
+    constant inside, its count not one number."""
     from infoflow.retrieval.circuit_terms import terms_of
     from infoflow.retrieval.expression import Const
     from infoflow.retrieval.text_to_expression import parse_target
 
-    found = terms_of(parse_target("sum(x[t-1][0] + 1 for t in T)"), 8)
-    assert not any(term == Const(1) for _, term, _ in found), found
-    plain = terms_of(parse_target("sum(x[t][0] + 1 for t in T)"), 8)
-    assert (8, Const(1), "") in plain, plain
+    def constant(target: str) -> list:
+        found = terms_of(parse_target(target), 8)
+        return [c for c, term, _ in found if term == Const(1)]
+
+    assert constant("sum(x[t-1][0] + 1 for t in T)") == [7]
+    assert constant("sum(x[t][0] + 1 for t in T)") == [8]
+    assert constant("sum(x[t+2][0] - 0.5 for t in T if t >= 2)") == [-2.5]
+    assert constant("sum(dot(x[s], x[t]) + 1 for s in T for t in T if s != t)") == [56]
+    assert constant("max(sum(x[t][0] + 1 for t in T if t < s) for s in T)") == []
 
 
 @pytest.mark.parametrize(
