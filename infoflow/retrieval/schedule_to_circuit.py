@@ -381,17 +381,20 @@ def _partner_term(
 
 
 def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> Head:
-    """``x[1] + x[2] + ...``: one fetch head averaging the positions, times their count."""
-    if any(t.component for t in tokens):
-        raise Unbuildable("fixed positions are fetched whole (x[1], not x[1][0])")
+    """``x[1] + x[2] + ...``, or ``x[1][0] + x[2][0]``: one fetch head, times the count."""
+    components = {t.component for t in tokens}
+    (component,) = components if len(components) == 1 else (None,)
+    if component is None or len(component) > 1 or not all(isinstance(j, int) for j in component):
+        why = "(x[1] + x[2] or x[1][0] + x[2][0], not x[1][0] + x[2][1])"
+        raise Unbuildable(f"fixed positions are fetched whole or by one coordinate, alike {why}")
     positions = sorted(
         {t.index if isinstance(t.index, int) else spec.seq_len + t.offset for t in tokens}
     )
     if len(positions) != len(tokens):
         raise Unbuildable("a fixed position read twice")
     flag = circuit.flag("fixed", tuple(positions))
-    out = circuit.add("fixed.out", circuit.channels[TOKENS])
-    copy = Copy(TOKENS, out, "I", float(len(positions)))
+    out = circuit.add("fixed.out", 1 if component else circuit.channels[TOKENS])
+    copy = Copy(TOKENS, out, f"e:{component[0]}" if component else "I", float(len(positions)))
     where = ", ".join(f"x[{p}]" for p in positions)
     circuit.output.append((out, 1.0))
     return fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}")

@@ -228,6 +228,21 @@ def test_a_constant_in_a_score_is_taken_out_into_the_output_bias(target, constan
     assert witness.nmse < bound, witness.nmse
 
 
+@pytest.mark.parametrize(
+    "target", ["x[1][0] + x[3][0]", "max(dot(q, x[t]) for t in T) + x[2][1] + x[T][1]"]
+)
+def test_one_coordinate_of_fixed_positions_is_fetched_by_one_head(target) -> None:
+    """The same coordinate of several fixed positions is one fetch head copying that
+    coordinate (since 2026-12-06; fixed positions were fetched whole only)."""
+    heads = [1, 1] if "max" in target else [1]
+    witness = construction.build(
+        spec(target, heads, embed_dim=48, seq_len=8, positional_encoding=True)
+    )
+    assert witness.nmse < 1e-6, witness.nmse
+    with pytest.raises(SpecError, match="by one coordinate, alike"):
+        circuit_of(spec("x[1][0] + x[3][1]", [1], seq_len=8, positional_encoding=True))
+
+
 def test_heads_of_two_parts_in_one_layer_are_named_after_their_own_parts() -> None:
     """On [1, 1, 2] the pair's readout and the argmin share layer 3: each head takes its own
     engine part's sentence (a review found them swapped when heads were named layer by
