@@ -9,7 +9,10 @@
 - ``t == s`` (no shift, two indices of one kind, t the reduction's own) makes t the index s:
   ``max(g(x[s], x[t]) for s in T for t in T if t == s)`` is ``max(g(x[s], x[s]) for s in T)``
   (it was silently planned as the pair). Under a k-th, an argmax or an argmin, where one
-  value changes what the reduction means, it is refused. Two conditions that pin the same
+  value changes what the reduction means, it is refused. It is left as written in a sum
+  that reads t at an offset (``x[t+1]`` at t = s = T: the sum is 0 there, while ``x[s+1]``
+  would drop s's whole term) and where a test of t would be left naming s alone (both
+  found by a review's fuzz, 2026-12-06). Two conditions that pin the same
   pair's difference to 0 are that equality (since 2026-12-06): ``s <= t and s >= t``,
   ``abs(s - t) < 1`` (positions are integers), ``t - s <= 0 and s < t + 1``; they were
   planned as a pair read through positions, an overcharge.
@@ -24,7 +27,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-from infoflow.retrieval.algebra import names, rename
+from infoflow.retrieval.algebra import names, reads, rename
 from infoflow.retrieval.expression import (
     KTH,
     SEQUENCE,
@@ -43,7 +46,7 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
     """``node`` without the conditions its indices always meet and with each ``t == s``
     folded (``outer``: the indices bound around it); ``node`` itself when nothing folds."""
     own = {v.name: v for v in node.variables}
-    kept, spelled = _pinned(tuple(c for c in node.conditions if not _always(c, own)))
+    kept, spelled = _pinned(tuple(c for c in node.conditions if not _always(c, own)), own)
     if kept != node.conditions:
         node = replace(node, conditions=kept)
     for c in node.conditions:
@@ -51,17 +54,16 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
         if found is None:
             continue
         gone, stays = found
+        quoted = f"the conditions {spelled[c]}" if c in spelled else f"the condition {c.text()}"
         if node.op in KTH or node.op in ("argmax", "argmin"):
-            said = (
-                f"the conditions {spelled[c]} leave"
-                if c in spelled
-                else f"the condition {c.text()} leaves"
-            )
             raise TargetError(
-                f"{said} the {node.op} over {gone} one value: write {stays} for {gone}"
+                f"{quoted} leave{'' if c in spelled else 's'} the {node.op} over {gone} one "
+                f"value: write {stays} for {gone}"
             )
         if stays in names(node.body):
-            raise TargetError(f"the condition {c.text()}: {stays} is bound again inside")
+            raise TargetError(f"{quoted}: {stays} is bound again inside")
+        if node.op == "sum" and reads(node.body, gone) - {0}:
+            continue  # x[t+1] at t = s = T: the sum is 0 there, s's term is not dropped
         mapping = {gone: stays}
         rest = tuple(
             replace(o, left=mapping.get(o.left, o.left), right=mapping.get(o.right, o.right))
@@ -69,8 +71,9 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
             if o is not c
         )
         variables = tuple(v for v in node.variables if v.name != gone)
-        if not variables and rest:
-            continue  # one value, if the others allow it: left as written (a position read)
+        left = {v.name for v in variables}
+        if any(not {o.left, o.right} & left for o in rest):
+            continue  # a test left on enclosing indices only, or one value: as written
         body = rename(node.body, mapping)
         if not variables:  # a reduction over one value is that value
             return body
@@ -78,9 +81,12 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
     return node
 
 
-def _pinned(conditions: tuple[Condition, ...]) -> tuple[tuple[Condition, ...], dict]:
-    """``conditions`` with each two that bound the difference of the same two indices by 0
-    from both sides (``a <= b``, ``b < a + 1``) replaced by ``a == b`` in the first's place;
+def _pinned(
+    conditions: tuple[Condition, ...], own: dict[str, Variable]
+) -> tuple[tuple[Condition, ...], dict[Condition, str]]:
+    """``conditions`` with each two that bound the difference of the same two indices (one
+    of them ``own``, the reduction's) by 0 from both sides (``a <= b``, ``b < a + 1``)
+    replaced by ``a == b`` in the first's place (dropped where ``a == b`` is there already);
     and each such ``a == b`` with the text of the two it replaces."""
     out, spelled = list(conditions), {}
     for first, second in itertools.combinations(conditions, 2):
@@ -89,12 +95,18 @@ def _pinned(conditions: tuple[Condition, ...]) -> tuple[tuple[Condition, ...], d
             continue
         if len(pair) != 2 or not all(isinstance(i, str) and i != SEQUENCE for i in pair):
             continue
+        if not pair & own.keys():
+            continue
         bounds = {_difference_bound(c, first.left) for c in (first, second)}
-        if bounds == {("low", 0), ("high", 0)}:
-            equal = Condition(first.left, "==", first.right)
+        if bounds != {("low", 0), ("high", 0)}:  # one bound each side, both at 0
+            continue
+        equal = Condition(first.left, "==", first.right)
+        if equal in out or Condition(first.right, "==", first.left) in out:
+            out.remove(first)
+        else:
             out[out.index(first)] = equal
-            out.remove(second)
             spelled[equal] = f"{first.text()} and {second.text()}"
+        out.remove(second)
     return tuple(out), spelled
 
 

@@ -401,6 +401,28 @@ def test_an_equality_that_leaves_a_kth_one_value_is_refused() -> None:
         predictions(target, [1, 1], 8)
 
 
+@pytest.mark.parametrize(
+    "target",
+    [  # a review's fuzz (2026-12-06): the first three were other functions, the last refused
+        "max(dot(q, x[s]) + sum(x[t+1][0] for t in T if abs(t - s) < 1) for s in T)",
+        "max(dot(q, x[s]) + sum(x[t+1][0] for t in T if t == s) for s in T)",
+        "sum(x[t][0] + sum(x[u-1][1] for u in T if u == t) for t in T)",
+        "argmax(x[s][0] + sum(dot(x[s], x[u]) for t in T for u in T "
+        "if t < T and abs(s - t) < 1 and u > t) for s in T)",
+        "max(max(dot(x[s], x[t-1]) for t in T if t <= s and t >= s) for s in T)",
+        "max(max(x[t-1][0] - x[t-1][0] + x[s][0] for t in T if t == s) for s in T)",
+    ],
+)
+def test_an_equality_is_folded_only_where_the_reading_is_the_written_function(target) -> None:
+    """t == s makes t the index s, but not in a sum that reads x[t+1] (at s = T the sum
+    runs over nothing and is 0, where x[s+1] would drop s's whole term), nor where a test
+    of t would be left naming s alone; a max or min folds (an empty max at s = T is -inf,
+    which the enclosing max drops, as x[s+1] does)."""
+    from rewrite_checks import assert_reading_is_written
+
+    assert_reading_is_written(target, pe=True)
+
+
 def test_bounds_that_pin_a_pair_only_nearly_stay_a_pair_and_the_message_quotes_them() -> None:
     """Only bounds meeting at 0 are an equality: a window of 1, or bounds at 1 (a shifted
     equality, which the language spells x[s + 1]), stay conditions on a pair. Under an
@@ -412,6 +434,12 @@ def test_bounds_that_pin_a_pair_only_nearly_stay_a_pair_and_the_message_quotes_t
     message = "the conditions t < s [+] 1 and s < t [+] 1 leave the argmax over t one value"
     with pytest.raises(infoflow.SpecError, match=message):
         predictions(target, [1, 1], 8)
+    written = "max(argmax(dot(x[s], x[t]) for t in T if t == s and abs(t - s) < 1) for s in T)"
+    with pytest.raises(infoflow.SpecError, match="the condition t == s leaves the argmax"):
+        predictions(written, [1, 1], 8)  # the pair beside t == s says nothing more
+    outer = "sum(max(x[u][0] for u in T if s <= t and s >= t) for s in T for t in T)"
+    with pytest.raises(infoflow.SpecError, match="the condition s <= t does not involve"):
+        predictions(outer, [1, 1], 8)  # neither names u: quoted as written
 
 
 @pytest.mark.parametrize(
