@@ -101,7 +101,7 @@ FAMILIES: dict[str, Family] = {
                 "explain": "infoflow.retrieval.explain:explain",
                 "graph": "infoflow.retrieval.explain:graph",
                 "sweep": "infoflow.retrieval.sweep:sweep_lines",
-                "plan": "infoflow.validators.retrieval.design:plan_command",
+                "plan": "infoflow.validators.retrieval.validator:plan_command",
                 "compile": "infoflow.validators.retrieval.compile_report:compile_command",
             },
             validator="infoflow.validators.retrieval.validator:VALIDATOR",

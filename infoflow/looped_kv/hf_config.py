@@ -118,8 +118,9 @@ BOOLEANS = (
 )
 
 
-def read_hf_config(path: Path) -> dict[str, Any]:
-    """Model fields read from a Hugging Face config file (raises FieldError on hf_config)."""
+def read_hf_config(path: Path, required: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Model fields read from a Hugging Face config file (raises FieldError on hf_config,
+    also where a field in ``required``, the model's, reads as null)."""
     try:
         config = read_json(path, "config file")
     except SpecError as exc:
@@ -141,7 +142,7 @@ def read_hf_config(path: Path) -> dict[str, Any]:
             f"{path}: a value of a type or size transformers would not read ({one_line(exc, 160)})"
         )
         raise FieldError("hf_config", message) from None
-    _check_read_values(fields, config, path)
+    _check_read_values(fields, config, path, required)
     folder_name = path.parent.resolve().name if path.stem == "config" else path.stem
     fields.setdefault("name", config.get("_name_or_path") or folder_name)
     dtype = _dtype(config, path)
@@ -153,15 +154,14 @@ def read_hf_config(path: Path) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def _check_read_values(fields: dict[str, Any], config: dict[str, Any], path: Path) -> None:
-    """Refuse a null the layout read where the model needs a value, naming the config keys
-    that hold it rather than the model field it would fill (a wrong type is refused before,
-    by key: :data:`INTEGERS`, :data:`BOOLEANS`)."""
-    from infoflow.looped_kv.spec import LoopedModel
-
+def _check_read_values(
+    fields: dict[str, Any], config: dict[str, Any], path: Path, required: frozenset[str]
+) -> None:
+    """Refuse a null the layout read where the model needs a value (a field in
+    ``required``), naming the config keys that hold it rather than the model field it would
+    fill (a wrong type is refused before, by key: :data:`INTEGERS`, :data:`BOOLEANS`)."""
     for name, value in fields.items():
-        field = LoopedModel.model_fields.get(name)
-        if value is None and field is not None and field.is_required():
+        if value is None and name in required:
             keys = [k for k, v in config.items() if v is None]
             named = ", ".join(repr(k) for k in keys[:3]) or "the key it reads"
             raise FieldError("hf_config", f"{path}: {named} is null, where a number belongs")

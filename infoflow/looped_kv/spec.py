@@ -165,7 +165,8 @@ class LoopedModel(StrictModel):
             if not isinstance(data["hf_config"], str):
                 raise FieldError("hf_config", "must be a path (a string)")
             base_dir = Path((info.context or {}).get("base_dir", "."))
-            return {**read_hf_config(base_dir / data["hf_config"]), **data}
+            required = frozenset(n for n, f in cls.model_fields.items() if f.is_required())
+            return {**read_hf_config(base_dir / data["hf_config"], required), **data}
         return data
 
     @model_validator(mode="after")

@@ -77,6 +77,14 @@ CONVERGED = 1e-5
 #: part of training.
 PROJECTION_SEQUENCES = 32
 TINY = 1e-12
+#: The ``gap`` criterion's rules (their use: :mod:`.ksweep.phases`, :mod:`.clocks.measure`).
+GAP = 0.5  # memorizing: ID KL to the truth at most this times the OOD KL
+#: A phase is called when the model sits at least (1 + MARGIN) / 2 of the way from every
+#: other phase reference to the nearest one: 1/3 leaves the middle third of each segment
+#: undetermined, so a called model is at least twice as close (along the segment) to the
+#: nearest reference as to any other.
+MARGIN = 1 / 3
+HALFWAY = 0.5  # a clock stops this far from the plateau to the mechanism's level
 
 
 def projected(criterion: str, memorised: bool = True) -> tuple[str, ...]:
@@ -211,9 +219,6 @@ def preregistration(spec) -> dict:
     """What decides the verdicts, as the run folder records it before training starts."""
     options = spec.options
     if options.criterion == "gap":
-        from infoflow.validators.icl_markov.clocks.measure import HALFWAY
-        from infoflow.validators.icl_markov.ksweep.phases import GAP, MARGIN
-
         return {"criterion": "gap", "gap": GAP, "margin": MARGIN, "clock_halfway": HALFWAY}
     return {
         "criterion": options.criterion,

@@ -342,26 +342,3 @@ def _estimated(experiment: Experiment) -> str:
         f"  estimated time: {duration(training + built)} (training {duration(training)}"
         f"{verdict}, construction claims {duration(built)})"
     )
-
-
-def plan_command(
-    spec: RetrievalSpec,
-    source: str,
-    scale: str,
-    device: str | None,
-    budget: float | None,
-    steps: int | None,
-    seeds: int | None,
-    compile: bool = False,
-    pilot: bool = False,
-    overrides: tuple[str, ...] = (),  # the families that print a GPU command repeat them
-) -> tuple[str, float]:
-    """``infoflow plan`` for one retrieval spec on ``device`` (None: the one validate would
-    use, CUDA where there is one): its description and estimated seconds; a SpecError (exit
-    2) when the validator cannot train it."""
-    from infoflow.validators.retrieval.validator import VALIDATOR
-    from infoflow.validators.run import plan_one
-
-    args = (scale, device, budget, steps, seeds)
-    experiment, _, _ = plan_one(VALIDATOR, spec, source, *args, "target", compile, pilot)
-    return describe(experiment, source), seconds(experiment) + experiment.construction_seconds

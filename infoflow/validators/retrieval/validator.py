@@ -19,7 +19,7 @@ from infoflow.validators.plots import Floors
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.retrieval import plots, report
 from infoflow.validators.retrieval.claims import claims, untested
-from infoflow.validators.retrieval.design import choose, with_floors
+from infoflow.validators.retrieval.design import choose, describe, seconds, with_floors
 from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, Scale
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.train import Group, load_trained, train_group
@@ -151,3 +151,25 @@ def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
 
 
 VALIDATOR = RetrievalValidator()
+
+
+def plan_command(
+    spec: RetrievalSpec,
+    source: str,
+    scale: str,
+    device: str | None,
+    budget: float | None,
+    steps: int | None,
+    seeds: int | None,
+    compile: bool = False,
+    pilot: bool = False,
+    overrides: tuple[str, ...] = (),  # the families that print a GPU command repeat them
+) -> tuple[str, float]:
+    """``infoflow plan`` for one retrieval spec on ``device`` (None: the one validate would
+    use, CUDA where there is one): its description and estimated seconds; a SpecError (exit
+    2) when the validator cannot train it."""
+    from infoflow.validators.run import plan_one
+
+    args = (scale, device, budget, steps, seeds)
+    experiment, _, _ = plan_one(VALIDATOR, spec, source, *args, "target", compile, pilot)
+    return describe(experiment, source), seconds(experiment) + experiment.construction_seconds

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from infoflow.validators.icl_markov.criterion import (
+    HALFWAY,
     WEIGHT,
     distinguishable,
     kind_weights,
@@ -30,7 +31,6 @@ from infoflow.validators.icl_markov.criterion import (
     rising_crossing,
 )
 
-HALFWAY = 0.5  # the clock stops this far from the plateau to the mechanism's level
 #: A mechanism is timed only where its level is at least this share of the plateau below
 #: the plateau (otherwise noise crosses the halfway line).
 MIN_DROP = 0.1

@@ -34,7 +34,9 @@ import statistics
 from dataclasses import dataclass, field
 
 from infoflow.validators.icl_markov.criterion import (
+    GAP,
     KINDS,
+    MARGIN,
     PROJECTIONS,
     WEIGHT,
     distinguishable,
@@ -45,12 +47,6 @@ from infoflow.validators.icl_markov.criterion import (
     previous_head_time,
 )
 
-GAP = 0.5  # memorizing: ID KL to the truth at most this times the OOD KL
-#: A phase is called when the model sits at least (1 + MARGIN) / 2 of the way from every
-#: other phase reference to the nearest one: 1/3 leaves the middle third of each segment
-#: undetermined, so a called model is at least twice as close (along the segment) to the
-#: nearest reference as to any other.
-MARGIN = 1 / 3
 PHASES = ("G1", "G2", "M1", "M2")
 UNDETERMINED = "undetermined"  # no phase reference is nearer than the others by the margin
 SPLIT = "split"  # the final phase (or kind) when the seeds disagree, none the majority

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from infoflow.validators.icl_markov.criterion import WEIGHT
-from infoflow.validators.icl_markov.ksweep.phases import MARGIN, PHASES, UNDETERMINED
+from infoflow.validators.icl_markov.criterion import MARGIN, WEIGHT
+from infoflow.validators.icl_markov.ksweep.phases import PHASES, UNDETERMINED
 from infoflow.validators.plots import colormap, finished, subplots
 
 if TYPE_CHECKING:
