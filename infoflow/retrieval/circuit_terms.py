@@ -94,7 +94,7 @@ def _shifted(node: Node, seq_len: int) -> tuple[Fraction, Node]:
     if not isinstance(node, Reduce) or node.op not in (*EXTREMA, *ARGS, *KTH, "sum"):
         return Fraction(0), node
     count = 1 if node.op != "sum" else tuples(node, seq_len)
-    if count is None:  # how many tuples depends on an enclosing index
+    if count is None:  # not one number: it depends on an enclosing index (or not counted)
         return Fraction(0), node
     shift, body = _shifted(node.body, seq_len)  # max over s of (the 2nd over t of f + c)
     if body is not node.body:  # ... is ... + c; an argmax does not move

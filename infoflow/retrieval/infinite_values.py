@@ -17,6 +17,9 @@ indices bound around it (numpy broadcasting, positions 1..T, range indices 0..n-
 status, FINITE, PLUS (+inf), MINUS (-inf), NAN (infinite or nan, sign unknown) or ANY (what
 a draw decides, maybe finite), and the target is refused where its status is PLUS, MINUS or
 NAN. Where the grid would exceed ``MAX_CELLS`` the target is not checked.
+
+The same grids count the tuples a reduction runs over (:func:`tuples`), so that what compile
+adds a sum's constant over is what this check calls empty or not.
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ from infoflow.retrieval.algebra import reads
 from infoflow.retrieval.expression import (
     SEQUENCE,
     Apply,
-    Condition,
     Const,
     Node,
     Reduce,
     TargetError,
+    Window,
 )
 
 FINITE, PLUS, MINUS, NAN, ANY = range(5)
@@ -112,8 +115,8 @@ def tuples(node: Reduce, seq_len: int) -> int | None:
     own = {v.name for v in node.variables}
     for c in node.conditions:
         named = [side for side in (c.left, c.right) if isinstance(side, str) and side != SEQUENCE]
-        if type(c) is not Condition or not set(named) <= own:
-            return None
+        if isinstance(c, Window) or not set(named) <= own:
+            return None  # a window's two sides are not one comparison (domain reads one)
     if math.prod(v.size or seq_len for v in node.variables) > MAX_CELLS:
         return None
     checker = _Checker(seq_len)

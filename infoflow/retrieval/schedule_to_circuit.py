@@ -382,9 +382,9 @@ def _partner_term(
 
 def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> Head:
     """``x[1] + x[2] + ...``, or ``x[1][0] + x[2][0]``: one fetch head, times the count."""
-    components = {t.component for t in tokens}
-    (component,) = components if len(components) == 1 else (None,)
-    if component is None or len(component) > 1 or not all(isinstance(j, int) for j in component):
+    component = tokens[0].component if len({t.component for t in tokens}) == 1 else None
+    whole, one = component == (), component and len(component) == 1 and type(component[0]) is int
+    if not (whole or one):
         why = "(x[1] + x[2] or x[1][0] + x[2][0], not x[1][0] + x[2][1])"
         raise Unbuildable(f"fixed positions are fetched whole or by one coordinate, alike {why}")
     positions = sorted(
@@ -393,8 +393,8 @@ def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec)
     if len(positions) != len(tokens):
         raise Unbuildable("a fixed position read twice")
     flag = circuit.flag("fixed", tuple(positions))
-    out = circuit.add("fixed.out", 1 if component else circuit.channels[TOKENS])
-    copy = Copy(TOKENS, out, f"e:{component[0]}" if component else "I", float(len(positions)))
+    out = circuit.add("fixed.out", circuit.channels[TOKENS] if whole else 1)
+    copy = Copy(TOKENS, out, "I" if whole else f"e:{component[0]}", float(len(positions)))
     where = ", ".join(f"x[{p}]" for p in positions)
     circuit.output.append((out, 1.0))
     return fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}")
