@@ -118,7 +118,7 @@ BOOLEANS = (
 )
 
 
-def read_hf_config(path: Path, required: frozenset[str] = frozenset()) -> dict[str, Any]:
+def read_hf_config(path: Path, required: frozenset[str]) -> dict[str, Any]:
     """Model fields read from a Hugging Face config file (raises FieldError on hf_config,
     also where a field in ``required``, the model's, reads as null)."""
     try:

@@ -9,10 +9,11 @@
 - ``t == s`` (no shift, two indices of one kind, t the reduction's own) makes t the index s:
   ``max(g(x[s], x[t]) for s in T for t in T if t == s)`` is ``max(g(x[s], x[s]) for s in T)``
   (it was silently planned as the pair). Under a k-th, an argmax or an argmin, where one
-  value changes what the reduction means, it is refused. It is left as written in a sum
-  that reads t at an offset (``x[t+1]`` at t = s = T: the sum is 0 there, while ``x[s+1]``
-  would drop s's whole term) and where a test of t would be left naming s alone (both
-  found by a review's fuzz, 2026-12-06). Two conditions that pin the same
+  value changes what the reduction means, it is refused. It is left as written where the
+  body reads t at an offset (``x[t+1]`` at t = s = T: the reduction is empty there, a sum's
+  0 or a max's -inf, which a function around it may make finite, while ``x[s+1]`` would
+  drop s) and where a test of t would be left naming s alone (found by two reviews' fuzz,
+  2026-12-06). Two conditions that pin the same
   pair's difference to 0 are that equality (since 2026-12-06): ``s <= t and s >= t``,
   ``abs(s - t) < 1`` (positions are integers), ``t - s <= 0 and s < t + 1``; they were
   planned as a pair read through positions, an overcharge.
@@ -43,8 +44,10 @@ Affine = tuple[int, int]  # a + b T
 
 
 def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
-    """``node`` without the conditions its indices always meet and with each ``t == s``
-    folded (``outer``: the indices bound around it); ``node`` itself when nothing folds."""
+    """``node`` without the conditions its indices always meet, two that pin a pair's
+    difference to 0 read as ``t == s``, and each ``t == s`` folded where that is the written
+    function (not where t is read at an offset or a test of t would be left naming s alone);
+    ``outer``: the indices bound around it. ``node`` itself when nothing folds."""
     own = {v.name: v for v in node.variables}
     kept, spelled = _pinned(tuple(c for c in node.conditions if not _always(c, own)), own)
     if kept != node.conditions:
@@ -62,8 +65,8 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
             )
         if stays in names(node.body):
             raise TargetError(f"{quoted}: {stays} is bound again inside")
-        if node.op == "sum" and reads(node.body, gone) - {0}:
-            continue  # x[t+1] at t = s = T: the sum is 0 there, s's term is not dropped
+        if reads(node.body, gone) - {0}:
+            continue  # x[t+1] at t = s = T: empty there (a sum's 0, a max's -inf), as written
         mapping = {gone: stays}
         rest = tuple(
             replace(o, left=mapping.get(o.left, o.left), right=mapping.get(o.right, o.right))

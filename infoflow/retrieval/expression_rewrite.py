@@ -227,29 +227,12 @@ def _ranges_kept(node: Reduce, body: Node) -> Reduce:
     for v in node.variables:
         if not v.is_token:
             continue
-        before, after = _read_as(node.body, v.name) | {0}, reads(body, v.name) | {0}
+        before, after = reads(node.body, v.name) | {0}, reads(body, v.name) | {0}
         if min(before) < min(after):
             conditions.append(Condition(v.name, ">=", 1 - min(before)))
         if max(before) > max(after):
             conditions.append(Condition(v.name, "<=", SEQUENCE, -max(before)))
     return replace(node, body=body, conditions=tuple(conditions))
-
-
-def _read_as(node: Node, name: str) -> set[int]:
-    """The offsets at which ``node`` reads the index ``name``, an index a nested max or min
-    makes equal to it (``for t in T if t == s``, which the fold makes s) counted as it (not a
-    sum's: the fold leaves a sum that reads t at an offset as written)."""
-    if isinstance(node, Apply):
-        return set().union(*(_read_as(a, name) for a in node.args))
-    if not isinstance(node, Reduce):
-        return reads(node, name)
-    found = _read_as(node.body, name)
-    for c in node.conditions if node.op != "sum" else ():
-        if c.op == "==" and not c.shift and name in (c.left, c.right):
-            other = c.right if c.left == name else c.left
-            if any(v.name == other for v in node.variables):
-                found |= _read_as(node.body, other)
-    return found
 
 
 def _domain(node: Reduce) -> tuple:

@@ -233,12 +233,14 @@ def test_a_constant_in_a_score_is_taken_out_into_the_output_bias(target, constan
 )
 def test_one_coordinate_of_fixed_positions_is_fetched_by_one_head(target) -> None:
     """The same coordinate of several fixed positions is one fetch head copying that
-    coordinate (since 2026-12-06; fixed positions were fetched whole only)."""
+    coordinate (since 2026-12-06; fixed positions were fetched whole only), named so."""
     heads = [1, 1] if "max" in target else [1]
-    witness = construction.build(
-        spec(target, heads, embed_dim=48, seq_len=8, positional_encoding=True)
-    )
+    s = spec(target, heads, embed_dim=48, seq_len=8, positional_encoding=True)
+    witness = construction.build(s)
     assert witness.nmse < 1e-6, witness.nmse
+    fetches = [h for h in witness.circuit.heads if h.mechanism == "fetch"]
+    assert len(fetches) == 1 and fetches[0].values[0].matrix.startswith("e:"), fetches
+    assert "x[2][1], x[8][1]" in fetches[0].does or "x[1][0], x[3][0]" in fetches[0].does
     with pytest.raises(SpecError, match="by one coordinate, alike"):
         circuit_of(spec("x[1][0] + x[3][1]", [1], seq_len=8, positional_encoding=True))
 

@@ -411,13 +411,15 @@ def test_an_equality_that_leaves_a_kth_one_value_is_refused() -> None:
         "if t < T and abs(s - t) < 1 and u > t) for s in T)",
         "max(max(dot(x[s], x[t-1]) for t in T if t <= s and t >= s) for s in T)",
         "max(max(x[t-1][0] - x[t-1][0] + x[s][0] for t in T if t == s) for s in T)",
+        # a second review: a function between the empty max and the enclosing max
+        "max(dot(q, x[s]) - exp(max(x[t+1][0] for t in T if t == s)) for s in T)",
+        "max(dot(q, x[s]) + relu(max(x[t+1][0] for t in T if abs(t - s) < 1)) for s in T)",
     ],
 )
 def test_an_equality_is_folded_only_where_the_reading_is_the_written_function(target) -> None:
-    """t == s makes t the index s, but not in a sum that reads x[t+1] (at s = T the sum
-    runs over nothing and is 0, where x[s+1] would drop s's whole term), nor where a test
-    of t would be left naming s alone; a max or min folds (an empty max at s = T is -inf,
-    which the enclosing max drops, as x[s+1] does)."""
+    """t == s makes t the index s, but not where the body reads t at an offset (at s = T
+    x[t+1] leaves the reduction empty, a sum's 0 or a max's -inf, which exp or relu make
+    finite, where x[s+1] would drop s), nor where a test of t would be left naming s alone."""
     from rewrite_checks import assert_reading_is_written
 
     assert_reading_is_written(target, pe=True)

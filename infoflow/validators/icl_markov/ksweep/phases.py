@@ -6,7 +6,8 @@ The spec's criterion decides the phase call, "memorizes" and the ceiling: with
 and :func:`projection_ceiling`; with ``gap``, the rules below that name GAP and MARGIN. The
 rest is shared.
 
-Rules (theory note ``icl_markov.md``; thresholds are named constants below):
+Rules (theory note ``icl_markov.md``; the gap criterion's thresholds, GAP and MARGIN, are
+named constants of :mod:`..criterion`):
 
 - the phase at a checkpoint is the reference nearest to the model (the smallest mean over the
   ID and OOD test sets of the spec's KL; G1 per the spec's ``g1_variant``), but only when it
