@@ -9,7 +9,9 @@ The rules (theory note, "Canonical form and schedules"; all ``reconstruction:can
 - a max, min or sum over several indices splits into one reduction per connected group of
   indices: max over s, t of f(s) + g(t) is max f + max g; a sum splits at every ``+``;
 - a sum distributes over products (``*``, ``dot``, ``bilinear``) of factors with disjoint
-  indices: the sum over s, t of dot(x[s], x[t]) is dot(sum x[s], sum x[t]);
+  indices: the sum over s, t of dot(x[s], x[t]) is dot(sum x[s], sum x[t]); one-token sums
+  are one averaging head, and an index a sum's terms never read is counted
+  (:mod:`.pooled_sums`);
 - a range index (``for i in range(D)``) reduced together with token indices joins the score
   (a score is any function of the tokens it couples); reduced on its own, around token
   reductions of another kind, it makes D copies of them;
@@ -41,6 +43,7 @@ from infoflow.retrieval.expression import (
     Variable,
 )
 from infoflow.retrieval.expression_rewrite import rewrite
+from infoflow.retrieval.pooled_sums import counted, merge_pools
 from infoflow.retrieval.types import Canonical, Comparison, Factor
 
 PRODUCTS = {"*", "dot", "bilinear"}
@@ -58,7 +61,7 @@ def canonical(
     far = frozenset(key for key, _ in far_end)
     canon = _Canonicalizer(self_exclusion=self_exclusion, far_end=far)
     summary = canon.summary(written, {})
-    parts = tuple(sorted(_merge_pools(summary.children), key=structure_key))
+    parts = tuple(sorted(merge_pools(summary.children), key=structure_key))
     if not parts and not summary.fixed:
         raise TargetError(
             "the target reads no token once identical terms cancel and a token's nearest is "
@@ -265,6 +268,7 @@ class _Canonicalizer:
         connected groups, and make each group a comparison (or, over range indices only,
         copies of the comparisons inside)."""
         out = _Summary()
+        own, tests = counted(own, summaries, tests) if op == "sum" else (own, tests)
         groups = UnionFind(own)
         kept = []
         for summary, summed in summaries:
@@ -285,7 +289,7 @@ class _Canonicalizer:
             if parts or mine:
                 variables = [v for name, v in own.items() if name in members]
                 out.merge(_group(op, k, variables, parts, mine))
-        out.children = _merge_pools(out.children)
+        out.children = merge_pools(out.children)
         return out
 
 
@@ -337,7 +341,7 @@ def _factors(folded: dict[str, int], parts, tests) -> tuple[Factor, ...]:
             elif tests[m - len(parts)].excludes:
                 exclusions.append(tests[m - len(parts)].text)
         scope = frozenset().union(*(indices[m][0] for m in members))
-        children = tuple(sorted(_merge_pools(summary.children), key=structure_key))
+        children = tuple(sorted(merge_pools(summary.children), key=structure_key))
         conditions = tuple(sorted(texts + summary.conditions))
         shifts, fixed = frozenset(summary.shifts), frozenset(summary.fixed)
         factors.append(
@@ -360,34 +364,6 @@ def _with_copies(summary: _Summary, folded: dict[str, int]) -> _Summary:
             )
         )
     return replace(summary, children=children, ranges=summary.ranges - folded.keys())
-
-
-def _merge_pools(children: list[Comparison]) -> list[Comparison]:
-    """Sums over one token index that read only that token (nothing nested, no enclosing
-    index) are one averaging head however many there are: ``sum f + sum g`` is
-    ``sum (f + g)``, and D copies of such a sum are one head averaging D features. Equal
-    comparisons are one."""
-    children = list(dict.fromkeys(children))  # a comparison met twice is planned once
-    pools = [c for c in children if _poolable(c)]
-    if not pools:
-        return children
-    (mine,) = pools[0].variables
-    shifts, fixed, conditions = set(), set(), []
-    for f in (f for pool in pools for f in pool.factors):
-        shifts |= {(mine, offset) for _, offset in f.shifts}
-        fixed |= f.fixed
-        conditions += list(f.conditions)
-    factor = Factor(
-        frozenset({mine}), (), frozenset(shifts), frozenset(fixed), tuple(sorted(conditions))
-    )
-    merged = replace(pools[0], factors=(factor,), copies=1)
-    return [merged if c is pools[0] else c for c in children if c is pools[0] or not _poolable(c)]
-
-
-def _poolable(c: Comparison) -> bool:
-    return (
-        c.kind == "sum" and len(c.variables) == 1 and not c.free and not c.children and not c.ranges
-    )
 
 
 def _condition(c, env: Env, decides: bool = False) -> _Test:

@@ -1,0 +1,86 @@
+"""Sums the planner pools (``reconstruction:canonical_form``, a stage of
+:mod:`~infoflow.retrieval.expression_to_canonical`):
+
+- sums over one token index that read only that token are one averaging head however many
+  there are (:func:`merge_pools`);
+- a sum over a token index t that none of its terms reads, tested against one other token
+  index s of the sum only (``sum(f(x[s]) for s in T for t in T if s < t)``), is the sum over
+  s of f(s) times how many t pass: a weight on s's position (T - s here), so t leaves the
+  reduction's indices and its tests read s's position (PE) (:func:`counted`). One head with
+  PE does it: logits log(T - s) weigh the tokens, the readout scales the mean back. Until
+  2026-12-06 the pair was coupled, a global aggregation (not efficient at any size).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from infoflow.retrieval.types import Comparison, Factor
+
+
+def counted(own: dict, summaries: list, tests: list) -> tuple[dict, list]:
+    """``own`` (a sum's indices) without each token index that no summary (term) reads and
+    whose tests name one other token index of the sum, s; ``tests`` with those tests on s
+    alone, reading its position. (summary, summed indices or None) pairs and tests as
+    :mod:`~infoflow.retrieval.expression_to_canonical` makes them."""
+    read = set().union(*((s.indices() if summed is None else summed) for s, summed in summaries))
+    own, tests = dict(own), list(tests)
+    while found := next(_countable(own, read, tests), None):
+        name, s, mine = found
+        del own[name]
+        weight = {
+            t: replace(
+                t,
+                tokens=frozenset({s}),
+                ranges=frozenset(),
+                text=f"{t.text} (counted over {name})",
+                reads_positions=True,
+                excludes=False,
+                differs=False,
+            )
+            for t in mine
+        }
+        tests = [weight.get(t, t) for t in tests]
+    return own, tests
+
+
+def _countable(own: dict, read: set, tests: list):
+    """(t, s, t's tests) for each index t ``counted`` can take out now (t's tests name one
+    other token index s of the sum; counting one index may make another countable:
+    ``s < t and t < u`` counts u onto t, then t onto s, in any order of the generators)."""
+    for name, variable in own.items():
+        mine = [t for t in tests if name in t.indices]
+        partners = {i for t in mine for i in t.indices} - {name}
+        if not variable.is_token or name in read or not mine or len(partners) != 1:
+            continue
+        (s,) = partners
+        if s in own and own[s].is_token:
+            yield name, s, mine
+
+
+def merge_pools(children: list[Comparison]) -> list[Comparison]:
+    """Sums over one token index that read only that token (nothing nested, no enclosing
+    index) are one averaging head however many there are: ``sum f + sum g`` is
+    ``sum (f + g)``, and D copies of such a sum are one head averaging D features. Equal
+    comparisons are one."""
+    children = list(dict.fromkeys(children))  # a comparison met twice is planned once
+    pools = [c for c in children if _poolable(c)]
+    if not pools:
+        return children
+    (mine,) = pools[0].variables
+    shifts, fixed, conditions = set(), set(), []
+    for f in (f for pool in pools for f in pool.factors):
+        shifts |= {(mine, offset) for _, offset in f.shifts}
+        fixed |= f.fixed
+        conditions += list(f.conditions)
+    factor = Factor(
+        frozenset({mine}), (), frozenset(shifts), frozenset(fixed), tuple(sorted(conditions))
+    )
+    merged = replace(pools[0], factors=(factor,), copies=1)
+    return [merged if c is pools[0] else c for c in children if c is pools[0] or not _poolable(c)]
+
+
+def _poolable(c: Comparison) -> bool:
+    return (
+        c.kind == "sum" and len(c.variables) == 1 and not c.free and not c.children and not c.ranges
+    )

@@ -1,0 +1,89 @@
+"""A sum over a token index its terms never read, tested against one other index of the sum,
+is a sum over that index weighted by a count of positions (``pooled_sums.py``): one
+averaging head with positional encoding, as a masked sum is. Until 2026-12-06 the pair was
+coupled, a global aggregation called not efficient at any size."""
+
+from __future__ import annotations
+
+import pytest
+
+import infoflow
+
+NAMES = (
+    "comparison_order",
+    "min_heads",
+    "min_layers",
+    "requires_positional_encoding",
+    "feasible",
+    "efficient",
+    "cost_exponent",
+)
+
+
+def _predicted(target: str, pe: bool, seq_len: int = 8) -> dict:
+    spec = {
+        "kind": "retrieval",
+        "target": target,
+        "input_dim": 4,
+        "seq_len": seq_len,
+        "architecture": {"layers": 1, "heads": [1], "embed_dim": 32, "positional_encoding": pe},
+    }
+    result = infoflow.predict(spec)
+    return {name: result[name].value for name in NAMES}
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sum(dot(q, x[s]) for s in T for t in T if s < t)",  # sum (T - s) q.x(s)
+        "sum(x[s][0] for s in T for t in T if abs(s - t) <= 2)",  # 3 to 5 partners
+        "sum(dot(q, x[s]) for s in T for t in T if t > s and t <= 5)",
+        "sum(sum(x[s][1] for t in T if t >= s) for s in T)",  # nested: flattened first
+    ],
+)
+@pytest.mark.parametrize("pe", [True, False])
+@pytest.mark.parametrize("seq_len", [8, 32])
+def test_a_counted_index_is_a_weight_on_a_position_as_a_mask_is(target, pe, seq_len) -> None:
+    """The weighted sum is planned as the masked one-token sum is: order 1, one head,
+    efficient at every T with PE; without PE a position cannot be weighed (infeasible)."""
+    masked = "sum(x[s][0] for s in T if s <= 3)"
+    assert _predicted(target, pe, seq_len) == _predicted(masked, pe, seq_len)
+    assert _predicted(target, True, seq_len)["efficient"]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sum(dot(x[s], x[t]) for s in T for t in T if s < t)",  # t is read
+        "sum(x[s][0] * max(x[u][1] for u in T if u < t) for s in T for t in T if s < t)",
+        "sum(x[s][0] * x[u][1] for s in T for t in T for u in T if s < t and t < u)",
+    ],
+)
+def test_an_index_a_term_reads_or_two_indices_test_is_not_counted(target) -> None:
+    """t read by a term (or by a nested reduction), or tested against two indices both read,
+    couples them as before: the order stays 2 or more."""
+    assert _predicted(target, True)["comparison_order"] >= 2
+
+
+@pytest.mark.parametrize("order", ["s in T for t in T for u in T", "u in T for t in T for s in T"])
+def test_a_chain_of_counted_indices_is_counted_whatever_the_generators_order(order) -> None:
+    """sum over s < t < u of f(s): u is counted onto t, then t onto s (a weight (T - s)(T - s
+    - 1) / 2), in either order of the generators."""
+    target = f"sum(x[s][0] for {order} if s < t and t < u)"
+    assert _predicted(target, True) == _predicted("sum(x[s][0] for s in T if s <= 3)", True)
+
+
+def test_explain_names_the_counted_condition(tmp_path) -> None:
+    from infoflow.retrieval.explain import explain
+    from infoflow.retrieval.spec import RetrievalSpec
+
+    spec = RetrievalSpec.model_validate(
+        {
+            "kind": "retrieval",
+            "target": "sum(dot(q, x[s]) for s in T for t in T if s < t)",
+            "input_dim": 4,
+            "seq_len": 8,
+            "architecture": {"layers": 1, "heads": [1], "embed_dim": 32},
+        }
+    )
+    assert "(counted over t)" in explain(spec)
