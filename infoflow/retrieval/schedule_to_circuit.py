@@ -265,7 +265,7 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     )
     if op in ARGS or op in EXTREMA or op == "sum":  # tests against numbers: a positional mask
         if len(names) != 1 or not own:
-            raise Unbuildable(f"{forms.text(term)}: one token index, tested against numbers")
+            raise Unbuildable(f"{forms.text(term)}: built for one index tested against numbers")
         build = _pooled if op == "sum" else _retrieval_term
         return build(circuit, term, tag, spec)
     if len(names) != 1 or conditions:
