@@ -21,20 +21,22 @@ from infoflow.retrieval.types import Comparison, Factor
 def counted(own: dict, summaries: list, tests: list) -> tuple[dict, list]:
     """``own`` (a sum's indices) without each token index that no summary (term) reads and
     whose tests name one other token index of the sum, s; ``tests`` with those tests on s
-    alone, reading its position. (summary, summed indices or None) pairs and tests as
+    alone, reading its position (not where they are all ``t != s``: a count of T - 1).
+    (summary, summed indices or None) pairs and tests as
     :mod:`~infoflow.retrieval.expression_to_canonical` makes them."""
     read = set().union(*((s.indices() if summed is None else summed) for s, summed in summaries))
     own, tests = dict(own), list(tests)
     while found := next(_countable(own, read, tests), None):
         name, s, mine = found
         del own[name]
+        constant = all(t.differs for t in mine)  # only t != s: T - 1 whatever s's position
         weight = {
             t: replace(
                 t,
                 tokens=frozenset({s}),
                 ranges=frozenset(),
                 text=f"{t.text} (counted over {name})",
-                reads_positions=True,
+                reads_positions=not constant,
                 excludes=False,
                 differs=False,
             )

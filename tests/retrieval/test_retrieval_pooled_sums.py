@@ -87,3 +87,16 @@ def test_explain_names_the_counted_condition(tmp_path) -> None:
         }
     )
     assert "(counted over t)" in explain(spec)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sum(x[s][0] for s in T for t in T if s != t and t != s)",
+        "sum(x[s][0] for s in T for t in T for u in T if s != t and s != u)",
+    ],
+)
+def test_a_count_of_t_not_s_reads_no_position(target) -> None:
+    """Only t != s: T - 1 partners whatever s's position, a constant weight; no PE (a
+    review found these charged a position read)."""
+    assert _predicted(target, False) == _predicted("sum(x[s][0] for s in T)", False)
