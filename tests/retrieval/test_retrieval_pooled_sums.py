@@ -20,15 +20,15 @@ NAMES = (
 )
 
 
-def _predicted(target: str, pe: bool, seq_len: int = 8) -> dict:
-    spec = {
-        "kind": "retrieval",
-        "target": target,
-        "input_dim": 4,
-        "seq_len": seq_len,
-        "architecture": {"layers": 1, "heads": [1], "embed_dim": 32, "positional_encoding": pe},
+def _spec(target: str, pe: bool = True, seq_len: int = 8) -> dict:
+    arch = {"layers": 1, "heads": [1], "embed_dim": 32, "positional_encoding": pe}
+    return {"kind": "retrieval", "target": target, "input_dim": 4, "seq_len": seq_len} | {
+        "architecture": arch
     }
-    result = infoflow.predict(spec)
+
+
+def _predicted(target: str, pe: bool, seq_len: int = 8) -> dict:
+    result = infoflow.predict(_spec(target, pe, seq_len))
     return {name: result[name].value for name in NAMES}
 
 
@@ -73,19 +73,11 @@ def test_a_chain_of_counted_indices_is_counted_whatever_the_generators_order(ord
     assert _predicted(target, True) == _predicted("sum(x[s][0] for s in T if s <= 3)", True)
 
 
-def test_explain_names_the_counted_condition(tmp_path) -> None:
+def test_explain_names_the_counted_condition() -> None:
     from infoflow.retrieval.explain import explain
     from infoflow.retrieval.spec import RetrievalSpec
 
-    spec = RetrievalSpec.model_validate(
-        {
-            "kind": "retrieval",
-            "target": "sum(dot(q, x[s]) for s in T for t in T if s < t)",
-            "input_dim": 4,
-            "seq_len": 8,
-            "architecture": {"layers": 1, "heads": [1], "embed_dim": 32},
-        }
-    )
+    spec = RetrievalSpec.model_validate(_spec("sum(dot(q, x[s]) for s in T for t in T if s < t)"))
     assert "(counted over t)" in explain(spec)
 
 
