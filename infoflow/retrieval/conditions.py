@@ -7,16 +7,16 @@
   encoding). A condition that holds only at the spec's T (``t <= 8`` at T = 8) is kept: the
   plan is the same at every T;
 - ``t == s`` (no shift, two indices of one kind, t the reduction's own) makes t the index s:
-  ``max(g(x[s], x[t]) for s in T for t in T if t == s)`` is ``max(g(x[s], x[s]) for s in
-  T)`` (it was silently planned as the pair). Under a k-th, an argmax or an argmin, where
-  one value changes what the reduction means, it is refused. It is left as written where the
-  body reads t at an offset (``x[t+1]`` at t = s = T: the reduction is empty there, a sum's
-  0 or a max's -inf, which a function around it may make finite, while ``x[s+1]`` would drop
-  s) and where a test of t would be left naming s alone (found by two reviews' fuzz,
-  2026-12-06). Two conditions that pin the same pair's difference to 0 are that equality
-  (since 2026-12-06): ``s <= t and s >= t``, ``abs(s - t) < 1`` (positions are integers),
-  ``t - s <= 0 and s < t + 1``; they were planned as a pair read through positions, an
-  overcharge.
+  ``max(g(x[s], x[t]) for s in T for t in T if t == s)`` is
+  ``max(g(x[s], x[s]) for s in T)`` (it was silently planned as the pair). Under a k-th, an
+  argmax or an argmin, where one value changes what the reduction means, it is refused. It
+  is left as written where the body reads t at an offset (``x[t+1]`` at t = s = T: the
+  reduction is empty there, a sum's 0 or a max's -inf, which a function around it may make
+  finite, while ``x[s+1]`` would drop s) and where a test of t would be left naming s alone
+  (found by two reviews' fuzz, 2026-12-06). Two conditions that pin the same pair's
+  difference to 0 are that equality (since 2026-12-06): ``s <= t and s >= t``,
+  ``abs(s - t) < 1`` (positions are integers), ``t - s <= 0 and s < t + 1``; they were
+  planned as a pair read through positions, an overcharge.
 
 A window ``abs(s - t) <= w`` is read as two conditions, ``s <= t + w`` and ``t <= s + w``;
 where the engine plans them (the canonical form), such a pair is named as one
