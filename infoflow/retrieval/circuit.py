@@ -17,6 +17,7 @@ run.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, replace
 
 #: Channels every circuit has: a constant anchor (it keeps LayerNorm's scale fixed), a channel
@@ -32,6 +33,9 @@ EVERY_TOKEN, THE_READOUT = "every token", "the readout"
 #: (the readout's is zero): a score's -SELF_PENALTY * pos(s).pos(t) leaves each token out of
 #: its own retrieval, SELF_PENALTY far above any content score's spread.
 POSITIONS, SELF_PENALTY = "pos", 1000.0
+#: The logit a weighted average gives a position of weight 0 (:meth:`Circuit.logit`): its
+#: token's share is e^-100 of a weight-1 token's, whatever beta.
+LEFT_OUT = -100.0
 #: How a score names a positional mask of the circuit (``mask:NAME``).
 MASK = "mask:"
 #: One channel the positional encoding sets to the token's position p over T (p / T, so that
@@ -113,7 +117,9 @@ class Circuit:
     groups with their coefficients), the fixed positions each flag channel marks, notes on
     what the construction does not do exactly, and the positional masks its scores name
     (``mask:NAME``: per query position, or the readout's one row, the key positions left
-    out, 1-based), and a constant the output adds (its bias)."""
+    out, 1-based), a constant the output adds (its bias), and the logits a weighted average
+    gives the positions (``logits``: a channel holding log w(p) at position p, 1-based, so a
+    head that scores it weighs token p by w(p); :meth:`logit`)."""
 
     layers: int
     heads_per_layer: tuple[int, ...]
@@ -126,6 +132,7 @@ class Circuit:
     notes: list[str] = field(default_factory=list)
     masks: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     constant: float = 0.0
+    logits: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def add(self, name: str, width: int) -> str:
         """A channel group of ``width`` channels (once per name)."""
@@ -138,6 +145,16 @@ class Circuit:
         if same is not None:
             return same
         self.flags[self.add(name, 1)] = positions
+        return name
+
+    def logit(self, name: str, weights: tuple[int, ...]) -> str:
+        """A channel holding log w(p) at each position p (:data:`LEFT_OUT` where w(p) = 0):
+        one already holding them, or a new one."""
+        values = tuple(math.log(w) if w > 0 else LEFT_OUT for w in weights)
+        same = next((f for f, held in self.logits.items() if held == values), None)
+        if same is not None:
+            return same
+        self.logits[self.add(name, 1)] = values
         return name
 
     def offset(self, name: str) -> int:
@@ -186,6 +203,7 @@ class Circuit:
             "notes": list(self.notes),
             "masks": {name: [list(row) for row in rows] for name, rows in self.masks.items()},
             "constant": self.constant,
+            "logits": {name: list(values) for name, values in self.logits.items()},
         }
 
 
@@ -225,6 +243,7 @@ def without_head(circuit: Circuit, layer: int, slot: int) -> Circuit:
         [*circuit.notes, f"head {slot} of layer {layer} removed, with what read it"],
         dict(circuit.masks),
         circuit.constant,
+        dict(circuit.logits),
     )
 
 

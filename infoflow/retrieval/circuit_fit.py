@@ -16,11 +16,13 @@ def fit(circuit: Circuit, spec: RetrievalSpec) -> None:
     """Refuse what the architecture cannot hold (its layers and heads per layer are the
     layout's: :mod:`~infoflow.retrieval.circuit_layout`): the head width and E."""
     arch = spec.architecture
-    if circuit.reads_norm and (circuit.flags or POSITION_NUMBER in circuit.channels):
+    positional = circuit.flags or circuit.logits or POSITION_NUMBER in circuit.channels
+    if circuit.reads_norm and positional:
         raise Unbuildable(
             "a norm read from LayerNorm (a norm pair, a token's own norm) beside fixed "
-            "positions, an offset, a positional mask or an argmax: their position flags and "
-            "numbers change the first LayerNorm's scale, which carries |x|^2"
+            "positions, an offset, a positional mask, a weighted sum or an argmax: their "
+            "position flags, logits and numbers change the first LayerNorm's scale, which "
+            "carries |x|^2"
         )
     e = arch.embed_dim or circuit.width
     if circuit.width > e:

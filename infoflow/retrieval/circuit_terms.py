@@ -19,6 +19,7 @@ from fractions import Fraction
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import key, normal, terms
 from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.circuit_sums import counted_sums
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
 from infoflow.retrieval.expression import KTH, Apply, Const, Node, Param, Reduce
 from infoflow.retrieval.infinite_values import tuples
@@ -33,8 +34,9 @@ Term = tuple[Fraction, Node, str]
 
 def terms_of(tree: Node, seq_len: int) -> list[Term]:
     """The target's terms at T = ``seq_len`` (a sum over the tokens of f + c is the sum of f
-    plus T c), equal ones merged (:func:`merged`)."""
-    return merged(_terms(tree, seq_len))
+    plus T c; a sum's indices it does not read counted: :func:`~.circuit_sums.counted_sums`),
+    equal ones merged (:func:`merged`)."""
+    return merged(_terms(counted_sums(tree, seq_len), seq_len))
 
 
 def merged(terms: list[Term]) -> list[Term]:

@@ -64,8 +64,9 @@ def canonical(
     parts = tuple(sorted(merge_pools(summary.children), key=structure_key))
     if not parts and not summary.fixed:
         raise TargetError(
-            "the target reads no token once identical terms cancel and a token's nearest is "
-            "itself (at distance 0): it is a constant, there is nothing to learn"
+            "the target reads no token once identical terms cancel, a token's nearest is "
+            "itself (at distance 0) and a sum over an index nothing reads is a count: it is a "
+            "constant, there is nothing to learn"
         )
     return Canonical(parts, frozenset(summary.fixed), peel_firsts.firsts(canon.closed, parts))
 

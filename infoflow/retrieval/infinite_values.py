@@ -18,8 +18,9 @@ status, FINITE, PLUS (+inf), MINUS (-inf), NAN (infinite or nan, sign unknown) o
 a draw decides, maybe finite), and the target is refused where its status is PLUS, MINUS or
 NAN. Where the grid would exceed ``MAX_CELLS`` the target is not checked.
 
-The same grids count the tuples a reduction runs over (:func:`tuples`), so that what compile
-adds a sum's constant over is what this check calls empty or not.
+The same grids count the tuples a reduction runs over (:func:`tuples`, and per value of one
+index: :func:`counts`), so that what compile adds a sum's constant over, or weighs a
+position by, is what this check calls empty or not.
 """
 
 from __future__ import annotations
@@ -110,18 +111,36 @@ def check_infinite(node: Node, seq_len: int) -> None:
 def tuples(node: Reduce, seq_len: int) -> int | None:
     """How many tuples of its own indices ``node`` runs over at T = ``seq_len``, its
     conditions and its neighbour reads applied (``sum(f(x[t-1]) + 1 for t in T)`` adds 1 over
-    T - 1 tokens); None where a condition names an index bound around it, or is a window, or
-    the grid exceeds MAX_CELLS."""
+    T - 1 tokens); None where a condition names an index bound around it, or the grid exceeds
+    MAX_CELLS."""
+    grid = _own_grid(node, seq_len)
+    return None if grid is None else int(grid.sum())
+
+
+def counts(node: Reduce, seq_len: int, name: str) -> list[int] | None:
+    """Per value of the index ``name`` of ``node`` (positions 1..T), how many tuples of the
+    other indices ``node`` runs over with it (``sum(f(x[s]) for s in T for t in T if s < t)``:
+    T - s); None where :func:`tuples` is."""
+    grid = _own_grid(node, seq_len)
+    if grid is None:
+        return None
+    axis = [v.name for v in node.variables].index(name)
+    others = tuple(i for i in range(grid.ndim) if i != axis)
+    return [int(n) for n in grid.sum(axis=others)]
+
+
+def _own_grid(node: Reduce, seq_len: int) -> np.ndarray | None:
+    """Where ``node``'s own indices meet its conditions and neighbour reads (None where
+    :func:`tuples` says)."""
     own = {v.name for v in node.variables}
     for c in node.conditions:
         named = [side for side in (c.left, c.right) if isinstance(side, str) and side != SEQUENCE]
-        if isinstance(c, Window) or not set(named) <= own:
-            return None  # a window's two sides are not one comparison (domain reads one)
+        if not set(named) <= own:
+            return None  # a count that depends on an index bound around the reduction
     if math.prod(v.size or seq_len for v in node.variables) > MAX_CELLS:
         return None
     checker = _Checker(seq_len)
-    inner = [(v.name, checker.positions(v)) for v in node.variables]
-    return int(checker.domain(node, inner).sum())
+    return checker.domain(node, [(v.name, checker.positions(v)) for v in node.variables])
 
 
 def _culprit(node: Node, seq_len: int, empty: list) -> tuple[Reduce, str]:
@@ -189,7 +208,10 @@ class _Checker:
 
         mask = np.ones([len(p) for _, p in inner], dtype=bool)
         for c in node.conditions:
-            mask &= _COMPARE[c.op](value(c.left), value(c.right) + c.shift)
+            if isinstance(c, Window):  # abs(left - right) op shift: both sides
+                mask &= _COMPARE[c.op](np.abs(value(c.left) - value(c.right)), c.shift)
+            else:
+                mask &= _COMPARE[c.op](value(c.left), value(c.right) + c.shift)
         for v in node.variables:
             for offset in reads(node.body, v.name) if v.is_token else ():
                 position = value(v.name) + offset

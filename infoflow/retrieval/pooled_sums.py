@@ -7,8 +7,11 @@
   index s of the sum only (``sum(f(x[s]) for s in T for t in T if s < t)``), is the sum over
   s of f(s) times how many t pass: a weight on s's position (T - s here), so t leaves the
   reduction's indices and its tests read s's position (PE) (:func:`counted`). One head with
-  PE does it: logits log(T - s) weigh the tokens, the readout scales the mean back. Until
-  2026-12-06 the pair was coupled, a global aggregation (not efficient at any size).
+  PE does it: logits log(T - s) weigh the tokens, the readout scales the mean back (compile
+  builds it: :mod:`.circuit_sums`). Until 2026-12-06 the pair was coupled, a global
+  aggregation (not efficient at any size). Tested against numbers or T only (``t < 3``), t
+  is a constant count (its tests read no position; until 2026-12-06 they were a position
+  read, and a max of such a sum a second layer).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ def counted(own: dict, summaries: list, tests: list) -> tuple[dict, list]:
     """``own`` (a sum's indices) without each token index that no summary (term) reads and
     whose tests name one other token index of the sum, s; ``tests`` with those tests on s
     alone, reading its position (not where they are all ``t != s``: a count of T - 1).
+    Where t's tests name no other index (``t < 3``), they go: the count is a constant.
     (summary, summed indices or None) pairs and tests as
     :mod:`~infoflow.retrieval.expression_to_canonical` makes them."""
     read = set().union(*((s.indices() if summed is None else summed) for s, summed in summaries))
@@ -29,6 +33,9 @@ def counted(own: dict, summaries: list, tests: list) -> tuple[dict, list]:
     while found := next(_countable(own, read, tests), None):
         name, s, mine = found
         del own[name]
+        if s is None:  # tests on t alone: the same count at every s, a constant factor
+            tests = [t for t in tests if t not in mine]
+            continue
         constant = all(t.differs for t in mine)  # only t != s: T - 1 whatever s's position
         weight = {
             t: replace(
@@ -48,12 +55,16 @@ def counted(own: dict, summaries: list, tests: list) -> tuple[dict, list]:
 
 def _countable(own: dict, read: set, tests: list):
     """(t, s, t's tests) for each index t ``counted`` can take out now (t's tests name one
-    other token index s of the sum; counting one index may make another countable:
-    ``s < t and t < u`` counts u onto t, then t onto s, in any order of the generators)."""
+    other token index s of the sum, or none: s is None; counting one index may make another
+    countable: ``s < t and t < u`` counts u onto t, then t onto s, in any order of the
+    generators)."""
     for name, variable in own.items():
         mine = [t for t in tests if name in t.indices]
         partners = {i for t in mine for i in t.indices} - {name}
-        if not variable.is_token or name in read or not mine or len(partners) != 1:
+        if not variable.is_token or name in read or not mine or len(partners) > 1:
+            continue
+        if not partners:
+            yield name, None, mine
             continue
         (s,) = partners
         if s in own and own[s].is_token:

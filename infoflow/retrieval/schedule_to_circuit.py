@@ -11,7 +11,9 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
 
 - fixed positions read directly (``x[1] + x[2] + x[3]``, positional encoding): one fetch head;
 - ``sum`` over one token of a linear score (``dot(q, x[t])``, ``x[t][j]``, ``x[t]``): pooling
-  (at an offset, or tested against numbers: over the positions it reads, a flag on the rest);
+  (at an offset, or tested against numbers: over the positions it reads, the rest left out
+  by their logits; with indices it does not read, counted: a constant factor, or weights on
+  the positions: :mod:`.circuit_sums`);
 - ``max``/``min`` over one token of a linear score: one max-position retrieval;
 - ``max``/``min`` over two tokens of ``dot`` or ``bilinear``: two retrievals and a decode;
 - ``max``/``min`` over two tokens of ``norm`` or ``sqnorm`` of ``x[s] + x[t]`` (or ``-``,
@@ -53,12 +55,13 @@ from fractions import Fraction
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import reads
+from infoflow.retrieval.algebra import free_indices, reads
 from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy, Head
 from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_pairs import pair_term, star_term
+from infoflow.retrieval.circuit_sums import pooled_term
 from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import unordered_reduce
@@ -70,7 +73,6 @@ from infoflow.retrieval.mechanisms import (
     kth,
     max_position,
     part_sentences,
-    pooling,
     sentences,
 )
 from infoflow.retrieval.predict import predictions
@@ -232,12 +234,15 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
 
 def _kind(term: Node, written: str) -> tuple[str, int] | None:
     """A term's reduction as the engine's parts are compared: (the op as written, number of
-    indices, a max over s of a max over t counting both, as :func:`_term` builds it)."""
+    indices, a max over s of a max over t counting both, as :func:`_term` builds it, a sum
+    only those it reads)."""
     if not isinstance(term, Reduce):
         return None
     count, body = len(term.variables), term.body
     if term.op in EXTREMA and count == 1 and isinstance(body, Reduce) and body.op == term.op:
         count += len(body.variables)
+    if term.op == "sum":  # the indices it does not read are counted, not planned
+        count = len({v.name for v in term.variables} & free_indices(body)) or count
     return written or term.op, count
 
 
@@ -263,11 +268,12 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         for c in conditions
         for side in (c.left, c.right)
     )
-    if op in ARGS or op in EXTREMA or op == "sum":  # tests against numbers: a positional mask
+    if op == "sum":  # the indices it does not read counted: weights on positions
+        return pooled_term(circuit, term, tag, spec)
+    if op in ARGS or op in EXTREMA:  # tests against numbers: a positional mask
         if len(names) != 1 or not own:
             raise Unbuildable(f"{forms.text(term)}: built for one index tested against numbers")
-        build = _pooled if op == "sum" else _retrieval_term
-        return build(circuit, term, tag, spec)
+        return _retrieval_term(circuit, term, tag, spec)
     if len(names) != 1 or conditions:
         raise Unbuildable(f"{forms.text(term)}: a k-th over one token without conditions")
     if op in KTH:
@@ -328,29 +334,6 @@ def _retrieval_term(
         found = max_position.circuit_fixed_query(circuit, tag, query, matrix, best, skip)
         return [*heads, *found[0]], found[1]
     return max_position.circuit_single(circuit, tag, matrix, best, skip)
-
-
-def _pooled(circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec) -> tuple[list, list]:
-    """A sum over one token t of a linear score: the readout averages it over the positions
-    it reads and scales the mean by their count. An index read at one offset is pooled where
-    it reads; the positions no t reads (the offset's, or those its tests leave out) are left
-    out by a flag (PE)."""
-    var = term.variables[0].name
-    offsets = reads(term.body, var) or {0}
-    if len(offsets) != 1:
-        raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
-    (offset,) = offsets
-    matrix = forms.linear(unshift(term.body, var, offset), var)
-    out = circuit.add(f"{tag}.out", circuit.channels[TOKENS] if matrix == "I" else 1)
-    skipped = forms.left_out(term.conditions, var, offset, spec.seq_len)
-    copy = Copy(TOKENS, out, matrix, float(spec.seq_len - len(skipped)))
-    if not skipped:
-        return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], []
-    if not circuit.positional_encoding:
-        raise Unbuildable(f"{forms.text(term)}: its range leaves positions out (no PE)")
-    flag = circuit.flag(f"{tag}.skip", skipped)
-    does = f"the readout sums the score over the positions {flag} leaves into {out}"
-    return [pooling.circuit_head(copy, does, skip=flag)], []
 
 
 def _partner_term(

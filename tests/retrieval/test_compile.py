@@ -673,7 +673,7 @@ def test_a_norm_pair_the_heads_cannot_carry_out_is_refused() -> None:
         input_dim=1,
         architecture={"layers": 2, "heads": [2, 1], "embed_dim": 24, "positional_encoding": True},
     )
-    with pytest.raises(SpecError, match="flags and numbers change the first LayerNorm"):
+    with pytest.raises(SpecError, match="flags, logits and numbers change the first LayerNorm"):
         circuit_of(beside)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 import infoflow
+from infoflow.core.errors import SpecError
 
 NAMES = (
     "comparison_order",
@@ -92,3 +93,29 @@ def test_a_count_of_t_not_s_reads_no_position(target) -> None:
     """Only t != s: T - 1 partners whatever s's position, a constant weight; no PE (a
     review found these charged a position read)."""
     assert _predicted(target, False) == _predicted("sum(x[s][0] for s in T)", False)
+
+
+@pytest.mark.parametrize(
+    ("target", "plain"),
+    [
+        ("sum(x[s][0] for s in T for t in T if t < 3)", "sum(x[s][0] for s in T)"),
+        ("sum(dot(q, x[s]) for s in T for t in T if t != 3)", "sum(dot(q, x[s]) for s in T)"),
+        ("max(sum(x[s][0] for t in T if t < 3) for s in T)", "max(x[s][0] for s in T)"),
+        ("sum(x[s][0] * sum(1 for t in T if t <= T - 2) for s in T)", "sum(x[s][0] for s in T)"),
+        (
+            "sum(x[s][0] for s in T for t in T for u in T if t < 3 and u > t)",
+            "sum(x[s][0] for s in T)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("pe", [True, False])
+def test_a_count_of_an_index_tested_against_numbers_is_a_constant(target, plain, pe) -> None:
+    """t tested against numbers (or T) only, read by no term: the same count at every s, a
+    constant factor; no position read (a review found these charged one, and the max of such
+    a sum a second layer: [1, 1], not efficient)."""
+    assert _predicted(target, pe) == _predicted(plain, pe)
+
+
+def test_a_count_alone_is_a_constant_and_refused() -> None:
+    with pytest.raises(SpecError, match="a sum over an index nothing reads is a count"):
+        infoflow.predict(_spec("sum(1 for t in T if t < 3)"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sympy
 
-from infoflow.retrieval.circuit import ANCHOR, SELF_PENALTY, THE_READOUT, Copy, Form, Head
+from infoflow.retrieval.circuit import ANCHOR, THE_READOUT, Copy, Form, Head
 from infoflow.retrieval.laws import decode_exponent
 from infoflow.retrieval.mechanisms.base import copies, tagged
 from infoflow.retrieval.types import Comparison, CostOptions, Placement, Schedule, Step
@@ -52,12 +52,15 @@ def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -
     return decode_exponent(1, options)
 
 
-def circuit_head(value: Copy, does: str, skip: str = "") -> Head:
+def circuit_head(value: Copy, does: str, weights: str = "") -> Head:
     """The averaging head compile builds: every logit zero (the readout left out), so the
     readout takes the mean of ``value`` over the tokens; ``value.scale`` = T turns it into
-    the sum. Exact whatever the temperature. With a flag ``skip``, the positions it marks
-    are left out by the logit -beta SELF_PENALTY (e^-1e5 at beta 100)."""
-    if not skip:
+    the sum. Exact whatever the temperature. With a logit channel ``weights`` (log w(p):
+    :meth:`~infoflow.retrieval.circuit.Circuit.logit`, written over beta), token p weighs
+    w(p), whatever beta, and ``value.scale`` = the weights' sum turns the mean into the
+    weighted sum (a position of weight 0 is left out: e^-100)."""
+    if not weights:
         return Head(1, -1, "pooling", THE_READOUT, does, values=(value,), sharp=False)
-    score = (Form(ANCHOR, skip, "I", -1, SELF_PENALTY),)
-    return Head(1, -1, "pooling", THE_READOUT, does, score=score, values=(value,))
+    return Head(
+        1, -1, "pooling", THE_READOUT, does, score=(Form(ANCHOR, weights),), values=(value,)
+    )

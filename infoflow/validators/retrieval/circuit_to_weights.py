@@ -222,6 +222,9 @@ class Weights:
         for group, positions in c.flags.items():
             for p in positions:
                 m.W_pos[0, p - 1, c.offset(group)] = 1
+        for group, logits in c.logits.items():  # log w(p) / beta: a sharp head adds log w(p)
+            values = torch.tensor(logits, dtype=self.dtype) / self.beta
+            m.W_pos[0, : len(logits), c.offset(group)] = values
         if POSITION_NUMBER in c.channels:  # p / T at position p (the readout's stays zero)
             numbers = torch.arange(1, self.seq_len + 1, dtype=self.dtype) / self.seq_len
             m.W_pos[0, : self.seq_len, c.offset(POSITION_NUMBER)] = numbers
