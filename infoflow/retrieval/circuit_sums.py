@@ -2,9 +2,10 @@
 :mod:`~infoflow.retrieval.schedule_to_circuit` (and of :mod:`.circuit_terms`, which counts).
 
 A sum's indices that nothing in its body reads are counted, as the engine plans them
-(:mod:`.pooled_sums`). Tested against numbers, T and each other only, they are a constant
-factor (:func:`counted_sums`: ``sum(f(x[s]) for t in T if t < 3)`` is 2 f(x[s])). Tested
-against the index the body reads, s, they weigh s's positions (:func:`pooled_term`:
+(:mod:`.pooled_sums`; a sum nested in a sum, or a factor of its score, flattened first).
+Tested against numbers, T and each other only, they are a constant factor
+(:func:`counted_sums`: ``sum(f(x[s]) for t in T if t < 3)`` is 2 f(x[s])). Tested against
+the index the body reads, s, they weigh s's positions (:func:`pooled_term`:
 ``sum(f(x[s]) for s in T for t in T if s < t)`` weighs position s by T - s): one averaging
 head whose logit at position p is log w(p), from a channel the positional encoding sets
 (:meth:`~.circuit.Circuit.logit`; a position of weight 0 gets :data:`~.circuit.LEFT_OUT`),
@@ -39,6 +40,7 @@ def counted_sums(node: Node, seq_len: int) -> Node:
     node = replace(node, body=counted_sums(node.body, seq_len))
     if node.op != "sum":
         return node
+    node = _flat(node)
     read = free_indices(node.body)
     free = {v.name for v in node.variables if v.is_token and v.name not in read}
     while tied := {
@@ -59,6 +61,26 @@ def counted_sums(node: Node, seq_len: int) -> Node:
     conditions = tuple(c for c in node.conditions if c not in mine)
     body = replace(node, variables=rest, conditions=conditions) if rest else node.body
     return Apply("*", (Const(count), body))
+
+
+def _flat(node: Reduce) -> Reduce:
+    """A sum over s of ``f * sum(g for t ...)`` (or of a sum) as one sum over s and t of
+    ``f * g``, as the engine flattens it (not where t's name is s's, or one f reads)."""
+    body = node.body
+    factors = body.args if isinstance(body, Apply) and body.fn == "*" else (body,)
+    summed = [a for a in factors if isinstance(a, Reduce) and a.op == "sum"]
+    if len(summed) != 1 or len(factors) > 2:
+        return node
+    (inner,) = summed
+    others = [a for a in factors if a is not inner]
+    taken = {v.name for v in node.variables}.union(*(free_indices(a) for a in others))
+    if taken & {v.name for v in inner.variables}:
+        return node
+    inner_body = Apply("*", (others[0], inner.body)) if others else inner.body
+    variables = (*node.variables, *inner.variables)
+    return replace(
+        node, variables=variables, body=inner_body, conditions=(*node.conditions, *inner.conditions)
+    )
 
 
 def _names(condition: Condition) -> set[str]:

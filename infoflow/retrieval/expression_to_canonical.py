@@ -5,7 +5,8 @@ The rules (theory note, "Canonical form and schedules"; all ``reconstruction:can
 - an additive term that does not involve a reduction's indices leaves it: max over t of
   f(s) + g(s, t) is f(s) + max over t of g(s, t) (for sums and k-th reductions too);
 - a reduction inside another of the same kind is flattened into it: a max inside a max, a
-  min subtracted inside a max, a sum inside a sum;
+  min subtracted inside a max, a sum inside a sum (also a sum that is a factor of a
+  product: f * sum g is sum f g);
 - a max, min or sum over several indices splits into one reduction per connected group of
   indices: max over s, t of f(s) + g(t) is max f + max g; a sum splits at every ``+``;
 - a sum distributes over products (``*``, ``dot``, ``bilinear``) of factors with disjoint
@@ -214,6 +215,7 @@ class _Canonicalizer:
                 if term is None or not coefficient:
                     continue  # a constant leaves the reduction
                 sign = 1 if coefficient > 0 else -1
+                term = _summed_product(term) if node.op == "sum" else term
                 if flattens(node.op, sign, term):
                     deeper, more = self.bind(term.variables, scope)
                     variables += more
@@ -292,6 +294,20 @@ class _Canonicalizer:
                 out.merge(_group(op, k, variables, parts, mine))
         out.children = merge_pools(out.children)
         return out
+
+
+def _summed_product(term: Node) -> Node:
+    """``f * sum(g for t ...)`` as ``sum(f * g for t ...)`` (a sum it then flattens into: a
+    count written as a factor, ``x[s][0] * sum(1 for t in T if t > s)``, is counted as the
+    same sum written flat is); any other term as it is."""
+    if not (isinstance(term, Apply) and term.fn == "*"):
+        return term
+    summed = [a for a in term.args if isinstance(a, Reduce) and a.op == "sum"]
+    if len(summed) != 1:
+        return term
+    (inner,) = summed
+    (other,) = [a for a in term.args if a is not inner]
+    return replace(inner, body=Apply("*", (other, inner.body)))
 
 
 def _group(op, k, variables: list[Variable], parts: list[_Summary], tests) -> _Summary:

@@ -44,6 +44,8 @@ def test_counts_are_the_tuples_that_go_with_each_position() -> None:
         "sum(x[s][0] for s in T for t in T for u in T if s < t and t < u)",
         "sum(x[s-1][1] for s in T for t in T if t >= s and t <= 5)",  # and x[0] left out
         "sum(x[s] for s in T for t in T if abs(s - t) <= 2)",  # a vector; a window: 3 to 5
+        "sum(x[s][0] * sum(1 for t in T if t > s) for s in T)",  # a count as a factor
+        "sum(sum(dot(q, x[s]) for t in T if t >= s) for s in T)",  # a sum in a sum
     ],
 )
 def test_a_weighted_sum_is_one_head_with_logits_log_w(target: str) -> None:

@@ -40,6 +40,8 @@ def _predicted(target: str, pe: bool, seq_len: int = 8) -> dict:
         "sum(x[s][0] for s in T for t in T if abs(s - t) <= 2)",  # 3 to 5 partners
         "sum(dot(q, x[s]) for s in T for t in T if t > s and t <= 5)",
         "sum(sum(x[s][1] for t in T if t >= s) for s in T)",  # nested: flattened first
+        "sum(x[s][0] * sum(1 for t in T if t > s) for s in T)",  # a count as a factor too
+        "sum(sum(1 for t in T if t > s) * dot(q, x[s]) for s in T)",
     ],
 )
 @pytest.mark.parametrize("pe", [True, False])
