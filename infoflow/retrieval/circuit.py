@@ -33,6 +33,11 @@ EVERY_TOKEN, THE_READOUT = "every token", "the readout"
 #: (the readout's is zero): a score's -SELF_PENALTY * pos(s).pos(t) leaves each token out of
 #: its own retrieval, SELF_PENALTY far above any content score's spread.
 POSITIONS, SELF_PENALTY = "pos", 1000.0
+#: A channel the positional encoding sets, where a head of layer 1 reads |x|^2 beside
+#: positional content that differs between positions (flags, logits, position numbers), so
+#: that every token's positional content adds the same to LayerNorm's variance (the scale
+#: that carries |x|^2).
+PAD = "pad"
 #: The logit a weighted average gives a position of weight 0 (:meth:`Circuit.logit`): its
 #: token's share is e^-100 of a weight-1 token's, whatever beta.
 LEFT_OUT = -100.0
@@ -174,6 +179,14 @@ class Circuit:
     def width_of(self, name: str) -> int:
         """The width of what a score or copy reads: a channel group, or the squared norm."""
         return 1 if name == SQNORM else self.channels[name]
+
+    @property
+    def padded(self) -> bool:
+        """Whether the positional encoding needs :data:`PAD`: a head reads |x|^2 beside
+        positional content that differs between positions."""
+        return self.reads_norm and bool(
+            self.flags or self.logits or POSITION_NUMBER in self.channels
+        )
 
     @property
     def reads_norm(self) -> bool:

@@ -7,23 +7,19 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from infoflow.retrieval.circuit import POSITION_NUMBER, Circuit, Head
+from infoflow.retrieval.circuit import PAD, Circuit, Head
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.spec import RetrievalSpec
 
 
 def fit(circuit: Circuit, spec: RetrievalSpec) -> None:
     """Refuse what the architecture cannot hold (its layers and heads per layer are the
-    layout's: :mod:`~infoflow.retrieval.circuit_layout`): the head width and E."""
+    layout's: :mod:`~infoflow.retrieval.circuit_layout`): the head width and E, counting the
+    channel :data:`~.circuit.PAD` that a norm read beside positional content needs (added
+    here, last: it evens what every position adds to LayerNorm's variance)."""
     arch = spec.architecture
-    positional = circuit.flags or circuit.logits or POSITION_NUMBER in circuit.channels
-    if circuit.reads_norm and positional:
-        raise Unbuildable(
-            "a norm read from LayerNorm (a norm pair, a token's own norm) beside fixed "
-            "positions, an offset, a positional mask, a weighted sum or an argmax: their "
-            "position flags, logits and numbers change the first LayerNorm's scale, which "
-            "carries |x|^2"
-        )
+    if circuit.padded:
+        circuit.add(PAD, 1)
     e = arch.embed_dim or circuit.width
     if circuit.width > e:
         raise Unbuildable(f"the circuit needs {circuit.width} channels, E = {e}")

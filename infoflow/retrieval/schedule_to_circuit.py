@@ -302,11 +302,10 @@ def _retrieval_term(
     (offset,) = offsets
     body = unshift(term.body, var, offset)
     norm = forms.own_norm(body, var)
-    if norm is not None and (term.conditions or offset):
-        raise Unbuildable(f"{forms.text(term)}: a token's own norm without a mask or an offset")
     if norm is not None and term.op in EXTREMA:
-        squared = norm[0] or spec.options.squared_norm
-        return max_position.circuit_norm_single(circuit, tag, forms.sign(term.op), squared, norm[1])
+        squared, sign = norm[0] or spec.options.squared_norm, forms.sign(term.op)
+        skip = _skip(circuit, term, offset, tag, spec)
+        return max_position.circuit_norm_single(circuit, tag, sign, squared, norm[1], skip)
     heads = []
     fixed = forms.fixed_query(body, var, spec.seq_len)
     if fixed is None:
@@ -319,11 +318,7 @@ def _retrieval_term(
         flag = circuit.flag(f"{tag}.at", (position,))
         does = f"the readout fetches x[{position}] into {query}"
         heads.append(fetch.circuit_head(flag, Copy(TOKENS, query), does))
-    skip = ""
-    if skipped := forms.left_out(term.conditions, var, offset, spec.seq_len):
-        if not circuit.positional_encoding:
-            raise Unbuildable(f"{forms.text(term)}: its range leaves positions out (no PE)")
-        skip = circuit.flag(f"{tag}.skip", skipped)
+    skip = _skip(circuit, term, offset, tag, spec)  # after the fetch: it may share its flag
     best = 1 if term.op in ("max", "argmax") else -1
     if term.op in ARGS:
         found = max_position.circuit_argmax(
@@ -334,6 +329,18 @@ def _retrieval_term(
         found = max_position.circuit_fixed_query(circuit, tag, query, matrix, best, skip)
         return [*heads, *found[0]], found[1]
     return max_position.circuit_single(circuit, tag, matrix, best, skip)
+
+
+def _skip(circuit: Circuit, term: Reduce, offset: int, tag: str, spec: RetrievalSpec) -> str:
+    """The flag marking the positions a one-token retrieval's index, read at ``offset``,
+    never reads (its tests or the offset leave them out: PE); "" if none."""
+    var = term.variables[0].name
+    skipped = forms.left_out(term.conditions, var, offset, spec.seq_len)
+    if not skipped:
+        return ""
+    if not circuit.positional_encoding:
+        raise Unbuildable(f"{forms.text(term)}: its range leaves positions out (no PE)")
+    return circuit.flag(f"{tag}.skip", skipped)
 
 
 def _partner_term(

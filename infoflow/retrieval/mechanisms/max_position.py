@@ -130,13 +130,13 @@ def circuit_single(
 
 
 def circuit_norm_single(
-    c: Circuit, tag: str, sign: int, squared: bool, scale: float = 1.0
+    c: Circuit, tag: str, sign: int, squared: bool, scale: float = 1.0, skip: str = ""
 ) -> tuple[list[Head], list[Mlp]]:
     """Order 1 on a token's own norm, compiled (the diagonal's value of a pair: the max of
     x(s).x(t) is the largest |x|^2): the readout's logit on token t is beta * sign * |x(t)|^2,
-    read from LayerNorm's scale (:data:`SQNORM`, as a norm pair's key), and it copies
-    ``scale`` |x(t*)|^2; the layer's MLP takes the square root (unless the norm is
-    squared)."""
+    read from LayerNorm's scale (:data:`SQNORM`, as a norm pair's key), less SELF_PENALTY on
+    the positions the flag ``skip`` marks (if any), and it copies ``scale`` |x(t*)|^2; the
+    layer's MLP takes the square root (unless the norm is squared)."""
     c.add(MIRROR, c.channels[TOKENS])
     c.add(CONST, 1)
     square = c.add(f"{tag}.out" if squared else f"{tag}.square", 1)
@@ -146,7 +146,7 @@ def circuit_norm_single(
         "max-position retrieval",
         THE_READOUT,
         f"retrieves the best t by |x(t)|^2 (read from LayerNorm's scale) into {square}",
-        score=(Form(ANCHOR, SQNORM, "I", sign),),
+        score=(Form(ANCHOR, SQNORM, "I", sign), *_skipped(skip)),
         values=(Copy(SQNORM, square, "I", scale),),
     )
     if squared:

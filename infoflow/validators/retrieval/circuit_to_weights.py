@@ -17,6 +17,9 @@ puts 1 on the ``const`` channel, which the residual stream leaves at zero, so a 
 exactly 1, and ``read(SQNORM) = E S^2 const - (E S^3 / sigma0) anchor`` is ``|x|^2`` up to
 ``1.5 |x|^4 / (E S^2)``. That needs float64 and its own anchor (:data:`NORM_ANCHOR`): the
 |x|^2 part is 1 / anchor^2 of the anchor's read, so float32's rounding would swamp it.
+Positional content adds to that variance too; where it differs between positions (flags,
+logits, position numbers), the channel ``pad`` evens it (:meth:`Weights._even`), so S^2
+holds one constant for every token.
 
 Heads: the logit is ``beta * score / sqrt(n)`` in the model's convention, so the query carries
 ``beta sqrt(n)``; the readout is left out as a key by a large negative logit (:class:`Scales`).
@@ -39,6 +42,7 @@ from infoflow.retrieval.circuit import (
     CONST,
     MASK,
     MIRROR,
+    PAD,
     POSITION_NUMBER,
     POSITIONS,
     READOUT,
@@ -117,6 +121,7 @@ class Weights:
                 )
             self.anchor = NORM_ANCHOR
         self.sigma0 = self.anchor * math.sqrt(e - 1) / e
+        self.spread = 0.0  # what positional content adds to E times LayerNorm's variance
         self._used: dict[int, int] = {}  # hidden units handed out, per layer
 
     def build(self) -> EnsembleTransformer:
@@ -166,10 +171,9 @@ class Weights:
         anchor reads 1)."""
         c = self.circuit
         if group == SQNORM:  # E S^2 (exactly 1) - E S^3 / sigma0 (the anchor's read)
-            # S^2 = sigma0^2 + LayerNorm's epsilon, + 2 / E where every token has one position
-            # channel at 1 (and the balance at -1): the same for every token
-            ones = 2 / self.e if POSITIONS in c.channels else 0.0
-            s = math.sqrt(self.sigma0**2 + LN_EPS + ones)
+            # S^2 = sigma0^2 + LayerNorm's epsilon + what every token's positional content
+            # adds (the same for each: :meth:`_even`)
+            s = math.sqrt(self.sigma0**2 + LN_EPS + self.spread / self.e)
             one = torch.zeros(self.e, 1, dtype=self.dtype)
             one[c.offset(CONST)], one[c.offset(ZERO)] = 1, -1
             return self.e * s**2 * one - self.e * s**3 / self.sigma0 * self.read(ANCHOR)
@@ -232,6 +236,29 @@ class Weights:
             first = c.offset(POSITIONS)
             for p in range(c.channels[POSITIONS]):
                 m.W_pos[0, p, first + p] = 1
+        if c.reads_norm:
+            self._even()
+
+    def _even(self) -> None:
+        """Make every token's positional content c_p add the same K to E times the first
+        LayerNorm's variance, which carries |x|^2: with the balance (minus its sum) it adds
+        |c_p|^2 + (sum c_p)^2, and :data:`PAD` takes the g that makes that K, the least
+        every position reaches (``self.spread``). One-hot positions need none (K = 2)."""
+        m, c = self.model, self.circuit
+        keep = torch.ones(self.e, dtype=torch.bool)
+        keep[[c.offset(ANCHOR), c.offset(BALANCE)]] = False
+        content = m.W_pos[0, : self.seq_len][:, keep]
+        total, square = content.sum(-1), (content**2).sum(-1)
+        if PAD not in c.channels:
+            spread = square + total**2
+            if spread.max() - spread.min() > 1e-12:
+                raise ValueError("positional content differs between positions, with no pad")
+            self.spread = float(spread[0])
+            return
+        k = (square + total**2 / 2).max()
+        room = (2 * k - 2 * square - total**2).clamp_min(0)
+        m.W_pos[0, : self.seq_len, c.offset(PAD)] = (room.sqrt() - total) / 2
+        self.spread = float(k)
 
     def _head(self, head: Head) -> None:
         m = self.model
