@@ -16,6 +16,7 @@ rounding in float32 cost NMSE 5e-3 at beta 100 and 0.3 at beta 1000 (T = 16; 9e-
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from infoflow.retrieval import circuit_forms as forms
@@ -24,7 +25,7 @@ from infoflow.retrieval.circuit import TOKENS, Circuit, Copy
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce
 from infoflow.retrieval.expression_rewrite import unshift
-from infoflow.retrieval.infinite_values import counts, tuples
+from infoflow.retrieval.infinite_values import MAX_CELLS, counts, tuples
 from infoflow.retrieval.mechanisms import pooling
 from infoflow.retrieval.spec import RetrievalSpec
 
@@ -60,6 +61,8 @@ def counted_sums(node: Node, seq_len: int) -> Node:
     rest = tuple(v for v in node.variables if v.name not in free)
     conditions = tuple(c for c in node.conditions if c not in mine)
     body = replace(node, variables=rest, conditions=conditions) if rest else node.body
+    if isinstance(body, Const):  # sum(1 for t in T if t < 3) is 2
+        return Const(count * body.value)
     return Apply("*", (Const(count), body))
 
 
@@ -108,6 +111,11 @@ def pooled_term(circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec) -
         raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
     (offset,) = offsets
     matrix = forms.linear(unshift(term.body, var, offset), var)
+    if math.prod(v.size or spec.seq_len for v in term.variables) > MAX_CELLS:
+        raise Unbuildable(
+            f"{forms.text(term)}: its tuples are counted on a grid of T^{len(own)} cells, more "
+            f"than {MAX_CELLS:,}"
+        )
     weights = counts(term, spec.seq_len, var)
     if weights is None or not any(weights):
         raise Unbuildable(

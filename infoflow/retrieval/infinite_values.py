@@ -37,7 +37,6 @@ from infoflow.retrieval.expression import (
     Node,
     Reduce,
     TargetError,
-    Window,
 )
 
 FINITE, PLUS, MINUS, NAN, ANY = range(5)
@@ -207,11 +206,8 @@ class _Checker:
             return inner[names.index(side)][1].reshape(shape)
 
         mask = np.ones([len(p) for _, p in inner], dtype=bool)
-        for c in node.conditions:
-            if isinstance(c, Window):  # abs(left - right) op shift: both sides
-                mask &= _COMPARE[c.op](np.abs(value(c.left) - value(c.right)), c.shift)
-            else:
-                mask &= _COMPARE[c.op](value(c.left), value(c.right) + c.shift)
+        for c in node.conditions:  # a window is written as its two conditions
+            mask &= _COMPARE[c.op](value(c.left), value(c.right) + c.shift)
         for v in node.variables:
             for offset in reads(node.body, v.name) if v.is_token else ():
                 position = value(v.name) + offset

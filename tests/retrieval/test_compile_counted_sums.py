@@ -68,6 +68,10 @@ def test_the_logits_are_log_of_the_counts() -> None:
         ("sum(x[s][0] for s in T for t in T if t < 3)", 2),
         ("sum(dot(q, x[s]) for s in T for t in T for u in T if t != 3 and u <= T - 2)", 15 * 14),
         ("max(sum(x[s][0] for t in T if t < 3) for s in T)", 2),  # a nested count: 2 max
+        # a count as a factor (a review found these refused: 2 * 1 was not read as 2)
+        ("sum(dot(q, x[s]) * sum(1 for t in T if t <= T - 2) for s in T)", 14),
+        ("max(x[s][0] * sum(1 for t in T if t < 3) for s in T)", 2),
+        ("sum(x[s][0] for s in T) * sum(1 for t in T if t < 3)", 2),
     ],
 )
 def test_a_count_against_numbers_is_a_constant_factor(target: str, factor: int) -> None:
@@ -103,3 +107,11 @@ def test_a_masked_sum_is_exact_whatever_beta_and_close_in_float32(beta: float) -
     target = "sum(dot(q, x[t]) for t in T if t >= 3)"
     assert _built(target, beta=beta).nmse < EXACT
     assert _built(target, torch.float32, beta).nmse < 1e-3
+
+
+def test_a_count_too_large_to_tabulate_is_refused_naming_the_grid() -> None:
+    """T^3 cells at T = 256 exceed the counting grid: the refusal says so (a review found it
+    blaming the conditions)."""
+    target = "sum(dot(q, x[s]) for s in T for t in T for u in T if s < t and t < u)"
+    with pytest.raises(SpecError, match=r"a grid of T\^3 cells"):
+        circuit_of(spec(target, [1], seq_len=256, positional_encoding=True))
