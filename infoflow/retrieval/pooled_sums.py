@@ -1,8 +1,8 @@
 """Sums the planner pools (``reconstruction:canonical_form``, a stage of
 :mod:`~infoflow.retrieval.expression_to_canonical`):
 
-- sums over one token index that read only that token are one averaging head however many
-  there are (:func:`merge_pools`);
+- sums over one token index that read only that token and weigh positions alike are one
+  averaging head however many there are (:func:`merge_pools`);
 - a sum over a token index t that none of its terms reads, tested against one other token
   index s of the sum only (``sum(f(x[s]) for s in T for t in T if s < t)``), is the sum over
   s of f(s) times how many t pass: a weight on s's position (T - s here), so t leaves the
@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from infoflow.retrieval.types import Comparison, Factor
@@ -73,24 +74,41 @@ def _countable(own: dict, read: set, tests: list):
 
 def merge_pools(children: list[Comparison]) -> list[Comparison]:
     """Sums over one token index that read only that token (nothing nested, no enclosing
-    index) are one averaging head however many there are: ``sum f + sum g`` is
-    ``sum (f + g)``, and D copies of such a sum are one head averaging D features. Equal
-    comparisons are one."""
+    index) and weigh the positions alike (the same offsets and conditions, up to the index's
+    name: :func:`_weighting`) are one averaging head however many there are: ``sum f + sum
+    g`` is ``sum (f + g)``, and D copies of such a sum are one head averaging D features.
+    Pools that weigh positions differently are not (one head's softmax is one weighting:
+    ``sum x[s][0] + sum x[v][1] over v <= 3`` needs two; until 2026-12-06 they were one
+    head, an undercharge). Equal comparisons are one."""
     children = list(dict.fromkeys(children))  # a comparison met twice is planned once
-    pools = [c for c in children if _poolable(c)]
-    if not pools:
-        return children
+    groups: dict[tuple, list[Comparison]] = {}
+    for pool in (c for c in children if _poolable(c)):
+        groups.setdefault(_weighting(pool), []).append(pool)
+    merged = {id(pools[0]): _merged(pools) for pools in groups.values()}
+    return [merged.get(id(c), c) for c in children if id(c) in merged or not _poolable(c)]
+
+
+def _merged(pools: list[Comparison]) -> Comparison:
+    """Pools that weigh positions alike as one, over the first one's index."""
     (mine,) = pools[0].variables
-    shifts, fixed, conditions = set(), set(), []
+    shifts, fixed = set(), set()
     for f in (f for pool in pools for f in pool.factors):
         shifts |= {(mine, offset) for _, offset in f.shifts}
         fixed |= f.fixed
-        conditions += list(f.conditions)
-    factor = Factor(
-        frozenset({mine}), (), frozenset(shifts), frozenset(fixed), tuple(sorted(conditions))
+    conditions = tuple(sorted(c for f in pools[0].factors for c in f.conditions))
+    factor = Factor(frozenset({mine}), (), frozenset(shifts), frozenset(fixed), conditions)
+    return replace(pools[0], factors=(factor,), copies=1)
+
+
+def _weighting(pool: Comparison) -> tuple:
+    """How a pool weighs each position, up to its index's name: the offsets it reads at and
+    its conditions (``s <= 3`` and ``v <= 3`` alike)."""
+    (mine,) = pool.variables
+    offsets = frozenset(offset for f in pool.factors for _, offset in f.shifts)
+    unnamed = (
+        re.sub(rf"\b{re.escape(mine)}\b", "#", c) for f in pool.factors for c in f.conditions
     )
-    merged = replace(pools[0], factors=(factor,), copies=1)
-    return [merged if c is pools[0] else c for c in children if c is pools[0] or not _poolable(c)]
+    return offsets, tuple(sorted(set(unnamed)))
 
 
 def _poolable(c: Comparison) -> bool:

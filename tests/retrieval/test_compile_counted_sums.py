@@ -115,3 +115,11 @@ def test_a_count_too_large_to_tabulate_is_refused_naming_the_grid() -> None:
     target = "sum(dot(q, x[s]) for s in T for t in T for u in T if s < t and t < u)"
     with pytest.raises(SpecError, match=r"a grid of T\^3 cells"):
         circuit_of(spec(target, [1], seq_len=256, positional_encoding=True))
+
+
+def test_pools_weighing_positions_differently_are_two_heads() -> None:
+    """As the engine now plans them (a review found them planned on one, which no layout
+    fits): one head each, side by side."""
+    target = "sum(x[s][0] for s in T) + sum(x[v][1] for v in T if v <= 3)"
+    built = construction.build(spec(target, [2], positional_encoding=True), beta=100, width=64)
+    assert built.nmse < EXACT and len(built.circuit.heads) == 2

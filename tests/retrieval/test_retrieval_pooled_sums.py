@@ -121,3 +121,20 @@ def test_a_count_of_an_index_tested_against_numbers_is_a_constant(target, plain,
 def test_a_count_alone_is_a_constant_and_refused() -> None:
     with pytest.raises(SpecError, match="a sum over an index nothing reads is a count"):
         infoflow.predict(_spec("sum(1 for t in T if t < 3)"))
+
+
+@pytest.mark.parametrize(
+    ("target", "heads"),
+    [
+        ("sum(x[s][0] for s in T) + sum(x[v][1] for v in T)", [1]),
+        ("sum(x[s][0] for s in T if s <= 3) + sum(x[v][1] for v in T if v <= 3)", [1]),
+        ("sum(x[s][0] for s in T) + sum(x[v][1] for v in T if v <= 3)", [2]),
+        ("sum(x[s][0] for s in T) + sum(x[v+1][1] for v in T)", [2]),
+        ("sum(x[s][0] for s in T if s >= 5) + sum(x[v][1] for v in T if v <= 3)", [2]),
+    ],
+)
+def test_pools_are_one_head_only_where_they_weigh_positions_alike(target, heads) -> None:
+    """One averaging head's softmax is one weighting of the positions: two sums of different
+    features over different ranges need two (a review found them planned on one, which
+    compile could not build; an undercharge until 2026-12-06)."""
+    assert _predicted(target, True)["min_heads"] == heads
