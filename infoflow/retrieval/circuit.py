@@ -231,7 +231,7 @@ def without_head(circuit: Circuit, layer: int, slot: int) -> Circuit:
     mlps = list(circuit.mlps)
     while True:
         gone_mlps = [m for m in mlps if dead & set(m.inputs)]
-        gone_heads = [h for h in heads if dead & _reads(h)]
+        gone_heads = [h for h in heads if dead & head_reads(h)]
         if not gone_mlps and not gone_heads:
             break
         dead |= {m.output for m in gone_mlps} | {c.dest for h in gone_heads for c in h.values}
@@ -298,6 +298,6 @@ def _masks_self(circuit: Circuit, form: Form) -> bool:
     return any(p in row for p, row in enumerate(rows, 1))
 
 
-def _reads(head: Head) -> set[str]:
+def head_reads(head: Head) -> set[str]:
     """The channel groups a head reads."""
     return {g for f in head.score for g in (f.query, f.key)} | {c.source for c in head.values}

@@ -11,7 +11,7 @@ head whose logit at position p is log w(p), from a channel the positional encodi
 (:meth:`~.circuit.Circuit.logit`; a position of weight 0 gets :data:`~.circuit.LEFT_OUT`),
 the readout scaling the weighted mean by the weights' sum. Until 2026-12-06 compile refused
 both, and left positions out of a one-index sum by a flag's logit -beta SELF_PENALTY, whose
-rounding in float32 cost NMSE 5e-3 at beta 100 and 0.3 at beta 1000 (T = 16; 9e-5 now).
+rounding in float32 cost NMSE 5e-3 at beta 100 and 0.3 at beta 1000 (T = 16).
 """
 
 from __future__ import annotations

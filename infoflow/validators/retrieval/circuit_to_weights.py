@@ -7,7 +7,12 @@ norm's scale is nearly the same for every token (sigma0 = anchor sqrt(E - 1) / E
 balance channel holds minus the sum of all the others, so the norm's mean is the anchor's
 alone and its scale moves only by a relative |content|^2 / (2 sigma0^2 E); a channel that is
 always zero is the reference every read is taken against. A read of channel c is then
-``sigma0 (e_c - e_zero)``, exact up to that second-order error.
+``sigma0 (e_c - e_zero)``, exact up to that second-order error. LayerNorm's bias adds
+1 / sqrt(E - 1) to every channel, taking the centring's -mu / sigma0 back out of each, so a
+read's two terms are small (in a matrix product, their products with large weights rounded
+to NMSE 2e-5 of a float32 sum); a copy only the output reads is written unscaled and the
+output applies its scale (:func:`_deferred`: a content of hundreds moves LayerNorm's scale
+beside float32's anchor).
 
 A circuit that reads the tokens' squared norm (``SQNORM``, in layer 1) writes each token with
 its mirror (-x), so the token's channels sum to zero and LayerNorm's variance is exactly
@@ -54,6 +59,7 @@ from infoflow.retrieval.circuit import (
     Form,
     Head,
     Mlp,
+    head_reads,
 )
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.retrieval.model import LN_EPS, EnsembleTransformer, Member
@@ -122,6 +128,7 @@ class Weights:
             self.anchor = NORM_ANCHOR
         self.sigma0 = self.anchor * math.sqrt(e - 1) / e
         self.spread = 0.0  # what positional content adds to E times LayerNorm's variance
+        self.deferred = _deferred(circuit)  # copy scales the output applies instead
         self._used: dict[int, int] = {}  # hidden units handed out, per layer
 
     def build(self) -> EnsembleTransformer:
@@ -130,8 +137,9 @@ class Weights:
         with torch.no_grad():
             for p in m.parameters():
                 p.zero_()
-            for norm in (m.ln1, m.ln2, m.ln_f):
-                norm[..., 0, :] = 1
+            for norm in (m.ln1, m.ln2, m.ln_f):  # every read is a difference: the bias
+                norm[..., 0, :] = 1  # takes the centring's -mu / sigma0 back out of each
+                norm[..., 1, :] = 1 / math.sqrt(self.e - 1)  # channel, keeping them small
             self._embedding()
             for head in self.circuit.heads:
                 self._head(head)
@@ -142,7 +150,8 @@ class Weights:
                     self._threshold(mlp)
             for group, coefficient in self.circuit.output:
                 width = self.circuit.channels[group]
-                m.W_out[0, :, :width] += coefficient * self.read(group)
+                scale = coefficient * self.deferred.get(group, 1.0)
+                m.W_out[0, :, :width] += scale * self.read(group)
             m.b_out[0] += self.circuit.constant
         self.balance()
         return m
@@ -219,7 +228,7 @@ class Weights:
         if c.reads_norm:  # layer 1 reads |x|^2 (SQNORM): the tokens' mirror, const's bias
             mirror = c.offset(MIRROR)
             m.W_in[0, :, mirror : mirror + self.d] = -torch.eye(self.d, dtype=self.dtype)
-            m.ln1[0, 0, 1, c.offset(CONST)] = 1
+            m.ln1[0, 0, 1, c.offset(CONST)] += 1  # 1 more than the zero channel reads
         m.b_in[0, one] = self.anchor
         m.readout[0, one] = self.anchor
         m.readout[0, flag] = 1
@@ -296,7 +305,8 @@ class Weights:
         """Write ``scale * M source -> dest`` into dimensions b.. of a head; how many."""
         width = self.circuit.width_of
         rows, cols = width(copy.dest), width(copy.source)
-        matrix = self.matrix(copy.matrix, rows, cols) * copy.scale
+        scale = 1.0 if copy.dest in self.deferred else copy.scale
+        matrix = self.matrix(copy.matrix, rows, cols) * scale
         dest = self.circuit.offset(copy.dest)
         if cols <= rows:
             v[:, b : b + cols] = self.read(copy.source)
@@ -351,3 +361,19 @@ def _round_up(width: int, heads: tuple[int, ...]) -> int:
     """The smallest E >= width that every layer's head count divides."""
     step = math.lcm(*heads)
     return -(-width // step) * step
+
+
+def _deferred(circuit: Circuit) -> dict[str, float]:
+    """The channels only the output reads, each written by one copy: that copy's scale, which
+    the output applies instead, so the residual stream holds the unscaled value (a sum's mean,
+    not the sum: a content of hundreds moves LayerNorm's scale at float32's anchor)."""
+    read = {group for head in circuit.heads for group in head_reads(head)}
+    read |= {group for mlp in circuit.mlps for group in mlp.inputs}
+    copies: dict[str, list[float]] = {}
+    for copy in (copy for head in circuit.heads for copy in head.values):
+        copies.setdefault(copy.dest, []).append(copy.scale)
+    return {
+        dest: scales[0]
+        for dest, scales in copies.items()
+        if len(scales) == 1 and dest not in read and scales[0]
+    }
