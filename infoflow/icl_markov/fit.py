@@ -2,9 +2,9 @@
 
 From every icl_markov group of every ``report.json`` given:
 
-- an anchor at the group's settings with the measured K*_1 bracket (when both sides were
-  found on the grid) and tau_2Gen (the first-G2 checkpoint, known to lie between the
-  checkpoint before it and it);
+- an anchor at the group's settings with the measured K*_1 (the logistic fit over every
+  seed's outcome and its 95% interval, else the bracket of separable outcomes, else the
+  grid's) and tau_2Gen (the first-G2 checkpoint, known to lie between the one before and it);
 - the memorization exponent a: the least-squares slope of log tau_1Mem against log K over
   the K where memorization won, pooled over groups by inverse variance, with its standard
   error (at least three K per group).
@@ -336,20 +336,9 @@ def _digest(settings: dict) -> str:
 def _anchor(file: Path, report: dict, group: dict) -> tuple[Anchor, list]:
     setting, m = group["setting"], group["measurement"]
     settings = _settings(setting)
-    k1, tau, k2 = m["k1_star"], m["tau_2gen"], m["k2_star"]
-    notes = []
-    bracket = None
-    if k1["low"] and k1["high"] and k1["monotone"]:
-        bracket = Bracket(value=math.sqrt(k1["low"] * k1["high"]), low=k1["low"], high=k1["high"])
-        notes.append(
-            (
-                f"{group['name']}: K*_1",
-                f"{bracket.value:.3g}",
-                f"between {k1['low']} and {k1['high']} (grid)",
-            )
-        )
-    else:
-        notes.append((f"{group['name']}: K*_1", "-", "no two-sided monotone bracket on the grid"))
+    tau, k2 = m["tau_2gen"], m["k2_star"]
+    bracket, why = _k1(m)
+    notes = [(f"{group['name']}: K*_1", f"{bracket.value:.3g}" if bracket else "-", why)]
     timing = None
     if tau["value"]:
         low = tau["min"] / tau["checkpoint_ratio"]
@@ -376,6 +365,26 @@ def _anchor(file: Path, report: dict, group: dict) -> tuple[Anchor, list]:
         tau_2gen=timing,
     )
     return anchor, notes
+
+
+def _k1(measurement: dict) -> tuple[Bracket | None, str]:
+    """K*_1 from a K sweep's measurement, and where from: the logistic fit over every seed's
+    outcome with its two-sided 95% interval; else the bracket of separable outcomes; else
+    the grid bracket of the majority outcomes where monotone (used alone until 2026-12-06)."""
+    fitted, k1 = measurement.get("k1_fit") or {}, measurement["k1_star"]
+    low, high = fitted.get("low"), fitted.get("high")
+    if fitted.get("status") == "fit" and low and high:
+        value, outcomes = fitted["value"], fitted["outcomes"]
+        why = f"logistic fit over {outcomes} seed outcomes, 95% interval {low:.3g} to {high:.3g}"
+        return Bracket(value=value, low=low, high=high), why
+    if fitted.get("status") == "separable" and low and high:
+        why = f"between {low:g} and {high:g} (every seed's outcome separates there)"
+        return Bracket(value=math.sqrt(low * high), low=low, high=high), why
+    fit_said = f"; the logistic fit: {fitted['status']}" if fitted else ""
+    if k1["low"] and k1["high"] and k1["monotone"]:
+        why = f"between {k1['low']} and {k1['high']} (grid{fit_said})"
+        return Bracket(value=math.sqrt(k1["low"] * k1["high"]), low=k1["low"], high=k1["high"]), why
+    return None, f"no two-sided monotone bracket on the grid{fit_said}"
 
 
 def regression(xs: list[float], ys: list[float]) -> tuple[float, float]:

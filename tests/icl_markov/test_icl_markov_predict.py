@@ -372,3 +372,40 @@ def test_the_context_law_refuses_contexts_where_it_falls() -> None:
         infoflow.predict(_spec(context_len=2))
     assert short.value.field == "context_len"
     assert infoflow.predict(_spec(context_len=3))["tau_2gen"].value > 0
+
+
+@pytest.mark.parametrize(
+    ("k1_fit", "expected", "why"),
+    [
+        (
+            {"status": "fit", "value": 11.0, "low": 7.0, "high": 20.0, "outcomes": 21},
+            (11.0, 7.0, 20.0),
+            "logistic fit over 21 seed outcomes",
+        ),
+        (
+            {"status": "separable", "value": None, "low": 8, "high": 12, "outcomes": 21},
+            (math.sqrt(8 * 12), 8, 12),
+            "every seed's outcome separates",
+        ),
+        (  # one side open: the grid bracket, saying why
+            {"status": "fit", "value": 11.0, "low": None, "high": 20.0, "outcomes": 21},
+            (math.sqrt(8 * 16), 8, 16),
+            "(grid; the logistic fit: fit)",
+        ),
+        (None, (math.sqrt(8 * 16), 8, 16), "between 8 and 16 (grid)"),  # a report before it
+    ],
+)
+def test_an_anchor_takes_the_logistic_fit_over_every_seed_where_it_is_two_sided(
+    k1_fit, expected, why
+) -> None:
+    """The grid bracket reads the seeds' majority per K; the fit reads every seed's outcome
+    (until 2026-12-06 calibrate used the grid alone: on the 2026-12-02 k2-c5 run 37.9 in [32,
+    45] where the fit says 42.7 in [29.7, 61.1])."""
+    report = _report(0.8)
+    if k1_fit is not None:
+        report["specs"][0]["groups"][0]["measurement"]["k1_fit"] = k1_fit
+    found = fit([("report.json", report)], load_calibration())
+    (anchor,) = [a for a in found.calibration.anchors if a.name.startswith("smoke-c3-abc")]
+    k1 = anchor.k1_star
+    assert (k1.value, k1.low, k1.high) == pytest.approx(expected)
+    assert any(why in line[2] for line in found.lines if "K*_1" in line[0])
