@@ -153,9 +153,11 @@ class Circuit:
         return name
 
     def logit(self, name: str, weights: tuple[int, ...]) -> str:
-        """A channel holding log w(p) at each position p (:data:`LEFT_OUT` where w(p) = 0):
-        one already holding them, or a new one."""
-        values = tuple(math.log(w) if w > 0 else LEFT_OUT for w in weights)
+        """A channel holding log w(p) at each position p, less log of the largest w (the
+        softmax's weighting is the same; :data:`LEFT_OUT` where w(p) = 0): one already
+        holding them, or a new one."""
+        top = max(weights)
+        values = tuple(math.log(w / top) if w > 0 else LEFT_OUT for w in weights)
         same = next((f for f, held in self.logits.items() if held == values), None)
         if same is not None:
             return same

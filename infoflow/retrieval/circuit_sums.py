@@ -138,3 +138,24 @@ def pooled_term(circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec) -
     weighed = "weighs each position" if len(set(at) - {0}) > 1 else "leaves positions out"
     does = f"the readout sums the score into {out} ({logits} {weighed}: log w, PE)"
     return [pooling.circuit_head(copy, does, weights=logits)], []
+
+
+def shared_pools(parts: list) -> list:
+    """Terms built as one averaging head each (no MLP) that weigh the positions alike (the
+    same score: none, or the same logit channel) as one head copying each term's value, as
+    the engine plans them (:func:`~.pooled_sums.merge_pools`): ``sum x[t][0] + sum x[t][1]``
+    is one head (until 2026-12-06, one each)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (heads, mlps, _) in enumerate(parts):
+        if len(heads) == 1 and not mlps and heads[0].mechanism == "pooling":
+            groups.setdefault(heads[0].score, []).append(i)
+    out = list(parts)
+    for members in (m for m in groups.values() if len(m) > 1):
+        heads = [parts[i][0][0] for i in members]
+        does = "; ".join(h.does for h in heads)
+        values = tuple(v for h in heads for v in h.values)
+        merged = replace(heads[0], values=values, does=does)
+        out[members[0]] = ([merged], [], parts[members[0]][2])
+        for i in members[1:]:
+            out[i] = None
+    return [part for part in out if part is not None]

@@ -16,8 +16,12 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
 import re
 from dataclasses import replace
+from fractions import Fraction
 
 from infoflow.retrieval.types import Comparison, Factor
 
@@ -100,15 +104,73 @@ def _merged(pools: list[Comparison]) -> Comparison:
     return replace(pools[0], factors=(factor,), copies=1)
 
 
+#: A pool's condition as the canonical form writes it: ``s <= T - 1``, ``abs(s - t) <= 2``,
+#: each index a counted one names followed by `` (counted over t)``.
+_TEST = re.compile(r"^(?:abs\((\w+) - (\w+)\)|(\w+)) (<=|>=|<|>|==|!=) (\w+)(?: ([+-]) (\d+))?$")
+_COUNTED = re.compile(r" \(counted over (\w+)\)")
+_COMPARE = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+#: Sequence lengths at which two pools' weightings are compared.
+_LENGTHS = (5, 8, 13)
+
+
 def _weighting(pool: Comparison) -> tuple:
-    """How a pool weighs each position, up to its index's name: the offsets it reads at and
-    its conditions (``s <= 3`` and ``v <= 3`` alike)."""
+    """How a pool weighs each position, up to a constant factor: the offsets it reads at and,
+    at a few T, each position's share of the tuples its conditions (with the indices they
+    count) leave; the conditions' text where it is not read that way."""
     (mine,) = pool.variables
     offsets = frozenset(offset for f in pool.factors for _, offset in f.shifts)
-    unnamed = (
-        re.sub(rf"\b{re.escape(mine)}\b", "#", c) for f in pool.factors for c in f.conditions
-    )
-    return offsets, tuple(sorted(set(unnamed)))
+    texts = tuple(sorted({c for f in pool.factors for c in f.conditions}))
+    shares = _shares(mine, texts)
+    return offsets, shares if shares is not None else (mine, texts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shares(mine: str, texts: tuple[str, ...]) -> tuple | None:
+    """Each position's share of the tuples at each of :data:`_LENGTHS`; None where a
+    condition is not of the forms :data:`_TEST` reads or counts more than two indices."""
+    tests, counted = [], set()
+    for text in texts:
+        counted |= set(_COUNTED.findall(text))
+        found = _TEST.match(_COUNTED.sub("", text))
+        if found is None:
+            return None
+        tests.append(found.groups())
+    if len(counted) > 2 or any(
+        name not in {mine, "T", *counted} and not name.isdigit()
+        for test in tests
+        for name in (test[0], test[1], test[2], test[4])
+        if name
+    ):
+        return None
+    names = sorted(counted)
+    return tuple(_shares_at(length, mine, names, tests) for length in _LENGTHS)
+
+
+def _shares_at(length: int, mine: str, names: list[str], tests: list[tuple]) -> tuple:
+    """Each position's share of the tuples the tests leave at T = ``length``."""
+    weights = []
+    for p in range(1, length + 1):
+        tuples = itertools.product(range(1, length + 1), repeat=len(names))
+        at = ({mine: p, "T": length, **dict(zip(names, values, strict=True))} for values in tuples)
+        weights.append(sum(all(_holds(test, values) for test in tests) for values in at))
+    total = sum(weights)
+    return tuple(Fraction(w, total) if total else Fraction(0) for w in weights)
+
+
+def _holds(test: tuple, at: dict[str, int]) -> bool:
+    """Whether a condition (:data:`_TEST`'s groups) holds at the indices' values ``at``."""
+    first, second, left, op, right, sign, shift = test
+    value = lambda name: at[name] if name in at else int(name)  # noqa: E731
+    bound = value(right) + (int(shift) if sign == "+" else -int(shift) if sign else 0)
+    side = abs(value(first) - value(second)) if first else value(left)
+    return _COMPARE[op](side, bound)
 
 
 def _poolable(c: Comparison) -> bool:

@@ -61,7 +61,7 @@ from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_pairs import pair_term, star_term
-from infoflow.retrieval.circuit_sums import pooled_term
+from infoflow.retrieval.circuit_sums import pooled_term, shared_pools
 from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import unordered_reduce
@@ -202,7 +202,8 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
         circuit.output.append((f"{tag}.out", float(sign)))
     if len({circuit.channels[group] for group, _ in circuit.output}) > 1:
         raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
-    laid, how, paired = lay_out(parts, circuit.heads_per_layer, schedule)
+    # pools that weigh positions alike are one head
+    laid, how, paired = lay_out(shared_pools(parts), circuit.heads_per_layer, schedule)
     if paired is not None:  # each term's heads after its own engine part's steps
         laid = [
             (named(heads, part_sentences(q)) if q else heads, mlps)

@@ -58,9 +58,10 @@ def test_a_weighted_sum_is_one_head_with_logits_log_w(target: str) -> None:
 
 
 def test_the_logits_are_log_of_the_counts() -> None:
+    """log w(p) less the largest (the softmax's weighting is the same); w(T) = 0 is -100."""
     circuit = circuit_of(spec(WEIGHED, [1], positional_encoding=True))
     (logits,) = circuit.logits.values()
-    assert logits == (*(math.log(16 - s) for s in range(1, 16)), -100.0)  # w(T) = 0
+    assert logits == pytest.approx((*(math.log((16 - s) / 15) for s in range(1, 16)), -100.0))
 
 
 @pytest.mark.parametrize(
@@ -141,3 +142,21 @@ def test_a_float32_argmax_at_t_256_is_as_exact_as_float64() -> None:
     s = spec("argmax(dot(q, x[t]) for t in T)", [1], 280, 256, positional_encoding=True)
     found = [construction.build(s, beta=1000, width=64, dtype=d).nmse for d in DTYPES]
     assert found[0] < 1.5 * found[1] + 1e-6, found
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sum(x[t][0] for t in T) + sum(x[t][1] for t in T)",
+        "sum(x[s][0] for s in T if s <= 3) + sum(x[v][1] for v in T if v < 4)",
+        "sum(x[s][0] for s in T for t in T if s < t)"
+        " + sum(2 * x[v][1] for v in T for u in T if v < u)",
+    ],
+)
+def test_pools_weighing_positions_alike_share_one_head(target: str) -> None:
+    """As the engine plans them, on heads [1] (a review found compile building one head a
+    term, which no layout of [1] fits); proportional weights are one weighting."""
+    built = construction.build(spec(target, [1], positional_encoding=True), beta=100, width=64)
+    assert built.nmse < EXACT
+    (head,) = built.circuit.heads
+    assert len(head.values) == 2

@@ -131,6 +131,25 @@ def test_a_count_alone_is_a_constant_and_refused() -> None:
         ("sum(x[s][0] for s in T) + sum(x[v][1] for v in T if v <= 3)", [2]),
         ("sum(x[s][0] for s in T) + sum(x[v+1][1] for v in T)", [2]),
         ("sum(x[s][0] for s in T if s >= 5) + sum(x[v][1] for v in T if v <= 3)", [2]),
+        # alike however spelled and named (a review found these charged two heads)
+        ("sum(x[s][0] for s in T if s <= 3) + sum(x[v][1] for v in T if v < 4)", [1]),
+        ("sum(x[t-1][0] for t in T) + sum(x[v][1] for v in T if v < T)", [1]),
+        ("sum(x[t-1][0] for t in T if t >= 3) + sum(x[v][1] for v in T if v >= 2 and v < T)", [1]),
+        (
+            "sum(x[s][0] for s in T for t in T if s < t)"
+            " + sum(x[s][1] for s in T for t in T if s < t)",
+            [1],
+        ),
+        (
+            "sum(x[s][0] for s in T for t in T if s < t)"
+            " + sum(x[s][1] for s in T for t in T if s > t)",
+            [2],
+        ),
+        (
+            "sum(x[s][0] for s in T for t in T if s < t)"
+            " + sum(2 * x[v][1] for v in T for u in T if v < u)",
+            [1],
+        ),
     ],
 )
 def test_pools_are_one_head_only_where_they_weigh_positions_alike(target, heads) -> None:

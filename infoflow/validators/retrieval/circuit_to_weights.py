@@ -18,10 +18,11 @@ A circuit that reads the tokens' squared norm (``SQNORM``, in layer 1) writes ea
 its mirror (-x), so the token's channels sum to zero and LayerNorm's variance is exactly
 ``S^2 + 2 |x|^2 / E`` (S^2 = sigma0^2 + LayerNorm's epsilon): the anchor's read,
 ``sigma0 / sqrt(S^2 + 2 |x|^2 / E)``, carries |x|^2 at first order. The first LayerNorm's bias
-puts 1 on the ``const`` channel, which the residual stream leaves at zero, so a read of it is
-exactly 1, and ``read(SQNORM) = E S^2 const - (E S^3 / sigma0) anchor`` is ``|x|^2`` up to
-``1.5 |x|^4 / (E S^2)``. That needs float64 and its own anchor (:data:`NORM_ANCHOR`): the
-|x|^2 part is 1 / anchor^2 of the anchor's read, so float32's rounding would swamp it.
+puts 1 more on the ``const`` channel than on the others, and the residual stream leaves it at
+zero, so a read of it is exactly 1, and ``read(SQNORM) = E S^2 const - (E S^3 / sigma0)
+anchor`` is ``|x|^2`` up to ``1.5 |x|^4 / (E S^2)``. That needs float64 and its own anchor
+(:data:`NORM_ANCHOR`): the |x|^2 part is 1 / anchor^2 of the anchor's read, so float32's
+rounding would swamp it.
 Positional content adds to that variance too; where it differs between positions (flags,
 logits, position numbers), the channel ``pad`` evens it (:meth:`Weights._even`), so S^2
 holds one constant for every token.
@@ -364,11 +365,13 @@ def _round_up(width: int, heads: tuple[int, ...]) -> int:
 
 
 def _deferred(circuit: Circuit) -> dict[str, float]:
-    """The channels only the output reads, each written by one copy: that copy's scale, which
+    """The channels only the output reads, each written by one copy (no MLP, no positional
+    encoding writes them): that copy's scale, which
     the output applies instead, so the residual stream holds the unscaled value (a sum's mean,
     not the sum: a content of hundreds moves LayerNorm's scale at float32's anchor)."""
     read = {group for head in circuit.heads for group in head_reads(head)}
-    read |= {group for mlp in circuit.mlps for group in mlp.inputs}
+    read |= {group for mlp in circuit.mlps for group in (*mlp.inputs, mlp.output)}
+    read |= {*circuit.flags, *circuit.logits}  # the positional encoding writes these
     copies: dict[str, list[float]] = {}
     for copy in (copy for head in circuit.heads for copy in head.values):
         copies.setdefault(copy.dest, []).append(copy.scale)
