@@ -202,7 +202,6 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
         circuit.output.append((f"{tag}.out", float(sign)))
     if len({circuit.channels[group] for group, _ in circuit.output}) > 1:
         raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
-    # pools that weigh positions alike are one head
     laid, how, paired = lay_out(shared_pools(parts), circuit.heads_per_layer, schedule)
     if paired is not None:  # each term's heads after its own engine part's steps
         laid = [
