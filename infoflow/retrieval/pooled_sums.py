@@ -78,16 +78,17 @@ def _countable(own: dict, read: set, tests: list):
 
 def merge_pools(children: list[Comparison]) -> list[Comparison]:
     """Sums over one token index that read only that token (nothing nested, no enclosing
-    index) and weigh the positions alike (the same offsets and conditions, up to the index's
-    name: :func:`_weighting`) are one averaging head however many there are: ``sum f + sum
+    index) and weigh the positions alike (up to a factor, whatever the spelling:
+    :func:`_weighting`) are one averaging head however many there are: ``sum f + sum
     g`` is ``sum (f + g)``, and D copies of such a sum are one head averaging D features.
     Pools that weigh positions differently are not (one head's softmax is one weighting:
     ``sum x[s][0] + sum x[v][1] over v <= 3`` needs two; until 2026-12-06 they were one
     head, an undercharge). Equal comparisons are one."""
     children = list(dict.fromkeys(children))  # a comparison met twice is planned once
+    pools = [c for c in children if _poolable(c)]
     groups: dict[tuple, list[Comparison]] = {}
-    for pool in (c for c in children if _poolable(c)):
-        groups.setdefault(_weighting(pool), []).append(pool)
+    for pool in pools:
+        groups.setdefault(_weighting(pool) if len(pools) > 1 else (), []).append(pool)
     merged = {id(pools[0]): _merged(pools) for pools in groups.values()}
     return [merged.get(id(c), c) for c in children if id(c) in merged or not _poolable(c)]
 
@@ -116,14 +117,18 @@ _COMPARE = {
     "==": operator.eq,
     "!=": operator.ne,
 }
-#: Sequence lengths at which two pools' weightings are compared.
-_LENGTHS = (5, 8, 13)
+#: The T at which pools' weightings are compared, past every number their conditions may
+#: name (:data:`_LARGEST`; pools naming larger ones, or whose tuple grid at the last T
+#: exceeds :data:`_MAX_CELLS`, are alike only as written).
+_LENGTHS, _LARGEST, _MAX_CELLS = (21, 34, 55), 16, 200_000
 
 
 def _weighting(pool: Comparison) -> tuple:
     """How a pool weighs each position, up to a constant factor: the offsets it reads at and,
-    at a few T, each position's share of the tuples its conditions (with the indices they
-    count) leave; the conditions' text where it is not read that way."""
+    at three T past every number its conditions name (:data:`_LENGTHS`), each position's
+    share of the tuples its conditions (with the indices they count) leave; the conditions'
+    text where it is not read that way. Pools alike at those T are alike at every larger T;
+    at a smaller one (``v <= 9`` and ``v <= T`` at T = 8) they are two heads, an overcharge."""
     (mine,) = pool.variables
     offsets = frozenset(offset for f in pool.factors for _, offset in f.shifts)
     texts = tuple(sorted({c for f in pool.factors for c in f.conditions}))
@@ -134,7 +139,8 @@ def _weighting(pool: Comparison) -> tuple:
 @functools.lru_cache(maxsize=4096)
 def _shares(mine: str, texts: tuple[str, ...]) -> tuple | None:
     """Each position's share of the tuples at each of :data:`_LENGTHS`; None where a
-    condition is not of the forms :data:`_TEST` reads or counts more than two indices."""
+    condition is not of the forms :data:`_TEST` reads, names a number over :data:`_LARGEST`,
+    or the grid exceeds :data:`_MAX_CELLS`."""
     tests, counted = [], set()
     for text in texts:
         counted |= set(_COUNTED.findall(text))
@@ -142,12 +148,11 @@ def _shares(mine: str, texts: tuple[str, ...]) -> tuple | None:
         if found is None:
             return None
         tests.append(found.groups())
-    if len(counted) > 2 or any(
-        name not in {mine, "T", *counted} and not name.isdigit()
-        for test in tests
-        for name in (test[0], test[1], test[2], test[4])
-        if name
-    ):
+    named = [name for test in tests for name in (*test[:3], test[4], test[6]) if name]
+    if any(name not in {mine, "T", *counted} and not name.isdigit() for name in named):
+        return None
+    largest = max((int(name) for name in named if name.isdigit()), default=0)
+    if largest > _LARGEST or _LENGTHS[-1] ** (len(counted) + 1) > _MAX_CELLS:
         return None
     names = sorted(counted)
     return tuple(_shares_at(length, mine, names, tests) for length in _LENGTHS)
@@ -167,7 +172,10 @@ def _shares_at(length: int, mine: str, names: list[str], tests: list[tuple]) -> 
 def _holds(test: tuple, at: dict[str, int]) -> bool:
     """Whether a condition (:data:`_TEST`'s groups) holds at the indices' values ``at``."""
     first, second, left, op, right, sign, shift = test
-    value = lambda name: at[name] if name in at else int(name)  # noqa: E731
+
+    def value(name: str) -> int:
+        return at[name] if name in at else int(name)
+
     bound = value(right) + (int(shift) if sign == "+" else -int(shift) if sign else 0)
     side = abs(value(first) - value(second)) if first else value(left)
     return _COMPARE[op](side, bound)

@@ -133,6 +133,8 @@ def test_a_count_alone_is_a_constant_and_refused() -> None:
         ("sum(x[s][0] for s in T if s >= 5) + sum(x[v][1] for v in T if v <= 3)", [2]),
         # alike however spelled and named (a review found these charged two heads)
         ("sum(x[s][0] for s in T if s <= 3) + sum(x[v][1] for v in T if v < 4)", [1]),
+        ("sum(x[s][0] for s in T if s <= 9) + sum(x[v][1] for v in T if v < 10)", [1]),
+        ("sum(x[s][0] for s in T) + sum(x[v][1] for v in T if v <= 9)", [2]),  # all at T = 8
         ("sum(x[t-1][0] for t in T) + sum(x[v][1] for v in T if v < T)", [1]),
         ("sum(x[t-1][0] for t in T if t >= 3) + sum(x[v][1] for v in T if v >= 2 and v < T)", [1]),
         (
