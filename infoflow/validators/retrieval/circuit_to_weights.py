@@ -366,17 +366,17 @@ def _round_up(width: int, heads: tuple[int, ...]) -> int:
 
 def _deferred(circuit: Circuit) -> dict[str, float]:
     """The channels only the output reads, each written by one copy (no MLP, no positional
-    encoding writes them): that copy's scale, which
-    the output applies instead, so the residual stream holds the unscaled value (a sum's mean,
-    not the sum: a content of hundreds moves LayerNorm's scale at float32's anchor)."""
-    read = {group for head in circuit.heads for group in head_reads(head)}
-    read |= {group for mlp in circuit.mlps for group in (*mlp.inputs, mlp.output)}
-    read |= {*circuit.flags, *circuit.logits}  # the positional encoding writes these
+    encoding writes them): that copy's scale, which the output applies instead, so the
+    residual stream holds the unscaled value (a sum's mean, not the sum: a content of
+    hundreds moves LayerNorm's scale at float32's anchor)."""
+    used = {group for head in circuit.heads for group in head_reads(head)}
+    used |= {group for mlp in circuit.mlps for group in (*mlp.inputs, mlp.output)}
+    used |= {*circuit.flags, *circuit.logits}  # the positional encoding writes these
     copies: dict[str, list[float]] = {}
     for copy in (copy for head in circuit.heads for copy in head.values):
         copies.setdefault(copy.dest, []).append(copy.scale)
     return {
         dest: scales[0]
         for dest, scales in copies.items()
-        if len(scales) == 1 and dest not in read and scales[0]
+        if len(scales) == 1 and dest not in used and scales[0]
     }
