@@ -10,6 +10,9 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   charged for it before);
 - a pointwise max (min) of max (min) reductions over the same indices and conditions is one
   reduction of the pointwise max of their bodies (an unrolled ``for i in range(n)``);
+- a max (min) of a pointwise max (min) whose branches' reductions are one function is that
+  reduction: ``max(abs(f(s) - f(t)) for s, t)`` is max f - min f (``abs(e)`` being
+  max(e, -e); :func:`~infoflow.retrieval.separable.pointwise_pieces`);
 - a pointwise max (min) inside another is one (``max(max(a, b), c)`` is ``max(a, b, c)``),
   and a value at a fixed position beside the max of the same function over every position
   is one of its values (dropped);
@@ -75,7 +78,7 @@ from infoflow.retrieval.expression import (
 )
 from infoflow.retrieval.monotone_extrema import at_extreme
 from infoflow.retrieval.pointwise import HOLE, absorbed, fill, flat, match, membership
-from infoflow.retrieval.separable import ADDITIVE, EXTREMA, separate
+from infoflow.retrieval.separable import ADDITIVE, EXTREMA, pointwise_pieces, separate
 from infoflow.retrieval.unread_indices import project
 
 COUNT = Param("T_minus_1")  # the number of values an index t != s takes (a fixed number)
@@ -111,6 +114,9 @@ class _Rewriter:
             body = self.rewrite(node.body)
             self.bound = outer
             node = unordered_reduce(_ranges_kept(node, body))
+            spread = self.spread(node)
+            if spread is not node:
+                return spread
             halved = unordered_sum(node)
             if halved is not node:
                 return self.rewrite(halved)
@@ -137,6 +143,18 @@ class _Rewriter:
             if node.fn in ADDITIVE:
                 return collect(node)
         return node
+
+    def spread(self, node: Reduce) -> Node:
+        """A max (min) of a pointwise max (min) whose branches' reductions, rewritten, are one
+        function: that reduction (``max(abs(f(s) - f(t)) for s in T for t in T)`` is
+        max f - min f, one layer, where the pair took two); the node as it is otherwise
+        (branches that differ keep one score, one head: max(f(s) - g(t), g(s) - f(t)))."""
+        pieces = pointwise_pieces(node)
+        if pieces is None:
+            return node
+        rewritten = [self.rewrite(piece) for piece in pieces]
+        alike = {_terms_key(separate(piece)) for piece in rewritten}
+        return rewritten[0] if len(alike) == 1 else node
 
     def pointwise(self, node: Apply) -> Node:
         """A pointwise max (min): reductions over one domain merged, fixed positions of one
@@ -217,6 +235,13 @@ class _Rewriter:
                 continue
             out.append(Reduce(fn, (Variable(name),), rename(skeleton, {HOLE: name}), mask))
         return out
+
+
+def _terms_key(node: Node) -> tuple:
+    """Equal for two nodes whose additive terms are equal with equal coefficients, in any
+    order and whatever their bound indices' names."""
+    grouped = collected(terms(node))
+    return tuple(sorted((repr(name), total) for name, (total, _) in grouped.items()))
 
 
 def _ranges_kept(node: Reduce, body: Node) -> Reduce:

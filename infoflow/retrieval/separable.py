@@ -7,7 +7,10 @@
 - terms of one connected max (min) that are one function once each is maximised over the
   indices only it reads are one term: max over a, b, c of f(a, b) + f(a, c) is the max over
   a of 2 max over b of f(a, b) (a chain's or a star's equal leaves share one head), and
-  the diagonal's value where it holds the shared pair (:mod:`.diagonal_extrema`).
+  the diagonal's value where it holds the shared pair (:mod:`.diagonal_extrema`);
+- a max of a pointwise max (``abs(e)`` is ``max(e, -e)``) is the max of its branches'
+  reductions (:func:`pointwise_pieces`), one reduction where they are one function (the
+  rewrite decides: ``max(abs(f(s) - f(t)) for s, t)`` is max f - min f).
 """
 
 from __future__ import annotations
@@ -146,3 +149,40 @@ def _leaf_key(inner: Reduce) -> str:
     """Equal for two leaf reductions that are one function of the indices they share: bound
     indices named by order of binding, commutative arguments sorted."""
     return repr(normal(key(inner)))
+
+
+def pointwise_pieces(node: Reduce) -> list[Reduce] | None:
+    """A max (min) over D of R + c max(A, B) (c > 0; ``abs(e)`` is max(e, -e); a pointwise
+    min where c < 0) as the reductions over D of R + c A and R + c B, whose max (min) it is;
+    None for any other reduction. A max that holds a max as its whole body is read as one
+    reduction over both's indices (``max(max(g for t in T) for s in T)``)."""
+    if node.op not in EXTREMA:
+        return None
+    inner = node.body
+    if isinstance(inner, Reduce) and inner.op == node.op and not node.conditions:
+        node = replace(inner, variables=node.variables + inner.variables)
+    found = terms(node.body)
+    spreading = [i for i, (c, t) in enumerate(found) if _branches(t, c, node.op)]
+    if len(spreading) != 1:
+        return None
+    (i,) = spreading
+    coefficient, term = found[i]
+    rest = found[:i] + found[i + 1 :]
+    return [
+        replace(node, body=rebuilt(collected([*rest, (coefficient, branch)])))
+        for branch in _branches(term, coefficient, node.op)
+    ]
+
+
+def _branches(term: Node | None, coefficient: Fraction, op: str) -> tuple[Node, ...] | None:
+    """The arguments of ``term`` when ``coefficient * term`` is a pointwise ``op`` of them
+    (``abs(e)`` being max(e, -e)); None otherwise."""
+    if isinstance(term, Apply) and term.fn == "abs":
+        fn, args = "max", (term.args[0], Apply("neg", term.args))
+    elif isinstance(term, Apply) and term.fn in EXTREMA and len(term.args) > 1:
+        fn, args = term.fn, term.args
+    else:
+        return None
+    if coefficient < 0:
+        fn = next(o for o in EXTREMA if o != fn)
+    return args if fn == op else None
