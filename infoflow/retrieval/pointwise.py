@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from infoflow.retrieval.algebra import rename
+from infoflow.retrieval.algebra import normal, rename
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce, Token
 
 HOLE = "_hole"  # the position that differs between the arguments of a pointwise max
@@ -40,9 +40,11 @@ def _whole_sequence(node: Node, fn: str) -> bool:
 
 
 def _value_of(whole: Reduce, node: Node) -> bool:
-    """Whether ``node`` is ``whole``'s body at a fixed position ``node`` reads."""
+    """Whether ``node`` is ``whole``'s body at a fixed position ``node`` reads (commutative
+    arguments in any order: ``dot(x[1], q)`` beside ``max(dot(q, x[t]) for t in T)``)."""
     (v,) = whole.variables
-    return any(rename(whole.body, {v.name: p}) == node for p in _positions(node))
+    spelled = normal(node)
+    return any(normal(rename(whole.body, {v.name: p})) == spelled for p in _positions(node))
 
 
 def _positions(node: Node) -> set:

@@ -572,12 +572,16 @@ def test_a_norm_has_one_spelling(written) -> None:
             "max(sqnorm(x[t]) - dot(x[t], x[t]) + dot(q, x[t]) for t in T)",
             "max(dot(q, x[t]) for t in T)",
         ),
+        ("max(dot(x[1], q), max(dot(q, x[t]) for t in T))", "max(dot(q, x[t]) for t in T)"),
+        ("min(norm(x[T] - w), min(norm(w - x[t]) for t in T))", "min(norm(x[t] - w) for t in T)"),
     ],
 )
 @pytest.mark.parametrize("pe", [False, True])
 def test_shifted_order_tests_bounds_and_squares_have_one_reading(written, plain, pe) -> None:
     """Found by a second review on 2026-12-05: s + 1 <= t is s < t, c < 4 is c <= 3,
-    x.x is |x|^2 (so |x|^2 - x.x cancels), q^T A x is linear in x."""
+    x.x is |x|^2 (so |x|^2 - x.x cancels), q^T A x is linear in x; a value at a fixed position
+    beside the max of the same function is one of its values however its commutative
+    arguments are spelled (2026-12-06; a review's list of 2026-12-05)."""
     assert predictions(written, [1, 1], 16, pe) == predictions(plain, [1, 1], 16, pe)
 
 
