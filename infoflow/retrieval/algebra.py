@@ -154,7 +154,7 @@ def normal(node: Node) -> Node:
     ``b > a`` as ``a <= b - 1``), inside reductions too: equal spellings of these kinds
     compare equal (with :func:`key`, whatever the bound indices' names)."""
     if isinstance(node, Reduce):
-        conditions = tuple(sorted((_normal_condition(c) for c in node.conditions), key=repr))
+        conditions = tuple(sorted((normal_condition(c) for c in node.conditions), key=repr))
         return replace(node, body=normal(node.body), conditions=conditions)
     if not isinstance(node, Apply):
         return node
@@ -169,7 +169,7 @@ def normal(node: Node) -> Node:
     return Apply(node.fn, args)
 
 
-def _normal_condition(c: Condition) -> Condition:
+def normal_condition(c: Condition) -> Condition:
     """``left op right + shift`` as ``<=``, ``!=`` or ``==`` (order tests between integers:
     ``<`` is ``<=`` one less), two indices in sorted order, a constant with its shift."""
     left, op, right, shift = c.left, c.op, c.right, c.shift

@@ -16,6 +16,10 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
 - a pointwise max (min) inside another is one (``max(max(a, b), c)`` is ``max(a, b, c)``),
   and a value at a fixed position beside the max of the same function over every position
   is one of its values (dropped);
+- maxima (minima) of one function over one token index whose ranges join are one over their
+  union, a value at a fixed position counting as the max over that position
+  (``max(f(x[1]), max(f(x[t]) for t in T if t >= 2))`` is the max over every t;
+  :func:`~infoflow.retrieval.pointwise.joined`);
 - a pointwise max (min) of one function at several fixed positions is a max over a masked
   token index: ``max(f(x[1]), f(x[2]), f(x[3]))`` is ``max(f(x[t]) for t in T if t <= 3)``;
 - a norm has one spelling: ``norm(v) ** 2`` is ``sqnorm(v)``, ``sqrt(sqnorm(v))`` is
@@ -77,7 +81,7 @@ from infoflow.retrieval.expression import (
     Variable,
 )
 from infoflow.retrieval.monotone_extrema import at_extreme
-from infoflow.retrieval.pointwise import HOLE, absorbed, fill, flat, match, membership
+from infoflow.retrieval.pointwise import HOLE, absorbed, fill, flat, joined, match, membership
 from infoflow.retrieval.separable import ADDITIVE, EXTREMA, pointwise_pieces, separate
 from infoflow.retrieval.unread_indices import project
 
@@ -157,10 +161,12 @@ class _Rewriter:
         return rewritten[0] if len(alike) == 1 else node
 
     def pointwise(self, node: Apply) -> Node:
-        """A pointwise max (min): reductions over one domain merged, fixed positions of one
+        """A pointwise max (min): reductions over one domain merged, reductions whose ranges
+        join (a fixed position beside them counting as one) joined, fixed positions of one
         function made a masked index, repeated arguments dropped."""
         args = self.merge_reductions(node.fn, absorbed(node.fn, list(node.args)))
-        args = self.merge_positions(node.fn, args)
+        args = self.merge_positions(node.fn, joined(node.fn, args))
+        args = absorbed(node.fn, joined(node.fn, args))
         unique = list({key(a): a for a in args}.values())
         return unique[0] if len(unique) == 1 else Apply(node.fn, tuple(unique))
 

@@ -1,0 +1,103 @@
+"""Pointwise maxima (since 2026-12-06). A max of a pointwise max (``abs(e)`` is max(e, -e))
+is the max of its branches' reductions, planned as one where they are one function: the
+spread of a score, ``max(abs(f(s) - f(t)) for s, t)``, is max f - min f, two heads in one
+layer, where it was planned as a pair (two layers, and positional encoding under ``s !=
+t``). A pointwise max of maxima of one function whose ranges join is one max over the union
+(a value at a fixed position being the max over that position): ``max(f(x[1]), max(f(x[t])
+for t in T if t >= 2))`` is one head without positional encoding, where it was a fetch
+beside a masked max, with PE."""
+
+from __future__ import annotations
+
+import pytest
+from rewrite_checks import assert_one_function, assert_reading_is_written, spec_of
+
+import infoflow
+
+SPREAD = "max(dot(q, x[s]) for s in T) - min(dot(q, x[t]) for t in T)"
+SAME = [
+    (f"max(abs(dot(q, x[s]) - dot(q, x[t])) for s in T for t in T{test})", SPREAD)
+    for test in ("", " if s != t", " if s < t")
+] + [
+    (
+        "max(max(abs(x[s][0] - x[t][0]) for t in T if t != s) for s in T)",
+        "max(x[s][0] for s in T) - min(x[t][0] for t in T)",
+    ),
+    (
+        "max(max(x[s][1] - x[t][1], x[t][1] - x[s][1]) + 3 for s in T for t in T)",
+        "max(x[s][1] for s in T) - min(x[t][1] for t in T) + 3",
+    ),
+    (
+        "min(-2 * abs(dot(q, x[s]) - dot(q, x[t])) for s in T for t in T)",
+        f"-2 * ({SPREAD})",
+    ),
+]
+#: Branches that are two functions keep one score over the pair (one head a layer: two
+#: layers), as written; so does a min of a distance (the closest pair).
+PAIRS = [
+    "max(abs(x[s][0] - x[t][1]) for s in T for t in T)",
+    "min(abs(x[s][0] - x[t][0]) for s in T for t in T if s != t)",
+    "max(abs(dot(q, x[s]) - dot(q, x[t])) + dot(x[s], x[t]) for s in T for t in T)",
+]
+
+
+WHOLE = "max(dot(q, x[t]) for t in T)"
+JOINED = [
+    ("max(dot(q, x[1]), max(dot(q, x[t]) for t in T if t >= 2))", WHOLE),
+    ("max(max(dot(q, x[t]) for t in T if t <= 3), max(dot(x[s], q) for s in T if s > 3))", WHOLE),
+    ("max(dot(x[2], q), dot(q, x[1]), max(dot(q, x[t]) for t in T if t >= 3))", WHOLE),
+    (
+        "min(norm(x[T] - w), min(norm(w - x[t]) for t in T if t < T))",
+        "min(norm(x[t] - w) for t in T)",
+    ),
+    (
+        "max(max(x[t][0] for t in T if t >= 2 and t <= 4), x[5][0], x[1][0])",
+        "max(x[t][0] for t in T if t <= 5)",
+    ),
+    (
+        "max(" + ", ".join(f"max(dot(q, x[t]) for t in T if t >= {k})" for k in range(1, 9)) + ")",
+        WHOLE,
+    ),
+]
+#: Ranges with a gap between them, or a function read at an offset, stay apart.
+APART = [
+    ("max(dot(q, x[1]), max(dot(q, x[t]) for t in T if t >= 3))", [[2], [1, 1]]),
+    ("max(dot(q, x[2]), max(dot(q, x[t+1]) for t in T if t >= 2))", [[1]]),
+    (
+        "max(max(x[t][0] for t in T if t <= 3), max(x[t][0] for t in T if t >= T - 1))",
+        [[2], [1, 1]],
+    ),
+]
+
+
+@pytest.mark.parametrize(("written", "plain"), JOINED)
+def test_maxima_whose_ranges_join_are_one(written, plain) -> None:
+    names = ("comparison_order", "min_architectures", "feasible", "requires_positional_encoding")
+    assert_one_function(written, plain, ([1], [2]), names, pes=(False, True))
+
+
+@pytest.mark.parametrize(("written", "architectures"), APART)
+def test_maxima_apart_stay_apart(written, architectures) -> None:
+    assert_reading_is_written(written, pe=True)
+    assert infoflow.predict(spec_of(written, [1])).get("min_architectures").value == architectures
+
+
+@pytest.mark.parametrize(("written", "plain"), SAME)
+def test_a_spread_is_the_max_less_the_min(written, plain) -> None:
+    names = ("comparison_order", "min_architectures", "feasible", "requires_positional_encoding")
+    assert_one_function(written, plain, ([2], [1, 1]), names, pes=(False, True))
+    result = infoflow.predict(spec_of(written, [2], pe=False))
+    assert result["min_architectures"].value == [[2], [1, 1]]
+    assert result["feasible"].value
+
+
+@pytest.mark.parametrize("written", [w for w, _ in SAME + JOINED] + PAIRS)
+def test_the_engines_reading_is_the_written_function(written) -> None:
+    assert_reading_is_written(written, pe=True)
+
+
+@pytest.mark.parametrize("written", PAIRS)
+def test_branches_that_differ_stay_one_pair(written) -> None:
+    result = infoflow.predict(spec_of(written, [1, 1]))
+    assert result["comparison_order"].value == 2
+    assert result["min_layers"].value == 2
