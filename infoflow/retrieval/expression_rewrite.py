@@ -25,7 +25,9 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
 - a norm has one spelling: ``norm(v) ** 2`` is ``sqnorm(v)``, ``sqrt(sqnorm(v))`` is
   ``norm(v)``, ``abs(norm(v))`` is ``norm(v)``;
 - identical additive terms (equal up to the names of their indices) are one term with the sum
-  of their coefficients; terms that cancel vanish (``f - f`` is 0);
+  of their coefficients; terms that cancel vanish (``f - f`` is 0); sums of one function over
+  ranges whose coefficients net to one weight on one range are one sum
+  (:mod:`.summed_ranges`);
 - terms of one max (min) that are one function once each is maximised over the indices only
   it reads are one term: ``max(f(a, b) + f(a, c) for a, b, c)`` is the max over a of
   2 max over b of f(a, b) (a chain's or a star's equal leaves share one head);
@@ -83,6 +85,7 @@ from infoflow.retrieval.expression import (
 from infoflow.retrieval.monotone_extrema import at_extreme
 from infoflow.retrieval.pointwise import HOLE, absorbed, fill, flat, joined, match, membership
 from infoflow.retrieval.separable import ADDITIVE, EXTREMA, pointwise_pieces, separate
+from infoflow.retrieval.summed_ranges import netted
 from infoflow.retrieval.unread_indices import project
 
 COUNT = Param("T_minus_1")  # the number of values an index t != s takes (a fixed number)
@@ -145,7 +148,7 @@ class _Rewriter:
             if pointwise:
                 return self.pointwise(node)
             if node.fn in ADDITIVE:
-                return collect(node)
+                return collect(netted(node))
         return node
 
     def spread(self, node: Reduce) -> Node:

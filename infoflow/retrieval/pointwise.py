@@ -153,27 +153,27 @@ def _union(fn: str, whole: Node, other: Node) -> Reduce | None:
     """``whole`` over the union of its range and ``other``'s where ``whole`` is an ``fn`` over
     one token index whose tests bound it by numbers, ``other`` the same function over such a
     range or at a fixed position, and the two ranges join into one; None otherwise."""
-    mine = _range(whole, fn)
+    mine = index_range(whole, fn)
     if mine is None:
         return None
     (v,) = whole.variables
     if isinstance(other, Reduce):
-        theirs = _range(other, fn)
+        theirs = index_range(other, fn)
         same = theirs and normal(rename(other.body, {other.variables[0].name: v.name}))
         if theirs is None or same != normal(whole.body):
             return None
     else:
-        spots = [s for s in _spots(other) if normal(_at(whole.body, v.name, s)) == normal(other)]
-        if not spots or _shifted(whole.body, v.name):
+        found = [s for s in spots(other) if normal(at(whole.body, v.name, s)) == normal(other)]
+        if not found or shifted(whole.body, v.name):
             return None
-        theirs = (spots[0], spots[0])
+        theirs = (found[0], found[0])
     (low, high), (later_low, later_high) = sorted([mine, theirs])
     if later_low > (high[0], high[1] + 1):
         return None  # a gap between them
-    return replace(whole, conditions=_bounds(v.name, low, max(high, later_high)))
+    return replace(whole, conditions=bounds(v.name, low, max(high, later_high)))
 
 
-def _range(node: Node, fn: str) -> tuple[Spot, Spot] | None:
+def index_range(node: Node, fn: str) -> tuple[Spot, Spot] | None:
     """The first and last position of an ``fn`` over one token index whose tests each bound
     it by a number or T; None for anything else."""
     if not (isinstance(node, Reduce) and node.op == fn and len(node.variables) == 1):
@@ -192,7 +192,7 @@ def _range(node: Node, fn: str) -> tuple[Spot, Spot] | None:
     return low, high
 
 
-def _bounds(name: str, low: Spot, high: Spot) -> tuple[Condition, ...]:
+def bounds(name: str, low: Spot, high: Spot) -> tuple[Condition, ...]:
     """The tests that bound ``name`` to the range from ``low`` to ``high``."""
     out = []
     for op, spot, default in ((">=", low, (0, 1)), ("<=", high, (1, 0))):
@@ -202,26 +202,26 @@ def _bounds(name: str, low: Spot, high: Spot) -> tuple[Condition, ...]:
     return tuple(out)
 
 
-def _spots(node: Node) -> set[Spot]:
+def spots(node: Node) -> set[Spot]:
     """The fixed positions ``node`` reads (x[3]: (0, 3), x[T - 1]: (1, -1))."""
     if isinstance(node, Token) and node.is_fixed:
         return {(1, node.offset) if node.index == SEQUENCE else (0, node.index + node.offset)}
     if isinstance(node, Apply):
-        return set().union(*(_spots(a) for a in node.args))
+        return set().union(*(spots(a) for a in node.args))
     return set()
 
 
-def _at(body: Node, name: str, spot: Spot) -> Node:
+def at(body: Node, name: str, spot: Spot) -> Node:
     """``body`` with the index ``name`` at the fixed position ``spot``."""
     return fill(rename(body, {name: HOLE}), ("end" if spot[0] else "start", spot[1]))
 
 
-def _shifted(node: Node, name: str) -> bool:
+def shifted(node: Node, name: str) -> bool:
     """Whether ``node`` reads the index ``name`` at an offset (x[t + 1])."""
     if isinstance(node, Token):
         return node.index == name and node.offset != 0
     if isinstance(node, Apply):
-        return any(_shifted(a, name) for a in node.args)
+        return any(shifted(a, name) for a in node.args)
     if isinstance(node, Reduce):
-        return _shifted(node.body, name)
+        return shifted(node.body, name)
     return False
