@@ -8,14 +8,20 @@ where the positions differ, and the mask of those positions).
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
+from fractions import Fraction
 
-from infoflow.retrieval.algebra import normal, normal_condition, rename
+from infoflow.retrieval.algebra import normal, rename
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce, Token
-
-HOLE = "_hole"  # the position that differs between the arguments of a pointwise max
-MAX_GAPS = 16  # positions left out between fixed positions that a mask spells one by one
+from infoflow.retrieval.position_ranges import (
+    HOLE,
+    MAX_GAPS,
+    combined,
+    member_where,
+    reduction,
+    value_where,
+    where,
+)
 
 
 def flat(node: Apply) -> Apply:
@@ -126,102 +132,25 @@ def membership(name: str, spots: list[tuple[str, int]]) -> tuple[Condition, ...]
 
 
 def joined(fn: str, args: list[Node]) -> list[Node]:
-    """The arguments of a pointwise max (min) with each two maxima (minima) of one function
-    over one token index whose ranges join into one range (by the numbers their bounds name:
-    ``t <= 3`` and ``t >= 4``, ``t <= T - 1`` and x[T]) as one over it; a value at a fixed
-    position counts as the function's max over that position alone:
-    ``max(f(x[1]), max(f(x[t]) for t in T if t >= 2))`` is the max over every t."""
-    out, merged = list(args), True
-    while merged:
-        merged = False
-        for i, j in itertools.permutations(range(len(out)), 2):
-            union = _union(fn, out[i], out[j])
-            if union is not None:
-                out[i] = union
-                del out[j]
-                merged = True
-                break
-    return out
-
-
-#: A position from the start (0, p) or from the end (1, k: T + k), ordered as they are at
-#: every T past the numbers named; a range is its first and last position.
-Spot = tuple[int, int]
-
-
-def _union(fn: str, whole: Node, other: Node) -> Reduce | None:
-    """``whole`` over the union of its range and ``other``'s where ``whole`` is an ``fn`` over
-    one token index whose tests bound it by numbers, ``other`` the same function over such a
-    range or at a fixed position, and the two ranges join into one; None otherwise."""
-    mine = index_range(whole, fn)
-    if mine is None:
-        return None
-    (v,) = whole.variables
-    if isinstance(other, Reduce):
-        theirs = index_range(other, fn)
-        same = theirs and normal(rename(other.body, {other.variables[0].name: v.name}))
-        if theirs is None or same != normal(whole.body):
-            return None
-    else:
-        found = [s for s in spots(other) if normal(at(whole.body, v.name, s)) == normal(other)]
-        if not found or shifted(whole.body, v.name):
-            return None
-        theirs = (found[0], found[0])
-    (low, high), (later_low, later_high) = sorted([mine, theirs])
-    if later_low > (high[0], high[1] + 1):
-        return None  # a gap between them
-    return replace(whole, conditions=bounds(v.name, low, max(high, later_high)))
-
-
-def index_range(node: Node, fn: str) -> tuple[Spot, Spot] | None:
-    """The first and last position of an ``fn`` over one token index whose tests each bound
-    it by a number or T; None for anything else."""
-    if not (isinstance(node, Reduce) and node.op == fn and len(node.variables) == 1):
-        return None
-    (v,) = node.variables
-    if not v.is_token:
-        return None
-    low, high = (0, 1), (1, 0)
-    for c in map(normal_condition, node.conditions):
-        if c.left != v.name or c.op not in ("<=", ">=") or not isinstance(c.right, int | str):
-            return None
-        if isinstance(c.right, str) and c.right != SEQUENCE:
-            return None
-        spot = (1, c.shift) if c.right == SEQUENCE else (0, c.right + c.shift)
-        low, high = (max(low, spot), high) if c.op == ">=" else (low, min(high, spot))
-    return low, high
-
-
-def bounds(name: str, low: Spot, high: Spot) -> tuple[Condition, ...]:
-    """The tests that bound ``name`` to the range from ``low`` to ``high``."""
-    out = []
-    for op, spot, default in ((">=", low, (0, 1)), ("<=", high, (1, 0))):
-        if spot != default:
-            side, value = spot
-            out.append(Condition(name, op, SEQUENCE, value) if side else Condition(name, op, value))
-    return tuple(out)
-
-
-def spots(node: Node) -> set[Spot]:
-    """The fixed positions ``node`` reads (x[3]: (0, 3), x[T - 1]: (1, -1))."""
-    if isinstance(node, Token) and node.is_fixed:
-        return {(1, node.offset) if node.index == SEQUENCE else (0, node.index + node.offset)}
-    if isinstance(node, Apply):
-        return set().union(*(spots(a) for a in node.args))
-    return set()
-
-
-def at(body: Node, name: str, spot: Spot) -> Node:
-    """``body`` with the index ``name`` at the fixed position ``spot``."""
-    return fill(rename(body, {name: HOLE}), ("end" if spot[0] else "start", spot[1]))
-
-
-def shifted(node: Node, name: str) -> bool:
-    """Whether ``node`` reads the index ``name`` at an offset (x[t + 1])."""
-    if isinstance(node, Token):
-        return node.index == name and node.offset != 0
-    if isinstance(node, Apply):
-        return any(shifted(a, name) for a in node.args)
-    if isinstance(node, Reduce):
-        return shifted(node.body, name)
-    return False
+    """The arguments of a pointwise max (min) with the maxima (minima) of one function over
+    one token index whose ranges join into one range (less at most :data:`MAX_GAPS`
+    positions; ranges bounded by numbers or T: ``t <= 3`` and ``t >= 4``, ``t <= T - 1`` and
+    x[T]) as one over it, a value at a fixed position counting as the function's max over
+    that position: ``max(f(x[1]), max(f(x[t]) for t in T if t >= 2))`` is the max over
+    every t."""
+    groups: dict[Node, list[int]] = {}
+    for i, arg in enumerate(args):
+        if (found := where(arg, fn)) is not None:
+            groups.setdefault(found[0], []).append(i)
+    out: dict[int, Node] = dict(enumerate(args))
+    for function, members in groups.items():
+        members += [i for i in out if i not in members and value_where(function, out[i])]
+        spans = [(Fraction(1), member_where(fn, function, out[i])) for i in members]
+        union = combined(spans, cover=True) if len(members) > 1 else None
+        if union is None or union[1] is None:
+            continue
+        name = args[members[0]].variables[0].name  # a name no enclosing index has
+        for i in members:
+            del out[i]
+        out[members[0]] = reduction(fn, function, union[1], name)
+    return [out[i] for i in sorted(out)]

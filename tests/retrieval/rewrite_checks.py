@@ -3,6 +3,8 @@ spellings of a target are one function (on random draws) and one plan."""
 
 from __future__ import annotations
 
+import random
+
 import torch
 
 import infoflow
@@ -44,3 +46,18 @@ def assert_reading_is_written(target: str, pe: bool | None = None) -> None:
     written, reading = (TargetFunction(spec, seed=0, dtype=torch.float64) for _ in range(2))
     reading.tree = rewrite(parse_target(target))
     assert torch.allclose(written(x), reading(x), atol=1e-9, equal_nan=True)
+
+
+def ranged_term(rng: random.Random, i: int, op: str) -> str:
+    """A reduction ``op`` of x[t][0] over a random range of its index t{i} (bounded by numbers
+    up to 6 or T - k, or leaving out two positions), or x[t][0] at a random fixed position."""
+
+    def spot() -> str:
+        return rng.choice([str(rng.randint(1, 6)), f"T - {rng.randint(1, 3)}", "T"])
+
+    name, kind = f"t{i}", rng.choice(["all", "from", "to", "between", "but", "at"])
+    if kind == "at":
+        return f"x[{spot()}][0]"
+    ops = {"all": [], "from": [">="], "to": ["<="], "between": [">=", "<="], "but": ["!=", "!="]}
+    condition = " and ".join(f"{name} {test} {spot()}" for test in ops[kind])
+    return f"{op}(x[{name}][0] for {name} in T{' if ' + condition if condition else ''})"
