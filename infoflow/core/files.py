@@ -80,8 +80,9 @@ def parse_json(text: str, source: str, where: str | None = None) -> Any:
 
 
 def check_values(data: Any, source: str, where: str | None = None) -> None:
-    """Refuse nesting deeper than MAX_DEPTH, non-finite floats and numbers beyond
-    MAX_INTEGER in ``data``, naming the dotted path of the first offender."""
+    """Refuse nesting deeper than MAX_DEPTH, non-finite floats, numbers beyond MAX_INTEGER and
+    strings that are not text (a lone surrogate) in ``data``, naming the dotted path of the
+    first offender."""
     stack: list[tuple[Any, list[str]]] = [(data, [where] if where else [])]
     while stack:
         value, path = stack.pop()
@@ -89,9 +90,15 @@ def check_values(data: Any, source: str, where: str | None = None) -> None:
         if len(path) > MAX_DEPTH:
             raise SpecError(source, [(field, f"nested deeper than {MAX_DEPTH} levels")])
         if isinstance(value, dict):
+            for k in value:
+                if not is_text(k):
+                    shown = k.encode("utf-8", "backslashreplace").decode()
+                    raise SpecError(source, [(field, f'the key "{shown}" {_NOT_TEXT}')])
             stack += [(v, [*path, str(k)]) for k, v in value.items()]
         elif isinstance(value, list):
             stack += [(v, [*path, str(i)]) for i, v in enumerate(value)]
+        elif isinstance(value, str) and not is_text(value):
+            raise SpecError(source, [(field, _NOT_TEXT)])
         elif isinstance(value, float) and not math.isfinite(value):
             raise SpecError(source, [(field, f"{value} is not a finite number")])
         elif isinstance(value, float) and abs(value) > MAX_INTEGER:
@@ -100,6 +107,18 @@ def check_values(data: Any, source: str, where: str | None = None) -> None:
             digits = int(abs(value).bit_length() * math.log10(2)) + 1
             shown = f"{value:.3g}" if digits < 300 else f"an integer of about {digits} digits"
             raise SpecError(source, [(field, f"{shown} is beyond any sensible size")])
+
+
+_NOT_TEXT = "holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape): not text"
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` encodes as UTF-8 (JSON's \\ud800 escapes do not, alone)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class RepeatedKey(ValueError):

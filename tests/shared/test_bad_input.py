@@ -84,6 +84,21 @@ def test_json_beyond_the_bounds_is_refused_in_one_line(tmp_path, text, message) 
     assert message in line and len(line) < 1000
 
 
+@pytest.mark.parametrize("command", [["predict"], ["plan", "--no-pilot"], ["validate"]])
+def test_a_lone_surrogate_is_refused_naming_the_field(tmp_path, command) -> None:
+    """JSON's \\ud800 escape alone is no text: plan and validate wrote it into a report and
+    failed with a traceback (a review, 2026-12-06)."""
+    spec = json.loads((SPECS / "retrieval" / "kth-largest.json").read_text())
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec | {"description": "X"}).replace('"X"', '"a\\ud800"'))
+    line = refused(*command, str(path))
+    assert "field 'description': holds a lone UTF-16 surrogate" in line
+    path.write_text(json.dumps(spec | {"X": 1}).replace('"X"', '"\\udc00"'))
+    assert 'the key "\\udc00" holds a lone UTF-16 surrogate' in refused(*command, str(path))
+    line = refused(*command, str(SPECS / "retrieval" / "kth-largest.json"), "--set", "a=b\udcff")
+    assert "not text (undecodable bytes)" in line
+
+
 def test_undecodable_bytes_are_refused(tmp_path) -> None:
     spec = tmp_path / "spec.json"
     spec.write_bytes(b'{"kind": "\xff\xfe"}')
