@@ -50,6 +50,15 @@ def test_plan_refuses_a_model_the_validator_cannot_train() -> None:
     assert "cannot be validated" in out.stderr and "parameters" in out.stderr
 
 
+@pytest.mark.parametrize("command", ["plan", "validate"])
+def test_loops_beyond_the_validators_bound_are_refused_before_anything_runs(command) -> None:
+    """Loops add no parameters: a billion passed the parameter cap and filled memory."""
+    spec = "specs/looped_kv/tiny-looped.json"
+    out = run_cli(command, spec, "--steps", "1", "--set", "model.loops=1000000000")
+    assert out.returncode == 2, out.stderr
+    assert "2,000,000,002 layer passes" in out.stderr and "up to 1,024" in out.stderr
+
+
 @pytest.mark.slow  # two plans of an icl_markov spec: 9-15 CPU s, over the limit when loaded
 def test_plan_says_compile_is_not_used_for_this_family() -> None:
     """Only the retrieval trainer compiles its step: the other families' plans say so."""

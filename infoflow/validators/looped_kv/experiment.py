@@ -19,6 +19,10 @@ from infoflow.validators.looped_kv.model import LoopedConfig
 from infoflow.validators.protocol import CannotValidate, Group, Job
 
 MAX_PARAMETERS = 5_000_000
+#: Layer passes a token makes (core layers times loops, plus prelude and coda) that a model
+#: the validator runs may make: weight tying adds no parameters, so loops need a bound of
+#: their own (a billion loops passed the parameter cap and filled memory: a review).
+MAX_LAYER_PASSES = 1024
 #: The largest vocabulary the corpus is drawn over (:func:`corpus`: 8 Markov chains of V x V
 #: float64 transitions, 256 MiB at 2,048; Ouro's 49,152 would need 144 GiB).
 MAX_VOCAB = 2048
@@ -123,6 +127,13 @@ def plan(name: str, spec: LoopedKVSpec, scale: LoopedScale) -> LoopedExperiment:
 def cannot_train(spec: LoopedKVSpec) -> str | None:
     """Why this spec's model is neither loaded nor trained here (None when it is)."""
     model = spec.model
+    passes = model.layers * model.loops + model.prelude_layers + model.coda_layers
+    if passes > MAX_LAYER_PASSES:
+        return (
+            f"a token makes {passes:,} layer passes (model.loops {model.loops:,} times "
+            f"{model.layers:,} core layers, with prelude and coda): the looped_kv validator "
+            f"runs models of up to {MAX_LAYER_PASSES:,}"
+        )
     dtype = spec.serving.cache_dtype or model.dtype
     if dtype not in TORCH_DTYPES:
         return f"{dtype} caches are not simulated"
