@@ -85,7 +85,7 @@ from infoflow.retrieval.expression import (
 from infoflow.retrieval.monotone_extrema import at_extreme
 from infoflow.retrieval.pointwise import HOLE, absorbed, fill, flat, joined, match, membership
 from infoflow.retrieval.separable import ADDITIVE, EXTREMA, pointwise_pieces, separate
-from infoflow.retrieval.summed_ranges import netted
+from infoflow.retrieval.summed_ranges import netted, split_terms
 from infoflow.retrieval.unread_indices import project
 
 COUNT = Param("T_minus_1")  # the number of values an index t != s takes (a fixed number)
@@ -127,6 +127,9 @@ class _Rewriter:
             halved = unordered_sum(node)
             if halved is not node:
                 return self.rewrite(halved)
+            split = split_terms(node)
+            if split is not node:
+                return self.rewrite(split)
             pair = separable_pair(node)
             if pair is not node:
                 return self.rewrite(pair)

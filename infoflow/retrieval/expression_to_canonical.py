@@ -8,18 +8,15 @@ The rules (theory note, "Canonical form and schedules"; all ``reconstruction:can
   min subtracted inside a max, a sum inside a sum (also a sum that is a factor of a
   product: f * sum g is sum f g);
 - a max, min or sum over several indices splits into one reduction per connected group of
-  indices: max over s, t of f(s) + g(t) is max f + max g; a sum splits at every ``+``;
-- a sum distributes over products (``*``, ``dot``, ``bilinear``) of factors with disjoint
-  indices: the sum over s, t of dot(x[s], x[t]) is dot(sum x[s], sum x[t]); one-token sums
-  are one averaging head, and an index a sum's terms never read is counted
+  indices: max over s, t of f(s) + g(t) is max f + max g; a sum splits at every ``+``; a
+  sum distributes over products of factors with disjoint indices: the sum over s, t of
+  dot(x[s], x[t]) is dot(sum x[s], sum x[t]); an index no term reads is counted
   (:mod:`.pooled_sums`);
 - a range index (``for i in range(D)``) reduced together with token indices joins the score
   (a score is any function of the tokens it couples); reduced on its own, around token
   reductions of another kind, it makes D copies of them;
 - names and the order of generators and terms do not matter: only the structure is kept
-  (which indices each score couples, what it reads, what is nested in what).
-
-Every bound index gets a name unique in the target (``t``, then ``t2`` for a second ``t``).
+  (every bound index gets a name unique in the target: ``t``, then ``t2``).
 """
 
 from __future__ import annotations
@@ -27,7 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from infoflow.retrieval import kth_candidates, peel_firsts
-from infoflow.retrieval.algebra import UnionFind, flattens, free_indices, key, planned_op, signed
+from infoflow.retrieval.algebra import (
+    UnionFind,
+    flattens,
+    free_indices,
+    key,
+    planned_op,
+    reads,
+    signed,
+)
 from infoflow.retrieval.algebra import terms as exact_terms
 from infoflow.retrieval.conditions import windows
 from infoflow.retrieval.diagonal import excludes
@@ -297,15 +302,17 @@ class _Canonicalizer:
 
 
 def _summed_product(term: Node) -> Node:
-    """``f * sum(g for t ...)`` as ``sum(f * g for t ...)`` (a sum it then flattens into: a
-    count written as a factor, ``x[s][0] * sum(1 for t in T if t > s)``, is counted as the
-    same sum written flat is); any other term as it is."""
+    """``f * sum(g for t ...)`` as ``sum(f * g for t ...)`` where g reads none of the sum's
+    tokens: a count written as a factor (``x[s][0] * sum(1 for t in T if t > s)``) is
+    counted as the same sum written flat is; any other term as it is."""
     if not (isinstance(term, Apply) and term.fn == "*"):
         return term
     summed = [a for a in term.args if isinstance(a, Reduce) and a.op == "sum"]
     if len(summed) != 1:
         return term
     (inner,) = summed
+    if any(reads(inner.body, v.name) for v in inner.variables):
+        return term  # a sum of tokens, not a count: the product of two sums comes apart
     (other,) = [a for a in term.args if a is not inner]
     return replace(inner, body=Apply("*", (other, inner.body)))
 

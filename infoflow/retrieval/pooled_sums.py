@@ -117,28 +117,41 @@ _COMPARE = {
     "==": operator.eq,
     "!=": operator.ne,
 }
-#: The T at which pools' weightings are compared, past every number their conditions may
-#: name (:data:`_LARGEST`; pools naming larger ones, or whose tuple grid at the last T
-#: exceeds :data:`_MAX_CELLS`, are alike only as written).
-_LENGTHS, _LARGEST, _MAX_CELLS = (21, 34, 55), 16, 200_000
+#: The T at which pools' weightings are compared: every T up to twice the largest number
+#: their conditions may name (:data:`_LARGEST`), and one past (pools naming larger ones, or
+#: whose tuple grid at the last T exceeds :data:`_MAX_CELLS`, are alike only as written).
+_LARGEST, _MAX_CELLS = 16, 200_000
+_LENGTHS = (*range(1, 2 * _LARGEST + 3), 55)
 
 
 def _weighting(pool: Comparison) -> tuple:
     """How a pool weighs each position, up to a constant factor: the offsets it reads at and,
-    at three T past every number its conditions name (:data:`_LENGTHS`), each position's
-    share of the tuples its conditions (with the indices they count) leave; the conditions'
-    text where it is not read that way. Pools alike at those T are alike at every larger T;
-    at a smaller one (``v <= 9`` and ``v <= T`` at T = 8) they are two heads, an overcharge."""
+    at every T up to twice the largest number conditions may name and one past
+    (:data:`_LENGTHS`), each position's share of the tuples its conditions
+    (with the indices they count) leave; the conditions' text, its indices renamed by order
+    of appearance, where it is not read that way. Pools alike at those T are alike at every
+    T (until 2026-12-06 only the three were compared, and pools that differ at the spec's T
+    were one head: a review)."""
     (mine,) = pool.variables
     offsets = frozenset(offset for f in pool.factors for _, offset in f.shifts)
     texts = tuple(sorted({c for f in pool.factors for c in f.conditions}))
     shares = _shares(mine, texts)
-    return offsets, shares if shares is not None else (mine, texts)
+    return offsets, shares if shares is not None else _anonymous(mine, texts)
+
+
+def _anonymous(mine: str, texts: tuple[str, ...]) -> tuple[str, ...]:
+    """``texts`` with ``mine`` and the indices counted over renamed by order of appearance
+    (a pool's indices have names unique in the target: two alike pools differ in them)."""
+    names = [mine, *dict.fromkeys(_COUNTED.findall(" ".join(texts)))]
+    renamed = texts
+    for i, name in enumerate(names):
+        renamed = tuple(re.sub(rf"\b{re.escape(name)}\b", f"_{i}", t) for t in renamed)
+    return tuple(sorted(renamed))
 
 
 @functools.lru_cache(maxsize=4096)
 def _shares(mine: str, texts: tuple[str, ...]) -> tuple | None:
-    """Each position's share of the tuples at each of :data:`_LENGTHS`; None where a
+    """Each position's share of the tuples at each T :func:`_weighting` names; None where a
     condition is not of the forms :data:`_TEST` reads, names a number over :data:`_LARGEST`,
     or the grid exceeds :data:`_MAX_CELLS`."""
     tests, counted = [], set()

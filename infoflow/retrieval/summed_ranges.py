@@ -1,5 +1,6 @@
-"""Sums of one function over ranges of one token index, netted (a rewrite of
-:mod:`~infoflow.retrieval.expression_rewrite`; ``reconstruction:canonical_form``).
+"""Sums of one function over ranges of one token index, netted, and sums of terms that weigh
+the tokens differently, split (rewrites of :mod:`~infoflow.retrieval.expression_rewrite`;
+``reconstruction:canonical_form``).
 
 The additive terms of an expression that sum one function over ranges bounded by numbers or
 T (a value at a fixed position counting as the sum over that position) weigh each position
@@ -16,10 +17,11 @@ one weighting of one sign).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
-from infoflow.retrieval.algebra import collected, rebuilt, terms
-from infoflow.retrieval.expression import Node
+from infoflow.retrieval.algebra import collected, free_indices, rebuilt, terms
+from infoflow.retrieval.expression import Apply, Node, Reduce
 from infoflow.retrieval.position_ranges import (
     combined,
     member_where,
@@ -49,3 +51,34 @@ def netted(node: Node) -> Node:
             found.append((net[0], reduction("sum", function, net[1], name)))
     kept = [(c, t) for c, t in found if c]
     return node if len(kept) == len(found) else rebuilt(collected(kept))
+
+
+def split_terms(node: Reduce) -> Node:
+    """A sum of terms that weigh its tokens differently as one sum a kind of term: under a
+    condition, terms that read different indices of the sum (``sum(x[s][0] + x[t][1] for s,
+    t if s < t)``: weights T - s on one token, t - 1 on the other), and a term that holds a
+    sum (whose conditions, flattened, would count its siblings too: ``sum(sum(x[s][0] for t
+    in T if t > s) + x[s][1] for s in T)`` is two weightings, a review found it one). Any
+    other node as it is; constants stay with the first kind."""
+    found = terms(node.body)
+    nested = [i for i, (_, t) in enumerate(found) if _holds_sum(t)]
+    if node.op != "sum" or not (node.conditions or nested):
+        return node
+    own = {v.name for v in node.variables}
+    kinds: dict = {}
+    for i, (c, t) in enumerate(found):
+        kind = i if i in nested else frozenset(free_indices(t) & own) if t is not None else None
+        kinds.setdefault(kind, []).append((c, t))
+    constants = kinds.pop(None, [])
+    if len(kinds) < 2:
+        return node
+    groups = list(kinds.values())
+    groups[0] += constants
+    return rebuilt(collected([(1, replace(node, body=rebuilt(collected(g)))) for g in groups]))
+
+
+def _holds_sum(term: Node | None) -> bool:
+    """Whether ``term`` is a sum, or a product one factor of which is."""
+    if isinstance(term, Apply) and term.fn == "*":
+        return any(_holds_sum(a) for a in term.args)
+    return isinstance(term, Reduce) and term.op == "sum"

@@ -152,6 +152,16 @@ def test_a_count_alone_is_a_constant_and_refused() -> None:
             " + sum(2 * x[v][1] for v in T for u in T if v < u)",
             [1],
         ),
+        # a second review's (2026-12-06): alike at large T only (T = 8: 1-8 against 1-7) ...
+        ("sum(x[s][0] for s in T if s <= 10) + sum(x[v][1] for v in T if v <= 10 and v < T)", [2]),
+        # ... alike where read from the text (a number over 16), whatever the index names ...
+        ("sum(x[s][0] for s in T if s <= 17) + sum(x[v][1] for v in T if v <= 17)", [1]),
+        # ... a count nested beside another term weighs that term by 1, not by the count ...
+        ("sum(sum(x[s][0] for t in T if t > s) + x[s][1] for s in T)", [2]),
+        ("sum(x[s][0] * sum(1 for t in T if t > s) + x[s][1] for s in T)", [2]),
+        # ... and terms reading different indices of a counted pair are two weightings
+        ("sum(x[s][0] + x[t][1] for s in T for t in T if s < t)", [2]),
+        ("sum(x[s][0] + x[t][0] for s in T for t in T if s < t)", [1]),
     ],
 )
 def test_pools_are_one_head_only_where_they_weigh_positions_alike(target, heads) -> None:
@@ -159,3 +169,17 @@ def test_pools_are_one_head_only_where_they_weigh_positions_alike(target, heads)
     features over different ranges need two (a review found them planned on one, which
     compile could not build; an undercharge until 2026-12-06)."""
     assert _predicted(target, True)["min_heads"] == heads
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sum(x[s][0] * sum(x[u][1] for u in T if u <= 3) for s in T)",
+        "sum(x[s][0] * sum(x[u][1] for u in T) for s in T if s <= 3)",
+    ],
+)
+def test_a_product_of_two_sums_of_tokens_is_not_a_pair(target) -> None:
+    """Only a count (a sum whose body reads none of its tokens) joins the sum it multiplies;
+    a sum of tokens as a factor made the two sums one coupled pair, order 2, not efficient at
+    any size (a review, 2026-12-06)."""
+    assert _predicted(target, True)["comparison_order"] == 1
