@@ -232,6 +232,24 @@ def rebuilt(grouped: Collected) -> Node:
     return out
 
 
+def product_factors(node: Node) -> tuple[Fraction, list[Node]]:
+    """``node`` as a constant times the product of its other factors (through ``*`` and a
+    division by a constant): ``x * (2 * y) / 4`` is 1/2 and [x, y]."""
+    if isinstance(node, Const):
+        return Fraction(str(node.value)), []
+    if isinstance(node, Apply) and node.fn == "*":
+        scale, factors = Fraction(1), []
+        for arg in node.args:
+            more, found = product_factors(arg)
+            scale, factors = scale * more, factors + found
+        return scale, factors
+    divisor = node.args[1] if isinstance(node, Apply) and node.fn == "/" else None
+    if isinstance(divisor, Const) and divisor.value:
+        scale, factors = product_factors(node.args[0])
+        return scale / Fraction(str(divisor.value)), factors
+    return Fraction(1), [node]
+
+
 def terms(node: Node, coefficient: Fraction = Fraction(1)) -> list[tuple[Fraction, Node | None]]:
     """The additive terms of ``node`` with exact coefficients (None: the constant term)."""
     if isinstance(node, Const):

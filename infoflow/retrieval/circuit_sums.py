@@ -20,7 +20,7 @@ import math
 from dataclasses import replace
 
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import free_indices, reads
+from infoflow.retrieval.algebra import free_indices, product_factors, reads
 from infoflow.retrieval.circuit import TOKENS, Circuit, Copy
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce
@@ -67,10 +67,11 @@ def counted_sums(node: Node, seq_len: int) -> Node:
 
 
 def _flat(node: Reduce) -> Reduce:
-    """A sum over s of ``f * sum(g for t ...)`` (or of a sum) as one sum over s and t of
-    ``f * g``, as the engine flattens it (not where t's name is s's, or one f reads)."""
-    body = node.body
-    factors = body.args if isinstance(body, Apply) and body.fn == "*" else (body,)
+    """A sum over s of ``c * f * sum(g for t ...)`` (or of a sum) as one sum over s and t of
+    ``c * f * g``, as the engine flattens it (not where t's name is s's, or one f reads);
+    constant factors and divisors anywhere in the product (``x[s][0] * (2 * sum(...)) / 2``,
+    as a count taken out leaves it) are gathered into c."""
+    scale, factors = product_factors(node.body)
     summed = [a for a in factors if isinstance(a, Reduce) and a.op == "sum"]
     if len(summed) != 1 or len(factors) > 2:
         return node
@@ -79,10 +80,11 @@ def _flat(node: Reduce) -> Reduce:
     taken = {v.name for v in node.variables}.union(*(free_indices(a) for a in others))
     if taken & {v.name for v in inner.variables}:
         return node
-    inner_body = Apply("*", (others[0], inner.body)) if others else inner.body
+    body = Apply("*", (others[0], inner.body)) if others else inner.body
+    body = body if scale == 1 else Apply("*", (Const(float(scale)), body))
     variables = (*node.variables, *inner.variables)
     return replace(
-        node, variables=variables, body=inner_body, conditions=(*node.conditions, *inner.conditions)
+        node, variables=variables, body=body, conditions=(*node.conditions, *inner.conditions)
     )
 
 

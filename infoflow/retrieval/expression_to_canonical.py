@@ -30,6 +30,7 @@ from infoflow.retrieval.algebra import (
     free_indices,
     key,
     planned_op,
+    product_factors,
     reads,
     signed,
 )
@@ -98,8 +99,7 @@ def structure_key(c: Comparison) -> tuple:
 
 @dataclass
 class _Summary:
-    """What an expression depends on: token and range indices, the comparisons inside it,
-    and the positions it reads."""
+    """What an expression depends on: indices, the comparisons inside, positions read."""
 
     tokens: set[str] = field(default_factory=set)
     ranges: set[str] = field(default_factory=set)
@@ -302,19 +302,19 @@ class _Canonicalizer:
 
 
 def _summed_product(term: Node) -> Node:
-    """``f * sum(g for t ...)`` as ``sum(f * g for t ...)`` where g reads none of the sum's
-    tokens: a count written as a factor (``x[s][0] * sum(1 for t in T if t > s)``) is
-    counted as the same sum written flat is; any other term as it is."""
-    if not (isinstance(term, Apply) and term.fn == "*"):
-        return term
-    summed = [a for a in term.args if isinstance(a, Reduce) and a.op == "sum"]
-    if len(summed) != 1:
+    """``f * sum(g for t ...)`` (constant factors anywhere) as ``sum(f * g for t ...)``
+    where g reads none of the sum's tokens: a count written as a factor (``x[s][0] * sum(1
+    for t in T if t > s)``) is counted as the same sum written flat is; else ``term``."""
+    scale, factors = product_factors(term)
+    summed = [a for a in factors if isinstance(a, Reduce) and a.op == "sum"]
+    if len(factors) != 2 or len(summed) != 1:
         return term
     (inner,) = summed
     if any(reads(inner.body, v.name) for v in inner.variables):
         return term  # a sum of tokens, not a count: the product of two sums comes apart
-    (other,) = [a for a in term.args if a is not inner]
-    return replace(inner, body=Apply("*", (other, inner.body)))
+    (other,) = [a for a in factors if a is not inner]
+    body = Apply("*", (other, inner.body))
+    return replace(inner, body=body if scale == 1 else Apply("*", (Const(float(scale)), body)))
 
 
 def _group(op, k, variables: list[Variable], parts: list[_Summary], tests) -> _Summary:

@@ -46,6 +46,10 @@ def test_counts_are_the_tuples_that_go_with_each_position() -> None:
         "sum(x[s] for s in T for t in T if abs(s - t) <= 2)",  # a vector; a window: 3 to 5
         "sum(x[s][0] * sum(1 for t in T if t > s) for s in T)",  # a count as a factor
         "sum(sum(dot(q, x[s]) for t in T if t >= s) for s in T)",  # a sum in a sum
+        # counts beside constants (refused until a review, 2026-12-06)
+        "sum(x[s][0] * sum(1 for t in T for u in T if t < 3 and u > s) for s in T)",
+        "sum(x[s][0] * sum(1 for t in T if t > s) / 2 for s in T)",
+        "sum(x[s][0] * (sum(1 for t in T if t > s) * 2) for s in T)",
     ],
 )
 def test_a_weighted_sum_is_one_head_with_logits_log_w(target: str) -> None:
