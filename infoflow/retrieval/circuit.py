@@ -41,6 +41,11 @@ PAD = "pad"
 #: The logit a weighted average gives a position of weight 0 (:meth:`Circuit.logit`): its
 #: token's share is e^-100 of a weight-1 token's, whatever beta.
 LEFT_OUT = -100.0
+#: What a logit channel's values are divided by (they lie in [-10, 0], the left-out's -100
+#: kept from swamping LayerNorm): the head that scores it multiplies by this, not by beta,
+#: so the weights hold whatever beta (until 2026-12-06 the channel held log w / beta, and
+#: float32 rounding grew as beta squared: NMSE 9e-7 at beta 1000, 2e-10 now; a review).
+LOGIT_UNIT = 10.0
 #: How a score names a positional mask of the circuit (``mask:NAME``).
 MASK = "mask:"
 #: One channel the positional encoding sets to the token's position p over T (p / T, so that

@@ -46,6 +46,7 @@ from infoflow.retrieval.circuit import (
     ANCHOR,
     BALANCE,
     CONST,
+    LOGIT_UNIT,
     MASK,
     MIRROR,
     PAD,
@@ -236,8 +237,8 @@ class Weights:
         for group, positions in c.flags.items():
             for p in positions:
                 m.W_pos[0, p - 1, c.offset(group)] = 1
-        for group, logits in c.logits.items():  # log w(p) / beta: a sharp head adds log w(p)
-            values = torch.tensor(logits, dtype=self.dtype) / self.beta
+        for group, logits in c.logits.items():  # the head scoring it adds log w(p)
+            values = torch.tensor(logits, dtype=self.dtype) / LOGIT_UNIT
             m.W_pos[0, : len(logits), c.offset(group)] = values
         if POSITION_NUMBER in c.channels:  # p / T at position p (the readout's stays zero)
             numbers = torch.arange(1, self.seq_len + 1, dtype=self.dtype) / self.seq_len
@@ -293,6 +294,7 @@ class Weights:
         many."""
         width = self.circuit.width_of
         rows, cols = width(form.query), width(form.key)
+        beta = LOGIT_UNIT if form.key in self.circuit.logits else beta  # weights, not sharpness
         matrix = self.matrix(form.matrix, rows, cols) * (beta * form.sign * form.scale)
         if rows <= cols:
             q[:, a : a + rows] = self.read(form.query)
