@@ -7,6 +7,7 @@ tools get the exact numbers alone.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,9 @@ def format_value(prediction: Prediction) -> str:
     value, unit = prediction.value, prediction.unit
     if value is None:  # a note that opens "Unbounded: ..." names what the null means
         head, colon, _ = prediction.note.partition(":")
+        size = re.search(r"About (10\^\S+): beyond a float", prediction.note)
+        if size:  # a finite number too large for a float
+            return f"about {size.group(1)} {unit}".rstrip()
         return head if colon and head.isalpha() else "None"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return _list_text(value) if isinstance(value, list) else str(value)

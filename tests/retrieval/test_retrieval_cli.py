@@ -113,3 +113,5 @@ def test_a_cost_beyond_a_float_is_null_and_says_its_size() -> None:
     proc = run_cli("predict", "-f", "json", str(spec), *args)
     cost = json.loads(proc.stdout)["predictions"]["param_cost"]
     assert cost["value"] is None and "About 10^900: beyond a float" in cost["note"]
+    table = run_cli("predict", str(spec), *args).stdout  # it printed None (a review)
+    assert "about 10^900 params (order)" in table
