@@ -126,5 +126,7 @@ def existing_path(value: str | None, info: ValidationInfo, what: str, folder: bo
         return None
     path = Path((info.context or {}).get("base_dir", ".")) / value
     if not (path.is_dir() if folder else path.is_file()):
-        raise ValueError(f"{what} not found: {path}")
+        kind = "a folder" if folder else "a regular file"
+        found = path.exists()
+        raise ValueError(f"{what}: {path} is not {kind}" if found else f"{what} not found: {path}")
     return str(path.resolve())

@@ -174,6 +174,19 @@ def test_validate_options_are_checked_before_anything_runs(tmp_path, option, val
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("spec", "override", "message"),
+    [
+        ("icl_markov/decoder-c3.json", "calibration=/dev/zero", "/dev/zero is not a regular file"),
+        ("looped_kv/tiny-looped.json", "model.checkpoint=/dev/zero", "/dev/zero is not a folder"),
+        ("icl_markov/decoder-c3.json", "calibration=/absent.json", "file not found: /absent.json"),
+    ],
+)
+def test_a_path_that_is_not_what_the_field_wants_says_so(spec, override, message) -> None:
+    """/dev/zero was "not found" (a review, 2026-12-06)."""
+    assert message in refused("predict", str(SPECS / spec), "--set", override)
+
+
 def test_an_hf_config_that_is_not_a_file_names_the_field(tmp_path) -> None:
     fifo = tmp_path / "config.json"
     os.mkfifo(fifo)
