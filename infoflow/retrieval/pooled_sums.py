@@ -17,11 +17,12 @@
 from __future__ import annotations
 
 import functools
-import itertools
 import operator
 import re
 from dataclasses import replace
 from fractions import Fraction
+
+import numpy as np
 
 from infoflow.retrieval.types import Comparison, Factor
 
@@ -172,21 +173,25 @@ def _shares(mine: str, texts: tuple[str, ...]) -> tuple | None:
 
 
 def _shares_at(length: int, mine: str, names: list[str], tests: list[tuple]) -> tuple:
-    """Each position's share of the tuples the tests leave at T = ``length``."""
-    weights = []
-    for p in range(1, length + 1):
-        tuples = itertools.product(range(1, length + 1), repeat=len(names))
-        at = ({mine: p, "T": length, **dict(zip(names, values, strict=True))} for values in tuples)
-        weights.append(sum(all(_holds(test, values) for test in tests) for values in at))
+    """Each position's share of the tuples the tests leave at T = ``length`` (the tuples as
+    a grid, one axis an index: ``mine``'s first)."""
+    axes = [mine, *names]
+    grid = np.ix_(*[np.arange(1, length + 1)] * len(axes))
+    at = {name: grid[i] for i, name in enumerate(axes)} | {"T": length}
+    kept = np.ones((length,) * len(axes), dtype=bool)
+    for test in tests:
+        kept &= _holds(test, at)
+    weights = kept.reshape(length, -1).sum(axis=1).tolist()
     total = sum(weights)
     return tuple(Fraction(w, total) if total else Fraction(0) for w in weights)
 
 
-def _holds(test: tuple, at: dict[str, int]) -> bool:
-    """Whether a condition (:data:`_TEST`'s groups) holds at the indices' values ``at``."""
+def _holds(test: tuple, at: dict) -> np.ndarray:
+    """Where a condition (:data:`_TEST`'s groups) holds on the grid of the indices' values
+    ``at``."""
     first, second, left, op, right, sign, shift = test
 
-    def value(name: str) -> int:
+    def value(name: str):
         return at[name] if name in at else int(name)
 
     bound = value(right) + (int(shift) if sign == "+" else -int(shift) if sign else 0)
