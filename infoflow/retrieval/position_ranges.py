@@ -32,19 +32,16 @@ def where(node: Node, op: str) -> tuple[Node, Net] | None:
     (v,) = node.variables
     if not v.is_token or _shifted(node.body, v.name):
         return None
-    low, high, gaps = (0, 1), (1, 0), set()
+    lows, highs, gaps = [(0, 1)], [(1, 0)], set()
     for c in map(normal_condition, node.conditions):
         numbered = isinstance(c.right, int) or c.right == SEQUENCE
         if c.left != v.name or not numbered or c.op not in ("<=", ">=", "!="):
             return None
         spot = (1, c.shift) if c.right == SEQUENCE else (0, c.right + c.shift)
-        if c.op == "!=":
-            gaps.add(spot)
-        elif c.op == ">=":
-            low = max(low, spot)
-        else:
-            high = min(high, spot)
-    return normal(rename(node.body, {v.name: HOLE})), ((low, high), frozenset(gaps))
+        {"!=": gaps.add, ">=": lows.append, "<=": highs.append}[c.op](spot)
+    if len({side for side, _ in lows[1:]}) > 1 or len({side for side, _ in highs[1:]}) > 1:
+        return None  # t <= 4 and t <= T - 2: which binds depends on T (a review)
+    return normal(rename(node.body, {v.name: HOLE})), ((max(lows), min(highs)), frozenset(gaps))
 
 
 def value_where(function: Node, term: Node | None) -> Net | None:

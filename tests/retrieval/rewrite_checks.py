@@ -50,14 +50,34 @@ def assert_reading_is_written(target: str, pe: bool | None = None) -> None:
 
 def ranged_term(rng: random.Random, i: int, op: str) -> str:
     """A reduction ``op`` of x[t][0] over a random range of its index t{i} (bounded by numbers
-    up to 6 or T - k, or leaving out two positions), or x[t][0] at a random fixed position."""
+    up to 6 or T - k, twice on one side, or leaving out two positions), or x[t][0] at a
+    random fixed position."""
 
     def spot() -> str:
         return rng.choice([str(rng.randint(1, 6)), f"T - {rng.randint(1, 3)}", "T"])
 
-    name, kind = f"t{i}", rng.choice(["all", "from", "to", "between", "but", "at"])
+    kinds = ["all", "from", "to", "between", "but", "at", "twice"]
+    name, kind = f"t{i}", rng.choice(kinds)
     if kind == "at":
         return f"x[{spot()}][0]"
     ops = {"all": [], "from": [">="], "to": ["<="], "between": [">=", "<="], "but": ["!=", "!="]}
+    ops["twice"] = [rng.choice([">=", "<="])] * 2  # t <= 4 and t <= T - 2: which binds?
     condition = " and ".join(f"{name} {test} {spot()}" for test in ops[kind])
     return f"{op}(x[{name}][0] for {name} in T{' if ' + condition if condition else ''})"
+
+
+def reading_at(text: str, length: int):
+    """The engine's reading of ``text`` (its rewritten tree) after checking that it has the
+    written target's values on 32 random draws at T = ``length``; None where the spec is
+    refused there (a fixed position past T, a reduction over nothing)."""
+    from infoflow.core.errors import SpecError
+
+    try:
+        spec = infoflow.load_spec(spec_of(text, [1]) | {"seq_len": length})
+    except SpecError:
+        return None
+    x = sample_inputs(spec, 32, length, torch.Generator().manual_seed(0)).double()
+    written, reading = (TargetFunction(spec, seed=0, dtype=torch.float64) for _ in "ab")
+    reading.tree = rewrite(parse_target(text))
+    assert torch.allclose(written(x), reading(x), atol=1e-9), (length, text)
+    return reading.tree

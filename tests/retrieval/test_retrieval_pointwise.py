@@ -12,14 +12,15 @@ from __future__ import annotations
 import random
 
 import pytest
-import torch
-from rewrite_checks import assert_one_function, assert_reading_is_written, ranged_term, spec_of
+from rewrite_checks import (
+    assert_one_function,
+    assert_reading_is_written,
+    ranged_term,
+    reading_at,
+    spec_of,
+)
 
 import infoflow
-from infoflow.core.errors import SpecError
-from infoflow.retrieval.expression_rewrite import rewrite
-from infoflow.retrieval.text_to_expression import parse_target
-from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
 SPREAD = "max(dot(q, x[s]) for s in T) - min(dot(q, x[t]) for t in T)"
 SAME = [
@@ -122,22 +123,15 @@ def test_branches_that_differ_stay_one_pair(written) -> None:
 
 
 def test_random_maxima_are_read_as_written_at_every_small_T() -> None:
-    """Random maxima (minima) of x[t][0] over ranges bounded by numbers up to 6 or T - k, or
-    leaving out two positions, beside values at fixed positions: the engine's reading agrees
-    with the target as written at T = 3, 5 and 8; many of them join."""
+    """Random maxima (minima) of x[t][0] over ranges bounded by numbers up to 6 or T - k
+    (twice on one side), or leaving out two positions, beside values at fixed positions: the
+    engine's reading agrees with the target as written at T = 3, 5 and 8; many join."""
     rng, joined, checked = random.Random(1), 0, 0
     for _ in range(40):
         fn = rng.choice(["max", "min"])
         text = f"{fn}(" + ", ".join(ranged_term(rng, i, fn) for i in range(3)) + ")"
         for length in (3, 5, 8):
-            try:
-                spec = infoflow.load_spec(spec_of(text, [1]) | {"seq_len": length})
-            except SpecError:
-                continue  # a fixed position past T, or a reduction over nothing
-            x = sample_inputs(spec, 32, length, torch.Generator().manual_seed(0)).double()
-            written, reading = (TargetFunction(spec, seed=0, dtype=torch.float64) for _ in "ab")
-            reading.tree = rewrite(parse_target(text))
-            assert torch.allclose(written(x), reading(x), atol=1e-9), (length, text)
-            joined += repr(reading.tree).count("Reduce(") < text.count("(x[")
-            checked += 1
+            if (tree := reading_at(text, length)) is not None:
+                joined += repr(tree).count("Reduce(") < text.count("(x[")
+                checked += 1
     assert checked > 80 and joined > checked // 4, (checked, joined)
