@@ -16,11 +16,12 @@ rounding in float32 cost NMSE 5e-3 at beta 100 and 0.3 at beta 1000 (T = 16).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import free_indices, product_factors, reads
+from infoflow.retrieval.algebra import free_indices, names, product_factors, reads, rename
 from infoflow.retrieval.circuit import TOKENS, Circuit, Copy
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce
@@ -28,6 +29,7 @@ from infoflow.retrieval.expression_rewrite import unshift
 from infoflow.retrieval.infinite_values import MAX_CELLS, counts, tuples
 from infoflow.retrieval.mechanisms import pooling
 from infoflow.retrieval.spec import RetrievalSpec
+from infoflow.retrieval.summed_ranges import counted_product
 
 
 def counted_sums(node: Node, seq_len: int) -> Node:
@@ -68,24 +70,28 @@ def counted_sums(node: Node, seq_len: int) -> Node:
 
 def _flat(node: Reduce) -> Reduce:
     """A sum over s of ``c * f * sum(g for t ...)`` (or of a sum) as one sum over s and t of
-    ``c * f * g``, as the engine flattens it (not where t's name is s's, or one f reads);
+    ``c * f * g``, as the engine flattens it (t renamed where its name is taken);
     constant factors and divisors anywhere in the product (``x[s][0] * (2 * sum(...)) / 2``,
-    as a count taken out leaves it) are gathered into c."""
+    as a count taken out leaves it) are gathered into c, and several counts nested."""
     scale, factors = product_factors(node.body)
     summed = [a for a in factors if isinstance(a, Reduce) and a.op == "sum"]
     if len(summed) != 1 or len(factors) > 2:
-        return node
+        nested = counted_product(node.body)  # several counts: one inside the other
+        return node if nested is node.body else _flat(replace(node, body=nested))
     (inner,) = summed
     others = [a for a in factors if a is not inner]
     taken = {v.name for v in node.variables}.union(*(free_indices(a) for a in others))
-    if taken & {v.name for v in inner.variables}:
-        return node
+    if clash := taken & {v.name for v in inner.variables}:  # t twice: the inner one renamed
+        used = taken | names(inner) | free_indices(inner)
+        fresh = {
+            n: next(f"{n}{i}" for i in itertools.count(2) if f"{n}{i}" not in used) for n in clash
+        }
+        inner = rename(inner, fresh, bound=True)
     body = Apply("*", (others[0], inner.body)) if others else inner.body
     body = body if scale == 1 else Apply("*", (Const(float(scale)), body))
     variables = (*node.variables, *inner.variables)
-    return replace(
-        node, variables=variables, body=body, conditions=(*node.conditions, *inner.conditions)
-    )
+    conditions = (*node.conditions, *inner.conditions)
+    return _flat(replace(node, variables=variables, body=body, conditions=conditions))
 
 
 def _names(condition: Condition) -> set[str]:

@@ -30,8 +30,6 @@ from infoflow.retrieval.algebra import (
     free_indices,
     key,
     planned_op,
-    product_factors,
-    reads,
     signed,
 )
 from infoflow.retrieval.algebra import terms as exact_terms
@@ -51,6 +49,7 @@ from infoflow.retrieval.expression import (
 )
 from infoflow.retrieval.expression_rewrite import rewrite
 from infoflow.retrieval.pooled_sums import counted, merge_pools
+from infoflow.retrieval.summed_ranges import counted_product
 from infoflow.retrieval.types import Canonical, Comparison, Factor
 
 PRODUCTS = {"*", "dot", "bilinear"}
@@ -220,7 +219,7 @@ class _Canonicalizer:
                 if term is None or not coefficient:
                     continue  # a constant leaves the reduction
                 sign = 1 if coefficient > 0 else -1
-                term = _summed_product(term) if node.op == "sum" else term
+                term = counted_product(term) if node.op == "sum" else term
                 if flattens(node.op, sign, term):
                     deeper, more = self.bind(term.variables, scope)
                     variables += more
@@ -299,22 +298,6 @@ class _Canonicalizer:
                 out.merge(_group(op, k, variables, parts, mine))
         out.children = merge_pools(out.children)
         return out
-
-
-def _summed_product(term: Node) -> Node:
-    """``f * sum(g for t ...)`` (constant factors anywhere) as ``sum(f * g for t ...)``
-    where g reads none of the sum's tokens: a count written as a factor (``x[s][0] * sum(1
-    for t in T if t > s)``) is counted as the same sum written flat is; else ``term``."""
-    scale, factors = product_factors(term)
-    summed = [a for a in factors if isinstance(a, Reduce) and a.op == "sum"]
-    if len(factors) != 2 or len(summed) != 1:
-        return term
-    (inner,) = summed
-    if any(reads(inner.body, v.name) for v in inner.variables):
-        return term  # a sum of tokens, not a count: the product of two sums comes apart
-    (other,) = [a for a in factors if a is not inner]
-    body = Apply("*", (other, inner.body))
-    return replace(inner, body=body if scale == 1 else Apply("*", (Const(float(scale)), body)))
 
 
 def _group(op, k, variables: list[Variable], parts: list[_Summary], tests) -> _Summary:

@@ -1,6 +1,7 @@
 """Sums of one function over ranges of one token index, netted, and sums of terms that weigh
-the tokens differently, split (rewrites of :mod:`~infoflow.retrieval.expression_rewrite`;
-``reconstruction:canonical_form``).
+the tokens differently, split (rewrites of :mod:`~infoflow.retrieval.expression_rewrite`);
+counts written as factors flattened (:func:`counted_product`, for
+:mod:`~infoflow.retrieval.expression_to_canonical`). All ``reconstruction:canonical_form``.
 
 The additive terms of an expression that sum one function over ranges bounded by numbers or
 T (a value at a fixed position counting as the sum over that position) weigh each position
@@ -20,8 +21,15 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from infoflow.retrieval.algebra import collected, free_indices, rebuilt, terms
-from infoflow.retrieval.expression import Apply, Node, Reduce
+from infoflow.retrieval.algebra import (
+    collected,
+    free_indices,
+    product_factors,
+    reads,
+    rebuilt,
+    terms,
+)
+from infoflow.retrieval.expression import Apply, Const, Node, Reduce
 from infoflow.retrieval.position_ranges import (
     combined,
     member_where,
@@ -82,3 +90,23 @@ def _holds_sum(term: Node | None) -> bool:
     if isinstance(term, Apply) and term.fn == "*":
         return any(_holds_sum(a) for a in term.args)
     return isinstance(term, Reduce) and term.op == "sum"
+
+
+def counted_product(term: Node) -> Node:
+    """``f * sum(g for t ...)`` as ``sum(f * g for t ...)`` where g reads none of the sum's
+    tokens: a count as a factor (or several) is counted as the same sum written flat is."""
+    scale, factors = product_factors(term)
+    counts = [a for a in factors if isinstance(a, Reduce) and a.op == "sum"]
+    if not counts or len(counts) == len(factors) or any(_reads_own(c) for c in counts):
+        return term  # a sum of tokens, not a count: the product of two sums comes apart
+    others = [a for a in factors if not any(a is c for c in counts)]
+    body: Node = Const(float(scale)) if scale != 1 else others.pop()
+    for factor in [*others, *(c.body for c in counts)]:
+        body = Apply("*", (factor, body))
+    for count in reversed(counts):  # nested: each flattens into the sum around it
+        body = replace(count, body=body)
+    return body
+
+
+def _reads_own(sum_: Reduce) -> bool:
+    return any(reads(sum_.body, v.name) for v in sum_.variables)

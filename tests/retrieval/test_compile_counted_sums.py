@@ -50,6 +50,8 @@ def test_counts_are_the_tuples_that_go_with_each_position() -> None:
         "sum(x[s][0] * sum(1 for t in T for u in T if t < 3 and u > s) for s in T)",
         "sum(x[s][0] * sum(1 for t in T if t > s) / 2 for s in T)",
         "sum(x[s][0] * (sum(1 for t in T if t > s) * 2) for s in T)",
+        # several counts (a review), one index name twice
+        "sum(x[s][0] * sum(1 for t in T if t < s) * sum(1 for t in T if t > s) for s in T)",
     ],
 )
 def test_a_weighted_sum_is_one_head_with_logits_log_w(target: str) -> None:

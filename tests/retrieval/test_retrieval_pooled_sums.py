@@ -41,6 +41,7 @@ def _predicted(target: str, pe: bool, seq_len: int = 8) -> dict:
         "sum(dot(q, x[s]) for s in T for t in T if t > s and t <= 5)",
         "sum(sum(x[s][1] for t in T if t >= s) for s in T)",  # nested: flattened first
         "sum(x[s][0] * sum(1 for t in T if t > s) for s in T)",  # a count as a factor too
+        "sum(x[s][0] * sum(1 for t in T if t < s) * sum(1 for u in T if u < s) for s in T)",
         "sum(sum(1 for t in T if t > s) * dot(q, x[s]) for s in T)",
     ],
 )
