@@ -83,7 +83,16 @@ from infoflow.retrieval.expression import (
     Variable,
 )
 from infoflow.retrieval.monotone_extrema import at_extreme
-from infoflow.retrieval.pointwise import HOLE, absorbed, fill, flat, joined, match, membership
+from infoflow.retrieval.pointwise import (
+    HOLE,
+    absorbed,
+    fill,
+    flat,
+    joined,
+    match,
+    membership,
+    unnegated,
+)
 from infoflow.retrieval.separable import ADDITIVE, EXTREMA, pointwise_pieces, separate
 from infoflow.retrieval.summed_ranges import netted, split_terms
 from infoflow.retrieval.unread_indices import project
@@ -170,7 +179,8 @@ class _Rewriter:
         """A pointwise max (min): reductions over one domain merged, reductions whose ranges
         join (a fixed position beside them counting as one) joined, fixed positions of one
         function made a masked index, repeated arguments dropped."""
-        args = self.merge_reductions(node.fn, absorbed(node.fn, list(node.args)))
+        args = [unnegated(a) for a in node.args]
+        args = self.merge_reductions(node.fn, absorbed(node.fn, args))
         args = self.merge_positions(node.fn, joined(node.fn, args))
         args = absorbed(node.fn, joined(node.fn, args))
         unique = list({key(a): a for a in args}.values())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from infoflow.retrieval.algebra import normal, rename
+from infoflow.retrieval.algebra import collected, normal, rebuilt, rename, terms
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce, Token
 from infoflow.retrieval.position_ranges import (
     HOLE,
@@ -129,6 +129,19 @@ def membership(name: str, spots: list[tuple[str, int]]) -> tuple[Condition, ...]
     bounds = [Condition(name, ">=", SEQUENCE, low)]
     bounds += [Condition(name, "<=", SEQUENCE, high)] if high < 0 else []
     return (*bounds, *(Condition(name, "!=", SEQUENCE, v) for v in gaps))
+
+
+def unnegated(node: Node) -> Node:
+    """``-min(-f)`` as ``max(f)`` and ``-max(-f)`` as ``min(f)`` (so that a pointwise max
+    meets the max it is); any other node as it is."""
+    inner = node.args[0] if isinstance(node, Apply) and node.fn == "neg" else None
+    if not (isinstance(inner, Reduce) and inner.op in ("max", "min")):
+        return node
+    found = terms(inner.body)
+    if not found or any(c >= 0 for c, _ in found):
+        return node
+    other = "max" if inner.op == "min" else "min"
+    return replace(inner, op=other, body=rebuilt(collected([(-c, t) for c, t in found])))
 
 
 def joined(fn: str, args: list[Node]) -> list[Node]:

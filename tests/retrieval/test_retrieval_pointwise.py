@@ -70,6 +70,8 @@ JOINED = [
         "max(dot(q, x[1]), max(dot(q, x[t]) for t in T if t >= 3))",
         "max(dot(q, x[t]) for t in T if t != 2)",
     ),
+    # -min(-f) is max f (a review: it was a fetch beside a masked min, with PE)
+    ("max(x[1][0], -min(-x[t][0] for t in T if t >= 2))", "max(x[t][0] for t in T)"),
 ]
 #: Ranges a gap as long as T keeps apart, or a function read at an offset, stay apart.
 APART = [
