@@ -67,8 +67,10 @@ def split_terms(node: Reduce) -> Node:
     t if s < t)``: weights T - s on one token, t - 1 on the other), and a term that holds a
     sum (whose conditions, flattened, would count its siblings too: ``sum(sum(x[s][0] for t
     in T if t > s) + x[s][1] for s in T)`` is two weightings, a review found it one). Any
-    other node as it is; constants stay with the first kind."""
-    found = terms(node.body)
+    other node as it is; constants stay with the first kind. A product one factor of which
+    adds a sum to other terms is multiplied out first (``x[s][0] * (sum(1 for t in T if t
+    < s) - 3)``: a count and a plain term)."""
+    found = [piece for term in terms(node.body) for piece in _multiplied_out(*term)]
     nested = [i for i, (_, t) in enumerate(found) if _holds_sum(t)]
     if node.op != "sum" or not (node.conditions or nested):
         return node
@@ -85,9 +87,27 @@ def split_terms(node: Reduce) -> Node:
     return rebuilt(collected([(1, replace(node, body=rebuilt(collected(g)))) for g in groups]))
 
 
+def _multiplied_out(coefficient: Fraction, term: Node | None) -> list[tuple]:
+    """``coefficient * term`` as terms, a factor of ``term`` that adds a sum to other terms
+    multiplied out over them; ``[(coefficient, term)]`` otherwise."""
+    scale, factors = product_factors(term) if term is not None else (Fraction(1), [])
+    mixed = next((f for f in factors if len(terms(f)) > 1 and _holds_sum(f)), None)
+    if mixed is None:
+        return [(coefficient, term)]
+    others = [f for f in factors if f is not mixed]
+    out = []
+    for c, piece in terms(mixed):
+        parts = [*others, piece] if piece is not None else others
+        product = parts[0] if parts else None
+        for part in parts[1:]:
+            product = Apply("*", (product, part))
+        out.append((coefficient * scale * c, product))
+    return out
+
+
 def _holds_sum(term: Node | None) -> bool:
-    """Whether ``term`` is a sum, or a product one factor of which is."""
-    if isinstance(term, Apply) and term.fn == "*":
+    """Whether ``term`` is a sum, or a product or a sum of terms one of which is."""
+    if isinstance(term, Apply) and term.fn in ("*", "+", "-", "neg"):
         return any(_holds_sum(a) for a in term.args)
     return isinstance(term, Reduce) and term.op == "sum"
 

@@ -160,6 +160,7 @@ def test_a_count_alone_is_a_constant_and_refused() -> None:
         # ... a count nested beside another term weighs that term by 1, not by the count ...
         ("sum(sum(x[s][0] for t in T if t > s) + x[s][1] for s in T)", [2]),
         ("sum(x[s][0] * sum(1 for t in T if t > s) + x[s][1] for s in T)", [2]),
+        ("sum(x[s][0] * (sum(1 for t in T if t < s) - 3) for s in T)", [2]),  # weights s - 4
         # ... and terms reading different indices of a counted pair are two weightings
         ("sum(x[s][0] + x[t][1] for s in T for t in T if s < t)", [2]),
         ("sum(x[s][0] + x[t][0] for s in T for t in T if s < t)", [1]),

@@ -85,6 +85,9 @@ def test_the_engines_reading_is_the_written_function_at_every_small_T() -> None:
         "sum(x[t][0] for t in T if t <= 5 and t <= T - 1) - sum(x[t][0] for t in T if t <= 4)",
         "max(max(x[t][0] for t in T if t <= 4 and t <= T - 2), max(x[s][0] for s in T if s >= 5))",
         "min(min(x[t][0] for t in T if t >= 3 and t >= T - 5), x[1][0], x[2][0])",
+        "sum(x[s][0] * (sum(1 for t in T if t < s) - 3) for s in T)",  # multiplied out
+        "max(sum(x[s][0] * (2 - sum(x[t][1] for t in T if t < s)) for s in T if s <= u)"
+        " for u in T)",
     ],
 )
 def test_a_range_bounded_twice_on_one_side_is_read_as_written(written) -> None:
