@@ -352,3 +352,19 @@ def reads(node: Node, name: str) -> set[int]:
     if isinstance(node, Reduce):
         return reads(node.body, name)
     return set()
+
+
+def ranges_kept(node: Reduce, body: Node) -> Reduce:
+    """``node`` with ``body``, each of its token indices kept in the range the neighbours
+    its body read gave it: ``x[s-1] - x[s-1]`` cancels, but s >= 2 stays (the validator
+    evaluates the target as written; a review's fuzz found the range dropped)."""
+    conditions = list(node.conditions)
+    for v in node.variables:
+        if not v.is_token:
+            continue
+        before, after = reads(node.body, v.name) | {0}, reads(body, v.name) | {0}
+        if min(before) < min(after):
+            conditions.append(Condition(v.name, ">=", 1 - min(before)))
+        if max(before) > max(after):
+            conditions.append(Condition(v.name, "<=", SEQUENCE, -max(before)))
+    return replace(node, body=body, conditions=tuple(conditions))

@@ -62,6 +62,7 @@ from infoflow.retrieval.algebra import (
     key,
     names,
     one_norm,
+    ranges_kept,
     reads,
     rebuilt,
     rename,
@@ -129,7 +130,7 @@ class _Rewriter:
             self.bound = {**outer, **{v.name: v for v in node.variables}}
             body = self.rewrite(node.body)
             self.bound = outer
-            node = unordered_reduce(_ranges_kept(node, body))
+            node = unordered_reduce(ranges_kept(node, body))
             spread = self.spread(node)
             if spread is not node:
                 return spread
@@ -264,22 +265,6 @@ def _terms_key(node: Node) -> tuple:
     order and whatever their bound indices' names."""
     grouped = collected(terms(node))
     return tuple(sorted((repr(name), total) for name, (total, _) in grouped.items()))
-
-
-def _ranges_kept(node: Reduce, body: Node) -> Reduce:
-    """``node`` with ``body``, each of its token indices kept in the range the neighbours
-    its body read gave it: ``x[s-1] - x[s-1]`` cancels, but s >= 2 stays (the validator
-    evaluates the target as written; a review's fuzz found the range dropped)."""
-    conditions = list(node.conditions)
-    for v in node.variables:
-        if not v.is_token:
-            continue
-        before, after = reads(node.body, v.name) | {0}, reads(body, v.name) | {0}
-        if min(before) < min(after):
-            conditions.append(Condition(v.name, ">=", 1 - min(before)))
-        if max(before) > max(after):
-            conditions.append(Condition(v.name, "<=", SEQUENCE, -max(before)))
-    return replace(node, body=body, conditions=tuple(conditions))
 
 
 def _domain(node: Reduce) -> tuple:

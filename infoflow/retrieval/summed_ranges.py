@@ -25,6 +25,7 @@ from infoflow.retrieval.algebra import (
     collected,
     free_indices,
     product_factors,
+    ranges_kept,
     reads,
     rebuilt,
     terms,
@@ -67,7 +68,9 @@ def split_terms(node: Reduce) -> Node:
     t if s < t)``: weights T - s on one token, t - 1 on the other), and a term that holds a
     sum (whose conditions, flattened, would count its siblings too: ``sum(sum(x[s][0] for t
     in T if t > s) + x[s][1] for s in T)`` is two weightings, a review found it one). Any
-    other node as it is; constants stay with the first kind. A product one factor of which
+    other node as it is; constants stay with the first kind, and each kind keeps the range
+    every term's neighbour reads gave the sum's indices (``x[s-1]`` in one term: s >= 2 in
+    each; a review found the others summed over s = 1 too). A product one factor of which
     adds a sum to other terms is multiplied out first (``x[s][0] * (sum(1 for t in T if t
     < s) - 3)``: a count and a plain term)."""
     found = [piece for term in terms(node.body) for piece in _multiplied_out(*term)]
@@ -84,7 +87,8 @@ def split_terms(node: Reduce) -> Node:
         return node
     groups = list(kinds.values())
     groups[0] += constants
-    return rebuilt(collected([(1, replace(node, body=rebuilt(collected(g)))) for g in groups]))
+    pieces = [ranges_kept(node, rebuilt(collected(g))) for g in groups]  # x[s-1] anywhere: s >= 2
+    return rebuilt(collected([(1, piece) for piece in pieces]))
 
 
 def _multiplied_out(coefficient: Fraction, term: Node | None) -> list[tuple]:

@@ -8,7 +8,7 @@ import random
 import torch
 
 import infoflow
-from infoflow.retrieval.expression_rewrite import rewrite
+from infoflow.retrieval.expression_rewrite import COUNT, rewrite
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
@@ -79,5 +79,6 @@ def reading_at(text: str, length: int):
     x = sample_inputs(spec, 32, length, torch.Generator().manual_seed(0)).double()
     written, reading = (TargetFunction(spec, seed=0, dtype=torch.float64) for _ in "ab")
     reading.tree = rewrite(parse_target(text))
+    reading._params[f"{COUNT.name}/0"] = torch.tensor(length - 1.0, dtype=torch.float64)
     assert torch.allclose(written(x), reading(x), atol=1e-9), (length, text)
     return reading.tree

@@ -88,10 +88,16 @@ def test_the_engines_reading_is_the_written_function_at_every_small_T() -> None:
         "sum(x[s][0] * (sum(1 for t in T if t < s) - 3) for s in T)",  # multiplied out
         "max(sum(x[s][0] * (2 - sum(x[t][1] for t in T if t < s)) for s in T if s <= u)"
         " for u in T)",
+        # split: each piece keeps the range an offset anywhere gives (a review)
+        "sum(x[s][0] + x[s-1][0] * sum(1 for t in T if t > s) for s in T)",
+        "sum(x[s-1][0] + x[t][1] for s in T for t in T if s < t)",
+        "sum(x[s+1][0] * sum(1 for t in T if t > s) + x[s][1] for s in T)",
+        "sum(x[a][0] + x[b][1] for a in T for b in T if a != b)",
     ],
 )
-def test_a_range_bounded_twice_on_one_side_is_read_as_written(written) -> None:
+def test_found_cases_are_read_as_written_at_every_small_T(written) -> None:
     """Which of t <= 4 and t <= T - 2 binds depends on T: the range was read as t <= 4, and
-    joined at T = 5 into the sum over every t, where T - 2 = 3 binds (a review)."""
+    joined at T = 5 into the sum over every t, where T - 2 = 3 binds; a split sum's pieces
+    summed over s = 1 where x[s-1] in one term leaves it out (reviews, 2026-12-06)."""
     for length in range(2, 10):
         reading_at(written, length)
