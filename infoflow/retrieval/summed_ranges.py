@@ -6,14 +6,14 @@ counts written as factors flattened (:func:`counted_product`, for
 The additive terms of an expression that sum one function over ranges bounded by numbers or
 T (a value at a fixed position counting as the sum over that position) weigh each position
 by the sum of their coefficients. Where those weights are one number c on one range and 0
-elsewhere, at every T, the terms are c times the sum over that range:
-``sum(f(x[t]) for t in T if t <= 3) + sum(f(x[s]) for s in T if s >= 4)`` is the sum over
-every t (one head, no positional encoding, where the two ranges took two heads with it),
-``sum(f(x[t]) for t in T) - f(x[1])`` the sum over t >= 2, and ``sum(f(x[t]) for t in T) -
-sum(f(x[s]) for s in T if s >= 2)`` the value f(x[1]). A range may leave out up to
-:data:`~infoflow.retrieval.position_ranges.MAX_GAPS` positions (``t != 2``), as a pointwise max of
-fixed positions may. Weights of two signs or levels stay as written (one head's softmax is
-one weighting of one sign).
+elsewhere, at every T, the terms are c times the sum over that range: ``sum(f(x[t]) for t
+in T if t <= 3) + sum(f(x[s]) for s in T if s >= 4)`` is the sum over every t (one head, no
+positional encoding, where the two ranges took two heads with it), ``sum(f(x[t]) for t in
+T) - f(x[1])`` the sum over t >= 2, and ``sum(f(x[t]) for t in T) - sum(f(x[s]) for s in T
+if s >= 2)`` the value f(x[1]). A range may leave out up to
+:data:`~infoflow.retrieval.position_ranges.MAX_GAPS` positions (``t != 2``), as a pointwise
+max of fixed positions may. Weights of two signs or levels stay as written (one head's
+softmax is one weighting of one sign).
 """
 
 from __future__ import annotations
@@ -73,9 +73,11 @@ def split_terms(node: Reduce) -> Node:
     each; a review found the others summed over s = 1 too). A product one factor of which
     adds a sum to other terms is multiplied out first (``x[s][0] * (sum(1 for t in T if t
     < s) - 3)``: a count and a plain term)."""
+    if node.op != "sum":
+        return node
     found = [piece for term in terms(node.body) for piece in _multiplied_out(*term)]
     nested = [i for i, (_, t) in enumerate(found) if _holds_sum(t)]
-    if node.op != "sum" or not (node.conditions or nested):
+    if not (node.conditions or nested):
         return node
     own = {v.name for v in node.variables}
     kinds: dict = {}
