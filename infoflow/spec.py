@@ -25,7 +25,7 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from infoflow.core.errors import FieldError, SpecError
-from infoflow.core.files import check_values, is_text, parse_json, read_json
+from infoflow.core.files import check_values, escaped, is_text, parse_json, read_json
 from infoflow.core.spec_base import SpecBase
 from infoflow.core.text import one_line
 from infoflow.families import FAMILIES, family, resolve
@@ -178,8 +178,9 @@ def _read_json(path: Path) -> dict[str, Any]:
 def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
     key, sep, raw = override.partition("=")
     if not is_text(override):  # undecodable bytes on the command line
-        shown = override.encode("utf-8", "backslashreplace").decode()
-        raise SpecError(name, [(None, f"--set '{shown}': not text (undecodable bytes)")])
+        raise SpecError(
+            name, [(None, f"--set '{escaped(override)}': not text (undecodable bytes)")]
+        )
     if not sep or not all(key.strip().split(".")):
         raise SpecError(name, [(None, f"--set {override!r}: expected key.path=value")])
     try:

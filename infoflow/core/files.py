@@ -92,8 +92,7 @@ def check_values(data: Any, source: str, where: str | None = None) -> None:
         if isinstance(value, dict):
             for k in value:
                 if not is_text(k):
-                    shown = k.encode("utf-8", "backslashreplace").decode()
-                    raise SpecError(source, [(field, f'the key "{shown}" {_NOT_TEXT}')])
+                    raise SpecError(source, [(field, f'the key "{escaped(k)}" {_NOT_TEXT}')])
             stack += [(v, [*path, str(k)]) for k, v in value.items()]
         elif isinstance(value, list):
             stack += [(v, [*path, str(i)]) for i, v in enumerate(value)]
@@ -110,6 +109,11 @@ def check_values(data: Any, source: str, where: str | None = None) -> None:
 
 
 _NOT_TEXT = "holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape): not text"
+
+
+def escaped(value: str) -> str:
+    """``value`` printable whatever it holds: a lone surrogate as its ``\\ud800`` escape."""
+    return value.encode("utf-8", "backslashreplace").decode()
 
 
 def is_text(value: str) -> bool:
