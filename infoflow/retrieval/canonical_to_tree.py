@@ -25,16 +25,26 @@ def build_tree(
     self_exclusion: str = "often",
     partner_peel: str = "positions",
     far_end: frozenset = frozenset(),
+    branches: str = "one_score",
 ) -> ComparisonTree:
     """The comparison tree of a parsed target (raises TargetError for what it cannot plan);
-    ``far_end``: the k-ths counted from their far end (:func:`canonical`)."""
-    form: Canonical = canonical(target, self_exclusion, far_end)
+    ``far_end``: the k-ths counted from their far end, ``branches``: how differing branches
+    are read (:func:`canonical`)."""
+    form: Canonical = canonical(target, self_exclusion, far_end, branches)
     parts, positions = form.parts, form.positions
     orders = [order(c) for top in parts for c in top.walk()]
     beta = max(orders, default=1 if positions else 0)
     dimension = _dimension(parts, positions)
     return ComparisonTree(
-        parts, positions, separable_sum, beta, dimension, partner_peel, form.firsts
+        parts,
+        positions,
+        separable_sum,
+        beta,
+        dimension,
+        partner_peel,
+        form.firsts,
+        branches,
+        form.branched,
     )
 
 
@@ -46,10 +56,11 @@ def tree_of(
     self_exclusion: str = "often",
     partner_peel: str = "positions",
     far_end: frozenset = frozenset(),
+    branches: str = "one_score",
 ) -> ComparisonTree:
     """The comparison tree of a target's text with the spec's ``params`` (cached)."""
     written = parse_target(target, params)
-    return build_tree(written, separable_sum, self_exclusion, partner_peel, far_end)
+    return build_tree(written, separable_sum, self_exclusion, partner_peel, far_end, branches)
 
 
 def _dimension(parts: tuple[Comparison, ...], positions: frozenset[str]) -> int:

@@ -16,13 +16,14 @@ import sympy
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval.canonical_to_tree import tree_of
+from infoflow.retrieval.expression_rewrite import BRANCH_READINGS
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.layer_fit import SearchTooLarge
 from infoflow.retrieval.mechanisms import kth
 from infoflow.retrieval.schedule_to_cost import exponent, terms
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.steps_to_schedule import minimal, schedule
-from infoflow.retrieval.types import CostOptions, Derivation, Shape
+from infoflow.retrieval.types import ComparisonTree, CostOptions, Derivation, Shape
 
 
 def derive(spec: RetrievalSpec, source: str = "<spec>") -> Derivation:
@@ -56,7 +57,18 @@ def _derive(
     far_end: frozenset = frozenset(),
 ) -> Derivation:
     tree = tree_of(target, params, *readings, far_end)
-    best = schedule(tree, shape, dict(ranks))
+    planned = _planned(tree, shape, dict(ranks), options)
+    if not tree.branched:
+        return planned
+    other = tree_of(target, params, *readings, far_end, BRANCH_READINGS[1])
+    if (other.parts, other.positions) == (tree.parts, tree.positions):  # merged again later
+        return replace(planned, tree=replace(tree, branched=False))
+    return _better(planned, _planned(other, shape, dict(ranks), options))
+
+
+def _planned(tree: ComparisonTree, shape: Shape, ranks: dict, options: CostOptions) -> Derivation:
+    """The derivation of one reading of the target (its comparison tree) on ``shape``."""
+    best = schedule(tree, shape, ranks)
     found = terms(best, options)
     own = alpha = exponent(found)
     efficient = not alpha.has(T)
@@ -66,7 +78,7 @@ def _derive(
         other = exponent(fallback)
         efficient = efficient or not other.has(T)
         alpha = sympy.Min(alpha, other)
-    ideal, alternatives = minimal(tree, dict(ranks))
+    ideal, alternatives = minimal(tree, ranks)
     return Derivation(
         tree,
         best,
@@ -80,4 +92,27 @@ def _derive(
         alternatives,
         exponent(terms(ideal, options)),
         options,
+    )
+
+
+def _better(first: Derivation, second: Derivation) -> Derivation:
+    """Two readings of one target (:data:`~infoflow.retrieval.expression_rewrite.
+    BRANCH_READINGS`) as one: the spec's architecture takes the reading that serves it (the
+    efficient one, else the feasible one, else the first); the minimal architectures are the
+    fewest layers and the narrowest (one head a layer) of the readings whose best exponent
+    does not grow with T (of the first where neither's does), as one reading's are (which
+    differ in the cost law's finite-E terms only)."""
+    chosen = first
+    if (second.efficient, second.schedule.feasible) > (first.efficient, first.schedule.feasible):
+        chosen = second
+    ideal = [d for d in (first, second) if not d.minimal_exponent.has(T)] or [first]
+    shapes = [(shape, d) for d in ideal for shape in d.alternatives]
+    fewest, source = min(shapes, key=lambda s: (s[0].layers, sum(s[0].heads)))
+    narrowest = min((s for s, _ in shapes if max(s.heads) == 1), key=lambda s: s.layers)
+    alternatives = [fewest] if narrowest == fewest else [fewest, narrowest]
+    return replace(
+        chosen,
+        minimal=fewest,
+        alternatives=alternatives,
+        minimal_exponent=source.minimal_exponent,
     )

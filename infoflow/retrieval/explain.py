@@ -6,6 +6,7 @@ or networkx's node-link JSON). Each step's sentence is its mechanism's
 from __future__ import annotations
 
 import json
+import textwrap
 
 import networkx as nx
 import sympy
@@ -15,7 +16,7 @@ from infoflow.retrieval import mechanisms
 from infoflow.retrieval.canonical_to_tree import order
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.mechanisms import global_aggregation, kth
-from infoflow.retrieval.predict import predictions
+from infoflow.retrieval.predict import predictions, reading_note
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.retrieval.schedule_to_cost import annotate_edges
 from infoflow.retrieval.schedule_to_flow import information_dag, readout_sets, to_dot
@@ -41,6 +42,9 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
         f"   order beta' = {der.tree.order}, dimension beta1 = {der.tree.dimension}, "
         f"about {result['num_comparisons'].expression} candidate tuples"
     )
+    if der.tree.branched:
+        note = reading_note(der.tree).strip()
+        lines += textwrap.wrap(note, 88, initial_indent="   ", subsequent_indent="   ")
     pe = "with" if arch.positional_encoding else "without"
     lines += [  # the output says "plan" for what the code calls the schedule
         "",

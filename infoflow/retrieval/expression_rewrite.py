@@ -12,7 +12,8 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   reduction of the pointwise max of their bodies (an unrolled ``for i in range(n)``);
 - a max (min) of a pointwise max (min) whose branches' reductions are one function is that
   reduction: ``max(abs(f(s) - f(t)) for s, t)`` is max f - min f (``abs(e)`` being
-  max(e, -e); :func:`~infoflow.retrieval.separable.pointwise_pieces`);
+  max(e, -e); :func:`~infoflow.retrieval.separable.pointwise_pieces`); where they differ,
+  it is read two ways (:data:`BRANCH_READINGS`), one score or one reduction a branch;
 - a pointwise max (min) inside another is one (``max(max(a, b), c)`` is ``max(a, b, c)``),
   and a value at a fixed position beside the max of the same function over every position
   is one of its values (dropped);
@@ -101,16 +102,33 @@ from infoflow.retrieval.unread_indices import project
 COUNT = Param("T_minus_1")  # the number of values an index t != s takes (a fixed number)
 
 
-def rewrite(node: Node) -> Node:
+#: The two readings of a max (min) of a pointwise max whose branches differ
+#: (``max(abs(f(s) - g(t)) for s, t)``): one score over the tuple, one head a layer
+#: (``one_score``), or one reduction a branch (``per_branch``: max f - min g and max g - min f,
+#: four one-token heads in one layer). The engine plans both and keeps the better
+#: (:mod:`~infoflow.retrieval.derive`).
+BRANCH_READINGS = ("one_score", "per_branch")
+
+
+def rewrite(node: Node, branches: str = "one_score") -> Node:
     """``node`` with every rewrite applied, innermost first; separable maxima are split last
     (after unrolled maxima are merged over their joint domain)."""
-    return separate(_Rewriter(names(node)).rewrite(node))
+    return reading(node, branches)[0]
+
+
+def reading(node: Node, branches: str = "one_score") -> tuple[Node, bool]:
+    """:func:`rewrite`'s result read the ``branches`` way (:data:`BRANCH_READINGS`), and
+    whether the other way reads it differently (a max of a pointwise max whose branches
+    differ was met)."""
+    rewriter = _Rewriter(names(node), branches)
+    return separate(rewriter.rewrite(node)), rewriter.branched
 
 
 class _Rewriter:
-    def __init__(self, used: set[str]):
+    def __init__(self, used: set[str], branches: str = "one_score"):
         self.used = set(used)
         self.bound: dict[str, Variable] = {}  # the indices bound around the node rewritten
+        self.branches, self.branched = branches, False
 
     def fresh(self, base: str = "t") -> str:
         """A name no index of the target has."""
@@ -167,14 +185,18 @@ class _Rewriter:
     def spread(self, node: Reduce) -> Node:
         """A max (min) of a pointwise max (min) whose branches' reductions, rewritten, are one
         function: that reduction (``max(abs(f(s) - f(t)) for s in T for t in T)`` is
-        max f - min f, one layer, where the pair took two); the node as it is otherwise
-        (branches that differ keep one score, one head: max(f(s) - g(t), g(s) - f(t)))."""
+        max f - min f, one layer, where the pair took two). Branches that differ are read
+        :attr:`branches` way: the node as it is (one score: max(f(s) - g(t), g(s) - f(t))),
+        or the pointwise max of the branches' reductions."""
         pieces = pointwise_pieces(node)
         if pieces is None:
             return node
         rewritten = [self.rewrite(piece) for piece in pieces]
         alike = {_terms_key(separate(piece)) for piece in rewritten}
-        return rewritten[0] if len(alike) == 1 else node
+        if len(alike) == 1:
+            return rewritten[0]
+        self.branched = True
+        return Apply(node.op, tuple(rewritten)) if self.branches == "per_branch" else node
 
     def pointwise(self, node: Apply) -> Node:
         """A pointwise max (min): reductions over one domain merged, reductions whose ranges

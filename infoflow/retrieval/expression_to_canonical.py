@@ -47,7 +47,7 @@ from infoflow.retrieval.expression import (
     Token,
     Variable,
 )
-from infoflow.retrieval.expression_rewrite import rewrite
+from infoflow.retrieval.expression_rewrite import reading
 from infoflow.retrieval.pooled_sums import counted, merge_pools
 from infoflow.retrieval.summed_ranges import counted_product
 from infoflow.retrieval.types import Canonical, Comparison, Factor
@@ -56,13 +56,19 @@ PRODUCTS = {"*", "dot", "bilinear"}
 
 
 def canonical(
-    target: Node, self_exclusion: str = "often", far_end: frozenset = frozenset()
+    target: Node,
+    self_exclusion: str = "often",
+    far_end: frozenset = frozenset(),
+    branches: str = "one_score",
 ) -> Canonical:
     """The canonical form of a parsed target (TargetError for what cannot be planned);
     ``self_exclusion`` says which conditions s != t are kept ([R], :mod:`.diagonal`);
     ``far_end`` holds ((k, left_out), rank) of the k-ths over t != s counted from their far
-    end at the spec's T, read as that end's (:mod:`.kth_candidates`)."""
-    written = kth_candidates.far_extrema(rewrite(target), dict(far_end))
+    end at the spec's T, read as that end's (:mod:`.kth_candidates`); ``branches``: how a
+    max of a pointwise max whose branches differ is read
+    (:data:`~infoflow.retrieval.expression_rewrite.BRANCH_READINGS`)."""
+    rewritten, branched = reading(target, branches)
+    written = kth_candidates.far_extrema(rewritten, dict(far_end))
     check_values(written)
     far = frozenset(key for key, _ in far_end)
     canon = _Canonicalizer(self_exclusion=self_exclusion, far_end=far)
@@ -74,7 +80,8 @@ def canonical(
             "itself (at distance 0) and a sum over an index nothing reads is a count: it is a "
             "constant, there is nothing to learn"
         )
-    return Canonical(parts, frozenset(summary.fixed), peel_firsts.firsts(canon.closed, parts))
+    firsts = peel_firsts.firsts(canon.closed, parts)
+    return Canonical(parts, frozenset(summary.fixed), firsts, branched)
 
 
 def structure_key(c: Comparison) -> tuple:

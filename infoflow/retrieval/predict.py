@@ -204,6 +204,22 @@ def _positions_provenance(der: Derivation) -> str:
     return POSITION_READS
 
 
+def reading_note(tree: ComparisonTree) -> str:
+    """The sentence that says which reading a target read two ways was planned in."""
+    if not tree.branched:
+        return ""
+    taken = BRANCHES[tree.branches]
+    return (
+        " The target is read two ways (a max of a pointwise max whose branches differ: one "
+        "score over its indices, or one reduction a branch); the spec's architecture takes "
+        f"{taken}, the one that serves it; the minimal architectures are both readings'."
+    )
+
+
+#: How :func:`reading_note` names each of BRANCH_READINGS.
+BRANCHES = {"one_score": "one score", "per_branch": "one reduction a branch"}
+
+
 def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Prediction]:
     """What the comparison tree says: order, dimension, number of candidate tuples."""
     comparisons = tree.dimension * T**tree.order
@@ -214,7 +230,7 @@ def _tree_predictions(tree: ComparisonTree, numbers: dict) -> dict[str, Predicti
             "exact",
             PLANNER,
             "beta': the largest number of token indices one score couples once the "
-            "reductions are read as variable elimination.",
+            "reductions are read as variable elimination." + reading_note(tree),
         ),
         "comparison_dimension": Prediction(
             tree.dimension,

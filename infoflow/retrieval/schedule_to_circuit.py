@@ -122,7 +122,7 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
         return _circuit(spec, tree, der.schedule)
     except Unbuildable as exc:
         written = exc
-    reading = rewrite(tree)  # the engine's reading: one function (tests check it on draws)
+    reading = rewrite(tree, der.tree.branches)  # the engine's: one function (tests check)
     try:
         circuit = _circuit(spec, reading, der.schedule) if _same(reading, tree, spec) else None
     except Unbuildable:

@@ -88,6 +88,7 @@ class Canonical:
     parts: tuple[Comparison, ...]
     positions: frozenset[str]
     firsts: tuple[tuple[int, int, bool], ...] = ()  # a max a k-th's peel holds (peel_firsts)
+    branched: bool = False  # read otherwise by the other BRANCH_READINGS
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,10 @@ class ComparisonTree:
     option that decides how a one-token sum is resolved, two numbers of the whole tree:
     ``order`` (beta', the largest number of token indices one score couples after
     elimination) and ``dimension`` (beta1, the most comparisons resolved side by side at one
-    level), the option that says how a peel over a pair score leaves partners out, and the
-    top-level maxima and minima a top-level k-th's peel may hold (:mod:`.peel_firsts`)."""
+    level), the option that says how a peel over a pair score leaves partners out, the
+    top-level maxima and minima a top-level k-th's peel may hold (:mod:`.peel_firsts`), and
+    how a max of a pointwise max whose branches differ was read (``branches``; ``branched``:
+    whether the other reading differs)."""
 
     parts: tuple[Comparison, ...]
     positions: frozenset[str]
@@ -106,6 +109,8 @@ class ComparisonTree:
     dimension: int = 0
     partner_peel: str = "positions"
     firsts: tuple[tuple[int, int, bool], ...] = ()
+    branches: str = "one_score"  # how differing branches are read (BRANCH_READINGS)
+    branched: bool = False  # whether the other reading differs
 
     def kth_values(self) -> list[tuple[int, int]]:
         """Every (k, left_out) of the target's k-th reductions: k and how many enclosing

@@ -8,7 +8,7 @@ import random
 import torch
 
 import infoflow
-from infoflow.retrieval.expression_rewrite import COUNT, rewrite
+from infoflow.retrieval.expression_rewrite import BRANCH_READINGS, COUNT, rewrite
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
 
@@ -39,13 +39,15 @@ def assert_one_function(written: str, other: str, shapes, names, pes=(None,)) ->
 
 
 def assert_reading_is_written(target: str, pe: bool | None = None) -> None:
-    """The engine's reading of ``target`` (its rewrites) has the written target's values on
-    256 random draws (a nan where the written one has a nan)."""
+    """The engine's readings of ``target`` (its rewrites, differing branches read either way)
+    have the written target's values on 256 random draws (a nan where the written one has a
+    nan)."""
     spec = infoflow.load_spec(spec_of(target, [1], pe))
     x = sample_inputs(spec, 256, 8, torch.Generator().manual_seed(0)).double()
     written, reading = (TargetFunction(spec, seed=0, dtype=torch.float64) for _ in range(2))
-    reading.tree = rewrite(parse_target(target))
-    assert torch.allclose(written(x), reading(x), atol=1e-9, equal_nan=True)
+    for branches in BRANCH_READINGS:
+        reading.tree = rewrite(parse_target(target), branches)
+        assert torch.allclose(written(x), reading(x), atol=1e-9, equal_nan=True), branches
 
 
 def ranged_term(rng: random.Random, i: int, op: str) -> str:
@@ -67,9 +69,10 @@ def ranged_term(rng: random.Random, i: int, op: str) -> str:
 
 
 def reading_at(text: str, length: int):
-    """The engine's reading of ``text`` (its rewritten tree) after checking that it has the
-    written target's values on 32 random draws at T = ``length``; None where the spec is
-    refused there (a fixed position past T, a reduction over nothing)."""
+    """The engine's reading of ``text`` (its rewritten tree) after checking that it and the
+    other reading of differing branches have the written target's values on 32 random draws
+    at T = ``length``; None where the spec is refused there (a fixed position past T, a
+    reduction over nothing)."""
     from infoflow.core.errors import SpecError
 
     try:
@@ -78,7 +81,8 @@ def reading_at(text: str, length: int):
         return None
     x = sample_inputs(spec, 32, length, torch.Generator().manual_seed(0)).double()
     written, reading = (TargetFunction(spec, seed=0, dtype=torch.float64) for _ in "ab")
-    reading.tree = rewrite(parse_target(text))
     reading._params[f"{COUNT.name}/0"] = torch.tensor(length - 1.0, dtype=torch.float64)
-    assert torch.allclose(written(x), reading(x), atol=1e-9), (length, text)
+    for branches in reversed(BRANCH_READINGS):  # the default's tree is the one returned
+        reading.tree = rewrite(parse_target(text), branches)
+        assert torch.allclose(written(x), reading(x), atol=1e-9), (length, text, branches)
     return reading.tree

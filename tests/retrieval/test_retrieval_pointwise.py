@@ -40,12 +40,21 @@ SAME = [
         f"-2 * ({SPREAD})",
     ),
 ]
-#: Branches that are two functions keep one score over the pair (one head a layer: two
-#: layers), as written; so does a min of a distance (the closest pair).
-PAIRS = [
+#: Branches that are two functions are read two ways (since 2026-12-06): one score over the
+#: pair (one head a layer: two layers, [1, 1]) or one reduction a branch (max f - min g and
+#: max g - min f: four one-token heads in one layer, [4]); the engine plans both.
+BRANCHED = [
     "max(abs(x[s][0] - x[t][1]) for s in T for t in T)",
+    "max(abs(x[s][0] - x[t][1]) + 3 for s in T for t in T)",
+    "min(-abs(x[s][0] - x[t][1]) for s in T for t in T)",
+    "max(max(abs(dot(q, x[s]) - x[t][1]) for t in T) for s in T)",
+]
+#: Where one reduction a branch gains nothing, one score over the pair is the plan; a min of
+#: a distance (the closest pair) has no branches.
+PAIRS = [
     "min(abs(x[s][0] - x[t][0]) for s in T for t in T if s != t)",
     "max(abs(dot(q, x[s]) - dot(q, x[t])) + dot(x[s], x[t]) for s in T for t in T)",
+    "sum(max(abs(x[s][0] - x[t][1]) for t in T) for s in T)",
 ]
 
 
@@ -112,13 +121,30 @@ NOT_AT_EVERY_T = (
 )
 
 
-@pytest.mark.parametrize("written", [w for w, _ in SAME + JOINED] + PAIRS + [NOT_AT_EVERY_T])
+@pytest.mark.parametrize(
+    "written", [w for w, _ in SAME + JOINED] + BRANCHED + PAIRS + [NOT_AT_EVERY_T]
+)
 def test_the_engines_reading_is_the_written_function(written) -> None:
     assert_reading_is_written(written, pe=True)
 
 
+@pytest.mark.parametrize("written", BRANCHED)
+def test_branches_that_differ_are_planned_both_ways(written) -> None:
+    """The fewest layers are the branches' (one layer, [4]), the narrowest the pair's ([1, 1]);
+    each architecture takes the reading that serves it, and says so."""
+    minimal = infoflow.predict(spec_of(written, [1, 1], pe=False))
+    assert minimal["min_layers"].value == 1
+    assert minimal["min_architectures"].value == [[4], [1, 1]]
+    assert minimal["efficient"].value and minimal["comparison_order"].value == 2
+    assert "one score, the one that serves it" in minimal["comparison_order"].note
+    branches = infoflow.predict(spec_of(written, [4], pe=False))
+    assert branches["efficient"].value and branches["comparison_order"].value == 1
+    assert "one reduction a branch, the one" in branches["comparison_order"].note
+    assert not infoflow.predict(spec_of(written, [3], pe=False))["efficient"].value
+
+
 @pytest.mark.parametrize("written", PAIRS)
-def test_branches_that_differ_stay_one_pair(written) -> None:
+def test_branches_that_gain_nothing_stay_one_pair(written) -> None:
     result = infoflow.predict(spec_of(written, [1, 1]))
     assert result["comparison_order"].value == 2
     assert result["min_layers"].value == 2
