@@ -171,7 +171,7 @@ class ClockSet(_Strict):
 
 
 class Calibration(_Strict):
-    format: int = 1
+    format: Literal[1] = Field(1, description="The file format this version reads.")
     description: str = ""
     exponents: Exponents
     capacity: Constant

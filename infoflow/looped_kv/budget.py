@@ -100,6 +100,8 @@ def _capacity_rows(spec: LoopedKVSpec, suffix: str, at, forms) -> dict:
     def context(s):
         if serving.cache_residual_tokens:
             return F.max_context_with_residual(s, per_token(s))
+        if serving.engine == "vllm":
+            return F.max_context_paged(s, per_token(s))
         return F.max_context(s, model, per_token(s))
 
     note = (
@@ -113,7 +115,7 @@ def _capacity_rows(spec: LoopedKVSpec, suffix: str, at, forms) -> dict:
         f"max_batch{suffix}": Prediction(
             largest, "sequences", "upper", source, note, Expression(batch)
         ),
-        f"max_context_tokens{suffix}": _max_context(model, context, at, per_token),
+        f"max_context_tokens{suffix}": _max_context(spec, context, at, per_token),
     }
 
 
@@ -258,10 +260,14 @@ def stored(spec: LoopedKVSpec, compressed: bool, per_token: F.Form, per_sequence
     return (lambda s: head_copies * per_token(s), lambda s: head_copies * per_sequence(s), heads)
 
 
-def _max_context(model, context: F.Form, at: F.Numbers, per_token: F.Form) -> Prediction:
+def _max_context(spec, context: F.Form, at: F.Numbers, per_token: F.Form) -> Prediction:
     """The longest sequence; unbounded when every layer is windowed and a full window of
     ``per_token`` bytes (as the devices hold it) fits."""
+    model, serving = spec.model, spec.serving
     note = "The longest single sequence whose cache fits in the budget."
+    if serving.engine == "vllm":
+        pages = f"{serving.block_size} tokens: block * floor(budget / page bytes)"
+        note += f" In whole vLLM pages of {pages}."
     if model.sliding_window and at.L_w == at.R:
         windowed = at.W * per_token(at)
         if windowed <= at.budget:

@@ -96,11 +96,15 @@ def _values(spec: LoopedKVSpec) -> F.Numbers:
     model, codec, serving = spec.model, spec.codec, spec.serving
     values = F.model_values(model, spec.cache_element_bytes)
     values.N = serving.cached_tokens
+    if serving.engine == "vllm":
+        values.block = serving.block_size
+    if model.mamba:  # the state is kept in the dtype the model computes in
+        values.b_state = DTYPE_BYTES[spec.compute_dtype]
     if serving.engine == "transformers" and model.sliding_window:
         values.W = model.sliding_window - 1  # what its cache keeps between steps
     if serving.cache_residual_tokens:
         values.N_res = serving.cache_residual_tokens
-        values.b_res = DTYPE_BYTES[spec.residual_dtype]
+        values.b_res = DTYPE_BYTES[spec.compute_dtype]
     if codec.r_k is not None and codec.r_v is not None:
         values.r_k, values.r_v = codec.r_k, codec.r_v
     return values
@@ -121,7 +125,7 @@ def _residual(spec: LoopedKVSpec, prediction: Prediction) -> Prediction:
     """A quantised cache's full-precision residual, counted full: an upper bound."""
     note = (
         f"{prediction.note} The latest min(N, {spec.serving.cache_residual_tokens}) tokens are "
-        f"kept in {spec.residual_dtype} before they are quantised; the residual holds up to "
+        f"kept in {spec.compute_dtype} before they are quantised; the residual holds up to "
         "that many (transformers quantises it whenever it fills): an upper bound."
     )
     return replace(prediction, bound="upper", note=note)
@@ -311,7 +315,8 @@ def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
         return "standard:mamba", (
             "K and V of the attention layers only, 2*bytes*n_kv*d_head*(R - L_ssm); each of the "
             f"L_ssm Mamba layers keeps a constant state per sequence instead (d_in*(d_conv + "
-            f"d_state) numbers, in {dtype}: ssm_state_bytes){scales}."
+            f"d_state) numbers, in {spec.compute_dtype}, the dtype it computes in, whatever "
+            f"the cache's: ssm_state_bytes){scales}."
         )
     if model.sliding_window:
         kept = "the current chunk of" if model.window_kind == "chunked" else "only the last"

@@ -257,11 +257,15 @@ class LoopedKVSpec(SpecBase):
     serving: Serving
 
     @property
+    def compute_dtype(self) -> str:
+        """The dtype the model computes in: its own, bf16 for weights stored in fp8."""
+        return "bfloat16" if self.model.dtype == "float8" else self.model.dtype
+
+    @property
     def cache_dtype(self) -> str:
-        """The cache's dtype: serving.cache_dtype, or the model's compute dtype (bf16 for
-        weights stored in fp8: the cache is written in the dtype the model computes in)."""
-        model_dtype = "bfloat16" if self.model.dtype == "float8" else self.model.dtype
-        return self.serving.cache_dtype or model_dtype
+        """The cache's dtype: serving.cache_dtype, or the model's compute dtype (the cache is
+        written in the dtype the model computes in)."""
+        return self.serving.cache_dtype or self.compute_dtype
 
     @property
     def cache_element_bytes(self) -> Fraction:
@@ -314,14 +318,11 @@ class LoopedKVSpec(SpecBase):
         field = "serving.cache_residual_tokens"
         if dtype not in QUANTIZED:
             raise FieldError(field, f"only an int8 or int4 cache keeps one, not {dtype}")
+        if self.serving.engine == "vllm":
+            raise FieldError(field, "a residual is transformers' QuantizedCache's, not vLLM's")
         model = self.model
         if model.latent_attention or model.sliding_window or model.mamba:
             raise FieldError(field, "with latent attention, windows or Mamba: not modelled")
-
-    @property
-    def residual_dtype(self) -> str:
-        """The dtype of a quantised cache's residual tokens: the model's compute dtype."""
-        return "bfloat16" if self.model.dtype == "float8" else self.model.dtype
 
     @model_validator(mode="after")
     def _check_parallel(self) -> LoopedKVSpec:

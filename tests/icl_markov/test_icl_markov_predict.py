@@ -188,6 +188,10 @@ def test_bad_calibration_files_exit_2_naming_file_and_field(tmp_path) -> None:
     proc = run_cli("predict", str(spec))
     assert proc.returncode == 2 and "bad.json" in proc.stderr
     assert "exponents.transient" in proc.stderr and "Traceback" not in proc.stderr
+    data = {**json.loads(SHIPPED.read_text()), "format": 99}  # read as format 1 until a review
+    bad.write_text(json.dumps(data))
+    later = run_cli("predict", str(spec))
+    assert later.returncode == 2 and "field 'format': Input should be 1" in later.stderr
 
 
 # ---- refitting ---------------------------------------------------------------------------

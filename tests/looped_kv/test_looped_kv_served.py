@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from fractions import Fraction
 
 import pytest
 from conftest import LOOPED_KV, refused
@@ -344,6 +345,9 @@ def test_a_hybrid_model_keeps_a_constant_state_per_sequence(tmp_path) -> None:
     assert per_token == 2 * 2 * 8 * 128 * 4
     assert long["kv_cache_bytes"].value == 4096 * per_token + state
     assert long["max_context_tokens"].value == (8 * 2**30 - state) // per_token
+    quantised = counted(tmp_path, data, context_tokens=1024, cache_dtype="int4")
+    assert quantised["ssm_state_bytes"].value == state  # K and V only (it was 0.28x: a review)
+    assert quantised["kv_bytes_per_token"].value == 2 * Fraction(9, 16) * 8 * 128 * 4
     (tmp_path / "config.json").write_text(json.dumps(data))
     line = refused("predict", str(tmp_path / "config.json"), "--tp", "16", "--device", "h200")
     assert "field 'serving.tensor_parallel'" in line
@@ -351,13 +355,17 @@ def test_a_hybrid_model_keeps_a_constant_state_per_sequence(tmp_path) -> None:
 
 def test_engine_vllm_holds_whole_pages_and_refuses_per_layer_type_pages(tmp_path) -> None:
     """vLLM's paged cache: 1,000 tokens take 63 pages of 16 (1,008 slots) in every layer, and
-    the largest batch counts whole pages; windows and Mamba states it pages per layer type
-    are refused."""
+    the largest batch and the longest context count whole pages (the context counted bytes
+    per token until a review: 8 tokens fitted where no page did); windows and Mamba states
+    it pages per layer type are refused."""
     data = config("llama-3-8b")
     paged = counted(tmp_path, data, context_tokens=1000, memory_budget_gib=1, engine="vllm")
     per_token = paged["kv_bytes_per_token"].value
     assert paged["kv_cache_bytes"].value == 1008 * per_token
     assert paged["max_batch"].value == 2**30 // (1008 * per_token)
+    assert paged["max_context_tokens"].value == 2**30 // (16 * per_token) * 16
+    tiny = counted(tmp_path, data, context_tokens=8, memory_budget_gib=0.001, engine="vllm")
+    assert tiny["max_batch"].value == tiny["max_context_tokens"].value == 0  # a page is 2 MiB
     wide = counted(
         tmp_path, data, context_tokens=1000, engine="vllm", block_size=128, memory_budget_gib=1
     )
@@ -365,6 +373,8 @@ def test_engine_vllm_holds_whole_pages_and_refuses_per_layer_type_pages(tmp_path
     for name in ("mistral-7b-v0.1", "jamba-v0.1"):
         with pytest.raises(infoflow.SpecError, match="per layer type: not counted"):
             counted(tmp_path, config(name), engine="vllm")
+    with pytest.raises(infoflow.SpecError, match="transformers' QuantizedCache's, not vLLM's"):
+        counted(tmp_path, data, engine="vllm", cache_dtype="int4", cache_residual_tokens=128)
 
 
 def test_a_quantised_cache_counts_its_full_precision_residual(tmp_path) -> None:
