@@ -107,10 +107,12 @@ class Mlp:
     channel). ``peel``: ``-penalty * clip((s - m) / margin
     + 1, 0, 1)`` with ``s = sign * matrix . inputs[0]`` and ``m = inputs[1]``, exact with four
     ReLUs (a token whose score reached the value just retrieved leaves the race); the first
-    round also writes ``s`` itself (two ReLUs)."""
+    round also writes ``s`` itself (two ReLUs). ``relu``: ``relu(sum_i weights[i] inputs[i] +
+    bias)`` of one-channel inputs, one ReLU (the larger of two branches:
+    :mod:`.circuit_branches`)."""
 
     layer: int
-    kind: str  # decode | root | peel | threshold
+    kind: str  # decode | root | peel | threshold | relu
     inputs: tuple[str, ...]
     output: str
     matrix: str = "I"
@@ -119,6 +121,8 @@ class Mlp:
     does: str = ""
     function: str = "bilinear"
     rank: int = 1
+    weights: tuple[float, ...] = ()  # a relu's, one per input
+    bias: float = 0.0
 
 
 @dataclass

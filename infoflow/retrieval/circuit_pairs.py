@@ -1,7 +1,8 @@
 """A max or min over two tokens -> its heads and MLPs (the pair retrieval of
 :mod:`~infoflow.retrieval.mechanisms.max_position`): a ``dot`` or ``bilinear`` score, or a
 norm pair, with ``s != t`` (the positional self-penalty) or under conditions on the two
-positions (a window: a positional mask); a star of pair scores around a centre. A stage of
+positions (a window: a positional mask); a star of pair scores around a centre; a token's
+k-th partner (the partner peel). A stage of
 :mod:`~infoflow.retrieval.schedule_to_circuit`."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.expression import Node, Reduce
-from infoflow.retrieval.mechanisms import max_position
+from infoflow.retrieval.mechanisms import kth, max_position
 from infoflow.retrieval.spec import RetrievalSpec
 
 
@@ -175,3 +176,30 @@ def _layers_of(spec: RetrievalSpec) -> dict[tuple[str, str | None], int]:
             for step, layers in zip(q.fragment.steps, q.layers, strict=True):
                 out.setdefault((step.variable, step.holder), layers[-1])
     return out
+
+
+def partner_term(
+    circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
+) -> tuple[list, list]:
+    """The max or min over s of a token's k-th partner: the partner peel
+    (:func:`~infoflow.retrieval.mechanisms.kth.circuit_partner_peel`)."""
+    inner = term.body
+    s, t = term.variables[0].name, inner.variables[0].name
+    if term.conditions or any(
+        c.op != "!=" or c.shift or {c.left, c.right} != {s, t} for c in inner.conditions
+    ):
+        raise Unbuildable(f"{forms.text(inner)}: only the condition {t} != {s}")
+    distinct = bool(inner.conditions)
+    rank = kth.rank(inner.k, spec.seq_len, int(distinct))
+    if rank > 1 and not circuit.positional_encoding:
+        raise Unbuildable(f"{forms.text(inner)}: {kth.BY_POSITION}")
+    if distinct and not circuit.positional_encoding:
+        circuit.notes.append(
+            f"{tag}: the condition {t} != {s} is not enforced: without positional encoding a "
+            f"token cannot tell itself from another; the pair (s, s) competes"
+        )
+    largest = (inner.op == "kth_largest") == (rank == inner.k)
+    pair = (forms.bilinear(inner.body, s, t), 1 if largest else -1)
+    own = distinct and circuit.positional_encoding
+    best = forms.sign(term.op)
+    return kth.circuit_partner_peel(circuit, tag, pair, best, rank, spec.seq_len, own)

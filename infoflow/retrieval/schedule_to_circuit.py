@@ -36,6 +36,8 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
   a fetch for the readout in layer 1, the retrieval and its decode in layer 2; ``argmax``/
   ``argmin`` of a linear score or of one against a fixed position: the readout copies the
   winner's position number; an index read at one offset is retrieved where it reads;
+- a pointwise max or min of two sums of these (the engine's per-branch reading of a max whose
+  branches differ): one ReLU of the MLP after the last of them (:mod:`.circuit_branches`);
 - any of these summed over a range index (``sum(... for i in range(D))``): one copy each;
   a constant factor taken out of its reduction (``max(-2 f)`` is -2 min f), a constant added
   to its score too (``max(f + 1)`` is max f + 1, a sum over the T tokens of f + 1 is the sum
@@ -55,12 +57,13 @@ from fractions import Fraction
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import free_indices, reads
-from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy, Head
+from infoflow.retrieval.algebra import free_indices, key, normal, reads
+from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
+from infoflow.retrieval.circuit_branches import Built, join_branches, pointwise_branches
 from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
-from infoflow.retrieval.circuit_pairs import pair_term, star_term
+from infoflow.retrieval.circuit_pairs import pair_term, partner_term, star_term
 from infoflow.retrieval.circuit_sums import pooled_term, shared_pools
 from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
 from infoflow.retrieval.derive import derive
@@ -172,36 +175,15 @@ def _circuit(spec: RetrievalSpec, tree: Node, schedule: Schedule) -> Circuit:
 
 def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule) -> None:
     """Every term's heads and MLPs, laid out on the architecture's layers
-    (:func:`~.circuit_layout.lay_out`) and named after the engine's steps, and the output."""
-    found = terms_of(tree, spec.seq_len)
-    constants = [c * Fraction(str(t.value)) for c, t, _ in found if isinstance(t, Const)]
-    circuit.constant = float(sum(constants, Fraction(0)))
-    terms = [(c, t, op) for c, t, op in found if not isinstance(t, Const)]
-    if not terms:
-        raise Unbuildable("the target is a constant: there is nothing to build")
-    fixed = [t for _, t, _ in terms if isinstance(t, Token)]
-    if any(sign != 1 for sign, t, _ in terms if isinstance(t, Token)):
-        raise Unbuildable(
-            "fixed positions are fetched added, once each (x[1] + x[2], not x[1] - x[2] or "
-            "2 * x[1])"
-        )
+    (:func:`~.circuit_layout.lay_out`) and named after the engine's steps, and the output (of
+    a pointwise max of branches: :mod:`.circuit_branches`)."""
+    split = pointwise_branches(tree)
     parts: list[Part] = []
-    if fixed:
-        parts.append(([_fixed_positions(circuit, fixed, spec)], [], None))
-    scored = [(sign, t) for sign, t, _ in terms if not isinstance(t, Token)]
-    written = [op for _, t, op in terms if not isinstance(t, Token)]
-    held = forms.peel_firsts(scored, spec.seq_len)
-    for n, (sign, term) in enumerate(scored):
-        if n in held:  # no head of its own: the first round of a peel holds it
-            host, scale = held[n]
-            circuit.output.append((f"p{host}.m1", float(sign) * scale))
-            continue
-        tag = f"p{n}"
-        heads, mlps = _term(circuit, term, tag, spec)
-        parts.append((heads, mlps, _kind(term, written[n])))
-        circuit.output.append((f"{tag}.out", float(sign)))
-    if len({circuit.channels[group] for group, _ in circuit.output}) > 1:
-        raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
+    built: dict[Node, str] = {}
+    sums = [
+        _sum_built(circuit, terms_of(piece, spec.seq_len), spec, parts, built, bool(split))
+        for piece in (split[1] if split else (tree,))
+    ]
     laid, how, paired = lay_out(shared_pools(parts), circuit.heads_per_layer, schedule)
     if paired is not None:  # each term's heads after its own engine part's steps
         laid = [
@@ -217,6 +199,10 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
         circuit.heads[i] = replace(head, slot=slot)
     if paired is None and how != "search":  # side by side: a layer's heads after its steps
         circuit.heads = named(circuit.heads, sentences(schedule), by_order=False)
+    if split:
+        join_branches(circuit, split[0], sums)
+    else:
+        circuit.output, circuit.constant = sums[0]
     unnamed = sorted({h.layer for h in circuit.heads if not h.step})
     if paired is None and how == "search":
         circuit.notes.append(
@@ -230,6 +216,45 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
             "there compile's heads and the engine's steps match neither by layer nor by the "
             "index they retrieve"
         )
+
+
+def _sum_built(
+    circuit: Circuit,
+    found: list,
+    spec: RetrievalSpec,
+    parts: list[Part],
+    built: dict[Node, str],
+    branch: bool,
+) -> Built:
+    """One sum of terms (the target, or a ``branch`` of a pointwise max) built: its terms'
+    heads and MLPs appended to ``parts`` (a term ``built`` in another branch is read again),
+    and what the output reads of it (channel, coefficient), with its constant."""
+    constants = [c * Fraction(str(t.value)) for c, t, _ in found if isinstance(t, Const)]
+    terms = [(c, t, op) for c, t, op in found if not isinstance(t, Const)]
+    if not terms:
+        raise Unbuildable("the target is a constant: there is nothing to build")
+    fixed = [t for _, t, _ in terms if isinstance(t, Token)]
+    if any(sign != 1 for sign, t, _ in terms if isinstance(t, Token)) or (fixed and branch):
+        raise Unbuildable(
+            "fixed positions are fetched added, once each, outside a pointwise max (x[1] + "
+            "x[2], not x[1] - x[2] or 2 * x[1])"
+        )
+    output = [(_fixed_positions(circuit, fixed, spec, parts), 1.0)] if fixed else []
+    scored = [(sign, t) for sign, t, _ in terms if not isinstance(t, Token)]
+    written = [op for _, t, op in terms if not isinstance(t, Token)]
+    held = forms.peel_firsts(scored, spec.seq_len)
+    tags = [built.get(normal(key(term))) for _, term in scored]
+    for n, (_, term) in enumerate(scored):
+        if n not in held and tags[n] is None:  # held: the first round of a peel holds it
+            tags[n] = built[normal(key(term))] = tag = f"p{len(built)}"
+            heads, mlps = _term(circuit, term, tag, spec)
+            parts.append((heads, mlps, _kind(term, written[n])))
+    for n, (sign, _) in enumerate(scored):
+        host, scale = held.get(n, (n, 1.0))
+        output.append((f"{tags[host]}.m1" if n in held else f"{tags[n]}.out", float(sign) * scale))
+    if len({circuit.channels[group] for group, _ in output}) > 1:
+        raise Unbuildable("a scalar beside a vector (compile adds terms as they are: x[1][0])")
+    return output, float(sum(constants, Fraction(0)))
 
 
 def _kind(term: Node, written: str) -> tuple[str, int] | None:
@@ -255,7 +280,7 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     names = [v.name for v in term.variables]
     body, op, conditions = term.body, term.op, term.conditions
     if op in EXTREMA and len(names) == 1 and isinstance(body, Reduce) and body.op in KTH:
-        return _partner_term(circuit, term, tag, spec)
+        return partner_term(circuit, term, tag, spec)
     if op in EXTREMA and len(names) == 1 and isinstance(body, Reduce) and body.op == op:
         names += [v.name for v in body.variables]  # max over s of max over t
         conditions, body = conditions + body.conditions, body.body
@@ -343,35 +368,11 @@ def _skip(circuit: Circuit, term: Reduce, offset: int, tag: str, spec: Retrieval
     return circuit.flag(f"{tag}.skip", skipped)
 
 
-def _partner_term(
-    circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
-) -> tuple[list, list]:
-    """The max or min over s of a token's k-th partner: the partner peel
-    (:func:`~infoflow.retrieval.mechanisms.kth.circuit_partner_peel`)."""
-    inner = term.body
-    s, t = term.variables[0].name, inner.variables[0].name
-    if term.conditions or any(
-        c.op != "!=" or c.shift or {c.left, c.right} != {s, t} for c in inner.conditions
-    ):
-        raise Unbuildable(f"{forms.text(inner)}: only the condition {t} != {s}")
-    distinct = bool(inner.conditions)
-    rank = kth.rank(inner.k, spec.seq_len, int(distinct))
-    if rank > 1 and not circuit.positional_encoding:
-        raise Unbuildable(f"{forms.text(inner)}: {kth.BY_POSITION}")
-    if distinct and not circuit.positional_encoding:
-        circuit.notes.append(
-            f"{tag}: the condition {t} != {s} is not enforced: without positional encoding a "
-            f"token cannot tell itself from another; the pair (s, s) competes"
-        )
-    largest = (inner.op == "kth_largest") == (rank == inner.k)
-    pair = (forms.bilinear(inner.body, s, t), 1 if largest else -1)
-    own = distinct and circuit.positional_encoding
-    best = forms.sign(term.op)
-    return kth.circuit_partner_peel(circuit, tag, pair, best, rank, spec.seq_len, own)
-
-
-def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec) -> Head:
-    """``x[1] + x[2] + ...``, or ``x[1][0] + x[2][0]``: one fetch head, times the count."""
+def _fixed_positions(
+    circuit: Circuit, tokens: list[Token], spec: RetrievalSpec, parts: list[Part]
+) -> str:
+    """``x[1] + x[2] + ...``, or ``x[1][0] + x[2][0]``: one fetch head, times the count (a
+    part of ``parts``); the channel it writes."""
     component = tokens[0].component if len({t.component for t in tokens}) == 1 else None
     whole, one = component == (), component and len(component) == 1 and type(component[0]) is int
     if not (whole or one):
@@ -386,5 +387,7 @@ def _fixed_positions(circuit: Circuit, tokens: list[Token], spec: RetrievalSpec)
     out = circuit.add("fixed.out", circuit.channels[TOKENS] if whole else 1)
     copy = Copy(TOKENS, out, "I" if whole else f"e:{component[0]}", float(len(positions)))
     where = ", ".join(f"x[{p}]" + ("" if whole else f"[{component[0]}]") for p in positions)
-    circuit.output.append((out, 1.0))
-    return fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}")
+    parts.insert(
+        0, ([fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}")], [], None)
+    )
+    return out

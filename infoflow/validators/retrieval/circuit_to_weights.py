@@ -29,8 +29,8 @@ holds one constant for every token.
 
 Heads: the logit is ``beta * score / sqrt(n)`` in the model's convention, so the query carries
 ``beta sqrt(n)``; the readout is left out as a key by a large negative logit (:class:`Scales`).
-MLPs: a ``decode`` or a ``root`` is built by :func:`~.decode.build_decoders`; a ``peel`` and
-a ``threshold`` are written exactly.
+MLPs: a ``decode`` or a ``root`` is built by :func:`~.decode.build_decoders`; a ``peel``, a
+``threshold`` and a ``relu`` are written exactly.
 """
 
 from __future__ import annotations
@@ -150,6 +150,8 @@ class Weights:
                     self._peel(mlp)
                 elif mlp.kind == "threshold":
                     self._threshold(mlp)
+                elif mlp.kind == "relu":
+                    self._relu(mlp)
             for group, coefficient in self.circuit.output:
                 width = self.circuit.channels[group]
                 scale = coefficient * self.deferred.get(group, 1.0)
@@ -358,6 +360,15 @@ class Weights:
             m.W_1[layer, 0, :, pair] = THRESHOLD_SLOPE * source[:, i : i + 1]
             m.b_1[layer, 0, pair] = ramp
             m.W_2[layer, 0, pair, first + i] = torch.tensor([1.0, -1.0], dtype=self.dtype)
+
+    def _relu(self, mlp: Mlp) -> None:
+        """output += relu(sum_i weights[i] inputs[i] + bias): one unit."""
+        m, layer = self.model, mlp.layer - 1
+        unit = self.units(mlp.layer, 1)
+        reads = [w * self.read(group) for group, w in zip(mlp.inputs, mlp.weights, strict=True)]
+        m.W_1[layer, 0, :, unit] = sum(reads)
+        m.b_1[layer, 0, unit] = mlp.bias
+        m.W_2[layer, 0, unit, self.circuit.offset(mlp.output)] = 1.0
 
 
 def _round_up(width: int, heads: tuple[int, ...]) -> int:

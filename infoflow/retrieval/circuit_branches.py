@@ -1,0 +1,75 @@
+"""A pointwise max (min) of two branches -> the readout's MLP that takes the larger: a stage
+of :mod:`~infoflow.retrieval.schedule_to_circuit`, for the engine's reading of a max whose
+branches differ one reduction a branch (``max(abs(x[s][0] - x[t][1]) for s, t)`` as
+max(max f - min g, max g - min f)).
+
+Each branch is a sum of terms built as the target's are (a term two branches share, once),
+and one ReLU of the MLP after the last of them joins them exactly: max(A, B) = A + relu(B -
+A), min(A, B) = A - relu(A - B). The max of three is not one hidden layer's (max(0, x1, x2)
+has no such representation: Mukherjee and Basu, 2017), so three branches or more are
+refused.
+"""
+
+from __future__ import annotations
+
+from infoflow.retrieval.circuit import Circuit, Mlp
+from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.expression import Apply, Node
+
+#: A branch as compile built it: the channels the output reads, with their coefficients, and
+#: its constant.
+Built = tuple[list[tuple[str, float]], float]
+
+
+def pointwise_branches(tree: Node) -> tuple[str, tuple[Node, ...]] | None:
+    """(max or min, the branches) when ``tree`` is a pointwise max or min; None otherwise."""
+    if isinstance(tree, Apply) and tree.fn in ("max", "min") and len(tree.args) > 1:
+        return tree.fn, tree.args
+    return None
+
+
+def join_branches(circuit: Circuit, fn: str, branches: list[Built]) -> None:
+    """The output of ``circuit`` as the ``fn`` of two built ``branches``: the first read as it
+    is, and one ReLU of the MLP of the first layer after every channel they read is written
+    (a head's layer, or the layer after an MLP's)."""
+    if len(branches) != 2:
+        why = "one hidden layer takes the larger of two exactly, not of three"
+        raise Unbuildable(f"a pointwise {fn} of {len(branches)} branches: {why}")
+    (first, a), (second, b) = branches
+    if any(circuit.channels[group] != 1 for group, _ in first + second):
+        raise Unbuildable(f"a pointwise {fn} of vectors: it is taken of numbers")
+    sign = 1.0 if fn == "max" else -1.0  # max(A, B) = A + relu(B - A); min: A - relu(A - B)
+    weights: dict[str, float] = {}
+    for group, coefficient in second:
+        weights[group] = weights.get(group, 0.0) + sign * coefficient
+    for group, coefficient in first:
+        weights[group] = weights.get(group, 0.0) - sign * coefficient
+    layer = max(_written(circuit, group) for group in weights)
+    if layer > circuit.layers:
+        raise Unbuildable(
+            f"the {fn} of the branches needs a layer after their last ({layer - 1}): the "
+            f"architecture has {circuit.layers}"
+        )
+    gap = circuit.add("branches.gap", 1)
+    does = f"the readout's {'excess of the second branch' if sign > 0 else 'shortfall'}"
+    circuit.mlps.append(
+        Mlp(
+            layer,
+            "relu",
+            tuple(weights),
+            gap,
+            does=f"{does} over the first into {gap}",
+            weights=tuple(weights.values()),
+            bias=sign * (b - a),
+        )
+    )
+    circuit.output = [*first, (gap, sign)]
+    circuit.constant = a
+
+
+def _written(circuit: Circuit, group: str) -> int:
+    """The first layer whose MLP can read ``group``: the last layer a head writes it in, or
+    the layer after the last MLP that writes it."""
+    heads = [h.layer for h in circuit.heads for c in h.values if c.dest == group]
+    mlps = [m.layer + 1 for m in circuit.mlps if m.output == group]
+    return max(heads + mlps, default=1)
