@@ -131,6 +131,9 @@ class Anchor(_Strict):
     budget_steps: int | None = Field(
         None, gt=0, description="The training steps behind final_boundary."
     )
+    run_steps: int | None = Field(
+        None, gt=0, description="The steps of the runs that measured K*_1, tau_2Gen or K*_2."
+    )
 
     _complete = field_validator("settings")(complete_settings)
 

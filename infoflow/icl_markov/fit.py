@@ -363,6 +363,7 @@ def _anchor(file: Path, report: dict, group: dict) -> tuple[Anchor, list]:
         date=report["started"],
         k1_star=bracket,
         tau_2gen=timing,
+        run_steps=steps,
     )
     return anchor, notes
 

@@ -232,7 +232,8 @@ def _thresholds(spec: IclMarkovSpec, calibration: Calibration, values: dict) -> 
     def context(at):
         return g(N) / g(at["context_len"])
 
-    tau = _scaled(calibration, "tau_2gen", settings, context, values, "context_len")
+    steps = spec.training.steps
+    tau = _scaled(calibration, "tau_2gen", settings, context, values, "context_len", steps)
     rate = spec.training.layer1_attention_lr
     if rate != 1:
         tau = _rate_blind("tau_2gen", "steps", rate), None
@@ -246,8 +247,8 @@ def _thresholds(spec: IclMarkovSpec, calibration: Calibration, values: dict) -> 
         def scaling(at):
             return context(at) ** (1 / a)
 
-        k1 = _scaled(calibration, "k1_star", settings, scaling, values, "context_len")
-    return k1, _k2_star(calibration, settings, values), tau
+        k1 = _scaled(calibration, "k1_star", settings, scaling, values, "context_len", steps)
+    return k1, _k2_star(calibration, settings, values, steps), tau
 
 
 def _transient(scale, value: float, exponent: float) -> Prediction:
@@ -264,9 +265,10 @@ def _transient(scale, value: float, exponent: float) -> Prediction:
     )
 
 
-def _scaled(calibration: Calibration, quantity: str, settings, law, values, scales: str):
+def _scaled(calibration: Calibration, quantity: str, settings, law, values, scales: str, steps):
     """(Prediction, value) of ``quantity``: its nearest anchor's measurement times
-    ``law(anchor settings)``, the working form's ratio between the spec and the anchor."""
+    ``law(anchor settings)``, the working form's ratio between the spec and the anchor; the
+    note says where the anchor's runs were of another length than the spec's ``steps``."""
     anchor = calibration.nearest(quantity, settings)
     unit = "steps" if quantity == "tau_2gen" else "chains"
     if anchor is None:
@@ -287,6 +289,11 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
         if diff
         else "Calibrated at these settings."
     )
+    if anchor.run_steps and anchor.run_steps != steps:  # said since a review, 2026-12-06
+        where += (
+            f" Measured by runs of {anchor.run_steps:,} steps, this spec's are {steps:,}: the "
+            "run length (its warmup and schedule) is not scaled."
+        )
     note = (
         f"{fmt(measured.value)} measured at {anchor.name} ({anchor.source}; {anchor.device}, "
         f"{anchor.date}), scaled by {fmt(factor)}{spread}. {where}"
@@ -334,7 +341,7 @@ def _raced(clocks: ClockSet, layer1_lr: float) -> tuple[Prediction, float | None
     )
 
 
-def _k2_star(calibration: Calibration, settings, values):
+def _k2_star(calibration: Calibration, settings, values, steps: int):
     """K*_2 from the nearest anchor that measured it, else from the capacity constant."""
     capacity = 2 * d * m / (C * (C - 1))
     if calibration.nearest("k2_star", settings) is not None:
@@ -342,7 +349,8 @@ def _k2_star(calibration: Calibration, settings, values):
         def at(s):
             return capacity / capacity.subs({C: s["states"], d: s["d_model"], m: s["mlp_width"]})
 
-        return _scaled(calibration, "k2_star", settings, at, values, "states, d_model, mlp_width")
+        scales = "states, d_model, mlp_width"
+        return _scaled(calibration, "k2_star", settings, at, values, scales, steps)
     constant = calibration.capacity
     value = float(constant.value * capacity.subs(values))
     note = (

@@ -12,9 +12,13 @@ refused.
 
 from __future__ import annotations
 
+from infoflow.retrieval.algebra import collected, rebuilt, terms
 from infoflow.retrieval.circuit import Circuit, Mlp
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.expression import Apply, Node
+
+#: The other extremum: a pointwise max scaled by a negative number is a min.
+FLIP = {"max": "min", "min": "max"}
 
 #: A branch as compile built it: the channels the output reads, with their coefficients, and
 #: its constant.
@@ -22,10 +26,20 @@ Built = tuple[list[tuple[str, float]], float]
 
 
 def pointwise_branches(tree: Node) -> tuple[str, tuple[Node, ...]] | None:
-    """(max or min, the branches) when ``tree`` is a pointwise max or min; None otherwise."""
-    if isinstance(tree, Apply) and tree.fn in ("max", "min") and len(tree.args) > 1:
-        return tree.fn, tree.args
-    return None
+    """(max or min, the branches) when one additive term of ``tree`` is a pointwise max or min
+    (c max(A, B) + R is max(c A + R, c B + R) for c > 0, the min for c < 0); None otherwise."""
+    found = terms(tree)
+    at = [i for i, (_, t) in enumerate(found) if isinstance(t, Apply) and t.fn in FLIP]
+    at = [i for i in at if len(found[i][1].args) > 1]
+    if len(at) != 1:
+        return None
+    coefficient, node = found[at[0]]
+    rest = found[: at[0]] + found[at[0] + 1 :]
+    branches = tuple(
+        rebuilt(collected([*rest, *((coefficient * c, t) for c, t in terms(arg))]))
+        for arg in node.args
+    )
+    return (node.fn if coefficient > 0 else FLIP[node.fn]), branches
 
 
 def join_branches(circuit: Circuit, fn: str, branches: list[Built]) -> None:

@@ -143,7 +143,7 @@ def star_term(
     pieces = forms.signed_terms(body)
     reads = [free_indices(piece) & set(names) for _, piece in pieces]
     centre = set.intersection(*reads)
-    leaves = [next(iter(r - centre)) for r in reads if len(r) == 2]
+    leaves = [next(iter(r - centre)) for r in reads if len(r) == 2 and r - centre]
     if (
         len(centre) != 1
         or len(leaves) != len(pieces)

@@ -100,19 +100,17 @@ def _better(first: Derivation, second: Derivation) -> Derivation:
     BRANCH_READINGS`) as one: the spec's architecture takes the reading that serves it (the
     efficient one, else the feasible one, else the first); the minimal architectures are the
     fewest layers and the narrowest (one head a layer) of the readings whose best exponent
-    does not grow with T (of the first where neither's does), as one reading's are (which
-    differ in the cost law's finite-E terms only)."""
+    does not grow with T (the first where neither's does), those without positional encoding
+    where one needs none, as one reading's are (they differ in the cost law's finite-E terms
+    only); the best exponent is the smaller of theirs."""
     chosen = first
     if (second.efficient, second.schedule.feasible) > (first.efficient, first.schedule.feasible):
         chosen = second
     ideal = [d for d in (first, second) if not d.minimal_exponent.has(T)] or [first]
-    shapes = [(shape, d) for d in ideal for shape in d.alternatives]
-    fewest, source = min(shapes, key=lambda s: (s[0].layers, sum(s[0].heads)))
-    narrowest = min((s for s, _ in shapes if max(s.heads) == 1), key=lambda s: s.layers)
+    ideal = [d for d in ideal if not d.minimal.positional_encoding] or ideal
+    shapes = [shape for d in ideal for shape in d.alternatives]
+    fewest = min(shapes, key=lambda s: (s.layers, sum(s.heads)))
+    narrowest = min((s for s in shapes if max(s.heads) == 1), key=lambda s: s.layers)
     alternatives = [fewest] if narrowest == fewest else [fewest, narrowest]
-    return replace(
-        chosen,
-        minimal=fewest,
-        alternatives=alternatives,
-        minimal_exponent=source.minimal_exponent,
-    )
+    best = sympy.Min(*{d.minimal_exponent for d in ideal})
+    return replace(chosen, minimal=fewest, alternatives=alternatives, minimal_exponent=best)

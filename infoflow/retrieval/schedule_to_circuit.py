@@ -126,12 +126,13 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
     except Unbuildable as exc:
         written = exc
     reading = rewrite(tree, der.tree.branches)  # the engine's: one function (tests check)
+    circuit, unread = None, None
     try:
         circuit = _circuit(spec, reading, der.schedule) if _same(reading, tree, spec) else None
-    except Unbuildable:
-        circuit = None
+    except Unbuildable as exc:
+        unread = f"; as the engine reads it, {exc}" if str(exc) != str(written) else ""
     if circuit is None:
-        why = f"compile cannot build this plan: {written}"
+        why = f"compile cannot build this plan: {written}{unread or ''}"
         raise SpecError(source, [("target", why)]) from None
     circuit.notes.append(
         "built from the engine's reading of the target (its canonical rewrites), not from the "
@@ -181,7 +182,9 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     parts: list[Part] = []
     built: dict[Node, str] = {}
     sums = [
-        _sum_built(circuit, terms_of(piece, spec.seq_len), spec, parts, built, bool(split))
+        ([], float(piece.value))  # a constant branch (max(f, 0)): no term
+        if split and isinstance(piece, Const)
+        else _sum_built(circuit, terms_of(piece, spec.seq_len), spec, parts, built, bool(split))
         for piece in (split[1] if split else (tree,))
     ]
     laid, how, paired = lay_out(shared_pools(parts), circuit.heads_per_layer, schedule)

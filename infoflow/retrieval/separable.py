@@ -25,11 +25,12 @@ from infoflow.retrieval.algebra import (
     free_indices,
     key,
     normal,
+    ranges_kept,
     rebuilt,
     terms,
 )
 from infoflow.retrieval.diagonal_extrema import on_diagonal
-from infoflow.retrieval.expression import SEQUENCE, Apply, Node, Reduce
+from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Reduce
 from infoflow.retrieval.product_extrema import pushed
 
 EXTREMA = ("max", "min")
@@ -168,17 +169,19 @@ def pointwise_pieces(node: Reduce) -> list[Reduce] | None:
     (i,) = spreading
     coefficient, term = found[i]
     rest = found[:i] + found[i + 1 :]
-    return [
-        replace(node, body=rebuilt(collected([*rest, (coefficient, branch)])))
+    return [  # each keeps the range every branch's offsets gave the indices (a review)
+        ranges_kept(node, rebuilt(collected([*rest, (coefficient, branch)])))
         for branch in _branches(term, coefficient, node.op)
     ]
 
 
 def _branches(term: Node | None, coefficient: Fraction, op: str) -> tuple[Node, ...] | None:
     """The arguments of ``term`` when ``coefficient * term`` is a pointwise ``op`` of them
-    (``abs(e)`` being max(e, -e)); None otherwise."""
+    (``abs(e)`` being max(e, -e), ``relu(e)`` max(e, 0)); None otherwise."""
     if isinstance(term, Apply) and term.fn == "abs":
         fn, args = "max", (term.args[0], Apply("neg", term.args))
+    elif isinstance(term, Apply) and term.fn == "relu":
+        fn, args = "max", (term.args[0], Const(0))
     elif isinstance(term, Apply) and term.fn in EXTREMA and len(term.args) > 1:
         fn, args = term.fn, term.args
     else:

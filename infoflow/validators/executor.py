@@ -13,6 +13,8 @@ records, so the judge stage reads the same store whichever executor trained.
 from __future__ import annotations
 
 import os
+import re
+import socket
 from pathlib import Path
 
 import torch
@@ -53,6 +55,21 @@ def train_one(job: Job, device: str, checkpoints: str, compile: bool = False) ->
     return recorder.rows
 
 
+def _reachable(address: str | None, seconds: float = 10.0) -> None:
+    """A SpecError naming ``--address`` when nothing listens at its ``host:port`` (``ray://``
+    too): Ray itself retries an unreachable cluster for minutes (a review's run waited 437 s
+    at 127.0.0.1:1). Ray's own words (``auto``, ``local``) are left to Ray."""
+    found = re.fullmatch(r"(?:ray://)?\[?([^\]\s]+?)\]?:(\d+)", address or "")
+    if found is None:
+        return
+    try:
+        socket.create_connection((found[1], int(found[2])), timeout=seconds).close()
+    except (OSError, ValueError) as error:
+        why = f"nothing answers at {found[1]}:{found[2]} ({one_line(error, 120)})"
+        message = f"cannot reach the Ray cluster at {address}: {why}"
+        raise SpecError("--address", [(None, message)]) from None
+
+
 def train_on_ray(
     jobs: list[Job], context: Context, address: str | None, gpus_per_group: float
 ) -> None:
@@ -66,6 +83,7 @@ def train_on_ray(
         raise SpecError("--executor ray", [(None, f"Ray is not installed: {hint}")]) from None
     if not jobs:
         return
+    _reachable(address)
     try:
         ray.init(
             address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False

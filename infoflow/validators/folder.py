@@ -24,6 +24,10 @@ def locked(folder: Path) -> Iterator[None]:
     holding either (:func:`check_run_folder`)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(str(folder), [(None, f"cannot use it as --out ({exc.strerror})")]) from None
+    check_run_folder(folder)  # before the lock is written (a review found it left behind)
+    try:
         descriptor = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
         if (folder / ".lock").is_symlink():
@@ -42,7 +46,6 @@ def locked(folder: Path) -> Iterator[None]:
             str(folder), [(None, f"in use by {holder}: wait for it to end, or pick another --out")]
         ) from None
     try:
-        check_run_folder(folder)
         handle.truncate()
         since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         handle.write(f"process {os.getpid()} on {socket.gethostname()} since {since}\n")

@@ -35,7 +35,7 @@ from infoflow.validators.ensemble import pick_device
 from infoflow.validators.executor import train_local, train_on_ray
 from infoflow.validators.exports import write_exports
 from infoflow.validators.folder import locked
-from infoflow.validators.identity import differences
+from infoflow.validators.identity import digest
 from infoflow.validators.protocol import (
     CannotValidate,
     Context,
@@ -44,6 +44,7 @@ from infoflow.validators.protocol import (
     Progress,
 )
 from infoflow.validators.report import finite, write_reports
+from infoflow.validators.reuse import adopt, finished_groups, superseded
 from infoflow.validators.steptime import recorded
 from infoflow.validators.store import Store, recorded_settings
 from infoflow.validators.threads import environment, keep_threads
@@ -272,6 +273,7 @@ def register(planned: Plan, options: Options, device: torch.device, step_times: 
         "python": platform.python_version(),
     }
     store.start_run(_now(), _scale_name(options), str(device), settings)
+    finished = finished_groups(store)
     for _, experiment in planned.experiments:
         for job in experiment.jobs:
             group = job.group
@@ -283,32 +285,10 @@ def register(planned: Plan, options: Options, device: torch.device, step_times: 
                 group.identity(),
                 device.type,
             )
+            twin = finished.get(digest(group.identity()))
+            if twin and twin != job.name and not store.metrics(job.name):
+                adopt(store, checkpoints, twin, job.name)
     return store
-
-
-NOTHING_TRAINED = "this run trains none of its spec's groups"
-
-
-def superseded(planned: Plan, store: Store) -> list[dict[str, Any]]:
-    """Groups an earlier run in this folder trained for a spec of this run with other
-    settings, each with the group of this run that replaces it (of that spec, the closest)
-    and what differs, or none where this run trains nothing of that spec (a device its
-    ``validation`` leaves out): they were not used."""
-    jobs: dict[str, list[Job]] = {e.name: [] for _, e in planned.experiments}
-    for job in planned.jobs:
-        jobs[job.experiment].append(job)
-    current = {job.name for job in planned.jobs}
-    out = []
-    for name, (experiment, identity) in store.identities().items():
-        if name in current or experiment not in jobs:
-            continue
-        changes = {
-            job.name: differences(identity, job.group.identity()) for job in jobs[experiment]
-        }
-        closest = min(changes, key=lambda job: len(changes[job]), default=None)
-        differs = changes[closest] if closest else [NOTHING_TRAINED]
-        out.append({"group": name, "replaced_by": closest, "differs": differs})
-    return out
 
 
 def throughput(planned: Plan, store: Store) -> dict[str, dict]:

@@ -297,6 +297,12 @@ def test_calibrate_writes_a_file_that_predictions_use(tmp_path) -> None:
     assert "Calibrated at these settings." in result["k1_star"].note
     assert result["tau_2gen"].value == 300
     assert result["tau_2gen"].interval == (pytest.approx(300 / 1.25), 320)
+    steps = spec["training"]["steps"]
+    assert calibration.anchors[1].run_steps == steps
+    assert "Measured by" not in result["k1_star"].note
+    spec["training"]["steps"] = 600  # another run length: said (it was not, a review)
+    note = infoflow.predict(spec)["k1_star"].note
+    assert f"Measured by runs of {steps:,} steps, this spec's are 600" in note
 
 
 def test_calibrate_shows_a_reports_group_name_never_obeys_it(tmp_path) -> None:

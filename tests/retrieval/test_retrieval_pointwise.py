@@ -49,6 +49,14 @@ BRANCHED = [
     "min(-abs(x[s][0] - x[t][1]) for s in T for t in T)",
     "max(max(abs(dot(q, x[s]) - x[t][1]) for t in T) for s in T)",
 ]
+#: Branches that read a token at different offsets: each branch's reduction keeps the range
+#: every branch's offsets gave the index (x[t-1] in one branch leaves t = 1 out of both; the
+#: first per-branch reading lost it, a review).
+OFFSET_BRANCHES = [
+    "max(max(x[t][0], x[t-1][1]) for t in T)",
+    "max(max(x[s][0] - x[t][1], x[t-1][1] - x[s][0]) for s in T for t in T)",
+    "min(min(x[t+1][0], x[t-1][1]) for t in T)",
+]
 #: Where one reduction a branch gains nothing, one score over the pair is the plan; a min of
 #: a distance (the closest pair) has no branches.
 PAIRS = [
@@ -122,7 +130,7 @@ NOT_AT_EVERY_T = (
 
 
 @pytest.mark.parametrize(
-    "written", [w for w, _ in SAME + JOINED] + BRANCHED + PAIRS + [NOT_AT_EVERY_T]
+    "written", [w for w, _ in SAME + JOINED] + BRANCHED + OFFSET_BRANCHES + PAIRS + [NOT_AT_EVERY_T]
 )
 def test_the_engines_reading_is_the_written_function(written) -> None:
     assert_reading_is_written(written, pe=True)
@@ -141,6 +149,27 @@ def test_branches_that_differ_are_planned_both_ways(written) -> None:
     assert branches["efficient"].value and branches["comparison_order"].value == 1
     assert "one reduction a branch, the one" in branches["comparison_order"].note
     assert not infoflow.predict(spec_of(written, [3], pe=False))["efficient"].value
+
+
+def test_relu_is_the_max_with_zero() -> None:
+    """``relu(e)`` is read as ``max(e, 0)``: both spellings planned both ways (relu was one
+    score only, a review)."""
+    names = ("min_architectures", "min_layers", "efficient", "comparison_order")
+    relu = "max(relu(x[s][0] - x[t][1]) for s in T for t in T)"
+    zero = "max(max(x[s][0] - x[t][1], 0) for s in T for t in T)"
+    assert_one_function(relu, zero, ([2], [1, 1]), names, pes=(False,))
+    assert infoflow.predict(spec_of(relu, [2], pe=False))["efficient"].value
+
+
+def test_the_minimal_architectures_need_no_more_than_positional_encoding_says() -> None:
+    """Of two readings, one of which needs positional encoding, the minimal architectures are
+    the other's: every one listed is efficient without PE (the one-score reading's [1, 1],
+    which needs PE, was listed beside `requires_positional_encoding` false, a review)."""
+    written = "max(max(x[s][0] + x[t][0], x[s][1], x[t][2]) for s in T for t in T if t <= s)"
+    result = infoflow.predict(spec_of(written, [1], pe=False))
+    assert not result["requires_positional_encoding"].value
+    for heads in result["min_architectures"].value:
+        assert infoflow.predict(spec_of(written, heads, pe=False))["efficient"].value, heads
 
 
 @pytest.mark.parametrize("written", PAIRS)

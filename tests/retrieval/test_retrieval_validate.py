@@ -166,7 +166,9 @@ def test_the_paper_scale_compares_intrinsic_dimension_as_the_paper_does() -> Non
 #: The end-to-end runs' arguments: the specific position, 400 steps, by which the model
 #: without PE has mostly stopped improving ("does not learn without PE" is confirmed only
 #: for a model that stopped: docs/results/2026-12-05-verdict-gates.md).
-RUN = [str(POSITIONS), "--steps", "400", "--quiet", "--device", "cpu"]
+#: One thread for every run compared (the count is otherwise chosen by the load: the killed run
+#: and the whole one took 1 and 2 on a busy machine, and their float sums differed).
+RUN = [str(POSITIONS), "--steps", "400", "--quiet", "--device", "cpu", "--threads", "1"]
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from infoflow.validators.folder import locked  # noqa: E402
 from infoflow.validators.protocol import CannotValidate  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design  # noqa: E402
 from infoflow.validators.retrieval.experiment import plan as plan_retrieval  # noqa: E402
-from infoflow.validators.run import Options, plan  # noqa: E402
+from infoflow.validators.run import DATABASE, Options, plan  # noqa: E402
 from infoflow.validators.store import Store  # noqa: E402
 
 
@@ -304,6 +304,8 @@ def test_nothing_is_written_through_a_link_planted_in_the_run_folder(
     assert name.split("/")[-1] in line and "writes through no link" in line
     assert victim.read_text() == "a user's file\n"  # untouched
     assert not (out / "results.sqlite").exists()  # refused before anything was written
+    if name != ".lock":  # nor the lock (it was left behind, a review)
+        assert not (out / ".lock").exists()
 
 
 def test_a_folder_named_like_a_temporary_file_is_left_alone(toy) -> None:
@@ -427,10 +429,38 @@ def test_resume_after_a_change_trains_anew_and_says_what_changed(toy) -> None:
     assert (out / ".mine.tmp").exists()  # not infoflow's: left alone
 
 
+def test_a_renamed_spec_reuses_the_models_trained_for_it(toy, monkeypatch) -> None:
+    """The same identity under another experiment name (a spec file renamed, or two specs of
+    one name) is the same models: the group takes the finished one's measurements, trains
+    nothing, and the old group is not listed unused (it was trained again, and not listed,
+    until a review)."""
+    import toy_family
+
+    out = toy / "run"
+    assert _validate(str(toy / "right.json"), "--out", str(out)).exit_code == 0
+    (toy / "renamed.json").write_text((toy / "right.json").read_text())
+
+    def trains(job, context):
+        raise AssertionError(f"{job.name} trained again")
+
+    monkeypatch.setattr(toy_family.VALIDATOR, "train", trains)
+    result = _validate(str(toy / "renamed.json"), "--out", str(out), "--resume")
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["superseded"] == []
+    (claim,) = report["specs"][0]["claims"]
+    assert claim["measured"] == 6 and claim["verdict"] == "confirmed"
+    store = Store(out / DATABASE)
+    names = sorted(store.identities())
+    assert len(names) == 2 and all(store.group_done(name) for name in names)
+    store.verify()  # the adopted group's digest holds
+
+
 def test_groups_of_a_spec_this_run_trains_nothing_of_are_listed_unused(tmp_path) -> None:
     from types import SimpleNamespace
 
-    from infoflow.validators.run import NOTHING_TRAINED, Plan, superseded
+    from infoflow.validators.reuse import NOTHING_TRAINED, superseded
+    from infoflow.validators.run import Plan
 
     store = Store(tmp_path / "results.sqlite")
     store.add_group("control-g1", "control", {}, [{"label": "m"}], {"steps": 100})

@@ -55,6 +55,7 @@ from infoflow.validators.retrieval.experiment import Experiment, Model, by_archi
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.floors import Floors
 from infoflow.validators.retrieval.judge import Judge
+from infoflow.validators.retrieval.judge_positions import attends, needs_pe
 
 
 def claims(
@@ -82,9 +83,9 @@ def claims(
         if experiment.models[model]["requires_positional_encoding"].value:
             twin = Model(model.seq_len, model.embed_dim, model.heads, False)
             if model.positional_encoding and twin in ladders:
-                out.append(judge.needs_pe(model, twin))
+                out.append(needs_pe(judge, model, twin))
             if attention and model in attention:
-                out.append(judge.attends(model, attention[model]))
+                out.append(attends(judge, model, attention[model]))
     if experiment.rescue:
         lengths = _consecutive_lengths(experiment)
         out += [judge.rises(a, b) for a, b in lengths if {a, b} <= ladders.keys()]

@@ -103,17 +103,17 @@ class Judge:
         tolerance = f"every seed at {self.learns_text(model)}"
         derived = self.derived(model)
         if largest.below(threshold):
-            return _judged(ident, statement, "efficient", measured, tolerance, True, derived)
+            return judged(ident, statement, "efficient", measured, tolerance, True, derived)
         if largest.above(threshold) and not self.improving.get(model):
             reason = "every seed above the threshold, and every seed had stopped improving"
-            return _judged(
+            return judged(
                 ident, statement, "efficient", measured, tolerance, False, derived, reason
             )
         reason = "the seeds straddle the threshold, or some were still improving at the cap"
         reason = fewer_seeds(largest.count + largest.missing) or reason
         if largest.missing:
             reason = f"{largest.missing} seed(s) with no finite NMSE at the largest rung (diverged)"
-        return _undecided(ident, statement, "efficient", measured, tolerance, reason, derived)
+        return undecided(ident, statement, "efficient", measured, tolerance, reason, derived)
 
     def compare(self, e: Expectation) -> Claim:
         better, worse = e.better, e.worse
@@ -144,27 +144,27 @@ class Judge:
         if not self.learned(better).below(threshold):
             reason = f"{_name(better, worse)} does not learn: not every seed at {text}"
             reason = fewer_seeds(self.learned(better).count) or reason
-            return _undecided(*claim, reason, derived, e.kind)
+            return undecided(*claim, reason, derived, e.kind)
         if not self.steep(better):
             reason = self.flat_text(better, worse)
-            return _undecided(*claim, reason, derived, e.kind)
+            return undecided(*claim, reason, derived, e.kind)
         if difference.above(0):
-            return _judged(*claim, True, derived, kind=e.kind)
+            return judged(*claim, True, derived, kind=e.kind)
         if difference.below(0) and self.beats_own_bound(worse):
             reason = (
                 "the predicted-worse model's NMSE falls faster for every seed, and faster than "
                 "its lower bound allows"
             )
-            return _judged(*claim, False, derived, reason, e.kind)
+            return judged(*claim, False, derived, reason, e.kind)
         if difference.below(0):
             reason = (
                 "the predicted-worse model's NMSE falls faster for every seed, but not faster "
                 "than its lower bound allows: the better one is above its construction's "
                 "exponent (an upper bound), which says nothing"
             )
-            return _undecided(*claim, reason, derived, e.kind)
+            return undecided(*claim, reason, derived, e.kind)
         reason = undecided_pairs(difference, "the seeds' differences straddle 0")
-        return _undecided(*claim, reason, derived, e.kind)
+        return undecided(*claim, reason, derived, e.kind)
 
     def beats_own_bound(self, model: Model) -> bool:
         """Whether ``model``'s ladder falls faster than its lower bound allows on every
@@ -194,21 +194,21 @@ class Judge:
         if not learners:
             reason = "neither model learns the target, so equal slopes would mean nothing"
             reason = fewer_seeds(min(self.learned(m).count for m in (a, b))) or reason
-            return _undecided(*claim, reason, derived, e.kind)
+            return undecided(*claim, reason, derived, e.kind)
         unmeasured = None if e.floor else self.unmeasured(a, b, learners)
         if unmeasured:
-            return _undecided(*claim, unmeasured, derived, e.kind)
+            return undecided(*claim, unmeasured, derived, e.kind)
         if not any(self.steep(m) for m in learners):
             reason = f"both ladders are flat (not every seed's slope below -{STEEP:g}): no exponent"
             if len(learners) == 1:
                 reason = self.flat_text(*learners)
-            return _undecided(*claim, reason, derived, e.kind)
+            return undecided(*claim, reason, derived, e.kind)
         equal = equal_within(difference, MARGIN)
         if equal is not None:
             reason = f"every seed's exponents differ by {MARGIN:g} or more, the same way"
-            return _judged(*claim, equal, derived, "" if equal else reason, e.kind)
+            return judged(*claim, equal, derived, "" if equal else reason, e.kind)
         reason = undecided_pairs(difference, f"the seeds' differences straddle {MARGIN:g}")
-        return _undecided(*claim, reason, derived, e.kind)
+        return undecided(*claim, reason, derived, e.kind)
 
     def unmeasured(self, a: Model, b: Model, learners: list[Model]) -> str | None:
         """Why an equality of two models predicted efficient cannot be judged: one of them
@@ -226,46 +226,6 @@ class Judge:
             other = b if flat[0] == a else a
             return self.flat_text(flat[0], other)
         return None
-
-    def needs_pe(self, model: Model, twin: Model) -> Claim:
-        ident = f"needs_positional_encoding:{model.key()}"
-        statement = f"{model.label()} learns the target only with positional encoding"
-        tolerance = f"with PE every seed at {self.learns_text(model)}; without PE none"
-        with_pe, without = self.learned(model), self.learned(twin)
-        measured = {"with_pe": with_pe.to_json(), "without_pe": without.to_json()}
-        derived = {**self.derived(model, twin), "requires_positional_encoding": True}
-        threshold = self.threshold(model)
-        claim = (ident, statement, "PE required", measured, tolerance)
-        if without.below(threshold):
-            return _judged(*claim, False, derived, "learned without PE", "paper")
-        stopped = not self.improving.get(twin)
-        if with_pe.below(threshold) and without.above(threshold) and stopped:
-            return _judged(*claim, True, derived, kind="paper")
-        reason = "the model with PE does not learn, or the seeds straddle the threshold"
-        if with_pe.below(threshold) and without.above(threshold):
-            reason = "the model without PE does not learn, but was still improving at the cap"
-        reason = fewer_seeds(min(with_pe.count, without.count)) or reason
-        return _undecided(*claim, reason, derived, "paper")
-
-    def attends(self, model: Model, shares: dict[int, float]) -> Claim:
-        count = len(shares)
-        ident = f"attends_to_positions:{model.key()}"
-        statement = f"the readout attends to the fixed positions, about 1/{count} each"
-        tolerance = f"total >= 0.8 and each within [{0.5 / count:.2f}, {1.5 / count:.2f}]"
-        measured = {"shares": {str(k): v for k, v in shares.items()}, "total": sum(shares.values())}
-        derived = {"positions": sorted(shares)}
-        claim = (ident, statement, "specific-position head", measured, tolerance)
-        if not self.learned(model).below(self.threshold(model)):
-            reason = fewer_seeds(self.learned(model).count) or "the model does not learn the target"
-            return _undecided(*claim, reason, derived, "reproduction")
-        ok = measured["total"] >= 0.8 and all(
-            0.5 / count <= v <= 1.5 / count for v in shares.values()
-        )
-        if not ok and self.improving.get(model):
-            reason = "the shares miss, but members were still improving at the cap"
-            return _undecided(*claim, reason, derived, "reproduction")
-        reason = "" if ok else f"the shares total {measured['total']:.3g}, or one is outside"
-        return _judged(*claim, ok, derived, reason, "reproduction")
 
     def lower_bound(self, model: Model) -> Claim:
         bound = self.experiment.expected[model].raw
@@ -288,13 +248,13 @@ class Judge:
                 f"falls faster than {limit:.3g} on every seed: this training budget has not "
                 "shown it can reveal a ladder steeper than the bound"
             )
-            return _undecided(*claim, reason, derived, "paper")
+            return undecided(*claim, reason, derived, "paper")
         if slope.count >= 2 and slope.low >= limit:
-            return _judged(*claim, True, derived, kind="paper")
+            return judged(*claim, True, derived, kind="paper")
         if slope.below(limit):
-            return _judged(*claim, False, derived, "every seed's ladder falls faster", "paper")
+            return judged(*claim, False, derived, "every seed's ladder falls faster", "paper")
         reason = fewer_seeds(slope.count) or "the seeds straddle the limit"
-        return _undecided(*claim, reason, derived, "paper")
+        return undecided(*claim, reason, derived, "paper")
 
     def beats_limit(self, witness: Model, model: Model, limit: float) -> bool:
         """Whether ``witness``, predicted efficient at ``model``'s T, learns and its measured
@@ -325,20 +285,23 @@ class Judge:
         claim = (ident, statement, "NMSE rises with T (the paper's figure)", measured, tolerance)
         derived = self.derived(shorter, longer)
         if short.count < 2 or long.count < 2:
-            return _undecided(*claim, "fewer than two seeds at a length", derived, "reproduction")
+            return undecided(*claim, "fewer than two seeds at a length", derived, "reproduction")
+        if short.missing or long.missing:  # a diverged seed decides nothing (a review)
+            reason = f"{short.missing + long.missing} seed(s) with no finite NMSE (diverged)"
+            return undecided(*claim, reason, derived, "reproduction")
         if long.low > short.high and not self.improving.get(longer):
-            return _judged(*claim, True, derived, kind="reproduction")
+            return judged(*claim, True, derived, kind="reproduction")
         if long.high < short.low and not self.improving.get(shorter):
             reason = f"every seed at T={longer.seq_len} below every seed at T={shorter.seq_len}"
-            return _judged(*claim, False, derived, reason, "reproduction")
+            return judged(*claim, False, derived, reason, "reproduction")
         if long.low > short.high or long.high < short.low:
             reason = (
                 "the model that ends higher was still improving at the cap: more steps could "
                 "close the gap"
             )
-            return _undecided(*claim, reason, derived, "reproduction")
+            return undecided(*claim, reason, derived, "reproduction")
         reason = "the seeds at the two lengths overlap"
-        return _undecided(*claim, reason, derived, "reproduction")
+        return undecided(*claim, reason, derived, "reproduction")
 
     def no_rescue(self, model: Model) -> Claim:
         ident = f"no_rescue:{model.key()}"
@@ -355,24 +318,24 @@ class Judge:
         claim = (ident, statement, "not efficient at any size", measured, tolerance)
         derived = self.derived(model)
         if largest.above(threshold) and not self.improving.get(model):
-            return _judged(*claim, True, derived, kind="paper")
+            return judged(*claim, True, derived, kind="paper")
         if largest.below(threshold):
-            return _judged(*claim, False, derived, "every seed learned it", "paper")
+            return judged(*claim, False, derived, "every seed learned it", "paper")
         reason = "the seeds straddle the threshold, or a seed is missing"
         if largest.above(threshold):
             reason = "every seed above the threshold, but members were still improving at the cap"
         reason = fewer_seeds(largest.count) or reason
-        return _undecided(*claim, reason, derived, "paper")
+        return undecided(*claim, reason, derived, "paper")
 
 
-def _judged(
+def judged(
     ident, statement, predicted, measured, tolerance, holds, derived, reason="", kind="engineering"
 ) -> Claim:
     claim = Claim.judged(ident, statement, predicted, measured, tolerance, holds, reason, derived)
     return claim.of_kind(kind)
 
 
-def _undecided(
+def undecided(
     ident, statement, predicted, measured, tolerance, reason, derived, kind="engineering"
 ) -> Claim:
     claim = Claim.undecided(ident, statement, predicted, measured, tolerance, reason, derived)

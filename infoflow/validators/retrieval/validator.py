@@ -59,7 +59,7 @@ class RetrievalValidator:
 
     def judge(self, experiment: Experiment, context: Context) -> Section:
         ladders, improving = measured_ladders(experiment, context.store)
-        attention: dict[Model, dict[int, float]] = {}
+        attention: dict[Model, dict[int, list[float]]] = {}
         for group in experiment.trained_groups:
             attention.update(_attention(experiment, group, context))
         floors = with_floors(experiment).floors
@@ -128,7 +128,8 @@ def measured_ladders(experiment: Experiment, store) -> tuple[dict[Model, Ladder]
 @torch.no_grad()
 def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
     """For targets that read fixed positions: the readout's mean first-layer attention on
-    each of them, over the heads in use, averaged over the seeds of the largest rung."""
+    each of them, over the heads in use, for each seed of the largest rung (judged seed by
+    seed: an average of two seeds hid one below the threshold, a review)."""
     spec = experiment.base
     opts = spec.options
     tree = tree_of(
@@ -145,7 +146,7 @@ def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
             active = probs[i, :, : member.heads[0]].float().mean((0, 1))
             seeds.setdefault(experiment.model_of(group, i)[0], []).append(active)
     return {
-        key: {p: float(torch.stack(values).mean(0)[p - 1]) for p in positions}
+        key: {p: [float(share[p - 1]) for share in values] for p in positions}
         for key, values in seeds.items()
     }
 

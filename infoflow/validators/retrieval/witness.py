@@ -122,12 +122,8 @@ def _witness_record(experiment, model, spec, circuit, context) -> dict:
     """The witness's NMSE at its default precision, at a coarser one (a tenth of beta, and a
     quarter of the MLP width where it decodes: the knobs its error depends on), at the
     largest trained width, and its width ladder over the scale's seeds."""
-    seeds = experiment.scale.seeds
-    key = {
-        "witness": spec.model_dump(mode="json", exclude={"validation"}),
-        "width": construction.WIDTH,
-        "ladder": [list(WIDTHS), seeds],
-    }
+    seeds, trained = experiment.scale.seeds, max(experiment.scale.rungs)
+    key = witness_key(spec, seeds, trained)
     cached = _cached(context, key)
     if cached:
         return cached
@@ -140,7 +136,7 @@ def _witness_record(experiment, model, spec, circuit, context) -> dict:
     for name, setting in (
         ("nmse", {}),
         ("nmse_coarse", coarse),
-        ("nmse_trained_width", {"width": max(experiment.scale.rungs)}),
+        ("nmse_trained_width", {"width": trained}),
     ):
         try:
             out[name] = construction.build(spec, circuit=circuit, **setting).nmse
@@ -153,6 +149,18 @@ def _witness_record(experiment, model, spec, circuit, context) -> dict:
     out["ladder"] = ladder.to_json() if ladder else None
     out["channels"], out["circuit"] = circuit.width, circuit.to_json()
     return _store(context, key, out)
+
+
+def witness_key(spec, seeds: int, trained: int) -> dict:
+    """What a witness's record depends on: the spec, the widths and seeds of its ladder, and
+    the largest trained width it is also measured at (left out until a review, 2026-12-06:
+    a run resumed at another scale showed the other scale's width's NMSE)."""
+    return {
+        "witness": spec.model_dump(mode="json", exclude={"validation"}),
+        "width": construction.WIDTH,
+        "ladder": [list(WIDTHS), seeds],
+        "trained_width": trained,
+    }
 
 
 def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
