@@ -25,9 +25,9 @@ from infoflow.retrieval.algebra import free_indices, names, product_factors, rea
 from infoflow.retrieval.circuit import TOKENS, Circuit, Copy
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce
-from infoflow.retrieval.expression_rewrite import unshift
 from infoflow.retrieval.infinite_values import MAX_CELLS, counts, tuples
 from infoflow.retrieval.mechanisms import pooling
+from infoflow.retrieval.shifted_indices import unshift
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.summed_ranges import counted_product
 

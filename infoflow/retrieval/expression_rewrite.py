@@ -7,13 +7,15 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   other conditions shifted with it); an index read at two offsets (the induction head's match
   x[t-1] and the token after it, x[t]) keeps its neighbour; under an argmax the value is
   the position found less the offset (since the evening of 2026-12-05: a neighbour head was
-  charged for it before);
+  charged for it before; :mod:`.shifted_indices`);
 - a pointwise max (min) of max (min) reductions over the same indices and conditions is one
   reduction of the pointwise max of their bodies (an unrolled ``for i in range(n)``);
 - a max (min) of a pointwise max (min) whose branches' reductions are one function is that
   reduction: ``max(abs(f(s) - f(t)) for s, t)`` is max f - min f (``abs(e)`` being
   max(e, -e); :func:`~infoflow.retrieval.separable.pointwise_pieces`); where they differ,
-  it is read two ways (:data:`BRANCH_READINGS`), one score or one reduction a branch;
+  it is read two ways (:data:`BRANCH_READINGS`), one score or one reduction a branch, and
+  so is a pointwise max of sums of maxima over tokens (``max(max f - min g, max g - min
+  f)``: one score over s, t, or as written; :func:`~.pointwise.gathered`);
 - a pointwise max (min) inside another is one (``max(max(a, b), c)`` is ``max(a, b, c)``),
   and a value at a fixed position beside the max of the same function over every position
   is one of its values (dropped);
@@ -55,6 +57,7 @@ written.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from infoflow.retrieval.algebra import (
@@ -73,15 +76,11 @@ from infoflow.retrieval.conditions import fold_conditions
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce, unordered_sum
 from infoflow.retrieval.diagonal_extrema import on_diagonal
 from infoflow.retrieval.expression import (
-    KTH,
-    SEQUENCE,
     Apply,
-    Condition,
     Const,
     Node,
     Param,
     Reduce,
-    Token,
     Variable,
 )
 from infoflow.retrieval.monotone_extrema import at_extreme
@@ -90,12 +89,14 @@ from infoflow.retrieval.pointwise import (
     absorbed,
     fill,
     flat,
+    gathered,
     joined,
     match,
     membership,
     unnegated,
 )
 from infoflow.retrieval.separable import ADDITIVE, EXTREMA, pointwise_pieces, separate
+from infoflow.retrieval.shifted_indices import renamed_shifts
 from infoflow.retrieval.summed_ranges import netted, split_terms
 from infoflow.retrieval.unread_indices import project
 
@@ -167,7 +168,7 @@ class _Rewriter:
             diagonal = on_diagonal(project(node))
             if diagonal is not node:
                 return self.rewrite(diagonal)
-            renamed = _rename_shifts(node)  # x[a-1] read alone is x[a] over a <= T - 1
+            renamed = renamed_shifts(node)  # x[a-1] read alone is x[a] over a <= T - 1
             diagonal = on_diagonal(renamed) if renamed is not node else renamed
             if diagonal is not renamed:  # its nearest is itself there too (a property test)
                 return self.rewrite(diagonal)
@@ -203,11 +204,27 @@ class _Rewriter:
         join (a fixed position beside them counting as one) joined, fixed positions of one
         function made a masked index, repeated arguments dropped."""
         args = [unnegated(a) for a in node.args]
+        if self.branches == "one_score":
+            args = self.gather_sums(node.fn, args)
         args = self.merge_reductions(node.fn, absorbed(node.fn, args))
         args = self.merge_positions(node.fn, joined(node.fn, args))
         args = absorbed(node.fn, joined(node.fn, args))
         unique = list({key(a): a for a in args}.values())
         return unique[0] if len(unique) == 1 else Apply(node.fn, tuple(unique))
+
+    def gather_sums(self, fn: str, args: list[Node]) -> list[Node]:
+        """The one-score reading of sums of maxima (minima) side by side: each gathered into
+        one reduction (:func:`~.pointwise.gathered`) where that joins it to another over the
+        same domain, ``max(max f - min g, max g - min f)`` being the max over s, t of
+        max(f(s) - g(t), g(s) - f(t)) (its per-branch reading is the spelling itself)."""
+        found = [gathered(fn, a, self.fresh) for a in args]
+        reductions = [g or a for g, a in zip(found, args, strict=True)]
+        shared = Counter(_domain(r) for r in reductions if isinstance(r, Reduce) and r.op == fn)
+        if not any(g is not None and shared[_domain(g)] > 1 for g in found):
+            return args
+        self.branched = True
+        joins = [g is not None and shared[_domain(g)] > 1 for g in found]
+        return [g if join else a for g, a, join in zip(found, args, joins, strict=True)]
 
     def merge_reductions(self, fn: str, args: list[Node]) -> list[Node]:
         """max(max(f) over D, max(g) over D) -> max(max(f, g)) over D."""
@@ -305,54 +322,6 @@ def _in_conditions(node: Node, name: str) -> bool:
         mine = any(name in (c.left, c.right) for c in node.conditions)
         return mine or _in_conditions(node.body, name)
     return False
-
-
-# ---- index shifts --------------------------------------------------------------------------
-
-
-def _rename_shifts(node: Reduce) -> Reduce:
-    """Each token index read only at one offset o != 0 becomes the position it reads (not
-    under a k-th, which refuses a neighbour in its own words rather than the mask's). Under
-    an argmax or argmin too: its value, the index as written, is the position found less o,
-    which the positional encoding the argmax needs gives with no head of its own."""
-    if node.op in KTH:
-        return node
-    for v in node.variables:
-        offsets = reads(node.body, v.name) if v.is_token else set()
-        if len(offsets) != 1 or 0 in offsets:
-            continue
-        (offset,) = offsets
-        boundary = (
-            Condition(v.name, "<=", SEQUENCE, offset)
-            if offset < 0
-            else Condition(v.name, ">=", 1 + offset)
-        )
-        conditions = tuple(_shift_condition(c, v.name, offset) for c in node.conditions)
-        node = replace(
-            node,
-            body=unshift(node.body, v.name, offset),
-            conditions=(*conditions, boundary),
-        )
-    return node
-
-
-def _shift_condition(c: Condition, name: str, offset: int) -> Condition:
-    """A condition on t rewritten for u = t + offset."""
-    shift = c.shift + (offset if c.left == name else 0) - (offset if c.right == name else 0)
-    return replace(c, shift=shift)
-
-
-def unshift(node: Node, name: str, offset: int) -> Node:
-    """``node`` reading the token index ``name`` at each offset less ``offset`` (its
-    conditions shifted with it): ``x[t-1]`` at offset -1 is ``x[t]``."""
-    if isinstance(node, Token) and node.index == name:
-        return replace(node, offset=node.offset - offset)
-    if isinstance(node, Apply):
-        return Apply(node.fn, tuple(unshift(a, name, offset) for a in node.args))
-    if isinstance(node, Reduce):
-        conditions = tuple(_shift_condition(c, name, offset) for c in node.conditions)
-        return replace(node, body=unshift(node.body, name, offset), conditions=conditions)
-    return node
 
 
 # ---- the diagonal ------------------------------------------------------------------------

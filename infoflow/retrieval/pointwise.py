@@ -1,17 +1,19 @@
 """Pointwise maxima (minima) in one spelling, for :mod:`~infoflow.retrieval.expression_rewrite`
 (``reconstruction:canonical_form``): a pointwise max inside another is one; a value at a fixed
 position beside the max of the same function over every token is one of its values; maxima of
-one function whose ranges join are one (:func:`joined`); and the pieces that make
+one function whose ranges join are one (:func:`joined`); a sum of maxima over tokens is one
+max over all their indices where it joins another (:func:`gathered`); and the pieces that make
 ``max(f(x[1]), f(x[2]), f(x[3]))`` a max over a masked token index (the function with a hole
 where the positions differ, and the mask of those positions).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
-from infoflow.retrieval.algebra import collected, normal, rebuilt, rename, terms
+from infoflow.retrieval.algebra import collected, normal, reads, rebuilt, rename, terms
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce, Token
 from infoflow.retrieval.position_ranges import (
     HOLE,
@@ -167,3 +169,31 @@ def joined(fn: str, args: list[Node]) -> list[Node]:
             del out[i]
         out[members[0]] = reduction(fn, function, union[1], name)
     return [out[i] for i in sorted(out)]
+
+
+#: The other extremum: a min subtracted counts as a max.
+OTHER = {"max": "min", "min": "max"}
+
+
+def gathered(fn: str, arg: Node, fresh: Callable[[str], str]) -> Reduce | None:
+    """A sum of two or more ``fn`` reductions (a min subtracted counting as a max) over
+    unconditioned token indices, each read at no offset, as one reduction over all their
+    indices (renamed by ``fresh``): max f - min g is the max over s, t of f(s) - g(t). None
+    for anything else (a condition or an offset would move into the other terms' range)."""
+    found = terms(arg)
+    if sum(t is not None for _, t in found) < 2:
+        return None
+    variables, body = [], []
+    for coefficient, term in found:
+        if term is None:
+            body.append((coefficient, None))
+            continue
+        like = fn if coefficient > 0 else OTHER[fn]
+        if not isinstance(term, Reduce) or term.op != like or term.conditions:
+            return None
+        if any(not v.is_token or reads(term.body, v.name) - {0} for v in term.variables):
+            return None
+        term = rename(term, {v.name: fresh(v.name) for v in term.variables}, bound=True)
+        variables += term.variables
+        body.append((coefficient, term.body))
+    return Reduce(fn, tuple(variables), rebuilt(collected(body)))

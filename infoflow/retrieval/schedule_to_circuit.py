@@ -69,7 +69,7 @@ from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.diagonal import unordered_reduce
 from infoflow.retrieval.expression import KTH, SEQUENCE, Apply, Const, Node, Reduce, Token
-from infoflow.retrieval.expression_rewrite import rewrite, unshift
+from infoflow.retrieval.expression_rewrite import rewrite
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import (
     fetch,
@@ -79,6 +79,7 @@ from infoflow.retrieval.mechanisms import (
     sentences,
 )
 from infoflow.retrieval.predict import predictions
+from infoflow.retrieval.shifted_indices import unshift
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import Schedule

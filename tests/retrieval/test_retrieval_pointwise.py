@@ -151,6 +151,31 @@ def test_branches_that_differ_are_planned_both_ways(written) -> None:
     assert not infoflow.predict(spec_of(written, [3], pe=False))["efficient"].value
 
 
+#: The branches spelled out: sums of maxima over unconditioned tokens read at no offset are
+#: gathered into one score (the one-score reading) where they join; with a condition or an
+#: offset they stay as written in both readings.
+OTHER_BRANCH = "max(x[s][1] for s in T) - min(x[t][0] for t in T)"
+SPELLED = f"max(max(x[s][0] for s in T) - min(x[t][1] for t in T), {OTHER_BRANCH})"
+NOT_GATHERED = [
+    f"max(max(x[s][0] for s in T if s <= 3) - min(x[t][1] for t in T), {OTHER_BRANCH})",
+    f"max(max(x[s-1][0] for s in T) - min(x[t][1] for t in T), {OTHER_BRANCH})",
+]
+
+
+@pytest.mark.parametrize("written", [SPELLED, *NOT_GATHERED])
+def test_branches_spelled_out_are_read_as_written(written) -> None:
+    assert_reading_is_written(written, pe=True)
+
+
+def test_branches_spelled_out_are_the_spread_of_two_channels() -> None:
+    """``max(max f - min g, max g - min f)`` is planned as ``max(abs(f(s) - g(t)) ...)`` is,
+    both ways (it was one reduction a branch only: [[4], [1, 1, 1, 1]], where [1, 1] does)."""
+    names = ("min_architectures", "min_layers", "efficient", "requires_positional_encoding")
+    spread = "max(abs(x[s][0] - x[t][1]) for s in T for t in T)"
+    assert_one_function(SPELLED, spread, ([4], [1, 1], [2]), names, pes=(False, True))
+    assert infoflow.predict(spec_of(SPELLED, [1, 1]))["min_architectures"].value == [[4], [1, 1]]
+
+
 def test_relu_is_the_max_with_zero() -> None:
     """``relu(e)`` is read as ``max(e, 0)``: both spellings planned both ways (relu was one
     score only, a review)."""
