@@ -368,3 +368,17 @@ def ranges_kept(node: Reduce, body: Node) -> Reduce:
         if max(before) > max(after):
             conditions.append(Condition(v.name, "<=", SEQUENCE, -max(before)))
     return replace(node, body=body, conditions=tuple(conditions))
+
+
+def factored(node: Reduce) -> tuple[Fraction, Reduce]:
+    """A max or min of one term times a constant c as (c, the max of the term), the min for
+    c < 0: max(-x) and min(x) are one retrieval, and cancel where they should (a review found
+    them planned twice); (1, the node) for anything else."""
+    found = terms(node.body)
+    if node.op not in ("max", "min") or len(found) != 1 or found[0][1] is None:
+        return Fraction(1), node
+    coefficient, term = found[0]
+    if coefficient == 1:
+        return Fraction(1), node
+    op = node.op if coefficient > 0 else ("min" if node.op == "max" else "max")
+    return coefficient, replace(node, op=op, body=term)

@@ -5,9 +5,10 @@ Constant factors come out of reductions (:func:`~.circuit_forms.unscaled`: max(-
 -2 min f), and so does a constant added to a score (max(f + c) is max f + c; an argmax does
 not move; a sum over n tuples adds n c); a separable pair becomes its parts as the engine
 plans it; a sum over a range index is one term per value; equal terms are one, with the sum
-of their coefficients. The op as written is kept beside each term: the engine's comparisons
-keep it (max(-f) is a max there), and :mod:`.circuit_layout` pairs the terms with them by
-it.
+of their coefficients. The op the engine plans is kept beside each term, and
+:mod:`.circuit_layout` pairs the terms with the engine's comparisons by it: a k-th as written
+(kth_largest(-f) is a kth_largest there), a max or min of one scaled term factored as the
+engine's rewrite factors it (max(-f) is -min f there too, since 2026-12-06).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import key, normal, terms
+from infoflow.retrieval.algebra import factored, key, normal, terms
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_sums import counted_sums
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
@@ -54,7 +55,8 @@ def merged(terms: list[Term]) -> list[Term]:
 
 
 def _terms(node: Node, seq_len: int, sign: Fraction = Fraction(1), written: str = "") -> list[Term]:
-    """``node`` as a sum of terms (coefficient, term, the op as written) at T = ``seq_len``."""
+    """``node`` as a sum of terms (coefficient, term, the op the engine plans) at T =
+    ``seq_len``."""
     pieces = forms.signed_terms(node, sign)
     if pieces != [(sign, node)]:
         return [t for s, piece in pieces for t in _terms(piece, seq_len, Fraction(s))]
@@ -64,6 +66,8 @@ def _terms(node: Node, seq_len: int, sign: Fraction = Fraction(1), written: str 
     scale, inner = forms.unscaled(node)
     if (scale, inner) != (1, node):
         as_written = forms.scaled(node)[1]
+        if isinstance(as_written, Reduce):  # max(-f) is -min f there too, a k-th as written
+            as_written = factored(as_written)[1]
         op = written or (as_written.op if isinstance(as_written, Reduce) else "")
         return _terms(inner, seq_len, sign * scale, op) if scale else []
     shift, inner = _shifted(node, seq_len)

@@ -63,6 +63,7 @@ from dataclasses import replace
 from infoflow.retrieval.algebra import (
     collect,
     collected,
+    factored,
     key,
     names,
     one_norm,
@@ -150,6 +151,9 @@ class _Rewriter:
             body = self.rewrite(node.body)
             self.bound = outer
             node = unordered_reduce(ranges_kept(node, body))
+            factored = _factored(node)  # max(c f) is c max f, c min f for c < 0
+            if factored is not node:
+                return collect(self.rewrite(factored))
             spread = self.spread(node)
             if spread is not node:
                 return spread
@@ -231,10 +235,11 @@ class _Rewriter:
         groups: dict[tuple, list[Reduce]] = {}
         for arg in args:
             if isinstance(arg, Reduce) and arg.op == fn:
-                groups.setdefault(_domain(arg), []).append(arg)
+                groups.setdefault(_read_domain(arg), []).append(arg)
         out = []
         for arg in args:
-            group = groups.get(_domain(arg)) if isinstance(arg, Reduce) and arg.op == fn else None
+            mine = isinstance(arg, Reduce) and arg.op == fn
+            group = groups.get(_read_domain(arg)) if mine else None
             if not group or len(group) == 1:
                 out.append(arg)
             elif arg is group[0]:
@@ -312,6 +317,27 @@ def _domain(node: Reduce) -> tuple:
     mapping = {v.name: f"_{i}" for i, v in enumerate(node.variables)}
     named = rename(replace(node, body=Const(0)), mapping, bound=True)
     return (tuple(v.size for v in named.variables), node.k, frozenset(named.conditions))
+
+
+def _factored(node: Reduce) -> Node:
+    """:func:`~.algebra.factored` as an expression: c times the reduction (the node as it is
+    where c is 1)."""
+    factor, node = factored(node)
+    if factor == 1:
+        return node
+    value = int(factor) if factor.denominator == 1 else float(factor)
+    return Apply("*", (Const(value), node))
+
+
+def _read_domain(node: Reduce) -> tuple:
+    """:func:`_domain` with the range each index's offsets leave it (``x[s-2]`` beside
+    ``x[s]``: s >= 3): reductions merged into one must run over the same positions (a
+    review found max(max f(s), max g(s-2, s)) merged over every s)."""
+    ranges = tuple(
+        (min(reads(node.body, v.name) | {0}), max(reads(node.body, v.name) | {0}))
+        for v in node.variables
+    )
+    return _domain(node), ranges
 
 
 def _in_conditions(node: Node, name: str) -> bool:

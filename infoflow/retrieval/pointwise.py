@@ -135,7 +135,11 @@ def membership(name: str, spots: list[tuple[str, int]]) -> tuple[Condition, ...]
 
 def unnegated(node: Node) -> Node:
     """``-min(-f)`` as ``max(f)`` and ``-max(-f)`` as ``min(f)`` (so that a pointwise max
-    meets the max it is); any other node as it is."""
+    meets the max it is; ``-(-1 * max f)``, as a factored min(-f) reads, too); any other
+    node as it is."""
+    found = terms(node)
+    if len(found) == 1 and found[0][0] == 1 and isinstance(found[0][1], Reduce):
+        return found[0][1]
     inner = node.args[0] if isinstance(node, Apply) and node.fn == "neg" else None
     if not (isinstance(inner, Reduce) and inner.op in ("max", "min")):
         return node

@@ -262,7 +262,7 @@ def _sum_built(
 
 
 def _kind(term: Node, written: str) -> tuple[str, int] | None:
-    """A term's reduction as the engine's parts are compared: (the op as written, number of
+    """A term's reduction as the engine's parts are compared: (the op the engine plans, number of
     indices, a max over s of a max over t counting both, as :func:`_term` builds it, a sum
     only those it reads)."""
     if not isinstance(term, Reduce):

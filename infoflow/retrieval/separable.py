@@ -22,6 +22,7 @@ from infoflow.retrieval.algebra import (
     UnionFind,
     collect,
     collected,
+    factored,
     free_indices,
     key,
     normal,
@@ -82,7 +83,7 @@ def _split(node: Reduce) -> Node:
         conditions = tuple(c for c in node.conditions if {c.left, c.right} & members)
         variables = tuple(v for v in node.variables if v.name in members)
         piece = replace(node, variables=variables, body=body, conditions=conditions)
-        pieces.append((Fraction(1), _share_leaves(piece)))
+        pieces.append(factored(_share_leaves(piece)))  # max(-x) as -min(x), one retrieval
     return collect(rebuilt(collected(pieces)))
 
 

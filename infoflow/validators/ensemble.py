@@ -195,6 +195,9 @@ class Checkpoint:
             raise self._damaged(exc) from None
 
     def _read(self, device) -> dict:
+        if not self.path.exists():  # a finished group's weights, deleted: nothing retrains it
+            why = "missing: this finished group's weights were deleted; pick another --out to "
+            raise SpecError(str(self.path), [(None, why + "train it anew")])
         try:
             with warnings.catch_warnings():  # torch's warnings on a file it refuses: ours say it
                 warnings.simplefilter("ignore")

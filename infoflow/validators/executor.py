@@ -55,7 +55,7 @@ def train_one(job: Job, device: str, checkpoints: str, compile: bool = False) ->
     return recorder.rows
 
 
-def _reachable(address: str | None, seconds: float = 10.0) -> None:
+def reachable(address: str | None, seconds: float = 10.0) -> None:
     """A SpecError naming ``--address`` when nothing listens at its ``host:port`` (``ray://``
     too): Ray itself retries an unreachable cluster for minutes (a review's run waited 437 s
     at 127.0.0.1:1). Ray's own words (``auto``, ``local``) are left to Ray."""
@@ -83,7 +83,7 @@ def train_on_ray(
         raise SpecError("--executor ray", [(None, f"Ray is not installed: {hint}")]) from None
     if not jobs:
         return
-    _reachable(address)
+    reachable(address)
     try:
         ray.init(
             address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False

@@ -21,7 +21,9 @@ def locked(folder: Path) -> Iterator[None]:
     SpecError naming the holder. The lock dies with its process (even with SIGKILL), so a
     killed run leaves nothing to clean up. A lock file that is a link, or that has another
     name elsewhere (a hard link), is refused, never opened for writing; so is a run folder
-    holding either (:func:`check_run_folder`)."""
+    holding either (:func:`check_run_folder`), and a folder that is itself a link."""
+    if folder.is_symlink():  # every file would be written where it points (a review)
+        raise SpecError(str(folder), [(None, _LINK)])
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -34,12 +34,12 @@ def finished_groups(store: Store) -> dict[str, str]:
 def adopt(store: Store, checkpoints: Path, source: str, name: str) -> None:
     """Give group ``name`` (recorded, nothing measured yet) the measurements of ``source``, a
     finished group of the same identity: its checkpoint, its metric rows and training
-    seconds; it is then finished, with the digest of what it holds."""
+    seconds; it is then finished, with the digest of what it holds. Without the source's
+    checkpoint (deleted) nothing is adopted: the group trains anew."""
     trained = checkpoints / f"{source}.pt"
-    if trained.is_file():
-        write_with(
-            checkpoints / f"{name}.pt", lambda temporary: shutil.copyfile(trained, temporary)
-        )
+    if not trained.is_file():
+        return
+    write_with(checkpoints / f"{name}.pt", lambda temporary: shutil.copyfile(trained, temporary))
     with store.writing():
         store.db.execute(
             "INSERT OR IGNORE INTO metrics SELECT ?, member, step, metric, value "

@@ -32,7 +32,7 @@ from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
 from infoflow.validators.claims import Section, tally
 from infoflow.validators.ensemble import pick_device
-from infoflow.validators.executor import train_local, train_on_ray
+from infoflow.validators.executor import reachable, train_local, train_on_ray
 from infoflow.validators.exports import write_exports
 from infoflow.validators.folder import locked
 from infoflow.validators.identity import digest
@@ -116,6 +116,8 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     with recorded(first.get("step_times")) as used:  # a resumed run: what it designed with
         planned = plan(paths or infoflow.specs.bundled(), designed(options, first), device.type)
         step_times = dict(used)
+    if options.executor == "ray":
+        reachable(options.address)  # before anything is written (a review)
     with locked(options.out):
         store = register(planned, options, device, step_times)
         if resumed_on and progress:  # once the folder is verified: a refusal stays one line

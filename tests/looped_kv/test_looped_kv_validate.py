@@ -423,7 +423,7 @@ def test_a_measurement_is_kept_and_reused_only_for_the_same_model_and_scale(
     assert len(calls) == 2
     validator._measure_once(three, context, seeds[1])  # another seed: measured
     assert len(calls) == 3
-    for kept in tmp_path.glob("tiny-looped-*-measured-*.json"):
+    for kept in tmp_path.glob("measured-*.json"):  # named by content alone, not the group
         kept.write_text("{not json")  # damaged: measured again
     validator._measure_once(longer, context, longer.group)
     assert len(calls) == 4 and validator._measure_once(longer, context, longer.group) == {"n": 1}

@@ -263,7 +263,7 @@ def test_heads_of_two_parts_in_one_layer_are_named_after_their_own_parts() -> No
         (
             "max(-dot(q, x[t]) for t in T) + min(-dot(p, x[s]) for s in T)",
             [2],
-            {"q": "for max over t", "p": "for min over s"},
+            {"q": "for min over t", "p": "for max over s"},
         ),
         (
             "max(max(bilinear(x[s], A, x[t]) for t in T) for s in T) + min(x[u][0] for u in T)",
@@ -273,9 +273,10 @@ def test_heads_of_two_parts_in_one_layer_are_named_after_their_own_parts() -> No
     ],
 )
 def test_a_term_pairs_with_its_engine_part_as_written(target, heads, named) -> None:
-    """The engine keeps a reduction's op as written (max(-f) is a max there, though compile
-    builds -min f) and counts a max over s of a max over t as one over two indices: the
-    heads are named after their own part (a review found them swapped)."""
+    """The engine factors a max of one scaled term as compile does (max(-f) is -min f
+    there, since 2026-12-06; it kept the op as written before, and compile paired by it) and
+    counts a max over s of a max over t as one over two indices: the heads are named after
+    their own part (a review found them swapped)."""
     circuit = circuit_of(spec(target, heads, embed_dim=64, seq_len=8, positional_encoding=True))
     for head in circuit.heads:
         assert named[head.score[0].matrix] in head.step, (head.does, head.step)
@@ -470,7 +471,7 @@ def test_terms_equal_up_to_their_names_are_one_and_terms_that_cancel_are_refused
     built = construction.build(spec(twice, [1, 1], positional_encoding=True), width=512)
     assert built.nmse < 1e-4 and [c for _, c in built.circuit.output] == [2.0]
     cancels = "max(-dot(q, x[t]) for t in T) + min(dot(q, x[t]) for t in T)"
-    with pytest.raises(SpecError, match="terms cancel"):
+    with pytest.raises(ValueError, match="it is a constant"):  # the engine's own refusal now
         circuit_of(spec(cancels, [1, 1], positional_encoding=True))
     f = "max(dot(q, x[t]) for t in T)"  # 0.1 f + 0.2 f - 0.3 f is 0 exactly, not 5.6e-17 f
     exact = circuit_of(spec(f"0.1 * {f} + 0.2 * {f} - 0.3 * {f} + min(x[t][0] for t in T)", [1]))

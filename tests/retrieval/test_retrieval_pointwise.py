@@ -56,6 +56,9 @@ OFFSET_BRANCHES = [
     "max(max(x[t][0], x[t-1][1]) for t in T)",
     "max(max(x[s][0] - x[t][1], x[t-1][1] - x[s][0]) for s in T for t in T)",
     "min(min(x[t+1][0], x[t-1][1]) for t in T)",
+    # two maxima over one domain merge only where their offsets leave the same range (a review)
+    "max(max(x[s][1] for s in T if s <= 3), max(min(x[s-2][2] - x[s][2], x[s][2]) for s in T"
+    " if s <= 3))",
 ]
 #: Where one reduction a branch gains nothing, one score over the pair is the plan; a min of
 #: a distance (the closest pair) has no branches.
@@ -174,6 +177,30 @@ def test_branches_spelled_out_are_the_spread_of_two_channels() -> None:
     spread = "max(abs(x[s][0] - x[t][1]) for s in T for t in T)"
     assert_one_function(SPELLED, spread, ([4], [1, 1], [2]), names, pes=(False, True))
     assert infoflow.predict(spec_of(SPELLED, [1, 1]))["min_architectures"].value == [[4], [1, 1]]
+
+
+SPREAD01 = "max(abs(x[s][0] - x[t][1]) for s in T for t in T)"
+
+
+@pytest.mark.parametrize(
+    ("written", "other"),
+    [
+        (f"{SPREAD01} - min(x[u][1] for u in T)", f"{SPREAD01} + max(-x[u][1] for u in T)"),
+        (f"{SPREAD01} + max(x[u][0] for u in T)", f"{SPREAD01} - min(-x[u][0] for u in T)"),
+    ],
+)
+def test_a_scaled_extremum_is_one_retrieval(written, other) -> None:
+    """max(c f) is c max f (c min f for c < 0): the branches' min x1 and a term's max(-x1)
+    share one head, [4] as with max x0 beside them (they were [5], a review)."""
+    names = ("min_architectures", "min_layers", "efficient")
+    assert_one_function(written, other, ([4], [1, 1]), names, pes=(False,))
+    plan = infoflow.predict(spec_of(written, [4], pe=False))
+    assert plan["min_architectures"].value == [[4], [1, 1, 1]] and plan["efficient"].value
+
+
+def test_extrema_that_cancel_are_a_constant() -> None:
+    with pytest.raises(infoflow.SpecError, match="it is a constant"):
+        infoflow.predict(spec_of("max(-x[t][0] for t in T) + min(x[u][0] for u in T)", [1]))
 
 
 def test_relu_is_the_max_with_zero() -> None:

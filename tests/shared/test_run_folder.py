@@ -308,6 +308,15 @@ def test_nothing_is_written_through_a_link_planted_in_the_run_folder(
         assert not (out / ".lock").exists()
 
 
+def test_an_out_folder_that_is_a_link_is_refused(toy, tmp_path) -> None:
+    """--out naming a link to a folder would write every file where it points (a review)."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (toy / "link").symlink_to(victim)
+    line = refused("validate", str(toy / "right.json"), "--out", str(toy / "link"), "--quiet")
+    assert "writes through no link" in line and not list(victim.iterdir())
+
+
 def test_a_folder_named_like_a_temporary_file_is_left_alone(toy) -> None:
     spec, out = str(toy / "right.json"), toy / "run"
     assert _validate(spec, "--out", str(out)).exit_code == 0
@@ -431,29 +440,34 @@ def test_resume_after_a_change_trains_anew_and_says_what_changed(toy) -> None:
 
 def test_a_renamed_spec_reuses_the_models_trained_for_it(toy, monkeypatch) -> None:
     """The same identity under another experiment name (a spec file renamed, or two specs of
-    one name) is the same models: the group takes the finished one's measurements, trains
-    nothing, and the old group is not listed unused (it was trained again, and not listed,
-    until a review)."""
+    one name) is the same models: the group takes the finished one's measurements and
+    checkpoint, trains nothing, and the old group is not listed unused (it was trained again,
+    and not listed, until a review). Without the old checkpoint it trains anew."""
     import toy_family
 
     out = toy / "run"
     assert _validate(str(toy / "right.json"), "--out", str(out)).exit_code == 0
+    (first,) = Store(out / DATABASE).identities()
+    (out / "checkpoints" / f"{first}.pt").write_bytes(b"the toy's weights")  # it writes none
+    trained = []
+    monkeypatch.setattr(toy_family.VALIDATOR, "train", lambda job, context: trained.append(job))
     (toy / "renamed.json").write_text((toy / "right.json").read_text())
-
-    def trains(job, context):
-        raise AssertionError(f"{job.name} trained again")
-
-    monkeypatch.setattr(toy_family.VALIDATOR, "train", trains)
     result = _validate(str(toy / "renamed.json"), "--out", str(out), "--resume")
     assert result.exit_code == 0, result.output
+    assert trained == []
     report = json.loads((out / "report.json").read_text())
     assert report["superseded"] == []
     (claim,) = report["specs"][0]["claims"]
     assert claim["measured"] == 6 and claim["verdict"] == "confirmed"
     store = Store(out / DATABASE)
-    names = sorted(store.identities())
-    assert len(names) == 2 and all(store.group_done(name) for name in names)
+    (second,) = set(store.identities()) - {first}
+    assert store.group_done(second) and (out / "checkpoints" / f"{second}.pt").is_file()
     store.verify()  # the adopted group's digest holds
+    for path in (out / "checkpoints").glob("*.pt"):
+        path.unlink()
+    (toy / "again.json").write_text((toy / "right.json").read_text())
+    _validate(str(toy / "again.json"), "--out", str(out), "--resume")
+    assert [job.experiment for job in trained] == ["again"]  # nothing to adopt: trained
 
 
 def test_groups_of_a_spec_this_run_trains_nothing_of_are_listed_unused(tmp_path) -> None:
@@ -500,6 +514,10 @@ def test_a_damaged_checkpoint_of_a_real_run_is_refused(tmp_path) -> None:
         (lambda: checkpoint.write_bytes(written[:1000]), "damaged checkpoint (truncated"),
         (lambda: _flip_a_tensor_byte(checkpoint), "does not match the digest written with it"),
         (lambda: torch.save({"model": _RunsCode(marker)}, checkpoint), "not a checkpoint infoflow"),
+        (
+            checkpoint.unlink,
+            "missing: this finished group's weights were deleted",
+        ),  # not "delete it"
     ):
         checkpoint.write_bytes(written)
         damage()

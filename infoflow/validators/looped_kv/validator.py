@@ -170,8 +170,8 @@ def _measure_once(
         "device": str(context.device),
         "version": MEASURE_VERSION,
     }
-    name = experiment.name if group is None else group.name
-    path = context.checkpoints / f"{content_name(f'{name}-measured', key)}.json"
+    name = f"{experiment.name}-measured" if group is None else "measured"  # by content alone
+    path = context.checkpoints / f"{content_name(name, key)}.json"
     try:
         kept = read_json(path, "kept measurement") if path.is_file() else None
     except SpecError:  # damaged: measured again and written over
