@@ -27,6 +27,8 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   token index: ``max(f(x[1]), f(x[2]), f(x[3]))`` is ``max(f(x[t]) for t in T if t <= 3)``;
 - a norm has one spelling: ``norm(v) ** 2`` is ``sqnorm(v)``, ``sqrt(sqnorm(v))`` is
   ``norm(v)``, ``abs(norm(v))`` is ``norm(v)``;
+- a max or min of one term times a constant is the constant times the max of the term, the
+  min for a negative one (``max(-f)`` is ``-min f``: one retrieval with ``min f``);
 - identical additive terms (equal up to the names of their indices) are one term with the sum
   of their coefficients; terms that cancel vanish (``f - f`` is 0); sums of one function over
   ranges whose coefficients net to one weight on one range are one sum
