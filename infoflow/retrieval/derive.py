@@ -110,7 +110,8 @@ def _better(first: Derivation, second: Derivation) -> Derivation:
     ideal = [d for d in ideal if not d.minimal.positional_encoding] or ideal
     shapes = [shape for d in ideal for shape in d.alternatives]
     fewest = min(shapes, key=lambda s: (s.layers, sum(s.heads)))
-    narrowest = min((s for s in shapes if max(s.heads) == 1), key=lambda s: s.layers)
+    narrow = [s for s in shapes if max(s.heads) == 1]
+    narrowest = min(narrow, key=lambda s: s.layers, default=fewest)
     alternatives = [fewest] if narrowest == fewest else [fewest, narrowest]
     best = sympy.Min(*{d.minimal_exponent for d in ideal})
     return replace(chosen, minimal=fewest, alternatives=alternatives, minimal_exponent=best)
