@@ -370,6 +370,10 @@ def ranges_kept(node: Reduce, body: Node) -> Reduce:
     return replace(node, body=body, conditions=tuple(conditions))
 
 
+#: The other extremum: a max of a term scaled by a negative number is a min.
+OTHER_EXTREMUM = {"max": "min", "min": "max"}
+
+
 def factored(node: Reduce) -> tuple[Fraction, Reduce]:
     """A max or min of one term times a constant c as (c, the max of the term), the min for
     c < 0: max(-x) and min(x) are one retrieval, and cancel where they should (a review found
@@ -380,5 +384,5 @@ def factored(node: Reduce) -> tuple[Fraction, Reduce]:
     coefficient, term = found[0]
     if coefficient == 1:
         return Fraction(1), node
-    op = node.op if coefficient > 0 else ("min" if node.op == "max" else "max")
+    op = node.op if coefficient > 0 else OTHER_EXTREMUM[node.op]
     return coefficient, replace(node, op=op, body=term)

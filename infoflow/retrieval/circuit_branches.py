@@ -12,13 +12,10 @@ refused.
 
 from __future__ import annotations
 
-from infoflow.retrieval.algebra import collected, rebuilt, terms
+from infoflow.retrieval.algebra import OTHER_EXTREMUM, collected, rebuilt, terms
 from infoflow.retrieval.circuit import Circuit, Mlp
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.expression import Apply, Node
-
-#: The other extremum: a pointwise max scaled by a negative number is a min.
-FLIP = {"max": "min", "min": "max"}
 
 #: A branch as compile built it: the channels the output reads, with their coefficients, and
 #: its constant.
@@ -29,7 +26,7 @@ def pointwise_branches(tree: Node) -> tuple[str, tuple[Node, ...]] | None:
     """(max or min, the branches) when one additive term of ``tree`` is a pointwise max or min
     (c max(A, B) + R is max(c A + R, c B + R) for c > 0, the min for c < 0); None otherwise."""
     found = terms(tree)
-    at = [i for i, (_, t) in enumerate(found) if isinstance(t, Apply) and t.fn in FLIP]
+    at = [i for i, (_, t) in enumerate(found) if isinstance(t, Apply) and t.fn in OTHER_EXTREMUM]
     at = [i for i in at if len(found[i][1].args) > 1]
     if len(at) != 1:
         return None
@@ -39,7 +36,7 @@ def pointwise_branches(tree: Node) -> tuple[str, tuple[Node, ...]] | None:
         rebuilt(collected([*rest, *((coefficient * c, t) for c, t in terms(arg))]))
         for arg in node.args
     )
-    return (node.fn if coefficient > 0 else FLIP[node.fn]), branches
+    return (node.fn if coefficient > 0 else OTHER_EXTREMUM[node.fn]), branches
 
 
 def join_branches(circuit: Circuit, fn: str, branches: list[Built]) -> None:

@@ -13,7 +13,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
-from infoflow.retrieval.algebra import collected, normal, reads, rebuilt, rename, terms
+from infoflow.retrieval.algebra import (
+    OTHER_EXTREMUM,
+    collected,
+    normal,
+    reads,
+    rebuilt,
+    rename,
+    terms,
+)
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce, Token
 from infoflow.retrieval.position_ranges import (
     HOLE,
@@ -175,10 +183,6 @@ def joined(fn: str, args: list[Node]) -> list[Node]:
     return [out[i] for i in sorted(out)]
 
 
-#: The other extremum: a min subtracted counts as a max.
-OTHER = {"max": "min", "min": "max"}
-
-
 def gathered(fn: str, arg: Node, fresh: Callable[[str], str]) -> Reduce | None:
     """A sum of two or more ``fn`` reductions (a min subtracted counting as a max) over
     unconditioned token indices, each read at no offset, as one reduction over all their
@@ -192,7 +196,7 @@ def gathered(fn: str, arg: Node, fresh: Callable[[str], str]) -> Reduce | None:
         if term is None:
             body.append((coefficient, None))
             continue
-        like = fn if coefficient > 0 else OTHER[fn]
+        like = fn if coefficient > 0 else OTHER_EXTREMUM[fn]
         if not isinstance(term, Reduce) or term.op != like or term.conditions:
             return None
         if any(not v.is_token or reads(term.body, v.name) - {0} for v in term.variables):
