@@ -28,7 +28,17 @@ from infoflow.retrieval.types import ComparisonTree, CostOptions, Derivation, Sh
 
 def derive(spec: RetrievalSpec, source: str = "<spec>") -> Derivation:
     """The cached symbolic derivation for ``spec``; a SpecError naming ``source`` and the
-    architecture when the exact layer search would not end in time."""
+    architecture when the exact layer search would not end in time. Where the target is read
+    two ways (:data:`~infoflow.retrieval.expression_rewrite.BRANCH_READINGS`), the readings'
+    derivations as one (:func:`_better`)."""
+    found = derivations(spec, source)
+    return found[0] if len(found) == 1 else _better(*found)
+
+
+def derivations(spec: RetrievalSpec, source: str = "<spec>") -> tuple[Derivation, ...]:
+    """The derivation of each reading of ``spec``'s target on its architecture: one, or two
+    (in :data:`~infoflow.retrieval.expression_rewrite.BRANCH_READINGS` order) where a max of
+    a pointwise max whose branches differ is read two ways."""
     arch, opts = spec.architecture, spec.options
     params = tuple(sorted(spec.params.items()))
     readings = (opts.separable_sum, opts.self_exclusion, opts.partner_peel)
@@ -39,10 +49,15 @@ def derive(spec: RetrievalSpec, source: str = "<spec>") -> Derivation:
     shape = Shape(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding)
     options = CostOptions(opts.decode_offset, opts.exponent_floor, opts.kth_cost)
     try:
-        der = _derive(spec.target, params, shape, readings, options, ranks, far_end)
+        found = _derive(spec.target, params, shape, readings, options, ranks, far_end)
     except SearchTooLarge as exc:
         raise SpecError(source, [("architecture", str(exc))]) from None
-    found = kth.in_range(der.terms, spec.seq_len)
+    return tuple(_in_range(der, spec.seq_len) for der in found)
+
+
+def _in_range(der: Derivation, seq_len: int | None) -> Derivation:
+    """``der`` with the k-th terms its ranks at ``seq_len`` leave (:func:`kth.in_range`)."""
+    found = kth.in_range(der.terms, seq_len)
     return der if found == der.terms else replace(der, terms=found)
 
 
@@ -55,15 +70,15 @@ def _derive(
     options: CostOptions,
     ranks: tuple[tuple[tuple[int, int], int], ...],
     far_end: frozenset = frozenset(),
-) -> Derivation:
+) -> tuple[Derivation, ...]:
     tree = tree_of(target, params, *readings, far_end)
     planned = _planned(tree, shape, dict(ranks), options)
     if not tree.branched:
-        return planned
+        return (planned,)
     other = tree_of(target, params, *readings, far_end, BRANCH_READINGS[1])
     if (other.parts, other.positions) == (tree.parts, tree.positions):  # merged again later
-        return replace(planned, tree=replace(tree, branched=False))
-    return _better(planned, _planned(other, shape, dict(ranks), options))
+        return (replace(planned, tree=replace(tree, branched=False)),)
+    return planned, _planned(other, shape, dict(ranks), options)
 
 
 def _planned(tree: ComparisonTree, shape: Shape, ranks: dict, options: CostOptions) -> Derivation:

@@ -46,8 +46,11 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
 
 A one-token max or min may test its position against numbers (a positional mask) or rank
 ``norm(x[t])`` (its |x|^2 read from LayerNorm). Where the target as written is not built, the
-engine's reading is (its rewrites), noted, measured against the target as written. Anything
-else is refused with the term and the reason: a witness is built, never guessed.
+engine's reading is (its rewrites), noted, measured against the target as written; of a
+target read two ways, the other reading where the one the engine took is not built and the
+engine calls the other efficient on the architecture too (one score, ``abs(...)``, is not a
+bilinear score; one reduction a branch is built). Anything else is refused with the term and
+the reason: a witness is built, never guessed.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from fractions import Fraction
 from infoflow.core.errors import SpecError
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices, key, normal, reads
-from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit, Copy
+from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, Circuit
 from infoflow.retrieval.circuit_branches import Built, join_branches, pointwise_branches
 from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
@@ -66,23 +69,22 @@ from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_pairs import pair_term, partner_term, star_term
 from infoflow.retrieval.circuit_sums import pooled_term, shared_pools
 from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
-from infoflow.retrieval.derive import derive
+from infoflow.retrieval.circuit_tokens import fixed_positions, retrieval_term
+from infoflow.retrieval.derive import derivations, derive
 from infoflow.retrieval.diagonal import unordered_reduce
 from infoflow.retrieval.expression import KTH, SEQUENCE, Apply, Const, Node, Reduce, Token
 from infoflow.retrieval.expression_rewrite import rewrite
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import (
-    fetch,
     kth,
     max_position,
     part_sentences,
     sentences,
 )
-from infoflow.retrieval.predict import predictions
-from infoflow.retrieval.shifted_indices import unshift
+from infoflow.retrieval.predict import BRANCHES, predictions
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.text_to_expression import parse_target
-from infoflow.retrieval.types import Schedule
+from infoflow.retrieval.types import Derivation, Schedule
 
 #: The longest sequence compile builds a circuit for.
 MAX_SEQ_LEN = 1024
@@ -125,21 +127,41 @@ def circuit_of(spec: RetrievalSpec, source: str = "<spec>") -> Circuit:
     try:
         return _circuit(spec, tree, der.schedule)
     except Unbuildable as exc:
-        written = exc
-    reading = rewrite(tree, der.tree.branches)  # the engine's: one function (tests check)
-    circuit, unread = None, None
-    try:
-        circuit = _circuit(spec, reading, der.schedule) if _same(reading, tree, spec) else None
-    except Unbuildable as exc:
-        unread = f"; as the engine reads it, {exc}" if str(exc) != str(written) else ""
-    if circuit is None:
-        why = f"compile cannot build this plan: {written}{unread or ''}"
-        raise SpecError(source, [("target", why)]) from None
-    circuit.notes.append(
-        "built from the engine's reading of the target (its canonical rewrites), not from the "
-        f"target as written ({written}); the witness is measured against the target as written"
-    )
-    return circuit
+        return _read_circuit(spec, tree, der, exc, source)
+
+
+def _read_circuit(
+    spec: RetrievalSpec, tree: Node, der: Derivation, written: Unbuildable, source: str
+) -> Circuit:
+    """The circuit of the engine's reading of ``tree`` (its rewrites), where the target as
+    written is not built; where the target is read two ways and compile cannot build the
+    reading the engine took, the other where the engine calls it efficient here too."""
+    others = [d for d in derivations(spec, source) if d.tree.branches != der.tree.branches]
+    refusals = [str(written)]  # the target as written's, then each reading's
+    for reading_der in [der, *(d for d in others if d.efficient)]:
+        reading = rewrite(tree, reading_der.tree.branches)  # one function (tests check)
+        if not _same(reading, tree, spec):
+            continue
+        try:
+            circuit = _circuit(spec, reading, reading_der.schedule)
+        except Unbuildable as exc:
+            refusals.append(str(exc))
+            continue
+        circuit.notes.append(
+            "built from the engine's reading of the target (its canonical rewrites), not from "
+            f"the target as written ({written}); the witness is measured against the target "
+            "as written"
+        )
+        if reading_der is not der:
+            circuit.notes.append(
+                f"built from the reading {BRANCHES[reading_der.tree.branches]}, which the "
+                "engine also calls efficient on this architecture, not from the one it took, "
+                f"{BRANCHES[der.tree.branches]} ({refusals[min(1, len(refusals) - 1)]})"
+            )
+        return circuit
+    unread = "".join(f"; as the engine reads it, {r}" for r in refusals[1:] if r != str(written))
+    why = f"compile cannot build this plan: {written}{unread}"
+    raise SpecError(source, [("target", why)]) from None
 
 
 def _same(reading: Node, tree: Node, spec: RetrievalSpec) -> bool:
@@ -243,7 +265,7 @@ def _sum_built(
             "fixed positions are fetched added, once each, outside a pointwise max (x[1] + "
             "x[2], not x[1] - x[2] or 2 * x[1])"
         )
-    output = [(_fixed_positions(circuit, fixed, spec, parts), 1.0)] if fixed else []
+    output = [(fixed_positions(circuit, fixed, spec, parts), 1.0)] if fixed else []
     scored = [(sign, t) for sign, t, _ in terms if not isinstance(t, Token)]
     written = [op for _, t, op in terms if not isinstance(t, Token)]
     held = forms.peel_firsts(scored, spec.seq_len)
@@ -302,7 +324,7 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     if op in ARGS or op in EXTREMA:  # tests against numbers: a positional mask
         if len(names) != 1 or not own:
             raise Unbuildable(f"{forms.text(term)}: built for one index tested against numbers")
-        return _retrieval_term(circuit, term, tag, spec)
+        return retrieval_term(circuit, term, tag, spec)
     if len(names) != 1 or conditions:
         raise Unbuildable(f"{forms.text(term)}: a k-th over one token without conditions")
     if op in KTH:
@@ -311,87 +333,3 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
             return max_position.circuit_single(circuit, tag, matrix, ext)
         return kth.circuit_peel(circuit, tag, matrix, ext, rank)
     raise Unbuildable(f"{forms.text(term)}: compile does not build {op}")
-
-
-def _retrieval_term(
-    circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
-) -> tuple[list, list]:
-    """A max, min, argmax or argmin over one token t of a linear score, or of a score against
-    a fixed position (``dot(x[t-1], x[T])``: a head fetches x[T] for the readout in layer 1,
-    the retrieval runs in layer 2 and its MLP decodes the score of the token it copies). An
-    index read at one offset o is retrieved at the position it reads, u = t + o, leaving out
-    the u no t reads (a flag marks them); an argmax returns u - o, the position's number
-    less o (positional encoding)."""
-    var = term.variables[0].name
-    if term.op in ARGS and not circuit.positional_encoding:
-        raise Unbuildable(f"{forms.text(term)}: its value is a position (no PE)")
-    offsets = reads(term.body, var)
-    if len(offsets) != 1:
-        raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
-    (offset,) = offsets
-    body = unshift(term.body, var, offset)
-    norm = forms.own_norm(body, var)
-    if norm is not None and term.op in EXTREMA:
-        squared, sign = norm[0] or spec.options.squared_norm, forms.sign(term.op)
-        skip = _skip(circuit, term, offset, tag, spec)
-        return max_position.circuit_norm_single(circuit, tag, sign, squared, norm[1], skip)
-    heads = []
-    fixed = forms.fixed_query(body, var, spec.seq_len)
-    if fixed is None:
-        matrix, query, layer = forms.linear(body, var), ANCHOR, 1
-        if matrix == "I":
-            raise Unbuildable(f"{forms.text(term)}: the {term.op} of a vector")
-    else:
-        matrix, position = fixed
-        query, layer = circuit.add(f"{tag}.query", circuit.channels[TOKENS]), 2
-        flag = circuit.flag(f"{tag}.at", (position,))
-        does = f"the readout fetches x[{position}] into {query}"
-        heads.append(fetch.circuit_head(flag, Copy(TOKENS, query), does))
-    skip = _skip(circuit, term, offset, tag, spec)  # after the fetch: it may share its flag
-    best = 1 if term.op in ("max", "argmax") else -1
-    if term.op in ARGS:
-        found = max_position.circuit_argmax(
-            circuit, tag, query, matrix, best, -offset, layer, spec.seq_len, skip
-        )
-        return [*heads, *found[0]], found[1]
-    if query != ANCHOR:
-        found = max_position.circuit_fixed_query(circuit, tag, query, matrix, best, skip)
-        return [*heads, *found[0]], found[1]
-    return max_position.circuit_single(circuit, tag, matrix, best, skip)
-
-
-def _skip(circuit: Circuit, term: Reduce, offset: int, tag: str, spec: RetrievalSpec) -> str:
-    """The flag marking the positions a one-token retrieval's index, read at ``offset``,
-    never reads (its tests or the offset leave them out: PE); "" if none."""
-    var = term.variables[0].name
-    skipped = forms.left_out(term.conditions, var, offset, spec.seq_len)
-    if not skipped:
-        return ""
-    if not circuit.positional_encoding:
-        raise Unbuildable(f"{forms.text(term)}: its range leaves positions out (no PE)")
-    return circuit.flag(f"{tag}.skip", skipped)
-
-
-def _fixed_positions(
-    circuit: Circuit, tokens: list[Token], spec: RetrievalSpec, parts: list[Part]
-) -> str:
-    """``x[1] + x[2] + ...``, or ``x[1][0] + x[2][0]``: one fetch head, times the count (a
-    part of ``parts``); the channel it writes."""
-    component = tokens[0].component if len({t.component for t in tokens}) == 1 else None
-    whole, one = component == (), component and len(component) == 1 and type(component[0]) is int
-    if not (whole or one):
-        why = "(x[1] + x[2] or x[1][0] + x[2][0], not x[1][0] + x[2][1])"
-        raise Unbuildable(f"fixed positions are fetched whole or by one coordinate, alike {why}")
-    positions = sorted(
-        {t.index if isinstance(t.index, int) else spec.seq_len + t.offset for t in tokens}
-    )
-    if len(positions) != len(tokens):
-        raise Unbuildable("a fixed position read twice")
-    flag = circuit.flag("fixed", tuple(positions))
-    out = circuit.add("fixed.out", circuit.channels[TOKENS] if whole else 1)
-    copy = Copy(TOKENS, out, "I" if whole else f"e:{component[0]}", float(len(positions)))
-    where = ", ".join(f"x[{p}]" + ("" if whole else f"[{component[0]}]") for p in positions)
-    parts.insert(
-        0, ([fetch.circuit_head(flag, copy, f"the readout sums {where} into {out}")], [], None)
-    )
-    return out

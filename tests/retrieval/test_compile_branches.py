@@ -1,7 +1,8 @@
 """Compile builds the engine's per-branch reading of a max whose branches differ
 (``circuit_branches.py``, since 2026-12-06): each branch a sum of one-token retrievals, and
 one ReLU of the readout's MLP joins them exactly, max(A, B) = A + relu(B - A). The one-score
-reading (a pair score of abs) is not built; three branches are refused (one hidden layer
+reading (a pair score of abs) is not built (where both readings are efficient, the per-branch
+one is); three branches are refused (one hidden layer
 takes the larger of two exactly, not of three)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import pytest
 from test_compile import spec
 
 from infoflow.core.errors import SpecError
+from infoflow.retrieval.derive import derive
 from infoflow.retrieval.schedule_to_circuit import circuit_of
 from infoflow.validators.retrieval import construction
 
@@ -59,9 +61,20 @@ def test_a_refusal_names_why_the_reading_is_not_built() -> None:
 
 def test_the_one_score_reading_is_not_built() -> None:
     """On [1, 1] the engine takes the one-score reading (a pair score of abs), which compile
-    does not build: refused, the reason named."""
+    does not build, and the other needs four heads: refused, the reason named."""
     with pytest.raises(SpecError, match="abs"):
         circuit_of(spec(SPREAD, [1, 1], seq_len=8))
+
+
+@pytest.mark.parametrize("heads", [[2, 2], [1, 1, 1, 1]])
+def test_where_both_readings_are_efficient_the_buildable_one_is_built(heads) -> None:
+    """The engine takes the one score where both readings are efficient; compile builds the
+    per-branch reading and says so (it refused until 2026-12-06, a known gap)."""
+    at = spec(SPREAD, heads, seq_len=8)
+    assert derive(at).tree.branches == "one_score"
+    witness = construction.build(at, beta=1000, width=16)
+    assert witness.nmse < 1e-5
+    assert any("built from the reading one reduction a branch" in n for n in witness.circuit.notes)
 
 
 @pytest.mark.parametrize(
