@@ -16,12 +16,13 @@ from infoflow.core.errors import SpecError
 
 
 @contextmanager
-def locked(folder: Path) -> Iterator[None]:
+def locked(folder: Path, database: str | None = None) -> Iterator[None]:
     """Hold ``folder/.lock`` for the duration: a second process that asks for it gets a
     SpecError naming the holder. The lock dies with its process (even with SIGKILL), so a
     killed run leaves nothing to clean up. A lock file that is a link, or that has another
     name elsewhere (a hard link), is refused, never opened for writing; so is a run folder
-    holding either (:func:`check_run_folder`), and a folder that is itself a link."""
+    holding either (:func:`check_run_folder`), a folder that is itself a link, and, given the
+    run's ``database``, a folder holding files but no database (:func:`check_run_owned`)."""
     if folder.is_symlink():  # every file would be written where it points (a review)
         raise SpecError(str(folder), [(None, _LINK)])
     try:
@@ -29,6 +30,8 @@ def locked(folder: Path) -> Iterator[None]:
     except OSError as exc:
         raise SpecError(str(folder), [(None, f"cannot use it as --out ({exc.strerror})")]) from None
     check_run_folder(folder)  # before the lock is written (a review found it left behind)
+    if database is not None:
+        check_run_owned(folder, database)
     try:
         descriptor = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
@@ -73,6 +76,22 @@ def check_run_folder(folder: Path) -> None:
             path = Path(root) / name
             if not _own_file(path.lstat()):
                 raise SpecError(str(path), [(None, _LINK)])
+
+
+def check_run_owned(folder: Path, database: str) -> None:
+    """Refuse (SpecError naming ``folder`` and a file) a folder that holds files but no
+    ``database``: no run wrote it, and a run would write over its files of the names a run
+    writes (report.md, report.json; a review, 2026-12-06)."""
+    if (folder / database).exists():
+        return
+    found = sorted(path.name for path in folder.iterdir() if path.name != ".lock")
+    if found:
+        named = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        why = (
+            f"holds {named} but no {database}: no validate run wrote it, and a run would write "
+            "its reports there; pick a new or empty --out, or an earlier run's folder"
+        )
+        raise SpecError(str(folder), [(None, why)])
 
 
 def _own_file(info: os.stat_result) -> bool:

@@ -118,7 +118,7 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
         step_times = dict(used)
     if options.executor == "ray":
         reachable(options.address)  # before anything is written (a review)
-    with locked(options.out):
+    with locked(options.out, DATABASE):
         store = register(planned, options, device, step_times)
         if resumed_on and progress:  # once the folder is verified: a refusal stays one line
             print(resumed_on, file=sys.stderr)

@@ -317,6 +317,21 @@ def test_an_out_folder_that_is_a_link_is_refused(toy, tmp_path) -> None:
     assert "writes through no link" in line and not list(victim.iterdir())
 
 
+def test_a_folder_no_run_wrote_is_refused_and_left_as_it_was(toy) -> None:
+    """A new run into a folder of the user's would write over its report.md (a review,
+    2026-12-06): refused, named; an empty folder is used, and an earlier run's resumed."""
+    out = toy / "notes"
+    out.mkdir()
+    (out / "report.md").write_text("my notes\n")
+    line = refused("validate", str(toy / "right.json"), "--out", str(out), "--quiet")
+    assert "holds report.md but no results.sqlite" in line and "pick a new or empty" in line
+    assert sorted(p.name for p in out.iterdir()) == ["report.md"]  # not even a lock
+    assert (out / "report.md").read_text() == "my notes\n"
+    (out / "report.md").unlink()
+    assert _validate(str(toy / "right.json"), "--out", str(out)).exit_code == 0
+    assert _validate(str(toy / "right.json"), "--out", str(out), "--resume").exit_code == 0
+
+
 def test_a_folder_named_like_a_temporary_file_is_left_alone(toy) -> None:
     spec, out = str(toy / "right.json"), toy / "run"
     assert _validate(spec, "--out", str(out)).exit_code == 0
