@@ -171,9 +171,15 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
     planned = Plan()
     paths = list({path.resolve(): path for path in paths}.values())  # each file once
     stems = Counter(path.stem for path in paths)
+    seen: dict[tuple[str, Path], Path] = {}
     for path in paths:
         spec = infoflow.load_spec(path, options.overrides)
         check_points(spec, str(path))
+        first = seen.setdefault((spec.model_dump_json(), path.parent.resolve()), path)
+        if first != path:  # one experiment, not two trained alike (a review, 2026-12-06)
+            reason = f"the same spec as {first} (one folder): trained and judged once, there"
+            planned.skipped.append({"spec": str(path), "reason": reason})
+            continue
         name = path.stem if stems[path.stem] == 1 else f"{path.stem}-{_tag(path)}"
         kind = family(spec.kind, str(path))
         if kind.validator is None:

@@ -85,6 +85,23 @@ def test_two_specs_of_one_file_name_are_two_experiments(tmp_path) -> None:
     assert [e.name for _, e in swapped.experiments] == names[::-1]  # order does not rename
 
 
+def test_two_files_of_one_spec_in_one_folder_are_one_experiment(tmp_path) -> None:
+    """A copy of a spec beside it trained both alike (a review, 2026-12-06): the second is
+    listed as skipped, naming the first; a copy that an override makes differ is not."""
+    text = SPECS_OF["icl_markov"].read_text()
+    for name in ("tiny.json", "copy.json"):
+        (tmp_path / name).write_text(text)
+    files = [tmp_path / "tiny.json", tmp_path / "copy.json"]
+    planned = plan(files, Options(out=tmp_path / "run"))
+    assert [e.name for _, e in planned.experiments] == ["tiny"]
+    (skipped,) = planned.skipped
+    assert skipped["spec"] == str(files[1]) and f"the same spec as {files[0]}" in skipped["reason"]
+    data = json.loads(text)
+    data["training"]["lr"] *= 2
+    (tmp_path / "copy.json").write_text(json.dumps(data))
+    assert len(plan(files, Options(out=tmp_path / "run")).experiments) == 2
+
+
 def test_a_group_recorded_with_another_identity_is_refused(tmp_path) -> None:
     store = Store(tmp_path / "results.sqlite")
     store.add_group("g-1", "spec", {}, [{"label": "m"}], {"steps": 100, "lr": 0.1})
