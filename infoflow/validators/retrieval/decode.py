@@ -29,6 +29,7 @@ from infoflow.validators.retrieval.targets import sample_inputs
 
 SAMPLES = 40_000  # tokens whose exact inputs set the range and measure the fit
 RANGE = 1.5  # the knots reach this times the largest projection sampled
+ROWS = 256  # inputs a fit's error is measured on at once (its hidden layer stays in cache)
 
 
 def exact_inputs(weights: Weights, mlp: Mlp, generator: torch.Generator) -> tuple[Tensor, Tensor]:
@@ -102,9 +103,20 @@ def build_decoders(weights: Weights, seed: int = 0) -> dict[str, float]:
                 channel = weights.circuit.offset(mlp.output)
                 model.W_2[layer - 1, 0, units, channel] = w
                 model.b_2[layer - 1, 0, channel] += bias
-            written = torch.relu(z @ directions + knots) @ w + bias
-            out[mlp.output] = float(((written - y) ** 2).mean() / y.var())
+            out[mlp.output] = _fit_error(z, y, (directions, knots, w, bias))
     return out
+
+
+def _fit_error(z: Tensor, y: Tensor, fitted: tuple[Tensor, Tensor, Tensor, float]) -> float:
+    """The NMSE of the ReLU sum ``fitted`` (directions, knots, output weights, bias) on inputs
+    ``z`` against ``y``, a chunk of rows at a time (the whole [N, width] hidden layer was
+    most of a witness's build time: its memory traffic and page faults)."""
+    directions, knots, w, bias = fitted
+    squares = 0.0
+    for at in range(0, z.shape[0], ROWS):
+        hidden = torch.addmm(knots, z[at : at + ROWS], directions).relu_()
+        squares += float(((hidden @ w + bias - y[at : at + ROWS]) ** 2).sum())
+    return squares / z.shape[0] / float(y.var())
 
 
 def _best_squares(weights: Weights, root: Mlp, generator: torch.Generator) -> Tensor:
