@@ -221,14 +221,16 @@ def test_the_pilot_is_in_report_json_and_report_md() -> None:
 @pytest.mark.slow
 def test_plan_pilots_once_and_a_second_plan_reads_the_cache() -> None:
     """``plan`` pilots (600 steps) and writes ``pilots-cpu.json``; a second ``plan`` prints
-    the same and does not train (the file is not written again); ``--no-pilot`` pilots
-    nothing."""
+    the same and does not train (the file is not written again, and stderr says no pilot
+    trains); ``--no-pilot`` pilots nothing."""
     pilots = Path(os.environ["INFOFLOW_CACHE"]) / "pilots-cpu.json"
     first = run_cli("plan", str(POSITION), "--budget", "8m")
     assert first.returncode == 0, first.stderr
     (line,) = [x for x in first.stdout.splitlines() if x.startswith("  pilot (600 steps")]
     assert "3 members): learnable" in line
+    assert "piloting " in first.stderr and "600 steps (once: cached" in first.stderr
     written = pilots.stat().st_mtime_ns
-    assert run_cli("plan", str(POSITION), "--budget", "8m").stdout == first.stdout
+    second = run_cli("plan", str(POSITION), "--budget", "8m")
+    assert second.stdout == first.stdout and "piloting" not in second.stderr  # said as it trains
     assert pilots.stat().st_mtime_ns == written
     assert "pilot (" not in run_cli("plan", str(POSITION), "--no-pilot").stdout
