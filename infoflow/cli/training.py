@@ -127,8 +127,15 @@ def plan(
     total, jsonl = 0.0, format is PlanFormat.jsonl
     with user_errors(), _needs_torch("plan"), _free_cores(threads, device) as note:
         seconds = parse_duration("--budget", budget)
-        for path in specs:
-            loaded, run_plan = load_for("plan", path, overrides)
+        from infoflow.validators.run import first_copies
+
+        found = {path: load_for("plan", path, overrides) for path in specs}
+        kept = first_copies({path: spec for path, (spec, _) in found.items()})
+        for path, (loaded, run_plan) in found.items():
+            if kept[path] != path:  # validate plans it once (a review, 2026-12-06)
+                said = f"{path}: the same spec as {kept[path]} (one folder): planned once, there"
+                typer.echo(said, err=jsonl)
+                continue
             chosen = device.value if device else None
             args = (scale.value, chosen, seconds, steps, seeds, compile, pilot)
             text, estimate = run_plan(loaded, str(path), *args, tuple(overrides or ()))
@@ -229,6 +236,7 @@ def validate(
     from infoflow.core.units import parse_duration
 
     with _needs_torch("validate"):
+        from infoflow.validators.folder import check_run_owned
         from infoflow.validators.run import DATABASE, Options
         from infoflow.validators.run import validate as run_validate
         from infoflow.validators.run_report import summary_line
@@ -252,6 +260,7 @@ def validate(
             pilot=pilot,
         )
         cuda = Device.cuda if gpu else device
+        check_run_owned(out, DATABASE)  # before the note: a refusal is its one line
         if resume and not (out / DATABASE).exists():
             typer.echo(f"note: {out} holds no run to resume: starting a new one", err=True)
         with _free_cores(threads, cuda) as note:

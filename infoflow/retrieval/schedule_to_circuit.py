@@ -137,30 +137,32 @@ def _read_circuit(
     written is not built; where the target is read two ways and compile cannot build the
     reading the engine took, the other where the engine calls it efficient here too."""
     others = [d for d in derivations(spec, source) if d.tree.branches != der.tree.branches]
-    refusals = [str(written)]  # the target as written's, then each reading's
+    taken, refusals = str(written), []  # why the engine's reading is not built; each reading's
     for reading_der in [der, *(d for d in others if d.efficient)]:
         reading = rewrite(tree, reading_der.tree.branches)  # one function (tests check)
         if not _same(reading, tree, spec):
             continue
+        name = BRANCHES[reading_der.tree.branches]
+        label = "as the engine reads it" if reading_der is der else f"read {name} (also efficient)"
         try:
             circuit = _circuit(spec, reading, reading_der.schedule)
         except Unbuildable as exc:
-            refusals.append(str(exc))
+            taken = str(exc) if reading_der is der else taken
+            refusals += [f"; {label}, {exc}"] if str(exc) != str(written) else []
             continue
-        circuit.notes.append(
-            "built from the engine's reading of the target (its canonical rewrites), not from "
-            f"the target as written ({written}); the witness is measured against the target "
-            "as written"
-        )
+        how = "the engine's reading of the target (its canonical rewrites)"
         if reading_der is not der:
-            circuit.notes.append(
-                f"built from the reading {BRANCHES[reading_der.tree.branches]}, which the "
-                "engine also calls efficient on this architecture, not from the one it took, "
-                f"{BRANCHES[der.tree.branches]} ({refusals[min(1, len(refusals) - 1)]})"
+            why = "the target as written" if taken == str(written) else f"not built: {taken}"
+            how = (
+                f"the engine's other reading of the target, {name}, which it also calls efficient "
+                f"on this architecture (it took {BRANCHES[der.tree.branches]}, {why})"
             )
+        circuit.notes.append(
+            f"built from {how}, not from the target as written ({written}); the witness is "
+            "measured against the target as written"
+        )
         return circuit
-    unread = "".join(f"; as the engine reads it, {r}" for r in refusals[1:] if r != str(written))
-    why = f"compile cannot build this plan: {written}{unread}"
+    why = f"compile cannot build this plan: {written}{''.join(refusals)}"
     raise SpecError(source, [("target", why)]) from None
 
 

@@ -81,10 +81,15 @@ def check_run_folder(folder: Path) -> None:
 def check_run_owned(folder: Path, database: str) -> None:
     """Refuse (SpecError naming ``folder`` and a file) a folder that holds files but no
     ``database``: no run wrote it, and a run would write over its files of the names a run
-    writes (report.md, report.json; a review, 2026-12-06)."""
-    if (folder / database).exists():
-        return
-    found = sorted(path.name for path in folder.iterdir() if path.name != ".lock")
+    writes (report.md, report.json; a review, 2026-12-06). Hidden names (``.gitkeep``, the
+    lock) and empty folders are not counted: a run writes over none of them."""
+    if folder.is_symlink() or not folder.is_dir() or (folder / database).exists():
+        return  # a link is refused as one (locked)
+    found = sorted(
+        path.name
+        for path in folder.iterdir()
+        if not path.name.startswith(".") and not (path.is_dir() and not any(path.iterdir()))
+    )
     if found:
         named = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
         why = (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import math
 import platform
 import sys
@@ -171,13 +172,12 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
     planned = Plan()
     paths = list({path.resolve(): path for path in paths}.values())  # each file once
     stems = Counter(path.stem for path in paths)
-    seen: dict[tuple[str, Path], Path] = {}
-    for path in paths:
-        spec = infoflow.load_spec(path, options.overrides)
+    specs = {path: infoflow.load_spec(path, options.overrides) for path in paths}
+    kept = first_copies(specs)
+    for path, spec in specs.items():
         check_points(spec, str(path))
-        first = seen.setdefault((spec.model_dump_json(), path.parent.resolve()), path)
-        if first != path:  # one experiment, not two trained alike (a review, 2026-12-06)
-            reason = f"the same spec as {first} (one folder): trained and judged once, there"
+        if kept[path] != path:  # one experiment, not two trained alike (a review, 2026-12-06)
+            reason = f"the same spec as {kept[path]} (one folder): listed once, there"
             planned.skipped.append({"spec": str(path), "reason": reason})
             continue
         name = path.stem if stems[path.stem] == 1 else f"{path.stem}-{_tag(path)}"
@@ -204,6 +204,21 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
         problems += [(None, f"nor can {s['spec']}: {s['reason']}") for s in others]
         raise SpecError(first["spec"], problems)
     return planned
+
+
+def first_copies(specs: dict[Path, Any]) -> dict[Path, Path]:
+    """Each spec file -> the file of its folder holding the same spec (the same fields after
+    ``--set``, in any key order) whose path sorts first: itself, or the copy planned in its
+    place (the order the files are given in renames nothing)."""
+
+    def identity(path: Path) -> tuple[str, Path]:
+        fields = json.dumps(specs[path].model_dump(mode="json"), sort_keys=True)
+        return fields, path.parent.resolve()
+
+    first: dict[tuple[str, Path], Path] = {}
+    for path in sorted(specs, key=str):
+        first.setdefault(identity(path), path)
+    return {path: first[identity(path)] for path in specs}
 
 
 def plan_one(

@@ -74,7 +74,17 @@ def test_where_both_readings_are_efficient_the_buildable_one_is_built(heads) -> 
     assert derive(at).tree.branches == "one_score"
     witness = construction.build(at, beta=1000, width=16)
     assert witness.nmse < 1e-5
-    assert any("built from the reading one reduction a branch" in n for n in witness.circuit.notes)
+    (note,) = [n for n in witness.circuit.notes if n.startswith("built from")]  # one says it
+    assert "the engine's other reading of the target, one reduction a branch" in note
+    assert "(it took one score, the target as written)" in note
+
+
+def test_a_refusal_names_the_reading_that_failed() -> None:
+    """Neither reading built (a pair's order test on a branch): the other reading's reason is
+    named as its own, not as the engine's (a review, 2026-12-06)."""
+    target = "max(abs(x[s][0] - x[t][1]) for s in T for t in T if s < t)"
+    with pytest.raises(SpecError, match=r"abs.*; read one reduction a branch \(also efficient\)"):
+        circuit_of(spec(target, [2, 2], seq_len=8, positional_encoding=True))
 
 
 @pytest.mark.parametrize(

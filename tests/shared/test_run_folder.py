@@ -86,17 +86,25 @@ def test_two_specs_of_one_file_name_are_two_experiments(tmp_path) -> None:
 
 
 def test_two_files_of_one_spec_in_one_folder_are_one_experiment(tmp_path) -> None:
-    """A copy of a spec beside it trained both alike (a review, 2026-12-06): the second is
-    listed as skipped, naming the first; a copy that an override makes differ is not."""
+    """A copy of a spec beside it trained both alike (a review, 2026-12-06): the one whose path
+    sorts first is planned, the other listed as skipped, naming it, whatever the order given
+    or the order of the keys; a copy that an override makes differ is planned too."""
     text = SPECS_OF["icl_markov"].read_text()
     for name in ("tiny.json", "copy.json"):
         (tmp_path / name).write_text(text)
     files = [tmp_path / "tiny.json", tmp_path / "copy.json"]
     planned = plan(files, Options(out=tmp_path / "run"))
-    assert [e.name for _, e in planned.experiments] == ["tiny"]
+    assert [e.name for _, e in planned.experiments] == ["copy"]  # the path sorting first
     (skipped,) = planned.skipped
-    assert skipped["spec"] == str(files[1]) and f"the same spec as {files[0]}" in skipped["reason"]
+    assert skipped["spec"] == str(files[0]) and f"the same spec as {files[1]}" in skipped["reason"]
+    swapped = plan(files[::-1], Options(out=tmp_path / "run"))  # the order renames nothing
+    assert [e.name for _, e in swapped.experiments] == ["copy"]
+    planned = CliRunner().invoke(app, ["plan", *map(str, files), "--device", "cpu"])
+    assert planned.exit_code == 0 and planned.stdout.count("at scale smoke") == 1
+    assert f"{files[0]}: the same spec as {files[1]} (one folder): planned once" in planned.stdout
     data = json.loads(text)
+    (tmp_path / "copy.json").write_text(json.dumps(dict(reversed(data.items()))))
+    assert len(plan(files, Options(out=tmp_path / "run")).experiments) == 1  # any key order
     data["training"]["lr"] *= 2
     (tmp_path / "copy.json").write_text(json.dumps(data))
     assert len(plan(files, Options(out=tmp_path / "run")).experiments) == 2
@@ -336,7 +344,8 @@ def test_an_out_folder_that_is_a_link_is_refused(toy, tmp_path) -> None:
 
 def test_a_folder_no_run_wrote_is_refused_and_left_as_it_was(toy) -> None:
     """A new run into a folder of the user's would write over its report.md (a review,
-    2026-12-06): refused, named; an empty folder is used, and an earlier run's resumed."""
+    2026-12-06): refused, named, also on --resume; a folder holding only hidden files or empty
+    folders is used, and an earlier run's resumed."""
     out = toy / "notes"
     out.mkdir()
     (out / "report.md").write_text("my notes\n")
@@ -344,7 +353,11 @@ def test_a_folder_no_run_wrote_is_refused_and_left_as_it_was(toy) -> None:
     assert "holds report.md but no results.sqlite" in line and "pick a new or empty" in line
     assert sorted(p.name for p in out.iterdir()) == ["report.md"]  # not even a lock
     assert (out / "report.md").read_text() == "my notes\n"
+    resumed = refused("validate", str(toy / "right.json"), "--out", str(out), "--resume")
+    assert "holds report.md" in resumed  # its one line: no "starting a new one" before it
     (out / "report.md").unlink()
+    for kept in (".gitkeep", "checkpoints"):  # a run writes over neither (a review)
+        (out / kept).mkdir() if kept == "checkpoints" else (out / kept).write_text("")
     assert _validate(str(toy / "right.json"), "--out", str(out)).exit_code == 0
     assert _validate(str(toy / "right.json"), "--out", str(out), "--resume").exit_code == 0
 
