@@ -236,7 +236,7 @@ def validate(
     from infoflow.core.units import parse_duration
 
     with _needs_torch("validate"):
-        from infoflow.validators.folder import check_run_owned
+        from infoflow.validators.folder import check_out
         from infoflow.validators.run import DATABASE, Options
         from infoflow.validators.run import validate as run_validate
         from infoflow.validators.run_report import summary_line
@@ -260,7 +260,7 @@ def validate(
             pilot=pilot,
         )
         cuda = Device.cuda if gpu else device
-        check_run_owned(out, DATABASE)  # before the note: a refusal is its one line
+        check_out(out, DATABASE)  # before the note: a refusal is its one line
         if resume and not (out / DATABASE).exists():
             typer.echo(f"note: {out} holds no run to resume: starting a new one", err=True)
         with _free_cores(threads, cuda) as note:

@@ -21,17 +21,13 @@ def locked(folder: Path, database: str | None = None) -> Iterator[None]:
     SpecError naming the holder. The lock dies with its process (even with SIGKILL), so a
     killed run leaves nothing to clean up. A lock file that is a link, or that has another
     name elsewhere (a hard link), is refused, never opened for writing; so is a run folder
-    holding either (:func:`check_run_folder`), a folder that is itself a link, and, given the
-    run's ``database``, a folder holding files but no database (:func:`check_run_owned`)."""
-    if folder.is_symlink():  # every file would be written where it points (a review)
-        raise SpecError(str(folder), [(None, _LINK)])
+    holding either, a folder that is itself a link, and, given the run's ``database``, a
+    folder holding files but no database (:func:`check_out`)."""
+    check_out(folder, database)  # before the lock is written (a review found it left behind)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SpecError(str(folder), [(None, f"cannot use it as --out ({exc.strerror})")]) from None
-    check_run_folder(folder)  # before the lock is written (a review found it left behind)
-    if database is not None:
-        check_run_owned(folder, database)
     try:
         descriptor = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
@@ -67,6 +63,19 @@ _LINK = (
 )
 
 
+def check_out(folder: Path, database: str | None = None) -> None:
+    """What :func:`locked` refuses before it writes anything (a caller that speaks first, as
+    the CLI's resume note, checks so too): a folder that is a link (every file would be
+    written where it points: a review), one holding a link (:func:`check_run_folder`) and,
+    given the run's ``database``, one no run wrote (:func:`check_run_owned`)."""
+    if folder.is_symlink():
+        raise SpecError(str(folder), [(None, _LINK)])
+    if folder.is_dir():
+        check_run_folder(folder)
+        if database is not None:
+            check_run_owned(folder, database)
+
+
 def check_run_folder(folder: Path) -> None:
     """Refuse (SpecError naming the path) a run folder that holds a symbolic link, or a file
     with a second name (a hard link), anywhere inside: writing the run's files through it
@@ -83,8 +92,8 @@ def check_run_owned(folder: Path, database: str) -> None:
     ``database``: no run wrote it, and a run would write over its files of the names a run
     writes (report.md, report.json; a review, 2026-12-06). Hidden names (``.gitkeep``, the
     lock) and empty folders are not counted: a run writes over none of them."""
-    if folder.is_symlink() or not folder.is_dir() or (folder / database).exists():
-        return  # a link is refused as one (locked)
+    if (folder / database).exists():
+        return
     found = sorted(
         path.name
         for path in folder.iterdir()
