@@ -131,7 +131,8 @@ def plan(
 
         found = {path: load_for("plan", path, overrides) for path in specs}
         kept = first_copies({path: spec for path, (spec, _) in found.items()})
-        for path, (loaded, run_plan) in found.items():
+        for path in sorted(found, key=lambda p: kept[p] != p):  # a copy after what it copies
+            loaded, run_plan = found[path]
             if kept[path] != path:  # validate plans it once (a review, 2026-12-06)
                 said = f"{path}: the same spec as {kept[path]} (one folder): planned once, there"
                 typer.echo(said, err=jsonl)

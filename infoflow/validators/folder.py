@@ -70,7 +70,10 @@ def check_out(folder: Path, database: str | None = None) -> None:
     given the run's ``database``, one no run wrote (:func:`check_run_owned`)."""
     if folder.is_symlink():
         raise SpecError(str(folder), [(None, _LINK)])
-    if folder.is_dir():
+    existing = next(p for p in (folder, *folder.parents) if p.exists() or p == p.parent)
+    if not existing.is_dir():  # a file, or a path under one (a review)
+        raise SpecError(str(folder), [(None, f"cannot use it as --out ({existing} is a file)")])
+    if existing == folder:
         check_run_folder(folder)
         if database is not None:
             check_run_owned(folder, database)
@@ -90,15 +93,12 @@ def check_run_folder(folder: Path) -> None:
 def check_run_owned(folder: Path, database: str) -> None:
     """Refuse (SpecError naming ``folder`` and a file) a folder that holds files but no
     ``database``: no run wrote it, and a run would write over its files of the names a run
-    writes (report.md, report.json; a review, 2026-12-06). Hidden names (``.gitkeep``, the
-    lock) and empty folders are not counted: a run writes over none of them."""
+    writes (report.md, report.json; a review, 2026-12-06). Files under hidden names
+    (``.gitkeep``, the lock, anything in a hidden folder) are not counted, nor are folders
+    holding no other: a run writes over none of them."""
     if (folder / database).exists():
         return
-    found = sorted(
-        path.name
-        for path in folder.iterdir()
-        if not path.name.startswith(".") and not (path.is_dir() and not any(path.iterdir()))
-    )
+    found = sorted({path.relative_to(folder).parts[0] for path in _visible_files(folder)})
     if found:
         named = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
         why = (
@@ -106,6 +106,13 @@ def check_run_owned(folder: Path, database: str) -> None:
             "its reports there; pick a new or empty --out, or an earlier run's folder"
         )
         raise SpecError(str(folder), [(None, why)])
+
+
+def _visible_files(folder: Path) -> Iterator[Path]:
+    """Every file inside ``folder`` none of whose names (nor its folders') starts with a dot."""
+    for root, directories, files in os.walk(folder):
+        directories[:] = [d for d in directories if not d.startswith(".")]
+        yield from (Path(root) / name for name in files if not name.startswith("."))
 
 
 def _own_file(info: os.stat_result) -> bool:

@@ -174,11 +174,11 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
     stems = Counter(path.stem for path in paths)
     specs = {path: infoflow.load_spec(path, options.overrides) for path in paths}
     kept = first_copies(specs)
-    for path, spec in specs.items():
+    for path in sorted(specs, key=lambda p: kept[p] != p):  # a copy after the spec it copies
+        spec = specs[path]
         check_points(spec, str(path))
         if kept[path] != path:  # one experiment, not two trained alike (a review, 2026-12-06)
-            reason = f"the same spec as {kept[path]} (one folder): listed once, there"
-            planned.skipped.append({"spec": str(path), "reason": reason})
+            planned.skipped.append({"spec": str(path), "reason": _copied(planned, kept[path])})
             continue
         name = path.stem if stems[path.stem] == 1 else f"{path.stem}-{_tag(path)}"
         kind = family(spec.kind, str(path))
@@ -206,6 +206,14 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
     return planned
 
 
+def _copied(planned: Plan, first: Path) -> str:
+    """Why a copy of the spec in ``first`` (one folder) is not planned: it is, once, there; or
+    that one cannot be validated either."""
+    if any(entry["spec"] == str(first) for entry in planned.skipped):
+        return f"the same spec as {first} (one folder), which cannot be validated either"
+    return f"the same spec as {first} (one folder): planned once, there"
+
+
 def first_copies(specs: dict[Path, Any]) -> dict[Path, Path]:
     """Each spec file -> the file of its folder holding the same spec (the same fields after
     ``--set``, in any key order) whose path sorts first: itself, or the copy planned in its
@@ -216,7 +224,7 @@ def first_copies(specs: dict[Path, Any]) -> dict[Path, Path]:
         return fields, path.parent.resolve()
 
     first: dict[tuple[str, Path], Path] = {}
-    for path in sorted(specs, key=str):
+    for path in sorted(specs, key=lambda p: str(p.resolve())):  # however the path is typed
         first.setdefault(identity(path), path)
     return {path: first[identity(path)] for path in specs}
 

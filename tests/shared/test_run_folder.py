@@ -16,6 +16,7 @@ import sys
 import time
 import warnings
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -85,7 +86,7 @@ def test_two_specs_of_one_file_name_are_two_experiments(tmp_path) -> None:
     assert [e.name for _, e in swapped.experiments] == names[::-1]  # order does not rename
 
 
-def test_two_files_of_one_spec_in_one_folder_are_one_experiment(tmp_path) -> None:
+def test_two_files_of_one_spec_in_one_folder_are_one_experiment(tmp_path, monkeypatch) -> None:
     """A copy of a spec beside it trained both alike (a review, 2026-12-06): the one whose path
     sorts first is planned, the other listed as skipped, naming it, whatever the order given
     or the order of the keys; a copy that an override makes differ is planned too."""
@@ -102,12 +103,24 @@ def test_two_files_of_one_spec_in_one_folder_are_one_experiment(tmp_path) -> Non
     planned = CliRunner().invoke(app, ["plan", *map(str, files), "--device", "cpu"])
     assert planned.exit_code == 0 and planned.stdout.count("at scale smoke") == 1
     assert f"{files[0]}: the same spec as {files[1]} (one folder): planned once" in planned.stdout
+    monkeypatch.chdir(tmp_path)  # however a path is typed, the same copy is kept (a review)
+    typed = plan([Path("tiny.json"), files[1]], Options(out=tmp_path / "run"))
+    assert [e.name for _, e in typed.experiments] == ["copy"]
     data = json.loads(text)
     (tmp_path / "copy.json").write_text(json.dumps(dict(reversed(data.items()))))
     assert len(plan(files, Options(out=tmp_path / "run")).experiments) == 1  # any key order
     data["training"]["lr"] *= 2
     (tmp_path / "copy.json").write_text(json.dumps(data))
     assert len(plan(files, Options(out=tmp_path / "run")).experiments) == 2
+
+
+def test_a_copy_of_a_spec_that_cannot_be_validated_leads_with_the_reason(toy) -> None:
+    """Nothing to run: the refusal's first reason is the spec's own, not the copy's note."""
+    (toy / "a-copy.json").write_text((toy / "negative.json").read_text())
+    with pytest.raises(SpecError) as refusal:
+        plan([toy / "negative.json", toy / "a-copy.json"], Options(out=toy / "run"))
+    first, second = (message for _, message in refusal.value.problems)
+    assert "the same spec" not in first and "cannot be validated either" in second
 
 
 def test_a_group_recorded_with_another_identity_is_refused(tmp_path) -> None:
@@ -356,10 +369,22 @@ def test_a_folder_no_run_wrote_is_refused_and_left_as_it_was(toy) -> None:
     resumed = refused("validate", str(toy / "right.json"), "--out", str(out), "--resume")
     assert "holds report.md" in resumed  # its one line: no "starting a new one" before it
     (out / "report.md").unlink()
-    for kept in (".gitkeep", "checkpoints"):  # a run writes over neither (a review)
-        (out / kept).mkdir() if kept == "checkpoints" else (out / kept).write_text("")
+    for kept in (".gitkeep", "empty/sub", "sub/.gitkeep", ".notes/mine.md"):  # a run writes
+        (out / kept).parent.mkdir(parents=True, exist_ok=True)  # over none of them (a review)
+        (out / kept).mkdir() if kept == "empty/sub" else (out / kept).write_text("")
     assert _validate(str(toy / "right.json"), "--out", str(out)).exit_code == 0
     assert _validate(str(toy / "right.json"), "--out", str(out), "--resume").exit_code == 0
+
+
+@pytest.mark.parametrize("under", ["", "x"])
+def test_a_file_given_as_out_is_refused_in_one_line(toy, under) -> None:
+    """A file, or a path under one, is exit 2 in one line, also with --resume (which said
+    "starting a new one" first: a review)."""
+    (toy / "file").write_text("x\n")
+    out = toy / "file" / under if under else toy / "file"
+    for more in ([], ["--resume"]):
+        line = refused("validate", str(toy / "right.json"), "--out", str(out), *more)
+        assert f"cannot use it as --out ({toy / 'file'} is a file)" in line
 
 
 def test_a_folder_named_like_a_temporary_file_is_left_alone(toy) -> None:
