@@ -127,7 +127,7 @@ def plan(
     total, jsonl = 0.0, format is PlanFormat.jsonl
     with user_errors(), _needs_torch("plan"), _free_cores(threads, device) as note:
         seconds = parse_duration("--budget", budget)
-        from infoflow.validators.run import first_copies
+        from infoflow.validators.copies import first_copies
 
         found = {path: load_for("plan", path, overrides) for path in specs}
         kept = first_copies({path: spec for path, (spec, _) in found.items()})
@@ -160,6 +160,18 @@ def _plan_line(kind: str, source: str, text: str, seconds: float) -> str:
     }
     predictions = {"estimated_seconds": {**estimate, "note": ESTIMATE_NOTE}}
     return records.line(records.record("plan", kind, source, {}, predictions, text.splitlines()))
+
+
+def _check_out(out: Path, resume: bool) -> None:
+    """Refuse an ``--out`` no run may write (:func:`~infoflow.validators.folder.check_out`),
+    before anything is said (a refusal is its one line); then, resuming a folder that holds
+    no run, say that a new one starts."""
+    from infoflow.validators.folder import check_out
+    from infoflow.validators.run import DATABASE
+
+    check_out(out, DATABASE)
+    if resume and not (out / DATABASE).exists():
+        typer.echo(f"note: {out} holds no run to resume: starting a new one", err=True)
 
 
 @contextmanager
@@ -237,8 +249,7 @@ def validate(
     from infoflow.core.units import parse_duration
 
     with _needs_torch("validate"):
-        from infoflow.validators.folder import check_out
-        from infoflow.validators.run import DATABASE, Options
+        from infoflow.validators.run import Options
         from infoflow.validators.run import validate as run_validate
         from infoflow.validators.run_report import summary_line
 
@@ -261,9 +272,7 @@ def validate(
             pilot=pilot,
         )
         cuda = Device.cuda if gpu else device
-        check_out(out, DATABASE)  # before the note: a refusal is its one line
-        if resume and not (out / DATABASE).exists():
-            typer.echo(f"note: {out} holds no run to resume: starting a new one", err=True)
+        _check_out(out, resume)
         with _free_cores(threads, cuda) as note:
             note = None if resume else note  # a resumed run trains on its recorded count
             with _interrupted_says_so(out), progress_display(quiet, note=note) as progress:

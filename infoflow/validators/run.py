@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import math
 import platform
 import sys
@@ -32,6 +31,7 @@ from infoflow.core.errors import SpecError
 from infoflow.core.files import TEMPORARY
 from infoflow.families import FAMILIES, family
 from infoflow.validators.claims import Section, tally
+from infoflow.validators.copies import copied, first_copies
 from infoflow.validators.ensemble import pick_device
 from infoflow.validators.executor import reachable, train_local, train_on_ray
 from infoflow.validators.exports import write_exports
@@ -178,7 +178,8 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
         spec = specs[path]
         check_points(spec, str(path))
         if kept[path] != path:  # one experiment, not two trained alike (a review, 2026-12-06)
-            planned.skipped.append({"spec": str(path), "reason": _copied(planned, kept[path])})
+            reason = copied(kept[path], [entry["spec"] for entry in planned.skipped])
+            planned.skipped.append({"spec": str(path), "reason": reason})
             continue
         name = path.stem if stems[path.stem] == 1 else f"{path.stem}-{_tag(path)}"
         kind = family(spec.kind, str(path))
@@ -204,29 +205,6 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
         problems += [(None, f"nor can {s['spec']}: {s['reason']}") for s in others]
         raise SpecError(first["spec"], problems)
     return planned
-
-
-def _copied(planned: Plan, first: Path) -> str:
-    """Why a copy of the spec in ``first`` (one folder) is not planned: it is, once, there; or
-    that one cannot be validated either."""
-    if any(entry["spec"] == str(first) for entry in planned.skipped):
-        return f"the same spec as {first} (one folder), which cannot be validated either"
-    return f"the same spec as {first} (one folder): planned once, there"
-
-
-def first_copies(specs: dict[Path, Any]) -> dict[Path, Path]:
-    """Each spec file -> the file of its folder holding the same spec (the same fields after
-    ``--set``, in any key order) whose path sorts first: itself, or the copy planned in its
-    place (the order the files are given in renames nothing)."""
-
-    def identity(path: Path) -> tuple[str, Path]:
-        fields = json.dumps(specs[path].model_dump(mode="json"), sort_keys=True)
-        return fields, path.parent.resolve()
-
-    first: dict[tuple[str, Path], Path] = {}
-    for path in sorted(specs, key=lambda p: str(p.resolve())):  # however the path is typed
-        first.setdefault(identity(path), path)
-    return {path: first[identity(path)] for path in specs}
 
 
 def plan_one(
