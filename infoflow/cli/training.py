@@ -127,15 +127,14 @@ def plan(
     total, jsonl = 0.0, format is PlanFormat.jsonl
     with user_errors(), _needs_torch("plan"), _free_cores(threads, device) as note:
         seconds = parse_duration("--budget", budget)
-        from infoflow.validators.copies import first_copies
+        from infoflow.validators.copies import copied, first_copies
 
         found = {path: load_for("plan", path, overrides) for path in specs}
         kept = first_copies({path: spec for path, (spec, _) in found.items()})
         for path in sorted(found, key=lambda p: kept[p] != p):  # a copy after what it copies
             loaded, run_plan = found[path]
             if kept[path] != path:  # validate plans it once (a review, 2026-12-06)
-                said = f"{path}: the same spec as {kept[path]} (one folder): planned once, there"
-                typer.echo(said, err=jsonl)
+                typer.echo(f"{path}: {copied(kept[path], [])}", err=jsonl)
                 continue
             chosen = device.value if device else None
             args = (scale.value, chosen, seconds, steps, seeds, compile, pilot)

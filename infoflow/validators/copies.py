@@ -21,11 +21,11 @@ def first_copies(specs: dict[Path, Any]) -> dict[Path, Path]:
     ``--set``, in any key order) whose path sorts first: itself, or the copy planned in its
     place (the order the files are given in renames nothing)."""
 
-    def identity(path: Path) -> tuple[str, Path]:
-        fields = json.dumps(specs[path].model_dump(mode="json"), sort_keys=True)
-        return fields, path.parent.resolve()
-
+    identity = {
+        path: (json.dumps(spec.model_dump(mode="json"), sort_keys=True), path.parent.resolve())
+        for path, spec in specs.items()
+    }
     first: dict[tuple[str, Path], Path] = {}
     for path in sorted(specs, key=lambda p: str(p.resolve())):  # however the path is typed
-        first.setdefault(identity(path), path)
-    return {path: first[identity(path)] for path in specs}
+        first.setdefault(identity[path], path)
+    return {path: first[identity[path]] for path in specs}
