@@ -66,8 +66,17 @@ _LINK = (
 def check_out(folder: Path, database: str | None = None) -> None:
     """What :func:`locked` refuses before it writes anything (a caller that speaks first, as
     the CLI's resume note, checks so too): a folder that is a link (every file would be
-    written where it points: a review), one holding a link (:func:`check_run_folder`) and,
-    given the run's ``database``, one no run wrote (:func:`check_run_owned`)."""
+    written where it points: a review), one holding a link (:func:`check_run_folder`),
+    given the run's ``database`` one no run wrote (:func:`check_run_owned`), and one this
+    process may not read (the API raised PermissionError: a review)."""
+    try:
+        _check_out(folder, database)
+    except PermissionError as exc:
+        why = f"cannot use it as --out ({exc.strerror}: {exc.filename})"
+        raise SpecError(str(folder), [(None, why)]) from None
+
+
+def _check_out(folder: Path, database: str | None) -> None:
     if folder.is_symlink():
         raise SpecError(str(folder), [(None, _LINK)])
     existing = next(p for p in (folder, *folder.parents) if p.exists() or p == p.parent)

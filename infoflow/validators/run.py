@@ -35,7 +35,7 @@ from infoflow.validators.copies import copied, first_copies
 from infoflow.validators.ensemble import pick_device
 from infoflow.validators.executor import reachable, train_local, train_on_ray
 from infoflow.validators.exports import write_exports
-from infoflow.validators.folder import locked
+from infoflow.validators.folder import check_out, locked
 from infoflow.validators.identity import digest
 from infoflow.validators.protocol import (
     CannotValidate,
@@ -109,6 +109,7 @@ class Plan:
 def validate(paths: list[Path], options: Options, progress: Progress | None = None) -> dict:
     """Validate ``paths`` (every bundled spec when empty) into ``options.out``, which this
     process holds locked meanwhile; return the report (report.json's content)."""
+    check_out(options.out, DATABASE)  # before minutes of planning (and read as it resumes)
     device = pick_device(options.gpu, options.device)
     if progress:
         progress.phase("planning", "(timing steps and piloting designs where not cached)")

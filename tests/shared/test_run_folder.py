@@ -16,6 +16,7 @@ import sys
 import time
 import warnings
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ from infoflow.validators.folder import locked  # noqa: E402
 from infoflow.validators.protocol import CannotValidate  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design  # noqa: E402
 from infoflow.validators.retrieval.experiment import plan as plan_retrieval  # noqa: E402
-from infoflow.validators.run import DATABASE, Options, plan  # noqa: E402
+from infoflow.validators.run import DATABASE, Options, plan, validate  # noqa: E402
 from infoflow.validators.store import Store  # noqa: E402
 
 
@@ -353,6 +354,27 @@ def test_an_out_folder_that_is_a_link_is_refused(toy, tmp_path) -> None:
     (toy / "link").symlink_to(victim)
     line = refused("validate", str(toy / "right.json"), "--out", str(toy / "link"), "--quiet")
     assert "writes through no link" in line and not list(victim.iterdir())
+
+
+def test_an_out_this_process_may_not_read_is_refused_in_our_words(toy, monkeypatch) -> None:
+    """The library's validate raised PermissionError from an unreadable --out (a review,
+    2026-12-06): a SpecError naming it, before planning. Root reads every folder, so the
+    denial is simulated where the check reads (a stat under the folder)."""
+    out = toy / "closed"
+    out.mkdir()
+    stat = Path.stat
+
+    def denied(path: Path, **kwargs):
+        if path != out and out in path.parents:
+            raise PermissionError(13, "Permission denied", str(path))
+        return stat(path, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", denied)
+    options = Options(out=out)
+    for folder in (out, out / "sub"):
+        with pytest.raises(SpecError, match="cannot use it as --out \\(Permission denied"):
+            validate([toy / "right.json"], replace(options, out=folder))
+    assert list(out.iterdir()) == []
 
 
 def test_a_folder_no_run_wrote_is_refused_and_left_as_it_was(toy) -> None:
