@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from infoflow.core.errors import SpecError
 from infoflow.core.files import read_json, write_text
 from infoflow.icl_markov.race import Clocks, clocks_of
+from infoflow.icl_markov.spec import ADDED_TRAINING, Training
 
 SHIPPED = Path(__file__).with_name("calibration.json")
 
@@ -43,7 +44,10 @@ NUMERIC_SETTINGS = (
     "lr",
     "weight_decay",
 )
-CATEGORICAL_SETTINGS = ("mixture",)
+#: The training recipe's settings (since 2026-12-06: settings recorded without them had these
+#: values, the defaults of :data:`~infoflow.icl_markov.spec.ADDED_TRAINING`).
+RECIPE_DEFAULTS = {name: Training.model_fields[name].default for name in ADDED_TRAINING}
+CATEGORICAL_SETTINGS = ("mixture", *RECIPE_DEFAULTS)
 MAX_EXPONENT = 20.0
 #: The provenance of a constant that is only a lower bound (a G2 that persisted to the end of
 #: a budget bounds transient_scale from below): predictions from it are lower bounds too.
@@ -100,6 +104,7 @@ class Exponents(_Strict):
 def complete_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """Every setting an anchor is compared on, the numeric ones positive (context_len at
     least 3, where g(N) = N / ln N grows, and states at least 2, as the working forms need)."""
+    settings = {**RECIPE_DEFAULTS, **settings}
     missing = [k for k in (*NUMERIC_SETTINGS, *CATEGORICAL_SETTINGS) if k not in settings]
     if missing:
         raise ValueError(f"settings lacks {', '.join(missing)}")
@@ -226,17 +231,22 @@ def settings_of(spec) -> dict[str, Any]:
         "batch_size": spec.training.batch_size,
         "lr": spec.training.lr,
         "weight_decay": spec.training.weight_decay,
+        **{key: getattr(spec.training, key) for key in RECIPE_DEFAULTS},
     }
 
 
 def distance(a: dict[str, Any], b: dict[str, Any]) -> float:
-    """Sum of |log ratio| over the numeric settings plus 1 per differing category."""
+    """Sum of |log ratio| over the numeric settings plus 1 per differing category (a recipe
+    setting missing is its default)."""
+    a, b = {**RECIPE_DEFAULTS, **a}, {**RECIPE_DEFAULTS, **b}
     total = sum(abs(math.log(a[k] / b[k])) for k in NUMERIC_SETTINGS if k in a and k in b)
     return total + sum(a.get(k) != b.get(k) for k in CATEGORICAL_SETTINGS)
 
 
 def differences(anchor: dict[str, Any], settings: dict[str, Any]) -> list[str]:
-    """``name spec-value vs anchor-value`` for every setting that differs."""
+    """``name spec-value vs anchor-value`` for every setting that differs (a recipe setting
+    missing is its default)."""
+    anchor, settings = {**RECIPE_DEFAULTS, **anchor}, {**RECIPE_DEFAULTS, **settings}
     keys = (*NUMERIC_SETTINGS, *CATEGORICAL_SETTINGS)
     return [
         f"{k} {settings[k]} vs {anchor[k]}"

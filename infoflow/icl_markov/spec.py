@@ -39,13 +39,38 @@ class MarkovModel(StrictModel):
         return self
 
 
+#: Training fields added on 2026-12-06, each defaulting to the recipe every earlier run
+#: trained with (a record without them had those values).
+ADDED_TRAINING = ("decay", "warmup_fraction", "grad_clip")
+
+
 class Training(StrictModel):
-    """AdamW with betas (0.9, 0.95), linear warmup then a constant rate (see docs)."""
+    """AdamW with betas (0.9, 0.95), a linear warmup then a constant rate (see docs). The
+    defaults are the recipe every earlier run trained with; Park et al.'s code clips the
+    gradient to norm 0.01, has no warmup and decays every parameter (``specs/icl_markov/
+    park2025.json`` sets all three)."""
 
     steps: PositiveInt
     batch_size: PositiveInt = 128
     lr: PositiveFloat = 6e-4
     weight_decay: NonNegativeFloat = 0.1
+    decay: Literal["matrices", "all"] = Field(
+        "matrices",
+        description="What weight decay applies to: the matrices only (nanoGPT's split: no "
+        "norms, biases), or every parameter (Park et al.: AdamW over model.parameters()).",
+    )
+    warmup_fraction: float = Field(
+        0.02,
+        ge=0,
+        le=0.5,
+        description="The linear warmup's share of the steps (0: the full rate from the first "
+        "step, as Park et al.).",
+    )
+    grad_clip: PositiveFloat | None = Field(
+        None,
+        description="Clip each model's gradient to this global norm before every step (Park "
+        "et al.: 0.01); none when null.",
+    )
     layer1_attention_lr: PositiveFloat = Field(
         1.0,
         le=4.0,

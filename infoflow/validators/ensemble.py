@@ -66,11 +66,14 @@ def deterministic(device: torch.device) -> Iterator[None]:
         torch.use_deterministic_algorithms(before, warn_only=warn_only)
 
 
-def ensemble_step(optimizer, schedule, per_member: torch.Tensor) -> torch.Tensor:
+def ensemble_step(optimizer, schedule, per_member: torch.Tensor, clip=None) -> torch.Tensor:
     """One optimiser step on the sum of the members' losses (members are independent: their
-    gradients do not mix); returns the detached losses."""
+    gradients do not mix), ``clip()`` called on the gradients first when given; returns the
+    detached losses."""
     optimizer.zero_grad(set_to_none=True)
     per_member.sum().backward()
+    if clip is not None:
+        clip()
     optimizer.step()
     schedule.step()
     return per_member.detach()

@@ -27,7 +27,7 @@ def _spec(**fields):
         "chains": 64,
         "context_len": 512,
         "model": {"layers": 2, "d_model": 64, "heads": 4, "mlp_width": 256},
-        "training": {"steps": 108000, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1},
+        "training": {"steps": 107979, "batch_size": 128, "lr": 6e-4, "weight_decay": 0.1},
     }
     base.update(fields)
     return infoflow.load_spec(base)
@@ -41,12 +41,31 @@ def test_park_settings_boundary_is_their_final_time_boundary_not_k1() -> None:
     boundary = result["final_boundary"]
     assert 2**5 < boundary.value < 2**6 and boundary.interval == (32, 64)
     assert boundary.provenance.startswith("calibrated:park2025")
-    assert "Figure 1(a)" in boundary.note and "108,000 steps" in boundary.note
+    assert "Figure 1(a)" in boundary.note and "107,979 steps" in boundary.note
     assert not result["k1_star"].provenance.startswith("calibrated:park2025")
     assert result["task_vector_generalizes"].value is False  # d_model 64 < C^2 = 100
     shorter = infoflow.predict(_spec(training={"steps": 6000, "batch_size": 128, "lr": 6e-4}))
     assert shorter["final_boundary"].value is None
-    assert "steps 108,000 (here 6,000)" in shorter["final_boundary"].note
+    assert "steps 107,979 (here 6,000)" in shorter["final_boundary"].note
+
+
+def test_the_figure_holds_only_with_parks_training_recipe() -> None:
+    """Park et al.'s code clips the gradient to norm 0.01, has no warmup and decays every
+    parameter (a review read it, 2026-12-06): park2025.json trains so, and the figure's
+    boundary is not predicted for the default recipe, each difference named."""
+    training = infoflow.load_spec(PARK).training
+    assert (training.grad_clip, training.warmup_fraction, training.decay) == (0.01, 0, "all")
+    for field, value in (("grad_clip", "null"), ("warmup_fraction", "0.02"), ("decay", "matrices")):
+        other = infoflow.predict(
+            infoflow.load_spec(PARK, ["sweep=null", f"training.{field}={value}"])
+        )
+        assert other["final_boundary"].value is None
+        assert (
+            field in other["final_boundary"].note
+            and "other settings" in other["final_boundary"].note
+        )
+    k1 = infoflow.predict(infoflow.load_spec(PARK, ["sweep=null"]))["k1_star"]
+    assert "grad_clip 0.01 vs None" in k1.note  # the smoke anchor's runs trained unclipped
 
 
 def test_the_figure_holds_at_parks_mixture_and_rate_and_says_when_the_forms_disagree() -> None:

@@ -31,6 +31,12 @@ ATTENTION = ("causal", "previous", "self", "uniform")
 _PER_LAYER = {"ln1", "W_QKV", "W_O", "ln2", "W_1", "b_1", "W_2", "b_2"}
 
 
+def _member_axis(name: str) -> int:
+    """The axis a parameter's members lie on: 1 for a per-layer one ([layers, members, ...]),
+    else 0."""
+    return 1 if name in _PER_LAYER else 0
+
+
 class StackedGPT(nn.Module):
     """``members`` decoders over ``states`` tokens and sequences of up to ``context_len``;
     member i is initialised from ``seeds[i]``, whatever it is stacked with."""
@@ -75,7 +81,7 @@ class StackedGPT(nn.Module):
             for i, seed in enumerate(self.seeds):
                 g = torch.Generator().manual_seed(seed)
                 for name, param in self.named_parameters():
-                    member = param.select(1 if name in _PER_LAYER else 0, i)
+                    member = param.select(_member_axis(name), i)
                     if name.startswith("W_"):
                         std = 0.02 / math.sqrt(2 * layers) if name in ("W_O", "W_2") else 0.02
                         member.copy_(torch.randn(member.shape, generator=g) * std)
@@ -85,14 +91,34 @@ class StackedGPT(nn.Module):
                     else:
                         member.zero_()
 
-    def parameter_groups(self, weight_decay: float) -> list[dict]:
-        """Weight decay on the matrices, none on norms and biases (nanoGPT's split)."""
-        decay = [p for name, p in self.named_parameters() if name.startswith("W_")]
-        rest = [p for name, p in self.named_parameters() if not name.startswith("W_")]
+    def parameter_groups(self, weight_decay: float, decay: str = "matrices") -> list[dict]:
+        """Weight decay on the matrices, none on norms and biases (nanoGPT's split), or on
+        every parameter (``decay="all"``: Park et al.'s AdamW over model.parameters())."""
+        decayed = ("W_",) if decay == "matrices" else ("",)
+        decay = [p for name, p in self.named_parameters() if name.startswith(decayed)]
+        rest = [p for name, p in self.named_parameters() if not name.startswith(decayed)]
         return [
             {"params": decay, "weight_decay": weight_decay},
             {"params": rest, "weight_decay": 0.0},
         ]
+
+    def clip_gradients(self, max_norm: float) -> Tensor:
+        """Scale each member's gradient to global norm at most ``max_norm``, as
+        ``torch.nn.utils.clip_grad_norm_`` does for one model (factor max_norm / (norm +
+        1e-6), capped at 1); the members' norms [members] before clipping."""
+        squares = [
+            p.grad.float().square().sum([d for d in range(p.dim()) if d != _member_axis(name)])
+            for name, p in self.named_parameters()
+            if p.grad is not None
+        ]
+        norms = torch.stack(squares).sum(0).sqrt()
+        factor = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        for name, p in self.named_parameters():
+            if p.grad is not None:
+                shape = [1] * p.dim()
+                shape[_member_axis(name)] = -1
+                p.grad.mul_(factor.view(shape).to(p.grad.dtype))
+        return norms
 
     def forward(self, x: Tensor) -> Tensor:
         """x: states [members, batch, t] (t <= context_len) -> logits [members, batch, t, C]."""

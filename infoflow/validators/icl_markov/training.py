@@ -6,9 +6,10 @@ checkpoint their metrics recorded and the training state saved.
   at a time and resumable to the same stream (:class:`Prefetched`);
 - the model: the group's :class:`~infoflow.validators.icl_markov.model.StackedGPT`, member
   (K, s) initialised from seed 1000 s + K (:func:`build_model`);
-- the loop (:func:`train_group`): AdamW with a short warmup, layer 1's attention optionally
-  slowed (:func:`slowed_layer1_attention`); every checkpoint writes the metrics to the store
-  and the training state atomically (:mod:`~infoflow.validators.ensemble`), so a killed run
+- the loop (:func:`train_group`): AdamW with a short warmup (or Park et al.'s recipe: the
+  gradient clipped, no warmup), layer 1's attention optionally slowed
+  (:func:`slowed_layer1_attention`); every checkpoint writes the metrics to the store and
+  the training state atomically (:mod:`~infoflow.validators.ensemble`), so a killed run
   resumes from the last one with the same data stream.
 
 What each member is measured on, and when a group may stop early, is the experiment's own
@@ -20,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -27,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from infoflow.icl_markov.spec import Training
+from infoflow.icl_markov.spec import ADDED_TRAINING, Training
 from infoflow.validators.chains import ChainSampler
 from infoflow.validators.ensemble import ensemble_step, precision, resume
 from infoflow.validators.icl_markov.model import StackedGPT
@@ -41,6 +43,21 @@ TRAINING_VERSION = 3
 #: Spec fields that do not reach a group's training (the calibration file changes only
 #: predictions: the report keeps it, the identity drops it).
 NOT_TRAINED = {"chains", "sweep", "description", "calibration", "race", "decoder"}
+
+#: Training fields added after runs were recorded, at the value those runs trained with: one
+#: at that value is left out of a group's identity, so the runs before it keep their names.
+ADDED_LATER = {name: Training.model_fields[name].default for name in ADDED_TRAINING}
+
+
+def trained_setting(spec, exclude: set[str] = NOT_TRAINED) -> dict:
+    """``spec`` as a group's identity records it: its JSON less ``exclude``, and less the
+    training fields of :data:`ADDED_LATER` that hold their earlier value."""
+    setting = spec.model_dump(mode="json", exclude=exclude)
+    training = setting.get("training", {})
+    for name, earlier in ADDED_LATER.items():
+        if name in training and training[name] == earlier:
+            del training[name]
+    return setting
 
 
 class Mixtures:
@@ -135,6 +152,7 @@ def train_group(
     spec, training = group.spec, group.spec.training
     model = build_model(group, device)
     optimizer, schedule = _optimiser(model, training, device)
+    clip = partial(model.clip_gradients, training.grad_clip) if training.grad_clip else None
     generator = torch.Generator(device=device).manual_seed(spec.seed + 2)
     checkpoint, start = resume(context, group, model, optimizer, schedule, generator, started)
 
@@ -150,7 +168,7 @@ def train_group(
             logits.float().flatten(1, 2).transpose(1, 2), x[:, :, 1:].flatten(1), reduction="none"
         ).mean(-1)
         with slowed_layer1_attention(model, training.layer1_attention_lr):
-            losses += ensemble_step(optimizer, schedule, per_member)
+            losses += ensemble_step(optimizer, schedule, per_member, clip)
         speed.add(len(group.members) * training.batch_size * spec.context_len)
         window += 1
         done = step + 1
@@ -177,15 +195,18 @@ def train_group(
 
 
 def _optimiser(model: StackedGPT, training: Training, device: torch.device):
-    """AdamW (betas (0.9, 0.95), weight decay on the matrices only) and its schedule: a
-    linear warmup over the first 2% of the steps, then a constant rate."""
+    """AdamW (betas (0.9, 0.95), weight decay on the matrices only or on every parameter)
+    and its schedule: a linear warmup over ``warmup_fraction`` of the steps (2% by default;
+    at least one step), then a constant rate; none at fraction 0."""
     optimizer = torch.optim.AdamW(
-        model.parameter_groups(training.weight_decay),
+        model.parameter_groups(training.weight_decay, training.decay),
         lr=training.lr,
         betas=(0.9, 0.95),
         fused=device.type == "cuda",
     )
-    warmup = max(1, training.steps // 50)
+    warmup = max(1, int(round(training.steps * training.warmup_fraction, 6)))
+    if training.warmup_fraction == 0:
+        warmup = 1  # the full rate from the first step
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     return optimizer, schedule
 

@@ -40,10 +40,10 @@ from infoflow.validators.icl_markov.criterion import (
 )
 from infoflow.validators.icl_markov.model import PREVIOUS_SEQUENCES, previous_token_attention
 from infoflow.validators.icl_markov.training import (
-    NOT_TRAINED,
     TRAINING_VERSION,
     Mixtures,
     mixture_weights,
+    trained_setting,
 )
 from infoflow.validators.protocol import Group
 
@@ -104,7 +104,7 @@ class ClockGroup(Group):
         return found
 
     def describe(self) -> dict:
-        spec = self.spec.model_dump(mode="json", exclude=NOT_TRAINED)
+        spec = trained_setting(self.spec)
         return {
             "setting": spec,
             "clock": self.clock,

@@ -25,7 +25,7 @@ from infoflow.validators.icl_markov.criterion import PREVIOUS_FORMED, previous_h
 from infoflow.validators.icl_markov.ksweep.claims import k1_claim
 from infoflow.validators.icl_markov.ksweep.judge import JudgedSweep
 from infoflow.validators.icl_markov.ksweep.times import TIME_TOLERANCE
-from infoflow.validators.icl_markov.training import NOT_TRAINED
+from infoflow.validators.icl_markov.training import trained_setting
 
 
 def measured_clocks(groups: list[ClockGroup], metrics_of) -> dict[str, dict]:
@@ -75,7 +75,7 @@ def base_key(spec: IclMarkovSpec) -> str:
     """The setting's identity less layer 1's rate: what a slowed sweep shares with others."""
     training = spec.training.model_copy(update={"layer1_attention_lr": 1.0})
     base = spec.model_copy(update={"training": training})
-    return base.model_dump_json(exclude=NOT_TRAINED)
+    return json.dumps(trained_setting(base), sort_keys=True)
 
 
 def race_for(spec: IclMarkovSpec, clocks: dict[str, dict]) -> Race | None:

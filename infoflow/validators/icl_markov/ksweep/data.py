@@ -30,6 +30,7 @@ from infoflow.validators.icl_markov.training import (
     TRAINING_VERSION,
     Mixtures,
     mixture_weights,
+    trained_setting,
 )
 from infoflow.validators.protocol import Group
 
@@ -65,7 +66,7 @@ class IclGroup(Group):
         return [(k, s) for s in self.seeds for k in self.chains]
 
     def describe(self) -> dict:
-        spec = self.spec.model_dump(mode="json", exclude=NOT_TRAINED - {"calibration"})
+        spec = trained_setting(self.spec, NOT_TRAINED - {"calibration"})
         return {
             "setting": spec,
             "chains": self.chains,
