@@ -30,7 +30,7 @@ DEFAULTS: dict[str, dict[str, object]] = {
         "num_experts_per_tok": 8,
         "moe_intermediate_size": 768,
     },
-    "gemma": dict(_GEMMA),
+    "gemma": {**_GEMMA, "num_key_value_heads": 16},
     "gemma2": {**_GEMMA, "num_key_value_heads": 4, "sliding_window": 4096},
     "gemma3_text": {
         **_GEMMA,
@@ -57,6 +57,7 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "olmoe": {"num_experts": 64, "num_experts_per_tok": 8},
     "qwen2_moe": {
         **_QWEN_WINDOWS,
+        "num_key_value_heads": 16,
         "qkv_bias": True,
         "num_experts": 60,
         "num_experts_per_tok": 4,

@@ -174,6 +174,31 @@ def test_keys_left_out_take_transformers_default_for_the_model_type(tmp_path, na
         assert model.sliding_window == window, key
 
 
+@pytest.mark.parametrize("name", SHIPPED)
+def test_kv_heads_left_out_take_transformers_default_whatever_the_heads(tmp_path, name) -> None:
+    """Gemma and Qwen2-MoE default to 16 KV heads, not one per query head (a review,
+    2026-12-06: gemma-7b and qwen1.5-moe have 16 heads, so dropping the key from them could
+    not tell). With the query heads doubled and the KV heads left out, the calculator reads
+    the KV heads transformers builds, or refuses."""
+    pytest.importorskip("transformers", reason="the defaults are transformers' own")
+    import transformers_reference as reference
+
+    data = {k: v for k, v in config(name).items() if k != "num_key_value_heads"}
+    if "num_key_value_heads" not in config(name) or data["model_type"] in ("huginn_raven", "ouro"):
+        pytest.skip("the config has no KV heads to leave out")
+    data["num_attention_heads"] *= 2  # the head width halves where the config does not set it
+    expected = reference.config_of(data)
+    try:
+        model = counted(tmp_path, data).spec.model
+    except infoflow.SpecError as exc:
+        assert expected.num_attention_heads % expected.num_key_value_heads, exc
+        return
+    if not model.latent_attention:
+        assert model.kv_heads == expected.num_key_value_heads
+    built = reference.parameters(reference.meta_model(data))
+    assert counted(tmp_path, data)["model_parameters"].value == built
+
+
 @pytest.mark.parametrize(
     ("name", "architecture"),
     [
