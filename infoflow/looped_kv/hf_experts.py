@@ -81,12 +81,7 @@ def llama4(config: Config) -> Config:
         "layers": per_layer(layers, moe),
     }
     fields = {**llama_like(config), "intermediate_size": config["intermediate_size_mlp"]}
-    types = config.get("layer_types")
-    if types is None:
-        interval = config.get("no_rope_layer_interval") or 4
-        types = per_layer(
-            layers, lambda i: "chunked_attention" if (i + 1) % interval else "full_attention"
-        )
+    types = config.get("layer_types") or _llama4_types(config, layers)
     unknown = sorted(set(types) - {"full_attention", "chunked_attention"})
     if unknown:
         raise FieldError("hf_config", f"layer_types holds {unknown[0]!r} beside chunked layers")
@@ -96,6 +91,19 @@ def llama4(config: Config) -> Config:
         marks = [kind == "chunked_attention" for kind in types]
         fields.update(sliding_window=chunk, window_layers=marks, window_kind="chunked")
     return fields
+
+
+def _llama4_types(config: Config, layers: int) -> list[str]:
+    """Llama-4's layer types as transformers derives them: chunked where ``no_rope_layers``
+    holds 1 (a RoPE layer), else full; without the list, all but every
+    ``no_rope_layer_interval``-th layer (4) is chunked."""
+    rope = config.get("no_rope_layers")
+    if not rope:
+        interval = config.get("no_rope_layer_interval") or 4
+        rope = [int((i + 1) % interval != 0) for i in range(layers)]
+    if len(rope) != layers or any(flag not in (0, 1) or isinstance(flag, bool) for flag in rope):
+        raise FieldError("hf_config", f"no_rope_layers must be {layers} flags, 0 or 1")
+    return ["chunked_attention" if flag else "full_attention" for flag in rope]
 
 
 def gpt_oss(config: Config) -> Config:

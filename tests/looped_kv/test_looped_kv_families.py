@@ -205,6 +205,21 @@ def test_engine_transformers_counts_transformers_cache_exactly(tmp_path, name) -
     assert documented_difference(counted(tmp_path, data)) > 0
 
 
+def test_llama4_chunks_the_layers_no_rope_layers_marks(tmp_path) -> None:
+    """transformers derives Llama-4's layer types from no_rope_layers (1: a RoPE layer,
+    chunked); the calculator chunked every layer but every fourth whatever the list said (a
+    review, 2026-12-06: below the real cache, as an upper bound). A list of another length
+    is refused."""
+    data = shrunk("llama-4-scout-17b-16e")
+    layers = data["num_hidden_layers"]
+    data["no_rope_layers"] = [1, 1] + [0] * (layers - 2)
+    result = counted(tmp_path, data, engine="transformers")
+    assert result.spec.model.window_layers == [True, True] + [False] * (layers - 2)
+    assert result["kv_cache_bytes"].value == reference.cache_bytes(data, TOKENS)
+    with pytest.raises(infoflow.SpecError, match=f"no_rope_layers must be {layers} flags"):
+        counted(tmp_path, {**data, "no_rope_layers": [1, 0]})
+
+
 def test_engine_transformers_refuses_what_it_would_miscount(tmp_path) -> None:
     """Falcon's new architecture: transformers caches every query head's copy of the K/V."""
     with pytest.raises(infoflow.SpecError, match="broadcast to every query head"):
