@@ -28,7 +28,7 @@ Form = Callable[[Any], Any]
 INTEGERS = (
     "bytes n_kv d_head P R C T r_k r_v N h V f n_q experts shared top_k f_e L_moe "
     "c_kv q_rank d_rope d_nope d_v W L_w n_pos L_mtp L_ssm d_in d_state d_conv r_dt f_s "
-    "N_res b_res block b_state"
+    "N_res b_res block b_state b_ssm"
 )
 REALS = "budget step"
 
@@ -219,9 +219,10 @@ def _mamba(s, model: LoopedModel) -> Any:
 
 def mamba_state(s) -> Any:
     """Bytes of the constant state one sequence keeps in the Mamba layers: the convolution's
-    inputs and the SSM state, d_in channels each, ``b_state`` bytes a number (the model's
-    compute dtype: a quantised or fp8 cache holds K and V)."""
-    return s.b_state * s.L_ssm * s.d_in * (s.d_conv + s.d_state)
+    inputs, ``b_state`` bytes a number (the model's compute dtype: a quantised or fp8 cache
+    holds K and V), and the SSM state, ``b_ssm`` bytes a number (float32 in transformers),
+    d_in channels each."""
+    return s.L_ssm * s.d_in * (s.b_state * s.d_conv + s.b_ssm * s.d_state)
 
 
 def mtp_parameters(s, model: LoopedModel) -> Any:

@@ -99,7 +99,9 @@ def _values(spec: LoopedKVSpec) -> F.Numbers:
     if serving.engine == "vllm":
         values.block = serving.block_size
     if model.mamba:  # the state is kept in the dtype the model computes in
-        values.b_state = DTYPE_BYTES[spec.compute_dtype]
+        values.b_state = values.b_ssm = DTYPE_BYTES[spec.compute_dtype]
+        if serving.engine == "transformers":  # its scan keeps the SSM state in float32
+            values.b_ssm = 4
     if serving.engine == "transformers" and model.sliding_window:
         values.W = model.sliding_window - 1  # what its cache keeps between steps
     if serving.cache_residual_tokens:
@@ -316,7 +318,7 @@ def _cache_source(spec: LoopedKVSpec) -> tuple[str, str]:
             "K and V of the attention layers only, 2*bytes*n_kv*d_head*(R - L_ssm); each of the "
             f"L_ssm Mamba layers keeps a constant state per sequence instead (d_in*(d_conv + "
             f"d_state) numbers, in {spec.compute_dtype}, the dtype it computes in, whatever "
-            f"the cache's: ssm_state_bytes){scales}."
+            f"the cache's{_ssm_float32(spec)}: ssm_state_bytes){scales}."
         )
     if model.sliding_window:
         kept = "the current chunk of" if model.window_kind == "chunked" else "only the last"
@@ -348,3 +350,10 @@ def _compressed_source(spec: LoopedKVSpec, kept: str) -> tuple[str, str]:
 
 def _number(value: int | Fraction) -> int | float:
     return int(value) if value.denominator == 1 else float(value)
+
+
+def _ssm_float32(spec: LoopedKVSpec) -> str:
+    """Where the SSM state is kept in float32 (the transformers engine), that clause."""
+    if spec.serving.engine != "transformers":
+        return ""
+    return "; the d_in*d_state of the SSM state in float32, as transformers' scan keeps it"

@@ -17,7 +17,7 @@ from conftest import LOOPED_KV
 
 import infoflow
 
-pytest.importorskip("torch", reason="the comparison builds transformers' models (torch)")
+torch = pytest.importorskip("torch", reason="the comparison builds transformers' models (torch)")
 transformers = pytest.importorskip(
     "transformers", reason="the comparison needs transformers (dev extra)"
 )
@@ -203,6 +203,19 @@ def test_engine_transformers_counts_transformers_cache_exactly(tmp_path, name) -
     result = counted(tmp_path, data, engine="transformers")
     assert result["kv_cache_bytes"].value == reference.cache_bytes(data, TOKENS)
     assert documented_difference(counted(tmp_path, data)) > 0
+
+
+def test_engine_transformers_keeps_jambas_ssm_state_in_float32(tmp_path) -> None:
+    """A bfloat16 Jamba: transformers keeps the convolution's inputs in bfloat16 and the SSM
+    state in float32 (a review, 2026-12-06: both were counted in bfloat16, "exact"); the
+    other engines keep both in the compute dtype."""
+    data = {**shrunk("jamba-v0.1"), "torch_dtype": "bfloat16"}
+    result = counted(tmp_path, data, engine="transformers")
+    assert result["kv_cache_bytes"].value == reference.cache_bytes(data, TOKENS, torch.bfloat16)
+    model = result.spec.model
+    extra = sum(model.mamba.layers) * model.mamba.d_inner * model.mamba.d_state * 2  # 4 B, not 2
+    peak = counted(tmp_path, data)["ssm_state_bytes"].value
+    assert result["ssm_state_bytes"].value == peak + extra
 
 
 def test_llama4_chunks_the_layers_no_rope_layers_marks(tmp_path) -> None:

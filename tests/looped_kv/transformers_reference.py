@@ -32,11 +32,12 @@ def parameters(model) -> int:
     return counted + sum(b.numel() for key, b in model.named_buffers() if key in stored)
 
 
-def cache_bytes(data: dict[str, Any], tokens: int) -> int:
-    """Bytes of the cache a float32 model keeps after a prefill of ``tokens`` tokens: the K/V
-    of attention layers, the convolution and recurrent states of Mamba layers."""
+def cache_bytes(data: dict[str, Any], tokens: int, dtype=torch.float32) -> int:
+    """Bytes of the cache a model in ``dtype`` (float32) keeps after a prefill of ``tokens``
+    tokens: the K/V of attention layers, the convolution and recurrent states of Mamba
+    layers."""
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config_of(data)).float().eval()
+    model = transformers.AutoModelForCausalLM.from_config(config_of(data)).to(dtype).eval()
     ids = torch.randint(0, data.get("vocab_size", 64), (1, tokens))
     with torch.no_grad():
         cache = model(input_ids=ids, use_cache=True).past_key_values
