@@ -86,8 +86,21 @@ def predict_looped_kv(spec: LoopedKVSpec, source: str | None = None) -> Result:
     out.update(capacity(spec, out, values, forms))
     out.update(batch_memory(spec, out, values, (full_sequence, compressed_sequence)))
     failed = [p for name, p in out.items() if name.startswith(("fits_device", "batch_fits"))]
-    messages = tuple(p.note for p in failed if p.value is False)
+    messages = tuple(p.note for p in failed if p.value is False) + _served_dtype(spec)
     return Result(kind=spec.kind, spec=spec, predictions=out, source=source, messages=messages)
+
+
+def _served_dtype(spec: LoopedKVSpec) -> tuple[str, ...]:
+    """Under the vllm engine, a float32 model: vLLM serves it in 16 bits by default (a review
+    found the count silently twice what vLLM's default allocates)."""
+    if spec.serving.engine != "vllm" or spec.model.dtype != "float32":
+        return ()
+    return (
+        "vLLM serves a float32 checkpoint in 16 bits unless started with --dtype float32 (its "
+        "default, auto, takes float16 or bfloat16): counted here in float32, as model.dtype "
+        "says; --set model.dtype=bfloat16 counts what vLLM's default holds (half the weights "
+        "and the cache).",
+    )
 
 
 def _values(spec: LoopedKVSpec) -> F.Numbers:

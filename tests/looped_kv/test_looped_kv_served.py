@@ -385,6 +385,22 @@ def test_a_hybrid_model_keeps_a_constant_state_per_sequence(tmp_path) -> None:
     assert "field 'serving.tensor_parallel'" in line
 
 
+def test_engine_vllm_says_a_float32_model_is_served_in_16_bits_by_default(tmp_path) -> None:
+    """OLMo-2-1B's config is float32: vLLM's default serves it in 16 bits, so a count in
+    float32 says so and how to count the default (half the cache); the other engines, and a
+    bfloat16 model, are silent."""
+    data = config("olmo-2-1b")
+    assert data["torch_dtype"] == "float32"
+    served = counted(tmp_path, data, engine="vllm")
+    [message] = served.messages
+    assert "vLLM serves a float32 checkpoint in 16 bits" in message
+    assert "--set model.dtype=bfloat16" in message
+    assert not counted(tmp_path, data).messages
+    half = counted(tmp_path, {**data, "torch_dtype": "bfloat16"}, engine="vllm")
+    assert not half.messages
+    assert 2 * half["kv_cache_bytes"].value == served["kv_cache_bytes"].value
+
+
 def test_engine_vllm_holds_whole_pages_and_refuses_per_layer_type_pages(tmp_path) -> None:
     """vLLM's paged cache: 1,000 tokens take 63 pages of 16 (1,008 slots) in every layer, and
     the largest batch and the longest context count whole pages (the context counted bytes
