@@ -57,6 +57,7 @@ UNMODELLED = {
     "q_lora_rank": "multi-head latent attention",
     "qk_rope_head_dim": "multi-head latent attention",
     "attention_chunk_size": "chunked attention",
+    "use_bidirectional_attention": "bidirectional attention (an embedding model's)",
     "layer_types": "per-layer attention types",
     "sliding_window": "sliding-window attention",
     "sliding_window_pattern": "sliding windows",

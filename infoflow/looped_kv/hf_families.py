@@ -33,6 +33,15 @@ def per_layer(layers: int, mark: Callable[[int], Any]) -> list[Any]:
     return [mark(i) for i in range(layers)]
 
 
+#: Model types whose transformers code (5.25) builds no attention bias whatever
+#: ``attention_bias`` says (a review counted the key's biases on Mistral); Qwen2 has q/k/v
+#: biases always.
+_NO_ATTENTION_BIAS = {"mistral", "phi3", "mixtral", "jamba"}
+#: Model types whose code reads ``mlp_bias`` (Llama's; Ouro is read as Llama): elsewhere the
+#: key is ignored, as the model ignores it.
+_MLP_BIAS = {"llama", "ouro", "deepseek_v2", None}
+
+
 def llama_like(config: Config) -> Config:
     """Ouro-style (total_ut_steps) or a plain decoder (T = 1)."""
     looped = "total_ut_steps" in config
@@ -41,10 +50,10 @@ def llama_like(config: Config) -> Config:
         message = f"'total_ut_steps' is Ouro's loop count, and model_type {kind!r} does not loop"
         raise FieldError("hf_config", message + ': set "model_type": "ouro", or drop the key')
     _one_loop_key(config, "total_ut_steps", "mean_recurrence")
-    if config.get("attention_bias"):
+    if kind == "qwen2":
+        bias = "qkv"  # always, whatever attention_bias says
+    elif config.get("attention_bias") and kind not in _NO_ATTENTION_BIAS:
         bias = "qkvo"  # Llama's attention_bias puts a bias on all four projections
-    elif config.get("model_type") == "qwen2":
-        bias = "qkv"
     else:
         bias = "none"
     return {
@@ -59,7 +68,7 @@ def llama_like(config: Config) -> Config:
         "tie_embeddings": bool(config.get("tie_word_embeddings", False)),
         "mlp": "swiglu",  # gated whatever the activation: gate, up and down projections
         "attention_bias": bias,
-        "mlp_bias": bool(config.get("mlp_bias", False)),
+        "mlp_bias": bool(config.get("mlp_bias", False)) and kind in _MLP_BIAS,
         "norms_per_layer": 4 if looped else 2,
         "exit_gate": looped,
     }

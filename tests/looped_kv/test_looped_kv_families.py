@@ -167,6 +167,21 @@ def test_a_shrunk_copy_counts_what_transformers_builds_and_caches(tmp_path, name
     assert result["kv_cache_bytes"].value == cache + documented_difference(result)
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bias_keys_count_where_the_familys_code_builds_them(tmp_path, name) -> None:
+    """attention_bias and mlp_bias, both on: counted where transformers builds the biases
+    and not where its code ignores the keys (a review, 2026-12-06: Mistral with mlp_bias
+    counted 1,024 parameters more, Qwen2 with attention_bias an o_proj bias), or refused
+    where the layout is modelled without them (DeepSeek's latent attention and experts)."""
+    data = {**shrunk(name), "attention_bias": True, "mlp_bias": True}
+    try:
+        result = counted(tmp_path, data)
+    except infoflow.SpecError as exc:
+        assert "bias" in str(exc) and name.startswith("deepseek"), exc
+        return
+    assert result["model_parameters"].value == reference.parameters(reference.meta_model(data))
+
+
 @pytest.mark.parametrize("name", sorted(set(_SHIPPED.get(n, n) for n in CASES)))
 def test_the_shipped_config_has_transformers_parameter_count(name) -> None:
     data = shipped(name)

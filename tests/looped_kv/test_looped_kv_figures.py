@@ -190,6 +190,10 @@ DENSE = {
         ({"cross_attention_layers": [3, 8, 13]}, "'cross_attention_layers' (cross attention)"),
         ({"torch_dtype": "float42"}, "torch_dtype 'float42' is not a dtype the calculator"),
         ({"torch_dtype": "float32", "dtype": "bfloat16"}, "'float32' and dtype 'bfloat16' disag"),
+        (
+            {"model_type": "gemma3_text", "use_bidirectional_attention": True},
+            "'use_bidirectional_attention' (bidirectional attention",
+        ),
     ],
     ids=[
         "gemma3-vision",
@@ -204,6 +208,7 @@ DENSE = {
         "cross-attention",
         "unknown-dtype",
         "two-dtypes",
+        "embedding-gemma",
     ],
 )
 def test_configs_the_calculator_cannot_count_are_refused_by_key(tmp_path, extra, words) -> None:
