@@ -197,7 +197,7 @@ def compare(
         typer.echo(run_compare(loaded, format.value, str(spec)), nl=False)
 
 
-@app.command()
+@app.command()  # the help is rich markup: "\[" keeps "[validate]" from being read as a tag
 def plot(
     spec: Annotated[
         Path, typer.Argument(help="A looped_kv spec with a budget.", show_default=False)
@@ -207,9 +207,9 @@ def plot(
     verbose: Verbose = False,
     quiet: Quiet = False,
 ) -> None:
-    """Plot serving capacity against context, one line per way of storing the cache. Needs
+    r"""Plot serving capacity against context, one line per way of storing the cache. Needs
     matplotlib (not in the base install): pip install matplotlib, or in a clone of infoflow
-    pip install -e '.[validate]'."""
+    pip install -e '.\[validate]'."""
     with user_errors():
         loaded, run_plot = load_for("plot", spec, overrides)
         wrote = run_plot(loaded, str(out), str(spec))
