@@ -94,11 +94,11 @@ class StackedGPT(nn.Module):
     def parameter_groups(self, weight_decay: float, decay: str = "matrices") -> list[dict]:
         """Weight decay on the matrices, none on norms and biases (nanoGPT's split), or on
         every parameter (``decay="all"``: Park et al.'s AdamW over model.parameters())."""
-        decayed = ("W_",) if decay == "matrices" else ("",)
-        decay = [p for name, p in self.named_parameters() if name.startswith(decayed)]
-        rest = [p for name, p in self.named_parameters() if not name.startswith(decayed)]
+        prefix = "W_" if decay == "matrices" else ""
+        decayed = [p for name, p in self.named_parameters() if name.startswith(prefix)]
+        rest = [p for name, p in self.named_parameters() if not name.startswith(prefix)]
         return [
-            {"params": decay, "weight_decay": weight_decay},
+            {"params": decayed, "weight_decay": weight_decay},
             {"params": rest, "weight_decay": 0.0},
         ]
 

@@ -204,9 +204,7 @@ def _optimiser(model: StackedGPT, training: Training, device: torch.device):
         betas=(0.9, 0.95),
         fused=device.type == "cuda",
     )
-    warmup = max(1, int(round(training.steps * training.warmup_fraction, 6)))
-    if training.warmup_fraction == 0:
-        warmup = 1  # the full rate from the first step
+    warmup = max(1, int(round(training.steps * training.warmup_fraction, 6)))  # 1: none
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     return optimizer, schedule
 
