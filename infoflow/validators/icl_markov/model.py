@@ -97,10 +97,11 @@ class StackedGPT(nn.Module):
         prefix = "W_" if decay == "matrices" else ""
         decayed = [p for name, p in self.named_parameters() if name.startswith(prefix)]
         rest = [p for name, p in self.named_parameters() if not name.startswith(prefix)]
-        return [
+        groups = [
             {"params": decayed, "weight_decay": weight_decay},
             {"params": rest, "weight_decay": 0.0},
         ]
+        return [group for group in groups if group["params"]]  # "all" leaves the second empty
 
     def clip_gradients(self, max_norm: float) -> Tensor:
         """Scale each member's gradient to global norm at most ``max_norm``, as
