@@ -25,7 +25,7 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from infoflow.core.errors import FieldError, SpecError
-from infoflow.core.files import check_values, escaped, is_text, parse_json, read_json
+from infoflow.core.files import check_values, escaped, is_folder, is_text, parse_json, read_json
 from infoflow.core.spec_base import SpecBase
 from infoflow.core.text import one_line
 from infoflow.families import FAMILIES, family, resolve
@@ -68,7 +68,7 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
         name, base_dir, data = "<dict>", Path.cwd(), copy.deepcopy(dict(source))
     elif isinstance(source, str | Path):
         path = Path(source)
-        data = None if path.is_dir() else _read_json(path)
+        data = None if is_folder(path) else _read_json(path)
         if data is None or "kind" not in data:  # a folder, or a model's config.json?
             direct = load_model_file(path, {}, overrides)
             if direct is not None:

@@ -10,6 +10,7 @@ imported inside them).
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import typer
@@ -43,6 +44,12 @@ def main() -> None:
             raise
         typer.echo(f"error: out of memory ({one_line(str(exc), 200)}): {SMALLER}", err=True)
         code = 1
+    except OSError as exc:  # a path no file can have, wherever it was given (a review)
+        if exc.errno not in (errno.ENAMETOOLONG, errno.ELOOP):
+            raise
+        where = one_line(str(exc.filename or "a path"), 200)
+        typer.echo(f"error: {where}: cannot use this path ({exc.strerror})", err=True)
+        code = 2
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -58,6 +58,25 @@ def read_json(path: Path, what: str = "file", max_bytes: int = MAX_BYTES) -> Any
     return parse_json(text, source)
 
 
+def is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; False for a path no file can have (too long, a link
+    loop, a null byte), which reading it then names (a review: ``Path.is_dir`` raised)."""
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def resolved(path: Path) -> Path:
+    """``path`` made absolute, links followed; a SpecError naming it where that cannot be
+    done (a link loop, a name too long: a review found a traceback)."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError) as exc:
+        why = getattr(exc, "strerror", None) or "a loop of symbolic links"
+        raise SpecError(str(path), [(None, f"cannot use this path ({why})")]) from None
+
+
 def parse_json(text: str, source: str, where: str | None = None) -> Any:
     """``text`` as JSON, held to the same bounds as :func:`read_json`; ``where`` names the
     field the text is the value of (an override)."""
@@ -183,11 +202,16 @@ def write_with(path: Path, write: Callable[[Path], Any]) -> None:
     at all. A link is written through (its target replaced); anything at ``path`` that is
     not a regular file (a directory, a device, a FIFO) is a SpecError, never replaced."""
     path = Path(path)
-    if path.is_symlink():
-        path = path.resolve()
-    if path.exists() and not path.is_file():
+    suffix = path.suffix  # the format asked for, whatever a link points to (a review)
+    try:
+        path = path.resolve() if path.is_symlink() else path
+        elsewhere = path.exists() and not path.is_file()
+    except (OSError, RuntimeError) as exc:  # too long, a link loop (a review: a traceback)
+        why = getattr(exc, "strerror", None) or "a loop of symbolic links"
+        raise SpecError(str(path), [(None, f"cannot write it ({why})")]) from None
+    if elsewhere:
         raise SpecError(str(path), [(None, "not a regular file: will not write over it")])
-    temporary = path.with_name(f"{TEMPORARY}{os.getpid()}-{secrets.token_hex(4)}.tmp{path.suffix}")
+    temporary = path.with_name(f"{TEMPORARY}{os.getpid()}-{secrets.token_hex(4)}.tmp{suffix}")
     try:
         write(temporary)
         with open(temporary, "rb") as handle:

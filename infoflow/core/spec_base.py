@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 
 from infoflow.core.errors import FieldError
 from infoflow.core.tables import Tabular, flat
+from infoflow.core.text import one_line
 
 
 class StrictModel(BaseModel):
@@ -125,8 +126,14 @@ def existing_path(value: str | None, info: ValidationInfo, what: str, folder: bo
     if value is None:
         return None
     path = Path((info.context or {}).get("base_dir", ".")) / value
-    if not (path.is_dir() if folder else path.is_file()):
+    try:
+        there = path.is_dir() if folder else path.is_file()
+        found = there or path.exists()
+        absolute = path.resolve() if there else None
+    except (OSError, RuntimeError) as exc:  # too long, a link loop (a review: a traceback)
+        why = getattr(exc, "strerror", None) or "a loop of symbolic links"
+        raise ValueError(f"{what}: cannot use {one_line(str(path), 120)} ({why})") from None
+    if absolute is None:
         kind = "a folder" if folder else "a regular file"
-        found = path.exists()
         raise ValueError(f"{what}: {path} is not {kind}" if found else f"{what} not found: {path}")
-    return str(path.resolve())
+    return str(absolute)

@@ -46,8 +46,12 @@ def plot(spec: LoopedKVSpec, out: str | Path | None = None, source: str = "<spec
     fig = Figure(figsize=(7, 4.2))
     if out is not None:
         _check_format(fig, Path(out))
+    found = capacities(spec)
+    if not any(b > 0 for batches in found.values() for b in batches):  # a review: log of 0
+        why = f"no sequence of {CONTEXTS[0]:,} tokens or more fits the budget: nothing to plot"
+        raise SpecError(source, [("serving", why + " (predict says what the budget holds)")])
     ax = fig.subplots()
-    for variant, batches in capacities(spec).items():
+    for variant, batches in found.items():
         shown = [b if b > 0 else math.nan for b in batches]  # log axis: no zeros
         ax.plot(CONTEXTS, shown, marker="o", markersize=3, label=variant)
     ax.set(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from infoflow.core.errors import SpecError
-from infoflow.core.files import read_json
+from infoflow.core.files import is_folder, read_json
 
 #: The context a config is sized at when no --context is given.
 DEFAULT_CONTEXT = 4096
@@ -32,7 +32,7 @@ def spec_for_file(path: Path, serving: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _config_path(path: Path) -> Path | None:
-    if path.is_dir():
+    if is_folder(path):
         inside = path / "config.json"
         if not inside.is_file():
             message = "is a directory, not a spec file, and holds no config.json"

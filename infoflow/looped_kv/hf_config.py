@@ -232,6 +232,9 @@ def _quantization(quantized: Any, path: Path) -> dict[str, Any]:
         message += "scales, MXFP4 experts, GPTQ and AWQ are): refused, not counted as bf16"
         raise FieldError("hf_config", message)
     exempt = quantized.get("modules_to_not_convert") or []
+    if not isinstance(exempt, list) or not all(isinstance(name, str) for name in exempt):
+        message = f"{path}: quantization_config.modules_to_not_convert is a list of module "
+        raise FieldError("hf_config", message + f"names, not {one_line(repr(exempt), 80)}")
     known = _MXFP4_EXEMPT if method == "mxfp4" else {"lm_head"}
     unknown = [name for name in exempt if name not in known]
     if unknown:
@@ -250,7 +253,10 @@ def _integer_weights(method: str, quantized: dict[str, Any], path: Path) -> dict
     bits = quantized.get("bits", quantized.get("w_bit", 4))
     group = quantized.get("group_size", quantized.get("q_group_size", 128))
     layout = str(quantized.get("checkpoint_format") or quantized.get("version") or "").lower()
-    allowed = {"gptq": ({4, 8}, {"", "gptq", "gptq_v2"}), "awq": ({4}, {"", "gemm"})}[method]
+    allowed = {"gptq": ((4, 8), ("", "gptq", "gptq_v2")), "awq": ((4,), ("", "gemm"))}[method]
+    if not _integer(bits) or not _integer(group):
+        message = f"{path}: quantization_config's bits and group size are whole numbers, not "
+        raise FieldError("hf_config", message + one_line(f"{bits!r} and {group!r}", 80))
     if bits not in allowed[0] or layout not in allowed[1]:
         message = f"{path}: {method} weights of {bits} bits in the {layout or 'default'} "
         raise FieldError("hf_config", message + "layout are not counted: refused")
@@ -258,6 +264,10 @@ def _integer_weights(method: str, quantized: dict[str, Any], path: Path) -> dict
     if method == "awq":
         fields["zero_point"] = bool(quantized.get("zero_point", True))
     return fields
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _model_type(config: dict[str, Any], path: Path) -> str:

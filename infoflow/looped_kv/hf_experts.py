@@ -127,6 +127,10 @@ def jamba(config: Config) -> Config:
     layers, hidden = config["num_hidden_layers"], config["hidden_size"]
     period, offset = config["attn_layer_period"], config["attn_layer_offset"]
     rank = config["mamba_dt_rank"]
+    if all(i % period != offset for i in range(min(layers, period))):  # a review: 1/0
+        message = f"no layer holds attention (attn_layer_offset {offset}, attn_layer_period "
+        message += f"{period}, {layers} layers): a model with no attention is not counted"
+        raise FieldError("hf_config", message)
     mamba = {
         "layers": per_layer(layers, lambda i: i % period != offset),
         "d_state": config["mamba_d_state"],

@@ -16,6 +16,7 @@ import sympy
 
 from infoflow.core.errors import SpecError
 from infoflow.retrieval.canonical_to_tree import tree_of
+from infoflow.retrieval.expression import TargetError
 from infoflow.retrieval.expression_rewrite import BRANCH_READINGS
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.layer_fit import SearchTooLarge
@@ -43,7 +44,10 @@ def derivations(spec: RetrievalSpec, source: str = "<spec>") -> tuple[Derivation
     params = tuple(sorted(spec.params.items()))
     readings = (opts.separable_sum, opts.self_exclusion, opts.partner_peel)
     tree = tree_of(spec.target, params, *readings)
-    counted = {(k, out): kth.rank(k, spec.seq_len, out) for k, out in tree.kth_values()}
+    try:  # checked with the spec where seq_len is given; with T symbolic, here (a review)
+        counted = {(k, out): kth.rank(k, spec.seq_len, out) for k, out in tree.kth_values()}
+    except TargetError as exc:
+        raise SpecError(source, [("target", str(exc))]) from None
     far_end = frozenset((key, r) for key, r in counted.items() if key[1] and r < key[0])
     ranks = tuple(sorted(counted.items()))
     shape = Shape(arch.layers, tuple(arch.heads_per_layer), arch.positional_encoding)

@@ -28,7 +28,7 @@ import torch
 
 import infoflow
 from infoflow.core.errors import SpecError
-from infoflow.core.files import TEMPORARY
+from infoflow.core.files import TEMPORARY, resolved
 from infoflow.families import FAMILIES, family
 from infoflow.validators.claims import Section, tally
 from infoflow.validators.copies import copied, first_copies
@@ -171,7 +171,7 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
     """Each spec into its family's experiment at the family's scale on ``device`` (a device
     type), or a skipped entry."""
     planned = Plan()
-    paths = list({path.resolve(): path for path in paths}.values())  # each file once
+    paths = list({resolved(path): path for path in paths}.values())  # each file once
     stems = Counter(path.stem for path in paths)
     specs = {path: infoflow.load_spec(path, options.overrides) for path in paths}
     kept = first_copies(specs)
