@@ -115,6 +115,9 @@ def expand(
     """The points of a spec's ``sweep`` as (the point's values, the spec at that point); a
     spec without a sweep is its own single point. ``base_dir`` resolves relative paths (by
     default the folder the spec was loaded from: ``spec.base_dir``)."""
+    if not isinstance(spec, SpecBase):
+        kind = type(spec).__name__
+        raise SpecError(name, [(None, f"expand takes a loaded spec (load_spec), not a {kind}")])
     if not spec.sweep:
         return [({}, spec)]
     keys, grids = list(spec.sweep), list(spec.sweep.values())

@@ -110,6 +110,9 @@ def check_values(data: Any, source: str, where: str | None = None) -> None:
             raise SpecError(source, [(field, f"nested deeper than {MAX_DEPTH} levels")])
         if isinstance(value, dict):
             for k in value:
+                if not isinstance(k, str):  # a dict from Python: JSON's keys are strings
+                    why = f"has the key {repr(k)[:40]}: a key is a string"
+                    raise SpecError(source, [(field, why)])
                 if not is_text(k):
                     raise SpecError(source, [(field, f'the key "{escaped(k)}" {_NOT_TEXT}')])
             stack += [(v, [*path, str(k)]) for k, v in value.items()]

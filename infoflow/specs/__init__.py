@@ -23,6 +23,9 @@ def root() -> Path:
 def path(name: str | Path) -> Path:
     """The bundled spec ``name`` (``family/file.json``, as under ``specs/``), an absolute
     path; a SpecError naming it (and what is bundled) when there is no such spec."""
+    if not isinstance(name, str | Path):
+        kind = type(name).__name__
+        raise SpecError("<name>", [(None, f"a bundled spec's name is a string, not {kind}")])
     folder = root().resolve()
     found = (folder / name).resolve()
     if not found.is_relative_to(folder) or not found.is_file():

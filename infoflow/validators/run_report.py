@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infoflow.core.errors import SpecError
-from infoflow.core.files import read_json
+from infoflow.core.files import is_folder, read_json
 from infoflow.core.tables import Tabular
 from infoflow.validators.claims import CLAIM_COLUMNS, KINDS, VERDICTS, Claim, tally
 
@@ -103,8 +103,11 @@ class Report(Tabular):
 def load_report(path: str | Path) -> Report:
     """The report in ``path``: a run folder (``--out``) or its report.json. A SpecError names
     the file and the field when it is not one."""
+    if not isinstance(path, str | Path):
+        kind = type(path).__name__
+        raise SpecError("<report>", [(None, f"a report is a run folder or its path, not {kind}")])
     path = Path(path)
-    file = path / "report.json" if path.is_dir() else path
+    file = path / "report.json" if is_folder(path) else path
     data = read_json(file, "report")
     problem = _problem(data)
     if problem:

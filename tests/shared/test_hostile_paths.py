@@ -113,3 +113,20 @@ def test_plot_refuses_a_budget_no_sequence_fits_and_writes_through_a_link(tmp_pa
     result = CliRunner().invoke(app, ["plot", TINY, "--out", str(tmp_path / "shown.png")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "target").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_library_says_what_it_takes_in_a_spec_error() -> None:
+    """A dict key that is not a string, and arguments of another type, raised
+    AttributeError or TypeError where load_spec and its neighbours promise a SpecError."""
+    spec = json.loads((LOOPED_KV / "tiny-looped.json").read_text())
+    calls = [
+        (lambda: infoflow.load_spec({**spec, 5: 1}), "has the key 5: a key is a string"),
+        (lambda: infoflow.load_spec({**spec, "serving": {None: 1}}), "field 'serving'"),
+        (lambda: infoflow.expand(spec), "expand takes a loaded spec (load_spec), not a dict"),
+        (lambda: infoflow.load_report(5), "a report is a run folder or its path, not int"),
+        (lambda: infoflow.specs.path(None), "a bundled spec's name is a string, not NoneType"),
+    ]
+    for call, words in calls:
+        with pytest.raises(infoflow.SpecError) as error:
+            call()
+        assert words in str(error.value)
