@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from infoflow.core.errors import SpecError
-from infoflow.core.files import read_json
+from infoflow.core.files import is_folder, read_json
 from infoflow.icl_markov.calibration import (
     LOWER_BOUND,
     Anchor,
@@ -87,10 +87,13 @@ def read_reports(paths: list[Path]) -> list[tuple[Path, dict]]:
     """``report.json`` files, or folders that hold one; exit-2 errors name the file."""
     reports = []
     for path in paths:
-        file = path / "report.json" if path.is_dir() else path
+        file = path / "report.json" if is_folder(path) else path
         report = read_json(file, "report", max_bytes=MAX_REPORT_BYTES)
         if not isinstance(report, dict) or not isinstance(report.get("specs"), list):
             raise SpecError(str(file), [("specs", "not an infoflow validate report")])
+        if not all(isinstance(spec, dict) for spec in report["specs"]):  # a review
+            message = "not an infoflow validate report: each entry is a spec's section (an object)"
+            raise SpecError(str(file), [("specs", message)])
         reports.append((file, report))
     return reports
 

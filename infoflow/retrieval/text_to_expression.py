@@ -261,6 +261,8 @@ class _Reader:
         for keyword in node.keywords:
             if not kth or keyword.arg != "k":
                 raise TargetError(f"{fn}() takes no such keyword argument", _col(keyword.value))
+            if k is not None:  # Python refuses it too; the last one won (a review)
+                raise TargetError(f"{fn}() is given k twice", _col(keyword.value))
             value = keyword.value
             if isinstance(value, ast.Name) and value.id in self.params:
                 k = self.params[value.id]  # a spec parameter: k=K with params {"K": 2}

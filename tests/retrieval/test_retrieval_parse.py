@@ -88,6 +88,7 @@ HOSTILE = {
     "offset on a position": ("x[3 - 1]", "write x[2]"),
     "k zero": ("kth_largest((x[t][0] for t in T), k=0)", "k must be an integer"),
     "k huge": ("kth_largest((x[t][0] for t in T), k=10000000000)", "k must be an integer"),
+    "k twice": ("kth_largest((x[t][0] for t in T), k=2, k=3)", "is given k twice"),
     "kth over pairs": (
         "kth_largest((dot(x[s], x[t]) for s in T for t in T), k=2)",
         "over one token index",

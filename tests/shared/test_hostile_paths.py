@@ -130,3 +130,10 @@ def test_the_library_says_what_it_takes_in_a_spec_error() -> None:
         with pytest.raises(infoflow.SpecError) as error:
             call()
         assert words in str(error.value)
+
+
+def test_calibrate_names_a_report_whose_specs_are_not_sections(tmp_path) -> None:
+    """It said "(AttributeError: 'int' object has no attribute 'get')"."""
+    (tmp_path / "report.json").write_text(json.dumps({"specs": [5, None, "x"]}))
+    line = refused("calibrate", "icl_markov", str(tmp_path / "report.json"))
+    assert "each entry is a spec's section (an object)" in line and "Error" not in line
