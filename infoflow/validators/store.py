@@ -112,6 +112,11 @@ class Store:
             (check,) = self.db.execute("PRAGMA quick_check").fetchone()
             if check != "ok":
                 raise sqlite3.DatabaseError(check)
+            found = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master")}
+            if found and not found & set(COLUMNS):  # another program's (a review: adopted)
+                self.db.close()
+                message = "a database no infoflow run wrote (none of its tables)"
+                raise SpecError(str(path), [(None, f"{message}: pick another --out")])
             self.db.executescript(SCHEMA)
             add_digests(self.db)
             tables = {

@@ -377,6 +377,19 @@ def test_an_out_this_process_may_not_read_is_refused_in_our_words(toy, monkeypat
     assert list(out.iterdir()) == []
 
 
+def test_a_database_another_program_wrote_is_not_adopted(toy) -> None:
+    """A results.sqlite with none of infoflow's tables was taken over on --resume, its
+    tables created beside the other program's (a review, 2026-12-06)."""
+    out = toy / "foreign"
+    out.mkdir()
+    with sqlite3.connect(out / DATABASE) as db:
+        db.execute("CREATE TABLE notes (x)")
+    line = refused("validate", str(toy / "right.json"), "--out", str(out), "--resume")
+    assert "a database no infoflow run wrote" in line
+    with sqlite3.connect(out / DATABASE) as db:
+        assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["notes"]
+
+
 def test_a_folder_no_run_wrote_is_refused_and_left_as_it_was(toy) -> None:
     """A new run into a folder of the user's would write over its report.md (a review,
     2026-12-06): refused, named, also on --resume; a folder holding only hidden files or empty
