@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -47,6 +48,10 @@ COLUMNS = (
     "bottleneck",
 )
 MAX_POINTS = 10_000_000
+#: Spec checks a sweep makes before its first point, each a millisecond or more (a spec at
+#: every value of a number, for every combination of the other fields, each derived at
+#: every T): more is refused (a review's 4 million architectures ran for hours, silent).
+MAX_CHECKS = 200_000
 #: Points evaluated and printed at a time.
 CHUNK = 1 << 16
 
@@ -108,8 +113,25 @@ def chunks(spec: RetrievalSpec, name: str = "<spec>", size: int = CHUNK) -> Iter
     shape = [len(grid) for grid in grids.values()]
     if np.prod(shape, dtype=float) > MAX_POINTS:
         raise SpecError(name, [("sweep", f"more than {MAX_POINTS:,} points")])
+    _check_work(grids, name)
     groups = _groups(spec, grids, name)
     return _parts(grids, shape, groups, size)
+
+
+def _check_work(grids: dict[str, list[Any]], name: str) -> None:
+    """Refuse a sweep whose checks before the first point exceed :data:`MAX_CHECKS`."""
+    grouped = [key for key in grids if key not in NUMBERS]
+    combinations = math.prod(len(grids[key]) for key in grouped)
+    per = 1 + sum(len(grids[key]) for key in NUMBERS if key in grids)
+    if combinations * per > MAX_CHECKS:
+        fields = ", ".join(grouped) or "no other field"
+        message = (
+            f"{combinations * per:,} spec checks and derivations before the first point "
+            f"({combinations:,} combinations of {fields}, {per:,} each), more than "
+            f"{MAX_CHECKS:,}: sweep fewer values of the fields that are not numbers, or of T "
+            "(each T is derived on its own)"
+        )
+        raise SpecError(name, [("sweep", message)])
 
 
 @dataclass(frozen=True)

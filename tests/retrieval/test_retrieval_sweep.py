@@ -94,3 +94,27 @@ def test_bad_input_is_exit_2() -> None:
     line = refused("sweep", str(SPECS / "looped_kv" / "ouro-1.4b.json"))
     assert "'sweep' is not available for looped_kv specs (it is for: retrieval)" in line
     assert "needs a sweep" in refused("sweep", path, "--set", "sweep=null")
+
+
+def test_a_sweep_whose_checks_would_take_hours_is_refused_before_the_first(tmp_path) -> None:
+    """4,194,304 architectures (under the 10^7 points) were each checked and derived before
+    anything was printed: hours, silent, gigabytes (a review, 2026-12-06). The work before
+    the first point is counted and refused with the fields that multiply it; a sweep of the
+    numbers, evaluated as arrays, is not."""
+    spec = {
+        "kind": "retrieval",
+        "target": "max(dot(q, x[t]) for t in T)",
+        "input_dim": 4,
+        "seq_len": 16,
+        "architecture": {"layers": 1, "heads": 1, "embed_dim": 64},
+        "sweep": {
+            "architecture.layers": list(range(1, 1025)),
+            "architecture.heads": list(range(1, 4097)),
+        },
+    }
+    (tmp_path / "big.json").write_text(json.dumps(spec))
+    line = refused("sweep", str(tmp_path / "big.json"))
+    assert "4,194,304 combinations of architecture.layers, architecture.heads" in line
+    numbers = {"seq_len": list(range(2, 200)), "epsilon": [0.1, 0.01, 0.001]}
+    found = sweep(infoflow.load_spec({**spec, "sweep": numbers}))
+    assert len(found) == 198 * 3
