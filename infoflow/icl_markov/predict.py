@@ -59,10 +59,8 @@ def predict_icl_markov(spec: IclMarkovSpec, source: str | None = None) -> Result
         return _predict(spec, source)
     except (OverflowError, ZeroDivisionError) as exc:
         where = spec.calibration or "the shipped calibration"
-        message = (
-            f"the working forms give no finite number for this spec with {where} "
-            f"({type(exc).__name__}: {exc})"
-        )
+        what = "a division by zero" if isinstance(exc, ZeroDivisionError) else "an overflow"
+        message = f"the working forms give no finite number for this spec with {where} ({what})"
         raise SpecError(source or "<spec>", [(None, message)]) from None
 
 

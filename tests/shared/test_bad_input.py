@@ -261,6 +261,7 @@ def test_a_prediction_that_overflows_is_refused_naming_the_spec(monkeypatch) -> 
     monkeypatch.setattr(predict, "_predict", overflows)
     line = refused("predict", str(SPECS / "icl_markov" / "park2025.json"), "--set", "sweep=null")
     assert "park2025.json: the working forms give no finite number" in line
+    assert line.endswith("(an overflow)") and "OverflowError" not in line  # words, not Python's
 
 
 def test_calibrate_refuses_reports_it_cannot_read(tmp_path) -> None:
