@@ -85,16 +85,12 @@ def _why(exc: Exception) -> str:
 
 def read_reports(paths: list[Path]) -> list[tuple[Path, dict]]:
     """``report.json`` files, or folders that hold one; exit-2 errors name the file."""
-    reports = []
-    for path in paths:
-        file = path / "report.json" if is_folder(path) else path
-        report = read_json(file, "report", max_bytes=MAX_REPORT_BYTES)
-        if not isinstance(report, dict) or not isinstance(report.get("specs"), list):
+    files = [path / "report.json" if is_folder(path) else path for path in paths]
+    reports = [(file, read_json(file, "report", max_bytes=MAX_REPORT_BYTES)) for file in files]
+    for file, report in reports:  # each spec's section an object (a review: AttributeError)
+        specs = report.get("specs") if isinstance(report, dict) else None
+        if not isinstance(specs, list) or not all(isinstance(spec, dict) for spec in specs):
             raise SpecError(str(file), [("specs", "not an infoflow validate report")])
-        if not all(isinstance(spec, dict) for spec in report["specs"]):  # a review
-            message = "not an infoflow validate report: each entry is a spec's section (an object)"
-            raise SpecError(str(file), [("specs", message)])
-        reports.append((file, report))
     return reports
 
 

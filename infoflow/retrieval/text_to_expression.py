@@ -259,10 +259,9 @@ class _Reader:
             raise TargetError(f"{fn}() takes one generator", _col(node))
         k = None
         for keyword in node.keywords:
-            if not kth or keyword.arg != "k":
-                raise TargetError(f"{fn}() takes no such keyword argument", _col(keyword.value))
-            if k is not None:  # Python refuses it too; the last one won (a review)
-                raise TargetError(f"{fn}() is given k twice", _col(keyword.value))
+            if not kth or keyword.arg != "k" or k is not None:  # k twice: the last one won
+                why = "is given k twice" if kth and keyword.arg == "k" else "takes no such keyword"
+                raise TargetError(f"{fn}() {why}", _col(keyword.value))
             value = keyword.value
             if isinstance(value, ast.Name) and value.id in self.params:
                 k = self.params[value.id]  # a spec parameter: k=K with params {"K": 2}

@@ -136,4 +136,4 @@ def test_calibrate_names_a_report_whose_specs_are_not_sections(tmp_path) -> None
     """It said "(AttributeError: 'int' object has no attribute 'get')"."""
     (tmp_path / "report.json").write_text(json.dumps({"specs": [5, None, "x"]}))
     line = refused("calibrate", "icl_markov", str(tmp_path / "report.json"))
-    assert "each entry is a spec's section (an object)" in line and "Error" not in line
+    assert "field 'specs': not an infoflow validate report" in line and "Error" not in line
