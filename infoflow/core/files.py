@@ -67,14 +67,21 @@ def is_folder(path: Path) -> bool:
         return False
 
 
+def path_trouble(exc: OSError | RuntimeError) -> str:
+    """Why a path cannot be used, in words: the system's (a name too long), or a loop of
+    symbolic links (``Path.resolve`` raises RuntimeError for it)."""
+    return getattr(exc, "strerror", None) or "a loop of symbolic links"
+
+
 def resolved(path: Path) -> Path:
     """``path`` made absolute, links followed; a SpecError naming it where that cannot be
     done (a link loop, a name too long: a review found a traceback)."""
     try:
         return Path(path).resolve()
     except (OSError, RuntimeError) as exc:
-        why = getattr(exc, "strerror", None) or "a loop of symbolic links"
-        raise SpecError(str(path), [(None, f"cannot use this path ({why})")]) from None
+        raise SpecError(
+            str(path), [(None, f"cannot use this path ({path_trouble(exc)})")]
+        ) from None
 
 
 def parse_json(text: str, source: str, where: str | None = None) -> Any:
@@ -210,8 +217,7 @@ def write_with(path: Path, write: Callable[[Path], Any]) -> None:
         path = path.resolve() if path.is_symlink() else path
         elsewhere = path.exists() and not path.is_file()
     except (OSError, RuntimeError) as exc:  # too long, a link loop (a review: a traceback)
-        why = getattr(exc, "strerror", None) or "a loop of symbolic links"
-        raise SpecError(str(path), [(None, f"cannot write it ({why})")]) from None
+        raise SpecError(str(path), [(None, f"cannot write it ({path_trouble(exc)})")]) from None
     if elsewhere:
         raise SpecError(str(path), [(None, "not a regular file: will not write over it")])
     temporary = path.with_name(f"{TEMPORARY}{os.getpid()}-{secrets.token_hex(4)}.tmp{suffix}")

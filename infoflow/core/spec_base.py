@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
 
 from infoflow.core.errors import FieldError
+from infoflow.core.files import path_trouble
 from infoflow.core.tables import Tabular, flat
 from infoflow.core.text import one_line
 
@@ -131,8 +132,9 @@ def existing_path(value: str | None, info: ValidationInfo, what: str, folder: bo
         found = there or path.exists()
         absolute = path.resolve() if there else None
     except (OSError, RuntimeError) as exc:  # too long, a link loop (a review: a traceback)
-        why = getattr(exc, "strerror", None) or "a loop of symbolic links"
-        raise ValueError(f"{what}: cannot use {one_line(str(path), 120)} ({why})") from None
+        raise ValueError(
+            f"{what}: cannot use {one_line(str(path), 120)} ({path_trouble(exc)})"
+        ) from None
     if absolute is None:
         kind = "a folder" if folder else "a regular file"
         raise ValueError(f"{what}: {path} is not {kind}" if found else f"{what} not found: {path}")
