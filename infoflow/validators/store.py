@@ -98,6 +98,23 @@ def _full(error: Exception) -> str:
     )
 
 
+def _not_ours(db: sqlite3.Connection) -> str | None:
+    """Why ``db`` is no database this infoflow may write into: a table no infoflow run writes
+    (another program's file gained infoflow's tables: a review), or one of infoflow's
+    lacking a column this version reads (the digest, which older runs lack, is added)."""
+    found = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    tables = [name for (name,) in found if not name.startswith("sqlite_")]
+    foreign = [name for name in tables if name not in COLUMNS]
+    if foreign:
+        return f"a database no infoflow run wrote (it holds the table {foreign[0]})"
+    for table in tables:  # infoflow's own names only, here
+        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        missing = ", ".join(sorted(COLUMNS[table] - columns - {"digest"}))
+        if missing:
+            return f"not a results database of this infoflow (table {table} lacks {missing})"
+    return None
+
+
 class Store:
     """A thin wrapper over the run's SQLite database."""
 
@@ -112,28 +129,16 @@ class Store:
             (check,) = self.db.execute("PRAGMA quick_check").fetchone()
             if check != "ok":
                 raise sqlite3.DatabaseError(check)
-            found = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master")}
-            if found and not found & set(COLUMNS):  # another program's (a review: adopted)
-                self.db.close()
-                message = "a database no infoflow run wrote (none of its tables)"
-                raise SpecError(str(path), [(None, f"{message}: pick another --out")])
-            self.db.executescript(SCHEMA)
-            add_digests(self.db)
-            tables = {
-                table: {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
-                for table in COLUMNS
-            }
+            problem = _not_ours(self.db)  # read before anything is written
+            if problem is None:
+                self.db.executescript(SCHEMA)
+                add_digests(self.db)
         except sqlite3.Error as exc:
             message = f"damaged results database ({exc}): move it away, or pick another --out"
             raise SpecError(str(path), [(None, _full(exc) or message)]) from None
-        for table, columns in COLUMNS.items():
-            if not columns <= tables[table]:
-                missing = ", ".join(sorted(columns - tables[table]))
-                message = (
-                    f"not a results database of this infoflow (table {table} lacks "
-                    f"{missing}): pick another --out"
-                )
-                raise SpecError(str(path), [(None, message)])
+        if problem:
+            self.db.close()
+            raise SpecError(str(path), [(None, f"{problem}: pick another --out")])
 
     def restore(self, rows) -> None:
         """Nothing to restore: the database already holds what was recorded."""

@@ -378,16 +378,21 @@ def test_an_out_this_process_may_not_read_is_refused_in_our_words(toy, monkeypat
 
 
 def test_a_database_another_program_wrote_is_not_adopted(toy) -> None:
-    """A results.sqlite with none of infoflow's tables was taken over on --resume, its
-    tables created beside the other program's (a review, 2026-12-06)."""
+    """A results.sqlite another program wrote was taken over on --resume, infoflow's tables
+    created beside its own, even where one of them shared a name with infoflow's and was
+    then refused (two reviews, 2026-12-06): refused before anything is written."""
     out = toy / "foreign"
     out.mkdir()
-    with sqlite3.connect(out / DATABASE) as db:
-        db.execute("CREATE TABLE notes (x)")
-    line = refused("validate", str(toy / "right.json"), "--out", str(out), "--resume")
-    assert "a database no infoflow run wrote" in line
-    with sqlite3.connect(out / DATABASE) as db:
-        assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["notes"]
+    for tables in (["notes (x)"], ["runs (id, name)", "invoices (n)"]):
+        (out / DATABASE).unlink(missing_ok=True)
+        with sqlite3.connect(out / DATABASE) as db:
+            for table in tables:
+                db.execute(f"CREATE TABLE {table}")
+        line = refused("validate", str(toy / "right.json"), "--out", str(out), "--resume")
+        assert "a database no infoflow run wrote (it holds the table" in line
+        with sqlite3.connect(out / DATABASE) as db:
+            found = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
+        assert found == [table.split()[0] for table in tables]
 
 
 def test_a_folder_no_run_wrote_is_refused_and_left_as_it_was(toy) -> None:
