@@ -48,6 +48,8 @@ NUMERIC_SETTINGS = (
 #: values, the defaults of :data:`~infoflow.icl_markov.spec.ADDED_TRAINING`).
 RECIPE_DEFAULTS = {name: Training.model_fields[name].default for name in ADDED_TRAINING}
 CATEGORICAL_SETTINGS = ("mixture", *RECIPE_DEFAULTS)
+#: A published number's recipe setting its source does not give: it matches no spec.
+UNRECORDED = "unrecorded"
 MAX_EXPONENT = 20.0
 #: The provenance of a constant that is only a lower bound (a G2 that persisted to the end of
 #: a budget bounds transient_scale from below): predictions from it are lower bounds too.
@@ -103,9 +105,9 @@ class Exponents(_Strict):
 
 def complete_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """Every setting an anchor is compared on, the numeric ones positive (context_len at
-    least 3, where g(N) = N / ln N grows, and states at least 2, as the working forms need)."""
-    settings = {**RECIPE_DEFAULTS, **settings}
-    missing = [k for k in (*NUMERIC_SETTINGS, *CATEGORICAL_SETTINGS) if k not in settings]
+    least 3, where g(N) = N / ln N grows, and states at least 2, as the working forms need),
+    the recipe's as a spec takes them where given (:func:`with_recipe` fills the rest)."""
+    missing = [k for k in (*NUMERIC_SETTINGS, "mixture") if k not in settings]
     if missing:
         raise ValueError(f"settings lacks {', '.join(missing)}")
     for key in NUMERIC_SETTINGS:
@@ -114,7 +116,22 @@ def complete_settings(settings: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"settings.{key} must be a positive number (got {value!r})")
     if settings["context_len"] < 3 or settings["states"] < 2:
         raise ValueError("settings.context_len must be at least 3 and settings.states at least 2")
+    recipe = {k: settings[k] for k in RECIPE_DEFAULTS if settings.get(k, UNRECORDED) != UNRECORDED}
+    try:  # a review: "decay": "bogus" loaded, and matched no spec
+        Training(steps=1, **recipe)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"settings.{first['loc'][0]}: {first['msg']}") from None
     return settings
+
+
+def with_recipe(settings: dict[str, Any], provenance: str) -> dict[str, Any]:
+    """``settings`` with the recipe settings they lack: the defaults, which every run before
+    them trained with; for a published number (``paper:``), "unrecorded", which matches no
+    spec (a file written before 2026-12-06 holds Park et al.'s figure without their recipe,
+    which is not the default: a review)."""
+    unknown = provenance.startswith("paper:")
+    return {**{k: UNRECORDED if unknown else v for k, v in RECIPE_DEFAULTS.items()}, **settings}
 
 
 class Anchor(_Strict):
@@ -141,6 +158,11 @@ class Anchor(_Strict):
     )
 
     _complete = field_validator("settings")(complete_settings)
+
+    @model_validator(mode="after")
+    def _recipe(self) -> Anchor:
+        self.settings = with_recipe(self.settings, self.provenance)
+        return self
 
 
 class ClockRun(_Strict):
@@ -173,6 +195,11 @@ class ClockSet(_Strict):
     members: list[ClockRun]
 
     _complete = field_validator("settings")(complete_settings)
+
+    @model_validator(mode="after")
+    def _recipe(self) -> ClockSet:
+        self.settings = with_recipe(self.settings, self.provenance)
+        return self
 
     def clocks(self) -> Clocks:
         return clocks_of([m.model_dump() for m in self.members], self.steps)

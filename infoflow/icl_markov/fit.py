@@ -17,12 +17,9 @@ value is under that bound, the bound replaces it (provenance ``fit:lower-bound``
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -33,13 +30,11 @@ from infoflow.icl_markov.calibration import (
     Anchor,
     Bracket,
     Calibration,
-    ClockRun,
-    ClockSet,
     Constant,
     load_calibration,
     write_calibration,
 )
-from infoflow.icl_markov.race import race
+from infoflow.icl_markov.fit_clocks import clocks_from, report_settings
 
 MAX_REPORT_BYTES = 256 * 2**20
 #: K at which memorization won that a slope of log tau_1Mem against log K needs: its standard
@@ -130,7 +125,7 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
         slope = _slope(group, out.lines)
         if slope is not None:
             slopes.append(slope)
-    clocks = _clocks(reports, base, out.lines)
+    clocks = clocks_from(reports, base, out.lines)
     exponents = _memorization(slopes, groups, base, out.lines)
     capacity = _capacity(reports, out.lines)
     transient = _transient_bound(groups, base)
@@ -277,64 +272,9 @@ def _transient_bound(groups, base: Calibration) -> Constant | None:
     )
 
 
-def _settings(setting: dict) -> dict[str, Any]:
-    """The calibration settings of a setting as report.json holds it."""
-    return {
-        "states": setting["states"],
-        "context_len": setting["context_len"],
-        "dirichlet_alpha": setting["dirichlet_alpha"],
-        "mixture": setting["mixture"],
-        **setting["model"],
-        "batch_size": setting["training"]["batch_size"],
-        "lr": setting["training"]["lr"],
-        "weight_decay": setting["training"]["weight_decay"],
-    }
-
-
-def _clocks(reports: list[tuple[Path, dict]], base: Calibration, lines: list) -> list[ClockSet]:
-    """``base``'s clock sets with every race in ``reports`` added (same names replaced)."""
-    clocks = {c.name: c for c in base.clocks}
-    for file, report in reports:
-        for found in clock_sets(file, report):
-            clocks[found.name] = found
-            k1 = race(found.clocks())
-            value = f"{k1.k1_star:.3g}" if k1.k1_star is not None else "-"
-            lines.append((f"{found.name}: K*_1 from the race", value, k1.reason))
-    return list(clocks.values())
-
-
-def clock_sets(file: Path, report: dict) -> list[ClockSet]:
-    """The clocks of every race in a report, one set per setting."""
-    out = []
-    for spec in report["specs"]:
-        for entry in spec.get("clocks", []) if spec.get("kind") == "icl_markov" else []:
-            settings = _settings(entry["setting"])
-            members = entry["members"]
-            seeds = sorted({m["seed"] for m in members})
-            out.append(
-                ClockSet(
-                    name=f"{spec['name']}-clocks-{_digest(settings)}@{report['started'][:10]}",
-                    settings=settings,
-                    provenance=f"validate:{report['scale']}",
-                    source=f"infoflow validate clock runs, {len(members)} members, seeds {seeds}, "
-                    f"{entry['steps']:,} steps ({file})",
-                    device=report["device"],
-                    date=report["started"],
-                    steps=entry["steps"],
-                    criterion=entry.get("criterion", "gap"),
-                    members=[{f: m[f] for f in ClockRun.model_fields if f in m} for m in members],
-                )
-            )
-    return out
-
-
-def _digest(settings: dict) -> str:
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
-
-
 def _anchor(file: Path, report: dict, group: dict) -> tuple[Anchor, list]:
     setting, m = group["setting"], group["measurement"]
-    settings = _settings(setting)
+    settings = report_settings(setting)
     tau, k2 = m["tau_2gen"], m["k2_star"]
     bracket, why = _k1(m)
     notes = [(f"{group['name']}: K*_1", f"{bracket.value:.3g}" if bracket else "-", why)]
