@@ -4,11 +4,13 @@ and the runs of the default recipe keep their identities."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import SPECS  # noqa: E402
+from conftest import ROOT, SPECS  # noqa: E402
 
 import infoflow  # noqa: E402
 from infoflow.validators.icl_markov.model import StackedGPT  # noqa: E402
@@ -16,6 +18,7 @@ from infoflow.validators.icl_markov.training import _optimiser, trained_setting 
 from infoflow.validators.run import Options, plan  # noqa: E402
 
 SMOKE = SPECS / "icl_markov" / "smoke-c3.json"
+PARK = SPECS / "icl_markov" / "park2025.json"
 
 
 def _gradients(scales: tuple[float, ...]) -> StackedGPT:
@@ -87,3 +90,81 @@ def test_the_default_recipe_keeps_the_identity_of_runs_before_it() -> None:
         return experiment.groups[0].name
 
     assert name(written) == name(["sweep=null"]) != name(["sweep=null", "training.grad_clip=1"])
+    # the name the group had before the recipe options (2b3541f); a TRAINING_VERSION bump
+    # changes it on purpose, and then this line with it
+    assert name([]) == "smoke-c3-b3b8e594194a"
+
+
+def test_training_clips_every_step_with_the_spec_bound(tmp_path, monkeypatch) -> None:
+    """The loop hands the spec's bound to the model before each optimiser step (the method's
+    arithmetic is tested above); without grad_clip it never clips."""
+    from typer.testing import CliRunner
+
+    from infoflow.cli import app
+
+    calls = []
+    clip = StackedGPT.clip_gradients
+    monkeypatch.setattr(
+        StackedGPT, "clip_gradients", lambda self, bound: calls.append(bound) or clip(self, bound)
+    )
+    spec = {
+        "kind": "icl_markov",
+        "states": 3,
+        "chains": 4,
+        "context_len": 16,
+        "model": {"layers": 2, "d_model": 16, "heads": 2, "mlp_width": 32},
+        "training": {"steps": 6, "batch_size": 8, "lr": 0.003, "grad_clip": 0.5},
+    }
+    (tmp_path / "tiny.json").write_text(json.dumps(spec))
+    for bound, expected in ((0.5, [0.5] * 6), (None, [])):
+        calls.clear()
+        args = ["validate", str(tmp_path / "tiny.json"), "--quiet", "--no-plots", "--seeds", "1"]
+        args += [
+            "--set",
+            f"training.grad_clip={json.dumps(bound)}",
+            "--out",
+            str(tmp_path / str(bound)),
+        ]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert calls == expected
+
+
+def test_calibrate_keeps_the_recipe_and_the_names_of_sets_before_it(tmp_path) -> None:
+    """A report's settings leave a recipe at its defaults out (as the identity does): read
+    so, the shipped clock set keeps its name; a report of Park et al.'s recipe gives a set
+    of its own, with that recipe (a review found both written as the default recipe, under
+    one name)."""
+    from infoflow.icl_markov.fit_clocks import clock_sets
+
+    file = ROOT / "docs" / "results" / "2026-11-30-icl-race-c3-short-cpu" / "report.json"
+    report = json.loads(file.read_text())
+    [shipped] = clock_sets(file, report)
+    assert shipped.name == "race-c3-short-clocks-f71d825c@2026-11-30"  # as calibration.json
+    assert shipped.settings["grad_clip"] is None and shipped.settings["decay"] == "matrices"
+    park = {"decay": "all", "warmup_fraction": 0, "grad_clip": 0.01}
+    for spec in report["specs"]:
+        for entry in spec.get("clocks", []):
+            entry["setting"]["training"].update(park)
+    [recipe] = clock_sets(file, report)
+    assert recipe.name != shipped.name and {k: recipe.settings[k] for k in park} == park
+
+
+def test_a_published_anchor_without_its_recipe_matches_no_spec(tmp_path) -> None:
+    """A calibration file written before the recipe settings holds Park et al.'s figure
+    without their recipe: read as the default recipe it gave the figure's boundary to a
+    default-recipe spec (a review); now it is unrecorded. Recipe values are checked."""
+    old = json.loads((ROOT / "infoflow" / "icl_markov" / "calibration.json").read_text())
+    for name in ("decay", "warmup_fraction", "grad_clip"):
+        del old["anchors"][0]["settings"][name]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    for recipe in ([], ["training.decay=matrices", "training.warmup_fraction=0.02"]):
+        overrides = ["sweep=null", f"calibration={tmp_path / 'old.json'}", *recipe]
+        boundary = infoflow.predict(infoflow.load_spec(PARK, overrides))["final_boundary"]
+        assert boundary.value is None and "vs unrecorded" in boundary.note
+    old["anchors"][1]["settings"]["decay"] = "bogus"
+    (tmp_path / "bad.json").write_text(json.dumps(old))
+    with pytest.raises(infoflow.SpecError, match=r"settings\.decay: Input should be"):
+        infoflow.predict(
+            infoflow.load_spec(PARK, ["sweep=null", f"calibration={tmp_path}/bad.json"])
+        )
