@@ -168,3 +168,12 @@ def test_a_published_anchor_without_its_recipe_matches_no_spec(tmp_path) -> None
         infoflow.predict(
             infoflow.load_spec(PARK, ["sweep=null", f"calibration={tmp_path}/bad.json"])
         )
+
+
+def test_the_report_names_the_recipe_a_group_trained_with() -> None:
+    """report.md said "warmup then a constant rate" of every group (a review)."""
+    from infoflow.validators.icl_markov.ksweep.report import _rate
+
+    assert _rate({}) == ", warmup 2% of the steps"  # the defaults, left out of the setting
+    park = {"decay": "all", "warmup_fraction": 0, "grad_clip": 0.01}
+    assert _rate(park) == ", every parameter decayed, no warmup, the gradient clipped to norm 0.01"

@@ -17,7 +17,7 @@ from infoflow.validators.report import claims_markdown
 def describe(settings: dict[str, Any]) -> str:
     return (
         "In-context learning: each group's own settings, below (AdamW betas (0.9, 0.95), "
-        "warmup then a constant rate)."
+        "the warmup each names, then a constant rate)."
     )
 
 

@@ -108,8 +108,17 @@ def _member_row(group: dict[str, Any], member: dict[str, Any]) -> str:
 
 
 def _rate(training: dict) -> str:
+    """The recipe where it is not the default (the setting leaves defaults out), and layer
+    1's rate where it is slowed."""
+    recipe = ["every parameter decayed"] if training.get("decay", "matrices") == "all" else []
+    warmup = training.get("warmup_fraction", 0.02)
+    recipe.append(f"warmup {warmup:.0%} of the steps" if warmup else "no warmup")
+    if training.get("grad_clip") is not None:
+        recipe.append(f"the gradient clipped to norm {training['grad_clip']:g}")
     rate = training.get("layer1_attention_lr", 1)
-    return f", layer 1's attention at {rate:g} x the rate" if rate != 1 else ""
+    if rate != 1:
+        recipe.append(f"layer 1's attention at {rate:g} x the rate")
+    return "".join(f", {part}" for part in recipe)
 
 
 def _thresholds(m: dict[str, Any]) -> str:
