@@ -127,6 +127,9 @@ def jamba(config: Config) -> Config:
     layers, hidden = config["num_hidden_layers"], config["hidden_size"]
     period, offset = config["attn_layer_period"], config["attn_layer_offset"]
     rank = config["mamba_dt_rank"]
+    for key in ("attn_layer_period", "expert_layer_period"):
+        if config[key] < 1:  # a layer i holds it where i % period == offset
+            raise FieldError("hf_config", f"'{key}' is {config[key]}: a period is at least 1")
     if all(i % period != offset for i in range(min(layers, period))):  # a review: 1/0
         message = f"no layer holds attention (attn_layer_offset {offset}, attn_layer_period "
         message += f"{period}, {layers} layers): a model with no attention is not counted"

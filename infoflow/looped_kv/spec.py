@@ -174,7 +174,10 @@ class LoopedModel(StrictModel):
         if self.kv_heads is None:
             fill_derived(self, "kv_heads", self.heads)
         if self.heads % self.kv_heads:
-            read = " (both read from the config: num_key_value_heads, num_attention_heads)"
+            read = (
+                " (num_attention_heads and num_key_value_heads, read from the config; where it "
+                "has no num_key_value_heads, transformers' default for its model_type)"
+            )
             message = f"{self.kv_heads} does not divide heads = {self.heads}"
             raise FieldError("kv_heads", message + (read if self.hf_config else ""))
         if self.head_dim is None:

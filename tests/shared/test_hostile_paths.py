@@ -89,13 +89,20 @@ def test_a_damaged_quantization_config_is_refused_by_name(tmp_path, quantized, w
     assert words in refused("predict", str(tmp_path / "config.json"))
 
 
-@pytest.mark.parametrize("placement", [{"attn_layer_offset": 8}, {"attn_layer_offset": -1}])
-def test_a_jamba_with_no_attention_layer_is_refused(tmp_path, placement) -> None:
+@pytest.mark.parametrize(
+    ("placement", "words"),
+    [
+        ({"attn_layer_offset": 8}, "no layer holds attention"),
+        ({"attn_layer_offset": -1}, "no layer holds attention"),
+        ({"attn_layer_period": 0}, "'attn_layer_period' is 0: a period is at least 1"),
+        ({"expert_layer_period": 0}, "'expert_layer_period' is 0: a period is at least 1"),
+    ],
+)
+def test_a_jamba_with_no_attention_layer_is_refused(tmp_path, placement, words) -> None:
     """With a budget its longest context divided by zero bytes a token."""
     config = json.loads((LOOPED_KV / "hf_configs" / "jamba-v0.1.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, **placement}))
-    line = refused("predict", str(tmp_path / "config.json"), "--device", "h200")
-    assert "no layer holds attention" in line
+    assert words in refused("predict", str(tmp_path / "config.json"), "--device", "h200")
 
 
 def test_plot_refuses_a_budget_no_sequence_fits_and_writes_through_a_link(tmp_path) -> None:
