@@ -224,7 +224,7 @@ class Calibration(_Strict):
         self, settings: dict[str, Any], steps: int, criterion: str = "gap"
     ) -> ClockSet | None:
         """The clocks timed by ``criterion`` at exactly ``settings`` by runs of ``steps`` steps
-        (the race is not scaled; the warmup, 2% of the steps, differs between lengths), pooled
+        (the race is not scaled; the warmup, a share of the steps, differs between lengths), pooled
         over every set measured there. A run two sets share (the same group in two reports:
         equal clock, rate, K, seed and time) counts once."""
         same = [
