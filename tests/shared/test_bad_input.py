@@ -675,7 +675,7 @@ def test_messages_name_what_is_wrong_where_the_user_wrote_it(tmp_path) -> None:
     config = json.loads((SPECS / "looped_kv" / "hf_configs" / "qwen3-0.6b.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, "num_key_value_heads": 3}))
     line = refused("predict", str(tmp_path / "config.json"))
-    assert "read from the config: num_key_value_heads, num_attention_heads" in line
+    assert "num_attention_heads and num_key_value_heads, read from the config" in line
 
 
 def test_a_spec_with_a_byte_order_mark_is_read(tmp_path) -> None:
