@@ -92,6 +92,9 @@ INTEGERS = (
     "max_window_layers",
     "decoder_sparse_step",
     "attn_layer_period",
+    "attn_layer_offset",
+    "expert_layer_period",
+    "expert_layer_offset",
     "sliding_window_pattern",
     "total_ut_steps",  # Ouro's loops; Huginn's keys below
     "mean_recurrence",

@@ -98,6 +98,10 @@ def _full(error: Exception) -> str:
     )
 
 
+#: Tables an older infoflow wrote and this one no longer does.
+RETIRED = {"curves"}
+
+
 def _not_ours(db: sqlite3.Connection) -> str | None:
     """Why ``db`` is no database this infoflow may write into: a table no infoflow run writes
     (another program's file gained infoflow's tables: a review), or one of infoflow's
@@ -105,6 +109,8 @@ def _not_ours(db: sqlite3.Connection) -> str | None:
     found = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     tables = [name for (name,) in found if not name.startswith("sqlite_")]
     foreign = [name for name in tables if name not in COLUMNS]
+    if foreign and set(foreign) <= RETIRED:
+        return f"a results database of an older infoflow (its table {foreign[0]} is retired)"
     if foreign:
         return f"a database no infoflow run wrote (it holds the table {foreign[0]})"
     for table in tables:  # infoflow's own names only, here

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import ROOT, SPECS  # noqa: E402
+from conftest import ROOT, SPECS, refused  # noqa: E402
 
 import infoflow  # noqa: E402
 from infoflow.validators.icl_markov.model import StackedGPT  # noqa: E402
@@ -162,12 +162,12 @@ def test_a_published_anchor_without_its_recipe_matches_no_spec(tmp_path) -> None
         overrides = ["sweep=null", f"calibration={tmp_path / 'old.json'}", *recipe]
         boundary = infoflow.predict(infoflow.load_spec(PARK, overrides))["final_boundary"]
         assert boundary.value is None and "vs unrecorded" in boundary.note
-    old["anchors"][1]["settings"]["decay"] = "bogus"
-    (tmp_path / "bad.json").write_text(json.dumps(old))
-    with pytest.raises(infoflow.SpecError, match=r"settings\.decay: Input should be"):
-        infoflow.predict(
-            infoflow.load_spec(PARK, ["sweep=null", f"calibration={tmp_path}/bad.json"])
-        )
+    for key, value in (("decay", "bogus"), ("warmup_fraction", True), ("grad_clip", "0.01")):
+        bad = json.loads(json.dumps(old))
+        bad["anchors"][1]["settings"][key] = value  # a boolean raised IndexError (a review)
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        line = refused("predict", str(PARK), "--set", f"calibration={tmp_path}/bad.json")
+        assert f"settings.{key}:" in line
 
 
 def test_the_report_names_the_recipe_a_group_trained_with() -> None:
@@ -177,3 +177,4 @@ def test_the_report_names_the_recipe_a_group_trained_with() -> None:
     assert _rate({}) == ", warmup 2% of the steps"  # the defaults, left out of the setting
     park = {"decay": "all", "warmup_fraction": 0, "grad_clip": 0.01}
     assert _rate(park) == ", every parameter decayed, no warmup, the gradient clipped to norm 0.01"
+    assert _rate({"warmup_fraction": 0.004}) == ", warmup 0.4% of the steps"  # not "0%"

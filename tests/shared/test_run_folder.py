@@ -393,6 +393,11 @@ def test_a_database_another_program_wrote_is_not_adopted(toy) -> None:
         with sqlite3.connect(out / DATABASE) as db:
             found = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
         assert found == [table.split()[0] for table in tables]
+    (out / DATABASE).unlink()
+    with sqlite3.connect(out / DATABASE) as db:  # an early infoflow's table, since retired
+        db.execute("CREATE TABLE curves (group_name, step)")
+    line = refused("validate", str(toy / "right.json"), "--out", str(out), "--resume")
+    assert "a results database of an older infoflow (its table curves is retired)" in line
 
 
 def test_a_folder_no_run_wrote_is_refused_and_left_as_it_was(toy) -> None:

@@ -112,7 +112,7 @@ def _rate(training: dict) -> str:
     1's rate where it is slowed."""
     recipe = ["every parameter decayed"] if training.get("decay", "matrices") == "all" else []
     warmup = training.get("warmup_fraction", 0.02)
-    recipe.append(f"warmup {warmup:.0%} of the steps" if warmup else "no warmup")
+    recipe.append(f"warmup {100 * warmup:g}% of the steps" if warmup else "no warmup")
     if training.get("grad_clip") is not None:
         recipe.append(f"the gradient clipped to norm {training['grad_clip']:g}")
     rate = training.get("layer1_attention_lr", 1)
