@@ -44,8 +44,8 @@ NUMERIC_SETTINGS = (
     "lr",
     "weight_decay",
 )
-#: The training recipe's settings (since 2026-12-06: settings recorded without them had these
-#: values, the defaults of :data:`~infoflow.icl_markov.spec.ADDED_TRAINING`).
+#: The training recipe's settings (since 2026-12-06) at their defaults, which every run
+#: recorded without them trained with (a published number without them: :func:`with_recipe`).
 RECIPE_DEFAULTS = {name: Training.model_fields[name].default for name in ADDED_TRAINING}
 CATEGORICAL_SETTINGS = ("mixture", *RECIPE_DEFAULTS)
 #: A published number's recipe setting its source does not give: it matches no spec.
