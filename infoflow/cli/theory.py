@@ -111,10 +111,34 @@ def predict(
     serving = {key: value for key, value in serving.items() if value is not None}
     loaded = load_points(specs, overrides, serving)
     with user_errors():  # a family's own inputs (a calibration file) can be bad too
-        results = [
-            run_predict(spec, source=point_name(path, point)) for path, point, spec in loaded
-        ]
+        results = []
+        for path, point, spec in loaded:
+            results.append(run_predict(spec, source=point_name(path, point)))
+            if len(results) == 1:
+                _check_size(results[0], len(loaded), path)
     _show(results, [(path, point) for path, point, _ in loaded], format)
+
+
+#: The predictions a ``predict`` holds and writes at most, estimated from its first point:
+#: more is refused before the rest is computed (a review: a 10,000-point sweep of a
+#: 100,000-layer plan would have taken 21 minutes and written 6 GB).
+MAX_OUTPUT_BYTES = 256 * 2**20
+
+
+def _check_size(first, points: int, path: str) -> None:
+    """Refuse a predict of ``points`` points whose first point's JSON says the whole would
+    pass :data:`MAX_OUTPUT_BYTES`."""
+    from infoflow.core.errors import SpecError
+    from infoflow.core.text import format_bytes
+
+    size = len(json.dumps(first.to_json(), default=str))
+    if size * points > MAX_OUTPUT_BYTES:
+        why = (
+            f"{points:,} points of about {format_bytes(size)} of predictions each, more than "
+            f"the {format_bytes(MAX_OUTPUT_BYTES)} a predict writes: sweep fewer points "
+            "(`infoflow sweep` evaluates a retrieval sweep's main predictions vectorised)"
+        )
+        raise SpecError(path, [("sweep", why)])
 
 
 def _show(results: list, points: list[tuple[str, dict]], format: Format) -> None:

@@ -144,3 +144,21 @@ def test_calibrate_names_a_report_whose_specs_are_not_sections(tmp_path) -> None
     (tmp_path / "report.json").write_text(json.dumps({"specs": [5, None, "x"]}))
     line = refused("calibrate", "icl_markov", str(tmp_path / "report.json"))
     assert "field 'specs': not an infoflow validate report" in line and "Error" not in line
+
+
+def test_a_predict_whose_output_would_be_gigabytes_is_refused_after_its_first_point(
+    tmp_path,
+) -> None:
+    """A k-th value of rank 100,000 lists its minimal architecture layer by layer (0.6 MB of
+    predictions a point): 10,000 points would take 21 minutes and write 6 GB (a review)."""
+    target = "kth_largest((dot(q, x[t]) for t in T), k=100000)"
+    spec = {
+        "kind": "retrieval",
+        "target": target,
+        "input_dim": 4,
+        "architecture": {"layers": 1, "heads": 1, "embed_dim": 32},
+        "sweep": {"epsilon": [10 ** -(i / 100) for i in range(1, 501)]},
+    }
+    (tmp_path / "big.json").write_text(json.dumps(spec))
+    line = refused("predict", str(tmp_path / "big.json"), "--format", "jsonl")
+    assert "500 points of about" in line and "more than the 256 MiB a predict writes" in line
