@@ -202,7 +202,7 @@ def _check_keys(config: dict[str, Any], reads: set[str], path: Path) -> None:
             raise FieldError("hf_config", message)
     for key in INTEGERS:
         value = config.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        if value is not None and not _integer(value):
             message = (
                 f"{path}: '{key}' is {value!r}, not a whole number (transformers reads an int)"
             )
