@@ -35,6 +35,7 @@ from infoflow.icl_markov.calibration import (
     write_calibration,
 )
 from infoflow.icl_markov.fit_clocks import clocks_from, report_settings
+from infoflow.icl_markov.report_fields import check
 
 MAX_REPORT_BYTES = 256 * 2**20
 #: K at which memorization won that a slope of log tau_1Mem against log K needs: its standard
@@ -86,6 +87,7 @@ def read_reports(paths: list[Path]) -> list[tuple[Path, dict]]:
         specs = report.get("specs") if isinstance(report, dict) else None
         if not isinstance(specs, list) or not all(isinstance(spec, dict) for spec in specs):
             raise SpecError(str(file), [("specs", "not an infoflow validate report")])
+        check(str(file), report)
     return reports
 
 

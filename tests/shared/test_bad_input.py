@@ -269,14 +269,41 @@ def test_calibrate_refuses_reports_it_cannot_read(tmp_path) -> None:
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"specs": [{"kind": "icl_markov", "groups": [{"name": "g"}]}]}))
     line = refused("calibrate", "icl_markov", str(report))
-    assert "not a report of an icl_markov validation" in line and "missing 'setting'" in line
+    assert "field 'started': Field required" in line
     report.write_text("{")
     assert "invalid JSON" in refused("calibrate", "icl_markov", str(report))
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "words"),
+    [
+        (("measurement", "tau_2gen", "checkpoint_ratio"), 0, "greater than 0"),
+        (("setting",), 5, "should be an object"),
+        (("setting", "training"), None, "should be an object"),
+        (("setting", "training", "steps"), "1500", "valid integer"),
+        (
+            ("measurement", "per_k", "x"),
+            {"outcome": "memorization", "memorized_at": 10, "transient_duration": None},
+            "its keys are numbers of chains",
+        ),
+        (("measurement", "per_k", "1", "memorized_at"), [10], "valid"),
+        (("measurement", "k1_star"), {"low": 16}, "Field required"),
+    ],
+)
+def test_calibrate_names_the_damaged_field_of_a_report(tmp_path, path, value, words) -> None:
+    """A damaged report quoted Python's exception from deep in the fit ("TypeError: 'int'
+    object is not subscriptable", "ZeroDivisionError"); it names the field now."""
     real = ROOT / "docs" / "results" / "2026-11-29-icl-smoke-cpu-seed0" / "report.json"
     damaged = json.loads(real.read_text())
-    damaged["specs"][0]["groups"][0]["measurement"]["tau_2gen"]["checkpoint_ratio"] = 0
+    inner = damaged["specs"][0]["groups"][0]
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    report = tmp_path / "report.json"
     report.write_text(json.dumps(damaged))
-    assert "ZeroDivisionError" in refused("calibrate", "icl_markov", str(report))
+    line = refused("calibrate", "icl_markov", str(report))
+    located = "specs.0.groups.0." + ".".join(path[:-1] if path[-1] == "x" else path)
+    assert f"field '{located}" in line and words in line and "Error" not in line
 
 
 # ---- outputs -----------------------------------------------------------------------------
