@@ -29,7 +29,6 @@ from infoflow.families import EXTRA_COMMANDS, FAMILIES, Family, family
 
 PACKAGE = Path(infoflow.__file__).resolve().parent
 SNAKE = re.compile(r"[a-z][a-z0-9_]*")
-PROTOCOL = ("scale", "plan", "train", "judge", "describe", "markdown", "plot")
 
 
 class FamilyCheckError(AssertionError):
@@ -113,6 +112,11 @@ def _predicts(kind: str, path: Path) -> tuple[list[str], Any]:
     return problems, spec
 
 
+def _method(name: str, value: Any) -> bool:
+    """A method the :class:`~infoflow.validators.protocol.Validator` protocol declares."""
+    return callable(value) and not name.startswith("_")
+
+
 def _validator(entry: Family, loaded: list[tuple[Path, Any]]) -> tuple[list[str], list[str]]:
     """The validator implements the protocol and plans every bundled spec into groups: the
     problems found, and what could not be checked."""
@@ -120,11 +124,12 @@ def _validator(entry: Family, loaded: list[tuple[Path, Any]]) -> tuple[list[str]
         return [], []
     try:
         from infoflow.validators.identity import content_name
-        from infoflow.validators.protocol import CannotValidate, Group
+        from infoflow.validators.protocol import CannotValidate, Group, Validator
     except ModuleNotFoundError as exc:  # no torch: the validator cannot be imported
         return [], [f"the validator: it needs {exc.name}, which is not installed"]
     validator = entry.load_validator()
-    missing = [name for name in PROTOCOL if not callable(getattr(validator, name, None))]
+    methods = [name for name, value in vars(Validator).items() if _method(name, value)]
+    missing = [name for name in methods if not callable(getattr(validator, name, None))]
     if missing or validator.kind != entry.kind:
         return [f"the validator lacks {missing} or is not of kind {entry.kind}"], []
     scale = validator.scale("smoke", None, None, "cpu")

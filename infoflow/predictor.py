@@ -21,7 +21,7 @@ def predict(spec: Spec | str | Path | Mapping[str, Any], *, source: str | None =
     captions and JSON.
     """
     if isinstance(spec, str | Path):
-        spec, source = load_spec(spec), str(spec)
+        spec, source = load_spec(spec), source or str(spec)
     elif isinstance(spec, Mapping):
         spec = load_spec(spec)
     elif not isinstance(spec, Spec):

@@ -4,8 +4,8 @@ console script.
 Exit codes: 0 success; 2 bad input (a message that names the file and the field, no
 traceback); 1 anything else (a failed allocation: one line, no traceback). ``app`` (the
 Typer application), ``options`` (what the commands share), ``theory`` (predict, explain,
-graph, compare, plot, sweep, schema) and ``training`` (plan, validate, calibrate: torch is
-imported inside them).
+graph, compare, plot, sweep, schema) and ``training`` (plan, validate, calibrate, compile:
+torch is imported inside them).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import typer
 
 from infoflow.cli import theory, training
 from infoflow.cli.app import app
+from infoflow.core.errors import out_of_memory
 from infoflow.core.text import one_line
 
 __all__ = ["app", "main", "theory", "training"]
@@ -51,12 +52,3 @@ def main() -> None:
         typer.echo(f"error: {where}: cannot use this path ({exc.strerror})", err=True)
         code = 2
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is an allocation that failed: Python's, torch's on a GPU or a CPU."""
-    return (
-        isinstance(exc, MemoryError)
-        or type(exc).__name__ == "OutOfMemoryError"
-        or "can't allocate memory" in str(exc)
-    )

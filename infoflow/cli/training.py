@@ -1,5 +1,6 @@
-"""The commands that train or plan training: ``plan``, ``validate`` and ``calibrate``. Torch
-and the families are imported inside the commands, so the others start without them."""
+"""The commands that train or plan training: ``plan``, ``validate``, ``calibrate`` and
+``compile``. Torch and the families are imported inside the commands, so the others start
+without them."""
 
 from __future__ import annotations
 
@@ -121,7 +122,8 @@ def plan(
 ) -> None:
     """The experiments validate would run and their estimated time on the device: for
     retrieval the design (sizes, predicted exponents, the claims they test); for icl_markov
-    the K sweeps and clock runs (needs torch)."""
+    the K sweeps and clock runs; for looped_kv the models and their measurements (needs
+    torch)."""
     from infoflow.core.units import parse_duration
 
     total, jsonl = 0.0, format is PlanFormat.jsonl

@@ -42,6 +42,15 @@ class FieldError(ValueError):
         super().__init__(message)
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation that failed: Python's, torch's on a GPU or a CPU."""
+    return (
+        isinstance(exc, MemoryError)
+        or type(exc).__name__ == "OutOfMemoryError"
+        or "can't allocate memory" in str(exc)
+    )
+
+
 def install_hint(packages: str, extra: str) -> str:
     """How to install what is missing, in words that work from an installed package and from
     a clone of the repository (where an extra of a package named infoflow would be looked

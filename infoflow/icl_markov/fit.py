@@ -61,7 +61,7 @@ def calibrate(results: list[Path], base: Path | None, out: Path) -> list[tuple[s
     base_calibration = load_calibration(base)
     try:
         found = fit(reports, base_calibration)
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+    except (ValidationError, ArithmeticError) as exc:  # its fields are checked on reading
         files = ", ".join(str(file) for file, _ in reports)
         message = f"not a report of an icl_markov validation this version can read ({_why(exc)})"
         raise SpecError(files, [("specs", message)]) from None

@@ -234,12 +234,12 @@ def _thresholds(spec: IclMarkovSpec, calibration: Calibration, values: dict) -> 
     tau = _scaled(calibration, "tau_2gen", settings, context, values, "context_len", steps)
     rate = spec.training.layer1_attention_lr
     if rate != 1:
-        tau = _rate_blind("tau_2gen", "steps", rate), None
+        tau = _rate_blind("steps", rate), None
     clocks = calibration.clocks_at(settings, spec.training.steps, spec.options.criterion)
     if clocks is not None:
         k1 = _raced(clocks, rate)
     elif rate != 1:
-        k1 = _rate_blind("k1_star", "chains", rate), None
+        k1 = _rate_blind("chains", rate), None
     else:
 
         def scaling(at):
@@ -305,7 +305,7 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
     return prediction, value
 
 
-def _rate_blind(quantity: str, unit: str, rate: float) -> Prediction:
+def _rate_blind(unit: str, rate: float) -> Prediction:
     """No prediction: the anchors were measured at layer 1's full learning rate (tau_2Gen's
     slowing is what the race's tau_G at that rate measures, by another criterion)."""
     note = (

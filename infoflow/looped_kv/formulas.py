@@ -67,12 +67,6 @@ def symbols() -> SimpleNamespace:
     )
 
 
-def substitutions(values: Numbers) -> dict[Any, Any]:
-    """``values`` keyed by the sympy symbols, for ``expression.subs`` (checks, tests)."""
-    s = symbols()
-    return {getattr(s, k): v for k, v in vars(values).items() if hasattr(s, k)}
-
-
 def kv_per_layer(s) -> Any:
     """K and V of one token in one layer."""
     return 2 * s.bytes * s.n_kv * s.d_head

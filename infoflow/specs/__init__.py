@@ -37,8 +37,8 @@ def path(name: str | Path) -> Path:
 
 def names() -> list[str]:
     """Every bundled spec, as ``family/file.json`` or ``family/suite/file.json`` (the files
-    :func:`path` takes; the retrieval CPU suite's were left out: a review), not the model
-    configs under ``looped_kv/hf_configs/`` that specs read."""
+    :func:`path` takes, the retrieval CPU suite's among them), not the model configs under
+    ``looped_kv/hf_configs/`` that specs read."""
     folder = root()
     found = (p for p in sorted(folder.rglob("*.json")) if "hf_configs" not in p.parts)
     return [p.relative_to(folder).as_posix() for p in found]

@@ -54,12 +54,3 @@ class ChainSampler:
         for t in range(1, length):
             x[:, t] = (self.cdf[chain, x[:, t - 1]] < u[:, t]).sum(-1).clamp_max(last)
         return x
-
-
-def sample_sequences(
-    P: Tensor, weights: Tensor, batch: int, length: int, generator: torch.Generator
-) -> tuple[Tensor, Tensor]:
-    """``batch`` sequences of ``length`` states: a chain drawn from ``weights`` per sequence,
-    the first state from its stationary distribution. Returns (states [B, L], chains [B])."""
-    chain = torch.multinomial(weights.float(), batch, replacement=True, generator=generator)
-    return ChainSampler(P).sample(chain, length, generator), chain

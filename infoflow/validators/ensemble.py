@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from infoflow.core.errors import SpecError
+from infoflow.core.errors import SpecError, out_of_memory
 from infoflow.core.files import write_with
 from infoflow.validators.identity import digest
 
@@ -187,6 +187,8 @@ class Checkpoint:
             self.earlier = float(state.get("seconds", 0.0))
             return int(state["step"]), list(state.get("records", []))
         except Exception as exc:  # whatever is wrong with the file's content
+            if out_of_memory(exc):  # the allocation failed, not the file (a review)
+                raise
             raise self._damaged(exc) from None
 
     def load_weights(self, model, device) -> None:
@@ -195,6 +197,8 @@ class Checkpoint:
         try:
             model.load_state_dict(state["model"])
         except Exception as exc:  # weights of another shape
+            if out_of_memory(exc):  # the allocation failed, not the file (a review)
+                raise
             raise self._damaged(exc) from None
 
     def _read(self, device) -> dict:
@@ -206,6 +210,8 @@ class Checkpoint:
                 warnings.simplefilter("ignore")
                 state = torch.load(self.path, map_location=device, weights_only=True)
         except Exception as exc:  # truncated, not a checkpoint, a directory, a foreign pickle
+            if out_of_memory(exc):  # the allocation failed, not the file (a review)
+                raise
             raise self._refused(_unreadable(exc)) from None
         if not isinstance(state, dict) or "model" not in state:
             raise self._refused("damaged checkpoint (no model state in it)")

@@ -104,12 +104,6 @@ class Store:
                 (started, scale, device, json.dumps(settings)),
             )
 
-    def first_settings(self) -> dict[str, Any]:
-        """The settings the run was started with (empty for a new run)."""
-        row = self.db.execute("SELECT settings FROM runs ORDER BY id LIMIT 1").fetchone()
-        settings = _loads(row[0]) if row else {}
-        return settings if isinstance(settings, dict) else {}
-
     def first_started(self) -> str:
         """When the run began (the first start, for a resumed run)."""
         return self.db.execute("SELECT started FROM runs ORDER BY id LIMIT 1").fetchone()[0]

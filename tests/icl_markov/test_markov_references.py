@@ -10,10 +10,17 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from infoflow.validators.chains import sample_chains, sample_sequences, stationary  # noqa: E402
+from infoflow.validators.chains import ChainSampler, sample_chains, stationary  # noqa: E402
 from infoflow.validators.icl_markov import references  # noqa: E402
 
 C, ALPHA = 3, 1.0
+
+
+def sample_sequences(P, weights, batch: int, length: int, generator):
+    """``batch`` sequences of ``length`` states: a chain drawn from ``weights`` per sequence,
+    the first state from its stationary distribution. Returns (states [B, L], chains [B])."""
+    chain = torch.multinomial(weights.float(), batch, replacement=True, generator=generator)
+    return ChainSampler(P).sample(chain, length, generator), chain
 
 
 @pytest.fixture

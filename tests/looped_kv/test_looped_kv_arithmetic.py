@@ -45,7 +45,8 @@ def symbol_values(result: infoflow.Result, name: str) -> dict:
     values.step = spec.serving.batch_step or 1
     if name in BUDGET_OF:
         values.budget = result[BUDGET_OF[name]].value
-    return F.substitutions(values)
+    s = F.symbols()  # the values keyed by the sympy symbols, for expression.subs
+    return {getattr(s, k): v for k, v in vars(values).items() if hasattr(s, k)}
 
 
 def assert_expressions_give_values(result: infoflow.Result) -> None:

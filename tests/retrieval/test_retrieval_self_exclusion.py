@@ -304,6 +304,8 @@ def test_the_self_exclusion_claim_is_refuted_when_the_pair_does_not_decide() -> 
     assert verdict(1e-6, 2e-7) == "refuted"  # the diagonal changed nothing
     assert verdict(1e-6, 5e-6) == "refuted"  # nor here: less than 10x the witness's
     assert verdict(0.5, 11.8) == "inconclusive"  # the witness itself is wrong
+    assert verdict(1e-6, float("nan")) == "inconclusive"  # not measured: no finding (a review)
+    assert verdict(1e-6, None) == "inconclusive"
 
 
 @pytest.mark.parametrize("op", ["max", "min"])

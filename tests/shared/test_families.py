@@ -35,8 +35,8 @@ def test_every_bundled_spec_of_a_kind_is_planned_into_groups(kind) -> None:
 
 
 def test_check_family_reports_what_a_family_gets_wrong(toy, monkeypatch) -> None:
-    """The toy family has no docs page and no specs folder, and a broken copy of it predicts
-    a name that is not snake_case and plans a job whose group is not a Group."""
+    """The toy family has no docs page and no specs folder, and broken copies of it predict
+    a name that is not snake_case or lack a method of the validator protocol."""
     with pytest.raises(FamilyCheckError) as found:
         check_family("toy")
     assert found.value.problems == [
@@ -62,6 +62,11 @@ def test_check_family_reports_what_a_family_gets_wrong(toy, monkeypatch) -> None
 
     monkeypatch.setattr(toy_family, "predict", bad_predict)
     with pytest.raises(FamilyCheckError, match="'Double' is not a snake_case name"):
+        check_family("toy", root=toy)
+    monkeypatch.setattr(toy_family, "predict", good)
+    # every method of the protocol is checked (the list left out figures: a review)
+    monkeypatch.delattr(toy_family.ToyValidator, "figures")
+    with pytest.raises(FamilyCheckError, match=r"the validator lacks \['figures'\]"):
         check_family("toy", root=toy)
 
 

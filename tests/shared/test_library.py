@@ -26,6 +26,13 @@ def test_a_results_spec_loads_again_to_the_same_predictions(path, monkeypatch) -
     assert again.to_json()["predictions"] == result.to_json()["predictions"]
 
 
+def test_a_path_is_named_by_the_callers_source_where_given() -> None:
+    """predict(path, source=...) named the result by the path, not the caller's source."""
+    path = SPECS / "retrieval" / "pairwise-min.json"
+    assert infoflow.predict(path, source="mine").source == "mine"
+    assert infoflow.predict(path).source == str(path)
+
+
 def test_a_looped_sweep_expands() -> None:
     sweep = 'sweep={"serving.context_tokens": [4096, 8192]}'
     spec = infoflow.load_spec(SPECS / "looped_kv" / "ouro-1.4b-h200.json", [sweep])

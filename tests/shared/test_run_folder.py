@@ -170,6 +170,30 @@ def test_a_checkpoint_is_read_only_for_its_own_group(tmp_path) -> None:
         mine.load(model, optimizer, schedule, data, "cpu")
 
 
+def test_an_allocation_that_fails_reading_a_checkpoint_is_not_called_damage(
+    tmp_path, monkeypatch
+) -> None:
+    """An out-of-memory error while loading said "damaged checkpoint ...: delete it" of a good
+    file (a review); it reaches the command line's out-of-memory message instead."""
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    mine = Checkpoint(tmp_path / "g.pt", "abc")
+    mine.save(model, optimizer, schedule, torch.Generator().get_state(), 5, [])
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried 9 GB")
+
+    monkeypatch.setattr(model, "load_state_dict", fails)
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        mine.load(model, optimizer, schedule, torch.Generator(), "cpu")
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        mine.load_weights(model, "cpu")
+    monkeypatch.setattr(torch, "load", lambda *a, **k: fails())
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        mine.load_weights(torch.nn.Linear(3, 2), "cpu")
+
+
 def test_a_resumed_groups_seconds_include_the_runs_before(tmp_path) -> None:
     """The clock travels with the checkpoint: a group killed after 100 s of training and
     resumed reports its whole time, not only the resumed part's."""

@@ -23,7 +23,6 @@ from infoflow.retrieval.types import (
     Step,
 )
 
-NAME = "specific-position head"
 KEY = FETCH  # the shared step's key in a schedule
 EDGES = {"fetch": "specific-position"}
 

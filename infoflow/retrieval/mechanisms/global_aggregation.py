@@ -10,7 +10,6 @@ from __future__ import annotations
 import sympy
 
 from infoflow.retrieval.canonical_to_tree import order
-from infoflow.retrieval.circuit import THE_READOUT, TOKENS, Copy, Head
 from infoflow.retrieval.laws import T, decode_exponent
 from infoflow.retrieval.types import CostOptions, CostTerm, Placement, Schedule
 
@@ -54,12 +53,3 @@ def sentence(placement: Placement) -> str:
 def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -> sympy.Expr:
     """The readout's state couples all T positions."""
     return decode_exponent(T, options)
-
-
-def circuit_head(dest: str, does: str) -> Head:
-    """The head of a global aggregation: the readout averages every token's channels into
-    ``dest`` (what the average couples, T positions, is what makes its decoding expensive;
-    compile builds the head, and refuses a plan that needs it, which is never efficient)."""
-    return Head(
-        1, -1, "global aggregation", THE_READOUT, does, values=(Copy(TOKENS, dest),), sharp=False
-    )

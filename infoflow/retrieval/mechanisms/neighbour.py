@@ -11,7 +11,6 @@ import sympy
 from infoflow.retrieval.laws import decode_exponent
 from infoflow.retrieval.types import CostOptions, Factor, Schedule, Step
 
-NAME = "neighbour fetch"
 EDGES = {"shift": "relative-position"}
 
 

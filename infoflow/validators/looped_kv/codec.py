@@ -52,7 +52,7 @@ def fold(x: Tensor, how: str) -> Tensor:
         return x.permute(0, 1, 2, 4, 3, 5).reshape(R * T, B * L, H * d)
     if how == "layer":  # groups (T, H), dim (R, d)
         return x.permute(1, 3, 2, 4, 0, 5).reshape(T * H, B * L, R * d)
-    raise ValueError(how)
+    raise ValueError(f"fold {how!r}: not one of {FOLDS}")
 
 
 def unfold(x: Tensor, how: str, shape: torch.Size) -> Tensor:

@@ -96,6 +96,10 @@ THRESHOLD_SLOPE = 1000.0
 _REFERENCE = re.compile(r"^([A-Za-z_]\w*)((?:\[\d+\])*)(\^T)?$")
 
 
+class TooNarrow(ValueError):
+    """The model's MLPs have fewer hidden units than the circuit's MLPs need."""
+
+
 class Weights:
     """Writes ``circuit`` into a fresh one-member model: ``beta`` the softmax sharpness,
     ``width`` the MLPs' hidden width, in ``dtype``."""
@@ -325,7 +329,7 @@ class Weights:
         """The next ``count`` hidden units of ``layer``'s MLP (peels first, then decoders)."""
         used = self._used.get(layer, 0)
         if used + count > self.member.hidden:
-            raise ValueError(f"layer {layer}'s MLP needs more than its {self.member.hidden} units")
+            raise TooNarrow(f"layer {layer}'s MLP needs more than its {self.member.hidden} units")
         self._used[layer] = used + count
         return slice(used, used + count)
 

@@ -8,9 +8,11 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infoflow.core.errors import SpecError
 from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.retrieval import construction
+from infoflow.validators.retrieval.circuit_to_weights import TooNarrow
 from infoflow.validators.retrieval.construction import Witness
 
 if TYPE_CHECKING:
@@ -27,7 +29,10 @@ def compile_command(
     sweep: bool = False,
 ) -> str:
     """Build, describe and save the witness (and sweep it); the text to print."""
-    witness = construction.build(spec, source, beta=beta, width=width, seed=seed)
+    try:
+        witness = construction.build(spec, source, beta=beta, width=width, seed=seed)
+    except TooNarrow as exc:
+        raise SpecError(source, [("--width", f"{width} is too narrow here: {exc}")]) from None
     written = construction.save(witness, out)
     lines = describe(witness, source)
     if sweep:

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from infoflow.retrieval.circuit import POSITIONS, SQNORM, Head, Mlp
-from infoflow.validators.retrieval.circuit_to_weights import Weights
+from infoflow.validators.retrieval.circuit_to_weights import TooNarrow, Weights
 from infoflow.validators.retrieval.targets import sample_inputs
 
 SAMPLES = 40_000  # tokens whose exact inputs set the range and measure the fit
@@ -173,7 +173,7 @@ def _interpolant(z: Tensor, form: Tensor, width: int) -> tuple[Tensor, Tensor, T
     values, vectors = values[kept], vectors[:, kept]
     per = width // len(values)
     if per < 2:
-        raise ValueError(f"a decoder of width {width} cannot cover {len(values)} directions")
+        raise TooNarrow(f"a decoder of width {width} cannot cover {len(values)} directions")
     reach = RANGE * (z @ vectors).abs().amax(0)  # [k]
     steps = torch.linspace(-1, 1, per + 1, dtype=z.dtype)[:-1]
     knots = reach[:, None] * steps  # [k, per]: k_0 .. k_{per - 1}, spacing h

@@ -52,6 +52,7 @@ from infoflow.validators.identity import content_name
 from infoflow.validators.protocol import Context
 from infoflow.validators.retrieval import construction
 from infoflow.validators.retrieval.ablation import fine_tune, without_layer
+from infoflow.validators.retrieval.circuit_to_weights import TooNarrow
 from infoflow.validators.retrieval.experiment import Experiment, Model
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.floors import LEARNS_FACTOR
@@ -90,7 +91,7 @@ def construction_claims(experiment: Experiment, context: Context) -> tuple[list[
         records.append(record)
         learns_below = floors[model.seq_len].learns_below
         claims.append(_witness_claim(model, record, learns_below))
-        if record.get("nmse_without_self_penalty") is not None:
+        if "nmse_without_self_penalty" in record:
             claims.append(_self_exclusion_claim(model, record, learns_below))
         if record.get("ladder"):
             ladders[model] = Ladder(record["ladder"]["sizes"], record["ladder"]["nmse"])
@@ -138,17 +139,23 @@ def _witness_record(experiment, model, spec, circuit, context) -> dict:
         ("nmse_coarse", coarse),
         ("nmse_trained_width", {"width": trained}),
     ):
-        try:
-            out[name] = construction.build(spec, circuit=circuit, **setting).nmse
-        except ValueError as exc:  # too narrow for the decoders
-            out[name], out[f"{name}_why"] = None, str(exc)
+        out.update(_built(name, spec, circuit, setting))
     if self_penalised(circuit) and _charged(spec):
         bare = without_self_penalty(circuit)
-        out["nmse_without_self_penalty"] = construction.build(spec, circuit=bare).nmse
+        out.update(_built("nmse_without_self_penalty", spec, bare, {}))
     ladder = ladder_of(spec, circuit, seeds)
     out["ladder"] = ladder.to_json() if ladder else None
     out["channels"], out["circuit"] = circuit.width, circuit.to_json()
     return _store(context, key, out)
+
+
+def _built(name: str, spec, circuit, setting: dict) -> dict:
+    """``{name: NMSE}`` of ``circuit`` built at ``setting``; ``{name: None, name_why: why}``
+    where the MLP width is too narrow for its decoders."""
+    try:
+        return {name: construction.build(spec, circuit=circuit, **setting).nmse}
+    except TooNarrow as exc:
+        return {name: None, f"{name}_why": str(exc)}
 
 
 def witness_key(spec, seeds: int, trained: int) -> dict:
@@ -165,8 +172,6 @@ def witness_key(spec, seeds: int, trained: int) -> dict:
 
 def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
     nmse, coarse, knob = record["nmse"], record["nmse_coarse"], record["knob"]
-    falls = coarse is not None and nmse * construction.FALLS <= coarse
-    holds = nmse < learns_below and falls
     grows = "MLP width grows 4x and beta 10x" if knob != "beta" else "beta grows 10x"
     statement = (
         f"{model.label()}: the compiled witness represents the target (NMSE below the learns "
@@ -174,11 +179,27 @@ def _witness_claim(model: Model, record: dict, learns_below: float) -> Claim:
     )
     measured = {"nmse": nmse, "nmse_coarser": coarse}
     tolerance = f"NMSE < shortcut / {LEARNS_FACTOR:g}; a fall of {construction.FALLS:g}x"
+    ident = f"witness:{model.key()}"
+    unmeasured = _unmeasured(record, ("nmse", "nmse_coarse"))
+    if unmeasured:
+        claim = Claim.undecided(ident, statement, "represents", measured, tolerance, unmeasured)
+        return claim.of_kind(KIND)
+    holds = nmse < learns_below and nmse * construction.FALLS <= coarse
     reason = "" if holds else "a finding against the plan: the construction does not carry it out"
-    claim = Claim.judged(
-        f"witness:{model.key()}", statement, "represents", measured, tolerance, holds, reason
-    )
+    claim = Claim.judged(ident, statement, "represents", measured, tolerance, holds, reason)
     return claim.of_kind(KIND)
+
+
+def _unmeasured(record: dict, names: tuple[str, ...]) -> str:
+    """Why a claim on ``record``'s NMSEs ``names`` cannot be judged ("" when it can): one was
+    not built (too narrow) or is not a number (a build that diverged)."""
+    for name in names:
+        value = record.get(name)
+        if value is None:
+            return f"{name} was not measured: {record.get(f'{name}_why', 'not built')}"
+        if not math.isfinite(value):
+            return f"{name} is not a number ({value}): the build diverged"
+    return ""
 
 
 def _charged(spec) -> bool:
@@ -200,8 +221,9 @@ def _self_exclusion_claim(model: Model, record: dict, learns_below: float) -> Cl
     measured = {"nmse": nmse, "nmse_without_self_penalty": bare}
     tolerance = f"NMSE without it >= {construction.FALLS:g} x the witness's"
     ident = f"self_exclusion:{model.key()}"
-    if nmse >= learns_below:
-        why = "the witness itself does not represent the target"
+    unmeasured = _unmeasured(record, ("nmse", "nmse_without_self_penalty"))
+    if unmeasured or nmse >= learns_below:
+        why = unmeasured or "the witness itself does not represent the target"
         claim = Claim.undecided(ident, statement, "is wrong", measured, tolerance, why)
     else:
         holds = bare >= construction.FALLS * nmse

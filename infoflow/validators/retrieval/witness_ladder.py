@@ -29,6 +29,7 @@ from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval import construction
+from infoflow.validators.retrieval.circuit_to_weights import TooNarrow
 from infoflow.validators.retrieval.expect import MARGIN
 from infoflow.validators.retrieval.experiment import Model
 from infoflow.validators.retrieval.exponents import (
@@ -48,20 +49,24 @@ WIDTHS = (128, 256, 512, 1024)
 
 
 def ladder_of(spec: RetrievalSpec, circuit: Circuit, seeds: int) -> Ladder | None:
-    """The witness's NMSE at every width of :data:`WIDTHS` and seed (None: no decoder)."""
+    """The witness's NMSE at every width of :data:`WIDTHS` its decoders fit in, and seed
+    (None: no decoder, or fewer than two widths fit)."""
     if not any(m.kind == "decode" for m in circuit.mlps):
         return None
     sizes, rows = [], []
     for width in WIDTHS:
         row = []
-        for seed in range(seeds):
-            built = construction.build(
-                spec, beta=construction.SHARP, width=width, seed=seed, circuit=circuit
-            )
-            row.append(built.nmse)
+        try:
+            for seed in range(seeds):
+                built = construction.build(
+                    spec, beta=construction.SHARP, width=width, seed=seed, circuit=circuit
+                )
+                row.append(built.nmse)
+        except TooNarrow:
+            continue
         sizes.append(built.model.members[0].decoder_parameters())
         rows.append(row)
-    return Ladder(sizes, rows)
+    return Ladder(sizes, rows) if len(sizes) >= 2 else None
 
 
 def exponent_claim(model: Model, ladder: Ladder, alpha: float) -> Claim:

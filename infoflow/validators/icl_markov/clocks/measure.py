@@ -38,8 +38,8 @@ MIN_DROP = 0.1
 
 #: What a clock run found: its mechanism formed (at ``time``), did not form within the run,
 #: generalised first (a memorising clock whose fresh-chain KL crossed G2's halfway line no
-#: later than its own: not memorisation in isolation), or cannot be timed (its level is not
-#: MIN_DROP below the plateau).
+#: later than its own: not memorisation in isolation), or cannot be timed (gap: its level is
+#: not MIN_DROP below the plateau; projection: the data cannot separate its references).
 STATUSES = ("formed", "not formed", "generalised first", "not timed")
 
 
