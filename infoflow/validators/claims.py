@@ -32,6 +32,17 @@ VERDICTS: tuple[Verdict, ...] = ("confirmed", "refuted", "inconclusive")
 KINDS = ("paper", "reproduction", "reconstruction", "construction", "engineering")
 
 
+#: Seeds a verdict over seeds needs: one seed's measurement has no spread to judge it by.
+MIN_SEEDS = 2
+
+
+def fewer_seeds(count: int) -> str | None:
+    """Why a judgment over ``count`` seeds decides nothing (None: it has MIN_SEEDS at least)."""
+    if count >= MIN_SEEDS:
+        return None
+    return f"{count} seed(s): an interval over seeds needs {MIN_SEEDS} at least"
+
+
 #: A claim's columns as a table (its JSON form's keys, ``derived_from`` aside).
 CLAIM_COLUMNS = ("id", "kind", "claim", "verdict", "predicted", "measured", "tolerance", "reason")
 
@@ -116,6 +127,16 @@ class Claim(Tabular):
         """The same claim about one group of several: its id ``prefix/id``, its statement
         starting ``[prefix]``."""
         return replace(self, id=f"{prefix}/{self.id}", statement=f"[{prefix}] {self.statement}")
+
+    def over_seeds(self, seeds: int) -> Claim:
+        """This claim, judged over ``seeds`` seeds: inconclusive with fewer than MIN_SEEDS,
+        its reason saying what the seed alone showed."""
+        why = fewer_seeds(seeds)
+        if why is None or self.verdict == "inconclusive":
+            return self
+        alone = "agrees" if self.verdict == "confirmed" else "disagrees"
+        reason = f"{why} (alone, it {alone}" + (f": {self.reason})" if self.reason else ")")
+        return replace(self, verdict="inconclusive", reason=reason)
 
     def of_kind(self, kind: str) -> Claim:
         return replace(self, kind=kind)

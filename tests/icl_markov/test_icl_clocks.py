@@ -283,16 +283,23 @@ def test_plan_lists_the_sweeps_and_clock_runs_with_times() -> None:
 
 def test_the_slowed_previous_token_head_rule_can_be_refuted() -> None:
     """tau_G(r) = tau_G|prev + tau_prev / r: with tau_G 200 and tau_G|prev 40, r = 0.5 gives
-    360; a measured G clock at 250 refutes it."""
+    360; measured G clocks at 250 refute it. One seed decides nothing: its predicted range is
+    a point, which every other time refuted (a review)."""
 
-    def judged(slowed: float) -> str:
+    def judged(slowed: float, seeds: int = 2) -> str:
         found = Clocks(
-            g=[200], g_prev=[40], m1={}, m2_prev={}, steps=1000, g_slowed={0.5: [slowed]}
+            g=[200] * seeds,
+            g_prev=[40] * seeds,
+            m1={},
+            m2_prev={},
+            steps=1000,
+            g_slowed={0.5: [slowed] * seeds},
         )
         (claim,) = slowing_claims({"setting": {"clocks": found}})
         return claim.verdict
 
     assert judged(360) == "confirmed" and judged(250) == "refuted"
+    assert judged(360, seeds=1) == judged(250, seeds=1) == "inconclusive"
 
 
 def test_the_delay_is_judged_on_every_clock_seed() -> None:
@@ -454,7 +461,13 @@ def test_k2_is_not_judged_at_the_settings_its_capacity_was_fitted_to() -> None:
     fitted = infoflow.load_spec(SPECS / "icl_markov" / "decoder-c3.json")
     elsewhere = infoflow.load_spec(SPECS / "icl_markov" / "decoder-c3.json", ["states=4"])
     for spec, judged in ((fitted, False), (elsewhere, True)):
-        group = DecoderGroup("decoder-c3-0123456789ab", spec, [64, 128, 256], [2, 9], 0)
-        _, claims = judge_decoder([group], context)
+        seeds = [
+            DecoderGroup("decoder-c3-0123456789ab", spec, [64, 128, 256], [2, 9], seed)
+            for seed in (0, 1)
+        ]
+        _, claims = judge_decoder(seeds, context)
         capacity = claims[0]
         assert (capacity.verdict != "inconclusive") is judged, capacity.reason
+        _, claims = judge_decoder(seeds[:1], context)  # one seed alone decides nothing
+        assert claims[0].verdict == "inconclusive"
+        assert ("1 seed(s)" in claims[0].reason) is judged

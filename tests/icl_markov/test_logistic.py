@@ -99,6 +99,12 @@ def test_outcomes_all_on_one_side_bound_k1_at_the_grids_end() -> None:
     later = Prediction(150.0, "chains", "estimate", "p", "", None, (100.0, 200.0))
     claim = k1_claim(later, above, {})
     assert claim.verdict == "inconclusive" and "only bound K*_1" in claim.reason
+    # A prediction open on both sides (the race's seeds off the grid at either end) places
+    # nothing: it was read as "below infinity" and confirmed by any finite fit (a review).
+    fitted = {"status": "fit", "value": 40.0, "low": 30.0, "high": 55.0, "slope": 3.0}
+    anywhere = Prediction(None, "chains", "estimate", "p", "", None, (0.0, math.inf))
+    claim = k1_claim(anywhere, {**fitted, "outcomes": 21, "reason": ""}, {})
+    assert claim.verdict == "inconclusive" and "open on both sides" in claim.reason
 
 
 @pytest.mark.parametrize(
@@ -106,6 +112,8 @@ def test_outcomes_all_on_one_side_bound_k1_at_the_grids_end() -> None:
     [
         ([(k, k < 16) for k in GRID], "only at smaller K"),
         ([], "no decided outcome"),
+        # a slope barely above 0 put exp(m) past a float (OverflowError: a review)
+        ([(16, False), (16, False), (32, True), (128, False)], "too shallow to place K*_1"),
     ],
 )
 def test_outcomes_that_place_no_transition_give_no_fit(outcomes, reason) -> None:

@@ -26,6 +26,8 @@ import math
 import statistics
 from dataclasses import dataclass, field, replace
 
+from infoflow.validators.claims import fewer_seeds
+
 
 def fit_slope(sizes: list[float], nmse: list[float | None]) -> float | None:
     """Least-squares slope of log NMSE against log size over the rungs with a positive,
@@ -52,11 +54,6 @@ def exponent_of(slope: float | None) -> float | None:
     if slope is None or math.isnan(slope):
         return None
     return -2 / slope if slope < 0 else math.inf
-
-
-def fewer_seeds(count: int) -> str | None:
-    """Why an interval of ``count`` seeds decides nothing (None: it has two at least)."""
-    return f"{count} seed(s): an interval over seeds needs 2 at least" if count < 2 else None
 
 
 def coverage(seeds: int) -> float:

@@ -6,13 +6,12 @@ threshold; otherwise it is inconclusive and says why.
 
 from __future__ import annotations
 
-from infoflow.validators.claims import Claim
+from infoflow.validators.claims import Claim, fewer_seeds
 from infoflow.validators.retrieval.expect import MARGIN, Expectation
 from infoflow.validators.retrieval.experiment import Model
 from infoflow.validators.retrieval.exponents import (
     Interval,
     equal_within,
-    fewer_seeds,
     paired_differences,
     paired_exponent_differences,
     undecided_pairs,

@@ -5,9 +5,8 @@ only with positional encoding, and the readout attends to those positions, about
 
 from __future__ import annotations
 
-from infoflow.validators.claims import Claim
+from infoflow.validators.claims import Claim, fewer_seeds
 from infoflow.validators.retrieval.experiment import Model
-from infoflow.validators.retrieval.exponents import fewer_seeds
 from infoflow.validators.retrieval.judge import Judge, judged, undecided
 
 

@@ -79,13 +79,16 @@ def describe(settings: dict[str, Any]) -> str:
     s = settings["settings"]
     rungs = ", ".join(map(str, settings["rungs"]))
     seeds = settings["seeds"]
+    fewer = (  # a claim whose seeds did not all measure covers less (a review)
+        f"; {coverage(2):.0%} for a claim two measured seeds decide" if seeds > 2 else ""
+    )
     return (
         f"Retrieval: every model a ladder of MLP widths {rungs} (a rescue: the largest "
         f"only), {seeds} seeds, each member "
         f"trained until its loss stops improving (at most {s['steps']} steps), batch "
         f"{s['batch']}, AdamW lr {s['lr']}, weight decay {s['weight_decay']}; intervals are "
-        f"the range over seeds ({coverage(seeds):.0%} coverage of the median); a model learns "
-        f"when its NMSE is {LEARNS_FACTOR:g}x below the pooling shortcut."
+        f"the range over seeds ({coverage(seeds):.0%} coverage of the median{fewer}); a model "
+        f"learns when its NMSE is {LEARNS_FACTOR:g}x below the pooling shortcut."
     )
 
 

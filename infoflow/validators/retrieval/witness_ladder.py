@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.validators.claims import Claim
+from infoflow.validators.claims import Claim, fewer_seeds
 from infoflow.validators.retrieval import construction
 from infoflow.validators.retrieval.circuit_to_weights import TooNarrow
 from infoflow.validators.retrieval.expect import MARGIN
@@ -36,7 +36,6 @@ from infoflow.validators.retrieval.exponents import (
     Ladder,
     equal_within,
     exponent_of,
-    fewer_seeds,
     paired_differences,
     paired_exponent_differences,
     undecided_pairs,

@@ -190,7 +190,8 @@ def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
                 f"tau_prev / {rate:g}"
             )
             derived = {"tau_g": span(found.g), "tau_g_prev": span(found.g_prev), "rate": rate}
-            out.append(_delay(ident, claim, predicted, (times, found.steps), derived))
+            judged = _delay(ident, claim, predicted, (times, found.steps), derived)
+            out.append(judged.over_seeds(min(len(times), len(found.g))))  # one: a point range
     return out
 
 
@@ -269,11 +270,12 @@ def coupling_claim(sweep: JudgedSweep, entry: dict) -> Claim | None:
         k for k, t in found.items() if a / TIME_TOLERANCE <= min(t) and max(t) <= TIME_TOLERANCE * b
     ]
     reference = f"K = inf's {a:.0f} to {'never' if math.isinf(b) else f'{b:.0f}'}"
+    seeds = min(len(infinite), *(len(t) for t in found.values()), len(infinite))
     if beyond:
         why = f"every seed lies beyond a factor {TIME_TOLERANCE} of {reference} at K = {beyond}"
-        return Claim.judged(ident, claim, "same", shown, tolerance, False, why)
+        return Claim.judged(ident, claim, "same", shown, tolerance, False, why).over_seeds(seeds)
     if math.isfinite(b) and len(within) == len(per_k):
-        return Claim.judged(ident, claim, "same", shown, tolerance, True)
+        return Claim.judged(ident, claim, "same", shown, tolerance, True).over_seeds(seeds)
     why = f"not every K's seeds lie within a factor {TIME_TOLERANCE} of {reference}"
     return Claim.undecided(ident, claim, "same", shown, tolerance, why)
 

@@ -94,8 +94,8 @@ def _capacity_claim(capacity: dict, k2_star: float | None, calibrated_here: bool
 def every_seed(per_seed: dict[int, list[Claim]]) -> list[Claim]:
     """Each claim over the seeds' decoders (``per_seed``: seed -> its claims), matched by
     id: confirmed when every seed's is, refuted when every seed's is, else inconclusive
-    (a seed without the claim too), naming each seed's verdict and reason; its measurement
-    per seed."""
+    (a seed without the claim too, or one seed alone), naming each seed's verdict and
+    reason; its measurement per seed."""
     seeds = list(per_seed)
     by_id = {seed: {c.id: c for c in claims} for seed, claims in per_seed.items()}
     out = []
@@ -112,7 +112,7 @@ def every_seed(per_seed: dict[int, list[Claim]]) -> list[Claim]:
         verdicts = {c.verdict if c else "missing" for c in found.values()}
         if verdicts in ({"confirmed"}, {"refuted"}):
             reasons = "; ".join(f"seed {s}: {c.reason}" for s, c in found.items() if c.reason)
-            out.append(replace(first, **common, reason=reasons))
+            out.append(replace(first, **common, reason=reasons).over_seeds(len(seeds)))
             continue
         why = "; ".join(
             f"seed {s}: {c.verdict}" + (f" ({c.reason})" if c.reason else "")

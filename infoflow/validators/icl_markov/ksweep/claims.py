@@ -32,7 +32,9 @@ K1_WIDTH_SLACK = 4.0
 
 
 def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> list[Claim]:
-    """Every claim the predictions make about ``group``'s measurements."""
+    """Every claim the predictions make about ``group``'s measurements; those judged by the
+    seeds' majority or seed by seed need two seeds (K*_1's logistic fit weighs every
+    outcome, one seed's too)."""
     first = experiment.predictions[(group.name, group.chains[0])]
     limit = measurement["ceiling"]
     gap_rule = measurement.get("criterion", {}).get("criterion", "gap") == "gap"
@@ -42,12 +44,15 @@ def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> lis
         )
         for k in group.chains
     ]
-    out.append(k1_claim(first["k1_star"], measurement["k1_fit"], measurement["k1_star"]))
     out.append(_k2_star(first["k2_star"].value, measurement["k2_star"], limit))
     out.append(final_boundary(first["final_boundary"], measurement["per_k"], limit))
     out.append(times.tau_2gen(first["tau_2gen"].value, measurement))
     out.append(times.tau_2gen_flat(measurement))
     out.append(times.memorization_slows(measurement))
+    out = [claim.over_seeds(len(group.seeds)) for claim in out]
+    out.insert(
+        len(group.chains), k1_claim(first["k1_star"], measurement["k1_fit"], measurement["k1_star"])
+    )
     return out
 
 
@@ -217,6 +222,9 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
             f"the predicted interval overlaps {measured}, which is at most "
             f"{K1_WIDTH_SLACK:g} times as wide (high/low) as the predicted one"
         )
+    if interval is not None and interval[0] <= 0 and math.isinf(interval[1]):  # a review
+        why = "the predicted interval is open on both sides (0 to infinity): it places no K*_1"
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, why)
     if predicted is None and interval is not None:  # one-sided: the bound it names
         predicted = interval[1] if interval[0] <= 0 else interval[0]
     if predicted is None:

@@ -61,8 +61,11 @@ def threshold(outcomes: list[tuple[float, bool]]) -> dict:
         out["reason"] = f"the fitted slope ({b1:.3g}) is not positive"
         return out
     m = -b0 / b1
-    best = _loglik(x, y, b0, b1)
     span = max(float(np.ptp(x)), math.log(2))
+    if not x.min() - REACH * span <= m <= x.max() + REACH * span:  # exp(m) overflowed: a review
+        out["reason"] = f"the fitted slope ({b1:.3g}) is too shallow to place K*_1 near the grid"
+        return out
+    best = _loglik(x, y, b0, b1)
     low = _bound(x, y, m, best, m - REACH * span)
     high = _bound(x, y, m, best, m + REACH * span)
     return {
