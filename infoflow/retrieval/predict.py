@@ -49,7 +49,8 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
     alpha = der.exponent
     alpha_value = _value(alpha, numbers)
     neck = _bottleneck(der, numbers)
-    bound = _bound(der, neck)
+    setter = _setter(der, neck, alpha_value, numbers)
+    bound = _bound(der, setter)
     out = {
         **_tree_predictions(der.tree, numbers),
         **_minimal_predictions(der, numbers, spec.seq_len),
@@ -64,12 +65,12 @@ def predictions(spec: RetrievalSpec, der: Derivation, source: str | None = None)
             alpha_value,
             "",
             bound,
-            neck.provenance,
+            setter.provenance,
             "alpha with parameters ~ eps^-alpha on the spec's architecture: the largest of "
-            "the plan's terms." + _infinite(alpha, numbers),
+            "the plan's terms." + _infinite(alpha, numbers) + _under(neck, setter, numbers),
             alpha,
         ),
-        "param_cost": _param_cost(spec, alpha, numbers, bound, neck.provenance),
+        "param_cost": _param_cost(spec, alpha, numbers, bound, setter.provenance),
         "efficient": Prediction(
             der.efficient,
             "",
@@ -296,6 +297,32 @@ def _infinite(alpha: sympy.Expr, numbers: dict) -> str:
     if sympy.sympify(alpha).xreplace(numbers) != sympy.oo:
         return ""
     return " Infinite here (null in JSON): this architecture cannot represent the target."
+
+
+def _setter(der: Derivation, neck: CostTerm, alpha_value, numbers: dict) -> CostTerm:
+    """The term whose value is the exponent at the spec's numbers: the bottleneck, unless a
+    larger term sets it (the floor over a lower bound under it: it was credited to the
+    bound's theorem, a review)."""
+    neck_value = _value(neck.expression, numbers)
+    if not isinstance(alpha_value, int | float) or not isinstance(neck_value, int | float):
+        return neck
+    if neck_value >= alpha_value:
+        return neck
+    for term in (*der.terms, *der.fallback_terms):
+        if _value(term.expression, numbers) == alpha_value:
+            return term
+    return neck
+
+
+def _under(neck: CostTerm, setter: CostTerm, numbers: dict) -> str:
+    """What the bottleneck's term is where a larger term sets the exponent ("" elsewhere)."""
+    if setter is neck:
+        return ""
+    value = sympy.sympify(neck.expression).xreplace(numbers)
+    return (
+        f" Set here by {setter.provenance} ({setter.what}); the bottleneck's term "
+        f"({neck.provenance}) is {float(value):.3g}, under it."
+    )
 
 
 def _bottleneck(der: Derivation, numbers: dict) -> CostTerm:

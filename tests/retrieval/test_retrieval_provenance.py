@@ -93,3 +93,21 @@ def test_every_bundled_prediction_is_a_row_of_the_table(path) -> None:
                 assert prediction.provenance in tags, (name, prediction.provenance)
             else:
                 assert (prediction.provenance, prediction.bound) in pairs, (name, prediction)
+
+
+@pytest.mark.parametrize(
+    ("seq_len", "provenance", "bound"),
+    [(8, "reconstruction:exponent_floor", "estimate"), (64, "paper:theorem-2", "lower")],
+)
+def test_the_exponent_is_credited_to_the_term_that_sets_it(seq_len, provenance, bound) -> None:
+    """At T = 8 Theorem 2's term for one head (5/33 at E = 32) is under the floor, which sets
+    the exponent 1: it was labelled the theorem's lower bound (a review). The bottleneck
+    stays the theorem's term, the one that grows with T."""
+    spec = load_spec(DOC.parent.parent / "specs" / "retrieval" / "kth-largest.json")
+    spec = spec.model_copy(update={"seq_len": seq_len, "sweep": None})
+    result = infoflow.predict(spec)
+    cost = result["cost_exponent"]
+    assert (cost.provenance, cost.bound) == (provenance, bound)
+    assert result["param_cost"].provenance == provenance
+    assert result["bottleneck"].provenance == "paper:theorem-2"
+    assert ("is 0.152, under it" in cost.note) is (seq_len == 8)
