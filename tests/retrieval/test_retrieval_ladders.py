@@ -104,6 +104,16 @@ def test_a_ladder_that_does_not_fall_has_an_infinite_exponent() -> None:
     assert fit_slope([1, 2, 4, 8], [0.5, None, float("nan"), 0.5]) is None  # two usable rungs
 
 
+def test_report_md_calls_a_ladder_that_is_not_steep_flat_not_a_huge_exponent() -> None:
+    """A model that learned nothing showed "measured alpha 3.2e+04" (-2 / slope; a review)."""
+    from infoflow.validators.retrieval.report import _alpha
+
+    flat = Ladder([1, 2, 4, 8], [[0.9], [0.9], [0.9], [0.8999]]).to_json()
+    assert _alpha(flat) == "flat (> 20)"
+    steep = Ladder([1, 2, 4, 8], [[0.8], [0.4], [0.2], [0.1]]).to_json()
+    assert _alpha(steep) == "2"
+
+
 def test_intervals_are_the_range_over_seeds_and_pair_seeds() -> None:
     sizes = [100, 200, 400, 800]
     a = Ladder(sizes, [[(s / 100) ** k for k in (-1.0, -0.8, -1.2)] for s in sizes])

@@ -10,6 +10,7 @@ from infoflow.validators.report import claims_markdown, interval, number
 from infoflow.validators.retrieval.experiment import Experiment, Model
 from infoflow.validators.retrieval.exponents import Ladder, coverage
 from infoflow.validators.retrieval.floors import LEARNS_FACTOR, Floors
+from infoflow.validators.retrieval.judge import STEEP
 from infoflow.validators.retrieval.pilot import sentence
 
 
@@ -127,7 +128,7 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {markdown_text(m['label'])} | {predicted} | {number(m['predicted_alpha'])} "
             f"({markdown_text(m['bound'])}) | {number(m['alpha_without_floor'])} | "
-            f"{_slope(ladder)} | {_alpha(ladder.get('exponent'))} | {largest} | "
+            f"{_slope(ladder)} | {_alpha(ladder)} | {largest} | "
             f"{'-' if m['still_improving_at_cap'] is None else m['still_improving_at_cap']} |"
         )
     lines += _witnesses(spec.get("witnesses") or [])
@@ -155,7 +156,7 @@ def _witnesses(records: list[dict]) -> list[str]:
                 f"| {markdown_text(r['model'])} | {r['channels']} | {number(r['nmse'])} | "
                 f"{number(r['nmse_coarse'])} ({r['knob']}) | {number(r['nmse_trained_width'])} | "
                 f"{interval((r.get('ladder') or {}).get('slope') or {})} | "
-                f"{_alpha((r.get('ladder') or {}).get('exponent'))} |"
+                f"{_alpha(r.get('ladder') or {})} |"
                 for r in built
             ),
             *([""] if any(r.get("nmse_trained_width_why") for r in built) else []),
@@ -203,7 +204,13 @@ def _slope(ladder: dict) -> str:
     return shown
 
 
-def _alpha(value) -> str:
+def _alpha(ladder: dict) -> str:
+    """A ladder's measured exponent; "flat" where its median slope is not steep (-2 / slope
+    is then above 2 / STEEP and says only that the error does not fall: 3.2e+04 was shown
+    for a model that learned nothing, a review)."""
+    value, slope = ladder.get("exponent"), (ladder.get("slope") or {}).get("median")
+    if isinstance(slope, int | float) and slope > -STEEP:
+        return f"flat (> {2 / STEEP:g})"
     return value if isinstance(value, str) else number(value)
 
 
