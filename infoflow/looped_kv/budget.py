@@ -113,7 +113,12 @@ def _capacity_rows(spec: LoopedKVSpec, suffix: str, at, forms) -> dict:
         note += f" Before the rounding, {unrounded:,} sequences fit."
     return {
         f"max_batch{suffix}": Prediction(
-            largest, "sequences", "upper", source, note, Expression(batch)
+            largest,
+            "sequences" + (f" (steps of {serving.batch_step})" if stepped else ""),
+            "upper",
+            source,
+            note,
+            Expression(batch),
         ),
         f"max_context_tokens{suffix}": _max_context(spec, context, at, per_token),
     }

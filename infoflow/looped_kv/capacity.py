@@ -54,12 +54,13 @@ def plot(spec: LoopedKVSpec, out: str | Path | None = None, source: str = "<spec
     for variant, batches in found.items():
         shown = [b if b > 0 else math.nan for b in batches]  # log axis: no zeros
         ax.plot(CONTEXTS, shown, marker="o", markersize=3, label=variant)
+    step = spec.serving.batch_step
     ax.set(
         xscale="log",
         yscale="log",
         xlabel="context (tokens per sequence)",
-        ylabel="max batch (sequences)",
-        title=f"{spec.model.name}: serving capacity",
+        ylabel="max batch (sequences" + (f", in steps of {step})" if step else ")"),
+        title=f"{spec.model.name}: serving capacity{_budget(spec)}",
     )
     legend = ax.legend(fontsize=8, title=_ranks(spec), title_fontsize=8)
     names = [ax.title, ax.xaxis.label, ax.yaxis.label, legend.get_title(), *legend.get_texts()]
@@ -110,6 +111,15 @@ def _max_batch(spec: LoopedKVSpec, tokens: int) -> int:
         if name in result.predictions:
             return result[name].value
     return 0  # the weights do not fit
+
+
+def _budget(spec: LoopedKVSpec) -> str:
+    """The cache budget of the full cache, for the title (a line that ends early is the
+    budget's: a review)."""
+    budget = predict_looped_kv(spec).predictions.get("cache_budget_bytes")
+    if budget is None or not isinstance(budget.value, int | float) or budget.value <= 0:
+        return ""
+    return f", a {budget.value / 2**30:.3g} GiB cache budget"
 
 
 def _ranks(spec: LoopedKVSpec) -> str:

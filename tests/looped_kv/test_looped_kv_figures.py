@@ -45,6 +45,10 @@ def test_h200_capacity_setting() -> None:
     assert result["compression_ratio"].value == pytest.approx(1024 / 48)
     assert result["max_batch"].value == 32
     assert result["max_batch_compressed"].value == 768
+    # the step is in the unit: 0 beside "batch fits" read as a contradiction (a review)
+    assert result["max_batch"].unit == "sequences (steps of 32)"
+    plain = infoflow.load_spec(LOOPED_KV / "ouro-1.4b.json", ["serving.batch_step=null"])
+    assert infoflow.predict(plain)["max_batch"].unit == "sequences"
 
 
 def test_final_loop_reuse_is_4x_on_ouro() -> None:
@@ -399,5 +403,8 @@ def test_the_capacity_plot_is_a_figure_that_leaves_the_backend_alone(tmp_path) -
     assert [line.get_label() for line in lines] == list(capacities(spec))
     assert list(lines[0].get_xdata()) == CONTEXTS and lines[0].get_ydata()[2] == 32  # 4,096
     assert list(tmp_path.iterdir()) == []
+    axes = figure.axes[0]  # where a line ends is the budget's and the step's: both named
+    assert axes.get_title() == "Ouro-1.4B: serving capacity, a 108 GiB cache budget"
+    assert axes.get_ylabel() == "max batch (sequences, in steps of 32)"
     assert isinstance(plot(spec, tmp_path / "c.svg"), Figure)
     assert (tmp_path / "c.svg").read_text().startswith("<?xml")
