@@ -138,6 +138,12 @@ def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
     from infoflow.core.errors import SpecError
     from infoflow.spec import load_model_file, load_spec
 
+    set_keys = {o.partition("=")[0].strip() for o in overrides if isinstance(o, str)}
+    for key in serving:  # the --set came last and won, silently (a review)
+        both = set_keys & {f"serving.{key}", "serving"}
+        if both:
+            message = f"{OPTIONS.get(key, key)} and --set {min(both)}: two values for one field"
+            raise SpecError(str(path), [(f"serving.{key}", message + "; give one")])
     direct = load_model_file(path, serving, overrides)
     if direct is not None:
         return direct

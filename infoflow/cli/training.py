@@ -193,7 +193,9 @@ def _needs_torch(command: str) -> Iterator[None]:
 ValidateSpecs = Annotated[
     list[Path] | None,
     typer.Argument(
-        help="Spec files; every bundled spec under specs/ when omitted.", show_default=False
+        help="Spec files; when omitted, specs/*/*.json of the working directory, else the "
+        "bundled specs.",
+        show_default=False,
     ),
 ]
 ValidateScale = Annotated[

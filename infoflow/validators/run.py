@@ -90,6 +90,9 @@ class Options:
             raise SpecError("--gpus-per-group", [(None, problem)])
         if self.address and self.executor != "ray":
             raise SpecError("--address", [(None, "joins a Ray cluster: add --executor ray")])
+        if self.gpus_per_group != 1.0 and self.executor != "ray":  # it was ignored (a review)
+            why = "sizes each Ray task: add --executor ray"
+            raise SpecError("--gpus-per-group", [(None, why)])
 
 
 @dataclass

@@ -711,3 +711,18 @@ def test_a_spec_with_a_byte_order_mark_is_read(tmp_path) -> None:
     (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + text.encode())
     result = CliRunner().invoke(app, ["predict", str(tmp_path / "bom.json"), "--set", "sweep=null"])
     assert result.exit_code == 0, result.output
+
+
+def test_an_option_and_a_set_of_one_field_are_refused_not_one_silently_kept(tmp_path) -> None:
+    """--set serving.context_tokens=2048 --context 1024 used 2048 without a word (a review);
+    --gpus-per-group without Ray was ignored, as --address is refused."""
+    config = str(LOOPED_KV / "hf_configs" / "gpt2.json")
+    line = refused("predict", config, "--set", "serving.context_tokens=2048", "--context", "1024")
+    assert "--context and --set serving.context_tokens: two values for one field" in line
+    spec = str(LOOPED_KV / "ouro-1.4b.json")
+    line = refused("predict", spec, "--set", 'serving={"batch": 2}', "--batch", "3")
+    assert "--batch and --set serving: two values for one field" in line
+    assert run_cli("predict", spec, "--set", "serving.batch=2", "--context", "1024").returncode == 0
+    out = str(tmp_path / "run")
+    line = refused("validate", spec, "--gpus-per-group", "0.5", "--out", out)
+    assert "--gpus-per-group: sizes each Ray task: add --executor ray" in line
