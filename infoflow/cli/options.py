@@ -3,6 +3,7 @@ bad spec, loading specs for a command, and the console a table is printed on."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -132,13 +133,28 @@ OPTIONS = {
 }
 
 
+def _set_fields(overrides: list[str]) -> set[str]:
+    """The fields ``overrides`` set, and those a ``--set sweep={...}`` sweeps."""
+    fields = set()
+    for override in overrides:
+        key, _, raw = override.partition("=") if isinstance(override, str) else ("", "", "")
+        fields.add(key.strip())
+        if key.strip() == "sweep":
+            try:
+                swept = json.loads(raw)
+            except ValueError:
+                continue
+            fields |= set(swept) if isinstance(swept, dict) else set()
+    return fields
+
+
 def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
     """The spec a family reads ``path`` as (a model's config.json), or the spec file at
     ``path`` with the serving options as overrides of its ``serving`` fields."""
     from infoflow.core.errors import SpecError
     from infoflow.spec import load_model_file, load_spec
 
-    set_keys = {o.partition("=")[0].strip() for o in overrides if isinstance(o, str)}
+    set_keys = _set_fields(overrides)
     for key in serving:  # the --set came last and won, silently (a review)
         both = set_keys & {f"serving.{key}", "serving"}
         if both:

@@ -71,8 +71,6 @@ def calibrate(results: list[Path], base: Path | None, out: Path) -> list[tuple[s
 
 def _why(exc: Exception) -> str:
     """What is wrong with a report, in a few words."""
-    if isinstance(exc, KeyError):
-        return f"missing {exc}"
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"

@@ -72,13 +72,15 @@ class _Tau2Gen(_Read):
         return self
 
 
-class _Bracket(_Read):
+class _Lower(_Read):
     low: Positive | None
-    high: Positive | None = None
+
+
+class _Bracket(_Lower):
+    high: Positive | None
 
 
 class _K1(_Bracket):
-    high: Positive | None
     monotone: bool
 
 
@@ -99,7 +101,7 @@ class _K1Fit(_Read):
 class _Measurement(_Read):
     per_k: dict[str, _PerK]
     tau_2gen: _Tau2Gen
-    k2_star: _Bracket
+    k2_star: _Lower
     k1_star: _K1
     k1_fit: _K1Fit | None = None
 
@@ -155,7 +157,7 @@ class _Clocks(_Read):
 
 class _Spec(_Read):
     name: str
-    groups: list[_Group] = []
+    groups: list[_Group]
     decoders: list[_Decoder] = []
     clocks: list[_Clocks] = []
 

@@ -194,6 +194,14 @@ def test_a_previous_token_head_formed_on_one_seed_of_three_is_not_the_ks() -> No
     sweep.measurement = thresholds.measure(never, {32: SEEN})
     claim = coupling_claim(sweep, entry)
     assert claim.verdict == "refuted" and "every seed lies beyond" in claim.reason
+    # a K of one seed beside it does not undo the refutation (two seeds suffice where it
+    # is); one seed alone decides nothing (a review)
+    one = thresholds.measure([_history(16, 0, "generalization")], {16: SEEN})
+    sweep.measurement["per_k"][16] = one["per_k"][16]
+    assert coupling_claim(sweep, entry).verdict == "refuted"
+    sweep.measurement = one
+    claim = coupling_claim(sweep, entry)
+    assert claim.verdict == "inconclusive" and "1 seed(s)" in claim.reason
 
 
 def test_a_diverged_decoder_decides_nothing(tmp_path) -> None:

@@ -723,6 +723,28 @@ def test_an_option_and_a_set_of_one_field_are_refused_not_one_silently_kept(tmp_
     line = refused("predict", spec, "--set", 'serving={"batch": 2}', "--batch", "3")
     assert "--batch and --set serving: two values for one field" in line
     assert run_cli("predict", spec, "--set", "serving.batch=2", "--context", "1024").returncode == 0
+    swept = 'sweep={"serving.context_tokens": [4096, 8192]}'  # a sweep of it too (a review)
+    assert "two values for one field" in refused(
+        "predict", spec, "--context", "1024", "--set", swept
+    )
     out = str(tmp_path / "run")
     line = refused("validate", spec, "--gpus-per-group", "0.5", "--out", out)
     assert "--gpus-per-group: sizes each Ray task: add --executor ray" in line
+
+
+def test_calibrate_names_a_missing_decoder_bracket_end_or_groups(tmp_path) -> None:
+    """Fields the fit reads that the first models let default: a KeyError traceback once the
+    catch-all was narrowed (a review)."""
+    real = ROOT / "docs" / "results" / "2026-12-05-icl-decoder-c3-seeds" / "report.json"
+    damaged = json.loads(real.read_text())
+    del damaged["specs"][0]["decoders"][0]["seeds"][0]["measurement"]["capacity"]["high"]
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(damaged))
+    line = refused("calibrate", "icl_markov", str(report))
+    assert "field 'specs.0.decoders.0.seeds.0.measurement.capacity.high': Field" in line
+    damaged = json.loads(real.read_text())
+    del damaged["specs"][0]["groups"]
+    report.write_text(json.dumps(damaged))
+    assert "field 'specs.0.groups': Field required" in refused(
+        "calibrate", "icl_markov", str(report)
+    )

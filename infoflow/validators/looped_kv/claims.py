@@ -24,6 +24,9 @@ import statistics
 
 from infoflow.validators.claims import Claim, finite_number
 
+#: A refutation of the measurement itself (distillation moved a teacher): one seed shows it.
+TEACHER_CHANGED = "a teacher's weights changed"
+
 
 def claims(measurements: list[dict], models: str = "") -> list[Claim]:
     """Every claim about the models of ``measurements``; ``models`` says what they are in
@@ -192,7 +195,7 @@ def _distillation_helps(methods: list[dict], teacher_frozen: bool, models: str) 
         "distilled KL < SVD KL at every rho, for every seed; every teacher's weights unchanged",
     )
     if not teacher_frozen:  # whatever the KLs
-        return Claim.judged(*claim, False, "a teacher's weights changed")
+        return Claim.judged(*claim, False, TEACHER_CHANGED)
     pairs = [
         {rho: [(_value(m, "lla_distilled", rho), _value(m, "lla", rho))] for rho in rhos}
         for m in methods

@@ -18,7 +18,7 @@ from infoflow.validators.claims import Section, labelled
 from infoflow.validators.ensemble import Checkpoint
 from infoflow.validators.identity import content_name
 from infoflow.validators.looped_kv import plots, report, structure
-from infoflow.validators.looped_kv.claims import claims, over_seeds_table
+from infoflow.validators.looped_kv.claims import TEACHER_CHANGED, claims, over_seeds_table
 from infoflow.validators.looped_kv.experiment import (
     SCALES,
     LoopedExperiment,
@@ -60,6 +60,11 @@ MEASURED_BY = ("length", "calibration", "evaluation", "distill_steps")
 #: Claims that are exact for every seed (byte counts, a lossless reconstruction): one seed
 #: decides them; the comparisons between methods need two.
 EXACT = ("store_bytes:", "full_rank_exact")
+
+
+def _exact(claim) -> bool:
+    """A claim one seed decides: an exact check, or a teacher that distillation moved."""
+    return claim.id.startswith(EXACT) or claim.reason == TEACHER_CHANGED
 
 
 class LoopedKVValidator:
@@ -135,7 +140,7 @@ class LoopedKVValidator:
             body["structure"] = structure.table(_runs(experiment, context))
             found += structure.claims(body["structure"])
         if group is not None:  # trained seeds: a comparison needs two (a review)
-            found = [c if c.id.startswith(EXACT) else c.over_seeds(len(seeds)) for c in found]
+            found = [c if _exact(c) else c.over_seeds(len(seeds)) for c in found]
         return Section(self.kind, experiment.name, body, labelled(found, CLAIM_KINDS))
 
     def describe(self, settings: dict[str, Any]) -> str:

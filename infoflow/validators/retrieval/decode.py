@@ -85,7 +85,7 @@ def build_decoders(weights: Weights, seed: int = 0) -> dict[str, float]:
         decoders = weights.circuit.decoders(layer)
         share = weights.left(layer) // len(decoders)
         if share < 1:
-            raise ValueError(f"layer {layer}'s MLP has no unit left for its decoders")
+            raise TooNarrow(f"layer {layer}'s MLP has no unit left for its decoders")
         for mlp in decoders:
             if mlp.kind == "root":
                 y = _best_squares(weights, mlp, generator)

@@ -270,11 +270,12 @@ def coupling_claim(sweep: JudgedSweep, entry: dict) -> Claim | None:
         k for k, t in found.items() if a / TIME_TOLERANCE <= min(t) and max(t) <= TIME_TOLERANCE * b
     ]
     reference = f"K = inf's {a:.0f} to {'never' if math.isinf(b) else f'{b:.0f}'}"
-    seeds = min(len(infinite), *(len(t) for t in found.values()), len(infinite))
-    if beyond:
+    if beyond:  # one K of two seeds or more refutes; every K needs them to confirm
+        seeds = min(len(infinite), max(len(found[k]) for k in beyond))
         why = f"every seed lies beyond a factor {TIME_TOLERANCE} of {reference} at K = {beyond}"
         return Claim.judged(ident, claim, "same", shown, tolerance, False, why).over_seeds(seeds)
     if math.isfinite(b) and len(within) == len(per_k):
+        seeds = min(len(infinite), *(len(t) for t in found.values()))
         return Claim.judged(ident, claim, "same", shown, tolerance, True).over_seeds(seeds)
     why = f"not every K's seeds lie within a factor {TIME_TOLERANCE} of {reference}"
     return Claim.undecided(ident, claim, "same", shown, tolerance, why)
