@@ -33,8 +33,10 @@ def format_value(prediction: Prediction) -> str:
         if size:  # a finite number too large for a float
             return f"about {size.group(1)} {unit}".rstrip()
         return head if colon and head.isalpha() else "None"
+    if isinstance(value, list):
+        return _list_text(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return _list_text(value) if isinstance(value, list) else str(value)
+        return f"{value} {unit}".rstrip()  # a phase "at step 800", a symbolic count's unit
     if unit in ("B", "B/token"):
         human = format_bytes(value)
         per = "/token" if unit == "B/token" else ""

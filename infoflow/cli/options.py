@@ -189,6 +189,9 @@ def load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any
     spec = _load(path, list(overrides or ()), {})  # a model's config.json too
     run = family(spec.kind, str(path)).command(command, str(path))
     expand(spec, path.parent, str(path))
+    if getattr(spec, "sweep", None) and command != "plan" and verbosity() >= 0:  # a review
+        swept = ", ".join(spec.sweep)
+        typer.echo(f"note: {path} sweeps {swept}; {command} reads its base values", err=True)
     return spec, run
 
 

@@ -85,7 +85,9 @@ def final_phase(spec, sequence, k1, tau, transient_bound, exponent) -> Predictio
             + (f" and gives way to M2 after {fmt(transient)} more" if transient else "")
             + f"; the budget is {steps:,} steps."
         )
-    return Prediction(phase, "", "estimate", "reconstruction:timescales", note)
+    # the step in the unit: a final G2 beside a sequence ending in M2 read as a contradiction
+    at = f"at step {steps:,}"
+    return Prediction(phase, at, "estimate", "reconstruction:timescales", note)
 
 
 def fmt(value: float | None) -> str:

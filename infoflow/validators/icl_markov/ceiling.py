@@ -87,7 +87,11 @@ def _range_line(limit: dict, interval) -> str:
         return f"testable K: {shown} (no predicted K*_1 range to compare)"
     low, high = interval
     where = "testable" if _covers(limit, interval) else "NOT testable here"
-    return f"testable K: {shown}; the predicted K*_1 range {low:.3g} to {high:.3g} is {where}"
+    around = ", ".join(map(str, _around(sorted(limit), interval)))  # the K it needs (a review)
+    return (
+        f"testable K: {shown}; the predicted K*_1 range {low:.3g} to {high:.3g} (K = {around} "
+        f"in and around it) is {where}"
+    )
 
 
 def propose(spec: IclMarkovSpec, chains: list[int], seeds: list[int], interval) -> str:

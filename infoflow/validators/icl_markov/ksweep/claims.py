@@ -315,13 +315,14 @@ def final_boundary(prediction, per_k: dict, limit: dict) -> Claim:
     above that largest memorizing K. Only where the prediction exists (this setting and
     budget are the anchor's)."""
     ident = "final_boundary"
-    claim = "the final phase changes from memorizing to G2 at this K (end of training)"
+    claim = "the final phase changes from memorizing to G2 at the predicted K (end of training)"
     tolerance = (
         "the predicted range overlaps the bracket of the final phases on the grid's K where "
         "memorization is detectable"
     )
-    if prediction.value is None:
-        return Claim.undecided(ident, claim, None, None, tolerance, prediction.note)
+    if prediction.value is None:  # the note says why ("None: ..."): a reason without the None
+        why = prediction.note.removeprefix("None: ")
+        return Claim.undecided(ident, claim, None, None, tolerance, why)
     blind = [k for k in sorted(per_k) if not limit[k]["detectable"]]
     ks = [k for k in sorted(per_k) if k not in blind]
     kinds = {k: per_k[k]["final_kind"] for k in sorted(per_k)}

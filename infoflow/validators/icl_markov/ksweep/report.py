@@ -138,12 +138,19 @@ def _thresholds(m: dict[str, Any]) -> str:
         if k2["low"]
         else "not placed (no transient G2 observed)"
     )
+    persists = k2["g2_persists_from"]
+    persists = (  # "from K = -." where no G2 was seen (a review)
+        f"G2 persists at this budget from K = {persists}" if persists else "G2 persists at no K"
+    )
+    timed = (
+        f"tau_2Gen {maybe(tau['value'])} steps (median first G2 over the K that generalize"
+        f"{_listed(tau)}; checkpoints {tau['checkpoint_ratio']:.2f}x apart)"
+        if tau["value"]
+        else "tau_2Gen not measured (no K reached G2)"
+    )
     return (
         f"Measured K*_1 (majority per K) {where}{'' if k1['monotone'] else ' (not monotone in K)'}"
-        f"{undecided}. {_fitted(m['k1_fit'])} K*_2 {k2_text}; G2 persists at this budget from "
-        f"K = {maybe(k2['g2_persists_from'])}. tau_2Gen {maybe(tau['value'])} steps (median "
-        f"first G2 over the K that generalize{_listed(tau)}; checkpoints "
-        f"{tau['checkpoint_ratio']:.2f}x apart)."
+        f"{undecided}. {_fitted(m['k1_fit'])} K*_2 {k2_text}; {persists}. {timed}."
     )
 
 
