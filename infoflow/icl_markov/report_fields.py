@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from infoflow.core.errors import SpecError
 from infoflow.icl_markov.calibration import ClockRun
 
+#: The names pydantic puts in an error's location for the member of ``int | float`` it tried.
+UNION_TAGS = ("int", "float")
 Number = Annotated[int | float, Field(allow_inf_nan=False)]
 Positive = Annotated[int | float, Field(gt=0, allow_inf_nan=False)]
 
@@ -190,4 +192,5 @@ def check(file: str, report: dict) -> None:
 def _named(file: str, exc: ValidationError, within: tuple) -> SpecError:
     first = exc.errors()[0]
     message = "should be an object" if first["type"] == "model_type" else first["msg"]
-    return SpecError(file, [(".".join(map(str, within + first["loc"])), message)])
+    where = [str(part) for part in within + first["loc"] if part not in UNION_TAGS]
+    return SpecError(file, [(".".join(where), message)])
