@@ -150,16 +150,47 @@ def _set_fields(overrides: list[str]) -> set[str]:
 
 def _load(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
     """The spec a family reads ``path`` as (a model's config.json), or the spec file at
-    ``path`` with the serving options as overrides of its ``serving`` fields."""
+    ``path`` with the serving options as overrides of its ``serving`` fields; a problem with
+    a field an option set names the option (a review: "field 'serving.device'" for
+    ``--device cuda``)."""
     from infoflow.core.errors import SpecError
-    from infoflow.spec import load_model_file, load_spec
+
+    _refuse_conflicts(path, overrides, serving)
+    try:
+        return _load_with(path, overrides, serving)
+    except SpecError as exc:
+        problems = [(_option_of(field, serving), why) for field, why in exc.problems]
+        if problems == exc.problems:
+            raise
+        raise SpecError(exc.source, problems) from None
+
+
+def _option_of(field: str | None, serving: dict[str, Any]) -> str | None:
+    key = (field or "").removeprefix("serving.")
+    return f"{OPTIONS[key]} (serving.{key})" if key in serving and key in OPTIONS else field
+
+
+def _refuse_conflicts(path: Path, overrides: list[str], serving: dict[str, Any]) -> None:
+    """An option and a --set of one field (the --set came last and won, silently), or two
+    budget options (each gives the cache budget): a SpecError naming both (a review)."""
+    from infoflow.core.errors import SpecError
 
     set_keys = _set_fields(overrides)
-    for key in serving:  # the --set came last and won, silently (a review)
+    for key in serving:
         both = set_keys & {f"serving.{key}", "serving"}
         if both:
             message = f"{OPTIONS.get(key, key)} and --set {min(both)}: two values for one field"
             raise SpecError(str(path), [(f"serving.{key}", message + "; give one")])
+    budgets = sorted(OPTIONS.get(key, key) for key in BUDGETS & serving.keys())
+    if len(budgets) > 1:
+        message = f"{' and '.join(budgets)}: each gives the cache budget; give one"
+        raise SpecError(str(path), [(None, message)])
+
+
+def _load_with(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
+    from infoflow.core.errors import SpecError
+    from infoflow.spec import load_model_file, load_spec
+
     direct = load_model_file(path, serving, overrides)
     if direct is not None:
         return direct

@@ -306,7 +306,7 @@ def test_a_bad_config_is_one_line_naming_the_file(tmp_path, make, words) -> None
 
 def test_a_bad_serving_option_names_the_field(tmp_path) -> None:
     line = refused("predict", str(CONFIGS / "gpt2.json"), "--cache-dtype", "int9")
-    assert "gpt2.json: field 'serving.cache_dtype'" in line
+    assert "gpt2.json: field '--cache-dtype (serving.cache_dtype)'" in line
 
 
 def _write(folder, data) -> str:
@@ -382,7 +382,7 @@ def test_a_hybrid_model_keeps_a_constant_state_per_sequence(tmp_path) -> None:
     assert quantised["kv_bytes_per_token"].value == 2 * Fraction(9, 16) * 8 * 128 * 4
     (tmp_path / "config.json").write_text(json.dumps(data))
     line = refused("predict", str(tmp_path / "config.json"), "--tp", "16", "--device", "h200")
-    assert "field 'serving.tensor_parallel'" in line
+    assert "field '--tp (serving.tensor_parallel)'" in line
 
 
 def test_engine_vllm_says_a_float32_model_is_served_in_16_bits_by_default(tmp_path) -> None:

@@ -749,3 +749,13 @@ def test_calibrate_names_a_missing_decoder_bracket_end_or_groups(tmp_path) -> No
     assert "field 'specs.0.groups': Field required" in refused(
         "calibrate", "icl_markov", str(report)
     )
+
+
+def test_a_bad_option_value_names_the_option_and_two_budgets_are_refused() -> None:
+    """--device cuda named field 'serving.device'; --device with --budget-gib advised a --set
+    (a review)."""
+    config = str(LOOPED_KV / "hf_configs" / "qwen3-0.6b.json")
+    line = refused("predict", config, "--device", "cuda")
+    assert "field '--device (serving.device)': Input should be 'h200'" in line
+    line = refused("predict", config, "--device", "h200", "--budget-gib", "10")
+    assert "--budget-gib and --device: each gives the cache budget; give one" in line
