@@ -220,10 +220,15 @@ def load_for(command: str, path: Path, overrides: list[str] | None) -> tuple[Any
     spec = _load(path, list(overrides or ()), {})  # a model's config.json too
     run = family(spec.kind, str(path)).command(command, str(path))
     expand(spec, path.parent, str(path))
-    if getattr(spec, "sweep", None) and command != "plan" and verbosity() >= 0:  # a review
+    return spec, run
+
+
+def note_base_values(command: str, path: Path, spec: Any) -> None:
+    """After ``command``'s output, on stderr: a swept spec was read at its base values (it
+    said nothing: a review; after, so that a refusal stays one line)."""
+    if getattr(spec, "sweep", None) and verbosity() >= 0:
         swept = ", ".join(spec.sweep)
         typer.echo(f"note: {path} sweeps {swept}; {command} reads its base values", err=True)
-    return spec, run
 
 
 def console() -> Console:

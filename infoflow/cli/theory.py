@@ -21,6 +21,7 @@ from infoflow.cli.options import (
     console,
     load_for,
     load_points,
+    note_base_values,
     point_name,
     user_errors,
     verbosity,
@@ -172,6 +173,7 @@ def explain(
     with user_errors():
         loaded, run_explain = load_for("explain", spec, overrides)
         typer.echo(run_explain(loaded, str(spec)), nl=False)
+    note_base_values("explain", spec, loaded)
 
 
 @app.command()
@@ -188,6 +190,7 @@ def graph(
     with user_errors():
         loaded, run_graph = load_for("graph", spec, overrides)
         typer.echo(run_graph(loaded, format.value, str(spec)), nl=False)
+    note_base_values("graph", spec, loaded)
 
 
 class CompareFormat(StrEnum):
@@ -219,6 +222,7 @@ def compare(
     with user_errors():
         loaded, run_compare = load_for("compare", spec, overrides)
         typer.echo(run_compare(loaded, format.value, str(spec)), nl=False)
+    note_base_values("compare", spec, loaded)
 
 
 @app.command()  # the help is rich markup: "\[" keeps "[validate]" from being read as a tag
@@ -239,6 +243,7 @@ def plot(
         wrote = run_plot(loaded, str(out), str(spec))
     if not quiet:
         typer.echo(wrote, nl=False)
+    note_base_values("plot", spec, loaded)
 
 
 class SweepFormat(StrEnum):

@@ -21,6 +21,7 @@ from infoflow.cli.options import (
     Verbose,
     console,
     load_for,
+    note_base_values,
     user_errors,
 )
 from infoflow.cli.progress import progress as progress_display
@@ -366,3 +367,4 @@ def compile_(
         creatable_folder(out, "--out")
         loaded, run_compile = load_for("compile", spec, overrides)
         typer.echo(run_compile(loaded, str(spec), out, beta, width, seed, sweep), nl=False)
+    note_base_values("compile", spec, loaded)

@@ -118,3 +118,17 @@ def test_a_cost_beyond_a_float_is_null_and_says_its_size() -> None:
     assert cost["value"] is None and "About 10^900: beyond a float" in cost["note"]
     table = run_cli("predict", str(spec), *args).stdout  # it printed None (a review)
     assert "about 10^900 params (order)" in table
+
+
+def test_a_swept_spec_is_said_to_be_read_at_its_base_values() -> None:
+    """explain of a swept spec said nothing of the sweep (a review); the note is on stderr,
+    after the output, and not under --quiet."""
+    spec = str(RETRIEVAL / "pairwise-min.json")
+    proc = run_cli("explain", spec)
+    assert proc.returncode == 0 and proc.stdout.startswith("Target:")
+    assert (
+        proc.stderr
+        == f"note: {spec} sweeps architecture.layers, seq_len; explain reads its base values\n"
+    )
+    assert run_cli("explain", spec, "--set", "sweep=null").stderr == ""
+    assert run_cli("explain", spec, "--quiet").stderr == ""

@@ -255,17 +255,22 @@ def group_seconds(
     return compiling + s.steps * (train + target) + evaluations * evaluation
 
 
-def describe(experiment: Experiment, source: str) -> str:
-    """What ``infoflow plan`` prints for one spec: the design, each group with its models'
-    exponents and estimated time, and the comparisons the claims will make."""
-    scale, design = experiment.scale, with_floors(experiment).design
-    budget = (  # the constructions come on top (a review: 5.0 min, then 5.9 min estimated)
+def _budget(scale) -> str:
+    """The budget in plan's first line: the training's (the constructions come on top: a
+    review read "budget 5.0 min", then "estimated time: 5.9 min")."""
+    return (
         f"budget {duration(scale.budget_seconds)} for the training"
         if scale.budget_seconds
         else "no budget"
     )
+
+
+def describe(experiment: Experiment, source: str) -> str:
+    """What ``infoflow plan`` prints for one spec: the design, each group with its models'
+    exponents and estimated time, and the comparisons the claims will make."""
+    scale, design = experiment.scale, with_floors(experiment).design
     lines = [
-        f"{source}: retrieval at scale {scale.name} on {scale.device}, {budget}",
+        f"{source}: retrieval at scale {scale.name} on {scale.device}, {_budget(scale)}",
         f"  step time: {experiment.step_time}",
         f"  design: {sizes(design)}; {len(experiment.models)} models x {scale.seeds} seeds",
         *_pilot_lines(experiment),
