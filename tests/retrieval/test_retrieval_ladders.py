@@ -112,6 +112,9 @@ def test_report_md_calls_a_ladder_that_is_not_steep_flat_not_a_huge_exponent() -
     assert _alpha(flat) == "flat (> 20)"
     steep = Ladder([1, 2, 4, 8], [[0.8], [0.4], [0.2], [0.1]]).to_json()
     assert _alpha(steep) == "2"
+    # the judge calls a ladder steep only when every seed is: a flat seed is said
+    mixed = Ladder([1, 2, 4, 8], [[0.8] * 3, [0.4, 0.4, 0.8], [0.2, 0.2, 0.8], [0.1] * 2 + [0.8]])
+    assert _alpha(mixed.to_json()) == "2 (a seed flat)"
 
 
 def test_intervals_are_the_range_over_seeds_and_pair_seeds() -> None:

@@ -208,10 +208,14 @@ def _alpha(ladder: dict) -> str:
     """A ladder's measured exponent; "flat" where its median slope is not steep (-2 / slope
     is then above 2 / STEEP and says only that the error does not fall: 3.2e+04 was shown
     for a model that learned nothing, a review)."""
-    value, slope = ladder.get("exponent"), (ladder.get("slope") or {}).get("median")
-    if isinstance(slope, int | float) and slope > -STEEP:
+    value, slope = ladder.get("exponent"), ladder.get("slope") or {}
+    median, high = slope.get("median"), slope.get("high")
+    if isinstance(median, int | float) and median > -STEEP:
         return f"flat (> {2 / STEEP:g})"
-    return value if isinstance(value, str) else number(value)
+    shown = value if isinstance(value, str) else number(value)
+    if isinstance(high, int | float) and high > -STEEP:  # the judge needs every seed steep
+        return f"{shown} (a seed flat)"
+    return shown
 
 
 def _design(design: dict[str, Any] | None) -> str:
