@@ -38,22 +38,22 @@ def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> lis
     first = experiment.predictions[(group.name, group.chains[0])]
     limit = measurement["ceiling"]
     gap_rule = measurement.get("criterion", {}).get("criterion", "gap") == "gap"
-    out = [
+    phases = [
         _per_k(
             k, experiment.predictions[(group.name, k)], measurement["per_k"][k], limit[k], gap_rule
         )
         for k in group.chains
     ]
-    out.append(_k2_star(first["k2_star"].value, measurement["k2_star"], limit))
-    out.append(final_boundary(first["final_boundary"], measurement["per_k"], limit))
-    out.append(times.tau_2gen(first["tau_2gen"].value, measurement))
-    out.append(times.tau_2gen_flat(measurement))
-    out.append(times.memorization_slows(measurement))
-    out = [claim.over_seeds(len(group.seeds)) for claim in out]
-    out.insert(
-        len(group.chains), k1_claim(first["k1_star"], measurement["k1_fit"], measurement["k1_star"])
-    )
-    return out
+    k1 = k1_claim(first["k1_star"], measurement["k1_fit"], measurement["k1_star"])
+    rest = [
+        _k2_star(first["k2_star"].value, measurement["k2_star"], limit),
+        final_boundary(first["final_boundary"], measurement["per_k"], limit),
+        times.tau_2gen(first["tau_2gen"].value, measurement),
+        times.tau_2gen_flat(measurement),
+        times.memorization_slows(measurement),
+    ]
+    seeds = len(group.seeds)
+    return [*(c.over_seeds(seeds) for c in phases), k1, *(c.over_seeds(seeds) for c in rest)]
 
 
 def _undecided(measured: dict) -> str:
