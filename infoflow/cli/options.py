@@ -182,9 +182,21 @@ def _refuse_conflicts(path: Path, overrides: list[str], serving: dict[str, Any])
             message = f"{OPTIONS.get(key, key)} and --set {min(both)}: two values for one field"
             raise SpecError(str(path), [(f"serving.{key}", message + "; give one")])
     budgets = sorted(OPTIONS.get(key, key) for key in BUDGETS & serving.keys())
+    if budgets:  # an option's budget beside another budget, by option or by --set
+        budgets += sorted(f"--set {f}" for f in set_keys - _nulled(overrides) if _budget(f))
     if len(budgets) > 1:
         message = f"{' and '.join(budgets)}: each gives the cache budget; give one"
         raise SpecError(str(path), [(None, message)])
+
+
+def _budget(field: str) -> bool:
+    return field.removeprefix("serving.") in BUDGETS and field.startswith("serving.")
+
+
+def _nulled(overrides: list[str]) -> set[str]:
+    """The fields ``overrides`` set to null (no budget: they conflict with nothing)."""
+    pairs = (o.partition("=") for o in overrides if isinstance(o, str))
+    return {key.strip() for key, _, raw in pairs if raw.strip() == "null"}
 
 
 def _load_with(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:

@@ -117,7 +117,7 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     predictions["task_vector_generalizes"] = _task_vector(spec)
     predictions["final_boundary"] = _final_boundary(spec, calibration)
     if spec.model.layers == 1:
-        predictions.update(_one_layer(predictions))
+        predictions.update(_one_layer())
     disagreement = _against_the_figure(spec, predictions)
     return Result("icl_markov", spec, predictions, source, messages=disagreement)
 
@@ -130,17 +130,17 @@ ONE_LAYER = (
 )
 
 
-def _one_layer(predictions: dict) -> dict:
+#: The predictions a single layer has none of, with their units (final_phase's "at step N"
+#: is its value's).
+NO_G2 = {"k1_star": "chains", "tau_2gen": "steps", "phase_sequence": ""}
+NO_G2 |= {"transient_g2_duration": "steps", "final_phase": ""}
+
+
+def _one_layer() -> dict:
     """The phase predictions of a single-layer model: none (:data:`ONE_LAYER`)."""
     return {
-        name: Prediction(None, predictions[name].unit, "estimate", "prior:edelman2024", ONE_LAYER)
-        for name in (
-            "k1_star",
-            "tau_2gen",
-            "phase_sequence",
-            "transient_g2_duration",
-            "final_phase",
-        )
+        name: Prediction(None, unit, "estimate", "prior:edelman2024", ONE_LAYER)
+        for name, unit in NO_G2.items()
     }
 
 

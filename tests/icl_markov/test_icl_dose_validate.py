@@ -50,6 +50,7 @@ def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tm
     # --seeds 1: the claims over seeds decide nothing (K*_1's fits weigh every outcome)
     judged = [c for c in group["claims"] if c["verdict"] != "inconclusive"]
     assert all(c["id"].startswith("k1_star") for c in judged), judged
+    assert any("1 seed(s)" in c["reason"] for c in group["claims"])  # the rule at work
     assert set(group["measurement"]["ceiling"]["2"]["separability"]) == {
         "U",
         "G1",

@@ -438,3 +438,17 @@ def test_an_anchor_takes_the_logistic_fit_over_every_seed_where_it_is_two_sided(
     k1 = anchor.k1_star
     assert (k1.value, k1.low, k1.high) == pytest.approx(expected)
     assert any(why in line[2] for line in found.lines if "K*_1" in line[0])
+
+
+def test_the_final_phase_names_the_step_it_is_at() -> None:
+    """A final G2 beside a phase sequence ending in M2 read as a contradiction (a review): the
+    step is in the unit, shown after the value; a one-layer model's null has no step."""
+    from infoflow.render import format_value
+
+    result = infoflow.predict(_spec(chains=64))
+    final = result["final_phase"]
+    assert final.unit == f"at step {result.spec.training.steps:,}"
+    assert format_value(final) == f"{final.value} {final.unit}"
+    model = {"layers": 1, "d_model": 64, "heads": 4, "mlp_width": 256}
+    one = infoflow.predict(_spec(chains=64, model=model))
+    assert one["final_phase"].value is None and one["final_phase"].unit == ""

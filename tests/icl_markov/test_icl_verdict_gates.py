@@ -289,3 +289,31 @@ def test_the_previous_head_refutes_on_the_fast_side_with_few_clock_seeds_formed(
     assert coupling_claim(sweep, {"members": clocks}).verdict == "refuted"
     none = [{**c, "previous_head": None} for c in clocks]
     assert coupling_claim(sweep, {"members": none}).verdict == "inconclusive"
+
+
+def test_the_report_says_where_no_g2_formed_and_the_ceiling_line_where_the_grid_falls_short():
+    """'G2 persists at this budget from K = -.' and 'tau_2Gen None steps'; a K*_1 range 16 to
+    32 was 'testable' on a grid of K = 45 and 64 (a review)."""
+    from infoflow.validators.icl_markov.ceiling import _range_line
+    from infoflow.validators.icl_markov.ksweep.report import _thresholds
+
+    measurement = {
+        "k1_star": {"low": 32, "high": None, "monotone": True, "undecided": []},
+        "k2_star": {"low": None, "g2_persists_from": None},
+        "tau_2gen": {"value": None, "min": None, "max": None, "checkpoint_ratio": 1.0},
+        "k1_fit": {
+            "status": "none",
+            "reason": "no decided outcome",
+            "outcomes": 0,
+            "left_out": [],
+            "low": None,
+            "high": None,
+        },
+    }
+    text = _thresholds(measurement)
+    assert "G2 persists at no K. tau_2Gen not measured (generalization won at no K)." in text
+    limit = {k: {"detectable": True} for k in (45, 64)}
+    line = _range_line(limit, (16, 32))
+    assert line.endswith("is NOT testable here: the grid (45 to 64) does not reach it")
+    limit = {k: {"detectable": True} for k in (8, 16, 32, 64)}
+    assert _range_line(limit, (16, 32)).endswith("(K = 8, 16, 32, 64 in and around it) is testable")

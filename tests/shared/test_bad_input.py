@@ -759,3 +759,17 @@ def test_a_bad_option_value_names_the_option_and_two_budgets_are_refused() -> No
     assert "field '--device (serving.device)': Input should be 'h200'" in line
     line = refused("predict", config, "--device", "h200", "--budget-gib", "10")
     assert "--budget-gib and --device: each gives the cache budget; give one" in line
+
+
+def test_a_budget_option_beside_another_budget_set_is_refused_up_front() -> None:
+    """--budget-gib with --set serving.device advised a --set the next run refused (a review);
+    a budget set to null conflicts with nothing."""
+    spec = str(LOOPED_KV / "ouro-1.4b.json")
+    line = refused("predict", spec, "--budget-gib", "40", "--set", "serving.device=h200")
+    assert "--budget-gib and --set serving.device: each gives the cache budget; give one" in line
+    swept = 'sweep={"serving.device": ["h200", "h100-sxm"]}'
+    assert "each gives the cache budget" in refused(
+        "predict", spec, "--budget-gib", "40", "--set", swept
+    )
+    ok = run_cli("predict", spec, "--budget-gib", "40", "--set", "serving.device=null")
+    assert ok.returncode == 0, ok.stderr

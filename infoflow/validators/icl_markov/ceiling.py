@@ -60,16 +60,27 @@ def plan_lines(
         where = "testable" if covered else "NOT testable here"
         lines.append(f"  the predicted K*_2 {k2:.3g} (K = {around} around it) is {where}")
         failing = failing or (None if covered else (k2, k2))
-    if failing:
+    if failing and not _reached(sorted(limit), failing):  # no setting helps: the grid does
+        low, high = failing
+        lines.append(f"  proposed: a K sweep that reaches {low:.3g} to {high:.3g} on both sides")
+    elif failing:
         lines.append("  " + propose(spec, chains, seeds, failing))
     return lines
 
 
 def _covers(limit: dict, interval) -> bool:
-    """Whether every K of the grid inside the predicted interval (or the two grid points
-    around it) is testable."""
-    inside = _around(sorted(limit), interval)
-    return bool(inside) and all(limit[k]["detectable"] for k in inside)
+    """Whether the grid reaches the predicted interval on both sides (a K at or below its
+    low end and one at or above its high end: a grid on one side called it testable, a
+    review) and every K of the grid inside it, and the two around it, is testable."""
+    ks = sorted(limit)
+    inside = _around(ks, interval)
+    return _reached(ks, interval) and all(limit[k]["detectable"] for k in inside)
+
+
+def _reached(ks: list[int], interval) -> bool:
+    """Whether the grid ``ks`` has a K at or below the interval's low end and one at or
+    above its high end."""
+    return ks[0] <= interval[0] and ks[-1] >= interval[1]
 
 
 def _around(ks: list[int], interval) -> list[int]:
@@ -86,12 +97,14 @@ def _range_line(limit: dict, interval) -> str:
     if not interval:
         return f"testable K: {shown} (no predicted K*_1 range to compare)"
     low, high = interval
-    where = "testable" if _covers(limit, interval) else "NOT testable here"
-    around = ", ".join(map(str, _around(sorted(limit), interval)))  # the K it needs (a review)
-    return (
-        f"testable K: {shown}; the predicted K*_1 range {low:.3g} to {high:.3g} (K = {around} "
-        f"in and around it) is {where}"
-    )
+    ks = sorted(limit)
+    if not _reached(ks, interval):
+        where = f"is NOT testable here: the grid ({ks[0]} to {ks[-1]}) does not reach it"
+    else:
+        where = "testable" if _covers(limit, interval) else "NOT testable here"
+        around = ", ".join(map(str, _around(ks, interval)))  # the K it needs (a review)
+        where = f"(K = {around} in and around it) is {where}"
+    return f"testable K: {shown}; the predicted K*_1 range {low:.3g} to {high:.3g} {where}"
 
 
 def propose(spec: IclMarkovSpec, chains: list[int], seeds: list[int], interval) -> str:

@@ -146,7 +146,7 @@ def _thresholds(m: dict[str, Any]) -> str:
         f"tau_2Gen {maybe(tau['value'])} steps (median first G2 over the K that generalize"
         f"{_listed(tau)}; checkpoints {tau['checkpoint_ratio']:.2f}x apart)"
         if tau["value"]
-        else "tau_2Gen not measured (no K reached G2)"
+        else "tau_2Gen not measured (generalization won at no K)"
     )
     return (
         f"Measured K*_1 (majority per K) {where}{'' if k1['monotone'] else ' (not monotone in K)'}"
