@@ -47,10 +47,6 @@ def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tm
     assert all(claim["kind"] for g in section["groups"] for claim in g["claims"])
     group = section["groups"][0]
     assert group["measurement"]["criterion"] == pre
-    # --seeds 1: the claims over seeds decide nothing (K*_1's fits weigh every outcome)
-    judged = [c for c in group["claims"] if c["verdict"] != "inconclusive"]
-    assert all(c["id"].startswith("k1_star") for c in judged), judged
-    assert any("1 seed(s)" in c["reason"] for c in group["claims"])  # the rule at work
     assert set(group["measurement"]["ceiling"]["2"]["separability"]) == {
         "U",
         "G1",
