@@ -435,3 +435,20 @@ def test_validate_icl_killed_at_a_checkpoint_and_resumed_trains_the_same_models(
     assert again["summary"] == report["summary"]
     assert _metrics(killed) == _metrics(whole)  # bitwise: the same models were trained
     assert not list((killed / "checkpoints").glob(".infoflow-*"))
+
+
+def test_a_k_sweep_of_one_seed_judges_only_k1s_fit(tmp_path) -> None:
+    """The majority and seed-by-seed claims need two seeds (a review: one seed's run confirmed
+    and refuted them); the logistic K*_1 fit weighs every outcome, one seed's too."""
+    from types import SimpleNamespace
+
+    experiment, group = _experiment(tmp_path)
+    measurement = _measurement(1, 4, k2_low=64, first_g2=(100, 1000))
+    assert _verdict(claims(experiment, group, measurement), "K*_2") == "refuted"
+    one = SimpleNamespace(name=group.name, chains=group.chains, seeds=[0])  # the same name
+    alone = claims(experiment, one, measurement)
+    k2 = next(c for c in alone if c.statement.startswith("K*_2"))
+    assert k2.verdict == "inconclusive" and k2.reason.startswith("1 seed(s)")
+    assert _verdict(alone, "K*_1") == "refuted"  # as with every seed (the test above)
+    judged = [c.statement for c in alone if c.verdict != "inconclusive"]
+    assert judged == [next(c.statement for c in alone if c.statement.startswith("K*_1"))]
