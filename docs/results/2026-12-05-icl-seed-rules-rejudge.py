@@ -84,8 +84,11 @@ SEEN = {"detectable": True, "reason": ""}
 def clock_changes(spec: dict) -> list[tuple[str, str, str, str]]:
     """g2_delay and prev_head, from the clock seeds and the K sweeps' members."""
     out = []
-    entries = {
-        str(n): {"clocks": clocks_of(e["members"], e["steps"]), "members": e["members"]}
+    entries = {  # clock members before 2026-12-05 recorded no previous-token step
+        str(n): {
+            "clocks": clocks_of(e["members"], e["steps"]),
+            "members": [{"previous_head": None, **m} for m in e["members"]],
+        }
         for n, e in enumerate(spec.get("clocks") or [])
     }
     old = {c["id"]: c for c in spec["claims"] if "id" in c}
