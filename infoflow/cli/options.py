@@ -133,18 +133,19 @@ OPTIONS = {
 }
 
 
-def _set_fields(overrides: list[str]) -> set[str]:
-    """The fields ``overrides`` set, and those a ``--set sweep={...}`` sweeps."""
-    fields = set()
+def _set_fields(overrides: list[str]) -> dict[str, str]:
+    """The fields ``overrides`` set, each with its value's text, and those a ``--set
+    sweep={...}`` sweeps (their value: "swept")."""
+    fields = {}
     for override in overrides:
         key, _, raw = override.partition("=") if isinstance(override, str) else ("", "", "")
-        fields.add(key.strip())
+        fields[key.strip()] = raw.strip()
         if key.strip() == "sweep":
             try:
                 swept = json.loads(raw)
             except ValueError:
                 continue
-            fields |= set(swept) if isinstance(swept, dict) else set()
+            fields |= dict.fromkeys(swept, "swept") if isinstance(swept, dict) else {}
     return fields
 
 
@@ -171,32 +172,26 @@ def _option_of(field: str | None, serving: dict[str, Any]) -> str | None:
 
 
 def _refuse_conflicts(path: Path, overrides: list[str], serving: dict[str, Any]) -> None:
-    """An option and a --set of one field (the --set came last and won, silently), or two
-    budget options (each gives the cache budget): a SpecError naming both (a review)."""
+    """An option and a --set of one field (the --set came last and won, silently), or an
+    option's budget beside another, by option or by --set (each gives the cache budget): a
+    SpecError naming both (a review)."""
     from infoflow.core.errors import SpecError
 
-    set_keys = _set_fields(overrides)
+    fields = _set_fields(overrides)
     for key in serving:
-        both = set_keys & {f"serving.{key}", "serving"}
+        both = fields.keys() & {f"serving.{key}", "serving"}
         if both:
             message = f"{OPTIONS.get(key, key)} and --set {min(both)}: two values for one field"
             raise SpecError(str(path), [(f"serving.{key}", message + "; give one")])
     budgets = sorted(OPTIONS.get(key, key) for key in BUDGETS & serving.keys())
-    if budgets:  # an option's budget beside another budget, by option or by --set
-        budgets += sorted(f"--set {f}" for f in set_keys - _nulled(overrides) if _budget(f))
+    if budgets:  # an option's budget beside another budget, by option or by --set (not null)
+        others = {f"serving.{key}" for key in BUDGETS}
+        budgets += sorted(
+            f"--set {f}" for f, raw in fields.items() if f in others and raw != "null"
+        )
     if len(budgets) > 1:
         message = f"{' and '.join(budgets)}: each gives the cache budget; give one"
         raise SpecError(str(path), [(None, message)])
-
-
-def _budget(field: str) -> bool:
-    return field.removeprefix("serving.") in BUDGETS and field.startswith("serving.")
-
-
-def _nulled(overrides: list[str]) -> set[str]:
-    """The fields ``overrides`` set to null (no budget: they conflict with nothing)."""
-    pairs = (o.partition("=") for o in overrides if isinstance(o, str))
-    return {key.strip() for key, _, raw in pairs if raw.strip() == "null"}
 
 
 def _load_with(path: Path, overrides: list[str], serving: dict[str, Any]) -> Any:
