@@ -923,11 +923,11 @@ def test_the_witness_flat_claim_compares_one_architecture_at_two_lengths() -> No
 
 @pytest.mark.slow  # builds and evaluates witnesses up to 1024 wide: about 10 CPU s
 def test_the_witness_ladder_measures_the_constructions_exponent(monkeypatch) -> None:
-    monkeypatch.setattr(witness_ladder, "WIDTHS", (64, 128, 256))
+    monkeypatch.setattr(witness_ladder, "WIDTHS", (32, 64, 128, 256))
     monkeypatch.setattr(construction, "SAMPLES", 256)
     s = bundled("pairwise-min.json", seq_len=8)
     ladder = witness_ladder.ladder_of(s, circuit_of(s), seeds=2)
-    assert ladder.seeds == 2 and ladder.sizes == sorted(ladder.sizes)
+    assert ladder.seeds == 2 and len(ladder.sizes) == 4 and ladder.sizes == sorted(ladder.sizes)
     slope = ladder.slope()
     assert slope.count == 2 and slope.high < -2  # faster than the engine's alpha = 1
     no_decoder = bundled("kth-largest.json", layers=2, heads=[1, 1], seq_len=8)

@@ -11,7 +11,10 @@ cost law says grows; the attention layout is the architecture and stays fixed.
 Each seed trains the whole ladder, so each seed gives one slope; it is a measured exponent
 only when every rung of that seed stopped improving before the cap (a rung still improving
 says how far training got, not how the error scales with size: pre-registered in
-docs/results/2026-12-05-plateaued-seeds-preregistered.md). A model's slope is the median over
+docs/results/2026-12-05-plateaued-seeds-preregistered.md) and the ladder has an NMSE at each
+of its rungs, :data:`MIN_RUNGS` at least (issue 24's ladder: four rungs spanning 8x; a rung
+lost, to a diverged member or a witness too narrow for its decoders, left three rungs
+spanning as little as 3.4x, and the fit took them). A model's slope is the median over
 its measured seeds; its interval is the range of the seeds' slopes (order statistics: with n
 seeds the range covers the median of the slope's distribution with probability
 1 - 2^(1-n), 75% for three). A comparison of two models pairs their seeds (seed i of both
@@ -27,6 +30,9 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from infoflow.validators.claims import fewer_seeds
+
+#: Rungs a ladder needs, each with an NMSE, for a seed's slope to be a measured exponent.
+MIN_RUNGS = 4
 
 
 def fit_slope(sizes: list[float], nmse: list[float | None]) -> float | None:
@@ -119,11 +125,42 @@ class Ladder:
 
     def slopes(self) -> list[float | None]:
         """Each seed's slope over the ladder, measured or not."""
-        return [fit_slope(self.sizes, [row[s] for row in self.nmse]) for s in range(self.seeds)]
+        return [fit_slope(self.sizes, self._column(s)) for s in range(self.seeds)]
 
     def measured(self) -> list[bool]:
-        """Per seed: every rung stopped improving before the cap."""
-        return [not any(row[s] for row in self.capped) for s in range(self.seeds)]
+        """Per seed: the ladder has :data:`MIN_RUNGS` rungs, each with a positive, finite NMSE,
+        and every rung stopped improving before the cap."""
+        return [
+            len(self.sizes) >= MIN_RUNGS and self._complete(s) and not self._capped(s)
+            for s in range(self.seeds)
+        ]
+
+    def unmeasured(self) -> str:
+        """Why the seeds that measure no exponent do not: too few rungs, a rung without an
+        NMSE, or a member still improving at the cap ('' when every seed measures one)."""
+        if len(self.sizes) < MIN_RUNGS:
+            return f"{len(self.sizes)} rung(s): a measured exponent needs {MIN_RUNGS}"
+        lost = sum(not self._complete(s) for s in range(self.seeds))
+        capped = sum(self._capped(s) for s in range(self.seeds))
+        parts = [f"{lost} seed(s) without an NMSE at every rung"] if lost else []
+        parts += [f"{capped} seed(s) with a member still improving at the cap"] if capped else []
+        return "; ".join(parts)
+
+    def too_few(self) -> str | None:
+        """Why the measured seeds are too few for an interval, and why the others measure
+        nothing (None: enough seeds measure an exponent)."""
+        text, why = fewer_seeds(self.slope().count), self.unmeasured()
+        return f"{text} ({why})" if text and why else text
+
+    def _complete(self, seed: int) -> bool:
+        """Every rung of ``seed`` has a positive, finite NMSE (the slope's fit takes them all)."""
+        return all(v is not None and v > 0 and math.isfinite(v) for v in self._column(seed))
+
+    def _capped(self, seed: int) -> bool:
+        return any(row[seed] for row in self.capped)
+
+    def _column(self, seed: int) -> list[float | None]:
+        return [row[seed] for row in self.nmse]
 
     def measured_slopes(self) -> list[float | None]:
         """Each seed's slope where it is a measured exponent, else None."""

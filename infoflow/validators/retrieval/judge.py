@@ -78,8 +78,8 @@ class Judge:
         """Why ``model``'s ladder measures no exponent: flat, or no seed measured at all."""
         slope = self.ladders[model].slope()
         name = _name(model, other) if other else model.label()
-        if slope.count < 2:  # a seed with a member still improving at the cap measures none
-            return f"the ladder of {name} measures no exponent: {fewer_seeds(slope.count)}"
+        if slope.count < 2:  # a seed still improving at the cap, or lacking a rung, measures none
+            return f"the ladder of {name} measures no exponent: {self.ladders[model].too_few()}"
         shown = f"{slope.low:.3g} to {slope.high:.3g}"
         return (
             f"the ladder of {name} is flat (slopes {shown}, not all below -{STEEP:g}): its "

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.spec import RetrievalSpec
-from infoflow.validators.claims import Claim, fewer_seeds
+from infoflow.validators.claims import Claim
 from infoflow.validators.retrieval import construction
 from infoflow.validators.retrieval.circuit_to_weights import TooNarrow
 from infoflow.validators.retrieval.expect import MARGIN
@@ -81,7 +81,7 @@ def exponent_claim(model: Model, ladder: Ladder, alpha: float) -> Claim:
     claim = (f"witness_exponent:{model.key()}", statement, f"alpha <= {alpha:.3g}", measured)
     holds = slope.count >= 2 and slope.high <= limit
     fails = "the plan's construction does not achieve the engine's exponent"
-    why = fewer_seeds(slope.count) or "the seeds' slopes straddle the limit"
+    why = ladder.too_few() or "the seeds' slopes straddle the limit"
     return _verdict(*claim, tolerance, holds, slope.above(limit), fails, why)
 
 
