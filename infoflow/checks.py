@@ -130,6 +130,7 @@ def _validator(entry: Family, loaded: list[tuple[Path, Any]]) -> tuple[list[str]
     validator = entry.load_validator()
     methods = [name for name, value in vars(Validator).items() if _method(name, value)]
     missing = [name for name in methods if not callable(getattr(validator, name, None))]
+    missing += [name for name in Validator.__annotations__ if not hasattr(validator, name)]
     if missing or validator.kind != entry.kind:
         return [f"the validator lacks {missing} or is not of kind {entry.kind}"], []
     scale = validator.scale("smoke", None, None, "cpu")

@@ -180,6 +180,7 @@ class ToyExperiment:
 
 class ToyValidator:
     kind = "toy"
+    run_options = ()
 
     def scale(self, name, steps, seeds, device, budget=None, compile=False, pilot=False):
         return ToyScale(name, steps or 1)

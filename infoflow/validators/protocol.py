@@ -137,6 +137,9 @@ class Validator(Protocol):
     curves."""
 
     kind: str
+    #: The run options it uses among ``--budget``, ``--compile`` and ``--pilot`` (validate
+    #: says on stderr when it ignores one that was given).
+    run_options: tuple[str, ...]
 
     def scale(
         self,
@@ -162,3 +165,16 @@ class Validator(Protocol):
     def plot(self, out: Path, sections: list[dict[str, Any]]) -> list[Path]: ...
 
     def figures(self, sections: list[dict[str, Any]]) -> dict[str, Figure]: ...
+
+
+def ignored_options(validator: Validator, budget: float | None, compile: bool) -> str | None:
+    """A note naming the options given (``--budget``, ``--compile``) that ``validator``'s
+    family does not use (None: it uses them, or none was given)."""
+    given = [name for name, on in (("--budget", budget is not None), ("--compile", compile)) if on]
+    ignored = [name for name in given if name not in validator.run_options]
+    if not ignored:
+        return None
+    return (
+        f"note: {validator.kind} does not use {' or '.join(ignored)}: its specs train at the "
+        "scale's settings (`infoflow plan` estimates their time; --steps and --seeds change it)"
+    )

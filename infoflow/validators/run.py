@@ -43,6 +43,7 @@ from infoflow.validators.protocol import (
     Experiment,
     Job,
     Progress,
+    ignored_options,
 )
 from infoflow.validators.report import finite, write_reports
 from infoflow.validators.reuse import adopt, finished_groups, superseded
@@ -195,6 +196,8 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
         if spec.kind not in planned.scales:
             sizes = (options.scale, options.steps, options.seeds, device, options.budget)
             planned.scales[spec.kind] = validator.scale(*sizes, options.compile, options.pilot)
+            if note := ignored_options(validator, options.budget, options.compile):
+                print(note, file=sys.stderr)
         try:
             experiment = validator.plan(name, spec, planned.scales[spec.kind], path.parent)
         except SpecError as exc:  # a spec no model can be built for: named by its file

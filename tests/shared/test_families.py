@@ -68,6 +68,10 @@ def test_check_family_reports_what_a_family_gets_wrong(toy, monkeypatch) -> None
     monkeypatch.delattr(toy_family.ToyValidator, "figures")
     with pytest.raises(FamilyCheckError, match=r"the validator lacks \['figures'\]"):
         check_family("toy", root=toy)
+    monkeypatch.setattr(toy_family.ToyValidator, "figures", lambda self, s: {}, raising=False)
+    monkeypatch.delattr(toy_family.ToyValidator, "run_options")  # the protocol's attributes too
+    with pytest.raises(FamilyCheckError, match=r"the validator lacks \['run_options'\]"):
+        check_family("toy", root=toy)
 
 
 def test_an_unknown_kind_is_an_error_everywhere(tmp_path) -> None:
@@ -125,6 +129,24 @@ def test_a_family_without_a_validator_is_listed_with_its_reason(monkeypatch, toy
     # Nothing left to run: refused as bad input, naming the file and why (as plan does).
     with pytest.raises(SpecError, match=r"tiny-looped\.json: cannot be validated: switched off"):
         plan([spec], Options(out=toy / "alone"))
+
+
+def test_validate_says_when_a_family_does_not_use_budget_or_compile(toy, capsys) -> None:
+    """--budget and --compile size and compile retrieval only: another family's spec trains
+    at its scale's settings, and validate says so (it ignored them silently, a review)."""
+    pytest.importorskip("torch")
+    from infoflow.validators.protocol import ignored_options
+    from infoflow.validators.run import Options, plan
+
+    plan([toy / "right.json"], Options(out=toy / "run", budget=60.0, compile=True))
+    err = capsys.readouterr().err
+    assert "note: toy does not use --budget or --compile: its specs train" in err
+    plan([toy / "right.json"], Options(out=toy / "run"))
+    assert "does not use" not in capsys.readouterr().err
+    retrieval, looped = (family(k).load_validator() for k in ("retrieval", "looped_kv"))
+    assert ignored_options(retrieval, 60.0, True) is None
+    assert ignored_options(looped, None, True).startswith("note: looped_kv does not use --compile:")
+    assert ignored_options(looped, None, False) is None
 
 
 # ---- a toy fourth family (tests/conftest.py) ----------------------------------------------

@@ -45,6 +45,7 @@ TRAINERS = {IclGroup: train_sweep, ClockGroup: train_clocks, DecoderGroup: train
 
 class IclMarkovValidator:
     kind = "icl_markov"
+    run_options = ()  # it sizes nothing to a budget and compiles nothing
 
     def scale(
         self,

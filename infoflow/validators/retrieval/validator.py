@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 class RetrievalValidator:
     kind = "retrieval"
+    run_options = ("--budget", "--compile", "--pilot")
 
     def scale(
         self,
