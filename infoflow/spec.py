@@ -84,6 +84,7 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
         if not isinstance(override, str):
             raise SpecError(name, [(None, f"an override is 'key.path=value', not {override!r}")])
         _apply_override(data, override, name)
+    _mark_changed(data, overrides)
     if "kind" not in data:
         raise SpecError(name, [("kind", f"missing; expected one of {', '.join(FAMILIES)}")])
     model = family(data["kind"], name).spec_model()
@@ -199,6 +200,19 @@ def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
             del sweep[swept]
         if not sweep:
             del data["sweep"]
+
+
+def _mark_changed(data: dict[str, Any], overrides: Sequence[str]) -> None:
+    """A description written for the file says what the overrides changed since (it read as
+    the file's after ``--set input_dim=8`` below a table computed with d = 8, a review); one
+    the overrides set is the caller's own."""
+    written = data.get("description")
+    if not overrides or not written or not isinstance(written, str):
+        return
+    if any(override.partition("=")[0].strip() == "description" for override in overrides):
+        return
+    changed = ", ".join(override.strip() for override in overrides)
+    data["description"] = f"{written} (Changed from the file's spec: {changed}.)"
 
 
 def set_path(data: dict[str, Any], key: str, value: Any, name: str, what: str) -> None:

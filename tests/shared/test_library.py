@@ -58,6 +58,20 @@ def test_overrides_passed_to_predict_are_an_error_not_ignored() -> None:
         infoflow.predict(SPECS / "looped_kv" / "ouro-1.4b-h200.json", ["codec.r_k=96"])
 
 
+def test_a_description_says_what_the_overrides_changed() -> None:
+    """A spec's description is written for its file: with --set it says what changed (under
+    a table computed with d = 8 it said "d = 4"); a --set of the description itself stands."""
+    path = SPECS / "retrieval" / "pairwise-min.json"
+    written = infoflow.load_spec(path).description
+    assert "d = 4" in written and "Changed" not in written
+    changed = infoflow.load_spec(path, ["input_dim=8", " sweep=null"]).description
+    assert changed == f"{written} (Changed from the file's spec: input_dim=8, sweep=null.)"
+    assert infoflow.load_spec(path, ["description=mine", "input_dim=8"]).description == "mine"
+    undescribed = json.loads(path.read_text())
+    del undescribed["description"]
+    assert not infoflow.load_spec(undescribed, ["seq_len=16"]).description
+
+
 def test_a_result_reads_as_a_mapping() -> None:
     """docs/notebooks.md: a result is a mapping of names to predictions."""
     result = infoflow.predict(SPECS / "retrieval" / "pairwise-min.json")
