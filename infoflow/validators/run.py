@@ -104,6 +104,7 @@ class Plan:
     experiments: list[tuple[Any, Experiment]] = field(default_factory=list)
     scales: dict[str, Any] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # options a family ignores
 
     @property
     def jobs(self) -> list[Job]:
@@ -126,8 +127,9 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
         reachable(options.address)  # before anything is written (a review)
     with locked(options.out, DATABASE):
         store = register(planned, options, device, step_times)
-        if resumed_on and progress:  # once the folder is verified: a refusal stays one line
-            print(resumed_on, file=sys.stderr)
+        if progress:  # once the folder is verified: a refusal stays one line
+            for line in filter(None, [resumed_on, *planned.notes]):
+                print(line, file=sys.stderr)
         try:
             context = Context(device, store, options.out / "checkpoints", progress, options.compile)
             train(planned, context, options)
@@ -197,7 +199,7 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
             sizes = (options.scale, options.steps, options.seeds, device, options.budget)
             planned.scales[spec.kind] = validator.scale(*sizes, options.compile, options.pilot)
             if note := ignored_options(validator, options.budget, options.compile):
-                print(note, file=sys.stderr)
+                planned.notes.append(note)
         try:
             experiment = validator.plan(name, spec, planned.scales[spec.kind], path.parent)
         except SpecError as exc:  # a spec no model can be built for: named by its file

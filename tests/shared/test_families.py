@@ -131,18 +131,26 @@ def test_a_family_without_a_validator_is_listed_with_its_reason(monkeypatch, toy
         plan([spec], Options(out=toy / "alone"))
 
 
-def test_validate_says_when_a_family_does_not_use_budget_or_compile(toy, capsys) -> None:
+def test_validate_says_when_a_family_does_not_use_budget_or_compile(toy) -> None:
     """--budget and --compile size and compile retrieval only: another family's spec trains
     at its scale's settings, and validate says so (it ignored them silently, a review)."""
     pytest.importorskip("torch")
     from infoflow.validators.protocol import ignored_options
     from infoflow.validators.run import Options, plan
 
-    plan([toy / "right.json"], Options(out=toy / "run", budget=60.0, compile=True))
-    err = capsys.readouterr().err
-    assert "note: toy does not use --budget or --compile: its specs train" in err
-    plan([toy / "right.json"], Options(out=toy / "run"))
-    assert "does not use" not in capsys.readouterr().err
+    planned = plan([toy / "right.json"], Options(out=toy / "run", budget=60.0, compile=True))
+    assert planned.notes == [
+        "note: toy does not use --budget or --compile: its specs train at the scale's settings "
+        "(`infoflow plan` estimates their time; --steps and --seeds change it)"
+    ]
+    assert plan([toy / "right.json"], Options(out=toy / "run")).notes == []
+    from infoflow.cli import app
+
+    args = ["validate", str(toy / "right.json"), "--out", str(toy / "run"), "--device", "cpu"]
+    ran = CliRunner().invoke(app, [*args, "--budget", "1m"])
+    assert ran.exit_code == 0 and "note: toy does not use --budget: its" in ran.stderr, ran.output
+    refused = CliRunner().invoke(app, [*args, "--budget", "1m"])  # the folder holds a run
+    assert refused.exit_code == 2 and "does not use" not in refused.stderr, refused.stderr
     retrieval, looped = (family(k).load_validator() for k in ("retrieval", "looped_kv"))
     assert ignored_options(retrieval, 60.0, True) is None
     assert ignored_options(looped, None, True).startswith("note: looped_kv does not use --compile:")
