@@ -67,7 +67,7 @@ def to_table(result: Result, verbosity: int = 0) -> Table:
     from rich.markup import escape
     from rich.table import Table
 
-    lines = [result.spec.description] if result.spec.description else []
+    lines = [result.spec.described()] if result.spec.description else []
     lines += result.messages
     shown = lines and verbosity >= 0
     caption = escape("\n".join(one_line(line, 2000) for line in lines)) if shown else None
@@ -89,7 +89,7 @@ def to_markdown(result: Result) -> str:
     """A Markdown section of one result, notes included."""
     lines = [f"### {markdown_text(result.caption())}", ""]
     if result.spec.description:
-        lines += [markdown_text(result.spec.description, starts_line=True), ""]
+        lines += [markdown_text(result.spec.described(), starts_line=True), ""]
     for message in result.messages:
         lines += [markdown_text(message, starts_line=True), ""]
     lines += ["| prediction | value | bound | provenance | note |", "|---|--:|---|---|---|"]

@@ -80,16 +80,17 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     editor = data.pop(SCHEMA_KEY, None)  # an editor's pointer to `infoflow schema`
     if editor is not None and not isinstance(editor, str):
         raise SpecError(name, [(SCHEMA_KEY, "the schema's location is a string (a path or URL)")])
+    before = copy.deepcopy(data)
     for override in overrides:
         if not isinstance(override, str):
             raise SpecError(name, [(None, f"an override is 'key.path=value', not {override!r}")])
         _apply_override(data, override, name)
-    _mark_changed(data, overrides)
     if "kind" not in data:
         raise SpecError(name, [("kind", f"missing; expected one of {', '.join(FAMILIES)}")])
     model = family(data["kind"], name).spec_model()
+    context = {"base_dir": base_dir, "changed": _changes(before, data, overrides)}
     try:  # by the family's own model: the other families are not even imported
-        return model.model_validate(data, context={"base_dir": base_dir})
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise SpecError(name, describe(exc.errors(), model)) from None
 
@@ -131,7 +132,8 @@ def expand(
         message += "(`infoflow sweep` evaluates a retrieval sweep vectorised, up to 10^7)"
         raise SpecError(name, [("sweep", message)])
     base = spec.model_dump(mode="json", exclude={"sweep"}, exclude_none=True)
-    context = {"base_dir": Path(base_dir) if base_dir is not None else spec.base_dir}
+    folder = Path(base_dir) if base_dir is not None else spec.base_dir
+    context = {"base_dir": folder, "changed": spec.changed}
     model = family(spec.kind, name).spec_model()
     points = []
     for values in itertools.product(*grids):
@@ -202,17 +204,24 @@ def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
             del data["sweep"]
 
 
-def _mark_changed(data: dict[str, Any], overrides: Sequence[str]) -> None:
-    """A description written for the file says what the overrides changed since (it read as
-    the file's after ``--set input_dim=8`` below a table computed with d = 8, a review); one
-    the overrides set is the caller's own."""
-    written = data.get("description")
-    if not overrides or not written or not isinstance(written, str):
-        return
-    if any(override.partition("=")[0].strip() == "description" for override in overrides):
-        return
-    changed = ", ".join(override.strip() for override in overrides)
-    data["description"] = f"{written} (Changed from the file's spec: {changed}.)"
+def _changes(
+    before: dict[str, Any], after: dict[str, Any], overrides: Sequence[str]
+) -> tuple[str, ...]:
+    """What the overrides changed, ``key=value`` as given (the last value of a key; not one
+    that leaves a field as the file has it, or sets null a field the file leaves out): the
+    description was written for the file's values. Nothing when one sets the description,
+    the caller's own text."""
+    given = {o.partition("=")[0].strip(): o.partition("=")[2].strip() for o in overrides}
+    if "description" in given:
+        return ()
+    return tuple(f"{k}={v}" for k, v in given.items() if _at(before, k) != _at(after, k))
+
+
+def _at(data: dict[str, Any], key: str) -> Any:
+    """The value at the dotted ``key`` of a raw spec (None where there is none)."""
+    for part in key.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
 
 
 def set_path(data: dict[str, Any], key: str, value: Any, name: str, what: str) -> None:

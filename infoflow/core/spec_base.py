@@ -91,19 +91,36 @@ class SpecBase(StrictModel, Tabular):
     )
 
     _folder: Path | None = PrivateAttr(default=None)
+    _changed: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
-    def _remember_folder(self, info: ValidationInfo) -> SpecBase:
-        folder = (info.context or {}).get("base_dir")
+    def _remember_context(self, info: ValidationInfo) -> SpecBase:
+        context = info.context or {}
+        folder = context.get("base_dir")
         self._folder = Path(folder if folder is not None else Path.cwd()).resolve()
+        self._changed = tuple(context.get("changed", ()))
         return self
 
     @property
     def base_dir(self) -> Path:
         """The folder the spec's relative paths are read from: its file's, or the working
         directory when a dict was validated (at that moment, not now). Two specs are equal
-        when their fields and their folders are (a relative path names another file)."""
+        when their fields, their folders (a relative path names another file) and their
+        :attr:`changed` are."""
         return self._folder or Path.cwd()
+
+    @property
+    def changed(self) -> tuple[str, ...]:
+        """The overrides (``--set``, or an option that sets a field) that changed a field
+        since the description was written, ``key=value`` as given."""
+        return self._changed
+
+    def described(self) -> str | None:
+        """The description, saying what was changed since it was written (it was written for
+        the file's values: "d = 4" read under a table computed with d = 8, a review)."""
+        if not self.description or not self._changed:
+            return self.description
+        return f"{self.description} (Changed since it was written: {', '.join(self._changed)}.)"
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per field that is set (nested fields as dotted paths), the description
@@ -118,7 +135,7 @@ class SpecBase(StrictModel, Tabular):
         return f"{getattr(self, 'kind', 'spec')} spec"
 
     def notes(self) -> tuple[str, ...]:
-        return (self.description,) if self.description else ()
+        return (self.described(),) if self.description else ()
 
 
 def existing_path(value: str | None, info: ValidationInfo, what: str, folder: bool) -> str | None:

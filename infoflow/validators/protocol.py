@@ -167,14 +167,17 @@ class Validator(Protocol):
     def figures(self, sections: list[dict[str, Any]]) -> dict[str, Figure]: ...
 
 
-def ignored_options(validator: Validator, budget: float | None, compile: bool) -> str | None:
-    """A note naming the options given (``--budget``, ``--compile``) that ``validator``'s
-    family does not use (None: it uses them, or none was given)."""
+def ignored_options(validators: list[Validator], budget: float | None, compile: bool) -> list[str]:
+    """A note for each family of ``validators`` that does not use the options given
+    (``--budget``, ``--compile``), once a family."""
     given = [name for name, on in (("--budget", budget is not None), ("--compile", compile)) if on]
-    ignored = [name for name in given if name not in validator.run_options]
-    if not ignored:
-        return None
-    return (
-        f"note: {validator.kind} does not use {' or '.join(ignored)}: its specs train at the "
-        "scale's settings (`infoflow plan` estimates their time; --steps and --seeds change it)"
-    )
+    notes = {}
+    for validator in validators:
+        ignored = [name for name in given if name not in validator.run_options]
+        if ignored:
+            notes[validator.kind] = (
+                f"note: {validator.kind} does not use {' or '.join(ignored)}: its specs train at "
+                "the scale's settings (`infoflow plan` estimates their time; --steps and --seeds "
+                "change it)"
+            )
+    return list(notes.values())

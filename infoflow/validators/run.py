@@ -104,7 +104,6 @@ class Plan:
     experiments: list[tuple[Any, Experiment]] = field(default_factory=list)
     scales: dict[str, Any] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # options a family ignores
 
     @property
     def jobs(self) -> list[Job]:
@@ -128,7 +127,9 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
     with locked(options.out, DATABASE):
         store = register(planned, options, device, step_times)
         if progress:  # once the folder is verified: a refusal stays one line
-            for line in filter(None, [resumed_on, *planned.notes]):
+            validators = [validator for validator, _ in planned.experiments]
+            ignored = ignored_options(validators, options.budget, options.compile)
+            for line in filter(None, [resumed_on, *ignored]):  # this invocation's options
                 print(line, file=sys.stderr)
         try:
             context = Context(device, store, options.out / "checkpoints", progress, options.compile)
@@ -198,8 +199,6 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
         if spec.kind not in planned.scales:
             sizes = (options.scale, options.steps, options.seeds, device, options.budget)
             planned.scales[spec.kind] = validator.scale(*sizes, options.compile, options.pilot)
-            if note := ignored_options(validator, options.budget, options.compile):
-                planned.notes.append(note)
         try:
             experiment = validator.plan(name, spec, planned.scales[spec.kind], path.parent)
         except SpecError as exc:  # a spec no model can be built for: named by its file

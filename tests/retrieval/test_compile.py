@@ -919,6 +919,12 @@ def test_the_witness_flat_claim_compares_one_architecture_at_two_lengths() -> No
     ladders = {short: _power_ladder([0.1, 0.2, 0.1]), long: _power_ladder([0.3, 0.4, 0.5])}
     flat = flat_claim(short, long, ladders, alpha=1.0)
     assert flat.verdict == "inconclusive" and "flat or rising" in flat.reason
+    # a witness too narrow for its narrowest width: three rungs, no exponent (not "flat")
+    three = Ladder([2000, 4000, 8000], [[(p / 1000) ** -2.0] * 3 for p in (2000, 4000, 8000)])
+    short_of_a_rung = flat_claim(short, long, {short: three, long: three}, alpha=1.0)
+    assert short_of_a_rung.verdict == "inconclusive"
+    assert short_of_a_rung.reason.endswith("(3 rung(s): a measured exponent needs 4)")
+    assert "flat" not in short_of_a_rung.reason
 
 
 @pytest.mark.slow  # builds and evaluates witnesses up to 1024 wide: about 10 CPU s

@@ -270,31 +270,49 @@ def test_a_seed_still_improving_at_the_cap_measures_no_exponent() -> None:
     assert floor({one8: {1, 2}}).verdict == "inconclusive"  # one paired seed decides nothing
 
 
+def _lose(ladder: Ladder, seeds: set[int], value=None) -> Ladder:
+    """``ladder`` with the smallest rung's NMSE of ``seeds`` set to ``value``."""
+    rows = [list(row) for row in ladder.nmse]
+    for seed in seeds:
+        rows[0][seed] = value
+    return replace(ladder, nmse=rows)
+
+
 def test_a_seed_without_an_nmse_at_every_rung_measures_no_exponent() -> None:
     """Issue 24's ladder is four rungs spanning 8x: a seed that lost a rung (a diverged
     member, a witness too narrow) measures no exponent (the fit took the three rungs left),
     and a ladder of three rungs measures none at all, each reason saying so."""
-    planned, (one8, two8, _, _) = _pairwise_min()
+    planned, (one8, two8, one16, two16) = _pairwise_min()
     ladders = _ladders(planned, -0.5, 0.05, {one8: (-0.02, 0.6)})
-    ident = f"exponent_floor:{two8.key()}:{one8.key()}"
 
-    def floor(lost, value=None):
-        marked = dict(ladders)
-        for model, seeds in lost.items():
-            rows = [list(row) for row in ladders[model].nmse]
-            for seed in seeds:
-                rows[0][seed] = value
-            marked[model] = replace(ladders[model], nmse=rows)
-        return next(c for c in _claims(planned, marked) if c.id == ident)
+    def claim(ident, ladders):
+        return next(c for c in _claims(planned, ladders) if c.id == ident)
 
-    assert floor({}).verdict == "refuted"
-    one_seed = floor({one8: {2}})  # two seeds still pair: judged on them
+    floor = f"exponent_floor:{two8.key()}:{one8.key()}"
+    assert claim(floor, ladders).verdict == "refuted"
+    one_seed = claim(floor, {**ladders, one8: _lose(ladders[one8], {2})})  # two seeds pair
     assert one_seed.verdict == "refuted"
     assert one_seed.measured["slope_difference"]["seeds"] == 2
     for value in (None, math.nan, 0.0, math.inf):
-        gone = floor({one8: {1, 2}}, value)
+        gone = claim(floor, {**ladders, one8: _lose(ladders[one8], {1, 2}, value)})
         assert gone.verdict == "inconclusive", value
         assert gone.measured["slope"][one8.label()]["seeds"] == 1
+    # the reasons say why, and call no such ladder flat (they did, a review)
+    steep = _ladders(planned, -1.5, 0.05, {one16: (-0.3, 0.5), one8: (-0.3, 0.5)})
+    bound = claim(f"lower_bound:{one16.key()}", steep)
+    assert bound.verdict == "confirmed"
+    bound = claim(f"lower_bound:{one16.key()}", {**steep, one16: _lose(steep[one16], {1, 2})})
+    assert bound.verdict == "inconclusive"
+    assert bound.reason.endswith("(2 seed(s) without an NMSE at every rung)"), bound.reason
+    lost = {**steep, **{m: _lose(steep[m], {0, 1, 2}) for m in (two8, two16)}}
+    for ident in (
+        f"equality:{two8.key()}:{two16.key()}",
+        f"exponent_floor:{two8.key()}:{one8.key()}",
+    ):
+        found = claim(ident, lost)
+        assert found.verdict == "inconclusive" and "flat" not in found.reason, found.reason
+        assert "measures no exponent" in found.reason and "without an NMSE" in found.reason
+
     three = Ladder(ladders[two8].sizes[1:], ladders[two8].nmse[1:])
     assert [s is not None for s in three.slopes()] == [True] * 3  # the fit alone takes them
     assert three.measured_slopes() == [None] * 3 and three.slope().count == 0
@@ -302,9 +320,9 @@ def test_a_seed_without_an_nmse_at_every_rung_measures_no_exponent() -> None:
         "0 seed(s): an interval over seeds needs 2 at least "
         "(3 rung(s): a measured exponent needs 4)"
     )
-    lost = replace(ladders[two8], nmse=[[None, 0.1, math.nan], *ladders[two8].nmse[1:]])
-    assert lost.measured() == [False, True, False]
-    assert lost.unmeasured() == "2 seed(s) without an NMSE at every rung"
+    partly = replace(ladders[two8], nmse=[[None, 0.1, math.nan], *ladders[two8].nmse[1:]])
+    assert partly.measured() == [False, True, False]
+    assert partly.unmeasured() == "2 seed(s) without an NMSE at every rung"
     assert ladders[two8].unmeasured() == "" and ladders[two8].too_few() is None
 
 

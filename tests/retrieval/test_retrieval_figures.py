@@ -39,6 +39,17 @@ def test_the_ladders_are_one_panel_per_section_with_a_ladder(tmp_path) -> None:
     assert plots.plot(tmp_path, sections) == [tmp_path / "ladders.png"]
 
 
+def test_a_witness_ladder_that_measures_no_exponent_is_drawn_without_a_slope() -> None:
+    """A witness too narrow for its narrowest width has three rungs and measures no slope:
+    drawn, unlabelled by a slope (its None stopped the whole figure, a review)."""
+    three = Ladder([2000, 4000, 8000], [[1e-2] * 2, [2.5e-3] * 2, [6.25e-4] * 2]).to_json()
+    four = Ladder([1000, *three["sizes"]], [[4e-2] * 2, *three["nmse"]]).to_json()
+    section = _section("a", LADDER)
+    section["witnesses"] = [{"model": "w3", "ladder": three}, {"model": "w4", "ladder": four}]
+    labels = [line.get_label() for line in plots.ladders_figure([section]).axes[0].get_lines()]
+    assert "witness w3" in labels and "witness w4 (slope -2.00)" in labels
+
+
 def test_the_sweep_is_a_figure_with_the_engines_rate(tmp_path) -> None:
     result = {
         "beta": [{"beta": b, "nmse": 1 / b} for b in (1.0, 10.0, 100.0)],

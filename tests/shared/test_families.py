@@ -138,12 +138,14 @@ def test_validate_says_when_a_family_does_not_use_budget_or_compile(toy) -> None
     from infoflow.validators.protocol import ignored_options
     from infoflow.validators.run import Options, plan
 
-    planned = plan([toy / "right.json"], Options(out=toy / "run", budget=60.0, compile=True))
-    assert planned.notes == [
+    given = Options(out=toy / "run", budget=60.0, compile=True)
+    planned = plan([toy / "right.json", toy / "wrong.json"], given)
+    validators = [validator for validator, _ in planned.experiments]
+    assert ignored_options(validators, 60.0, True) == [  # once for the family
         "note: toy does not use --budget or --compile: its specs train at the scale's settings "
         "(`infoflow plan` estimates their time; --steps and --seeds change it)"
     ]
-    assert plan([toy / "right.json"], Options(out=toy / "run")).notes == []
+    assert ignored_options(validators, None, False) == []
     from infoflow.cli import app
 
     args = ["validate", str(toy / "right.json"), "--out", str(toy / "run"), "--device", "cpu"]
@@ -151,10 +153,12 @@ def test_validate_says_when_a_family_does_not_use_budget_or_compile(toy) -> None
     assert ran.exit_code == 0 and "note: toy does not use --budget: its" in ran.stderr, ran.output
     refused = CliRunner().invoke(app, [*args, "--budget", "1m"])  # the folder holds a run
     assert refused.exit_code == 2 and "does not use" not in refused.stderr, refused.stderr
+    resumed = CliRunner().invoke(app, [*args, "--resume", "--quiet", "--budget", "1m"])
+    assert resumed.exit_code == 0 and "does not use" not in resumed.stderr  # --quiet
     retrieval, looped = (family(k).load_validator() for k in ("retrieval", "looped_kv"))
-    assert ignored_options(retrieval, 60.0, True) is None
-    assert ignored_options(looped, None, True).startswith("note: looped_kv does not use --compile:")
-    assert ignored_options(looped, None, False) is None
+    assert ignored_options([retrieval], 60.0, True) == []
+    (note,) = ignored_options([retrieval, looped], None, True)
+    assert note.startswith("note: looped_kv does not use --compile:")
 
 
 # ---- a toy fourth family (tests/conftest.py) ----------------------------------------------

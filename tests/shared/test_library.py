@@ -60,16 +60,35 @@ def test_overrides_passed_to_predict_are_an_error_not_ignored() -> None:
 
 def test_a_description_says_what_the_overrides_changed() -> None:
     """A spec's description is written for its file: with --set it says what changed (under
-    a table computed with d = 8 it said "d = 4"); a --set of the description itself stands."""
+    a table computed with d = 8 it said "d = 4"), in what is shown, not in the spec's data
+    (a cache key or a JSON dump would change with the overrides' order); an override that
+    changes nothing is not listed; a --set of the description itself stands as given."""
+    from infoflow.render import to_markdown
+
     path = SPECS / "retrieval" / "pairwise-min.json"
-    written = infoflow.load_spec(path).description
-    assert "d = 4" in written and "Changed" not in written
-    changed = infoflow.load_spec(path, ["input_dim=8", " sweep=null"]).description
-    assert changed == f"{written} (Changed from the file's spec: input_dim=8, sweep=null.)"
-    assert infoflow.load_spec(path, ["description=mine", "input_dim=8"]).description == "mine"
+    written = infoflow.load_spec(path)
+    assert "d = 4" in written.description and written.described() == written.description
+    spec = infoflow.load_spec(path, ["input_dim=8", " sweep=null", "seq_len=64"])
+    assert spec.description == written.description  # the data: the file's text
+    assert spec.changed == ("input_dim=8", "sweep=null")  # seq_len is the file's 64 already
+    assert spec.described() == f"{written.description} (Changed since it was written: " + (
+        "input_dim=8, sweep=null.)"
+    )
+    assert "(Changed since it was written: input\\_dim=8, sweep=null.)" in to_markdown(
+        infoflow.predict(spec)
+    )
+    looped = SPECS / "looped_kv" / "ouro-1.4b.json"  # what --device h200 sets
+    as_device = [f"serving.{f}" for f in ("device=h200", "device_memory_gib=null")]
+    as_device += ["serving.memory_budget_gib=null"]  # the file has no device_memory_gib
+    changed = ("serving.device=h200", "serving.memory_budget_gib=null")
+    assert infoflow.load_spec(looped, as_device).changed == changed
+    swept = infoflow.load_spec(path, ["input_dim=8"])
+    assert {point.changed for _, point in infoflow.expand(swept)} == {("input_dim=8",)}
+    mine = infoflow.load_spec(path, ["description=mine", "input_dim=8"])
+    assert mine.described() == "mine" and not mine.changed
     undescribed = json.loads(path.read_text())
     del undescribed["description"]
-    assert not infoflow.load_spec(undescribed, ["seq_len=16"]).description
+    assert infoflow.load_spec(undescribed, ["seq_len=16"]).described() is None
 
 
 def test_a_result_reads_as_a_mapping() -> None:

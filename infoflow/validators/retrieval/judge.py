@@ -199,8 +199,9 @@ class Judge:
             return undecided(*claim, unmeasured, derived, e.kind)
         if not any(self.steep(m) for m in learners):
             reason = f"both ladders are flat (not every seed's slope below -{STEEP:g}): no exponent"
-            if len(learners) == 1:
-                reason = self.flat_text(*learners)
+            unmeasured = [m for m in learners if self.ladders[m].slope().count < 2]
+            if len(learners) == 1 or unmeasured:  # a ladder that measures nothing is not flat
+                reason = self.flat_text((unmeasured or learners)[0])
             return undecided(*claim, reason, derived, e.kind)
         equal = equal_within(difference, MARGIN)
         if equal is not None:
@@ -252,7 +253,7 @@ class Judge:
             return judged(*claim, True, derived, kind="paper")
         if slope.below(limit):
             return judged(*claim, False, derived, "every seed's ladder falls faster", "paper")
-        reason = fewer_seeds(slope.count) or "the seeds straddle the limit"
+        reason = self.ladders[model].too_few() or "the seeds straddle the limit"
         return undecided(*claim, reason, derived, "paper")
 
     def beats_limit(self, witness: Model, model: Model, limit: float) -> bool:

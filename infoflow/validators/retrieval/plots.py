@@ -61,15 +61,14 @@ def _draw(ax, section: dict[str, Any]) -> None:
             [r["median"] - r["low"] for _, r in rungs],
             [r["high"] - r["median"] for _, r in rungs],
         ]
-        slope = (ladder.get("slope") or {}).get("median")
-        label = m["label"] + (f" (slope {slope:.2f})" if slope is not None else "")
+        label = m["label"] + _slope_text(ladder)
         style = "-" if m["predicted_efficient"] else "--"
         ax.errorbar(sizes, medians, yerr=spread, marker="o", linestyle=style, label=label)
     witnessed = [w for w in section.get("witnesses") or [] if w.get("ladder")]
     for w, marker in zip(witnessed, "s^vD<>" * len(witnessed), strict=False):
         ladder = w["ladder"]
         medians = [r["median"] for r in ladder["rungs"]]
-        label = f"witness {w['model']} (slope {ladder['slope']['median']:.2f})"
+        label = f"witness {w['model']}" + _slope_text(ladder)
         ax.plot(ladder["sizes"], medians, "k:", marker=marker, markersize=3, label=label)
     if section.get("floors"):
         longest = section["floors"][max(section["floors"], key=int)]
@@ -104,3 +103,10 @@ def floors(section: dict[str, Any]) -> dict[str, Floors]:
             ]
             out[group["name"]] = {"eval:nmse": lines}
     return out
+
+
+def _slope_text(ladder: dict) -> str:
+    """ " (slope -0.52)" for a ladder that measures one, else nothing (a ladder short of a rung
+    measures none: its None stopped the whole figure, a review)."""
+    slope = (ladder.get("slope") or {}).get("median")
+    return f" (slope {slope:.2f})" if slope is not None else ""

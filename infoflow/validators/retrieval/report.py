@@ -196,7 +196,8 @@ def _witnesses(records: list[dict]) -> list[str]:
 
 def _slope(ladder: dict) -> str:
     """The measured seeds' slope, and how many of the seeds were measured when not all (a
-    seed with a rung still improving at the cap measures no exponent)."""
+    seed with a rung still improving at the cap, or without an NMSE at every rung, measures
+    no exponent)."""
     shown = interval(ladder.get("slope"))
     measured = ladder.get("measured_seeds")
     if measured and not all(measured):

@@ -93,8 +93,9 @@ def construction_claims(experiment: Experiment, context: Context) -> tuple[list[
         claims.append(_witness_claim(model, record, learns_below))
         if "nmse_without_self_penalty" in record:
             claims.append(_self_exclusion_claim(model, record, learns_below))
-        if record.get("ladder"):
+        if record.get("ladder"):  # its slope derived again: a kept record has the old rule's
             ladders[model] = Ladder(record["ladder"]["sizes"], record["ladder"]["nmse"])
+            record["ladder"] = ladders[model].to_json()
             claims.append(exponent_claim(model, ladders[model], experiment.expected[model].alpha))
         for other in experiment.points:
             removed = removed_part(model, other)

@@ -49,7 +49,8 @@ WIDTHS = (128, 256, 512, 1024)
 
 def ladder_of(spec: RetrievalSpec, circuit: Circuit, seeds: int) -> Ladder | None:
     """The witness's NMSE at every width of :data:`WIDTHS` its decoders fit in, and seed
-    (None: no decoder, or fewer than two widths fit)."""
+    (None: no decoder, or fewer than two widths fit; with fewer than
+    :data:`~.exponents.MIN_RUNGS` it is shown but measures no exponent)."""
     if not any(m.kind == "decode" for m in circuit.mlps):
         return None
     sizes, rows = [], []
@@ -103,7 +104,10 @@ def flat_claim(short: Model, long: Model, ladders: dict[Model, Ladder], alpha: f
     equal = equal_within(difference, MARGIN)
     fails = "every seed's exponents differ by the margin or more, the same way"
     why = undecided_pairs(difference, "the seeds' differences straddle the margin")
-    if not all(ladder.slope().below(-STEEP) for ladder in (a, b)):
+    unmeasured = [ladder.too_few() for ladder in (a, b) if ladder.too_few()]
+    if unmeasured:
+        equal, why = None, f"a witness's ladder measures no exponent: {unmeasured[0]}"
+    elif not all(ladder.slope().below(-STEEP) for ladder in (a, b)):
         equal = None  # a flat or rising ladder measures no exponent
         why = f"a witness's ladder is flat or rising (not every seed below -{STEEP:g}): no exponent"
     return _verdict(*claim, tolerance, equal is True, equal is False, fails, why)
