@@ -102,7 +102,11 @@ def plan(
         Scale, typer.Option(help="smoke: minutes on a CPU; paper: the papers' settings.")
     ] = Scale.smoke,
     device: Annotated[
-        Device | None, typer.Option(help="Estimate for it (default: validate's device).")
+        Device | None,
+        typer.Option(
+            help="Estimate for it (default: validate's device); cuda with no GPU here: the "
+            "step times recorded on an H200. A GPU model (h200) is predict's --device."
+        ),
     ] = None,
     budget: Annotated[
         str | None, typer.Option(help="Time per spec: 90s, 10m, 1h30m (default: the scale's).")
