@@ -208,13 +208,22 @@ def _changes(
     before: dict[str, Any], after: dict[str, Any], overrides: Sequence[str]
 ) -> tuple[str, ...]:
     """What the overrides changed, ``key=value`` as given (the last value of a key; not one
-    that leaves a field as the file has it, or sets null a field the file leaves out): the
-    description was written for the file's values. Nothing when one sets the description,
-    the caller's own text."""
+    that leaves a field as the file writes it, or sets null a field the file leaves out,
+    unless it took the field out of the sweep): the description was written for the file's
+    values. Nothing when one sets the description, the caller's own text."""
     given = {o.partition("=")[0].strip(): o.partition("=")[2].strip() for o in overrides}
     if "description" in given:
         return ()
-    return tuple(f"{k}={v}" for k, v in given.items() if _at(before, k) != _at(after, k))
+    swept = [
+        set(data["sweep"]) if isinstance(data.get("sweep"), dict) else set()
+        for data in (before, after)
+    ]
+    cut = swept[0] - swept[1] if "sweep" not in given else set()  # a --set sweep says it
+    return tuple(
+        f"{k}={v}"
+        for k, v in given.items()
+        if _at(before, k) != _at(after, k) or any(f"{s}.".startswith(f"{k}.") for s in cut)
+    )
 
 
 def _at(data: dict[str, Any], key: str) -> Any:

@@ -138,7 +138,8 @@ class Validator(Protocol):
 
     kind: str
     #: The run options it uses among ``--budget``, ``--compile`` and ``--pilot`` (validate
-    #: says on stderr when it ignores one that was given).
+    #: says on stderr when it ignores ``--budget`` or ``--compile``; ``--pilot`` is on by
+    #: default, so a family that ignores it goes unnamed).
     run_options: tuple[str, ...]
 
     def scale(

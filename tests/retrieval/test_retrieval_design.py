@@ -297,6 +297,7 @@ def test_a_seed_without_an_nmse_at_every_rung_measures_no_exponent() -> None:
         gone = claim(floor, {**ladders, one8: _lose(ladders[one8], {1, 2}, value)})
         assert gone.verdict == "inconclusive", value
         assert gone.measured["slope"][one8.label()]["seeds"] == 1
+        assert gone.reason.endswith("(2 seed(s) without an NMSE at every rung)"), gone.reason
     # the reasons say why, and call no such ladder flat (they did, a review)
     steep = _ladders(planned, -1.5, 0.05, {one16: (-0.3, 0.5), one8: (-0.3, 0.5)})
     bound = claim(f"lower_bound:{one16.key()}", steep)
@@ -304,6 +305,19 @@ def test_a_seed_without_an_nmse_at_every_rung_measures_no_exponent() -> None:
     bound = claim(f"lower_bound:{one16.key()}", {**steep, one16: _lose(steep[one16], {1, 2})})
     assert bound.verdict == "inconclusive"
     assert bound.reason.endswith("(2 seed(s) without an NMSE at every rung)"), bound.reason
+    separation = f"separation:{two16.key()}:{one16.key()}"
+    assert claim(separation, steep).verdict == "confirmed"
+    worse = claim(separation, {**steep, one16: _lose(steep[one16], {0, 1, 2})})
+    assert worse.verdict == "inconclusive"
+    assert worse.reason.endswith("(3 seed(s) without an NMSE at every rung)"), worse.reason
+    two_left = claim(f"lower_bound:{one16.key()}", {**steep, two16: _lose(steep[two16], {0})})
+    assert two_left.verdict == "confirmed"  # the efficient ladder still measured on two seeds
+    no_witness = claim(f"lower_bound:{one16.key()}", {**steep, two16: _lose(steep[two16], {0, 1})})
+    assert no_witness.reason.startswith("no model predicted efficient at T=16 learns")
+    assert no_witness.reason.endswith(
+        f"; the ladder of {two16.label()} measures no exponent: 1 seed(s): an interval over "
+        "seeds needs 2 at least (2 seed(s) without an NMSE at every rung)"
+    ), no_witness.reason
     lost = {**steep, **{m: _lose(steep[m], {0, 1, 2}) for m in (two8, two16)}}
     for ident in (
         f"equality:{two8.key()}:{two16.key()}",

@@ -50,6 +50,18 @@ def test_a_witness_ladder_that_measures_no_exponent_is_drawn_without_a_slope() -
     assert "witness w3" in labels and "witness w4 (slope -2.00)" in labels
 
 
+def test_the_report_counts_measured_seeds_only_for_a_trained_ladder() -> None:
+    """report.md's slope says how many seeds measured one, except for a model not trained
+    on this device (no NMSE at any rung: "0 of 3 seeds measured" said nothing true)."""
+    from infoflow.validators.retrieval.report import _slope
+
+    sizes = [1000, 2000, 4000, 8000]
+    untrained = Ladder(sizes, [[None] * 3 for _ in sizes]).to_json()
+    assert _slope(untrained) == "-"
+    lost = Ladder(sizes, [[None, 0.5, 0.5], [0.4] * 3, [0.3] * 3, [0.2] * 3]).to_json()
+    assert _slope(lost).endswith(" (2 of 3 seeds measured)")
+
+
 def test_the_sweep_is_a_figure_with_the_engines_rate(tmp_path) -> None:
     result = {
         "beta": [{"beta": b, "nmse": 1 / b} for b in (1.0, 10.0, 100.0)],

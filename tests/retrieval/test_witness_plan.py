@@ -76,7 +76,15 @@ def test_the_counted_work_is_the_work_the_claims_do_with_the_control_once(
     widths, steps = _counted(monkeypatch, experiment, tmp_path)
     assert sorted(widths) == sorted(work.builds + work.ablation_builds)
     assert work.fine_tunes == len(steps) == 3 and set(steps) == {40}
+    kept = [p for p in tmp_path.glob("witness-*.json") if json.loads(p.read_text()).get("ladder")]
+    for path in kept:  # as an older rule wrote it: a kept ladder's slope is derived again
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps({**record, "ladder": {**record["ladder"], "slope": "old"}}))
     assert _counted(monkeypatch, experiment, tmp_path) == ([], [])
+    context = Context(torch.device("cpu"), Recorder(), tmp_path)
+    _, records = witness.construction_claims(with_floors(experiment), context)
+    ladders = [r["ladder"] for r in records if r.get("ladder")]
+    assert len(ladders) == len(kept) >= 1 and all(lad["slope"] != "old" for lad in ladders)
 
 
 #: Step-time models for the estimate's tests: assumed, so that no target's time is measured.

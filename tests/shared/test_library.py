@@ -82,6 +82,8 @@ def test_a_description_says_what_the_overrides_changed() -> None:
     as_device += ["serving.memory_budget_gib=null"]  # the file has no device_memory_gib
     changed = ("serving.device=h200", "serving.memory_budget_gib=null")
     assert infoflow.load_spec(looped, as_device).changed == changed
+    cut = infoflow.load_spec(path, ["seq_len=64"])  # the file's base value, out of the sweep
+    assert cut.changed == ("seq_len=64",) and "seq_len" not in cut.sweep
     swept = infoflow.load_spec(path, ["input_dim=8"])
     assert {point.changed for _, point in infoflow.expand(swept)} == {("input_dim=8",)}
     mine = infoflow.load_spec(path, ["description=mine", "input_dim=8"])

@@ -86,6 +86,11 @@ class Judge:
             "NMSE is limited by training, not by size, so it measures no exponent"
         )
 
+    def no_exponent(self, model: Model, other: Model | None = None) -> str | None:
+        """Why ``model``'s ladder measures no exponent when fewer than two seeds measure one
+        (a member still improving at the cap, a rung without an NMSE); None otherwise."""
+        return self.flat_text(model, other) if self.ladders[model].slope().count < 2 else None
+
     def improving_at_cap(self, model: Model) -> int | None:
         """How many of the model's members were still improving at the cap; None when it was
         not trained (not 0: nothing was measured; a trained model always has a count)."""
@@ -162,7 +167,9 @@ class Judge:
                 "exponent (an upper bound), which says nothing"
             )
             return undecided(*claim, reason, derived, e.kind)
-        reason = undecided_pairs(difference, "the seeds' differences straddle 0")
+        reason = self.no_exponent(worse, better) or undecided_pairs(
+            difference, "the seeds' differences straddle 0"
+        )
         return undecided(*claim, reason, derived, e.kind)
 
     def beats_own_bound(self, model: Model) -> bool:
@@ -207,7 +214,10 @@ class Judge:
         if equal is not None:
             reason = f"every seed's exponents differ by {MARGIN:g} or more, the same way"
             return judged(*claim, equal, derived, "" if equal else reason, e.kind)
-        reason = undecided_pairs(difference, f"the seeds' differences straddle {MARGIN:g}")
+        reason = self.no_exponent(a, b) or self.no_exponent(b, a)
+        reason = reason or undecided_pairs(
+            difference, f"the seeds' differences straddle {MARGIN:g}"
+        )
         return undecided(*claim, reason, derived, e.kind)
 
     def unmeasured(self, a: Model, b: Model, learners: list[Model]) -> str | None:
@@ -242,12 +252,14 @@ class Judge:
         )
         claim = (ident, statement, f"alpha >= {bound:.3g} (lower bound)", measured, tolerance)
         derived = self.derived(model)
-        if not any(self.beats_limit(m, model, limit) for m in self.ladders):
+        learners = self.efficient_learners(model.seq_len)
+        if not any(self.ladders[m].slope().below(limit) for m in learners):
             reason = (
                 f"no model predicted efficient at T={model.seq_len} learns with a ladder that "
                 f"falls faster than {limit:.3g} on every seed: this training budget has not "
                 "shown it can reveal a ladder steeper than the bound"
             )
+            reason += "".join(f"; {why}" for why in map(self.no_exponent, learners) if why)
             return undecided(*claim, reason, derived, "paper")
         if slope.count >= 2 and slope.low >= limit:
             return judged(*claim, True, derived, kind="paper")
@@ -256,13 +268,17 @@ class Judge:
         reason = self.ladders[model].too_few() or "the seeds straddle the limit"
         return undecided(*claim, reason, derived, "paper")
 
-    def beats_limit(self, witness: Model, model: Model, limit: float) -> bool:
-        """Whether ``witness``, predicted efficient at ``model``'s T, learns and its measured
-        ladder falls faster than ``limit`` on every seed: the budget can show a steep one."""
-        if witness.seq_len != model.seq_len or not self.experiment.expected[witness].efficient:
-            return False
-        learns = self.learned(witness).below(self.threshold(witness))
-        return learns and self.ladders[witness].slope().below(limit)
+    def efficient_learners(self, seq_len: int) -> list[Model]:
+        """The models predicted efficient at ``seq_len`` that learn the target: a lower bound
+        is judged where one's ladder falls faster than the bound on every seed (the budget
+        can show a steep one)."""
+        return [
+            m
+            for m in self.ladders
+            if m.seq_len == seq_len
+            and self.experiment.expected[m].efficient
+            and self.learned(m).below(self.threshold(m))
+        ]
 
     def rises(self, shorter: Model, longer: Model) -> Claim:
         ident = f"rises_with_T:{shorter.key()}:{longer.key()}"

@@ -200,7 +200,8 @@ def _slope(ladder: dict) -> str:
     no exponent)."""
     shown = interval(ladder.get("slope"))
     measured = ladder.get("measured_seeds")
-    if measured and not all(measured):
+    trained = any(v is not None for row in ladder.get("nmse") or [] for v in row)
+    if measured and not all(measured) and trained:  # a model not trained here measures none
         shown += f" ({sum(measured)} of {len(measured)} seeds measured)"
     return shown
 
