@@ -134,7 +134,15 @@ DEFAULTED = (
     "sliding_window",
     "intermediate_size",
 )
-SHIPPED = sorted(p.stem for p in CONFIGS.glob("*.json") if "model_type" in config(p.stem))
+#: The shipped configs with a key of DEFAULTED to drop (gpt2 and falcon have none; Huginn and
+#: Ouro are read by their own models, not transformers' defaults): a case that dropped none
+#: checked nothing (a review).
+SHIPPED = sorted(
+    p.stem
+    for p in CONFIGS.glob("*.json")
+    if config(p.stem).get("model_type") not in (None, "huginn_raven", "ouro")
+    and any(key in config(p.stem) for key in DEFAULTED)
+)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -149,7 +157,7 @@ def test_keys_left_out_take_transformers_default_for_the_model_type(tmp_path, na
 
     for key in DEFAULTED:
         data = {k: v for k, v in config(name).items() if k != key}
-        if key not in config(name) or data["model_type"] in ("huginn_raven", "ouro"):
+        if key not in config(name):
             continue
         expected = reference.config_of(data)
         try:

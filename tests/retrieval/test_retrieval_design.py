@@ -577,10 +577,10 @@ def test_step_time_is_measured_on_this_machine(monkeypatch) -> None:
     from infoflow.validators import steptime
 
     monkeypatch.setattr(steptime, "REPEATS", 1)  # the statistic is the test above's
-    model = measure(torch.device("cpu"))
-    assert model.overhead >= 0 and model.per_flop > 0 and "measured" in model.source
+    model = measure(torch.device("cpu"))  # the fit's floor 1e-15 not reached: the large
+    assert model.per_flop > 1e-15 and "measured" in model.source  # probe timed slower
     own = measure(torch.device("cpu"), timing.PROBES)
-    assert own.overhead >= 0 and own.per_flop > 0 and "on the retrieval stack" in own.source
+    assert own.per_flop > 1e-15 and "on the retrieval stack" in own.source
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert step_time("cuda") is steptime.H200_GENERIC
 

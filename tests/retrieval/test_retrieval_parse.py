@@ -27,9 +27,25 @@ EXAMPLES = [
 ]
 
 
-@pytest.mark.parametrize("target", EXAMPLES)
-def test_examples_parse(target) -> None:
-    assert parse_target(target, (("D", 4),)) is not None
+#: Each example's top node: the reduction and the indices it runs over (sizes: T is None,
+#: range(D) is D), or the operator.
+TOPS = [
+    ("min", (("s", None), ("t", None))),
+    ("sum", (("i", 4),)),
+    ("min", (("a", None), ("b", None), ("c", None))),
+    ("kth_largest", (("t", None),)),
+    ("+", None),
+]
+
+
+@pytest.mark.parametrize(("target", "top"), list(zip(EXAMPLES, TOPS, strict=True)))
+def test_examples_parse(target, top) -> None:
+    tree = parse_target(target, (("D", 4),))
+    op, indices = top
+    if indices is None:
+        assert tree.fn == op
+    else:
+        assert tree.op == op and tuple((v.name, v.size) for v in tree.variables) == indices
 
 
 def test_k_is_an_integer_or_a_parameter_of_the_spec() -> None:
@@ -117,7 +133,7 @@ def test_a_long_flat_sum_is_one_level_not_one_a_term() -> None:
     """Python parses a + b + c to the left: 26 terms were 'nested deeper than 24 levels'."""
     terms = [f"dot(q, x[{i}])" for i in range(1, 61)]
     tree = parse_target(" + ".join(terms[:30]) + " - " + " - ".join(terms[30:]))
-    assert tree is not None
+    assert tree.fn in ("+", "-")
     with pytest.raises(TargetError, match="nested deeper"):
         parse_target("abs(" * 30 + " + ".join(terms[:3]) + ")" * 30)  # calls still count
 

@@ -5,10 +5,11 @@ draws; compile leaves the token out with a positional term."""
 
 from __future__ import annotations
 
+import itertools
+from collections import Counter
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from infoflow.core.errors import SpecError
@@ -395,31 +396,30 @@ PAIRS = np.random.default_rng(2).normal(size=(2000, 2, 3)) * np.random.default_r
 )
 
 
-@given(
-    st.sampled_from(["max", "min"]),
-    st.integers(-2, 2),
-    st.integers(-2, 2),
-    st.integers(-2, 2),
-    st.sampled_from(["sqnorm(x[{}])", "dot(q, x[{}])"]),
-)
-@settings(max_examples=60, deadline=None)
-def test_what_the_engine_calls_every_draw_or_never_holds_on_random_pairs(op, a, b, c, single):
-    """Soundness on a family of scores a x(s).x(t) + b f(s) + c f(t): whenever the engine
-    says the pair (s, s) decides every draw, or never, the inequality holds on 2,000 pairs."""
-    score = f"{a} * dot(x[s], x[t]) + {b} * {single.format('s')} + {c} * {single.format('t')}"
-    target = f"{op}({score} {PAIR})"
-    found = _role(target)
-    sign = 1 if op == "max" else -1
+def test_what_the_engine_calls_every_draw_or_never_holds_on_random_pairs() -> None:
+    """Soundness on a family of scores a x(s).x(t) + b f(s) + c f(t), every one of its 500
+    (a tenth of a second to classify; 60 random draws met "never", 2 of 500, about once in
+    eight runs, a review): whenever the engine says the pair (s, s) decides every draw, or
+    never, the inequality holds on 2,000 pairs."""
     u, v = PAIRS[:, 0], PAIRS[:, 1]
-    f = (lambda w: (w * w).sum(-1)) if single.startswith("sqnorm") else (lambda w: w.sum(-1))
+    found = Counter()
+    singles = ("sqnorm(x[{}])", "dot(q, x[{}])")
+    for op, a, b, c, single in itertools.product(("max", "min"), *[range(-2, 3)] * 3, singles):
+        score = f"{a} * dot(x[s], x[t]) + {b} * {single.format('s')} + {c} * {single.format('t')}"
+        target = f"{op}({score} {PAIR})"
+        role = _role(target)
+        found[role] += 1
+        sign = 1 if op == "max" else -1
+        f = (lambda w: (w * w).sum(-1)) if single.startswith("sqnorm") else (lambda w: w.sum(-1))
 
-    def g(left, right):  # q = (1, 1, 1) in the numbers
-        return sign * (a * (left * right).sum(-1) + b * f(left) + c * f(right))
+        def g(left, right, a=a, b=b, c=c, f=f, sign=sign):  # q = (1, 1, 1) in the numbers
+            return sign * (a * (left * right).sum(-1) + b * f(left) + c * f(right))
 
-    if found == diagonal.EVERY_DRAW:
-        assert np.all(g(u, v) <= np.maximum(g(u, u), g(v, v)) + 1e-9), target
-    if found == diagonal.NEVER:
-        assert np.all(g(u, u) <= g(u, v) + 1e-9), target
+        if role == diagonal.EVERY_DRAW:
+            assert np.all(g(u, v) <= np.maximum(g(u, u), g(v, v)) + 1e-9), target
+        if role == diagonal.NEVER:
+            assert np.all(g(u, u) <= g(u, v) + 1e-9), target
+    assert found[diagonal.EVERY_DRAW] and found[diagonal.NEVER]
 
 
 def test_the_self_exclusion_claim_is_made_only_where_the_engine_charged_the_condition() -> None:

@@ -194,18 +194,24 @@ def test_an_allocation_that_fails_reading_a_checkpoint_is_not_called_damage(
         mine.load_weights(torch.nn.Linear(3, 2), "cpu")
 
 
-def test_a_resumed_groups_seconds_include_the_runs_before(tmp_path) -> None:
-    """The clock travels with the checkpoint: a group killed after 100 s of training and
-    resumed reports its whole time, not only the resumed part's."""
+def test_a_resumed_groups_seconds_include_the_runs_before(tmp_path, monkeypatch) -> None:
+    """The clock travels with the checkpoint: a group killed after 110 s of training and
+    resumed reports its whole time, not only the resumed part's (on a clock the test sets,
+    not the machine's)."""
+    import time
+
+    now = [1010.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
     model = torch.nn.Linear(3, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
-    first = Checkpoint(tmp_path / "g.pt", "abc", earlier=100.0)  # as if 100 s had passed
-    first.save(model, optimizer, schedule, torch.Generator().get_state(), 5)
-    resumed = Checkpoint(tmp_path / "g.pt", "abc")
-    assert resumed.seconds() < 100.0  # a fresh clock, until it reads the file
+    first = Checkpoint(tmp_path / "g.pt", "abc", earlier=100.0, started=1000.0)
+    first.save(model, optimizer, schedule, torch.Generator().get_state(), 5)  # at 110 s
+    resumed = Checkpoint(tmp_path / "g.pt", "abc", started=2000.0)
+    now[0] = 2005.0
+    assert resumed.seconds() == 5.0  # a fresh clock, until it reads the file
     resumed.load(model, optimizer, schedule, torch.Generator(), "cpu")
-    assert resumed.earlier >= 100.0 and resumed.seconds() >= resumed.earlier
+    assert resumed.earlier == 110.0 and resumed.seconds() == 115.0
 
 
 class _RunsCode:

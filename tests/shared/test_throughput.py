@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from infoflow.validators import throughput
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.store import Store
 from infoflow.validators.throughput import GPU_PEAKS, Meter, Peak, flops_per_token, meter, peak
@@ -14,18 +15,26 @@ def test_flops_per_token_is_six_per_parameter_plus_attention() -> None:
     assert flops_per_token(1000, 2 * 16 * 32) == 6 * 1000 + 12 * 2 * 16 * 32
 
 
-def test_a_cpu_peak_is_threads_clock_and_fma_width() -> None:
-    cpu = peak(torch.device("cpu"))
-    assert cpu.flops > 0 and f"{torch.get_num_threads()} threads" in cpu.source
+def test_a_cpu_peak_is_threads_clock_and_fma_width(monkeypatch) -> None:
+    threads = torch.get_num_threads()
+    for flags, per_cycle in (({"avx512f", "avx2", "fma"}, 64), ({"avx2", "fma"}, 32), (set(), 8)):
+        monkeypatch.setattr(throughput, "_cpuinfo", lambda flags=flags: (2.5, flags))
+        cpu = peak(torch.device("cpu"))
+        assert cpu.flops == threads * 2.5e9 * per_cycle
+        assert cpu.source == f"CPU: {threads} threads x 2.50 GHz x {per_cycle} fp32 FLOP/cycle"
     assert GPU_PEAKS["H200"] == GPU_PEAKS["H100 SXM"] == 989e12 and GPU_PEAKS["A100"] == 312e12
 
 
-def test_a_meter_reports_tokens_per_second_and_mfu() -> None:
+def test_a_meter_reports_tokens_per_second_and_mfu(monkeypatch) -> None:
+    """On a clock the test sets: 1,000 tokens in 2 s at 100 FLOPs a token."""
+    now = [10.0]
+    monkeypatch.setattr(throughput.time, "perf_counter", lambda: now[0])
     speed = Meter(100.0, Peak(1e9, "test"))
     speed.add(1000)
+    now[0] = 12.0
     rates = speed.rates()
-    assert rates["tokens_per_second"] > 0
-    assert rates["mfu"] == rates["model_flops_per_second"] / 1e9
+    assert rates["tokens_per_second"] == 500 and rates["model_flops_per_second"] == 50_000
+    assert rates["mfu"] == 5e-5 and rates["peak_source"] == "test"
     assert "tok/s, MFU" in speed.text()
     assert Meter(1.0, Peak(None, "unknown GPU")).rates()["mfu"] is None
 
