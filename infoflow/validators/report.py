@@ -65,6 +65,7 @@ def markdown(report: dict) -> str:
         + (", the retrieval training step compiled" if report.get("compile") else "")
         + _environment(report.get("environment"))
         + f", {report['started']} to {report['finished']}."
+        + _overrides(report.get("overrides"))
         + (f" {families}" if families else ""),
         "",
         f"Verdicts by kind of claim: {verdicts or 'no claims'}.",
@@ -212,3 +213,10 @@ def claims_markdown(claims: list[dict]) -> list[str]:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _overrides(overrides: list[str] | None) -> str:
+    """The ``--set`` values every spec was read with (the run's specs are not their files')."""
+    if not overrides:
+        return ""
+    return " Every spec read with " + ", ".join(f"`--set {o}`" for o in overrides) + "."

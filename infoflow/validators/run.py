@@ -362,6 +362,7 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
         "device": str(device),
         "environment": environment(),
         "compile": options.compile,
+        "overrides": list(options.overrides),
         "started": times[0],
         "finished": times[1],
         "summary": {v: verdicts.count(v) for v in ("confirmed", "refuted", "inconclusive")},

@@ -155,10 +155,27 @@ def test_validate_says_when_a_family_does_not_use_budget_or_compile(toy) -> None
     assert refused.exit_code == 2 and "does not use" not in refused.stderr, refused.stderr
     resumed = CliRunner().invoke(app, [*args, "--resume", "--quiet", "--budget", "1m"])
     assert resumed.exit_code == 0 and "does not use" not in resumed.stderr  # --quiet
+    assert json.loads((toy / "run" / "report.json").read_text())["overrides"] == []
     retrieval, looped = (family(k).load_validator() for k in ("retrieval", "looped_kv"))
     assert ignored_options([retrieval], 60.0, True) == []
     (note,) = ignored_options([retrieval, looped], None, True)
     assert note.startswith("note: looped_kv does not use --compile:")
+
+
+def test_the_report_says_which_set_values_every_spec_was_read_with(toy) -> None:
+    """A run's specs are not their files' under --set: report.json and report.md say so."""
+    pytest.importorskip("torch")
+    from infoflow.cli import app
+
+    out = toy / "run"
+    args = ["validate", str(toy / "right.json"), "--out", str(out), "--device", "cpu", "--quiet"]
+    ran = CliRunner().invoke(app, [*args, "--set", "n=4", "--set", "off_by_one=true"])
+    assert ran.exit_code == 0, ran.output
+    assert json.loads((out / "report.json").read_text())["overrides"] == ["n=4", "off_by_one=true"]
+    assert (
+        "Every spec read with `--set n=4`, `--set off_by_one=true`."
+        in (out / "report.md").read_text()
+    )
 
 
 # ---- a toy fourth family (tests/conftest.py) ----------------------------------------------
