@@ -235,9 +235,10 @@ def test_a_one_sided_k1_is_confirmed_only_beyond_its_bound_by_the_intervals_widt
 
 
 def test_a_two_sided_k1_is_confirmed_only_by_an_interval_that_could_tell_it_apart() -> None:
-    """K*_1 in 16..32 (x2) overlaps a measured 29.7..61.1 (x2.06, within 4 x 2): confirmed;
-    it overlaps 8..57.5 too, x7.2, still within x8; 2..500 (x250) overlaps it and most other
-    predictions: inconclusive, not confirmed; 40..60 is disjoint: refuted. A point prediction
+    """K*_1 in 16..32 (x2) against a measured 8..57.5 (x7.2, within 4 x 2) whose estimate
+    21.4 lies inside: confirmed; 29.7..61.1 (x2.06) overlaps it, but its estimate 42.6 lies
+    outside: inconclusive since 2026-12-06 (it was confirmed); 2..500 (x250) overlaps it and
+    most other predictions: inconclusive; 40..60 is disjoint: refuted. A point prediction
     (x1) is confirmed by a measured x4 around it and by nothing wider."""
     from infoflow.core.results import Prediction
     from infoflow.validators.icl_markov.ksweep.claims import K1_WIDTH_SLACK, k1_claim
@@ -248,8 +249,17 @@ def test_a_two_sided_k1_is_confirmed_only_by_an_interval_that_could_tell_it_apar
         return k1_claim(prediction, fit, {}).verdict
 
     assert K1_WIDTH_SLACK == 4.0
-    assert judged((16.0, 32.0), 29.7, 61.1) == "confirmed"
+    assert judged((16.0, 32.0), 29.7, 61.1) == "inconclusive"
     assert judged((16.0, 32.0), 8.0, 57.5) == "confirmed"
+    prediction = Prediction(None, "chains", "estimate", "working form", "", None, (16.0, 32.0))
+    fit = {"status": "fit", "value": 42.6, "low": 29.7, "high": 61.1}
+    assert k1_claim(prediction, fit, {}).reason == (
+        "the measured K*_1, 42.6 (interval 29.7 to 61.1), lies outside the predicted 16 to "
+        "32, which its interval only overlaps: neither placed inside nor excluded"
+    )
+    for low, high, verdict in ((16.0, 32.0, "confirmed"), (32.0, 64.0, "inconclusive")):
+        fit = {"status": "separable", "value": None, "low": low, "high": high}
+        assert k1_claim(prediction, fit, {}).verdict == verdict  # a bracket wholly inside
     assert judged((16.0, 32.0), 2.0, 500.0) == "inconclusive"
     assert judged((16.0, 32.0), 40.0, 60.0) == "refuted"
     assert judged(None, 20.0, 80.0, value=40.0) == "confirmed"

@@ -234,11 +234,14 @@ def _verdict(found: list, start: str) -> str:
 
 
 def test_k1_claim_is_confirmed_inside_and_refuted_outside_the_bracket(tmp_path) -> None:
-    """The prediction is 32..64 (x2): the bracket 16..64 (x4) places it, 4..64 (x16) is too
-    wide to tell it from most predictions."""
+    """The prediction is 32..64 (x2): the bracket 32..64 lies inside it and places it; 16..64
+    (x4) overlaps it but reaches beyond (inconclusive since 2026-12-06: the estimate must lie
+    inside the prediction); 4..64 (x16) is too wide to tell it from most predictions."""
     experiment, group = _experiment(tmp_path)
-    confirmed = claims(experiment, group, _measurement(16, 64, ks=(1, 4, 16, 64)))
+    confirmed = claims(experiment, group, _measurement(32, 64, ks=(1, 4, 32, 64)))
     assert _verdict(confirmed, "K*_1") == "confirmed"
+    beyond = claims(experiment, group, _measurement(16, 64, ks=(1, 4, 16, 64)))
+    assert _verdict(beyond, "K*_1") == "inconclusive"
     wide = claims(experiment, group, _measurement(4, 64))
     assert _verdict(wide, "K*_1") == "inconclusive"
     refuted = claims(experiment, group, _measurement(1, 4))

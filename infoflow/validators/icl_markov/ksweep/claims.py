@@ -16,6 +16,7 @@ from infoflow.validators.claims import Claim, finite_number
 from infoflow.validators.icl_markov.experiment import IclExperiment
 from infoflow.validators.icl_markov.ksweep import times
 from infoflow.validators.icl_markov.ksweep.data import IclGroup
+from infoflow.validators.icl_markov.ksweep.k1_rules import K1_WIDTH_SLACK, one_sided, two_sided
 from infoflow.validators.icl_markov.ksweep.phases import (
     GAP,
     MARGIN,
@@ -24,11 +25,6 @@ from infoflow.validators.icl_markov.ksweep.phases import (
     UNDETERMINED,
     memorizing,
 )
-
-#: A two-sided K*_1 is confirmed only by a measured interval at most this many times as wide
-#: (high/low) as the predicted one: one to two grid steps of the bundled sweeps (K x1.4 to x2)
-#: on each side; a wider one overlaps too many predictions to tell them apart.
-K1_WIDTH_SLACK = 4.0
 
 
 def claims(experiment: IclExperiment, group: IclGroup, measurement: dict) -> list[Claim]:
@@ -194,11 +190,12 @@ def _unjudged(k: int, final: str | None, measured: dict, limit: dict, near: str)
 def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     """The predicted K*_1 interval (its value when it has none) against the 95% interval of
     the logistic fit; with separable outcomes, against their bracket. A two-sided prediction
-    is confirmed when the intervals overlap and the measured one is at most ``K1_WIDTH_SLACK``
-    times as wide (:func:`_two_sided`). A one-sided one (an interval from 0 or to
-    infinity: the race's tie off its grid, or a seed end off it) is judged by
-    :func:`one_sided`: confirmed only when the measured interval lies on its side by at least
-    its own width, refuted when it lies wholly on the other side."""
+    is confirmed when the intervals overlap, the measured one is at most ``K1_WIDTH_SLACK``
+    times as wide and the measured estimate lies inside the prediction
+    (:func:`~.k1_rules.two_sided`). A one-sided one (an interval from 0 or to infinity: the
+    race's tie off its grid, or a seed end off it) is judged by :func:`~.k1_rules.one_sided`:
+    confirmed only when the measured interval lies on its side by at least its own width,
+    refuted when it lies wholly on the other side."""
     ident = "k1_star"
     claim = "K*_1: below it memorization wins, above it G2 forms first"
     shown = {"fit": fit, "grid": grid}
@@ -220,7 +217,8 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     else:
         tolerance = (
             f"the predicted interval overlaps {measured}, which is at most "
-            f"{K1_WIDTH_SLACK:g} times as wide (high/low) as the predicted one"
+            f"{K1_WIDTH_SLACK:g} times as wide (high/low) as the predicted one, and holds the "
+            "measured estimate (the fitted K*_1, or the whole bracket)"
         )
     if interval is not None and interval[0] <= 0 and math.isinf(interval[1]):  # a review
         why = "the predicted interval is open on both sides (0 to infinity): it places no K*_1"
@@ -246,65 +244,10 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
         return Claim.judged(
             ident, claim, predicted, shown, tolerance, verdict, "" if verdict else reason
         )
-    verdict, reason = _two_sided(low, high, fit)
+    verdict, reason = two_sided(low, high, fit)
     if verdict is None:
         return Claim.undecided(ident, claim, predicted, shown, tolerance, reason)
     return Claim.judged(ident, claim, predicted, shown, tolerance, verdict, reason)
-
-
-def _two_sided(low: float, high: float, fit: dict) -> tuple[bool | None, str]:
-    """A two-sided prediction [low, high] against the fit: refuted when disjoint from it;
-    confirmed when it overlaps a placed interval at most ``K1_WIDTH_SLACK`` times as wide
-    (high/low) as itself; undecided (None) when the placed interval is wider, or the fit is
-    only a bound (every outcome on one side), which every prediction on its side overlaps
-    (docs/results/2026-12-05-seeds-and-widths-preregistered.md)."""
-    if fit["low"] is not None and high < fit["low"]:
-        return False, f"the measured interval starts at K={fit['low']:.3g}"
-    if fit["high"] is not None and low > fit["high"]:
-        return False, f"the measured interval ends at K={fit['high']:.3g}"
-    if fit["status"] == "open":
-        return None, (
-            f"{fit['reason']}: the outcomes only bound K*_1, and the predicted interval lies "
-            "within that bound, so nothing placed it (an overlap with an open interval "
-            "confirms any prediction on its side)"
-        )
-    if fit["low"] is None or fit["high"] is None or fit["low"] <= 0 or low <= 0:
-        return None, (
-            "the measured interval is open on one side: too wide to place K*_1 against the "
-            "prediction"
-        )
-    widths = fit["high"] / fit["low"], high / low
-    if widths[0] > K1_WIDTH_SLACK * widths[1]:
-        return None, (
-            f"the measured interval {fit['low']:.3g} to {fit['high']:.3g} (x{widths[0]:.3g}) is "
-            f"more than {K1_WIDTH_SLACK:g} times as wide as the predicted one (x{widths[1]:.3g}): "
-            "too wide to place K*_1 against the prediction"
-        )
-    return True, ""
-
-
-def one_sided(
-    bound: float, above: bool, low: float | None, high: float | None
-) -> tuple[bool | None, str]:
-    """A one-sided prediction (K*_1 above ``bound`` when ``above``, else below it) against a
-    measured interval [low, high] (None: open): (True, "") when the interval lies on the
-    predicted side by at least its width in log K; (False, why) when it lies wholly on the
-    other side; (None, why) otherwise."""
-    side = "above" if above else "below"
-    if above and high is not None and high < bound:
-        return False, f"the measured interval ends at K={high:.3g}, below the bound {bound:.3g}"
-    if not above and low is not None and low > bound:
-        return False, f"the measured interval starts at K={low:.3g}, above the bound {bound:.3g}"
-    if low is None or high is None:
-        return None, f"the measured interval is open, so its width cannot put it {side} {bound:.3g}"
-    width = math.log(high / low)
-    beyond = math.log(low / bound) if above else math.log(bound / high)
-    if beyond >= width:
-        return True, ""
-    return None, (
-        f"the measured interval {low:.3g} to {high:.3g} lies {side} {bound:.3g} by a factor "
-        f"{math.exp(max(beyond, 0)):.3g}, less than its own width (x{math.exp(width):.3g})"
-    )
 
 
 def final_boundary(prediction, per_k: dict, limit: dict) -> Claim:
