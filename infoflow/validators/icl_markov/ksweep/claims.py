@@ -189,13 +189,11 @@ def _unjudged(k: int, final: str | None, measured: dict, limit: dict, near: str)
 
 def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     """The predicted K*_1 interval (its value when it has none) against the 95% interval of
-    the logistic fit; with separable outcomes, against their bracket. A two-sided prediction
-    is confirmed when the intervals overlap, the measured one is at most ``K1_WIDTH_SLACK``
-    times as wide and the measured estimate lies inside the prediction
-    (:func:`~.k1_rules.two_sided`). A one-sided one (an interval from 0 or to infinity: the
-    race's tie off its grid, or a seed end off it) is judged by :func:`~.k1_rules.one_sided`:
-    confirmed only when the measured interval lies on its side by at least its own width,
-    refuted when it lies wholly on the other side."""
+    the logistic fit; with separable outcomes, against their bracket. Two-sided: confirmed
+    when they overlap, the measured one is at most ``K1_WIDTH_SLACK`` times as wide and its
+    estimate lies inside the prediction (:func:`~.k1_rules.two_sided`). One-sided (from 0 or
+    to infinity: the race's tie, or a seed end, off its grid): :func:`~.k1_rules.one_sided`,
+    confirmed only when the measured interval lies on its side by its own width at least."""
     ident = "k1_star"
     claim = "K*_1: below it memorization wins, above it G2 forms first"
     shown = {"fit": fit, "grid": grid}
