@@ -16,7 +16,7 @@ def two_sided(low: float, high: float, fit: dict) -> tuple[bool | None, str]:
     """A two-sided prediction [low, high] against the fit: :func:`overlaps`, and confirmed
     only when the measured estimate lies inside the prediction (the fit's maximum-likelihood
     K*_1; a separable bracket as a whole), else undecided: an overlap confirmed a prediction
-    2x off 77-95% of the time on the smoke grid, this rule 5-16%, a correct one 53-55%
+    2x off 77-95% of the time on the full smoke grid, this rule 5-16%, a correct one 53-55%
     (docs/results/2026-12-06-k1-estimate-rule-preregistered.md, and its results). A point
     prediction (low = high) keeps the overlap rule: no estimate lies inside a point, and
     the point lying inside an interval at most ``K1_WIDTH_SLACK`` wide is its test."""
