@@ -124,10 +124,10 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
         step_times = dict(used)
     if options.executor == "ray":
         reachable(options.address)  # before anything is written (a review)
+    validators = [validator for validator, _ in planned.experiments]
     with locked(options.out, DATABASE):
         store = register(planned, options, device, step_times)
         if progress:  # once the folder is verified: a refusal stays one line
-            validators = [validator for validator, _ in planned.experiments]
             ignored = ignored_options(validators, options.budget, options.compile)
             for line in filter(None, [resumed_on, *ignored]):  # this invocation's options
                 print(line, file=sys.stderr)
@@ -142,7 +142,6 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             report["throughput"] = throughput(planned, store)
             if progress:
                 progress.phase("writing", f"the reports and plots to {options.out}")
-            validators = [validator for validator, _ in planned.experiments]
             judged = list(zip(validators, sections, strict=True))
             report["exports"] = write_exports(options.out, store, judged, options.plots)
         finally:
