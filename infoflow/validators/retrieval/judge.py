@@ -206,9 +206,11 @@ class Judge:
             return undecided(*claim, unmeasured, derived, e.kind)
         if not any(self.steep(m) for m in learners):
             reason = f"both ladders are flat (not every seed's slope below -{STEEP:g}): no exponent"
-            unmeasured = [m for m in learners if self.ladders[m].slope().count < 2]
-            if len(learners) == 1 or unmeasured:  # a ladder that measures nothing is not flat
-                reason = self.flat_text((unmeasured or learners)[0])
+            unmeasured = [why for why in map(self.no_exponent, learners) if why]
+            if unmeasured:  # a ladder that measures nothing is not flat
+                reason = unmeasured[0]
+            elif len(learners) == 1:
+                reason = self.flat_text(*learners)
             return undecided(*claim, reason, derived, e.kind)
         equal = equal_within(difference, MARGIN)
         if equal is not None:
