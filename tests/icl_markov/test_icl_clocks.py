@@ -202,8 +202,34 @@ def test_race_and_shift_claims_can_be_refuted() -> None:
     grid = {"low": None, "high": None, "monotone": True, "undecided": [], "value": None}
     assert race_claim(base, {"k1_fit": fit(16, 25), "k1_star": grid}).verdict == "confirmed"
     assert race_claim(base, {"k1_fit": fit(40, 60), "k1_star": grid}).verdict == "refuted"
-    assert shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(33, 40))).verdict == "confirmed"
-    assert shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(10, 15))).verdict == "refuted"
+    assert shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(33, 40)), 6).verdict == "confirmed"
+    assert shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(10, 15)), 6).verdict == "refuted"
+    assert shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(10, 15)), 3).verdict == "refuted"
+    fewer = shift_claim(0.5, (base, fit(18, 22)), (slowed, fit(33, 40)), 5)
+    assert fewer.verdict == "inconclusive" and "only from 6 seeds a K" in fewer.reason
+
+
+def test_a_shift_is_confirmed_only_within_a_factor_two_of_the_race() -> None:
+    """The race predicts K*_1 20 -> 36 (x1.8). Sweeps at 20 (16..25) and 36 (30..43) give a
+    MOVER interval of about 1.36 to 2.39, inside 0.9..3.6: confirmed; the ratio of opposite
+    ends (1.2 to 2.69) was the interval until 2026-12-06. At 20 (10..40) and 36 (18..72)
+    the interval (about 0.68 to 4.8) reaches past both ends of 0.9..3.6 and overlaps 1.8:
+    inconclusive where the overlap rule confirmed."""
+    clocks = Clocks(
+        g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)}, m2_prev={}, steps=1000
+    )
+    base, slowed = race(clocks), race(clocks, 0.5)
+
+    def fit(value, low, high):
+        return {"status": "fit", "value": value, "low": low, "high": high, "slope": 2.0}
+
+    narrow = shift_claim(0.5, (base, fit(20, 16, 25)), (slowed, fit(36, 30, 43)), 6)
+    assert narrow.verdict == "confirmed"
+    low, high = narrow.measured["ratio"]
+    assert low == pytest.approx(1.8 * math.exp(-math.hypot(math.log(36 / 30), math.log(25 / 20))))
+    assert high == pytest.approx(1.8 * math.exp(math.hypot(math.log(43 / 36), math.log(20 / 16))))
+    wide = shift_claim(0.5, (base, fit(20, 10, 40)), (slowed, fit(36, 18, 72)), 6)
+    assert wide.verdict == "inconclusive" and "a factor 2 of the predicted 1.8" in wide.reason
 
 
 def test_a_one_sided_k1_is_confirmed_only_beyond_its_bound_by_the_intervals_width() -> None:
@@ -239,7 +265,7 @@ def test_a_two_sided_k1_is_confirmed_only_by_an_interval_that_could_tell_it_apar
     21.4 lies inside: confirmed; 29.7..61.1 (x2.06) overlaps it, but its estimate 42.6 lies
     outside: inconclusive since 2026-12-06 (it was confirmed); 2..500 (x250) overlaps it and
     most other predictions: inconclusive; 40..60 is disjoint: refuted. A point prediction
-    (x1) is confirmed by a measured x4 around it and by nothing wider."""
+    (x1) is confirmed by a measured interval within a factor 2 of it, and by nothing else."""
     from infoflow.core.results import Prediction
     from infoflow.validators.icl_markov.ksweep.claims import K1_WIDTH_SLACK, k1_claim
 
@@ -263,6 +289,13 @@ def test_a_two_sided_k1_is_confirmed_only_by_an_interval_that_could_tell_it_apar
     assert judged((16.0, 32.0), 2.0, 500.0) == "inconclusive"
     assert judged((16.0, 32.0), 40.0, 60.0) == "refuted"
     assert judged(None, 20.0, 80.0, value=40.0) == "confirmed"
+    assert judged(None, 12.0, 45.0, value=40.0) == "inconclusive"  # x3.75: confirmed until 12-06
+    point = Prediction(40.0, "chains", "estimate", "race", "", None, None)
+    fit = {"status": "fit", "value": 23.2, "low": 12.0, "high": 45.0}
+    claim = k1_claim(point, fit, {})
+    assert (
+        claim.tolerance.startswith("a point:") and "a factor 2 of the predicted 40" in claim.reason
+    )
     assert judged(None, 10.0, 90.0, value=40.0) == "inconclusive"
     # a separable bracket or a fit open on one side has no width: never confirms
     for low, high in ((None, 16.0), (8.0, None)):
@@ -332,6 +365,33 @@ def test_the_delay_is_judged_on_every_clock_seed() -> None:
     assert opened.verdict == "inconclusive" and "open above" in opened.reason
 
 
+def test_a_shift_claim_counts_the_seeds_of_the_sweep_with_fewer() -> None:
+    """shift_claims pairs a slowed K sweep with its setting at the full rate and passes the
+    fewer seeds a K of the two: six and three seeds give three, so no confirmation."""
+    from types import SimpleNamespace
+
+    from infoflow.icl_markov.spec import IclMarkovSpec
+    from infoflow.validators.icl_markov.clocks.judge import shift_claims
+
+    clocks = Clocks(
+        g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)}, m2_prev={}, steps=1000
+    )
+    fit0 = {"status": "fit", "value": 20.0, "low": 16.0, "high": 25.0, "slope": 2.0}
+    fit1 = {"status": "fit", "value": 36.0, "low": 30.0, "high": 43.0, "slope": 2.0}
+
+    def group(name: str, rate: float, seeds: int):
+        training = {**TINY["training"], "layer1_attention_lr": rate}
+        spec = IclMarkovSpec.model_validate({**TINY, "training": training})
+        return SimpleNamespace(name=name, spec=spec, seeds=list(range(seeds)))
+
+    raced = {"full": (race(clocks), fit0), "slowed": (race(clocks, 0.5), fit1)}
+    for seeds, verdict in ((6, "confirmed"), (3, "inconclusive")):
+        groups = [group("full", 1.0, 6), group("slowed", 0.5, seeds)]
+        (claim,) = shift_claims(groups, raced)
+        assert claim.id == "slowed/k1_shift:r=0.5" and claim.verdict == verdict
+        assert claim.measured["seeds"] == seeds
+
+
 def test_a_shift_bounded_on_one_side_never_confirms() -> None:
     """Rule 7: a slowed sweep whose K*_1 is open above bounds the ratio from below only."""
     clocks = Clocks(
@@ -340,10 +400,10 @@ def test_a_shift_bounded_on_one_side_never_confirms() -> None:
     base, slowed = race(clocks), race(clocks, 0.5)
     closed = {"status": "fit", "value": 20.0, "low": 18, "high": 22, "slope": 1.0}
     opened = {"status": "open", "value": None, "low": 30, "high": None, "slope": None}
-    claim = shift_claim(0.5, (base, closed), (slowed, opened))
-    assert claim.verdict == "inconclusive" and "one side only" in claim.reason
+    claim = shift_claim(0.5, (base, closed), (slowed, opened), 6)
+    assert claim.verdict == "inconclusive" and "open on one side" in claim.reason
     below = {"status": "open", "value": None, "low": 60, "high": None, "slope": None}
-    assert shift_claim(0.5, (base, closed), (slowed, below)).verdict == "refuted"
+    assert shift_claim(0.5, (base, closed), (slowed, below), 6).verdict == "refuted"
 
 
 def test_the_report_states_a_race_with_an_open_interval() -> None:

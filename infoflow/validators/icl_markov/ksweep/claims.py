@@ -16,7 +16,12 @@ from infoflow.validators.claims import Claim, finite_number
 from infoflow.validators.icl_markov.experiment import IclExperiment
 from infoflow.validators.icl_markov.ksweep import times
 from infoflow.validators.icl_markov.ksweep.data import IclGroup
-from infoflow.validators.icl_markov.ksweep.k1_rules import K1_WIDTH_SLACK, one_sided, two_sided
+from infoflow.validators.icl_markov.ksweep.k1_rules import (
+    EQUIVALENCE_FACTOR,
+    K1_WIDTH_SLACK,
+    one_sided,
+    two_sided,
+)
 from infoflow.validators.icl_markov.ksweep.phases import (
     GAP,
     MARGIN,
@@ -191,33 +196,16 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     """The predicted K*_1 interval (its value when it has none) against the 95% interval of
     the logistic fit; with separable outcomes, against their bracket. Two-sided: confirmed
     when they overlap, the measured one is at most ``K1_WIDTH_SLACK`` times as wide and its
-    estimate lies inside the prediction (:func:`~.k1_rules.two_sided`). One-sided (from 0 or
+    estimate lies inside the prediction (:func:`~.k1_rules.two_sided`; a point: the measured
+    interval within a factor 2 of it). One-sided (from 0 or
     to infinity: the race's tie, or a seed end, off its grid): :func:`~.k1_rules.one_sided`,
     confirmed only when the measured interval lies on its side by its own width at least."""
     ident = "k1_star"
     claim = "K*_1: below it memorization wins, above it G2 forms first"
     shown = {"fit": fit, "grid": grid}
-    measured = (
-        "the 95% profile-likelihood interval of a logistic fit of P(G2 first | log K) over "
-        "every seed's outcome"
-    )
-    if fit["status"] == "separable":
-        measured = "the bracket of the separable outcomes (no finite logistic fit)"
-    elif fit["status"] == "open":
-        measured = "the one-sided bound of outcomes that all fall on one side (the grid's end)"
     predicted, interval = prediction.value, prediction.interval
     open_side = interval is not None and (interval[0] <= 0 or math.isinf(interval[1]))
-    if open_side:
-        tolerance = (
-            f"one-sided: {measured} lies beyond the predicted bound by at least its own "
-            "width in log K"
-        )
-    else:
-        tolerance = (
-            f"the predicted interval overlaps {measured}, which is at most "
-            f"{K1_WIDTH_SLACK:g} times as wide (high/low) as the predicted one, and holds the "
-            "measured estimate (the fitted K*_1, or the whole bracket)"
-        )
+    tolerance = _k1_tolerance(fit, interval, open_side)
     if interval is not None and interval[0] <= 0 and math.isinf(interval[1]):  # a review
         why = "the predicted interval is open on both sides (0 to infinity): it places no K*_1"
         return Claim.undecided(ident, claim, predicted, shown, tolerance, why)
@@ -246,6 +234,30 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     if verdict is None:
         return Claim.undecided(ident, claim, predicted, shown, tolerance, reason)
     return Claim.judged(ident, claim, predicted, shown, tolerance, verdict, reason)
+
+
+def _k1_tolerance(fit: dict, interval: tuple | None, open_side: bool) -> str:
+    """What a K*_1 claim's measurement is and the rule that judges it, for its tolerance."""
+    measured = (
+        "the 95% profile-likelihood interval of a logistic fit of P(G2 first | log K) over "
+        "every seed's outcome"
+    )
+    if fit["status"] == "separable":
+        measured = "the bracket of the separable outcomes (no finite logistic fit)"
+    elif fit["status"] == "open":
+        measured = "the one-sided bound of outcomes that all fall on one side (the grid's end)"
+    if open_side:
+        return (
+            f"one-sided: {measured} lies beyond the predicted bound by at least its own "
+            "width in log K"
+        )
+    if interval is None or interval[0] == interval[1]:
+        return f"a point: {measured} holds it and lies within a factor {EQUIVALENCE_FACTOR:g} of it"
+    return (
+        f"the predicted interval overlaps {measured}, which is at most "
+        f"{K1_WIDTH_SLACK:g} times as wide (high/low) as the predicted one, and holds the "
+        "measured estimate (the fitted K*_1, or the whole bracket)"
+    )
 
 
 def final_boundary(prediction, per_k: dict, limit: dict) -> Claim:
