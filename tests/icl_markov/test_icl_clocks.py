@@ -323,6 +323,15 @@ def test_plan_lists_the_sweeps_and_clock_runs_with_times() -> None:
     gpu = run_cli("plan", "specs/icl_markov/race-c3.json", "--seeds", "2", "--device", "cuda")
     assert "clock M2_prev: K = 4, 8, 16, 32, 64; 10 members" in gpu.stdout  # one per clock
 
+    # the CPU plan's GPU line times the GPU's groups: the cuda plan's total (it timed the CPU's)
+    def seconds(said: str) -> float:
+        number, unit = said.split()[:2]
+        return float(number) * (60 if unit == "min" else 1)
+
+    on_gpu = next(line for line in lines if "on a GPU:" in line)
+    said = seconds(on_gpu.split("(about ")[1])
+    assert abs(said - seconds(gpu.stdout.splitlines()[-1].split(": ")[1])) <= 3  # to 0.1 min
+
 
 def test_the_slowed_previous_token_head_rule_can_be_refuted() -> None:
     """tau_G(r) = tau_G|prev + tau_prev / r: with tau_G 200 and tau_G|prev 40, r = 0.5 gives

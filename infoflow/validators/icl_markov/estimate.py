@@ -71,8 +71,10 @@ def plan_command(
     from infoflow.validators.icl_markov.validator import VALIDATOR
     from infoflow.validators.run import plan_one
 
-    asked, args = steps, (scale, device, budget, steps, seeds)
-    experiment, sized, device = plan_one(VALIDATOR, spec, source, *args)
+    asked = steps
+    experiment, sized, device = plan_one(
+        VALIDATOR, spec, source, scale, device, budget, steps, seeds
+    )
     steptime = step_time(device)
     lines = [
         f"{source}: icl_markov at scale {sized.name} on {device}, seeds {sized.seeds}",
@@ -109,6 +111,8 @@ def plan_command(
     if experiment.capped:
         lines.append("  capped: " + "; ".join(experiment.capped))
     cuda = step_time("cuda")
+    if not device.startswith("cuda"):  # a GPU stacks each clock's K in one group
+        experiment = plan_one(VALIDATOR, spec, source, scale, "cuda", budget, asked, seeds)[0]
     gpu = sum(group_seconds(g, cuda) for g in [*experiment.groups, *experiment.clocks])
     gpu += sum(decoder_seconds(g, cuda) for g in experiment.decoders)
     lines.append(gpu_line(source, scale, sized.seeds, gpu, asked, overrides))
