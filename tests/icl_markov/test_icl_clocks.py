@@ -4,6 +4,7 @@ intervention, the decoder alone, and the race's claims."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -12,12 +13,18 @@ torch = pytest.importorskip("torch")
 import infoflow  # noqa: E402
 from infoflow.icl_markov.race import Clocks, race  # noqa: E402
 from infoflow.validators.icl_markov.clocks.data import ClockData, ClockGroup  # noqa: E402
-from infoflow.validators.icl_markov.clocks.judge import race_claim, shift_claim, slowing_claims  # noqa: E402
+from infoflow.validators.icl_markov.clocks.judge import (  # noqa: E402
+    predicted_ratio,
+    race_claim,
+    shift_claim,
+    slowing_claims,
+)
 from infoflow.validators.icl_markov.clocks.measure import clock_time, settled  # noqa: E402
 from infoflow.validators.icl_markov.decoder.claims import decoder_claims  # noqa: E402
 from infoflow.validators.icl_markov.decoder.data import DecoderGroup  # noqa: E402
 from infoflow.validators.icl_markov.decoder.judge import measure_decoder  # noqa: E402
 from infoflow.validators.icl_markov.decoder.train import fit  # noqa: E402
+from infoflow.validators.icl_markov.ksweep.k1_rules import ratio_interval  # noqa: E402
 from infoflow.validators.icl_markov.model import StackedGPT, fixed_pattern  # noqa: E402
 from infoflow.validators.icl_markov.training import slowed_layer1_attention, train_group  # noqa: E402
 from infoflow.validators.protocol import Context  # noqa: E402
@@ -210,11 +217,12 @@ def test_race_and_shift_claims_can_be_refuted() -> None:
 
 
 def test_a_shift_is_confirmed_only_within_a_factor_two_of_the_race() -> None:
-    """The race predicts K*_1 20 -> 36 (x1.8). Sweeps at 20 (16..25) and 36 (30..43) give a
-    MOVER interval of about 1.36 to 2.39, inside 0.9..3.6: confirmed; the ratio of opposite
-    ends (1.2 to 2.69) was the interval until 2026-12-06. At 20 (10..40) and 36 (18..72)
-    the interval (about 0.68 to 4.8) reaches past both ends of 0.9..3.6 and overlaps 1.8:
-    inconclusive where the overlap rule confirmed."""
+    """The race predicts K*_1 20 -> 36 (x1.8). Sweeps at 20 (12..25) and 36 (30..43) give a
+    MOVER interval of about 1.35 to 3.09 (the slowed sweep's low distance with the base's
+    high one; paired the other way, 1.05 to 2.39), inside 0.9..3.6: confirmed; the ratio of
+    opposite ends (1.2 to 3.58) was the interval until 2026-12-06. At 20 (10..40) and 36
+    (18..72) the interval (about 0.68 to 4.8) reaches past both ends of 0.9..3.6 and
+    overlaps 1.8: inconclusive where the overlap rule confirmed."""
     clocks = Clocks(
         g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)}, m2_prev={}, steps=1000
     )
@@ -223,13 +231,69 @@ def test_a_shift_is_confirmed_only_within_a_factor_two_of_the_race() -> None:
     def fit(value, low, high):
         return {"status": "fit", "value": value, "low": low, "high": high, "slope": 2.0}
 
-    narrow = shift_claim(0.5, (base, fit(20, 16, 25)), (slowed, fit(36, 30, 43)), 6)
+    narrow = shift_claim(0.5, (base, fit(20, 12, 25)), (slowed, fit(36, 30, 43)), 6)
     assert narrow.verdict == "confirmed"
     low, high = narrow.measured["ratio"]
     assert low == pytest.approx(1.8 * math.exp(-math.hypot(math.log(36 / 30), math.log(25 / 20))))
-    assert high == pytest.approx(1.8 * math.exp(math.hypot(math.log(43 / 36), math.log(20 / 16))))
+    assert high == pytest.approx(1.8 * math.exp(math.hypot(math.log(43 / 36), math.log(20 / 12))))
     wide = shift_claim(0.5, (base, fit(20, 10, 40)), (slowed, fit(36, 18, 72)), 6)
-    assert wide.verdict == "inconclusive" and "a factor 2 of the predicted 1.8" in wide.reason
+    assert wide.verdict == "inconclusive" and "a factor 2 of the predicted 1.8 (" in wide.reason
+    # a separable bracket stands for its geometric middle and the bracket
+    bracket = {"status": "separable", "value": None, "low": 12, "high": 30}
+    assert ratio_interval(bracket, fit(36, 30, 43)) == ratio_interval(
+        fit(math.sqrt(12 * 30), 12, 30), fit(36, 30, 43)
+    )
+    opened = {**bracket, "high": None}  # no estimate: the ratio of opposite ends, open above
+    assert ratio_interval(opened, fit(36, 30, 43)) == (0.0, 43 / 12)
+    assert ratio_interval(fit(36, 30, 43), opened) == (12 / 43, math.inf)
+
+
+def test_the_shift_window_is_centred_on_the_races_ratio_interval() -> None:
+    """Races with seed spread, 20 (10..40) -> 36 (5..80), predict a ratio of 0.5 to 2
+    (paired ends 5/10, 36/20, 80/40), whose geometric middle is 1: the window is 0.5..2, not
+    0.25..4 from the ends. A measured 1.35..2.39 overlaps the prediction but reaches past 2:
+    inconclusive; one around 1 confirms."""
+    clocks = Clocks(
+        g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)}, m2_prev={}, steps=1000
+    )
+    base = replace(race(clocks), k1_star=20.0, interval=(10.0, 40.0))
+    slowed = replace(race(clocks, 0.5), k1_star=36.0, interval=(5.0, 80.0))
+
+    def fit(value, low, high):
+        return {"status": "fit", "value": value, "low": low, "high": high, "slope": 2.0}
+
+    assert predicted_ratio(base, slowed) == (0.5, 2.0)
+    claim = shift_claim(0.5, (base, fit(20, 16, 25)), (slowed, fit(36, 30, 43)), 6)
+    assert claim.verdict == "inconclusive"
+    assert "the predicted 1, the middle of 0.5 to 2 (0.5 to 2)" in claim.reason
+    assert shift_claim(0.5, (base, fit(20, 16, 25)), (slowed, fit(21, 17, 26)), 6).verdict == (
+        "confirmed"
+    )
+
+
+def test_a_race_open_at_one_rate_predicts_a_ratio_open_on_that_side() -> None:
+    """The committed dose-c5 races, 39.4 (26.1 to open) and 38.1 (26.0 to 58.5): the pair
+    (open, 58.5) was dropped, leaving a narrow 0.967..0.996 that a tight measurement
+    confirmed (a review); now the ratio is open below (0 to 0.996): refuted by a measurement
+    above it, never confirmed. Open at both rates: no prediction."""
+    clocks = Clocks(
+        g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)}, m2_prev={}, steps=1000
+    )
+    base = replace(race(clocks), k1_star=39.4, interval=(26.1, math.inf))
+    slowed = replace(race(clocks, 0.5), k1_star=38.1, interval=(26.0, 58.5))
+
+    def fit(value, low, high):
+        return {"status": "fit", "value": value, "low": low, "high": high, "slope": 2.0}
+
+    assert predicted_ratio(base, slowed) == (0.0, pytest.approx(26.0 / 26.1))
+    tight = shift_claim(0.5, (base, fit(40, 36, 44)), (slowed, fit(39, 35, 43)), 6)
+    assert tight.verdict == "inconclusive" and "refuted, not confirmed" in tight.reason
+    above = shift_claim(0.5, (base, fit(40, 36, 44)), (slowed, fit(90, 80, 100)), 6)
+    assert above.verdict == "refuted"
+    both = replace(slowed, interval=(26.0, math.inf))
+    assert predicted_ratio(base, both) == (0.0, math.inf)
+    unbounded = shift_claim(0.5, (base, fit(40, 36, 44)), (both, fit(39, 35, 43)), 6)
+    assert unbounded.verdict == "inconclusive" and "seed ends do not bound" in unbounded.reason
 
 
 def test_a_one_sided_k1_is_confirmed_only_beyond_its_bound_by_the_intervals_width() -> None:
@@ -293,9 +357,10 @@ def test_a_two_sided_k1_is_confirmed_only_by_an_interval_that_could_tell_it_apar
     point = Prediction(40.0, "chains", "estimate", "race", "", None, None)
     fit = {"status": "fit", "value": 23.2, "low": 12.0, "high": 45.0}
     claim = k1_claim(point, fit, {})
-    assert (
-        claim.tolerance.startswith("a point:") and "a factor 2 of the predicted 40" in claim.reason
-    )
+    assert claim.tolerance.startswith("a point:")
+    assert "a factor 2 of the predicted 40 (" in claim.reason
+    wide = k1_claim(point, {"status": "fit", "value": 31.6, "low": 5.0, "high": 200.0}, {})
+    assert wide.verdict == "inconclusive" and "a factor 2 of the predicted 40 (" in wide.reason
     assert judged(None, 10.0, 90.0, value=40.0) == "inconclusive"
     # a separable bracket or a fit open on one side has no width: never confirms
     for low, high in ((None, 16.0), (8.0, None)):

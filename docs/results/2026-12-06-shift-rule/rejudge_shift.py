@@ -1,5 +1,6 @@
 """Every committed shift claim (``k1_shift``) judged again by the adopted rule, from what it
-records (the race's predicted ratio, both sweeps' fits); nothing is retrained. A claim the
+records (both races' K*_1 and intervals, from which the predicted ratio is derived again, and
+both sweeps' fits); nothing is retrained. A claim the
 race left without a prediction stays inconclusive under any rule.
 
 Run from the repository root:
@@ -12,6 +13,8 @@ import json
 import math
 import sys
 
+from infoflow.icl_markov.race import Race
+from infoflow.validators.icl_markov.clocks.judge import predicted_ratio
 from infoflow.validators.icl_markov.ksweep.k1_rules import ratio_interval, within_factor
 
 
@@ -26,6 +29,17 @@ def shift_claims(node, found: dict) -> None:
             shift_claims(value, found)
 
 
+def _races(derived: dict) -> tuple[dict, dict]:
+    return derived["race"], derived["race_slowed"]
+
+
+def _race(recorded: dict) -> Race:
+    """The race's K*_1 and interval as report.json holds them (an open end as null)."""
+    low, high = recorded["interval"]
+    interval = (0.0 if low is None else low, math.inf if high is None else high)
+    return Race(recorded["k1_star"], interval, (0, 0, 0), (0, 0, 0), {}, "")
+
+
 def main(paths: list[str]) -> None:
     for path in paths:
         found: dict = {}
@@ -36,11 +50,16 @@ def main(paths: list[str]) -> None:
             if claim["predicted"] is not None:
                 fits = claim["measured"]["k1_fit"], claim["measured"]["k1_fit_slowed"]
                 ratio = ratio_interval(*fits)
+                predicted = predicted_ratio(*map(_race, _races(claim["derived_from"])))
                 verdict = None
-                if ratio != (0.0, math.inf):
-                    verdict = within_factor(*claim["predicted"], *ratio)[0]
+                if ratio != (0.0, math.inf) and predicted[0] > 0 and predicted[1] < math.inf:
+                    verdict = within_factor(*predicted, *ratio)[0]
+                elif ratio[1] < predicted[0] or ratio[0] > predicted[1]:
+                    verdict = False
                 now = {True: "confirmed", False: "refuted", None: "inconclusive"}[verdict]
-                now += f" (ratio {ratio[0]:.3g} to {ratio[1]:.3g})"
+                now += f" (predicted {predicted[0]:.3g} to {predicted[1]:.3g}, recorded "
+                now += f"{claim['predicted'][0]:.3g} to {claim['predicted'][1]:.3g}; "
+                now += f"measured {ratio[0]:.3g} to {ratio[1]:.3g})"
             print(f"{path}: {ident}: was {claim['verdict']}, now {now}")
 
 

@@ -71,10 +71,8 @@ def plan_command(
     from infoflow.validators.icl_markov.validator import VALIDATOR
     from infoflow.validators.run import plan_one
 
-    asked = steps
-    experiment, sized, device = plan_one(
-        VALIDATOR, spec, source, scale, device, budget, steps, seeds
-    )
+    asked, args = steps, (scale, device, budget, steps, seeds)
+    experiment, sized, device = plan_one(VALIDATOR, spec, source, *args)
     steptime = step_time(device)
     lines = [
         f"{source}: icl_markov at scale {sized.name} on {device}, seeds {sized.seeds}",
@@ -110,15 +108,19 @@ def plan_command(
     lines += ceiling_lines(experiment)
     if experiment.capped:
         lines.append("  capped: " + "; ".join(experiment.capped))
-    cuda = step_time("cuda")
     if not device.startswith("cuda"):  # a GPU stacks each clock's K in one group
         experiment = plan_one(VALIDATOR, spec, source, scale, "cuda", budget, asked, seeds)[0]
-    gpu = sum(group_seconds(g, cuda) for g in [*experiment.groups, *experiment.clocks])
-    gpu += sum(decoder_seconds(g, cuda) for g in experiment.decoders)
-    lines.append(gpu_line(source, scale, sized.seeds, gpu, asked, overrides))
+    lines.append(gpu_line(source, scale, sized.seeds, gpu_seconds(experiment), asked, overrides))
     if budget is not None and total > budget:
         lines.append(f"  over the budget of {minutes(budget)}: lower --steps or the sweep")
     return "\n".join(lines), total
+
+
+def gpu_seconds(experiment) -> float:
+    """The experiment's time on the GPU step time (planned for a GPU: its grouping)."""
+    cuda = step_time("cuda")
+    seconds = sum(group_seconds(g, cuda) for g in [*experiment.groups, *experiment.clocks])
+    return seconds + sum(decoder_seconds(g, cuda) for g in experiment.decoders)
 
 
 def ceiling_lines(experiment) -> list[str]:

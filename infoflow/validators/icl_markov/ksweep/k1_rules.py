@@ -30,10 +30,11 @@ def two_sided(low: float, high: float, fit: dict) -> tuple[bool | None, str]:
     one 2x off 5.5-10.2% of the time on k2-c5's grid, this rule 1.8-2.6%, a correct one
     65% at slope 3 (docs/results/2026-12-06-shift-rule.md)."""
     verdict, reason = overlaps(low, high, fit)
+    placed_both = fit["status"] != "open" and (fit["low"] or 0) > 0 and fit["high"] is not None
+    if low == high and verdict is not False and placed_both:
+        return within_factor(low, high, fit["low"], fit["high"])  # not overlaps' width reason
     if verdict is not True:
         return verdict, reason
-    if low == high:
-        return within_factor(low, high, fit["low"], fit["high"])
     if fit["status"] == "separable":
         if low <= fit["low"] and fit["high"] <= high:
             return True, ""
@@ -119,9 +120,10 @@ def within_factor(
     middle, factor = math.sqrt(low * high), EQUIVALENCE_FACTOR
     if middle / factor <= measured_low and measured_high <= middle * factor:
         return True, ""
+    named = f"{middle:.3g}" + ("" if low == high else f", the middle of {low:.3g} to {high:.3g}")
     return None, (
         f"the measured interval {measured_low:.3g} to {measured_high:.3g} reaches beyond a "
-        f"factor {factor:g} of the predicted {middle:.3g} ({middle / factor:.3g} to "
+        f"factor {factor:g} of the predicted {named} ({middle / factor:.3g} to "
         f"{middle * factor:.3g}): it cannot tell the prediction from one {factor:g}x off"
     )
 
