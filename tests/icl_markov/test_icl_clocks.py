@@ -296,6 +296,45 @@ def test_a_race_open_at_one_rate_predicts_a_ratio_open_on_that_side() -> None:
     assert unbounded.verdict == "inconclusive" and "seed ends do not bound" in unbounded.reason
 
 
+def test_an_end_off_the_grid_bounds_the_ratio_by_the_grids_edge() -> None:
+    """On the clocks' grid K = 4..64, an end above it at the full rate bounds the ratio below
+    (slowed end) / 64, one below it above (slowed end) / 4; at the slowed rate the other way
+    round: above it, 64 / (full end) up; below it, 4 / (full end) down. Off the grid at both
+    rates, or with no grid, the pair bounds nothing. A review's cases: a measured ratio the
+    race allows is no longer refuted."""
+    clocks = Clocks(
+        g=[200], g_prev=[40], m1={k: [10.0 * k] for k in (4, 8, 16, 32, 64)}, m2_prev={}, steps=1000
+    )
+    full, slowed = race(clocks), race(clocks, 0.5)
+
+    def ratio(full_ends, slowed_ends, grid=True):
+        base = replace(full, k1_star=full_ends[1], interval=(full_ends[0], full_ends[2]))
+        other = replace(slowed, k1_star=slowed_ends[1], interval=(slowed_ends[0], slowed_ends[2]))
+        if not grid:
+            base, other = replace(base, paths={}), replace(other, paths={})
+        return predicted_ratio(base, other)
+
+    inf = math.inf
+    assert ratio((30, 40, inf), (15, 20, 60)) == (0.0, 60 / 64)  # full rate above the grid
+    assert ratio((0, 20, 40), (4, 40, 64)) == (1.0, inf)  # full rate below: 4 / 4
+    assert ratio((10, 20, 40), (20, 40, inf)) == (1.6, inf)  # slowed above: 64 / 40
+    assert ratio((10, 20, 40), (0, 40, 64)) == (0.0, 2.0)  # slowed below: up to 4 / 10
+    assert ratio((30, 40, inf), (15, 20, inf)) == (0.0, inf)  # above at both rates
+    assert ratio((30, 40, inf), (15, 20, 60), grid=False) == (0.0, inf)
+
+    def fit(value, low, high):
+        return {"status": "fit", "value": value, "low": low, "high": high, "slope": 2.0}
+
+    def judged(full_ends, slowed_ends, fits):
+        base = replace(full, k1_star=full_ends[1], interval=(full_ends[0], full_ends[2]))
+        other = replace(slowed, k1_star=slowed_ends[1], interval=(slowed_ends[0], slowed_ends[2]))
+        return shift_claim(2.0, (base, fits[0]), (other, fits[1]), 6).verdict
+
+    allowed = (fit(40, 36, 44), fit(28, 26, 30))  # a ratio of about 0.6 to 0.81
+    assert judged((30, 40, inf), (15, 20, 60), allowed) == "inconclusive"  # was refuted
+    assert judged((30, 40, inf), (15, 20, 60), (fit(40, 36, 44), fit(60, 55, 66))) == "refuted"
+
+
 def test_a_one_sided_k1_is_confirmed_only_beyond_its_bound_by_the_intervals_width() -> None:
     """K*_1 above 25 (the race's tie above its grid) against a measured 23..32 overlaps the
     bound: inconclusive, no longer confirmed; against 10..20 it is refuted; 60..80 lies a

@@ -34,10 +34,11 @@ def _races(derived: dict) -> tuple[dict, dict]:
 
 
 def _race(recorded: dict) -> Race:
-    """The race's K*_1 and interval as report.json holds them (an open end as null)."""
+    """The race's K*_1, interval and grid as report.json holds them (an open end as null)."""
     low, high = recorded["interval"]
     interval = (0.0 if low is None else low, math.inf if high is None else high)
-    return Race(recorded["k1_star"], interval, (0, 0, 0), (0, 0, 0), {}, "")
+    paths = {p: {int(k): v for k, v in t.items()} for p, t in recorded["paths"].items()}
+    return Race(recorded["k1_star"], interval, (0, 0, 0), (0, 0, 0), paths, "")
 
 
 def main(paths: list[str]) -> None:

@@ -200,24 +200,41 @@ def shift_claim(
 
 def predicted_ratio(race0: Race, race1: Race) -> tuple[float, float]:
     """The race's K*_1(slowed) / K*_1 from its middles and its seed ends, paired. An end off
-    the grid at one rate (0 or infinity) opens the ratio on its side (infinity at the full
-    rate: towards 0; at the slowed rate: towards infinity), at both rates on both sides (a
-    review: such a pair was dropped, which made an open prediction look narrow)."""
+    its race's grid (0: below the smallest K timed; infinity: above the largest) still bounds
+    the ratio on one side by that edge, and opens it on the other; off the grid at both rates,
+    or with no grid to read, the pair bounds nothing (a review: such a pair was dropped, which
+    made an open prediction look narrow, and then set to 0 or infinity, which refuted ratios
+    the race allows)."""
     low, high = math.inf, 0.0
+    grids = _grid(race0), _grid(race1)
     for a, b in zip(_ends(race0), _ends(race1), strict=True):
-        if 0 < a < math.inf and 0 < b < math.inf:
-            ratio = b / a
-        elif 0 < a < math.inf or 0 < b < math.inf:
-            ratio = math.inf if a <= 0 or math.isinf(b) else 0.0
-        else:
-            return 0.0, math.inf
-        low, high = min(low, ratio), max(high, ratio)
+        pair = _pair_ratio(a, b, *grids)
+        low, high = min(low, pair[0]), max(high, pair[1])
     return low, high
 
 
+def _pair_ratio(a: float, b: float, grid0: list[int], grid1: list[int]) -> tuple[float, float]:
+    """The range of b / a when either may lie off its grid (0 below it, infinity above)."""
+    on_grid = 0 < a < math.inf, 0 < b < math.inf
+    if all(on_grid):
+        return b / a, b / a
+    if not any(on_grid) or not grid0 or not grid1:
+        return 0.0, math.inf
+    if math.isinf(a):  # K*_1 above the full rate's grid: the ratio below b / its top
+        return 0.0, b / grid0[-1]
+    if a <= 0:
+        return b / grid0[0], math.inf
+    return (grid1[-1] / a, math.inf) if math.isinf(b) else (0.0, grid1[0] / a)
+
+
 def _ends(found: Race) -> tuple[float, float, float]:
-    low, high = found.interval or (found.k1_star, found.k1_star)
+    low, high = found.interval
     return low, found.k1_star, high
+
+
+def _grid(found: Race) -> list[int]:
+    """The K at which the race timed a memorising path."""
+    return sorted(set().union(*(set(times) for times in found.paths.values())))
 
 
 def slowing_claims(clocks: dict[str, dict]) -> list[Claim]:
