@@ -2,10 +2,12 @@
 follows every phase (planning and measuring, training, judging, writing). While training it
 shows the steps done of all groups, the ETA, tokens/s and MFU from the first step, the last
 mean loss and the group training; a narrow terminal shortens the group's name first, then
-drops the loss, never cuts the numbers."""
+drops the loss, never cuts the numbers. Into a pipe (a log), the same line is printed from
+training on, when a group finishes, a phase begins, and once a minute."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +15,11 @@ from dataclasses import dataclass, field
 
 #: Seconds between two redraws while training (a tiny model steps every millisecond).
 REDRAW = 0.1
+
+#: Into a pipe (a log file), a status line at most this often while training, besides one
+#: per finished group and per later phase; and how wide those lines may be.
+PIPE_EVERY = 60.0
+PIPE_WIDTH = 119
 
 
 def clock(seconds: float | None) -> str:
@@ -81,13 +88,17 @@ class State:
 
 class Display:
     """The progress callback (:class:`~infoflow.validators.protocol.Progress`) drawing
-    :class:`State` on a rich live line (none into a pipe); ``note`` (the thread count) is
-    printed when training begins, once the specs have been read."""
+    :class:`State` on a rich live line; into a pipe, from training on, as printed lines
+    (each finished group, each later phase, a status every ``PIPE_EVERY`` seconds), nothing
+    while the specs are read and planned (a refused spec stays the only line). ``note`` (the
+    thread count) is printed when training begins."""
 
     def __init__(self, console, live, note: str = "") -> None:
         self.console, self.live, self.note, self.state = console, live, note, State()
         self.last: dict[str, int] = {}
         self.drawn = 0.0
+        self.logged = -math.inf  # into a pipe: when the last line was printed
+        self.finished: set[str] = set()
 
     def phase(self, name: str, detail: str = "", total: int = 0) -> None:
         """A new phase (``training`` with its ``total`` steps)."""
@@ -112,14 +123,26 @@ class Display:
         state.group = group
         state.speed = speed or state.speed
         state.loss = state.loss if loss is None else loss
+        finished = step == total and group not in self.finished  # a trainer may say it twice
+        if finished:
+            self.finished.add(group)
         if now - self.drawn >= REDRAW or step == total:
-            self.draw()
+            self.draw(finished)
 
-    def draw(self) -> None:
-        """Show the state now (the live line also redraws itself four times a second)."""
-        self.drawn = time.monotonic()
+    def draw(self, finished: bool = False) -> None:
+        """Show the state now (the live line also redraws itself four times a second); into
+        a pipe, print it where a group ``finished``, a phase began, or a minute passed."""
+        self.drawn = now = time.monotonic()
         if self.live is not None:
             self.live.refresh()
+            return
+        state = self.state
+        if state.phase == "planning":
+            return
+        if finished or state.phase != "training" or now - self.logged >= PIPE_EVERY:
+            self.logged = now
+            line = state.line(PIPE_WIDTH, now)
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def __rich__(self):
         """The live line as of now, one column narrower than the console."""
@@ -132,7 +155,7 @@ class Display:
 @contextmanager
 def progress(quiet: bool, console=None, note: str = "") -> Iterator[Display | None]:
     """The display on stderr's console (or ``console``), or None with ``quiet``; into a
-    pipe, only ``note``."""
+    pipe, printed lines from training on."""
     if quiet:
         yield None
         return

@@ -79,15 +79,32 @@ def test_a_resumed_group_counts_its_earlier_steps_as_done_not_toward_the_rate() 
         assert state.eta(state.started + 2.0) == 98.0  # 98 steps to go at a step a second
 
 
-def test_into_a_pipe_only_the_thread_line_is_printed_once_training_begins() -> None:
+def test_into_a_pipe_lines_are_printed_from_training_on(monkeypatch) -> None:
+    """Into a pipe: nothing while planning (a refused spec stays the only line), then the
+    thread line, a line when training begins, when a group finishes, once a minute between
+    (not at every step), and at each later phase."""
+    import infoflow.cli.progress as shown
+
+    now = [1000.0]
+    monkeypatch.setattr(shown.time, "monotonic", lambda: now[0])
     console, out = _console(terminal=False)
     with progress(False, console, note="torch threads: 2") as display:
         display.phase("planning")
-        assert out.getvalue() == ""  # a spec refused now is the only line on stderr
-        display.phase("training", total=10)
-        display("g", 10, 10, 0.5, SPEED)
-        display.phase("writing")
-    assert out.getvalue() == "torch threads: 2\n"
+        assert out.getvalue() == ""
+        display.phase("training", total=300)
+        for step in range(1, 101):  # a step a second: a status line after the first minute
+            now[0] += 1.0
+            display("g", step, 100, 0.5, SPEED)
+        display("h", 200, 200, 0.25, SPEED)  # a resumed group, finished
+        display("h", 200, 200, 0.25, SPEED)  # said twice (a trainer's last evaluation): once
+        display.phase("judging", "smoke")
+        display.phase("writing", "the reports")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "torch threads: 2" and lines[1] == "train 0/300 0% ETA -:--"
+    assert lines[2].startswith("train g 60/300 20% loss 0.5") and "ETA" in lines[2]
+    assert lines[3].startswith("train g 100/300 33%")  # g finished
+    assert lines[4].startswith("train h 300/300 100% loss 0.25")
+    assert lines[5:] == ["judging smoke 0:00", "writing the reports 0:00"]
 
 
 def test_quiet_shows_nothing() -> None:
