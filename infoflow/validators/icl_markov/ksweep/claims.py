@@ -197,9 +197,9 @@ def k1_claim(prediction, fit: dict, grid: dict) -> Claim:
     the logistic fit; with separable outcomes, against their bracket. Two-sided: confirmed
     when they overlap, the measured one is at most ``K1_WIDTH_SLACK`` times as wide and its
     estimate lies inside the prediction (:func:`~.k1_rules.two_sided`; a point: the measured
-    interval within a factor 2 of it). One-sided (from 0 or
-    to infinity: the race's tie, or a seed end, off its grid): :func:`~.k1_rules.one_sided`,
-    confirmed only when the measured interval lies on its side by its own width at least."""
+    interval within a factor 2 of it). One-sided (from 0 or to infinity: the race's tie, or a
+    seed end, off its grid): :func:`~.k1_rules.one_sided`, confirmed only when the measured
+    interval lies on its side by its own width at least."""
     ident = "k1_star"
     claim = "K*_1: below it memorization wins, above it G2 forms first"
     shown = {"fit": fit, "grid": grid}
