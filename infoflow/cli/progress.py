@@ -3,7 +3,8 @@ follows every phase (planning and measuring, training, judging, writing). While 
 shows the steps done of all groups, the ETA, tokens/s and MFU from the first step, the last
 mean loss and the group training; a narrow terminal shortens the group's name first, then
 drops the loss, never cuts the numbers. Into a pipe (a log), the same line is printed from
-training on, when a group finishes, a phase begins, and once a minute."""
+the first training step on: then, when a group finishes, once a minute, and at each later
+phase."""
 
 from __future__ import annotations
 
@@ -88,10 +89,11 @@ class State:
 
 class Display:
     """The progress callback (:class:`~infoflow.validators.protocol.Progress`) drawing
-    :class:`State` on a rich live line; into a pipe, from training on, as printed lines
-    (each finished group, each later phase, a status every ``PIPE_EVERY`` seconds), nothing
-    while the specs are read and planned (a refused spec stays the only line). ``note`` (the
-    thread count) is printed when training begins."""
+    :class:`State` on a rich live line; into a pipe, from the first training step on, as
+    printed lines (that step, each finished group, a status every ``PIPE_EVERY`` seconds,
+    then each later phase), nothing before (a spec refused while planning, or a resume that
+    trains nothing, prints no progress). ``note`` (the thread count) is printed when
+    training begins."""
 
     def __init__(self, console, live, note: str = "") -> None:
         self.console, self.live, self.note, self.state = console, live, note, State()
@@ -137,9 +139,11 @@ class Display:
             self.live.refresh()
             return
         state = self.state
-        if state.phase == "planning":
-            return
-        if finished or state.phase != "training" or now - self.logged >= PIPE_EVERY:
+        if state.phase == "training":  # from the first step on (a resume may train nothing)
+            due = state.started is not None and (finished or now - self.logged >= PIPE_EVERY)
+        else:  # the phases after training, once training printed (planning: never)
+            due = state.phase != "planning" and self.logged > -math.inf
+        if due:
             self.logged = now
             line = state.line(PIPE_WIDTH, now)
             self.console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -155,7 +159,7 @@ class Display:
 @contextmanager
 def progress(quiet: bool, console=None, note: str = "") -> Iterator[Display | None]:
     """The display on stderr's console (or ``console``), or None with ``quiet``; into a
-    pipe, printed lines from training on."""
+    pipe, printed lines from the first training step on."""
     if quiet:
         yield None
         return

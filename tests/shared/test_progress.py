@@ -81,8 +81,9 @@ def test_a_resumed_group_counts_its_earlier_steps_as_done_not_toward_the_rate() 
 
 def test_into_a_pipe_lines_are_printed_from_training_on(monkeypatch) -> None:
     """Into a pipe: nothing while planning (a refused spec stays the only line), then the
-    thread line, a line when training begins, when a group finishes, once a minute between
-    (not at every step), and at each later phase."""
+    thread line, a line at the first step, when a group finishes, once a minute between
+    (not at every step), and at each later phase; a resume that trains nothing prints only
+    the thread line (a refusal while judging it follows no progress line)."""
     import infoflow.cli.progress as shown
 
     now = [1000.0]
@@ -100,11 +101,16 @@ def test_into_a_pipe_lines_are_printed_from_training_on(monkeypatch) -> None:
         display.phase("judging", "smoke")
         display.phase("writing", "the reports")
     lines = out.getvalue().splitlines()
-    assert lines[0] == "torch threads: 2" and lines[1] == "train 0/300 0% ETA -:--"
-    assert lines[2].startswith("train g 60/300 20% loss 0.5") and "ETA" in lines[2]
+    assert lines[0] == "torch threads: 2" and lines[1].startswith("train g 1/300 0% loss 0.5")
+    assert lines[2].startswith("train g 61/300 20% loss 0.5") and "ETA" in lines[2]
     assert lines[3].startswith("train g 100/300 33%")  # g finished
     assert lines[4].startswith("train h 300/300 100% loss 0.25")
     assert lines[5:] == ["judging smoke 0:00", "writing the reports 0:00"]
+    console, out = _console(terminal=False)
+    with progress(False, console, note="torch threads: 1, as when this run started") as display:
+        display.phase("training", total=0)
+        display.phase("judging", "smoke")
+    assert out.getvalue() == "torch threads: 1, as when this run started\n"
 
 
 def test_quiet_shows_nothing() -> None:
