@@ -108,13 +108,15 @@ def within_factor(
     low: float, high: float, measured_low: float, measured_high: float
 ) -> tuple[bool | None, str]:
     """An equivalence test of a prediction [low, high] against a measured interval (0 and inf
-    where open): refuted when disjoint; confirmed when the measured interval lies within
-    ``EQUIVALENCE_FACTOR`` of the prediction's geometric middle (both ends finite); else
-    undecided (None, why)."""
+    where open, on either side): refuted when disjoint; confirmed when the measured interval
+    lies within ``EQUIVALENCE_FACTOR`` of the prediction's geometric middle (all four ends
+    finite); else undecided (None, why)."""
     if measured_high < low:
         return False, f"the measured interval ends at {measured_high:.3g}"
     if measured_low > high:
         return False, f"the measured interval starts at {measured_low:.3g}"
+    if low <= 0 or math.isinf(high):
+        return None, "the predicted interval is open on one side: it can be refuted, not confirmed"
     if measured_low <= 0 or math.isinf(measured_high):
         return None, "the measured interval is open on one side: an overlap places nothing"
     middle, factor = math.sqrt(low * high), EQUIVALENCE_FACTOR
