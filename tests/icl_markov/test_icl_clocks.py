@@ -123,6 +123,31 @@ def test_a_clock_group_stops_once_every_clock_is_final(tmp_path) -> None:
     assert early == full
 
 
+def test_each_step_is_reported_once_and_a_checkpoint_with_its_mean_loss(tmp_path) -> None:
+    """The progress callback hears every step once; a checkpoint's step (the last one too,
+    which a log prints as the group's finished line) carries that window's mean loss, not the
+    previous checkpoint's."""
+    spec = infoflow.load_spec({**TINY, "training": {**TINY["training"], "steps": 12}})
+    group = ClockGroup("c", "M1", spec, [1, 2], [0, 1], [4, 12], 16)
+    heard: list[tuple[int, float | None]] = []
+    recorder = Recorder()
+
+    def hear(name: str, step: int, total: int, loss: float | None = None, speed: str = ""):
+        heard.append((step, loss))
+
+    context = Context(torch.device("cpu"), recorder, tmp_path, progress=hear)
+    data = ClockData(group, torch.device("cpu"))
+    train_group(group, context, data, data.evaluate, lambda rows: False)
+    assert [step for step, _ in heard] == list(range(1, 13))
+    losses = {
+        args[1]: sum(row["train:loss"] for row in args[2]) / len(args[2])
+        for method, args in recorder.rows
+        if method == "record_metrics"
+    }
+    assert {step: loss for step, loss in heard if loss is not None} == pytest.approx(losses)
+    assert set(losses) == {4, 12}
+
+
 def test_clock_data_levels_are_the_references_own() -> None:
     spec = infoflow.load_spec(TINY)
     group = ClockGroup("c", "G", spec, [None], [0], [5], eval_sequences=16)

@@ -172,24 +172,25 @@ def train_group(
         speed.add(len(group.members) * training.batch_size * spec.context_len)
         window += 1
         done = step + 1
-        if context.progress:
-            context.progress(group.name, done, training.steps, None, speed.text())
-        if done in group.checkpoints or done == training.steps:
-            metrics = evaluate_members(model)
-            mean_losses = (losses / window).tolist()
-            for i, loss in enumerate(mean_losses):
-                metrics[i]["train:loss"] = loss
-            losses.zero_()
-            window = 0
-            store.record_metrics(group.name, done, metrics)
-            checkpoint.save(model, optimizer, schedule, stream.state(done), done, store.rows)
-            stop = finished(metrics)
-            if context.progress:  # a finished group counts its remaining steps as done
-                mean = sum(mean_losses) / len(mean_losses)
-                shown = training.steps if stop else done
-                context.progress(group.name, shown, training.steps, mean, speed.text())
-            if stop:
-                break
+        if done not in group.checkpoints and done != training.steps:
+            if context.progress:  # a checkpoint's step is reported below, with its loss
+                context.progress(group.name, done, training.steps, None, speed.text())
+            continue
+        metrics = evaluate_members(model)
+        mean_losses = (losses / window).tolist()
+        for i, loss in enumerate(mean_losses):
+            metrics[i]["train:loss"] = loss
+        losses.zero_()
+        window = 0
+        store.record_metrics(group.name, done, metrics)
+        checkpoint.save(model, optimizer, schedule, stream.state(done), done, store.rows)
+        stop = finished(metrics)
+        if context.progress:  # a finished group counts its remaining steps as done
+            mean = sum(mean_losses) / len(mean_losses)
+            shown = training.steps if stop else done
+            context.progress(group.name, shown, training.steps, mean, speed.text())
+        if stop:
+            break
     store.record_throughput(group.name, speed.rates())
     store.finish_group(group.name, checkpoint.seconds())
 
