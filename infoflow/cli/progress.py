@@ -56,7 +56,7 @@ class State:
     group: str = ""
     loss: float | None = None
     speed: str = ""
-    started: float | None = None  # the first training step's time
+    started: float | None = None  # when training began (the first step's time counts)
     phase_started: float = field(default_factory=time.monotonic)
 
     def eta(self, now: float) -> float | None:
@@ -107,7 +107,7 @@ class Display:
         self.state.phase, self.state.detail = name, detail
         self.state.phase_started = time.monotonic()
         if name == "training":
-            self.state.total = total
+            self.state.total, self.state.started = total, self.state.phase_started
             if self.note:
                 self.console.print(self.note, markup=False, highlight=False, soft_wrap=True)
         self.draw()
@@ -117,10 +117,10 @@ class Display:
     ) -> None:
         """Group ``group`` reached ``step`` of ``total`` (its mean ``loss`` where measured)."""
         state, now = self.state, time.monotonic()
-        if state.started is None:
-            state.started = now
         state.done += step - self.last.get(group, 0)
-        state.timed += step - self.last.get(group, step - 1)  # a resumed group: from here
+        # a resumed group counts from here; a retried one (back to its checkpoint) took its
+        # steps all the same
+        state.timed += max(step - self.last.get(group, step - 1), 0)
         self.last[group] = step
         state.group = group
         state.speed = speed or state.speed
@@ -140,7 +140,7 @@ class Display:
             return
         state = self.state
         if state.phase == "training":  # from the first step on (a resume may train nothing)
-            due = state.started is not None and (finished or now - self.logged >= PIPE_EVERY)
+            due = state.timed > 0 and (finished or now - self.logged >= PIPE_EVERY)
         else:  # the phases after training, once training printed (planning: never)
             due = state.phase != "planning" and self.logged > -math.inf
         if due:

@@ -7,14 +7,19 @@ folder, which every worker must reach (the machine's disk for a local cluster, a
 file system on a real one). A worker that dies is retried by Ray (``max_retries``); the
 retry resumes from the job's last checkpoint, whose records it restores, so it returns what
 an uninterrupted run would. The driver alone writes the database: it replays the returned
-records, so the judge stage reads the same store whichever executor trained.
+records, so the judge stage reads the same store whichever executor trained. A task notes
+its progress in the same folder; the driver reads the notes every ``NOTE_EVERY`` seconds for
+the display.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import socket
+import time
 from pathlib import Path
 
 import torch
@@ -23,7 +28,7 @@ from infoflow.core.errors import SpecError, install_hint
 from infoflow.core.text import one_line
 from infoflow.families import family
 from infoflow.validators.ensemble import deterministic
-from infoflow.validators.protocol import Context, Job
+from infoflow.validators.protocol import Context, Job, Progress
 from infoflow.validators.store import Recorder
 
 
@@ -44,14 +49,60 @@ def train_job(job: Job, context: Context) -> None:
         validator.train(job, context)
 
 
+#: Seconds between two progress notes of a Ray task, and between two reads of the driver.
+NOTE_EVERY = 2.0
+
+
+class ProgressNote:
+    """A Ray task's progress callback: the job's last step, its total, the last mean loss
+    and the speed, as JSON in ``checkpoints/JOB.progress`` (replaced whole), at most every
+    ``NOTE_EVERY`` seconds and at the group's last step; the driver reads it
+    (:func:`report_notes`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.written, self.loss = path, -math.inf, None
+
+    def __call__(
+        self, group: str, step: int, total: int, loss: float | None = None, speed: str = ""
+    ) -> None:
+        self.loss = self.loss if loss is None else loss
+        now = time.monotonic()
+        if step < total and now - self.written < NOTE_EVERY:
+            return
+        self.written = now
+        note = {"step": step, "total": total, "loss": self.loss, "speed": speed}
+        part = self.path.with_suffix(".part")
+        part.write_text(json.dumps(note))
+        os.replace(part, self.path)
+
+    def phase(self, name: str, detail: str = "", total: int = 0) -> None:
+        """A task has no phases of its own."""
+
+
+def report_notes(jobs: list[Job], folder: Path, progress: Progress, heard: dict) -> None:
+    """Pass on to ``progress`` each job's progress note that changed since the last read
+    (``heard``: job name -> the step last passed on); a note half written or unreadable is
+    read next time."""
+    for job in jobs:
+        try:
+            note = json.loads((folder / f"{job.name}.progress").read_text())
+            step, total, loss, speed = note["step"], note["total"], note["loss"], note["speed"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if heard.get(job.name) != step:
+            heard[job.name] = step
+            progress(job.name, step, total, loss, speed)
+
+
 def train_one(job: Job, device: str, checkpoints: str, compile: bool = False) -> list:
     """The Ray task: train ``job`` to the end, away from the database, and return its
     records. The worker's process id goes to ``checkpoints/JOB.pid`` (to find, or kill, the
-    process that trains a job)."""
+    process that trains a job), its progress to ``checkpoints/JOB.progress``."""
     folder = Path(checkpoints)
     (folder / f"{job.name}.pid").write_text(str(os.getpid()))
     recorder = Recorder()
-    train_job(job, Context(torch.device(device), recorder, folder, compile=compile))
+    note = ProgressNote(folder / f"{job.name}.progress")
+    train_job(job, Context(torch.device(device), recorder, folder, note, compile=compile))
     return recorder.rows
 
 
@@ -96,11 +147,18 @@ def train_on_ray(
         raise SpecError("--address", [(None, f"cannot reach {where}: {reason}")]) from None
     resources = {"num_gpus": gpus_per_group} if context.device.type == "cuda" else {"num_cpus": 1}
     remote = ray.remote(max_retries=3)(train_one).options(**resources)
+    for job in jobs:  # an earlier run's notes would report steps this one has not trained
+        (context.checkpoints / f"{job.name}.progress").unlink(missing_ok=True)
     try:
         device, folder = str(context.device), str(context.checkpoints)
         pending = {remote.remote(job, device, folder, context.compile): job for job in jobs}
+        heard: dict[str, int] = {}
         while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=NOTE_EVERY)
+            if context.progress:
+                report_notes(list(pending.values()), context.checkpoints, context.progress, heard)
+            if not done:
+                continue
             job = pending.pop(done[0])
             recorder = Recorder()
             recorder.restore(_result(ray, done[0]))

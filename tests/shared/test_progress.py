@@ -79,6 +79,17 @@ def test_a_resumed_group_counts_its_earlier_steps_as_done_not_toward_the_rate() 
         assert state.eta(state.started + 2.0) == 98.0  # 98 steps to go at a step a second
 
 
+def test_a_retried_group_counts_its_steps_done_again_not_its_rate_backwards() -> None:
+    """A Ray task retried from its group's checkpoint reports a step below the last: the
+    steps done go back, the steps taken (the ETA's rate) do not."""
+    with progress(False, _console(terminal=False)[0]) as display:
+        display.phase("training", total=600)
+        display("g", 1, 600, None, SPEED)
+        display("g", 300, 600, None, SPEED)
+        display("g", 201, 600, None, SPEED)  # retried from step 200's checkpoint
+        assert (display.state.done, display.state.timed) == (201, 300)
+
+
 def test_into_a_pipe_lines_are_printed_from_training_on(monkeypatch) -> None:
     """Into a pipe: nothing while planning (a refused spec stays the only line), then the
     thread line, a line at the first step, when a group finishes, once a minute between
@@ -102,6 +113,7 @@ def test_into_a_pipe_lines_are_printed_from_training_on(monkeypatch) -> None:
         display.phase("writing", "the reports")
     lines = out.getvalue().splitlines()
     assert lines[0] == "torch threads: 2" and lines[1].startswith("train g 1/300 0% loss 0.5")
+    assert lines[1].endswith("ETA 4:59")  # the first step took a second from training's start
     assert lines[2].startswith("train g 61/300 20% loss 0.5") and "ETA" in lines[2]
     assert lines[3].startswith("train g 100/300 33%")  # g finished
     assert lines[4].startswith("train h 300/300 100% loss 0.25")
