@@ -1,8 +1,8 @@
 """``validate``'s progress display: one line, as wide as the terminal and never wider, that
 follows every phase (planning and measuring, training, judging, writing). While training it
-shows the steps done of all groups, the ETA, tokens/s and MFU from the first step, the last
-mean loss and the group training; a narrow terminal shortens the group's name first, then
-drops the loss, never cuts the numbers. Into a pipe (a log), the same line is printed from
+shows the steps done of all groups, the ETA (at the rate since training began), tokens/s and
+MFU from the first step, the last mean loss and the group training; a narrow terminal
+shortens the group's name first, then drops the loss, never cuts the numbers. Into a pipe (a log), the same line is printed from
 the first training step on: then, when a group finishes, once a minute, and at each later
 phase."""
 
@@ -118,9 +118,9 @@ class Display:
         """Group ``group`` reached ``step`` of ``total`` (its mean ``loss`` where measured)."""
         state, now = self.state, time.monotonic()
         state.done += step - self.last.get(group, 0)
-        # a resumed group counts from here; a retried one (back to its checkpoint) took its
-        # steps all the same
-        state.timed += max(step - self.last.get(group, step - 1), 0)
+        before = self.last.get(group, step - 1)  # a resumed group counts from here
+        # a retried one, back at its checkpoint, took this step again (and the earlier ones)
+        state.timed += step - before if step >= before else 1
         self.last[group] = step
         state.group = group
         state.speed = speed or state.speed

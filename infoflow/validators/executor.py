@@ -14,6 +14,7 @@ the display.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 import torch
 
 from infoflow.core.errors import SpecError, install_hint
+from infoflow.core.files import TEMPORARY
 from infoflow.core.text import one_line
 from infoflow.families import family
 from infoflow.validators.ensemble import deterministic
@@ -54,26 +56,34 @@ NOTE_EVERY = 2.0
 
 
 class ProgressNote:
-    """A Ray task's progress callback: the job's last step, its total, the last mean loss
-    and the speed, as JSON in ``checkpoints/JOB.progress`` (replaced whole), at most every
-    ``NOTE_EVERY`` seconds and at the group's last step; the driver reads it
-    (:func:`report_notes`)."""
+    """A Ray task's progress callback: the first step this attempt trained, the last step,
+    the total, the last mean loss and the speed, as JSON in ``checkpoints/JOB.progress``
+    (replaced whole), at most every ``NOTE_EVERY`` seconds, at the group's last step and at
+    :meth:`flush`; the driver reads it (:func:`report_notes`). A note that cannot be written
+    is skipped: the display's side channel never stops a task."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.written, self.loss = path, -math.inf, None
+        self.path, self.written, self.note = path, -math.inf, None
 
     def __call__(
         self, group: str, step: int, total: int, loss: float | None = None, speed: str = ""
     ) -> None:
-        self.loss = self.loss if loss is None else loss
-        now = time.monotonic()
-        if step < total and now - self.written < NOTE_EVERY:
+        last = self.note or {"first": step, "loss": None}
+        loss = last["loss"] if loss is None else loss
+        self.note = {"first": last["first"], "step": step, "total": total, "loss": loss}
+        self.note["speed"] = speed
+        if step >= total or time.monotonic() - self.written >= NOTE_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the last step heard now (a group that stops early ends below its total)."""
+        if self.note is None:
             return
-        self.written = now
-        note = {"step": step, "total": total, "loss": self.loss, "speed": speed}
-        part = self.path.with_suffix(".part")
-        part.write_text(json.dumps(note))
-        os.replace(part, self.path)
+        self.written = time.monotonic()
+        part = self.path.with_name(f"{TEMPORARY}{self.path.name}")  # a killed writer's: removed
+        with contextlib.suppress(OSError):
+            part.write_text(json.dumps(self.note))
+            os.replace(part, self.path)
 
     def phase(self, name: str, detail: str = "", total: int = 0) -> None:
         """A task has no phases of its own."""
@@ -81,17 +91,23 @@ class ProgressNote:
 
 def report_notes(jobs: list[Job], folder: Path, progress: Progress, heard: dict) -> None:
     """Pass on to ``progress`` each job's progress note that changed since the last read
-    (``heard``: job name -> the step last passed on); a note half written or unreadable is
-    read next time."""
+    (``heard``: job name -> the attempt's first step and the step last passed on); an
+    attempt heard for the first time starts at its first step, so the steps it trained
+    between two reads count toward the rate. A note half written is read next time."""
     for job in jobs:
         try:
             note = json.loads((folder / f"{job.name}.progress").read_text())
-            step, total, loss, speed = note["step"], note["total"], note["loss"], note["speed"]
+            first, step, total = note["first"], note["step"], note["total"]
+            loss, speed = note["loss"], note["speed"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if heard.get(job.name) != step:
-            heard[job.name] = step
-            progress(job.name, step, total, loss, speed)
+        before = heard.get(job.name, (None, None))
+        if before == (first, step):
+            continue
+        heard[job.name] = (first, step)
+        if before[0] != first and first != step:  # a new attempt (a task, or its retry)
+            progress(job.name, first, total, None, speed)
+        progress(job.name, step, total, loss, speed)
 
 
 def train_one(job: Job, device: str, checkpoints: str, compile: bool = False) -> list:
@@ -103,6 +119,7 @@ def train_one(job: Job, device: str, checkpoints: str, compile: bool = False) ->
     recorder = Recorder()
     note = ProgressNote(folder / f"{job.name}.progress")
     train_job(job, Context(torch.device(device), recorder, folder, note, compile=compile))
+    note.flush()
     return recorder.rows
 
 
@@ -152,7 +169,7 @@ def train_on_ray(
     try:
         device, folder = str(context.device), str(context.checkpoints)
         pending = {remote.remote(job, device, folder, context.compile): job for job in jobs}
-        heard: dict[str, int] = {}
+        heard: dict[str, tuple[int, int]] = {}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=NOTE_EVERY)
             if context.progress:

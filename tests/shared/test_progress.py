@@ -87,7 +87,7 @@ def test_a_retried_group_counts_its_steps_done_again_not_its_rate_backwards() ->
         display("g", 1, 600, None, SPEED)
         display("g", 300, 600, None, SPEED)
         display("g", 201, 600, None, SPEED)  # retried from step 200's checkpoint
-        assert (display.state.done, display.state.timed) == (201, 300)
+        assert (display.state.done, display.state.timed) == (201, 301)
 
 
 def test_into_a_pipe_lines_are_printed_from_training_on(monkeypatch) -> None:
