@@ -311,9 +311,13 @@ def calibrate(
     base: Annotated[
         Path | None, typer.Option(help="Calibration to start from; default: the shipped one.")
     ] = None,
-    out: Annotated[Path, typer.Option(help="Where to write the new calibration file.")] = Path(
-        "calibration.json"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Where to write the new calibration file (a calibration file there is "
+            "replaced; any other file is refused)."
+        ),
+    ] = Path("calibration.json"),
     verbose: Verbose = False,
     quiet: Quiet = False,
 ) -> None:

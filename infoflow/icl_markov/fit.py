@@ -59,6 +59,7 @@ def calibrate(results: list[Path], base: Path | None, out: Path) -> list[tuple[s
     to ``out`` and return what the fit found, as (quantity, value, note) rows."""
     reports = read_reports(results)
     base_calibration = load_calibration(base)
+    _writable(out)
     try:
         found = fit(reports, base_calibration)
     except (ValidationError, ArithmeticError) as exc:  # its fields are checked on reading
@@ -67,6 +68,19 @@ def calibrate(results: list[Path], base: Path | None, out: Path) -> list[tuple[s
         raise SpecError(files, [("specs", message)]) from None
     write_calibration(found.calibration, out)
     return found.lines
+
+
+def _writable(out: Path) -> None:
+    """Refuse an ``--out`` that holds something other than a calibration file (a report or
+    a spec given by mistake was written over); a calibration file is updated in place."""
+    if not Path(out).is_file():
+        return
+    try:
+        load_calibration(out)
+    except SpecError as exc:
+        what = f"{out} is not a calibration file ({exc.problems[0][1]})"
+        message = f"{what}: will not write over it; name a new file"
+        raise SpecError("--out", [(None, message)]) from None
 
 
 def _why(exc: Exception) -> str:

@@ -274,6 +274,23 @@ def test_calibrate_refuses_reports_it_cannot_read(tmp_path) -> None:
     assert "invalid JSON" in refused("calibrate", "icl_markov", str(report))
 
 
+def test_calibrate_writes_over_a_calibration_file_only(tmp_path) -> None:
+    """`calibrate icl_markov RUN --out RUN/report.json` wrote the calibration over the report
+    it read (a spec too): refused, the file untouched; a calibration file is updated."""
+    real = ROOT / "docs" / "results" / "2026-11-29-icl-smoke-cpu-seed0" / "report.json"
+    report = tmp_path / "report.json"
+    report.write_bytes(real.read_bytes())
+    line = refused("calibrate", "icl_markov", str(report), "--out", str(report))
+    assert line.startswith(f"error: --out: {report} is not a calibration file (")
+    assert line.endswith("will not write over it; name a new file")
+    assert report.read_bytes() == real.read_bytes()
+    calibration = tmp_path / "calibration.json"
+    for _ in range(2):  # written, then written over
+        done = run_cli("calibrate", "icl_markov", str(report), "--out", str(calibration))
+        assert done.returncode == 0, done.stderr
+    assert json.loads(calibration.read_text())["format"] == 1
+
+
 @pytest.mark.parametrize(
     ("path", "value", "words"),
     [
