@@ -131,6 +131,17 @@ class Display:
         if now - self.drawn >= REDRAW or step == total:
             self.draw(finished)
 
+    def finish(self, group: str, steps: int) -> None:
+        """Group ``group`` (``steps`` long) ended: the steps it skipped (an early stop) count
+        as done, not as taken; its finished line is printed once."""
+        state = self.state
+        state.done += steps - self.last.get(group, 0)
+        self.last[group] = steps
+        if group not in self.finished:
+            self.finished.add(group)
+            state.group = group
+            self.draw(finished=True)
+
     def draw(self, finished: bool = False) -> None:
         """Show the state now (the live line also redraws itself four times a second); into
         a pipe, print it where a group ``finished``, a phase began, or a minute passed."""

@@ -36,11 +36,11 @@ from infoflow.validators.store import Recorder
 
 def train_local(jobs: list[Job], context: Context) -> None:
     """Train ``jobs`` one after another in this process (a job that stops early counts
-    its remaining steps as done)."""
+    its remaining steps as done, not toward the rate)."""
     for job in jobs:
         train_job(job, context)
         if context.progress:
-            context.progress(job.name, job.steps, job.steps)
+            context.progress.finish(job.name, job.steps)
 
 
 def train_job(job: Job, context: Context) -> None:
@@ -87,6 +87,9 @@ class ProgressNote:
 
     def phase(self, name: str, detail: str = "", total: int = 0) -> None:
         """A task has no phases of its own."""
+
+    def finish(self, group: str, steps: int) -> None:
+        """A group's end is the driver's to report."""
 
 
 def report_notes(jobs: list[Job], folder: Path, progress: Progress, heard: dict) -> None:
@@ -181,7 +184,7 @@ def train_on_ray(
             recorder.restore(_result(ray, done[0]))
             recorder.replay(context.store)
             if context.progress:
-                context.progress(job.name, job.steps, job.steps)
+                context.progress.finish(job.name, job.steps)
     finally:
         if address is None:  # the cluster this run started or found: disconnect
             ray.shutdown()

@@ -56,6 +56,10 @@ class Progress(Protocol):
         """A stage begins: planning, training (``total`` steps of all groups), judging,
         writing; ``detail`` says what on."""
 
+    def finish(self, group: str, steps: int) -> None:
+        """Group ``group`` (``steps`` long) ended: the steps it did not take (it stopped
+        early) count as done, not toward the rate."""
+
 
 class CannotValidate(Exception):
     """A spec this family's validator cannot train or measure; the message says why and

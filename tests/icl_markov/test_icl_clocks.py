@@ -146,6 +146,11 @@ def test_each_step_is_reported_once_and_a_checkpoint_with_its_mean_loss(tmp_path
     }
     assert {step: loss for step, loss in heard if loss is not None} == pytest.approx(losses)
     assert set(losses) == {4, 12}
+    heard.clear()  # a group that stops at its first checkpoint reports that step, no more
+    (tmp_path / "early").mkdir()
+    context = Context(torch.device("cpu"), Recorder(), tmp_path / "early", progress=hear)
+    train_group(group, context, data, data.evaluate, lambda rows: True)
+    assert heard[-1][0] == 4 and heard[-1][1] is not None
 
 
 def test_clock_data_levels_are_the_references_own() -> None:

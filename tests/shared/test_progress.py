@@ -90,6 +90,35 @@ def test_a_retried_group_counts_its_steps_done_again_not_its_rate_backwards() ->
         assert (display.state.done, display.state.timed) == (201, 301)
 
 
+def test_a_group_that_stops_early_counts_its_skipped_steps_as_done_not_taken(
+    monkeypatch,
+) -> None:
+    """A group whose members all stopped at step 600 of 1,000 (a plateau, a clock that is
+    final): the 400 steps it skipped finish the bar but do not speed the ETA's rate; into a
+    pipe its finished line is printed once."""
+    import infoflow.cli.progress as shown
+
+    now = [0.0]
+    monkeypatch.setattr(shown.time, "monotonic", lambda: now[0])
+    console, out = _console(terminal=False)
+    with progress(False, console) as display:
+        display.phase("training", total=2000)
+        now[0] = 1.0
+        display("g", 1, 1000, None, SPEED)
+        now[0] = 600.0
+        display("g", 600, 1000, 0.5, SPEED)  # its last step
+        display.finish("g", 1000)
+        display.finish("g", 1000)  # said again: nothing more
+        state = display.state
+        assert (state.done, state.timed) == (1000, 600)
+        assert state.eta(now[0]) == 1000.0  # 1,000 steps to go at a step a second
+    assert [line.split(" ETA")[0] for line in out.getvalue().splitlines()] == [
+        f"train g 1/2,000 0% {SPEED.replace(', ', ' ')}",
+        f"train g 600/2,000 30% loss 0.5 {SPEED.replace(', ', ' ')}",
+        f"train g 1,000/2,000 50% loss 0.5 {SPEED.replace(', ', ' ')}",
+    ]
+
+
 def test_into_a_pipe_lines_are_printed_from_training_on(monkeypatch) -> None:
     """Into a pipe: nothing while planning (a refused spec stays the only line), then the
     thread line, a line at the first step, when a group finishes, once a minute between

@@ -33,6 +33,9 @@ class Heard:
     def phase(self, name, detail="", total=0) -> None:
         self.calls.append(("phase", name))
 
+    def finish(self, group, steps) -> None:
+        self.calls.append(("finish", group, steps))
+
 
 def _job(name: str, steps: int = 10) -> Job:
     return Job("icl_markov", "x", types.SimpleNamespace(name=name), steps)
@@ -156,5 +159,5 @@ def test_train_on_ray_reports_steps_while_its_tasks_train(tmp_path, monkeypatch)
         ("g", 1, 10, None, "9 tok/s"),
         ("g", 4, 10, 0.25, "9 tok/s"),
         ("g", 10, 10, 0.125, "8 tok/s"),  # its last note, read before the task is popped
-        ("g", 10, 10, None, ""),
+        ("finish", "g", 10),
     ]

@@ -185,10 +185,9 @@ def train_group(
         store.record_metrics(group.name, done, metrics)
         checkpoint.save(model, optimizer, schedule, stream.state(done), done, store.rows)
         stop = finished(metrics)
-        if context.progress:  # a finished group counts its remaining steps as done
+        if context.progress:  # an early stop's remaining steps: the executor's to count
             mean = sum(mean_losses) / len(mean_losses)
-            shown = training.steps if stop else done
-            context.progress(group.name, shown, training.steps, mean, speed.text())
+            context.progress(group.name, done, training.steps, mean, speed.text())
         if stop:
             break
     store.record_throughput(group.name, speed.rates())
