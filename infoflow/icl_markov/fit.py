@@ -163,14 +163,22 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
 
 def _slope(group: dict, lines: list) -> tuple[float, float] | None:
     """(slope, variance) of log tau_1Mem against log K over the K where memorization won in
-    ``group``, or None with fewer than SLOPE_POINTS of them; a line for the table either way."""
+    ``group`` and the run's ceiling could tell memorizing apart (a K it marks untestable
+    gave a = 0.07 from a run that called memorizing early), or None with fewer than
+    SLOPE_POINTS of them; a line for the table either way."""
+    ceiling = group["measurement"].get("ceiling") or {}
+    untestable = {
+        int(k) for k, c in ceiling.items() if not c.get("testable", {}).get("memorizing", True)
+    }
     times = {
         int(k): v["memorized_at"]
         for k, v in group["measurement"]["per_k"].items()
-        if v["outcome"] == "memorization" and v["memorized_at"]
+        if v["outcome"] == "memorization" and v["memorized_at"] and int(k) not in untestable
     }
     if len(times) < SLOPE_POINTS:
         why = f"memorization won at {len(times)} K; {SLOPE_POINTS} needed"
+        if untestable:
+            why += f" (memorizing untestable at K = {sorted(untestable)})"
         lines.append((f"{group['name']}: a", "-", why))
         return None
     slope, stderr = regression([math.log(k) for k in times], [math.log(t) for t in times.values()])

@@ -274,6 +274,27 @@ def test_a_slope_from_three_k_does_not_weigh_in_a() -> None:
     assert four.calibration.exponents.memorization.value == pytest.approx(3.0)
 
 
+def test_a_leaves_out_the_k_where_the_ceiling_could_not_tell_memorizing_apart() -> None:
+    """A run's ceiling marks memorizing untestable at K = 8: its "memorization" there (an
+    early call, a = 0.07 from the committed dose-c3 run) is no point of the slope, so four
+    of K = 1, 2, 4, 8 leave three and a is kept; K = 16 memorizing, testable, restores four."""
+    report = _report(1.0, low=8)
+    measurement = report["specs"][0]["groups"][0]["measurement"]
+    measurement["per_k"]["8"]["memorized_at"] = 1.0  # far off the power law
+    testable = {"memorizing": True, "generalizing": True}
+    measurement["ceiling"] = {str(k): {"testable": testable} for k in (1, 2, 4, 16)}
+    measurement["ceiling"]["8"] = {"testable": {**testable, "memorizing": False}}
+    found = fit([("report.json", report)], load_calibration())
+    assert found.calibration.exponents == load_calibration().exponents
+    assert any(
+        "3 K; 4 needed (memorizing untestable at K = [8])" in str(line) for line in found.lines
+    )
+    measurement["per_k"]["16"] = {"outcome": "memorization", "memorized_at": 20 * 16.0}
+    measurement["per_k"]["16"]["transient_duration"] = None
+    found = fit([("report.json", report)], load_calibration())
+    assert found.calibration.exponents.memorization.value == pytest.approx(1.0)
+
+
 def test_a_persisting_g2_bounds_the_transient_scale_from_below(tmp_path) -> None:
     """G2 persisted from tau_2Gen = 300 to step 1,500 at K = 16: with K*_2 = 3072 (capacity
     1 at C = 3, d_model 48, MLP 192) and gamma 2, transient_scale >= 1200 / (300 / (1 -
