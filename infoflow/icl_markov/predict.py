@@ -214,8 +214,8 @@ def _final_boundary(spec: IclMarkovSpec, calibration: Calibration) -> Prediction
     measured = anchor.final_boundary
     note = (
         f"{fmt(measured.value)} (range {fmt(measured.low)} to {fmt(measured.high)}) at "
-        f"{anchor.name} ({anchor.source}; {anchor.device}, {anchor.date}): the K above which "
-        f"the model ends in G2 rather than memorizing after {steps:,} steps."
+        f"{anchor.name} ({anchor.source}; device {anchor.device}, {anchor.date}): the K above "
+        f"which the model ends in G2 rather than memorizing after {steps:,} steps."
     )
     interval = (measured.low, measured.high) if measured.low is not None else None
     provenance = f"calibrated:{anchor.name} ({anchor.provenance})"
@@ -293,8 +293,8 @@ def _scaled(calibration: Calibration, quantity: str, settings, law, values, scal
             "run length (its warmup and schedule) is not scaled."
         )
     note = (
-        f"{fmt(measured.value)} measured at {anchor.name} ({anchor.source}; {anchor.device}, "
-        f"{anchor.date}), scaled by {fmt(factor)}{spread}. {where}"
+        f"{fmt(measured.value)} measured at {anchor.name} ({anchor.source}; device "
+        f"{anchor.device}, {anchor.date}), scaled by {fmt(factor)}{spread}. {where}"
     )
     rounded = round(value) if unit == "steps" else _chains(value)
     provenance = f"calibrated:{anchor.name} ({anchor.provenance})"
@@ -329,7 +329,7 @@ def _raced(clocks: ClockSet, layer1_lr: float) -> tuple[Prediction, float | None
     note = (
         f"The race of the subcircuits' clocks: {result.reason}; tau_G = {fmt(tau_g)}, "
         f"tau_prev = {fmt(tau_prev)} steps.{rate} Clocks {clocks.name} ({clocks.source}; "
-        f"{clocks.device}, {clocks.date})."
+        f"device {clocks.device}, {clocks.date})."
     )
     value = None if result.k1_star is None else round(result.k1_star, 1)
     provenance = f"mechanism:clock_race (calibrated:{clocks.name})"
@@ -378,7 +378,7 @@ def _task_vector(spec: IclMarkovSpec) -> Prediction:
         generalizes(dim, spec.states),
         "",
         "estimate",
-        "paper:summary",
+        "paper:summary, D_phi by reconstruction:task_vector_dim",
         f"{PAPER}: the task-recognition head generalizes when D_phi >~ C^2; D_phi is taken to "
         f"be {spec.options.task_vector_dim} = {dim} [R, option task_vector_dim], C^2 = {needed}.",
     )

@@ -74,9 +74,9 @@ class Training(StrictModel):
     layer1_attention_lr: PositiveFloat = Field(
         1.0,
         le=4.0,
-        description="Layer 1's attention learns at this times the rate (the paper's "
-        "intervention: slowing it delays the previous-token head, so G2 and M2 but not M1; "
-        "above 1 it hastens them).",
+        description="Layer 1's attention learns at this times the rate (the clock race's "
+        "intervention [R]: slowing it delays the previous-token head, so G2 and M2 but not "
+        "M1; above 1 it hastens them).",
     )
 
 
