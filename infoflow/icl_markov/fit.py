@@ -116,8 +116,9 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
         if spec.get("kind") == "icl_markov"
         for group in spec["groups"]
     ]
-    if not groups:
-        files = ", ".join(str(file) for file, _ in reports)
+    empty = [file for file, _ in reports if not any(file == f for f, _, _ in groups)]
+    if empty:  # one among others was skipped without a word (a review)
+        files = ", ".join(map(str, empty))
         raise SpecError(files, [("specs", "no icl_markov results to calibrate from")])
     slowed = [
         g for _, _, g in groups if g["setting"]["training"].get("layer1_attention_lr", 1) != 1

@@ -363,6 +363,9 @@ def test_calibrate_rejects_what_it_cannot_use(tmp_path) -> None:
     empty.write_text(json.dumps({"specs": []}))
     proc = run_cli("calibrate", "icl_markov", str(empty))
     assert proc.returncode == 2 and "no icl_markov results" in proc.stderr
+    other = {"specs": [{"kind": "retrieval", "groups": []}]}  # among icl_markov reports
+    with pytest.raises(infoflow.SpecError, match=r"^other\.json: .*no icl_markov results"):
+        fit([("icl.json", _report(0.8)), ("other.json", other)], load_calibration())
 
 
 def test_where_the_race_and_the_capacity_disagree_no_phase_is_predicted() -> None:
