@@ -71,8 +71,8 @@ class PlanFormat(StrEnum):
 
 
 ESTIMATE_NOTE = (
-    "the planned steps times the step time measured on the device, and for retrieval the "
-    "construction claims' builds and fine-tunes (see messages)"
+    "the planned steps times the step time {how}, and for retrieval the construction claims' "
+    "builds and fine-tunes (see messages)"
 )
 
 
@@ -146,7 +146,9 @@ def plan(
             chosen = device.value if device else None
             args = (scale.value, chosen, seconds, steps, seeds, compile, pilot)
             text, estimate = run_plan(loaded, str(path), *args, tuple(overrides or ()))
-            typer.echo(_plan_line(loaded.kind, str(path), text, estimate) if jsonl else text)
+            recorded = chosen == "cuda" and not _has_cuda()  # the H200's, not measured here
+            line = _plan_line(loaded.kind, str(path), text, estimate, recorded)
+            typer.echo(line if jsonl else text)
             total += estimate
     if note and not quiet:
         typer.echo(note, err=True)
@@ -154,17 +156,25 @@ def plan(
         typer.echo(f"estimated total: {total / 60:.1f} min")
 
 
-def _plan_line(kind: str, source: str, text: str, seconds: float) -> str:
-    """One spec's plan as a ``--format jsonl`` line: the estimate, the plan's text lines."""
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _plan_line(kind: str, source: str, text: str, seconds: float, recorded: bool) -> str:
+    """One spec's plan as a ``--format jsonl`` line: the estimate (from step times measured
+    here, or ``recorded`` on another machine), the plan's text lines."""
     from infoflow.core import records
 
+    how = "recorded on one H200 (not measured here)" if recorded else "measured on the device"
     estimate = {
         "value": seconds,
         "unit": "s",
         "bound": "estimate",
-        "provenance": "measured:step_time",
+        "provenance": "recorded:step_time" if recorded else "measured:step_time",
     }
-    predictions = {"estimated_seconds": {**estimate, "note": ESTIMATE_NOTE}}
+    predictions = {"estimated_seconds": {**estimate, "note": ESTIMATE_NOTE.format(how=how)}}
     return records.line(records.record("plan", kind, source, {}, predictions, text.splitlines()))
 
 

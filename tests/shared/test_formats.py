@@ -109,3 +109,17 @@ def test_plan_gives_the_same_shape() -> None:
     estimate = row["predictions"]["estimated_seconds"]
     assert estimate["unit"] == "s" and estimate["value"] > 0 and estimate["bound"] == "estimate"
     assert row["kind"] == "looped_kv" and row["messages"][0].startswith(spec)
+
+
+def test_a_plan_for_a_gpu_not_here_says_its_step_times_are_recorded_not_measured() -> None:
+    """`plan --device cuda` on a machine without one estimates from the step times recorded
+    on an H200: the jsonl estimate's provenance and note said "measured" (a review)."""
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device here: its step time is measured")
+    (row,) = jsonl("plan", str(SPECS / "icl_markov" / "k2-c5.json"), "--device", "cuda")
+    estimate = row["predictions"]["estimated_seconds"]
+    assert estimate["provenance"] == "recorded:step_time" and estimate["value"] > 0
+    assert "recorded on one H200 (not measured here)" in estimate["note"]
