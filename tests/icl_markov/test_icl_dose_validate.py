@@ -113,3 +113,19 @@ def test_plan_says_whether_the_predicted_k2_can_be_tested() -> None:
     strict = lines(0.2)  # no reference is that far from another kind
     assert "the predicted K*_2 50 (K = 16, 64 around it) is NOT testable here" in strict
     assert "proposed: none of the nearby settings tried" in strict
+
+
+def test_a_proposed_setting_fits_the_scale_or_names_the_scale_it_needs() -> None:
+    """k2-c3 at the smoke scale (contexts capped at 64): the plan proposed context_len=128,
+    which the cap undid; it proposes a setting within the cap, and a context beyond it only
+    with --scale paper. Only what changes is set."""
+    import infoflow
+    from infoflow.validators.icl_markov.ceiling import propose
+
+    spec = infoflow.load_spec("specs/icl_markov/k2-c3.json")
+    smoke = propose(spec, [16, 32, 64], [0], (16.0, 32.0), max_context=64)
+    assert smoke.startswith("proposed: --set states=4 makes K = 16, 32, 64 testable")
+    paper = propose(spec, [16, 32, 64], [0], (16.0, 32.0))
+    assert paper.startswith("proposed: --set context_len=128 makes K = 16, 32, 64 testable")
+    k2 = propose(spec.model_copy(update={"states": 4}), [128, 256], [0], (136.0, 136.0), 64)
+    assert "--set context_len=256 --scale paper (this scale caps context_len at 64)" in k2

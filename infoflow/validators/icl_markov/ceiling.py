@@ -32,11 +32,17 @@ def ceilings(spec: IclMarkovSpec, chains: list[int], seeds: list[int]) -> dict:
 
 
 def plan_lines(
-    spec: IclMarkovSpec, chains: list[int], seeds: list[int], k1_interval, k2: float | None = None
+    spec: IclMarkovSpec,
+    chains: list[int],
+    seeds: list[int],
+    k1_interval,
+    k2: float | None = None,
+    max_context: int | None = None,
 ) -> list[str]:
     """The ceiling's lines of ``infoflow plan`` for one K sweep setting and its seeds: the
     separabilities per K, whether the predicted K*_1 range (and K*_2, when it lies within the
-    grid) can be tested, and a nearby setting where it can when it cannot."""
+    grid) can be tested, and a nearby setting where it can when it cannot (within the
+    scale's ``max_context`` where one is)."""
     if spec.options.criterion == "gap":
         return ["  criterion: gap (the ceiling is computed after the run, from a perfect M2)"]
     limit = ceilings(spec, chains, seeds)
@@ -64,7 +70,7 @@ def plan_lines(
         low, high = failing
         lines.append(f"  proposed: a K sweep that reaches {low:.3g} to {high:.3g} on both sides")
     elif failing:
-        lines.append("  " + propose(spec, chains, seeds, failing))
+        lines.append("  " + propose(spec, chains, seeds, failing, max_context))
     return lines
 
 
@@ -107,19 +113,31 @@ def _range_line(limit: dict, interval) -> str:
     return f"testable K: {shown}; the predicted K*_1 range {low:.3g} to {high:.3g} {where}"
 
 
-def propose(spec: IclMarkovSpec, chains: list[int], seeds: list[int], interval) -> str:
+def propose(
+    spec: IclMarkovSpec,
+    chains: list[int],
+    seeds: list[int],
+    interval,
+    max_context: int | None = None,
+) -> str:
     """The first of :data:`CANDIDATES` whose ceiling covers a predicted range that this
-    setting cannot test (K*_1's, else K*_2's), as the overrides that select it."""
+    setting cannot test (K*_1's, else K*_2's), as the overrides that select it: those the
+    scale's ``max_context`` allows first, then one that names ``--scale paper`` (the smoke
+    scale capped a proposed context back to what could not be tested, a review)."""
     ks = _around(sorted(chains), interval) or sorted(chains)
-    for more_states, longer in CANDIDATES:
+    fits = [c for c in CANDIDATES if not max_context or spec.context_len * c[1] <= max_context]
+    for more_states, longer in fits + [c for c in CANDIDATES if c not in fits]:
         states, context = spec.states + more_states, spec.context_len * longer
         candidate = spec.model_copy(update={"states": states, "context_len": context})
         limit = ceilings(candidate, ks, seeds)
         if all(v["detectable"] for v in limit.values()):
             sep = min(v["separability"][p] for v in limit.values() for p in ("M1", "M2", "G2"))
+            sets = [f"--set states={states}"] if more_states else []
+            sets += [f"--set context_len={context}"] if longer != 1 else []
+            if (more_states, longer) not in fits:
+                sets.append(f"--scale paper (this scale caps context_len at {max_context})")
             return (
-                f"proposed: --set states={states} --set context_len={context} makes K = "
-                f"{', '.join(map(str, ks))} testable (smallest separability {sep:.4f} nats); "
-                "the thresholds there are predicted anew"
+                f"proposed: {' '.join(sets)} makes K = {', '.join(map(str, ks))} testable "
+                f"(smallest separability {sep:.4f} nats); the thresholds there are predicted anew"
             )
     return "proposed: none of the nearby settings tried makes the predicted range testable"

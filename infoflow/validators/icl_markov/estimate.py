@@ -105,7 +105,7 @@ def plan_command(
             f"{', '.join(map(str, group.task_dims))}; {len(group.members)} fits of "
             f"{STEPS:,} full-batch steps, about {minutes(seconds)}"
         )
-    lines += ceiling_lines(experiment)
+    lines += ceiling_lines(experiment, sized.max_context)
     if experiment.capped:
         lines.append("  capped: " + "; ".join(experiment.capped))
     if not device.startswith("cuda"):  # a GPU stacks each clock's K in one group
@@ -123,10 +123,11 @@ def gpu_seconds(experiment) -> float:
     return seconds + sum(decoder_seconds(g, cuda) for g in experiment.decoders)
 
 
-def ceiling_lines(experiment) -> list[str]:
+def ceiling_lines(experiment, max_context: int | None = None) -> list[str]:
     """The criterion's ceiling at the K sweep's setting (the data do not depend on the
     layer-1 rate; the predictions are the full rate's when it is swept, else the first
-    group's), against the predicted thresholds."""
+    group's), against the predicted thresholds; a setting it proposes fits the scale's
+    ``max_context``, or says which scale it needs."""
     if not experiment.groups:
         return []
     full = [g for g in experiment.groups if g.spec.training.layer1_attention_lr == 1]
@@ -134,4 +135,4 @@ def ceiling_lines(experiment) -> list[str]:
     predicted = experiment.predictions[(group.name, group.chains[0])]
     k1, k2 = predicted["k1_star"], predicted["k2_star"].value
     interval = k1.interval or ((k1.value, k1.value) if k1.value else None)
-    return plan_lines(group.spec, group.chains, group.seeds, interval, k2)
+    return plan_lines(group.spec, group.chains, group.seeds, interval, k2, max_context)
