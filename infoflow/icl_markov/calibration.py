@@ -289,6 +289,9 @@ def load_calibration(path: str | Path | None = None, spec: str | None = None) ->
     path = Path(path) if path else SHIPPED
     try:
         data = read_json(path, "calibration file")
+        if isinstance(data, dict) and "specs" in data and "exponents" not in data:
+            why = "a validate report, not a calibration file: infoflow calibrate icl_markov "
+            raise SpecError(str(path), [(None, why + "makes one from it")])
         try:
             return Calibration.model_validate(data)
         except ValidationError as exc:

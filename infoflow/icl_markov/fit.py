@@ -78,7 +78,10 @@ def _writable(out: Path) -> None:
     try:
         load_calibration(out)
     except SpecError as exc:
-        what = f"{out} is not a calibration file ({exc.problems[0][1]})"
+        why = exc.problems[0][1]
+        what = f"{out} is {why.split(':')[0]}"  # "a validate report, not a calibration file"
+        if "not a calibration file" not in why:
+            what = f"{out} is not a calibration file ({why})"
         message = f"{what}: will not write over it; name a new file"
         raise SpecError("--out", [(None, message)]) from None
 
@@ -145,8 +148,13 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
     capacity = _capacity(reports, out.lines)
     transient = _transient_bound(groups, base)
     if transient is not None:
-        out.lines.append(("transient_scale", f">= {transient.value:.3g}", transient.source))
-        if transient.value <= base.transient_scale.value:
+        kept = transient.value <= base.transient_scale.value
+        value = f"{base.transient_scale.value:.3g}" if kept else f">= {transient.value:.3g}"
+        note = transient.source
+        if kept:  # a review: the table showed the bound, the file kept the value
+            note = f"kept: these runs bound it only from below, at {transient.value:.3g}; {note}"
+        out.lines.append(("transient_scale", value, note))
+        if kept:
             transient = None
     out.lines.append(("gamma", "kept", "needs a K*_2 bracket; one budget gives only a lower bound"))
     out.calibration = base.model_copy(

@@ -309,6 +309,23 @@ def test_a_persisting_g2_bounds_the_transient_scale_from_below(tmp_path) -> None
     assert found.calibration.transient_scale.provenance == "fit:lower-bound"
 
 
+def test_a_bound_below_the_current_transient_scale_is_shown_as_kept() -> None:
+    """The table showed ">= bound" where the file kept the larger current value (a review):
+    it shows the value kept and the bound in its note."""
+    report = _report(0.8)
+    per_k = report["specs"][0]["groups"][0]["measurement"]["per_k"]
+    for k in ("16", "32", "64"):
+        per_k[k].update(transient_duration=None)
+    base = load_calibration()
+    base = base.model_copy(
+        update={"transient_scale": base.transient_scale.model_copy(update={"value": 1e6})}
+    )
+    found = fit([("report.json", report)], base)
+    assert found.calibration.transient_scale.value == 1e6
+    (line,) = [row for row in found.lines if row[0] == "transient_scale"]
+    assert line[1] == "1e+06" and line[2].startswith("kept: these runs bound it only from below")
+
+
 def test_regression_reports_its_uncertainty() -> None:
     slope, stderr = regression([0, 1, 2, 3], [0, 1.1, 1.9, 3.2])
     assert slope == pytest.approx(1.04) and 0 < stderr < 0.1

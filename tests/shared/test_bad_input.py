@@ -281,9 +281,21 @@ def test_calibrate_writes_over_a_calibration_file_only(tmp_path) -> None:
     report = tmp_path / "report.json"
     report.write_bytes(real.read_bytes())
     line = refused("calibrate", "icl_markov", str(report), "--out", str(report))
-    assert line.startswith(f"error: --out: {report} is not a calibration file (")
-    assert line.endswith("will not write over it; name a new file")
+    assert line == (
+        f"error: --out: {report} is a validate report, not a calibration file: will not "
+        "write over it; name a new file"
+    )
     assert report.read_bytes() == real.read_bytes()
+    spec = tmp_path / "spec.json"
+    spec.write_text((SPECS / "icl_markov" / "k2-c5.json").read_text())
+    line = refused("calibrate", "icl_markov", str(report), "--out", str(spec))
+    assert line.startswith(f"error: --out: {spec} is not a calibration file (")
+    assert spec.read_text() == (SPECS / "icl_markov" / "k2-c5.json").read_text()
+    line = refused("calibrate", "icl_markov", str(report), "--base", str(report))
+    assert line.endswith(
+        "report.json: a validate report, not a calibration file: infoflow "
+        "calibrate icl_markov makes one from it"
+    )
     calibration = tmp_path / "calibration.json"
     for _ in range(2):  # written, then written over
         done = run_cli("calibrate", "icl_markov", str(report), "--out", str(calibration))
