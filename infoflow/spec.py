@@ -195,8 +195,13 @@ def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
         if not exc.problems[0][1].startswith("invalid JSON"):
             raise  # JSON, but out of bounds
         value = raw  # not JSON: a string
-    set_path(data, key.strip(), value, name, f"--set {override!r}")
     sweep, field = data.get("sweep"), key.strip()
+    if field.startswith("sweep.") and (sweep is None or isinstance(sweep, dict)):
+        # a swept field's key is its dotted path: sweep.training.lr sweeps training.lr (it
+        # made {"training": {"lr": ...}}, "not a valid list")
+        data["sweep"] = {**(sweep or {}), field.removeprefix("sweep."): value}
+        return
+    set_path(data, field, value, name, f"--set {override!r}")
     if isinstance(sweep, dict):  # the field set (and any inside it) is no longer swept
         for swept in [k for k in sweep if k == field or k.startswith(f"{field}.")]:
             del sweep[swept]

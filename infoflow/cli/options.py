@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 BAD_INPUT = 2
 SET_HELP = (
     "Override a spec field before validation: key.path=value (value read as JSON when it "
-    "parses); a field the spec sweeps is then fixed at that value. Repeatable; applies to "
-    "every spec."
+    "parses); a field the spec sweeps is then fixed at that value, and sweep.key.path=[...] "
+    "sweeps it. Repeatable; applies to every spec."
 )
 #: The ``--set`` option every command that reads a spec takes.
 Overrides = Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)]

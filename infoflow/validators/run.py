@@ -249,7 +249,8 @@ def check_points(spec, source: str) -> None:
     size = math.prod(len(grid) for grid in (spec.sweep or {}).values())
     if size > MAX_TRAINED_POINTS:
         message = f"{size:,} points; plan and validate train at most {MAX_TRAINED_POINTS} "
-        message += "(a model or more each): split the sweep, or use predict or sweep"
+        message += "(a model or more each): split the sweep, or use predict"
+        message += " (or sweep, for retrieval)" if spec.kind == "retrieval" else ""
         raise SpecError(source, [("sweep", message)])
 
 

@@ -131,6 +131,18 @@ def test_set_on_a_swept_field_fixes_it_and_keeps_the_other_axes() -> None:
     assert isinstance(one, dict) and one["spec"]["architecture"]["layers"] == 2
 
 
+def test_set_sweep_of_a_nested_field_sweeps_its_dotted_path() -> None:
+    """`--set sweep.architecture.layers=[1, 3]` replaces the file's axis of that dotted path
+    and keeps the other (it built {"architecture": {"layers": ...}}: "Input should be a
+    valid list")."""
+    spec = str(SPECS / "retrieval" / "pairwise-min.json")
+    result = invoke("predict", spec, "--set", "sweep.architecture.layers=[1, 3]", "-f", "json")
+    assert result.exit_code == 0, result.output
+    points = json.loads(result.output)
+    assert [p["spec"]["architecture"]["layers"] for p in points] == [1] * 4 + [3] * 4
+    assert sorted({p["spec"]["seq_len"] for p in points}) == [8, 16, 32, 64]
+
+
 def test_set_on_an_object_fixes_the_swept_fields_inside_it() -> None:
     spec = str(SPECS / "retrieval" / "pairwise-min.json")
     arch = 'architecture={"layers": 2, "heads": 1, "embed_dim": 32}'

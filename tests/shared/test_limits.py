@@ -103,6 +103,20 @@ def test_plan_and_validate_train_sweeps_up_to_their_limit(tmp_path) -> None:
     assert not out.exists()
 
 
+def test_the_sweep_limit_names_sweep_only_for_the_family_it_serves() -> None:
+    """The refusal said "use predict or sweep" for every family; sweep is retrieval's."""
+    from types import SimpleNamespace
+
+    from infoflow.core.errors import SpecError
+    from infoflow.validators.run import check_points
+
+    grid = {"chains": list(range(1, 40))}
+    for kind, hint in (("icl_markov", "use predict"), ("retrieval", "(or sweep, for retrieval)")):
+        with pytest.raises(SpecError) as refused:
+            check_points(SimpleNamespace(kind=kind, sweep=grid), "s.json")
+        assert str(refused.value).endswith(hint)
+
+
 def test_sweep_is_evaluated_and_printed_a_part_at_a_time(tmp_path) -> None:
     """`sweep.chunks` gives parts of at most `size` points whose concatenation is the whole
     sweep (the CLI prints each as it is evaluated); above MAX_POINTS, exit 2."""
