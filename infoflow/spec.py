@@ -232,7 +232,11 @@ def _changes(
 
 
 def _at(data: dict[str, Any], key: str) -> Any:
-    """The value at the dotted ``key`` of a raw spec (None where there is none)."""
+    """The value at the dotted ``key`` of a raw spec (None where there is none); a swept
+    field's, ``sweep.a.b``, is the sweep's entry ``a.b``."""
+    sweep = data.get("sweep")
+    if key.startswith("sweep.") and isinstance(sweep, dict):
+        return sweep.get(key.removeprefix("sweep."))
     for part in key.split("."):
         data = data.get(part) if isinstance(data, dict) else None
     return data

@@ -146,9 +146,8 @@ def plan(
             chosen = device.value if device else None
             args = (scale.value, chosen, seconds, steps, seeds, compile, pilot)
             text, estimate = run_plan(loaded, str(path), *args, tuple(overrides or ()))
-            recorded = chosen == "cuda" and not _has_cuda()  # the H200's, not measured here
-            line = _plan_line(loaded.kind, str(path), text, estimate, recorded)
-            typer.echo(line if jsonl else text)
+            line = _plan_line(loaded.kind, str(path), text, estimate, chosen) if jsonl else text
+            typer.echo(line)
             total += estimate
     if note and not quiet:
         typer.echo(note, err=True)
@@ -162,11 +161,12 @@ def _has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def _plan_line(kind: str, source: str, text: str, seconds: float, recorded: bool) -> str:
+def _plan_line(kind: str, source: str, text: str, seconds: float, device: str | None) -> str:
     """One spec's plan as a ``--format jsonl`` line: the estimate (from step times measured
-    here, or ``recorded`` on another machine), the plan's text lines."""
+    here, or, for a GPU not here, recorded on an H200), the plan's text lines."""
     from infoflow.core import records
 
+    recorded = device == "cuda" and not _has_cuda()
     how = "recorded on one H200 (not measured here)" if recorded else "measured on the device"
     estimate = {
         "value": seconds,

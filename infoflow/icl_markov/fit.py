@@ -73,12 +73,12 @@ def calibrate(results: list[Path], base: Path | None, out: Path) -> list[tuple[s
 def _writable(out: Path) -> None:
     """Refuse an ``--out`` that holds something other than a calibration file (a report or
     a spec given by mistake was written over); a calibration file is updated in place."""
-    if not Path(out).is_file():
+    if not Path(out).is_file() or Path(out).stat().st_size == 0:  # an empty one: mktemp's
         return
     try:
         load_calibration(out)
     except SpecError as exc:
-        why = exc.problems[0][1]
+        why = "; ".join(f"field '{f}': {w}" if f else w for f, w in exc.problems)
         what = f"{out} is {why.split(':')[0]}"  # "a validate report, not a calibration file"
         if "not a calibration file" not in why:
             what = f"{out} is not a calibration file ({why})"
@@ -146,16 +146,7 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
     clocks = clocks_from(reports, base, out.lines)
     exponents = _memorization(slopes, groups, base, out.lines)
     capacity = _capacity(reports, out.lines)
-    transient = _transient_bound(groups, base)
-    if transient is not None:
-        kept = transient.value <= base.transient_scale.value
-        value = f"{base.transient_scale.value:.3g}" if kept else f">= {transient.value:.3g}"
-        note = transient.source
-        if kept:  # a review: the table showed the bound, the file kept the value
-            note = f"kept: these runs bound it only from below, at {transient.value:.3g}; {note}"
-        out.lines.append(("transient_scale", value, note))
-        if kept:
-            transient = None
+    transient = _transient(groups, base, out.lines)
     out.lines.append(("gamma", "kept", "needs a K*_2 bracket; one budget gives only a lower bound"))
     out.calibration = base.model_copy(
         update={
@@ -170,14 +161,32 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
     return out
 
 
+def _transient(groups, base: Calibration, lines: list) -> Constant | None:
+    """The transient_scale these runs bound from below, where it exceeds ``base``'s (None:
+    ``base``'s is kept); a line for the table either way (it showed the bound where the file
+    kept the larger value, a review)."""
+    transient = _transient_bound(groups, base)
+    if transient is None:
+        return None
+    bound = transient.value
+    if bound > base.transient_scale.value:
+        lines.append(("transient_scale", f">= {bound:.3g}", transient.source))
+        return transient
+    note = f"kept: these runs bound it only from below, at {bound:.3g}; {transient.source}"
+    lines.append(("transient_scale", f"{base.transient_scale.value:.3g}", note))
+    return None
+
+
 def _slope(group: dict, lines: list) -> tuple[float, float] | None:
     """(slope, variance) of log tau_1Mem against log K over the K where memorization won in
     ``group`` and the run's ceiling could tell memorizing apart (a K it marks untestable
     gave a = 0.07 from a run that called memorizing early), or None with fewer than
     SLOPE_POINTS of them; a line for the table either way."""
     ceiling = group["measurement"].get("ceiling") or {}
-    untestable = {
-        int(k) for k, c in ceiling.items() if not c.get("testable", {}).get("memorizing", True)
+    untestable = {  # a gap criterion's ceiling says only whether the phases are detectable
+        int(k)
+        for k, c in ceiling.items()
+        if not c.get("testable", {}).get("memorizing", c.get("detectable", True))
     }
     times = {
         int(k): v["memorized_at"]

@@ -250,7 +250,7 @@ def check_points(spec, source: str) -> None:
     if size > MAX_TRAINED_POINTS:
         message = f"{size:,} points; plan and validate train at most {MAX_TRAINED_POINTS} "
         message += "(a model or more each): split the sweep, or use predict"
-        message += " (or sweep, for retrieval)" if spec.kind == "retrieval" else ""
+        message += " or sweep" if "sweep" in family(spec.kind).commands else ""
         raise SpecError(source, [("sweep", message)])
 
 

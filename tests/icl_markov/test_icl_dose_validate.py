@@ -129,3 +129,17 @@ def test_a_proposed_setting_fits_the_scale_or_names_the_scale_it_needs() -> None
     assert paper.startswith("proposed: --set context_len=128 makes K = 16, 32, 64 testable")
     k2 = propose(spec.model_copy(update={"states": 4}), [128, 256], [0], (136.0, 136.0), 64)
     assert "--set context_len=256 --scale paper (this scale caps context_len at 64)" in k2
+
+
+@pytest.mark.slow  # 512-state test sequences: about 6 CPU s
+def test_a_spec_the_scale_capped_is_proposed_at_its_own_context() -> None:
+    """park2025 at the smoke scale (its 512 capped to 64): K*_2's K are testable at its own
+    context, so the proposal is --scale paper alone (it proposed 256, halving it: a review)."""
+    import infoflow
+    from infoflow.validators.icl_markov.ceiling import propose
+
+    park = infoflow.load_spec("specs/icl_markov/park2025.json")
+    capped = park.model_copy(update={"context_len": 64})
+    own = propose(capped, [512, 1024], [0], (772.0, 772.0), max_context=64, own_context=512)
+    assert own.startswith("proposed: --scale paper (this scale caps context_len at 64) makes")
+    assert own.endswith("nats)")  # the spec's own setting: nothing predicted anew

@@ -293,6 +293,10 @@ def test_a_leaves_out_the_k_where_the_ceiling_could_not_tell_memorizing_apart() 
     measurement["per_k"]["16"]["transient_duration"] = None
     found = fit([("report.json", report)], load_calibration())
     assert found.calibration.exponents.memorization.value == pytest.approx(1.0)
+    gap = {str(k): {"detectable": k != 8} for k in (1, 2, 4, 8, 16)}  # a gap run's ceiling
+    measurement["ceiling"] = gap
+    found = fit([("report.json", report)], load_calibration())
+    assert found.calibration.exponents.memorization.value == pytest.approx(1.0)
 
 
 def test_a_persisting_g2_bounds_the_transient_scale_from_below(tmp_path) -> None:

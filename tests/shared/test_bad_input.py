@@ -301,6 +301,9 @@ def test_calibrate_writes_over_a_calibration_file_only(tmp_path) -> None:
         done = run_cli("calibrate", "icl_markov", str(report), "--out", str(calibration))
         assert done.returncode == 0, done.stderr
     assert json.loads(calibration.read_text())["format"] == 1
+    empty = tmp_path / "made-by-mktemp.json"
+    empty.touch()
+    assert run_cli("calibrate", "icl_markov", str(report), "--out", str(empty)).returncode == 0
 
 
 @pytest.mark.parametrize(

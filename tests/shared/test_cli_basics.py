@@ -12,6 +12,7 @@ import pytest
 from conftest import SPECS, run_cli
 from typer.testing import CliRunner
 
+import infoflow
 from infoflow.cli import app
 from infoflow.core.errors import install_hint
 
@@ -140,6 +141,8 @@ def test_set_sweep_of_a_nested_field_sweeps_its_dotted_path() -> None:
     assert result.exit_code == 0, result.output
     points = json.loads(result.output)
     assert [p["spec"]["architecture"]["layers"] for p in points] == [1] * 4 + [3] * 4
+    changed = infoflow.load_spec(spec, overrides=["sweep.architecture.layers=[1, 3]"]).changed
+    assert changed == ("sweep.architecture.layers=[1, 3]",)  # the description's caveat says so
     assert sorted({p["spec"]["seq_len"] for p in points}) == [8, 16, 32, 64]
 
 

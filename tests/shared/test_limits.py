@@ -104,14 +104,14 @@ def test_plan_and_validate_train_sweeps_up_to_their_limit(tmp_path) -> None:
 
 
 def test_the_sweep_limit_names_sweep_only_for_the_family_it_serves() -> None:
-    """The refusal said "use predict or sweep" for every family; sweep is retrieval's."""
+    """The refusal said "use predict or sweep" for every family; only retrieval has sweep."""
     from types import SimpleNamespace
 
     from infoflow.core.errors import SpecError
     from infoflow.validators.run import check_points
 
     grid = {"chains": list(range(1, 40))}
-    for kind, hint in (("icl_markov", "use predict"), ("retrieval", "(or sweep, for retrieval)")):
+    for kind, hint in (("icl_markov", "use predict"), ("retrieval", "use predict or sweep")):
         with pytest.raises(SpecError) as refused:
             check_points(SimpleNamespace(kind=kind, sweep=grid), "s.json")
         assert str(refused.value).endswith(hint)

@@ -38,11 +38,12 @@ def plan_lines(
     k1_interval,
     k2: float | None = None,
     max_context: int | None = None,
+    own_context: int | None = None,
 ) -> list[str]:
     """The ceiling's lines of ``infoflow plan`` for one K sweep setting and its seeds: the
     separabilities per K, whether the predicted K*_1 range (and K*_2, when it lies within the
     grid) can be tested, and a nearby setting where it can when it cannot (within the
-    scale's ``max_context`` where one is)."""
+    scale's ``max_context`` first; ``own_context``: the spec's before the cap)."""
     if spec.options.criterion == "gap":
         return ["  criterion: gap (the ceiling is computed after the run, from a perfect M2)"]
     limit = ceilings(spec, chains, seeds)
@@ -70,7 +71,7 @@ def plan_lines(
         low, high = failing
         lines.append(f"  proposed: a K sweep that reaches {low:.3g} to {high:.3g} on both sides")
     elif failing:
-        lines.append("  " + propose(spec, chains, seeds, failing, max_context))
+        lines.append("  " + propose(spec, chains, seeds, failing, max_context, own_context))
     return lines
 
 
@@ -119,25 +120,38 @@ def propose(
     seeds: list[int],
     interval,
     max_context: int | None = None,
+    own_context: int | None = None,
 ) -> str:
     """The first of :data:`CANDIDATES` whose ceiling covers a predicted range that this
     setting cannot test (K*_1's, else K*_2's), as the overrides that select it: those the
-    scale's ``max_context`` allows first, then one that names ``--scale paper`` (the smoke
+    scale's ``max_context`` allows first, then, naming ``--scale paper``, the spec's own
+    context (``own_context``, where the cap cut it) and the candidates from it (the smoke
     scale capped a proposed context back to what could not be tested, a review)."""
     ks = _around(sorted(chains), interval) or sorted(chains)
-    fits = [c for c in CANDIDATES if not max_context or spec.context_len * c[1] <= max_context]
-    for more_states, longer in fits + [c for c in CANDIDATES if c not in fits]:
-        states, context = spec.states + more_states, spec.context_len * longer
+    own = own_context or spec.context_len
+    tried = [(more, spec.context_len * longer, False) for more, longer in CANDIDATES]
+    tried = [t for t in tried if not max_context or t[1] <= max_context]
+    if max_context:  # then without the cap
+        tried += [(more, own * longer, True) for more, longer in ((0, 1), *CANDIDATES)]
+    for more_states, context, paper in tried:
+        if paper and context <= max_context:
+            continue  # tried within the cap
+        if not (paper or more_states) and context == spec.context_len:
+            continue  # the setting itself
+        states = spec.states + more_states
         candidate = spec.model_copy(update={"states": states, "context_len": context})
         limit = ceilings(candidate, ks, seeds)
         if all(v["detectable"] for v in limit.values()):
             sep = min(v["separability"][p] for v in limit.values() for p in ("M1", "M2", "G2"))
             sets = [f"--set states={states}"] if more_states else []
-            sets += [f"--set context_len={context}"] if longer != 1 else []
-            if (more_states, longer) not in fits:
+            sets += [f"--set context_len={context}"] if context != own else []
+            if paper:
                 sets.append(f"--scale paper (this scale caps context_len at {max_context})")
+            anew = (
+                "; the thresholds there are predicted anew" if more_states or context != own else ""
+            )
             return (
                 f"proposed: {' '.join(sets)} makes K = {', '.join(map(str, ks))} testable "
-                f"(smallest separability {sep:.4f} nats); the thresholds there are predicted anew"
+                f"(smallest separability {sep:.4f} nats){anew}"
             )
     return "proposed: none of the nearby settings tried makes the predicted range testable"

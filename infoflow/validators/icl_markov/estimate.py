@@ -135,4 +135,5 @@ def ceiling_lines(experiment, max_context: int | None = None) -> list[str]:
     predicted = experiment.predictions[(group.name, group.chains[0])]
     k1, k2 = predicted["k1_star"], predicted["k2_star"].value
     interval = k1.interval or ((k1.value, k1.value) if k1.value else None)
-    return plan_lines(group.spec, group.chains, group.seeds, interval, k2, max_context)
+    own = max(experiment.base.context_len, group.spec.context_len)  # before the scale's cap
+    return plan_lines(group.spec, group.chains, group.seeds, interval, k2, max_context, own)
