@@ -155,18 +155,13 @@ def plan(
         typer.echo(f"estimated total: {total / 60:.1f} min")
 
 
-def _has_cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def _plan_line(kind: str, source: str, text: str, seconds: float, device: str | None) -> str:
     """One spec's plan as a ``--format jsonl`` line: the estimate (from step times measured
     here, or, for a GPU not here, recorded on an H200), the plan's text lines."""
     from infoflow.core import records
+    from infoflow.validators.steptime import recorded_only
 
-    recorded = device == "cuda" and not _has_cuda()
+    recorded = recorded_only(device)
     how = "recorded on one H200 (not measured here)" if recorded else "measured on the device"
     estimate = {
         "value": seconds,

@@ -182,8 +182,14 @@ def step_time(device: str, probes: Probes | None = None) -> StepTime:
     return model
 
 
+def recorded_only(device: str | None) -> bool:
+    """Whether step times on ``device`` come from another machine's record (a GPU asked for
+    where there is none), not from a measurement here."""
+    return device == "cuda" and not torch.cuda.is_available()
+
+
 def _cached_or_measured(device: str, probes: Probes) -> StepTime:
-    if device == "cuda" and not torch.cuda.is_available():
+    if recorded_only(device):
         return probes.recorded or ASSUMED_H200
     path = cache_file(device, probes.name)
     if path.is_file():
