@@ -159,7 +159,7 @@ def _plan_line(kind: str, source: str, text: str, seconds: float, device: str | 
     """One spec's plan as a ``--format jsonl`` line: the estimate (from step times measured
     here, or, for a GPU not here, recorded on an H200), the plan's text lines."""
     from infoflow.core import records
-    from infoflow.validators.steptime import recorded_only
+    from infoflow.validators.ensemble import recorded_only
 
     recorded = recorded_only(device)
     how = "recorded on one H200 (not measured here)" if recorded else "measured on the device"

@@ -32,6 +32,12 @@ from infoflow.core.files import write_with
 from infoflow.validators.identity import digest
 
 
+def recorded_only(device: str | None) -> bool:
+    """Whether step times on ``device`` come from another machine's record (a GPU asked for
+    where there is none), not from a measurement here."""
+    return device == "cuda" and not torch.cuda.is_available()
+
+
 def pick_device(gpu: bool, device: str | None) -> torch.device:
     """``--gpu`` insists on CUDA; ``--device`` forces one; else the best there is."""
     if not (gpu or device == "cuda" or (device is None and torch.cuda.is_available())):

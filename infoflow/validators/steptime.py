@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from infoflow.core.files import write_cache
-from infoflow.validators.ensemble import ensemble_step, precision
+from infoflow.validators.ensemble import ensemble_step, precision, recorded_only
 from infoflow.validators.threads import busy_cores, machine
 from infoflow.validators.throughput import flops_per_token
 
@@ -180,12 +180,6 @@ def step_time(device: str, probes: Probes | None = None) -> StepTime:
         model = _cached_or_measured(device, probes)
     _USED[key] = asdict(model)
     return model
-
-
-def recorded_only(device: str | None) -> bool:
-    """Whether step times on ``device`` come from another machine's record (a GPU asked for
-    where there is none), not from a measurement here."""
-    return device == "cuda" and not torch.cuda.is_available()
 
 
 def _cached_or_measured(device: str, probes: Probes) -> StepTime:
