@@ -282,6 +282,10 @@ def differences(anchor: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     ]
 
 
+#: What a validate report given where a calibration file belongs is called.
+A_REPORT = "a validate report, not a calibration file"
+
+
 def load_calibration(path: str | Path | None = None, spec: str | None = None) -> Calibration:
     """Read a calibration file (the shipped one when ``path`` is None); a bad file is a
     :class:`SpecError` naming it and the field, or, for the file a spec names (``spec``: the
@@ -290,8 +294,8 @@ def load_calibration(path: str | Path | None = None, spec: str | None = None) ->
     try:
         data = read_json(path, "calibration file")
         if isinstance(data, dict) and "specs" in data and "exponents" not in data:
-            why = "a validate report, not a calibration file: infoflow calibrate icl_markov "
-            raise SpecError(str(path), [(None, why + "makes one from it")])
+            why = f"{A_REPORT}: infoflow calibrate icl_markov makes one from it"
+            raise SpecError(str(path), [(None, why)])
         try:
             return Calibration.model_validate(data)
         except ValidationError as exc:

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from infoflow.core.errors import SpecError
 from infoflow.core.files import is_folder, read_json
 from infoflow.icl_markov.calibration import (
+    A_REPORT,
     LOWER_BOUND,
     Anchor,
     Bracket,
@@ -79,9 +80,9 @@ def _writable(out: Path) -> None:
         load_calibration(out)
     except SpecError as exc:
         why = "; ".join(f"field '{f}': {w}" if f else w for f, w in exc.problems)
-        what = f"{out} is {why.split(':')[0]}"  # "a validate report, not a calibration file"
-        if "not a calibration file" not in why:
-            what = f"{out} is not a calibration file ({why})"
+        what = f"{out} is " + (
+            A_REPORT if why.startswith(A_REPORT) else f"not a calibration file ({why})"
+        )
         message = f"{what}: will not write over it; name a new file"
         raise SpecError("--out", [(None, message)]) from None
 

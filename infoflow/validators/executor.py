@@ -69,9 +69,13 @@ class ProgressNote:
         self, group: str, step: int, total: int, loss: float | None = None, speed: str = ""
     ) -> None:
         last = self.note or {"first": step, "loss": None}
-        loss = last["loss"] if loss is None else loss
-        self.note = {"first": last["first"], "step": step, "total": total, "loss": loss}
-        self.note["speed"] = speed
+        self.note = {
+            "first": last["first"],
+            "step": step,
+            "total": total,
+            "loss": last["loss"] if loss is None else loss,
+            "speed": speed,
+        }
         if step >= total or time.monotonic() - self.written >= NOTE_EVERY:
             self.flush()
 

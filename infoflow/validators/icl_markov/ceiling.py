@@ -145,11 +145,9 @@ def propose(
             sep = min(v["separability"][p] for v in limit.values() for p in ("M1", "M2", "G2"))
             sets = [f"--set states={states}"] if more_states else []
             sets += [f"--set context_len={context}"] if context != own else []
+            anew = "; the thresholds there are predicted anew" if sets else ""
             if paper:
                 sets.append(f"--scale paper (this scale caps context_len at {max_context})")
-            anew = (
-                "; the thresholds there are predicted anew" if more_states or context != own else ""
-            )
             return (
                 f"proposed: {' '.join(sets)} makes K = {', '.join(map(str, ks))} testable "
                 f"(smallest separability {sep:.4f} nats){anew}"
