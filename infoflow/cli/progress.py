@@ -1,6 +1,7 @@
 """``validate``'s progress display: one line, as wide as the terminal and never wider, that
 follows every phase (planning and measuring, training, judging, writing). While training it
-shows the steps done of all groups, the ETA (at the rate since training began), tokens/s and
+shows the steps done of all groups, the ETA (at the rate since the first step: start-up, a
+Ray worker's included, does not count), tokens/s and
 MFU from the first step, the last mean loss and the group training; a narrow terminal
 shortens the group's name first, then drops the loss, never cuts the numbers. Into a pipe
 (a log), the same line is printed from the first training step on: then, when a group
@@ -46,7 +47,8 @@ def shorten(name: str, width: int) -> str:
 @dataclass
 class State:
     """Where the run is: its phase, the steps of all groups (done and total), the group
-    training and its last mean loss and speed, and when training and the phase began."""
+    training and its last mean loss and speed, when the phase began, and when the first step
+    was reported with the steps taken by then (the ETA's rate counts from there)."""
 
     phase: str = "planning"
     detail: str = ""
@@ -56,14 +58,15 @@ class State:
     group: str = ""
     loss: float | None = None
     speed: str = ""
-    started: float | None = None  # when training began (the first step's time counts)
     phase_started: float = field(default_factory=time.monotonic)
+    first: tuple[float, int] | None = None  # the first step's report: (time, steps taken)
 
     def eta(self, now: float) -> float | None:
-        """Seconds left at the rate since training began; None before the first step."""
-        if self.started is None or self.timed == 0 or now <= self.started:
+        """Seconds left at the rate since the first step was reported; None until a step
+        more is (a first step's time is mostly start-up: 7:42:23 for a 2-minute resume)."""
+        if self.first is None or self.timed == self.first[1] or now <= self.first[0]:
             return None
-        return (self.total - self.done) * (now - self.started) / self.timed
+        return (self.total - self.done) * (now - self.first[0]) / (self.timed - self.first[1])
 
     def line(self, width: int, now: float) -> str:
         """The display's line in at most ``width`` columns."""
@@ -107,7 +110,7 @@ class Display:
         self.state.phase, self.state.detail = name, detail
         self.state.phase_started = time.monotonic()
         if name == "training":
-            self.state.total, self.state.started = total, self.state.phase_started
+            self.state.total = total
             if self.note:
                 self.console.print(self.note, markup=False, highlight=False, soft_wrap=True)
         self.draw()
@@ -122,6 +125,7 @@ class Display:
         # a retried one, back at its checkpoint, took this step again (and the earlier ones)
         state.timed += step - before if step >= before else 1
         self.last[group] = step
+        state.first = state.first or (now, state.timed)
         state.group = group
         state.speed = speed or state.speed
         state.loss = state.loss if loss is None else loss

@@ -26,19 +26,39 @@ def _lines(written: str) -> list[str]:
     return [line for line in plain.splitlines() if line.strip()]
 
 
-def test_the_first_step_shows_steps_rate_mfu_and_an_eta() -> None:
-    state = State(phase="training", total=15_000, started=100.0)
+def test_the_first_step_shows_steps_rate_mfu_and_the_second_an_eta() -> None:
+    state = State(phase="training", total=15_000, first=(100.0, 1))
     state.done = state.timed = 1
     state.group, state.speed = "looped-kv-smoke-0123456789ab", SPEED
-    line = state.line(79, 100.5)
+    line = state.line(79, 100.0)
     assert "1/15,000 0%" in line and "12.3k tok/s MFU 4.1%" in line
-    assert line.endswith("ETA 2:05:00")  # 14,999 steps to go at 0.5 s a step
+    assert line.endswith("ETA -:--")  # no rate yet
+    state.done = state.timed = 2
+    line = state.line(79, 100.5)
+    assert line.endswith("ETA 2:04:59")  # 14,998 steps to go at 0.5 s a step
     assert len(line) <= 79
+
+
+def test_the_eta_leaves_out_the_start_up_before_the_first_step(monkeypatch) -> None:
+    """A Ray worker's start (half a minute before a group's first note) does not count
+    toward the rate: the old ETA, from training's start, said 7:42:23 for a 2-minute resume."""
+    import infoflow.cli.progress as shown
+
+    now = [0.0]
+    monkeypatch.setattr(shown.time, "monotonic", lambda: now[0])
+    with progress(False, _console(terminal=False)[0]) as display:
+        display.phase("training", total=1000)
+        now[0] = 30.0
+        display("g", 1, 1000, None, SPEED)
+        assert display.state.eta(now[0]) is None
+        now[0] = 31.0
+        display("g", 11, 1000, None, SPEED)
+        assert display.state.eta(now[0]) == 98.9  # 989 steps to go at ten a second
 
 
 def test_a_narrow_line_shortens_the_group_then_drops_the_loss_never_the_numbers() -> None:
     state = State("training", done=14_999, timed=14_999, total=15_000, group="x" * 60, loss=0.0123)
-    state.speed, state.started = "123.4k tok/s, MFU 14.1%", 0.0
+    state.speed, state.first = "123.4k tok/s, MFU 14.1%", (0.0, 1)
     wide = state.line(79, 3600.0)
     assert len(wide) <= 79 and "loss 0.0123" in wide and "…" in wide
     assert wide.endswith("14,999/15,000 99% loss 0.0123 123.4k tok/s MFU 14.1% ETA 0:00")
@@ -54,9 +74,10 @@ def test_every_phase_is_shown_at_80_columns() -> None:
         assert display.state.line(79, display.state.phase_started).startswith("planning (")
         display.phase("training", total=600)
         display("looped-kv-" + "a" * 70, 1, 600, None, SPEED)
-        first = display.state.line(79, display.state.started + 1.0)
-        assert first.startswith("train looped-kv-") and "1/600 0%" in first
-        assert "ETA 9:59" in first and "MFU 4.1%" in first
+        display("looped-kv-" + "a" * 70, 2, 600, None, SPEED)
+        first = display.state.line(79, display.state.first[0] + 1.0)
+        assert first.startswith("train looped-kv-") and "2/600 0%" in first
+        assert "ETA 9:58" in first and "MFU 4.1%" in first
         display("looped-kv-" + "a" * 70, 600, 600, 2.5, SPEED)
         display.phase("judging", "looped-smoke")
         display.phase("writing", "the reports and plots to runs/validate")
@@ -76,7 +97,7 @@ def test_a_resumed_group_counts_its_earlier_steps_as_done_not_toward_the_rate() 
         display("g", 502, 600, None, SPEED)
         state = display.state
         assert (state.done, state.timed) == (502, 2)
-        assert state.eta(state.started + 2.0) == 98.0  # 98 steps to go at a step a second
+        assert state.eta(state.first[0] + 1.0) == 98.0  # 98 steps to go at a step a second
 
 
 def test_a_retried_group_counts_its_steps_done_again_not_its_rate_backwards() -> None:
@@ -142,7 +163,7 @@ def test_into_a_pipe_lines_are_printed_from_training_on(monkeypatch) -> None:
         display.phase("writing", "the reports")
     lines = out.getvalue().splitlines()
     assert lines[0] == "torch threads: 2" and lines[1].startswith("train g 1/300 0% loss 0.5")
-    assert lines[1].endswith("ETA 4:59")  # the first step took a second from training's start
+    assert lines[1].endswith("ETA -:--")  # the first step: no rate yet
     assert lines[2].startswith("train g 61/300 20% loss 0.5") and "ETA" in lines[2]
     assert lines[3].startswith("train g 100/300 33%")  # g finished
     assert lines[4].startswith("train h 300/300 100% loss 0.25")
