@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import re
@@ -160,8 +161,12 @@ def train_on_ray(
         return
     reachable(address)
     try:
-        ray.init(
-            address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False
+        ray.init(  # Ray's warnings only on stderr, not its INFO lines among validate's
+            address=address,
+            ignore_reinit_error=True,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
         )
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as error:
         where = f"the Ray cluster at {address}" if address else "a Ray cluster"

@@ -120,6 +120,7 @@ def test_a_looped_kv_job_trains_as_a_ray_task(tmp_path) -> None:
         *SMALLER_LOOPED,
     )
     assert proc.returncode == 0, proc.stderr
+    assert "Started a local Ray instance" not in proc.stderr  # Ray's INFO lines stay out
     assert list((out / "checkpoints").glob("tiny-looped-looped-*.pid"))  # a Ray worker trained it
     (section,) = _report(out)["specs"]
     assert section["kind"] == "looped_kv" and len(section["claims"]) == 12
