@@ -18,9 +18,10 @@ from infoflow.core.text import one_line
 
 class StrictModel(BaseModel):
     """A spec section: unknown fields are errors, so a typo cannot pass silently; nor can a
-    boolean where a number belongs (pydantic would read ``true`` as 1), nor a string or a
-    number where a boolean belongs (it would read ``"yes"`` as true), nor a number that is
-    not finite (pydantic would read the string ``"inf"`` as infinity)."""
+    boolean where a number belongs (pydantic would read ``true`` as 1), nor a string where
+    only a number does (``"3"`` as 3), in a list's entries and a dict's values too, nor a
+    string or a number where a boolean belongs (it would read ``"yes"`` as true), nor a
+    number that is not finite (pydantic would read the string ``"inf"`` as infinity)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
@@ -30,12 +31,10 @@ class StrictModel(BaseModel):
         if isinstance(data, dict):
             for name, field in cls.model_fields.items():
                 key = field.alias or name
-                if isinstance(data.get(key), bool) and _takes_numbers(field.annotation):
-                    raise FieldError(key, "a boolean, where a number belongs")
-                if isinstance(data.get(key), str) and _takes_numbers(field.annotation, only=True):
-                    shown = json.dumps(data[key][:40])
-                    raise FieldError(key, f"the string {shown}, where a number belongs")
                 value = data.get(key)
+                mistyped = _not_a_number(key, value, field.annotation)
+                if mistyped:
+                    raise FieldError(*mistyped)
                 if value is not None and not isinstance(value, bool) and _takes_bool(field):
                     shown = (
                         json.dumps(value)[:40]
@@ -65,15 +64,46 @@ def _takes_bool(field: Any) -> bool:
     return bool in args and all(a in (bool, type(None)) for a in args)
 
 
+def _not_a_number(key: str, value: Any, annotation: Any) -> tuple[str, str] | None:
+    """(dotted field, message) where ``value``, or an entry of a list or a value of a dict
+    in it (``heads.0``, ``params.D``), is a boolean where a number belongs or a string where
+    only a number does; None where there is none."""
+    if isinstance(value, list | dict):
+        inner = _inside(annotation, type(value))
+        items = enumerate(value) if isinstance(value, list) else value.items()
+        found = (_not_a_number(f"{key}.{at}", item, inner) for at, item in items)
+        return next(filter(None, found), None) if inner is not None else None
+    if isinstance(value, bool) and _takes_numbers(annotation):
+        return key, "a boolean, where a number belongs"
+    if isinstance(value, str) and _takes_numbers(annotation, only=True):
+        return key, f"the string {json.dumps(value[:40])}, where a number belongs"
+    return None
+
+
+def _inside(annotation: Any, container: type) -> Any:
+    """The annotation of the entries of a ``container`` (list or dict: its values) that
+    ``annotation`` takes (``list[int] | int``: int); None where it takes none."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _inside(typing.get_args(annotation)[0], container)
+    if origin in (typing.Union, types.UnionType):
+        found = (_inside(arg, container) for arg in typing.get_args(annotation))
+        return next((inner for inner in found if inner is not None), None)
+    args = typing.get_args(annotation)
+    return args[-1] if origin is container and args else None
+
+
 def _takes_numbers(annotation: Any, only: bool = False) -> bool:
     """The annotation takes numbers and not booleans (``int``, ``float | None``, an
-    ``Annotated`` int, ...); ``only``: and nothing else but None (no string)."""
+    ``Annotated`` int, ...); ``only``: and no string (None, lists and dicts aside)."""
     if typing.get_origin(annotation) is typing.Annotated:
         return _takes_numbers(typing.get_args(annotation)[0], only)
     if annotation in (int, float):
         return True
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if only:  # a list or a dict does not take a string either
+            args = [a for a in args if typing.get_origin(a) not in (list, dict)]
         numeric = [_takes_numbers(a, only) for a in args]
         return bool not in args and (all(numeric) if only else any(numeric))
     return False

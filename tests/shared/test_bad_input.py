@@ -660,6 +660,24 @@ def test_a_boolean_where_a_number_belongs_is_refused(spec, setting, message) -> 
     assert f"field {message}: a boolean, where a number belongs" in line
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("params.D=true", "'params.D': a boolean"),
+        ('params.D="3"', "'params.D': the string \"3\""),
+        ("architecture.heads=[true,true]", "'architecture.heads.0': a boolean"),
+        ('architecture.heads=[2,"1"]', "'architecture.heads.1': the string \"1\""),
+        ('architecture.heads="1"', "'architecture.heads': the string \"1\""),
+    ],
+)
+def test_a_boolean_or_string_inside_a_list_or_dict_of_numbers_is_refused(setting, message):
+    """A fresh-user audit (2026-12-07): params.D=true planned D = 1, heads ["1", 2] as
+    [1, 2]; the entries of a list or a dict of numbers are checked as a number is."""
+    spec = str(SPECS / "retrieval/intrinsic-dimension-D2.json")
+    line = refused("predict", spec, "--set", setting, "--set", "sweep=null")
+    assert f"field {message}, where a number belongs" in line
+
+
 @pytest.mark.parametrize("raw", ['"yes"', "1", '"true"'])
 def test_a_string_or_number_where_a_boolean_belongs_is_refused(raw) -> None:
     """pydantic would read "yes" and 1 as true (a CLI fuzz, 2026-12-05): refused, naming the
