@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from infoflow.core.results import Prediction, Result
+from infoflow.core.results import INFINITE, Prediction, Result
 from infoflow.core.text import format_bytes, latex_text, markdown_text, one_line, trim
 
 if TYPE_CHECKING:
@@ -28,6 +28,8 @@ def format_value(prediction: Prediction) -> str:
     """A prediction's value as a person reads it."""
     value, unit = prediction.value, prediction.unit
     if value is None:  # a note that opens "Unbounded: ..." names what the null means
+        if INFINITE in prediction.note:  # it printed "None" (a fresh-user audit)
+            return f"infinite {unit}".rstrip()
         head, colon, _ = prediction.note.partition(":")
         size = re.search(r"About (10\^\S+): beyond a float", prediction.note)
         if size:  # a finite number too large for a float
@@ -72,12 +74,14 @@ def to_table(result: Result, verbosity: int = 0) -> Table:
     shown = lines and verbosity >= 0
     caption = escape("\n".join(one_line(line, 2000) for line in lines)) if shown else None
     table = Table(title=escape(one_line(result.caption(), 400)), caption=caption)
-    table.add_column("prediction", style="bold")
-    table.add_column("value", justify="right")
-    table.add_column("bound")
-    table.add_column("provenance")
+    # a long name or provenance is folded onto a next line, never cut (an ellipsis hid
+    # "reconstruction:variable…" at 80 columns)
+    table.add_column("prediction", style="bold", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_column("bound", overflow="fold")
+    table.add_column("provenance", overflow="fold")
     if verbosity > 0:
-        table.add_column("note")
+        table.add_column("note", overflow="fold")
     for name, prediction in result.predictions.items():
         cells = [name, format_value(prediction), prediction.bound, prediction.provenance]
         cells += [prediction.note] if verbosity > 0 else []

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 Bound = Literal["exact", "upper", "lower", "estimate"]
 COLUMNS = ("name", "value", "unit", "bound", "provenance", "note")
 Value = int | float | bool | str | list[Any] | None
+#: A note's mark of a value that is infinite (null in JSON): tables show it as "infinite".
+INFINITE = "Infinite here (null in JSON)"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import sympy
 
-from infoflow.core.results import Prediction, Result
+from infoflow.core.results import INFINITE, Prediction, Result
 from infoflow.retrieval import peel_firsts
 from infoflow.retrieval.canonical_to_tree import (
     FIXED_POSITIONS,
@@ -296,7 +296,7 @@ def _infinite(alpha: sympy.Expr, numbers: dict) -> str:
     """What a value left out (null in JSON) was, where alpha is infinite at the numbers."""
     if sympy.sympify(alpha).xreplace(numbers) != sympy.oo:
         return ""
-    return " Infinite here (null in JSON): this architecture cannot represent the target."
+    return f" {INFINITE}: this architecture cannot represent the target."
 
 
 def _setter(der: Derivation, neck: CostTerm, alpha_value, numbers: dict) -> CostTerm:

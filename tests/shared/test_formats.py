@@ -123,3 +123,33 @@ def test_a_plan_for_a_gpu_not_here_says_its_step_times_are_recorded_not_measured
     estimate = row["predictions"]["estimated_seconds"]
     assert estimate["provenance"] == "recorded:step_time" and estimate["value"] > 0
     assert "recorded on one H200 (not measured here)" in estimate["note"]
+
+
+def test_an_infinite_exponent_reads_infinite_in_every_text_format() -> None:
+    """A fresh-user audit (2026-12-07): the no-PE point's alpha printed as Python's None in
+    the table, Markdown and LaTeX; JSON keeps null with its note."""
+    from infoflow.render import to_latex, to_markdown
+
+    path = SPECS / "retrieval" / "specific-position.json"
+    spec = infoflow.load_spec(path, ["architecture.positional_encoding=false", "sweep=null"])
+    result = infoflow.predict(spec)
+    assert result.predictions["cost_exponent"].value is None
+    assert "| `cost_exponent` | infinite | exact |" in to_markdown(result)
+    assert r"\texttt{param\_cost} & infinite params (order) & exact" in to_latex(result)
+
+
+def test_the_table_folds_a_long_provenance_never_cuts_it() -> None:
+    """At 80 columns with notes the provenance column read "reconstruction:variable…"."""
+    from rich.console import Console
+
+    from infoflow.render import to_table
+
+    path = SPECS / "retrieval" / "pairwise-min.json"
+    result = infoflow.predict(infoflow.load_spec(path, ["architecture.layers=1", "sweep=null"]))
+    console = Console(width=80, record=True, color_system=None)
+    console.print(to_table(result, verbosity=1))
+    shown = console.export_text()
+    assert "…" not in shown and max(map(len, shown.splitlines())) <= 80
+    rows = [line.split("│") for line in shown.splitlines() if line.startswith("│")]
+    column = "".join(cells[4].strip() for cells in rows)  # each cell's folded lines in order
+    assert all(p.provenance in column for p in result.predictions.values())
