@@ -82,10 +82,10 @@ def _check_out(folder: Path, database: str | None) -> None:
     existing = next(p for p in (folder, *folder.parents) if p.exists() or p == p.parent)
     if not existing.is_dir():  # a file, or a path under one (a review)
         raise SpecError(str(folder), [(None, f"cannot use it as --out ({existing} is a file)")])
-    if existing == folder:
-        check_run_folder(folder)
+    if existing == folder:  # no run's first: a clone's root is that, not its .git's links
         if database is not None:
             check_run_owned(folder, database)
+        check_run_folder(folder)
 
 
 def check_run_folder(folder: Path) -> None:

@@ -363,6 +363,8 @@ def test_nothing_is_written_through_a_link_planted_in_the_run_folder(
     out = toy / "run"
     victim = tmp_path / "notes.txt"
     victim.write_text("a user's file\n")
+    out.mkdir()
+    (out / "results.sqlite").touch()  # a run's folder (else: refused as no run's)
     planted = out / name
     planted.parent.mkdir(parents=True, exist_ok=True)
     if link == "symbolic":
@@ -372,9 +374,22 @@ def test_nothing_is_written_through_a_link_planted_in_the_run_folder(
     line = refused("validate", str(toy / "right.json"), "--out", str(out), "--quiet")
     assert name.split("/")[-1] in line and "writes through no link" in line
     assert victim.read_text() == "a user's file\n"  # untouched
-    assert not (out / "results.sqlite").exists()  # refused before anything was written
+    assert (out / "results.sqlite").stat().st_size == 0  # refused before anything was written
     if name != ".lock":  # nor the lock (it was left behind, a review)
         assert not (out / ".lock").exists()
+
+
+def test_a_folder_no_run_wrote_is_refused_as_such_before_its_links_are_named(toy) -> None:
+    """--out . in a clone of the repository told the user to remove a file under
+    .git/objects (a hard link): a folder no run wrote is refused for that (a fresh-user
+    audit, 2026-12-07)."""
+    clone = toy / "clone"
+    (clone / ".git" / "objects").mkdir(parents=True)
+    (clone / "README.md").write_text("a clone\n")
+    (clone / ".git" / "objects" / "b1").hardlink_to(clone / "README.md")
+    line = refused("validate", str(toy / "right.json"), "--out", str(clone), "--quiet")
+    assert "holds README.md but no results.sqlite: no validate run wrote it" in line
+    assert ".git" not in line
 
 
 def test_an_out_folder_that_is_a_link_is_refused(toy, tmp_path) -> None:
