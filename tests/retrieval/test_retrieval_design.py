@@ -1167,3 +1167,18 @@ def test_a_witness_record_is_kept_per_largest_trained_width() -> None:
     smoke, paper = (witness_key(spec, 3, max(SCALES[s].rungs)) for s in ("smoke", "paper"))
     assert max(SCALES["smoke"].rungs) != max(SCALES["paper"].rungs) and smoke != paper
     assert smoke == witness_key(spec, 3, max(SCALES["smoke"].rungs))
+
+
+def test_the_plan_lists_the_claims_about_fixed_positions_validate_judges() -> None:
+    """specific-position's plan said "none: no two models trained here differ in one thing
+    only" where validate judges a paper claim on the PE pair (a fresh-user audit,
+    2026-12-07): the plan names what the judge makes."""
+    path = SPECS / "retrieval" / "specific-position.json"
+    planned = plan("specific-position", infoflow.load_spec(path), SMOKE, path.parent)
+    text = describe(estimate(planned, ASSUMED_H200), "s.json")
+    assert "none: no two models" not in text
+    (pe,) = [line for line in text.splitlines() if "learns only with PE (paper)" in line]
+    assert pe.endswith("vs heads [1], T=10, E=32: every seed learns with PE, none without")
+    assert "attends to the fixed positions (reproduction): heads [1], PE, T=10" in text
+    judged = {c.id.split(":")[0] for c in _claims(planned, _ladders(planned))}
+    assert "needs_positional_encoding" in judged
