@@ -4,9 +4,16 @@ The public API is small and loads lazily, so that ``infoflow --help`` pays for n
 does not use::
 
     import infoflow
-    spec = infoflow.load_spec("specs/looped_kv/ouro-1.4b.json")
+    spec = infoflow.load_spec(infoflow.specs.path("looped_kv/ouro-1.4b.json"))
     result = infoflow.predict(spec)
-    print(result.predictions["kv_bytes_per_token"].value)
+    print(result.predictions["kv_bytes_per_token"].value)  # 786432
+
+- ``load_spec(path_or_dict, overrides)``: a validated spec (``SpecError`` on bad input);
+  ``expand(spec)``: a sweep's points; ``spec_schema()``: the specs' JSON schema;
+- ``predict(spec)``: a ``Result`` of ``Prediction`` s, each with its value, bound and
+  provenance; ``check_family(kind)``: a family's consistency checks;
+- ``load_report(run_folder)``: a validate run's ``Report`` (its claims and verdicts);
+- ``specs.path(name)``, ``specs.names()``: the bundled specs, from any working directory.
 """
 
 from importlib import import_module
@@ -57,3 +64,8 @@ def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'infoflow' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, the lazily loaded ones too (tab completion, ``dir(infoflow)``)."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

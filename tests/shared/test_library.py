@@ -149,3 +149,16 @@ def test_a_sweep_reads_relative_paths_from_the_specs_folder(tmp_path, monkeypatc
     points = infoflow.expand(loaded)
     assert [p.serving.context_tokens for _, p in points] == [1, 2]
     assert pickle.loads(pickle.dumps(loaded)).base_dir == loaded.base_dir
+
+
+def test_the_modules_example_runs_anywhere_and_dir_lists_the_public_api(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """A fresh-user audit (2026-12-07): the docstring's example read a relative path that
+    exists only in a clone's root, and dir(infoflow) (tab completion) hid the lazy names."""
+    example = [line[4:] for line in infoflow.__doc__.splitlines() if line.startswith("    ")]
+    printed = next(line for line in example if line.startswith("print("))
+    monkeypatch.chdir(tmp_path)
+    exec("\n".join(example), {})  # the module's own documentation, run as written
+    assert capsys.readouterr().out.strip() == printed.split("# ")[1]
+    assert set(infoflow.__all__) <= set(dir(infoflow)) and "import_module" not in dir(infoflow)
