@@ -150,9 +150,10 @@ def _groups(spec: RetrievalSpec, grids: dict[str, list[Any]], name: str) -> _Gro
     grouped = [key for key in grids if key not in NUMBERS]
     fixed, which, derivations, seen = [], [], [], {}
     for values in itertools.product(*(grids[k] for k in grouped)):
-        data = _with(base, dict(zip(grouped, values, strict=True)), name)
+        point = dict(zip(grouped, values, strict=True))
+        data = _with(base, point, name)
         specs = {
-            key: [_load(_with(data, {key: v}, name), name, key, v) for v in grids[key]]
+            key: [_load(_with(data, {key: v}, name), name, {**point, key: v}) for v in grids[key]]
             for key in NUMBERS
             if key in grids
         }
@@ -161,7 +162,7 @@ def _groups(spec: RetrievalSpec, grids: dict[str, list[Any]], name: str) -> _Gro
             message = "a vectorised sweep needs seq_len, input_dim and architecture.embed_dim"
             raise SpecError(name, [("sweep", message)])
         row = []
-        for at in specs.get("seq_len") or [_load(data, name, "seq_len", data["seq_len"])]:
+        for at in specs.get("seq_len") or [_load(data, name, point)]:
             der = derive(at, f"{name} (sweep seq_len={at.seq_len})")
             if id(der) not in seen:
                 seen[id(der)] = len(derivations)
@@ -242,12 +243,16 @@ def _compiled(expression) -> Any:
     return lambda *args: np.broadcast_to(np.asarray(function(*args), dtype=float), args[0].shape)
 
 
-def _load(data: dict, name: str, key: str, value: Any) -> RetrievalSpec:
-    """The spec ``data`` (``key`` at ``value``), validated; a SpecError names the point."""
+def _load(data: dict, name: str, point: dict[str, Any]) -> RetrievalSpec:
+    """The spec ``data`` (at the sweep's ``point``), validated; a SpecError names the
+    point, every swept value in it (it named the number alone: a fresh-user audit)."""
     try:
         return load_spec(data)
     except SpecError as error:
-        raise SpecError(f"{name} (sweep {key}={value})", error.problems) from None
+        where = ", ".join(f"{key}={value}" for key, value in point.items())
+        raise SpecError(
+            f"{name} (sweep point {where})" if where else name, error.problems
+        ) from None
 
 
 def _with(data: dict, values: dict[str, Any], name: str) -> dict:

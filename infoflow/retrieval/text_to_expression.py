@@ -23,6 +23,7 @@ limits keep parsing fast on any input.
 from __future__ import annotations
 
 import ast
+import math
 import re
 import warnings
 from functools import lru_cache
@@ -144,7 +145,10 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise TargetError(f"only numbers are allowed, not {value!r}", _col(node))
         if abs(value) > MAX_CONSTANT:
-            raise TargetError(f"the constant {value} is above {MAX_CONSTANT}", _col(node))
+            message = f"the constant {value} is above {MAX_CONSTANT}"
+            if math.isinf(value):  # 1e400 said "the constant inf"
+                message = f"the constant is beyond a float's range (at most {MAX_CONSTANT})"
+            raise TargetError(message, _col(node))
         return value
 
     def _identifier(self, node: ast.Name) -> str:
@@ -223,7 +227,8 @@ class _Reader:
             if any(v.name == name for v in bound):
                 return name
             raise TargetError(f"the index {name!r} is not bound by a generator", _col(node))
-        raise TargetError("an index must be a bound name or an integer", _col(node))
+        message = "an index must be a bound name or an unsigned integer (the last token is x[T]"
+        raise TargetError(f"{message}, not x[-1])", _col(node))  # x[-1] said "or an integer"
 
     def _call(self, node: ast.Call, bound: frozenset[Variable], depth: int) -> Node:
         if not isinstance(node.func, ast.Name):

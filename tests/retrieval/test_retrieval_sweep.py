@@ -90,7 +90,12 @@ def test_cli_streams_one_json_line_per_point() -> None:
 def test_bad_input_is_exit_2() -> None:
     path = str(SPECS / "retrieval" / "kth-largest.json")
     line = refused("sweep", path, "--set", "sweep.seq_len=[8, 1]")
-    assert "sweep seq_len=1" in line and "k = 2 exceeds T = 1" in line
+    assert (
+        "(sweep point architecture.layers=1, seq_len=1)" in line and "k = 2 exceeds T = 1" in line
+    )
+    both = 'sweep={"seq_len": [2, 3], "architecture.layers": [1, 2]}'
+    line = refused("sweep", str(SPECS / "retrieval" / "triangle-center.json"), "--set", both)
+    assert "(sweep point architecture.layers=1, seq_len=2): field 'architecture.heads'" in line
     line = refused("sweep", str(SPECS / "looped_kv" / "ouro-1.4b.json"))
     assert "'sweep' is not available for looped_kv specs (it is for: retrieval)" in line
     assert "needs a sweep" in refused("sweep", path, "--set", "sweep=null")
