@@ -49,6 +49,9 @@ def llama_like(config: Config) -> Config:
     if looped and kind not in (None, "ouro"):
         message = f"'total_ut_steps' is Ouro's loop count, and model_type {kind!r} does not loop"
         raise FieldError("hf_config", message + ': set "model_type": "ouro", or drop the key')
+    if kind == "ouro" and not looped:  # read as one loop, its cache was 4x too small (an audit)
+        message = "model_type 'ouro' loops 'total_ut_steps' times, and the config leaves it out"
+        raise FieldError("hf_config", message + " (Ouro-1.4B and 2.6B: 4): add the key")
     _one_loop_key(config, "total_ut_steps", "mean_recurrence")
     if kind == "qwen2":
         bias = "qkv"  # always, whatever attention_bias says

@@ -292,6 +292,17 @@ def test_config_keys_that_contradict_each_other_are_refused_by_name(
     assert message in refused("predict", str(tmp_path / "config.json"))
 
 
+def test_an_ouro_config_without_its_loop_count_is_refused(tmp_path) -> None:
+    """Without total_ut_steps an Ouro config was read as a one-loop Llama: its cache 4x too
+    small and its norms and exit gate gone, the mistake the theory note says other tools
+    make (a fresh-user audit, 2026-12-07)."""
+    config = json.loads((CONFIGS / "ouro-1.4b.json").read_text())
+    del config["total_ut_steps"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    line = refused("predict", str(tmp_path / "config.json"))
+    assert "model_type 'ouro' loops 'total_ut_steps' times, and the config leaves it out" in line
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
