@@ -5,6 +5,11 @@ rho = 1024/(r_k + r_v) for Ouro's per-head codec at r_k + r_v = 768, 512, 256, 9
 and one published split, (r_k, r_v) = (96, 160) at 4x; the other splits keep its 3:5 ratio
 of key to value rank (values settle more slowly across loops), which is a reconstruction.
 LLA-2D folds the 16 KV heads in, so the same ratio needs 16 times the ranks.
+
+Every spec serves 4,096-token sequences from a 108 GiB cache budget: the budget (with
+batches in steps of 32) is a reconstruction that gives Ouro-1.4B's two published H200
+batches (32 and 768); the paper gives no 2.6B batches, so its specs keep the budget and
+round no batch (in steps of 32 its 18 sequences read 0).
 """
 
 import json
@@ -26,6 +31,10 @@ OURO = {
     "exit_gate": True,
 }
 H200_SETTING = {"context_tokens": 4096, "memory_budget_gib": 108, "batch_step": 32}
+BUDGET = {
+    "1.4b": "the 108 GiB cache budget in batch steps of 32 reconstructed from its H200 batches",
+    "2.6b": "1.4B's reconstructed 108 GiB cache budget, batches not rounded",
+}
 RATIOS = {"1.33x": 768, "2x": 512, "4x": 256, "10.67x": 96, "21.3x": 48, "32x": 32}
 
 
@@ -36,6 +45,13 @@ def ouro(layers: int) -> dict:
 def split(total: int) -> tuple[int, int]:
     """(r_k, r_v) with r_k : r_v = 3 : 5, as in the published (96, 160)."""
     return total * 3 // 8, total * 5 // 8
+
+
+def serving(size: str) -> dict:
+    """The H200 setting; 2.6B's batches unrounded (the steps of 32 are fitted to 1.4B's)."""
+    if size == "1.4b":
+        return H200_SETTING
+    return {key: value for key, value in H200_SETTING.items() if key != "batch_step"}
 
 
 def write(name: str, spec: dict) -> None:
@@ -52,10 +68,11 @@ def main() -> None:
                     {
                         "kind": "looped_kv",
                         "description": f"Ouro-{size.upper()} with the {variant} LLA codec at "
-                        f"{label} (paper's ratio grid; 3:5 key:value rank split).",
+                        f"{label} (paper's ratio grid; 3:5 key:value rank split; "
+                        f"{BUDGET[size]}).",
                         "model": ouro(layers),
                         "codec": {"variant": variant, "r_k": r_k, "r_v": r_v},
-                        "serving": H200_SETTING,
+                        "serving": serving(size),
                     },
                 )
 
