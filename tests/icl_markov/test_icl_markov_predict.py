@@ -147,6 +147,24 @@ def test_a_sequence_placed_by_scaled_thresholds_says_so() -> None:
 
 
 @pytest.mark.parametrize(
+    ("spec", "overrides", "placed_by"),
+    [
+        ("smoke-c3.json", ["chains=10000"], "reconstruction:capacity"),
+        ("smoke-c3.json", ["chains=64"], "reconstruction:capacity"),  # between: both
+        ("race-c3.json", ["options.criterion=gap"], "mechanism:clock_race"),
+    ],
+)
+def test_a_sequence_names_the_reconstruction_or_mechanism_that_placed_k(
+    spec, overrides, placed_by
+) -> None:
+    """Above K*_2 (its capacity form is [R]) and where the clock race gives K*_1 the
+    sequence read paper:summary alone (a fresh-user audit, 2026-12-07)."""
+    loaded = infoflow.load_spec(SPECS / "icl_markov" / spec, ["sweep=null", *overrides])
+    provenance = infoflow.predict(loaded)["phase_sequence"].provenance
+    assert provenance.startswith("paper:summary, placed by ") and placed_by in provenance
+
+
+@pytest.mark.parametrize(
     ("chains", "steps", "sequence", "final"),
     [
         (4, 100_000, ["G1", "M1", "M2"], "M2"),
