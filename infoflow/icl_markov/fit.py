@@ -104,6 +104,16 @@ def read_reports(paths: list[Path]) -> list[tuple[Path, dict]]:
         if not isinstance(specs, list) or not all(isinstance(spec, dict) for spec in specs):
             raise SpecError(str(file), [("specs", "not an infoflow validate report")])
         check(str(file), report)
+    runs: dict[str, Path] = {}
+    for file, report in reports:  # a run given twice counted its groups twice (an audit)
+        started = report.get("started")
+        if started in runs:
+            why = f"the same run as {runs[started]} (started {started}; a copy, or a resume"
+            why += " of it): give one, the latest; its groups would count twice"
+            if runs[started].resolve() == file.resolve():
+                why = "given twice: its groups would count twice"
+            raise SpecError(str(file), [(None, why)])
+        runs[started] = file
     return reports
 
 

@@ -6,6 +6,7 @@ predicted."""
 from __future__ import annotations
 
 import math
+import re
 
 from infoflow.core.results import Prediction
 
@@ -42,6 +43,17 @@ def regime(k: int, k1: float | None, k2: float, interval=None) -> str | None:
     elif k < k1:
         return "below K*_1"
     return "between K*_1 and K*_2" if k < k2 else "above K*_2"
+
+
+def placed_by(placed: str | None, k1: Prediction, k2: Prediction) -> str:
+    """The phase sequence's provenance: the paper's sequences, placed by the reconstructions
+    and mechanisms of the thresholds that place K (K*_1 below it, K*_2 above, both between):
+    a K above K*_2 (reconstruction:capacity) or placed by the clock race read paper:summary
+    alone (a fresh-user audit, 2026-12-07)."""
+    deciding = {"below K*_1": [k1], "above K*_2": [k2]}.get(placed or "", [k1, k2])
+    found = (re.findall(r"(?:reconstruction|mechanism):\w+", p.provenance) for p in deciding)
+    tags = list(dict.fromkeys(tag for tags in found for tag in tags))
+    return f"paper:summary, placed by {', '.join(tags)}" if tags else "paper:summary"
 
 
 def final_phase(spec, sequence, k1, tau, transient_bound, exponent) -> Prediction:

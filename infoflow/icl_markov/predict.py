@@ -17,7 +17,6 @@ K >= K*_2: G1 -> G2.
 from __future__ import annotations
 
 import math
-import re
 
 import sympy
 
@@ -39,6 +38,7 @@ from infoflow.icl_markov.phases import (
     contradiction,
     final_phase,
     fmt,
+    placed_by,
     regime,
 )
 from infoflow.icl_markov.race import race
@@ -86,7 +86,7 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     sequence = list(sequence) if sequence else None  # a copy: the caller may change it
     unplaced = CONTRADICTION if torn else "unplaced: no K*_1"
     unsourced = FORMS if torn else "uncalibrated"
-    ordered = _placed_by(placed, k1, k2)
+    ordered = placed_by(placed, k1, k2)
     predictions["phase_sequence"] = Prediction(
         sequence,
         "",
@@ -120,17 +120,6 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
         predictions.update(_one_layer())
     disagreement = _against_the_figure(spec, predictions)
     return Result("icl_markov", spec, predictions, source, messages=disagreement)
-
-
-def _placed_by(placed: str | None, k1: Prediction, k2: Prediction) -> str:
-    """The phase sequence's provenance: the paper's sequences, placed by the reconstructions
-    and mechanisms of the thresholds that place K (K*_1 below it, K*_2 above, both between):
-    a K above K*_2 (reconstruction:capacity) or placed by the clock race read paper:summary
-    alone (a fresh-user audit, 2026-12-07)."""
-    deciding = {"below K*_1": [k1], "above K*_2": [k2]}.get(placed or "", [k1, k2])
-    found = (re.findall(r"(?:reconstruction|mechanism):\w+", p.provenance) for p in deciding)
-    tags = list(dict.fromkeys(tag for tags in found for tag in tags))
-    return f"paper:summary, placed by {', '.join(tags)}" if tags else "paper:summary"
 
 
 #: Why a single layer has no G2 and so no race between it and memorization.

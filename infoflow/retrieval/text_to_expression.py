@@ -8,10 +8,9 @@ The language is Python expression syntax read by :func:`ast.parse`; only these f
   ``A[i]``) or integer ``params`` of the spec (``D``).
 - Reductions over generators: ``min``, ``max``, ``sum``, ``argmin``, ``argmax``,
   ``kth_largest(gen, k=K)``, ``kth_smallest(gen, k=K)`` (k = 1 read as ``max``, ``min``);
-  generators run over ``T`` or
-  ``range(n)`` with a constant n, with optional ``if`` conditions comparing indices, each
-  side an index, a number or ``T`` shifted by a number (``s < t``, ``t - s <= 4``,
-  ``t < T``), or a window ``abs(s - t) <= w``.
+  generators run over ``T`` or ``range(n)`` with a constant n, with optional ``if``
+  conditions comparing indices, each side an index, a number or ``T`` shifted by a number
+  (``s < t``, ``t - s <= 4``, ``t < T``), or a window ``abs(s - t) <= w``.
 - Functions: ``dot``, ``bilinear``, ``norm``, ``sqnorm``, ``abs``, ``exp``, ``log``, ``sqrt``,
   ``relu``, ``tanh``, and pointwise ``min``/``max`` of several arguments.
 - Arithmetic ``+ - * /``, and ``**`` with a small constant exponent.
@@ -23,7 +22,6 @@ limits keep parsing fast on any input.
 from __future__ import annotations
 
 import ast
-import math
 import re
 import warnings
 from functools import lru_cache
@@ -145,10 +143,8 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise TargetError(f"only numbers are allowed, not {value!r}", _col(node))
         if abs(value) > MAX_CONSTANT:
-            message = f"the constant {value} is above {MAX_CONSTANT}"
-            if math.isinf(value):  # 1e400 said "the constant inf"
-                message = f"the constant is beyond a float's range (at most {MAX_CONSTANT})"
-            raise TargetError(message, _col(node))
+            shown = "(beyond a float's range)" if abs(value) == float("inf") else value  # 1e400
+            raise TargetError(f"the constant {shown} is above {MAX_CONSTANT}", _col(node))
         return value
 
     def _identifier(self, node: ast.Name) -> str:
@@ -227,8 +223,7 @@ class _Reader:
             if any(v.name == name for v in bound):
                 return name
             raise TargetError(f"the index {name!r} is not bound by a generator", _col(node))
-        message = "an index must be a bound name or an unsigned integer (the last token is x[T]"
-        raise TargetError(f"{message}, not x[-1])", _col(node))  # x[-1] said "or an integer"
+        raise TargetError("an index must be a bound name or an unsigned integer", _col(node))
 
     def _call(self, node: ast.Call, bound: frozenset[Variable], depth: int) -> Node:
         if not isinstance(node.func, ast.Name):

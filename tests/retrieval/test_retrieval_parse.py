@@ -85,8 +85,8 @@ HOSTILE = {
     "huge exponent": ("x[1] ** 100000", "above 16"),
     "symbolic exponent": ("x[1] ** x[2]", "exponent must be a number"),
     "huge constant": ("x[1] * 10**100", "above"),
-    "constant beyond a float": ("x[1] * 1e400", "the constant is beyond a float's range"),
-    "negative index": ("x[-1]", "the last token is x[T], not x[-1]"),
+    "constant beyond a float": ("x[1] * 1e400", "the constant (beyond a float's range) is above"),
+    "negative index": ("x[-1]", "a bound name or an unsigned integer"),  # said "an integer"
     "deep nesting": ("(" * 300 + "x[1]" + ")" * 300, ""),
     "deep calls": ("abs(" * 40 + "x[1]" + ")" * 40, "nested deeper"),
     "too long": ("x[1] + " * 600 + "x[1]", "longer than"),

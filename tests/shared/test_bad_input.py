@@ -274,6 +274,18 @@ def test_calibrate_refuses_reports_it_cannot_read(tmp_path) -> None:
     assert "invalid JSON" in refused("calibrate", "icl_markov", str(report))
 
 
+def test_calibrate_refuses_a_run_given_twice(tmp_path) -> None:
+    """A run given twice (or a copy of it) counted its groups twice: the exponent's error
+    shrank by sqrt(2) (a fresh-user audit, 2026-12-07)."""
+    run = ROOT / "docs" / "results" / "2026-11-29-icl-smoke-cpu-seed0"
+    line = refused("calibrate", "icl_markov", str(run), str(run / "report.json"))
+    assert line.endswith("report.json: given twice: its groups would count twice")
+    copy = tmp_path / "report.json"
+    copy.write_bytes((run / "report.json").read_bytes())
+    line = refused("calibrate", "icl_markov", str(run), str(copy))
+    assert f"error: {copy}: the same run as {run / 'report.json'} (started " in line
+
+
 def test_calibrate_writes_over_a_calibration_file_only(tmp_path) -> None:
     """`calibrate icl_markov RUN --out RUN/report.json` wrote the calibration over the report
     it read (a spec too): refused, the file untouched; a calibration file is updated."""
