@@ -115,6 +115,24 @@ def test_plan_says_whether_the_predicted_k2_can_be_tested() -> None:
     assert "proposed: none of the nearby settings tried" in strict
 
 
+def test_plan_reads_the_ceiling_on_at_most_eight_seeds(monkeypatch) -> None:
+    """Each seed draws its own test set: plan --seeds 1000 ran past five minutes (a
+    fresh-user audit, 2026-12-07); the first eight give the mean, and the plan says so."""
+    import infoflow
+    from infoflow.validators.icl_markov import ceiling
+
+    spec = infoflow.load_spec("specs/icl_markov/k2-c3.json")
+    read = []
+    real = ceiling.ceilings
+    monkeypatch.setattr(
+        ceiling, "ceilings", lambda s, c, seeds: read.append(seeds) or real(s, c, seeds)
+    )
+    text = "\n".join(ceiling.plan_lines(spec, [16, 64], list(range(100)), (16.0, 32.0)))
+    assert read[0] == list(range(8)) and "(nats, mean over the first 8 seeds)" in text
+    text = "\n".join(ceiling.plan_lines(spec, [16, 64], [0, 1], (16.0, 32.0)))
+    assert read[-1] == [0, 1] and "(nats, mean over the seeds)" in text
+
+
 def test_a_proposed_setting_fits_the_scale_or_names_the_scale_it_needs() -> None:
     """k2-c3 at the smoke scale (contexts capped at 64): the plan proposed context_len=128,
     which the cap undid; it proposes a setting within the cap, and a context beyond it only

@@ -19,6 +19,10 @@ from infoflow.validators.icl_markov.ksweep.phases import projection_ceiling
 #: and from each other; longer contexts give the posteriors more evidence.
 CANDIDATES = ((0, 2), (0, 4), (1, 1), (2, 1), (1, 2), (2, 2), (4, 1))
 
+#: The seeds plan reads the ceiling on, at most: the mean settles within a few, and each
+#: seed draws its own test set (--seeds 1000 planned for more than five minutes).
+PLAN_SEEDS = 8
+
 
 def ceilings(spec: IclMarkovSpec, chains: list[int], seeds: list[int]) -> dict:
     """:func:`~.ksweep.phases.projection_ceiling` at each K of ``chains`` on test sets drawn
@@ -46,13 +50,15 @@ def plan_lines(
     scale's ``max_context`` first; ``own_context``: the spec's before the cap)."""
     if spec.options.criterion == "gap":
         return ["  criterion: gap (the ceiling is computed after the run, from a perfect M2)"]
+    over = "the seeds" if len(seeds) <= PLAN_SEEDS else f"the first {PLAN_SEEDS} seeds"
+    seeds = seeds[:PLAN_SEEDS]
     limit = ceilings(spec, chains, seeds)
     lines = [
         f"  criterion: {spec.options.criterion} (the projection onto "
         f"{', '.join(projected(spec.options.criterion))}; a kind has formed at weight >= 1/2); "
         f"ceiling: each reference >= {spec.options.criterion_tolerance:g} nats from every other "
         "kind",
-        "    K: separability of M1 / M2 / G2 (nats, mean over the seeds) -> testable",
+        f"    K: separability of M1 / M2 / G2 (nats, mean over {over}) -> testable",
     ]
     for k, entry in limit.items():
         sep = entry["separability"]
