@@ -40,6 +40,22 @@ def teacher():
     return model, x, logits, *kv_codec.core_kv(record, model.config)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_kl_of_a_cache_rounded_to_float16_is_never_negative(seed) -> None:
+    """The plain cache's floor read -6.8e-10 nats in a report (a fresh-user audit,
+    2026-12-07): float32's log_softmax rounding; a KL is computed in float64, each position
+    at least 0."""
+    from infoflow.validators.looped_kv.measure import Scorer
+
+    torch.manual_seed(seed)
+    model = LoopedDecoder(LoopedConfig()).eval()
+    with torch.no_grad():
+        score = Scorer(model, torch.randint(0, 16, (3, 12)))
+        rounded = score(score.k.half().float(), score.v.half().float())
+        exact = score(score.k, score.v)
+    assert 0 < rounded["kl"] < 1e-6 and 0 <= exact["kl"] < 1e-12
+
+
 def test_every_loop_has_its_own_cache_slot(teacher) -> None:
     model, _, _, k, v = teacher
     c = model.config

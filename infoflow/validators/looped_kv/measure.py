@@ -54,14 +54,15 @@ class Scorer:
             for s in outputs
             if s[0] == "core"
         ]
-        kl = (
+        kl = (  # in float64, each position at least 0: float32's rounding made it -6.8e-10
             F.kl_div(
-                logits.log_softmax(-1),
-                self.logits.log_softmax(-1),
+                logits.double().log_softmax(-1),
+                self.logits.double().log_softmax(-1),
                 log_target=True,
                 reduction="none",
             )
             .sum(-1)
+            .clamp_min(0)
             .mean()
         )
         return {"attention_error": float(torch.stack(errors).mean()), "kl": float(kl)}
