@@ -145,7 +145,7 @@ def expand(
             points.append((point, model.model_validate(data, context=context)))
         except ValidationError as exc:
             problems = describe(exc.errors(), model)
-            where = ", ".join(f"{k}={v}" for k, v in point.items())
+            where = ", ".join(f"{k}={json.dumps(v)}" for k, v in point.items())
             raise SpecError(f"{name} (sweep point {where})", problems) from None
     return points
 

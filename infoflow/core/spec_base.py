@@ -31,17 +31,9 @@ class StrictModel(BaseModel):
         if isinstance(data, dict):
             for name, field in cls.model_fields.items():
                 key = field.alias or name
-                value = data.get(key)
-                mistyped = _not_a_number(key, value, field.annotation)
+                mistyped = _mistyped(key, data.get(key), field.annotation)
                 if mistyped:
                     raise FieldError(*mistyped)
-                if value is not None and not isinstance(value, bool) and _takes_bool(field):
-                    shown = (
-                        json.dumps(value)[:40]
-                        if isinstance(value, str | int | float)
-                        else "a value"
-                    )
-                    raise FieldError(key, f"{shown}, where a boolean (true or false) belongs")
         return data
 
 
@@ -53,60 +45,63 @@ def fill_derived(model: BaseModel, name: str, value: Any) -> None:
     model.__pydantic_fields_set__.add(name)
 
 
-def _takes_bool(field: Any) -> bool:
-    """The field takes a boolean and nothing else but None (pydantic would read "yes" and 1
-    as true)."""
-    annotation = field.annotation
-    if typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
-    args = typing.get_args(annotation) if union else (annotation,)
-    return bool in args and all(a in (bool, type(None)) for a in args)
-
-
-def _not_a_number(key: str, value: Any, annotation: Any) -> tuple[str, str] | None:
+def _mistyped(key: str, value: Any, annotation: Any) -> tuple[str, str] | None:
     """(dotted field, message) where ``value``, or an entry of a list or a value of a dict
-    in it (``heads.0``, ``params.D``), is a boolean where a number belongs or a string where
-    only a number does; None where there is none."""
+    in it (``heads.0``, ``params.D``), is a boolean where a number belongs, a string where
+    only a number does, or anything but a boolean where only a boolean does; else None."""
     if isinstance(value, list | dict):
         inner = _inside(annotation, type(value))
         items = enumerate(value) if isinstance(value, list) else value.items()
-        found = (_not_a_number(f"{key}.{at}", item, inner) for at, item in items)
+        found = (_mistyped(f"{key}.{at}", item, inner) for at, item in items)
         return next(filter(None, found), None) if inner is not None else None
     if isinstance(value, bool) and _takes_numbers(annotation):
         return key, "a boolean, where a number belongs"
     if isinstance(value, str) and _takes_numbers(annotation, only=True):
         return key, f"the string {json.dumps(value[:40])}, where a number belongs"
+    if value is not None and not isinstance(value, bool) and _takes_bool(annotation):
+        shown = json.dumps(value)[:40] if isinstance(value, str | int | float) else "a value"
+        return key, f"{shown}, where a boolean (true or false) belongs"
     return None
 
 
+def _members(annotation: Any) -> list[Any]:
+    """A union's members (an ``Annotated`` one unwrapped), or the annotation alone."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _members(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in _members(arg)]
+    return [annotation]
+
+
 def _inside(annotation: Any, container: type) -> Any:
-    """The annotation of the entries of a ``container`` (list or dict: its values) that
-    ``annotation`` takes (``list[int] | int``: int); None where it takes none."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _inside(typing.get_args(annotation)[0], container)
-    if origin in (typing.Union, types.UnionType):
-        found = (_inside(arg, container) for arg in typing.get_args(annotation))
-        return next((inner for inner in found if inner is not None), None)
-    args = typing.get_args(annotation)
-    return args[-1] if origin is container and args else None
+    """The annotation of the entries of a ``container`` (a list, which a tuple of one kind
+    is in JSON, or a dict: its values) that ``annotation`` takes (``list[int] | int``:
+    int); None where it takes none."""
+    for member in _members(annotation):
+        origin, args = typing.get_origin(member), typing.get_args(member)
+        kinds = {arg for arg in args if arg is not Ellipsis}
+        if origin is tuple and container is list and len(kinds) == 1:
+            return kinds.pop()
+        if origin is container and args:
+            return args[-1]
+    return None
+
+
+def _takes_bool(annotation: Any) -> bool:
+    """The annotation takes a boolean and nothing else but None (pydantic would read "yes"
+    and 1 as true)."""
+    members = _members(annotation)
+    return bool in members and all(m in (bool, type(None)) for m in members)
 
 
 def _takes_numbers(annotation: Any, only: bool = False) -> bool:
     """The annotation takes numbers and not booleans (``int``, ``float | None``, an
-    ``Annotated`` int, ...); ``only``: and no string (None, lists and dicts aside)."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _takes_numbers(typing.get_args(annotation)[0], only)
-    if annotation in (int, float):
-        return True
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if only:  # a list or a dict does not take a string either
-            args = [a for a in args if typing.get_origin(a) not in (list, dict)]
-        numeric = [_takes_numbers(a, only) for a in args]
-        return bool not in args and (all(numeric) if only else any(numeric))
-    return False
+    ``Annotated`` int, ...); ``only``: and no string (None, lists, tuples and dicts aside)."""
+    members = [m for m in _members(annotation) if m is not type(None)]
+    if only:  # a list, a tuple or a dict does not take a string either
+        members = [m for m in members if typing.get_origin(m) not in (list, tuple, dict)]
+    numeric = [m in (int, float) for m in members]
+    return bool not in members and (bool(numeric) and all(numeric) if only else any(numeric))
 
 
 class SpecBase(StrictModel, Tabular):

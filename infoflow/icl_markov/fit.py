@@ -104,17 +104,26 @@ def read_reports(paths: list[Path]) -> list[tuple[Path, dict]]:
         if not isinstance(specs, list) or not all(isinstance(spec, dict) for spec in specs):
             raise SpecError(str(file), [("specs", "not an infoflow validate report")])
         check(str(file), report)
-    runs: dict[str, Path] = {}
-    for file, report in reports:  # a run given twice counted its groups twice (an audit)
-        started = report.get("started")
-        if started in runs:
-            why = f"the same run as {runs[started]} (started {started}; a copy, or a resume"
-            why += " of it): give one, the latest; its groups would count twice"
-            if runs[started].resolve() == file.resolve():
-                why = "given twice: its groups would count twice"
-            raise SpecError(str(file), [(None, why)])
-        runs[started] = file
+    for i, (file, report) in enumerate(reports):  # counted twice, a run shrank the error
+        for other, earlier in reports[:i]:
+            if earlier["started"] == report["started"] and _trained(earlier) & _trained(report):
+                why = f"the same run as {other} (started {report['started']}; a copy, or a "
+                why += "resume of it): give one, the latest; its groups would count twice"
+                if other.resolve() == file.resolve():
+                    why = "given twice: its groups would count twice"
+                raise SpecError(str(file), [(None, why)])
     return reports
+
+
+def _trained(report: dict) -> set[tuple[str, int]]:
+    """(group or decoder name, seed) of every model a report's icl_markov runs trained."""
+    return {
+        (group["name"], seed["seed"] if isinstance(seed, dict) else seed)
+        for spec in report["specs"]
+        if spec.get("kind") == "icl_markov"
+        for group in spec.get("groups", []) + spec.get("decoders", [])
+        for seed in group.get("seeds") or [group.get("seed", 0)]
+    }
 
 
 def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:

@@ -163,7 +163,8 @@ def _groups(spec: RetrievalSpec, grids: dict[str, list[Any]], name: str) -> _Gro
             raise SpecError(name, [("sweep", message)])
         row = []
         for at in specs.get("seq_len") or [_load(data, name, point)]:
-            der = derive(at, f"{name} (sweep seq_len={at.seq_len})")
+            swept = {**point, "seq_len": at.seq_len} if "seq_len" in grids else point
+            der = derive(at, _named(name, swept))
             if id(der) not in seen:
                 seen[id(der)] = len(derivations)
                 derivations.append(der)
@@ -249,10 +250,13 @@ def _load(data: dict, name: str, point: dict[str, Any]) -> RetrievalSpec:
     try:
         return load_spec(data)
     except SpecError as error:
-        where = ", ".join(f"{key}={value}" for key, value in point.items())
-        raise SpecError(
-            f"{name} (sweep point {where})" if where else name, error.problems
-        ) from None
+        raise SpecError(_named(name, point), error.problems) from None
+
+
+def _named(name: str, point: dict[str, Any]) -> str:
+    """The spec's file and the sweep's point, its values as JSON writes them (``true``)."""
+    where = ", ".join(f"{key}={json.dumps(value)}" for key, value in point.items())
+    return f"{name} (sweep point {where})" if where else name
 
 
 def _with(data: dict, values: dict[str, Any], name: str) -> dict:

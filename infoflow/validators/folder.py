@@ -105,7 +105,7 @@ def check_run_owned(folder: Path, database: str) -> None:
     writes (report.md, report.json; a review, 2026-12-06). Files under hidden names
     (``.gitkeep``, the lock, anything in a hidden folder) are not counted, nor are folders
     holding no other: a run writes over none of them."""
-    if (folder / database).exists():
+    if (folder / database).exists() or (folder / database).is_symlink():  # a link: named next
         return
     found = sorted({path.relative_to(folder).parts[0] for path in _visible_files(folder)})
     if found:

@@ -1182,3 +1182,7 @@ def test_the_plan_lists_the_claims_about_fixed_positions_validate_judges() -> No
     assert "attends to the fixed positions (reproduction): heads [1], PE, T=10" in text
     judged = {c.id.split(":")[0] for c in _claims(planned, _ladders(planned))}
     assert "needs_positional_encoding" in judged
+    path = SPECS / "retrieval" / "sliding-window.json"  # needs PE, reads no fixed position
+    planned = plan("sliding-window", infoflow.load_spec(path), SMOKE, path.parent)
+    text = describe(estimate(planned, ASSUMED_H200), "w.json")
+    assert "learns only with PE (paper)" in text and "attends to the fixed" not in text

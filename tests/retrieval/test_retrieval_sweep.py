@@ -96,6 +96,9 @@ def test_bad_input_is_exit_2() -> None:
     both = 'sweep={"seq_len": [2, 3], "architecture.layers": [1, 2]}'
     line = refused("sweep", str(SPECS / "retrieval" / "triangle-center.json"), "--set", both)
     assert "(sweep point architecture.layers=1, seq_len=2): field 'architecture.heads'" in line
+    typed = 'sweep={"architecture.positional_encoding": [true], "architecture.layers": [1]}'
+    line = refused("sweep", str(SPECS / "retrieval" / "triangle-center.json"), "--set", typed)
+    assert "(sweep point architecture.positional_encoding=true, architecture.layers=1)" in line
     line = refused("sweep", str(SPECS / "looped_kv" / "ouro-1.4b.json"))
     assert "'sweep' is not available for looped_kv specs (it is for: retrieval)" in line
     assert "needs a sweep" in refused("sweep", path, "--set", "sweep=null")

@@ -143,7 +143,7 @@ def test_a_size_given_twice_in_a_list_of_runs_is_refused() -> None:
         ),
         ("architecture.layers=1000000", "field 'architecture.layers': Input should be less than"),
         ("architecture.heads=[5000]", "field 'architecture.heads': at most 4096 heads in a layer"),
-        ('sweep={"target": ["garbage("]}', "sweep point target=garbage("),
+        ('sweep={"target": ["garbage("]}', 'sweep point target="garbage("'),
     ],
 )
 def test_sizes_no_planner_can_handle_are_refused_by_every_command(override, message) -> None:
@@ -284,6 +284,15 @@ def test_calibrate_refuses_a_run_given_twice(tmp_path) -> None:
     copy.write_bytes((run / "report.json").read_bytes())
     line = refused("calibrate", "icl_markov", str(run), str(copy))
     assert f"error: {copy}: the same run as {run / 'report.json'} (started " in line
+    other = json.loads((run.parent / "2026-11-29-icl-smoke-cpu-seed1" / "report.json").read_text())
+    other["started"] = json.loads(copy.read_text())["started"]  # another seed, the same second
+    copy.write_text(json.dumps(other))
+    assert (
+        run_cli(
+            "calibrate", "icl_markov", str(run), str(copy), "--out", str(tmp_path / "c.json")
+        ).returncode
+        == 0
+    )
 
 
 def test_calibrate_writes_over_a_calibration_file_only(tmp_path) -> None:
@@ -680,6 +689,8 @@ def test_a_boolean_where_a_number_belongs_is_refused(spec, setting, message) -> 
         ("architecture.heads=[true,true]", "'architecture.heads.0': a boolean"),
         ('architecture.heads=[2,"1"]', "'architecture.heads.1': the string \"1\""),
         ('architecture.heads="1"', "'architecture.heads': the string \"1\""),
+        ("data.norm_clamp=[true, 4.0]", "'data.norm_clamp.0': a boolean"),  # a tuple
+        ('data.norm_clamp=[0.2, "4"]', "'data.norm_clamp.1': the string \"4\""),
     ],
 )
 def test_a_boolean_or_string_inside_a_list_or_dict_of_numbers_is_refused(setting, message):
@@ -688,6 +699,17 @@ def test_a_boolean_or_string_inside_a_list_or_dict_of_numbers_is_refused(setting
     spec = str(SPECS / "retrieval/intrinsic-dimension-D2.json")
     line = refused("predict", spec, "--set", setting, "--set", "sweep=null")
     assert f"field {message}, where a number belongs" in line
+
+
+def test_a_string_for_a_dict_is_not_called_a_misplaced_number_and_bool_lists_hold_bools():
+    """A review (2026-12-07): sweep="abc" read "where a number belongs" (a dict or None
+    takes no string either); a list of booleans took 1 as true."""
+    spec = str(SPECS / "retrieval/intrinsic-dimension-D2.json")
+    line = refused("predict", spec, "--set", 'sweep="abc"')
+    assert "field 'sweep': Input should be a valid dictionary" in line
+    spec = str(SPECS / "looped_kv/ouro-1.4b.json")
+    line = refused("predict", spec, "--set", "model.window_layers=[1, true]")
+    assert "field 'model.window_layers.0': 1, where a boolean (true or false) belongs" in line
 
 
 @pytest.mark.parametrize("raw", ['"yes"', "1", '"true"'])

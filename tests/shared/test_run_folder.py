@@ -390,6 +390,10 @@ def test_a_folder_no_run_wrote_is_refused_as_such_before_its_links_are_named(toy
     line = refused("validate", str(toy / "right.json"), "--out", str(clone), "--quiet")
     assert "holds README.md but no results.sqlite: no validate run wrote it" in line
     assert ".git" not in line
+    (clone / ".git" / "objects" / "b1").unlink()
+    (clone / "results.sqlite").symlink_to(clone / "nowhere")  # a dangling link: named as one
+    line = refused("validate", str(toy / "right.json"), "--out", str(clone), "--quiet")
+    assert "results.sqlite" in line and "writes through no link" in line
 
 
 def test_an_out_folder_that_is_a_link_is_refused(toy, tmp_path) -> None:

@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import infoflow
+from infoflow.retrieval.canonical_to_tree import tree_of
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
@@ -341,11 +342,20 @@ def _position_lines(experiment: Experiment) -> list[str]:
                 f"    learns only with PE (paper): {model.label()} vs {twin.label()}: "
                 "every seed learns with PE, none without"
             )
-        lines.append(
-            f"    attends to the fixed positions (reproduction): {model.label()}: its "
-            "readout's attention, about 1/|P| on each, seed by seed at the largest rung"
-        )
+        if readout_positions(experiment.base):  # not a neighbour's, an index condition's
+            lines.append(
+                f"    attends to the fixed positions (reproduction): {model.label()}: its "
+                "readout's attention, about 1/|P| on each, seed by seed at the largest rung"
+            )
     return lines
+
+
+def readout_positions(spec: RetrievalSpec) -> tuple[str, ...]:
+    """The fixed positions the target's readout reads (``x[1]``, ``x[T]``): where there are
+    some, validate measures the readout's attention on them."""
+    opts = spec.options
+    params = tuple(sorted(spec.params.items()))
+    return tuple(tree_of(spec.target, params, opts.separable_sum, opts.self_exclusion).positions)
 
 
 def _pilot_lines(experiment: Experiment) -> list[str]:

@@ -12,14 +12,20 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from infoflow.retrieval.canonical_to_tree import position_number, tree_of
+from infoflow.retrieval.canonical_to_tree import position_number
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.claims import Section
 from infoflow.validators.plots import Floors
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.retrieval import plots, report
 from infoflow.validators.retrieval.claims import claims, untested
-from infoflow.validators.retrieval.design import choose, describe, seconds, with_floors
+from infoflow.validators.retrieval.design import (
+    choose,
+    describe,
+    readout_positions,
+    seconds,
+    with_floors,
+)
 from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, Scale
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.train import Group, load_trained, train_group
@@ -131,12 +137,9 @@ def _attention(experiment: Experiment, group: Group, context: Context) -> dict:
     """For targets that read fixed positions: the readout's mean first-layer attention on
     each of them, over the heads in use, for each seed of the largest rung (judged seed by
     seed: an average of two seeds hid one below the threshold, a review)."""
-    spec = experiment.base
-    opts = spec.options
-    tree = tree_of(
-        spec.target, tuple(sorted(spec.params.items())), opts.separable_sum, opts.self_exclusion
+    positions = sorted(
+        position_number(p, group.seq_len) for p in readout_positions(experiment.base)
     )
-    positions = sorted(position_number(p, group.seq_len) for p in tree.positions)
     if not positions:
         return {}
     model, x_eval = load_trained(group, context.device, context.checkpoints)
