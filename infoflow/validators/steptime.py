@@ -5,7 +5,8 @@ launches, the optimiser's loop) and a part proportional to the step's floating-p
 Both constants are measured on the machine at hand, with a few timed steps of a small and a
 large stacked ensemble, and cached per device, thread count, busy cores (the load average
 rounded: a model measured on a loaded machine is not used on an idle one, nor the reverse),
-torch version and probe (``$INFOFLOW_CACHE``, else ``~/.cache/infoflow``). The generic probe
+torch version and probe (``$INFOFLOW_CACHE``, else ``$XDG_CACHE_HOME/infoflow``, else
+``~/.cache/infoflow``). The generic probe
 (:class:`Probe`: pre-LN attention and MLP blocks on a member axis, torch's AdamW) has the
 shape of what every family trains; a family whose own stack costs more per FLOP (masks, a
 per-member optimiser) gives its own pair (:class:`Probes`), so that its estimates are
@@ -341,11 +342,18 @@ def seconds_per_step(
     return statistics.median(times)
 
 
+def cache_folder() -> Path:
+    """``$INFOFLOW_CACHE``, else ``$XDG_CACHE_HOME/infoflow``, else ``~/.cache/infoflow``."""
+    if os.environ.get("INFOFLOW_CACHE"):
+        return Path(os.environ["INFOFLOW_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "infoflow"
+
+
 def cache_file(device: str, probes: str | None = None, load: float | None = None) -> Path:
     """Where the model of ``device`` is cached: one file per device type, device name,
     thread count, busy cores under ``load`` (None: the load now), torch version and probes
     (their name, with its version)."""
-    folder = Path(os.environ.get("INFOFLOW_CACHE") or Path.home() / ".cache" / "infoflow")
+    folder = cache_folder()
     name = torch.cuda.get_device_name() if device == "cuda" else _cpu_name()
     probes = probes or GENERIC.name
     cores, now = machine()

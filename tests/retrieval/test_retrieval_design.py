@@ -1186,3 +1186,14 @@ def test_the_plan_lists_the_claims_about_fixed_positions_validate_judges() -> No
     planned = plan("sliding-window", infoflow.load_spec(path), SMOKE, path.parent)
     text = describe(estimate(planned, ASSUMED_H200), "w.json")
     assert "learns only with PE (paper)" in text and "attends to the fixed" not in text
+
+
+def test_the_cache_folder_honours_xdg_cache_home(monkeypatch, tmp_path) -> None:
+    """A fresh-user audit (2026-12-07): XDG_CACHE_HOME was ignored (~/.cache written)."""
+    from infoflow.validators.steptime import cache_folder
+
+    monkeypatch.delenv("INFOFLOW_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_folder() == tmp_path / "xdg" / "infoflow"
+    monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path / "own"))
+    assert cache_folder() == tmp_path / "own"
