@@ -15,6 +15,7 @@ from infoflow.core.errors import SpecError
 from infoflow.retrieval import mechanisms
 from infoflow.retrieval.canonical_to_tree import order
 from infoflow.retrieval.derive import derive
+from infoflow.retrieval.laws import E, n
 from infoflow.retrieval.mechanisms import global_aggregation, kth
 from infoflow.retrieval.predict import predictions, reading_note
 from infoflow.retrieval.schedule_to_circuit import circuit_of
@@ -62,7 +63,7 @@ def explain(spec: RetrievalSpec, source: str | None = None) -> str:
             f"k-th retrievals: {_show(der.fallback_exponent)}"
         )
     alpha = result["cost_exponent"]
-    at = _numbers_text(spec)
+    at = _numbers_text(spec, der.schedule, der.exponent)
     value = f" = {_fmt(alpha.value)} at {at}" if at else ""
     lines.append(f"   alpha = {_show(der.exponent)}{value}")
     verdict = (
@@ -158,14 +159,19 @@ def _heads(heads: list[int]) -> str:
     return f"[{heads[0]}, {heads[1]}, ..., {heads[-1]}] ({len(heads):,} layers)"
 
 
-def _numbers_text(spec: RetrievalSpec) -> str:
+def _numbers_text(spec: RetrievalSpec, schedule: Schedule, exponent: sympy.Expr) -> str:
+    """The spec's numbers alpha is evaluated at, the head width n where alpha has it (it was
+    left out, so 1.848 at T = 64, d = 4, E = 32 could not be redone by hand: an audit)."""
     parts = []
     if spec.seq_len is not None:
         parts.append(f"T = {spec.seq_len}")
     if spec.input_dim is not None:
         parts.append(f"d = {spec.input_dim}")
-    if spec.architecture.embed_dim is not None:
-        parts.append(f"E = {spec.architecture.embed_dim}")
+    embed = spec.architecture.embed_dim
+    if embed is not None:
+        parts.append(f"E = {embed}")
+        if n in sympy.sympify(exponent).free_symbols:
+            parts.append(f"n = {kth.head_width(schedule).xreplace({E: embed})}")
     return ", ".join(parts)
 
 

@@ -132,3 +132,13 @@ def test_a_swept_spec_is_said_to_be_read_at_its_base_values() -> None:
     )
     assert run_cli("explain", spec, "--set", "sweep=null").stderr == ""
     assert run_cli("explain", spec, "--quiet").stderr == ""
+
+
+def test_explain_names_the_head_width_alpha_is_evaluated_at() -> None:
+    """A fresh-user audit (2026-12-07): "1.848 at T = 64, d = 4, E = 32" left out n, which
+    (T - 3)/(n + 1) needs; n = E / h = 32 gives 61 / 33."""
+    from infoflow.retrieval.explain import explain
+
+    spec = infoflow.load_spec(SPECS / "retrieval" / "kth-largest.json", ["seq_len=64"])
+    (line,) = [x for x in explain(spec).splitlines() if x.lstrip().startswith("alpha = ")]
+    assert "(T - 3)/(n + 1)" in line and line.endswith("= 1.848 at T = 64, d = 4, E = 32, n = 32")
