@@ -4,6 +4,7 @@ without them."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -295,15 +296,27 @@ def validate(
         raise typer.Exit(1)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, a scheduler's stop) during a run, handled as Ctrl-C is."""
+
+
+def _terminated(signum, frame) -> None:
+    raise Terminated
+
+
 @contextmanager
 def _interrupted_says_so(out: Path) -> Iterator[None]:
-    """Ctrl-C during a run: one line on what was kept and how to go on, exit code 130."""
+    """Ctrl-C or SIGTERM during a run: one line on what was kept and how to go on, exit
+    code 130 or 143 (SIGTERM exited 143 without the line: an audit)."""
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         yield
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         message = f"interrupted: what was trained is kept; continue with --resume --out {out}"
         typer.echo(message, err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @app.command()

@@ -760,10 +760,12 @@ def _default_sigint() -> None:
 
 
 @pytest.mark.slow
-def test_an_interrupted_run_says_how_to_continue(tmp_path) -> None:
+@pytest.mark.parametrize(("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_run_says_how_to_continue(tmp_path, stop, code) -> None:
     """--resume into a folder with no run says it starts one; Ctrl-C (SIGINT) during
-    training exits 130 with the command that continues it, no traceback; the resumed run
-    then finishes."""
+    training exits 130 with the command that continues it, no traceback, and SIGTERM 143
+    with the same line (it said nothing: an audit, 2026-12-07); the resumed run then
+    finishes."""
     from conftest import infoflow_cmd
 
     out = tmp_path / "run"
@@ -775,10 +777,10 @@ def test_an_interrupted_run_says_how_to_continue(tmp_path) -> None:
     deadline = time.monotonic() + 240
     while not list((out / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
         time.sleep(0.5)  # a checkpoint: training has started and kept something
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     _, stderr = proc.communicate(timeout=300)
     assert "holds no run to resume: starting a new one" in stderr
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     assert "interrupted: what was trained is kept" in stderr
     assert "Traceback" not in stderr
     again = run_cli(*args)
