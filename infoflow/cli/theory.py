@@ -230,7 +230,9 @@ def plot(
     spec: Annotated[
         Path, typer.Argument(help="A looped_kv spec with a budget.", show_default=False)
     ],
-    out: Annotated[Path, typer.Option(help="The PNG to write.")] = Path("capacity.png"),
+    out: Annotated[
+        Path, typer.Option(help="The figure to write; its suffix picks the format (png, svg, pdf).")
+    ] = Path("capacity.png"),
     overrides: Overrides = None,
     verbose: Verbose = False,
     quiet: Quiet = False,

@@ -217,7 +217,11 @@ Gpu = Annotated[
     bool, typer.Option(help="Use CUDA (bf16 autocast, TF32); exit 2 without a CUDA device.")
 ]
 ValidateBudget = Annotated[
-    str | None, typer.Option(help="Time per retrieval spec the design may use: 90s, 10m, 1h30m.")
+    str | None,
+    typer.Option(
+        help="Time per retrieval spec the design may use: 90s, 10m, 1h30m (default: the "
+        "scale's: 5 min at smoke, none at paper)."
+    ),
 ]
 ExecutorOption = Annotated[
     Executor, typer.Option(help="local: in this process; ray: one Ray task per group.")
@@ -242,8 +246,12 @@ def validate(
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     gpu: Gpu = False,
     device: Annotated[Device | None, typer.Option(help="Force a device.")] = None,
-    steps: Annotated[int | None, typer.Option(help="Override the scale's training steps.")] = None,
-    seeds: Annotated[int | None, typer.Option(help="Override the scale's seeds.")] = None,
+    steps: Annotated[
+        int | None, typer.Option(min=1, max=10**9, help="Override the scale's training steps.")
+    ] = None,
+    seeds: Annotated[
+        int | None, typer.Option(min=1, max=1000, help="Override the scale's seeds.")
+    ] = None,
     budget: ValidateBudget = None,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
     overrides: Overrides = None,
