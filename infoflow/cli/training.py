@@ -247,10 +247,10 @@ def validate(
     gpu: Gpu = False,
     device: Annotated[Device | None, typer.Option(help="Force a device.")] = None,
     steps: Annotated[
-        int | None, typer.Option(min=1, max=10**9, help="Override the scale's training steps.")
+        int | None, typer.Option(help="Override the scale's training steps (1 to 1e9).")
     ] = None,
     seeds: Annotated[
-        int | None, typer.Option(min=1, max=1000, help="Override the scale's seeds.")
+        int | None, typer.Option(help="Override the scale's seeds (1 to 1000).")
     ] = None,
     budget: ValidateBudget = None,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
