@@ -77,6 +77,33 @@ def test_each_picture_of_a_group_is_a_figure_of_its_first_seed() -> None:
     assert "layer 1 at 0.25 x the rate" in weights.get_suptitle()
 
 
+def test_the_phase_plot_and_report_name_the_criterion_and_the_weights_plot() -> None:
+    """A fresh-user audit (2026-12-07): a projection run's phase plot said "margin 0.33"
+    (the gap rule's), its report listed no weights plot, and a one-sided logistic bracket
+    read "K*_1 between 16 to open"."""
+    from infoflow.validators.icl_markov.ksweep.report import _fitted, _setting
+
+    projected = {**_group(False), "setting": {**_group(False)["setting"]}}
+    projected["setting"]["options"] = {"criterion": "projection"}
+    title = plots.phases_figure("spec", projected).axes[0].get_title()
+    assert title == "spec: phase (projection: a kind formed at weight >= 0.5)"
+    setting = {
+        "states": 3,
+        "context_len": 64,
+        "dirichlet_alpha": 1,
+        "mixture": "random",
+        "model": {"layers": 2, "d_model": 32, "heads": 2, "mlp_width": 64},
+        "training": {"steps": 10, "batch_size": 4, "lr": 0.001, "weight_decay": 0.1},
+    }
+    assert _setting({**projected, "setting": setting}).endswith("`g-weights.png`.")
+    fit = {"outcomes": 6, "left_out": [], "status": "open", "reason": "one side", "low": 16}
+    assert "K*_1 above 16 (" in _fitted({**fit, "high": None})
+    assert "K*_1 below 16 (" in _fitted({**fit, "low": None, "high": 16})
+    assert "K*_1 between 8 and 16, no finite fit" in _fitted(
+        {**fit, "status": "separable", "low": 8, "high": 16}
+    )
+
+
 def test_the_race_is_a_figure_and_a_group_without_one_has_none() -> None:
     race = clocks_plots.race_figure(SECTION["groups"][0])
     labels = [t.get_text() for t in race.axes[0].get_legend().get_texts()]

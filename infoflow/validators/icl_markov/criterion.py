@@ -87,6 +87,14 @@ MARGIN = 1 / 3
 HALFWAY = 0.5  # a clock stops this far from the plateau to the mechanism's level
 
 
+def rule(criterion: str) -> str:
+    """How a checkpoint's phase is called under ``criterion``, for plots and reasons (the
+    phase plot said "margin 0.33" under the projection too: an audit, 2026-12-07)."""
+    if criterion == "gap":
+        return f"margin {MARGIN:.2g}"
+    return f"{criterion}: a kind formed at weight >= {WEIGHT:g}"
+
+
 def projected(criterion: str, memorised: bool = True) -> tuple[str, ...]:
     """The references a projection ``criterion`` reads (under ``gap``, which records the
     projection without deciding by it, the first version's); without M1 and M2 when no

@@ -13,6 +13,7 @@ import math
 
 import infoflow
 from infoflow.validators.claims import Claim, finite_number
+from infoflow.validators.icl_markov.criterion import WEIGHT
 from infoflow.validators.icl_markov.experiment import IclExperiment
 from infoflow.validators.icl_markov.ksweep import times
 from infoflow.validators.icl_markov.ksweep.data import IclGroup
@@ -135,7 +136,7 @@ def _final_phase(
     ident = f"final_phase:K={k}"
     claim = f"K={k} ends in phase {final}"
     tolerance = "same kind of phase at the last checkpoint (M1 and M2 both count as memorizing)"
-    reason = _unjudged(k, final, measured, limit, near)
+    reason = _unjudged(k, final, measured, limit, near, gap_rule)
     if reason:
         return Claim.undecided(ident, claim, final, shown, tolerance, reason)
     same = measured["final_kind"] == _kind(final)
@@ -176,7 +177,9 @@ def _mean_kls(measured: dict) -> dict:
     return {"id:truth": measured["id_kl"], "ood:truth": measured["ood_kl"]}
 
 
-def _unjudged(k: int, final: str | None, measured: dict, limit: dict, near: str) -> str:
+def _unjudged(
+    k: int, final: str | None, measured: dict, limit: dict, near: str, gap_rule: bool = True
+) -> str:
     """Why the final phase at ``k`` decides nothing ("" when it can be judged)."""
     if final is None:
         return "no final phase is predicted at this K"
@@ -184,11 +187,13 @@ def _unjudged(k: int, final: str | None, measured: dict, limit: dict, near: str)
         return near
     if measured["final_kind"] == SPLIT:
         return "the seeds end in different kinds of phase, none the majority"
-    if measured["final_kind"] == UNDETERMINED:
+    if measured["final_kind"] == UNDETERMINED and gap_rule:
         return (
             "the last checkpoint is undetermined: no reference is nearer than the others by "
             f"the margin {MARGIN:.2g}"
         )
+    if measured["final_kind"] == UNDETERMINED:
+        return f"the last checkpoint is undetermined: no kind carries {WEIGHT:g} of the mixture"
     return _blind(k, limit)
 
 

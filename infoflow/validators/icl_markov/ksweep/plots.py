@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from infoflow.validators.icl_markov.criterion import MARGIN, WEIGHT
+from infoflow.validators.icl_markov.criterion import WEIGHT, rule
 from infoflow.validators.icl_markov.ksweep.phases import PHASES, UNDETERMINED
 from infoflow.validators.plots import colormap, finished, subplots
 
@@ -71,6 +71,11 @@ def kl_figure(group: dict) -> Figure:
     return finished(fig)
 
 
+def _criterion(group: dict) -> str:
+    """The criterion the group was judged by (a report before the option: the gap rule)."""
+    return group["setting"].get("options", {}).get("criterion", "gap")
+
+
 def weights_figure(title: str, group: dict) -> Figure | None:
     """A panel per K with the memorizing and generalizing weights of every seed over
     training and the line at which a kind has formed; None when the group was not judged by
@@ -124,7 +129,7 @@ def _phase_diagram(ax, title: str, group: dict, members: list[dict]) -> None:
     ax.set(
         xlabel="K (training chains)",
         ylabel="training step (log-spaced checkpoints)",
-        title=f"{title}: phase (margin {MARGIN:.2g})",
+        title=f"{title}: phase ({rule(_criterion(group))})",
     )
     k1 = group["predictions"][str(chains[0])]["k1_star"]["value"]
     if k1:

@@ -79,8 +79,15 @@ def _setting(group: dict[str, Any]) -> str:
         f"{training['weight_decay']}{_rate(training)}; seeds {group['seeds']}; plots "
         f"{markdown_code(group['name'] + '-phases.png')}, "
         f"{markdown_code(group['name'] + '-kl.png')}, "
-        f"{markdown_code(group['name'] + '-positions.png')}."
+        f"{markdown_code(group['name'] + '-positions.png')}{_weights_plot(group)}."
     )
+
+
+def _weights_plot(group: dict[str, Any]) -> str:
+    """The projection's weights plot, where the group was judged by the projection."""
+    if not any(member.get("weights") for member in group["members"]):
+        return ""
+    return ", " + markdown_code(group["name"] + "-weights.png")
 
 
 def _member_row(group: dict[str, Any], member: dict[str, Any]) -> str:
@@ -103,7 +110,7 @@ def _member_row(group: dict[str, Any], member: dict[str, Any]) -> str:
         member["phases"][-1],
         str(predicted),
     ]
-    cells += [number(v, ".3f") for v in final]
+    cells += [number(v, ".3g") for v in final]  # 3 digits, as the claims show (0.039: 2)
     return "| " + " | ".join(cells) + " |"
 
 
@@ -168,10 +175,20 @@ def _fitted(fit: dict[str, Any]) -> str:
     if fit["status"] == "fit":
         return f"Logistic fit: K*_1 = {fit['value']:.3g}, 95% interval {bounds} ({used})."
     if fit["status"] == "separable":
-        return f"Logistic fit: separable, K*_1 between {bounds}, no finite fit ({used})."
+        return f"Logistic fit: separable, {_between(fit)}, no finite fit ({used})."
     if fit["status"] == "open":
-        return f"Logistic fit: none, {fit['reason']}: K*_1 between {bounds} ({used})."
+        return f"Logistic fit: none, {fit['reason']}: {_between(fit)} ({used})."
     return f"Logistic fit: none, {fit['reason']} ({used})."
+
+
+def _between(fit: dict[str, Any]) -> str:
+    """Where K*_1 lies, one side open or both given (it read "between 16 to open")."""
+    low, high = fit["low"], fit["high"]
+    if low is None and high is None:
+        return "K*_1 not bounded"
+    if low is None or high is None:
+        return f"K*_1 above {low:.3g}" if high is None else f"K*_1 below {high:.3g}"
+    return f"K*_1 between {low:.3g} and {high:.3g}"
 
 
 def _separation(table: dict[str, dict[str, float]]) -> list[str]:
