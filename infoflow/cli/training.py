@@ -386,7 +386,11 @@ def compile_(
     width: Annotated[int, typer.Option(min=8, max=65536, help="The MLPs' hidden width.")] = 2048,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the target's parameters.")] = 0,
     sweep: Annotated[
-        bool, typer.Option(help="Measure the error against beta and width, fit the exponent.")
+        bool,
+        typer.Option(
+            help="Measure the error against beta (at --width) and the MLP width (at beta "
+            "1000), fit the exponent."
+        ),
     ] = False,
     overrides: Overrides = None,
     verbose: Verbose = False,

@@ -1002,3 +1002,29 @@ def test_no_head_carries_another_terms_sentence(target, heads) -> None:
         assert ("retrieves the best" in head.step) <= (head.mechanism != "fetch"), head
     unnamed = sorted({h.layer for h in circuit.heads if not h.step})
     assert not unnamed or "not named after the engine's steps" in " ".join(circuit.notes)
+
+
+def test_compile_writes_over_no_file_it_did_not_write(tmp_path) -> None:
+    """A fresh-user audit (2026-12-07): --out replaced a user's witness.json and wrote into
+    a validate run's folder; both refused before anything is built, the files untouched."""
+    spec = str(SPECS / "retrieval" / "specific-position.json")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "witness.json").write_text("mine\n")
+    line = refused("compile", spec, "--out", str(tmp_path / "mine"))
+    assert "holds witness.json, which compile did not write" in line
+    assert (tmp_path / "mine" / "witness.json").read_text() == "mine\n"
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results.sqlite").touch()
+    assert "a validate run's folder" in refused("compile", spec, "--out", str(tmp_path / "run"))
+    assert not (tmp_path / "run" / "witness.json").exists()
+
+
+@pytest.mark.slow  # two compiles, width 2048's 15 s
+def test_a_witness_no_better_than_the_mean_says_so(tmp_path) -> None:
+    """At MLP width 64 intrinsic-dimension D = 2's witness has NMSE 2.04 and said nothing."""
+    spec = str(SPECS / "retrieval" / "intrinsic-dimension-D2.json")
+    proc = run_cli("compile", spec, "--width", "64", "--out", str(tmp_path / "w"))
+    assert proc.returncode == 0, proc.stderr
+    assert "WARNING: no better than predicting the mean (NMSE 1): at MLP width 64" in proc.stdout
+    again = run_cli("compile", spec, "--out", str(tmp_path / "w"))  # its own folder: replaced
+    assert again.returncode == 0 and "WARNING" not in again.stdout

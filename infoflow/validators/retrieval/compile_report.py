@@ -29,6 +29,7 @@ def compile_command(
     sweep: bool = False,
 ) -> str:
     """Build, describe and save the witness (and sweep it); the text to print."""
+    _check_out(out)
     try:
         witness = construction.build(spec, source, beta=beta, width=width, seed=seed)
     except TooNarrow as exc:
@@ -36,12 +37,36 @@ def compile_command(
     written = construction.save(witness, out)
     lines = describe(witness, source)
     if sweep:
-        result = construction.sweep(spec, source, seed)
+        result = construction.sweep(spec, source, seed, width)
         (out / "sweep.json").write_text(json.dumps(result, indent=2) + "\n")
         written += [out / "sweep.json", plot_sweep(result, out / "sweep.png", source)]
         lines += ["", *sweep_lines(result)]
     lines += ["", "wrote " + ", ".join(str(p) for p in written)]
     return "\n".join(lines) + "\n"
+
+
+#: The files compile writes into --out.
+WRITES = ("model.safetensors", "witness.json", "sweep.json", "sweep.png")
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an --out compile would write over files in that no compile wrote (it replaced
+    a user's witness.json, and wrote into a validate run's folder: an audit, 2026-12-07)."""
+    if (out / "results.sqlite").exists():
+        raise SpecError(str(out), [("--out", "a validate run's folder: name another")])
+    present = [name for name in WRITES if (out / name).exists()]
+    if present and not _compiled(out / "witness.json"):
+        why = f"holds {present[0]}, which compile did not write: name another folder"
+        raise SpecError(str(out), [("--out", why)])
+
+
+def _compiled(path: Path) -> bool:
+    """Whether ``path`` is a witness.json compile wrote."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(found, dict) and {"circuit", "nmse", "beta", "width"} <= found.keys()
 
 
 def describe(witness: Witness, source: str) -> list[str]:
@@ -65,6 +90,11 @@ def describe(witness: Witness, source: str) -> list[str]:
     lines.append("output: " + output_text(c.output, c.constant))
     lines += [f"note: {n}" for n in c.notes]
     lines.append(f"NMSE on {construction.SAMPLES} fresh sequences: {witness.nmse:.3g}")
+    if witness.nmse >= 1:  # said nothing at 2.04 (an audit, 2026-12-07)
+        lines.append(
+            f"WARNING: no better than predicting the mean (NMSE 1): at MLP width "
+            f"{witness.width} the witness does not represent the target; try a larger --width"
+        )
     return lines
 
 
@@ -86,7 +116,8 @@ def _channel_text(c: Circuit, name: str) -> str:
 
 def sweep_lines(result: dict) -> list[str]:
     """The sweep as text: both curves, the measured exponent and the verdicts."""
-    lines = ["Error against precision", "  beta     NMSE"]
+    at = result.get("beta_width", construction.WIDTH)  # a sweep.json before 2026-12-07: 2048
+    lines = ["Error against precision", f"  beta     NMSE   (MLP width {at})"]
     lines += [f"  {r['beta']:<8g} {r['nmse']:.3g}" for r in result["beta"]]
     lines.append(
         "  the error falls as beta grows"
