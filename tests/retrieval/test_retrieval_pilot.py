@@ -216,6 +216,18 @@ def test_the_pilot_is_in_report_json_and_report_md() -> None:
     assert "The pilot (600 steps" in text and "not learnable" in text
     assert "extrapolated to NMSE 0.5 at the cap, learns below 0.1" in text
     assert "other designs piloted, not learnable: T = 8, 16, E = 24" in text
+    assert "Over the budget" not in text
+
+
+def test_report_md_says_when_the_design_is_over_the_budget() -> None:
+    """plan said "over the budget: no design fits, this is the cheapest"; report.md did not
+    (a fresh-user audit, 2026-12-07)."""
+    group = {"name": "g", "members": 2, "steps_cap": 100, "estimated_seconds": 37.9}
+    design = {**Design((8,), 16).describe(), "step_time": "fixed", "groups": [group]}
+    over = _design({**design, "budget_seconds": 10.0})
+    assert "**Over the budget of 10 s: no design fits, this is the cheapest.**" in over
+    assert "Over the budget" not in _design({**design, "budget_seconds": 60.0})
+    assert "Over the budget" not in _design({**design, "budget_seconds": None})
 
 
 @pytest.mark.slow

@@ -37,6 +37,7 @@ def body(
     design = {
         **experiment.design.describe(),
         "step_time": experiment.step_time,
+        "budget_seconds": experiment.scale.budget_seconds,
         "groups": groups,
         "not_trained": experiment.not_trained,
         "construction_estimated_seconds": experiment.construction_seconds,
@@ -245,5 +246,15 @@ def _design(design: dict[str, Any] | None) -> str:
     piloted = f" The {markdown_text(sentence(design['pilot']))}." if design.get("pilot") else ""
     return (
         f"Design: {', '.join(sizes)} ({markdown_text(design['step_time'] or 'no estimate')})."
-        f" {markdown_text(times)}.{piloted}{built}"
+        f" {markdown_text(times)}.{_over_budget(design)}{piloted}{built}"
     )
+
+
+def _over_budget(design: dict[str, Any]) -> str:
+    """Where the design's estimate exceeds the budget, a sentence saying so (plan said it,
+    report.md did not: an audit, 2026-12-07)."""
+    budget = design.get("budget_seconds")
+    estimated = sum(g["estimated_seconds"] or 0 for g in design["groups"])
+    if budget is None or estimated <= budget:
+        return ""
+    return f" **Over the budget of {number(budget)} s: no design fits, this is the cheapest.**"
