@@ -4,7 +4,6 @@ without them."""
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -14,6 +13,7 @@ from typing import Annotated
 import typer
 
 from infoflow.cli.app import app
+from infoflow.cli.interrupt import interrupted_says_so
 from infoflow.cli.options import (
     BAD_INPUT,
     JSONL_HELP,
@@ -223,6 +223,10 @@ ValidateBudget = Annotated[
         "scale's: 5 min at smoke, none at paper)."
     ),
 ]
+ValidateSteps = Annotated[
+    int | None, typer.Option(help="Override the scale's training steps (1 to 1e9).")
+]
+ValidateSeeds = Annotated[int | None, typer.Option(help="Override the scale's seeds (1 to 1000).")]
 ExecutorOption = Annotated[
     Executor, typer.Option(help="local: in this process; ray: one Ray task per group.")
 ]
@@ -246,12 +250,8 @@ def validate(
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     gpu: Gpu = False,
     device: Annotated[Device | None, typer.Option(help="Force a device.")] = None,
-    steps: Annotated[
-        int | None, typer.Option(help="Override the scale's training steps (1 to 1e9).")
-    ] = None,
-    seeds: Annotated[
-        int | None, typer.Option(help="Override the scale's seeds (1 to 1000).")
-    ] = None,
+    steps: ValidateSteps = None,
+    seeds: ValidateSeeds = None,
     budget: ValidateBudget = None,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a claim is refuted.")] = False,
     overrides: Overrides = None,
@@ -297,34 +297,11 @@ def validate(
         _check_out(out, resume)
         with _free_cores(threads, cuda) as note:
             note = None if resume else note  # a resumed run trains on its recorded count
-            with _interrupted_says_so(out), progress_display(quiet, note=note) as progress:
+            with interrupted_says_so(out), progress_display(quiet, note=note) as progress:
                 report = run_validate(list(specs or []), options, progress)
     typer.echo(f"{summary_line(report)}; report: {out / 'report.md'}")
     if strict and report["summary"]["refuted"]:
         raise typer.Exit(1)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``timeout``, a scheduler's stop) during a run, handled as Ctrl-C is."""
-
-
-def _terminated(signum, frame) -> None:
-    raise Terminated
-
-
-@contextmanager
-def _interrupted_says_so(out: Path) -> Iterator[None]:
-    """Ctrl-C or SIGTERM during a run: one line on what was kept and how to go on, exit
-    code 130 or 143 (SIGTERM exited 143 without the line: an audit)."""
-    previous = signal.signal(signal.SIGTERM, _terminated)
-    try:
-        yield
-    except KeyboardInterrupt as exc:
-        message = f"interrupted: what was trained is kept; continue with --resume --out {out}"
-        typer.echo(message, err=True)
-        raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @app.command()
@@ -388,8 +365,8 @@ def compile_(
     sweep: Annotated[
         bool,
         typer.Option(
-            help="Measure the error against beta (at --width) and the MLP width (at beta "
-            "1000), fit the exponent."
+            help="Measure the error against beta (at width 2048, whatever --width says) and "
+            "the MLP width (at beta 1000), fit the exponent."
         ),
     ] = False,
     overrides: Overrides = None,

@@ -194,6 +194,16 @@ def creatable_folder(path: Path, option: str) -> None:
         raise SpecError(str(path), [(option, f"cannot create or write it ({ancestor}: read-only)")])
 
 
+def cache_folder() -> Path:
+    """Where measurements worth keeping go: ``$INFOFLOW_CACHE``, else
+    ``$XDG_CACHE_HOME/infoflow`` (an absolute one, as the XDG rules say), else
+    ``~/.cache/infoflow``."""
+    if os.environ.get("INFOFLOW_CACHE"):
+        return Path(os.environ["INFOFLOW_CACHE"])
+    xdg = Path(os.environ.get("XDG_CACHE_HOME") or "")
+    return (xdg if xdg.is_absolute() else Path.home() / ".cache") / "infoflow"
+
+
 def write_cache(path: Path, text: str) -> None:
     """Write a cache file (a measurement worth keeping, not a result): a folder that cannot
     hold it (``$INFOFLOW_CACHE`` a file, or read-only) is a warning, and the caller goes on

@@ -20,7 +20,9 @@ import logging
 import math
 import os
 import re
+import signal
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -160,6 +162,7 @@ def train_on_ray(
     if not jobs:
         return
     reachable(address)
+    previous = signal.getsignal(signal.SIGTERM)  # ray.init puts sys.exit there
     try:
         ray.init(  # Ray's warnings only on stderr, not its INFO lines among validate's
             address=address,
@@ -174,6 +177,8 @@ def train_on_ray(
             where = f"the Ray cluster that RAY_ADDRESS names ({os.environ['RAY_ADDRESS']})"
         reason = one_line(error, 200)
         raise SpecError("--address", [(None, f"cannot reach {where}: {reason}")]) from None
+    if previous is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, previous)  # validate's: the line that says how to go on
     resources = {"num_gpus": gpus_per_group} if context.device.type == "cuda" else {"num_cpus": 1}
     remote = ray.remote(max_retries=3)(train_one).options(**resources)
     for job in jobs:  # an earlier run's notes would report steps this one has not trained

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import platform
 import shlex
 import statistics
@@ -39,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from infoflow.core.files import write_cache
+from infoflow.core.files import cache_folder, write_cache
 from infoflow.validators.ensemble import ensemble_step, precision, recorded_only
 from infoflow.validators.threads import busy_cores, machine
 from infoflow.validators.throughput import flops_per_token
@@ -340,13 +339,6 @@ def seconds_per_step(
         steps(1)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-def cache_folder() -> Path:
-    """``$INFOFLOW_CACHE``, else ``$XDG_CACHE_HOME/infoflow``, else ``~/.cache/infoflow``."""
-    if os.environ.get("INFOFLOW_CACHE"):
-        return Path(os.environ["INFOFLOW_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "infoflow"
 
 
 def cache_file(device: str, probes: str | None = None, load: float | None = None) -> Path:

@@ -82,6 +82,16 @@ def test_a_final_phase_without_prediction_or_under_the_ceiling_is_not_judged() -
         assert _final("G2", kind, BLIND).verdict == "inconclusive"
 
 
+def test_an_undetermined_last_checkpoint_names_its_criterions_rule() -> None:
+    """Under the projection an undetermined checkpoint cited the gap rule's margin (an
+    audit, 2026-12-07): each criterion names its own rule."""
+    gap = _final("G2", "undetermined", gap_rule=True)
+    assert gap.verdict == "inconclusive" and "by the margin 0.33" in gap.reason
+    projected = _final("G2", "undetermined", gap_rule=False)
+    assert projected.verdict == "inconclusive"
+    assert projected.reason.endswith("no kind carries 0.5 of the mixture")
+
+
 def test_the_gap_check_applies_only_under_the_gap_criterion() -> None:
     """A perfect M2 at C = 3, K = 96 sits at about 0.55 of its OOD KL: the projection calls it
     memorizing, the KL-gap rule (0.5) does not."""

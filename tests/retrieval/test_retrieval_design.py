@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -1190,10 +1191,12 @@ def test_the_plan_lists_the_claims_about_fixed_positions_validate_judges() -> No
 
 def test_the_cache_folder_honours_xdg_cache_home(monkeypatch, tmp_path) -> None:
     """A fresh-user audit (2026-12-07): XDG_CACHE_HOME was ignored (~/.cache written)."""
-    from infoflow.validators.steptime import cache_folder
+    from infoflow.core.files import cache_folder
 
     monkeypatch.delenv("INFOFLOW_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_folder() == tmp_path / "xdg" / "infoflow"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # the XDG rules: ignored
+    assert cache_folder() == Path.home() / ".cache" / "infoflow"
     monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path / "own"))
     assert cache_folder() == tmp_path / "own"

@@ -37,7 +37,7 @@ def compile_command(
     written = construction.save(witness, out)
     lines = describe(witness, source)
     if sweep:
-        result = construction.sweep(spec, source, seed, width)
+        result = construction.sweep(spec, source, seed)
         (out / "sweep.json").write_text(json.dumps(result, indent=2) + "\n")
         written += [out / "sweep.json", plot_sweep(result, out / "sweep.png", source)]
         lines += ["", *sweep_lines(result)]
@@ -186,7 +186,8 @@ def sweep_figure(result: dict, source: str) -> Figure:
     fig, axes = subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
     ax = axes[0][0]
     ax.loglog([r["beta"] for r in result["beta"]], [r["nmse"] for r in result["beta"]], "o-")
-    ax.set(xlabel="beta (softmax sharpness)", ylabel="NMSE", title="error against beta")
+    at = result.get("beta_width", construction.WIDTH)
+    ax.set(xlabel="beta (softmax sharpness)", ylabel="NMSE", title=f"error against beta (MLP {at})")
     if result["width"]:
         ax = axes[0][1]
         sizes = [r["decoder_parameters"] for r in result["width"]]

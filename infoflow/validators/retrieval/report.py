@@ -24,26 +24,6 @@ def body(
     each group's cap and estimated training time (the measured time, tokens per second and
     MFU are in report.json's ``throughput``: wall time is not part of what a run found), the
     floors, and every model with its ladder."""
-    groups = [
-        {
-            "name": g.name,
-            "seq_len": g.seq_len,
-            "members": len(g.members),
-            "steps_cap": g.settings.steps,
-            "estimated_seconds": experiment.estimates.get(g.name),
-        }
-        for g in experiment.trained_groups
-    ]
-    design = {
-        **experiment.design.describe(),
-        "step_time": experiment.step_time,
-        "budget_seconds": experiment.scale.budget_seconds,
-        "groups": groups,
-        "not_trained": experiment.not_trained,
-        "construction_estimated_seconds": experiment.construction_seconds,
-        "not_built": experiment.not_built,
-        "pilot": experiment.pilot.describe() if experiment.pilot else None,
-    }
     models = []
     for model in experiment.models:
         derived = experiment.derived(model)[model.label()]
@@ -70,10 +50,35 @@ def body(
         )
     return {
         "target": experiment.base.target,
-        "design": design,
+        "design": _design_json(experiment),
         "rungs": list(experiment.scale.rungs),
         "floors": {str(t): f.describe() for t, f in sorted(floors.items())},
         "models": models,
+    }
+
+
+def _design_json(experiment: Experiment) -> dict[str, Any]:
+    """The design: its sizes, step time, budget, groups with their caps and estimated
+    training times, and what was not trained or built, and the pilot."""
+    groups = [
+        {
+            "name": g.name,
+            "seq_len": g.seq_len,
+            "members": len(g.members),
+            "steps_cap": g.settings.steps,
+            "estimated_seconds": experiment.estimates.get(g.name),
+        }
+        for g in experiment.trained_groups
+    ]
+    return {
+        **experiment.design.describe(),
+        "step_time": experiment.step_time,
+        "budget_seconds": experiment.scale.budget_seconds,
+        "groups": groups,
+        "not_trained": experiment.not_trained,
+        "construction_estimated_seconds": experiment.construction_seconds,
+        "not_built": experiment.not_built,
+        "pilot": experiment.pilot.describe() if experiment.pilot else None,
     }
 
 
