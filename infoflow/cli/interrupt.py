@@ -34,16 +34,15 @@ def interrupted_says_so(out: Path) -> Iterator[None]:
     previous = signal.getsignal(signal.SIGTERM)
     handled = threading.current_thread() is threading.main_thread()
     handled = handled and previous is not signal.SIG_IGN
+    _received.clear()
     if handled:
-        _received.clear()
         signal.signal(signal.SIGTERM, _terminated)
     try:
         yield
-    except KeyboardInterrupt as exc:
+    except KeyboardInterrupt:
         message = f"interrupted: what was trained is kept; continue with --resume --out {out}"
         typer.echo(message, err=True)
-        terminated = isinstance(exc, Terminated) or bool(_received)
-        raise typer.Exit(143 if terminated else 130) from None
+        raise typer.Exit(143 if _received else 130) from None
     finally:
         if handled:
             signal.signal(signal.SIGTERM, previous)

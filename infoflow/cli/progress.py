@@ -1,11 +1,11 @@
 """``validate``'s progress display: one line, as wide as the terminal and never wider, that
 follows every phase (planning and measuring, training, judging, writing). While training it
 shows the steps done of all groups, the ETA (at the rate since the first step: start-up, a
-Ray worker's included, does not count), tokens/s and
-MFU from the first step, the last mean loss and the group training; a narrow terminal
-shortens the group's name first, then drops the loss, never cuts the numbers. Into a pipe
-(a log), the same line is printed from the first training step on: then, when a group
-finishes, once a minute, and at each later phase."""
+Ray worker's included, does not count), tokens/s and MFU from the first step, the last mean
+loss and the group training; a narrow terminal shortens the group's name first, then drops
+the loss, never cuts the numbers. Into a pipe (a log), the same line is printed from the
+first training step on: then, when a group finishes, once a minute, and at each later
+phase."""
 
 from __future__ import annotations
 

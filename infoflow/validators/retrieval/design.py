@@ -331,7 +331,7 @@ def _position_lines(experiment: Experiment) -> list[str]:
     """The plan's lines for the claims about fixed positions (judge_positions): a model the
     engine says needs PE against its twin without, and where its readout attends (the plan
     said "none" where validate judged both: a fresh-user audit, 2026-12-07)."""
-    lines = []
+    lines, fixed = [], readout_positions(experiment.base)
     for model in experiment.points:
         needs = experiment.models[model]["requires_positional_encoding"].value
         if not (needs and model.positional_encoding):
@@ -342,7 +342,7 @@ def _position_lines(experiment: Experiment) -> list[str]:
                 f"    learns only with PE (paper): {model.label()} vs {twin.label()}: "
                 "every seed learns with PE, none without"
             )
-        if readout_positions(experiment.base):  # not a neighbour's, an index condition's
+        if fixed:  # not a neighbour's, an index condition's
             lines.append(
                 f"    attends to the fixed positions (reproduction): {model.label()}: its "
                 "readout's attention, about 1/|P| on each, seed by seed at the largest rung"
