@@ -133,11 +133,12 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
                 print(line, file=sys.stderr)
         try:
             context = Context(device, store, options.out / "checkpoints", progress, options.compile)
-            train(planned, context, options)
+            earlier = store.last_finished()  # before this invocation's own finish
+            trained = train(planned, context, options)
             sections = [section.to_json() for section in judge(planned, context)]
             finished = _now()
-            store.finish_run(finished)
-            times = (store.first_started(), finished)
+            store.finish_run(finished)  # a resume that trained nothing keeps the run's end
+            times = (store.first_started(), (not trained and earlier) or finished)
             report = _report(planned, sections, options, device, times, superseded(planned, store))
             report["throughput"] = throughput(planned, store)
             if progress:
@@ -324,8 +325,8 @@ def throughput(planned: Plan, store: Store) -> dict[str, dict]:
     return out
 
 
-def train(planned: Plan, context: Context, options: Options) -> None:
-    """Train every job the database does not hold as finished."""
+def train(planned: Plan, context: Context, options: Options) -> bool:
+    """Train every job the database does not hold as finished; whether there was one."""
     pending = [job for job in planned.jobs if not context.store.group_done(job.name)]
     if context.progress:
         context.progress.phase("training", total=sum(job.steps for job in pending))
@@ -333,6 +334,7 @@ def train(planned: Plan, context: Context, options: Options) -> None:
         train_on_ray(pending, context, options.address, options.gpus_per_group)
     else:
         train_local(pending, context)
+    return bool(pending)
 
 
 def judge(planned: Plan, context: Context) -> list[Section]:

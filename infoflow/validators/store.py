@@ -108,6 +108,11 @@ class Store:
         """When the run began (the first start, for a resumed run)."""
         return self.db.execute("SELECT started FROM runs ORDER BY id LIMIT 1").fetchone()[0]
 
+    def last_finished(self) -> str | None:
+        """When the latest invocation that ran to its end ended (None before any did)."""
+        row = self.db.execute("SELECT MAX(finished) FROM runs").fetchone()
+        return row[0]
+
     def finish_run(self, finished: str) -> None:
         with self.writing():
             self.db.execute(

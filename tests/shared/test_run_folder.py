@@ -481,6 +481,23 @@ def test_a_file_given_as_out_is_refused_in_one_line(toy, under) -> None:
         assert f"cannot use it as --out ({toy / 'file'} is a file)" in line
 
 
+def test_a_resume_that_trains_nothing_keeps_the_runs_end(toy, monkeypatch) -> None:
+    """Re-reporting a finished run later does not stretch it to the hour of the re-report
+    (report.json's finished moved to the resume's time: an audit); the database still logs
+    the resume."""
+    import infoflow.validators.run as run
+
+    spec, out = str(toy / "right.json"), toy / "run"
+    monkeypatch.setattr(run, "_now", lambda: "2026-01-01T10:00:00+00:00")
+    assert _validate(spec, "--out", str(out)).exit_code == 0
+    monkeypatch.setattr(run, "_now", lambda: "2026-01-02T10:00:00+00:00")
+    assert _validate(spec, "--out", str(out), "--resume").exit_code == 0
+    report = json.loads((out / "report.json").read_text())
+    assert (report["started"], report["finished"]) == ("2026-01-01T10:00:00+00:00",) * 2
+    logged = sqlite3.connect(out / "results.sqlite").execute("SELECT finished FROM runs")
+    assert [row[0][:10] for row in logged] == ["2026-01-01", "2026-01-02"]
+
+
 def test_a_folder_named_like_a_temporary_file_is_left_alone(toy) -> None:
     spec, out = str(toy / "right.json"), toy / "run"
     assert _validate(spec, "--out", str(out)).exit_code == 0
