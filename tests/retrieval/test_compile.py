@@ -34,7 +34,7 @@ from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.types import Schedule
 from infoflow.validators.retrieval import construction, witness_ladder
 from infoflow.validators.retrieval.circuit_to_weights import Weights
-from infoflow.validators.retrieval.compile_report import output_text
+from infoflow.validators.retrieval.compile_report import compile_command, output_text
 from infoflow.validators.retrieval.experiment import Model
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
@@ -1017,6 +1017,26 @@ def test_compile_writes_over_no_file_it_did_not_write(tmp_path) -> None:
     (tmp_path / "run" / "results.sqlite").touch()
     assert "a validate run's folder" in refused("compile", spec, "--out", str(tmp_path / "run"))
     assert not (tmp_path / "run" / "witness.json").exists()
+
+
+def test_a_compile_killed_between_its_files_is_run_again_into_its_folder(
+    tmp_path, monkeypatch
+) -> None:
+    """Killed after one file, compile's folder is still compile's: the weights came first and
+    left model.safetensors alone, which the next compile refused as not its own (2026-12-07)."""
+    out = tmp_path / "w"
+    witness = construction.build(bundled("specific-position.json"), width=16)
+
+    def killed(path, write):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(construction, "write_with", killed)
+    with pytest.raises(KeyboardInterrupt):
+        construction.save(witness, out)
+    monkeypatch.undo()
+    assert [p.name for p in out.iterdir()] == ["witness.json"]
+    compile_command(witness.spec, "specific-position.json", out, width=16)
+    assert sorted(p.name for p in out.iterdir()) == ["model.safetensors", "witness.json"]
 
 
 @pytest.mark.slow  # two compiles

@@ -181,9 +181,11 @@ def _falls(errors: list[float]) -> bool:
 
 
 def save(witness: Witness, folder: Path) -> list[Path]:
-    """model.safetensors (the validator's parameter layout, one member) and witness.json,
+    """witness.json, then model.safetensors (the validator's parameter layout, one member),
     each whole or not at all, readable as any file the user writes (safetensors alone makes
-    its file private)."""
+    its file private). witness.json first: it marks the folder as compile's, so a compile
+    killed between the two is run again into it (the weights first left a folder compile
+    refused as not its own)."""
     from safetensors.torch import save
 
     try:
@@ -192,8 +194,8 @@ def save(witness: Witness, folder: Path) -> list[Path]:
         raise SpecError(str(folder), [("--out", f"cannot create it ({exc.strerror})")]) from None
     tensors = {k: v.detach().contiguous() for k, v in witness.model.state_dict().items()}
     data = save(tensors)
-    write_with(folder / "model.safetensors", lambda temporary: temporary.write_bytes(data))
     write_text(folder / "witness.json", json.dumps(witness.to_json(), indent=2) + "\n")
+    write_with(folder / "model.safetensors", lambda temporary: temporary.write_bytes(data))
     return [folder / "model.safetensors", folder / "witness.json"]
 
 
