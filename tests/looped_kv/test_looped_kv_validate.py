@@ -25,6 +25,7 @@ from infoflow.validators.looped_kv.model import (  # noqa: E402
     LoopedDecoder,
     train_looped,
 )
+from infoflow.validators.store import Recorder  # noqa: E402
 
 TINY = LOOPED_KV / "tiny-looped.json"
 
@@ -123,10 +124,26 @@ def test_distillation_moves_the_codec_not_the_teacher(teacher) -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_training_resumes_to_the_same_weights(tmp_path) -> None:
+def test_a_killed_training_resumes_to_the_same_weights_and_records(tmp_path) -> None:
+    """The weights, and what a Ray worker recorded before it died (a snapshot, the mean
+    losses): the retry restores them from the checkpoint (they were lost, 2026-12-07)."""
     config = LoopedConfig(d_model=16, heads=2, mlp_width=32)
     draw = corpus(config.vocab, seed=0)
-    whole = train_looped(config, draw, 30, 4, 9, Checkpoint(tmp_path / "whole.pt"), every=10)
+
+    def train(data, name: str, recorder: Recorder):
+        return train_looped(
+            *(config, data, 30, 4, 9, Checkpoint(tmp_path / f"{name}.pt")),
+            every=10,
+            snapshots=(5, 25),
+            on_snapshot=lambda step, _: recorder.record_metrics("g", step, [{"m": 1.0}]),
+            on_loss=lambda step, loss: recorder.record_metrics("g", step, [{"train:loss": loss}]),
+            store=recorder,
+        )
+
+    first = Recorder()
+    whole = train(draw, "whole", first)
+    steps = [args[1] for _, args in first.rows]
+    assert steps == [5, 10, 20, 25, 30]
     calls = 0
 
     def dies_after_15(batch, length, generator):
@@ -137,10 +154,12 @@ def test_a_killed_training_resumes_to_the_same_weights(tmp_path) -> None:
         return draw(batch, length, generator)
 
     with pytest.raises(KeyboardInterrupt):
-        train_looped(config, dies_after_15, 30, 4, 9, Checkpoint(tmp_path / "killed.pt"), every=10)
-    resumed = train_looped(config, draw, 30, 4, 9, Checkpoint(tmp_path / "killed.pt"), every=10)
+        train(dies_after_15, "killed", Recorder())
+    retried = Recorder()  # a new worker's
+    resumed = train(draw, "killed", retried)
     for a, b in zip(whole.parameters(), resumed.parameters(), strict=True):
         assert torch.equal(a, b)
+    assert retried.rows == first.rows
 
 
 def _measured(**changes) -> dict:
@@ -391,6 +410,8 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     structure = section["structure"]  # 1 seed (--seeds) x 2 widths, snapshots at 1, 2, 4
     assert set(structure) == {"1", "2"} and set(structure["2"]) == {"1", "2", "4"}
     assert structure["1"]["4"]["margin:K:4"]["seeds"] == 1
+    losses = [r for r in (out / "metrics.csv").read_text().splitlines() if ",train:loss," in r]
+    assert len(losses) == 2 and all(",4,train:loss," in r for r in losses)  # one per width
     stores = section["measured"]["stores"]
     assert all(s["measured_bytes"] == s["predicted_bytes"] for s in stores)
     # one seed: the exact checks are judged, every comparison is inconclusive (4 steps and one

@@ -216,22 +216,31 @@ def train_looped(
     device="cpu",
     snapshots: tuple[int, ...] = (),
     on_snapshot=None,
+    on_loss=None,
     on_speed=None,
+    store=None,
 ) -> LoopedDecoder:
     """Train on next-token prediction over ``corpus(batch, length, generator)`` sequences
     (drawn on the CPU, trained on ``device``), saving the training state to ``checkpoint``
     every ``every`` steps and resuming from it (a finished run only loads its weights).
-    ``on_snapshot(step, model)`` runs at each of ``snapshots``, the model in eval mode, before
-    that step's checkpoint (a run killed after it repeats it on resume). ``on_speed(rates)``
-    runs at the end with the throughput of the steps this call trained
+    ``on_snapshot(step, model)`` runs at each of ``snapshots``, the model in eval mode, and
+    ``on_loss(step, loss)`` at each checkpoint with the mean training loss since the last,
+    both before that step's checkpoint (a run killed after it repeats them on resume).
+    ``store`` (a :class:`~infoflow.validators.store.Store` or ``Recorder``) gets back what
+    the checkpoint holds of what it recorded, and its rows travel in the checkpoints (a
+    retried Ray worker lost its earlier snapshots). ``on_speed(rates)`` runs at the end with
+    the throughput of the steps this call trained
     (:meth:`~infoflow.validators.throughput.Meter.rates`)."""
     torch.manual_seed(seed)
     model = LoopedDecoder(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, lr, total_steps=steps)
     generator = torch.Generator().manual_seed(seed + 1)
-    start, _ = checkpoint.load(model, optimizer, schedule, generator, device)
+    start, records = checkpoint.load(model, optimizer, schedule, generator, device)
+    if store is not None:
+        store.restore(records)
     speed = looped_meter(model, length - 1, torch.device(device))
+    losses, window = torch.zeros((), device=device), 0
     for step in range(start, steps):
         x = corpus(batch, length, generator).to(device)
         logits = model(x[:, :-1])
@@ -240,16 +249,22 @@ def train_looped(
         loss.backward()
         optimizer.step()
         schedule.step()
-        done = step + 1
+        done, window = step + 1, window + 1
+        losses += loss.detach()
         speed.add(batch * (length - 1))
         if on_snapshot is not None and done in snapshots:
             model.eval()
             on_snapshot(done, model)
             model.train()
         if done % every == 0 or done == steps:
-            checkpoint.save(model, optimizer, schedule, generator.get_state(), done)
+            mean, window = float(losses) / window, 0
+            losses.zero_()
+            if on_loss is not None:
+                on_loss(done, mean)
+            rows = () if store is None else store.rows
+            checkpoint.save(model, optimizer, schedule, generator.get_state(), done, rows)
             if progress:
-                progress(done, steps, loss.item(), speed.text())
+                progress(done, steps, mean, speed.text())
         elif progress:
             progress(done, steps, None, speed.text())
     if on_speed is not None:

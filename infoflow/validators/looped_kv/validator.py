@@ -120,7 +120,11 @@ class LoopedKVValidator:
             on_snapshot=lambda step, model: context.store.record_metrics(
                 group.name, step, [structure.snapshot(model, scale.length)]
             ),
+            on_loss=lambda step, loss: context.store.record_metrics(
+                group.name, step, [{"train:loss": loss}]
+            ),
             on_speed=lambda rates: context.store.record_throughput(group.name, rates),
+            store=context.store,
         )
         context.store.finish_group(group.name, checkpoint.seconds())
 
@@ -208,17 +212,26 @@ def _files(folder: str) -> dict[str, list[int]]:
 
 def _runs(experiment: LoopedExperiment, context: Context) -> list[dict]:
     """Each trained model's snapshots: {"seed", "width", "snapshots": {step: metrics},
-    "steps": the steps it was scheduled to record}."""
+    "steps": the steps it was scheduled to record}; the training loss, recorded at other
+    steps too, is not a snapshot's."""
     base = experiment.spec.model.hidden_size
     return [
         {
             "seed": g.seed,
             "width": g.config.d_model // base,
-            "snapshots": context.store.metrics(g.name).get(0, {}),
+            "snapshots": _snapshots(context.store.metrics(g.name).get(0, {})),
             "steps": g.snapshots,
         }
         for g in experiment.structure
     ]
+
+
+def _snapshots(recorded: dict[int, dict[str, float]]) -> dict[int, dict[str, float]]:
+    """The structure metrics of each step that has them."""
+    kept = {
+        step: {k: v for k, v in row.items() if k != "train:loss"} for step, row in recorded.items()
+    }
+    return {step: row for step, row in kept.items() if row}
 
 
 VALIDATOR = LoopedKVValidator()
