@@ -104,6 +104,7 @@ class Plan:
     experiments: list[tuple[Any, Experiment]] = field(default_factory=list)
     scales: dict[str, Any] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    estimates: dict[str, float] = field(default_factory=dict)  # job -> estimated seconds
 
     @property
     def jobs(self) -> list[Job]:
@@ -207,6 +208,9 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
             planned.skipped.append({"spec": str(path), "reason": str(exc)})
             continue
         planned.experiments.append((validator, experiment))
+        planned.estimates.update(getattr(experiment, "estimates", {}))  # sized by a design
+        if hasattr(validator, "estimates"):
+            planned.estimates.update(validator.estimates(experiment, device))
     if planned.skipped and not planned.experiments:  # nothing to run: say why, as plan does
         (first, *others) = planned.skipped
         problems = [(None, f"cannot be validated: {first['reason']}")]
@@ -315,11 +319,10 @@ def throughput(planned: Plan, store: Store) -> dict[str, dict]:
     the resume included) and, where made, the design's estimate."""
     out = {}
     for _, experiment in planned.experiments:
-        estimates = getattr(experiment, "estimates", {})  # the families that estimate a group
         for job in experiment.jobs:
             speed = store.throughput(job.name)
             if speed:
-                estimate = estimates.get(job.name)
+                estimate = planned.estimates.get(job.name)
                 more = {} if estimate is None else {"estimated_seconds": estimate}
                 out[job.name] = {**speed, "seconds": store.seconds(job.name), **more}
     return out

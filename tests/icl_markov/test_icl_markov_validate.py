@@ -371,6 +371,9 @@ def test_validate_icl_end_to_end(whole_run) -> None:
     assert all(len(v) == TINY["context_len"] - 1 for v in positions.values())
     assert "| K | seed | trajectory |" in (whole / "report.md").read_text()
     assert group["measurement"]["k1_fit"]["status"] in ("fit", "separable", "open", "none")
+    (speed,) = report["throughput"].values()  # beside the plan's estimate (since 2026-12-07)
+    assert speed["estimated_seconds"] > 0 and speed["seconds"] > 0
+    assert f"| {group['name']} | " in (whole / "report.md").read_text()
 
 
 #: ``python -c`` this with ``writing|written`` and the arguments of ``infoflow``: the run is

@@ -427,6 +427,7 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert len(speeds) == 2 and all(
         s["tokens_per_second"] > 0 < s["seconds"] for s in speeds.values()
     )
+    assert all(s["estimated_seconds"] > 0 for s in speeds.values())  # plan's, since 2026-12-07
     assert (out / "tiny-looped-codec.png").stat().st_size > 1000
     assert (out / "tiny-looped-spectra.png").stat().st_size > 1000
     checkpoint = next((out / "checkpoints").glob("tiny-looped-looped-*.pt"))

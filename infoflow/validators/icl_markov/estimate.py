@@ -116,11 +116,16 @@ def plan_command(
     return "\n".join(lines), total
 
 
+def group_estimates(experiment, steptime: StepTime) -> dict[str, float]:
+    """Each group's seconds: the K sweeps' and clock runs' training, the decoder's fits."""
+    trained = [*experiment.groups, *experiment.clocks]
+    out = {g.name: group_seconds(g, steptime) for g in trained}
+    return out | {g.name: decoder_seconds(g, steptime) for g in experiment.decoders}
+
+
 def gpu_seconds(experiment) -> float:
     """The experiment's time on the GPU step time (planned for a GPU: its grouping)."""
-    cuda = step_time("cuda")
-    seconds = sum(group_seconds(g, cuda) for g in [*experiment.groups, *experiment.clocks])
-    return seconds + sum(decoder_seconds(g, cuda) for g in experiment.decoders)
+    return sum(group_estimates(experiment, step_time("cuda")).values())
 
 
 def ceiling_lines(experiment, max_context: int | None = None) -> list[str]:

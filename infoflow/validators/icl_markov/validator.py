@@ -26,6 +26,7 @@ from infoflow.validators.icl_markov.criterion import preregistration
 from infoflow.validators.icl_markov.decoder.data import DecoderGroup
 from infoflow.validators.icl_markov.decoder.judge import by_setting, judge_decoder
 from infoflow.validators.icl_markov.decoder.train import train_decoder
+from infoflow.validators.icl_markov.estimate import group_estimates
 from infoflow.validators.icl_markov.experiment import SCALES, IclExperiment, IclScale, plan
 from infoflow.validators.icl_markov.kinds import CLAIM_KINDS
 from infoflow.validators.icl_markov.ksweep import plots as ksweep_plots
@@ -35,6 +36,7 @@ from infoflow.validators.icl_markov.ksweep.judge import judge_sweep, sweep_recor
 from infoflow.validators.icl_markov.ksweep.train import train_sweep
 from infoflow.validators.plots import save_all
 from infoflow.validators.protocol import Context, Job
+from infoflow.validators.steptime import step_time
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -63,6 +65,10 @@ class IclMarkovValidator:
 
     def plan(self, name: str, spec: IclMarkovSpec, scale: IclScale, base_dir: Path):
         return plan(name, spec, scale, base_dir)
+
+    def estimates(self, experiment: IclExperiment, device: str) -> dict[str, float]:
+        """Each group's seconds, as ``infoflow plan`` estimates them."""
+        return group_estimates(experiment, step_time(device))
 
     def preregister(self, experiment: IclExperiment) -> dict:
         """The criterion that decides the phases and clocks, per setting of the K sweep."""

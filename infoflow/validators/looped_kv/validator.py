@@ -19,6 +19,7 @@ from infoflow.validators.ensemble import Checkpoint
 from infoflow.validators.identity import content_name
 from infoflow.validators.looped_kv import plots, report, structure
 from infoflow.validators.looped_kv.claims import TEACHER_CHANGED, claims, over_seeds_table
+from infoflow.validators.looped_kv.estimate import group_seconds
 from infoflow.validators.looped_kv.experiment import (
     SCALES,
     LoopedExperiment,
@@ -32,6 +33,7 @@ from infoflow.validators.looped_kv.model import load_looped, train_looped
 from infoflow.validators.looped_kv.ouro import load_ouro
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.report import finite
+from infoflow.validators.steptime import step_time
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -95,6 +97,14 @@ class LoopedKVValidator:
 
     def plan(self, name: str, spec: LoopedKVSpec, scale: LoopedScale, base_dir: Path):
         return plan(name, spec, scale)
+
+    def estimates(self, experiment: LoopedExperiment, device: str) -> dict[str, float]:
+        """Each model's training seconds, as ``infoflow plan`` estimates them."""
+        steptime, scale = step_time(device), experiment.scale
+        return {
+            g.name: group_seconds(g.config, scale.steps, scale.batch, steptime)
+            for g in experiment.structure
+        }
 
     def train(self, job: Job, context: Context) -> None:
         group = job.group
