@@ -37,6 +37,7 @@ from infoflow.validators.retrieval.model import EnsembleTransformer, Member  # n
 from infoflow.validators.retrieval.plateau import (  # noqa: E402
     EARLIEST,
     PLATEAU_SLOPE,
+    STARTED,
     WINDOW,
     MemberSchedule,
     loss_slope,
@@ -81,6 +82,20 @@ def test_each_member_cools_down_at_its_own_plateau_or_near_the_cap() -> None:
     assert capped.cooldown_start + capped.cooldown_length == cap
     again = MemberSchedule.from_dict(schedule.to_dict())
     assert again == schedule
+
+
+def test_a_member_capped_at_the_trivial_loss_is_stuck_not_still_improving() -> None:
+    """The cap cools down a member whose loss never left about 1: falling more slowly than the
+    plateau rule allows, it is not improving (a model that cannot represent the target), so a
+    "does not learn" is decided; falling faster, it is still improving (the docs said any
+    capped member was, an audit, 2026-12-07)."""
+    for slope, improving in ((-PLATEAU_SLOPE / 2, False), (-2 * PLATEAU_SLOPE, True)):
+        schedule = MemberSchedule.start(1, 20)
+        for step in (5, 10, 15, 20):
+            schedule.observe(step, [1.5 * (step / 5) ** slope])
+        (member,) = schedule.members
+        assert member.capped and member.losses[-1] >= STARTED
+        assert member.still_improving is improving
 
 
 @settings(max_examples=50, deadline=None)

@@ -17,6 +17,7 @@ from infoflow.validators.retrieval.exponents import (
     undecided_pairs,
 )
 from infoflow.validators.retrieval.floors import LEARNS_FACTOR
+from infoflow.validators.retrieval.plateau import PLATEAU_SLOPE
 
 #: A ladder measures an exponent only where its NMSE falls with size: a slope below -STEEP
 #: for every seed (7% per doubling of the decoder, the plateau rule's figure for steps).
@@ -109,7 +110,10 @@ class Judge:
         if largest.below(threshold):
             return judged(ident, statement, "efficient", measured, tolerance, True, derived)
         if largest.above(threshold) and not self.improving.get(model):
-            reason = "every seed above the threshold, and every seed had stopped improving"
+            reason = (
+                "every seed above the threshold, and none still improving at the cap (each "
+                f"reached a plateau, or its log-loss slope was above -{PLATEAU_SLOPE:g} there)"
+            )
             return judged(
                 ident, statement, "efficient", measured, tolerance, False, derived, reason
             )

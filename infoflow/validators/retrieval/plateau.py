@@ -14,9 +14,11 @@ least squares over the last :data:`WINDOW` evaluations. A slope above ``-PLATEAU
 cap on (:data:`EARLIEST`), and once the loss has left the trivial predictor's (below
 :data:`STARTED`; the targets are standardised, so the trivial loss is 1): the loss of a
 retrieval target often sits there for a while before it falls, and that is no plateau. A
-member that has
-not reached a plateau when the cap is near starts its cooldown anyway, and is reported as
-still improving at the cap, with its slope.
+member that has not reached a plateau when the cap is near starts its cooldown anyway, with
+its slope recorded: it is still improving at the cap when its loss falls faster than the
+plateau rule allows (:func:`improving`), and otherwise stuck (a loss still at the trivial
+predictor's that falls by less than 7% per doubling: what a model that cannot represent the
+target does), which is not improving.
 """
 
 from __future__ import annotations
