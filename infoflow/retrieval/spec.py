@@ -6,6 +6,7 @@ default is documented in docs/retrieval.md.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
@@ -19,6 +20,10 @@ from infoflow.retrieval.infinite_values import check_infinite
 from infoflow.retrieval.shapes import check_shapes
 from infoflow.retrieval.text_to_expression import parse_target
 from infoflow.retrieval.types import ComparisonTree
+
+#: Without a seq_len a target is checked for empty reductions and infinite values at this T,
+#: or past every number it holds where that is larger.
+UNSIZED_T = 64
 
 
 class Architecture(StrictModel):
@@ -196,11 +201,26 @@ class RetrievalSpec(SpecBase):
                 check_infinite(written, self.seq_len)
                 for k, left_out in tree.kth_values():
                     kth.rank(k, self.seq_len, left_out)
+            else:
+                _check_unsized(written, self.target)
             if self.input_dim is not None:
                 check_coordinates(written, self.input_dim)
         except TargetError as exc:
             raise FieldError("target", str(exc)) from None
         return self
+
+
+def _check_unsized(written: Node, target: str) -> None:
+    """Without a seq_len the predictions are symbolic in T, so a target that runs over
+    nothing, or is infinite on every draw, at a T past every number it holds has none to
+    make (it was planned, and predicted efficient: an audit, 2026-12-07)."""
+    at = max([UNSIZED_T, *(2 * int(n) + 2 for n in re.findall(r"\d+", target))])
+    try:
+        check_domains(written, at)
+        check_infinite(written, at)
+    except TargetError as exc:
+        why = f"no seq_len is given, so it is checked at T = {at}, past every number it holds"
+        raise TargetError(f"{exc} ({why})") from None
 
 
 def _check_positions(tree: ComparisonTree, written: Node, seq_len: int) -> None:

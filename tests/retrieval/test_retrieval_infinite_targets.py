@@ -95,3 +95,34 @@ def test_a_grid_beyond_the_budget_is_not_checked(monkeypatch) -> None:
 
     monkeypatch.setattr(infinite_values, "MAX_CELLS", 10)
     check_infinite(parse_target(INFINITE[0][0]), 8)
+
+
+@pytest.mark.parametrize(
+    ("target", "why"),
+    [
+        ("min(dot(x[s], x[t]) for s in T for t in T if s < t and t <= s)", "runs over nothing"),
+        ("max(dot(q, x[t]) for t in T if t < 0)", "runs over nothing"),
+        ("max(x[t][0] for t in T if t < 3 and t > T - 2)", "runs over nothing"),
+        (INFINITE[0][0], "on every draw"),
+    ],
+)
+def test_without_a_seq_len_a_target_with_no_value_at_large_t_is_refused(target, why) -> None:
+    """Predictions symbolic in T need a value at large T: these were planned and predicted
+    efficient without a seq_len, refused with one (an audit, 2026-12-07)."""
+    unsized = {k: v for k, v in _spec(target).items() if k != "seq_len"}
+    with pytest.raises(SpecError, match=why) as found:
+        infoflow.load_spec(unsized)
+    assert "no seq_len is given, so it is checked at T = 64" in str(found.value)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "min(dot(x[s], x[t]) for s in T for t in T if s != t)",  # empty at T = 1 only
+        "max(dot(q, x[t]) for t in T if t > 100)",  # checked past 100
+        "x[200][0] + max(x[t][0] for t in T)",
+    ],
+)
+def test_without_a_seq_len_a_target_empty_at_small_t_only_is_planned(target) -> None:
+    unsized = {k: v for k, v in _spec(target).items() if k != "seq_len"}
+    assert infoflow.predict(unsized)["feasible"].value is True
