@@ -205,8 +205,25 @@ def _apply_override(data: dict[str, Any], override: str, name: str) -> None:
     if isinstance(sweep, dict):  # the field set (and any inside it) is no longer swept
         for swept in [k for k in sweep if k == field or k.startswith(f"{field}.")]:
             del sweep[swept]
+        for swept in [k for k in sweep if field.startswith(f"{k}.")]:  # inside a swept object
+            _set_in_each(sweep, swept, field.removeprefix(f"{swept}."), value, (name, override))
         if not sweep:
             del data["sweep"]
+
+
+def _set_in_each(sweep: dict, swept: str, key: str, value: Any, given: tuple[str, str]) -> None:
+    """Set ``key`` in each object the sweep takes for ``swept`` (``--set codec.r_k=32`` where
+    ``codec`` is swept: each swept codec's r_k; the sweep's own value replaced the override,
+    which the caption named as applied: an audit, 2026-12-07). ``given``: the spec's name and
+    the override, for errors."""
+    name, override = given
+    if not isinstance(sweep[swept], list):
+        return  # not a list of values: the sweep's check names it
+    for i, each in enumerate(sweep[swept]):
+        if not isinstance(each, dict):
+            why = f"--set {override!r}: this value is not an object"
+            raise SpecError(name, [(f"sweep.{swept}[{i}]", why)])
+        set_path(each, key, value, name, f"--set {override!r}")
 
 
 def _changes(

@@ -152,3 +152,19 @@ def test_set_on_an_object_fixes_the_swept_fields_inside_it() -> None:
     points = json.loads(invoke("predict", spec, "--set", arch, "--format", "json").output)
     assert {p["spec"]["architecture"]["layers"] for p in points} == {2}
     assert [p["spec"]["seq_len"] for p in points] == [8, 16, 32, 64]
+
+
+def test_set_inside_a_swept_object_sets_it_in_each_swept_value(tmp_path) -> None:
+    """The sweep takes whole codecs; `--set codec.r_k=32` sets r_k in each (the sweep's own
+    r_k = 96 won while the caption said codec.r_k=32 was applied: an audit, 2026-12-07); a
+    swept value that is not an object is named."""
+    data = json.loads((SPECS / "looped_kv" / "ouro-1.4b-h200.json").read_text())
+    codecs = [{"variant": v, "r_k": 96, "r_v": 160} for v in ("per_head", "2d")]
+    (tmp_path / "codecs.json").write_text(json.dumps({**data, "sweep": {"codec": codecs}}))
+    spec = str(tmp_path / "codecs.json")
+    points = json.loads(invoke("predict", spec, "--set", "codec.r_k=32", "-f", "json").output)
+    assert [p["spec"]["codec"]["r_k"] for p in points] == [32, 32]
+    assert [p["spec"]["codec"]["variant"] for p in points] == ["per_head", "2d"]
+    (tmp_path / "odd.json").write_text(json.dumps({**data, "sweep": {"codec": [codecs[0], 3]}}))
+    refused = invoke("predict", str(tmp_path / "odd.json"), "--set", "codec.r_k=32")
+    assert refused.exit_code == 2 and "sweep.codec[1]" in refused.output
