@@ -90,9 +90,13 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     model = family(data["kind"], name).spec_model()
     context = {"base_dir": base_dir, "changed": _changes(before, data, overrides)}
     try:  # by the family's own model: the other families are not even imported
-        return model.model_validate(data, context=context)
+        spec = model.model_validate(data, context=context)
     except ValidationError as exc:
         raise SpecError(name, describe(exc.errors(), model)) from None
+    if spec.sweep:  # its keys and first point now, as the CLI's expand did (an audit)
+        _check_grids(spec, name)
+        _at_point(spec, {key: grid[0] for key, grid in spec.sweep.items()}, name)
+    return spec
 
 
 def load_model_file(
@@ -122,32 +126,49 @@ def expand(
         raise SpecError(name, [(None, f"expand takes a loaded spec (load_spec), not a {kind}")])
     if not spec.sweep:
         return [({}, spec)]
+    _check_grids(spec, name)
     keys, grids = list(spec.sweep), list(spec.sweep.values())
-    check_sweep_keys(keys, name)
-    if any(not grid for grid in grids):
-        raise SpecError(name, [("sweep", "every sweep entry needs at least one value")])
     size = math.prod(len(grid) for grid in grids)
     if size > MAX_SWEEP_POINTS:
         message = f"{size:,} points, more than the {MAX_SWEEP_POINTS:,} a sweep is expanded to "
         message += "(`infoflow sweep` evaluates a retrieval sweep vectorised, up to 10^7)"
         raise SpecError(name, [("sweep", message)])
-    base = spec.model_dump(mode="json", exclude={"sweep"}, exclude_none=True)
     folder = Path(base_dir) if base_dir is not None else spec.base_dir
-    context = {"base_dir": folder, "changed": spec.changed}
-    model = family(spec.kind, name).spec_model()
+    base = spec.model_dump(**_FIELDS)
     points = []
     for values in itertools.product(*grids):
         point = dict(zip(keys, values, strict=True))
-        data = copy.deepcopy(base)
-        for key, value in point.items():
-            set_path(data, key, value, name, f"sweep.{key}")
-        try:
-            points.append((point, model.model_validate(data, context=context)))
-        except ValidationError as exc:
-            problems = describe(exc.errors(), model)
-            where = ", ".join(f"{k}={json.dumps(v)}" for k, v in point.items())
-            raise SpecError(f"{name} (sweep point {where})", problems) from None
+        points.append((point, _at_point(spec, point, name, (folder, base))))
     return points
+
+
+#: A spec's fields as a sweep point starts from them.
+_FIELDS: dict[str, Any] = {"mode": "json", "exclude": {"sweep"}, "exclude_none": True}
+
+
+def _check_grids(spec: Spec, name: str) -> None:
+    """A SpecError when the sweep varies the kind or itself, or has an empty axis."""
+    check_sweep_keys(list(spec.sweep), name)
+    if any(not grid for grid in spec.sweep.values()):
+        raise SpecError(name, [("sweep", "every sweep entry needs at least one value")])
+
+
+def _at_point(spec: Spec, point: dict[str, Any], name: str, at: tuple | None = None) -> Spec:
+    """``spec`` at one point of its sweep (its fields set to ``point``'s values), validated;
+    a SpecError names the point. ``at``: the folder relative paths resolve against and the
+    spec's fields as JSON (by default its own folder and fields)."""
+    folder, base = at or (spec.base_dir, None)
+    data = copy.deepcopy(base) if base is not None else spec.model_dump(**_FIELDS)
+    for key, value in point.items():
+        set_path(data, key, value, name, f"sweep.{key}")
+    model = family(spec.kind, name).spec_model()
+    context = {"base_dir": folder, "changed": spec.changed}
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        problems = describe(exc.errors(), model)
+        where = ", ".join(f"{k}={json.dumps(v)}" for k, v in point.items())
+        raise SpecError(f"{name} (sweep point {where})", problems) from None
 
 
 def check_sweep_keys(keys: Sequence[str], name: str) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 
 import pytest
 from conftest import SPECS
 
 import infoflow
+from infoflow.core.errors import SpecError
 
 
 @pytest.mark.parametrize(
@@ -162,3 +164,28 @@ def test_the_modules_example_runs_anywhere_and_dir_lists_the_public_api(
     exec("\n".join(example), {})  # the module's own documentation, run as written
     assert capsys.readouterr().out.strip() == printed.split("# ")[1]
     assert set(infoflow.__all__) <= set(dir(infoflow)) and "import_module" not in dir(infoflow)
+
+
+@pytest.mark.parametrize(
+    ("sweep", "message"),
+    [
+        ({"seqlen": [8, 64]}, "field 'seqlen': unknown field; did you mean 'seq_len'?"),
+        ({"seq_len": []}, "every sweep entry needs at least one value"),
+        ({"kind": ["looped_kv"]}, "a sweep cannot vary the kind or the sweep"),
+    ],
+)
+def test_load_spec_checks_the_sweep_as_the_cli_does(tmp_path, sweep, message) -> None:
+    """The library loaded and predicted these, which the CLI refuses; the error names the
+    file (it named <spec> when expand found it later: an audit, 2026-12-07)."""
+    data = {
+        "kind": "retrieval",
+        "target": "max(dot(q, x[t]) for t in T)",
+        "architecture": {"layers": 1, "heads": 1},
+        "seq_len": 16,
+        "sweep": sweep,
+    }
+    (tmp_path / "s.json").write_text(json.dumps(data))
+    for source in (data, tmp_path / "s.json"):
+        with pytest.raises(SpecError, match=re.escape(message)) as found:
+            infoflow.predict(source)
+        assert str(found.value).startswith("<dict>" if source is data else str(source))

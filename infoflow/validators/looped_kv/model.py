@@ -229,8 +229,7 @@ def train_looped(
     ``store`` (a :class:`~infoflow.validators.store.Store` or ``Recorder``) gets back what
     the checkpoint holds of what it recorded, and its rows travel in the checkpoints (a
     retried Ray worker lost its earlier snapshots). ``on_speed(rates)`` runs at the end with
-    the throughput of the steps this call trained
-    (:meth:`~infoflow.validators.throughput.Meter.rates`)."""
+    the throughput of the steps this call trained (``Meter.rates``)."""
     torch.manual_seed(seed)
     model = LoopedDecoder(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
@@ -242,15 +241,8 @@ def train_looped(
     speed = looped_meter(model, length - 1, torch.device(device))
     losses, window = torch.zeros((), device=device), 0
     for step in range(start, steps):
-        x = corpus(batch, length, generator).to(device)
-        logits = model(x[:, :-1])
-        loss = F.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
+        losses += _train_step(model, optimizer, schedule, corpus(batch, length, generator))
         done, window = step + 1, window + 1
-        losses += loss.detach()
         speed.add(batch * (length - 1))
         if on_snapshot is not None and done in snapshots:
             model.eval()
@@ -270,6 +262,18 @@ def train_looped(
     if on_speed is not None:
         on_speed(speed.rates())
     return model.eval()
+
+
+def _train_step(model: LoopedDecoder, optimizer, schedule, x: torch.Tensor) -> torch.Tensor:
+    """One step of next-token prediction on the sequences ``x``; its loss, detached."""
+    x = x.to(next(model.parameters()).device)
+    logits = model(x[:, :-1])
+    loss = F.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten())
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    schedule.step()
+    return loss.detach()
 
 
 def looped_meter(model: LoopedDecoder, length: int, device: torch.device) -> Meter:
