@@ -5,7 +5,8 @@ Model FLOPs are counted as nanoGPT counts them: 6 per parameter per token (forwa
 backward) plus 12 * layers * T * E per token for attention's scores and mixing. The peak is
 a documented figure (docs/validate.md): for a GPU, the vendor's dense bf16 tensor-core peak
 (training runs under bf16 autocast); for a CPU, threads x clock x fp32 FLOPs per cycle of
-one core's FMA units (32 with AVX2 and two FMA units, 64 with AVX-512, 8 without either).
+one core's FMA units (32 with AVX2 and two FMA units, 64 with AVX-512, 8 without either;
+32 for AVX-512 on an AMD core before Zen 5, which runs it on 256-bit units).
 """
 
 from __future__ import annotations
@@ -49,26 +50,43 @@ def peak(device: torch.device) -> Peak:
                 return Peak(flops, f"{name}: {model} dense bf16 {flops / 1e12:.0f} TFLOP/s")
         return Peak(None, f"{name}: no documented peak")
     threads = torch.get_num_threads()
-    ghz, flags = _cpuinfo()
-    per_cycle = 64 if "avx512f" in flags else 32 if {"avx2", "fma"} <= flags else 8
+    ghz, flags, core = _cpuinfo()
+    per_cycle, why = _per_cycle(flags, core)
     flops = threads * ghz * 1e9 * per_cycle
-    return Peak(flops, f"CPU: {threads} threads x {ghz:.2f} GHz x {per_cycle} fp32 FLOP/cycle")
+    text = f"CPU: {threads} threads x {ghz:.2f} GHz x {per_cycle} fp32 FLOP/cycle{why}"
+    return Peak(flops, text)
 
 
-def _cpuinfo() -> tuple[float, set[str]]:
-    """The first core's clock (GHz) and flags."""
-    ghz, flags = CPU_GHZ_DEFAULT, set()
+def _per_cycle(flags: set[str], core: tuple[str, int | None]) -> tuple[int, str]:
+    """fp32 FLOPs per cycle of one core (two FMA units of the vector width), and a note where
+    the flags alone mislead: an AMD core before Zen 5 (family 26) runs AVX-512 on 256-bit
+    units, so 32 (a Zen 4's one-thread matmul reaches 96% of that; 64 halved every MFU)."""
+    vendor, family = core
+    if "avx512f" in flags:
+        if vendor == "AuthenticAMD" and family is not None and family < 26:
+            return 32, " (AVX-512 on 256-bit units: AMD before Zen 5)"
+        return 64, ""
+    return (32, "") if {"avx2", "fma"} <= flags else (8, "")
+
+
+def _cpuinfo() -> tuple[float, set[str], tuple[str, int | None]]:
+    """The first core's clock (GHz), flags, and vendor with CPU family."""
+    ghz, flags, vendor, family = CPU_GHZ_DEFAULT, set(), "", None
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return ghz, flags
+        return ghz, flags, (vendor, family)
     for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "cpu MHz" and ghz == CPU_GHZ_DEFAULT:
+        key, _, value = (part.strip() for part in line.partition(":"))
+        if key == "cpu MHz" and ghz == CPU_GHZ_DEFAULT:
             ghz = float(value) / 1000
-        elif key.strip() == "flags" and not flags:
+        elif key == "flags" and not flags:
             flags = set(value.split())
-    return ghz, flags
+        elif key == "vendor_id" and not vendor:
+            vendor = value
+        elif key == "cpu family" and family is None and value.isdigit():
+            family = int(value)
+    return ghz, flags, (vendor, family)
 
 
 def flops_per_token(params: int, attention: int) -> float:

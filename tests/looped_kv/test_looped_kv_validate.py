@@ -411,7 +411,7 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert set(structure) == {"1", "2"} and set(structure["2"]) == {"1", "2", "4"}
     assert structure["1"]["4"]["margin:K:4"]["seeds"] == 1
     losses = [r for r in (out / "metrics.csv").read_text().splitlines() if ",train:loss," in r]
-    assert len(losses) == 2 and all(",4,train:loss," in r for r in losses)  # one per width
+    assert len(losses) == 2 and all(",0,4,train:loss," in r for r in losses)  # a width each, seed 0
     stores = section["measured"]["stores"]
     assert all(s["measured_bytes"] == s["predicted_bytes"] for s in stores)
     # one seed: the exact checks are judged, every comparison is inconclusive (4 steps and one

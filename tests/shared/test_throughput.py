@@ -16,12 +16,23 @@ def test_flops_per_token_is_six_per_parameter_plus_attention() -> None:
 
 
 def test_a_cpu_peak_is_threads_clock_and_fma_width(monkeypatch) -> None:
+    """A Zen 4 (AMD family 25) has AVX-512 on 256-bit units: 32 a cycle, not 64 (the peak
+    was twice what its one-thread matmul reaches, every MFU half: an audit, 2026-12-07)."""
     threads = torch.get_num_threads()
-    for flags, per_cycle in (({"avx512f", "avx2", "fma"}, 64), ({"avx2", "fma"}, 32), (set(), 8)):
-        monkeypatch.setattr(throughput, "_cpuinfo", lambda flags=flags: (2.5, flags))
+    avx512, intel, zen4 = {"avx512f", "avx2", "fma"}, ("GenuineIntel", 6), ("AuthenticAMD", 25)
+    for flags, core, per_cycle, why in (
+        (avx512, intel, 64, ""),
+        (avx512, ("AuthenticAMD", 26), 64, ""),
+        (avx512, zen4, 32, " (AVX-512 on 256-bit units: AMD before Zen 5)"),
+        ({"avx2", "fma"}, zen4, 32, ""),
+        (set(), ("", None), 8, ""),
+    ):
+        monkeypatch.setattr(throughput, "_cpuinfo", lambda f=flags, c=core: (2.5, f, c))
         cpu = peak(torch.device("cpu"))
         assert cpu.flops == threads * 2.5e9 * per_cycle
-        assert cpu.source == f"CPU: {threads} threads x 2.50 GHz x {per_cycle} fp32 FLOP/cycle"
+        text = f"CPU: {threads} threads x 2.50 GHz x {per_cycle} fp32 FLOP/cycle{why}"
+        assert cpu.source == text
+
     assert GPU_PEAKS["H200"] == GPU_PEAKS["H100 SXM"] == 989e12 and GPU_PEAKS["A100"] == 312e12
 
 

@@ -86,7 +86,8 @@ class LoopedGroup(Group):
 
     def member_rows(self) -> list[dict]:
         c = self.config
-        return [{"label": f"looped {c.core} x {c.loops}, d_model {c.d_model}, seed {self.seed}"}]
+        label = f"looped {c.core} x {c.loops}, d_model {c.d_model}, seed {self.seed}"
+        return [{"label": label, "seed": self.seed}]  # metrics.csv's seed (none before)
 
 
 @dataclass(frozen=True)
