@@ -145,6 +145,23 @@ def test_memorization_slows_is_judged_seed_by_seed() -> None:
     assert short.verdict == "inconclusive" and "seed 1 memorized at fewer" in short.reason
 
 
+def test_memorization_slows_leaves_out_the_k_the_ceiling_hides() -> None:
+    """At K = 32 the criterion cannot tell memorizing apart (the ceiling): its time counted
+    in this paper claim while the K*_1 fit and calibrate's a left it out (an audit,
+    2026-12-07). Here it falls, which split the seeds; left out, every seed rises."""
+    seeds = ([100, 200, 400, 50], [100, 150, 400, 500], [80, 200, 500, 60])
+    per_k = {
+        k: {"outcome": "memorization", "memorized_ats": {s: t[i] for s, t in enumerate(seeds)}}
+        for i, k in enumerate((4, 8, 16, 32))
+    }
+    measurement = {"per_k": per_k, "tau_2gen": {"checkpoint_ratio": 1.33}}
+    assert times.memorization_slows(measurement).verdict == "inconclusive"
+    limit = {k: {"detectable": k < 32} for k in per_k}
+    claim = times.memorization_slows({**measurement, "ceiling": limit})
+    assert claim.verdict == "confirmed" and claim.measured["left_out"] == [32]
+    assert all(32 not in t for t in claim.measured["tau_1mem"].values())
+
+
 def _timed(first_g2: dict[int, list], predicted: float = 500.0):
     per_k = {
         k: {"outcome": "generalization", "first_g2s": dict(enumerate(seeds))}

@@ -113,23 +113,29 @@ def _spread(times) -> float | None:
 
 
 def memorization_slows(measurement: dict) -> Claim:
-    """Each seed's least-squares rise of tau_1Mem across the K where memorization won and it
-    memorized, against the checkpoint spacing."""
+    """Each seed's least-squares rise of tau_1Mem across the K where memorization won, it
+    memorized and the criterion's ceiling can tell memorizing apart (as calibrate's fit of a
+    reads them), against the checkpoint spacing."""
     ident = "memorization_slows"
     claim = "memorization slows as K grows (tau_1Mem rises with K)"
     per_k = measurement["per_k"]
     spacing = measurement["tau_2gen"]["checkpoint_ratio"]
     tolerance = (
-        "every seed's least-squares rise of tau_1Mem across the K that memorize (log against "
-        f"log K) above the checkpoint spacing x{spacing:.3g}; refuted when every seed's is "
-        f"below 1/{spacing:.3g}"
+        "every seed's least-squares rise of tau_1Mem across the K that memorize where the "
+        f"ceiling can show it (log against log K) above the checkpoint spacing x{spacing:.3g}; "
+        f"refuted when every seed's is below 1/{spacing:.3g}"
     )
+    limit = measurement.get("ceiling", {})
     won = _won_by(per_k, "memorization")
+    blind = [k for k in won if not limit.get(k, {}).get("detectable", True)]
+    won = [k for k in won if k not in blind]
     times = {
         s: {k: t for k, t in row.items() if math.isfinite(t)}
         for s, row in _seed_times(per_k, won, "memorized_ats").items()
     }
     shown: dict = {"tau_1mem": {s: _shown(t) for s, t in times.items()}}
+    if blind:  # a K the ceiling hides (it counted, 2026-12-07: an audit)
+        shown["left_out"] = sorted(blind)
     short = [s for s, t in times.items() if len(t) < 3]
     if len(won) < 3 or short:
         why = "fewer than three K memorize"
