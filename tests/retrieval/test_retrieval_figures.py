@@ -39,6 +39,20 @@ def test_the_ladders_are_one_panel_per_section_with_a_ladder(tmp_path) -> None:
     assert plots.plot(tmp_path, sections) == [tmp_path / "ladders.png"]
 
 
+def test_a_panel_of_several_t_draws_each_ts_thresholds_named_by_it() -> None:
+    """T = 8's model was drawn under T = 32's "learns below" alone (unnamed), and looked as if
+    it learned, though its own threshold was lower (an audit, 2026-12-07)."""
+    section = _section("a", LADDER)
+    section["floors"] = {
+        "32": {"shortcut": 0.454, "learns_below": 0.113},
+        "8": {"shortcut": 0.282, "learns_below": 0.0705},
+    }
+    lines = plots.ladders_figure([section]).axes[0].get_lines()
+    drawn = {line.get_label(): line.get_ydata()[0] for line in lines}
+    assert drawn["learns below (T=8)"] == 0.0705 and drawn["learns below (T=32)"] == 0.113
+    assert drawn["pooling shortcut (T=8)"] == 0.282 and "learns below" not in drawn
+
+
 def test_a_witness_ladder_that_measures_no_exponent_is_drawn_without_a_slope() -> None:
     """A witness too narrow for its narrowest width has three rungs and measures no slope:
     drawn, unlabelled by a slope (its None stopped the whole figure, a review)."""

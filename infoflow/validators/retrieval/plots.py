@@ -2,7 +2,9 @@
 model's NMSE against its decoder's size (the median over seeds, the bar spanning the seeds),
 dashed where predicted inefficient, each compiled witness's width ladder in black (what the
 architecture represents, against what training reached), with the pooling shortcut and the
-learning threshold as horizontal lines (of the spec's longest T). :func:`ladders_figure`
+learning threshold as horizontal lines (one pair per T, each named by its T: the longest T's
+alone were drawn, unnamed, beside models of a shorter T with lower thresholds, an audit,
+2026-12-07). :func:`ladders_figure`
 builds it, :func:`figures` names it, :func:`plot` writes it."""
 
 from __future__ import annotations
@@ -70,10 +72,11 @@ def _draw(ax, section: dict[str, Any]) -> None:
         medians = [r["median"] for r in ladder["rungs"]]
         label = f"witness {w['model']}" + _slope_text(ladder)
         ax.plot(ladder["sizes"], medians, "k:", marker=marker, markersize=3, label=label)
-    if section.get("floors"):
-        longest = section["floors"][max(section["floors"], key=int)]
-        ax.axhline(longest["shortcut"], color="grey", linewidth=0.8, label="pooling shortcut")
-        ax.axhline(longest["learns_below"], color="grey", linestyle=":", label="learns below")
+    by_t = sorted((section.get("floors") or {}).items(), key=lambda item: int(item[0]))
+    for (t, floor), shade in zip(by_t, ("0.6", "0.35", "0.1", "0.8") * len(by_t), strict=False):
+        named = f" (T={t})" if len(by_t) > 1 else ""
+        ax.axhline(floor["shortcut"], color=shade, linewidth=0.8, label=f"pooling shortcut{named}")
+        ax.axhline(floor["learns_below"], color=shade, linestyle=":", label=f"learns below{named}")
     ax.set(xscale="log", yscale="log", xlabel="decoder parameters", ylabel="held-out NMSE")
     untrained = " (not trained here)" if (section.get("design") or {}).get("not_trained") else ""
     ax.set_title(section["name"] + untrained, fontsize=9)
