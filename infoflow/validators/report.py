@@ -71,7 +71,8 @@ def markdown(report: dict) -> str:
         f"Verdicts by kind of claim: {verdicts or 'no claims'}.",
     ]
     for spec in report["specs"]:
-        lines += family(spec["kind"]).load_validator().markdown(spec)
+        drawn = {**spec, "plotted": report.get("plots", True)}  # not with --no-plots
+        lines += family(spec["kind"]).load_validator().markdown(drawn)
     lines += _speeds(report.get("throughput") or {})
     lines += _exports(report.get("exports") or {})
     if report["skipped"]:

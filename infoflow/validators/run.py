@@ -142,6 +142,7 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             times = (store.first_started(), (not trained and earlier) or finished)
             report = _report(planned, sections, options, device, times, superseded(planned, store))
             report["throughput"] = throughput(planned, store)
+            report["plots"] = options.plots  # report.md names a plot only where one is drawn
             if progress:
                 progress.phase("writing", f"the reports and plots to {options.out}")
             judged = list(zip(validators, sections, strict=True))

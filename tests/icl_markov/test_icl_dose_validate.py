@@ -58,6 +58,8 @@ def test_a_race_with_a_dose_response_is_judged_by_its_preregistered_criterion(tm
     member = group["members"][0]
     assert len(member["weights"]["memorizing"]) == len(member["steps"])
     assert all(0 <= a <= 1 for a in member["previous_attention"])
+    text = (out / "report.md").read_text()  # it named four plots --no-plots did not draw
+    assert "; no plots (--no-plots)." in text and ".png" not in text
     weights = infoflow.load_report(out).figures()[f"{group['name']}-weights.png"]
     assert weights.axes and weights.axes[0].lines  # drawn from the run's own record
     clocks = section["clocks"][0]

@@ -429,6 +429,10 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     )
     assert all(s["estimated_seconds"] > 0 for s in speeds.values())  # plan's, since 2026-12-07
     assert (out / "tiny-looped-codec.png").stat().st_size > 1000
+    assert (
+        "Plots `tiny-looped-codec.png`, `tiny-looped-spectra.png`."
+        in (out / "report.md").read_text()
+    )
     assert (out / "tiny-looped-spectra.png").stat().st_size > 1000
     checkpoint = next((out / "checkpoints").glob("tiny-looped-looped-*.pt"))
     trained_at = checkpoint.stat().st_mtime_ns
@@ -437,6 +441,8 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert checkpoint.stat().st_mtime_ns == trained_at  # judged from the checkpoint, not retrained
     (resumed,) = json.loads((out / "report.json").read_text())["specs"]
     assert resumed == section  # the measurement kept too: its seconds are the first run's
+    # report.md named the plots --no-plots did not draw (an audit, 2026-12-07)
+    assert "No plots (--no-plots)." in (out / "report.md").read_text()
 
 
 def test_a_measurement_is_kept_and_reused_only_for_the_same_model_and_scale(

@@ -28,7 +28,7 @@ def markdown(spec: dict[str, Any]) -> list[str]:
     if spec["capped"]:
         lines += ["", "Capped for this scale: " + "; ".join(spec["capped"]) + "."]
     for group in spec["groups"]:
-        lines += group_markdown(group)
+        lines += group_markdown(group, spec.get("plotted", True))
         if "race" in group["measurement"]:
             lines += ["", race_sentence(group["measurement"]["race"])]
         lines += claims_markdown(group["claims"])

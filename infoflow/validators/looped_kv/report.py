@@ -28,6 +28,14 @@ def _cache_floor(rows: dict) -> str:
     )
 
 
+def _plots(spec: dict[str, Any]) -> str:
+    """The spec's plot files, where they were drawn (not with ``--no-plots``)."""
+    if not spec.get("plotted", True):
+        return "No plots (--no-plots)."
+    name = spec["name"]
+    return f"Plots {markdown_code(name + '-codec.png')}, {markdown_code(name + '-spectra.png')}."
+
+
 def markdown(spec: dict[str, Any]) -> list[str]:
     m, name = spec["measured"], spec["name"]
     c = m["config"]
@@ -43,8 +51,7 @@ def markdown(spec: dict[str, Any]) -> list[str]:
         f"Prelude {c['prelude']}, core {c['core']} layers x {c['loops']} loops, coda {c['coda']}; "
         f"d_model {c['d_model']}, {c['heads']} heads; teacher loss "
         f"{number(m['teacher_loss'], '.3f')} nats "
-        f"(uniform: ln {c['vocab']} = {math.log(c['vocab']):.3f}); {timing}. Plots "
-        f"{markdown_code(name + '-codec.png')}, {markdown_code(name + '-spectra.png')}.",
+        f"(uniform: ln {c['vocab']} = {math.log(c['vocab']):.3f}); {timing}. {_plots(spec)}",
         "",
         "Attention-output error (relative, mean over core slots) / next-token KL to the teacher"
         + (" of the seed-0 model" if spec.get("over_seeds") else "")

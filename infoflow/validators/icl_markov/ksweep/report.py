@@ -10,15 +10,15 @@ from infoflow.core.text import markdown_code, markdown_text
 from infoflow.validators.report import number
 
 
-def group_markdown(group: dict[str, Any]) -> list[str]:
+def group_markdown(group: dict[str, Any], plotted: bool = True) -> list[str]:
     """One group's heading, setting and a row per member, then its thresholds and the
-    distances between the phase references."""
+    distances between the phase references; its plots named where they were drawn."""
     measurement = group["measurement"]
     lines = [
         "",
         f"### {markdown_text(group['name'])}",
         "",
-        _setting(group),
+        _setting(group, plotted),
         "",
         _criterion(measurement.get("criterion", {})),
         "",
@@ -67,19 +67,23 @@ def _ceiling(table: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _setting(group: dict[str, Any]) -> str:
-    """The group's setting, seeds and plot files, in a sentence."""
+def _setting(group: dict[str, Any], plotted: bool = True) -> str:
+    """The group's setting, seeds and plot files (none with ``--no-plots``), in a sentence."""
     s = group["setting"]
     model, training = s["model"], s["training"]
+    plots = (
+        f"plots {markdown_code(group['name'] + '-phases.png')}, "
+        f"{markdown_code(group['name'] + '-kl.png')}, "
+        f"{markdown_code(group['name'] + '-positions.png')}{_weights_plot(group)}"
+        if plotted
+        else "no plots (--no-plots)"
+    )
     return (
         f"C = {s['states']}, context {s['context_len']}, Dirichlet({s['dirichlet_alpha']}), "
         f"{s['mixture']} mixture; {model['layers']} layers, d_model {model['d_model']}, "
         f"{model['heads']} heads, MLP {model['mlp_width']}; {training['steps']:,} steps of "
         f"batch {training['batch_size']}, lr {training['lr']}, weight decay "
-        f"{training['weight_decay']}{_rate(training)}; seeds {group['seeds']}; plots "
-        f"{markdown_code(group['name'] + '-phases.png')}, "
-        f"{markdown_code(group['name'] + '-kl.png')}, "
-        f"{markdown_code(group['name'] + '-positions.png')}{_weights_plot(group)}."
+        f"{training['weight_decay']}{_rate(training)}; seeds {group['seeds']}; {plots}."
     )
 
 
