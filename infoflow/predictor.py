@@ -9,7 +9,7 @@ from typing import Any
 from infoflow.core.errors import SpecError
 from infoflow.core.results import Result
 from infoflow.families import family
-from infoflow.spec import Spec, load_spec
+from infoflow.spec import Spec, load_spec, revalidated
 
 
 def predict(spec: Spec | str | Path | Mapping[str, Any], *, source: str | None = None) -> Result:
@@ -29,4 +29,6 @@ def predict(spec: Spec | str | Path | Mapping[str, Any], *, source: str | None =
         raise SpecError(
             "<spec>", [(None, f"a spec is a loaded spec, a path or a dict, not {kind}")]
         )
+    if spec.changed_in_place():  # checked again, as load_spec would (an audit, 2026-12-07)
+        spec = revalidated(spec, source or "<spec>")
     return family(spec.kind, source or "<spec>").predictor()(spec, source)

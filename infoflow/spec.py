@@ -99,6 +99,30 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     return spec
 
 
+def as_spec(spec: Any, kind: str, name: str, what: str) -> Spec:
+    """``spec`` as a loaded spec of ``kind``: a path or dict is loaded; anything else, or a
+    spec of another kind, is a SpecError saying what ``what`` takes (an AttributeError
+    before)."""
+    if isinstance(spec, str | Path | Mapping):
+        spec = load_spec(spec)
+    if getattr(spec, "kind", None) != kind or not isinstance(spec, SpecBase):
+        given = getattr(spec, "kind", None) or type(spec).__name__
+        why = f"{what} takes a {kind} spec (loaded, or a path or dict), not {given}"
+        raise SpecError(name, [(None, why)])
+    return spec
+
+
+def revalidated(spec: Spec, name: str) -> Spec:
+    """``spec`` validated again from its fields, against its own folder; a SpecError naming
+    ``name`` and the field where it no longer passes."""
+    model = type(spec)
+    context = {"base_dir": spec.base_dir, "changed": spec.changed}
+    try:
+        return model.model_validate(spec.model_dump(mode="json"), context=context)
+    except ValidationError as exc:
+        raise SpecError(name, describe(exc.errors(), model)) from None
+
+
 def load_model_file(
     path: Path, serving: Mapping[str, Any], overrides: Sequence[str] = ()
 ) -> Spec | None:

@@ -117,6 +117,7 @@ class SpecBase(StrictModel, Tabular):
 
     _folder: Path | None = PrivateAttr(default=None)
     _changed: tuple[str, ...] = PrivateAttr(default=())
+    _validated: str = PrivateAttr(default="")  # the fields as validated, as JSON
 
     @model_validator(mode="after")
     def _remember_context(self, info: ValidationInfo) -> SpecBase:
@@ -124,7 +125,22 @@ class SpecBase(StrictModel, Tabular):
         folder = context.get("base_dir")
         self._folder = Path(folder if folder is not None else Path.cwd()).resolve()
         self._changed = tuple(context.get("changed", ()))
+        self._validated = self._fields_json()
         return self
+
+    def _fields_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
+
+    def changed_in_place(self) -> bool:
+        """Whether a list or dict inside was changed since validation (``spec.params["D"] =
+        0``, ``heads.append(5)``: the model is frozen, what it holds is not)."""
+        return self._fields_json() != self._validated
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False):
+        """pydantic's copy, whose fields count as validated (the library's own updates)."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy._validated = copy._fields_json()
+        return copy
 
     @property
     def base_dir(self) -> Path:

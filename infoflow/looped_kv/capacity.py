@@ -14,6 +14,7 @@ from infoflow.core.files import write_with
 from infoflow.looped_kv.compare import ROWS
 from infoflow.looped_kv.predict import predict_looped_kv
 from infoflow.looped_kv.spec import RANKED, Codec, LoopedKVSpec, rank_limit
+from infoflow.spec import as_spec
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -35,6 +36,7 @@ def plot(spec: LoopedKVSpec, out: str | Path | None = None, source: str = "<spec
     """The capacities as a matplotlib Figure (saved to ``out`` when given, its format from
     the suffix). The figure is built without pyplot: the caller's backend and figures are
     left alone, and a notebook shows it as the cell's value."""
+    spec = as_spec(spec, "looped_kv", source, "capacity.plot")
     if spec.serving.memory_budget_gib is None and spec.serving.device_bytes is None:
         message = "a capacity needs a budget: memory_budget_gib, device_memory_gib or device"
         raise SpecError(source, [("serving", message)])
@@ -86,8 +88,8 @@ def _check_format(fig: Figure, out: Path) -> None:
     formats = fig.canvas.get_supported_filetypes()
     if out.suffix.lower().lstrip(".") not in formats:
         known = ", ".join(sorted(formats))
-        message = f"{str(out)!r}: not an image format matplotlib writes ({known})"
-        raise SpecError("--out", [(None, message)])
+        message = f"not an image format matplotlib writes ({known}): name a .png, .svg or .pdf"
+        raise SpecError(str(out), [(None, message)])  # it named --out, from Python too
 
 
 def _variants(spec: LoopedKVSpec) -> list[str]:

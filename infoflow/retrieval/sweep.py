@@ -33,7 +33,7 @@ from infoflow.retrieval.mechanisms import kth
 from infoflow.retrieval.schedule_to_cost import bottleneck
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.retrieval.types import CostTerm, Derivation
-from infoflow.spec import check_sweep_keys, load_spec, set_path
+from infoflow.spec import as_spec, check_sweep_keys, load_spec, set_path
 
 #: The swept fields that are numbers in the formulas (evaluated as arrays).
 NUMBERS = ("seq_len", "input_dim", "architecture.embed_dim", "epsilon")
@@ -96,8 +96,9 @@ class Sweep(Tabular):
 
 
 def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
-    """Evaluate every point of ``spec.sweep`` (points in the order of ``infoflow.expand``)."""
-    parts = list(chunks(spec, name))
+    """Evaluate every point of ``spec.sweep`` (points in the order of ``infoflow.expand``);
+    ``spec`` a loaded retrieval spec, or a path or dict loaded first."""
+    parts = list(chunks(as_spec(spec, "retrieval", name, "sweep"), name))
     grids = parts[0].grids
     index = {k: np.concatenate([p.index[k] for p in parts]) for k in grids}
     return Sweep(grids, index, {c: np.concatenate([p.columns[c] for p in parts]) for c in COLUMNS})

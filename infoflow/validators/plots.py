@@ -76,9 +76,10 @@ def finished(fig: Figure) -> Figure:
     return fig
 
 
-def save(fig, path: Path) -> Path:
+def save(fig, path: str | Path) -> Path:
     """Lay out and write ``fig`` at 110 dpi (whole or not at all); texts as written, empty
     log axes linear."""
+    path = Path(path)  # a str too (an AttributeError before)
     finished(fig)
     if fig.get_layout_engine() is None:
         fig.tight_layout()

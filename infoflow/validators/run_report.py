@@ -31,6 +31,13 @@ class Report(Tabular):
 
     data: dict[str, Any]
 
+    def __post_init__(self) -> None:
+        """A SpecError naming the field when ``data`` is no report (a KeyError or TypeError
+        came later, from repr or a table: an audit, 2026-12-07)."""
+        problem = _problem(self.data)
+        if problem:
+            raise SpecError("<report>", [problem])
+
     def __repr__(self) -> str:
         """A line, not report.json's hundreds of kilobytes."""
         claims = sum(len(spec["claims"]) for spec in self.data["specs"])
@@ -59,8 +66,16 @@ class Report(Tabular):
         found: dict[str, Figure] = {}
         for kind in dict.fromkeys(spec.get("kind") for spec in specs):
             mine = [spec for spec in specs if spec.get("kind") == kind]
-            if kind is not None:
+            if kind is None:
+                continue
+            try:
                 found |= family(kind).load_validator().figures(mine)
+            except ModuleNotFoundError as exc:  # torch or matplotlib: the validate extra
+                why = f"the {kind} plots need {exc.name}: pip install -e '.[validate]'"
+                raise SpecError("<report>", [(None, why)]) from None
+            except (KeyError, TypeError) as exc:  # a record of another version's shape
+                why = f"cannot draw the {kind} plots: its records lack {exc} (an older report?)"
+                raise SpecError("<report>", [("specs", why)]) from None
         return found
 
     def spec_names(self) -> list[str]:
@@ -109,10 +124,10 @@ def load_report(path: str | Path) -> Report:
     path = Path(path)
     file = path / "report.json" if is_folder(path) else path
     data = read_json(file, "report")
-    problem = _problem(data)
-    if problem:
-        raise SpecError(str(file), [problem])
-    return Report(data)
+    try:
+        return Report(data)
+    except SpecError as exc:  # named by its file
+        raise SpecError(str(file), exc.problems) from None
 
 
 def _problem(data: Any) -> tuple[str | None, str] | None:

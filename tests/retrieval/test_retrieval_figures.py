@@ -93,3 +93,18 @@ def test_the_sweep_is_a_figure_with_the_engines_rate(tmp_path) -> None:
     assert len(sweep_figure(result | {"width": []}, "s").axes) == 1
     assert list(tmp_path.iterdir()) == []
     assert plot_sweep(result, tmp_path / "sweep.svg", "s").read_text().startswith("<?xml")
+
+
+def test_a_model_compile_refused_is_a_list_after_the_table_naming_it() -> None:
+    """The refusal followed the models table with no blank line (Markdown read it as two more
+    rows) and named no model (an audit, 2026-12-07)."""
+    md = pytest.importorskip("markdown")
+
+    from infoflow.validators.retrieval.report import _witnesses
+
+    refused = {"model": "heads [1, 1], T=8, E=8", "refused": "the circuit needs 11 channels"}
+    table = ["| a | b |", "|---|---|", "| 1 | 2 |"]
+    text = "\n".join([*table, *_witnesses([refused])])
+    assert "- not compiled: heads [1, 1], T=8, E=8: the circuit needs 11 channels" in text
+    html = md.markdown(text, extensions=["tables"])
+    assert html.count("<tr>") == 2 and "<li>not compiled" in html

@@ -84,6 +84,21 @@ def test_each_member_cools_down_at_its_own_plateau_or_near_the_cap() -> None:
     assert again == schedule
 
 
+def test_a_cap_of_four_evaluations_cools_down_before_the_caps_evaluation() -> None:
+    """--steps 400, evaluations every 100: the cap's own evaluation came first, a cooldown
+    of one step that never trained and a last step of 401 (an audit, 2026-12-07). Known, the
+    evaluation before the cap starts it: 60 steps, the last at 360."""
+    for every, start, end in ((100, 300, 360), (None, 400, 400)):
+        schedule = MemberSchedule.start(1, 400, every)
+        for step in (100, 200, 300, 400):
+            if not schedule.done(step):
+                schedule.observe(step, [0.5 * step**-0.5])  # improving throughout
+        (member,) = schedule.members
+        assert member.capped and member.cooldown_start == start
+        assert schedule.last_step(member) == end
+    assert MemberSchedule.from_dict(schedule.to_dict()) == schedule
+
+
 def test_a_member_capped_at_the_trivial_loss_is_stuck_not_still_improving() -> None:
     """The cap cools down a member whose loss never left about 1: falling more slowly than the
     plateau rule allows, it is not improving (a model that cannot represent the target), so a

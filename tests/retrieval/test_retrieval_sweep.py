@@ -95,7 +95,7 @@ def test_bad_input_is_exit_2() -> None:
     )
     both = 'sweep={"seq_len": [2, 3], "architecture.layers": [1, 2]}'
     line = refused("sweep", str(SPECS / "retrieval" / "triangle-center.json"), "--set", both)
-    assert "(sweep point architecture.layers=1, seq_len=2): field 'architecture.heads'" in line
+    assert "(sweep point seq_len=2, architecture.layers=1): field 'architecture.heads'" in line
     typed = 'sweep={"architecture.positional_encoding": [true], "architecture.layers": [1]}'
     line = refused("sweep", str(SPECS / "retrieval" / "triangle-center.json"), "--set", typed)
     assert "(sweep point architecture.positional_encoding=true, architecture.layers=1)" in line

@@ -126,6 +126,18 @@ def test_reports_round_to_the_precision_numbers_carry() -> None:
     assert interval({"median": None}) == interval(None) == "-"
 
 
+def test_the_training_time_table_gives_seconds_to_three_digits() -> None:
+    """12.34 s against 8.83 estimated read "12 | 9 | 1.40" (an audit, 2026-12-07)."""
+    from infoflow.validators.report import _speeds
+
+    speeds = {
+        "g": {"seconds": 12.34, "estimated_seconds": 8.83, "tokens_per_second": 1e3, "mfu": 0.1},
+        "h": {"seconds": 1234.5, "estimated_seconds": None, "tokens_per_second": 5, "mfu": None},
+    }
+    rows = _speeds(speeds)[-2:]
+    assert rows == ["| g | 12.3 | 8.83 | 1.40 | 1,000 | 10.00% |", "| h | 1,234 | - | - | 5 | - |"]
+
+
 def test_report_md_lists_the_exports() -> None:
     report = {
         "scale": "smoke",

@@ -189,3 +189,42 @@ def test_load_spec_checks_the_sweep_as_the_cli_does(tmp_path, sweep, message) ->
         with pytest.raises(SpecError, match=re.escape(message)) as found:
             infoflow.predict(source)
         assert str(found.value).startswith("<dict>" if source is data else str(source))
+
+
+def test_a_spec_changed_in_place_is_checked_again_by_predict() -> None:
+    """The model is frozen, its lists and dicts are not: heads [2, 2, 5] for two layers was
+    predicted (alpha 1), D = 0 raised a raw TargetError (an audit, 2026-12-07)."""
+    path = SPECS / "retrieval" / "intrinsic-dimension-D2.json"
+    spec = infoflow.load_spec(path, ["sweep=null"])
+    assert not spec.changed_in_place()
+    spec.architecture.heads.append(5)
+    with pytest.raises(SpecError, match=re.escape("'architecture.heads': 3 entries for 2")):
+        infoflow.predict(spec)
+    spec = infoflow.load_spec(path, ["sweep=null"])
+    spec.params["D"] = 0
+    with pytest.raises(SpecError, match="field 'target'"):
+        infoflow.predict(spec)
+    spec = infoflow.load_spec(path, ["sweep=null"])
+    assert infoflow.predict(spec)["cost_exponent"].value == 1  # heads [2, 2]
+    spec.architecture.heads[0] = 1  # still a spec: predicted as changed, one head short
+    assert infoflow.predict(spec)["cost_exponent"].value > 1
+    copied = spec.model_copy(update={"seq_len": 16})  # the library's own updates count
+    assert not copied.changed_in_place()
+
+
+def test_the_helpers_take_paths_and_name_a_wrong_argument() -> None:
+    """capacity.plot and sweep took only a loaded spec (AttributeError on a path), plot on a
+    retrieval spec raised AttributeError, a bad image format named --out from Python, and
+    construction.load wanted a Path (an audit, 2026-12-07)."""
+    pytest.importorskip("matplotlib")
+    from infoflow.looped_kv import capacity
+    from infoflow.retrieval.sweep import sweep
+
+    assert capacity.plot(str(SPECS / "looped_kv" / "ouro-1.4b-h200.json")) is not None
+    assert len(sweep(SPECS / "retrieval" / "pairwise-min.json").rows()) == 8
+    with pytest.raises(SpecError, match=r"capacity.plot takes a looped_kv spec .* not retrieval"):
+        capacity.plot(infoflow.load_spec(SPECS / "retrieval" / "pairwise-min.json"))
+    with pytest.raises(SpecError, match=r"sweep takes a retrieval spec .* not int"):
+        sweep(3)
+    with pytest.raises(SpecError, match=r"^x\.xyz: not an image format"):
+        capacity.plot(SPECS / "looped_kv" / "ouro-1.4b-h200.json", "x.xyz")

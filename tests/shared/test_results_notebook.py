@@ -153,3 +153,16 @@ def test_a_report_is_read_from_its_folder_or_file_and_a_bad_one_is_named(tmp_pat
         infoflow.load_report(tmp_path / "report.json")
     with pytest.raises(SpecError, match="report not found"):
         infoflow.load_report(tmp_path / "nowhere")
+
+
+def test_a_report_object_of_no_report_or_an_older_shape_is_a_spec_error() -> None:
+    """Report({"a": 1}) raised KeyError at its repr, a path TypeError; an older looped_kv
+    report's figures() raised KeyError 'dims' (an audit, 2026-12-07)."""
+    for data in ({"a": 1}, "docs/results/x", {"specs": [{"name": "s", "claims": [{}]}]}):
+        with pytest.raises(SpecError, match="<report>: field 'specs"):
+            infoflow.Report(data)
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    older = infoflow.load_report(ROOT / "docs/results/2026-11-29-looped-kv-smoke-cpu")
+    with pytest.raises(SpecError, match="cannot draw the looped_kv plots: its records lack 'dims'"):
+        older.figures()

@@ -199,10 +199,15 @@ def save(witness: Witness, folder: Path) -> list[Path]:
     return [folder / "model.safetensors", folder / "witness.json"]
 
 
-def load(folder: Path) -> tuple[EnsembleTransformer, dict]:
-    """A saved witness: the model (the validator's class) and its description."""
+def load(folder: str | Path) -> tuple[EnsembleTransformer, dict]:
+    """A saved witness: the model (the validator's class) and its description; ``folder``
+    a path or str (a SpecError when it holds no witness)."""
     from safetensors.torch import load_file
 
+    folder = Path(folder)
+    if not (folder / "witness.json").is_file() or not (folder / "model.safetensors").is_file():
+        why = "holds no witness (witness.json and model.safetensors, as compile writes them)"
+        raise SpecError(str(folder), [(None, why)])
     meta = json.loads((folder / "witness.json").read_text())
     spec = RetrievalSpec.model_validate(meta["spec"])
     circuit = meta["circuit"]

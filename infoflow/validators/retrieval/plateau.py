@@ -97,22 +97,25 @@ class MemberSchedule:
 
     cap: int
     members: list[MemberState]
+    every: int | None = None  # the steps between evaluations (None: not known)
 
     @classmethod
-    def start(cls, members: int, cap: int) -> MemberSchedule:
-        return cls(cap, [MemberState() for _ in range(members)])
+    def start(cls, members: int, cap: int, every: int | None = None) -> MemberSchedule:
+        return cls(cap, [MemberState() for _ in range(members)], every)
 
     def observe(self, step: int, losses: list[float]) -> None:
         """Record each member's mean loss of the window ending at ``step`` and start the
         cooldown of those that reached a plateau, or that the cap leaves just enough steps
-        to cool down."""
+        to cool down, or whose next evaluation is the cap's (at a cap a few evaluations
+        long, the cap's own came first: a cooldown of one step, never trained)."""
         for state, loss in zip(self.members, losses, strict=True):
             if state.cooldown_start is not None:
                 continue
             state.steps.append(step)
             state.losses.append(loss)
             length = max(1, round(COOLDOWN * step))
-            at_cap = step + length >= self.cap
+            last = self.every is not None and step + self.every >= self.cap
+            at_cap = step + length >= self.cap or last
             settled = step >= EARLIEST * self.cap and plateaued(state.steps, state.losses)
             if settled or at_cap:
                 state.cooldown_start = step
@@ -128,8 +131,17 @@ class MemberSchedule:
         return all(state.done(step) for state in self.members)
 
     def to_dict(self) -> dict:
-        return {"cap": self.cap, "members": [asdict(state) for state in self.members]}
+        members = [asdict(state) for state in self.members]
+        return {"cap": self.cap, "members": members, "every": self.every}
 
     @classmethod
     def from_dict(cls, data: dict) -> MemberSchedule:
-        return cls(data["cap"], [MemberState(**state) for state in data["members"]])
+        members = [MemberState(**state) for state in data["members"]]
+        return cls(data["cap"], members, data.get("every"))
+
+    def last_step(self, state: MemberState) -> float:
+        """The member's last training step: its cooldown's end, the cap at most (NaN while
+        it trains)."""
+        if state.cooldown_start is None:
+            return math.nan
+        return min(state.cooldown_start + state.cooldown_length, self.cap)

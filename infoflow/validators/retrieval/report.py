@@ -145,10 +145,16 @@ def markdown(spec: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _not_compiled(record: dict) -> str:
+    """A model compile refused, and why."""
+    return f"- not compiled: {markdown_text(record['model'])}: {markdown_text(record['refused'])}"
+
+
 def _witnesses(records: list[dict]) -> list[str]:
     """The compiled witnesses and the deficient models trained from them."""
     built = [r for r in records if "nmse" in r]
-    lines = [f"- not compiled: {markdown_text(r['refused'])}" for r in records if "refused" in r]
+    refused = [r for r in records if "refused" in r]  # a list after a blank line, not rows
+    lines = ["", *(_not_compiled(r) for r in refused)] if refused else []
     if built:
         lines = [
             "",

@@ -42,8 +42,10 @@ from infoflow.validators.throughput import meter
 #: (commit 285e07e, 2026-12-04), which trains other weights in the last bits; 4 since the
 #: evaluator adds a scalar to each coordinate of a vector (2026-12-05: such a target was a
 #: wrong [B, B] table before); 5 since a parameter that a dot's argument combines
-#: (``dot(p - q, x[t])``) is a vector (it was a scalar times the sum of x's coordinates).
-TRAINING_VERSION = 5
+#: (``dot(p - q, x[t])``) is a vector (it was a scalar times the sum of x's coordinates); 6
+#: since a cap a few evaluations long starts the cooldown at the evaluation before the cap's
+#: (2026-12-07: the cap's own came first, with a cooldown of one step never trained).
+TRAINING_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,8 @@ def train_group(group: Group, context: Context, until: int | None = None) -> Non
     optimizer = make_optimizer(model, settings)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup(settings))
     generator = torch.Generator(device=device).manual_seed(group.data_seed + 2)
-    optimizer.extra = MemberSchedule.start(len(group.members), settings.steps).to_dict()
+    stopping = MemberSchedule.start(len(group.members), settings.steps, settings.eval_every)
+    optimizer.extra = stopping.to_dict()
     checkpoint, start = resume(context, group, model, optimizer, schedule, generator, started)
     members = MemberSchedule.from_dict(optimizer.extra)
 
@@ -178,7 +181,7 @@ def train_group(group: Group, context: Context, until: int | None = None) -> Non
             ]
             if members.done(step) or step == settings.steps:
                 rows = [
-                    {**row, **_stopped(state)}
+                    {**row, **_stopped(state, members.last_step(state))}
                     for row, state in zip(rows, members.members, strict=True)
                 ]
             store.record_metrics(group.name, step, rows)
@@ -190,11 +193,10 @@ def train_group(group: Group, context: Context, until: int | None = None) -> Non
     store.finish_group(group.name, checkpoint.seconds())
 
 
-def _stopped(state: MemberState) -> dict[str, float]:
-    """How a member stopped, as metrics (a slope that could not be fitted is NaN)."""
+def _stopped(state: MemberState, end: float) -> dict[str, float]:
+    """How a member stopped, as metrics (a slope that could not be fitted is NaN), ``end``
+    its last training step."""
     slope = math.nan if state.slope is None else state.slope
-    stopped = state.cooldown_start is not None
-    end = state.cooldown_start + state.cooldown_length if stopped else math.nan
     return {
         "plateau:capped": float(state.capped),
         "plateau:improving": float(state.still_improving),

@@ -85,7 +85,8 @@ def construction_claims(experiment: Experiment, context: Context) -> tuple[list[
         try:
             circuit = circuit_of(spec)
         except SpecError as exc:
-            records.append({"model": model.label(), "refused": str(exc)})
+            why = "; ".join(message for _, message in exc.problems)  # not "<spec>: field ..."
+            records.append({"model": model.label(), "refused": why})
             continue
         record = _witness_record(experiment, model, spec, circuit, context)
         records.append(record)
