@@ -64,13 +64,16 @@ def test_each_picture_of_a_group_is_a_figure_of_its_first_seed() -> None:
     group = SECTION["groups"][0]
     phases = plots.phases_figure("spec", group)
     assert isinstance(phases, Figure) and len(phases.axes) == 2
-    assert phases.axes[0].get_title() == "spec: phase (margin 0.33)"
+    shown = "seed 0 of 2 (the verdicts read every seed)"  # unsaid before (an audit, 12-07)
+    assert phases.axes[0].get_title() == f"spec: phase (margin 0.33), {shown}"
     kl = plots.kl_figure(group)
+    assert kl.get_suptitle() == f"g-race: {shown}"
     assert [ax.get_title() for ax in kl.axes] == [f"KL({name} || model)" for name in PHASES]
     assert [len(ax.get_lines()) for ax in kl.axes] == [len(KS)] * len(PHASES)  # one per K
     positions = plots.positions_figure(group)
     assert len(positions.axes) == 2 + len(PHASES)
     assert list(positions.axes[0].get_lines()[0].get_xdata()) == [1, 2, 3, 4]
+    assert positions.get_suptitle() == f"g-race: {shown}"
     weights = plots.weights_figure("spec", group)
     assert [ax.get_title() for ax in weights.axes] == ["K = 2", "K = 8"]
     assert len(weights.axes[0].get_lines()) == 2 * 2 + 1  # 2 seeds x 2 kinds, and WEIGHT
@@ -86,7 +89,7 @@ def test_the_phase_plot_and_report_name_the_criterion_and_the_weights_plot() -> 
     projected = {**_group(False), "setting": {**_group(False)["setting"]}}
     projected["setting"]["options"] = {"criterion": "projection"}
     title = plots.phases_figure("spec", projected).axes[0].get_title()
-    assert title == "spec: phase (projection: a kind formed at weight >= 0.5)"
+    assert title.startswith("spec: phase (projection: a kind formed at weight >= 0.5), seed 0")
     setting = {
         "states": 3,
         "context_len": 64,

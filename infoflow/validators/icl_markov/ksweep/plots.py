@@ -68,6 +68,7 @@ def kl_figure(group: dict) -> Figure:
         ax.set(xscale="log", yscale="log", xlabel="step", title=_kl(group, name))
     axes[0].set_ylabel("mean of ID and OOD")
     axes[-1].legend(fontsize=6, ncol=2)
+    fig.suptitle(f"{group['name']}: {_seed_shown(group)}", fontsize=9)
     return finished(fig)
 
 
@@ -105,6 +106,14 @@ def _first_seed(group: dict) -> list[dict]:
     return sorted(members, key=lambda m: m["chains"])
 
 
+def _seed_shown(group: dict) -> str:
+    """Which seed a one-seed figure shows (it did not say: the verdicts read every seed)."""
+    seeds = group["seeds"]
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    return f"seed {seeds[0]} of {len(seeds)} (the verdicts read every seed)"
+
+
 def _phase_diagram(ax, title: str, group: dict, members: list[dict]) -> None:
     """K across, checkpoint up, each cell coloured by its phase call; the predicted K*_1 as
     a dashed line."""
@@ -129,7 +138,7 @@ def _phase_diagram(ax, title: str, group: dict, members: list[dict]) -> None:
     ax.set(
         xlabel="K (training chains)",
         ylabel="training step (log-spaced checkpoints)",
-        title=f"{title}: phase ({rule(_criterion(group))})",
+        title=f"{title}: phase ({rule(_criterion(group))}), {_seed_shown(group)}",
     )
     k1 = group["predictions"][str(chains[0])]["k1_star"]["value"]
     if k1:
@@ -206,4 +215,5 @@ def positions_figure(group: dict) -> Figure:
         ax.set(yscale="log", xlabel="position t", title=title)
     axes[0].set_ylabel("final model, mean over sequences")
     axes[-1].legend(fontsize=6, ncol=2)
+    fig.suptitle(f"{group['name']}: {_seed_shown(group)}", fontsize=9)
     return finished(fig)
