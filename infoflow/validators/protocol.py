@@ -139,8 +139,7 @@ class Validator(Protocol):
     decides its verdicts, recorded before training; ``floors(section)``, each group's
     thresholds its claims use (group -> metric -> [(value, what)]), drawn on its learning
     curves; ``estimates(experiment, device)``, each group's estimated training seconds on
-    the step-time model (a family whose experiment has ``estimates``, sized by its design,
-    needs none), set beside the measured time in report.md."""
+    the step-time model, set beside the measured time in report.md."""
 
     kind: str
     #: The run options it uses among ``--budget``, ``--compile`` and ``--pilot`` (validate

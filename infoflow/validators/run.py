@@ -209,7 +209,6 @@ def plan(paths: list[Path], options: Options, device: str = "cpu") -> Plan:
             planned.skipped.append({"spec": str(path), "reason": str(exc)})
             continue
         planned.experiments.append((validator, experiment))
-        planned.estimates.update(getattr(experiment, "estimates", {}))  # sized by a design
         if hasattr(validator, "estimates"):
             planned.estimates.update(validator.estimates(experiment, device))
     if planned.skipped and not planned.experiments:  # nothing to run: say why, as plan does

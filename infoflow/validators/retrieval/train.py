@@ -175,22 +175,23 @@ def train_group(group: Group, context: Context, until: int | None = None) -> Non
             window = 0
             members.observe(step, mean_loss)
             nmse = evaluate(model, data.x, data.y)
-            rows = [
-                {"train:loss": loss, "eval:nmse": value}
-                for loss, value in zip(mean_loss, nmse, strict=True)
-            ]
-            if members.done(step) or step == settings.steps:
-                rows = [
-                    {**row, **_stopped(state, members.last_step(state))}
-                    for row, state in zip(rows, members.members, strict=True)
-                ]
-            store.record_metrics(group.name, step, rows)
+            final = members.done(step) or step == settings.steps
+            store.record_metrics(group.name, step, _rows(mean_loss, nmse, members, final))
             optimizer.extra = members.to_dict()
             checkpoint.save(model, optimizer, schedule, generator.get_state(), step, store.rows)
         if context.progress:
             context.progress(group.name, step, settings.steps, mean, speed.text())
     store.record_throughput(group.name, speed.rates())
     store.finish_group(group.name, checkpoint.seconds())
+
+
+def _rows(losses: list, nmse: list, members: MemberSchedule, final: bool) -> list[dict]:
+    """Each member's metrics at an evaluation; at the last, how it stopped too."""
+    rows = [{"train:loss": a, "eval:nmse": b} for a, b in zip(losses, nmse, strict=True)]
+    if not final:
+        return rows
+    states = members.members
+    return [{**r, **_stopped(s, members.last_step(s))} for r, s in zip(rows, states, strict=True)]
 
 
 def _stopped(state: MemberState, end: float) -> dict[str, float]:

@@ -61,6 +61,10 @@ class RetrievalValidator:
     def plan(self, name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path) -> Experiment:
         return choose(name, spec, scale, base_dir)
 
+    def estimates(self, experiment: Experiment, device: str) -> dict[str, float]:
+        """Each group's seconds, as the design estimated them on the scale's device."""
+        return experiment.estimates
+
     def train(self, job: Job, context: Context) -> None:
         train_group(job.group, context)
 
