@@ -99,17 +99,19 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
     return spec
 
 
-def as_spec(spec: Any, kind: str, name: str, what: str) -> Spec:
-    """``spec`` as a loaded spec of ``kind``: a path or dict is loaded; anything else, or a
-    spec of another kind, is a SpecError saying what ``what`` takes (an AttributeError
-    before)."""
+def as_spec(spec: Any, kind: str, name: str, what: str) -> tuple[Spec, str]:
+    """``spec`` as a loaded spec of ``kind``, and the name its errors give: a path is loaded
+    and names them (unless ``name`` is given), a dict is loaded; anything else, or a spec of
+    another kind, is a SpecError saying what ``what`` takes (an AttributeError before)."""
+    if isinstance(spec, str | Path):
+        name = str(spec) if name == "<spec>" else name
     if isinstance(spec, str | Path | Mapping):
         spec = load_spec(spec)
     if getattr(spec, "kind", None) != kind or not isinstance(spec, SpecBase):
         given = getattr(spec, "kind", None) or type(spec).__name__
         why = f"{what} takes a {kind} spec (loaded, or a path or dict), not {given}"
         raise SpecError(name, [(None, why)])
-    return spec
+    return spec, name
 
 
 def revalidated(spec: Spec, name: str) -> Spec:
@@ -286,10 +288,15 @@ def _changes(
         for data in (before, after)
     ]
     cut = swept[0] - swept[1] if "sweep" not in given else set()  # a --set sweep says it
+    inside = {  # swept objects an override set a field in (at the base value too: a review)
+        s for s in swept[1] if _at(before, f"sweep.{s}") != _at(after, f"sweep.{s}")
+    }
     return tuple(
         f"{k}={v}"
         for k, v in given.items()
-        if _at(before, k) != _at(after, k) or any(f"{s}.".startswith(f"{k}.") for s in cut)
+        if _at(before, k) != _at(after, k)
+        or any(f"{s}.".startswith(f"{k}.") for s in cut)
+        or any(k.startswith(f"{s}.") for s in inside)
     )
 
 

@@ -132,15 +132,21 @@ class SpecBase(StrictModel, Tabular):
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
 
     def changed_in_place(self) -> bool:
-        """Whether a list or dict inside was changed since validation (``spec.params["D"] =
-        0``, ``heads.append(5)``: the model is frozen, what it holds is not)."""
+        """Whether a field differs from what was validated: a list or dict changed inside
+        (``spec.params["D"] = 0``, ``heads.append(5)``: the model is frozen, what it holds is
+        not), or a ``model_copy(update=...)``, which pydantic does not validate."""
         return self._fields_json() != self._validated
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False):
-        """pydantic's copy, whose fields count as validated (the library's own updates)."""
-        copy = super().model_copy(update=update, deep=deep)
-        copy._validated = copy._fields_json()
-        return copy
+    def __eq__(self, other: object) -> bool:
+        """Fields, folder and :attr:`changed`, as pydantic compares them; not the record of
+        what was validated (a spec changed in place equals one loaded so)."""
+        if not isinstance(other, SpecBase):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and (self._folder, self._changed) == (other._folder, other._changed)
+        )
 
     @property
     def base_dir(self) -> Path:

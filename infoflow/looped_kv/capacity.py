@@ -36,7 +36,7 @@ def plot(spec: LoopedKVSpec, out: str | Path | None = None, source: str = "<spec
     """The capacities as a matplotlib Figure (saved to ``out`` when given, its format from
     the suffix). The figure is built without pyplot: the caller's backend and figures are
     left alone, and a notebook shows it as the cell's value."""
-    spec = as_spec(spec, "looped_kv", source, "capacity.plot")
+    spec, source = as_spec(spec, "looped_kv", source, "capacity.plot")
     if spec.serving.memory_budget_gib is None and spec.serving.device_bytes is None:
         message = "a capacity needs a budget: memory_budget_gib, device_memory_gib or device"
         raise SpecError(source, [("serving", message)])

@@ -98,7 +98,8 @@ class Sweep(Tabular):
 def sweep(spec: RetrievalSpec, name: str = "<spec>") -> Sweep:
     """Evaluate every point of ``spec.sweep`` (points in the order of ``infoflow.expand``);
     ``spec`` a loaded retrieval spec, or a path or dict loaded first."""
-    parts = list(chunks(as_spec(spec, "retrieval", name, "sweep"), name))
+    spec, name = as_spec(spec, "retrieval", name, "sweep")
+    parts = list(chunks(spec, name))
     grids = parts[0].grids
     index = {k: np.concatenate([p.index[k] for p in parts]) for k in grids}
     return Sweep(grids, index, {c: np.concatenate([p.columns[c] for p in parts]) for c in COLUMNS})

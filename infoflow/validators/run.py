@@ -137,9 +137,10 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             earlier = store.last_finished()  # before this invocation's own finish
             trained = train(planned, context, options)
             sections = [section.to_json() for section in judge(planned, context)]
-            finished = _now()
-            store.finish_run(finished)  # a resume that trained nothing keeps the run's end
-            times = (store.first_started(), (not trained and earlier) or finished)
+            finished = _now() if trained or earlier is None else earlier
+            if finished != earlier:  # a re-report (it trained nothing) keeps the run's end
+                store.finish_run(finished)
+            times = (store.first_started(), finished)
             report = _report(planned, sections, options, device, times, superseded(planned, store))
             report["throughput"] = throughput(planned, store)
             report["plots"] = options.plots  # report.md names a plot only where one is drawn

@@ -109,7 +109,8 @@ class Store:
         return self.db.execute("SELECT started FROM runs ORDER BY id LIMIT 1").fetchone()[0]
 
     def last_finished(self) -> str | None:
-        """When the latest invocation that ran to its end ended (None before any did)."""
+        """When the latest invocation that trained ran to its end (None before any did; a
+        re-report, which trains nothing, records no end)."""
         row = self.db.execute("SELECT MAX(finished) FROM runs").fetchone()
         return row[0]
 

@@ -60,7 +60,8 @@ def peak(device: torch.device) -> Peak:
 def _per_cycle(flags: set[str], core: tuple[str, int | None]) -> tuple[int, str]:
     """fp32 FLOPs per cycle of one core (two FMA units of the vector width), and a note where
     the flags alone mislead: an AMD core before Zen 5 (family 26) runs AVX-512 on 256-bit
-    units, so 32 (a Zen 4's one-thread matmul reaches 96% of that; 64 halved every MFU)."""
+    units, so 32 (a Zen 4 here: its one-thread float32 matmul reached 69 to 92 GFLOP/s, about
+    the 83 that 32 a cycle gives at the 2.6 GHz cpuinfo reports; 64 halved every MFU)."""
     vendor, family = core
     if "avx512f" in flags:
         if vendor == "AuthenticAMD" and family is not None and family < 26:

@@ -156,10 +156,14 @@ def test_memorization_slows_leaves_out_the_k_the_ceiling_hides() -> None:
     }
     measurement = {"per_k": per_k, "tau_2gen": {"checkpoint_ratio": 1.33}}
     assert times.memorization_slows(measurement).verdict == "inconclusive"
-    limit = {k: {"detectable": k < 32} for k in per_k}
+    limit = {k: {"detectable": k < 32} for k in per_k}  # a gap rule's ceiling
     claim = times.memorization_slows({**measurement, "ceiling": limit})
     assert claim.verdict == "confirmed" and claim.measured["left_out"] == [32]
     assert all(32 not in t for t in claim.measured["tau_1mem"].values())
+    # a projection's: memorizing testable at 32, generalizing not: kept, as calibrate keeps it
+    testable = {k: {"testable": {"memorizing": True, "generalizing": k < 32}} for k in per_k}
+    kept = times.memorization_slows({**measurement, "ceiling": testable})
+    assert kept.verdict == "inconclusive" and "left_out" not in kept.measured
 
 
 def _timed(first_g2: dict[int, list], predicted: float = 500.0):

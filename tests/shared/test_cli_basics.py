@@ -165,6 +165,8 @@ def test_set_inside_a_swept_object_sets_it_in_each_swept_value(tmp_path) -> None
     points = json.loads(invoke("predict", spec, "--set", "codec.r_k=32", "-f", "json").output)
     assert [p["spec"]["codec"]["r_k"] for p in points] == [32, 32]
     assert [p["spec"]["codec"]["variant"] for p in points] == ["per_head", "2d"]
+    base = data["codec"]["r_k"]  # the base's own value changes the swept ones: captioned
+    assert infoflow.load_spec(spec, [f"codec.r_k={base}"]).changed == (f"codec.r_k={base}",)
     (tmp_path / "odd.json").write_text(json.dumps({**data, "sweep": {"codec": [codecs[0], 3]}}))
     refused = invoke("predict", str(tmp_path / "odd.json"), "--set", "codec.r_k=32")
     assert refused.exit_code == 2 and "sweep.codec[1]" in refused.output

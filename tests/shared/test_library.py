@@ -208,8 +208,13 @@ def test_a_spec_changed_in_place_is_checked_again_by_predict() -> None:
     assert infoflow.predict(spec)["cost_exponent"].value == 1  # heads [2, 2]
     spec.architecture.heads[0] = 1  # still a spec: predicted as changed, one head short
     assert infoflow.predict(spec)["cost_exponent"].value > 1
-    copied = spec.model_copy(update={"seq_len": 16})  # the library's own updates count
-    assert not copied.changed_in_place()
+    with pytest.raises(SpecError, match="field 'seq_len'"):  # pydantic's copy: unchecked
+        infoflow.predict(spec.model_copy(update={"seq_len": -3}))
+    data = {**json.loads(path.read_text()), "sweep": None}
+    changed = infoflow.load_spec(data)
+    changed.params["D"] = 3  # equal to the spec loaded so, as before the check (a review)
+    assert changed == infoflow.load_spec({**data, "params": {**data["params"], "D": 3}})
+    assert changed != infoflow.load_spec(data)
 
 
 def test_the_helpers_take_paths_and_name_a_wrong_argument() -> None:
@@ -228,3 +233,6 @@ def test_the_helpers_take_paths_and_name_a_wrong_argument() -> None:
         sweep(3)
     with pytest.raises(SpecError, match=r"^x\.xyz: not an image format"):
         capacity.plot(SPECS / "looped_kv" / "ouro-1.4b-h200.json", "x.xyz")
+    looped = str(SPECS / "looped_kv" / "ouro-1.4b.json")  # a path names the errors (a review)
+    with pytest.raises(SpecError, match=f"^{re.escape(looped)}: sweep takes a retrieval spec"):
+        sweep(looped)

@@ -483,19 +483,20 @@ def test_a_file_given_as_out_is_refused_in_one_line(toy, under) -> None:
 
 def test_a_resume_that_trains_nothing_keeps_the_runs_end(toy, monkeypatch) -> None:
     """Re-reporting a finished run later does not stretch it to the hour of the re-report
-    (report.json's finished moved to the resume's time: an audit); the database still logs
-    the resume."""
+    (report.json's finished moved to the resume's time: an audit); the database logs each
+    re-report's start, and no end (it trained nothing)."""
     import infoflow.validators.run as run
 
     spec, out = str(toy / "right.json"), toy / "run"
-    monkeypatch.setattr(run, "_now", lambda: "2026-01-01T10:00:00+00:00")
-    assert _validate(spec, "--out", str(out)).exit_code == 0
-    monkeypatch.setattr(run, "_now", lambda: "2026-01-02T10:00:00+00:00")
-    assert _validate(spec, "--out", str(out), "--resume").exit_code == 0
-    report = json.loads((out / "report.json").read_text())
-    assert (report["started"], report["finished"]) == ("2026-01-01T10:00:00+00:00",) * 2
-    logged = sqlite3.connect(out / "results.sqlite").execute("SELECT finished FROM runs")
-    assert [row[0][:10] for row in logged] == ["2026-01-01", "2026-01-02"]
+    for day in ("01", "02", "03"):  # a run, then two re-reports (the second moved it: a review)
+        monkeypatch.setattr(run, "_now", lambda day=day: f"2026-01-{day}T10:00:00+00:00")
+        more = ["--resume"] if day != "01" else []
+        assert _validate(spec, "--out", str(out), *more).exit_code == 0
+        report = json.loads((out / "report.json").read_text())
+        assert (report["started"], report["finished"]) == ("2026-01-01T10:00:00+00:00",) * 2
+    logged = sqlite3.connect(out / "results.sqlite").execute("SELECT started, finished FROM runs")
+    ends = [(started[:10], finished and finished[:10]) for started, finished in logged]
+    assert ends == [("2026-01-01", "2026-01-01"), ("2026-01-02", None), ("2026-01-03", None)]
 
 
 def test_a_folder_named_like_a_temporary_file_is_left_alone(toy) -> None:

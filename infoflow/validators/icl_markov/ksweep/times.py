@@ -125,9 +125,8 @@ def memorization_slows(measurement: dict) -> Claim:
         f"ceiling can show it (log against log K) above the checkpoint spacing x{spacing:.3g}; "
         f"refuted when every seed's is below 1/{spacing:.3g}"
     )
-    limit = measurement.get("ceiling", {})
     won = _won_by(per_k, "memorization")
-    blind = [k for k in won if not limit.get(k, {}).get("detectable", True)]
+    blind = [k for k in won if not _memorizing_testable(measurement.get("ceiling", {}).get(k))]
     won = [k for k in won if k not in blind]
     times = {
         s: {k: t for k, t in row.items() if math.isfinite(t)}
@@ -138,7 +137,7 @@ def memorization_slows(measurement: dict) -> Claim:
         shown["left_out"] = sorted(blind)
     short = [s for s, t in times.items() if len(t) < 3]
     if len(won) < 3 or short:
-        why = "fewer than three K memorize"
+        why = "fewer than three K memorize" + (" where the ceiling can show it" if blind else "")
         if len(won) >= 3:
             why = f"seed {', '.join(map(str, short))} memorized at fewer than three of the K"
         return Claim.undecided(ident, claim, "rises", shown, tolerance, why)
@@ -147,6 +146,13 @@ def memorization_slows(measurement: dict) -> Claim:
     agrees = {s: r > spacing for s, r in rises.items()}
     falls = {s: r < 1 / spacing for s, r in rises.items()}
     return _every(ident, claim, "rises", shown, tolerance, agrees, falls)
+
+
+def _memorizing_testable(limit: dict | None) -> bool:
+    """Whether the ceiling's entry of a K lets memorizing be read there, as calibrate's fit
+    of a reads it (a projection's ``testable``; a gap rule's ``detectable``)."""
+    limit = limit or {}
+    return limit.get("testable", {}).get("memorizing", limit.get("detectable", True))
 
 
 def _rise(times: dict[int, float]) -> float:
