@@ -134,11 +134,11 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
                 print(line, file=sys.stderr)
         try:
             context = Context(device, store, options.out / "checkpoints", progress, options.compile)
-            earlier = store.last_finished()  # before this invocation's own finish
             trained = train(planned, context, options)
             sections = [section.to_json() for section in judge(planned, context)]
-            finished = _now() if trained or earlier is None else earlier
-            if finished != earlier:  # a re-report (it trained nothing) keeps the run's end
+            finished = store.last_finished()  # the run's end so far (this invocation's: none)
+            if trained or finished is None:  # a re-report (it trained nothing) keeps it
+                finished = _now()
                 store.finish_run(finished)
             times = (store.first_started(), finished)
             report = _report(planned, sections, options, device, times, superseded(planned, store))
@@ -319,13 +319,12 @@ def throughput(planned: Plan, store: Store) -> dict[str, dict]:
     group's since it resumed), its training seconds (a resumed group's whole, runs before
     the resume included) and, where made, the design's estimate."""
     out = {}
-    for _, experiment in planned.experiments:
-        for job in experiment.jobs:
-            speed = store.throughput(job.name)
-            if speed:
-                estimate = planned.estimates.get(job.name)
-                more = {} if estimate is None else {"estimated_seconds": estimate}
-                out[job.name] = {**speed, "seconds": store.seconds(job.name), **more}
+    for job in planned.jobs:
+        speed = store.throughput(job.name)
+        if speed:
+            estimate = planned.estimates.get(job.name)
+            more = {} if estimate is None else {"estimated_seconds": estimate}
+            out[job.name] = {**speed, "seconds": store.seconds(job.name), **more}
     return out
 
 
