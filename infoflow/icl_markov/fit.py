@@ -197,17 +197,21 @@ def _transient(groups, base: Calibration, lines: list) -> Constant | None:
     return None
 
 
+def memorizing_testable(limit: dict | None) -> bool:
+    """Whether a K's ceiling entry lets memorizing be read there: a projection's
+    ``testable`` memorizing; a gap criterion's ceiling says only whether the phases are
+    ``detectable``."""
+    limit = limit or {}
+    return limit.get("testable", {}).get("memorizing", limit.get("detectable", True))
+
+
 def _slope(group: dict, lines: list) -> tuple[float, float] | None:
     """(slope, variance) of log tau_1Mem against log K over the K where memorization won in
     ``group`` and the run's ceiling could tell memorizing apart (a K it marks untestable
     gave a = 0.07 from a run that called memorizing early), or None with fewer than
     SLOPE_POINTS of them; a line for the table either way."""
     ceiling = group["measurement"].get("ceiling") or {}
-    untestable = {  # a gap criterion's ceiling says only whether the phases are detectable
-        int(k)
-        for k, c in ceiling.items()
-        if not c.get("testable", {}).get("memorizing", c.get("detectable", True))
-    }
+    untestable = {int(k) for k, c in ceiling.items() if not memorizing_testable(c)}
     times = {
         int(k): v["memorized_at"]
         for k, v in group["measurement"]["per_k"].items()

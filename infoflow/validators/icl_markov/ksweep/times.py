@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from infoflow.icl_markov.fit import regression
+from infoflow.icl_markov.fit import memorizing_testable, regression
 from infoflow.validators.claims import Claim
 
 TIME_TOLERANCE = 2.0  # a predicted time is confirmed within this factor
@@ -126,7 +126,7 @@ def memorization_slows(measurement: dict) -> Claim:
         f"refuted when every seed's is below 1/{spacing:.3g}"
     )
     won = _won_by(per_k, "memorization")
-    blind = [k for k in won if not _memorizing_testable(measurement.get("ceiling", {}).get(k))]
+    blind = [k for k in won if not memorizing_testable(measurement.get("ceiling", {}).get(k))]
     won = [k for k in won if k not in blind]
     times = {
         s: {k: t for k, t in row.items() if math.isfinite(t)}
@@ -146,13 +146,6 @@ def memorization_slows(measurement: dict) -> Claim:
     agrees = {s: r > spacing for s, r in rises.items()}
     falls = {s: r < 1 / spacing for s, r in rises.items()}
     return _every(ident, claim, "rises", shown, tolerance, agrees, falls)
-
-
-def _memorizing_testable(limit: dict | None) -> bool:
-    """Whether the ceiling's entry of a K lets memorizing be read there, as calibrate's fit
-    of a reads it (a projection's ``testable``; a gap rule's ``detectable``)."""
-    limit = limit or {}
-    return limit.get("testable", {}).get("memorizing", limit.get("detectable", True))
 
 
 def _rise(times: dict[int, float]) -> float:
