@@ -36,7 +36,7 @@ from infoflow.icl_markov.calibration import (
     write_calibration,
 )
 from infoflow.icl_markov.fit_clocks import clocks_from, report_settings
-from infoflow.icl_markov.report_fields import check
+from infoflow.icl_markov.report_fields import check, memorizing_testable
 
 MAX_REPORT_BYTES = 256 * 2**20
 #: K at which memorization won that a slope of log tau_1Mem against log K needs: its standard
@@ -195,14 +195,6 @@ def _transient(groups, base: Calibration, lines: list) -> Constant | None:
     note = f"kept: these runs bound it only from below, at {bound:.3g}; {transient.source}"
     lines.append(("transient_scale", f"{base.transient_scale.value:.3g}", note))
     return None
-
-
-def memorizing_testable(limit: dict | None) -> bool:
-    """Whether a K's ceiling entry lets memorizing be read there: a projection's
-    ``testable`` memorizing; a gap criterion's ceiling says only whether the phases are
-    ``detectable``."""
-    limit = limit or {}
-    return limit.get("testable", {}).get("memorizing", limit.get("detectable", True))
 
 
 def _slope(group: dict, lines: list) -> tuple[float, float] | None:

@@ -194,3 +194,11 @@ def _named(file: str, exc: ValidationError, within: tuple) -> SpecError:
     message = "should be an object" if first["type"] == "model_type" else first["msg"]
     where = [str(part) for part in within + first["loc"] if part not in UNION_TAGS]
     return SpecError(file, [(".".join(where), message)])
+
+
+def memorizing_testable(limit: dict | None) -> bool:
+    """Whether a K's ceiling entry (a group's ``measurement.ceiling``) lets memorizing be read
+    there: a projection's ``testable`` memorizing; a gap criterion's ceiling says only
+    whether the phases are ``detectable``."""
+    limit = limit or {}
+    return limit.get("testable", {}).get("memorizing", limit.get("detectable", True))

@@ -143,7 +143,6 @@ def validate(paths: list[Path], options: Options, progress: Progress | None = No
             times = (store.first_started(), finished)
             report = _report(planned, sections, options, device, times, superseded(planned, store))
             report["throughput"] = throughput(planned, store)
-            report["plots"] = options.plots  # report.md names a plot only where one is drawn
             if progress:
                 progress.phase("writing", f"the reports and plots to {options.out}")
             judged = list(zip(validators, sections, strict=True))
@@ -368,6 +367,7 @@ def _report(planned: Plan, sections: list[dict], options: Options, device, times
         "environment": environment(),
         "compile": options.compile,
         "overrides": list(options.overrides),
+        "plots": options.plots,  # report.md names a plot only where one is drawn
         "started": times[0],
         "finished": times[1],
         "summary": {v: verdicts.count(v) for v in ("confirmed", "refuted", "inconclusive")},

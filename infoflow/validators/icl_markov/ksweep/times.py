@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from infoflow.icl_markov.fit import memorizing_testable, regression
+from infoflow.icl_markov.fit import regression
+from infoflow.icl_markov.report_fields import memorizing_testable
 from infoflow.validators.claims import Claim
 
 TIME_TOLERANCE = 2.0  # a predicted time is confirmed within this factor
