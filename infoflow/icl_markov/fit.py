@@ -6,8 +6,9 @@ From every icl_markov group of every ``report.json`` given:
   seed's outcome and its 95% interval, else the bracket of separable outcomes, else the
   grid's) and tau_2Gen (the first-G2 checkpoint, known to lie between the one before and it);
 - the memorization exponent a: the least-squares slope of log tau_1Mem against log K over
-  the K where memorization won, pooled over groups by inverse variance, with its standard
-  error (at least three K per group).
+  the K where memorization won and the ceiling can show it, pooled over the given groups by
+  inverse variance, with its standard error (at least SLOPE_POINTS, four, K per group); it
+  replaces the base file's a.
 
 K*_2 and gamma need a K*_2 bracket, which one budget cannot give (a G2 that persists may
 still give way later): the fit reports the lower bound on K*_2 and keeps them. A G2 that
@@ -162,9 +163,9 @@ def fit(reports: list[tuple[Path, dict]], base: Calibration) -> Fit:
             anchors[anchor.name] = anchor
         slope = _slope(group, out.lines)
         if slope is not None:
-            slopes.append(slope)
+            slopes.append((*slope, str(file)))
     clocks = clocks_from(reports, base, out.lines)
-    exponents = _memorization(slopes, groups, base, out.lines)
+    exponents = _memorization(slopes, base, out.lines)
     capacity = _capacity(reports, out.lines)
     transient = _transient(groups, base, out.lines)
     out.lines.append(("gamma", "kept", "needs a K*_2 bracket; one budget gives only a lower bound"))
@@ -222,8 +223,10 @@ def _slope(group: dict, lines: list) -> tuple[float, float] | None:
     return slope, max(stderr, 1e-6) ** 2
 
 
-def _memorization(slopes, groups, base: Calibration, lines: list):
-    """``base``'s exponents with a pooled over the groups' slopes (inverse variance)."""
+def _memorization(slopes, base: Calibration, lines: list):
+    """``base``'s exponents with a pooled over the groups' slopes (slope, variance, report),
+    by inverse variance; the base's a is replaced, not pooled (which groups it came from is
+    not known here), and the table says so."""
     exponents = base.exponents
     if not slopes:
         lines.append(
@@ -234,21 +237,23 @@ def _memorization(slopes, groups, base: Calibration, lines: list):
             )
         )
         return exponents
-    weights = [1 / var for _, var in slopes]
-    value = sum(w * s for w, (s, _) in zip(weights, slopes, strict=True)) / sum(weights)
+    weights = [1 / var for _, var, _ in slopes]
+    value = sum(w * s for w, (s, _, _) in zip(weights, slopes, strict=True)) / sum(weights)
     stderr = math.sqrt(1 / sum(weights))
-    runs = ", ".join(sorted({str(file) for file, _, _ in groups}))
+    runs = ", ".join(sorted({file for _, _, file in slopes}))  # those that gave a slope
     memorization = Constant(
         value=value,
         stderr=stderr,
         provenance="fit:validate",
         source=f"slope of log tau_1Mem against log K, {len(slopes)} group(s), from {runs}",
     )
-    lines.append(
+    was = exponents.memorization
+    spread = f" ± {was.stderr:.2g}" if was.stderr else ""
+    lines.append(  # a single report replaced two groups' a unsaid (an audit, 2026-12-07)
         (
             "a (memorization exponent)",
             f"{value:.3g} ± {stderr:.2g}",
-            f"was {exponents.memorization.value:g}",
+            f"replaces {was.value:.3g}{spread} (not pooled: give its reports too to pool them)",
         )
     )
     return exponents.model_copy(update={"memorization": memorization})

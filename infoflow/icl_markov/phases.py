@@ -65,12 +65,13 @@ def final_phase(spec, sequence, k1, tau, transient_bound, exponent) -> Predictio
         return Prediction(None, "", "estimate", "uncalibrated", "None: no K*_1 (see k1_star).")
     if tau is None or (k1 is None and sequence[1] == "M1"):
         why = "no tau_2Gen calibration" if tau is None else "K*_1 is only bounded (see k1_star)"
-        return Prediction(
-            sequence[-1],
+        return Prediction(  # the sequence's end was given, and judged (an audit, 2026-12-07)
+            None,
             "",
             "estimate",
             "uncalibrated",
-            f"The end of the phase sequence: {why} to say whether the budget reaches it.",
+            f"None: {why} to say whether {steps:,} steps reach the phase sequence's end, "
+            f"{sequence[-1]}.",
         )
     if sequence[1] == "M1":
         memorize = tau * (spec.chains / k1) ** exponent  # tau_1Mem(K), equal to tau at K*_1
@@ -92,9 +93,10 @@ def final_phase(spec, sequence, k1, tau, transient_bound, exponent) -> Predictio
                 f"{fmt(transient)} more (a lower bound on the transient), so whether it has "
                 f"given way to M2 within {steps:,} steps is not predicted.",
             )
+        after = "after at least" if bounded else "after"  # a lower bound said as a time
         note = (
             f"G2 forms at tau_2Gen = {fmt(tau)} steps"
-            + (f" and gives way to M2 after {fmt(transient)} more" if transient else "")
+            + (f" and gives way to M2 {after} {fmt(transient)} more" if transient else "")
             + f"; the budget is {steps:,} steps."
         )
     # the step in the unit: a final G2 beside a sequence ending in M2 read as a contradiction

@@ -364,7 +364,10 @@ def test_calibrate_writes_a_file_that_predictions_use(tmp_path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "a (memorization exponent)" in proc.stdout
+    # the base's a is replaced, and the table says so (an audit, 2026-12-07: unsaid)
+    assert "not pooled: give its reports too to pool them" in proc.stdout
     calibration = load_calibration(out)
+    assert calibration.exponents.memorization.source.endswith(f"from {report}")
     names = [a.name for a in calibration.anchors]
     assert names == ["park2025", "smoke-c3-abc@2026-11-29"]
     spec = json.loads(SMOKE.read_text())

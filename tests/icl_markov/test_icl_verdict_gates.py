@@ -348,3 +348,9 @@ def test_the_report_says_where_no_g2_formed_and_the_ceiling_line_where_the_grid_
     assert line.endswith("is NOT testable here: the grid (45 to 64) does not reach it")
     limit = {k: {"detectable": True} for k in (8, 16, 32, 64)}
     assert _range_line(limit, (16, 32)).endswith("(K = 8, 16, 32, 64 in and around it) is testable")
+    # a race's one-sided range needs no K past its open end ("NOT testable: the grid does not
+    # reach it" on a grid through 16 and 23 for "0 to 26.3": an audit, 2026-12-07)
+    grid = {k: {"detectable": True} for k in (16, 23, 32, 45)}
+    line = _range_line(grid, (0, 26.3))
+    assert "range open to 26.3 (K = 16, 23, 32 in and around it) is testable" in line
+    assert "range 20 to open (K = 16, 23, 32, 45 in" in _range_line(grid, (20, math.inf))

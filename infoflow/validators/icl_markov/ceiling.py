@@ -7,6 +7,8 @@ predicted range is not testable, a nearby setting (more states, longer contexts)
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from infoflow.icl_markov.spec import IclMarkovSpec
@@ -92,8 +94,10 @@ def _covers(limit: dict, interval) -> bool:
 
 def _reached(ks: list[int], interval) -> bool:
     """Whether the grid ``ks`` has a K at or below the interval's low end and one at or
-    above its high end."""
-    return ks[0] <= interval[0] and ks[-1] >= interval[1]
+    above its high end; an open end (0 below, infinite above: a race's one-sided K*_1)
+    needs none (it was called out of reach of any grid: an audit, 2026-12-07)."""
+    low, high = interval
+    return (low <= 0 or ks[0] <= low) and (math.isinf(high) or ks[-1] >= high)
 
 
 def _around(ks: list[int], interval) -> list[int]:
@@ -117,7 +121,8 @@ def _range_line(limit: dict, interval) -> str:
         where = "testable" if _covers(limit, interval) else "NOT testable here"
         around = ", ".join(map(str, _around(ks, interval)))  # the K it needs (a review)
         where = f"(K = {around} in and around it) is {where}"
-    return f"testable K: {shown}; the predicted K*_1 range {low:.3g} to {high:.3g} {where}"
+    ends = "open" if low <= 0 else f"{low:.3g}", "open" if math.isinf(high) else f"{high:.3g}"
+    return f"testable K: {shown}; the predicted K*_1 range {ends[0]} to {ends[1]} {where}"
 
 
 def propose(

@@ -26,7 +26,9 @@ from infoflow.validators.throughput import flops_per_token
 
 
 def member_flops_per_token(spec: IclMarkovSpec) -> float:
-    """Training FLOPs per token of one member (as :func:`throughput.meter` counts them)."""
+    """Training FLOPs per token of one member, as :func:`throughput.meter` counts them: 6 per
+    parameter, the position embeddings included (nanoGPT's count leaves them out), plus
+    attention."""
     c, n, m = spec.states, spec.context_len, spec.model
     d, f, layers = m.d_model, m.mlp_width, m.layers
     per_layer = 4 * d + 3 * d * d + d * d + d * f + f + f * d + d  # norms, attention, MLP
