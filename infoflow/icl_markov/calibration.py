@@ -225,8 +225,10 @@ class Calibration(_Strict):
     ) -> ClockSet | None:
         """The clocks timed by ``criterion`` at exactly ``settings`` by runs of ``steps`` steps
         (the race is not scaled; the warmup, a share of the steps, differs between lengths), pooled
-        over every set measured there. A run two sets share (the same group in two reports:
-        equal clock, rate, K, seed and time) counts once."""
+        over every set measured there. A seed two sets share (the same clock, rate and K run
+        again with that seed, or the same group in two reports) counts once, as the first set
+        lists it: the order statistics of the race's interval take its seeds as independent
+        (a re-run counted twice narrowed it: an audit, 2026-12-07)."""
         same = [
             c
             for c in self.clocks
@@ -234,7 +236,9 @@ class Calibration(_Strict):
         ]
         if len(same) < 2:
             return same[0] if same else None
-        members = {m.model_dump_json(): m for c in same for m in c.members}
+        members: dict[tuple, ClockRun] = {}
+        for m in (m for c in same for m in c.members):
+            members.setdefault((m.clock, m.layer1_attention_lr, m.chains, m.seed), m)
         dates = sorted({c.date[:10] for c in same})
         return same[0].model_copy(
             update={

@@ -235,10 +235,13 @@ def test_predict_races_the_clocks_of_a_calibration_file_at_that_setting(tmp_path
 
 def test_clock_sets_at_one_setting_are_pooled_and_a_shared_run_counts_once(tmp_path):
     """Two sets at the smoke setting: M1's seeds pool to six (the race's ends become the 2nd
-    and 5th), and the G run both sets hold is one run, not two."""
+    and 5th), and the G run both sets hold is one run, not two; so is a seed both sets ran,
+    at another time (a re-run counted twice narrowed the interval: an audit, 2026-12-07)."""
     g = [run("G", None, 200.0), run("G_prev", None, 150.0)]
     first = g + [run("M1", k, 10.0 * k) for k in KS]
-    second = g + [run("M1", k, t * k, seed=s) for k in KS for s, t in enumerate((5, 9, 11, 15, 20))]
+    again = [run("M1", k, 30.0 * k) for k in KS]  # seed 0 again: the first set's counts
+    times = enumerate((5, 9, 11, 15, 20), start=1)
+    second = g + again + [run("M1", k, t * k, seed=s) for s, t in times for k in KS]
     spec = with_clocks(tmp_path, first)
     calibration = json.loads((tmp_path / "calibration.json").read_text())
     calibration["clocks"].append({**calibration["clocks"][0], "name": "more", "members": second})
