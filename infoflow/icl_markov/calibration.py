@@ -220,6 +220,20 @@ class Calibration(_Strict):
         found = [a for a in self.anchors if getattr(a, quantity) is not None]
         return min(found, key=lambda a: distance(a.settings, settings), default=None)
 
+    def shadowed(self) -> list[tuple[str, str, str]]:
+        """A calibrate table row for each anchor that :meth:`nearest` never reads for a
+        quantity, an earlier one measuring it at the same settings (a newer run's anchor at a
+        setting the file had was written and never used, unsaid: an audit, 2026-12-07)."""
+        out = []
+        for quantity in ("k1_star", "tau_2gen", "k2_star"):
+            found = [a for a in self.anchors if getattr(a, quantity) is not None]
+            for i, anchor in enumerate(found):
+                first = next(a for a in found[: i + 1] if not distance(a.settings, anchor.settings))
+                if first is not anchor:
+                    why = f"not read: {first.name} is listed first at these settings"
+                    out.append((f"{anchor.name}: {quantity}", "-", why))
+        return out
+
     def clocks_at(
         self, settings: dict[str, Any], steps: int, criterion: str = "gap"
     ) -> ClockSet | None:

@@ -69,7 +69,7 @@ def calibrate(results: list[Path], base: Path | None, out: Path) -> list[tuple[s
         message = f"not a report of an icl_markov validation this version can read ({_why(exc)})"
         raise SpecError(files, [("specs", message)]) from None
     write_calibration(found.calibration, out)
-    return found.lines
+    return found.lines + found.calibration.shadowed()
 
 
 def _writable(out: Path) -> None:

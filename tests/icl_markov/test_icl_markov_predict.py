@@ -518,3 +518,16 @@ def test_the_final_phase_names_the_step_it_is_at() -> None:
     model = {"layers": 1, "d_model": 64, "heads": 4, "mlp_width": 256}
     one = infoflow.predict(_spec(chains=64, model=model))
     assert one["final_phase"].value is None and one["final_phase"].unit == ""
+
+
+def test_calibrate_names_the_anchors_no_prediction_reads() -> None:
+    """Of anchors at the same settings the first listed is read; the others were written and
+    never used, unsaid (an audit, 2026-12-07). The shipped file has three such race-c3
+    anchors, behind smoke-c3's at the same settings."""
+    rows = load_calibration(None).shadowed()
+    assert (
+        "race-c3-3d08a2483ed5@2026-11-30: k1_star",
+        "-",
+        ("not read: smoke-c3-98c2d3b1@2026-11-29 is listed first at these settings"),
+    ) in rows
+    assert {name.split(":")[1].strip() for name, _, _ in rows} == {"k1_star", "tau_2gen"}
