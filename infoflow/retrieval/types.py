@@ -318,7 +318,8 @@ class CostTerm:
     what: str
     provenance: str
     bound: str = "estimate"  # lower: a lower bound's term (Theorem 1's or Theorem 2's)
-    rank: int = 0  # a single-head k-th retrieval's rank (Theorem 2 holds for 2 <= r <= T - 2)
+    rank: int = 0  # a single-head k-th retrieval's rank (Theorem 2 holds for 2 <= r <= N - 2)
+    left_out: int = 0  # tokens its own must differ from (t != s): N = T - left_out candidates
 
 
 @dataclass(frozen=True)

@@ -333,3 +333,24 @@ def test_min_heads_is_an_upper_bound_beside_a_k_th_that_is_the_same_extremum() -
     }
     found = infoflow.predict(infoflow.load_spec(spec))["min_heads"]
     assert (found.value, found.bound) == ([2], "upper")
+
+
+def test_theorem_2_counts_the_candidates_a_k_th_over_t_not_s_leaves() -> None:
+    """t != s leaves T - 1 candidates: (T - 1 - k - 1) / (n + 1), 60/33 at T = 64 (it used T:
+    1.848, an audit, 2026-12-07); at T = 4, k = 2 lies outside the theorem's k <= N - 2."""
+    data = {
+        "kind": "retrieval",
+        "target": "max(kth_largest((dot(x[s], x[t]) for t in T if t != s), k=2) for s in T)",
+        "input_dim": 4,
+        "architecture": {
+            "layers": 2,
+            "heads": [1, 1],
+            "embed_dim": 32,
+            "positional_encoding": True,
+        },
+    }
+    alpha = infoflow.predict({**data, "seq_len": 64})["cost_exponent"]
+    assert alpha.value == pytest.approx(60 / 33) and alpha.provenance == "paper:theorem-2"
+    terms = derive(infoflow.load_spec({**data, "seq_len": 4})).terms
+    kth = [t for t in terms if t.rank]
+    assert kth and all(t.provenance == "reconstruction:kth_range" for t in kth)

@@ -176,12 +176,13 @@ def held(placement: Placement) -> str:
     )
 
 
-def kth_exponent(r: int, width: sympy.Expr, options: CostOptions) -> sympy.Expr:
+def kth_exponent(r: int, width: sympy.Expr, options: CostOptions, left_out: int = 0) -> sympy.Expr:
     """Theorem 2's exponent for a single head retrieving the r-th largest (head width
-    ``width``)."""
+    ``width``) among N = T - ``left_out`` candidates (a k-th over t != s has T - 1: it
+    counted T, an audit, 2026-12-07)."""
     if options.kth_cost == "summary":
         return sympy.Integer(r - 1) / width
-    return (T - r - 1) / (width + 1)
+    return (T - left_out - r - 1) / (width + 1)
 
 
 def head_width(schedule: Schedule) -> sympy.Expr:
@@ -218,14 +219,16 @@ def terms(placement: Placement, options: CostOptions) -> list[CostTerm]:
             what += f" (the {ordinal(c.k)} {own}, counted from the other end)"
         else:
             tag = "paper:theorem-2"
-        exponent = kth_exponent(step.rank, n, options)
-        out.append(CostTerm(exponent, what, tag, "lower", step.rank))
+        left_out = c.left_out if c is not None else 0
+        exponent = kth_exponent(step.rank, n, options, left_out)
+        out.append(CostTerm(exponent, what, tag, "lower", step.rank, left_out))
     return out
 
 
 def in_range(found: list[CostTerm], seq_len: int | None) -> list[CostTerm]:
-    """The terms with Theorem 2's outside its range 2 <= k <= T - 2 at T = ``seq_len`` (T = 3,
-    k = 2) tagged ``reconstruction:kth_range``, an estimate: the formula, not the theorem."""
+    """The terms with Theorem 2's outside its range 2 <= k <= N - 2 (N = T less the tokens
+    left out: T = 3, k = 2) tagged ``reconstruction:kth_range``, an estimate: the formula,
+    not the theorem."""
     if seq_len is None:
         return found
     return [
@@ -233,9 +236,10 @@ def in_range(found: list[CostTerm], seq_len: int | None) -> list[CostTerm]:
             t,
             provenance="reconstruction:kth_range",
             bound="estimate",
-            what=f"{t.what} (Theorem 2's form outside its range k <= T - 2 at T = {seq_len})",
+            what=f"{t.what} (Theorem 2's form outside its range k <= N - 2, "
+            f"N = {seq_len - t.left_out} candidates at T = {seq_len})",
         )
-        if t.rank and t.rank > seq_len - 2 and t.provenance.startswith("paper:")
+        if t.rank and t.rank > seq_len - t.left_out - 2 and t.provenance.startswith("paper:")
         else t
         for t in found
     ]
@@ -246,7 +250,8 @@ def edge_cost(schedule: Schedule, part: str, layer: int, options: CostOptions) -
     placement = next(q for q in schedule.placements if q.label == part)
     for step, layers in zip(placement.fragment.steps, placement.layers, strict=True):
         if step.kind == "kth" and layer in layers:
-            return kth_exponent(step.rank, n, options)
+            c = step.comparison
+            return kth_exponent(step.rank, n, options, c.left_out if c is not None else 0)
     return sympy.Integer(0)
 
 
