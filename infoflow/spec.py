@@ -89,10 +89,7 @@ def load_spec(source: str | Path | Mapping[str, Any], overrides: Sequence[str] =
         raise SpecError(name, [("kind", f"missing; expected one of {', '.join(FAMILIES)}")])
     model = family(data["kind"], name).spec_model()
     context = {"base_dir": base_dir, "changed": _changes(before, data, overrides)}
-    try:  # by the family's own model: the other families are not even imported
-        spec = model.model_validate(data, context=context)
-    except ValidationError as exc:
-        raise SpecError(name, describe(exc.errors(), model)) from None
+    spec = _validated(model, data, context, name)  # the other families not even imported
     if spec.sweep:  # its keys and first point now, as the CLI's expand did (an audit)
         _check_grids(spec, name)
         _at_point(spec, {key: grid[0] for key, grid in spec.sweep.items()}, name)
@@ -117,10 +114,14 @@ def as_spec(spec: Any, kind: str, name: str, what: str) -> tuple[Spec, str]:
 def revalidated(spec: Spec, name: str) -> Spec:
     """``spec`` validated again from its fields, against its own folder; a SpecError naming
     ``name`` and the field where it no longer passes."""
-    model = type(spec)
     context = {"base_dir": spec.base_dir, "changed": spec.changed}
+    return _validated(type(spec), spec.model_dump(mode="json"), context, name)
+
+
+def _validated(model: type[BaseModel], data: dict, context: dict, name: str) -> Spec:
+    """``data`` validated by ``model``; a SpecError naming ``name`` and each field."""
     try:
-        return model.model_validate(spec.model_dump(mode="json"), context=context)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise SpecError(name, describe(exc.errors(), model)) from None
 
@@ -189,12 +190,8 @@ def _at_point(spec: Spec, point: dict[str, Any], name: str, at: tuple | None = N
         set_path(data, key, value, name, f"sweep.{key}")
     model = family(spec.kind, name).spec_model()
     context = {"base_dir": folder, "changed": spec.changed}
-    try:
-        return model.model_validate(data, context=context)
-    except ValidationError as exc:
-        problems = describe(exc.errors(), model)
-        where = ", ".join(f"{k}={json.dumps(v)}" for k, v in point.items())
-        raise SpecError(f"{name} (sweep point {where})", problems) from None
+    where = ", ".join(f"{k}={json.dumps(v)}" for k, v in point.items())
+    return _validated(model, data, context, f"{name} (sweep point {where})")
 
 
 def check_sweep_keys(keys: Sequence[str], name: str) -> None:
