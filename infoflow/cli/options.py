@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from infoflow.core.notes import LEVEL, verbosity
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -29,9 +31,6 @@ JSONL_HELP = (
     "one JSON object per line (per spec, sweep point or variant) with the same keys in every "
     "command: infoflow_version, command, kind, source, point, predictions, messages"
 )
-
-
-LEVEL = "infoflow.verbosity"  # the root context's meta key: -1 quiet, 0 normal, 1 verbose
 
 
 def _verbose(ctx: typer.Context, value: bool) -> bool:
@@ -61,14 +60,6 @@ def _level(ctx: typer.Context, level: int) -> None:
     if meta.get(LEVEL, level) != level:
         raise typer.BadParameter("--verbose and --quiet exclude each other")
     meta[LEVEL] = level
-
-
-def verbosity() -> int:
-    """-1 under ``--quiet``, 1 under ``--verbose``, else 0 (outside a command too)."""
-    from typer._click.globals import get_current_context
-
-    ctx = get_current_context(silent=True)
-    return ctx.find_root().meta.get(LEVEL, 0) if ctx else 0
 
 
 #: The verbosity flags every command takes.

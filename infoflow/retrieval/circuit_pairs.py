@@ -76,11 +76,6 @@ def _window_term(
     norm = forms.norm_pair(body, s, t)
     if norm is not None:
         plus, squared = norm
-        if plus < 0 and _zero(left_out, term.op):
-            raise Unbuildable(
-                f"{forms.text(term)}: its conditions allow a pair (s, s), at distance 0, and "
-                f"the {term.op} is 0 on every draw"
-            )
         squared = squared or spec.options.squared_norm
         best = forms.sign(term.op)
         return max_position.circuit_norm_pair(circuit, tag, plus, squared, best, window=tag)
@@ -116,19 +111,6 @@ def _norm_term(
         )
     squared = squared or spec.options.squared_norm
     return max_position.circuit_norm_pair(circuit, tag, plus, squared, forms.sign(term.op), exclude)
-
-
-def _zero(left_out: tuple[tuple[int, ...], ...], op: str) -> bool:
-    """Whether the distance between a pair is 0 on every draw under a mask: the min where a
-    pair (s, s) is allowed, the max where only such pairs are."""
-    allowed = [
-        (p, q)
-        for p, row in enumerate(left_out, 1)
-        for q in range(1, len(left_out) + 1)
-        if q not in row
-    ]
-    diagonal = [p == q for p, q in allowed]
-    return any(diagonal) if op == "min" else all(diagonal)
 
 
 def star_term(

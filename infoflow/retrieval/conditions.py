@@ -49,7 +49,8 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
     function (not where t is read at an offset or a test of t would be left naming s alone);
     ``outer``: the indices bound around it. ``node`` itself when nothing folds."""
     own = {v.name: v for v in node.variables}
-    kept, spelled = _pinned(tuple(c for c in node.conditions if not _always(c, own)), own)
+    kept = _without_implied(tuple(c for c in node.conditions if not _always(c, own)), outer, own)
+    kept, spelled = _pinned(kept, own)
     if kept != node.conditions:
         node = replace(node, conditions=kept)
     for c in node.conditions:
@@ -82,6 +83,84 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
             return body
         return replace(node, variables=variables, body=body, conditions=rest)
     return node
+
+
+def _without_implied(
+    conditions: tuple[Condition, ...], outer: dict[str, Variable], own: dict[str, Variable]
+) -> tuple[Condition, ...]:
+    """``conditions`` less each that the others and the indices' ranges imply at every T
+    (``s < T`` beside ``s < t``, t a token index; ``t <= s`` beside ``t < s``), one at a time
+    from the last written, so that of two that imply each other the first stays: difference
+    constraints, summed along paths (Floyd-Warshall). Where the others contradict each other
+    (a negative cycle), all are kept as written."""
+    kept = list(conditions)
+    for c in reversed(conditions):
+        others = [o for o in kept if o is not c]
+        distance = _shortest(others, {**outer, **own})
+        if distance is not None and _implied(c, distance):
+            kept = others
+    return tuple(kept)
+
+
+def _node(side: str | int) -> tuple[str, int]:
+    """A side of a condition as (node, offset): a number k is ``0 + k``."""
+    return ("", side) if isinstance(side, int) else (side, 0)
+
+
+def _bounds(c: Condition) -> list[tuple[str, str, int]]:
+    """``c`` as difference constraints ``a - b <= w``, each (b, a, w); none for ``!=``."""
+    (left, lo), (right, ro) = _node(c.left), _node(c.right)
+    upper = c.shift + ro - lo  # left - right <= upper
+    edges = {
+        "<=": [(right, left, upper)],
+        "<": [(right, left, upper - 1)],
+        ">=": [(left, right, -upper)],
+        ">": [(left, right, -upper - 1)],
+        "==": [(right, left, upper), (left, right, -upper)],
+    }
+    return edges.get(c.op, [])
+
+
+def _shortest(
+    conditions: list[Condition], indices: dict[str, Variable]
+) -> dict[tuple[str, str], int] | None:
+    """The tightest bound on ``a - b`` the conditions and ranges give, keyed (b, a); None
+    where they contradict each other."""
+    edges = [e for c in conditions if type(c) is Condition for e in _bounds(c)]
+    edges.append((SEQUENCE, "", -1))  # 0 - T <= -1
+    for name, v in indices.items():
+        if v.is_token:
+            edges += [(name, "", -1), (SEQUENCE, name, 0)]  # 1 <= t <= T
+        else:
+            edges += [(name, "", 0), ("", name, v.size - 1)]  # 0 <= i < size
+    nodes = {n for e in edges for n in e[:2]}
+    distance: dict[tuple[str, str], int] = {}
+    for b, a, w in edges:
+        distance[b, a] = min(w, distance.get((b, a), w))
+    for k, i, j in itertools.product(nodes, repeat=3):
+        if (i, k) in distance and (k, j) in distance:
+            through = distance[i, k] + distance[k, j]
+            if through < distance.get((i, j), through + 1):
+                distance[i, j] = through
+    if any(distance.get((n, n), 0) < 0 for n in nodes):
+        return None
+    return distance
+
+
+def _implied(c: Condition, distance: dict[tuple[str, str], int]) -> bool:
+    """Whether the bounds in ``distance`` imply ``c``."""
+    if type(c) is not Condition:
+        return False
+    if c.op == "!=":
+        return any(
+            all(_holds(e, distance) for e in _bounds(replace(c, op=op))) for op in ("<", ">")
+        )
+    return bool(_bounds(c)) and all(_holds(e, distance) for e in _bounds(c))
+
+
+def _holds(edge: tuple[str, str, int], distance: dict[tuple[str, str], int]) -> bool:
+    b, a, w = edge
+    return (0 if a == b else distance.get((b, a), w + 1)) <= w
 
 
 def _pinned(

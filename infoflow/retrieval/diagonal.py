@@ -57,6 +57,7 @@ from infoflow.retrieval.expression import (
     Token,
     Variable,
 )
+from infoflow.retrieval.weighted_pairs import unequal_weights
 
 EVERY_DRAW, NEVER, RARELY, OFTEN = "every draw", "never", "rarely", "often"
 #: The classes each reading of the option charges (needs PE for, else global aggregation).
@@ -166,7 +167,7 @@ def separable_pair(node: Reduce) -> Node:
             return replace(node, body=replace(inner, conditions=()))
         return replace(node, conditions=())
     if not split[s] or not _same_for_both(split[s] + split[t], (s, t)):
-        return node
+        return unequal_weights(node, split, (s, t))  # f(s) + 2 f(t): 2 max f + the 2nd
     f = rebuilt(collected(split[s]))
     kth = "kth_largest" if node.op == "max" else "kth_smallest"
     one = Variable(s)

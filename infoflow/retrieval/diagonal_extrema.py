@@ -2,12 +2,15 @@
 diagonal's value, a rewrite before the canonical form (``reconstruction:canonical_form``),
 by the classes of :mod:`.diagonal`:
 
-- over a pair of tokens that no condition names, whose score its diagonal decides on
+- over a pair of tokens whose conditions compare only the two and hold at s = t (none, a
+  window ``abs(s - t) <= 2``, ``s <= t``: every (s, s) is in the domain; since 2026-12-07,
+  before only none), whose score its diagonal decides on
   every draw (:func:`~.diagonal.role`: g(a, b) <= max(g(a, a), g(b, b)) for a max; the
   terms reading either read no other index), the extremum over one token of g(a, a): the
   max of x(s).x(t) over every pair is the largest |x|^2 (Cauchy-Schwarz), the max of
   |x(s) + x(t)| twice the largest norm;
-- over a token t that no condition names, of a score whose only term reading t is a
+- over a token t whose conditions (if any) compare it with s and hold at t = s, of a
+  score whose only term reading t is a
   distance to another token s, c |x(s) - x(t)| (or its square), running down it (a min
   with c > 0, a max with c < 0): the value at t = s, where the distance is 0 (each token's
   nearest is itself: the min of |x(s) - x(t)| over every pair is 0); not where t is the
@@ -64,13 +67,13 @@ def on_diagonal(node: Reduce) -> Node:
         body = rebuilt(collected([term for j, term in enumerate(found) if j != i]))
         return replace(node, variables=rest, body=body) if rest else body
     for v in variables:  # a token whose nearest is itself: min over t of |x(s) - x(t)| is 0
-        s = None if v.name in named else _nearest_is_itself(direction, reading(v.name), v.name)
-        if s is not None:
+        s = _nearest_is_itself(direction, reading(v.name), v.name)
+        if s is not None and _keep_diagonal(node.conditions, {v.name}, (s, v.name)):
             return _without(node, variables, found, v, s)
     for s, t in itertools.combinations(variables, 2):  # a pair its diagonal holds
         pair = (s.name, t.name)
-        if named & set(pair):
-            continue  # a condition on the pair: (s, s) may be left out
+        if not _keep_diagonal(node.conditions, set(pair), pair):
+            continue  # a condition on the pair that may leave (s, s) out
         touching = [(c, f) for c, f in found if f is not None and free_indices(f) & set(pair)]
         if any(names(f) or free_indices(f) - set(pair) for _, f in touching):
             continue  # the pair's terms read another index: not the pair's extremum alone
@@ -125,10 +128,36 @@ def _without(node: Reduce, variables: tuple, found: list, gone: Variable, stays:
     conditions (a test on an enclosing index, ``if s >= 3``, leaves the reduction empty at
     the s it fails: dropping it would count them)."""
     rest = tuple(v for v in variables if v != gone)
-    if not rest and node.conditions:
+    kept = tuple(c for c in node.conditions if gone.name not in (c.left, c.right))
+    if not rest and kept:
         return node
     body = rebuilt(collected([(c, f and rename(f, {gone.name: stays})) for c, f in found]))
-    return replace(node, variables=rest, body=body) if rest else body
+    return replace(node, variables=rest, body=body, conditions=kept) if rest else body
+
+
+_AT_EQUALITY = {  # whether s op s + w holds, for each op
+    "<=": lambda w: w >= 0,
+    "<": lambda w: w > 0,
+    ">=": lambda w: w <= 0,
+    ">": lambda w: w < 0,
+    "==": lambda w: w == 0,
+    "!=": lambda w: w != 0,
+}
+
+
+def _keep_diagonal(conditions: tuple, tested: set[str], pair: tuple[str, str]) -> bool:
+    """Whether every condition naming an index of ``tested`` compares the two of ``pair``
+    and holds where they are equal (``abs(s - t) <= 2``, ``s <= t``), so that every (s, s)
+    stays in the domain (since 2026-12-07: a window holding the diagonal was planned as a
+    pair read through positions, where it is the diagonal's extremum)."""
+    for c in conditions:
+        if not {c.left, c.right} & tested:
+            continue
+        if {c.left, c.right} != set(pair) or c.left == c.right:
+            return False
+        if not _AT_EQUALITY[c.op](c.shift):  # s op s + shift
+            return False
+    return True
 
 
 def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | None:

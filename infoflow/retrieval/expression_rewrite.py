@@ -4,10 +4,11 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
 
 - an index read only at one offset is renamed: ``max(f(x[t-1]) for t in T)`` is
   ``max(f(x[t]) for t in T if t <= T - 1)``, the boundary becoming a mask (and the index's
-  other conditions shifted with it); an index read at two offsets (the induction head's match
-  x[t-1] and the token after it, x[t]) keeps its neighbour; under an argmax the value is
-  the position found less the offset (since the evening of 2026-12-05: a neighbour head was
-  charged for it before; :mod:`.shifted_indices`);
+  other conditions shifted with it); at several offsets, none 0, at its largest (``x[t-1]``
+  beside ``x[t+1]`` is ``x[u-2]`` beside ``x[u]``); an index read at offset 0 and another
+  (the induction head's match x[t-1] and the token after it, x[t]) keeps its neighbour;
+  under an argmax the value is the position found less the offset (since the evening of
+  2026-12-05: a neighbour head was charged for it before; :mod:`.shifted_indices`);
 - a pointwise max (min) of max (min) reductions over the same indices and conditions is one
   reduction of the pointwise max of their bodies (an unrolled ``for i in range(n)``);
 - a max (min) of a pointwise max (min) whose branches' reductions are one function is that
@@ -47,8 +48,10 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   the max over t <= s is the max over t <= 1; :mod:`.monotone_extrema`);
 - a term that cancels keeps the range its neighbours gave its index: ``x[s-1] - x[s-1]``
   leaves s >= 2, as the validator evaluates the target (a fuzz found it dropped);
-- a condition every value meets is dropped, and ``t == s`` makes t the index s
-  (:mod:`.conditions`);
+- a condition every value meets, or that the others imply, is dropped, and ``t == s``
+  makes t the index s (:mod:`.conditions`); a sum over s != t of a score of both is the sum
+  over every pair less the diagonal's (:mod:`.diagonal_sums`); best plus second best with
+  unequal weights puts the larger on the best (:mod:`.weighted_pairs`);
 - an index that nothing reads and whose only condition is ``t != s`` counts T - 1 copies of a
   sum (``sum(f(x[s]) for s in T for t in T if s != t)`` is ``(T - 1) * sum(f(x[s]) for s in
   T)``) and does not change a max or min.
@@ -78,6 +81,7 @@ from infoflow.retrieval.algebra import (
 from infoflow.retrieval.conditions import fold_conditions
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce, unordered_sum
 from infoflow.retrieval.diagonal_extrema import on_diagonal
+from infoflow.retrieval.diagonal_sums import without_diagonal
 from infoflow.retrieval.expression import (
     Apply,
     Const,
@@ -162,6 +166,9 @@ class _Rewriter:
             halved = unordered_sum(node)
             if halved is not node:
                 return self.rewrite(halved)
+            undiagonal = without_diagonal(node)
+            if undiagonal is not node:
+                return self.rewrite(undiagonal)
             split = split_terms(node)
             if split is not node:
                 return self.rewrite(split)

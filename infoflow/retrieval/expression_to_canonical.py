@@ -10,7 +10,9 @@ The rules (theory note, "Canonical form and schedules"; all ``reconstruction:can
 - a max, min or sum over several indices splits into one reduction per connected group of
   indices: max over s, t of f(s) + g(t) is max f + max g; a sum splits at every ``+``; a
   sum distributes over products of factors with disjoint indices: the sum over s, t of
-  dot(x[s], x[t]) is dot(sum x[s], sum x[t]); an index no term reads is counted
+  dot(x[s], x[t]) is dot(sum x[s], sum x[t]), also where each condition tests one summed
+  index (the sum over s, t with t <= 3 of f(s) g(t) is sum f times the sum over t <= 3
+  of g; since 2026-12-07, a coupled pair before); an index no term reads is counted
   (:mod:`.pooled_sums`);
 - a range index (``for i in range(D)``) reduced together with token indices joins the score
   (a score is any function of the tokens it couples); reduced on its own, around token
@@ -247,15 +249,16 @@ class _Canonicalizer:
         ]
         terms = [(term, scope) for term, scope, _ in terms]
         own = {v.name: v for v in variables}
-        if node.op == "sum" and not tests:
+        if node.op == "sum" and all(len(t.indices & own.keys()) < 2 for t in tests):
             summaries = self._distribute(terms, own)
         else:
             summaries = [(self.summary(term, scope), None) for term, scope in terms]
         return self._components(planned_op(node), node.k, own, summaries, tests)
 
     def _distribute(self, terms, own: dict[str, Variable]) -> list:
-        """The terms of a sum without conditions, each product of factors that share no
-        summed index taken apart: (summary, the summed indices it is summed over)."""
+        """The terms of a sum whose conditions each test one summed index at most (``t <=
+        3``), each product of factors that share no summed index taken apart: (summary, the
+        summed indices it is summed over)."""
         out = []
         for term, scope in terms:
             pieces = self._product(term, scope, own) or [term]

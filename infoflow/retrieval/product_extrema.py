@@ -130,7 +130,7 @@ def nonnegative(node: Node) -> bool:
             for side in (c.left, c.right)
         )
         return node.op in (*EXTREMA, "sum") and fixed and nonnegative(node.body)
-    if not isinstance(node, Apply) or not _finite(node):
+    if not isinstance(node, Apply) or not finite(node):
         return False
     if node.fn in _POSITIVE:
         return True
@@ -142,16 +142,16 @@ def nonnegative(node: Node) -> bool:
     return node.fn in ("+", "*") and all(nonnegative(arg) for arg in node.args)
 
 
-def _finite(node: Node) -> bool:
+def finite(node: Node) -> bool:
     """Whether nothing in ``node`` can be infinite where its arguments are finite: no
     division, log or negative power (1 / |x(s) - x(t)| is at s = t, and 0 times it nan)."""
     if isinstance(node, Reduce):
-        return _finite(node.body)
+        return finite(node.body)
     if not isinstance(node, Apply):
         return True
     if node.fn in ("/", "log") or (node.fn == "**" and _negative(node.args[1])):
         return False
-    return all(_finite(arg) for arg in node.args)
+    return all(finite(arg) for arg in node.args)
 
 
 def _negative(power: Node) -> bool:

@@ -1,4 +1,4 @@
-"""An index read only at one offset -> the position it reads, for
+"""An index read only at offsets other than 0 -> the position it reads at one of them, for
 :mod:`~infoflow.retrieval.expression_rewrite` (``reconstruction:canonical_form``):
 ``max(f(x[t-1]) for t in T)`` is ``max(f(x[t]) for t in T if t <= T - 1)``, the boundary a
 mask and the index's other conditions shifted with it."""
@@ -12,27 +12,34 @@ from infoflow.retrieval.expression import KTH, SEQUENCE, Apply, Condition, Node,
 
 
 def renamed_shifts(node: Reduce) -> Reduce:
-    """Each token index read only at one offset o != 0 becomes the position it reads (not
-    under a k-th, which refuses a neighbour in its own words rather than the mask's). Under
-    an argmax or argmin too: its value, the index as written, is the position found less o,
-    which the positional encoding the argmax needs gives with no head of its own."""
+    """Each token index read only at offsets o != 0 becomes the position its largest offset
+    reads: ``x[t-1]`` alone is ``x[u]`` over u <= T - 1, and ``x[t-1]`` beside ``x[t+1]``
+    is ``x[u-2]`` beside ``x[u]``, one neighbour head where two offsets took two (since
+    2026-12-07). Not under a k-th, which refuses a neighbour in its own words rather than the
+    mask's. Under an argmax or argmin for one offset: its value, the index as written, is
+    the position found less o, which the positional encoding the argmax needs gives with no
+    head of its own."""
     if node.op in KTH:
         return node
     for v in node.variables:
         offsets = reads(node.body, v.name) if v.is_token else set()
-        if len(offsets) != 1 or 0 in offsets:
+        if not offsets or 0 in offsets:
             continue
-        (offset,) = offsets
-        boundary = (
-            Condition(v.name, "<=", SEQUENCE, offset)
-            if offset < 0
-            else Condition(v.name, ">=", 1 + offset)
-        )
+        if len(offsets) > 1 and node.op in ("argmax", "argmin"):
+            continue
+        low, offset = min(offsets), max(offsets)
+        # as written 1 - low <= t <= T - offset (and 1 <= t <= T); u = t + offset reads
+        # positions u + o - offset, which keep 1 + offset - low <= u <= T of themselves
+        boundary = ()
+        if offset < 0:
+            boundary = (Condition(v.name, "<=", SEQUENCE, offset),)
+        elif low > 0:
+            boundary = (Condition(v.name, ">=", 1 + offset),)
         conditions = tuple(_shift_condition(c, v.name, offset) for c in node.conditions)
         node = replace(
             node,
             body=unshift(node.body, v.name, offset),
-            conditions=(*conditions, boundary),
+            conditions=(*conditions, *boundary),
         )
     return node
 

@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from infoflow.core.files import cache_folder, write_cache
+from infoflow.core.notes import progress_note
 from infoflow.validators.ensemble import ensemble_step, precision, recorded_only
 from infoflow.validators.threads import busy_cores, machine
 from infoflow.validators.throughput import flops_per_token
@@ -201,7 +202,7 @@ def _cached_or_measured(device: str, probes: Probes) -> StepTime:
             )
         else:
             print(f"warning: {path} is damaged; measuring the device again", file=sys.stderr)
-    print(f"measuring the {device} step time (a few seconds)...", file=sys.stderr)
+    progress_note(f"measuring the {device} step time (a few seconds)...")
     model = measure(torch.device(device), probes)
     write_cache(path, json.dumps(asdict(model)))
     return model

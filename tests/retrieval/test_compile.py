@@ -435,12 +435,13 @@ def test_windows_orders_and_lone_tokens_are_built(target: str) -> None:
 
 def test_a_window_whose_distance_is_zero_on_every_draw_is_refused() -> None:
     """The nearest pair where a token may pair with itself, the farthest where it may pair
-    with nothing else: 0 on every draw, nothing to build (and no NMSE to measure). The
-    second is refused before compile since 2026-12-06: abs(s - t) < 1 is s == t, and the
-    spec's target is the constant 0."""
+    with nothing else: 0 on every draw, nothing to build (and no NMSE to measure). Both are
+    refused before compile: the second since 2026-12-06 (abs(s - t) < 1 is s == t), the
+    first since 2026-12-07 (a window holding (s, s): each token's nearest is itself; compile
+    refused it, predict planned it)."""
     nearest = "min(norm(x[s] - x[t]) for s in T for t in T if abs(s - t) <= 3)"
-    with pytest.raises(SpecError, match=r"allow a pair \(s, s\), at distance 0"):
-        circuit_of(spec(nearest, [1, 1], embed_dim=64, positional_encoding=True))
+    with pytest.raises(ValidationError, match="a token's nearest is itself"):
+        spec(nearest, [1, 1], embed_dim=64, positional_encoding=True)
     farthest = "max(norm(x[s] - x[t]) for s in T for t in T if abs(s - t) < 1)"
     with pytest.raises(ValidationError, match="a token's nearest is itself"):
         spec(farthest, [1, 1], embed_dim=64, positional_encoding=True)

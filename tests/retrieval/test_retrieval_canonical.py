@@ -428,9 +428,10 @@ def test_an_equality_is_folded_only_where_the_reading_is_the_written_function(ta
 def test_bounds_that_pin_a_pair_only_nearly_stay_a_pair_and_the_message_quotes_them() -> None:
     """Only bounds meeting at 0 are an equality: a window of 1, or bounds at 1 (a shifted
     equality, which the language spells x[s + 1]), stay conditions on a pair. Under an
-    argmax the refusal quotes the two conditions as they were read."""
+    argmax the refusal quotes the two conditions as they were read. (A bilinear score: the
+    max of a dot product over a window that holds (s, s) is the largest |x|^2.)"""
     for condition in ("abs(s - t) <= 1", "s <= t + 1 and s >= t + 1", "s < t and s >= t - 1"):
-        target = f"max(dot(x[s], x[t]) for s in T for t in T if {condition})"
+        target = f"max(bilinear(x[s], A, x[t]) for s in T for t in T if {condition})"
         assert predictions(target, [1, 1], 8)["comparison_order"] == 2, condition
     target = "max(argmax(dot(x[s], x[t]) for t in T if abs(t - s) < 1) for s in T)"
     message = "the conditions t < s [+] 1 and s < t [+] 1 leave the argmax over t one value"

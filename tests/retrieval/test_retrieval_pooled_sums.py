@@ -58,7 +58,7 @@ def test_a_counted_index_is_a_weight_on_a_position_as_a_mask_is(target, pe, seq_
 @pytest.mark.parametrize(
     "target",
     [
-        "sum(dot(x[s], x[t]) for s in T for t in T if s < t)",  # t is read
+        "sum(x[s][0] * x[t][1] for s in T for t in T if s < t)",  # t is read
         "sum(x[s][0] * max(x[u][1] for u in T if u < t) for s in T for t in T if s < t)",
         "sum(x[s][0] * x[u][1] for s in T for t in T for u in T if s < t and t < u)",
     ],

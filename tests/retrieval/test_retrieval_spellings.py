@@ -100,8 +100,9 @@ def test_windows_and_shifted_conditions_parse(condition, read) -> None:
 def test_a_window_is_named_as_written(condition, named, conditions) -> None:
     """A window is read as two conditions (above); what reads positions names it as one, in
     the bottleneck, explain's tree and a k-th's refusal (until 2026-12-05 they named one
-    side, "s <= t + 2", and the tree listed both)."""
-    target = f"max(dot(x[s], x[t]) for s in T for t in T if {condition})"
+    side, "s <= t + 2", and the tree listed both). A bilinear score: the max of a dot product
+    over a window that holds (s, s) is the largest |x|^2 (since 2026-12-07)."""
+    target = f"max(bilinear(x[s], A, x[t]) for s in T for t in T if {condition})"
     data = {"kind": "retrieval", "target": target, "architecture": {"layers": 2, "heads": 1}}
     spec = infoflow.load_spec(data)
     found = infoflow.predict(spec)["bottleneck"].value

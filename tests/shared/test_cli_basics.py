@@ -170,3 +170,31 @@ def test_set_inside_a_swept_object_sets_it_in_each_swept_value(tmp_path) -> None
     (tmp_path / "odd.json").write_text(json.dumps({**data, "sweep": {"codec": [codecs[0], 3]}}))
     refused = invoke("predict", str(tmp_path / "odd.json"), "--set", "codec.r_k=32")
     assert refused.exit_code == 2 and "sweep.codec[1]" in refused.output
+
+
+def test_progress_notes_are_silent_under_quiet_only(capsys) -> None:
+    import typer
+
+    from infoflow.core.notes import LEVEL, progress_note
+
+    progress_note("outside a command")
+    with typer.Context(typer.main.get_command(app)) as ctx:
+        ctx.meta[LEVEL] = -1
+        progress_note("quiet")
+        ctx.meta[LEVEL] = 1
+        progress_note("verbose")
+    assert capsys.readouterr().err == "outside a command\nverbose\n"
+
+
+@pytest.mark.slow
+def test_plan_quiet_does_not_say_it_measures_the_step_time(tmp_path, monkeypatch) -> None:
+    """A plan that measures the step time (an empty cache) says so, and not under --quiet
+    (the note printed there until 2026-12-07, as a pilot's did)."""
+    spec = str(SPECS / "looped_kv" / "looped-d256.json")
+    monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path / "quiet"))
+    quiet = invoke("plan", spec, "--quiet")
+    monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path / "plain"))
+    plain = invoke("plan", spec)
+    assert quiet.exit_code == plain.exit_code == 0, plain.output
+    assert "measuring the cpu step time" in plain.stderr
+    assert "measuring" not in quiet.stderr and "about" in quiet.stdout

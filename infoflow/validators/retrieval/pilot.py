@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sys
 import tempfile
 from dataclasses import dataclass
 from functools import cache, partial
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from infoflow.core.notes import progress_note
 from infoflow.validators.protocol import Context
 from infoflow.validators.retrieval.experiment import Experiment
 from infoflow.validators.retrieval.timing import cached_number
@@ -207,10 +207,9 @@ def _train(group: Group, device: str) -> list[float]:
     each member's extrapolation, or its last NMSE where it stopped before half the pilot
     (:data:`DIVERGED` where that is not finite). Says so on stderr first: a plan that pilots
     was silent for minutes (4.5 on a 2-core CPU for kth-largest's three designs)."""
-    print(
+    progress_note(
         f"piloting {group.name}: {len(group.members)} members, T = {group.seq_len}, "
-        f"{PILOT_STEPS} steps (once: cached; --no-pilot skips it)...",
-        file=sys.stderr,
+        f"{PILOT_STEPS} steps (once: cached; --no-pilot skips it)..."
     )
     recorder = Recorder()
     with tempfile.TemporaryDirectory() as folder:

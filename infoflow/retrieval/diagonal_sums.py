@@ -1,0 +1,49 @@
+"""A sum over a pair of tokens less its diagonal, ``sum(g(x[s], x[t]) for s in T for t in
+T if s != t)``, is what it is: the sum over every pair less the sum of g(x[s], x[s])
+(``reconstruction:canonical_form``). Written with ``s != t`` it was planned as a coupled
+pair, a global aggregation (order 2, alpha 7 at T = 64 for ``dot``), where ``s <= t`` and
+"every pair less the diagonal" spelled out are one head (an audit, 2026-12-07).
+
+Only where the pair is the sum's two token indices, ``s != t`` (no shift) its one test, the
+score reads both at no offset (``x[t+1]`` would narrow the diagonal's range) and nothing in
+it can be infinite where the tokens are finite (a division, a log or a negative power may
+be infinite at s = t, and inf - inf is nan where the written sum is finite)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from infoflow.retrieval.algebra import free_indices, names, reads, rename
+from infoflow.retrieval.expression import Apply, Node, Reduce
+from infoflow.retrieval.product_extrema import finite
+
+
+def without_diagonal(node: Reduce) -> Node:
+    """``node``, a sum over s != t of a score of both, as the sum over every pair less the
+    diagonal's; any other reduction as it is. ``sum(sum(g for t in T if t != s) for s in
+    T)`` is one sum over the pair."""
+    pair = _flat(node)
+    if pair is None or len(pair.variables) != 2 or len(pair.conditions) != 1:
+        return node
+    (test,), (s, t), body = pair.conditions, pair.variables, pair.body
+    if not (s.is_token and t.is_token) or test.op != "!=" or test.shift:
+        return node
+    if {test.left, test.right} != {s.name, t.name} or names(body):
+        return node
+    if not {s.name, t.name} <= free_indices(body) or not finite(body):
+        return node
+    if reads(body, s.name) - {0} or reads(body, t.name) - {0}:
+        return node
+    diagonal = Reduce("sum", (s,), rename(body, {t.name: s.name}))
+    return Apply("-", (replace(pair, conditions=()), diagonal))
+
+
+def _flat(node: Reduce) -> Reduce | None:
+    """``node`` as one sum (a sum holding a sum as its whole body, with no test of its own,
+    joined); None for any other reduction."""
+    if node.op != "sum":
+        return None
+    inner = node.body
+    if isinstance(inner, Reduce) and inner.op == "sum" and not node.conditions:
+        return Reduce("sum", (*node.variables, *inner.variables), inner.body, inner.conditions)
+    return node
