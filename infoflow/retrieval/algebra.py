@@ -65,7 +65,9 @@ def flattens(op: str, sign: int, term: Node) -> bool:
 
 def rename(node: Node, mapping: dict, bound: bool = False) -> Node:
     """``node`` with the indices it reads renamed (or bound to a number) as ``mapping``
-    says; with ``bound``, the indices its outermost reduction binds too. No index bound
+    says; with ``bound``, the indices its outermost reduction binds too. An index a
+    reduction inside binds is its own there (a review's fuzz, 2026-12-07: renaming s to u
+    around ``min(x[s][0] for s in T)`` renamed the min's s in its body). No index bound
     inside ``node`` may have a new name (callers freshen first)."""
     if isinstance(node, Token):
         index = mapping.get(node.index, node.index) if isinstance(node.index, str) else node.index
@@ -78,6 +80,9 @@ def rename(node: Node, mapping: dict, bound: bool = False) -> Node:
         variables = node.variables
         if bound:
             variables = tuple(Variable(mapping.get(v.name, v.name), v.size) for v in variables)
+        else:
+            own = {v.name for v in variables}
+            mapping = {k: v for k, v in mapping.items() if k not in own}
         conditions = tuple(
             replace(c, left=mapping.get(c.left, c.left), right=mapping.get(c.right, c.right))
             for c in node.conditions

@@ -47,11 +47,14 @@ from infoflow.retrieval.product_extrema import is_product, nonnegative, signed_f
 def on_diagonal(node: Reduce) -> Node:
     """``node``'s value on the diagonal where the diagonal holds it (see the module's
     docstring), with the maxima among a max's terms pulled in (``max(f(b) + max(g(b, c)
-    for c in T) for b in T)`` is the max over b, c of f + g); else ``node``."""
+    for c in T) for b in T)`` is the max over b, c of f + g, with their conditions:
+    ``max(max(g(s, t) for t in T if abs(s - t) <= 2) for s in T)`` is over the window); else
+    ``node``."""
     if node.op not in ("max", "min"):
         return node
-    direction, named = EXTREMUM[node.op], {n for c in node.conditions for n in (c.left, c.right)}
-    variables, found = _flat(node.op, node.variables, node.body)
+    variables, found, pulled = _flat(node.op, node.variables, node.body)
+    flat = replace(node, variables=variables, conditions=node.conditions + pulled)
+    direction, named = EXTREMUM[node.op], {n for c in flat.conditions for n in (c.left, c.right)}
     if not all(v.is_token for v in variables):
         return node
 
@@ -62,30 +65,30 @@ def on_diagonal(node: Reduce) -> Node:
     if zero is not None:  # min of |x(a) - x(b)| * |x(b) - x(c)| is 0, at a = b
         i, t = zero
         rest = tuple(v for v in variables if v.name != t)
-        if not rest and node.conditions:
+        if not rest and flat.conditions:
             return node
         body = rebuilt(collected([term for j, term in enumerate(found) if j != i]))
-        return replace(node, variables=rest, body=body) if rest else body
+        return replace(flat, variables=rest, body=body) if rest else body
     for v in variables:  # a token whose nearest is itself: min over t of |x(s) - x(t)| is 0
         s = _nearest_is_itself(direction, reading(v.name), v.name)
-        if s is not None and _keep_diagonal(node.conditions, {v.name}, (s, v.name)):
-            return _without(node, variables, found, v, s)
+        if s is not None and _keep_diagonal(flat.conditions, {v.name}, (s, v.name)):
+            return _without(flat, found, v, s) or node
     for s, t in itertools.combinations(variables, 2):  # a pair its diagonal holds
         pair = (s.name, t.name)
-        if not _keep_diagonal(node.conditions, set(pair), pair):
+        if not _keep_diagonal(flat.conditions, set(pair), pair):
             continue  # a condition on the pair that may leave (s, s) out
         touching = [(c, f) for c, f in found if f is not None and free_indices(f) & set(pair)]
         if any(names(f) or free_indices(f) - set(pair) for _, f in touching):
             continue  # the pair's terms read another index: not the pair's extremum alone
         if role(direction, touching, pair) == EVERY_DRAW:
-            return _without(node, variables, found, t, s.name)
+            return _without(flat, found, t, s.name) or node
     group = _dot_group(direction, found, [v for v in variables if v.name not in named])
     if len(group) < 2:
         return node
     keep, mapping = group[0], {v.name: group[0].name for v in group[1:]}
     rest = tuple(v for v in variables if v == keep or v not in group)
     body = rebuilt(collected([(c, f and rename(f, mapping)) for c, f in found]))
-    return replace(node, variables=rest, body=body)
+    return replace(flat, variables=rest, body=body)
 
 
 def _dot_group(direction: int, found: list, free: list[Variable]) -> list[Variable]:
@@ -109,30 +112,34 @@ def _dot_group(direction: int, found: list, free: list[Variable]) -> list[Variab
         group = {name: v for name, v in group.items() if name not in out}
 
 
-def _flat(op: str, variables: tuple, body: Node) -> tuple[tuple, list]:
-    """The indices and additive terms of a max (min) over ``variables`` of ``body``, the
-    positive multiples of maxima (minima) without conditions among its terms pulled in."""
-    out, found = tuple(variables), []
+def _flat(op: str, variables: tuple, body: Node) -> tuple[tuple, list, tuple]:
+    """The indices, additive terms and conditions of a max (min) over ``variables`` of
+    ``body``, the positive multiples of maxima (minima) among its terms pulled in with their
+    conditions (where one is empty, the written term is -inf there, as the pair's domain
+    leaves it out) unless they bind a name already taken."""
+    out, found, tests = tuple(variables), [], ()
     for c, term in terms(body):
-        if isinstance(term, Reduce) and term.op == op and not term.conditions and c > 0:
-            inner, pulled = _flat(op, term.variables, term.body)
+        pulls = isinstance(term, Reduce) and term.op == op and c > 0
+        if pulls and not {v.name for v in term.variables} & {v.name for v in out}:
+            inner, pulled, more = _flat(op, term.variables, term.body)
             out, found = out + inner, found + [(c * k, f) for k, f in pulled]
+            tests += term.conditions + more
         else:
             found.append((c, term))
-    return out, found
+    return out, found, tests
 
 
-def _without(node: Reduce, variables: tuple, found: list, gone: Variable, stays: str) -> Node:
-    """``node``, an extremum over ``variables`` of the terms ``found``, over them but
-    ``gone``, read as ``stays``; ``node`` itself where no index would be left to hold its
-    conditions (a test on an enclosing index, ``if s >= 3``, leaves the reduction empty at
-    the s it fails: dropping it would count them)."""
-    rest = tuple(v for v in variables if v != gone)
-    kept = tuple(c for c in node.conditions if gone.name not in (c.left, c.right))
+def _without(flat: Reduce, found: list, gone: Variable, stays: str) -> Node | None:
+    """``flat``, an extremum of the terms ``found``, over its indices but ``gone``, read as
+    ``stays``; None where no index would be left to hold its conditions (a test on an
+    enclosing index, ``if s >= 3``, leaves the reduction empty at the s it fails: dropping it
+    would count them)."""
+    rest = tuple(v for v in flat.variables if v != gone)
+    kept = tuple(c for c in flat.conditions if gone.name not in (c.left, c.right))
     if not rest and kept:
-        return node
+        return None
     body = rebuilt(collected([(c, f and rename(f, {gone.name: stays})) for c, f in found]))
-    return replace(node, variables=rest, body=body, conditions=kept) if rest else body
+    return replace(flat, variables=rest, body=body, conditions=kept) if rest else body
 
 
 _AT_EQUALITY = {  # whether s op s + w holds, for each op

@@ -4,17 +4,19 @@ T if s != t)``, is what it is: the sum over every pair less the sum of g(x[s], x
 pair, a global aggregation (order 2, alpha 7 at T = 64 for ``dot``), where ``s <= t`` and
 "every pair less the diagonal" spelled out are one head (an audit, 2026-12-07).
 
-Only where the pair is the sum's two token indices, ``s != t`` (no shift) its one test, the
-score reads both at no offset (``x[t+1]`` would narrow the diagonal's range) and nothing in
-it can be infinite where the tokens are finite (a division, a log or a negative power may
-be infinite at s = t, and inf - inf is nan where the written sum is finite)."""
+Only where the pair is the sum's two token indices, ``s != t`` (no shift) its one test of
+both (others test one of them: the sum over s <= 4, t != s is the sum over s <= 4 and every
+t less the diagonal's over s <= 4), the score reads both at no offset (``x[t+1]`` would
+narrow the diagonal's range) and nothing in it can be infinite where the tokens are finite
+(a division, a log or a negative power may be infinite at s = t, and inf - inf is nan where
+the written sum is finite)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from infoflow.retrieval.algebra import free_indices, names, reads, rename
-from infoflow.retrieval.expression import Apply, Node, Reduce
+from infoflow.retrieval.expression import Apply, Condition, Node, Reduce
 from infoflow.retrieval.product_extrema import finite
 
 
@@ -23,19 +25,27 @@ def without_diagonal(node: Reduce) -> Node:
     diagonal's; any other reduction as it is. ``sum(sum(g for t in T if t != s) for s in
     T)`` is one sum over the pair."""
     pair = _flat(node)
-    if pair is None or len(pair.variables) != 2 or len(pair.conditions) != 1:
+    if pair is None or len(pair.variables) != 2:
         return node
-    (test,), (s, t), body = pair.conditions, pair.variables, pair.body
-    if not (s.is_token and t.is_token) or test.op != "!=" or test.shift:
+    (s, t), body = pair.variables, pair.body
+    both = {s.name, t.name}
+    tests = [c for c in pair.conditions if {c.left, c.right} == both]
+    rest = tuple(c for c in pair.conditions if {c.left, c.right} != both)
+    if len(tests) != 1 or tests[0].op != "!=" or tests[0].shift:
+        return node  # one s != t, and tests of one of them each (s <= 4)
+    if not (s.is_token and t.is_token) or names(body):
         return node
-    if {test.left, test.right} != {s.name, t.name} or names(body):
-        return node
-    if not {s.name, t.name} <= free_indices(body) or not finite(body):
+    if not both <= free_indices(body) or not finite(body):
         return node
     if reads(body, s.name) - {0} or reads(body, t.name) - {0}:
         return node
-    diagonal = Reduce("sum", (s,), rename(body, {t.name: s.name}))
-    return Apply("-", (replace(pair, conditions=()), diagonal))
+    on_s = {t.name: s.name}
+    diagonal = Reduce("sum", (s,), rename(body, on_s), tuple(_renamed(c, on_s) for c in rest))
+    return Apply("-", (replace(pair, conditions=rest), diagonal))
+
+
+def _renamed(c: Condition, mapping: dict[str, str]) -> Condition:
+    return replace(c, left=mapping.get(c.left, c.left), right=mapping.get(c.right, c.right))
 
 
 def _flat(node: Reduce) -> Reduce | None:

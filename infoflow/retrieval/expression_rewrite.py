@@ -9,6 +9,8 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   (the induction head's match x[t-1] and the token after it, x[t]) keeps its neighbour;
   under an argmax the value is the position found less the offset (since the evening of
   2026-12-05: a neighbour head was charged for it before; :mod:`.shifted_indices`);
+- a sum, max or min over tokens whose whole body is one of the same kind is one reduction
+  over both generators, with both conditions (:mod:`.nested_reductions`);
 - a pointwise max (min) of max (min) reductions over the same indices and conditions is one
   reduction of the pointwise max of their bodies (an unrolled ``for i in range(n)``);
 - a max (min) of a pointwise max (min) whose branches' reductions are one function is that
@@ -91,6 +93,7 @@ from infoflow.retrieval.expression import (
     Variable,
 )
 from infoflow.retrieval.monotone_extrema import at_extreme
+from infoflow.retrieval.nested_reductions import nested_joined
 from infoflow.retrieval.pointwise import (
     HOLE,
     absorbed,
@@ -152,6 +155,9 @@ class _Rewriter:
             folded = fold_conditions(node, self.bound)
             if folded is not node:
                 return self.rewrite(folded)
+            joined_reduction = nested_joined(node)
+            if joined_reduction is not node:
+                return self.rewrite(joined_reduction)
             outer = self.bound
             self.bound = {**outer, **{v.name: v for v in node.variables}}
             body = self.rewrite(node.body)

@@ -66,6 +66,19 @@ SAME = [
         "min(dot(q, x[s]) - 3 * dot(q, x[t]) + 1 for s in T for t in T if s != t)",
         "min(dot(q, x[t]) for t in T) - 3 * max(dot(q, x[t]) for t in T) + 1",
     ),
+    # nested spellings (a review's fuzz): a sum (max) inside a sum (max) is one reduction
+    (
+        "sum(sum(dot(x[s], x[t]) for t in T if s < t) for s in T if s < T)",
+        "sum(dot(x[s], x[t]) for s in T for t in T if s < t)",
+    ),
+    (
+        "max(max(dot(x[s], x[t]) for t in T if abs(s - t) <= 2) for s in T)",
+        "max(sqnorm(x[t]) for t in T)",
+    ),
+    (
+        "sum(dot(x[s], x[t]) for s in T for t in T if s != t and s <= 4)",
+        "sum(sum(dot(x[s], x[t]) for t in T) - sqnorm(x[s]) for s in T if s <= 4)",
+    ),
     # offsets -1 and +1 are one neighbour, as -2 and 0 are
     ("max(dot(x[t-1], x[t+1]) for t in T)", "max(dot(x[t-2], x[t]) for t in T)"),
     ("sum(x[t+1][0] * x[t+3][1] for t in T)", "sum(x[t-2][0] * x[t][1] for t in T if t >= 4)"),
@@ -107,6 +120,12 @@ def test_the_audits_spellings_now_cost_what_their_plain_forms_do() -> None:
         "max(dot(x[s], x[t]) for s in T for t in T if s > t and abs(s - t) <= 3)",
         "max(dot(x[s], x[t]) for s in T for t in T if abs(s - t) <= 2 and s <= 5)",
         "min(norm(x[s] - x[t]) for s in T for t in T if abs(s - t) <= 1 and t >= 3 and s <= 3)",
+        # a name bound twice in siblings (a review's fuzz: renaming the pulled max's s to u
+        # renamed the min's s inside; the peel's k-th was read at u)
+        "max(max(x[s][0] for s in T) - 3 * min(x[s][0] for s in T) + x[u][0] for u in T)",
+        "max(max(x[s][0] + 0.5 * x[t][0] for s in T for t in T if s != t) + x[u][0] for u in T)",
+        "max(max(dot(q, x[s]) - 3 * dot(q, x[t]) + dot(q, x[u]) for s in T for t in T"
+        " if s != t) for u in T)",
         # two functions, or weights that differ term by term: a coupled pair as written
         "max(dot(q, x[s]) + 2 * dot(w, x[t]) for s in T for t in T if s != t)",
         "max(x[s][0] + x[s][1] + 2 * x[t][0] + 3 * x[t][1] for s in T for t in T if s != t)",
