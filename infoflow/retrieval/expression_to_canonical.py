@@ -50,6 +50,7 @@ from infoflow.retrieval.expression import (
     Variable,
 )
 from infoflow.retrieval.expression_rewrite import reading
+from infoflow.retrieval.nested_reductions import held_inside
 from infoflow.retrieval.pooled_sums import counted, merge_pools
 from infoflow.retrieval.summed_ranges import counted_product
 from infoflow.retrieval.types import Canonical, Comparison, Factor
@@ -167,6 +168,7 @@ class _Canonicalizer:
         self.self_exclusion, self.far_end = self_exclusion, far_end
         self.binders: dict[str, str] = {}  # a bound index -> the op of its reduction
         self.closed: dict[Node, _Summary] = {}  # by key: reductions without free indices
+        self.open: dict[tuple, _Summary] = {}  # by key and the bindings of its free indices
 
     def bind(self, variables: tuple[Variable, ...], env: Env) -> tuple[Env, list[Variable]]:
         """Give each variable a name unique in the target."""
@@ -193,14 +195,13 @@ class _Canonicalizer:
             for arg in node.args:
                 out.merge(self.summary(arg, env))
             return out
-        if free_indices(node):
-            return self.reduce(node, env)
-        # a reduction that reads no enclosing index is one comparison however often it
-        # appears: planned once, its result shared
-        name = key(node)
-        if name not in self.closed:
-            self.closed[name] = self.reduce(node, env)
-        return replace(self.closed[name], children=list(self.closed[name].children))
+        # a reduction is one comparison however often it appears with the same enclosing
+        # indices (none, or the same bindings: since 2026-12-07): planned once, shared
+        free = sorted((i, env[i].name) for i in free_indices(node))
+        cache, name = (self.open, (key(node), tuple(free))) if free else (self.closed, key(node))
+        if name not in cache:
+            cache[name] = self.reduce(node, env)
+        return replace(cache[name], children=list(cache[name].children))
 
     def _token(self, node: Token, env: Env) -> _Summary:
         out = _Summary(ranges={env[i].name for i in node.component if isinstance(i, str)})
@@ -224,12 +225,13 @@ class _Canonicalizer:
         queue = [(node.body, inner)]
         while queue:
             body, scope = queue.pop()
+            inside = held_inside(body)
             for coefficient, term in exact_terms(body):
                 if term is None or not coefficient:
                     continue  # a constant leaves the reduction
                 sign = 1 if coefficient > 0 else -1
                 term = counted_product(term) if node.op == "sum" else term
-                if flattens(node.op, sign, term):
+                if flattens(node.op, sign, term) and key(term) not in inside:
                     deeper, more = self.bind(term.variables, scope)
                     variables += more
                     conditions += [(c, deeper) for c in windows(term.conditions)]
@@ -358,7 +360,8 @@ def _factors(folded: dict[str, int], parts, tests) -> tuple[Factor, ...]:
             elif tests[m - len(parts)].excludes:
                 exclusions.append(tests[m - len(parts)].text)
         scope = frozenset().union(*(indices[m][0] for m in members))
-        children = tuple(sorted(merge_pools(summary.children), key=structure_key))
+        once = list({id(c): c for c in summary.children}.values())  # a shared one planned once
+        children = tuple(sorted(merge_pools(once), key=structure_key))
         conditions = tuple(sorted(texts + summary.conditions))
         shifts, fixed = frozenset(summary.shifts), frozenset(summary.fixed)
         factors.append(

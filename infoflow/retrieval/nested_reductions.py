@@ -1,5 +1,7 @@
 """A reduction whose whole body is one of the same kind, joined (a rewrite of
-:mod:`~infoflow.retrieval.expression_rewrite`; ``reconstruction:canonical_form``).
+:mod:`~infoflow.retrieval.expression_rewrite`; ``reconstruction:canonical_form``), and the
+reductions a body holds inside its terms (which
+:mod:`~infoflow.retrieval.expression_to_canonical` does not flatten where they are terms too).
 
 The canonical form flattens such reductions anyway; joining them before the other rewrites
 lets each see both generators and both conditions at once, so that the nested spelling of a
@@ -9,7 +11,8 @@ max, an implied bound on the outer sum, were read only when written flat).
 
 from __future__ import annotations
 
-from infoflow.retrieval.expression import Reduce
+from infoflow.retrieval.algebra import key, terms
+from infoflow.retrieval.expression import Apply, Node, Reduce
 
 
 def nested_joined(node: Reduce) -> Reduce:
@@ -25,3 +28,22 @@ def nested_joined(node: Reduce) -> Reduce:
     if inner.op != node.op or not all(v.is_token for v in variables):
         return node  # a range index reduced apart makes copies (joined, it joins the score)
     return Reduce(node.op, variables, inner.body, (*node.conditions, *inner.conditions))
+
+
+def held_inside(body: Node) -> set[Node]:
+    """The keys of the reductions ``body`` holds inside its terms (``exp(max f)``): one that
+    is also a term stays a comparison of its own, planned once with them, not flattened into
+    the reduction around (``max f + exp(max f)``: one head for max f; since 2026-12-07)."""
+    found: set[Node] = set()
+
+    def walk(node: Node) -> None:
+        if isinstance(node, Reduce):
+            found.add(key(node))
+        elif isinstance(node, Apply):
+            for arg in node.args:
+                walk(arg)
+
+    for _, term in terms(body):
+        if isinstance(term, Apply):
+            walk(term)
+    return found

@@ -35,6 +35,8 @@ from infoflow.retrieval.expression import SEQUENCE, Apply, Const, Node, Reduce
 from infoflow.retrieval.product_extrema import pushed
 
 EXTREMA = ("max", "min")
+#: Nondecreasing functions: the max (min) of g(h) is g of the max (min) of h.
+MONOTONE = ("exp", "relu", "tanh")
 ADDITIVE = ("+", "-", "neg", "*", "/")
 
 
@@ -104,37 +106,43 @@ def _share_leaves(node: Reduce) -> Reduce:
     """Terms of one connected max (min) that are equal up to the names of the indices only
     they read are one term: max over a, b, c of f(a, b) + f(a, c) is max over a of
     2 max over b of f(a, b) (each term's own max is the same function of a; commutative
-    arguments in any order). A term's own indices are those no other term and no condition
-    outside it reads; terms that share with no other are left as written."""
+    arguments in any order). So are leaves equal under a nondecreasing function
+    (:data:`MONOTONE`, whose max is the function of the max: f(a, b) + exp(f(a, c)) is the max
+    over a of m + exp(m), m the max over b of f(a, b); since 2026-12-07, a head more before).
+    A term's own indices are those no other term and no condition outside it reads; terms
+    that share with no other are left as written."""
     found = [(c, t) for c, t in terms(node.body) if t is not None]
     own = {v.name for v in node.variables}
     pushed = [_own_reduction(node, i, found, own) for i in range(len(found))]
-    keys = [None if inner is None else _leaf_key(inner) for inner in pushed]
+    keys = [None if inner is None else _leaf_key(inner[0]) for inner in pushed]
     shared = {k for k in keys if k is not None and keys.count(k) > 1}
     if not shared:
         return node
-    body, merged, gone, moved = [], {}, set(), set()
+    body, firsts, gone, moved = [], {}, set(), set()
     for (coefficient, term), inner, name in zip(found, pushed, keys, strict=True):
         if name not in shared:
             body.append((coefficient, term))
             continue
-        total, first = merged.get(name, (Fraction(0), inner))
-        merged[name] = (total + coefficient, first)
-        gone |= {v.name for v in inner.variables}
-        moved |= set(inner.conditions)
+        reduction, wrappers = inner
+        body.append((coefficient, _wrapped(firsts.setdefault(name, reduction), wrappers)))
+        gone |= {v.name for v in reduction.variables}
+        moved |= set(reduction.conditions)
     constant = [(c, t) for c, t in terms(node.body) if t is None]
     return replace(
         node,
         variables=tuple(v for v in node.variables if v.name not in gone),
-        body=rebuilt(collected(body + list(merged.values()) + constant)),
+        body=rebuilt(collected(body + constant)),
         conditions=tuple(c for c in node.conditions if c not in moved),
     )
 
 
-def _own_reduction(node: Reduce, i: int, found: list, own: set[str]) -> Reduce | None:
+def _own_reduction(
+    node: Reduce, i: int, found: list, own: set[str]
+) -> tuple[Reduce, tuple[str, ...]] | None:
     """The max (min, with a negative coefficient: max of -f is -min f) of term ``i`` of
-    ``found`` over the indices only it reads, with the conditions on them; None when it has
-    none."""
+    ``found`` over the indices only it reads, with the conditions on them, of the term
+    inside the nondecreasing functions around it, and those functions (outermost first);
+    None when it has none."""
     coefficient, term = found[i]
     others = set().union(*(free_indices(t) for j, (_, t) in enumerate(found) if j != i))
     reads = free_indices(term)
@@ -144,7 +152,17 @@ def _own_reduction(node: Reduce, i: int, found: list, own: set[str]) -> Reduce |
         return None  # none, or a condition ties one of them to another term's index
     op = node.op if coefficient > 0 else next(o for o in EXTREMA if o != node.op)
     variables = tuple(v for v in node.variables if v.name in mine)
-    return Reduce(op, variables, term, conditions)
+    wrappers = []
+    while isinstance(term, Apply) and term.fn in MONOTONE:
+        wrappers.append(term.fn)
+        term = term.args[0]
+    return Reduce(op, variables, term, conditions), tuple(wrappers)
+
+
+def _wrapped(node: Node, wrappers: tuple[str, ...]) -> Node:
+    for fn in reversed(wrappers):
+        node = Apply(fn, (node,))
+    return node
 
 
 def _leaf_key(inner: Reduce) -> str:

@@ -79,6 +79,19 @@ SAME = [
         "sum(dot(x[s], x[t]) for s in T for t in T if s != t and s <= 4)",
         "sum(sum(dot(x[s], x[t]) for t in T) - sqnorm(x[s]) for s in T if s <= 4)",
     ),
+    # leaves equal under a nondecreasing function, and equal maxima inside two functions,
+    # are one retrieval (m + exp(m), m the max over b: one head a layer, where it took two)
+    (
+        "max(bilinear(x[a], A, x[b]) + exp(bilinear(x[a], A, x[c])) for a in T for b in T"
+        " for c in T)",
+        "max(bilinear(x[a], A, x[b]) + exp(bilinear(x[a], A, x[b])) for a in T for b in T)",
+    ),
+    (
+        "max(exp(max(bilinear(x[s], A, x[t]) for t in T)) + tanh(max(bilinear(x[s], A, x[u])"
+        " for u in T)) for s in T)",
+        "max(exp(max(bilinear(x[s], A, x[t]) for t in T)) + tanh(max(bilinear(x[s], A, x[t])"
+        " for t in T)) for s in T)",
+    ),
     # offsets -1 and +1 are one neighbour, as -2 and 0 are
     ("max(dot(x[t-1], x[t+1]) for t in T)", "max(dot(x[t-2], x[t]) for t in T)"),
     ("sum(x[t+1][0] * x[t+3][1] for t in T)", "sum(x[t-2][0] * x[t][1] for t in T if t >= 4)"),
@@ -107,6 +120,8 @@ def test_the_audits_spellings_now_cost_what_their_plain_forms_do() -> None:
     assert separable["cost_exponent"] == 1 and separable["comparison_order"] == 1
     implied = predicted("sum(dot(x[s], x[t]) for s in T for t in T if s < t and s < T)", [1])
     assert implied["requires_positional_encoding"] is False
+    monotone = "max(bilinear(x[a], A, x[b]) + exp(bilinear(x[a], A, x[c])) for a in T for b in T"
+    assert predicted(monotone + " for c in T)", [1, 1])["min_heads"] == [1, 1]  # was [2, 1]
     offsets = predicted("max(dot(x[t-1], x[t+1]) for t in T)", [1, 1])
     assert offsets["min_heads"] == [1, 1] and offsets["cost_exponent"] == 1
 
