@@ -22,15 +22,14 @@ from infoflow.retrieval.product_extrema import finite
 
 def without_diagonal(node: Reduce) -> Node:
     """``node``, a sum over s != t of a score of both, as the sum over every pair less the
-    diagonal's; any other reduction as it is. ``sum(sum(g for t in T if t != s) for s in
-    T)`` is one sum over the pair."""
-    pair = _flat(node)
-    if pair is None or len(pair.variables) != 2:
+    diagonal's; any other reduction as it is (``sum(sum(g for t in T if t != s) for s in
+    T)`` reaches it joined: :mod:`.nested_reductions`)."""
+    if node.op != "sum" or len(node.variables) != 2:
         return node
-    (s, t), body = pair.variables, pair.body
+    (s, t), body = node.variables, node.body
     both = {s.name, t.name}
-    tests = [c for c in pair.conditions if {c.left, c.right} == both]
-    rest = tuple(c for c in pair.conditions if {c.left, c.right} != both)
+    tests = [c for c in node.conditions if {c.left, c.right} == both]
+    rest = tuple(c for c in node.conditions if {c.left, c.right} != both)
     if len(tests) != 1 or tests[0].op != "!=" or tests[0].shift:
         return node  # one s != t, and tests of one of them each (s <= 4)
     if not (s.is_token and t.is_token) or names(body):
@@ -41,19 +40,8 @@ def without_diagonal(node: Reduce) -> Node:
         return node
     on_s = {t.name: s.name}
     diagonal = Reduce("sum", (s,), rename(body, on_s), tuple(_renamed(c, on_s) for c in rest))
-    return Apply("-", (replace(pair, conditions=rest), diagonal))
+    return Apply("-", (replace(node, conditions=rest), diagonal))
 
 
 def _renamed(c: Condition, mapping: dict[str, str]) -> Condition:
     return replace(c, left=mapping.get(c.left, c.left), right=mapping.get(c.right, c.right))
-
-
-def _flat(node: Reduce) -> Reduce | None:
-    """``node`` as one sum (a sum holding a sum as its whole body, with no test of its own,
-    joined); None for any other reduction."""
-    if node.op != "sum":
-        return None
-    inner = node.body
-    if isinstance(inner, Reduce) and inner.op == "sum" and not node.conditions:
-        return Reduce("sum", (*node.variables, *inner.variables), inner.body, inner.conditions)
-    return node
