@@ -43,13 +43,18 @@ from infoflow.retrieval.expression import (
 Affine = tuple[int, int]  # a + b T
 
 
-def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
-    """``node`` without the conditions its indices always meet, two that pin a pair's
-    difference to 0 read as ``t == s``, and each ``t == s`` folded where that is the written
-    function (not where t is read at an offset or a test of t would be left naming s alone);
-    ``outer``: the indices bound around it. ``node`` itself when nothing folds."""
+def fold_conditions(
+    node: Reduce, outer: dict[str, Variable], around: tuple[Condition, ...] = ()
+) -> Node:
+    """``node`` without the conditions its indices always meet or the others imply, two that
+    pin a pair's difference to 0 read as ``t == s``, and each ``t == s`` folded where that is
+    the written function (not where t is read at an offset or a test of t would be left
+    naming s alone); ``outer``: the indices bound around it, ``around``: the conditions of
+    the reductions around it (which hold wherever it is evaluated). ``node`` itself when
+    nothing folds."""
     own = {v.name: v for v in node.variables}
-    kept = _without_implied(tuple(c for c in node.conditions if not _always(c, own)), outer, own)
+    written = tuple(c for c in node.conditions if not _always(c, own))
+    kept = _without_implied(written, {**outer, **own}, around)
     kept, spelled = _pinned(kept, own)
     if kept != node.conditions:
         node = replace(node, conditions=kept)
@@ -86,17 +91,18 @@ def fold_conditions(node: Reduce, outer: dict[str, Variable]) -> Node:
 
 
 def _without_implied(
-    conditions: tuple[Condition, ...], outer: dict[str, Variable], own: dict[str, Variable]
+    conditions: tuple[Condition, ...], indices: dict[str, Variable], around: tuple = ()
 ) -> tuple[Condition, ...]:
-    """``conditions`` less each that the others and the indices' ranges imply at every T
-    (``s < T`` beside ``s < t``, t a token index; ``t <= s`` beside ``t < s``), one at a time
-    from the last written, so that of two that imply each other the first stays: difference
-    constraints, summed along paths (Floyd-Warshall). Where the others contradict each other
-    (a negative cycle), all are kept as written."""
+    """``conditions`` less each that the others, those ``around`` and the ``indices``'
+    ranges imply at every T (``s < T`` beside ``s < t``, t a token index; ``t <= s`` beside
+    ``t < s``; ``t < s`` beside ``t < 5`` inside a reduction over s >= 6), one at a time from
+    the last written, so that of two that imply each other the first stays: difference
+    constraints, summed along paths (Floyd-Warshall). Where they contradict each other (a
+    negative cycle), all are kept as written."""
     kept = list(conditions)
     for c in reversed(conditions):
-        others = [o for o in kept if o is not c]
-        distance = _shortest(others, {**outer, **own})
+        others = [o for o in kept if o is not c] + list(around)
+        distance = _shortest(others, indices)
         if distance is not None and _implied(c, distance):
             kept = others
     return tuple(kept)

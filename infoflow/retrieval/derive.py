@@ -79,7 +79,10 @@ def _derive(
     planned = _planned(tree, shape, dict(ranks), options)
     if not tree.branched:
         return (planned,)
-    other = tree_of(target, params, *readings, far_end, BRANCH_READINGS[1])
+    try:
+        other = tree_of(target, params, *readings, far_end, BRANCH_READINGS[1])
+    except TargetError:  # a guard the split branches leave on no index of theirs (a fuzz)
+        other = tree
     if (other.parts, other.positions) == (tree.parts, tree.positions):  # merged again later
         return (replace(planned, tree=replace(tree, branched=False)),)
     return planned, _planned(other, shape, dict(ranks), options)

@@ -41,7 +41,7 @@ from infoflow.retrieval.algebra import (
 )
 from infoflow.retrieval.diagonal import EVERY_DRAW, dot_coefficient, norm_coefficients, role
 from infoflow.retrieval.expression import Node, Reduce, Variable
-from infoflow.retrieval.product_extrema import is_product, nonnegative, signed_factors
+from infoflow.retrieval.product_extrema import finite, is_product, nonnegative, signed_factors
 
 
 def on_diagonal(node: Reduce) -> Node:
@@ -116,10 +116,13 @@ def _flat(op: str, variables: tuple, body: Node) -> tuple[tuple, list, tuple]:
     """The indices, additive terms and conditions of a max (min) over ``variables`` of
     ``body``, the positive multiples of maxima (minima) among its terms pulled in with their
     conditions (where one is empty, the written term is -inf there, as the pair's domain
-    leaves it out) unless they bind a name already taken."""
+    leaves it out: not beside a term that may be infinite itself, a log or a division, whose
+    -inf + inf is nan) unless they bind a name already taken."""
     out, found, tests = tuple(variables), [], ()
+    finite_terms = all(t is None or finite(t) for _, t in terms(body))
     for c, term in terms(body):
         pulls = isinstance(term, Reduce) and term.op == op and c > 0
+        pulls = pulls and (not term.conditions or finite_terms)  # -inf + inf is nan (a fuzz)
         if pulls and not {v.name for v in term.variables} & {v.name for v in out}:
             inner, pulled, more = _flat(op, term.variables, term.body)
             out, found = out + inner, found + [(c * k, f) for k, f in pulled]

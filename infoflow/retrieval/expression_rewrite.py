@@ -139,6 +139,7 @@ class _Rewriter:
     def __init__(self, used: set[str], branches: str = "one_score"):
         self.used = set(used)
         self.bound: dict[str, Variable] = {}  # the indices bound around the node rewritten
+        self.around: tuple = ()  # the conditions of the reductions around it
         self.branches, self.branched = branches, False
 
     def fresh(self, base: str = "t") -> str:
@@ -152,16 +153,17 @@ class _Rewriter:
 
     def rewrite(self, node: Node) -> Node:
         if isinstance(node, Reduce):
-            folded = fold_conditions(node, self.bound)
+            folded = fold_conditions(node, self.bound, self.around)
             if folded is not node:
                 return self.rewrite(folded)
             joined_reduction = nested_joined(node)
             if joined_reduction is not node:
                 return self.rewrite(joined_reduction)
-            outer = self.bound
+            outer, around = self.bound, self.around
             self.bound = {**outer, **{v.name: v for v in node.variables}}
+            self.around = (*around, *node.conditions)
             body = self.rewrite(node.body)
-            self.bound = outer
+            self.bound, self.around = outer, around
             node = unordered_reduce(ranges_kept(node, body))
             factored = _factored(node)  # max(c f) is c max f, c min f for c < 0
             if factored is not node:

@@ -66,6 +66,12 @@ SAME = [
         "min(dot(q, x[s]) - 3 * dot(q, x[t]) + 1 for s in T for t in T if s != t)",
         "min(dot(q, x[t]) for t in T) - 3 * max(dot(q, x[t]) for t in T) + 1",
     ),
+    # a guard on the outer reduction, or inside: the inner's t < s follows from t < 5 and
+    # s >= 6 either way (the conditions around a reduction hold wherever it is evaluated)
+    (
+        "max(max(x[t][0] for t in T if t < 5 and t < s) + x[s][1] for s in T if s >= 6)",
+        "max(max(x[t][0] for t in T if t < 5 and t < s and s >= 6) + x[s][1] for s in T)",
+    ),
     # nested spellings (a review's fuzz): a sum (max) inside a sum (max) is one reduction
     (
         "sum(sum(dot(x[s], x[t]) for t in T if s < t) for s in T if s < T)",
@@ -144,6 +150,12 @@ def test_the_audits_spellings_now_cost_what_their_plain_forms_do() -> None:
         # two functions, or weights that differ term by term: a coupled pair as written
         "max(dot(q, x[s]) + 2 * dot(w, x[t]) for s in T for t in T if s != t)",
         "max(x[s][0] + x[s][1] + 2 * x[t][0] + 3 * x[t][1] for s in T for t in T if s != t)",
+        # a score undefined or overflowing at s = t keeps its s != t (a review's fuzz)
+        "sum(sqrt(sqnorm(x[s] - x[t]) - 0.001) for s in T for t in T if s != t)",
+        "sum(sum(sqrt(sqnorm(x[s] - x[t]) - 0.001) for t in T if t != s and t <= 4) for s in T)",
+        "sum(exp(exp(exp(x[s][0] + x[t][0]))) for s in T for t in T if s != t)",
+        # a guard pulled beside a term that is -inf somewhere: nan as written, kept
+        "min(log(relu(x[s][0])) + min(norm(x[s] - x[t]) for t in T if s >= 3) for s in T)",
         # an argmax's value is the position: several offsets are not shifted under it
         "argmax(dot(x[t-1], x[t+1]) for t in T)",
         # offsets one side of 0 (u >= 3 kept), the other (u <= T - 1 kept)
@@ -164,6 +176,17 @@ def test_the_nearest_token_in_a_window_holding_it_is_itself() -> None:
     target = "min(norm(x[s] - x[t]) for s in T for t in T if abs(s - t) <= 2)"
     with pytest.raises(infoflow.SpecError, match="nearest is itself"):
         infoflow.predict(spec_of(target, [1]))
+
+
+def test_a_reading_the_branches_cannot_plan_leaves_the_other() -> None:
+    """A review's fuzz: the per-branch reading of abs beside a guard on an enclosing index
+    left the guard on no index of the split branches, and predict raised a TargetError (a
+    traceback); the one-score reading is planned."""
+    target = (
+        "max(max(abs(x[t][0] - x[u][0]) for t in T for u in T if s != 1) + relu(x[s][0]) "
+        "for s in T)"
+    )
+    assert infoflow.predict(spec_of(target, [2, 1], pe=True))["comparison_order"].value == 2
 
 
 def test_an_implied_condition_is_dropped_and_no_other() -> None:
