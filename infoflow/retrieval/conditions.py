@@ -108,6 +108,13 @@ def _without_implied(
     return tuple(kept)
 
 
+def implied_by(conditions: tuple[Condition, ...], indices: dict[str, Variable], c) -> bool:
+    """Whether ``conditions`` and the ``indices``' ranges imply ``c`` at every T (not where
+    they contradict each other)."""
+    distance = _shortest(list(conditions), indices)
+    return distance is not None and _implied(c, distance)
+
+
 def _node(side: str | int) -> tuple[str, int]:
     """A side of a condition as (node, offset): a number k is ``0 + k``."""
     return ("", side) if isinstance(side, int) else (side, 0)

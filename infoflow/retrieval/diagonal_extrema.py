@@ -39,6 +39,7 @@ from infoflow.retrieval.algebra import (
     rename,
     terms,
 )
+from infoflow.retrieval.conditions import implied_by
 from infoflow.retrieval.diagonal import EVERY_DRAW, dot_coefficient, norm_coefficients, role
 from infoflow.retrieval.expression import Node, Reduce, Variable
 from infoflow.retrieval.product_extrema import finite, is_product, nonnegative, signed_factors
@@ -71,11 +72,11 @@ def on_diagonal(node: Reduce) -> Node:
         return replace(flat, variables=rest, body=body) if rest else body
     for v in variables:  # a token whose nearest is itself: min over t of |x(s) - x(t)| is 0
         s = _nearest_is_itself(direction, reading(v.name), v.name)
-        if s is not None and _keep_diagonal(flat.conditions, {v.name}, (s, v.name)):
+        if s is not None and _keeps_diagonal(flat, v.name, s):
             return _without(flat, found, v, s) or node
     for s, t in itertools.combinations(variables, 2):  # a pair its diagonal holds
         pair = (s.name, t.name)
-        if not _keep_diagonal(flat.conditions, set(pair), pair):
+        if not (_keeps_diagonal(flat, t.name, s.name) and _keeps_diagonal(flat, s.name, t.name)):
             continue  # a condition on the pair that may leave (s, s) out
         touching = [(c, f) for c, f in found if f is not None and free_indices(f) & set(pair)]
         if any(names(f) or free_indices(f) - set(pair) for _, f in touching):
@@ -138,36 +139,29 @@ def _without(flat: Reduce, found: list, gone: Variable, stays: str) -> Node | No
     enclosing index, ``if s >= 3``, leaves the reduction empty at the s it fails: dropping it
     would count them)."""
     rest = tuple(v for v in flat.variables if v != gone)
-    kept = tuple(c for c in flat.conditions if gone.name not in (c.left, c.right))
+    kept = tuple(_renamed(c, {gone.name: stays}) for c in flat.conditions)  # t <= 4: s <= 4
     if not rest and kept:
         return None
     body = rebuilt(collected([(c, f and rename(f, {gone.name: stays})) for c, f in found]))
     return replace(flat, variables=rest, body=body, conditions=kept) if rest else body
 
 
-_AT_EQUALITY = {  # whether s op s + w holds, for each op
-    "<=": lambda w: w >= 0,
-    "<": lambda w: w > 0,
-    ">=": lambda w: w <= 0,
-    ">": lambda w: w < 0,
-    "==": lambda w: w == 0,
-    "!=": lambda w: w != 0,
-}
+def _keeps_diagonal(flat: Reduce, gone: str, stays: str) -> bool:
+    """Whether every tuple of ``flat``'s domain keeps it with ``gone`` read as ``stays``:
+    each condition naming ``gone``, renamed, follows from them all (``abs(s - t) <= 2``;
+    ``t <= s`` inside a max over s <= 4: t <= 4 too). Since 2026-12-07: a window holding the
+    diagonal was planned as a pair read through positions, where it is the diagonal's
+    extremum."""
+    own = {v.name: v for v in flat.variables}
+    return all(
+        implied_by(flat.conditions, own, _renamed(c, {gone: stays}))
+        for c in flat.conditions
+        if gone in (c.left, c.right)
+    )
 
 
-def _keep_diagonal(conditions: tuple, tested: set[str], pair: tuple[str, str]) -> bool:
-    """Whether every condition naming an index of ``tested`` compares the two of ``pair``
-    and holds where they are equal (``abs(s - t) <= 2``, ``s <= t``), so that every (s, s)
-    stays in the domain (since 2026-12-07: a window holding the diagonal was planned as a
-    pair read through positions, where it is the diagonal's extremum)."""
-    for c in conditions:
-        if not {c.left, c.right} & tested:
-            continue
-        if {c.left, c.right} != set(pair) or c.left == c.right:
-            return False
-        if not _AT_EQUALITY[c.op](c.shift):  # s op s + shift
-            return False
-    return True
+def _renamed(c, mapping: dict[str, str]):
+    return replace(c, left=mapping.get(c.left, c.left), right=mapping.get(c.right, c.right))
 
 
 def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | None:

@@ -98,6 +98,11 @@ SAME = [
         "max(exp(max(bilinear(x[s], A, x[t]) for t in T)) + tanh(max(bilinear(x[s], A, x[t])"
         " for t in T)) for s in T)",
     ),
+    # bounds on each index that keep the diagonal: t <= s <= 4 holds (a, a) for a <= 4
+    (
+        "max(max(sqnorm(x[s] + x[t]) for t in T if t <= s) for s in T if s <= 4)",
+        "max(4 * sqnorm(x[t]) for t in T if t <= 4)",
+    ),
     # offsets -1 and +1 are one neighbour, as -2 and 0 are
     ("max(dot(x[t-1], x[t+1]) for t in T)", "max(dot(x[t-2], x[t]) for t in T)"),
     ("sum(x[t+1][0] * x[t+3][1] for t in T)", "sum(x[t-2][0] * x[t][1] for t in T if t >= 4)"),
@@ -156,6 +161,9 @@ def test_the_audits_spellings_now_cost_what_their_plain_forms_do() -> None:
         "sum(exp(exp(exp(x[s][0] + x[t][0]))) for s in T for t in T if s != t)",
         # a guard pulled beside a term that is -inf somewhere: nan as written, kept
         "min(log(relu(x[s][0])) + min(norm(x[s] - x[t]) for t in T if s >= 3) for s in T)",
+        # bounds that leave (a, a) out of some pair's domain: (5, 4), (2, 3) stay pairs
+        "max(dot(x[s], x[t]) for s in T for t in T if t <= 4 and s <= t + 1)",
+        "min(norm(x[s] - x[t]) + x[s][0] for s in T for t in T if t >= 3 and s >= t - 1)",
         # an argmax's value is the position: several offsets are not shifted under it
         "argmax(dot(x[t-1], x[t+1]) for t in T)",
         # offsets one side of 0 (u >= 3 kept), the other (u <= T - 1 kept)
