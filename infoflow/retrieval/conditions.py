@@ -108,11 +108,18 @@ def _without_implied(
     return tuple(kept)
 
 
-def implied_by(conditions: tuple[Condition, ...], indices: dict[str, Variable], c) -> bool:
+def implied_by(
+    conditions: tuple[Condition, ...], indices: dict[str, Variable], c: Condition
+) -> bool:
     """Whether ``conditions`` and the ``indices``' ranges imply ``c`` at every T (not where
-    they contradict each other)."""
+    they contradict each other); ``s <= s + 2`` follows from nothing."""
     distance = _shortest(list(conditions), indices)
     return distance is not None and _implied(c, distance)
+
+
+def renamed(c: Condition, mapping: dict[str, str]) -> Condition:
+    """``c`` with its indices renamed as ``mapping`` says."""
+    return replace(c, left=mapping.get(c.left, c.left), right=mapping.get(c.right, c.right))
 
 
 def _node(side: str | int) -> tuple[str, int]:

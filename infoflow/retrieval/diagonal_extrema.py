@@ -2,15 +2,16 @@
 diagonal's value, a rewrite before the canonical form (``reconstruction:canonical_form``),
 by the classes of :mod:`.diagonal`:
 
-- over a pair of tokens whose conditions compare only the two and hold at s = t (none, a
-  window ``abs(s - t) <= 2``, ``s <= t``: every (s, s) is in the domain; since 2026-12-07,
+- over a pair of tokens whose domain holds (a, a) and (b, b) beside each of its pairs
+  (a, b) (no condition, a window ``abs(s - t) <= 2``, ``t <= s`` inside a max over s <= 4:
+  each condition, either index read as the other, follows from them all; since 2026-12-07,
   before only none), whose score its diagonal decides on
   every draw (:func:`~.diagonal.role`: g(a, b) <= max(g(a, a), g(b, b)) for a max; the
   terms reading either read no other index), the extremum over one token of g(a, a): the
   max of x(s).x(t) over every pair is the largest |x|^2 (Cauchy-Schwarz), the max of
   |x(s) + x(t)| twice the largest norm;
-- over a token t whose conditions (if any) compare it with s and hold at t = s, of a
-  score whose only term reading t is a
+- over a token t whose domain holds t = s wherever it holds a pair (s, t) (the same test),
+  of a score whose only term reading t is a
   distance to another token s, c |x(s) - x(t)| (or its square), running down it (a min
   with c > 0, a max with c < 0): the value at t = s, where the distance is 0 (each token's
   nearest is itself: the min of |x(s) - x(t)| over every pair is 0); not where t is the
@@ -39,7 +40,7 @@ from infoflow.retrieval.algebra import (
     rename,
     terms,
 )
-from infoflow.retrieval.conditions import implied_by
+from infoflow.retrieval.conditions import implied_by, renamed
 from infoflow.retrieval.diagonal import EVERY_DRAW, dot_coefficient, norm_coefficients, role
 from infoflow.retrieval.expression import Node, Reduce, Variable
 from infoflow.retrieval.product_extrema import finite, is_product, nonnegative, signed_factors
@@ -139,7 +140,8 @@ def _without(flat: Reduce, found: list, gone: Variable, stays: str) -> Node | No
     enclosing index, ``if s >= 3``, leaves the reduction empty at the s it fails: dropping it
     would count them)."""
     rest = tuple(v for v in flat.variables if v != gone)
-    kept = tuple(_renamed(c, {gone.name: stays}) for c in flat.conditions)  # t <= 4: s <= 4
+    kept = [renamed(c, {gone.name: stays}) for c in flat.conditions]  # t <= 4: s <= 4
+    kept = tuple(c for c in kept if not implied_by((), {}, c))  # s <= s + 2: dropped
     if not rest and kept:
         return None
     body = rebuilt(collected([(c, f and rename(f, {gone.name: stays})) for c, f in found]))
@@ -154,14 +156,10 @@ def _keeps_diagonal(flat: Reduce, gone: str, stays: str) -> bool:
     extremum."""
     own = {v.name: v for v in flat.variables}
     return all(
-        implied_by(flat.conditions, own, _renamed(c, {gone: stays}))
+        implied_by(flat.conditions, own, renamed(c, {gone: stays}))
         for c in flat.conditions
         if gone in (c.left, c.right)
     )
-
-
-def _renamed(c, mapping: dict[str, str]):
-    return replace(c, left=mapping.get(c.left, c.left), right=mapping.get(c.right, c.right))
 
 
 def _zero_product(direction: int, found: list, free: list) -> tuple[int, str] | None:

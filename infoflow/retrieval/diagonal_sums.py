@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from infoflow.retrieval.algebra import free_indices, names, reads, rename
-from infoflow.retrieval.expression import Apply, Condition, Const, Node, Reduce
+from infoflow.retrieval.conditions import renamed
+from infoflow.retrieval.expression import Apply, Const, Node, Reduce
 
 
 def without_diagonal(node: Reduce) -> Node:
@@ -39,7 +40,7 @@ def without_diagonal(node: Reduce) -> Node:
     if reads(body, s.name) - {0} or reads(body, t.name) - {0}:
         return node
     on_s = {t.name: s.name}
-    diagonal = Reduce("sum", (s,), rename(body, on_s), tuple(_renamed(c, on_s) for c in rest))
+    diagonal = Reduce("sum", (s,), rename(body, on_s), tuple(renamed(c, on_s) for c in rest))
     return Apply("-", (replace(node, conditions=rest), diagonal))
 
 
@@ -57,7 +58,3 @@ def _everywhere_finite(node: Node) -> bool:
         whole = isinstance(power, Const) and power.value >= 0 and power.value == int(power.value)
         return whole and _everywhere_finite(node.args[0])
     return node.fn in _FINITE and all(_everywhere_finite(a) for a in node.args)
-
-
-def _renamed(c: Condition, mapping: dict[str, str]) -> Condition:
-    return replace(c, left=mapping.get(c.left, c.left), right=mapping.get(c.right, c.right))

@@ -98,6 +98,12 @@ SAME = [
         "max(exp(max(bilinear(x[s], A, x[t]) for t in T)) + tanh(max(bilinear(x[s], A, x[t])"
         " for t in T)) for s in T)",
     ),
+    # a nearest token in a window, inside a max over s: 0 at t = s (the reduction over t
+    # goes, its window with it)
+    (
+        "max(min(norm(x[s] - x[t]) for t in T if abs(s - t) <= 2) + x[s][0] for s in T)",
+        "max(x[s][0] for s in T)",
+    ),
     # bounds on each index that keep the diagonal: t <= s <= 4 holds (a, a) for a <= 4
     (
         "max(max(sqnorm(x[s] + x[t]) for t in T if t <= s) for s in T if s <= 4)",
