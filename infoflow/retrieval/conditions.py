@@ -104,7 +104,7 @@ def _without_implied(
         others = [o for o in kept if o is not c] + list(around)
         distance = _shortest(others, indices)
         if distance is not None and _implied(c, distance):
-            kept = others
+            kept = [o for o in kept if o is not c]  # not those around (a fuzz: they piled up)
     return tuple(kept)
 
 

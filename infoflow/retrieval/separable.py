@@ -152,8 +152,8 @@ def _own_reduction(
         return None  # none, or a condition ties one of them to another term's index
     op = node.op if coefficient > 0 else next(o for o in EXTREMA if o != node.op)
     variables = tuple(v for v in node.variables if v.name in mine)
-    wrappers = []
-    while isinstance(term, Apply) and term.fn in MONOTONE:
+    wrappers = []  # g(max f) is max g(f) where the max runs over something (no condition)
+    while not conditions and isinstance(term, Apply) and term.fn in MONOTONE:
         wrappers.append(term.fn)
         term = term.args[0]
     return Reduce(op, variables, term, conditions), tuple(wrappers)

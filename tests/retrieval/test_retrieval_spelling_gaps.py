@@ -170,6 +170,12 @@ def test_the_audits_spellings_now_cost_what_their_plain_forms_do() -> None:
         # bounds that leave (a, a) out of some pair's domain: (5, 4), (2, 3) stay pairs
         "max(dot(x[s], x[t]) for s in T for t in T if t <= 4 and s <= t + 1)",
         "min(norm(x[s] - x[t]) + x[s][0] for s in T for t in T if t >= 3 and s >= t - 1)",
+        # a third fuzz: relu of an empty max is 0 where the written max leaves a = 1 out
+        "max(relu(dot(x[a], x[b])) + relu(dot(x[a], x[c])) + 10 * x[a][0] for a in T"
+        " for b in T for c in T if b < a and c < a)",
+        # ... and conditions around an inner reduction stayed in it, piling up
+        "sum(x[s][0] * max(x[u][0] for u in T if u < 5 and u <= s) for s in T if s < 3)",
+        "max(x[s][0] + max(x[u][0] for u in T if u > 2 and u > s) for s in T if s > 3 and s < 6)",
         # an argmax's value is the position: several offsets are not shifted under it
         "argmax(dot(x[t-1], x[t+1]) for t in T)",
         # offsets one side of 0 (u >= 3 kept), the other (u <= T - 1 kept)
