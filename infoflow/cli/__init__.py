@@ -2,15 +2,19 @@
 console script.
 
 Exit codes: 0 success; 2 bad input (a message that names the file and the field, no
-traceback); 1 anything else (a failed allocation: one line, no traceback). ``app`` (the
-Typer application), ``options`` (what the commands share), ``theory`` (predict, explain,
-graph, compare, plot, sweep, schema) and ``training`` (plan, validate, calibrate, compile:
-torch is imported inside them).
+traceback); 1 anything else (a failed allocation: one line, no traceback). Output piped
+into a reader that stops early (``| head``) ends the process by SIGPIPE, as ``cat`` would.
+
+``app`` (the Typer application), ``options`` (what the commands share), ``theory`` (predict,
+explain, graph, compare, plot, sweep, schema) and ``training`` (plan, validate, calibrate,
+compile: torch is imported inside them).
 """
 
 from __future__ import annotations
 
 import errno
+import os
+import signal
 import sys
 
 import typer
@@ -33,6 +37,12 @@ def main() -> None:
 
     try:
         code = app(standalone_mode=False)
+    except BrokenPipeError:
+        _die_of_closed_pipe()
+    except SystemExit as exc:  # typer's own exit 1 on a closed pipe
+        if isinstance(exc.__context__, BrokenPipeError):
+            _die_of_closed_pipe()
+        raise
     except NoArgsIsHelpError as exc:
         exc.show()  # the help, when infoflow is run with no arguments
         code = 0
@@ -52,3 +62,12 @@ def main() -> None:
         typer.echo(f"error: {where}: cannot use this path ({exc.strerror})", err=True)
         code = 2
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _die_of_closed_pipe() -> None:
+    """The reader of stdout went away: end as a shell tool would, killed by SIGPIPE (status
+    141 in a shell), and write nothing more (Python's own flush at exit would fail again)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)

@@ -230,7 +230,12 @@ def note_base_values(command: str, path: Path, spec: Any) -> None:
 
 
 def console() -> Console:
-    """The console tables are printed on: the terminal's width, 120 columns into a pipe."""
+    """The console tables are printed on: the terminal's width, 120 columns into a pipe; a
+    closed pipe is left to :func:`infoflow.cli.main` (rich would exit 1 on its own)."""
     from rich.console import Console
 
-    return Console(width=None if sys.stdout.isatty() else 120)
+    class PipedConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    return PipedConsole(width=None if sys.stdout.isatty() else 120)

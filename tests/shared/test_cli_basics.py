@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SPECS, run_cli
+from conftest import SPECS, infoflow_cmd, run_cli
 from typer.testing import CliRunner
 
 import infoflow
@@ -198,3 +198,24 @@ def test_plan_quiet_does_not_say_it_measures_the_step_time(tmp_path, monkeypatch
     assert quiet.exit_code == plain.exit_code == 0, plain.output
     assert "measuring the cpu step time" in plain.stderr
     assert "measuring" not in quiet.stderr and "about" in quiet.stdout
+
+
+@pytest.mark.parametrize("format", ["table", "jsonl"])
+def test_a_pipe_closed_early_ends_the_command_by_sigpipe_without_a_word(format: str) -> None:
+    """``infoflow predict ... | head -c 1``: the reader stops; the command dies of SIGPIPE as
+    ``cat`` would (141 in a shell), not exit 1 with a traceback or rich's silent 1."""
+    import signal
+    import subprocess
+
+    specs = sorted(str(p) for p in SPECS.glob("*/*.json"))  # 0.8 MB: past a pipe's buffer
+    with subprocess.Popen(
+        [*infoflow_cmd(), "predict", *specs, "-f", format],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout.read(1)
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        code = process.wait(timeout=600)
+    assert code == -signal.SIGPIPE, (code, stderr)
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
