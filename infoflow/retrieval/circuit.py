@@ -201,8 +201,9 @@ class Circuit:
 
     @property
     def reads_norm(self) -> bool:
-        """Whether a head reads the tokens' squared norm from LayerNorm's scale."""
-        return any(f.key == SQNORM for h in self.heads for f in h.score)
+        """Whether a head reads the tokens' squared norm from LayerNorm's scale (scores or
+        copies it)."""
+        return any(SQNORM in head_reads(h) for h in self.heads)
 
     def decoders(self, layer: int) -> list[Mlp]:
         """The MLPs of ``layer`` built from exact inputs (not written exactly)."""

@@ -30,7 +30,7 @@ import itertools
 import re
 from dataclasses import replace
 
-from infoflow.retrieval.circuit import SQNORM, Head, Mlp
+from infoflow.retrieval.circuit import SQNORM, Head, Mlp, head_reads
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.types import EVERY, Comparison, Factor, Placement, Schedule
 
@@ -90,7 +90,7 @@ def _fits(parts: list[Part], maps: list[dict[int, int]], heads: tuple[int, ...])
 
 
 def _reads_norm(part: Part) -> bool:
-    return any(f.key == SQNORM for h in part[0] for f in h.score)
+    return any(SQNORM in head_reads(h) for h in part[0])
 
 
 def pairing(parts: list[Part], used: list[list[int]], schedule: Schedule) -> list | None:

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices, names, product_factors, reads, rename
-from infoflow.retrieval.circuit import TOKENS, Circuit, Copy
+from infoflow.retrieval.circuit import CONST, MIRROR, SQNORM, TOKENS, Circuit, Copy, Head
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce
 from infoflow.retrieval.infinite_values import MAX_CELLS, counts, tuples
@@ -118,7 +118,7 @@ def pooled_term(circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec) -
     if len(offsets) != 1:
         raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
     (offset,) = offsets
-    matrix = forms.linear(unshift(term.body, var, offset), var)
+    source, matrix, factor = _pooled_score(unshift(term.body, var, offset), var)
     if math.prod(v.size or spec.seq_len for v in term.variables) > MAX_CELLS:
         raise Unbuildable(
             f"{forms.text(term)}: its tuples are counted on a grid of T^{len(own)} cells, more "
@@ -134,8 +134,12 @@ def pooled_term(circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec) -
     for position, weight in enumerate(weights, 1):
         if weight:  # 0 wherever s + offset is out of range
             at[position + offset - 1] += weight
-    out = circuit.add(f"{tag}.out", circuit.channels[TOKENS] if matrix == "I" else 1)
-    copy = Copy(TOKENS, out, matrix, float(sum(at)))
+    if source == SQNORM:  # LayerNorm's scale carries it beside the tokens' mirror
+        circuit.add(MIRROR, circuit.channels[TOKENS])
+        circuit.add(CONST, 1)
+    vector = source == TOKENS and matrix == "I"
+    out = circuit.add(f"{tag}.out", circuit.channels[TOKENS] if vector else 1)
+    copy = Copy(source, out, matrix, factor * sum(at))
     if len(set(at)) == 1:  # every position, each once (or n times: a constant factor)
         return [pooling.circuit_head(copy, f"the readout sums the score into {out}")], []
     if not circuit.positional_encoding:
@@ -148,22 +152,56 @@ def pooled_term(circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec) -
     return [pooling.circuit_head(copy, does, weights=logits)], []
 
 
+def _pooled_score(body: Node, var: str) -> tuple[str, str, float]:
+    """(what a head copies, its matrix, a factor) for a sum's score: a linear score of the
+    token (its matrix), or its squared norm c |x|^2, read from LayerNorm's scale
+    (:data:`~.circuit.SQNORM`; so the diagonal of a pair score, summed, since 2026-12-07)."""
+    try:
+        return TOKENS, forms.linear(body, var), 1.0
+    except Unbuildable:
+        norm = forms.own_norm(body, var)
+        if norm is None or not norm[0]:
+            raise
+        return SQNORM, "I", norm[1]
+
+
 def shared_pools(parts: list) -> list:
-    """Terms built as one averaging head each (no MLP) that weigh the positions alike (the
-    same score: none, or the same logit channel) as one head copying each term's value, as
-    the engine plans them (:func:`~.pooled_sums.merge_pools`): ``sum x[t][0] + sum x[t][1]``
-    is one head (until 2026-12-06, one each)."""
-    groups: dict[tuple, list[int]] = {}
-    for i, (heads, mlps, _) in enumerate(parts):
-        if len(heads) == 1 and not mlps and heads[0].mechanism == "pooling":
-            groups.setdefault(heads[0].score, []).append(i)
+    """Terms built from averaging heads of layer 1 (and the MLPs of layer 1 that multiply
+    what they pool: :mod:`.circuit_products`) that weigh the positions alike (the same score:
+    none, or the same logit channel) as one part, each weighing one head copying every such
+    term's value, as the engine plans them (:func:`~.pooled_sums.merge_pools`): ``sum x[t][0]
+    + sum x[t][1]`` is one head (until 2026-12-06, one each), and so is ``sum x[t][0] * sum
+    x[t][1] + sum x[t][2]`` (2026-12-07). The part moves as a whole in the layout."""
+    pooled = [i for i, part in enumerate(parts) if _pooled_part(part)]
+    groups: list[tuple[list[int], set]] = []
+    for i in pooled:
+        scores = {h.score for h in parts[i][0]}
+        joined = [g for g in groups if g[1] & scores]
+        members = sorted([i, *(m for g in joined for m in g[0])])
+        scores = scores.union(*(g[1] for g in joined))
+        groups = [g for g in groups if not any(g is j for j in joined)] + [(members, scores)]
     out = list(parts)
-    for members in (m for m in groups.values() if len(m) > 1):
-        heads = [parts[i][0][0] for i in members]
-        does = "; ".join(h.does for h in heads)
-        values = tuple(v for h in heads for v in h.values)
-        merged = replace(heads[0], values=values, does=does)
-        out[members[0]] = ([merged], [], parts[members[0]][2])
+    for members, _ in groups:
+        if len(members) == 1:
+            continue
+        heads: dict[tuple, Head] = {}
+        for head in (h for i in members for h in parts[i][0]):
+            first = heads.setdefault(head.score, head)
+            if first is not head:
+                does = f"{first.does}; {head.does}"
+                heads[head.score] = replace(first, values=first.values + head.values, does=does)
+        mlps = [m for i in members for m in parts[i][1]]
+        out[members[0]] = (list(heads.values()), mlps, parts[members[0]][2])
         for i in members[1:]:
             out[i] = None
     return [part for part in out if part is not None]
+
+
+def _pooled_part(part) -> bool:
+    """Whether a term is averaging heads of layer 1 and products of what they pool."""
+    heads, mlps, _ = part
+    return (
+        bool(heads)
+        and all(h.mechanism == "pooling" and h.layer == 1 for h in heads)
+        and all(m.function == "product" and m.layer == 1 for m in mlps)
+    )

@@ -13,7 +13,10 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
 - ``sum`` over one token of a linear score (``dot(q, x[t])``, ``x[t][j]``, ``x[t]``): pooling
   (at an offset, or tested against numbers: over the positions it reads, the rest left out
   by their logits; with indices it does not read, counted: a constant factor, or weights on
-  the positions: :mod:`.circuit_sums`);
+  the positions: :mod:`.circuit_sums`); of a squared norm, read from LayerNorm's scale;
+- a product of two such sums, or a sum over two tokens whose score factors into one
+  (``dot(x[s], x[t])``, ``x[s][0] * x[t][1]``): both pooled, the MLP multiplying
+  (:mod:`.circuit_products`);
 - ``max``/``min`` over one token of a linear score: one max-position retrieval;
 - ``max``/``min`` over two tokens of ``dot`` or ``bilinear``: two retrievals and a decode;
 - ``max``/``min`` over two tokens of ``norm`` or ``sqnorm`` of ``x[s] + x[t]`` (or ``-``,
@@ -67,6 +70,7 @@ from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_pairs import pair_term, partner_term, star_term
+from infoflow.retrieval.circuit_products import pooled_product, product_term, staggered
 from infoflow.retrieval.circuit_sums import pooled_term, shared_pools
 from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
 from infoflow.retrieval.circuit_tokens import fixed_positions, retrieval_term
@@ -212,7 +216,10 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
         else _sum_built(circuit, terms_of(piece, spec.seq_len), spec, parts, built, bool(split))
         for piece in (split[1] if split else (tree,))
     ]
-    laid, how, paired = lay_out(shared_pools(parts), circuit.heads_per_layer, schedule)
+    try:
+        laid, how, paired = lay_out(shared_pools(parts), circuit.heads_per_layer, schedule)
+    except Unbuildable:  # a product's two sums a layer apart ([1, 1] rather than [2])
+        laid, how, paired = lay_out(staggered(parts), circuit.heads_per_layer, schedule)
     if paired is not None:  # each term's heads after its own engine part's steps
         laid = [
             (named(heads, part_sentences(q)) if q else heads, mlps)
@@ -302,6 +309,9 @@ def _kind(term: Node, written: str) -> tuple[str, int] | None:
 def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[list, list]:
     """The heads and MLPs of one term (not a fixed position, its constant factors already
     taken out: its output carries the value of the term as written)."""
+    product = pooled_product(term)
+    if product is not None:  # (sum f) (sum g), or a sum over s and t that factors into it
+        return product_term(circuit, product, tag, spec)
     if not isinstance(term, Reduce) or not all(v.is_token for v in term.variables):
         raise Unbuildable(f"the term {forms.text(term)} is not a reduction over tokens")
     term = unordered_reduce(term)  # s < t over a symmetric score is s != t, as planned

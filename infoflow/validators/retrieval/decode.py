@@ -23,7 +23,7 @@ import math
 import torch
 from torch import Tensor
 
-from infoflow.retrieval.circuit import POSITIONS, SQNORM, Head, Mlp
+from infoflow.retrieval.circuit import LEFT_OUT, POSITIONS, SQNORM, Head, Mlp
 from infoflow.validators.retrieval.circuit_to_weights import TooNarrow, Weights
 from infoflow.validators.retrieval.targets import sample_inputs
 
@@ -45,6 +45,28 @@ def exact_inputs(weights: Weights, mlp: Mlp, generator: torch.Generator) -> tupl
         values = values - (partner**2).sum(-1)
     kept = values.isfinite().reshape(-1)  # a token a window leaves without a partner: none
     return torch.cat([x, partner], -1).reshape(-1, 2 * d)[kept], values.reshape(-1)[kept]
+
+
+def pooled_inputs(weights: Weights, mlp: Mlp, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """[N, width] inputs and [N] targets of a ``product``: what each pooling head writes into
+    the readout (its copy's ``scale * M x`` averaged over the positions by their weights, the
+    weights e^logit, exactly 0 where a position is left out), and their bilinear form."""
+    circuit, t = weights.circuit, weights.seq_len
+    x = sample_inputs(weights.spec, SAMPLES, t, generator).to(weights.dtype)
+    pooled = []
+    for group in mlp.inputs:
+        head, copy = next((h, c) for h in circuit.heads for c in h.values if c.dest == group)
+        share = torch.ones(t, dtype=weights.dtype)
+        if head.score:  # a logit channel: log w(p)
+            held = torch.tensor(circuit.logits[head.score[0].key], dtype=weights.dtype)
+            share = torch.where(held == LEFT_OUT, 0.0, held.exp())
+        if copy.source == SQNORM:  # c |x|^2
+            read = (x**2).sum(-1, keepdim=True)
+        else:
+            read = x @ weights.matrix(copy.matrix, circuit.width_of(group), weights.d).T
+        pooled.append(copy.scale * torch.einsum("p,bpk->bk", share / share.sum(), read))
+    z = torch.cat(pooled, -1)
+    return z, ((z @ _form(weights, mlp)) * z).sum(-1)
 
 
 def _retrieval(weights: Weights, mlp: Mlp, generator: torch.Generator):
@@ -93,7 +115,8 @@ def build_decoders(weights: Weights, seed: int = 0) -> dict[str, float]:
                 z, y = y[:, None], y.sqrt()
                 reads = weights.read(mlp.inputs[0])
             else:
-                z, y = exact_inputs(weights, mlp, generator)
+                found = pooled_inputs if mlp.function == "product" else exact_inputs
+                z, y = found(weights, mlp, generator)
                 directions, knots, w, bias = _interpolant(z, _form(weights, mlp), share)
                 reads = torch.cat([weights.read(group) for group in mlp.inputs], dim=1)
             units = weights.units(layer, share)
@@ -137,9 +160,17 @@ def _best_squares(weights: Weights, root: Mlp, generator: torch.Generator) -> Te
 
 
 def _form(weights: Weights, mlp: Mlp) -> Tensor:
-    """The symmetric Q [2d, 2d] of the MLP's quadratic function z^T Q z: x(s)^T M x(t), or
-    |x(s)|^2 + 2 sign x(s).x(t)."""
+    """The symmetric Q of the MLP's quadratic function z^T Q z of its inputs z: x(s)^T M x(t),
+    |x(s)|^2 + 2 sign x(s).x(t), or a ``product``'s a^T M b (a^T M a of one input)."""
     d = weights.d
+    if mlp.function == "product":
+        sizes = [weights.circuit.width_of(group) for group in mlp.inputs]
+        matrix = weights.matrix(mlp.matrix, sizes[0], sizes[-1])
+        if len(sizes) == 1:
+            return (matrix + matrix.T) / 2
+        form = torch.zeros(sum(sizes), sum(sizes), dtype=weights.dtype)
+        form[: sizes[0], sizes[0] :], form[sizes[0] :, : sizes[0]] = matrix / 2, matrix.T / 2
+        return form
     form = torch.zeros(2 * d, 2 * d, dtype=weights.dtype)
     if mlp.function == "bilinear":
         matrix = weights.matrix(mlp.matrix, d, d)
@@ -166,8 +197,7 @@ def _interpolant(z: Tensor, form: Tensor, width: int) -> tuple[Tensor, Tensor, T
     """z^T Q z = sum_k lambda_k (v_k . z)^2 over the eigenvectors of the symmetric Q; each
     square, piecewise linear on ``width / k`` evenly spaced knots over [-R, R] (R = RANGE
     times the largest projection of ``z``), is a sum of ReLUs. Returns (directions
-    [2d, width], knot offsets [width], output weights [width], bias)."""
-    d = form.shape[0] // 2
+    [n, width] for n inputs, knot offsets [width], output weights [width], bias)."""
     values, vectors = torch.linalg.eigh(form)
     kept = values.abs() > 1e-9 * values.abs().max()
     values, vectors = values[kept], vectors[:, kept]
@@ -183,7 +213,7 @@ def _interpolant(z: Tensor, form: Tensor, width: int) -> tuple[Tensor, Tensor, T
     bias = float((values * knots[:, 0] ** 2).sum())
     directions = vectors.repeat_interleave(per, dim=1)
     pad = width - directions.shape[1]  # units left over carry nothing
-    directions = torch.cat([directions, torch.zeros(2 * d, pad, dtype=z.dtype)], dim=1)
+    directions = torch.cat([directions, torch.zeros(len(form), pad, dtype=z.dtype)], dim=1)
     offsets = torch.cat([-knots.reshape(-1), torch.zeros(pad, dtype=z.dtype)])
     weights = torch.cat([weights, torch.zeros(pad, dtype=z.dtype)])
     return directions, offsets, weights, bias

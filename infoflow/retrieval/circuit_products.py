@@ -1,0 +1,129 @@
+"""Products of two sums over tokens -> what compile builds for them: a stage of
+:mod:`~infoflow.retrieval.schedule_to_circuit`.
+
+A sum over two tokens of a score that factors, ``f(x[s]) g(x[t])`` or ``x[s]^T M x[t]``, each
+index tested against numbers and T only, is the product of two sums: (sum_s f) (sum_t g), or
+(sum_s x)^T M (sum_t x); so is a product of two sums written as one. The engine pools it (one
+averaging head, the readout's MLP multiplying). Compile builds each sum as an averaging head
+(:func:`~.circuit_sums.pooled_term`; two sums weighing the positions alike are copied by one
+head, and a sum read twice, ``sum(dot(x[s], x[t]) for s in T for t in T)`` = |sum x|^2, is
+pooled once), and the MLP of the same layer decodes their bilinear form (an Mlp of function
+``product``, built like every decode from exact inputs: :mod:`~.decode`). Until 2026-12-07
+compile refused both (a sum read two indices; the product was not a reduction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from infoflow.retrieval import circuit_forms as forms
+from infoflow.retrieval.algebra import free_indices, key, normal, product_factors
+from infoflow.retrieval.circuit import Circuit, Mlp
+from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.circuit_sums import pooled_term
+from infoflow.retrieval.expression import SEQUENCE, Node, Reduce, Token
+from infoflow.retrieval.spec import RetrievalSpec
+
+
+@dataclass(frozen=True)
+class Product:
+    """``scale * left^T M right``: two sums over one token each, M named by ``matrix`` (the
+    identity between two numbers)."""
+
+    scale: Fraction
+    left: Reduce
+    right: Reduce
+    matrix: str = "I"
+
+
+def pooled_product(term: Node) -> Product | None:
+    """``term`` as a product of two sums over one token each, or None: a sum over two tokens
+    of a bilinear score or of a product of a linear score of each, every condition naming one
+    of the two (against numbers or T), or a product of two sums written as one."""
+    if isinstance(term, Reduce):
+        return _factored_sum(term)
+    scale, factors = product_factors(term)
+    if len(factors) != 2 or not all(_one_token_sum(f) for f in factors):
+        return None
+    return Product(scale, *factors)
+
+
+def _factored_sum(term: Reduce) -> Product | None:
+    """A sum over s and t whose score and conditions factor into one over s and one over t."""
+    names = [v.name for v in term.variables]
+    if term.op != "sum" or len(names) != 2 or not all(v.is_token for v in term.variables):
+        return None
+    s, t = names
+    own = {s: [], t: []}
+    for condition in term.conditions:
+        named = {side for side in (condition.left, condition.right) if isinstance(side, str)}
+        named.discard(SEQUENCE)
+        if len(named) != 1 or not named <= {s, t}:
+            return None  # a test between the two (s < t, a window): no product
+        own[named.pop()].append(condition)
+    scale, factors = product_factors(term.body)
+    if len(factors) == 1:  # x[s]^T M x[t]
+        try:
+            matrix = forms.bilinear(factors[0], s, t)
+        except Unbuildable:
+            return None
+        left, right = Token(s), Token(t)
+    else:
+        readers = [free_indices(f) for f in factors]
+        if len(factors) != 2 or sorted(map(sorted, readers)) != sorted([[s], [t]]):
+            return None
+        left, right = factors if readers[0] == {s} else factors[::-1]
+        matrix = "I"
+    return Product(
+        scale,
+        Reduce("sum", (term.variables[0],), left, tuple(own[s])),
+        Reduce("sum", (term.variables[1],), right, tuple(own[t])),
+        matrix,
+    )
+
+
+def _one_token_sum(node: Node) -> bool:
+    return (
+        isinstance(node, Reduce)
+        and node.op == "sum"
+        and len(node.variables) == 1
+        and node.variables[0].is_token
+    )
+
+
+def product_term(circuit: Circuit, product: Product, tag: str, spec: RetrievalSpec):
+    """The heads and MLP of ``product``: each sum pooled into its channel (one head where
+    both weigh the positions alike, one channel where they are one sum), the MLP of layer 1
+    writing ``scale * left^T M right`` into ``tag.out``."""
+    left, _ = pooled_term(circuit, product.left, f"{tag}.left", spec)
+    inputs = (f"{tag}.left.out",)
+    heads = left
+    if normal(key(product.left)) != normal(key(product.right)):
+        right, _ = pooled_term(circuit, product.right, f"{tag}.right", spec)
+        inputs += (f"{tag}.right.out",)
+        if right[0].score == left[0].score:  # alike: one head copies both
+            values = left[0].values + right[0].values
+            heads = [replace(left[0], values=values, does=f"{left[0].does}; {right[0].does}")]
+        else:
+            heads = left + right
+    widths = {circuit.channels[group] for group in inputs}
+    if product.matrix == "I" and len(widths) > 1:
+        raise Unbuildable(f"a product of {' and '.join(inputs)}: a vector beside a number")
+    matrix = forms.combined([(product.scale, product.matrix)])
+    out = circuit.add(f"{tag}.out", 1)
+    does = f"{inputs[0]}^T {matrix} {inputs[-1]}"
+    return heads, [Mlp(1, "decode", inputs, out, matrix, does=does, function="product")]
+
+
+def staggered(parts: list) -> list:
+    """``parts`` with each product that pools its two sums in two heads of layer 1 pooling the
+    second in layer 2 instead, where the MLP multiplies them: two layers of one head (the
+    engine's [1, 1]) rather than one of two. Parts laid out this way are not shared."""
+    out = []
+    for heads, mlps, kind in parts:
+        if len(heads) == 2 and mlps and all(m.function == "product" for m in mlps):
+            heads = [heads[0], replace(heads[1], layer=2)]
+            mlps = [replace(m, layer=2) for m in mlps]
+        out.append((heads, mlps, kind))
+    return out

@@ -1,0 +1,100 @@
+"""Compile builds products of two sums (``circuit_products.py``): a sum over two tokens whose
+score factors (``x[s]^T M x[t]``, ``f(x[s]) g(x[t])``, each index tested on its own) and a
+product of two sums written as one are two pooled sums, which the MLP of their layer
+multiplies; a sum of a token's squared norm is pooled from LayerNorm's scale. Until 2026-12-07
+compile refused all three."""
+
+from __future__ import annotations
+
+import pytest
+from test_compile import spec
+
+from infoflow.core.errors import SpecError
+from infoflow.retrieval.circuit_products import pooled_product
+from infoflow.retrieval.schedule_to_circuit import circuit_of
+from infoflow.retrieval.text_to_expression import parse_target
+from infoflow.validators.retrieval import construction
+
+#: A product at an offset beside a sum that shares its head.
+MIXED = "2 * sum(x[t][0] for t in T) * sum(dot(q, x[t-1]) for t in T) - sum(x[t][2] for t in T)"
+#: A decode MLP's interpolant at width 512 (the pooling heads themselves are exact).
+DECODED = 1e-5
+
+
+def _built(target: str, heads: list[int]) -> construction.Witness:
+    return construction.build(
+        spec(target, heads, seq_len=8, positional_encoding=True), beta=100, width=512
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "heads", "inputs"),
+    [
+        ("sum(dot(x[s], x[t]) for s in T for t in T)", [1], 1),  # |sum x|^2: one sum
+        ("sum(bilinear(x[s], A, x[t]) for s in T for t in T)", [1], 1),
+        ("sum(dot(q, x[s]) * dot(q, x[t]) for s in T for t in T)", [1], 1),
+        ("sum(x[t][0] for t in T) * sum(x[t][1] for t in T)", [1], 2),  # one head, two copies
+        ("sum(sqnorm(x[s]) * x[t][0] for s in T for t in T)", [1], 2),
+        ("sum(x[s][0] * x[t][1] for s in T for t in T if s <= 3)", [2], 2),  # two weighings
+        (MIXED, [2], 2),
+    ],
+)
+def test_a_product_of_two_sums_is_pooled_and_multiplied(target, heads, inputs) -> None:
+    built = _built(target, heads)
+    assert built.nmse < DECODED, built.nmse
+    (mlp,) = built.circuit.mlps
+    assert (mlp.kind, mlp.function, len(mlp.inputs)) == ("decode", "product", inputs)
+    assert all(h.mechanism == "pooling" for h in built.circuit.heads)
+    assert len(built.circuit.heads) == sum(heads)  # a third sum shares a head (the last)
+
+
+def test_two_weighings_take_two_layers_of_one_head_where_the_engine_plans_them() -> None:
+    """The engine's [1, 1] for a product whose sums weigh the positions apart: the second
+    sum is pooled in layer 2, where the MLP multiplies."""
+    built = _built("sum(x[s][0] * x[t][1] for s in T for t in T if s <= 3)", [1, 1])
+    assert built.nmse < DECODED, built.nmse
+    assert [h.layer for h in built.circuit.heads] == [1, 2]
+    assert [m.layer for m in built.circuit.mlps] == [2]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sum(sqnorm(x[t]) for t in T)",
+        "sum(sqnorm(2 * x[t-1]) for t in T if t <= 5)",  # c |x|^2 at an offset, weighed
+        "sum(dot(x[t], x[t]) for t in T)",
+    ],
+)
+def test_a_sum_of_squared_norms_is_pooled_from_layernorm_s_scale(target: str) -> None:
+    built = _built(target, [1])
+    assert built.nmse < 1e-9, built.nmse
+    assert built.circuit.reads_norm and not built.circuit.mlps
+
+
+def test_a_sum_over_unequal_pairs_is_every_pair_less_the_diagonal() -> None:
+    """sum over s != t of dot(x[s], x[t]) as the engine reads it: |sum x|^2 - sum |x|^2,
+    one head pooling both."""
+    built = _built("sum(dot(x[s], x[t]) for s in T for t in T if s != t)", [1])
+    assert built.nmse < DECODED, built.nmse
+    assert len(built.circuit.heads) == 1
+    assert any("engine's reading" in note for note in built.circuit.notes)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sum(x[s][0] * x[t][1] for s in T for t in T if s < t)",  # a test between the two
+        "sum(x[s][0] * x[t][1] for s in T for t in T if abs(s - t) <= 2)",
+        "sum(x[s][0] * x[t][1] * x[s][2] for s in T for t in T)",  # not linear in x[s]
+        "sum(x[s][0] * x[s][1] for s in T for t in T)",  # reads one index only
+        "sum(dot(x[s], x[t-1]) for s in T for t in T)",  # an offset in a pair score
+    ],
+)
+def test_a_sum_that_does_not_factor_is_no_product(target: str) -> None:
+    assert pooled_product(parse_target(target)) is None
+
+
+def test_a_norm_not_squared_is_still_refused() -> None:
+    """The sum of |x| is no pooled read: each root would need an MLP before the pooling."""
+    with pytest.raises(SpecError, match="not a linear score"):
+        circuit_of(spec("sum(norm(x[t]) for t in T)", [1], seq_len=8))
