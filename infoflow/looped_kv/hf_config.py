@@ -28,6 +28,7 @@ other quantized weights refused by method.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +230,10 @@ def _quantization(quantized: Any, path: Path) -> dict[str, Any]:
     """The weight_quantization fields of a quantization_config: fp8 with block scales, MXFP4
     experts, GPTQ or AWQ (the LM head exempt at most); any other method, format or
     exemption is refused by name."""
-    method = quantized.get("quant_method") if isinstance(quantized, dict) else quantized
+    if not isinstance(quantized, dict):  # a review found "fp8" read as the method, then a crash
+        shown = one_line(json.dumps(quantized), 80)
+        raise FieldError("hf_config", f"{path}: quantization_config is an object, not {shown}")
+    method = quantized.get("quant_method")
     if method not in ("fp8", "mxfp4", "gptq", "awq"):
         message = f"{path}: weights quantized by {method!r} are not counted (fp8 with block "
         message += "scales, MXFP4 experts, GPTQ and AWQ are): refused, not counted as bf16"
@@ -265,7 +269,12 @@ def _integer_weights(method: str, quantized: dict[str, Any], path: Path) -> dict
         raise FieldError("hf_config", message + "layout are not counted: refused")
     fields = {"method": method, "bits": bits, "group_size": None if group == -1 else group}
     if method == "awq":
-        fields["zero_point"] = bool(quantized.get("zero_point", True))
+        zero_point = quantized.get("zero_point", True)
+        if not isinstance(zero_point, bool):  # "false" would be true (a review)
+            shown = one_line(json.dumps(zero_point), 80)
+            message = f"{path}: quantization_config.zero_point is true or false, not {shown}"
+            raise FieldError("hf_config", message)
+        fields["zero_point"] = zero_point
     return fields
 
 

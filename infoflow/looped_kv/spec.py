@@ -8,6 +8,7 @@ next to it override what the file says.
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from pathlib import Path
 from typing import Literal
@@ -15,8 +16,10 @@ from typing import Literal
 from pydantic import (
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     NonNegativeInt,
     PositiveInt,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -24,6 +27,7 @@ from pydantic import (
 
 from infoflow.core.errors import FieldError
 from infoflow.core.spec_base import SpecBase, StrictModel, existing_path, fill_derived
+from infoflow.core.text import one_line
 from infoflow.looped_kv.hf_config import read_hf_config
 from infoflow.looped_kv.parts import Experts, LatentAttention, MambaLayers, WeightQuantization
 from infoflow.looped_kv.serving import DEVICES, QUANTIZED, CacheDType, Serving
@@ -158,16 +162,35 @@ class LoopedModel(StrictModel):
     def _resolve_checkpoint(cls, value: str | None, info: ValidationInfo) -> str | None:
         return existing_path(value, info, "checkpoint folder", folder=True)
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _merge_hf_config(cls, data: object, info: ValidationInfo) -> object:
-        if isinstance(data, dict) and data.get("hf_config") is not None:
-            if not isinstance(data["hf_config"], str):
-                raise FieldError("hf_config", "must be a path (a string)")
-            base_dir = Path((info.context or {}).get("base_dir", "."))
-            required = frozenset(n for n, f in cls.model_fields.items() if f.is_required())
-            return {**read_hf_config(base_dir / data["hf_config"], required), **data}
-        return data
+    def _merge_hf_config(
+        cls, data: object, handler: ModelWrapValidatorHandler, info: ValidationInfo
+    ) -> LoopedModel:
+        """The config's fields under the spec's own; a value the config gave that does not
+        pass is blamed on the config file (a review found them blamed on the spec's field)."""
+        if not isinstance(data, dict) or data.get("hf_config") is None:
+            return handler(data)
+        if not isinstance(data["hf_config"], str):
+            raise FieldError("hf_config", "must be a path (a string)")
+        base_dir = Path((info.context or {}).get("base_dir", "."))
+        required = frozenset(n for n, f in cls.model_fields.items() if f.is_required())
+        read = read_hf_config(base_dir / data["hf_config"], required)
+        try:
+            return handler({**read, **data})
+        except ValidationError as exc:
+            for err in exc.errors():
+                cause = err.get("ctx", {}).get("error")
+                loc = [str(part) for part in err["loc"]]
+                loc += cause.field.split(".") if isinstance(cause, FieldError) else []
+                if loc and loc[0] in read and loc[0] not in data:
+                    why = str(cause) if cause else err["msg"]
+                    value = one_line(json.dumps(err.get("input")), 80)
+                    message = f"{data['hf_config']} gives the model's {'.'.join(loc)}"
+                    if not isinstance(cause, FieldError):
+                        message += f" = {value}"
+                    raise FieldError("hf_config", f"{message}: {why}") from None
+            raise
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> LoopedModel:

@@ -19,6 +19,10 @@ CONFIGS = LOOPED_KV / "hf_configs"
 FP8 = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
 
 
+#: AWQ weights whose zero point is written as a string.
+AWQ_ZERO = {"quant_method": "awq", "bits": 4, "zero_point": "false"}
+
+
 def config(name: str) -> dict:
     return json.loads((CONFIGS / f"{name}.json").read_text())
 
@@ -551,6 +555,21 @@ def test_integer_weights_the_calculator_cannot_place_are_refused(
         ("qwen2-7b", {"max_window_layers": "28"}, "'max_window_layers' is '28'"),
         ("qwen3-30b-a3b", {"decoder_sparse_step": 0}, "a value of a type or size"),
         ("qwen3-30b-a3b", {"mlp_only_layers": 3}, "a value of a type or size"),
+        # a review (2026-12-07): a traceback, a silent true, and values blamed on the spec
+        (
+            "ouro-1.4b",
+            {"quantization_config": "fp8"},
+            'quantization_config is an object, not "fp8"',
+        ),
+        (
+            "llama-3-8b",
+            {"quantization_config": AWQ_ZERO},
+            'zero_point is true or false, not "false"',
+        ),
+        ("ouro-1.4b", {"total_ut_steps": 0}, "gives the model's loops = 0: Input should be"),
+        ("llama-3-8b", {"num_key_value_heads": 0}, "gives the model's kv_heads = 0"),
+        ("deepseek-v3", {"qk_rope_head_dim": None}, "latent_attention.rope_dim = null"),
+        ("huginn-0125", {"padded_vocab_size": "65536"}, 'vocab_size: the string "65536"'),
     ],
 )
 def test_a_config_value_of_the_wrong_type_is_refused_naming_the_file(
