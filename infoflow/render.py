@@ -105,11 +105,14 @@ def to_markdown(result: Result) -> str:
 
 def to_latex(result: Result) -> str:
     """A LaTeX table of one result: each prediction with its value, bound, provenance and,
-    for formulas, the expression in maths mode (for a paper: a reconstruction stays marked)."""
+    for formulas, the expression in maths mode (for a paper: a reconstruction stays marked);
+    the result's messages (a measured boundary it disagrees with) as comments above it (they
+    were dropped: a review)."""
     import sympy
 
     lines = [
         f"% {one_line(result.caption())}",
+        *(f"% {one_line(message, 10_000)}" for message in result.messages),
         r"\begin{tabular}{lllll}",
         r"\hline",
         r"prediction & value & bound & provenance & expression \\",

@@ -48,6 +48,8 @@ NUMERIC_SETTINGS = (
 #: recorded without them trained with (a published number without them: :func:`with_recipe`).
 RECIPE_DEFAULTS = {name: Training.model_fields[name].default for name in ADDED_TRAINING}
 CATEGORICAL_SETTINGS = ("mixture", *RECIPE_DEFAULTS)
+#: The numeric settings a run may set to 0.
+MAY_BE_ZERO = ("weight_decay",)
 #: A published number's recipe setting its source does not give: it matches no spec.
 UNRECORDED = "unrecorded"
 MAX_EXPONENT = 20.0
@@ -104,16 +106,19 @@ class Exponents(_Strict):
 
 
 def complete_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Every setting an anchor is compared on, the numeric ones positive (context_len at
-    least 3, where g(N) = N / ln N grows, and states at least 2, as the working forms need),
+    """Every setting an anchor is compared on, the numeric ones positive (weight decay may be
+    0; context_len at least 3, where g(N) = N / ln N grows, and states at least 2, as the
+    working forms need),
     the recipe's as a spec takes them where given (:func:`with_recipe` fills the rest)."""
     missing = [k for k in (*NUMERIC_SETTINGS, "mixture") if k not in settings]
     if missing:
         raise ValueError(f"settings lacks {', '.join(missing)}")
     for key in NUMERIC_SETTINGS:
         value = settings[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise ValueError(f"settings.{key} must be a positive number (got {value!r})")
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not (value > 0 or (value == 0 and key in MAY_BE_ZERO)):
+            what = "a number, 0 or more" if key in MAY_BE_ZERO else "a positive number"
+            raise ValueError(f"settings.{key} must be {what} (got {value!r})")
     if settings["context_len"] < 3 or settings["states"] < 2:
         raise ValueError("settings.context_len must be at least 3 and settings.states at least 2")
     for key in RECIPE_DEFAULTS:  # a review: "decay": "bogus" loaded, and matched no spec
@@ -282,10 +287,18 @@ def settings_of(spec) -> dict[str, Any]:
 
 def distance(a: dict[str, Any], b: dict[str, Any]) -> float:
     """Sum of |log ratio| over the numeric settings plus 1 per differing category (a recipe
-    setting missing is its default)."""
+    setting missing is its default); a weight decay of 0 against another counts 1, as a
+    category (its log ratio was a division by zero: a review)."""
     a, b = {**RECIPE_DEFAULTS, **a}, {**RECIPE_DEFAULTS, **b}
-    total = sum(abs(math.log(a[k] / b[k])) for k in NUMERIC_SETTINGS if k in a and k in b)
+    total = sum(_apart(a[k], b[k]) for k in NUMERIC_SETTINGS if k in a and k in b)
     return total + sum(a.get(k) != b.get(k) for k in CATEGORICAL_SETTINGS)
+
+
+def _apart(a: float, b: float) -> float:
+    """How far two settings lie: |log ratio|, or 1 where one is 0 and the other is not."""
+    if a == b:
+        return 0.0
+    return 1.0 if not a or not b else abs(math.log(a / b))
 
 
 def differences(anchor: dict[str, Any], settings: dict[str, Any]) -> list[str]:

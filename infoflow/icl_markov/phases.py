@@ -17,10 +17,15 @@ CONTRADICTION = (
 )
 
 
-def contradiction(k: int, k1: float | None, k2: float) -> bool:
+def contradiction(k: int, k1: float | None, k2: float, interval=None) -> bool:
     """K*_1 >= K*_2 and K between them: the race says memorization forms first (K < K*_1),
-    the capacity says K chains cannot be stored (K >= K*_2); the module predicts no phase."""
-    return k1 is not None and k2 <= k < k1
+    the capacity says K chains cannot be stored (K >= K*_2); the module predicts no phase.
+    Without a K*_1 value, a K at or below the low end of its one-sided interval (the race's
+    tie off its grid: K < K*_1 there too) and at or above K*_2 (a review found it placed)."""
+    if k1 is None:
+        low = (interval or (0.0, math.inf))[0]
+        return k2 <= k <= low
+    return k2 <= k < k1
 
 
 #: The phases each regime passes through (paper).

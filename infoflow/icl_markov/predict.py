@@ -80,7 +80,7 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     (k1, k1_value), (k2, k2_value), (tau, tau_value) = _thresholds(spec, calibration, values)
     _check_positive(spec, k1_value, k2_value, tau_value, source)
     predictions = {"k1_star": k1, "k2_star": k2, "tau_2gen": tau}
-    torn = contradiction(spec.chains, k1_value, k2_value)
+    torn = contradiction(spec.chains, k1_value, k2_value, k1.interval)
     placed = None if torn else regime(spec.chains, k1_value, k2_value, k1.interval)
     sequence = SEQUENCES.get(placed)
     sequence = list(sequence) if sequence else None  # a copy: the caller may change it

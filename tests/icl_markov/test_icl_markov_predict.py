@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import infoflow
-from infoflow.icl_markov.calibration import LOWER_BOUND, SHIPPED, load_calibration
+from infoflow.icl_markov.calibration import LOWER_BOUND, SHIPPED, distance, load_calibration
 from infoflow.icl_markov.fit import fit, regression
-from infoflow.icl_markov.phases import FORMS
+from infoflow.icl_markov.phases import FORMS, contradiction, regime
 
 PARK = SPECS / "icl_markov" / "park2025.json"
 SMOKE = SPECS / "icl_markov" / "smoke-c3.json"
@@ -531,3 +531,37 @@ def test_calibrate_names_the_anchors_no_prediction_reads() -> None:
         ("not read: smoke-c3-98c2d3b1@2026-11-29 is listed first at these settings"),
     ) in rows
     assert {name.split(":")[1].strip() for name, _, _ in rows} == {"k1_star", "tau_2gen"}
+
+
+@pytest.mark.parametrize(
+    ("k", "interval", "torn"),
+    [
+        (32, (64, math.inf), True),  # K < 64 < K*_1 and K >= K*_2: the two disagree
+        (64, (64, math.inf), True),
+        (10, (64, math.inf), False),  # below both: placed, below K*_1
+        (80, (64, math.inf), False),  # K*_1 unknown against K: unplaced, not torn
+        (32, (0.0, 16), False),  # K >= K*_1: above K*_2, placed
+    ],
+)
+def test_a_one_sided_k1_below_which_k_chains_do_not_fit_is_a_contradiction(
+    k, interval, torn
+) -> None:
+    """The race's K*_1 off its grid (> 64) with K*_2 = 15.4: a K of 32 was placed below
+    K*_1, G1 -> M1 -> M2, where the capacity says the chains do not fit (a review)."""
+    assert contradiction(k, None, 15.4, interval) is torn
+    if torn:
+        assert regime(k, None, 15.4, interval) == "below K*_1"  # what it was placed as
+
+
+def test_no_weight_decay_is_a_setting_predicted_at_not_a_division_by_zero() -> None:
+    """weight_decay = 0 (the spec allows it) exited 2, "a division by zero", from the log
+    ratio that finds the nearest anchor (a review): it is one category apart now."""
+    spec = json.loads(SMOKE.read_text())
+    spec.pop("sweep", None)
+    spec["training"]["weight_decay"] = 0
+    result = infoflow.predict(spec)
+    decayed = infoflow.predict({**spec, "training": {**spec["training"], "weight_decay": 0.1}})
+    assert result["k1_star"].value == decayed["k1_star"].value  # the same nearest anchor
+    assert "weight_decay 0.0 vs 0.1" in result["k1_star"].note
+    assert distance({"weight_decay": 0}, {"weight_decay": 0.1}) == 1
+    assert distance({"weight_decay": 0}, {"weight_decay": 0}) == 0

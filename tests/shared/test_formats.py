@@ -11,6 +11,7 @@ import pytest
 from conftest import SPECS, run_cli
 
 import infoflow
+from infoflow import render
 from infoflow.core.records import KEYS
 from infoflow.retrieval.sweep import Sweep, lines
 
@@ -153,3 +154,15 @@ def test_the_table_folds_a_long_provenance_never_cuts_it() -> None:
     rows = [line.split("│") for line in shown.splitlines() if line.startswith("│")]
     column = "".join(cells[4].strip() for cells in rows)  # each cell's folded lines in order
     assert all(p.provenance in column for p in result.predictions.values())
+
+
+def test_latex_carries_the_result_s_messages_as_markdown_does() -> None:
+    """Park's measured boundary against final_phase at K = 64: LaTeX dropped the warning
+    the table, Markdown and JSON carry (a review); a comment above its table now."""
+    spec = json.loads((SPECS / "icl_markov" / "park2025.json").read_text())
+    spec.pop("sweep", None)
+    result = infoflow.predict({**spec, "chains": 64})
+    (message,) = result.messages
+    assert "disagrees with the boundary measured" in message
+    assert "disagrees with the boundary" in render.to_markdown(result)
+    assert f"% {message}" in render.to_latex(result)
