@@ -103,6 +103,20 @@ def to_markdown(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
+def latex_name(name: str) -> str:
+    """A symbol's name in maths mode: a word upright (``bytes``, ``mlp_width``: not the
+    product of its letters, which a review found), a Greek letter's name its letter, the
+    parts after the first underscore its subscript."""
+    from sympy.printing.latex import greek_letters_set
+
+    def word(text: str) -> str:
+        return text if len(text) == 1 else r"\mathrm{" + text.replace(" ", r"\ ") + "}"
+
+    head, *subscript = name.split("_")
+    head = "\\" + head if head in greek_letters_set else word(head)
+    return head + ("_{" + word(" ".join(subscript)) + "}" if subscript else "")
+
+
 def to_latex(result: Result) -> str:
     """A LaTeX table of one result: each prediction with its value, bound, provenance and,
     for formulas, the expression in maths mode (for a paper: a reconstruction stays marked);
@@ -119,7 +133,10 @@ def to_latex(result: Result) -> str:
         r"\hline",
     ]
     for name, p in result.predictions.items():
-        expression = f"${sympy.latex(p.expression)}$" if p.expression is not None else ""
+        expression = ""
+        if p.expression is not None:
+            names = {symbol: latex_name(symbol.name) for symbol in p.expression.free_symbols}
+            expression = f"${sympy.latex(p.expression, symbol_names=names)}$"
         cells = [f"\\texttt{{{latex_text(name)}}}", format_value(p), p.bound, p.provenance]
         row = " & ".join([cells[0], *(latex_text(c) for c in cells[1:]), expression])
         lines.append(row + r" \\")

@@ -166,3 +166,27 @@ def test_latex_carries_the_result_s_messages_as_markdown_does() -> None:
     assert "disagrees with the boundary measured" in message
     assert "disagrees with the boundary" in render.to_markdown(result)
     assert f"% {message}" in render.to_latex(result)
+
+
+@pytest.mark.parametrize(
+    ("name", "latex"),
+    [
+        ("bytes", r"\mathrm{bytes}"),  # was b y t e s, a product of five symbols
+        ("d_head", r"d_{\mathrm{head}}"),
+        ("mlp_width", r"\mathrm{mlp}_{\mathrm{width}}"),
+        ("tau_2gen_anchor", r"\tau_{\mathrm{2gen\ anchor}}"),
+        ("n_q", "n_{q}"),
+        ("T", "T"),
+        ("epsilon", r"\epsilon"),
+    ],
+)
+def test_latex_sets_a_word_upright_and_a_greek_name_as_its_letter(name, latex) -> None:
+    assert render.latex_name(name) == latex
+
+
+def test_the_latex_table_writes_each_symbol_as_latex_name_gives_it() -> None:
+    result = infoflow.predict(SPECS / "looped_kv" / "ouro-1.4b.json")
+    table = render.to_latex(result)
+    assert r"2 \mathrm{bytes} d_{\mathrm{head}} n_{\mathrm{kv}}" in table
+    maths = " ".join(re.findall(r"\$[^$]*\$", table))
+    assert maths and not re.search(r"(?<!\\mathrm\{)bytes", maths)
