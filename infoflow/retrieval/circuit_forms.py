@@ -75,6 +75,17 @@ def unscaled(node: Node) -> tuple[Fraction, Node]:
     return (c if inner.op.startswith("arg") else c * k), found
 
 
+def one_offset(term: Node, var: str, offsets: set[int]) -> int:
+    """The one offset at which ``term`` reads x[var]; refused naming how it reads it where
+    that is at none or at several (the refusal said "at one offset" for both: a review)."""
+    if len(offsets) == 1:
+        return next(iter(offsets))
+    if not offsets:
+        raise Unbuildable(f"{text(term)}: {var} indexes no token; compile retrieves one it reads")
+    shown = ", ".join(f"{o:+d}" for o in sorted(offsets))
+    raise Unbuildable(f"{text(term)}: {var} is read at {len(offsets)} offsets ({shown}), not one")
+
+
 def linear(node: Node, var: str) -> str:
     """The matrix of a score linear in ``x[var]``: ``dot(q, x[t])``, ``x[t][j]``, ``x[t]``,
     or a combination of scalar ones (``dot(p - q, x[t])``, ``x[t][0] + dot(q, x[t])``:

@@ -114,10 +114,7 @@ def pooled_term(circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec) -
             f"counted ({len(read)} read)"
         )
     (var,) = read
-    offsets = reads(term.body, var) or {0}
-    if len(offsets) != 1:
-        raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
-    (offset,) = offsets
+    offset = forms.one_offset(term, var, reads(term.body, var) or {0})
     source, matrix, factor = _pooled_score(unshift(term.body, var, offset), var)
     if math.prod(v.size or spec.seq_len for v in term.variables) > MAX_CELLS:
         raise Unbuildable(

@@ -27,10 +27,7 @@ def retrieval_term(
     var = term.variables[0].name
     if term.op in ARGS and not circuit.positional_encoding:
         raise Unbuildable(f"{forms.text(term)}: its value is a position (no PE)")
-    offsets = reads(term.body, var)
-    if len(offsets) != 1:
-        raise Unbuildable(f"{forms.text(term)}: the index is read at one offset")
-    (offset,) = offsets
+    offset = forms.one_offset(term, var, reads(term.body, var))
     body = unshift(term.body, var, offset)
     norm = forms.own_norm(body, var)
     if norm is not None and term.op in EXTREMA:

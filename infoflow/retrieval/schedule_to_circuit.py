@@ -312,8 +312,13 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     product = pooled_product(term)
     if product is not None:  # (sum f) (sum g), or a sum over s and t that factors into it
         return product_term(circuit, product, tag, spec)
-    if not isinstance(term, Reduce) or not all(v.is_token for v in term.variables):
+    if not isinstance(term, Reduce):
         raise Unbuildable(f"the term {forms.text(term)} is not a reduction over tokens")
+    if not all(v.is_token for v in term.variables):  # said "not over tokens" (a review)
+        raise Unbuildable(
+            f"{forms.text(term)}: a range index beside token indices in one reduction (a sum "
+            "over range indices alone is built, one term per value)"
+        )
     term = unordered_reduce(term)  # s < t over a symmetric score is s != t, as planned
     names = [v.name for v in term.variables]
     body, op, conditions = term.body, term.op, term.conditions

@@ -79,7 +79,7 @@ def test_where_neither_reading_builds_the_written_reason_is_given() -> None:
         (
             "argmax(dot(q, x[t-2]) for t in T) - min(max(x[t][0] for t in T if t <= s) for s in T)",
             {},
-            "the index is read at one offset",
+            "s indexes no token",
         ),
         ("min(norm(x[t]) ** 2 for t in T)", {"squared_norm": True}, "not a linear score"),
         ("max(sqrt(sqnorm(x[t])) for t in T)", {"squared_norm": True}, "not a linear score"),
