@@ -19,7 +19,7 @@ from fractions import Fraction
 
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices, key, normal, product_factors
-from infoflow.retrieval.circuit import Circuit, Mlp
+from infoflow.retrieval.circuit import SQNORM, Circuit, Mlp, head_reads
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_sums import pooled_term
 from infoflow.retrieval.expression import SEQUENCE, Node, Reduce, Token
@@ -110,20 +110,35 @@ def product_term(circuit: Circuit, product: Product, tag: str, spec: RetrievalSp
     widths = {circuit.channels[group] for group in inputs}
     if product.matrix == "I" and len(widths) > 1:
         raise Unbuildable(f"a product of {' and '.join(inputs)}: a vector beside a number")
-    matrix = forms.combined([(product.scale, product.matrix)])
+    matrix = forms.combined(
+        [(product.scale * Fraction(c), m) for c, m in _weighted(product.matrix)]
+    )
     out = circuit.add(f"{tag}.out", 1)
     does = f"{inputs[0]}^T {matrix} {inputs[-1]}"
     return heads, [Mlp(1, "decode", inputs, out, matrix, does=does, function="product")]
 
 
+def _weighted(matrix: str) -> list[tuple[str, str]]:
+    """A matrix name as (coefficient, matrix) pairs: ``"1.0*A + 1.0*I"`` (a combination:
+    :func:`~.circuit_forms.combined`) term by term, anything else with coefficient 1 (a
+    scale put in front of a combination scaled its first term alone: NMSE 0.6, a self-review)."""
+    if " + " not in matrix and "*" not in matrix:
+        return [("1", matrix)]
+    return [tuple(part.split("*", 1)) for part in matrix.split(" + ")]
+
+
 def staggered(parts: list) -> list:
     """``parts`` with each product that pools its two sums in two heads of layer 1 pooling the
     second in layer 2 instead, where the MLP multiplies them: two layers of one head (the
-    engine's [1, 1]) rather than one of two. Parts laid out this way are not shared."""
+    engine's [1, 1]) rather than one of two; a sum read from LayerNorm's scale (|x|^2) stays
+    in layer 1, where only the first LayerNorm carries it (a self-review found it moved: NMSE
+    1). Parts laid out this way are not shared."""
     out = []
     for heads, mlps, kind in parts:
         if len(heads) == 2 and mlps and all(m.function == "product" for m in mlps):
-            heads = [heads[0], replace(heads[1], layer=2)]
-            mlps = [replace(m, layer=2) for m in mlps]
+            first, second = sorted(heads, key=lambda h: SQNORM not in head_reads(h))
+            if SQNORM not in head_reads(second):
+                heads = [first, replace(second, layer=2)]
+                mlps = [replace(m, layer=2) for m in mlps]
         out.append((heads, mlps, kind))
     return out

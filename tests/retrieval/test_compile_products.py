@@ -33,6 +33,8 @@ def _built(target: str, heads: list[int]) -> construction.Witness:
         ("sum(dot(x[s], x[t]) for s in T for t in T)", [1], 1),  # |sum x|^2: one sum
         ("sum(bilinear(x[s], A, x[t]) for s in T for t in T)", [1], 1),
         ("sum(dot(q, x[s]) * dot(q, x[t]) for s in T for t in T)", [1], 1),
+        # a scale before a combination scaled its first matrix alone: NMSE 0.6 (a self-review)
+        ("sum(2 * (dot(x[s], x[t]) + bilinear(x[s], A, x[t])) for s in T for t in T)", [1], 1),
         ("sum(x[t][0] for t in T) * sum(x[t][1] for t in T)", [1], 2),  # one head, two copies
         ("sum(sqnorm(x[s]) * x[t][0] for s in T for t in T)", [1], 2),
         ("sum(x[s][0] * x[t][1] for s in T for t in T if s <= 3)", [2], 2),  # two weighings
@@ -55,6 +57,16 @@ def test_two_weighings_take_two_layers_of_one_head_where_the_engine_plans_them()
     assert built.nmse < DECODED, built.nmse
     assert [h.layer for h in built.circuit.heads] == [1, 2]
     assert [m.layer for m in built.circuit.mlps] == [2]
+
+
+def test_a_sum_read_from_layernorm_s_scale_stays_in_layer_1_when_staggered() -> None:
+    """Only the first LayerNorm carries |x|^2: pooling it in layer 2 gave NMSE 1 (a
+    self-review); the other sum moves to layer 2 instead."""
+    target = "sum(x[t][0] for t in T) * sum(dot(x[s], x[s]) for s in T if s <= 3)"
+    built = _built(target, [1, 1])
+    assert built.nmse < DECODED, built.nmse
+    (norm,) = [h for h in built.circuit.heads if h.values[0].source == "|x|^2"]
+    assert norm.layer == 1
 
 
 @pytest.mark.parametrize(
