@@ -85,7 +85,7 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
     sequence = SEQUENCES.get(placed)
     sequence = list(sequence) if sequence else None  # a copy: the caller may change it
     unplaced = CONTRADICTION if torn else "unplaced: no K*_1"
-    unsourced = FORMS if torn else "uncalibrated"
+    unsourced = FORMS if torn else k1.provenance  # uncalibrated, or the race's bound (a review)
     ordered = placed_by(placed, k1, k2)
     predictions["phase_sequence"] = Prediction(
         sequence,
@@ -103,10 +103,11 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
         predictions["transient_g2_duration"] = _transient(scale, transient, values[gamma])
     else:
         why = f"G2 is not transient at K = {spec.chains} ({placed or 'unplaced'})"
+        source = "paper:summary" if placed else unsourced  # read paper:summary for each reason
         if tau_value is None:
-            why = "no tau_2Gen calibration"
+            why, source = "no tau_2Gen calibration", "uncalibrated"
         predictions["transient_g2_duration"] = Prediction(
-            None, "steps", "estimate", "paper:summary", f"None: {why}."
+            None, "steps", "estimate", source, f"None: {why}."
         )
     bounded = calibration.transient_scale.provenance == LOWER_BOUND
     predictions["final_phase"] = final_phase(

@@ -565,3 +565,18 @@ def test_no_weight_decay_is_a_setting_predicted_at_not_a_division_by_zero() -> N
     assert "weight_decay 0.0 vs 0.1" in result["k1_star"].note
     assert distance({"weight_decay": 0}, {"weight_decay": 0.1}) == 1
     assert distance({"weight_decay": 0}, {"weight_decay": 0}) == 0
+
+
+def test_a_k_the_race_s_bound_leaves_unplaced_carries_the_race_s_provenance() -> None:
+    """K = 32 beside the race's K*_1 > 25.2: no phase, for want of K*_1's value, not of a
+    calibration; phase_sequence read "uncalibrated", and transient_g2_duration
+    "paper:summary" whatever its reason (a review)."""
+    spec = json.loads((SPECS / "icl_markov" / "race-c3.json").read_text())
+    spec.pop("sweep", None)
+    result = infoflow.predict({**spec, "chains": 32, "options": {"criterion": "gap"}})
+    k1 = result["k1_star"]
+    assert k1.value is None and k1.interval[0] < 32 and math.isinf(k1.interval[1])
+    assert k1.provenance.startswith("mechanism:clock_race")
+    for name in ("phase_sequence", "transient_g2_duration"):
+        assert result[name].value is None
+        assert result[name].provenance == k1.provenance, name
