@@ -103,11 +103,11 @@ def _predict(spec: IclMarkovSpec, source: str | None) -> Result:
         predictions["transient_g2_duration"] = _transient(scale, transient, values[gamma])
     else:
         why = f"G2 is not transient at K = {spec.chains} ({placed or 'unplaced'})"
-        source = "paper:summary" if placed else unsourced  # read paper:summary for each reason
+        provenance = "paper:summary" if placed else unsourced  # was it, whatever the reason
         if tau_value is None:
-            why, source = "no tau_2Gen calibration", "uncalibrated"
+            why, provenance = "no tau_2Gen calibration", "uncalibrated"
         predictions["transient_g2_duration"] = Prediction(
-            None, "steps", "estimate", source, f"None: {why}."
+            None, "steps", "estimate", provenance, f"None: {why}."
         )
     bounded = calibration.transient_scale.provenance == LOWER_BOUND
     predictions["final_phase"] = final_phase(

@@ -92,6 +92,10 @@ def _capacity_rows(spec: LoopedKVSpec, suffix: str, at, forms) -> dict:
         else "(N * cache bytes per token)"
     )
     source = "paper:summary" if model.loops > 1 else "derived"  # the paper's rule is for loops
+    if suffix and spec.codec.variant == "head_axis":  # the control's bytes are derived (a review)
+        source = "derived"
+    placed = ", reconstruction:cache_placement" if latent_copied(spec, bool(suffix)) else ""
+    source += placed
     rule = f"{PAPER}: " if model.loops > 1 else ""
 
     def batch(s):
@@ -120,7 +124,7 @@ def _capacity_rows(spec: LoopedKVSpec, suffix: str, at, forms) -> dict:
             note,
             Expression(batch),
         ),
-        f"max_context_tokens{suffix}": _max_context(spec, context, at, per_token),
+        f"max_context_tokens{suffix}": _max_context(spec, context, at, per_token, placed),
     }
 
 
@@ -243,6 +247,16 @@ def _batch_rows(spec: LoopedKVSpec, out, values, suffix: str, per_sequence: F.Fo
     }
 
 
+def latent_copied(spec: LoopedKVSpec, compressed: bool) -> bool:
+    """Whether devices keep a latent shared by all heads, each its own copy: the
+    reconstruction of :func:`stored` a capacity's provenance names
+    (``reconstruction:cache_placement``)."""
+    shared = spec.model.latent_attention or (
+        compressed and spec.codec.variant in ("2d", "head_axis")
+    )
+    return spec.serving.tensor_parallel > 1 and bool(shared)
+
+
 def stored(spec: LoopedKVSpec, compressed: bool, per_token: F.Form, per_sequence: F.Form):
     """The bytes all ``tensor_parallel`` devices hold together for one token and for one
     sequence, and a note (a reconstruction of how serving engines place a cache): K/V heads
@@ -255,7 +269,7 @@ def stored(spec: LoopedKVSpec, compressed: bool, per_token: F.Form, per_sequence
     if model.latent_attention:
         note = f"; the latent kept on each of the {tp} devices" if tp > 1 else ""
         return lambda s: tp * per_token(s), lambda s: tp * per_sequence(s), note
-    if compressed and variant in ("2d", "head_axis") and tp > 1:
+    if latent_copied(spec, compressed):
 
         def token(s):
             return tp * F.looped_compressed(s, variant) + head_copies * F.unlooped(s)
@@ -265,9 +279,12 @@ def stored(spec: LoopedKVSpec, compressed: bool, per_token: F.Form, per_sequence
     return (lambda s: head_copies * per_token(s), lambda s: head_copies * per_sequence(s), heads)
 
 
-def _max_context(spec, context: F.Form, at: F.Numbers, per_token: F.Form) -> Prediction:
+def _max_context(
+    spec, context: F.Form, at: F.Numbers, per_token: F.Form, placed: str
+) -> Prediction:
     """The longest sequence; unbounded when every layer is windowed and a full window of
-    ``per_token`` bytes (as the devices hold it) fits."""
+    ``per_token`` bytes (as the devices hold it) fits. ``placed``: the provenance's tag of a
+    latent copied onto every device, or ""."""
     model, serving = spec.model, spec.serving
     note = "The longest single sequence whose cache fits in the budget."
     if serving.engine == "vllm":
@@ -280,12 +297,13 @@ def _max_context(spec, context: F.Form, at: F.Numbers, per_token: F.Form) -> Pre
                 None,
                 "tokens",
                 "upper",
-                "derived",
+                "derived" + placed,
                 f"Unbounded: every layer is windowed, and a full window "
                 f"({int(windowed):,} B) fits in the budget.",
                 Expression(context),
             )
-    return Prediction(int(context(at)), "tokens", "upper", "derived", note, Expression(context))
+    source = "derived" + placed
+    return Prediction(int(context(at)), "tokens", "upper", source, note, Expression(context))
 
 
 def _bytes(number: int | Fraction) -> str:

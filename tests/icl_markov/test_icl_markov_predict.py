@@ -580,3 +580,12 @@ def test_a_k_the_race_s_bound_leaves_unplaced_carries_the_race_s_provenance() ->
     for name in ("phase_sequence", "transient_g2_duration"):
         assert result[name].value is None
         assert result[name].provenance == k1.provenance, name
+
+
+@pytest.mark.parametrize("chains", [2, 64, 2000])  # below K*_1, between, above K*_2
+def test_the_result_names_its_spec_file_in_every_regime(chains: int) -> None:
+    """A provenance named like the spec's source replaced it in the caption (a self-review
+    of the transient's provenance: "paper:summary · icl_markov")."""
+    spec = infoflow.load_spec(PARK, [f"chains={chains}", "sweep=null"])
+    result = infoflow.predict(spec, source=str(PARK))
+    assert result.source == str(PARK)

@@ -656,3 +656,28 @@ def test_a_codec_whose_weights_do_not_fit_gives_no_compressed_capacity() -> None
     full = infoflow.predict(infoflow.load_spec(LOOPED_KV / "ouro-1.4b-h200.json", overhead))
     assert full["fits_device"].value is False
     assert full["fits_device"].note.startswith("the overhead 134,217,728,000 B (125.0 GiB) takes")
+
+
+@pytest.mark.parametrize(
+    ("variant", "tp", "provenance"),
+    [
+        ("per_head", 1, "paper:summary"),
+        ("per_head", 2, "paper:summary"),  # heads split over devices: no copy
+        ("2d", 2, "paper:summary, reconstruction:cache_placement"),
+        ("head_axis", 1, "derived"),  # the control's bytes are derived, not the paper's
+        ("head_axis", 2, "derived, reconstruction:cache_placement"),
+    ],
+)
+def test_a_capacity_names_the_reconstructions_its_bytes_rest_on(variant, tp, provenance):
+    """A review (2026-12-07): every capacity read paper:summary, the head-axis control's
+    beside its derived bytes, and a latent kept on every device (how engines place a shared
+    latent: a reconstruction) was not named."""
+    spec = json.loads((LOOPED_KV / "ouro-1.4b-h200.json").read_text())
+    spec.pop("sweep", None)
+    spec["codec"]["variant"] = variant
+    spec["serving"]["tensor_parallel"] = tp
+    result = infoflow.predict(spec)
+    assert result["max_batch_compressed"].provenance == provenance
+    context = result["max_context_tokens_compressed"].provenance
+    assert context == "derived" + provenance.partition(",")[1] + provenance.partition(",")[2]
+    assert result["max_batch"].provenance == "paper:summary"  # the full cache: split by heads
