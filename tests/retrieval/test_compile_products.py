@@ -119,10 +119,19 @@ def test_a_norm_not_squared_is_still_refused() -> None:
         ("sum(x[t+1][0] * x[t+3][1] for t in T)", r"t is read at 2 offsets \(\+1, \+3\)"),
         ("min(max(x[t][0] for t in T if abs(t - s) <= 1) for s in T)", "s indexes no token"),
         ("sum(x[t][0] for t in T for i in range(3))", "a range index beside token indices"),
+        # said "norm(...) is not ... the norm of x[s] - x[t]" of that very norm
+        (
+            "min(kth_smallest((norm(x[s] - x[t]) for t in T if t != s), k=2) for s in T)",
+            "the partner peel is built for dot and bilinear scores",
+        ),
+        (
+            "max(norm(x[s] - x[t]) + dot(q, x[s]) for s in T for t in T if s != t)",
+            "a norm pair is built alone, not beside other terms",
+        ),
     ],
 )
 def test_a_refusal_says_how_the_index_is_read(target: str, why: str) -> None:
     """Each said "the index is read at one offset", at two offsets or at none, or that a
     sum over t and i was "not a reduction over tokens" (a review)."""
     with pytest.raises(SpecError, match=why):
-        circuit_of(spec(target, [1, 1], seq_len=8, positional_encoding=True))
+        circuit_of(spec(target, [1, 1, 1], seq_len=8, positional_encoding=True))
