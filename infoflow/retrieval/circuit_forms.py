@@ -262,8 +262,10 @@ TESTS = {
 
 
 def holds(condition: Condition, at: dict[str, int]) -> bool:
-    """Whether ``condition`` holds with its indices at the positions ``at`` (1-based)."""
-    left, right = at[condition.left], at[condition.right]
+    """Whether ``condition`` holds with its indices at the positions ``at`` (1-based; a
+    number stands for itself, ``T`` is ``at``'s where given)."""
+    left = at[condition.left]
+    right = condition.right if isinstance(condition.right, int) else at[condition.right]
     return TESTS[condition.op](left, right + condition.shift)
 
 

@@ -12,7 +12,7 @@ from infoflow.retrieval.algebra import free_indices, terms
 from infoflow.retrieval.circuit import Circuit
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.derive import derive
-from infoflow.retrieval.expression import Node, Reduce
+from infoflow.retrieval.expression import SEQUENCE, Node, Reduce
 from infoflow.retrieval.mechanisms import kth, max_position
 from infoflow.retrieval.spec import RetrievalSpec
 
@@ -68,13 +68,17 @@ def _window_term(
     (:func:`~infoflow.retrieval.mechanisms.max_position.circuit_pair`); positional encoding
     carries the positions."""
     s, t = names
-    if any(not {c.left, c.right} <= {s, t} or c.left == c.right for c in conditions):
-        raise Unbuildable(f"{forms.text(term)}: conditions between {s} and {t} only are built")
+    if any(not _between(c, s, t) for c in conditions):
+        raise Unbuildable(
+            f"{forms.text(term)}: conditions between {s} and {t}, or on one of them against "
+            "numbers and T, only are built"
+        )
     if not circuit.positional_encoding:
         raise Unbuildable(f"{forms.text(term)}: its conditions read positions (no PE)")
     seq = range(1, spec.seq_len + 1)
+    at = {SEQUENCE: spec.seq_len}
     left_out = tuple(
-        tuple(q for q in seq if not all(forms.holds(c, {s: p, t: q}) for c in conditions))
+        tuple(q for q in seq if not all(forms.holds(c, {**at, s: p, t: q}) for c in conditions))
         for p in seq
     )
     alone = tuple(p for p, row in zip(seq, left_out, strict=True) if len(row) == spec.seq_len)
@@ -90,6 +94,15 @@ def _window_term(
         return max_position.circuit_norm_pair(circuit, tag, plus, squared, best, window=tag)
     matrix = forms.bilinear(body, s, t)
     return max_position.circuit_pair(circuit, tag, matrix, forms.sign(term.op), window=tag)
+
+
+def _between(condition, s: str, t: str) -> bool:
+    """A condition between s and t, or on one of them against a number or T (a token whose
+    own test fails is left without a partner: since 2026-12-07, for neighbours' ranges)."""
+    if condition.left not in (s, t):
+        return False
+    other = condition.right
+    return isinstance(other, int) or other == SEQUENCE or other in {s, t} - {condition.left}
 
 
 def _norm_term(

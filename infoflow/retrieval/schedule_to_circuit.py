@@ -23,9 +23,10 @@ engine runs each part) and checks the result fits (head width, E). Terms it buil
   not its min): the same, the first retrieval's key reading |x(t)|^2 from LayerNorm's scale,
   and a square root in layer 2 for the norm;
 - either pair under conditions on its two positions (a window ``abs(s - t) <= w``, an order
-  ``s < t``, a gap ``t - s >= g``), with positional encoding: the same heads, the first
-  score penalised on every pair the conditions leave out (a positional mask), the readout's
-  on every token they leave without a partner;
+  ``s < t``, a gap ``t - s >= g``, a range of one of them), with positional encoding: the
+  same heads, the first score penalised on every pair the conditions leave out (a positional
+  mask), the readout's on every token they leave without a partner; so also a max or min
+  over one token read at two offsets, a pair a fixed gap apart (:mod:`.circuit_neighbours`);
 - ``kth_largest``/``kth_smallest`` over one token of a linear score: the peel;
 - ``max``/``min`` over s of the k-th over t (``t != s`` or not) of ``dot`` or ``bilinear``:
   the partner peel, every token's own race, its earlier partners left out by position (so
@@ -69,6 +70,7 @@ from infoflow.retrieval.circuit_branches import Built, join_branches, pointwise_
 from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
+from infoflow.retrieval.circuit_neighbours import neighbour_pair
 from infoflow.retrieval.circuit_pairs import pair_term, partner_term, star_term
 from infoflow.retrieval.circuit_products import pooled_product, product_term, staggered
 from infoflow.retrieval.circuit_sums import pooled_term, shared_pools
@@ -312,6 +314,9 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
     product = pooled_product(term)
     if product is not None:  # (sum f) (sum g), or a sum over s and t that factors into it
         return product_term(circuit, product, tag, spec)
+    pair = neighbour_pair(term) if isinstance(term, Reduce) else None
+    if pair is not None:  # max over t of f(x[t-1], x[t+1]): a pair two apart
+        return _term(circuit, pair, tag, spec)
     if not isinstance(term, Reduce):
         raise Unbuildable(f"the term {forms.text(term)} is not a reduction over tokens")
     if not all(v.is_token for v in term.variables):  # said "not over tokens" (a review)
