@@ -109,7 +109,10 @@ class Mlp:
     ReLUs (a token whose score reached the value just retrieved leaves the race); the first
     round also writes ``s`` itself (two ReLUs). ``relu``: ``relu(sum_i weights[i] inputs[i] +
     bias)`` of one-channel inputs, one ReLU (the larger of two branches:
-    :mod:`.circuit_branches`)."""
+    :mod:`.circuit_branches`). A decode of function ``product`` (:mod:`.circuit_products`) is
+    ``scale * inputs[0]^T matrix inputs[-1]`` of two pooled means; the output applies
+    ``scale`` where it alone reads the product, and the MLP writes the product of the means
+    (a product of sums in the residual stream moved LayerNorm's scale: NMSE up to 4)."""
 
     layer: int
     kind: str  # decode | root | peel | threshold | relu
@@ -123,6 +126,7 @@ class Mlp:
     rank: int = 1
     weights: tuple[float, ...] = ()  # a relu's, one per input
     bias: float = 0.0
+    scale: float = 1.0  # a product's: its constant and the sums' weights
 
 
 @dataclass
@@ -313,3 +317,28 @@ def _masks_self(circuit: Circuit, form: Form) -> bool:
 def head_reads(head: Head) -> set[str]:
     """The channel groups a head reads."""
     return {g for f in head.score for g in (f.query, f.key)} | {c.source for c in head.values}
+
+
+def deferred_scales(circuit: Circuit) -> dict[str, float]:
+    """The channels only the output reads, each written by one copy (no MLP, no positional
+    encoding writes them): that copy's scale, which the output applies instead, so the
+    residual stream holds the unscaled value (a sum's mean, not the sum: a content of
+    hundreds moves LayerNorm's scale at float32's anchor); and each product's, whose MLP
+    then writes the product of the means."""
+    read = {group for head in circuit.heads for group in head_reads(head)}
+    read |= {group for mlp in circuit.mlps for group in mlp.inputs}
+    read |= {*circuit.flags, *circuit.logits}  # the positional encoding writes these
+    used = read | {mlp.output for mlp in circuit.mlps}
+    copies: dict[str, list[float]] = {}
+    for copy in (copy for head in circuit.heads for copy in head.values):
+        copies.setdefault(copy.dest, []).append(copy.scale)
+    products = {  # a product of means, whose scale the output applies (see Mlp)
+        mlp.output: mlp.scale
+        for mlp in circuit.mlps
+        if mlp.function == "product" and mlp.output not in read and mlp.scale
+    }
+    return products | {
+        dest: scales[0]
+        for dest, scales in copies.items()
+        if len(scales) == 1 and dest not in used and scales[0]
+    }

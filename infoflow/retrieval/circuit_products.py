@@ -19,7 +19,7 @@ from fractions import Fraction
 
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices, key, normal, product_factors
-from infoflow.retrieval.circuit import SQNORM, Circuit, Mlp, head_reads
+from infoflow.retrieval.circuit import SQNORM, Circuit, Head, Mlp, head_reads
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_sums import pooled_term
 from infoflow.retrieval.expression import SEQUENCE, Node, Reduce, Token
@@ -44,9 +44,10 @@ def pooled_product(term: Node) -> Product | None:
     if isinstance(term, Reduce):
         return _factored_sum(term)
     scale, factors = product_factors(term)
-    if len(factors) != 2 or not all(_one_token_sum(f) for f in factors):
+    signed = [forms.scaled(f) for f in factors]  # -sum(...) is -1 times the sum (a review)
+    if len(signed) != 2 or not all(_one_token_sum(f) for _, f in signed):
         return None
-    return Product(scale, *factors)
+    return Product(scale * signed[0][0] * signed[1][0], signed[0][1], signed[1][1])
 
 
 def _factored_sum(term: Reduce) -> Product | None:
@@ -110,21 +111,23 @@ def product_term(circuit: Circuit, product: Product, tag: str, spec: RetrievalSp
     widths = {circuit.channels[group] for group in inputs}
     if product.matrix == "I" and len(widths) > 1:
         raise Unbuildable(f"a product of {' and '.join(inputs)}: a vector beside a number")
-    matrix = forms.combined(
-        [(product.scale * Fraction(c), m) for c, m in _weighted(product.matrix)]
-    )
+    heads, sums = _means(heads, inputs)
+    scale = float(product.scale) * sums[0] * sums[-1]
     out = circuit.add(f"{tag}.out", 1)
-    does = f"{inputs[0]}^T {matrix} {inputs[-1]}"
-    return heads, [Mlp(1, "decode", inputs, out, matrix, does=does, function="product")]
+    does = f"{scale:g} * {inputs[0]}^T {product.matrix} {inputs[-1]} (of means)"
+    mlp = Mlp(1, "decode", inputs, out, product.matrix, does=does, function="product", scale=scale)
+    return heads, [mlp]
 
 
-def _weighted(matrix: str) -> list[tuple[str, str]]:
-    """A matrix name as (coefficient, matrix) pairs: ``"1.0*A + 1.0*I"`` (a combination:
-    :func:`~.circuit_forms.combined`) term by term, anything else with coefficient 1 (a
-    scale put in front of a combination scaled its first term alone: NMSE 0.6, a self-review)."""
-    if " + " not in matrix and "*" not in matrix:
-        return [("1", matrix)]
-    return [tuple(part.split("*", 1)) for part in matrix.split(" + ")]
+def _means(heads: list[Head], inputs: tuple[str, ...]) -> tuple[list[Head], list[float]]:
+    """``heads`` copying the weighted mean into each input, not the sum (a copy's scale, the
+    weights' sum and the score's constant, comes out), and those scales, input by input."""
+    scales = {c.dest: c.scale for h in heads for c in h.values if c.dest in inputs}
+    means = [
+        replace(h, values=tuple(replace(c, scale=1.0) if c.dest in inputs else c for c in h.values))
+        for h in heads
+    ]
+    return means, [scales[group] for group in inputs]
 
 
 def staggered(parts: list) -> list:

@@ -156,10 +156,11 @@ def _pooled_score(body: Node, var: str) -> tuple[str, str, float]:
     try:
         return TOKENS, forms.linear(body, var), 1.0
     except Unbuildable:
-        norm = forms.own_norm(body, var)
+        scale, inner = forms.scaled(body)  # 2 * sqnorm(x[t]), -dot(x[t], x[t]) (a review)
+        norm = forms.own_norm(inner, var)
         if norm is None or not norm[0]:
             raise
-        return SQNORM, "I", norm[1]
+        return SQNORM, "I", float(scale) * norm[1]
 
 
 def shared_pools(parts: list) -> list:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import factored, key, normal, terms
+from infoflow.retrieval.algebra import factored, key, normal, product_factors, terms
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_sums import counted_sums
 from infoflow.retrieval.diagonal import separable_pair, unordered_reduce
@@ -60,6 +60,9 @@ def _terms(node: Node, seq_len: int, sign: Fraction = Fraction(1), written: str 
     pieces = forms.signed_terms(node, sign)
     if pieces != [(sign, node)]:
         return [t for s, piece in pieces for t in _terms(piece, seq_len, Fraction(s))]
+    factor, inner = product_factors(node)
+    if len(inner) == 1 and factor != 1 and len(forms.signed_terms(inner[0])) > 1:
+        return _terms(inner[0], seq_len, sign * factor)  # c (a - b): the engine's s < t halves
     value = _constant(node)
     if value is not None:  # 1, 2 * 3, 1 / 2
         return [(sign * value, Const(1), "")]

@@ -11,8 +11,8 @@ always zero is the reference every read is taken against. A read of channel c is
 1 / sqrt(E - 1) to every channel, taking the centring's -mu / sigma0 back out of each, so a
 read's two terms are small (in a matrix product, their products with large weights rounded
 to NMSE 2e-5 of a float32 sum); a copy only the output reads is written unscaled and the
-output applies its scale (:func:`_deferred`: a content of hundreds moves LayerNorm's scale
-beside float32's anchor).
+output applies its scale (:func:`~infoflow.retrieval.circuit.deferred_scales`: a content of
+hundreds moves LayerNorm's scale beside float32's anchor), and so is a product of sums.
 
 A circuit that reads the tokens' squared norm (``SQNORM``, in layer 1) writes each token with
 its mirror (-x), so the token's channels sum to zero and LayerNorm's variance is exactly
@@ -61,7 +61,7 @@ from infoflow.retrieval.circuit import (
     Form,
     Head,
     Mlp,
-    head_reads,
+    deferred_scales,
 )
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.retrieval.model import LN_EPS, EnsembleTransformer, Member
@@ -134,7 +134,7 @@ class Weights:
             self.anchor = NORM_ANCHOR
         self.sigma0 = self.anchor * math.sqrt(e - 1) / e
         self.spread = 0.0  # what positional content adds to E times LayerNorm's variance
-        self.deferred = _deferred(circuit)  # copy scales the output applies instead
+        self.deferred = deferred_scales(circuit)  # copy scales the output applies instead
         self._used: dict[int, int] = {}  # hidden units handed out, per layer
 
     def build(self) -> EnsembleTransformer:
@@ -379,21 +379,3 @@ def _round_up(width: int, heads: tuple[int, ...]) -> int:
     """The smallest E >= width that every layer's head count divides."""
     step = math.lcm(*heads)
     return -(-width // step) * step
-
-
-def _deferred(circuit: Circuit) -> dict[str, float]:
-    """The channels only the output reads, each written by one copy (no MLP, no positional
-    encoding writes them): that copy's scale, which the output applies instead, so the
-    residual stream holds the unscaled value (a sum's mean, not the sum: a content of
-    hundreds moves LayerNorm's scale at float32's anchor)."""
-    used = {group for head in circuit.heads for group in head_reads(head)}
-    used |= {group for mlp in circuit.mlps for group in (*mlp.inputs, mlp.output)}
-    used |= {*circuit.flags, *circuit.logits}  # the positional encoding writes these
-    copies: dict[str, list[float]] = {}
-    for copy in (copy for head in circuit.heads for copy in head.values):
-        copies.setdefault(copy.dest, []).append(copy.scale)
-    return {
-        dest: scales[0]
-        for dest, scales in copies.items()
-        if len(scales) == 1 and dest not in used and scales[0]
-    }

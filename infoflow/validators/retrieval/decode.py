@@ -163,9 +163,10 @@ def _form(weights: Weights, mlp: Mlp) -> Tensor:
     """The symmetric Q of the MLP's quadratic function z^T Q z of its inputs z: x(s)^T M x(t),
     |x(s)|^2 + 2 sign x(s).x(t), or a ``product``'s a^T M b (a^T M a of one input)."""
     d = weights.d
-    if mlp.function == "product":
+    if mlp.function == "product":  # times its scale, unless the output applies it
         sizes = [weights.circuit.width_of(group) for group in mlp.inputs]
-        matrix = weights.matrix(mlp.matrix, sizes[0], sizes[-1])
+        scale = 1.0 if mlp.output in weights.deferred else mlp.scale
+        matrix = scale * weights.matrix(mlp.matrix, sizes[0], sizes[-1])
         if len(sizes) == 1:
             return (matrix + matrix.T) / 2
         form = torch.zeros(sum(sizes), sum(sizes), dtype=weights.dtype)
