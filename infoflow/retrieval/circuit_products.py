@@ -135,7 +135,7 @@ def staggered(parts: list) -> list:
     second in layer 2 instead, where the MLP multiplies them: two layers of one head (the
     engine's [1, 1]) rather than one of two; a sum read from LayerNorm's scale (|x|^2) stays
     in layer 1, where only the first LayerNorm carries it (a self-review found it moved: NMSE
-    1). Parts laid out this way are not shared."""
+    1)."""
     out = []
     for heads, mlps, kind in parts:
         if len(heads) == 2 and mlps and all(m.function == "product" for m in mlps):

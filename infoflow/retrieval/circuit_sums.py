@@ -22,7 +22,16 @@ from dataclasses import replace
 
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices, names, product_factors, reads, rename
-from infoflow.retrieval.circuit import CONST, MIRROR, SQNORM, TOKENS, Circuit, Copy, Head
+from infoflow.retrieval.circuit import (
+    CONST,
+    MIRROR,
+    SQNORM,
+    TOKENS,
+    Circuit,
+    Copy,
+    Head,
+    head_reads,
+)
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.expression import SEQUENCE, Apply, Condition, Const, Node, Reduce
 from infoflow.retrieval.infinite_values import MAX_CELLS, counts, tuples
@@ -164,12 +173,14 @@ def _pooled_score(body: Node, var: str) -> tuple[str, str, float]:
 
 
 def shared_pools(parts: list) -> list:
-    """Terms built from averaging heads of layer 1 (and the MLPs of layer 1 that multiply
-    what they pool: :mod:`.circuit_products`) that weigh the positions alike (the same score:
-    none, or the same logit channel) as one part, each weighing one head copying every such
-    term's value, as the engine plans them (:func:`~.pooled_sums.merge_pools`): ``sum x[t][0]
-    + sum x[t][1]`` is one head (until 2026-12-06, one each), and so is ``sum x[t][0] * sum
-    x[t][1] + sum x[t][2]`` (2026-12-07). The part moves as a whole in the layout."""
+    """Terms built from averaging heads (and the MLPs that multiply what they pool:
+    :mod:`.circuit_products`) that weigh the positions alike (the same score: none, or the
+    same logit channel) as one part, each weighing one head copying every such term's value,
+    in the earliest layer any of them had it, as the engine plans them
+    (:func:`~.pooled_sums.merge_pools`): ``sum x[t][0] + sum x[t][1]`` is one head (until
+    2026-12-06, one each), and so is ``sum x[t][0] * sum x[t][1] + sum x[t][2]``, on [1]
+    and, a product's sums a layer apart, on [1, 1] (2026-12-07). A copy moves only to an
+    earlier layer, so what reads it still comes after; the part moves as a whole."""
     pooled = [i for i, part in enumerate(parts) if _pooled_part(part)]
     groups: list[tuple[list[int], set]] = []
     for i in pooled:
@@ -182,24 +193,43 @@ def shared_pools(parts: list) -> list:
     for members, _ in groups:
         if len(members) == 1:
             continue
-        heads: dict[tuple, Head] = {}
-        for head in (h for i in members for h in parts[i][0]):
-            first = heads.setdefault(head.score, head)
-            if first is not head:
-                does = f"{first.does}; {head.does}"
-                heads[head.score] = replace(first, values=first.values + head.values, does=does)
-        mlps = [m for i in members for m in parts[i][1]]
-        out[members[0]] = (list(heads.values()), mlps, parts[members[0]][2])
+        alike: dict[tuple, list[tuple[Head, bool]]] = {}
+        for i in members:
+            for head in parts[i][0]:
+                alike.setdefault(head.score, []).append((head, bool(parts[i][1])))
+        heads = [_one_head(found) for found in alike.values()]
+        written = {c.dest: h.layer for h in heads for c in h.values}
+        mlps = [  # after the heads they read
+            replace(m, layer=max(m.layer, *(written.get(g, 1) for g in m.inputs)))
+            for i in members
+            for m in parts[i][1]
+        ]
+        out[members[0]] = (heads, mlps, parts[members[0]][2])
         for i in members[1:]:
             out[i] = None
     return [part for part in out if part is not None]
 
 
+def _one_head(found: list[tuple[Head, bool]]) -> Head:
+    """Heads weighing alike (each with whether an MLP reads its part) as one copying every
+    value: in layer 1 where one copies |x|^2 (only the first LayerNorm carries it), else in
+    the latest layer of those an MLP reads (the MLPs follow it), else the earliest."""
+    heads = [head for head, _ in found]
+    read = [head.layer for head, product in found if product]
+    if any(SQNORM in head_reads(head) for head in heads):
+        layer = 1
+    else:
+        layer = max(read) if read else min(head.layer for head in heads)
+    values = tuple(v for head in heads for v in head.values)
+    does = "; ".join(head.does for head in heads)
+    return replace(heads[0], values=values, does=does, layer=layer)
+
+
 def _pooled_part(part) -> bool:
-    """Whether a term is averaging heads of layer 1 and products of what they pool."""
+    """Whether a term is averaging heads and products of what they pool."""
     heads, mlps, _ = part
     return (
         bool(heads)
-        and all(h.mechanism == "pooling" and h.layer == 1 for h in heads)
-        and all(m.function == "product" and m.layer == 1 for m in mlps)
+        and all(h.mechanism == "pooling" for h in heads)
+        and all(m.function == "product" for m in mlps)
     )

@@ -165,3 +165,22 @@ def test_signs_and_constants_in_a_product_s_sums_are_taken_out(target: str) -> N
     """Each refused with a false reason (a review); built now."""
     built = _built(target, [1])
     assert built.nmse < DECODED, built.nmse
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sum(x[s][0] * x[t][1] for s in T for t in T if s <= 3) + sum(x[t][2] for t in T)",
+        "sum(x[t][0] for t in T) * sum(x[t][1] for t in T if t <= 3) + sum(x[t][2] for t in T)",
+        "sum(x[t][0] for t in T) * sum(x[t][1] for t in T)"
+        " + sum(x[t][0] for t in T if t <= 3) * sum(x[t][2] for t in T)",
+        "sum(dot(x[s], x[t]) for s in T for t in T if s != t and s <= 3)",  # |x|^2 in layer 1
+    ],
+)
+def test_sums_weighed_alike_share_a_head_on_two_layers_of_one(target: str) -> None:
+    """On [1, 1] a third sum, or a second product, weighed like one of a product's sums took
+    a head of its own: refused (a review); they share it, in the layer the product reads."""
+    data = spec(target, [1, 1], seq_len=8, positional_encoding=True)
+    built = construction.build(data, beta=100, width=2048)  # a vector's decode: 8e-5 at 512
+    assert built.nmse < DECODED, built.nmse
+    assert sorted(h.layer for h in built.circuit.heads) == [1, 2]
