@@ -5,7 +5,8 @@ fixed gap apart, which compile builds as a pair under conditions on its position
 ``max(dot(x[t-1], x[t+1]) for t in T)`` is the max over s and u of ``dot(x[s], x[u])`` with
 u - s = 2 (both in range, as the written t reads them): every token s retrieves the one
 partner its positional mask leaves it, u = s + 2, an MLP decodes the pair's score and the
-readout retrieves the best s (:func:`~.circuit_pairs.pair_term`; the engine's [1, 1]). The
+readout retrieves the best s (:func:`~.circuit_pairs.pair_term`; the engine's [1, 1]); a
+sum pools each token's pair score instead (:func:`~.circuit_pairs.pair_sum_term`). The
 conditions on t move onto s = t + o1; where the first offset is positive, s starts at
 1 + o1, and where the second is negative, u ends at T + o2 (t itself stays in range). Until
 2026-12-07 compile refused these ("read at 2 offsets").
@@ -28,12 +29,13 @@ from infoflow.retrieval.expression import (
     Window,
 )
 
-EXTREMA = ("max", "min")
+#: The reductions read as pairs: a max or min (a window pair), a sum (one partner each).
+EXTREMA = ("max", "min", "sum")
 
 
 def neighbour_pair(term: Reduce) -> Reduce | None:
-    """``term`` as a max or min over two tokens a fixed gap apart, or None where it is not a
-    max or min over one token, read at exactly two offsets, with no reduction inside and
+    """``term`` as a max, min or sum over two tokens a fixed gap apart, or None where it is
+    not one over one token, read at exactly two offsets, with no reduction inside and
     conditions on that token against numbers and T only."""
     if term.op not in EXTREMA or len(term.variables) != 1 or not term.variables[0].is_token:
         return None

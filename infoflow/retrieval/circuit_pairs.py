@@ -7,13 +7,15 @@ k-th partner (the partner peel). A stage of
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import free_indices, terms
-from infoflow.retrieval.circuit import Circuit
+from infoflow.retrieval.circuit import Circuit, Copy
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.derive import derive
 from infoflow.retrieval.expression import SEQUENCE, Node, Reduce
-from infoflow.retrieval.mechanisms import kth, max_position
+from infoflow.retrieval.mechanisms import kth, max_position, pooling
 from infoflow.retrieval.spec import RetrievalSpec
 
 
@@ -208,3 +210,34 @@ def partner_term(
     own = distinct and circuit.positional_encoding
     best = forms.sign(term.op)
     return kth.circuit_partner_peel(circuit, tag, pair, best, rank, spec.seq_len, own)
+
+
+def pair_sum_term(
+    circuit: Circuit, term: Reduce, tag: str, spec: RetrievalSpec
+) -> tuple[list, list]:
+    """A sum over pairs a fixed gap apart (one token read at two offsets:
+    :mod:`.circuit_neighbours`): every token s retrieves its one partner (a window's mask),
+    the MLP decodes the pair's score, and in layer 2 the readout averages it over the tokens
+    that have a partner (the others' logit :data:`~.circuit.LEFT_OUT`), times their number."""
+    s, t = (v.name for v in term.variables)
+    if not circuit.positional_encoding:
+        raise Unbuildable(f"{forms.text(term)}: its pairs are a gap apart (positions: no PE)")
+    seq = range(1, spec.seq_len + 1)
+    at = {SEQUENCE: spec.seq_len}
+    partners = [
+        [q for q in seq if all(forms.holds(c, {**at, s: p, t: q}) for c in term.conditions)]
+        for p in seq
+    ]
+    if any(len(row) > 1 for row in partners) or not any(partners):
+        raise Unbuildable(f"{forms.text(term)}: a sum is built over one partner a token")
+    matrix = forms.bilinear(term.body, s, t)
+    circuit.masks[tag] = tuple(tuple(q for q in seq if q not in row) for row in partners)
+    circuit.masks[f"{tag}.alone"] = (
+        tuple(p for p, row in zip(seq, partners, strict=True) if not row),
+    )
+    (first, _), mlps = max_position.circuit_pair(circuit, tag, matrix, 1, window=tag)
+    weights = circuit.logit(f"{tag}.weight", tuple(int(bool(row)) for row in partners))
+    counted = float(sum(map(bool, partners)))
+    copy = Copy(f"{tag}.value", f"{tag}.out", "I", counted)
+    does = f"the readout sums {tag}.value over the tokens with a partner into {tag}.out"
+    return [first, replace(pooling.circuit_head(copy, does, weights), layer=2)], mlps

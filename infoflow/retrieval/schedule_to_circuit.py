@@ -71,7 +71,7 @@ from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_layout import Part, lay_out
 from infoflow.retrieval.circuit_neighbours import neighbour_pair
-from infoflow.retrieval.circuit_pairs import pair_term, partner_term, star_term
+from infoflow.retrieval.circuit_pairs import pair_sum_term, pair_term, partner_term, star_term
 from infoflow.retrieval.circuit_products import pooled_product, product_term, staggered
 from infoflow.retrieval.circuit_sums import pooled_term, shared_pools
 from infoflow.retrieval.circuit_terms import ARGS, EXTREMA, terms_of
@@ -318,7 +318,8 @@ def _term(circuit: Circuit, term: Node, tag: str, spec: RetrievalSpec) -> tuple[
         return product_term(circuit, product, tag, spec)
     pair = neighbour_pair(term) if isinstance(term, Reduce) else None
     if pair is not None:  # max over t of f(x[t-1], x[t+1]): a pair two apart
-        return _term(circuit, pair, tag, spec)
+        sums = pair.op == "sum"
+        return pair_sum_term(circuit, pair, tag, spec) if sums else _term(circuit, pair, tag, spec)
     if not isinstance(term, Reduce):
         raise Unbuildable(f"the term {forms.text(term)} is not a reduction over tokens")
     if not all(v.is_token for v in term.variables):  # said "not over tokens" (a review)

@@ -119,7 +119,7 @@ def test_a_norm_not_squared_is_still_refused() -> None:
             "min(x[t-1][0] + x[t+1][0] + x[t][0] for t in T)",
             r"t is read at 3 offsets \(-1, \+0, \+1\)",
         ),
-        ("sum(x[t+1][0] * x[t+3][1] for t in T)", r"t is read at 2 offsets \(\+1, \+3\)"),
+        ("sum(x[t+1][0] * x[t+3][1] for t in T)", r"is not x\[s1\]\^T M x\[u1\]"),  # a pair
         ("min(max(x[t][0] for t in T if abs(t - s) <= 1) for s in T)", "s indexes no token"),
         ("sum(x[t][0] for t in T for i in range(3))", "a range index beside token indices"),
         # said "norm(...) is not ... the norm of x[s] - x[t]" of that very norm
