@@ -6,10 +6,11 @@ The JSON form is the contract of ``infoflow predict --format json`` (design.md):
      "provenance", "note", "expression", "latex"}}}
 
 ``expression`` and ``latex`` appear only for predictions that are formulas; ``interval``
-(low, high) only for estimates that carry one, an open end (unbounded) as null. Values are computed with plain arithmetic; a
-formula is built as a sympy expression only when something asks for it (``expression``, the
-JSON form), so a table of numbers never imports sympy; a formula that prints itself (looped_kv's,
-from cached text) gives the JSON form without sympy too.
+(low, high) only for estimates that carry one, an open end (unbounded) as null. Values are
+computed with plain arithmetic; a formula is built as a sympy expression only when
+something asks for it (``expression``, the JSON form), so a table of numbers never imports
+sympy; a formula that prints itself (looped_kv's, from cached text) gives the JSON form
+without sympy too.
 """
 
 from __future__ import annotations

@@ -324,15 +324,17 @@ def deferred_scales(circuit: Circuit) -> dict[str, float]:
     encoding writes them): that copy's scale, which the output applies instead, so the
     residual stream holds the unscaled value (a sum's mean, not the sum: a content of
     hundreds moves LayerNorm's scale at float32's anchor); and each product's, whose MLP
-    then writes the product of the means."""
+    then writes the product of the means, which the output and the ReLU joining pointwise
+    branches (:mod:`.circuit_branches`) scale as they read it."""
     read = {group for head in circuit.heads for group in head_reads(head)}
-    read |= {group for mlp in circuit.mlps for group in mlp.inputs}
     read |= {*circuit.flags, *circuit.logits}  # the positional encoding writes these
-    used = read | {mlp.output for mlp in circuit.mlps}
+    joins = {group for mlp in circuit.mlps if mlp.kind == "relu" for group in mlp.inputs}
+    read |= {group for mlp in circuit.mlps if mlp.kind != "relu" for group in mlp.inputs}
+    used = read | joins | {mlp.output for mlp in circuit.mlps}
     copies: dict[str, list[float]] = {}
     for copy in (copy for head in circuit.heads for copy in head.values):
         copies.setdefault(copy.dest, []).append(copy.scale)
-    products = {  # a product of means, whose scale the output applies (see Mlp)
+    products = {  # a product of means, whose scale the output and a join apply (see Mlp)
         mlp.output: mlp.scale
         for mlp in circuit.mlps
         if mlp.function == "product" and mlp.output not in read and mlp.scale

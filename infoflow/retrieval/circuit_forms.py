@@ -7,7 +7,7 @@ from __future__ import annotations
 import operator
 from fractions import Fraction
 
-from infoflow.retrieval.algebra import terms
+from infoflow.retrieval.algebra import free_indices, product_factors, terms
 from infoflow.retrieval.diagonal import norm_coefficients
 from infoflow.retrieval.expression import (
     KTH,
@@ -185,6 +185,9 @@ def bilinear(node: Node, s: str, t: str) -> str:
 
 
 def _bilinear_atom(node: Node, s: str, t: str) -> list[tuple[float, str]]:
+    outer = _outer(node, s, t)
+    if outer is not None:
+        return outer
     if isinstance(node, Apply) and node.fn == "dot" and len(node.args) == 2:
         a, b = node.args
         if _plain(a, _index(a)) and _plain(b, _index(b)) and {_index(a), _index(b)} == {s, t}:
@@ -195,9 +198,34 @@ def _bilinear_atom(node: Node, s: str, t: str) -> list[tuple[float, str]]:
             transposed = "^T" if _index(a) == t else ""
             return _atoms(m, lambda param: [(1, _parameter(param) + transposed)])
     raise Unbuildable(
-        f"{text(node)} is not x[{s}]^T M x[{t}] (dot or bilinear) or the norm of "
-        f"x[{s}] + x[{t}] or x[{s}] - x[{t}]"
+        f"{text(node)} is not x[{s}]^T M x[{t}] (dot, bilinear, a product of linear scores) "
+        f"or the norm of x[{s}] + x[{t}] or x[{s}] - x[{t}], each read at no offset"
     )
+
+
+def _outer(node: Node, s: str, t: str) -> list[tuple[Fraction, str]] | None:
+    """A product of a linear score of x[s] and one of x[t] (``x[s][0] * x[t][1]``,
+    ``dot(q, x[s]) * dot(w, x[t])``: a bilinear form of rank one, a review found it
+    refused) as ``outer(a,b)`` matrices, a^T b, with their coefficients; None otherwise."""
+    if not isinstance(node, Apply) or node.fn != "*":
+        return None
+    scale, factors = product_factors(node)
+    reads_of = [free_indices(f) for f in factors]
+    if len(factors) != 2 or sorted(map(sorted, reads_of)) != sorted([[s], [t]]):
+        return None
+    first, second = factors if reads_of[0] == {s} else factors[::-1]
+    rows, columns = _parts(linear(first, s)), _parts(linear(second, t))
+    if "I" in {m for _, m in rows + columns}:
+        return None  # a vector times a number is no score
+    return [(scale * a * b, f"outer({m},{n})") for a, m in rows for b, n in columns]
+
+
+def _parts(matrix: str) -> list[tuple[Fraction, str]]:
+    """A matrix name as (coefficient, matrix) pairs: a combination (:func:`combined`) term
+    by term, anything else with coefficient 1."""
+    if " + " not in matrix and "*" not in matrix:
+        return [(Fraction(1), matrix)]
+    return [(Fraction(c), m) for c, m in (part.split("*", 1) for part in matrix.split(" + "))]
 
 
 def fixed_query(node: Node, var: str, seq_len: int) -> tuple[str, int] | None:

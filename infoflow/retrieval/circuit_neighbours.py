@@ -14,10 +14,9 @@ conditions on t move onto s = t + o1; where the first offset is positive, s star
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 
-from infoflow.retrieval.algebra import names, reads
+from infoflow.retrieval.algebra import reads
 from infoflow.retrieval.expression import (
     SEQUENCE,
     Apply,
@@ -44,8 +43,7 @@ def neighbour_pair(term: Reduce) -> Reduce | None:
     if len(offsets) != 2 or not _flat(term.body):
         return None
     first, second = offsets
-    taken = names(term) | {t}
-    s, u = (next(f"{n}{i}" for i in itertools.count(1) if f"{n}{i}" not in taken) for n in "su")
+    s, u = (f"{t}{o:+d}" if o else t for o in offsets)  # named as read: a refusal says x[t+2]
     moved = [_moved(c, t, s, first) for c in term.conditions]
     if any(c is None for c in moved):
         return None

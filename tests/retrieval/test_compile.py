@@ -728,7 +728,10 @@ def test_compile_refuses_what_it_does_not_build(tmp_path) -> None:
     }
     path.write_text(json.dumps(data))
     line = refused("compile", str(path), "--out", str(tmp_path / "w"))
-    assert "field 'target'" in line and "is not x[s]^T M x[t] (dot or bilinear) or the norm" in line
+    assert (
+        "field 'target'" in line
+        and "is not x[s]^T M x[t] (dot, bilinear, a product of linear scores) or the norm" in line
+    )
     data["target"] = "min(norm(x[s] - x[t]) for s in T for t in T)"  # 0 on every draw
     path.write_text(json.dumps(data))
     line = refused("compile", str(path), "--out", str(tmp_path / "w"))

@@ -28,6 +28,10 @@ DECODED = 1e-5
         "max(norm(x[t] - x[t-1]) for t in T)",  # a norm pair: a root in layer 2
         "sum(dot(x[t-1], x[t]) for t in T)",  # a sum: the readout pools each token's pair
         "sum(bilinear(x[t-2], A, x[t]) for t in T if t <= 6)",
+        # a product of linear scores is a bilinear form of rank one (refused: a review)
+        "max(x[t-1][0] * x[t+1][1] for t in T)",
+        "sum(x[t+1][0] * x[t+3][1] for t in T)",
+        "max(dot(q, x[t-1]) * dot(w, x[t+1]) for t in T)",
     ],
 )
 def test_a_neighbour_pair_is_built_on_the_engine_s_two_layers(target: str) -> None:
@@ -68,3 +72,28 @@ def test_what_is_no_neighbour_pair(target: str) -> None:
     if "t <= s" in target:  # the inner max
         node = node.body
     assert neighbour_pair(node) is None
+
+
+def test_a_product_of_linear_scores_of_two_tokens_is_a_pair() -> None:
+    """x[s][0] * (x[t][1] - dot(q, x[t])) over s != t: the pair's matrix is a sum of outer
+    products (refused, as no dot or bilinear, before: a review)."""
+    target = "max(2 * x[s][0] * (x[t][1] - dot(q, x[t])) for s in T for t in T if s != t)"
+    built = construction.build(
+        spec(target, [1, 1], seq_len=8, positional_encoding=True), beta=100, width=2048
+    )
+    assert built.nmse < DECODED, built.nmse
+    (decode,) = built.circuit.mlps
+    assert decode.matrix == "2.0*outer(e:0,e:1) + -2.0*outer(e:0,q)"
+
+
+def test_a_term_zero_on_every_draw_beside_another_builds_without_a_division_by_zero() -> None:
+    """The nearest pair at an offset always has a partner at distance 0: its root MLP fitted
+    a target of variance 0 (ZeroDivisionError, a review)."""
+    target = (
+        "max(-norm(x[s] - x[t+1]) for s in T for t in T if s != 3) + max(dot(q, x[t]) for t in T)"
+    )
+    built = construction.build(
+        spec(target, [2, 1], seq_len=8, positional_encoding=True), beta=100, width=2048
+    )
+    assert built.nmse < DECODED, built.nmse
+    assert built.decoders and all(v == v for v in built.decoders.values())  # no NaN

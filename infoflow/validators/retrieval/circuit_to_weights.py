@@ -203,7 +203,8 @@ class Weights:
     def matrix(self, name: str, rows: int, cols: int) -> Tensor:
         """The matrix a score or copy names, [rows, cols]: the identity, a coordinate, a
         positional mask (1 where a query position leaves a key position out), the target's
-        parameter (a vector is one row), or a weighted sum of these (``"c*M + c*M"``:
+        parameter (a vector is one row), the outer product of two rows (``outer(a,b)``), or a
+        weighted sum of these (``"c*M + c*M"``:
         :func:`~infoflow.retrieval.circuit_forms.combined`)."""
         if " + " in name or "*" in name:
             parts = [part.split("*", 1) for part in name.split(" + ")]
@@ -216,6 +217,9 @@ class Weights:
             for row, left_out in zip(out, masked, strict=True):
                 row[[q - 1 for q in left_out]] = 1
             return out
+        if name.startswith("outer("):  # a^T b of two rows: x(s)^T a^T b x(t) = (a x(s)) (b x(t))
+            left, right = name.removeprefix("outer(").removesuffix(")").split(",")
+            return self.matrix(left, 1, rows).T @ self.matrix(right, 1, cols)
         if name.startswith("e:"):
             out = torch.zeros(1, cols, dtype=self.dtype)
             out[0, int(name[2:])] = 1
@@ -366,10 +370,14 @@ class Weights:
             m.W_2[layer, 0, pair, first + i] = torch.tensor([1.0, -1.0], dtype=self.dtype)
 
     def _relu(self, mlp: Mlp) -> None:
-        """output += relu(sum_i weights[i] inputs[i] + bias): one unit."""
+        """output += relu(sum_i weights[i] inputs[i] + bias): one unit (a product of means
+        read at its scale)."""
         m, layer = self.model, mlp.layer - 1
         unit = self.units(mlp.layer, 1)
-        reads = [w * self.read(group) for group, w in zip(mlp.inputs, mlp.weights, strict=True)]
+        weights = [
+            w * self.deferred.get(g, 1.0) for g, w in zip(mlp.inputs, mlp.weights, strict=True)
+        ]
+        reads = [w * self.read(group) for group, w in zip(mlp.inputs, weights, strict=True)]
         m.W_1[layer, 0, :, unit] = sum(reads)
         m.b_1[layer, 0, unit] = mlp.bias
         m.W_2[layer, 0, unit, self.circuit.offset(mlp.output)] = 1.0

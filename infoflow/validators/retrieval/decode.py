@@ -139,7 +139,10 @@ def _fit_error(z: Tensor, y: Tensor, fitted: tuple[Tensor, Tensor, Tensor, float
     for at in range(0, z.shape[0], ROWS):
         hidden = torch.addmm(knots, z[at : at + ROWS], directions).relu_()
         squares += float(((hidden @ w + bias - y[at : at + ROWS]) ** 2).sum())
-    return squares / z.shape[0] / float(y.var())
+    spread = float(y.var())  # a constant term beside others (a review: ZeroDivisionError)
+    if not spread:
+        return math.inf if squares else 0.0
+    return squares / z.shape[0] / spread
 
 
 def _best_squares(weights: Weights, root: Mlp, generator: torch.Generator) -> Tensor:
@@ -188,6 +191,9 @@ def _root(squares: Tensor, width: int) -> tuple[Tensor, Tensor, Tensor, float]:
     the ``width`` knots M (i / width)^2, one ReLU each. Returns what :func:`_interpolant`
     does, for a one-channel input."""
     top = RANGE**2 * float(squares.max())
+    if not top:  # a term 0 on every draw (the nearest pair at an offset, beside others)
+        zeros = torch.zeros(width, dtype=squares.dtype)
+        return torch.ones(1, width, dtype=squares.dtype), zeros, zeros, 0.0
     ends = top * (torch.arange(width + 1, dtype=squares.dtype) / width) ** 2
     slopes = 1 / (ends[1:].sqrt() + ends[:-1].sqrt())  # the chord of each interval
     weights = torch.cat([slopes[:1], slopes[1:] - slopes[:-1]])
