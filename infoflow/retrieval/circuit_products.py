@@ -8,8 +8,11 @@ averaging head, the readout's MLP multiplying). Compile builds each sum as an av
 (:func:`~.circuit_sums.pooled_term`; two sums weighing the positions alike are copied by one
 head, and a sum read twice, ``sum(dot(x[s], x[t]) for s in T for t in T)`` = |sum x|^2, is
 pooled once), and the MLP of the same layer decodes their bilinear form (an Mlp of function
-``product``, built like every decode from exact inputs: :mod:`~.decode`). Until 2026-12-07
-compile refused both (a sum read two indices; the product was not a reduction).
+``product``, built like every decode from exact inputs: :mod:`~.decode`). The heads copy the
+weighted means and the MLP writes their product: the output, or a ReLU joining pointwise
+branches, applies the weights' sums (``Mlp.scale``), since a product of sums written whole
+moved the last LayerNorm's scale (NMSE 0.5 to 18, a fuzz). Until 2026-12-07 compile refused
+both (a sum read two indices; the product was not a reduction).
 """
 
 from __future__ import annotations
@@ -94,9 +97,10 @@ def _one_token_sum(node: Node) -> bool:
 
 
 def product_term(circuit: Circuit, product: Product, tag: str, spec: RetrievalSpec):
-    """The heads and MLP of ``product``: each sum pooled into its channel (one head where
-    both weigh the positions alike, one channel where they are one sum), the MLP of layer 1
-    writing ``scale * left^T M right`` into ``tag.out``."""
+    """The heads and MLP of ``product``: each sum's mean pooled into its channel (one head
+    where both weigh the positions alike, one channel where they are one sum), the MLP of
+    layer 1 taking ``left^T M right`` of the means into ``tag.out``, its ``scale`` the
+    product's constant times the weights' sums."""
     left, _ = pooled_term(circuit, product.left, f"{tag}.left", spec)
     inputs = (f"{tag}.left.out",)
     heads = left
