@@ -107,12 +107,13 @@ def latex_name(name: str) -> str:
     """A symbol's name in maths mode: a word upright (``bytes``, ``mlp_width``: not the
     product of its letters, which a review found), a Greek letter's name its letter, the
     parts after the first underscore its subscript."""
+    from sympy.printing.conventions import split_super_sub
     from sympy.printing.latex import greek_letters_set
 
     def word(text: str) -> str:
         return text if len(text) == 1 else r"\mathrm{" + text.replace(" ", r"\ ") + "}"
 
-    head, *subscript = name.split("_")
+    head, _, subscript = split_super_sub(name)  # K2 is K_{2}, as sympy writes it
     head = "\\" + head if head in greek_letters_set else word(head)
     return head + ("_{" + word(" ".join(subscript)) + "}" if subscript else "")
 

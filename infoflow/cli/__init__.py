@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import signal
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -38,9 +40,11 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except BrokenPipeError:
+        if not _stdout_closed():  # another pipe or socket: not the reader going away
+            raise
         _die_of_closed_pipe()
     except SystemExit as exc:  # typer's own exit 1 on a closed pipe
-        if isinstance(exc.__context__, BrokenPipeError):
+        if isinstance(exc.__context__, BrokenPipeError) and _stdout_closed():
             _die_of_closed_pipe()
         raise
     except NoArgsIsHelpError as exc:
@@ -64,10 +68,22 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _die_of_closed_pipe() -> None:
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader went away (its write end polls an error); a
+    broken stderr, socket or child's pipe is not (a review)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (OSError, ValueError):  # no stdout, or one without a descriptor
+        return False
+
+
+def _die_of_closed_pipe() -> NoReturn:
     """The reader of stdout went away: end as a shell tool would, killed by SIGPIPE (status
     141 in a shell), and write nothing more (Python's own flush at exit would fail again)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGPIPE)
+    os._exit(128 + signal.SIGPIPE)  # where another thread took the signal

@@ -110,9 +110,10 @@ class Mlp:
     round also writes ``s`` itself (two ReLUs). ``relu``: ``relu(sum_i weights[i] inputs[i] +
     bias)`` of one-channel inputs, one ReLU (the larger of two branches:
     :mod:`.circuit_branches`). A decode of function ``product`` (:mod:`.circuit_products`) is
-    ``scale * inputs[0]^T matrix inputs[-1]`` of two pooled means; the output applies
-    ``scale`` where it alone reads the product, and the MLP writes the product of the means
-    (a product of sums in the residual stream moved LayerNorm's scale: NMSE up to 4)."""
+    ``scale * inputs[0]^T matrix inputs[-1]`` of two pooled means; the output, and a ReLU
+    joining pointwise branches, apply ``scale`` as they read the product, which the MLP
+    writes of the means (a product of sums in the residual stream moved LayerNorm's scale:
+    NMSE up to 18; where another MLP or a head read it, the MLP would write it whole)."""
 
     layer: int
     kind: str  # decode | root | peel | threshold | relu

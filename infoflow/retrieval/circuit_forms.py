@@ -197,6 +197,11 @@ def _bilinear_atom(node: Node, s: str, t: str) -> list[tuple[float, str]]:
         if _plain(a, _index(a)) and _plain(b, _index(b)) and {_index(a), _index(b)} == {s, t}:
             transposed = "^T" if _index(a) == t else ""
             return _atoms(m, lambda param: [(1, _parameter(param) + transposed)])
+    if norm_pair(node, s, t) is not None:  # it is one: said it was not (a review)
+        raise Unbuildable(
+            f"{text(node)}: a norm pair is built as the whole score of a max or min over a "
+            "pair, not beside other terms, in a partner peel or a sum"
+        )
     raise Unbuildable(
         f"{text(node)} is not x[{s}]^T M x[{t}] (dot, bilinear, a product of linear scores) "
         f"or the norm of x[{s}] + x[{t}] or x[{s}] - x[{t}], each read at no offset"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import free_indices, terms
+from infoflow.retrieval.algebra import free_indices
 from infoflow.retrieval.circuit import Circuit, Copy
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.derive import derive
@@ -42,17 +42,8 @@ def pair_term(
             "positional encoding a token cannot tell itself from another; the pair (s, s) "
             "competes, which changes the value only where it is the best pair"
         )
-    _no_norm_inside(body, names, "a norm pair is built alone, not beside other terms in a score")
     matrix = forms.bilinear(body, *names)
     return max_position.circuit_pair(circuit, tag, matrix, forms.sign(term.op), exclude)
-
-
-def _no_norm_inside(body: Node, names, why: str) -> None:
-    """Refuse ``body`` with ``why`` where one of its terms is a norm pair of ``names``, which
-    the bilinear reading would call not one (a review found the refusal saying so)."""
-    for _, term in terms(body):
-        if term is not None and forms.norm_pair(term, *names):
-            raise Unbuildable(f"{forms.text(term)}: {why}")
 
 
 def _window_term(
@@ -205,7 +196,6 @@ def partner_term(
             f"token cannot tell itself from another; the pair (s, s) competes"
         )
     largest = (inner.op == "kth_largest") == (rank == inner.k)
-    _no_norm_inside(inner.body, (s, t), "the partner peel is built for dot and bilinear scores")
     pair = (forms.bilinear(inner.body, s, t), 1 if largest else -1)
     own = distinct and circuit.positional_encoding
     best = forms.sign(term.op)

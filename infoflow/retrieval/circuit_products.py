@@ -31,13 +31,14 @@ from infoflow.retrieval.spec import RetrievalSpec
 
 @dataclass(frozen=True)
 class Product:
-    """``scale * left^T M right``: two sums over one token each, M named by ``matrix`` (the
-    identity between two numbers)."""
+    """``scale * left^T M right``: two sums over one token each, M named by ``matrix``; no
+    matrix: a product of two numbers (a vector there would be multiplied elementwise, which
+    is not built)."""
 
     scale: Fraction
     left: Reduce
     right: Reduce
-    matrix: str = "I"
+    matrix: str = ""
 
 
 def pooled_product(term: Node) -> Product | None:
@@ -78,7 +79,7 @@ def _factored_sum(term: Reduce) -> Product | None:
         if len(factors) != 2 or sorted(map(sorted, readers)) != sorted([[s], [t]]):
             return None
         left, right = factors if readers[0] == {s} else factors[::-1]
-        matrix = "I"
+        matrix = ""
     return Product(
         scale,
         Reduce("sum", (term.variables[0],), left, tuple(own[s])),
@@ -112,14 +113,15 @@ def product_term(circuit: Circuit, product: Product, tag: str, spec: RetrievalSp
             heads = [replace(left[0], values=values, does=f"{left[0].does}; {right[0].does}")]
         else:
             heads = left + right
-    widths = {circuit.channels[group] for group in inputs}
-    if product.matrix == "I" and len(widths) > 1:
-        raise Unbuildable(f"a product of {' and '.join(inputs)}: a vector beside a number")
+    if not product.matrix and any(circuit.channels[group] > 1 for group in inputs):
+        sums = " and ".join(forms.text(r) for r in (product.left, product.right))
+        raise Unbuildable(f"{sums}: a product of sums of vectors (elementwise) is not built")
     heads, sums = _means(heads, inputs)
     scale = float(product.scale) * sums[0] * sums[-1]
     out = circuit.add(f"{tag}.out", 1)
-    does = f"{scale:g} * {inputs[0]}^T {product.matrix} {inputs[-1]} (of means)"
-    mlp = Mlp(1, "decode", inputs, out, product.matrix, does=does, function="product", scale=scale)
+    matrix = product.matrix or "I"
+    does = f"{scale:g} * {inputs[0]}^T {matrix} {inputs[-1]} (of means)"
+    mlp = Mlp(1, "decode", inputs, out, matrix, does=does, function="product", scale=scale)
     return heads, [mlp]
 
 

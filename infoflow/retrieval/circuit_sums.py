@@ -179,8 +179,9 @@ def shared_pools(parts: list) -> list:
     in the earliest layer any of them had it, as the engine plans them
     (:func:`~.pooled_sums.merge_pools`): ``sum x[t][0] + sum x[t][1]`` is one head (until
     2026-12-06, one each), and so is ``sum x[t][0] * sum x[t][1] + sum x[t][2]``, on [1]
-    and, a product's sums a layer apart, on [1, 1] (2026-12-07). A copy moves only to an
-    earlier layer, so what reads it still comes after; the part moves as a whole."""
+    and, a product's sums a layer apart, on [1, 1] (2026-12-07). The shared head runs where
+    :func:`_one_head` puts it, and each MLP after the heads it reads; the part moves as a
+    whole."""
     pooled = [i for i, part in enumerate(parts) if _pooled_part(part)]
     groups: list[tuple[list[int], set]] = []
     for i in pooled:

@@ -220,10 +220,14 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
     ]
     try:
         laid, how, paired = lay_out(shared_pools(parts), circuit.heads_per_layer, schedule)
-    except Unbuildable:  # a product's two sums a layer apart ([1, 1] rather than [2])
-        laid, how, paired = lay_out(
-            shared_pools(staggered(parts)), circuit.heads_per_layer, schedule
-        )
+    except Unbuildable as side_by_side:  # a product's two sums a layer apart ([1, 1], not [2])
+        apart = staggered(parts)
+        if apart == parts:
+            raise
+        try:
+            laid, how, paired = lay_out(shared_pools(apart), circuit.heads_per_layer, schedule)
+        except Unbuildable:
+            raise side_by_side from None
     if paired is not None:  # each term's heads after its own engine part's steps
         laid = [
             (named(heads, part_sentences(q)) if q else heads, mlps)

@@ -553,6 +553,24 @@ def test_a_one_sided_k1_below_which_k_chains_do_not_fit_is_a_contradiction(
         assert regime(k, None, 15.4, interval) == "below K*_1"  # what it was placed as
 
 
+def test_predict_leaves_unplaced_a_k_under_the_race_s_bound_whose_chains_do_not_fit(tmp_path):
+    """The race at half layer 1's rate bounds K*_1 > 64 (its tie off the grid); with a
+    capacity that puts K*_2 at 15.4, K = 32 was placed G1 -> M1 -> M2 (a review)."""
+    data = json.loads(SHIPPED.read_text())
+    data["capacity"] = {"value": 0.005, "provenance": "default", "source": "-"}
+    (tmp_path / "small.json").write_text(json.dumps(data))
+    spec = json.loads((SPECS / "icl_markov" / "race-c3.json").read_text())
+    spec.pop("sweep", None)
+    spec["options"] = {"criterion": "gap"}
+    spec["calibration"] = str(tmp_path / "small.json")
+    spec["training"] = {**spec["training"], "layer1_attention_lr": 0.5}
+    result = infoflow.predict({**spec, "chains": 32})
+    k1, k2 = result["k1_star"], result["k2_star"].value
+    assert k1.value is None and k2 <= 32 <= k1.interval[0]  # K*_2 <= K < K*_1
+    assert result["phase_sequence"].value is None
+    assert result["phase_sequence"].provenance == FORMS
+
+
 def test_no_weight_decay_is_a_setting_predicted_at_not_a_division_by_zero() -> None:
     """weight_decay = 0 (the spec allows it) exited 2, "a division by zero", from the log
     ratio that finds the nearest anchor (a review): it is one category apart now."""
@@ -588,4 +606,4 @@ def test_the_result_names_its_spec_file_in_every_regime(chains: int) -> None:
     of the transient's provenance: "paper:summary · icl_markov")."""
     spec = infoflow.load_spec(PARK, [f"chains={chains}", "sweep=null"])
     result = infoflow.predict(spec, source=str(PARK))
-    assert result.source == str(PARK)
+    assert result.caption() == f"{PARK} · icl_markov"

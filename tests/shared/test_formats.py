@@ -176,6 +176,8 @@ def test_latex_carries_the_result_s_messages_as_markdown_does() -> None:
         ("mlp_width", r"\mathrm{mlp}_{\mathrm{width}}"),
         ("tau_2gen_anchor", r"\tau_{\mathrm{2gen\ anchor}}"),
         ("n_q", "n_{q}"),
+        ("K2", "K_{2}"),  # trailing digits a subscript, as sympy writes them (a review)
+        ("k1_star_anchor", r"k_{\mathrm{1\ star\ anchor}}"),
         ("T", "T"),
         ("epsilon", r"\epsilon"),
     ],

@@ -134,7 +134,7 @@ class Weights:
             self.anchor = NORM_ANCHOR
         self.sigma0 = self.anchor * math.sqrt(e - 1) / e
         self.spread = 0.0  # what positional content adds to E times LayerNorm's variance
-        self.deferred = deferred_scales(circuit)  # copy scales the output applies instead
+        self.deferred = deferred_scales(circuit)  # scales the output applies (copies, products)
         self._used: dict[int, int] = {}  # hidden units handed out, per layer
 
     def build(self) -> EnsembleTransformer:

@@ -139,9 +139,8 @@ def _fit_error(z: Tensor, y: Tensor, fitted: tuple[Tensor, Tensor, Tensor, float
     for at in range(0, z.shape[0], ROWS):
         hidden = torch.addmm(knots, z[at : at + ROWS], directions).relu_()
         squares += float(((hidden @ w + bias - y[at : at + ROWS]) ** 2).sum())
-    spread = float(y.var())  # a constant term beside others (a review: ZeroDivisionError)
-    if not spread:
-        return math.inf if squares else 0.0
+    # a constant target (a term 0 on every draw, beside others): its size, else 1 (a review)
+    spread = float(y.var()) or float((y**2).mean()) or 1.0
     return squares / z.shape[0] / spread
 
 
