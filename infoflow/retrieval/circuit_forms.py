@@ -214,15 +214,25 @@ def _outer(node: Node, s: str, t: str) -> list[tuple[Fraction, str]] | None:
     refused) as ``outer(a,b)`` matrices, a^T b, with their coefficients; None otherwise."""
     if not isinstance(node, Apply) or node.fn != "*":
         return None
+    split = factor_pair(node, s, t)
+    if split is None:
+        return None
+    scale, first, second = split
+    rows, columns = _parts(linear(first, s)), _parts(linear(second, t))
+    if "I" in {m for _, m in rows + columns}:
+        return None  # a vector times a number is no score
+    return [(scale * a * b, f"outer({m},{n})") for a, m in rows for b, n in columns]
+
+
+def factor_pair(node: Node, s: str, t: str) -> tuple[Fraction, Node, Node] | None:
+    """(c, f, g) with ``node`` = c f g, f reading x[s] alone and g x[t] alone; None when it
+    is no such product of two factors."""
     scale, factors = product_factors(node)
     reads_of = [free_indices(f) for f in factors]
     if len(factors) != 2 or sorted(map(sorted, reads_of)) != sorted([[s], [t]]):
         return None
     first, second = factors if reads_of[0] == {s} else factors[::-1]
-    rows, columns = _parts(linear(first, s)), _parts(linear(second, t))
-    if "I" in {m for _, m in rows + columns}:
-        return None  # a vector times a number is no score
-    return [(scale * a * b, f"outer({m},{n})") for a, m in rows for b, n in columns]
+    return scale, first, second
 
 
 def _parts(matrix: str) -> list[tuple[Fraction, str]]:

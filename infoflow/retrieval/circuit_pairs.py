@@ -68,17 +68,10 @@ def _window_term(
         )
     if not circuit.positional_encoding:
         raise Unbuildable(f"{forms.text(term)}: its conditions read positions (no PE)")
-    seq = range(1, spec.seq_len + 1)
-    at = {SEQUENCE: spec.seq_len}
-    left_out = tuple(
-        tuple(q for q in seq if not all(forms.holds(c, {**at, s: p, t: q}) for c in conditions))
-        for p in seq
-    )
-    alone = tuple(p for p, row in zip(seq, left_out, strict=True) if len(row) == spec.seq_len)
-    if len(alone) == spec.seq_len:
+    partners = _partners(conditions, s, t, spec.seq_len)
+    if not any(partners):
         raise Unbuildable(f"{forms.text(term)}: its conditions leave no pair at T = {spec.seq_len}")
-    circuit.masks[tag] = left_out
-    circuit.masks[f"{tag}.alone"] = (alone,)
+    _mask(circuit, tag, partners)
     norm = forms.norm_pair(body, s, t)
     if norm is not None:
         plus, squared = norm
@@ -87,6 +80,24 @@ def _window_term(
         return max_position.circuit_norm_pair(circuit, tag, plus, squared, best, window=tag)
     matrix = forms.bilinear(body, s, t)
     return max_position.circuit_pair(circuit, tag, matrix, forms.sign(term.op), window=tag)
+
+
+def _partners(conditions, s: str, t: str, seq_len: int) -> list[list[int]]:
+    """For each position p of s (1-based), the positions of t the conditions allow."""
+    seq, at = range(1, seq_len + 1), {SEQUENCE: seq_len}
+    return [
+        [q for q in seq if all(forms.holds(c, {**at, s: p, t: q}) for c in conditions)] for p in seq
+    ]
+
+
+def _mask(circuit: Circuit, tag: str, partners: list[list[int]]) -> None:
+    """The window's masks: for each token the positions it may not retrieve (``tag``), and
+    the tokens left without a partner (``tag.alone``)."""
+    seq = range(1, len(partners) + 1)
+    circuit.masks[tag] = tuple(tuple(q for q in seq if q not in row) for row in partners)
+    circuit.masks[f"{tag}.alone"] = (
+        tuple(p for p, row in zip(seq, partners, strict=True) if not row),
+    )
 
 
 def _between(condition, s: str, t: str) -> bool:
@@ -212,19 +223,11 @@ def pair_sum_term(
     s, t = (v.name for v in term.variables)
     if not circuit.positional_encoding:
         raise Unbuildable(f"{forms.text(term)}: its pairs are a gap apart (positions: no PE)")
-    seq = range(1, spec.seq_len + 1)
-    at = {SEQUENCE: spec.seq_len}
-    partners = [
-        [q for q in seq if all(forms.holds(c, {**at, s: p, t: q}) for c in term.conditions)]
-        for p in seq
-    ]
+    partners = _partners(term.conditions, s, t, spec.seq_len)
     if any(len(row) > 1 for row in partners) or not any(partners):
         raise Unbuildable(f"{forms.text(term)}: a sum is built over one partner a token")
     matrix = forms.bilinear(term.body, s, t)
-    circuit.masks[tag] = tuple(tuple(q for q in seq if q not in row) for row in partners)
-    circuit.masks[f"{tag}.alone"] = (
-        tuple(p for p, row in zip(seq, partners, strict=True) if not row),
-    )
+    _mask(circuit, tag, partners)
     (first, _), mlps = max_position.circuit_pair(circuit, tag, matrix, 1, window=tag)
     weights = circuit.logit(f"{tag}.weight", tuple(int(bool(row)) for row in partners))
     counted = float(sum(map(bool, partners)))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from infoflow.retrieval import circuit_forms as forms
-from infoflow.retrieval.algebra import free_indices, key, normal, product_factors
+from infoflow.retrieval.algebra import key, normal, product_factors
 from infoflow.retrieval.circuit import SQNORM, Circuit, Head, Mlp, head_reads
 from infoflow.retrieval.circuit_forms import Unbuildable
 from infoflow.retrieval.circuit_sums import pooled_term
@@ -74,11 +74,11 @@ def _factored_sum(term: Reduce) -> Product | None:
         except Unbuildable:
             return None
         left, right = Token(s), Token(t)
-    else:
-        readers = [free_indices(f) for f in factors]
-        if len(factors) != 2 or sorted(map(sorted, readers)) != sorted([[s], [t]]):
+    else:  # f(x[s]) g(x[t])
+        split = forms.factor_pair(term.body, s, t)
+        if split is None:
             return None
-        left, right = factors if readers[0] == {s} else factors[::-1]
+        scale, left, right = split
         matrix = ""
     return Product(
         scale,
