@@ -184,12 +184,11 @@ class LoopedModel(StrictModel):
                 loc = [str(part) for part in err["loc"]]
                 loc += cause.field.split(".") if isinstance(cause, FieldError) else []
                 if loc and loc[0] in read and loc[0] not in data:
-                    why = str(cause) if cause else err["msg"]
-                    value = one_line(json.dumps(err.get("input")), 80)
-                    message = f"{data['hf_config']} gives the model's {'.'.join(loc)}"
-                    if not isinstance(cause, FieldError):
-                        message += f" = {value}"
-                    raise FieldError("hf_config", f"{message}: {why}") from None
+                    said = f"{data['hf_config']} gives the model's {'.'.join(loc)}"
+                    if not isinstance(cause, FieldError):  # else it names the value itself
+                        value = one_line(json.dumps(err.get("input")), 80)
+                        said, cause = f"{said} = {value}", cause or err["msg"]
+                    raise FieldError("hf_config", f"{said}: {cause}") from None
             raise
 
     @model_validator(mode="after")

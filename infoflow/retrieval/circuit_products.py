@@ -24,7 +24,7 @@ from infoflow.retrieval import circuit_forms as forms
 from infoflow.retrieval.algebra import key, normal, product_factors
 from infoflow.retrieval.circuit import SQNORM, Circuit, Head, Mlp, head_reads
 from infoflow.retrieval.circuit_forms import Unbuildable
-from infoflow.retrieval.circuit_sums import pooled_term
+from infoflow.retrieval.circuit_sums import one_head, pooled_term
 from infoflow.retrieval.expression import SEQUENCE, Node, Reduce, Token
 from infoflow.retrieval.spec import RetrievalSpec
 
@@ -109,8 +109,7 @@ def product_term(circuit: Circuit, product: Product, tag: str, spec: RetrievalSp
         right, _ = pooled_term(circuit, product.right, f"{tag}.right", spec)
         inputs += (f"{tag}.right.out",)
         if right[0].score == left[0].score:  # alike: one head copies both
-            values = left[0].values + right[0].values
-            heads = [replace(left[0], values=values, does=f"{left[0].does}; {right[0].does}")]
+            heads = [one_head([(left[0], True), (right[0], True)])]
         else:
             heads = left + right
     if not product.matrix and any(circuit.channels[group] > 1 for group in inputs):

@@ -180,7 +180,7 @@ def shared_pools(parts: list) -> list:
     (:func:`~.pooled_sums.merge_pools`): ``sum x[t][0] + sum x[t][1]`` is one head (until
     2026-12-06, one each), and so is ``sum x[t][0] * sum x[t][1] + sum x[t][2]``, on [1]
     and, a product's sums a layer apart, on [1, 1] (2026-12-07). The shared head runs where
-    :func:`_one_head` puts it, and each MLP after the heads it reads; the part moves as a
+    :func:`one_head` puts it, and each MLP after the heads it reads; the part moves as a
     whole."""
     pooled = [i for i, part in enumerate(parts) if _pooled_part(part)]
     groups: list[tuple[list[int], set]] = []
@@ -198,7 +198,7 @@ def shared_pools(parts: list) -> list:
         for i in members:
             for head in parts[i][0]:
                 alike.setdefault(head.score, []).append((head, bool(parts[i][1])))
-        heads = [_one_head(found) for found in alike.values()]
+        heads = [one_head(found) for found in alike.values()]
         written = {c.dest: h.layer for h in heads for c in h.values}
         mlps = [  # after the heads they read
             replace(m, layer=max(m.layer, *(written.get(g, 1) for g in m.inputs)))
@@ -211,7 +211,7 @@ def shared_pools(parts: list) -> list:
     return [part for part in out if part is not None]
 
 
-def _one_head(found: list[tuple[Head, bool]]) -> Head:
+def one_head(found: list[tuple[Head, bool]]) -> Head:
     """Heads weighing alike (each with whether an MLP reads its part) as one copying every
     value: in layer 1 where one copies |x|^2 (only the first LayerNorm carries it), else in
     the latest layer of those an MLP reads (the MLPs follow it), else the earliest."""
