@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from infoflow.core.results import INFINITE, Prediction, Result
-from infoflow.core.text import format_bytes, latex_text, markdown_text, one_line, trim
+from infoflow.core.text import (
+    format_bytes,
+    latex_text,
+    markdown_text,
+    one_line,
+    sympy_latex,
+    trim,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -103,28 +110,11 @@ def to_markdown(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def latex_name(name: str) -> str:
-    """A symbol's name in maths mode: a word upright (``bytes``, ``mlp_width``: not the
-    product of its letters, which a review found), a Greek letter's name its letter, the
-    parts after the first underscore its subscript."""
-    from sympy.printing.conventions import split_super_sub
-    from sympy.printing.latex import greek_letters_set
-
-    def word(text: str) -> str:
-        return text if len(text) == 1 else r"\mathrm{" + text.replace(" ", r"\ ") + "}"
-
-    head, _, subscript = split_super_sub(name)  # K2 is K_{2}, as sympy writes it
-    head = "\\" + head if head in greek_letters_set else word(head)
-    return head + ("_{" + word(" ".join(subscript)) + "}" if subscript else "")
-
-
 def to_latex(result: Result) -> str:
     """A LaTeX table of one result: each prediction with its value, bound, provenance and,
     for formulas, the expression in maths mode (for a paper: a reconstruction stays marked);
     the result's messages (a measured boundary it disagrees with) as comments above it (they
     were dropped: a review)."""
-    import sympy
-
     lines = [
         f"% {one_line(result.caption())}",
         *(f"% {one_line(message, 10_000)}" for message in result.messages),
@@ -136,8 +126,7 @@ def to_latex(result: Result) -> str:
     for name, p in result.predictions.items():
         expression = ""
         if p.expression is not None:
-            names = {symbol: latex_name(symbol.name) for symbol in p.expression.free_symbols}
-            expression = f"${sympy.latex(p.expression, symbol_names=names)}$"
+            expression = f"${sympy_latex(p.expression)}$"
         cells = [f"\\texttt{{{latex_text(name)}}}", format_value(p), p.bound, p.provenance]
         row = " & ".join([cells[0], *(latex_text(c) for c in cells[1:]), expression])
         lines.append(row + r" \\")

@@ -22,7 +22,7 @@ BAD_INPUT = 2
 SET_HELP = (
     "Override a spec field before validation: key.path=value (value read as JSON when it "
     "parses); a field the spec sweeps is then fixed at that value, and sweep.key.path=[...] "
-    "sweeps it. Repeatable; applies to every spec."
+    "sweeps it. Repeatable; applies to every spec the command reads."
 )
 #: The ``--set`` option every command that reads a spec takes.
 Overrides = Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)]

@@ -325,7 +325,7 @@ def calibrate(
     quiet: Quiet = False,
 ) -> None:
     """Fit the constants of a family's working forms from validation results and write a
-    calibration file (point a spec's ``calibration`` field at it)."""
+    calibration file (point a spec's calibration field at it)."""
     from infoflow.families import family
 
     with user_errors():

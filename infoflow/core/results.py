@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from infoflow.core.spec_base import SpecBase
 from infoflow.core.tables import Tabular
+from infoflow.core.text import sympy_latex
 from infoflow.core.version import __version__
 
 if TYPE_CHECKING:
@@ -108,9 +109,7 @@ class Prediction(Tabular):
 @lru_cache(maxsize=4096)
 def _sympy_printed(expression: Any) -> tuple[str, str]:
     """An expression's text and LaTeX, printed once (a sweep's points share expressions)."""
-    import sympy
-
-    return str(expression), sympy.latex(expression)
+    return str(expression), sympy_latex(expression)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ counts in binary units (KiB, MiB, GiB, as the papers use)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -68,3 +69,27 @@ def latex_text(text: str) -> str:
     """``text`` as literal LaTeX on one line: a user's string cannot end the line or run a
     command."""
     return "".join(_TEX_ESCAPES.get(char, char) for char in one_line(text, 2000))
+
+
+def latex_name(name: str) -> str:
+    """A symbol's name in maths mode: a word upright (``bytes``, ``mlp_width``: not the
+    product of its letters, which a review found), a Greek letter's name its letter, the
+    parts after the first underscore its subscript."""
+    from sympy.printing.conventions import split_super_sub
+    from sympy.printing.latex import greek_letters_set
+
+    def word(text: str) -> str:
+        return text if len(text) == 1 else r"\mathrm{" + text.replace(" ", r"\ ") + "}"
+
+    head, _, subscript = split_super_sub(name)  # K2 is K_{2}, as sympy writes it
+    head = "\\" + head if head in greek_letters_set else word(head)
+    return head + ("_{" + word(" ".join(subscript)) + "}" if subscript else "")
+
+
+def sympy_latex(expression: Any) -> str:
+    """``expression`` in LaTeX, each symbol as :func:`latex_name` writes it (the JSON form's
+    ``latex`` and the LaTeX table alike: a review found ``bytes`` as b y t e s in one)."""
+    import sympy
+
+    names = {symbol: latex_name(symbol.name) for symbol in expression.free_symbols}
+    return sympy.latex(expression, symbol_names=names)

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from infoflow.core.errors import SpecError
 from infoflow.core.files import read_json, write_text
 from infoflow.icl_markov.race import Clocks, clocks_of
-from infoflow.icl_markov.spec import ADDED_TRAINING, Training
+from infoflow.icl_markov.spec import ADDED_TRAINING, IclMarkovSpec, Training
 
 SHIPPED = Path(__file__).with_name("calibration.json")
 
@@ -67,9 +67,10 @@ class Constant(_Strict):
         gt=0,
         le=1e6,
         allow_inf_nan=False,
+        strict=True,
         description="Every constant is positive (and at most 1e6).",
     )
-    stderr: float | None = Field(None, ge=0, allow_inf_nan=False)
+    stderr: float | None = Field(None, ge=0, allow_inf_nan=False, strict=True)
     provenance: str = Field(description="A tag: paper:summary, prior:<work>, fit:<runs>, ...")
     source: str = Field(description="Where the number comes from, in a sentence.")
     fitted_at: list[dict[str, Any]] | None = Field(
@@ -82,12 +83,14 @@ class Constant(_Strict):
 class Bracket(_Strict):
     """A measured value with the interval it is known to lie in (the grid resolution)."""
 
-    value: float = Field(gt=0, le=1e12, allow_inf_nan=False)
-    low: float | None = Field(None, gt=0, le=1e12, allow_inf_nan=False)
-    high: float | None = Field(None, gt=0, le=1e12, allow_inf_nan=False)
+    value: float = Field(gt=0, le=1e12, allow_inf_nan=False, strict=True)
+    low: float | None = Field(None, gt=0, le=1e12, allow_inf_nan=False, strict=True)
+    high: float | None = Field(None, gt=0, le=1e12, allow_inf_nan=False, strict=True)
 
     @model_validator(mode="after")
     def _ordered(self) -> Bracket:
+        if (self.low is None) != (self.high is None):  # a review: one alone was a traceback
+            raise ValueError("give both low and high, or neither")
         if (self.low or self.value) > self.value or (self.high or self.value) < self.value:
             raise ValueError("needs low <= value <= high")
         return self
@@ -100,8 +103,12 @@ class Exponents(_Strict):
     @model_validator(mode="after")
     def _moderate(self) -> Exponents:
         for name in ("memorization", "transient"):
-            if getattr(self, name).value > MAX_EXPONENT:
-                raise ValueError(f"{name}.value: an exponent is at most {MAX_EXPONENT}")
+            value = getattr(self, name).value
+            if not 1 / MAX_EXPONENT <= value <= MAX_EXPONENT:  # K scales by a ratio ** (1 / a)
+                raise ValueError(
+                    f"{name}.value: an exponent is between {1 / MAX_EXPONENT:g} and "
+                    f"{MAX_EXPONENT:g} (got {value:g}; a threshold scales by a ratio to 1 / a)"
+                )
         return self
 
 
@@ -121,6 +128,9 @@ def complete_settings(settings: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"settings.{key} must be {what} (got {value!r})")
     if settings["context_len"] < 3 or settings["states"] < 2:
         raise ValueError("settings.context_len must be at least 3 and settings.states at least 2")
+    mixtures = get_args(IclMarkovSpec.model_fields["mixture"].annotation)
+    if settings["mixture"] not in mixtures:  # a review: "x" loaded, and matched no spec
+        raise ValueError(f"settings.mixture must be one of {', '.join(mixtures)}")
     for key in RECIPE_DEFAULTS:  # a review: "decay": "bogus" loaded, and matched no spec
         if settings.get(key, UNRECORDED) != UNRECORDED:
             try:
@@ -156,16 +166,21 @@ class Anchor(_Strict):
         "1(a)): not K*_1, which asks which mechanism forms first.",
     )
     budget_steps: int | None = Field(
-        None, gt=0, description="The training steps behind final_boundary."
+        None, gt=0, strict=True, description="The training steps behind final_boundary."
     )
     run_steps: int | None = Field(
-        None, gt=0, description="The steps of the runs that measured K*_1, tau_2Gen or K*_2."
+        None,
+        gt=0,
+        strict=True,
+        description="The steps of the runs that measured K*_1, tau_2Gen or K*_2.",
     )
 
     _complete = field_validator("settings")(complete_settings)
 
     @model_validator(mode="after")
     def _recipe(self) -> Anchor:
+        if self.final_boundary is not None and self.budget_steps is None:
+            raise ValueError("budget_steps: a final_boundary needs the steps it was read at")
         self.settings = with_recipe(self.settings, self.provenance)
         return self
 
@@ -175,10 +190,10 @@ class ClockRun(_Strict):
     seed, and the step its mechanism formed (None: not within the run)."""
 
     clock: Literal["G", "G_prev", "M2_prev", "M1"]
-    layer1_attention_lr: float = Field(gt=0, le=4)
-    chains: int | None = Field(None, gt=0)
-    seed: int = Field(ge=0)
-    time: float | None = Field(None, gt=0, allow_inf_nan=False)
+    layer1_attention_lr: float = Field(gt=0, le=4, strict=True)
+    chains: int | None = Field(None, gt=0, strict=True)
+    seed: int = Field(ge=0, strict=True)
+    time: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     status: Literal["formed", "not formed", "generalised first", "not timed"] = "formed"
 
 
@@ -191,7 +206,9 @@ class ClockSet(_Strict):
     source: str
     device: str
     date: str
-    steps: int = Field(gt=0, description="The clock runs' length: a clock past it is None.")
+    steps: int = Field(
+        gt=0, strict=True, description="The clock runs' length: a clock past it is None."
+    )
     criterion: Literal["projection", "projection_global", "gap"] = Field(
         "gap",
         description="What timed the clocks (the spec's options.criterion): clocks of one "

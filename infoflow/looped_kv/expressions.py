@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from infoflow.core.text import sympy_latex
 from infoflow.looped_kv.formulas import INTEGERS, REALS, Form, symbols
 
 CACHE = Path(__file__).with_name("expressions.json")
@@ -103,7 +104,7 @@ class Expression:
         return _text(self.form(traced()))
 
     def printed(self) -> tuple[str, str]:
-        """``(str(expression), sympy.latex(expression))``."""
+        """``(str(expression), its LaTeX)`` (:func:`~infoflow.core.text.sympy_latex`)."""
         cached = _cache().get(self.key())
         return tuple(cached) if cached else _print(self())
 
@@ -132,9 +133,7 @@ def _cache() -> dict[str, list[str]]:
 
 
 def _print(expression: Any) -> tuple[str, str]:
-    import sympy
-
-    return str(expression), sympy.latex(expression)
+    return str(expression), sympy_latex(expression)
 
 
 def build(specs: Iterable[Path]) -> dict[str, list[str]]:

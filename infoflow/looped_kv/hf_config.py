@@ -105,6 +105,39 @@ INTEGERS = (
     "n_layers_in_prelude",
     "n_layers_in_recurrent_block",
     "n_layers_in_coda",
+    "n_shared_experts",  # the layouts' nested keys (a review: [] read as 0, -1 as no experts)
+    "n_routed_experts",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "num_nextn_predict_layers",
+    "interleave_moe_layer_step",
+    "intermediate_size_mlp",
+    "attention_chunk_size",
+    "no_rope_layer_interval",
+    "mamba_d_state",
+    "mamba_d_conv",
+    "mamba_expand",
+    "shared_expert_intermediate_size",
+    "padded_vocab_size",
+    "sliding_window",
+)
+#: Of :data:`INTEGERS`, the keys a null cannot stand for (transformers has no default for
+#: them and builds no layer without them): refused, not read as 0 or as another key's value.
+NOT_NULL = (
+    "intermediate_size",
+    "moe_intermediate_size",
+    "intermediate_size_mlp",
+    "shared_expert_intermediate_size",
+    "num_experts_per_tok",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
 )
 
 
@@ -120,6 +153,10 @@ BOOLEANS = (
     "add_cross_attention",
     "is_encoder_decoder",
     "multi_query",
+    "mamba_conv_bias",
+    "mamba_proj_bias",
+    "qkv_bias",
+    "lm_head_bias",
 )
 
 
@@ -203,9 +240,13 @@ def _check_keys(config: dict[str, Any], reads: set[str], path: Path) -> None:
             raise FieldError("hf_config", message)
     for key in INTEGERS:
         value = config.get(key)
-        if value is not None and not _integer(value):
+        if value is None and key in config and key in NOT_NULL:
+            message = f"{path}: '{key}' is null, where a number belongs (transformers has none)"
+            raise FieldError("hf_config", message)
+        if value is not None and not (_integer(value) and value >= 0):
             message = (
-                f"{path}: '{key}' is {value!r}, not a whole number (transformers reads an int)"
+                f"{path}: '{key}' is {value!r}, not a whole number 0 or more (transformers "
+                "reads an int)"
             )
             raise FieldError("hf_config", message)
     for key, what in UNMODELLED.items():

@@ -127,6 +127,9 @@ def windows(config: Config, fields: Config) -> Config:
     if style == "qwen" and not config.get("use_sliding_window"):
         window = None
     if types is not None:
+        if len(types) != layers:  # a review: [] dropped the windows, 2 blamed model.window_layers
+            message = f"layer_types holds {len(types)} entries for the config's {layers} layers"
+            raise FieldError("hf_config", message)
         unknown = sorted(set(types) - {"full_attention", "sliding_attention"})
         if unknown:
             message = f"layer_types holds {unknown[0]!r}, a kind of attention the calculator "

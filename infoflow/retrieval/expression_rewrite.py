@@ -32,6 +32,8 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   ``norm(v)``, ``abs(norm(v))`` is ``norm(v)``;
 - a max or min of one term times a constant is the constant times the max of the term, the
   min for a negative one (``max(-f)`` is ``-min f``: one retrieval with ``min f``);
+- a max, min or k-th of a nondecreasing function is the function of the max, min or k-th
+  (``max(norm(v))`` is ``sqrt(max(sqnorm(v)))``; :mod:`.increasing_functions`);
 - identical additive terms (equal up to the names of their indices) are one term with the sum
   of their coefficients; terms that cancel vanish (``f - f`` is 0); sums of one function over
   ranges whose coefficients net to one weight on one range are one sum
@@ -92,6 +94,7 @@ from infoflow.retrieval.expression import (
     Reduce,
     Variable,
 )
+from infoflow.retrieval.increasing_functions import taken_out
 from infoflow.retrieval.monotone_extrema import at_extreme
 from infoflow.retrieval.nested_reductions import nested_joined
 from infoflow.retrieval.pointwise import (
@@ -132,7 +135,10 @@ def reading(node: Node, branches: str = "one_score") -> tuple[Node, bool]:
     whether the other way reads it differently (a max of a pointwise max whose branches
     differ was met)."""
     rewriter = _Rewriter(names(node), branches)
-    return separate(rewriter.rewrite(node)), rewriter.branched
+    rewritten = rewriter.rewrite(node)
+    outside = taken_out(rewritten)  # max(exp(f)) is exp(max f)
+    rewritten = rewritten if outside is rewritten else rewriter.rewrite(outside)
+    return separate(rewritten), rewriter.branched
 
 
 class _Rewriter:

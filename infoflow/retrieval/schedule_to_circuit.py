@@ -80,6 +80,7 @@ from infoflow.retrieval.derive import derivations, derive
 from infoflow.retrieval.diagonal import unordered_reduce
 from infoflow.retrieval.expression import KTH, SEQUENCE, Apply, Const, Node, Reduce, Token
 from infoflow.retrieval.expression_rewrite import rewrite
+from infoflow.retrieval.increasing_functions import put_back
 from infoflow.retrieval.laws import T
 from infoflow.retrieval.mechanisms import (
     kth,
@@ -145,7 +146,7 @@ def _read_circuit(
     others = [d for d in derivations(spec, source) if d.tree.branches != der.tree.branches]
     taken, refusals = str(written), []  # why the engine's reading is not built; each reading's
     for reading_der in [der, *(d for d in others if d.efficient)]:
-        reading = rewrite(tree, reading_der.tree.branches)  # one function (tests check)
+        reading = put_back(rewrite(tree, reading_der.tree.branches))  # one function (tests)
         if not _same(reading, tree, spec):
             continue
         name = BRANCHES[reading_der.tree.branches]

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import infoflow
+from infoflow.core.errors import SpecError
 from infoflow.icl_markov.calibration import LOWER_BOUND, SHIPPED, distance, load_calibration
 from infoflow.icl_markov.fit import fit, regression
 from infoflow.icl_markov.phases import FORMS, contradiction, regime
@@ -229,6 +230,26 @@ def test_bad_calibration_files_exit_2_naming_file_and_field(tmp_path) -> None:
     bad.write_text(json.dumps(data))
     later = run_cli("predict", str(spec))
     assert later.returncode == 2 and "field 'format': Input should be 1" in later.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "said"),
+    [  # a review, 2026-12-07: the first two were tracebacks (exit 1), the rest read silently
+        (lambda d: d["anchors"][0].pop("budget_steps"), "anchors.0", "needs the steps"),
+        (lambda d: d["anchors"][0]["final_boundary"].pop("high"), "final_boundary", "both"),
+        (lambda d: d["capacity"].update(value=True), "capacity.value", "valid number"),
+        (lambda d: d["anchors"][0]["settings"].update(mixture="x"), "settings", "mixture"),
+        (lambda d: d["exponents"]["memorization"].update(value=0.001), "exponents", "0.05"),
+    ],
+)
+def test_a_calibration_file_the_forms_cannot_read_is_refused(tmp_path, change, field, said):
+    data = json.loads(SHIPPED.read_text())
+    change(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(SpecError) as error:
+        load_calibration(bad)
+    assert "bad.json" in str(error.value) and field in str(error.value) and said in str(error.value)
 
 
 # ---- refitting ---------------------------------------------------------------------------

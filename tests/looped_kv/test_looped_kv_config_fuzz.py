@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import LOOPED_KV, no_hang
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import infoflow
 from infoflow.core.errors import SpecError
-from infoflow.looped_kv.hf_config import BOOLEANS, INTEGERS
+from infoflow.looped_kv.hf_config import BOOLEANS, INTEGERS, NOT_NULL
 
 CONFIGS = ["llama-3-8b", "mixtral-8x7b", "gemma-2-2b", "qwen3-30b-a3b", "deepseek-v3", "jamba-v0.1"]
 SCALARS = (
@@ -55,11 +56,42 @@ def test_any_config_value_is_counted_or_refused_in_one_line(tmp_path, data, name
     wrong_boolean = any(
         k in BOOLEANS and not isinstance(v, bool | None) for k, v in changes.items()
     )
+    wrong_integer = any(
+        k in INTEGERS and v is not None and not (type(v) is int and v >= 0)
+        for k, v in changes.items()
+    )
+    wrong_null = any(k in NOT_NULL and v is None for k, v in changes.items())
     with no_hang(120):
         try:
             result = infoflow.predict(spec)
         except SpecError as error:
             assert "\n" not in str(error) and "field 'model" in str(error), str(error)
             return
-    assert not wrong_boolean, changes
+    assert not (wrong_boolean or wrong_integer or wrong_null), changes
     assert result["model_parameters"].value > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "value", "said"),
+    [  # a review, 2026-12-07: each was counted, exit 0, with a wrong number
+        ("jamba-v0.1", "mamba_proj_bias", "false", "not true or false"),
+        ("qwen1.5-moe-a2.7b", "qkv_bias", "false", "not true or false"),
+        ("phi-3.5-moe", "lm_head_bias", "false", "not true or false"),
+        ("deepseek-v3", "n_shared_experts", [], "not a whole number 0 or more"),
+        ("deepseek-v3", "num_nextn_predict_layers", [], "not a whole number 0 or more"),
+        ("deepseek-v3", "moe_intermediate_size", None, "is null, where a number belongs"),
+        ("llama-4-scout-17b-16e", "intermediate_size", None, "is null, where a number belongs"),
+        ("llama-4-scout-17b-16e", "interleave_moe_layer_step", 1.5, "not a whole number"),
+        ("jamba-v0.1", "num_experts", -1, "not a whole number 0 or more"),
+        ("gpt-oss-20b", "layer_types", [], "layer_types holds 0 entries for the config's 24"),
+        ("huginn-0125", "padded_vocab_size", [], "not a whole number 0 or more"),
+    ],
+)
+def test_a_value_transformers_would_not_read_is_refused(tmp_path, name, key, value, said):
+    config = json.loads((LOOPED_KV / "hf_configs" / f"{name}.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, key: value}))
+    spec = {"kind": "looped_kv", "model": {"hf_config": str(path)}}
+    with pytest.raises(SpecError, match=r"field 'model\.hf_config'") as error:
+        infoflow.predict(spec)
+    assert said in str(error.value)

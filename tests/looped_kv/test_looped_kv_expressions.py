@@ -8,10 +8,10 @@ import json
 from fractions import Fraction
 
 import pytest
-import sympy
 from conftest import LOOPED_KV
 
 import infoflow
+from infoflow.core.text import sympy_latex
 from infoflow.looped_kv import expressions
 
 
@@ -41,7 +41,7 @@ def test_printed_text_is_sympys_cached_or_not(overrides) -> None:
     assert bool(missed) == bool(overrides)  # the overrides make formulas no bundled spec has
     for formula in formulas:
         expression = formula()
-        assert formula.printed() == (str(expression), sympy.latex(expression))
+        assert formula.printed() == (str(expression), sympy_latex(expression))
 
 
 def test_keys_tell_constants_apart() -> None:

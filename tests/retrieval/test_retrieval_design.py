@@ -294,11 +294,16 @@ def test_a_seed_without_an_nmse_at_every_rung_measures_no_exponent() -> None:
     one_seed = claim(floor, {**ladders, one8: _lose(ladders[one8], {2})})  # two seeds pair
     assert one_seed.verdict == "refuted"
     assert one_seed.measured["slope_difference"]["seeds"] == 2
-    for value in (None, math.nan, 0.0, math.inf):
+    for value in (None, 0.0):
         gone = claim(floor, {**ladders, one8: _lose(ladders[one8], {1, 2}, value)})
         assert gone.verdict == "inconclusive", value
         assert gone.measured["slope"][one8.label()]["seeds"] == 1
         assert gone.reason.endswith("(2 seed(s) without an NMSE at every rung)"), gone.reason
+    for value in (math.nan, math.inf):  # diverged: missing, not merely unmeasured
+        gone = claim(floor, {**ladders, one8: _lose(ladders[one8], {1, 2}, value)})
+        assert gone.verdict == "inconclusive", value
+        assert gone.measured["slope"][one8.label()]["missing"] == 2
+        assert "2 seed(s) diverged" in gone.reason, gone.reason
     # the reasons say why, and call no such ladder flat (they did, a review)
     steep = _ladders(planned, -1.5, 0.05, {one16: (-0.3, 0.5), one8: (-0.3, 0.5)})
     bound = claim(f"lower_bound:{one16.key()}", steep)
@@ -337,7 +342,9 @@ def test_a_seed_without_an_nmse_at_every_rung_measures_no_exponent() -> None:
     )
     partly = replace(ladders[two8], nmse=[[None, 0.1, math.nan], *ladders[two8].nmse[1:]])
     assert partly.measured() == [False, True, False]
-    assert partly.unmeasured() == "2 seed(s) without an NMSE at every rung"
+    assert partly.unmeasured() == (
+        "1 seed(s) diverged (a rung's NMSE not finite); 1 seed(s) without an NMSE at every rung"
+    )
     assert ladders[two8].unmeasured() == "" and ladders[two8].too_few() is None
 
 
@@ -357,8 +364,14 @@ def test_a_lower_bound_is_refuted_by_a_ladder_that_falls_faster() -> None:
         claim = next(c for c in found if c.id == f"lower_bound:{one16.key()}")
         assert claim.verdict == "inconclusive" and "has not shown" in claim.reason
     found = _claims(planned, _ladders(planned))
-    assert f"lower_bound:{one8.key()}" in {c.id for c in found}
+    assert f"lower_bound:{one16.key()}" in {c.id for c in found}
     assert all(c.kind == "paper" for c in found if c.id.startswith("lower_bound"))
+    # at T = 8 the bound, 1/3, is under the floor of 1: it predicts nothing, and says so
+    assert f"lower_bound:{one8.key()}" not in {c.id for c in found}
+    assert any(
+        line.startswith(f"{one8.label()}: its lower bound 0.333 is under the floor")
+        for line in untested(planned, found)
+    )
 
 
 def test_a_model_that_learned_nothing_decides_nothing() -> None:

@@ -212,7 +212,10 @@ def test_an_hf_config_that_is_not_a_file_names_the_field(tmp_path) -> None:
             "settings.context_len must be a positive number",
         ),
         (lambda c: c["transient_scale"].update(stderr=-1.0), "transient_scale.stderr"),
-        (lambda c: c["exponents"]["transient"].update(value=25.0), "an exponent is at most 20"),
+        (
+            lambda c: c["exponents"]["transient"].update(value=25.0),
+            "an exponent is between 0.05 and 20",
+        ),
         (
             lambda c: next(a for a in c["anchors"] if a.get("tau_2gen"))["tau_2gen"].update(
                 value=1e15

@@ -12,6 +12,7 @@ from conftest import SPECS, run_cli
 
 import infoflow
 from infoflow import render
+from infoflow.core import text
 from infoflow.core.records import KEYS
 from infoflow.retrieval.sweep import Sweep, lines
 
@@ -183,7 +184,7 @@ def test_latex_carries_the_result_s_messages_as_markdown_does() -> None:
     ],
 )
 def test_latex_sets_a_word_upright_and_a_greek_name_as_its_letter(name, latex) -> None:
-    assert render.latex_name(name) == latex
+    assert text.latex_name(name) == latex
 
 
 def test_the_latex_table_writes_each_symbol_as_latex_name_gives_it() -> None:
@@ -192,3 +193,8 @@ def test_the_latex_table_writes_each_symbol_as_latex_name_gives_it() -> None:
     assert r"2 \mathrm{bytes} d_{\mathrm{head}} n_{\mathrm{kv}}" in table
     maths = " ".join(re.findall(r"\$[^$]*\$", table))
     assert maths and not re.search(r"(?<!\\mathrm\{)bytes", maths)
+    # the JSON form's latex is the table's (a review found b y t e s in JSON still)
+    for prediction in result.to_json()["predictions"].values():
+        if "latex" in prediction:
+            assert f"${prediction['latex']}$" in table
+            assert not re.search(r"(?<!\\mathrm\{)bytes", prediction["latex"])

@@ -93,7 +93,7 @@ def test_a_damaged_quantization_config_is_refused_by_name(tmp_path, quantized, w
     ("placement", "words"),
     [
         ({"attn_layer_offset": 8}, "no layer holds attention"),
-        ({"attn_layer_offset": -1}, "no layer holds attention"),
+        ({"attn_layer_offset": -1}, "'attn_layer_offset' is -1, not a whole number 0 or more"),
         ({"attn_layer_period": 0}, "'attn_layer_period' is 0: a period is at least 1"),
         ({"expert_layer_period": 0}, "'expert_layer_period' is 0: a period is at least 1"),
     ],

@@ -24,8 +24,10 @@ compares and judged against the target's own floors.
 - **attends to positions** (a reproduction of the paper's figure): the readout puts about
   1/|P| of its attention on each fixed position.
 - **lower bound** (the paper's): a model predicted inefficient does not beat its lower bound
-  (without the floor): its measured exponent -2/slope is at least the bound, i.e. its slope
-  is not steeper than -2/bound, for every seed. Training is not optimal, so a construction's
+  (without the floor; a bound under the floor predicts nothing and makes no claim, since the
+  evening of 2026-12-07: a review found such bounds counted as paper claims): its measured
+  exponent -2/slope is at least the bound, i.e. its slope is not steeper than -2/bound, for
+  every seed. Training is not optimal, so a construction's
   upper bound cannot be tested this way; a lower bound can, but only where the training
   budget can show a steep ladder at all: judged only when a model predicted efficient at the
   same T has a steep one (else a flat ladder would confirm it for no reason).
@@ -56,6 +58,7 @@ from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.floors import Floors
 from infoflow.validators.retrieval.judge import Judge
 from infoflow.validators.retrieval.judge_positions import attends, needs_pe
+from infoflow.validators.retrieval.judge_untrainable import no_rescue, rises
 
 
 def claims(
@@ -73,6 +76,7 @@ def claims(
     out = [judge.learns(m) for m in experiment.points if experiment.expected[m].efficient]
     for model, expected in experiment.expected.items():
         bounded = not expected.efficient and expected.feasible and expected.raw > 0
+        bounded = bounded and not expected.floor_hides  # under the floor it predicts nothing
         if bounded and model in ladders and model != experiment.rescue:  # a rescue: one rung
             out.append(judge.lower_bound(model))
     for a, b in experiment.pairs:
@@ -88,8 +92,8 @@ def claims(
                 out.append(attends(judge, model, attention[model]))
     if experiment.rescue:
         lengths = _consecutive_lengths(experiment)
-        out += [judge.rises(a, b) for a, b in lengths if {a, b} <= ladders.keys()]
-        out.append(judge.no_rescue(experiment.rescue))
+        out += [rises(judge, a, b) for a, b in lengths if {a, b} <= ladders.keys()]
+        out.append(no_rescue(judge, experiment.rescue))
     return out
 
 
@@ -102,7 +106,12 @@ def _consecutive_lengths(experiment: Experiment) -> list[tuple[Model, Model]]:
 
 def untested(experiment: Experiment, found: list[Claim]) -> list[str]:
     """The pairs the theory does not let this experiment test, each with the reason."""
-    out = []
+    out = [
+        f"{model.label()}: its lower bound {e.raw:.3g} is under the floor {e.alpha:.3g}, so the "
+        "paper's bound predicts nothing the reconstruction does not (no lower_bound claim)"
+        for model, e in experiment.expected.items()
+        if not e.efficient and e.feasible and e.raw > 0 and e.floor_hides
+    ]
     for a, b in experiment.pairs:
         expectation = expect(experiment, a, b)
         if isinstance(expectation, str):

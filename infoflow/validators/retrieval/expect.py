@@ -14,7 +14,9 @@ floor (``exponent_floor``, alpha >= 1) may lift. So, for a pair of models:
   exponents equal, the paper predicts nothing; the floor's reading, equal exponents, is a
   claim of its own, ``exponent_floor:…`` of kind ``reconstruction``;
 - one architecture at two lengths, both inefficient: the lower bound at the longer length
-  at least :data:`MARGIN` above the other's: a **separation** ("grows with T", the paper's);
+  at least :data:`MARGIN` above the other's, or above the floor where the floor lifts the
+  other's (a bound under the floor orders nothing; since the evening of 2026-12-07): a
+  **separation** ("grows with T", the paper's);
 - anything else (two lower bounds of different architectures, a gap under the margin):
   nothing to test, listed as untested with the reason.
 """
@@ -70,13 +72,18 @@ def expect(experiment: Experiment, a: Model, b: Model) -> Expectation | str:
         )
     if across_t and ea.feasible and eb.feasible:
         (short, es), (long, el) = sorted([(a, ea), (b, eb)], key=lambda p: p[0].seq_len)
-        if el.raw - es.raw >= MARGIN:
-            why = f"the lower bound grows with T: {es.raw:.3g} to {el.raw:.3g}"
+        if el.raw - es.alpha >= MARGIN:
+            why = f"the lower bound grows with T: {_lifted(es)} to {el.raw:.3g}"
             return Expectation("separation", "paper", short, long, why)
-        return f"the lower bounds {es.raw:.3g} and {el.raw:.3g} differ by less than {MARGIN}"
+        return f"the exponents {_lifted(es)} and {el.raw:.3g} differ by less than {MARGIN}"
     if not ea.feasible and not eb.feasible:
         return "neither architecture can represent the target"
     return "two lower bounds of different architectures order nothing"
+
+
+def _lifted(e: Expected) -> str:
+    """A lower bound as the engine reads it: the floor's value where the floor lifts it."""
+    return f"{e.alpha:.3g} (the floor; the bound {e.raw:.3g})" if e.floor_hides else f"{e.raw:.3g}"
 
 
 def _both_efficient(a: Model, b: Model, ea: Expected, eb: Expected, across_t: bool):

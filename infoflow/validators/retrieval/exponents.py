@@ -20,7 +20,10 @@ seeds the range covers the median of the slope's distribution with probability
 1 - 2^(1-n), 75% for three). A comparison of two models pairs their seeds (seed i of both
 trained on the same data stream) and takes the range of the paired differences: of the
 slopes for an order, of the exponents for an equality (judged on the exponent's own scale);
-a seed only one model has is counted missing, and decides nothing.
+a seed only one model has, or one that diverged in either (a rung whose NMSE is not finite),
+is counted missing, and so is a diverged seed in a model's own interval: nothing is decided
+(since the evening of 2026-12-07; a review found a diverged seed dropped like a seed still
+improving at the cap, the verdict taken on the other two).
 """
 
 from __future__ import annotations
@@ -128,21 +131,29 @@ class Ladder:
         return [fit_slope(self.sizes, self._column(s)) for s in range(self.seeds)]
 
     def measured(self) -> list[bool]:
-        """Per seed: the ladder has :data:`MIN_RUNGS` rungs, each with a positive, finite NMSE,
-        and every rung stopped improving before the cap."""
+        """Per seed: the ladder has :data:`MIN_RUNGS` rungs of distinct sizes, each with a
+        positive, finite NMSE, and every rung stopped improving before the cap."""
         return [
-            len(self.sizes) >= MIN_RUNGS and self._complete(s) and not self._capped(s)
+            len(set(self.sizes)) >= MIN_RUNGS and self._complete(s) and not self._capped(s)
             for s in range(self.seeds)
         ]
+
+    def diverged(self) -> int:
+        """Seeds with a rung whose NMSE is not finite (a diverged member): missing from every
+        interval over seeds, which then decides nothing (a rung with no NMSE at all, a
+        witness too narrow for its decoders, is not a failure: that seed measures nothing)."""
+        return sum(self._diverged(s) for s in range(self.seeds))
 
     def unmeasured(self) -> str:
         """Why the seeds that measure no exponent do not: too few rungs, a rung without an
         NMSE, or a member still improving at the cap ('' when every seed measures one)."""
-        if len(self.sizes) < MIN_RUNGS:
-            return f"{len(self.sizes)} rung(s): a measured exponent needs {MIN_RUNGS}"
-        lost = sum(not self._complete(s) for s in range(self.seeds))
+        if len(set(self.sizes)) < MIN_RUNGS:
+            return f"{len(set(self.sizes))} rung(s): a measured exponent needs {MIN_RUNGS}"
+        diverged = self.diverged()
+        lost = sum(not self._complete(s) for s in range(self.seeds)) - diverged
         capped = sum(self._capped(s) for s in range(self.seeds))
-        parts = [f"{lost} seed(s) without an NMSE at every rung"] if lost else []
+        parts = [f"{diverged} seed(s) diverged (a rung's NMSE not finite)"] if diverged else []
+        parts += [f"{lost} seed(s) without an NMSE at every rung"] if lost else []
         parts += [f"{capped} seed(s) with a member still improving at the cap"] if capped else []
         return "; ".join(parts)
 
@@ -156,6 +167,9 @@ class Ladder:
         """Every rung of ``seed`` has a positive, finite NMSE (the slope's fit takes them all)."""
         return all(v is not None and v > 0 and math.isfinite(v) for v in self._column(seed))
 
+    def _diverged(self, seed: int) -> bool:
+        return any(v is not None and not math.isfinite(v) for v in self._column(seed))
+
     def _capped(self, seed: int) -> bool:
         return any(row[seed] for row in self.capped)
 
@@ -167,8 +181,8 @@ class Ladder:
         return [s if ok else None for s, ok in zip(self.slopes(), self.measured(), strict=True)]
 
     def slope(self) -> Interval:
-        """The median and range of the measured seeds' slopes."""
-        return Interval.of(self.measured_slopes())
+        """The median and range of the measured seeds' slopes, the diverged seeds missing."""
+        return replace(Interval.of(self.measured_slopes()), missing=self.diverged())
 
     def largest(self) -> Interval:
         """The NMSE of the largest rung, over seeds (a seed without one counted missing)."""
@@ -224,15 +238,21 @@ def undecided_pairs(difference: Interval, straddle: str) -> str:
     """Why seed-paired differences decide nothing: too few seeds, seeds that do not pair,
     or ``straddle``."""
     if difference.missing:
-        return f"{difference.missing} seed(s) trained for one model only: the seeds do not pair"
+        return (
+            f"{difference.missing} seed(s) pair with nothing (trained for one model only, or "
+            "diverged: a rung's NMSE not finite)"
+        )
     return fewer_seeds(difference.count) or straddle
 
 
 def _paired(a: Ladder, b: Ladder) -> tuple[list[tuple], int]:
     """The two ladders' measured slopes paired seed by seed (seed i of both trained on the
-    same data stream), and how many seeds one has beyond the other."""
+    same data stream), and how many seeds pair with nothing: one ladder has them beyond the
+    other, or one of the pair diverged."""
     first, second = a.measured_slopes(), b.measured_slopes()
-    return list(zip(first, second, strict=False)), abs(len(first) - len(second))
+    pairs = list(zip(first, second, strict=False))
+    diverged = sum(a._diverged(s) or b._diverged(s) for s in range(len(pairs)))
+    return pairs, abs(len(first) - len(second)) + diverged
 
 
 def _counted(value: float, infinite: bool) -> bool:

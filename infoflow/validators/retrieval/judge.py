@@ -78,7 +78,12 @@ class Judge:
     def flat_text(self, model: Model, other: Model | None = None) -> str:
         """Why ``model``'s ladder measures no exponent: flat, or no seed measured at all."""
         slope = self.ladders[model].slope()
-        name = _name(model, other) if other else model.label()
+        name = name_of(model, other) if other else model.label()
+        if slope.missing:
+            return (
+                f"the ladder of {name}: {slope.missing} seed(s) diverged (a rung's NMSE not "
+                "finite), so no interval covers every seed"
+            )
         if slope.count < 2:  # a seed still improving at the cap, or lacking a rung, measures none
             return f"the ladder of {name} measures no exponent: {self.ladders[model].too_few()}"
         shown = f"{slope.low:.3g} to {slope.high:.3g}"
@@ -89,8 +94,10 @@ class Judge:
 
     def no_exponent(self, model: Model, other: Model | None = None) -> str | None:
         """Why ``model``'s ladder measures no exponent when fewer than two seeds measure one
-        (a member still improving at the cap, a rung without an NMSE); None otherwise."""
-        return self.flat_text(model, other) if self.ladders[model].slope().count < 2 else None
+        (a member still improving at the cap, a rung without an NMSE), or a seed diverged;
+        None otherwise."""
+        slope = self.ladders[model].slope()
+        return self.flat_text(model, other) if slope.count < 2 or slope.missing else None
 
     def improving_at_cap(self, model: Model) -> int | None:
         """How many of the model's members were still improving at the cap; None when it was
@@ -140,8 +147,8 @@ class Judge:
         better, worse = e.better, e.worse
         ident = f"separation:{better.key()}:{worse.key()}"
         statement = (
-            f"{_name(better, worse)} has the smaller exponent: its NMSE falls faster with the "
-            f"decoder's size than that of {_name(worse, better)}{_context(better, worse)}"
+            f"{name_of(better, worse)} has the smaller exponent: its NMSE falls faster with the "
+            f"decoder's size than that of {name_of(worse, better)}{shared_context(better, worse)}"
         )
         difference = paired_differences(ladders[1], ladders[0])
         measured = {**measured, "slope_difference": difference.to_json()}
@@ -150,11 +157,18 @@ class Judge:
         tolerance = f"{tolerance}, every seed of the better at {text}"
         claim = (ident, statement, f"separation ({e.why})", measured, tolerance)
         if not self.learned(better).below(threshold):
-            reason = f"{_name(better, worse)} does not learn: not every seed at {text}"
+            reason = f"{name_of(better, worse)} does not learn: not every seed at {text}"
             reason = fewer_seeds(self.learned(better).count) or reason
             return undecided(*claim, reason, derived, e.kind)
         if not self.steep(better):
             reason = self.flat_text(better, worse)
+            return undecided(*claim, reason, derived, e.kind)
+        if not self.steep(worse) and not self.learned(worse).above(self.learned(better).high):
+            reason = (
+                f"the ladder of {name_of(worse, better)} is flat but does not end above that of "
+                f"{name_of(better, worse)} on every seed: a floor the better one has not reached "
+                "yet, not a limit of size, so it orders no exponent"
+            )
             return undecided(*claim, reason, derived, e.kind)
         if difference.above(0):
             return judged(*claim, True, derived, kind=e.kind)
@@ -187,8 +201,8 @@ class Judge:
         head = "exponent_floor" if e.floor else "equality"
         ident = f"{head}:{a.key()}:{b.key()}"
         statement = (
-            f"{_name(a, b)} and {_name(b, a)} have equal exponents: their NMSE falls alike with "
-            f"the decoder's size{_context(a, b)}"
+            f"{name_of(a, b)} and {name_of(b, a)} have equal exponents: their NMSE falls alike "
+            f"with the decoder's size{shared_context(a, b)}"
         )
         slopes = paired_differences(ladders[0], ladders[1])
         difference = paired_exponent_differences(ladders[0], ladders[1])
@@ -205,7 +219,10 @@ class Judge:
             reason = "neither model learns the target, so equal slopes would mean nothing"
             reason = fewer_seeds(min(self.learned(m).count for m in (a, b))) or reason
             return undecided(*claim, reason, derived, e.kind)
-        unmeasured = None if e.floor else self.unmeasured(a, b, learners)
+        if e.floor:
+            unmeasured = self.construction_unmeasured(a, b)
+        else:
+            unmeasured = self.unmeasured(a, b, learners)
         if unmeasured:
             return undecided(*claim, unmeasured, derived, e.kind)
         if not any(self.steep(m) for m in learners):
@@ -226,6 +243,21 @@ class Judge:
         )
         return undecided(*claim, reason, derived, e.kind)
 
+    def construction_unmeasured(self, efficient: Model, other: Model) -> str | None:
+        """Why the floor's equality cannot be judged: the model predicted efficient does not
+        learn, or its ladder measures no exponent. Its exponent measured above its
+        construction's (an upper bound) says nothing, so only its steep ladder beside the
+        other's can refute the floor (a review found the reverse, the inefficient model steep
+        beside a failed efficient one, refuting it; since the evening of 2026-12-07). None:
+        it learns with a steep ladder."""
+        if not self.learned(efficient).below(self.threshold(efficient)):
+            return (
+                f"{name_of(efficient, other)}, predicted efficient, does not learn (not every seed "
+                f"at {self.learns_text(efficient)}): a construction's exponent measured above "
+                "its bound says nothing"
+            )
+        return None if self.steep(efficient) else self.flat_text(efficient, other)
+
     def unmeasured(self, a: Model, b: Model, learners: list[Model]) -> str | None:
         """Why an equality of two models predicted efficient cannot be judged: one of them
         does not learn, or its ladder is flat, so it measures no exponent (None: both do).
@@ -233,7 +265,7 @@ class Judge:
         for model, other in ((a, b), (b, a)):
             if model not in learners:
                 return (
-                    f"{_name(model, other)} does not learn (not every seed at "
+                    f"{name_of(model, other)} does not learn (not every seed at "
                     f"{self.learns_text(model)}), so it measures no exponent; an equality of "
                     "two models predicted efficient needs both"
                 )
@@ -267,11 +299,12 @@ class Judge:
             )
             reason += "".join(f"; {why}" for why in map(self.no_exponent, learners) if why)
             return undecided(*claim, reason, derived, "paper")
-        if slope.count >= 2 and slope.low >= limit:
+        if slope.count >= 2 and not slope.missing and slope.low >= limit:
             return judged(*claim, True, derived, kind="paper")
         if slope.below(limit):
             return judged(*claim, False, derived, "every seed's ladder falls faster", "paper")
-        reason = self.ladders[model].too_few() or "the seeds straddle the limit"
+        reason = self.ladders[model].too_few() or self.no_exponent(model)
+        reason = reason or "the seeds straddle the limit"
         return undecided(*claim, reason, derived, "paper")
 
     def efficient_learners(self, seq_len: int) -> list[Model]:
@@ -285,69 +318,6 @@ class Judge:
             and self.experiment.expected[m].efficient
             and self.learned(m).below(self.threshold(m))
         ]
-
-    def rises(self, shorter: Model, longer: Model) -> Claim:
-        ident = f"rises_with_T:{shorter.key()}:{longer.key()}"
-        statement = (
-            f"at its largest decoder, {_name(longer, shorter)} ends above "
-            f"{_name(shorter, longer)}{_context(shorter, longer)}, as the paper's figure has "
-            "the NMSE rise towards 1 with T (no architecture is efficient)"
-        )
-        short, long = self.learned(shorter), self.learned(longer)
-        measured = {
-            "largest_rung_nmse": {shorter.label(): short.to_json(), longer.label(): long.to_json()},
-            "still_improving_at_cap": {
-                m.label(): self.improving_at_cap(m) for m in (shorter, longer)
-            },
-        }
-        tolerance = (
-            f"every seed at T={longer.seq_len} above every seed at T={shorter.seq_len}, the model "
-            "that ends higher stopped (no member still improving at the cap)"
-        )
-        claim = (ident, statement, "NMSE rises with T (the paper's figure)", measured, tolerance)
-        derived = self.derived(shorter, longer)
-        if short.count < 2 or long.count < 2:
-            return undecided(*claim, "fewer than two seeds at a length", derived, "reproduction")
-        if short.missing or long.missing:  # a diverged seed decides nothing (a review)
-            reason = f"{short.missing + long.missing} seed(s) with no finite NMSE (diverged)"
-            return undecided(*claim, reason, derived, "reproduction")
-        if long.low > short.high and not self.improving.get(longer):
-            return judged(*claim, True, derived, kind="reproduction")
-        if long.high < short.low and not self.improving.get(shorter):
-            reason = f"every seed at T={longer.seq_len} below every seed at T={shorter.seq_len}"
-            return judged(*claim, False, derived, reason, "reproduction")
-        if long.low > short.high or long.high < short.low:
-            reason = (
-                "the model that ends higher was still improving at the cap: more steps could "
-                "close the gap"
-            )
-            return undecided(*claim, reason, derived, "reproduction")
-        reason = "the seeds at the two lengths overlap"
-        return undecided(*claim, reason, derived, "reproduction")
-
-    def no_rescue(self, model: Model) -> Claim:
-        ident = f"no_rescue:{model.key()}"
-        statement = (
-            f"{model.label()}, twice the width and twice the steps, still does not learn the "
-            "target (no architecture is efficient for it)"
-        )
-        largest, threshold = self.learned(model), self.threshold(model)
-        measured = {
-            "largest_rung_nmse": largest.to_json(),
-            "still_improving_at_cap": self.improving_at_cap(model),
-        }
-        tolerance = f"every seed above {threshold:.3g} (the learning threshold)"
-        claim = (ident, statement, "not efficient at any size", measured, tolerance)
-        derived = self.derived(model)
-        if largest.above(threshold) and not self.improving.get(model):
-            return judged(*claim, True, derived, kind="paper")
-        if largest.below(threshold):
-            return judged(*claim, False, derived, "every seed learned it", "paper")
-        reason = "the seeds straddle the threshold, or a seed is missing"
-        if largest.above(threshold):
-            reason = "every seed above the threshold, but members were still improving at the cap"
-        reason = fewer_seeds(largest.count) or reason
-        return undecided(*claim, reason, derived, "paper")
 
 
 def judged(
@@ -364,7 +334,7 @@ def undecided(
     return claim.of_kind(kind)
 
 
-def _name(model: Model, other: Model) -> str:
+def name_of(model: Model, other: Model) -> str:
     """What tells ``model`` apart from ``other``: its heads, its length or its width."""
     if model.seq_len != other.seq_len:
         return f"T={model.seq_len}"
@@ -376,7 +346,7 @@ def _name(model: Model, other: Model) -> str:
     )
 
 
-def _context(a: Model, b: Model) -> str:
+def shared_context(a: Model, b: Model) -> str:
     """What the two models share, for the claim's statement."""
     if a.seq_len != b.seq_len:
         return f" (heads {list(a.heads)}, E={a.embed_dim})"

@@ -80,7 +80,7 @@ def exponent_claim(model: Model, ladder: Ladder, alpha: float) -> Claim:
     measured = {"slope": slope.to_json(), "exponent": exponent_of(slope.median)}
     tolerance = f"slope <= {limit:.3g} (= -2 / {alpha:.3g}) for every seed"
     claim = (f"witness_exponent:{model.key()}", statement, f"alpha <= {alpha:.3g}", measured)
-    holds = slope.count >= 2 and slope.high <= limit
+    holds = slope.count >= 2 and not slope.missing and slope.high <= limit
     fails = "the plan's construction does not achieve the engine's exponent"
     why = ladder.too_few() or "the seeds' slopes straddle the limit"
     return _verdict(*claim, tolerance, holds, slope.above(limit), fails, why)
