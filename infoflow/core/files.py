@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import secrets
 import stat
 import sys
@@ -97,10 +98,12 @@ def parse_json(text: str, source: str, where: str | None = None) -> Any:
     except RepeatedKey as exc:
         raise SpecError(source, [(where, str(exc))]) from None
     except ValueError as exc:  # NaN / Infinity, or an integer of thousands of digits
-        message = str(exc)
+        message, place = str(exc), ""
         if "integer string conversion" in message:
             message = "an integer of thousands of digits is beyond any sensible size"
-        raise SpecError(source, [(where, f"unreadable number: {message}")]) from None
+        else:
+            place = _at(text)
+        raise SpecError(source, [(where, f"unreadable number{place}: {message}")]) from None
     check_values(data, source, where)
     return data
 
@@ -171,6 +174,21 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number JSON allows")
+
+
+#: A JSON string (skipped) or a bare NaN / Infinity, which JSON does not allow.
+_BARE_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+
+
+def _at(text: str) -> str:
+    """`` at line L, column C`` of the first bare NaN or Infinity in ``text``, as invalid
+    JSON is placed (a review: the error named no place); '' where there is none."""
+    for match in _BARE_CONSTANT.finditer(text):
+        if match.group(1):
+            line = text.count("\n", 0, match.start()) + 1
+            column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+            return f" at line {line}, column {column}"
+    return ""
 
 
 def write_text(path: Path, text: str) -> None:

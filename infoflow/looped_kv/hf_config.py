@@ -240,7 +240,8 @@ def _check_keys(config: dict[str, Any], reads: set[str], path: Path) -> None:
             raise FieldError("hf_config", message)
     for key in INTEGERS:
         value = config.get(key)
-        if value is None and key in config and key in NOT_NULL:
+        read = key not in UNMODELLED or key in reads  # a dense config's null MoE key: unread
+        if value is None and key in config and key in NOT_NULL and read:
             message = f"{path}: '{key}' is null, where a number belongs (transformers has none)"
             raise FieldError("hf_config", message)
         if value is not None and not (_integer(value) and value >= 0):

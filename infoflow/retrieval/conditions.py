@@ -102,6 +102,9 @@ def _without_implied(
     kept = list(conditions)
     for c in reversed(conditions):
         others = [o for o in kept if o is not c] + list(around)
+        if any(_same_inequality(c, o) for o in others):  # t != s beside s != t (a fuzz)
+            kept = [o for o in kept if o is not c]
+            continue
         distance = _shortest(others, indices)
         if distance is not None and _implied(c, distance):
             kept = [o for o in kept if o is not c]  # not those around (a fuzz: they piled up)
@@ -165,6 +168,17 @@ def _shortest(
     if any(distance.get((n, n), 0) < 0 for n in nodes):
         return None
     return distance
+
+
+def _same_inequality(c: Condition, other: Condition) -> bool:
+    """``c`` and ``other`` are one ``!=`` (``s != t + 1`` and ``t != s - 1``): difference
+    constraints cannot say so, a ``!=`` having none."""
+    if type(c) is not Condition or type(other) is not Condition:
+        return False
+    if c.op != "!=" or other.op != "!=":
+        return False
+    mirrored = isinstance(other.right, str) and (other.right, other.left, -other.shift)
+    return (c.left, c.right, c.shift) in ((other.left, other.right, other.shift), mirrored)
 
 
 def _implied(c: Condition, distance: dict[tuple[str, str], int]) -> bool:

@@ -7,8 +7,7 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   other conditions shifted with it); at several offsets, none 0, at its largest (``x[t-1]``
   beside ``x[t+1]`` is ``x[u-2]`` beside ``x[u]``); an index read at offset 0 and another
   (the induction head's match x[t-1] and the token after it, x[t]) keeps its neighbour;
-  under an argmax the value is the position found less the offset (since the evening of
-  2026-12-05: a neighbour head was charged for it before; :mod:`.shifted_indices`);
+  under an argmax the value is the position found less the offset (:mod:`.shifted_indices`);
 - a sum, max or min over tokens whose whole body is one of the same kind is one reduction
   over both generators, with both conditions (:mod:`.nested_reductions`);
 - a pointwise max (min) of max (min) reductions over the same indices and conditions is one
@@ -32,8 +31,7 @@ canonical form (:mod:`~infoflow.retrieval.expression_to_canonical`). All are
   ``norm(v)``, ``abs(norm(v))`` is ``norm(v)``;
 - a max or min of one term times a constant is the constant times the max of the term, the
   min for a negative one (``max(-f)`` is ``-min f``: one retrieval with ``min f``);
-- a max, min or k-th of a nondecreasing function is the function of the max, min or k-th
-  (``max(norm(v))`` is ``sqrt(max(sqnorm(v)))``; :mod:`.increasing_functions`);
+- a max, min or k-th of g(f), g nondecreasing, is g of it (:mod:`.increasing_functions`);
 - identical additive terms (equal up to the names of their indices) are one term with the sum
   of their coefficients; terms that cancel vanish (``f - f`` is 0); sums of one function over
   ranges whose coefficients net to one weight on one range are one sum
@@ -196,9 +194,11 @@ class _Rewriter:
             if diagonal is not node:
                 return self.rewrite(diagonal)
             renamed = renamed_shifts(node)  # x[a-1] read alone is x[a] over a <= T - 1
-            diagonal = on_diagonal(renamed) if renamed is not node else renamed
-            if diagonal is not renamed:  # its nearest is itself there too (a property test)
-                return self.rewrite(diagonal)
+            if renamed is not node:  # the diagonal's value, or the pair sum less the diagonal
+                again = on_diagonal(renamed)  # (a property test; a fuzz, 2026-12-07)
+                again = without_diagonal(renamed) if again is renamed else again
+                if again is not renamed:
+                    return self.rewrite(again)
             return _drop_diagonal(renamed)
         if isinstance(node, Apply):
             pointwise = node.fn in EXTREMA and len(node.args) > 1

@@ -16,12 +16,13 @@ than another would be planned with a comparison more. The rewrite runs on the re
 expression, and the rewrites run again where it changed something (a max over pairs of
 exp(dot) is then the diagonal's, :mod:`.diagonal_extrema`).
 
-Nondecreasing functions (:data:`INCREASING`; ``log`` and ``sqrt`` on their domains, where
-the target has a value) commute with a max, a min and a k-th, ties included, over a range
-that is never empty: an empty max is -inf, and exp(-inf) = 0 is not -inf. So the reduction
-has no condition, or one ``!=`` (empty only at T = 1, where the target has no value and is
-refused: :mod:`.domains`). An argmax keeps its function (tanh saturates: ties the score
-does not have). ``relu`` stays: a max of it is a pointwise max with 0, one reduction a branch
+Nondecreasing functions defined everywhere (:data:`INCREASING`; a norm's root, of a squared
+norm) commute with a max, a min and a k-th, ties included, over a range that is never
+empty: an empty max is -inf, and exp(-inf) = 0 is not -inf. So the reduction runs over
+token indices read at no offset, with no condition or one ``!=`` (empty only at T = 1,
+where the target has no value and is refused: :mod:`.domains`). An argmax keeps its
+function (tanh saturates: ties the score does not have). ``relu`` stays: a max of it is a
+pointwise max with 0, one reduction a branch
 (:func:`~infoflow.retrieval.separable.pointwise_pieces`), which compile builds.
 """
 
@@ -30,11 +31,12 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from infoflow.retrieval.algebra import flattens, one_norm
+from infoflow.retrieval.algebra import flattens, one_norm, reads
 from infoflow.retrieval.expression import KTH, Apply, Const, Node, Reduce
 
-#: The nondecreasing functions taken out of a max, min or k-th.
-INCREASING = ("exp", "log", "sqrt", "tanh")
+#: The nondecreasing functions taken out of a max, min or k-th: defined everywhere (``log``
+#: and ``sqrt`` are not: a max of log(f) is nan where one f < 0, and log(max f) may not be).
+INCREASING = ("exp", "tanh")
 _REDUCTIONS = ("max", "min", *KTH)
 
 
@@ -82,7 +84,8 @@ def put_back(node: Node) -> Node:
         return node
     node = Apply(node.fn, tuple(put_back(a) for a in node.args))
     inner = node.args[0] if len(node.args) == 1 else None
-    if node.fn not in INCREASING or not isinstance(inner, Reduce):
+    rooted = node.fn == "sqrt" and isinstance(inner, Reduce) and _squared_norm(inner.body)
+    if not (node.fn in INCREASING or rooted) or not isinstance(inner, Reduce):
         return node
     if inner.op not in _REDUCTIONS or not _never_empty(inner):
         return node
@@ -106,6 +109,14 @@ def _signs(node: Apply) -> tuple[int, ...] | None:
     return None
 
 
+def _squared_norm(node: Node) -> bool:
+    return isinstance(node, Apply) and node.fn == "sqnorm"
+
+
 def _never_empty(node: Reduce) -> bool:
-    """No condition, or one ``!=`` (the module's docstring)."""
+    """Token indices only, each read at no offset, and no condition or one ``!=`` (the
+    module's docstring; a neighbour read, ``x[t-1]`` beside ``x[t]``, or a range index
+    left the max over t != s empty at some s: a review)."""
+    if not all(v.is_token and reads(node.body, v.name) <= {0} for v in node.variables):
+        return False
     return not node.conditions or (len(node.conditions) == 1 and node.conditions[0].op == "!=")

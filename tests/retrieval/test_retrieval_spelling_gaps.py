@@ -34,6 +34,17 @@ SAME = [
         "sum(dot(x[s], x[t]) for s in T for t in T if s != t)",
         "sum(dot(x[s], x[t]) for s in T for t in T) - sum(sqnorm(x[s]) for s in T)",
     ),
+    # the same != written twice, and the pair read at one offset (a fuzz, 2026-12-07: both
+    # were planned as a coupled pair, no architecture efficient)
+    (
+        "sum(dot(x[s], x[t]) for s in T for t in T if s != t and t != s)",
+        "sum(dot(x[s], x[t]) for s in T for t in T if s != t)",
+    ),
+    (
+        "sum(dot(x[s-1], x[t-1]) for s in T for t in T if s != t)",
+        "sum(dot(x[s], x[t]) for s in T for t in T if s <= T - 1 and t <= T - 1)"
+        " - sum(sqnorm(x[s]) for s in T if s <= T - 1)",
+    ),
     (
         "sum(sum(bilinear(x[s], A, x[t]) for t in T if t != s) for s in T)",
         "sum(bilinear(x[s], A, x[t]) for s in T for t in T)"

@@ -14,6 +14,7 @@ from infoflow.validators.retrieval.experiment import Expected, Model
 from infoflow.validators.retrieval.exponents import Ladder
 from infoflow.validators.retrieval.floors import Floors
 from infoflow.validators.retrieval.judge import Judge
+from infoflow.validators.retrieval.witness_ladder import exponent_claim
 
 SIZES = [204, 408, 816, 1680]
 TWO, ONE = Model(16, 32, (1, 1), False), Model(16, 32, (1,), False)
@@ -76,6 +77,21 @@ def test_a_diverged_seed_is_missing_not_dropped(value) -> None:
     assert claim.measured["slope"][ONE.label()]["missing"] == 1
     bound = judge(ladder(STEEP, 0.1), worse, FAR_ABOVE).lower_bound(ONE)
     assert bound.verdict == "inconclusive" and "diverged" in bound.reason
+
+
+def test_a_diverged_seed_is_named_not_called_flat_or_straddling() -> None:
+    """A steep worse ladder with a diverged seed is not "flat" (a review), and a witness's
+    exponent claim names the divergence, not a straddle."""
+    separation = Expectation("separation", "paper", TWO, ONE, "lower bound 3 against 1")
+    worse = ladder([-0.5, -0.5, -0.5], 0.9)
+    worse.nmse[3][1] = math.inf
+    claim = judge(ladder(STEEP, 0.1), worse, FAR_ABOVE).compare(separation)
+    assert claim.verdict == "inconclusive"
+    assert "diverged" in claim.reason and "flat" not in claim.reason, claim.reason
+    witness = ladder(STEEP, 0.1)
+    witness.nmse[2][0] = math.nan
+    found = exponent_claim(TWO, witness, 1.0)
+    assert found.verdict == "inconclusive" and "1 seed(s) diverged" in found.reason
 
 
 def test_rungs_of_one_size_measure_nothing() -> None:

@@ -46,8 +46,10 @@ def test_files_that_are_not_specs_are_refused_promptly(tmp_path) -> None:
     [
         ("[" * 100_000, "nested deeper than"),
         ('{"kind": "looped_kv", "a": ' + "[" * 40 + "]" * 40 + "}", f"deeper than {MAX_DEPTH}"),
-        ('{"kind": "looped_kv", "x": NaN}', "NaN is not a number JSON allows"),
+        ('{"kind": "looped_kv", "x": NaN}', "line 1, column 28: NaN is not a number JSON"),
         ('{"kind": "looped_kv", "x": -Infinity}', "-Infinity is not a number JSON allows"),
+        # placed as invalid JSON is (a review: no place was named), a string's NaN skipped
+        ('{"kind": "looped_kv",\n"y": "NaN",\n "x": Infinity}', "line 3, column 7: Infinity"),
         ('{"kind": "looped_kv", "x": ' + "9" * 5000 + "}", "beyond any sensible size"),
         (
             '{"kind": "looped_kv", "serving": {"context_tokens": 99999999999999999999}}',
@@ -69,6 +71,7 @@ def test_files_that_are_not_specs_are_refused_promptly(tmp_path) -> None:
         "depth-bound",
         "nan",
         "infinity",
+        "placed",
         "digits",
         "huge-int",
         "overflow",

@@ -370,16 +370,21 @@ class Weights:
             m.W_2[layer, 0, pair, first + i] = torch.tensor([1.0, -1.0], dtype=self.dtype)
 
     def _relu(self, mlp: Mlp) -> None:
-        """output += relu(sum_i weights[i] inputs[i] + bias): one unit (a product of means
-        read at its scale)."""
+        """output += relu(sum_i weights[i] inputs[i] + bias) / s: one unit (a product of means
+        read at its scale), written at 1 / s of its value, s the largest weight or bias (at
+        least 1), which the output applies as it reads it (relu is positively homogeneous):
+        a join as large as a product of sums, written whole, moved the last LayerNorm's
+        scale (a fuzz, 2026-12-07)."""
         m, layer = self.model, mlp.layer - 1
         unit = self.units(mlp.layer, 1)
         weights = [
             w * self.deferred.get(g, 1.0) for g, w in zip(mlp.inputs, mlp.weights, strict=True)
         ]
+        scale = max(1.0, abs(mlp.bias), *map(abs, weights))
+        self.deferred[mlp.output] = scale
         reads = [w * self.read(group) for group, w in zip(mlp.inputs, weights, strict=True)]
-        m.W_1[layer, 0, :, unit] = sum(reads)
-        m.b_1[layer, 0, unit] = mlp.bias
+        m.W_1[layer, 0, :, unit] = sum(reads) / scale
+        m.b_1[layer, 0, unit] = mlp.bias / scale
         m.W_2[layer, 0, unit, self.circuit.offset(mlp.output)] = 1.0
 
 

@@ -161,7 +161,10 @@ class Ladder:
         """Why the measured seeds are too few for an interval, and why the others measure
         nothing (None: enough seeds measure an exponent)."""
         text, why = fewer_seeds(self.slope().count), self.unmeasured()
-        return f"{text} ({why})" if text and why else text
+        if text:
+            return f"{text} ({why})" if why else text
+        diverged = self.diverged()
+        return f"{diverged} seed(s) diverged (a rung's NMSE not finite)" if diverged else None
 
     def _complete(self, seed: int) -> bool:
         """Every rung of ``seed`` has a positive, finite NMSE (the slope's fit takes them all)."""

@@ -75,6 +75,11 @@ class Judge:
         """The ladder's NMSE falls with size for every seed (slope below -STEEP)."""
         return self.ladders[model].slope().below(-STEEP)
 
+    def flat(self, model: Model) -> bool:
+        """Every seed measured (two at least, none diverged), and the ladder not steep."""
+        slope = self.ladders[model].slope()
+        return slope.count >= 2 and not slope.missing and not slope.below(-STEEP)
+
     def flat_text(self, model: Model, other: Model | None = None) -> str:
         """Why ``model``'s ladder measures no exponent: flat, or no seed measured at all."""
         slope = self.ladders[model].slope()
@@ -163,7 +168,7 @@ class Judge:
         if not self.steep(better):
             reason = self.flat_text(better, worse)
             return undecided(*claim, reason, derived, e.kind)
-        if not self.steep(worse) and not self.learned(worse).above(self.learned(better).high):
+        if self.flat(worse) and not self.learned(worse).above(self.learned(better).high):
             reason = (
                 f"the ladder of {name_of(worse, better)} is flat but does not end above that of "
                 f"{name_of(better, worse)} on every seed: a floor the better one has not reached "
@@ -211,7 +216,11 @@ class Judge:
             "slope_difference": slopes.to_json(),
             "exponent_difference": difference.to_json(),
         }
-        measured_by = "a learner's slope" if e.floor else "both learn, and both models' slopes"
+        measured_by = (
+            "the efficient model learns, and its slope"
+            if e.floor
+            else "both learn, and both models' slopes"
+        )
         tolerance = f"{EQUAL_TEXT}; {measured_by} < -{STEEP:g}"
         claim = (ident, statement, f"equality ({e.why})", measured, tolerance)
         learners = [m for m in (a, b) if self.learned(m).below(self.threshold(m))]
