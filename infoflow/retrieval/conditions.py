@@ -173,9 +173,7 @@ def _shortest(
 def _same_inequality(c: Condition, other: Condition) -> bool:
     """``c`` and ``other`` are one ``!=`` (``s != t + 1`` and ``t != s - 1``): difference
     constraints cannot say so, a ``!=`` having none."""
-    if type(c) is not Condition or type(other) is not Condition:
-        return False
-    if c.op != "!=" or other.op != "!=":
+    if type(c) is not Condition or type(other) is not Condition or {c.op, other.op} != {"!="}:
         return False
     mirrored = isinstance(other.right, str) and (other.right, other.left, -other.shift)
     return (c.left, c.right, c.shift) in ((other.left, other.right, other.shift), mirrored)

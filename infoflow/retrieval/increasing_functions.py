@@ -84,10 +84,10 @@ def put_back(node: Node) -> Node:
         return node
     node = Apply(node.fn, tuple(put_back(a) for a in node.args))
     inner = node.args[0] if len(node.args) == 1 else None
-    rooted = node.fn == "sqrt" and isinstance(inner, Reduce) and _squared_norm(inner.body)
-    if not (node.fn in INCREASING or rooted) or not isinstance(inner, Reduce):
+    if not isinstance(inner, Reduce) or inner.op not in _REDUCTIONS or not _never_empty(inner):
         return node
-    if inner.op not in _REDUCTIONS or not _never_empty(inner):
+    rooted = node.fn == "sqrt" and isinstance(inner.body, Apply) and inner.body.fn == "sqnorm"
+    if node.fn not in INCREASING and not rooted:
         return node
     return replace(inner, body=one_norm(Apply(node.fn, (inner.body,))))
 
@@ -107,10 +107,6 @@ def _signs(node: Apply) -> tuple[int, ...] | None:
     if node.fn == "*" and isinstance(args[0], Const) and args[0].value:
         return (1, 1 if Fraction(str(args[0].value)) > 0 else -1)
     return None
-
-
-def _squared_norm(node: Node) -> bool:
-    return isinstance(node, Apply) and node.fn == "sqnorm"
 
 
 def _never_empty(node: Reduce) -> bool:
