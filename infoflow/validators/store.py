@@ -173,12 +173,25 @@ class Store:
                         )
                     ],
                 )
-            for i, member in enumerate(members):
-                self.db.execute(
-                    "INSERT OR IGNORE INTO members (group_name, member, label, config) "
-                    "VALUES (?, ?, ?, ?)",
-                    (name, i, member["label"], json.dumps(member)),
-                )
+            self._record_members(name, members)
+
+    def _record_members(self, name: str, members: list[dict]) -> None:
+        """Record group ``name``'s members (once); a SpecError where the stored ones are not
+        the ones it trains (a member's index nulled made it two: a fuzz, a traceback)."""
+        for i, member in enumerate(members):
+            self.db.execute(
+                "INSERT OR IGNORE INTO members (group_name, member, label, config) "
+                "VALUES (?, ?, ?, ?)",
+                (name, i, member["label"], json.dumps(member)),
+            )
+        query = "SELECT member FROM members WHERE group_name = ?"
+        stored = [m for (m,) in self.db.execute(query, (name,))]
+        if len(stored) != len(members) or set(stored) != set(range(len(members))):
+            message = (
+                "its stored members are not the ones it trains (edited, or damaged): "
+                "delete the folder, or pick another --out"
+            )
+            raise SpecError(f"{self.path}: group {name}", [(None, message)])
 
     def identities(self) -> dict[str, tuple[str, dict]]:
         """Every recorded group's experiment and identity, by name (a group whose identity

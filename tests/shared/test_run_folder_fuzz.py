@@ -93,6 +93,8 @@ def _edit_database(path, edit) -> None:
 )
 @given(edits=st.lists(EDITS, min_size=1, max_size=2))
 @example(edits=[("drop", 0), ("cell", 0, 1, None)])  # groups dropped, a member's index nulled
+@example(edits=[("cell", 0, 5, None), ("cell", 1, 1, None)])  # not done, a member's index nulled
+@pytest.mark.slow  # two validate runs an example (52 CPU s in CI, 2026-12-07)
 def test_any_tampering_is_resumed_or_refused_in_one_line(toy, edits) -> None:
     spec, out = str(toy / "right.json"), toy / uuid.uuid4().hex
     victim = toy / f"{out.name}-notes.txt"
