@@ -46,7 +46,8 @@ def join_branches(circuit: Circuit, fn: str, branches: list[Built]) -> None:
     if len(branches) != 2:
         why = "one hidden layer takes the larger of two exactly, not of three"
         raise Unbuildable(f"a pointwise {fn} of {len(branches)} branches: {why}")
-    (first, a), (second, b) = sorted(branches, key=lambda built: _size(circuit, built))
+    scales = deferred_scales(circuit)
+    (first, a), (second, b) = sorted(branches, key=lambda built: _size(built, scales))
     if any(circuit.channels[group] != 1 for group, _ in first + second):
         raise Unbuildable(f"a pointwise {fn} of vectors: it is taken of numbers")
     sign = 1.0 if fn == "max" else -1.0  # max(A, B) = A + relu(B - A); min: A - relu(A - B)
@@ -78,13 +79,13 @@ def join_branches(circuit: Circuit, fn: str, branches: list[Built]) -> None:
     circuit.constant = a
 
 
-def _size(circuit: Circuit, built: Built) -> float:
+def _size(built: Built, scales: dict[str, float]) -> float:
     """How large a branch's values may be: its constant, and each channel's coefficient at
     the scale the output applies to it. The smaller branch is read as it is and the larger
     through the ReLU: where the smaller wins (a min of a sum and a product of sums) the ReLU
     is 0 and the output exact; read the other way the output was the product less nearly
-    itself, LayerNorm's errors at the product's size (NMSE 0.02 to 95: a fuzz, 2026-12-07)."""
-    scales = deferred_scales(circuit)
+    itself, LayerNorm's errors at the product's size (NMSE 0.02 to 95: a fuzz, 2026-12-07).
+    ``scales``: the circuit's :func:`~infoflow.retrieval.circuit.deferred_scales`."""
     channels, constant = built
     return abs(constant) + sum(abs(c) * scales.get(group, 1.0) for group, c in channels)
 
