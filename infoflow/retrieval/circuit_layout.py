@@ -70,6 +70,50 @@ def lay_out(
     return moved, how, paired
 
 
+def shared_retrievals(parts: list[Part]) -> list[Part]:
+    """Terms of one sharp head each that attend alike (the same layer, score, readout mask,
+    fixed positions and query) as one part, their head copying every term's value, as the
+    engine plans them: ``max(norm(x[t]) for t in T) + max(sqnorm(x[t]) for t in T)`` is one
+    head on [1] (until 2026-12-07, one head a term: refused on [1], the engine's plan). The
+    parts' MLPs follow; the first part's reduction names the whole."""
+    alike: dict[tuple, list[int]] = {}
+    for i, (heads, _, _) in enumerate(parts):
+        if len(heads) == 1 and heads[0].sharp:
+            alike.setdefault(_attention(heads[0]), []).append(i)
+    out: list[Part | None] = list(parts)
+    for members in alike.values():
+        if len(members) < 2:
+            continue
+        heads = [parts[i][0][0] for i in members]
+        head = replace(
+            heads[0],
+            values=tuple(v for h in heads for v in h.values),
+            does="; ".join(
+                [
+                    heads[0].does,
+                    *(f"copies {c.source} into {c.dest}" for h in heads[1:] for c in h.values),
+                ]
+            ),
+        )
+        mlps = [m for i in members for m in parts[i][1]]
+        out[members[0]] = ([head], mlps, parts[members[0]][2])
+        for i in members[1:]:
+            out[i] = None
+    return [part for part in out if part is not None]
+
+
+def _attention(head: Head) -> tuple:
+    """What decides where a head attends: two heads alike in it attend to the same token."""
+    return (
+        head.layer,
+        head.mechanism,
+        head.score,
+        head.mask_readout,
+        head.positions,
+        head.who,
+    )
+
+
 def _layers(part: Part) -> list[int]:
     """The layers a term uses, its heads' and its MLPs'."""
     return sorted({h.layer for h in part[0]} | {m.layer for m in part[1]})

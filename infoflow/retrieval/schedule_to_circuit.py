@@ -69,7 +69,7 @@ from infoflow.retrieval.circuit import ANCHOR, BALANCE, READOUT, TOKENS, ZERO, C
 from infoflow.retrieval.circuit_branches import Built, join_branches, pointwise_branches
 from infoflow.retrieval.circuit_fit import fit, named
 from infoflow.retrieval.circuit_forms import Unbuildable
-from infoflow.retrieval.circuit_layout import Part, lay_out
+from infoflow.retrieval.circuit_layout import Part, lay_out, shared_retrievals
 from infoflow.retrieval.circuit_neighbours import neighbour_pair
 from infoflow.retrieval.circuit_pairs import pair_sum_term, pair_term, partner_term, star_term
 from infoflow.retrieval.circuit_products import pooled_product, product_term, staggered
@@ -220,13 +220,17 @@ def _build(circuit: Circuit, tree: Node, spec: RetrievalSpec, schedule: Schedule
         for piece in (split[1] if split else (tree,))
     ]
     try:
-        laid, how, paired = lay_out(shared_pools(parts), circuit.heads_per_layer, schedule)
+        laid, how, paired = lay_out(
+            shared_retrievals(shared_pools(parts)), circuit.heads_per_layer, schedule
+        )
     except Unbuildable as side_by_side:  # a product's two sums a layer apart ([1, 1], not [2])
         apart = staggered(parts)
         if apart == parts:
             raise
         try:
-            laid, how, paired = lay_out(shared_pools(apart), circuit.heads_per_layer, schedule)
+            laid, how, paired = lay_out(
+                shared_retrievals(shared_pools(apart)), circuit.heads_per_layer, schedule
+            )
         except Unbuildable:
             raise side_by_side from None
     if paired is not None:  # each term's heads after its own engine part's steps

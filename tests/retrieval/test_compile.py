@@ -339,6 +339,20 @@ def test_a_layout_keeps_a_norm_pair_in_layer_1_and_refuses_what_fits_nowhere() -
         lay_out([part(1, 2, norm=True), part(1, 2, norm=True)], (1, 1, 1), schedule)
 
 
+def test_terms_that_attend_alike_share_one_head_and_opposite_ones_do_not() -> None:
+    """max norm + max sqnorm: one retrieval (the engine's [1]), one head copying |x|^2 twice,
+    the norm's root after it (until 2026-12-07, a head a term: refused on [1]); a min beside
+    the max scores with the opposite sign: two heads (the engine's [2])."""
+    target = "max(norm(x[t]) for t in T) + max(sqnorm(x[t]) for t in T)"
+    witness = construction.build(spec(target, [1], seq_len=8), width=256)
+    assert witness.nmse < 1e-6, witness.nmse
+    (head,) = witness.circuit.heads
+    assert [c.source for c in head.values] == [SQNORM, SQNORM]
+    opposite = construction.build(spec(target.replace("max(norm", "min(norm"), [2], seq_len=8))
+    assert opposite.nmse < 1e-6, opposite.nmse
+    assert [len(h.values) for h in opposite.circuit.heads] == [1, 1]
+
+
 @pytest.mark.parametrize(
     "target",
     [
