@@ -12,11 +12,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from in_process import in_process
 
 pytest_plugins = ["fast_loop", "pytester"]
 
@@ -42,6 +44,18 @@ def infoflow_cmd() -> list[str]:
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``infoflow ARGS``: its exit code, stdout and stderr. In this process
+    (:mod:`in_process`), except where only a process of its own can answer
+    (:func:`run_process`): an ``env`` (read at start-up: the import profile, shell
+    completion, torch's threads) or Ray (``ray.init`` would outlive the call)."""
+    words = [str(a) for a in args]
+    if env or any(w == "ray" or w.endswith("=ray") for w in words):
+        return run_process(*words, env=env)
+    return in_process(words)
+
+
+def run_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``infoflow ARGS`` run by the installed console script, in a process of its own."""
     return subprocess.run(
         [*infoflow_cmd(), *args],
         capture_output=True,
@@ -49,6 +63,39 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         env={**os.environ, **(env or {})},
         timeout=600,
     )
+
+
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as a foreground run gets it. A shell starts a background job
+    with SIGINT ignored and its children inherit that (the suite run with `&` failed here)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupt_and_resume(
+    out: Path, stop: int, code: int, *more: str
+) -> subprocess.CompletedProcess[str]:
+    """``validate --resume`` of the specific position into ``out``, which holds no run,
+    stopped by signal ``stop`` once a checkpoint is written: it said it starts a new run,
+    exits ``code`` with the line that says how to go on and no traceback; run again, it
+    finishes (returned)."""
+    args = ["validate", str(SPECS / "retrieval" / "specific-position.json"), "--steps", "400"]
+    args += ["--seeds", "1", "--no-plots", "--out", str(out), "--resume", *more]
+    proc = subprocess.Popen(
+        [*infoflow_cmd(), *args], stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+    )
+    deadline = time.monotonic() + 240
+    while not list((out / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
+        time.sleep(0.5)  # a checkpoint: training has started and kept something
+    proc.send_signal(stop)
+    _, stderr = proc.communicate(timeout=300)
+    assert "holds no run to resume: starting a new one" in stderr
+    assert proc.returncode == code, stderr
+    assert "interrupted: what was trained is kept" in stderr
+    assert "Traceback" not in stderr
+    again = run_cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert "holds no run to resume" not in again.stderr
+    return again
 
 
 def assert_same(a, b, path="") -> None:

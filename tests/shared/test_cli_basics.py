@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SPECS, infoflow_cmd, run_cli
+from conftest import SPECS, infoflow_cmd, run_cli, run_process
 from typer.testing import CliRunner
 
 import infoflow
@@ -219,3 +219,15 @@ def test_a_pipe_closed_early_ends_the_command_by_sigpipe_without_a_word(format: 
         code = process.wait(timeout=600)
     assert code == -signal.SIGPIPE, (code, stderr)
     assert "Traceback" not in stderr and "Error" not in stderr, stderr
+
+
+@pytest.mark.slow  # four fresh interpreters
+@pytest.mark.parametrize("command", ["predict", "plan", "validate", "compile"])
+def test_the_console_script_refuses_a_missing_spec_in_one_line(command, tmp_path) -> None:
+    """The installed script in a process of its own (run_cli runs the same main() in the
+    test's process, where a warning or a line printed at import would not show): exit 2, one
+    line on stderr naming the file, nothing on stdout."""
+    missing = tmp_path / "missing.json"
+    proc = run_process(command, str(missing))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"error: {missing}: spec file not found\n"

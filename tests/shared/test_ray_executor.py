@@ -1,7 +1,7 @@
 """`infoflow validate --executor ray` on a real local Ray cluster: joining a running cluster
 (and leaving it running), the same verdicts and metrics as the local executor with a worker
 killed in the middle of a group (retried from the group's checkpoint); and a Ray of its own,
-started and stopped by validate."""
+started and stopped by validate (interrupted, then resumed)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("ray")
 
-from conftest import SMALLER_LOOPED, SPECS, assert_same, infoflow_cmd, run_cli
+from conftest import SMALLER_LOOPED, SPECS, assert_same, infoflow_cmd, interrupt_and_resume, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +46,8 @@ def _report(folder):
 @pytest.fixture(scope="module")
 def cluster():
     """A running two-CPU Ray cluster the tests join with ``--address auto`` (one start for
-    the module; the looped test starts a local Ray of its own, the other path)."""
+    the module, at the first test that asks for it: the test before it runs a Ray of its
+    own, the other path, which a plain ``ray.init()`` beside a running cluster would not)."""
     ray = [str(Path(infoflow_cmd()[0]).parent / "ray")]
     started = subprocess.run(
         [*ray, "start", "--head", "--num-cpus", "2", "--include-dashboard", "false"],
@@ -60,6 +61,18 @@ def cluster():
         yield ["--executor", "ray", "--address", "auto"]
     finally:
         subprocess.run([*ray, "stop"], capture_output=True, timeout=300)
+
+
+def test_an_interrupted_ray_run_says_how_to_continue(tmp_path) -> None:
+    """SIGTERM during a Ray run (validate's own Ray: ray.init put sys.exit on SIGTERM, exit
+    15 and no line, a review) exits 143 with the line that says how to go on; the resumed
+    run finishes. Here, not beside the local runs of test_run_folder.py: on another
+    worker, its Ray joined this module's cluster, which the fixture stopped under it
+    (LocalRayletDiedError, 2026-12-07)."""
+    again = interrupt_and_resume(
+        tmp_path / "run", signal.SIGTERM, 143, "--executor", "ray", "--device", "cpu"
+    )
+    assert "Started a local Ray instance" not in again.stderr  # Ray's INFO lines stay out
 
 
 def test_ray_gives_the_local_verdicts_with_a_worker_killed_and_leaves_the_cluster_running(
@@ -100,7 +113,7 @@ def test_ray_gives_the_local_verdicts_with_a_worker_killed_and_leaves_the_cluste
     assert alive.stdout.strip() == "2.0"  # a cluster validate joined is not its to stop
 
 
-def test_a_looped_kv_job_trains_as_a_ray_task(tmp_path) -> None:
+def test_a_looped_kv_job_trains_as_a_ray_task(tmp_path, cluster) -> None:
     tiny = SPECS / "looped_kv" / "tiny-looped.json"
     out = tmp_path / "ray"
     proc = run_cli(
@@ -113,14 +126,12 @@ def test_a_looped_kv_job_trains_as_a_ray_task(tmp_path) -> None:
         "--quiet",
         "--device",
         "cpu",
-        "--executor",
-        "ray",
         "--out",
         str(out),
         *SMALLER_LOOPED,
+        *cluster,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "Started a local Ray instance" not in proc.stderr  # Ray's INFO lines stay out
     assert list((out / "checkpoints").glob("tiny-looped-looped-*.pid"))  # a Ray worker trained it
     (section,) = _report(out)["specs"]
     assert section["kind"] == "looped_kv" and len(section["claims"]) == 12

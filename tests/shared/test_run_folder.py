@@ -23,7 +23,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import LOOPED_KV, SPECS, refused, run_cli  # noqa: E402
+from conftest import LOOPED_KV, SPECS, interrupt_and_resume, refused, run_cli  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 import infoflow  # noqa: E402
@@ -771,45 +771,14 @@ def test_a_stored_list_and_a_live_tuple_are_no_difference() -> None:
     assert differences({"a": [1]}, {"a": (1, 2)}) == ["a: [1] -> [1, 2]"]
 
 
-def _default_sigint() -> None:
-    """In the child: Ctrl-C as a foreground run gets it. A shell starts a background job
-    with SIGINT ignored and its children inherit that (the suite run with `&` failed here)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("stop", "code", "executor"),
-    [(signal.SIGINT, 130, "local"), (signal.SIGTERM, 143, "local"), (signal.SIGTERM, 143, "ray")],
-)
-def test_an_interrupted_run_says_how_to_continue(tmp_path, stop, code, executor) -> None:
+@pytest.mark.parametrize(("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_run_says_how_to_continue(tmp_path, stop, code) -> None:
     """--resume into a folder with no run says it starts one; Ctrl-C (SIGINT) during
     training exits 130 with the command that continues it, no traceback, and SIGTERM 143
     with the same line (it said nothing: an audit, 2026-12-07); the resumed run then
-    finishes."""
-    from conftest import infoflow_cmd
-
-    out = tmp_path / "run"
-    args = ["validate", str(SPECS / "retrieval" / "specific-position.json"), "--steps", "400"]
-    args += ["--seeds", "1", "--no-plots", "--out", str(out), "--resume"]
-    if executor == "ray":  # ray.init put sys.exit on SIGTERM: exit 15, no line (a review)
-        pytest.importorskip("ray")
-        args += ["--executor", "ray", "--device", "cpu"]
-    proc = subprocess.Popen(
-        [*infoflow_cmd(), *args], stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
-    )
-    deadline = time.monotonic() + 240
-    while not list((out / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
-        time.sleep(0.5)  # a checkpoint: training has started and kept something
-    proc.send_signal(stop)
-    _, stderr = proc.communicate(timeout=300)
-    assert "holds no run to resume: starting a new one" in stderr
-    assert proc.returncode == code, stderr
-    assert "interrupted: what was trained is kept" in stderr
-    assert "Traceback" not in stderr
-    again = run_cli(*args)
-    assert again.returncode == 0, again.stderr
-    assert "holds no run to resume" not in again.stderr
+    finishes. On Ray: tests/shared/test_ray_executor.py (one Ray at a time)."""
+    interrupt_and_resume(tmp_path / "run", stop, code)
 
 
 def test_the_interruption_handler_leaves_sigterm_alone_off_the_main_thread(tmp_path) -> None:
