@@ -32,6 +32,7 @@ from dataclasses import replace
 
 from infoflow.retrieval.circuit import SQNORM, Head, Mlp, head_reads
 from infoflow.retrieval.circuit_forms import Unbuildable
+from infoflow.retrieval.circuit_sums import one_head
 from infoflow.retrieval.types import EVERY, Comparison, Factor, Placement, Schedule
 
 #: A term's heads and MLPs, and its reduction's (op, number of indices) where it has one.
@@ -84,17 +85,7 @@ def shared_retrievals(parts: list[Part]) -> list[Part]:
     for members in alike.values():
         if len(members) < 2:
             continue
-        heads = [parts[i][0][0] for i in members]
-        head = replace(
-            heads[0],
-            values=tuple(v for h in heads for v in h.values),
-            does="; ".join(
-                [
-                    heads[0].does,
-                    *(f"copies {c.source} into {c.dest}" for h in heads[1:] for c in h.values),
-                ]
-            ),
-        )
+        head = one_head([(parts[i][0][0], False) for i in members])  # all in one layer
         mlps = [m for i in members for m in parts[i][1]]
         out[members[0]] = ([head], mlps, parts[members[0]][2])
         for i in members[1:]:
