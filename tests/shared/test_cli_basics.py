@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SPECS, infoflow_cmd, run_cli, run_process
+from conftest import SPECS, TEST_STEP_TIME, infoflow_cmd, run_cli, run_process
 from typer.testing import CliRunner
 
 import infoflow
@@ -186,10 +186,14 @@ def test_progress_notes_are_silent_under_quiet_only(capsys) -> None:
     assert capsys.readouterr().err == "outside a command\nverbose\n"
 
 
-@pytest.mark.slow
 def test_plan_quiet_does_not_say_it_measures_the_step_time(tmp_path, monkeypatch) -> None:
     """A plan that measures the step time (an empty cache) says so, and not under --quiet
-    (the note printed there until 2026-12-07, as a pilot's did)."""
+    (the note printed there until 2026-12-07, as a pilot's did). The measurement itself
+    answers the tests' fixed model (test_retrieval_design.py measures a real one)."""
+    from infoflow.validators import steptime
+
+    fixed = steptime.StepTime(**{"device_type": "cpu", "name": "test", **TEST_STEP_TIME})
+    monkeypatch.setattr(steptime, "measure", lambda device, probes=None: fixed)
     spec = str(SPECS / "looped_kv" / "looped-d256.json")
     monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path / "quiet"))
     quiet = invoke("plan", spec, "--quiet")
