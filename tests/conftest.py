@@ -71,17 +71,19 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def interrupt_and_resume(
-    out: Path, stop: int, code: int, *more: str
-) -> subprocess.CompletedProcess[str]:
-    """``validate --resume`` of the specific position into ``out``, which holds no run,
-    stopped by signal ``stop`` once a checkpoint is written: it said it starts a new run,
-    exits ``code`` with the line that says how to go on and no traceback; run again, it
-    finishes (returned)."""
+def interrupt_and_resume(out: Path, stop: int, code: int, *more: str) -> str:
+    """``validate --resume`` of the specific position into ``out``, which holds no run, with
+    ``more`` options, stopped by signal ``stop`` once a checkpoint is written: it said it
+    starts a new run, exits ``code`` with the line that says how to go on and no traceback
+    (its stderr is returned); run again without ``more`` (the local executor: a Ray worker
+    resuming a group is test_ray_executor.py's killed worker), it finishes."""
     args = ["validate", str(SPECS / "retrieval" / "specific-position.json"), "--steps", "400"]
-    args += ["--seeds", "1", "--no-plots", "--out", str(out), "--resume", *more]
+    args += ["--seeds", "1", "--no-plots", "--out", str(out), "--resume"]
     proc = subprocess.Popen(
-        [*infoflow_cmd(), *args], stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+        [*infoflow_cmd(), *args, *more],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 240
     while not list((out / "checkpoints").glob("*.pt")) and time.monotonic() < deadline:
@@ -95,7 +97,7 @@ def interrupt_and_resume(
     again = run_cli(*args)
     assert again.returncode == 0, again.stderr
     assert "holds no run to resume" not in again.stderr
-    return again
+    return stderr
 
 
 def assert_same(a, b, path="") -> None:

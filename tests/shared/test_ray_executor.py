@@ -65,14 +65,14 @@ def cluster():
 
 def test_an_interrupted_ray_run_says_how_to_continue(tmp_path) -> None:
     """SIGTERM during a Ray run (validate's own Ray: ray.init put sys.exit on SIGTERM, exit
-    15 and no line, a review) exits 143 with the line that says how to go on; the resumed
-    run finishes. Here, not beside the local runs of test_run_folder.py: on another
-    worker, its Ray joined this module's cluster, which the fixture stopped under it
-    (LocalRayletDiedError, 2026-12-07)."""
-    again = interrupt_and_resume(
+    15 and no line, a review) exits 143 with the line that says how to go on; resumed (here,
+    locally), the run finishes. In this module, not beside the local runs of
+    test_run_folder.py: on another worker, its Ray joined this module's cluster, which the
+    fixture stopped under it (LocalRayletDiedError, 2026-12-07)."""
+    stderr = interrupt_and_resume(
         tmp_path / "run", signal.SIGTERM, 143, "--executor", "ray", "--device", "cpu"
     )
-    assert "Started a local Ray instance" not in again.stderr  # Ray's INFO lines stay out
+    assert "Started a local Ray instance" not in stderr  # Ray's INFO lines stay out
 
 
 def test_ray_gives_the_local_verdicts_with_a_worker_killed_and_leaves_the_cluster_running(
