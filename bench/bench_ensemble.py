@@ -16,7 +16,7 @@ import torch
 import infoflow
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
-from infoflow.validators.throughput import meter
+from infoflow.validators.retrieval.timing import stack_meter
 
 MEMBERS, STEPS, TARGET = 32, 30, 3.0
 TIMED = 8  # members trained one at a time; their time is scaled to MEMBERS
@@ -33,7 +33,7 @@ def train(members: list[Member], device, spec, size: tuple[int, int, int], parts
     ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     data = torch.Generator(device=device).manual_seed(0)
-    speed = meter(model, seq, device)
+    speed = stack_meter(model.members, seq, 4, batch, device)
     for _ in range(STEPS):
         mark = _clock(device)
         x = sample_inputs(spec, batch, seq, data)

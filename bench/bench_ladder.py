@@ -18,7 +18,7 @@ from infoflow.validators.ensemble import MemberAdamW, precision
 from infoflow.validators.retrieval.experiment import SCALES
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
-from infoflow.validators.throughput import meter
+from infoflow.validators.retrieval.timing import stack_meter
 
 STEPS = 40
 SEQ_LEN, EMBED = 16, 24  # the CPU suite's pairwise minimum at T = 16
@@ -59,7 +59,7 @@ def train_ladder(device: torch.device, scale: str) -> dict:
     for step in range(STEPS + 5):
         if step == 5:  # after the warm-up
             _sync(device)
-            speed = meter(model, SEQ_LEN, device)
+            speed = stack_meter(members, SEQ_LEN, 4, batch, device)
         x = sample_inputs(spec, batch, SEQ_LEN, data)
         with precision(device):
             loss = ((model(x).float() - target(x)[:, None]) ** 2).mean((1, 2)).sum()

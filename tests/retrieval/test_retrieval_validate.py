@@ -74,7 +74,9 @@ def test_masked_channels_heads_and_layers_change_nothing() -> None:
 
 
 def test_a_narrow_member_equals_its_own_model() -> None:
-    """Stacked beside a wider, deeper member, a member computes what it computes alone."""
+    """Stacked beside a wider, deeper member, a member computes what it computes alone (alone,
+    its layer is the last, which computes the readout token's query and MLP alone; stacked,
+    every token's)."""
     small = Member((2,), True, seed=5, embed_dim=8)
     x = torch.randn(3, 5, 3, generator=torch.Generator().manual_seed(2))
     alone = EnsembleTransformer([small], 5, 3, 1)

@@ -8,7 +8,9 @@ uses the first E_m channels, the first h slots of a layer with n = E_m / h of th
 dimensions, and its own layers. Everything else is masked, on the weights (not the larger
 activations): a masked channel, head or layer adds nothing, so a member computes what a
 transformer of its own size would. Attention runs
-through ``scaled_dot_product_attention`` with members folded into the batch.
+through ``scaled_dot_product_attention`` with members folded into the batch. Only the
+readout token's final state is read: the last layer computes its query, attention output
+and MLP alone (keys and values of every token).
 """
 
 from __future__ import annotations
@@ -194,24 +196,28 @@ class EnsembleTransformer(nn.Module):
         for layer in range(self.layers):
             own = self.layer_mask[layer][:, None] * channels  # [m, e]: what the layer may write
             writes = own[:, None]  # [m, 1, e]
+            last = layer == self.layers - 1  # only the readout's state is read after it
             a, probs = self._attention(
-                self._norm(h, self.ln1[layer]), layer, writes, return_attention
+                self._norm(h, self.ln1[layer]), layer, writes, return_attention, last
             )
             attention = probs if attention is None else attention
-            h = h + a  # [m, b, s, e], s = t + 1
+            h = (h[:, :, -1:] if last else h) + a  # [m, b, s, e], s = t + 1 (1 in the last)
             z = self._norm(h, self.ln2[layer])
             z = torch.einsum("mbse,mef->mbsf", z, self.W_1[layer] * units[:, None])
             z = F.relu(z + (self.b_1[layer] * units)[:, None, None])  # [m, b, s, f]
             z = torch.einsum("mbsf,mfe->mbse", z, self.W_2[layer] * writes)
             h = h + z + (self.b_2[layer] * own)[:, None, None]  # [m, b, s, e]
-        out = self._norm(h[:, :, -1:], self.ln_f)[:, :, 0]  # the readout: [m, b, e]
+        out = self._norm(h, self.ln_f)[:, :, 0]  # the readout: [m, b, e]
         y = torch.einsum("mbe,meo->mbo", out, self.W_out) + self.b_out[:, None]  # [m, b, o]
         return (y, attention) if return_attention else y
 
-    def _attention(self, z: Tensor, layer: int, writes: Tensor, want_probs: bool):
+    def _attention(
+        self, z: Tensor, layer: int, writes: Tensor, want_probs: bool, readout_only: bool
+    ):
         """The layer's attention on z ([m, b, s, e]), written through ``writes``: each member's
         heads read and write only their own dimensions (v is zero on the others, and so is
-        what attention returns there)."""
+        what attention returns there). ``readout_only``: the readout token's query alone
+        ([m, b, 1, e] out), all that the last layer needs."""
         m, b, s, _ = z.shape
         h, w = self.heads, self.head_width
         dims = self.head_dims[layer].reshape(m, 1, h * w)
@@ -220,14 +226,17 @@ class EnsembleTransformer(nn.Module):
             "mbse,mef->mbsf", z, self.W_QKV[layer] * torch.cat([scaled, dims, dims], -1)
         )
         q, k, v = (part.reshape(m * b, s, h, w).transpose(1, 2) for part in qkv.split(h * w, -1))
-        probs = None  # q, k, v: [m b, h, s, w]
+        if readout_only:
+            q = q[:, :, -1:]
+        queries = q.shape[2]  # q: [m b, h, queries, w]; k, v: [m b, h, s, w]
+        probs = None
         if want_probs:
             weights = (q @ k.transpose(-1, -2) / math.sqrt(w)).softmax(-1)
             out = weights @ v
-            probs = weights.reshape(m, b, h, s, s)[:, :, :, -1]  # the readout's: [m, b, h, s]
+            probs = weights.reshape(m, b, h, queries, s)[:, :, :, -1]  # readout's: [m, b, h, s]
         else:
             out = F.scaled_dot_product_attention(q, k, v)
-        out = out.transpose(1, 2).reshape(m, b, s, h * w)
+        out = out.transpose(1, 2).reshape(m, b, queries, h * w)
         mixed = torch.einsum("mbsf,mfe->mbse", out, self.W_O[layer] * writes)
         return mixed, probs  # [m, b, s, e]
 

@@ -40,7 +40,7 @@ from infoflow.validators.steptime import (
     seconds_per_step,
     step_time,
 )
-from infoflow.validators.throughput import flops_per_token
+from infoflow.validators.throughput import Meter, flops_per_token, peak
 
 #: The batch the probes train on (the smoke scale's).
 PROBE_BATCH = 64
@@ -79,15 +79,21 @@ def _ladder(heads: tuple[int, ...], embed_dim: int, widths: tuple[int, ...]) -> 
 #: apart: about 0.4 ms a step, within the fit's error). So 10 ms a step (what a
 #: 36-member group at T = 16 took on the first lease, nearly all of it fixed) plus 1.5% of
 #: the bf16 dense peak (1.31% and 1.65% for the two, the target's share taken as D = 4's),
-#: which puts them at 0.90x and 1.10x (docs/results/2026-12-04-h200-compile.md). The first
-#: lease's model (0.83%, masks on the activations) put these steps about 1.4x longer.
+#: which put them at 0.90x and 1.10x (docs/results/2026-12-04-h200-compile.md). Since
+#: 2026-12-07 (late) the last layer computes the readout token alone, and :func:`group_flops`
+#: counts what the stack computes: the same steps are 0.89% and 1.15% of the peak in that
+#: count, so 1.0% (0.91x and 1.13x). Those steps computed every token in the last layer:
+#: today's should be shorter, by how much on a GPU no lease has measured yet (1.2-2.3x on a
+#: CPU). The first lease's model (0.83%, masks on the activations) put these steps about
+#: 1.4x longer.
 H200_RETRIEVAL = StepTime(
     "cuda",
     "NVIDIA H200 (recorded)",
     10e-3,
-    1 / (0.015 * 989e12),
-    "recorded on one H200 on 2026-12-04, not measured here: 10 ms a step and 1.5% of the "
-    "989 TFLOP/s bf16 dense peak (the target's evaluation included)",
+    1 / (0.010 * 989e12),
+    "recorded on one H200 on 2026-12-04, not measured here: 10 ms a step and 1.0% of the "
+    "989 TFLOP/s bf16 dense peak (the target's evaluation included; the last layer then "
+    "computed every token: today's step should be shorter)",
     assumed=True,
 )
 
@@ -95,7 +101,9 @@ H200_RETRIEVAL = StepTime(
 #: which grow with the layers); a ladder group at T = 16 of one and two layers, four widths,
 #: three seeds (the size of the CPU suite's groups).
 PROBES = Probes(
-    "retrieval5",  # 5: the masks act on the weights (1.2-1.3x faster on a CPU)
+    # 5: the masks act on the weights (1.2-1.3x faster on a CPU); 6: the last layer computes
+    # the readout token alone (1.2-2.3x faster on a CPU)
+    "retrieval6",
     partial(StackProbe, [Member((1, 1), False, 0, 8, 2), Member((1,), False, 0, 8, 2)], 8),
     partial(StackProbe, _ladder((1, 1), 24, (2, 4, 8, 20)) + _ladder((1,), 24, (2, 4, 8, 20)), 16),
     "on the retrieval stack",
@@ -162,15 +170,36 @@ def group_step(members: list[Member], seq_len: int, input_dim: int, batch: int, 
     return remembered(f"step:{device}:{key}", partial(cached_number, path, key, timing))
 
 
+#: The weights the readout token alone goes through: in the last layer (a [layers, ...]
+#: weight's last share), and after it.
+LAST_LAYER_READOUT = ("W_O", "ln2", "W_1", "b_1", "W_2", "b_2")
+FINAL_READOUT = ("ln_f", "W_out", "b_out")
+
+
 def group_flops(members: list[Member], seq_len: int, input_dim: int, batch: int) -> float:
     """FLOPs of one training step of the stack (forward and backward), as the stack computes
-    them: every member at the widest member's size (masked channels still cost), counted
-    by :func:`~infoflow.validators.throughput.flops_per_token`."""
-    shapes = parameter_shapes(members, seq_len, input_dim, 1)
-    params = sum(math.prod(shape) for shape in shapes.values())
+    them: every member at the widest member's size (masked channels still cost), every
+    token through every layer but the last, whose attention output and MLP (and the output
+    after it) compute the readout token alone; counted by
+    :func:`~infoflow.validators.throughput.flops_per_token`."""
+    sizes = {n: math.prod(s) for n, s in parameter_shapes(members, seq_len, input_dim, 1).items()}
     layers, _, heads, width = stack_size(members)
-    attention = layers * len(members) * (seq_len + 1) * heads * width
-    return flops_per_token(params, attention) * batch * (seq_len + 1)
+    readout = sum(sizes[n] for n in FINAL_READOUT)
+    readout += sum(sizes[n] for n in LAST_LAYER_READOUT) / layers
+    tokens = seq_len + 1
+    query = len(members) * tokens * heads * width  # one query's scores and mix, one layer
+    every_token = flops_per_token(sum(sizes.values()) - readout, (layers - 1) * query)
+    return (every_token * tokens + flops_per_token(readout, query)) * batch
+
+
+def stack_meter(
+    members: list[Member], seq_len: int, input_dim: int, batch: int, device: torch.device
+) -> Meter:
+    """A throughput meter for training the stack on batches of ``batch``, a token being one
+    member's input token: the FLOPs the stack computes (:func:`group_flops`) spread over
+    them."""
+    tokens = len(members) * batch * seq_len
+    return Meter(group_flops(members, seq_len, input_dim, batch) / tokens, peak(device))
 
 
 #: The numbers of each cache file (targets' times, groups' steps), read once per process.

@@ -34,7 +34,7 @@ from infoflow.validators.protocol import Context
 from infoflow.validators.retrieval.model import EnsembleTransformer, Member
 from infoflow.validators.retrieval.plateau import MemberSchedule, MemberState
 from infoflow.validators.retrieval.targets import TargetFunction, sample_inputs
-from infoflow.validators.throughput import meter
+from infoflow.validators.retrieval.timing import stack_meter
 
 #: The version of the model and training code: part of every group's identity, so a change
 #: here (bump it) never resumes a checkpoint trained by the code before. A change that keeps
@@ -44,8 +44,9 @@ from infoflow.validators.throughput import meter
 #: wrong [B, B] table before); 5 since a parameter that a dot's argument combines
 #: (``dot(p - q, x[t])``) is a vector (it was a scalar times the sum of x's coordinates); 6
 #: since a cap a few evaluations long starts the cooldown at the evaluation before the cap's
-#: (2026-12-07: the cap's own came first, with a cooldown of one step never trained).
-TRAINING_VERSION = 6
+#: (2026-12-07: the cap's own came first, with a cooldown of one step never trained); 7
+#: since the last layer computes the readout token alone (the same function, other last bits).
+TRAINING_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def train_group(group: Group, context: Context, until: int | None = None) -> Non
     autocast = precision(device)
     forward = torch.compile(model) if context.compile else model  # the same weights
     losses, window = torch.zeros(len(group.members), device=device), 0
-    speed = meter(model, group.seq_len, device)
+    speed = stack_meter(group.members, group.seq_len, model.W_in.shape[1], settings.batch, device)
     step, last = start, min(until or settings.steps, settings.steps)
     while step < last and not members.done(step):
         factors = members.factors(step)
