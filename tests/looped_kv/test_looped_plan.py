@@ -88,3 +88,20 @@ def test_the_measurement_counts_a_distillation_per_ratio_and_its_scored_passes()
     off_grid = measurement_seconds(LoopedConfig(loops=3), smoke, launches)
     assert on_grid == len(RHOS) * (smoke.distill_steps + 5) + 3
     assert off_grid == (len(RHOS) + 1) * (smoke.distill_steps + 5) + 3
+
+
+def test_a_models_estimate_counts_its_snapshots_of_the_structure() -> None:
+    """Each snapshot: a forward pass on the calibration sequences, and the exact model's and
+    one a ratio on the evaluation ones: counted in steps of overhead, with the training."""
+    import infoflow
+    from infoflow.validators.looped_kv.estimate import group_seconds
+    from infoflow.validators.looped_kv.experiment import SCALES, plan
+    from infoflow.validators.looped_kv.measure import RHOS
+    from infoflow.validators.steptime import StepTime
+
+    launches = StepTime("cpu", "launches only", 1.0, 0.0, "a test")
+    spec = infoflow.load_spec("specs/looped_kv/tiny-looped.json")
+    group = plan("tiny", spec, SCALES["smoke"]).structure[0]
+    assert len(group.snapshots) == 3
+    seconds = group_seconds(group, 100, 32, launches)
+    assert seconds == 100 + 3 * (1 + len(RHOS) + 1)

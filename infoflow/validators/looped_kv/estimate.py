@@ -5,7 +5,9 @@ estimated time on a device from the step-time model of :mod:`~infoflow.validator
 command of the GPU run.
 
 A training step costs the model's FLOPs (6 per parameter, the core's counted once per loop,
-plus attention) over a batch. The measurement after training runs on every seed's model of
+plus attention) over a batch; each model's snapshots of the loop-axis structure, a few
+forward passes each, are counted with its training (they were not before 2026-12-07).
+The measurement after training runs on every seed's model of
 the spec's width (the paper's comparisons are judged over them): at every ratio of the codec
 grid, the LLA codec distilled for ``distill_steps`` (a training
 step on the calibration sequences each) and about five scored forward passes on the
@@ -15,7 +17,7 @@ evaluation sequences (a third of a step's FLOPs each); the SVDs are not counted.
 from __future__ import annotations
 
 from infoflow.looped_kv.spec import LoopedKVSpec
-from infoflow.validators.looped_kv.experiment import LoopedScale
+from infoflow.validators.looped_kv.experiment import LoopedGroup, LoopedScale
 from infoflow.validators.looped_kv.model import LoopedConfig
 from infoflow.validators.steptime import NOT_COMPILED, StepTime, gpu_line, minutes, step_time
 from infoflow.validators.throughput import flops_per_token
@@ -31,9 +33,25 @@ def looped_flops_per_token(config: LoopedConfig) -> float:
     return flops_per_token(params, applied * config.max_len * d)
 
 
-def group_seconds(config: LoopedConfig, steps: int, batch: int, steptime: StepTime) -> float:
-    tokens = batch * config.max_len
-    return steps * steptime.step(looped_flops_per_token(config) * tokens)
+def group_seconds(group: LoopedGroup, steps: int, batch: int, steptime: StepTime) -> float:
+    """One model's ``steps`` training steps of ``batch`` sequences and its snapshots of the
+    loop-axis structure (:func:`snapshot_seconds`)."""
+    config = group.config
+    training = steps * steptime.step(looped_flops_per_token(config) * batch * config.max_len)
+    return training + len(group.snapshots) * snapshot_seconds(config, group.scale.length, steptime)
+
+
+def snapshot_seconds(config: LoopedConfig, length: int, steptime: StepTime) -> float:
+    """One snapshot of the loop-axis structure (:func:`.structure.snapshot`): a forward pass
+    on its calibration sequences, and one on its evaluation sequences per ratio of the grid
+    plus the exact model's (a third of a step's FLOPs a token each); the SVDs are not
+    counted."""
+    from infoflow.validators.looped_kv.measure import RHOS
+    from infoflow.validators.looped_kv.structure import CALIBRATION, EVALUATION
+
+    forward = looped_flops_per_token(config) / 3 * length
+    scored = (len(RHOS) + 1) * steptime.step(forward * EVALUATION)
+    return steptime.step(forward * CALIBRATION) + scored
 
 
 def measurement_seconds(config: LoopedConfig, scale: LoopedScale, steptime: StepTime) -> float:
@@ -80,13 +98,13 @@ def plan_command(
     ]
     total = 0.0
     for group in experiment.structure:
-        seconds = group_seconds(group.config, steps, sized.batch, here)
+        seconds = group_seconds(group, steps, sized.batch, here)
         total += seconds
         c = group.config
         lines.append(
             f"  {group.name}: d_model {c.d_model}, MLP {c.mlp_width}, {c.loops} loops; "
-            f"{sized.steps:,} steps of {sized.batch} x {c.max_len} tokens, "
-            f"about {minutes(seconds)}"
+            f"{sized.steps:,} steps of {sized.batch} x {c.max_len} tokens and "
+            f"{len(group.snapshots)} snapshots, about {minutes(seconds)}"
         )
     main, models = experiment.group.config, sized.seeds
     measuring = models * measurement_seconds(main, sized, here)
@@ -97,7 +115,7 @@ def plan_command(
         f"ratio), about {minutes(measuring)}"
     )
     gpu = models * measurement_seconds(main, sized, cuda) + sum(
-        group_seconds(g.config, steps, sized.batch, cuda) for g in experiment.structure
+        group_seconds(g, steps, sized.batch, cuda) for g in experiment.structure
     )
     lines.append(gpu_line(source, scale, sized.seeds, gpu, asked, overrides))
     if budget is not None and total > budget:

@@ -102,7 +102,7 @@ class LoopedKVValidator:
         """Each model's training seconds, as ``infoflow plan`` estimates them."""
         steptime, scale = step_time(device), experiment.scale
         return {
-            g.name: group_seconds(g.config, scale.steps, scale.batch, steptime)
+            g.name: group_seconds(g, scale.steps, scale.batch, steptime)
             for g in experiment.structure
         }
 
