@@ -704,6 +704,29 @@ def test_a_retrieval_design_is_estimated_on_the_retrieval_stacks_own_model(
     assert probe.flops() == timing.group_flops(probe.members, 16, 4, timing.PROBE_BATCH)
 
 
+def test_a_groups_flops_count_the_last_layers_mlp_once_a_sequence() -> None:
+    """The last layer's MLP computes the readout token alone: 20 more hidden units (E = 8)
+    add 6 (2 E 20 + 20) FLOPs a sequence in a one-layer member, and T + 1 times that more
+    for a two-layer member's first layer; the meter spreads the same FLOPs over the
+    members' input tokens."""
+    seq_len, batch, mlp = 7, 4, 6 * (2 * 8 * 20 + 20)
+
+    def added(heads: tuple[int, ...]) -> float:
+        narrow, wide = (Member(heads, False, 0, 8, width) for width in (20, 40))
+        return timing.group_flops([wide], seq_len, 3, batch) - timing.group_flops(
+            [narrow], seq_len, 3, batch
+        )
+
+    assert added((1,)) == mlp * batch
+    assert added((1, 1)) == mlp * batch * (seq_len + 1 + 1)
+    members = [Member((1, 1), True, seed, 8) for seed in range(3)]
+    meter = timing.stack_meter(members, seq_len, 3, batch, torch.device("cpu"))
+    tokens = len(members) * batch * seq_len
+    assert meter.flops_per_token * tokens == pytest.approx(
+        timing.group_flops(members, seq_len, 3, batch)
+    )
+
+
 def test_a_damaged_target_time_is_measured_again(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("INFOFLOW_CACHE", str(tmp_path))
     monkeypatch.setattr(timing, "_CACHED", {})

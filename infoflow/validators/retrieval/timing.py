@@ -80,7 +80,7 @@ def _ladder(heads: tuple[int, ...], embed_dim: int, widths: tuple[int, ...]) -> 
 #: 36-member group at T = 16 took on the first lease, nearly all of it fixed) plus 1.5% of
 #: the bf16 dense peak (1.31% and 1.65% for the two, the target's share taken as D = 4's),
 #: which put them at 0.90x and 1.10x (docs/results/2026-12-04-h200-compile.md). Since
-#: 2026-12-07 (late) the last layer computes the readout token alone, and :func:`group_flops`
+#: 2026-12-07 (night) the last layer computes the readout token alone, and :func:`group_flops`
 #: counts what the stack computes: the same steps are 0.89% and 1.15% of the peak in that
 #: count, so 1.0% (0.91x and 1.13x). Those steps computed every token in the last layer:
 #: today's should be shorter, by how much on a GPU no lease has measured yet (1.2-2.3x on a
