@@ -67,8 +67,10 @@ from infoflow.validators.retrieval.witness_plan import Tune, removed_part, spec_
 
 KIND = "construction"
 #: The version of the construction and ablation code: part of every cached result's key, so a
-#: change here (bump it) never reuses a result computed by the code before.
-WITNESS_VERSION = 10
+#: change here (bump it) never reuses a result computed by the code before. 11 since the
+#: model's last layer computes the readout token alone (2026-12-07, night: the witnesses'
+#: and the ablations' numbers move in their last bits).
+WITNESS_VERSION = 11
 
 
 def construction_claims(experiment: Experiment, context: Context) -> tuple[list[Claim], list]:
