@@ -1015,6 +1015,36 @@ def test_where_no_architecture_is_efficient_the_nmse_rises_with_T(
         assert "still improving at the cap" in claim.reason
 
 
+@pytest.mark.parametrize(
+    "rescue_nmse, rescue_improving, verdict",
+    [
+        (0.9, 0, "confirmed"),  # twice the width and steps stopped above: the gap stays
+        (0.3, 0, "inconclusive"),  # the rescue ends below T=8: more could close the gap
+        (0.9, 1, "inconclusive"),  # the rescue itself was still falling
+    ],
+)
+def test_the_rescue_answers_whether_more_steps_close_the_gap(
+    rescue_nmse, rescue_improving, verdict
+) -> None:
+    """T=16 ends above T=8 but was still improving at its cap: the rescue at T=16 (the same
+    heads, twice the width and the steps) decides, when it stopped (pre-registered on the
+    night of 2026-12-07)."""
+    planned = plan("triangle", _triangle(), SMOKE)
+    shorter, longer = Model(8, 8, (1,), False), Model(16, 8, (1,), False)
+    rescue = planned.rescue
+    assert (rescue.seq_len, rescue.heads, rescue.embed_dim) == (16, (1,), 16)
+    overrides = {longer: (0.0, 0.9), rescue: (0.0, rescue_nmse)}
+    improving = {longer: 2, rescue: rescue_improving}
+    found = _claims(planned, _ladders(planned, 0.0, 0.5, overrides), improving)
+    (claim,) = [c for c in found if c.id.startswith("rises_with_T:")]
+    assert claim.id == f"rises_with_T:{shorter.key()}:{longer.key()}"
+    assert claim.verdict == verdict, claim.reason
+    assert claim.measured["rescue"]["still_improving_at_cap"] == rescue_improving
+    assert claim.measured["rescue"][rescue.label()]["low"] == pytest.approx(rescue_nmse)
+    if verdict == "inconclusive":
+        assert "still improving at the cap" in claim.reason
+
+
 def test_a_diverged_seed_decides_no_rise() -> None:
     """A seed with no finite NMSE at the longer length decides nothing (it was confirmed on
     the other two, a review)."""

@@ -36,8 +36,11 @@ compares and judged against the target's own floors.
 - **rises with T** (a reproduction of the paper's triangle figure: NMSE rises towards 1 as T
   grows, whatever the heads or E): where no architecture is efficient, each architecture's
   largest rung ends higher at the longer of two consecutive lengths, every seed above every
-  seed, the lower of the two stopped at its plateau (a model still improving at the cap
-  could close the gap); refuted when every seed ends lower, the same way. At a fixed budget
+  seed, the higher of the two stopped at its plateau (a model still improving at the cap
+  could close the gap), or, where it had not, the rescue at that length and with those
+  heads stopped above every seed of the shorter length too (twice the width and the steps
+  did not close it; since the night of 2026-12-07, pre-registered); refuted when every seed
+  ends lower, the shorter length stopped. At a fixed budget
   an efficient target's NMSE can rise with T too (the triangle's order-2 control did on a
   CPU), so this reproduces the figure, not the exponent's growth.
 
@@ -92,9 +95,22 @@ def claims(
                 out.append(attends(judge, model, attention[model]))
     if experiment.rescue:
         lengths = _consecutive_lengths(experiment)
-        out += [rises(judge, a, b) for a, b in lengths if {a, b} <= ladders.keys()]
+        rescue = experiment.rescue if experiment.rescue in ladders else None
+        out += [
+            rises(judge, a, b, rescue if _rescues(rescue, b) else None)
+            for a, b in lengths
+            if {a, b} <= ladders.keys()
+        ]
         out.append(no_rescue(judge, experiment.rescue))
     return out
+
+
+def _rescues(rescue: Model | None, model: Model) -> bool:
+    """``rescue`` is ``model``'s architecture at its length (twice the width and steps)."""
+    return rescue is not None and (rescue.seq_len, rescue.architecture()) == (
+        model.seq_len,
+        model.architecture(),
+    )
 
 
 def _consecutive_lengths(experiment: Experiment) -> list[tuple[Model, Model]]:

@@ -1,16 +1,24 @@
 """Measurements -> the verdicts of the claims about a target no architecture makes efficient
 (a stage of :mod:`~infoflow.validators.retrieval.judge`; the paper's triangle): at its
 largest decoder each architecture ends higher at the longer of two lengths, and the longest
-length with twice the width and twice the steps still does not learn."""
+length with twice the width and twice the steps still does not learn.
+
+The longer length's ladder may still be improving at its cap, where more steps could close
+the gap; the rescue at that length, of the same heads (twice the width and twice the steps,
+:mod:`~infoflow.validators.retrieval.experiment`), is the run that asks whether they do: if
+it stopped at its plateau above every seed of the shorter length, the gap stays
+(docs/results/2026-12-07-triangle-rescue-rule-preregistered.md)."""
 
 from __future__ import annotations
 
 from infoflow.validators.claims import Claim, fewer_seeds
 from infoflow.validators.retrieval.experiment import Model
+from infoflow.validators.retrieval.exponents import Interval
 from infoflow.validators.retrieval.judge import Judge, judged, name_of, shared_context, undecided
 
 
-def rises(judge: Judge, shorter: Model, longer: Model) -> Claim:
+def rises(judge: Judge, shorter: Model, longer: Model, rescue: Model | None = None) -> Claim:
+    """``rescue``: the rescue model at ``longer``'s length with its heads, if trained."""
     ident = f"rises_with_T:{shorter.key()}:{longer.key()}"
     statement = (
         f"at its largest decoder, {name_of(longer, shorter)} ends above "
@@ -26,6 +34,15 @@ def rises(judge: Judge, shorter: Model, longer: Model) -> Claim:
         f"every seed at T={longer.seq_len} above every seed at T={shorter.seq_len}, the model "
         "that ends higher stopped (no member still improving at the cap)"
     )
+    if rescue is not None:
+        measured["rescue"] = {
+            rescue.label(): judge.learned(rescue).to_json(),
+            "still_improving_at_cap": judge.improving_at_cap(rescue),
+        }
+        tolerance += (
+            f", or, where T={longer.seq_len} was still improving, its rescue (twice the width "
+            f"and the steps) stopped with every seed above every seed at T={shorter.seq_len}"
+        )
     claim = (ident, statement, "NMSE rises with T (the paper's figure)", measured, tolerance)
     derived = judge.derived(shorter, longer)
     if short.count < 2 or long.count < 2:
@@ -38,6 +55,8 @@ def rises(judge: Judge, shorter: Model, longer: Model) -> Claim:
     if long.high < short.low and not judge.improving.get(shorter):
         reason = f"every seed at T={longer.seq_len} below every seed at T={shorter.seq_len}"
         return judged(*claim, False, derived, reason, "reproduction")
+    if long.low > short.high and _rescue_stays_above(judge, rescue, short):
+        return judged(*claim, True, derived, kind="reproduction")
     if long.low > short.high or long.high < short.low:
         reason = (
             "the model that ends higher was still improving at the cap: more steps could "
@@ -46,6 +65,14 @@ def rises(judge: Judge, shorter: Model, longer: Model) -> Claim:
         return undecided(*claim, reason, derived, "reproduction")
     reason = "the seeds at the two lengths overlap"
     return undecided(*claim, reason, derived, "reproduction")
+
+
+def _rescue_stays_above(judge: Judge, rescue: Model | None, short: Interval) -> bool:
+    """The rescue stopped (no member still improving at its cap), with two seeds or more,
+    none missing, every one above every seed of ``short``."""
+    if rescue is None or judge.improving.get(rescue) != 0:
+        return False
+    return judge.learned(rescue).above(short.high)
 
 
 def no_rescue(judge: Judge, model: Model) -> Claim:
