@@ -1042,7 +1042,7 @@ def test_the_rescue_answers_whether_more_steps_close_the_gap(
     assert claim.measured["rescue"]["still_improving_at_cap"] == rescue_improving
     assert claim.measured["rescue"][rescue.label()]["low"] == pytest.approx(rescue_nmse)
     if verdict == "inconclusive":
-        assert "still improving at the cap" in claim.reason
+        assert "still improving at the cap" in claim.reason and "its rescue" in claim.reason
 
 
 def test_a_diverged_seed_decides_no_rise() -> None:

@@ -62,6 +62,11 @@ def rises(judge: Judge, shorter: Model, longer: Model, rescue: Model | None = No
             "the model that ends higher was still improving at the cap: more steps could "
             "close the gap"
         )
+        if rescue is not None and long.low > short.high:
+            reason += (
+                f" (its rescue, still improving or with a seed at or below T={shorter.seq_len}'s "
+                "highest, does not say they do not)"
+            )
         return undecided(*claim, reason, derived, "reproduction")
     reason = "the seeds at the two lengths overlap"
     return undecided(*claim, reason, derived, "reproduction")
