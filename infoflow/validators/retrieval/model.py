@@ -217,7 +217,8 @@ class EnsembleTransformer(nn.Module):
         """The layer's attention on z ([m, b, s, e]), written through ``writes``: each member's
         heads read and write only their own dimensions (v is zero on the others, and so is
         what attention returns there). ``readout_only``: the readout token's query alone
-        ([m, b, 1, e] out), all that the last layer needs."""
+        ([m, b, 1, e] out), all that the last layer needs; the readout is the last token
+        (:meth:`forward` appends it)."""
         m, b, s, _ = z.shape
         h, w = self.heads, self.head_width
         dims = self.head_dims[layer].reshape(m, 1, h * w)
