@@ -4,6 +4,7 @@ missing page or a bad anchor fails the suite."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,3 +28,19 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
     assert 'href="retrieval/#speed"' in home  # its docs/ links point into the site
     for page in ("retrieval", "looped_kv", "icl_markov", "notebooks", "validate", "cluster"):
         assert (site / page / "index.html").is_file()
+
+
+def test_the_results_index_links_every_result() -> None:
+    """docs/results.md names every committed result page (a run, a re-judge, a
+    pre-registration) and every helper script under docs/results/, and every link it has
+    resolves: the index cannot fall behind a new result unseen."""
+    docs = ROOT / "docs"
+    index = (docs / "results.md").read_text()
+    linked = set(re.findall(r"\]\((results/[^)#\s]+)\)", index))
+    committed = {
+        f"results/{p.name}"
+        for p in (docs / "results").iterdir()
+        if p.is_file() and p.suffix in (".md", ".py")
+    }
+    assert committed - linked == set(), "results not in docs/results.md"
+    assert [link for link in linked if not (docs / link).exists()] == []
