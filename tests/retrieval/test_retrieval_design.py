@@ -23,7 +23,6 @@ from infoflow.validators.retrieval import timing  # noqa: E402
 from infoflow.validators.retrieval.claims import claims, untested  # noqa: E402
 from infoflow.validators.retrieval.design import (  # noqa: E402
     choose,
-    describe,
     designs,
     estimate,
     group_seconds,
@@ -39,6 +38,7 @@ from infoflow.validators.retrieval.experiment import SCALES, Design, Model, plan
 from infoflow.validators.retrieval.exponents import Ladder  # noqa: E402
 from infoflow.validators.retrieval.floors import Floors  # noqa: E402
 from infoflow.validators.retrieval.model import Member  # noqa: E402
+from infoflow.validators.retrieval.plan_text import describe  # noqa: E402
 from infoflow.validators.retrieval.validator import measured_ladders  # noqa: E402
 from infoflow.validators.steptime import (  # noqa: E402
     ASSUMED_H200,
@@ -538,10 +538,26 @@ def test_a_design_over_the_budget_once_timed_gives_way_to_the_next(monkeypatch) 
     spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "pairwise-min.json")
     fixed = replace(model, threads=None)  # a fixed model: nothing timed
     monkeypatch.setattr(design_module, "step_model", lambda device: fixed)
-    assert choose("pm", spec, SMOKE, None).design.seq_lens == (8, 16)
+    both = choose("pm", spec, SMOKE, None)
+    assert both.design.seq_lens == (8, 16) and both.left_out == ""
     monkeypatch.setattr(design_module, "step_model", lambda device: model)
     chosen = choose("pm", spec, SMOKE, None)  # every (8, 16) is over once timed: the best (8,)
     assert chosen.design == Design((8,), None) and seconds(chosen) <= SMOKE.budget_seconds
+    # plan and report.md say what the budget left out, at the timed estimate
+    assert chosen.left_out.startswith("T = 16: the design with every length of the spec")
+    assert "over the budget of 5.0 min (--budget " in chosen.left_out
+    assert f"  left out: {chosen.left_out}" in describe(chosen, "pm.json").splitlines()
+
+
+def test_a_length_left_out_within_the_budget_names_the_score_it_loses_on(monkeypatch) -> None:
+    """Where the design with every length fits but scores lower, the place of the score it
+    loses on is named (the paper's claims first)."""
+    spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "pairwise-min.json")
+    taken, full = (plan("pm", spec, SMOKE, None, Design(t, None)) for t in ((8,), (8, 16)))
+    scores = {id(taken): (3, 9, 1.0, True, False, -5), id(full): (3, 9, 0.5, True, True, -9)}
+    monkeypatch.setattr(design_module, "score", lambda e, *args: scores[id(e)])
+    why = design_module.left_out(taken, [taken, full], spec, [8, 16])
+    assert why == "T = 16: the design with every length of the spec predicts smaller separations"
 
 
 def test_a_groups_step_is_timed_once_and_a_resumed_run_keeps_its_own(monkeypatch, tmp_path) -> None:

@@ -21,7 +21,7 @@ from infoflow.validators.protocol import Context  # noqa: E402
 from infoflow.validators.retrieval import design as design_module  # noqa: E402
 from infoflow.validators.retrieval import pilot as pilot_module  # noqa: E402
 from infoflow.validators.retrieval import timing  # noqa: E402
-from infoflow.validators.retrieval.design import choose, describe, sizes  # noqa: E402
+from infoflow.validators.retrieval.design import choose, sizes  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design, plan  # noqa: E402
 from infoflow.validators.retrieval.pilot import (  # noqa: E402
     Pilot,
@@ -33,6 +33,7 @@ from infoflow.validators.retrieval.pilot import (  # noqa: E402
     pilot_key,
     recorded_curves,
 )
+from infoflow.validators.retrieval.plan_text import describe  # noqa: E402
 from infoflow.validators.retrieval.report import _design  # noqa: E402
 from infoflow.validators.steptime import ASSUMED_H200, recorded  # noqa: E402
 from infoflow.validators.store import Recorder  # noqa: E402

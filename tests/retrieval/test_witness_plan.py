@@ -16,8 +16,9 @@ from conftest import SPECS  # noqa: E402
 import infoflow  # noqa: E402
 from infoflow.validators.protocol import Context  # noqa: E402
 from infoflow.validators.retrieval import construction, witness  # noqa: E402
-from infoflow.validators.retrieval.design import choose, describe, with_floors  # noqa: E402
+from infoflow.validators.retrieval.design import choose, with_floors  # noqa: E402
 from infoflow.validators.retrieval.experiment import SCALES, Design, plan  # noqa: E402
+from infoflow.validators.retrieval.plan_text import describe  # noqa: E402
 from infoflow.validators.retrieval.witness_plan import (  # noqa: E402
     BUILD_OVERHEAD,
     construction_seconds,

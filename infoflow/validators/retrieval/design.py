@@ -24,13 +24,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import infoflow
-from infoflow.retrieval.canonical_to_tree import tree_of
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
 from infoflow.validators.retrieval.experiment import Design, Experiment, Scale, plan
-from infoflow.validators.retrieval.floors import ALL_OR_NONE, floors
-from infoflow.validators.retrieval.pilot import can_train_here, not_piloted, pilot
+from infoflow.validators.retrieval.floors import floors
+from infoflow.validators.retrieval.pilot import can_train_here, pilot
 from infoflow.validators.retrieval.timing import (
     COMPILE_GAINS,
     LONGEST_TIMED_STEP,
@@ -40,7 +39,7 @@ from infoflow.validators.retrieval.timing import (
     target_seconds,
 )
 from infoflow.validators.retrieval.train import Group
-from infoflow.validators.retrieval.witness_plan import construction_seconds, plan_lines
+from infoflow.validators.retrieval.witness_plan import construction_seconds
 from infoflow.validators.steptime import StepTime, duration, recorded_without
 
 #: Sequence lengths a design may choose (within the spec's own largest T), and the range of
@@ -85,11 +84,55 @@ def _designed(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | Non
             refused = refused or exc
     if not candidates:
         raise refused or CannotValidate("no design of this spec can be trained")
-    longest = max(p.seq_len or 16 for _, p in infoflow.expand(spec, base_dir))
+    lengths = sorted({p.seq_len or 16 for _, p in infoflow.expand(spec, base_dir)})
     fits = [e for e in candidates if seconds(e) <= scale.budget_seconds]
-    fits.sort(key=lambda e: score(e, spec, longest), reverse=True)
+    fits.sort(key=lambda e: score(e, spec, lengths[-1]), reverse=True)
     taken = _taken(fits, scale, steptime)
-    return taken or min((timed(e, steptime) for e in candidates), key=seconds)
+    taken = taken or min((timed(e, steptime) for e in candidates), key=seconds)
+    taken.left_out = left_out(taken, candidates, spec, lengths)
+    return taken
+
+
+#: What each place of :func:`score`'s tuple says where the design with every length loses.
+LOSES_ON = (
+    "tests fewer of the paper's claims",
+    "tests fewer claims",
+    "predicts smaller separations",
+    "is not at the spec's width",
+    "does not reach the spec's longest length",
+    "costs more FLOPs for the same claims",
+)
+
+
+def left_out(
+    taken: Experiment, candidates: list[Experiment], spec: RetrievalSpec, lengths: list[int]
+) -> str:
+    """The spec's lengths the taken design does not train, and why the design with all of
+    them at the spec's width was not taken: over the budget (its estimate, timed where it
+    was), its pilot did not learn, or it scores lower (:func:`score`, the first place it
+    loses on). Empty when the taken design trains every length."""
+    missing = [t for t in lengths if t not in (taken.design.seq_lens or lengths)]
+    if not missing:
+        return ""
+    dropped = f"T = {', '.join(map(str, missing))}"
+    whole = Design(tuple(lengths), None)
+    full = next((e for e in candidates if e.design == whole), None)
+    if full is None:
+        return f"{dropped}: no design with every length of the spec can be planned"
+    budget, estimated = taken.scale.budget_seconds, seconds(full)
+    if estimated > budget:
+        return (
+            f"{dropped}: the design with every length of the spec ({sizes(whole)}) is "
+            f"estimated at {duration(estimated)}, over the budget of {duration(budget)} "
+            f"(--budget {_whole(estimated)} fits that estimate)"
+        )
+    if taken.pilot and sizes(whole) in taken.pilot.passed_over:
+        return f"{dropped}: the design with every length of the spec did not learn in its pilot"
+    ours, theirs = score(full, spec, lengths[-1]), score(taken, spec, lengths[-1])
+    place = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b), None)
+    lower = place is not None and ours[place] < theirs[place]
+    why = LOSES_ON[place] if lower else "ranks no lower, and was passed over"
+    return f"{dropped}: the design with every length of the spec {why}"
 
 
 def _taken(fits: list[Experiment], scale: Scale, steptime: StepTime) -> Experiment | None:
@@ -119,6 +162,13 @@ def _also_piloted(experiment: Experiment, others: list[Experiment]) -> Experimen
         named = tuple(sizes(e.design) for e in others)
         experiment.pilot = replace(experiment.pilot, passed_over=named)
     return experiment
+
+
+def _whole(estimated: float) -> str:
+    """A --budget of at least ``estimated`` seconds: whole minutes, whole hours from two
+    hours on."""
+    minutes = math.ceil(estimated / 60)
+    return f"{math.ceil(minutes / 60)}h" if minutes >= 120 else f"{minutes}m"
 
 
 def untrained(experiment: Experiment) -> Experiment:
@@ -256,132 +306,8 @@ def group_seconds(
     return compiling + s.steps * (train + target) + evaluations * evaluation
 
 
-def _budget(scale) -> str:
-    """The budget in plan's first line: the training's (the constructions come on top: a
-    review read "budget 5.0 min", then "estimated time: 5.9 min")."""
-    return (
-        f"budget {duration(scale.budget_seconds)} for the training"
-        if scale.budget_seconds
-        else "no budget"
-    )
-
-
-def describe(experiment: Experiment, source: str) -> str:
-    """What ``infoflow plan`` prints for one spec: the design, each group with its models'
-    exponents and estimated time, and the comparisons the claims will make."""
-    scale, design = experiment.scale, with_floors(experiment).design
-    lines = [
-        f"{source}: retrieval at scale {scale.name} on {scale.device}, {_budget(scale)}",
-        f"  step time: {experiment.step_time}",
-        f"  design: {sizes(design)}; {len(experiment.models)} models x {scale.seeds} seeds",
-        *_pilot_lines(experiment),
-    ]
-    if scale.compile:
-        lines.insert(2, f"  {COMPILE_GAINS[scale.device].describe()}")
-    if experiment.not_trained:
-        lines.append(f"  {experiment.not_trained}")
-    for group in experiment.trained_groups:
-        is_rescue = experiment.model_of(group, 0)[0] == experiment.rescue
-        rescue = " (rescue: twice the width, the largest rung)" if is_rescue else ""
-        lines.append(
-            f"  group T={group.seq_len}{rescue}: {len(group.members)} members, "
-            f"{group.settings.steps:,} steps, about "
-            f"{duration(experiment.estimates[group.name])}"
-        )
-    rungs = ", ".join(map(str, scale.rungs))
-    lines.append(f"  ladder: MLP widths {rungs}; each member until its loss stops improving")
-    for seq_len, floor in sorted(experiment.floors.items()):
-        lines.append(
-            f"  floors at T={seq_len}: pooling shortcut NMSE {floor.shortcut:.3g}, "
-            f"learns below {floor.learns_below:.3g}"
-        )
-        for name, held in floor.held.items():
-            if held["shortcut"] is not None:
-                lines.append(
-                    f"    held by {name} ({held['resolved']} parts resolved): NMSE "
-                    f"{held['shortcut']:.3g}; a model compared with it must be below "
-                    f"{held['learns_below']:.3g}"
-                )
-            elif held["why"] != ALL_OR_NONE:
-                lines.append(f"    held by {name}: not computed ({held['why']})")
-    lines.append("  models (alpha at their own T, d, E, heads; without the floor; bound):")
-    for model, expected in experiment.expected.items():
-        bound = "upper" if expected.efficient else "lower"
-        lines.append(
-            f"    {model.label():<36} {expected.alpha:>7.3g} {expected.raw:>7.3g} {bound:<6}"
-            f" {expected.expression}"
-        )
-    lines.append("  comparisons the claims make:")
-    for a, b, e in expectations(experiment):
-        pair = f"{a.label()} vs {b.label()}"
-        if isinstance(e, Expectation):
-            lines.append(f"    {e.outcome} ({e.kind}): {pair}: {e.why}")
-        else:
-            lines.append(f"    untested: {pair}: {e}")
-    positions = _position_lines(experiment)
-    lines += positions
-    if not experiment.pairs and not positions:
-        lines.append("    none: no two models trained here differ in one thing only")
-    lines += plan_lines(experiment)
-    lines.append(_estimated(experiment))
-    return "\n".join(lines) + "\n"
-
-
-def _position_lines(experiment: Experiment) -> list[str]:
-    """The plan's lines for the claims about fixed positions (judge_positions): a model the
-    engine says needs PE against its twin without, and where its readout attends (the plan
-    said "none" where validate judged both: a fresh-user audit, 2026-12-07)."""
-    lines, fixed = [], readout_positions(experiment.base)
-    for model in experiment.points:
-        needs = experiment.models[model]["requires_positional_encoding"].value
-        if not (needs and model.positional_encoding):
-            continue
-        twin = replace(model, positional_encoding=False)
-        if twin in experiment.models:
-            lines.append(
-                f"    learns only with PE (paper): {model.label()} vs {twin.label()}: "
-                "every seed learns with PE, none without"
-            )
-        if fixed:  # not a neighbour's, an index condition's
-            lines.append(
-                f"    attends to the fixed positions (reproduction): {model.label()}: its "
-                "readout's attention, about 1/|P| on each, seed by seed at the largest rung"
-            )
-    return lines
-
-
-def readout_positions(spec: RetrievalSpec) -> tuple[str, ...]:
-    """The fixed positions the target's readout reads (``x[1]``, ``x[T]``): where there are
-    some, validate measures the readout's attention on them."""
-    opts = spec.options
-    params = tuple(sorted(spec.params.items()))
-    return tuple(tree_of(spec.target, params, opts.separable_sum, opts.self_exclusion).positions)
-
-
-def _pilot_lines(experiment: Experiment) -> list[str]:
-    """The pilot's line in a plan, or why there is none where one was asked for."""
-    scale = experiment.scale
-    if experiment.pilot:
-        return [f"  {experiment.pilot.sentence()}"]
-    if scale.pilot and scale.budget_seconds and not experiment.not_trained:
-        return [f"  pilot: none ({not_piloted(experiment)})"]
-    return []
-
-
 def sizes(design: Design) -> str:
     """A design's sizes in words: ``T = 8, 16, E = 24``."""
     lengths = ", ".join(map(str, design.seq_lens)) if design.seq_lens else "the spec's"
     width = design.embed_dim or "the spec's"
     return f"T = {lengths}, E = {width}"
-
-
-def _estimated(experiment: Experiment) -> str:
-    """The plan's estimated time: training and construction claims."""
-    training, built = seconds(experiment), experiment.construction_seconds
-    budget = experiment.scale.budget_seconds
-    fits = budget is None or training <= budget
-    verdict = "" if fits else " (over the budget: no design fits, this is the cheapest)"
-    return (
-        f"  estimated time: {duration(training + built)} (training {duration(training)}"
-        f"{verdict}, construction claims {duration(built)})"
-    )

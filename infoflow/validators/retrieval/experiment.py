@@ -154,6 +154,7 @@ class Experiment:
     construction_seconds: float = 0.0  # the construction claims' estimated time
     not_built: str = ""  # why no construction claim is made on this device (the spec says)
     pilot: Pilot | None = None  # the design's pilot, where one ran (pilot.py)
+    left_out: str = ""  # the spec's lengths the design does not train, and why (design.py)
 
     @property
     def trained_groups(self) -> list[Group]:

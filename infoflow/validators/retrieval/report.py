@@ -79,6 +79,7 @@ def _design_json(experiment: Experiment) -> dict[str, Any]:
         "construction_estimated_seconds": experiment.construction_seconds,
         "not_built": experiment.not_built,
         "pilot": experiment.pilot.describe() if experiment.pilot else None,
+        "left_out": experiment.left_out,
     }
 
 
@@ -255,9 +256,10 @@ def _design(design: dict[str, Any] | None) -> str:
         for g in design["groups"]
     )
     piloted = f" The {markdown_text(sentence(design['pilot']))}." if design.get("pilot") else ""
+    left = f" Left out: {markdown_text(design['left_out'])}." if design.get("left_out") else ""
     return (
         f"Design: {', '.join(sizes)} ({markdown_text(design['step_time'] or 'no estimate')})."
-        f" {markdown_text(times)}.{_over_budget(design)}{piloted}{built}"
+        f" {markdown_text(times)}.{_over_budget(design)}{left}{piloted}{built}"
     )
 
 

@@ -19,15 +19,10 @@ from infoflow.validators.plots import Floors
 from infoflow.validators.protocol import Context, Job
 from infoflow.validators.retrieval import plots, report
 from infoflow.validators.retrieval.claims import claims, untested
-from infoflow.validators.retrieval.design import (
-    choose,
-    describe,
-    readout_positions,
-    seconds,
-    with_floors,
-)
+from infoflow.validators.retrieval.design import choose, seconds, with_floors
 from infoflow.validators.retrieval.experiment import SCALES, Experiment, Model, Scale
 from infoflow.validators.retrieval.exponents import Ladder
+from infoflow.validators.retrieval.plan_text import describe, readout_positions
 from infoflow.validators.retrieval.train import Group, load_trained, train_group
 from infoflow.validators.retrieval.witness import construction_claims
 
