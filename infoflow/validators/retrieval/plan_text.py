@@ -1,6 +1,7 @@
-"""A designed retrieval experiment -> what ``infoflow plan`` prints for it (the design's
-sizes, its groups' estimated times, the models' exponents, the floors and the comparisons
-its claims will make), and the sentences of it that report.md repeats."""
+"""A designed retrieval experiment (:mod:`~infoflow.validators.retrieval.design`) -> what
+``infoflow plan`` prints for it: the design's sizes and what it leaves out, its groups'
+estimated times, the floors, the models' exponents and the comparisons its claims will
+make."""
 
 from __future__ import annotations
 
