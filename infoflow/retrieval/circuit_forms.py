@@ -132,6 +132,11 @@ def _linear_atom(node: Node, var: str) -> str:
         param, token = (a, b) if isinstance(a, Param) else (b, a)
         if isinstance(param, Param) and isinstance(token, Token) and _plain(token, var):
             return _reference(param)
+        if all(isinstance(arg, Token) for arg in node.args):  # a token as the query (a fuzz)
+            raise Unbuildable(
+                f"{text(node)}: a score against another token is not built as a linear score "
+                f"of x[{var}]: its query must be a parameter (dot(q, x[{var}]))"
+            )
     raise Unbuildable(f"{text(node)} is not a linear score of x[{var}] (dot(q, x[{var}]))")
 
 

@@ -348,6 +348,11 @@ def test_terms_that_attend_alike_share_one_head_and_opposite_ones_do_not() -> No
     assert witness.nmse < 1e-6, witness.nmse
     (head,) = witness.circuit.heads
     assert [c.source for c in head.values] == [SQNORM, SQNORM]
+    # the norm's root fitted on the copy it reads, the second of its head (a fuzz's
+    # traceback: the decode looked for the first copy alone), at that copy's scale
+    swapped = "max(sqnorm(x[t]) for t in T) + 2 * max(norm(x[t]) for t in T)"
+    witness = construction.build(spec(swapped, [1], seq_len=8), width=256)
+    assert witness.nmse < 1e-6, witness.nmse
     opposite = construction.build(spec(target.replace("max(norm", "min(norm"), [2], seq_len=8))
     assert opposite.nmse < 1e-6, opposite.nmse
     assert [len(h.values) for h in opposite.circuit.heads] == [1, 1]

@@ -112,6 +112,15 @@ def test_a_norm_not_squared_is_still_refused() -> None:
         circuit_of(spec("sum(norm(x[t]) for t in T)", [1], seq_len=8))
 
 
+def test_a_token_as_the_query_is_refused_for_what_it_is() -> None:
+    """dot(x[1], x[t]) is linear in x[t]: the refusal says that its query is a token, not a
+    parameter (it said the score was not linear: a fuzz)."""
+    with pytest.raises(SpecError, match="its query must be a parameter"):
+        circuit_of(
+            spec("sum(dot(x[1], x[t]) for t in T)", [2], seq_len=8, positional_encoding=True)
+        )
+
+
 @pytest.mark.parametrize(
     ("target", "why"),
     [

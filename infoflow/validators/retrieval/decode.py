@@ -151,11 +151,15 @@ def _best_squares(weights: Weights, root: Mlp, generator: torch.Generator) -> Te
     tag = root.inputs[0].rsplit(".", 1)[0]
     decode = next((m for m in weights.circuit.mlps if m.output == f"{tag}.value"), None)
     if decode is None:  # one token's own norm: the head copies c |x(t)|^2 (SQNORM)
-        head = next(h for h in weights.circuit.heads if h.values[0].dest == root.inputs[0])
+        # a head shared by terms that attend alike copies each term's value (not only the
+        # first's: a fuzz's traceback, max sqnorm + max norm on [1])
+        head, copy = next(
+            (h, v) for h in weights.circuit.heads for v in h.values if v.dest == root.inputs[0]
+        )
         x = sample_inputs(
             weights.spec, max(1, SAMPLES // weights.seq_len), weights.seq_len, generator
         )
-        squares = head.values[0].scale * (x.to(weights.dtype) ** 2).sum(-1)
+        squares = copy.scale * (x.to(weights.dtype) ** 2).sum(-1)
         return head.score[0].sign * (head.score[0].sign * squares).amax(dim=1)
     _, scores, sign = _retrieval(weights, decode, generator)
     return sign * (sign * scores).amax(dim=(1, 2))
