@@ -47,7 +47,10 @@ def main(paths):
                 if not claim["id"].startswith("rises_with_T:"):
                     continue
                 shorter, longer = (models[k][0] for k in claim["id"].split(":")[1:])
-                same = rescue and (rescue.seq_len, rescue.heads) == (longer.seq_len, longer.heads)
+                same = rescue and (rescue.seq_len, rescue.architecture()) == (
+                    longer.seq_len,
+                    longer.architecture(),
+                )
                 new = rises(judge, shorter, longer, rescue if same else None)
                 after = new.verdict
                 if same:

@@ -6,6 +6,9 @@ import re
 
 from infoflow.core.errors import SpecError
 
+#: The longest --budget (seconds).
+MAX_DURATION = 10**7
+
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
 
 
@@ -19,6 +22,6 @@ def parse_duration(option: str, text: str | None) -> float | None:
         raise SpecError(option, [(None, f"not a duration: {text!r} (write 90s, 10m or 1h30m)")])
     hours, minutes, secs = (float(part or 0) for part in match.groups())
     seconds = hours * 3600 + minutes * 60 + secs
-    if not 1 <= seconds <= 10**7:
+    if not 1 <= seconds <= MAX_DURATION:
         raise SpecError(option, [(None, f"must be from 1 s to 10^7 s (got {text!r})")])
     return seconds

@@ -132,7 +132,8 @@ def _linear_atom(node: Node, var: str) -> str:
         param, token = (a, b) if isinstance(a, Param) else (b, a)
         if isinstance(param, Param) and isinstance(token, Token) and _plain(token, var):
             return _reference(param)
-        if all(isinstance(arg, Token) for arg in node.args):  # a token as the query (a fuzz)
+        reads = [isinstance(arg, Token) and _plain(arg, var) for arg in node.args]
+        if all(isinstance(arg, Token) for arg in node.args) and sum(reads) == 1:  # (a fuzz)
             raise Unbuildable(
                 f"{text(node)}: a score against another token is not built as a linear score "
                 f"of x[{var}]: its query must be a parameter (dot(q, x[{var}]))"

@@ -353,6 +353,10 @@ def test_terms_that_attend_alike_share_one_head_and_opposite_ones_do_not() -> No
     swapped = "max(sqnorm(x[t]) for t in T) + 2 * max(norm(x[t]) for t in T)"
     witness = construction.build(spec(swapped, [1], seq_len=8), width=256)
     assert witness.nmse < 1e-6, witness.nmse
+    scaled = "max(norm(x[t]) for t in T) + max(norm(2 * x[t]) for t in T)"  # copies of scale 1, 4
+    witness = construction.build(spec(scaled, [2], seq_len=8), width=256)  # the engine: [2]
+    assert sorted(c.scale for c in witness.circuit.heads[0].values) == [1.0, 4.0]
+    assert witness.nmse < 1e-6, witness.nmse
     opposite = construction.build(spec(target.replace("max(norm", "min(norm"), [2], seq_len=8))
     assert opposite.nmse < 1e-6, opposite.nmse
     assert [len(h.values) for h in opposite.circuit.heads] == [1, 1]

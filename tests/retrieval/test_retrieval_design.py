@@ -44,6 +44,7 @@ from infoflow.validators.steptime import (  # noqa: E402
     ASSUMED_H200,
     GENERIC,
     cache_file,
+    duration,
     measure,
     step_time,
 )
@@ -81,10 +82,14 @@ def _triangle():
     )
 
 
+def _floors(planned, shortcut=0.5):
+    return {m.seq_len: Floors(m.seq_len, 1.0, shortcut, shortcut / 4) for m in planned.models}
+
+
 def _claims(planned, ladders, improving=None, shortcut=0.5):
     """The claims on ``ladders``, every model trained (as measured_ladders has it: a count
     of members still improving for each, 0 unless ``improving`` says otherwise)."""
-    floors = {m.seq_len: Floors(m.seq_len, 1.0, shortcut, shortcut / 4) for m in planned.models}
+    floors = _floors(planned, shortcut)
     return claims(planned, ladders, floors, {m: 0 for m in planned.models} | (improving or {}))
 
 
@@ -549,6 +554,27 @@ def test_a_design_over_the_budget_once_timed_gives_way_to_the_next(monkeypatch) 
     assert f"  left out: {chosen.left_out}" in describe(chosen, "pm.json").splitlines()
 
 
+def test_a_length_left_out_is_estimated_timed(monkeypatch) -> None:
+    """The step-time model puts the design with both lengths over the budget; timed, its
+    T = 16 group is slower still: plan's left-out line gives the timed estimate (the
+    model's, lower, suggested a --budget that did not fit: a review)."""
+    model = _measured_here(0.1, 1e-13)  # 0.1 s a step by the model: (8, 16) is over 300 s
+    monkeypatch.setattr(design_module, "step_model", lambda device: model)
+    monkeypatch.setattr(design_module, "target_seconds", lambda *args: 0.0)
+    monkeypatch.setattr(
+        design_module, "group_step", lambda m, seq_len, *args: 0.3 if seq_len > 8 else 0.05
+    )
+    spec = infoflow.load_spec(SPECS / "retrieval" / "cpu-suite" / "pairwise-min.json")
+    chosen = choose("pm", spec, SMOKE, None)
+    assert chosen.design.seq_lens == (8,)
+    both = design_module.estimate(plan("pm", spec, SMOKE, None, Design((8, 16), None)), model)
+    modelled, timed = seconds(both), seconds(design_module.timed(both, model))
+    assert timed > 1.5 * modelled  # the message below tells them apart
+    assert f"is estimated at {duration(timed)}, over the budget" in chosen.left_out
+    assert f"(--budget {math.ceil(timed / 60)}m fits that estimate)" in chosen.left_out
+    assert design_module._whole(2e7) == "no --budget fits that estimate"
+
+
 def test_a_length_left_out_within_the_budget_names_the_score_it_loses_on(monkeypatch) -> None:
     """Where the design with every length fits but scores lower, the place of the score it
     loses on is named (the paper's claims first)."""
@@ -556,7 +582,7 @@ def test_a_length_left_out_within_the_budget_names_the_score_it_loses_on(monkeyp
     taken, full = (plan("pm", spec, SMOKE, None, Design(t, None)) for t in ((8,), (8, 16)))
     scores = {id(taken): (3, 9, 1.0, True, False, -5), id(full): (3, 9, 0.5, True, True, -9)}
     monkeypatch.setattr(design_module, "score", lambda e, *args: scores[id(e)])
-    why = design_module.left_out(taken, [taken, full], spec, [8, 16])
+    why = design_module.left_out(taken, [taken, full], spec, [8, 16], ASSUMED_H200)
     assert why == "T = 16: the design with every length of the spec predicts smaller separations"
 
 
@@ -1032,15 +1058,17 @@ def test_where_no_architecture_is_efficient_the_nmse_rises_with_T(
 
 
 @pytest.mark.parametrize(
-    "rescue_nmse, rescue_improving, verdict",
+    "rescue_nmse, rescue_improving, verdict, why",
     [
-        (0.9, 0, "confirmed"),  # twice the width and steps stopped above: the gap stays
-        (0.3, 0, "inconclusive"),  # the rescue ends below T=8: more could close the gap
-        (0.9, 1, "inconclusive"),  # the rescue itself was still falling
+        (0.9, 0, "confirmed", ""),  # twice the width and steps stopped above: the gap stays
+        (0.3, 0, "inconclusive", "a seed at or below T=8's highest"),  # more could close it
+        (0.9, 1, "inconclusive", "1 of its members were still improving"),  # still falling
+        (0.9, None, "inconclusive", "plateaus were not recorded"),
+        (float("nan"), 0, "inconclusive", "3 of its seeds with no finite NMSE"),
     ],
 )
 def test_the_rescue_answers_whether_more_steps_close_the_gap(
-    rescue_nmse, rescue_improving, verdict
+    rescue_nmse, rescue_improving, verdict, why
 ) -> None:
     """T=16 ends above T=8 but was still improving at its cap: the rescue at T=16 (the same
     heads, twice the width and the steps) decides, when it stopped (pre-registered on the
@@ -1052,13 +1080,18 @@ def test_the_rescue_answers_whether_more_steps_close_the_gap(
     overrides = {longer: (0.0, 0.9), rescue: (0.0, rescue_nmse)}
     improving = {longer: 2, rescue: rescue_improving}
     found = _claims(planned, _ladders(planned, 0.0, 0.5, overrides), improving)
+    if rescue_improving is None:  # not recorded
+        found = claims(
+            planned, _ladders(planned, 0.0, 0.5, overrides), _floors(planned), {longer: 2}
+        )
     (claim,) = [c for c in found if c.id.startswith("rises_with_T:")]
     assert claim.id == f"rises_with_T:{shorter.key()}:{longer.key()}"
     assert claim.verdict == verdict, claim.reason
     assert claim.measured["rescue"]["still_improving_at_cap"] == rescue_improving
-    assert claim.measured["rescue"][rescue.label()]["low"] == pytest.approx(rescue_nmse)
-    if verdict == "inconclusive":
-        assert "still improving at the cap" in claim.reason and "its rescue" in claim.reason
+    if verdict == "confirmed":
+        assert claim.measured["rescue"][rescue.label()]["low"] == pytest.approx(rescue_nmse)
+    else:
+        assert "still improving at the cap" in claim.reason and why in claim.reason
 
 
 def test_a_diverged_seed_decides_no_rise() -> None:

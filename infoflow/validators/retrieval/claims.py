@@ -95,7 +95,7 @@ def claims(
                 out.append(attends(judge, model, attention[model]))
     if experiment.rescue:
         lengths = _consecutive_lengths(experiment)
-        rescue = experiment.rescue if experiment.rescue in ladders else None
+        rescue = experiment.rescue
         out += [
             rises(judge, a, b, rescue if _rescues(rescue, b) else None)
             for a, b in lengths

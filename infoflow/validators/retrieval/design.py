@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import infoflow
+from infoflow.core.units import MAX_DURATION
 from infoflow.retrieval.spec import RetrievalSpec
 from infoflow.validators.protocol import CannotValidate
 from infoflow.validators.retrieval.expect import Expectation, expectations
@@ -89,7 +90,7 @@ def _designed(name: str, spec: RetrievalSpec, scale: Scale, base_dir: Path | Non
     fits.sort(key=lambda e: score(e, spec, lengths[-1]), reverse=True)
     taken = _taken(fits, scale, steptime)
     taken = taken or min((timed(e, steptime) for e in candidates), key=seconds)
-    taken.left_out = left_out(taken, candidates, spec, lengths)
+    taken.left_out = left_out(taken, candidates, spec, lengths, steptime)
     return taken
 
 
@@ -105,12 +106,17 @@ LOSES_ON = (
 
 
 def left_out(
-    taken: Experiment, candidates: list[Experiment], spec: RetrievalSpec, lengths: list[int]
+    taken: Experiment,
+    candidates: list[Experiment],
+    spec: RetrievalSpec,
+    lengths: list[int],
+    steptime: StepTime,
 ) -> str:
     """The spec's lengths the taken design does not train, and why the design with all of
-    them at the spec's width was not taken: over the budget (its estimate, timed where it
-    was), its pilot did not learn, or it scores lower (:func:`score`, the first place it
-    loses on). Empty when the taken design trains every length."""
+    them at the spec's width was not taken: over the budget (its estimate, its groups timed
+    as :func:`timed` times them: the model's alone can be 2x low, and the --budget said
+    would not fit), its pilot did not learn, or it scores lower (:func:`score`, the first
+    place it loses on). Empty when the taken design trains every length."""
     missing = [t for t in lengths if t not in (taken.design.seq_lens or lengths)]
     if not missing:
         return ""
@@ -119,12 +125,12 @@ def left_out(
     full = next((e for e in candidates if e.design == whole), None)
     if full is None:
         return f"{dropped}: no design with every length of the spec can be planned"
-    budget, estimated = taken.scale.budget_seconds, seconds(full)
+    budget, estimated = taken.scale.budget_seconds, seconds(timed(full, steptime))
     if estimated > budget:
         return (
             f"{dropped}: the design with every length of the spec ({sizes(whole)}) is "
             f"estimated at {duration(estimated)}, over the budget of {duration(budget)} "
-            f"(--budget {_whole(estimated)} fits that estimate)"
+            f"({_whole(estimated)})"
         )
     if taken.pilot and sizes(whole) in taken.pilot.passed_over:
         return f"{dropped}: the design with every length of the spec did not learn in its pilot"
@@ -165,10 +171,13 @@ def _also_piloted(experiment: Experiment, others: list[Experiment]) -> Experimen
 
 
 def _whole(estimated: float) -> str:
-    """A --budget of at least ``estimated`` seconds: whole minutes, whole hours from two
-    hours on."""
+    """The --budget that fits ``estimated`` seconds: whole minutes, whole hours from two
+    hours on (none past --budget's limit)."""
     minutes = math.ceil(estimated / 60)
-    return f"{math.ceil(minutes / 60)}h" if minutes >= 120 else f"{minutes}m"
+    if minutes * 60 > MAX_DURATION:
+        return "no --budget fits that estimate"
+    budget = f"{math.ceil(minutes / 60)}h" if minutes >= 120 else f"{minutes}m"
+    return f"--budget {budget} fits that estimate"
 
 
 def untrained(experiment: Experiment) -> Experiment:

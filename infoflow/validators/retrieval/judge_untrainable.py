@@ -55,7 +55,8 @@ def rises(judge: Judge, shorter: Model, longer: Model, rescue: Model | None = No
     if long.high < short.low and not judge.improving.get(shorter):
         reason = f"every seed at T={longer.seq_len} below every seed at T={shorter.seq_len}"
         return judged(*claim, False, derived, reason, "reproduction")
-    if long.low > short.high and _rescue_stays_above(judge, rescue, short):
+    unsettled = _unsettled_by(judge, rescue, short, shorter.seq_len)
+    if long.low > short.high and rescue is not None and not unsettled:
         return judged(*claim, True, derived, kind="reproduction")
     if long.low > short.high or long.high < short.low:
         reason = (
@@ -63,21 +64,30 @@ def rises(judge: Judge, shorter: Model, longer: Model, rescue: Model | None = No
             "close the gap"
         )
         if rescue is not None and long.low > short.high:
-            reason += (
-                f" (its rescue, still improving or with a seed at or below T={shorter.seq_len}'s "
-                "highest, does not say they do not)"
-            )
+            reason += f" (its rescue does not say they do not: {unsettled})"
         return undecided(*claim, reason, derived, "reproduction")
     reason = "the seeds at the two lengths overlap"
     return undecided(*claim, reason, derived, "reproduction")
 
 
-def _rescue_stays_above(judge: Judge, rescue: Model | None, short: Interval) -> bool:
-    """The rescue stopped (no member still improving at its cap), with two seeds or more,
-    none missing, every one above every seed of ``short``."""
-    if rescue is None or judge.improving.get(rescue) != 0:
-        return False
-    return judge.learned(rescue).above(short.high)
+def _unsettled_by(judge: Judge, rescue: Model | None, short: Interval, length: int) -> str:
+    """Why the rescue does not settle that the gap stays, or "" where it does: it stopped
+    (no member still improving at its cap), with two seeds or more, none missing, every one
+    above every seed of ``short`` (the shorter ``length``'s)."""
+    if rescue is None:
+        return "no rescue"
+    count, largest = judge.improving.get(rescue), judge.learned(rescue)
+    if count is None:
+        return "its members' plateaus were not recorded"
+    if count:
+        return f"{count} of its members were still improving at its cap"
+    if largest.missing:
+        return f"{largest.missing} of its seeds with no finite NMSE (diverged)"
+    if largest.count < 2:
+        return f"{largest.count} seed(s): an interval over seeds needs 2 at least"
+    if not largest.low > short.high:
+        return f"a seed at or below T={length}'s highest ({largest.low:.3g} <= {short.high:.3g})"
+    return ""
 
 
 def no_rescue(judge: Judge, model: Model) -> Claim:
