@@ -4,6 +4,7 @@ missing page or a bad anchor fails the suite."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -44,3 +45,21 @@ def test_the_results_index_links_every_result() -> None:
     }
     assert committed - linked == set(), "results not in docs/results.md"
     assert [link for link in linked if not (docs / link).exists()] == []
+
+
+def test_every_committed_report_renders_again() -> None:
+    """Every report.json under docs/results since the renovation of 2026-12-01 (claims
+    counted by kind) renders its report.md with today's code (the member-level pilot of
+    2026-12-04 was a KeyError: a review); every one, older ones too, loads as a Report."""
+    import infoflow
+    from infoflow.validators.report import markdown
+
+    reports = sorted((ROOT / "docs" / "results").glob("**/report.json"))
+    renovated = [json.loads(path.read_text()) for path in reports]
+    renovated = [data for data in renovated if "by_kind" in data]
+    assert len(reports) > 50 and len(renovated) > 40
+    for data in renovated:
+        assert markdown(data).startswith("# infoflow validate"), data["started"]
+    for path in reports:
+        report = infoflow.load_report(path)
+        assert report.rows() and report.notes()[0].startswith("Verdicts by kind"), path

@@ -85,7 +85,11 @@ class Pilot:
 
 def sentence(pilot: dict) -> str:
     """A pilot (report.json's form) in a line: its call, its worst member against its
-    threshold, and the other designs piloted."""
+    threshold, and the other designs piloted. A report from before design-level pilots
+    (the member-level pilot of 2026-12-04: a note and each model's worst seed) gives its
+    note."""
+    if "members" not in pilot:
+        return f"pilot ({pilot.get('steps', '?')} steps): {pilot.get('note', 'no call recorded')}"
     members = pilot["members"]
     worst = max(members, key=lambda m: m["extrapolated_nmse"] / m["learns_below"])
     call = "learnable" if pilot["learnable"] else "not learnable"
