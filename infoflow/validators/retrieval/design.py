@@ -113,10 +113,11 @@ def left_out(
     steptime: StepTime,
 ) -> str:
     """The spec's lengths the taken design does not train, and why the design with all of
-    them at the spec's width was not taken: over the budget (its estimate, its groups timed
-    as :func:`timed` times them: the model's alone can be 2x low, and the --budget said
-    would not fit), its pilot did not learn, or it scores lower (:func:`score`, the first
-    place it loses on). Empty when the taken design trains every length."""
+    them at the spec's width was not taken: over the budget (its estimate with its groups
+    timed as :func:`timed` times them: the model's alone can be 2x low, and the --budget it
+    suggested did not fit, a review), its pilot did not learn, or it scores lower
+    (:func:`score`, the first place it loses on). Empty when the taken design trains every
+    length."""
     missing = [t for t in lengths if t not in (taken.design.seq_lens or lengths)]
     if not missing:
         return ""
