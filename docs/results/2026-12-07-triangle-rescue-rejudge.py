@@ -14,8 +14,6 @@ import json
 import sys
 from pathlib import Path
 
-from infoflow.validators.retrieval.floors import Floors
-from infoflow.validators.retrieval.judge import Judge
 from infoflow.validators.retrieval.judge_untrainable import rises
 
 HERE = Path(__file__).parent
@@ -34,15 +32,7 @@ def main(paths):
                 continue
             models = bounds_rejudge.models_of(section)
             rescue = next((m for m, _, _, r in models.values() if r.get("rescue")), None)
-            expected = {model: e for model, e, _, _ in models.values()}
-            ladders = {model: ladder for model, _, ladder, _ in models.values()}
-            improving = {
-                model: m["still_improving_at_cap"]
-                for model, _, _, m in models.values()
-                if m.get("still_improving_at_cap") is not None
-            }
-            floors = {int(t): Floors(**f) for t, f in section["floors"].items()}
-            judge = Judge(bounds_rejudge.Recorded(expected), ladders, floors, improving)
+            judge = bounds_rejudge.judge_of(section, models)
             for claim in section["claims"]:
                 if not claim["id"].startswith("rises_with_T:"):
                     continue
@@ -57,7 +47,7 @@ def main(paths):
                     r, short = judge.learned(rescue), judge.learned(shorter)
                     after += (
                         f" (rescue {r.low:.3g}-{r.high:.3g}, still improving "
-                        f"{improving.get(rescue)}; T={shorter.seq_len} high {short.high:.3g})"
+                        f"{judge.improving.get(rescue)}; T={shorter.seq_len} high {short.high:.3g})"
                     )
                 print(f"{path}: {claim['id']} {claim['verdict']} -> {after}")
 

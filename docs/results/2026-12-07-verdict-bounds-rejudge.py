@@ -7,7 +7,9 @@ A ladder's capped members are read back from its `measured_seeds` (a seed that m
 exponent is taken as capped at its smallest rung: the slope's rule is the same).
 
 Usage: python docs/results/2026-12-07-verdict-bounds-rejudge.py [REPORT.json ...]
-(default: every report.json under docs/results)
+(default: every report.json under docs/results; its recorded output read the 30 reports of
+that evening. It judges "rises with T" without the rescue, as that evening's rules did: the
+night's triangle run, confirmed through its rescue, shows as a change.)
 """
 
 import json
@@ -61,6 +63,20 @@ def models_of(section):
     return found
 
 
+def judge_of(section, models):
+    """A Judge of the report's section from what it records: each model's expectation and
+    ladder, its members still improving at the cap, and the floors."""
+    expected = {model: e for model, e, _, _ in models.values()}
+    ladders = {model: ladder for model, _, ladder, _ in models.values()}
+    improving = {
+        model: m["still_improving_at_cap"]
+        for model, _, _, m in models.values()
+        if m.get("still_improving_at_cap") is not None
+    }
+    floors = {int(t): Floors(**f) for t, f in section["floors"].items()}
+    return Judge(Recorded(expected), ladders, floors, improving)
+
+
 def rejudge(claim, judge, models):
     head, *keys = claim["id"].split("#")[0].split(":")
     if any(k not in models for k in keys):
@@ -96,15 +112,7 @@ def main(paths):
             if section.get("kind") != "retrieval" or "models" not in section:
                 continue
             models = models_of(section)
-            expected = {model: e for model, e, _, _ in models.values()}
-            ladders = {model: ladder for model, _, ladder, _ in models.values()}
-            improving = {
-                model: m["still_improving_at_cap"]
-                for model, _, _, m in models.values()
-                if m.get("still_improving_at_cap") is not None
-            }
-            floors = {int(t): Floors(**f) for t, f in section["floors"].items()}
-            judge = Judge(Recorded(expected), ladders, floors, improving)
+            judge = judge_of(section, models)
             for claim in section["claims"]:
                 if "not trained" in claim.get("reason", ""):
                     continue
