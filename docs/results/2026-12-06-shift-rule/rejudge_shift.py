@@ -59,9 +59,15 @@ def main(paths: list[str]) -> None:
                     verdict = False
                 now = {True: "confirmed", False: "refuted", None: "inconclusive"}[verdict]
                 now += f" (predicted {predicted[0]:.3g} to {predicted[1]:.3g}, recorded "
-                now += f"{claim['predicted'][0]:.3g} to {claim['predicted'][1]:.3g}; "
+                recorded = [open_end(v) for v in claim["predicted"]]  # null: an open end
+                now += f"{recorded[0]} to {recorded[1]}; "
                 now += f"measured {ratio[0]:.3g} to {ratio[1]:.3g})"
             print(f"{path}: {ident}: was {claim['verdict']}, now {now}")
+
+
+def open_end(value) -> str:
+    """A recorded end of a ratio interval: null (JSON has no infinity) is an open end."""
+    return "open" if value is None else f"{value:.3g}"
 
 
 if __name__ == "__main__":

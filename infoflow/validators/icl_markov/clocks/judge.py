@@ -310,7 +310,13 @@ def coupling_claim(sweep: JudgedSweep, entry: dict) -> Claim | None:
     formed = [t for t in infinite if t is not None]
     shown = {"K=inf": infinite, "per_k": per_k}
     if not formed or not per_k:
-        why = "the head formed in no clock seed at K = inf" if per_k else "no K was swept"
+        why = (
+            "the head formed in no clock seed at K = inf (a clock group stops once every "
+            "clock has settled, which can be before layer 1's previous-token head forms: "
+            "these runs cannot judge this claim)"
+            if per_k
+            else "no K was swept"
+        )
         return Claim.undecided(ident, claim, "same", shown, tolerance, why)
     a = min(formed)
     b = max(formed) if len(formed) == len(infinite) else math.inf
