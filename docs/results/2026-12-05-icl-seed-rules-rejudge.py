@@ -7,6 +7,9 @@ it is the gap check on the seeds' mean KLs under today's other rules (a final ph
 changes are the morning's, in 2026-12-05-icl-looped-verdicts.md). Reports before 2026-12-02
 (claims without ids) are skipped.
 
+It calls today's judging functions: since the night of 2026-12-07 `tau_2gen_flat` is judged
+on each seed's fitted rise (docs/results/2026-12-07-tau2gen-flat-rule-preregistered.md).
+
 Usage: python docs/results/2026-12-05-icl-seed-rules-rejudge.py REPORT.json ...
 """
 

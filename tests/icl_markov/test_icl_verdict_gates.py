@@ -177,7 +177,8 @@ def _timed(first_g2: dict[int, list], predicted: float = 500.0):
 
 def test_tau_2gen_and_its_flatness_are_judged_seed_by_seed() -> None:
     """Rules 1 and 2: seeds at 100, 260 and 2,000 steps against 500 were confirmed (the
-    median 260 within 2x); two seeds changing 4x across K in opposite ways were flat."""
+    median 260 within 2x); two seeds changing 4x across K in opposite ways were flat (rule 2
+    judges each seed's fitted rise since the night of 2026-12-07)."""
     tau, _ = _timed({4: [100, 260, 2000], 8: [100, 260, 2000]})
     assert tau.verdict == "inconclusive" and tau.measured["seeds"] == {0: 100, 1: 260, 2: 2000}
     assert _timed({4: [300, 400, 600]})[0].verdict == "confirmed"
@@ -187,6 +188,23 @@ def test_tau_2gen_and_its_flatness_are_judged_seed_by_seed() -> None:
     assert _timed({4: [100, 400, 250], 8: [110, 420, 250]})[1].verdict == "confirmed"
     assert _timed({4: [100, 100, 250], 8: [400, 800, 900]})[1].verdict == "refuted"
     assert _timed({4: [100, 100, 250], 8: [400, 800, None]})[1].verdict == "refuted"
+
+
+@pytest.mark.parametrize(
+    "power, verdict",
+    [(0.0, "confirmed"), (0.2, "confirmed"), (0.8, "inconclusive"), (1.0, "refuted")],
+)
+def test_flatness_is_the_fitted_rise_within_one_spacing(power, verdict) -> None:
+    """Pre-registered on the night of 2026-12-07: each seed's first-G2 step fitted across the
+    K that generalize (45 to 128, as at k2-c5); a time growing as K^0.8 (a rise of 2.3) was
+    flat under the largest / smallest rule (at most 2 x 1.26); it is a rise of more than one
+    checkpoint now, and K^1 (2.8) is beyond two: refuted."""
+    ks = (45, 64, 90, 128)
+    steps = {k: [300 * (k / 45) ** power * (1 + 0.01 * s) for s in range(3)] for k in ks}
+    flat = _timed(steps)[1]
+    assert flat.verdict == verdict, flat.measured["rises"]
+    rise = (128 / 45) ** power
+    assert all(r == pytest.approx(rise, rel=0.02) for r in flat.measured["rises"].values())
 
 
 def test_the_gap_check_of_a_memorizing_phase_reads_each_seed() -> None:

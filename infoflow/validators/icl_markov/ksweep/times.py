@@ -50,6 +50,9 @@ def _every(ident, claim, predicted, shown, tolerance, agrees: dict, disagrees: d
         f"seed {s}: {'agrees' if agrees[s] else 'disagrees' if disagrees[s] else 'neither'}"
         for s in agrees
     )
+    if not any(agrees.values()) and not any(disagrees.values()):
+        why = f"no seed agrees and none disagrees: each lies between the two ({split})"
+        return Claim.undecided(ident, claim, predicted, shown, tolerance, why)
     return Claim.undecided(ident, claim, predicted, shown, tolerance, f"the seeds split ({split})")
 
 
@@ -80,37 +83,44 @@ def tau_2gen(predicted: float | None, measurement: dict) -> Claim:
 
 
 def tau_2gen_flat(measurement: dict) -> Claim:
-    """Each seed's largest over smallest first-G2 step across the K where generalization won,
-    within twice the checkpoint spacing."""
+    """Each seed's least-squares rise of its first-G2 step across the K where generalization
+    won (as :func:`memorization_slows` measures tau_1Mem's): confirmed within one checkpoint
+    spacing either way, refuted beyond ``TIME_TOLERANCE`` spacings on one side
+    (docs/results/2026-12-07-tau2gen-flat-rule-preregistered.md; largest over smallest
+    within 2 spacings confirmed before)."""
     ident = "tau_2gen_flat"
     claim = "tau_2Gen does not depend on K (the K that generalize)"
     per_k = measurement["per_k"]
     winners = _won_by(per_k, "generalization")
-    allowed = TIME_TOLERANCE * measurement["tau_2gen"]["checkpoint_ratio"]
+    spacing = measurement["tau_2gen"]["checkpoint_ratio"]
+    beyond = TIME_TOLERANCE * spacing
     tolerance = (
-        f"every seed's largest / smallest first-G2 step <= {allowed:.2f} ({TIME_TOLERANCE} x "
-        "spacing)"
+        "every seed's least-squares rise of its first-G2 step across the K that generalize "
+        f"(log against log K) within x{spacing:.3g} either way (one checkpoint spacing); "
+        f"refuted when every seed's is above {beyond:.3g}, or every seed's below 1/{beyond:.3g}"
     )
     times = _seed_times(per_k, winners, "first_g2s")
-    shown = {"first_g2": {s: _shown(t) for s, t in times.items()}}
+    shown: dict = {"first_g2": {s: _shown(t) for s, t in times.items()}}
     if len(winners) < 2:
         return Claim.undecided(
             ident, claim, "flat", shown, tolerance, "fewer than two K generalize"
         )
-    ratios = {s: _spread(t.values()) for s, t in times.items()}
-    shown["ratios"] = {s: None if r is None or math.isinf(r) else r for s, r in ratios.items()}
-    agrees = {s: r is not None and r <= allowed for s, r in ratios.items()}
-    wider = {s: r is not None and r > allowed for s, r in ratios.items()}
-    return _every(ident, claim, "flat", shown, tolerance, agrees, wider)
+    rises = {s: _censored_rise(t) for s, t in times.items()}
+    shown["rises"] = {s: None if r is None or math.isinf(r) else r for s, r in rises.items()}
+    agrees = {s: r is not None and 1 / spacing <= r <= spacing for s, r in rises.items()}
+    up = {s: r is not None and r > beyond for s, r in rises.items()}
+    down = {s: r is not None and r < 1 / beyond for s, r in rises.items()}
+    return _every(ident, claim, "flat", shown, tolerance, agrees, up if any(up.values()) else down)
 
 
-def _spread(times) -> float | None:
-    """Largest over smallest; infinite when some but not all are (a K where the seed never
-    reached G2), None when all are (nothing to compare)."""
-    times = list(times)
-    if all(math.isinf(t) for t in times):
+def _censored_rise(times: dict[int, float]) -> float | None:
+    """:func:`_rise` of a seed's times; infinite when some but not all are (a K where the seed
+    never reached G2: it rises), None when all are (nothing to compare)."""
+    if all(math.isinf(t) for t in times.values()):
         return None
-    return max(times) / min(times)
+    if any(math.isinf(t) for t in times.values()):
+        return math.inf
+    return _rise(times)
 
 
 def memorization_slows(measurement: dict) -> Claim:
