@@ -209,6 +209,18 @@ def test_flatness_is_the_fitted_rise_within_one_spacing(power, verdict) -> None:
         assert flat.reason.startswith("no seed agrees and none disagrees"), flat.reason
 
 
+def test_flatness_refutes_a_fall_and_confirms_one_checkpoint_either_way() -> None:
+    """A fall beyond two spacings on every seed refutes as a rise does; a move of exactly
+    one checkpoint (1.26, as the times are read) is within; a seed that never reached G2 at
+    any K has no rise and decides nothing."""
+    assert _timed({45: [900, 800, 1000], 128: [300, 260, 350]})[1].verdict == "refuted"
+    one = _timed({128: [514, 600, 700], 256: [514 / 1.26, 600 * 1.26, 700]})[1]
+    assert one.verdict == "confirmed", one.measured["rises"]
+    none = _timed({45: [300, None, 300], 128: [300, None, 300]})[1]
+    assert none.verdict == "inconclusive" and none.measured["rises"][1] is None
+    assert "seed 1: neither" in none.reason
+
+
 def test_the_gap_check_of_a_memorizing_phase_reads_each_seed() -> None:
     """Rule 4: the mean KLs over the seeds decided it; one outlier flipped it either way."""
     passes, fails = {"id:truth": 0.1, "ood:truth": 0.4}, {"id:truth": 0.3, "ood:truth": 0.4}

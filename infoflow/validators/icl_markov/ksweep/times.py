@@ -51,7 +51,7 @@ def _every(ident, claim, predicted, shown, tolerance, agrees: dict, disagrees: d
         for s in agrees
     )
     if not any(agrees.values()) and not any(disagrees.values()):
-        why = f"no seed agrees and none disagrees: each lies between the two ({split})"
+        why = f"no seed agrees and none disagrees ({split})"
         return Claim.undecided(ident, claim, predicted, shown, tolerance, why)
     return Claim.undecided(ident, claim, predicted, shown, tolerance, f"the seeds split ({split})")
 
@@ -107,7 +107,8 @@ def tau_2gen_flat(measurement: dict) -> Claim:
         )
     rises = {s: _censored_rise(t) for s, t in times.items()}
     shown["rises"] = {s: None if r is None or math.isinf(r) else r for s, r in rises.items()}
-    agrees = {s: r is not None and 1 / spacing <= r <= spacing for s, r in rises.items()}
+    within = spacing * (1 + 1e-9)  # inclusive: a move of exactly one checkpoint, rounded
+    agrees = {s: r is not None and 1 / within <= r <= within for s, r in rises.items()}
     up = {s: r is not None and r > beyond for s, r in rises.items()}
     down = {s: r is not None and r < 1 / beyond for s, r in rises.items()}
     return _every(ident, claim, "flat", shown, tolerance, agrees, up if any(up.values()) else down)
