@@ -56,7 +56,7 @@ def rises(judge: Judge, shorter: Model, longer: Model, rescue: Model | None = No
         reason = f"every seed at T={longer.seq_len} below every seed at T={shorter.seq_len}"
         return judged(*claim, False, derived, reason, "reproduction")
     unsettled = _unsettled_by(judge, rescue, short, shorter.seq_len)
-    if long.low > short.high and rescue is not None and not unsettled:
+    if long.low > short.high and not unsettled:
         return judged(*claim, True, derived, kind="reproduction")
     if long.low > short.high or long.high < short.low:
         reason = (
