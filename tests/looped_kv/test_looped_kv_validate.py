@@ -123,6 +123,29 @@ def test_distillation_moves_the_codec_not_the_teacher(teacher) -> None:
     assert not torch.equal(learned[0].W_down, codecs[0].basis)
 
 
+def test_the_refinement_weighs_each_term_against_its_start(teacher) -> None:
+    """docs/results/2026-12-08-looped-kv-refinement-preregistered.md: "relative" divides each
+    term by its value at the SVD start (there the loss is 1 + match whatever the scales, and
+    halving the KL takes off a half), "raw" adds them as they are; the two move the codec
+    apart; an unknown weighting is refused."""
+    kl, error = torch.tensor(7e-6), torch.tensor(3.4e-3)
+    start = (kl, error)
+    assert float(kv_codec.refinement_loss(kl, error, start, 1.0, "relative")) == 2.0
+    halved = kv_codec.refinement_loss(kl / 2, error, start, 1.0, "relative")
+    assert float(halved) == pytest.approx(1.5)
+    raw = kv_codec.refinement_loss(kl, error, start, 1.0, "raw")
+    assert float(raw) == pytest.approx(7e-6 + 3.4e-3)
+    model, x, _, k, v = teacher
+    codecs = (kv_codec.SVDCodec.fit(k, "loop", 6), kv_codec.SVDCodec.fit(v, "loop", 10))
+    both = [
+        kv_codec.distill(model, codecs, x, steps=5, weighting=w)[0].W_down
+        for w in ("relative", "raw")
+    ]
+    assert (both[0] - both[1]).abs().max() > 1e-4
+    with pytest.raises(ValueError, match="weighting"):
+        kv_codec.distill(model, codecs, x, steps=1, weighting="even")
+
+
 @pytest.mark.slow
 def test_a_killed_training_resumes_to_the_same_weights_and_records(tmp_path) -> None:
     """The weights, and what a Ray worker recorded before it died (a snapshot, the mean
@@ -207,7 +230,7 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
     m["methods"]["quantize"]["2"]["kl"] = 0.0
     m["methods"]["final_loop"]["4"] = {"attention_error": 0.0, "kl": 0.0}
     m["methods"]["head_axis"]["2"]["kl"] = 0.0
-    m["methods"]["lla_distilled"] = {"4": {"attention_error": 0.0, "kl": 0.0}}
+    m["methods"]["lla_distilled"] = {rho: dict(row) for rho, row in m["methods"]["lla"].items()}
     m["teacher_frozen"] = False
     verdicts = _verdicts(m)
     for claim in (
@@ -216,8 +239,8 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
         "lla_2d: error falls as rank rises",
         "LLA beats final-loop reuse at rho = 4",
         "LLA beats head-axis compression at matched bytes",
-        "LLA beats uniform quantization of the cache at matched bytes",
-        "distillation (teacher frozen) lowers LLA's KL",
+        "LLA (refined) beats uniform quantization of the cache at matched bytes at rho = 2",
+        "distillation (teacher frozen) lowers LLA's KL at rho = 4",
     ):
         assert verdicts[claim] == "refuted", claim
 
@@ -235,16 +258,49 @@ def test_a_value_that_is_not_finite_decides_nothing() -> None:
         "lla_2d: error falls as rank rises",
         "LLA beats final-loop reuse at rho = 4",
         "LLA beats head-axis compression at matched bytes",
-        "LLA beats uniform quantization of the cache at matched bytes",
-        "distillation (teacher frozen) lowers LLA's KL",
+        "LLA (refined) beats uniform quantization of the cache at matched bytes at rho = 2",
+        "distillation (teacher frozen) lowers LLA's KL at rho = 4",
     ):
         assert verdicts[claim] == "inconclusive", claim
     same = _measured()
     same["methods"]["lla_distilled"] = {"4": dict(same["methods"]["lla"]["4"])}
-    assert _verdicts(same)["distillation (teacher frozen) lowers LLA's KL"] == "refuted"
+    assert _verdicts(same)["distillation (teacher frozen) lowers LLA's KL at rho = 4"] == "refuted"
     m["teacher_frozen"] = False  # a moved teacher refutes, whatever the KLs
     m["methods"]["lla_distilled"] = {"4": {"attention_error": 0.0, "kl": float("nan")}}
-    assert _verdicts(m)["distillation (teacher frozen) lowers LLA's KL"] == "refuted"
+    assert _verdicts(m)["distillation (teacher frozen) lowers LLA's KL at rho = 4"] == "refuted"
+
+
+def test_quantization_and_distillation_are_judged_rho_by_rho() -> None:
+    """docs/results/2026-12-08-looped-kv-refinement-preregistered.md: one claim per rho; the
+    quantization control faces the refined codec where there is one (the SVD codec shown
+    beside it), so a refined codec that wins at rho 4 confirms there while quantization's win
+    at 1.33 refutes that rho alone; distillation that loses at 1.33 refutes that rho alone."""
+    import copy
+
+    m = _measured()
+    m["methods"]["lla_distilled"] = {
+        rho: {"attention_error": 0.0, "kl": row["kl"] / 2}
+        for rho, row in m["methods"]["lla"].items()
+    }
+    m["methods"]["quantize"]["4"]["kl"] = m["methods"]["lla"]["4"]["kl"] * 0.9  # SVD loses
+    m["methods"]["quantize"]["1.33"]["kl"] = 0.0  # both lose
+    m["methods"]["lla_distilled"]["2"]["kl"] = m["methods"]["lla"]["2"]["kl"] * 1.1
+    seeds = [copy.deepcopy(m) for _ in range(3)]
+    found = {c.id: c for c in claims(seeds, "3 seeds")}
+    verdicts = {i: c.verdict for i, c in found.items() if i.startswith(("beats_q", "distil"))}
+    assert verdicts == {
+        "beats_quantize:rho=1.33": "refuted",
+        "beats_quantize:rho=2": "confirmed",
+        "beats_quantize:rho=4": "confirmed",
+        **{f"distillation_helps:rho={r:.3g}": "confirmed" for r in RHOS if f"{r:.3g}" != "2"},
+        "distillation_helps:rho=2": "refuted",
+    }
+    shown = found["beats_quantize:rho=4"].measured
+    assert set(shown) == {"lla_distilled", "lla", "quantize", "bits"}
+    assert found["beats_quantize:rho=4"].statement.startswith("LLA (refined) beats")
+    one = copy.deepcopy(seeds)  # one seed's refined codec loses at rho 4: the seeds disagree
+    one[1]["methods"]["lla_distilled"]["4"]["kl"] = 1.0
+    assert {c.id: c.verdict for c in claims(one)}["beats_quantize:rho=4"] == "inconclusive"
 
 
 def test_the_comparisons_are_judged_over_every_seeds_model() -> None:
@@ -277,7 +333,8 @@ def test_the_comparisons_are_judged_over_every_seeds_model() -> None:
     assert _verdicts(*one_loses)["LLA beats head-axis compression at matched bytes"] == "refuted"
     moved = copy.deepcopy(seeds)
     moved[2]["teacher_frozen"] = False
-    assert _verdicts(*moved)["distillation (teacher frozen) lowers LLA's KL"] == "refuted"
+    moved_verdicts = _verdicts(*moved)
+    assert moved_verdicts["distillation (teacher frozen) lowers LLA's KL at rho = 2"] == "refuted"
     diverged = copy.deepcopy(seeds)
     diverged[1]["methods"]["final_loop"]["4"]["kl"] = math.nan
     assert _verdicts(*diverged)["LLA beats final-loop reuse at rho = 4"] == "inconclusive"

@@ -8,13 +8,15 @@ claims:
 - LLA-2D's median error over seeds falls as rank rises (LLA per head's, and the loop axis's
   structure, are judged over seeds and widths: :mod:`~infoflow.validators.looped_kv.structure`);
 - at matched bytes LLA beats final-loop reuse (at rho = T), head-axis compression and
-  uniform quantization of the cache (the paper's ranking; quantization where its bits exist);
-- distillation with the teacher frozen lowers LLA's KL.
+  uniform quantization of the cache (the paper's ranking; quantization where its bits exist,
+  one claim per rho, LLA being the refined codec where the measurement refined one);
+- distillation with the teacher frozen lowers LLA's KL, one claim per rho.
 
 A comparison is judged per seed at every rho it reads: confirmed when every seed shows the
 predicted order at every rho, refuted when at some rho every seed shows the other, else
 inconclusive; a value that is not finite (a diverged KL or error) makes it inconclusive
-(docs/results/2026-12-05-seeds-and-widths-preregistered.md).
+(docs/results/2026-12-05-seeds-and-widths-preregistered.md; the two per rho since
+docs/results/2026-12-08-looped-kv-refinement-preregistered.md).
 """
 
 from __future__ import annotations
@@ -55,9 +57,9 @@ def claims(measurements: list[dict], models: str = "") -> list[Claim]:
     out.append(_beats_final_loop(methods, f"{float(first['config']['loops']):.3g}", models))
     if first["methods"].get("lla_distilled"):
         frozen = all(m["teacher_frozen"] for m in measurements)
-        out.append(_distillation_helps(methods, frozen, models))
+        out.extend(_distillation_helps(methods, frozen, models))
     out.append(_beats_head_axis(methods, models))
-    out.append(_beats_quantize(methods, models))
+    out.extend(_beats_quantize(methods, models))
     return out
 
 
@@ -185,22 +187,23 @@ def _beats_final_loop(methods: list[dict], T: str, models: str) -> Claim:
     return _ordered(claim, pairs)
 
 
-def _distillation_helps(methods: list[dict], teacher_frozen: bool, models: str) -> Claim:
-    rhos = list(methods[0]["lla_distilled"])
-    claim = (
-        "distillation_helps",
-        f"distillation (teacher frozen) lowers LLA's KL ({models})",
-        "lower",
-        _shown(methods, ("lla", "lla_distilled"), rhos),
-        "distilled KL < SVD KL at every rho, for every seed; every teacher's weights unchanged",
-    )
-    if not teacher_frozen:  # whatever the KLs
-        return Claim.judged(*claim, False, TEACHER_CHANGED)
-    pairs = [
-        {rho: [(_value(m, "lla_distilled", rho), _value(m, "lla", rho))] for rho in rhos}
-        for m in methods
-    ]
-    return _ordered(claim, pairs)
+def _distillation_helps(methods: list[dict], teacher_frozen: bool, models: str) -> list[Claim]:
+    """One claim per rho: the refined codec's KL below the SVD codec's for every seed."""
+    out = []
+    for rho in methods[0]["lla_distilled"]:
+        claim = (
+            f"distillation_helps:rho={rho}",
+            f"distillation (teacher frozen) lowers LLA's KL at rho = {rho} ({models})",
+            "lower",
+            _shown(methods, ("lla", "lla_distilled"), [rho])[rho],
+            "distilled KL < SVD KL, for every seed; every teacher's weights unchanged",
+        )
+        if not teacher_frozen:  # whatever the KLs
+            out.append(Claim.judged(*claim, False, TEACHER_CHANGED))
+            continue
+        pairs = [{rho: [(_value(m, "lla_distilled", rho), _value(m, "lla", rho))]} for m in methods]
+        out.append(_ordered(claim, pairs))
+    return out
 
 
 def _beats_head_axis(methods: list[dict], models: str) -> Claim:
@@ -219,23 +222,31 @@ def _beats_head_axis(methods: list[dict], models: str) -> Claim:
     return _ordered(claim, pairs)
 
 
-def _beats_quantize(methods: list[dict], models: str) -> Claim:
-    """The paper ranks LLA above KV quantization at matched bytes: judged at every rho where
+def _beats_quantize(methods: list[dict], models: str) -> list[Claim]:
+    """The paper ranks LLA above KV quantization at matched bytes: one claim per rho where
     quantization has bits left once its scales are paid for (the same for every seed: the
-    bits follow from the cache's dtype and the head width)."""
+    bits follow from the cache's dtype and the head width). LLA is the paper's codec, the SVD
+    start refined, where the measurement refined one; the SVD codec is shown beside it."""
     first = methods[0]
     rhos = [rho for rho in first["quantize"] if rho in first["lla"]]
-    statement = f"LLA beats uniform quantization of the cache at matched bytes ({models})"
-    tolerance = "lower next-token KL at every rho where quantization has bits, for every seed"
+    lla = "lla_distilled" if first.get("lla_distilled") else "lla"
+    which = "LLA (refined)" if lla == "lla_distilled" else "LLA"
+    statement = f"{which} beats uniform quantization of the cache at matched bytes"
+    tolerance = "lower next-token KL, for every seed"
     if not rhos:
         why = "quantization has no bits left at any rho of the grid"
-        return Claim.undecided("beats_quantize", statement, "LLA better", {}, tolerance, why)
-    measured = _shown(methods, ("lla", "quantize"), rhos)
+        return [Claim.undecided("beats_quantize", statement, "LLA better", {}, tolerance, why)]
+    out = []
     for rho in rhos:
-        measured[rho]["bits"] = first["quantize"][rho]["bits"]
-    claim = ("beats_quantize", statement, "LLA better", measured, tolerance)
-    pairs = [
-        {rho: [(_value(m, "lla", rho), _value(m, "quantize", rho))] for rho in rhos}
-        for m in methods
-    ]
-    return _ordered(claim, pairs)
+        measured = _shown(methods, tuple(dict.fromkeys((lla, "lla", "quantize"))), [rho])[rho]
+        measured["bits"] = first["quantize"][rho]["bits"]
+        claim = (
+            f"beats_quantize:rho={rho}",
+            f"{statement} at rho = {rho} ({models})",
+            "LLA better",
+            measured,
+            tolerance,
+        )
+        pairs = [{rho: [(_value(m, lla, rho), _value(m, "quantize", rho))]} for m in methods]
+        out.append(_ordered(claim, pairs))
+    return out

@@ -320,6 +320,25 @@ class LearnedCodec(torch.nn.Module):
         return unfold(latent @ self.W_up.transpose(1, 2) + self.mu[:, None], self.how, x.shape)
 
 
+#: How the refinement weighs its two terms, a reconstruction (the paper names a forward KL to
+#: the teacher and an attention-output matching term, not their weights): "relative" divides
+#: each by its own value at the SVD start; "raw" adds them as they are, as before 2026-12-08,
+#: when the matching term (summed over the core slots) was 100 to 500 times the KL
+#: (docs/results/2026-12-08-looped-kv-refinement-preregistered.md).
+DISTILL_WEIGHTING = "relative"
+WEIGHTINGS = ("relative", "raw")
+
+
+def refinement_loss(
+    kl: Tensor, error: Tensor, start: tuple[Tensor, Tensor], match: float, weighting: str
+) -> Tensor:
+    """The refinement's objective from its KL and attention-output error, ``start`` holding
+    their values at the SVD start: each divided by its start ("relative"), or as they are."""
+    if weighting == "relative":
+        return kl / start[0] + match * error / start[1]
+    return kl + match * error
+
+
 def distill(
     model: LoopedDecoder,
     codecs: tuple[SVDCodec, SVDCodec],
@@ -327,10 +346,13 @@ def distill(
     steps: int,
     lr: float = 1e-3,
     match: float = 1.0,
+    weighting: str = DISTILL_WEIGHTING,
 ) -> tuple[LearnedCodec, ...]:
-    """Refine a K and a V codec on ``tokens`` with the model frozen: forward KL from the
+    """Refine a K and a V codec on ``tokens`` with the model frozen: the forward KL from the
     teacher's next-token distribution plus ``match`` times the relative attention-output
-    error of the core slots."""
+    error summed over the core slots, each weighed as ``weighting`` says."""
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {WEIGHTINGS}, not {weighting!r}")
     model.requires_grad_(False)
     teacher = ExactAttention(record=True)
     with torch.no_grad():
@@ -338,15 +360,21 @@ def distill(
     k, v = core_kv(teacher, model.config)
     learned = tuple(LearnedCodec(codec) for codec in codecs)
     optimizer = torch.optim.Adam([p for c in learned for p in c.parameters()], lr=lr)
+    start = None
     for _ in range(steps):
         student = Reconstructed(learned[0].reconstruct(k), learned[1].reconstruct(v))
         logits = model(tokens, student).log_softmax(-1)
         kl = torch.nn.functional.kl_div(logits, target, log_target=True, reduction="none")
-        loss = kl.sum(-1).mean()
-        for slot, out in student.outputs.items():
-            if slot[0] == "core":
-                reference = teacher.outputs[slot]
-                loss = loss + match * ((out - reference) ** 2).sum() / (reference**2).sum()
+        kl = kl.sum(-1).mean()
+        error = sum(
+            ((out - teacher.outputs[slot]) ** 2).sum() / (teacher.outputs[slot] ** 2).sum()
+            for slot, out in student.outputs.items()
+            if slot[0] == "core"
+        )
+        if start is None:  # the terms at the SVD start: what "relative" divides by
+            tiny = torch.finfo(kl.dtype).tiny
+            start = (kl.detach().clamp_min(tiny), error.detach().clamp_min(tiny))
+        loss = refinement_loss(kl, error, start, match, weighting)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

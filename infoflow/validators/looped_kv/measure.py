@@ -3,11 +3,12 @@ codec and control against rho (attention-output error and next-token KL to the e
 the full-rank check, and the bytes the latent store holds beside the calculator's.
 
 Methods at matched bytes: LLA per head (the loop axis folded in, SVD), LLA distilled with
-the teacher frozen, LLA-2D (loop and head axes), head-axis compression (MLA-style, a
-control), uniform quantization, and final-loop reuse (at rho = T only). Everything is stored
-in the cache's dtype (``serving.cache_dtype``, else the model's): the plain cache rounded to
-it is the method ``cache`` (rho 1, the floor under every codec), a codec's latents are
-rounded to it, and quantization starts from the cache's values and its bits.
+the teacher frozen (the SVD start refined: :func:`~infoflow.validators.looped_kv.codec.
+distill`), LLA-2D (loop and head axes), head-axis compression (MLA-style, a control),
+uniform quantization, and final-loop reuse (at rho = T only). Everything is stored in the
+cache's dtype (``serving.cache_dtype``, else the model's): the plain cache rounded to it is
+the method ``cache`` (rho 1, the floor under every codec), a codec's latents are rounded to
+it, and quantization starts from the cache's values and its bits.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def measure(spec: LoopedKVSpec, model: LoopedDecoder, scale: LoopedScale, device
         "dims": dims,
         "spectra": spectra,
         "methods": methods,
+        "distill_weighting": kv_codec.DISTILL_WEIGHTING if scale.distill_steps else None,
         "teacher_frozen": frozen,
         "full_rank_relative_error": exact,
         "stores": stores,

@@ -53,7 +53,7 @@ CLAIM_KINDS = {
 }
 #: The version of the measurement code (measure.py, codec.py): part of a kept
 #: measurement's key, so a change there (bump it) never reuses numbers measured before it.
-MEASURE_VERSION = 1
+MEASURE_VERSION = 2  # 2: the refinement weighs its terms relative to their start
 #: The scale's fields a model's measurement depends on (the seeds, widths and snapshots say
 #: which models are trained, which the model's own identity covers).
 MEASURED_BY = ("length", "calibration", "evaluation", "distill_steps")
