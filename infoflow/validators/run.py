@@ -346,8 +346,7 @@ def judge(planned: Plan, context: Context) -> list[Section]:
         if context.progress:
             context.progress.phase("judging", experiment.name)
         section = validator.judge(experiment, context)
-        for claim in section.claims:
-            context.store.record_claim(experiment.name, claim)
+        context.store.record_claims(experiment.name, section.claims)
         sections.append(section)
     return sections
 

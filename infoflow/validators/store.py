@@ -320,21 +320,27 @@ class Store:
         )
         return [value for _, value in rows]
 
-    def record_claim(self, spec: str, claim: Claim) -> None:
-        row = claim.to_json()
+    def record_claims(self, spec: str, claims: tuple[Claim, ...]) -> None:
+        """``spec``'s claims, in place of any it had (a resumed run judged by other rules kept
+        claims whose ids the rules no longer make)."""
+        rows = [claim.to_json() for claim in claims]
         with self.writing():
-            self.db.execute(
+            self.db.execute("DELETE FROM claims WHERE spec = ?", (spec,))
+            self.db.executemany(
                 "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    spec,
-                    row["id"],
-                    row["claim"],
-                    json.dumps(row["predicted"]),
-                    json.dumps(row["measured"]),
-                    row["tolerance"],
-                    row["verdict"],
-                    row["reason"],
-                ),
+                [
+                    (
+                        spec,
+                        row["id"],
+                        row["claim"],
+                        json.dumps(row["predicted"]),
+                        json.dumps(row["measured"]),
+                        row["tolerance"],
+                        row["verdict"],
+                        row["reason"],
+                    )
+                    for row in rows
+                ],
             )
 
 

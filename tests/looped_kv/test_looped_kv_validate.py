@@ -3,9 +3,11 @@ bytes against the calculator, claims that can be refuted, and `validate` end to 
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import re
+import sqlite3
 
 import pytest
 
@@ -123,7 +125,7 @@ def test_distillation_moves_the_codec_not_the_teacher(teacher) -> None:
     assert not torch.equal(learned[0].W_down, codecs[0].basis)
 
 
-def test_the_refinement_weighs_each_term_against_its_start(teacher) -> None:
+def test_the_refinement_weighs_each_term_against_its_start(teacher, monkeypatch) -> None:
     """docs/results/2026-12-08-looped-kv-refinement-preregistered.md: "relative" divides each
     term by its value at the SVD start (there the loss is 1 + match whatever the scales, and
     halving the KL takes off a half), "raw" adds them as they are; the two move the codec
@@ -137,6 +139,18 @@ def test_the_refinement_weighs_each_term_against_its_start(teacher) -> None:
     assert float(raw) == pytest.approx(7e-6 + 3.4e-3)
     model, x, _, k, v = teacher
     codecs = (kv_codec.SVDCodec.fit(k, "loop", 6), kv_codec.SVDCodec.fit(v, "loop", 10))
+    seen = []  # each step's (kl, error, start)
+    loss = kv_codec.refinement_loss
+
+    def recorded(kl, error, start, match, weighting):
+        seen.append((kl.item(), error.item(), tuple(t.item() for t in start)))
+        return loss(kl, error, start, match, weighting)
+
+    monkeypatch.setattr(kv_codec, "refinement_loss", recorded)
+    kv_codec.distill(model, codecs, x, steps=3)
+    assert len(seen) == 3 and {s[2] for s in seen} == {seen[0][:2]}  # the first step's terms
+    assert seen[1][0] < seen[0][0]  # and the KL falls from there
+    monkeypatch.undo()
     both = [
         kv_codec.distill(model, codecs, x, steps=5, weighting=w)[0].W_down
         for w in ("relative", "raw")
@@ -230,7 +244,10 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
     m["methods"]["quantize"]["2"]["kl"] = 0.0
     m["methods"]["final_loop"]["4"] = {"attention_error": 0.0, "kl": 0.0}
     m["methods"]["head_axis"]["2"]["kl"] = 0.0
-    m["methods"]["lla_distilled"] = {rho: dict(row) for rho, row in m["methods"]["lla"].items()}
+    m["methods"]["lla_distilled"] = {  # better than SVD: the moved teacher is what refutes
+        rho: {"attention_error": 0.0, "kl": row["kl"] / 2}
+        for rho, row in m["methods"]["lla"].items()
+    }
     m["teacher_frozen"] = False
     verdicts = _verdicts(m)
     for claim in (
@@ -239,10 +256,14 @@ def test_claims_are_refuted_by_contradicting_measurements() -> None:
         "lla_2d: error falls as rank rises",
         "LLA beats final-loop reuse at rho = 4",
         "LLA beats head-axis compression at matched bytes",
-        "LLA (refined) beats uniform quantization of the cache at matched bytes at rho = 2",
         "distillation (teacher frozen) lowers LLA's KL at rho = 4",
     ):
         assert verdicts[claim] == "refuted", claim
+    # quantization faces the refined codec, whose numbers a moved teacher voids
+    quantized = "LLA (refined) beats uniform quantization of the cache at matched bytes at rho = 2"
+    assert verdicts[quantized] == "inconclusive"
+    m["teacher_frozen"] = True
+    assert _verdicts(m)[quantized] == "refuted"
 
 
 def test_a_value_that_is_not_finite_decides_nothing() -> None:
@@ -252,7 +273,10 @@ def test_a_value_that_is_not_finite_decides_nothing() -> None:
     for rho in m["methods"]["lla"]:
         m["methods"]["lla"][rho]["kl"] = float("nan")
     m["methods"]["lla_2d"]["8"]["attention_error"] = float("nan")
-    m["methods"]["lla_distilled"] = {"4": {"attention_error": 0.0, "kl": 0.0}}
+    m["methods"]["lla_distilled"] = {
+        rho: {"attention_error": 0.0, "kl": 0.0} for rho in m["methods"]["lla"]
+    }
+    m["methods"]["lla_distilled"]["2"]["kl"] = float("nan")  # the refined codec's, at rho 2
     verdicts = _verdicts(m)
     for claim in (
         "lla_2d: error falls as rank rises",
@@ -262,6 +286,8 @@ def test_a_value_that_is_not_finite_decides_nothing() -> None:
         "distillation (teacher frozen) lowers LLA's KL at rho = 4",
     ):
         assert verdicts[claim] == "inconclusive", claim
+    quantized = "LLA (refined) beats uniform quantization of the cache at matched bytes at rho = 4"
+    assert verdicts[quantized] == "confirmed"  # the SVD codec's NaN is not what it reads
     same = _measured()
     same["methods"]["lla_distilled"] = {"4": dict(same["methods"]["lla"]["4"])}
     assert _verdicts(same)["distillation (teacher frozen) lowers LLA's KL at rho = 4"] == "refuted"
@@ -463,7 +489,10 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     (section,) = report["specs"]
-    assert section["kind"] == "looped_kv" and len(section["claims"]) == 12
+    heads = collections.Counter(c["id"].split(":")[0] for c in section["claims"])
+    # one claim per rho since 2026-12-08: 8 distilled ratios, 2 with quantization bits (d = 8)
+    assert section["kind"] == "looped_kv" and len(section["claims"]) == 20
+    assert heads["distillation_helps"] == 8 and heads["beats_quantize"] == 2
     structure = section["structure"]  # 1 seed (--seeds) x 2 widths, snapshots at 1, 2, 4
     assert set(structure) == {"1", "2"} and set(structure["2"]) == {"1", "2", "4"}
     assert structure["1"]["4"]["margin:K:4"]["seeds"] == 1
@@ -493,11 +522,19 @@ def test_validate_trains_the_tiny_looped_model_and_skips_big_ones(tmp_path) -> N
     assert (out / "tiny-looped-spectra.png").stat().st_size > 1000
     checkpoint = next((out / "checkpoints").glob("tiny-looped-looped-*.pt"))
     trained_at = checkpoint.stat().st_mtime_ns
+    with sqlite3.connect(out / "results.sqlite") as db:  # a claim the rules no longer make
+        (spec,) = db.execute("SELECT DISTINCT spec FROM claims").fetchone()
+        db.execute(
+            "INSERT INTO claims VALUES (?, 'beats_quantize', '', '', '', '', '', '')", (spec,)
+        )
     again = run_cli("validate", str(TINY), *args, "--resume", "--no-plots")
     assert again.returncode == 0, again.stderr
     assert checkpoint.stat().st_mtime_ns == trained_at  # judged from the checkpoint, not retrained
     (resumed,) = json.loads((out / "report.json").read_text())["specs"]
     assert resumed == section  # the measurement kept too: its seconds are the first run's
+    with sqlite3.connect(out / "results.sqlite") as db:  # the judged claims replace the old
+        ids = {i for (i,) in db.execute("SELECT id FROM claims")}
+    assert ids == {c["id"] for c in section["claims"]}
     # report.md named the plots --no-plots did not draw (an audit, 2026-12-07)
     assert "No plots (--no-plots)." in (out / "report.md").read_text()
 

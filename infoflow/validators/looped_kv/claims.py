@@ -55,11 +55,11 @@ def claims(measurements: list[dict], models: str = "") -> list[Claim]:
     methods = [m["methods"] for m in measurements]
     out.append(_error_falls("lla_2d", methods))
     out.append(_beats_final_loop(methods, f"{float(first['config']['loops']):.3g}", models))
+    frozen = all(m["teacher_frozen"] for m in measurements)
     if first["methods"].get("lla_distilled"):
-        frozen = all(m["teacher_frozen"] for m in measurements)
         out.extend(_distillation_helps(methods, frozen, models))
     out.append(_beats_head_axis(methods, models))
-    out.extend(_beats_quantize(methods, models))
+    out.extend(_beats_quantize(methods, frozen, models))
     return out
 
 
@@ -222,11 +222,12 @@ def _beats_head_axis(methods: list[dict], models: str) -> Claim:
     return _ordered(claim, pairs)
 
 
-def _beats_quantize(methods: list[dict], models: str) -> list[Claim]:
+def _beats_quantize(methods: list[dict], teacher_frozen: bool, models: str) -> list[Claim]:
     """The paper ranks LLA above KV quantization at matched bytes: one claim per rho where
     quantization has bits left once its scales are paid for (the same for every seed: the
     bits follow from the cache's dtype and the head width). LLA is the paper's codec, the SVD
-    start refined, where the measurement refined one; the SVD codec is shown beside it."""
+    start refined, where the measurement refined one (inconclusive if a teacher moved: its
+    numbers are of another model); the SVD codec is shown beside it."""
     first = methods[0]
     rhos = [rho for rho in first["quantize"] if rho in first["lla"]]
     lla = "lla_distilled" if first.get("lla_distilled") else "lla"
@@ -235,7 +236,8 @@ def _beats_quantize(methods: list[dict], models: str) -> list[Claim]:
     tolerance = "lower next-token KL, for every seed"
     if not rhos:
         why = "quantization has no bits left at any rho of the grid"
-        return [Claim.undecided("beats_quantize", statement, "LLA better", {}, tolerance, why)]
+        claim = ("beats_quantize", f"{statement} ({models})", "LLA better", {}, tolerance)
+        return [Claim.undecided(*claim, why)]
     out = []
     for rho in rhos:
         measured = _shown(methods, tuple(dict.fromkeys((lla, "lla", "quantize"))), [rho])[rho]
@@ -247,6 +249,10 @@ def _beats_quantize(methods: list[dict], models: str) -> list[Claim]:
             measured,
             tolerance,
         )
+        if lla == "lla_distilled" and not teacher_frozen:
+            why = f"{TEACHER_CHANGED} in the refinement: its numbers are of another model"
+            out.append(Claim.undecided(*claim, why))
+            continue
         pairs = [{rho: [(_value(m, lla, rho), _value(m, "quantize", rho))]} for m in methods]
         out.append(_ordered(claim, pairs))
     return out

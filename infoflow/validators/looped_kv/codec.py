@@ -323,10 +323,13 @@ class LearnedCodec(torch.nn.Module):
 #: How the refinement weighs its two terms, a reconstruction (the paper names a forward KL to
 #: the teacher and an attention-output matching term, not their weights): "relative" divides
 #: each by its own value at the SVD start; "raw" adds them as they are, as before 2026-12-08,
-#: when the matching term (summed over the core slots) was 100 to 500 times the KL
+#: when the matching term (summed over the core slots) was 36 to 500 times the KL
 #: (docs/results/2026-12-08-looped-kv-refinement-preregistered.md).
 DISTILL_WEIGHTING = "relative"
 WEIGHTINGS = ("relative", "raw")
+#: The least a term's start is taken to be: a codec that starts lossless (a KL of 0, or a
+#: float32 rounding below it) must not scale its loss by 1e38.
+START_FLOOR = 1e-12
 
 
 def refinement_loss(
@@ -372,8 +375,7 @@ def distill(
             if slot[0] == "core"
         )
         if start is None:  # the terms at the SVD start: what "relative" divides by
-            tiny = torch.finfo(kl.dtype).tiny
-            start = (kl.detach().clamp_min(tiny), error.detach().clamp_min(tiny))
+            start = (kl.detach().clamp_min(START_FLOOR), error.detach().clamp_min(START_FLOOR))
         loss = refinement_loss(kl, error, start, match, weighting)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -19,6 +19,7 @@ from infoflow.validators.ensemble import Checkpoint
 from infoflow.validators.identity import content_name
 from infoflow.validators.looped_kv import plots, report, structure
 from infoflow.validators.looped_kv.claims import TEACHER_CHANGED, claims, over_seeds_table
+from infoflow.validators.looped_kv.codec import DISTILL_WEIGHTING
 from infoflow.validators.looped_kv.estimate import group_seconds
 from infoflow.validators.looped_kv.experiment import (
     SCALES,
@@ -196,6 +197,7 @@ def _measure_once(
         "spec": spec.model_dump(mode="json"),
         "device": str(context.device),
         "version": MEASURE_VERSION,
+        "distill_weighting": DISTILL_WEIGHTING,
     }
     name = f"{experiment.name}-measured" if group is None else "measured"  # by content alone
     path = context.checkpoints / f"{content_name(name, key)}.json"
