@@ -29,10 +29,16 @@ def _normalise(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
 
+#: What makes a block slow: a paper-scale one computes the paper's data (the ICL ceiling reads
+#: 512-state test sets); an icl_markov plan computes the ceiling at every K (10.0 CPU s for
+#: race-c3-short's in a CI run of 2026-12-08, at the fast loop's limit).
+HEAVY = ("--scale paper", "infoflow plan specs/icl_markov/")
+
+
 def _marked(block: tuple[str, str, str]):
-    """A paper-scale block computes the paper's data (the ICL ceiling reads 512-state test
-    sets): slow, out of the fast loop."""
-    return pytest.param(*block, marks=pytest.mark.slow) if "--scale paper" in block[1] else block
+    """A heavy block (:data:`HEAVY`) is slow, out of the fast loop."""
+    heavy = any(mark in block[1] for mark in HEAVY)
+    return pytest.param(*block, marks=pytest.mark.slow) if heavy else block
 
 
 @pytest.mark.parametrize(

@@ -134,7 +134,7 @@ def test_a_looped_kv_job_trains_as_a_ray_task(tmp_path, cluster) -> None:
     assert proc.returncode == 0, proc.stderr
     assert list((out / "checkpoints").glob("tiny-looped-looped-*.pid"))  # a Ray worker trained it
     (section,) = _report(out)["specs"]
-    assert section["kind"] == "looped_kv" and len(section["claims"]) == 12
+    assert section["kind"] == "looped_kv" and len(section["claims"]) == 20  # per rho: 8 + 2
     assert all(s["measured_bytes"] == s["predicted_bytes"] for s in section["measured"]["stores"])
     # the snapshots the Ray workers recorded came back: at every step of both widths
     assert set(section["structure"]["1"]) == set(section["structure"]["2"]) == {"1", "2", "4"}
