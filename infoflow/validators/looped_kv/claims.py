@@ -232,6 +232,7 @@ def _beats_quantize(methods: list[dict], teacher_frozen: bool, models: str) -> l
     rhos = [rho for rho in first["quantize"] if rho in first["lla"]]
     lla = "lla_distilled" if first.get("lla_distilled") else "lla"
     which = "LLA (refined)" if lla == "lla_distilled" else "LLA"
+    shown = (lla, "lla", "quantize") if lla == "lla_distilled" else ("lla", "quantize")
     statement = f"{which} beats uniform quantization of the cache at matched bytes"
     tolerance = "lower next-token KL, for every seed"
     if not rhos:
@@ -240,7 +241,7 @@ def _beats_quantize(methods: list[dict], teacher_frozen: bool, models: str) -> l
         return [Claim.undecided(*claim, why)]
     out = []
     for rho in rhos:
-        measured = _shown(methods, tuple(dict.fromkeys((lla, "lla", "quantize"))), [rho])[rho]
+        measured = _shown(methods, shown, [rho])[rho]
         measured["bits"] = first["quantize"][rho]["bits"]
         claim = (
             f"beats_quantize:rho={rho}",
